@@ -1,0 +1,269 @@
+/*
+ * book.h - the want-book: who waits for which slot, who holds which slot.
+ *
+ * The book lives in one shared-memory segment created by the master before
+ * it forks the handlers.  It is a pure data structure: no sockets, no
+ * libevent, no clock reads, no allocation after book_init().  Every function
+ * below except book_size/book_init/book_lock/book_unlock must be called with
+ * the book locked.  Time comes in as `now_ms` (monotonic milliseconds).
+ *
+ * Entities (all fixed tables, referenced by index + generation):
+ *   handler  a forked connection handler, slot 0..nhandlers-1
+ *   conn     one websocket connection, owned by one handler
+ *   client   the party behind connections: a named client (?client=<id>)
+ *            may have several connections and outlives them for the resume
+ *            grace; an unnamed connection is its own anonymous client
+ *   want     one job_id of one client, through its whole life:
+ *            PARKED -> OFFERED -> RUNNING -> (freed)
+ *   waitgroup  a pool of `processes` slots; each service belongs to one
+ *
+ * Grant rule (book_grant, called internally whenever a slot may be free or a
+ * want arrives): while a waitgroup has a free slot, the taker is the
+ * eligible parked want with the smallest key
+ *     ( -priority, stamp(conn, waitgroup), seq(want) )
+ * where stamp(conn, wg) is the waitgroup's grant counter value when that
+ * connection last received an offer in that waitgroup (0 if never) and seq is
+ * the book-wide arrival number of the want.  So: highest priority first;
+ * within a priority the connection served least recently goes next (round
+ * robin across connections; a connection with one want is served before one
+ * that was just served, however many wants the latter parked); within one
+ * connection, FIFO.  Exactly one want is offered each free slot.
+ *
+ * Slot accounting: a slot of a waitgroup is held by each want in state
+ * OFFERED or RUNNING of a service of that waitgroup, plus legacy tokens
+ * (book_token_*).  running + offered + tokens <= processes at all times.
+ *
+ * Mail: decisions that another process must act on (send an OFFER, tell a
+ * connection its offer expired, cancel a running job, re-send HELLO) are
+ * queued in the target handler's mailbox inside the segment.  book_unlock()
+ * returns the set of handlers that received mail during the critical
+ * section; the caller then pokes their eventfds.  The book never does I/O.
+ */
+#ifndef ES_BOOK_H
+#define ES_BOOK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BOOK_ID_MAX 64          /* job_id and client_id: at most 64 bytes */
+#define BOOK_MAX_HANDLERS 64
+#define BOOK_MAX_WAITGROUPS 32
+#define BOOK_MAX_SERVICES 256
+#define BOOK_NAME_MAX 64        /* service / waitgroup names incl. NUL */
+
+/* Result codes.  Each maps to one protocol ERROR code (docs/protocol.md). */
+enum book_rc {
+	BOOK_OK = 0,
+	BOOK_E_UNKNOWN_SERVICE,   /* unknown_service */
+	BOOK_E_DUPLICATE,         /* duplicate_job: job_id already known for this client */
+	BOOK_E_UNKNOWN_JOB,       /* unknown_job: no such job_id for this client */
+	BOOK_E_BAD_STATE,         /* not_offered / already_running: wrong state for the request */
+	BOOK_E_BAD_TOKEN,         /* bad_token: token does not match the current offer */
+	BOOK_E_LIMIT_CONN,        /* limit_reached: maxWantsPerConnection */
+	BOOK_E_LIMIT_WANTS,       /* limit_reached: maxWants (book full) */
+	BOOK_E_LIMIT_CONNS,       /* limit_reached: maxConnections */
+	BOOK_E_DRAINING,          /* draining: no new wants while the instance drains */
+	BOOK_E_STALE,             /* a ref whose generation no longer matches */
+	BOOK_E_DISABLED,          /* service_disabled: failed its startup check */
+};
+const char *book_rc_name(enum book_rc rc);
+
+/* Reference to a table entry; generation catches reuse of the index. */
+struct book_ref {
+	uint32_t idx;
+	uint32_t gen;
+};
+
+enum want_state {
+	WANT_FREE = 0,
+	WANT_PARKED,
+	WANT_OFFERED,
+	WANT_RUNNING,
+};
+
+/* Sizing, fixed at book_init. */
+struct book_limits {
+	uint32_t max_connections;        /* conns and clients tables */
+	uint32_t max_wants;              /* wants table (parked + offered + running) */
+	uint32_t max_wants_per_connection;
+	uint32_t nhandlers;              /* <= BOOK_MAX_HANDLERS */
+	uint32_t offer_timeout_ms;
+	uint32_t resume_grace_ms;
+};
+
+/* Static description of waitgroups and services, copied in at book_init. */
+struct book_topology {
+	uint32_t nwaitgroups;
+	struct {
+		char name[BOOK_NAME_MAX];
+		uint32_t processes;
+	} waitgroups[BOOK_MAX_WAITGROUPS];
+	uint32_t nservices;
+	struct {
+		char name[BOOK_NAME_MAX];
+		uint32_t waitgroup;      /* index into waitgroups */
+		int enabled;             /* 0: startup check failed, WANT refused */
+	} services[BOOK_MAX_SERVICES];
+};
+
+struct book;  /* opaque; layout in book_layout.h for the book's own files */
+
+/* ---- lifecycle (master) ------------------------------------------------ */
+
+/* Bytes needed for a book with these limits. */
+size_t book_size(const struct book_limits *lim);
+/* Initialises a zeroed region of book_size() bytes: process-shared robust
+ * mutex, tables, free lists.  seed feeds the token generator and the keyed
+ * hash.  Returns 0 or -1 (limits out of range). */
+int book_init(void *mem, const struct book_limits *lim, const struct book_topology *topo,
+	      const uint8_t instance_id[16], uint64_t seed);
+struct book *book_from_mem(void *mem);
+
+/* ---- locking ------------------------------------------------------------ */
+
+/* Locks the book.  Returns 0, or 1 when the previous holder died inside the
+ * critical section: the book has then been checked and repaired (all derived
+ * structures rebuilt from the primary tables) and marked consistent.
+ * Returns -1 only if the mutex is unusable. */
+int book_lock(struct book *b);
+/* Unlocks; returns the bitmask of handlers that got mail since book_lock. */
+uint64_t book_unlock(struct book *b);
+
+/* Fault injection for tests: when set, book operations call it at named
+ * points inside the critical section ("grant.mid", "want.mid", ...); a test
+ * hook may _exit() there to simulate a crash holding the lock. */
+typedef void (*book_fault_fn)(const char *point);
+void book_set_fault_hook(book_fault_fn fn);
+
+/* ---- handlers ----------------------------------------------------------- */
+
+void book_handler_started(struct book *b, uint32_t handler, int32_t pid);
+/* A handler died (master, after waitpid).  Drops every conn of that handler:
+ * parked wants removed, offered slots freed, running jobs' slots freed; the
+ * process groups of its running jobs are written to pgids (up to max) so the
+ * master can kill them.  Named clients whose last connection this was enter
+ * the resume grace only for jobs run by other handlers.  Freed slots are
+ * granted.  Returns the number of pgids written. */
+size_t book_purge_handler(struct book *b, uint32_t handler, int32_t *pgids, size_t max);
+
+/* ---- connections -------------------------------------------------------- */
+
+/* Registers a connection of `handler`.  client_id NULL or "" = anonymous.
+ * A named client that is in its resume grace re-adopts its running jobs:
+ * they are re-attached to this connection (the kept DONEs are delivered by
+ * the job layer).  Marks HELLO dirty for every live connection (client
+ * count changed). */
+enum book_rc book_conn_open(struct book *b, uint32_t handler, const char *client_id,
+			    uint64_t now_ms, struct book_ref *conn);
+/* Connection gone: its parked wants are dropped, its offered slots freed;
+ * its running jobs stay with its client (resume grace for named clients,
+ * immediate cancel mail to the runner for anonymous ones). */
+void book_conn_close(struct book *b, struct book_ref conn, uint64_t now_ms);
+
+/* ---- wants -------------------------------------------------------------- */
+
+enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
+		       uint32_t service, int32_t priority, uint64_t now_ms);
+/* Removes a parked want, or frees the slot of an offered one. */
+enum book_rc book_unwant(struct book *b, struct book_ref conn, const char *job_id);
+/* JOB: the offered want becomes RUNNING on `runner` (the handler that got
+ * the JOB).  Token must match the current offer. */
+enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_id,
+			 uint64_t token, uint32_t runner, struct book_ref *want);
+/* DECLINE: frees the offered slot at once. */
+enum book_rc book_decline(struct book *b, struct book_ref conn, const char *job_id,
+			  uint64_t token);
+/* Records the process group of a running job (for kill on handler crash). */
+void book_job_set_pgid(struct book *b, struct book_ref want, int32_t pgid);
+/* A running job ended (its DONE is being sent): frees the slot, records
+ * duration in the service statistics, forgets the job_id. */
+enum book_rc book_job_finish(struct book *b, struct book_ref want, uint64_t duration_ms,
+			     int failed);
+
+/* Who should receive the DONE of a running job: the connection that
+ * placed it, or after a resume the connection that re-adopted it.
+ * BOOK_E_STALE when the client has no live connection (grace running). */
+enum book_rc book_job_owner(const struct book *b, struct book_ref want,
+			    struct book_ref *conn, uint32_t *handler);
+
+/* Expires offers whose deadline passed (mail OFFER_EXPIRED to the conn's
+ * handler; want removed; slot re-granted) and named clients whose grace
+ * ran out (mail CANCEL for each of their running jobs to its runner).
+ * Returns the number of entries expired. */
+uint32_t book_expire(struct book *b, uint64_t now_ms);
+/* Earliest pending deadline (offer or grace), or UINT64_MAX. */
+uint64_t book_next_deadline(const struct book *b);
+
+/* ---- queue position ----------------------------------------------------- */
+
+struct book_position {
+	enum want_state state;
+	uint32_t running;     /* slots in use in the waitgroup (offered + running + tokens) */
+	uint32_t ahead;       /* parked wants granted before this one by the grant rule */
+	uint32_t capacity;    /* processes of the waitgroup */
+	uint32_t service;
+};
+enum book_rc book_query(const struct book *b, struct book_ref conn, const char *job_id,
+			struct book_position *pos);
+
+/* ---- drain -------------------------------------------------------------- */
+
+/* Stops granting and refuses new wants (BOOK_E_DRAINING); HELLO dirty. */
+void book_set_draining(struct book *b);
+int book_is_draining(const struct book *b);
+
+/* ---- mail --------------------------------------------------------------- */
+
+enum book_mail_kind {
+	MAIL_OFFER = 1,        /* send OFFER {job_id, token} on conn */
+	MAIL_OFFER_EXPIRED,    /* send ERROR offer_expired {job_id} on conn */
+	MAIL_CANCEL,           /* runner: stop the running job `want` */
+	MAIL_HELLO,            /* re-send HELLO on every conn of the handler */
+};
+
+struct book_mail {
+	enum book_mail_kind kind;
+	struct book_ref conn;   /* OFFER, OFFER_EXPIRED */
+	struct book_ref want;   /* OFFER, CANCEL */
+	char job_id[BOOK_ID_MAX + 1];
+	uint64_t token;
+};
+
+/* Pops up to max mails for `handler` into out; returns how many. */
+size_t book_mail_take(struct book *b, uint32_t handler, struct book_mail *out, size_t max);
+
+/* ---- status ------------------------------------------------------------- */
+
+struct book_wg_status {
+	uint32_t processes, running, offered, waiting, tokens;
+};
+struct book_service_status {
+	uint64_t started, finished, failed;
+	uint64_t mean_runtime_ms;  /* exponential moving average; 0 = no sample */
+	uint32_t waiting, running;
+};
+struct book_status {
+	uint8_t instance_id[16];
+	uint32_t clients;          /* distinct clients with a live connection */
+	uint32_t connections;
+	uint32_t wants;            /* records in use */
+	uint32_t draining;
+	uint64_t grants, repairs;
+	int32_t handler_pids[BOOK_MAX_HANDLERS];
+};
+void book_status(const struct book *b, struct book_status *st);
+void book_wg_status(const struct book *b, uint32_t wg, struct book_wg_status *st);
+void book_service_status(const struct book *b, uint32_t svc, struct book_service_status *st);
+const struct book_topology *book_topology(const struct book *b);
+
+/* ---- consistency -------------------------------------------------------- */
+
+/* Checks every invariant (counts match tables, each parked want in exactly
+ * one queue, each held slot has a live holder, index matches table).
+ * Returns 0, or -1 with a description of the first violation in why. */
+int book_check(const struct book *b, char *why, size_t whylen);
+/* Rebuilds every derived structure from the primary tables (used after
+ * EOWNERDEAD; exposed for tests). */
+void book_repair(struct book *b);
+
+#endif

@@ -1,0 +1,14 @@
+/*
+ * utf8.h - strict UTF-8 validation (RFC 3629): no overlongs, no surrogates,
+ * nothing above U+10FFFF.  wslay leaves text-frame validation to us
+ * (RFC 6455 section 8.1 requires closing with 1007 on invalid UTF-8).
+ */
+#ifndef ES_UTF8_H
+#define ES_UTF8_H
+
+#include <stddef.h>
+
+/* Returns 1 if buf[0..len) is valid UTF-8, else 0. */
+int utf8_valid(const unsigned char *buf, size_t len);
+
+#endif

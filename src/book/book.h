@@ -65,6 +65,9 @@ enum book_rc {
 	BOOK_E_DRAINING,          /* draining: no new wants while the instance drains */
 	BOOK_E_STALE,             /* a ref whose generation no longer matches */
 	BOOK_E_DISABLED,          /* service_disabled: failed its startup check */
+	BOOK_E_INVALID,           /* bad_request: job/client id empty or > BOOK_ID_MAX
+				   * bytes, handler or runner out of range (the
+				   * protocol layer should have refused it) */
 };
 const char *book_rc_name(enum book_rc rc);
 
@@ -130,8 +133,24 @@ int book_lock(struct book *b);
 uint64_t book_unlock(struct book *b);
 
 /* Fault injection for tests: when set, book operations call it at named
- * points inside the critical section ("grant.mid", "want.mid", ...); a test
- * hook may _exit() there to simulate a crash holding the lock. */
+ * points inside the critical section; a test hook may _exit() there to
+ * simulate a crash holding the lock.  The hook is process-local.  Points
+ * (each in the middle of a multi-step update, after the primary record
+ * changed and before the derived structures follow):
+ *   "open.mid"    book_conn_open: client record taken, conn not yet live
+ *   "close.mid"   conn close/purge: conn freed, its wants not yet dropped
+ *   "want.mid"    book_want: want PARKED, not yet indexed/queued
+ *   "grant.mid"   any grant: want OFFERED, not yet dequeued/mailed
+ *   "unwant.mid"  book_unwant: want freed, not yet unlinked
+ *   "accept.mid"  book_accept: want RUNNING, lists not yet moved
+ *   "decline.mid" book_decline: want freed, not yet unlinked
+ *   "finish.mid"  book_job_finish: want freed, not yet unlinked
+ *   "expire.mid"  book_expire: offer EXPIRED, not yet unlinked
+ *   "grace.mid"   client end (grace expiry, anonymous close): a job orphaned
+ *   "purge.mid"   book_purge_handler: its jobs freed, its conns not yet
+ *   "mail.mid"    book_mail_take: mail unlinked, pending flag not cleared
+ *   "cancel.mid"  book_cancel: owner cancel flagged, mail not yet queued
+ *   "repair.mid"  book_repair: derived state cleared, not yet rebuilt */
 typedef void (*book_fault_fn)(const char *point);
 void book_set_fault_hook(book_fault_fn fn);
 
@@ -143,7 +162,12 @@ void book_handler_started(struct book *b, uint32_t handler, int32_t pid);
  * process groups of its running jobs are written to pgids (up to max) so the
  * master can kill them.  Named clients whose last connection this was enter
  * the resume grace only for jobs run by other handlers.  Freed slots are
- * granted.  Returns the number of pgids written. */
+ * granted.  Precisely: the jobs whose runner is this handler are freed
+ * (their pgids > 0 written; their clients learn it from the job layer, not
+ * from the book); then its conns are closed as by book_conn_close (jobs run
+ * by other handlers stay with their clients); its mailbox and HELLO flag
+ * are emptied and its pid reset to 0.  Returns the number of pgids
+ * written. */
 size_t book_purge_handler(struct book *b, uint32_t handler, int32_t *pgids, size_t max);
 
 /* ---- connections -------------------------------------------------------- */
@@ -151,55 +175,101 @@ size_t book_purge_handler(struct book *b, uint32_t handler, int32_t *pgids, size
 /* Registers a connection of `handler`.  client_id NULL or "" = anonymous.
  * A named client that is in its resume grace re-adopts its running jobs:
  * they are re-attached to this connection (the kept DONEs are delivered by
- * the job layer).  Marks HELLO dirty for every live connection (client
- * count changed). */
+ * the job layer).  A second connection of a named client that is already
+ * connected joins it (wants are per connection, job_ids per client).
+ * When the number of distinct clients with a live connection changes,
+ * HELLO is marked dirty for every handler with live connections (a new
+ * connection's own HELLO is the handler's business).  BOOK_E_LIMIT_CONNS
+ * at max_connections.  The client table has 2 * max_connections records;
+ * if a new client finds it full, the client whose grace began first loses
+ * the rest of its grace (its jobs get MAIL_CANCEL). */
 enum book_rc book_conn_open(struct book *b, uint32_t handler, const char *client_id,
 			    uint64_t now_ms, struct book_ref *conn);
-/* Connection gone: its parked wants are dropped, its offered slots freed;
- * its running jobs stay with its client (resume grace for named clients,
- * immediate cancel mail to the runner for anonymous ones). */
+/* Connection gone: its parked wants are dropped, its offered slots freed,
+ * its undelivered OFFER/OFFER_EXPIRED mail dropped; its running jobs stay
+ * with its client (the client's newest other live connection adopts them;
+ * without one: resume grace for named clients, immediate cancel mail to
+ * the runner for anonymous ones).  A stale ref is ignored. */
 void book_conn_close(struct book *b, struct book_ref conn, uint64_t now_ms);
 
 /* ---- wants -------------------------------------------------------------- */
 
+/* Parks a want (and grants at once if a slot is free).  Checks, in order:
+ * STALE (conn), INVALID (job_id), DRAINING, UNKNOWN_SERVICE, DISABLED,
+ * DUPLICATE (job_id known for this client in any state), LIMIT_CONN
+ * (max_wants_per_connection counts the conn's PARKED + OFFERED wants),
+ * LIMIT_WANTS (max_wants counts PARKED + OFFERED + RUNNING).
+ *
+ * The requests below name a job by (conn, job_id): a PARKED or OFFERED
+ * want is only visible to the conn that placed it (else UNKNOWN_JOB); a
+ * RUNNING job to every conn of its client. */
 enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
 		       uint32_t service, int32_t priority, uint64_t now_ms);
-/* Removes a parked want, or frees the slot of an offered one. */
+/* Removes a parked want, or frees the slot of an offered one (the want is
+ * gone either way).  RUNNING: BOOK_E_BAD_STATE. */
 enum book_rc book_unwant(struct book *b, struct book_ref conn, const char *job_id);
+/* CANCEL: a parked or offered want is removed as by book_unwant; a running
+ * job gets MAIL_CANCEL to its runner once (the runner answers DONE with
+ * error cancelled; book_job_finish then forgets it).  *was tells which.
+ * Visibility as for book_unwant/book_query: a job of another client, or
+ * one already finished, is BOOK_E_UNKNOWN_JOB. */
+enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_id,
+			 enum want_state *was, struct book_ref *want);
 /* JOB: the offered want becomes RUNNING on `runner` (the handler that got
- * the JOB).  Token must match the current offer. */
+ * the JOB).  Token must match the current offer.  PARKED or RUNNING:
+ * BOOK_E_BAD_STATE (not_offered / already_running); after the offer
+ * expired the want is gone: BOOK_E_UNKNOWN_JOB (or BOOK_E_BAD_TOKEN if the
+ * job_id was wanted and offered again). */
 enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_id,
 			 uint64_t token, uint32_t runner, struct book_ref *want);
-/* DECLINE: frees the offered slot at once. */
+/* DECLINE: frees the offered slot at once; the want is gone. */
 enum book_rc book_decline(struct book *b, struct book_ref conn, const char *job_id,
 			  uint64_t token);
 /* Records the process group of a running job (for kill on handler crash). */
 void book_job_set_pgid(struct book *b, struct book_ref want, int32_t pgid);
 /* A running job ended (its DONE is being sent): frees the slot, records
- * duration in the service statistics, forgets the job_id. */
+ * duration in the service statistics (finished, failed, runtime EMA with
+ * alpha 0.2, the first sample initialises it), forgets the job_id.
+ * BOOK_E_STALE for a stale ref (e.g. its runner was purged). */
 enum book_rc book_job_finish(struct book *b, struct book_ref want, uint64_t duration_ms,
 			     int failed);
 
 /* Who should receive the DONE of a running job: the connection that
- * placed it, or after a resume the connection that re-adopted it.
- * BOOK_E_STALE when the client has no live connection (grace running). */
+ * placed it, or after a resume the connection that re-adopted it (when the
+ * placing conn closes while its client has other live conns, the newest of
+ * them adopts the job at once).  BOOK_E_STALE when the client has no live
+ * connection (grace running) or the job was cancelled (client gone). */
 enum book_rc book_job_owner(const struct book *b, struct book_ref want,
 			    struct book_ref *conn, uint32_t *handler);
 
 /* Expires offers whose deadline passed (mail OFFER_EXPIRED to the conn's
  * handler; want removed; slot re-granted) and named clients whose grace
- * ran out (mail CANCEL for each of their running jobs to its runner).
- * Returns the number of entries expired. */
+ * ran out (mail CANCEL for each of their running jobs to its runner; the
+ * jobs keep their slots until book_job_finish).  Deadline <= now expires.
+ * Returns the number of offers plus clients expired. */
 uint32_t book_expire(struct book *b, uint64_t now_ms);
-/* Earliest pending deadline (offer or grace), or UINT64_MAX. */
+/* Earliest pending deadline (offer or grace), or UINT64_MAX.  An offer or
+ * grace begun in a call without time (see book_set_now) is reported as due
+ * at the book's last known time, so the caller's timer fires at once and
+ * its book_expire() starts that timeout. */
 uint64_t book_next_deadline(const struct book *b);
+
+/* Time for the rest of this critical section (optional, call right after
+ * book_lock).  The book never reads a clock: calls with now_ms bring it.
+ * Offers granted, and graces begun, by calls without now_ms
+ * (book_job_finish, book_unwant, book_decline, book_purge_handler) get
+ * their deadline from the last time given in the same critical section;
+ * without one they are stamped by the next call that brings the time.
+ * The book's time never goes back (max of all times seen). */
+void book_set_now(struct book *b, uint64_t now_ms);
 
 /* ---- queue position ----------------------------------------------------- */
 
 struct book_position {
 	enum want_state state;
 	uint32_t running;     /* slots in use in the waitgroup (offered + running + tokens) */
-	uint32_t ahead;       /* parked wants granted before this one by the grant rule */
+	uint32_t ahead;       /* parked wants granted before this one by the grant rule
+			       * (replayed as if slots kept freeing); 0 unless PARKED */
 	uint32_t capacity;    /* processes of the waitgroup */
 	uint32_t service;
 };
@@ -229,7 +299,16 @@ struct book_mail {
 	uint64_t token;
 };
 
-/* Pops up to max mails for `handler` into out; returns how many. */
+/* Pops up to max mails for `handler` into out; returns how many.  HELLO
+ * (at most one pending per handler) comes first, then the mailbox in the
+ * order the mail was queued.  Mail is exactly-once, also across a repair:
+ * a crash of another process never loses or repeats a mail; a mail for a
+ * want that was freed before it was taken is never delivered; an OFFER not
+ * yet taken when its offer expires is replaced by the OFFER_EXPIRED.  If
+ * the want table is full of live wants and undelivered OFFER_EXPIRED mails,
+ * a new WANT takes the record of the oldest such mail, which is then lost.
+ * MAIL_OFFER_EXPIRED carries conn and job_id; MAIL_CANCEL want and job_id
+ * (its conn.idx is UINT32_MAX). */
 size_t book_mail_take(struct book *b, uint32_t handler, struct book_mail *out, size_t max);
 
 /* ---- status ------------------------------------------------------------- */
@@ -250,7 +329,9 @@ struct book_status {
 	uint32_t draining;
 	uint64_t grants, repairs;
 	int32_t handler_pids[BOOK_MAX_HANDLERS];
+	uint32_t handler_conns[BOOK_MAX_HANDLERS]; /* live connections per handler */
 };
+/* wants = PARKED + OFFERED + RUNNING; grants = offers made so far. */
 void book_status(const struct book *b, struct book_status *st);
 void book_wg_status(const struct book *b, uint32_t wg, struct book_wg_status *st);
 void book_service_status(const struct book *b, uint32_t svc, struct book_service_status *st);
@@ -259,11 +340,15 @@ const struct book_topology *book_topology(const struct book *b);
 /* ---- consistency -------------------------------------------------------- */
 
 /* Checks every invariant (counts match tables, each parked want in exactly
- * one queue, each held slot has a live holder, index matches table).
- * Returns 0, or -1 with a description of the first violation in why. */
+ * one queue, heaps ordered, each held slot has a live holder, indexes match
+ * the tables, lists and free lists complete, grants eager).  Must be called
+ * with the book locked.  Returns 0, or -1 with a description of the first
+ * violation in why. */
 int book_check(const struct book *b, char *why, size_t whylen);
 /* Rebuilds every derived structure from the primary tables (used after
- * EOWNERDEAD; exposed for tests). */
+ * EOWNERDEAD; exposed for tests), drops records that reference dead
+ * entries, re-queues pending mail, marks HELLO for every handler with live
+ * connections, then grants.  Idempotent. */
 void book_repair(struct book *b);
 
 #endif

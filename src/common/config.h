@@ -23,6 +23,7 @@
 #define CONFIG_MAX_SERVICES 256
 #define CONFIG_MAX_HANDLERS 64
 #define CONFIG_NAME_MAX 63 /* longest waitgroup, service or command name */
+#define CONFIG_MAX_PROCESSES 1024 /* most slots (processes) of one waitgroup */
 
 /* A list of strings (args, env). */
 struct strlist {
@@ -109,7 +110,8 @@ struct config_error {
 
 /* Fills *cfg with the defaults of every key. */
 void config_defaults(struct es_config *cfg);
-/* Loads and validates a YAML file.  Returns 0, or -1 with err filled. */
+/* Loads and validates a YAML file.  Returns 0, or -1 with err filled (the
+ * first error; *cfg is then left empty, so config_free on it is harmless). */
 int config_load(const char *path, struct es_config *cfg, struct config_error *err);
 /* Same from a buffer; `name` stands for the file in messages. */
 int config_load_buffer(const char *name, const char *text, size_t len,
@@ -122,5 +124,10 @@ int config_service_index(const struct es_config *cfg, const char *name);
 const struct config_command *config_find_command(const struct config_service *svc, const char *name);
 /* The number of handlers to fork: cfg->handlers, or the CPU count for 0. */
 int config_effective_handlers(const struct es_config *cfg);
+
+/* Splits "host:port" as accepted for `addr`: host is copied without IPv6
+ * brackets, "" meaning all interfaces (":8083").  Returns 0, or -1 with *why
+ * (if why is not NULL) set to a static explanation. */
+int config_addr_split(const char *addr, char *host, size_t hostlen, int *port, const char **why);
 
 #endif

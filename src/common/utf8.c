@@ -3,43 +3,70 @@
 #include "autoconfig.h"
 #include "common/utf8.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+/* Length of the valid sequence starting at s[i], or 0 if it is invalid. */
+static size_t sequence_length(const unsigned char *s, size_t len, size_t i)
+{
+	unsigned char c = s[i];
+	size_t need;
+	unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF) {
+		need = 1;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		need = 2;
+		if (c == 0xE0)
+			lo = 0xA0;      /* no overlongs */
+		else if (c == 0xED)
+			hi = 0x9F;      /* no surrogates */
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		need = 3;
+		if (c == 0xF0)
+			lo = 0x90;      /* no overlongs */
+		else if (c == 0xF4)
+			hi = 0x8F;      /* nothing above U+10FFFF */
+	} else {
+		return 0;
+	}
+	if (len - i <= need)
+		return 0;
+	if (s[i + 1] < lo || s[i + 1] > hi)
+		return 0;
+	for (size_t k = 2; k <= need; k++)
+		if (s[i + k] < 0x80 || s[i + k] > 0xBF)
+			return 0;
+	return need + 1;
+}
+
 int utf8_valid(const unsigned char *s, size_t len)
 {
-	size_t i = 0;
-
-	while (i < len) {
-		unsigned char c = s[i];
-		size_t need;
-		unsigned char lo = 0x80, hi = 0xBF; /* range of the second byte */
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if (c >= 0xC2 && c <= 0xDF) {
-			need = 1;
-		} else if (c >= 0xE0 && c <= 0xEF) {
-			need = 2;
-			if (c == 0xE0)
-				lo = 0xA0;      /* no overlongs */
-			else if (c == 0xED)
-				hi = 0x9F;      /* no surrogates */
-		} else if (c >= 0xF0 && c <= 0xF4) {
-			need = 3;
-			if (c == 0xF0)
-				lo = 0x90;      /* no overlongs */
-			else if (c == 0xF4)
-				hi = 0x8F;      /* nothing above U+10FFFF */
-		} else {
+	for (size_t i = 0, n; i < len; i += n)
+		if ((n = sequence_length(s, len, i)) == 0)
 			return 0;
-		}
-		if (len - i <= need)
-			return 0;
-		if (s[i + 1] < lo || s[i + 1] > hi)
-			return 0;
-		for (size_t k = 2; k <= need; k++)
-			if (s[i + k] < 0x80 || s[i + k] > 0xBF)
-				return 0;
-		i += need + 1;
-	}
 	return 1;
+}
+
+char *utf8_sanitize(const unsigned char *s, size_t len)
+{
+	char *out = malloc(len * 3 + 1), *p = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0, n; i < len; i += n) {
+		n = sequence_length(s, len, i);
+		if (n == 0 || s[i] == 0) {
+			memcpy(p, "\xEF\xBF\xBD", 3);
+			p += 3;
+			n = 1;
+		} else {
+			memcpy(p, s + i, n);
+			p += n;
+		}
+	}
+	*p = '\0';
+	return out;
 }

@@ -10,5 +10,9 @@
 
 /* Returns 1 if buf[0..len) is valid UTF-8, else 0. */
 int utf8_valid(const unsigned char *buf, size_t len);
+/* Copies buf into a new NUL-terminated string, replacing each invalid
+ * sequence and each NUL by U+FFFD, so that any bytes (a program's output)
+ * can travel in a JSON text frame.  Returns NULL on allocation failure. */
+char *utf8_sanitize(const unsigned char *buf, size_t len);
 
 #endif

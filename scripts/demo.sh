@@ -1,0 +1,58 @@
+#!/bin/sh
+# demo.sh - from a fresh Debian 12 machine: build execserver, start it in
+# the foreground on the default configuration (etc/execserver.yml), run one
+# demo job through the broker protocol, and stop it (SIGTERM, clean drain).
+#
+#   scripts/demo.sh [--keep]     --keep leaves the daemon running
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/scripts/setup.sh"
+build="$top/build"
+config="$top/etc/execserver.yml"
+
+# The default tempDir is /var/lib/execserver; a user who cannot write there
+# gets a copy of the default configuration with a private tempDir.
+work=$(mktemp -d /tmp/execserver-demo.XXXXXX)
+if ! mkdir -p /var/lib/execserver 2>/dev/null || [ ! -w /var/lib/execserver ]; then
+	sed "s|^tempDir:.*|tempDir: $work/tmp|" "$config" > "$work/execserver.yml"
+	config="$work/execserver.yml"
+fi
+
+addr=$(sed -n 's/^addr:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}.*/\1/p' "$config")
+host=${addr%:*}
+port=${addr##*:}
+[ -n "$host" ] || host=127.0.0.1
+
+echo "demo: starting execserver -f -c $config (listening on $host:$port)"
+"$build/execserver" -f -c "$config" &
+pid=$!
+trap 'kill $pid 2>/dev/null || true; rm -rf "$work"' EXIT INT TERM
+
+i=0
+until curl -sf "http://$host:$port/status" > /dev/null 2>&1; do
+	i=$((i + 1))
+	if [ $i -gt 100 ] || ! kill -0 $pid 2>/dev/null; then
+		echo "demo: execserver did not come up" >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+
+echo "demo: running one job: service demo, command sha256sum of the default configuration"
+"$build/tests/tools/demo_job" "$host" "$port" demo sha256sum "$top/etc/execserver.yml"
+echo "demo: the same file hashed locally:"
+sha256sum "$top/etc/execserver.yml"
+
+echo "demo: status of the instance:"
+curl -s "http://$host:$port/status" | head -n 30
+
+if [ "${1:-}" = "--keep" ]; then
+	trap - EXIT INT TERM
+	echo "demo: execserver keeps running as pid $pid (stop it with: kill $pid)"
+	exit 0
+fi
+echo "demo: stopping (SIGTERM)"
+kill -TERM $pid
+wait $pid
+echo "demo: execserver exited with status $?"

@@ -1,0 +1,38 @@
+#!/bin/sh
+# setup.sh - prepares a Debian 12 machine to build execserver and builds it.
+#
+# Installs the build dependencies with apt-get where they are missing (as
+# root, or through sudo), bootstraps autotools and builds in ./build.
+# Sourced by demo.sh and test.sh; safe to run again.
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+
+# Debian packages: build tools, libraries, and what the tests run against.
+PACKAGES="build-essential autoconf automake libtool pkg-config
+libevent-dev libjson-c-dev libcurl4-openssl-dev libcunit1-dev libyaml-dev
+libssl-dev libwslay-dev libhttp-parser-dev
+haproxy valgrind clang curl"
+
+missing=""
+for p in $PACKAGES; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "setup: installing$missing"
+	if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+	$SUDO apt-get update -q
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $missing
+fi
+
+cd "$top"
+if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
+	autoreconf -fi
+fi
+mkdir -p build
+cd build
+if [ ! -f Makefile ] || [ ../configure -nt config.status ]; then
+	../configure ${CONFIGURE_FLAGS:-}
+fi
+make -j"$(nproc)"

@@ -1,0 +1,119 @@
+/*
+ * book_impl.h - functions shared between the book's own files; private to
+ * src/book/.  Every function here runs with the book locked.
+ *
+ * Owns the intrusive doubly linked list macros.  Invariant of every list: a
+ * member's prev/next are BK_NIL exactly at the ends, a non-member's links
+ * are BK_NIL, and head (and tail, where kept) name the ends.
+ */
+#ifndef ES_BOOK_IMPL_H
+#define ES_BOOK_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "book/book_layout.h"
+
+/* Append record i to a list with head and tail; ACC(b, i) yields the record,
+ * P/N are its link fields. */
+#define BK_DL_APPEND(ACC, b, head, tail, i, P, N) do { \
+	uint32_t i_ = (i); \
+	ACC(b, i_)->P = (tail); \
+	ACC(b, i_)->N = BK_NIL; \
+	if ((tail) != BK_NIL) \
+		ACC(b, (tail))->N = i_; \
+	else \
+		(head) = i_; \
+	(tail) = i_; \
+} while (0)
+
+#define BK_DL_UNLINK(ACC, b, head, tail, i, P, N) do { \
+	uint32_t i_ = (i), p_ = ACC(b, i_)->P, n_ = ACC(b, i_)->N; \
+	if (p_ != BK_NIL) \
+		ACC(b, p_)->N = n_; \
+	else \
+		(head) = n_; \
+	if (n_ != BK_NIL) \
+		ACC(b, n_)->P = p_; \
+	else \
+		(tail) = p_; \
+	ACC(b, i_)->P = BK_NIL; \
+	ACC(b, i_)->N = BK_NIL; \
+} while (0)
+
+/* Lists that keep only a head: push in front, unlink anywhere. */
+#define BK_DL_PUSH(ACC, b, head, i, P, N) do { \
+	uint32_t i_ = (i); \
+	ACC(b, i_)->P = BK_NIL; \
+	ACC(b, i_)->N = (head); \
+	if ((head) != BK_NIL) \
+		ACC(b, (head))->P = i_; \
+	(head) = i_; \
+} while (0)
+
+#define BK_DL_UNLINK_H(ACC, b, head, i, P, N) do { \
+	uint32_t i_ = (i), p_ = ACC(b, i_)->P, n_ = ACC(b, i_)->N; \
+	if (p_ != BK_NIL) \
+		ACC(b, p_)->N = n_; \
+	else \
+		(head) = n_; \
+	if (n_ != BK_NIL) \
+		ACC(b, n_)->P = p_; \
+	ACC(b, i_)->P = BK_NIL; \
+	ACC(b, i_)->N = BK_NIL; \
+} while (0)
+
+static inline uint32_t bk_want_wg(const struct book *b, const struct bk_want *w)
+{
+	return b->svcs[w->service].wg;
+}
+
+/* book.c */
+void bk_fault(const char *point);
+uint64_t bk_token(struct book *b);
+/* Advances the book's clock to max(clock, now) and makes it "now" for the
+ * rest of the critical section; stamps the deadlines of offers and graces
+ * begun by calls that had no time (they start now). */
+void bk_tick(struct book *b, uint64_t now_ms);
+
+/* book_want.c */
+uint32_t bk_want_get(const struct book *b, struct book_ref ref);
+uint32_t bk_want_alloc(struct book *b);
+/* Frees a want in any state, unlinking it from everything; calls the fault
+ * hook at `point` (may be NULL) right after the record is marked FREE. */
+void bk_want_free(struct book *b, uint32_t wi, const char *point);
+/* A running job loses its client: MAIL_CANCEL to its runner, forgotten
+ * by the job index, no owner any more.  It keeps its slot until
+ * book_job_finish or the purge of its runner. */
+void bk_want_orphan(struct book *b, uint32_t wi);
+void bk_park(struct book *b, uint32_t wi);
+void bk_unpark(struct book *b, uint32_t wi);
+
+/* book_grant.c */
+void bk_grant(struct book *b, uint32_t wg);
+void bk_grant_all(struct book *b);
+void bk_offered_append(struct book *b, uint32_t wi);
+void bk_offered_unlink(struct book *b, uint32_t wi);
+
+/* book_conn.c */
+uint32_t bk_conn_get(const struct book *b, struct book_ref ref);
+uint32_t bk_client_newest_conn(const struct book *b, uint32_t ci);
+void bk_conn_drop(struct book *b, uint32_t c);
+void bk_client_free(struct book *b, uint32_t ci);
+/* Frees a client that has neither live conns nor running jobs. */
+void bk_client_release_if_idle(struct book *b, uint32_t ci);
+
+/* book_mail.c */
+void bk_mail_push(struct book *b, uint32_t h, uint32_t wi);
+void bk_mail_unlink(struct book *b, uint32_t wi);
+/* MAIL_HELLO (coalesced) to every handler with a live conn. */
+void bk_hello_dirty(struct book *b);
+
+/* book_query.c */
+uint32_t bk_query_ahead(const struct book *b, uint32_t wi);
+
+/* book_sort.c: in-place heapsort of an index array (no allocation). */
+typedef int (*bk_less_fn)(const struct book *b, const void *ctx, uint32_t x, uint32_t y);
+void bk_sort(const struct book *b, uint32_t *a, size_t n, bk_less_fn less, const void *ctx);
+
+#endif

@@ -1,0 +1,226 @@
+/*
+ * book_index.c - see book_index.h.  Owns the slot arrays of the three
+ * indexes.  Invariants: every entry sits at or after its home slot
+ * (hash & mask) with no empty slot between home and entry; count = slots
+ * in use <= half the slots.
+ */
+#include "autoconfig.h"
+#include "book/book_index.h"
+
+#include <string.h>
+
+#include "book/book_siphash.h"
+
+typedef int (*eq_fn)(const struct book *b, uint32_t idx, const void *key);
+
+uint32_t bk_index_slots(uint32_t entries)
+{
+	uint32_t n = 8;
+	while (n < 2 * (uint64_t)entries)
+		n <<= 1;
+	return n;
+}
+
+void bk_index_clear(struct book *b, struct bk_index *ix)
+{
+	struct bk_slot *s = bk_slots(b, ix);
+	for (uint32_t i = 0; i <= ix->mask; i++) {
+		s[i].hash = 0;
+		s[i].idx = BK_NIL;
+	}
+	ix->count = 0;
+}
+
+static uint32_t ix_find(const struct book *b, const struct bk_index *ix, uint32_t hash,
+			eq_fn eq, const void *key)
+{
+	const struct bk_slot *s = bk_slots(b, ix);
+	for (uint32_t i = hash & ix->mask;; i = (i + 1) & ix->mask) {
+		if (s[i].idx == BK_NIL)
+			return BK_NIL;
+		if (s[i].hash == hash && eq(b, s[i].idx, key))
+			return s[i].idx;
+	}
+}
+
+static void ix_add(struct book *b, struct bk_index *ix, uint32_t hash, uint32_t idx)
+{
+	struct bk_slot *s = bk_slots(b, ix);
+	uint32_t i = hash & ix->mask;
+	while (s[i].idx != BK_NIL)
+		i = (i + 1) & ix->mask;
+	s[i].hash = hash;
+	s[i].idx = idx;
+	ix->count++;
+}
+
+/* Slot holding idx, or BK_NIL. */
+static uint32_t ix_slot_of(const struct book *b, const struct bk_index *ix, uint32_t hash,
+			   uint32_t idx)
+{
+	const struct bk_slot *s = bk_slots(b, ix);
+	for (uint32_t i = hash & ix->mask;; i = (i + 1) & ix->mask) {
+		if (s[i].idx == BK_NIL)
+			return BK_NIL;
+		if (s[i].idx == idx)
+			return i;
+	}
+}
+
+static void ix_del(struct book *b, struct bk_index *ix, uint32_t hash, uint32_t idx)
+{
+	struct bk_slot *s = bk_slots(b, ix);
+	uint32_t i = ix_slot_of(b, ix, hash, idx);
+	if (i == BK_NIL)
+		return;
+	/* Backward shift: pull later entries of the probe run into the hole
+	 * unless their home lies cyclically in (hole, their slot]. */
+	for (uint32_t j = i;;) {
+		j = (j + 1) & ix->mask;
+		if (s[j].idx == BK_NIL)
+			break;
+		uint32_t home = s[j].hash & ix->mask;
+		if (((j - home) & ix->mask) >= ((j - i) & ix->mask)) {
+			s[i] = s[j];
+			i = j;
+		}
+	}
+	s[i].hash = 0;
+	s[i].idx = BK_NIL;
+	ix->count--;
+}
+
+int bk_index_has(const struct book *b, const struct bk_index *ix, uint32_t hash, uint32_t idx)
+{
+	uint32_t i = ix_slot_of(b, ix, hash, idx);
+	return i != BK_NIL && bk_slots(b, ix)[i].hash == hash;
+}
+
+uint32_t bk_index_used(const struct book *b, const struct bk_index *ix)
+{
+	const struct bk_slot *s = bk_slots(b, ix);
+	uint32_t n = 0;
+	for (uint32_t i = 0; i <= ix->mask; i++)
+		n += s[i].idx != BK_NIL;
+	return n;
+}
+
+/* ---- keys ---- */
+
+uint32_t bk_hash_want(const struct book *b, uint32_t client, const char *id, size_t len)
+{
+	uint8_t buf[5 + BOOK_ID_MAX];
+	buf[0] = 'W';
+	memcpy(buf + 1, &client, 4);
+	memcpy(buf + 5, id, len);
+	return (uint32_t)bk_siphash24(b->sipkey, buf, 5 + len);
+}
+
+uint32_t bk_hash_client(const struct book *b, const char *id, size_t len)
+{
+	uint8_t buf[1 + BOOK_ID_MAX];
+	buf[0] = 'C';
+	memcpy(buf + 1, id, len);
+	return (uint32_t)bk_siphash24(b->sipkey, buf, 1 + len);
+}
+
+uint32_t bk_hash_node(const struct book *b, uint32_t conn, uint32_t service, int32_t priority)
+{
+	uint8_t buf[13];
+	buf[0] = 'N';
+	memcpy(buf + 1, &conn, 4);
+	memcpy(buf + 5, &service, 4);
+	memcpy(buf + 9, &priority, 4);
+	return (uint32_t)bk_siphash24(b->sipkey, buf, sizeof buf);
+}
+
+struct want_key {
+	uint32_t client;
+	const char *id;
+	size_t len;
+};
+
+static int want_eq(const struct book *b, uint32_t idx, const void *key)
+{
+	const struct want_key *k = key;
+	const struct bk_want *w = bk_want(b, idx);
+	return w->client == k->client && w->idlen == k->len && memcmp(w->job_id, k->id, k->len) == 0;
+}
+
+uint32_t bk_find_want(const struct book *b, uint32_t client, const char *id, size_t len)
+{
+	struct want_key k = { client, id, len };
+	return ix_find(b, &b->widx, bk_hash_want(b, client, id, len), want_eq, &k);
+}
+
+void bk_want_index_add(struct book *b, uint32_t wi)
+{
+	const struct bk_want *w = bk_want(b, wi);
+	ix_add(b, &b->widx, bk_hash_want(b, w->client, w->job_id, w->idlen), wi);
+}
+
+void bk_want_index_del(struct book *b, uint32_t wi)
+{
+	const struct bk_want *w = bk_want(b, wi);
+	ix_del(b, &b->widx, bk_hash_want(b, w->client, w->job_id, w->idlen), wi);
+}
+
+struct client_key {
+	const char *id;
+	size_t len;
+};
+
+static int client_eq(const struct book *b, uint32_t idx, const void *key)
+{
+	const struct client_key *k = key;
+	const struct bk_client *c = bk_client(b, idx);
+	return c->idlen == k->len && memcmp(c->id, k->id, k->len) == 0;
+}
+
+uint32_t bk_find_client(const struct book *b, const char *id, size_t len)
+{
+	struct client_key k = { id, len };
+	return ix_find(b, &b->cidx, bk_hash_client(b, id, len), client_eq, &k);
+}
+
+void bk_client_index_add(struct book *b, uint32_t ci)
+{
+	const struct bk_client *c = bk_client(b, ci);
+	ix_add(b, &b->cidx, bk_hash_client(b, c->id, c->idlen), ci);
+}
+
+void bk_client_index_del(struct book *b, uint32_t ci)
+{
+	const struct bk_client *c = bk_client(b, ci);
+	ix_del(b, &b->cidx, bk_hash_client(b, c->id, c->idlen), ci);
+}
+
+struct node_key {
+	uint32_t conn, service;
+	int32_t priority;
+};
+
+static int node_eq(const struct book *b, uint32_t idx, const void *key)
+{
+	const struct node_key *k = key;
+	const struct bk_node *n = bk_node(b, idx);
+	return n->conn == k->conn && n->service == k->service && n->priority == k->priority;
+}
+
+uint32_t bk_find_node(const struct book *b, uint32_t conn, uint32_t service, int32_t priority)
+{
+	struct node_key k = { conn, service, priority };
+	return ix_find(b, &b->nidx, bk_hash_node(b, conn, service, priority), node_eq, &k);
+}
+
+void bk_node_index_add(struct book *b, uint32_t ni)
+{
+	const struct bk_node *n = bk_node(b, ni);
+	ix_add(b, &b->nidx, bk_hash_node(b, n->conn, n->service, n->priority), ni);
+}
+
+void bk_node_index_del(struct book *b, uint32_t ni)
+{
+	const struct bk_node *n = bk_node(b, ni);
+	ix_del(b, &b->nidx, bk_hash_node(b, n->conn, n->service, n->priority), ni);
+}

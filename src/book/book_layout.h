@@ -1,0 +1,251 @@
+/*
+ * book_layout.h - the segment layout of the want-book; private to src/book/.
+ *
+ * Owns every struct stored in the segment and the accessors that turn an
+ * index into a record.  Invariants:
+ *  - the segment holds no pointers, only table indices (BK_NIL = none) and
+ *    byte offsets from the segment start, because every process maps the
+ *    segment at a different address;
+ *  - fields marked (P) are PRIMARY: they are the truth and survive a repair.
+ *    Fields marked (D) are DERIVED: book_repair() rebuilds all of them from
+ *    the primary fields (lists, heaps, hash indexes, counters, free lists,
+ *    mailbox links);
+ *  - a record's `state` is written last when it is allocated (after every
+ *    other primary field) and first when it is freed (then the generation is
+ *    bumped), with a release store (bk_set_state), so a holder that dies at
+ *    any point leaves each record wholly old or wholly new;
+ *  - a struct book_ref is valid iff idx < table size, the record is not FREE
+ *    and its generation equals ref.gen.
+ *
+ * Link fields of a want, by state (each want is in at most one list per
+ * link pair):
+ *                 q_prev/q_next            o_prev/o_next          m_*
+ *   FREE          want free list (q_next)  -                      -
+ *   PARKED        its node's FIFO          its conn's want list   -
+ *   OFFERED       waitgroup offered list   its conn's want list   mailbox (OFFER pending)
+ *   RUNNING       runner handler's list    its client's run list  mailbox (CANCEL pending)
+ *                                          (none when orphaned)
+ *   EXPIRED       book expired list        its conn's want list   mailbox (always)
+ */
+#ifndef ES_BOOK_LAYOUT_H
+#define ES_BOOK_LAYOUT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "book/book.h"
+
+#define BK_NIL UINT32_MAX
+#define BK_MAGIC 0x4b4f4f4258455345ULL   /* "ESEXBOOK" little endian */
+#define BK_VERSION 1u
+#define BK_MAX_CONNECTIONS (1u << 20)
+#define BK_MAX_WANTS (1u << 22)
+
+/* Internal want state beyond enum want_state: the offer expired, the record
+ * only carries the job_id for the pending MAIL_OFFER_EXPIRED.  It is not a
+ * want any more (not in the job index, holds no slot, not counted in
+ * wants/limits); it is freed when the mail is taken, when its conn closes,
+ * or when the want table is full and a new want needs the record (the oldest
+ * EXPIRED record is then reused and that one mail is lost). */
+#define BK_WANT_EXPIRED 4
+
+/* want flags (P) */
+#define BKW_OFFER_MAIL 0x01   /* OFFERED: the OFFER mail was not taken yet */
+#define BKW_CANCEL_MAIL 0x02  /* RUNNING: the CANCEL mail was not taken yet */
+#define BKW_STAMPED 0x04      /* OFFERED: deadline is set (see bk_tick) */
+#define BKW_OWNER_CANCEL 0x08 /* RUNNING: its own client asked to cancel it; the
+			       * pending CANCEL mail does not make it an orphan */
+
+enum bk_conn_state { BKC_FREE = 0, BKC_LIVE };
+enum bk_client_state { BKK_FREE = 0, BKK_LIVE, BKK_GRACE };
+
+struct bk_want {
+	uint32_t gen;            /* (P) bumped on free */
+	uint8_t state;           /* (P) enum want_state or BK_WANT_EXPIRED */
+	uint8_t flags;           /* (P) BKW_* */
+	uint8_t idlen;           /* (P) */
+	uint8_t pad;
+	uint32_t service;        /* (P) */
+	int32_t priority;        /* (P) */
+	uint32_t conn, conn_gen; /* (P) placing conn; RUNNING: current owner or BK_NIL */
+	uint32_t client, client_gen; /* (P) BK_NIL: orphaned running job */
+	uint32_t runner;         /* (P) RUNNING: handler that runs it */
+	int32_t pgid;            /* (P) RUNNING: process group, 0 = unknown */
+	uint64_t seq;            /* (P) book-wide arrival number */
+	uint64_t token;          /* (P) OFFERED/RUNNING: the offer's token */
+	uint64_t deadline;       /* (P) OFFERED with BKW_STAMPED */
+	uint64_t offer_no;       /* (P) book-wide grant number of the offer */
+	char job_id[BOOK_ID_MAX]; /* (P) not NUL-terminated, idlen bytes */
+	uint32_t node;           /* (D) PARKED: its node */
+	uint32_t q_prev, q_next; /* (D) see the table above */
+	uint32_t o_prev, o_next; /* (D) */
+	uint32_t m_prev, m_next; /* (D) */
+	uint32_t m_handler;      /* (D) mailbox it is queued in, or BK_NIL */
+};
+
+/* A node: the parked wants of one (conn, service, priority), FIFO by seq,
+ * and its place in the service's pairing heap.  All (D). */
+struct bk_node {
+	uint32_t used;
+	uint32_t conn, service;
+	int32_t priority;
+	uint32_t count;
+	uint32_t head, tail;             /* FIFO through want q_prev/q_next */
+	uint32_t child, sibling, prev;   /* pairing heap; prev = parent when leftmost child */
+	uint32_t c_prev, c_next;         /* conn's node list; c_next = free list */
+};
+
+struct bk_conn {
+	uint32_t gen;            /* (P) */
+	uint8_t state;           /* (P) enum bk_conn_state */
+	uint8_t pad[3];
+	uint32_t handler;        /* (P) */
+	uint32_t client, client_gen; /* (P) */
+	uint64_t open_seq;       /* (P) book-wide open number (newest conn of a client) */
+	uint64_t stamp[BOOK_MAX_WAITGROUPS]; /* (P) grant counter at its last offer per wg */
+	uint32_t nwants;         /* (D) PARKED + OFFERED wants it placed */
+	uint32_t want_head, want_tail; /* (D) PARKED/OFFERED/EXPIRED wants (o links) */
+	uint32_t node_head;      /* (D) its nodes (c links) */
+	uint32_t h_prev, h_next; /* (D) handler's conns (open order); h_next = free list */
+	uint32_t k_prev, k_next; /* (D) client's conns */
+};
+
+struct bk_client {
+	uint32_t gen;            /* (P) */
+	uint8_t state;           /* (P) enum bk_client_state */
+	uint8_t named;           /* (P) 0 = anonymous (one conn, freed with it) */
+	uint8_t stamped;         /* (P) GRACE: grace_deadline is set */
+	uint8_t idlen;           /* (P) */
+	uint64_t grace_deadline; /* (P) */
+	uint64_t grace_seq;      /* (P) order of entering the grace */
+	char id[BOOK_ID_MAX];    /* (P) */
+	uint32_t nconns, nrunning; /* (D) */
+	uint32_t conn_head;      /* (D) k links */
+	uint32_t run_head, run_tail; /* (D) RUNNING wants (o links) */
+	uint32_t g_prev, g_next; /* (D) grace list; g_next = free list */
+};
+
+struct bk_handler {
+	int32_t pid;             /* (P) */
+	uint32_t hello;          /* (P) a MAIL_HELLO is pending */
+	uint32_t nconns;         /* (D) */
+	uint32_t conn_head, conn_tail; /* (D) h links, in open order */
+	uint32_t mail_head, mail_tail; /* (D) m links */
+	uint32_t run_head, run_tail;   /* (D) wants it runs (q links) */
+};
+
+struct bk_wg {
+	uint32_t processes;      /* (P) from the topology */
+	uint32_t tokens;         /* (P) legacy tokens held (reserved, no API yet) */
+	uint32_t running, offered, waiting; /* (D) */
+	uint32_t svc_head;       /* (P) services of this wg (static, set at init) */
+	uint64_t grant_counter;  /* (P) >= every conn stamp of this wg */
+	uint32_t off_head, off_tail; /* (D) offered wants by offer_no (q links) */
+};
+
+struct bk_service {
+	uint32_t wg, enabled;    /* (P) static */
+	uint32_t wg_next;        /* (P) static: next service of the same wg */
+	uint32_t root;           /* (D) pairing heap of its nodes */
+	uint32_t waiting, running; /* (D) */
+	uint64_t started, finished, failed; /* (P) statistics */
+	uint64_t nsamples;       /* (P) */
+	double ema_ms;           /* (P) runtime EMA, alpha 0.2 */
+};
+
+/* Open-addressing hash index: 2^k slots, linear probing, backward-shift
+ * deletion, at most half full. */
+struct bk_slot {
+	uint32_t hash;           /* low 32 bits of the keyed hash */
+	uint32_t idx;            /* BK_NIL = empty */
+};
+struct bk_index {
+	uint64_t off;            /* byte offset of the slot array */
+	uint32_t mask, count;
+};
+
+/* The header; the tables follow at the recorded offsets. */
+struct book {
+	uint64_t magic;
+	uint32_t version, pad0;
+	uint64_t size;
+	struct book_limits lim;
+	uint32_t nclient_tab;    /* max_connections + sum of processes */
+	uint32_t scratch_len;    /* entries of each scratch array */
+	struct book_topology topo;
+	uint8_t instance_id[16];
+	uint64_t rng[4];         /* (P) xoshiro256** state for tokens */
+	uint64_t sipkey[2];      /* (P) SipHash key */
+	pthread_mutex_t mtx;
+
+	/* primary scalars */
+	uint64_t clock;          /* (P) latest now_ms seen (time never goes back) */
+	uint32_t now_valid;      /* clock is "now" for this critical section */
+	uint32_t draining;       /* (P) */
+	uint64_t seq, open_seq, grace_seq; /* (P) */
+	uint64_t grants, repairs; /* (P) */
+
+	/* derived */
+	uint64_t mail_mask;      /* handlers mailed since book_lock */
+	uint32_t nconns, nclients_live, nwants, pad1;
+	uint32_t want_free, node_free, conn_free, client_free;
+	uint32_t exp_head, exp_tail;     /* EXPIRED wants, oldest first (q links) */
+	uint32_t grace_head, grace_tail; /* GRACE clients by grace_seq (g links) */
+
+	uint64_t off_conns, off_clients, off_wants, off_nodes, off_scratch, off_qconn;
+	struct bk_index widx;    /* (client idx, job_id) -> want */
+	struct bk_index cidx;    /* client_id -> named client */
+	struct bk_index nidx;    /* (conn, service, priority) -> node */
+
+	struct bk_handler handlers[BOOK_MAX_HANDLERS];
+	struct bk_wg wgs[BOOK_MAX_WAITGROUPS];
+	struct bk_service svcs[BOOK_MAX_SERVICES];
+};
+
+static inline struct bk_want *bk_want(const struct book *b, uint32_t i)
+{
+	return (struct bk_want *)((char *)(uintptr_t)b + b->off_wants) + i;
+}
+static inline struct bk_node *bk_node(const struct book *b, uint32_t i)
+{
+	return (struct bk_node *)((char *)(uintptr_t)b + b->off_nodes) + i;
+}
+static inline struct bk_conn *bk_conn(const struct book *b, uint32_t i)
+{
+	return (struct bk_conn *)((char *)(uintptr_t)b + b->off_conns) + i;
+}
+static inline struct bk_client *bk_client(const struct book *b, uint32_t i)
+{
+	return (struct bk_client *)((char *)(uintptr_t)b + b->off_clients) + i;
+}
+static inline struct bk_slot *bk_slots(const struct book *b, const struct bk_index *ix)
+{
+	return (struct bk_slot *)((char *)(uintptr_t)b + ix->off);
+}
+/* Two scratch arrays of scratch_len entries, for repair and query (used
+ * only with the book locked; their content is meaningless between calls). */
+static inline uint32_t *bk_scratch(const struct book *b, int which)
+{
+	return (uint32_t *)((char *)(uintptr_t)b + b->off_scratch) + (size_t)which * b->scratch_len;
+}
+
+/* Per-conn scratch of book_query's replay (one entry per conn slot). */
+struct bk_qconn {
+	uint64_t vs;             /* virtual stamp during the replay */
+	uint64_t head;           /* smallest seq of its wants in the current phase */
+	uint32_t n;              /* its wants in the current phase */
+	uint32_t pos;            /* its turn in the phase's first round */
+};
+static inline struct bk_qconn *bk_qconn(const struct book *b, uint32_t c)
+{
+	return (struct bk_qconn *)((char *)(uintptr_t)b + b->off_qconn) + c;
+}
+
+/* Release store of a state byte: every earlier write of the record is
+ * visible before the new state is. */
+static inline void bk_set_state(uint8_t *p, uint8_t s)
+{
+	__atomic_store_n(p, s, __ATOMIC_RELEASE);
+}
+
+#endif

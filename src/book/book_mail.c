@@ -1,0 +1,114 @@
+/*
+ * book_mail.c - the handlers' mailboxes.
+ *
+ * Owns handlers[h].mail_head/tail, the want m_* links, handlers[h].hello and
+ * b->mail_mask.  A mailbox is an intrusive FIFO through the want records
+ * themselves, so it can never overflow: the mail IS the want record in a
+ * state that says what to send.  When the mail is taken, the record's
+ * current state decides:
+ *   OFFERED  (BKW_OFFER_MAIL)  -> MAIL_OFFER to the conn's handler
+ *   EXPIRED                    -> MAIL_OFFER_EXPIRED, record freed
+ *   RUNNING  (BKW_CANCEL_MAIL) -> MAIL_CANCEL to the runner
+ * Freeing a want unlinks it, so mail for a freed want is never delivered;
+ * an offer that expires before its OFFER was taken turns, in place, into
+ * the OFFER_EXPIRED mail (the client learns its want is gone).
+ *
+ * Exactly once: the pending flag (BKW_OFFER_MAIL / BKW_CANCEL_MAIL) is
+ * primary and is cleared only by book_mail_take, which runs in the
+ * handler that then sends the mail; repair re-queues from the flags, so a
+ * crash never loses nor duplicates a mail, except that the mails a handler
+ * had taken are lost with that handler (its conns are purged anyway).
+ * A pending HELLO is one flag per handler (coalesced); repair sets it for
+ * every handler with live conns, which is harmless (HELLO is a snapshot).
+ *
+ * Order of book_mail_take: HELLO first, then the mailbox in FIFO order.
+ */
+#include "autoconfig.h"
+#include "book/book.h"
+
+#include <string.h>
+
+#include "book/book_impl.h"
+
+
+void bk_mail_push(struct book *b, uint32_t h, uint32_t wi)
+{
+	struct bk_handler *hd = &b->handlers[h];
+	bk_mail_unlink(b, wi);
+	BK_DL_APPEND(bk_want, b, hd->mail_head, hd->mail_tail, wi, m_prev, m_next);
+	bk_want(b, wi)->m_handler = h;
+	b->mail_mask |= 1ULL << h;
+}
+
+void bk_mail_unlink(struct book *b, uint32_t wi)
+{
+	struct bk_want *w = bk_want(b, wi);
+	if (w->m_handler == BK_NIL)
+		return;
+	struct bk_handler *hd = &b->handlers[w->m_handler];
+	BK_DL_UNLINK(bk_want, b, hd->mail_head, hd->mail_tail, wi, m_prev, m_next);
+	w->m_handler = BK_NIL;
+}
+
+void bk_hello_dirty(struct book *b)
+{
+	for (uint32_t h = 0; h < b->lim.nhandlers; h++) {
+		if (b->handlers[h].nconns == 0)
+			continue;
+		b->handlers[h].hello = 1;
+		b->mail_mask |= 1ULL << h;
+	}
+}
+
+static void fill_id(struct book_mail *m, const struct bk_want *w)
+{
+	memcpy(m->job_id, w->job_id, w->idlen);
+	m->job_id[w->idlen] = '\0';
+}
+
+size_t book_mail_take(struct book *b, uint32_t handler, struct book_mail *out, size_t max)
+{
+	if (handler >= b->lim.nhandlers)
+		return 0;
+	struct bk_handler *hd = &b->handlers[handler];
+	size_t n = 0;
+	if (hd->hello && n < max) {
+		memset(&out[n], 0, sizeof out[n]);
+		out[n++].kind = MAIL_HELLO;
+		hd->hello = 0;
+	}
+	while (n < max && hd->mail_head != BK_NIL) {
+		uint32_t wi = hd->mail_head;
+		struct bk_want *w = bk_want(b, wi);
+		struct book_mail *m = &out[n];
+		bk_mail_unlink(b, wi);
+		bk_fault("mail.mid");
+		memset(m, 0, sizeof *m);
+		m->want.idx = wi;
+		m->want.gen = w->gen;
+		m->conn.idx = BK_NIL;
+		if (w->state == WANT_OFFERED && (w->flags & BKW_OFFER_MAIL)) {
+			w->flags &= (uint8_t)~BKW_OFFER_MAIL;
+			m->kind = MAIL_OFFER;
+			m->conn.idx = w->conn;
+			m->conn.gen = w->conn_gen;
+			m->token = w->token;
+			fill_id(m, w);
+			n++;
+		} else if (w->state == BK_WANT_EXPIRED) {
+			m->kind = MAIL_OFFER_EXPIRED;
+			m->conn.idx = w->conn;
+			m->conn.gen = w->conn_gen;
+			fill_id(m, w);
+			n++;
+			bk_want_free(b, wi, NULL);
+		} else if (w->state == WANT_RUNNING && (w->flags & BKW_CANCEL_MAIL)) {
+			w->flags &= (uint8_t)~BKW_CANCEL_MAIL;
+			m->kind = MAIL_CANCEL;
+			fill_id(m, w);
+			n++;
+		}
+		/* anything else was queued by mistake: dropped */
+	}
+	return n;
+}

@@ -1,0 +1,476 @@
+/*
+ * book_want.c - the life of one want: WANT, UNWANT, JOB, DECLINE, the end
+ * of a running job, and the node FIFOs that hold parked wants.
+ *
+ * Owns the want records (allocation, free list, state transitions), the
+ * nodes (one per (conn, service, priority) with parked wants, created and
+ * freed here) and the per-service statistics.  Invariants:
+ *  - a want's state is written last on allocation and first on free;
+ *  - a PARKED want is in exactly the FIFO of node (conn, service, priority),
+ *    FIFO order = seq order; a node exists iff its FIFO is non-empty and is
+ *    then in its service's heap, the node index and its conn's node list;
+ *  - conn.nwants counts its PARKED + OFFERED wants (the per-connection
+ *    limit); b->nwants counts PARKED + OFFERED + RUNNING (the book limit);
+ *    EXPIRED records count in neither.
+ *
+ * A request names a job by (conn, job_id); the key is (client, job_id), so
+ * job_ids are unique per client.  PARKED and OFFERED wants belong to the
+ * conn that placed them: another conn of the same client gets
+ * BOOK_E_UNKNOWN_JOB for them.  RUNNING jobs belong to the client.
+ *
+ * Costs: book_want O(1) amortized + the grant; book_unwant/decline/finish
+ * O(log n) amortized + the grant; book_accept O(1).
+ */
+#include "autoconfig.h"
+#include "book/book.h"
+
+#include <string.h>
+
+#include "book/book_heap.h"
+#include "book/book_impl.h"
+#include "book/book_index.h"
+
+static int id_ok(const char *id, size_t *len)
+{
+	if (!id)
+		return 0;
+	*len = strnlen(id, BOOK_ID_MAX + 1);
+	return *len >= 1 && *len <= BOOK_ID_MAX;
+}
+
+uint32_t bk_want_get(const struct book *b, struct book_ref ref)
+{
+	if (ref.idx >= b->lim.max_wants)
+		return BK_NIL;
+	const struct bk_want *w = bk_want(b, ref.idx);
+	if (w->gen != ref.gen || w->state == WANT_FREE || w->state == BK_WANT_EXPIRED)
+		return BK_NIL;
+	return ref.idx;
+}
+
+static uint32_t lookup(const struct book *b, uint32_t c, const char *id, size_t len)
+{
+	uint32_t wi = bk_find_want(b, bk_conn(b, c)->client, id, len);
+	if (wi == BK_NIL)
+		return BK_NIL;
+	const struct bk_want *w = bk_want(b, wi);
+	if ((w->state == WANT_PARKED || w->state == WANT_OFFERED) && w->conn != c)
+		return BK_NIL;
+	return wi;
+}
+
+uint32_t bk_want_alloc(struct book *b)
+{
+	if (b->want_free == BK_NIL) {
+		/* table full of live wants plus pending OFFER_EXPIRED mails:
+		 * the oldest of those mails gives up its record */
+		if (b->exp_head == BK_NIL)
+			return BK_NIL;
+		bk_want_free(b, b->exp_head, NULL);
+	}
+	uint32_t wi = b->want_free;
+	struct bk_want *w = bk_want(b, wi);
+	b->want_free = w->q_next;
+	w->q_next = BK_NIL;
+	return wi;
+}
+
+/* ---- nodes ---- */
+
+static uint32_t node_alloc(struct book *b)
+{
+	uint32_t ni = b->node_free;
+	struct bk_node *n = bk_node(b, ni);
+	b->node_free = n->c_next;
+	n->c_next = BK_NIL;
+	return ni;
+}
+
+static void node_free(struct book *b, uint32_t ni)
+{
+	struct bk_node *n = bk_node(b, ni);
+	struct bk_conn *c = bk_conn(b, n->conn);
+	bk_heap_remove(b, n->service, ni);
+	bk_node_index_del(b, ni);
+	BK_DL_UNLINK_H(bk_node, b, c->node_head, ni, c_prev, c_next);
+	n->used = 0;
+	n->head = n->tail = BK_NIL;
+	n->count = 0;
+	n->c_next = b->node_free;
+	b->node_free = ni;
+}
+
+void bk_park(struct book *b, uint32_t wi)
+{
+	struct bk_want *w = bk_want(b, wi);
+	uint32_t ni = bk_find_node(b, w->conn, w->service, w->priority);
+	if (ni == BK_NIL) {
+		ni = node_alloc(b);
+		struct bk_node *n = bk_node(b, ni);
+		n->used = 1;
+		n->conn = w->conn;
+		n->service = w->service;
+		n->priority = w->priority;
+		n->count = 0;
+		n->head = n->tail = BK_NIL;
+		BK_DL_APPEND(bk_want, b, n->head, n->tail, wi, q_prev, q_next);
+		n->count = 1;
+		w->node = ni;
+		bk_node_index_add(b, ni);
+		struct bk_conn *c = bk_conn(b, w->conn);
+		BK_DL_PUSH(bk_node, b, c->node_head, ni, c_prev, c_next);
+		bk_heap_insert(b, w->service, ni);
+	} else {
+		/* the head stays: the node's key does not change */
+		struct bk_node *n = bk_node(b, ni);
+		BK_DL_APPEND(bk_want, b, n->head, n->tail, wi, q_prev, q_next);
+		n->count++;
+		w->node = ni;
+	}
+}
+
+void bk_unpark(struct book *b, uint32_t wi)
+{
+	struct bk_want *w = bk_want(b, wi);
+	uint32_t ni = w->node;
+	struct bk_node *n = bk_node(b, ni);
+	int was_head = n->head == wi;
+	BK_DL_UNLINK(bk_want, b, n->head, n->tail, wi, q_prev, q_next);
+	n->count--;
+	w->node = BK_NIL;
+	if (n->count == 0) {
+		node_free(b, ni);
+	} else if (was_head) {
+		bk_heap_remove(b, n->service, ni);
+		bk_heap_insert(b, n->service, ni);
+	}
+}
+
+/* ---- free ---- */
+
+void bk_want_free(struct book *b, uint32_t wi, const char *point)
+{
+	struct bk_want *w = bk_want(b, wi);
+	uint8_t old = w->state;
+	if (old == WANT_FREE)
+		return;
+	bk_set_state(&w->state, WANT_FREE);
+	w->gen++;
+	if (point)
+		bk_fault(point);
+	bk_mail_unlink(b, wi);
+	uint32_t g = bk_want_wg(b, w);
+	struct bk_service *s = &b->svcs[w->service];
+	if (old == WANT_PARKED || old == WANT_OFFERED || old == BK_WANT_EXPIRED) {
+		struct bk_conn *c = bk_conn(b, w->conn);
+		BK_DL_UNLINK(bk_want, b, c->want_head, c->want_tail, wi, o_prev, o_next);
+		if (old != BK_WANT_EXPIRED)
+			c->nwants--;
+	}
+	switch (old) {
+	case WANT_PARKED:
+		bk_unpark(b, wi);
+		b->wgs[g].waiting--;
+		s->waiting--;
+		bk_want_index_del(b, wi);
+		b->nwants--;
+		break;
+	case WANT_OFFERED:
+		bk_offered_unlink(b, wi);
+		b->wgs[g].offered--;
+		bk_want_index_del(b, wi);
+		b->nwants--;
+		break;
+	case WANT_RUNNING: {
+		struct bk_handler *hd = &b->handlers[w->runner];
+		BK_DL_UNLINK(bk_want, b, hd->run_head, hd->run_tail, wi, q_prev, q_next);
+		b->wgs[g].running--;
+		s->running--;
+		b->nwants--;
+		if (w->client != BK_NIL) {
+			uint32_t ci = w->client;
+			struct bk_client *k = bk_client(b, ci);
+			bk_want_index_del(b, wi);
+			BK_DL_UNLINK(bk_want, b, k->run_head, k->run_tail, wi, o_prev, o_next);
+			k->nrunning--;
+			bk_client_release_if_idle(b, ci);
+		}
+		break;
+	}
+	case BK_WANT_EXPIRED:
+		BK_DL_UNLINK(bk_want, b, b->exp_head, b->exp_tail, wi, q_prev, q_next);
+		break;
+	}
+	w->flags = 0;
+	w->node = BK_NIL;
+	w->q_prev = BK_NIL;
+	w->q_next = b->want_free;
+	b->want_free = wi;
+}
+
+void bk_want_orphan(struct book *b, uint32_t wi)
+{
+	struct bk_want *w = bk_want(b, wi);
+	uint32_t ci = w->client;
+	w->flags |= BKW_CANCEL_MAIL;
+	if (ci != BK_NIL) {
+		struct bk_client *k = bk_client(b, ci);
+		bk_want_index_del(b, wi);
+		BK_DL_UNLINK(bk_want, b, k->run_head, k->run_tail, wi, o_prev, o_next);
+		k->nrunning--;
+	}
+	w->client = BK_NIL;
+	w->conn = BK_NIL;
+	bk_mail_push(b, w->runner, wi);
+}
+
+/* ---- requests ---- */
+
+enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
+		       uint32_t service, int32_t priority, uint64_t now_ms)
+{
+	size_t len;
+	bk_tick(b, now_ms);
+	uint32_t c = bk_conn_get(b, conn);
+	if (c == BK_NIL)
+		return BOOK_E_STALE;
+	if (!id_ok(job_id, &len))
+		return BOOK_E_INVALID;
+	if (b->draining)
+		return BOOK_E_DRAINING;
+	if (service >= b->topo.nservices)
+		return BOOK_E_UNKNOWN_SERVICE;
+	if (!b->svcs[service].enabled)
+		return BOOK_E_DISABLED;
+	struct bk_conn *cn = bk_conn(b, c);
+	if (bk_find_want(b, cn->client, job_id, len) != BK_NIL)
+		return BOOK_E_DUPLICATE;
+	if (cn->nwants >= b->lim.max_wants_per_connection)
+		return BOOK_E_LIMIT_CONN;
+	if (b->nwants >= b->lim.max_wants)
+		return BOOK_E_LIMIT_WANTS;
+	uint32_t wi = bk_want_alloc(b);
+	if (wi == BK_NIL)
+		return BOOK_E_LIMIT_WANTS;
+	struct bk_want *w = bk_want(b, wi);
+	w->flags = 0;
+	w->idlen = (uint8_t)len;
+	memcpy(w->job_id, job_id, len);
+	w->service = service;
+	w->priority = priority;
+	w->conn = c;
+	w->conn_gen = cn->gen;
+	w->client = cn->client;
+	w->client_gen = bk_client(b, cn->client)->gen;
+	w->runner = BK_NIL;
+	w->pgid = 0;
+	w->seq = ++b->seq;
+	w->token = 0;
+	w->deadline = 0;
+	w->offer_no = 0;
+	w->m_handler = BK_NIL;
+	w->m_prev = w->m_next = w->o_prev = w->o_next = BK_NIL;
+	bk_set_state(&w->state, WANT_PARKED);
+	bk_fault("want.mid");
+	bk_want_index_add(b, wi);
+	BK_DL_APPEND(bk_want, b, cn->want_head, cn->want_tail, wi, o_prev, o_next);
+	cn->nwants++;
+	b->nwants++;
+	bk_park(b, wi);
+	uint32_t g = b->svcs[service].wg;
+	b->wgs[g].waiting++;
+	b->svcs[service].waiting++;
+	bk_grant(b, g);
+	return BOOK_OK;
+}
+
+enum book_rc book_unwant(struct book *b, struct book_ref conn, const char *job_id)
+{
+	size_t len;
+	uint32_t c = bk_conn_get(b, conn);
+	if (c == BK_NIL)
+		return BOOK_E_STALE;
+	if (!id_ok(job_id, &len))
+		return BOOK_E_INVALID;
+	uint32_t wi = lookup(b, c, job_id, len);
+	if (wi == BK_NIL)
+		return BOOK_E_UNKNOWN_JOB;
+	struct bk_want *w = bk_want(b, wi);
+	if (w->state == WANT_RUNNING)
+		return BOOK_E_BAD_STATE;
+	int offered = w->state == WANT_OFFERED;
+	uint32_t g = bk_want_wg(b, w);
+	bk_want_free(b, wi, "unwant.mid");
+	if (offered)
+		bk_grant(b, g);
+	return BOOK_OK;
+}
+
+enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_id,
+			 enum want_state *was, struct book_ref *want)
+{
+	size_t len;
+	uint32_t c = bk_conn_get(b, conn);
+	if (c == BK_NIL)
+		return BOOK_E_STALE;
+	if (!id_ok(job_id, &len))
+		return BOOK_E_INVALID;
+	uint32_t wi = lookup(b, c, job_id, len);
+	if (wi == BK_NIL)
+		return BOOK_E_UNKNOWN_JOB;
+	struct bk_want *w = bk_want(b, wi);
+	*was = (enum want_state)w->state;
+	if (w->state != WANT_RUNNING)
+		return book_unwant(b, conn, job_id);
+	if (want) {
+		want->idx = wi;
+		want->gen = w->gen;
+	}
+	/* Already asked: one CANCEL mail is enough. */
+	if (!(w->flags & BKW_CANCEL_MAIL)) {
+		w->flags |= BKW_OWNER_CANCEL;
+		w->flags |= BKW_CANCEL_MAIL;
+		bk_fault("cancel.mid");
+		bk_mail_push(b, w->runner, wi);
+	}
+	return BOOK_OK;
+}
+
+enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_id,
+			 uint64_t token, uint32_t runner, struct book_ref *want)
+{
+	size_t len;
+	uint32_t c = bk_conn_get(b, conn);
+	if (c == BK_NIL)
+		return BOOK_E_STALE;
+	if (!id_ok(job_id, &len) || runner >= b->lim.nhandlers)
+		return BOOK_E_INVALID;
+	uint32_t wi = lookup(b, c, job_id, len);
+	if (wi == BK_NIL)
+		return BOOK_E_UNKNOWN_JOB;
+	struct bk_want *w = bk_want(b, wi);
+	if (w->state != WANT_OFFERED)
+		return BOOK_E_BAD_STATE;
+	if (w->token != token)
+		return BOOK_E_BAD_TOKEN;
+	w->runner = runner;
+	w->pgid = 0;
+	w->flags &= (uint8_t)~(BKW_OFFER_MAIL | BKW_CANCEL_MAIL);
+	bk_set_state(&w->state, WANT_RUNNING);
+	bk_fault("accept.mid");
+	bk_mail_unlink(b, wi);
+	bk_offered_unlink(b, wi);
+	struct bk_conn *cn = bk_conn(b, c);
+	BK_DL_UNLINK(bk_want, b, cn->want_head, cn->want_tail, wi, o_prev, o_next);
+	cn->nwants--;
+	struct bk_client *k = bk_client(b, w->client);
+	BK_DL_APPEND(bk_want, b, k->run_head, k->run_tail, wi, o_prev, o_next);
+	k->nrunning++;
+	struct bk_handler *hd = &b->handlers[runner];
+	BK_DL_APPEND(bk_want, b, hd->run_head, hd->run_tail, wi, q_prev, q_next);
+	uint32_t g = bk_want_wg(b, w);
+	b->wgs[g].offered--;
+	b->wgs[g].running++;
+	b->svcs[w->service].running++;
+	b->svcs[w->service].started++;
+	if (want) {
+		want->idx = wi;
+		want->gen = w->gen;
+	}
+	return BOOK_OK;
+}
+
+enum book_rc book_decline(struct book *b, struct book_ref conn, const char *job_id,
+			  uint64_t token)
+{
+	size_t len;
+	uint32_t c = bk_conn_get(b, conn);
+	if (c == BK_NIL)
+		return BOOK_E_STALE;
+	if (!id_ok(job_id, &len))
+		return BOOK_E_INVALID;
+	uint32_t wi = lookup(b, c, job_id, len);
+	if (wi == BK_NIL)
+		return BOOK_E_UNKNOWN_JOB;
+	struct bk_want *w = bk_want(b, wi);
+	if (w->state != WANT_OFFERED)
+		return BOOK_E_BAD_STATE;
+	if (w->token != token)
+		return BOOK_E_BAD_TOKEN;
+	uint32_t g = bk_want_wg(b, w);
+	bk_want_free(b, wi, "decline.mid");
+	bk_grant(b, g);
+	return BOOK_OK;
+}
+
+void book_job_set_pgid(struct book *b, struct book_ref want, int32_t pgid)
+{
+	uint32_t wi = bk_want_get(b, want);
+	if (wi != BK_NIL && bk_want(b, wi)->state == WANT_RUNNING)
+		bk_want(b, wi)->pgid = pgid;
+}
+
+enum book_rc book_job_finish(struct book *b, struct book_ref want, uint64_t duration_ms,
+			     int failed)
+{
+	uint32_t wi = bk_want_get(b, want);
+	if (wi == BK_NIL)
+		return BOOK_E_STALE;
+	struct bk_want *w = bk_want(b, wi);
+	if (w->state != WANT_RUNNING)
+		return BOOK_E_BAD_STATE;
+	struct bk_service *s = &b->svcs[w->service];
+	s->finished++;
+	if (failed)
+		s->failed++;
+	if (s->nsamples == 0)
+		s->ema_ms = (double)duration_ms;
+	else
+		s->ema_ms += 0.2 * ((double)duration_ms - s->ema_ms);
+	s->nsamples++;
+	uint32_t g = bk_want_wg(b, w);
+	bk_want_free(b, wi, "finish.mid");
+	bk_grant(b, g);
+	return BOOK_OK;
+}
+
+enum book_rc book_job_owner(const struct book *b, struct book_ref want, struct book_ref *conn,
+			    uint32_t *handler)
+{
+	uint32_t wi = bk_want_get(b, want);
+	if (wi == BK_NIL)
+		return BOOK_E_STALE;
+	const struct bk_want *w = bk_want(b, wi);
+	if (w->conn == BK_NIL)
+		return BOOK_E_STALE;
+	if (conn) {
+		conn->idx = w->conn;
+		conn->gen = w->conn_gen;
+	}
+	if (handler)
+		*handler = bk_conn(b, w->conn)->handler;
+	return BOOK_OK;
+}
+
+enum book_rc book_query(const struct book *b, struct book_ref conn, const char *job_id,
+			struct book_position *pos)
+{
+	size_t len;
+	uint32_t c = bk_conn_get(b, conn);
+	if (c == BK_NIL)
+		return BOOK_E_STALE;
+	if (!id_ok(job_id, &len))
+		return BOOK_E_INVALID;
+	uint32_t wi = lookup(b, c, job_id, len);
+	if (wi == BK_NIL)
+		return BOOK_E_UNKNOWN_JOB;
+	const struct bk_want *w = bk_want(b, wi);
+	const struct bk_wg *wg = &b->wgs[bk_want_wg(b, w)];
+	memset(pos, 0, sizeof *pos);
+	pos->state = (enum want_state)w->state;
+	pos->running = wg->running + wg->offered + wg->tokens;
+	pos->capacity = wg->processes;
+	pos->service = w->service;
+	pos->ahead = w->state == WANT_PARKED ? bk_query_ahead(b, wi) : 0;
+	return BOOK_OK;
+}

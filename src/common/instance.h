@@ -1,0 +1,37 @@
+/*
+ * instance.h - what the master creates before it forks and every handler
+ * inherits: the configuration, the shared segment holding the want-book,
+ * one eventfd per handler slot (the "look at your mailbox" doorbell) and one
+ * listening socket per handler slot (all bound to the same address with
+ * SO_REUSEPORT, so the kernel spreads connections over the handlers and a
+ * replacement handler takes over the queue of the one it replaces).
+ *
+ * Fields never change after master start, except cfg, which a SIGHUP
+ * replaces in each process separately.
+ */
+#ifndef ES_INSTANCE_H
+#define ES_INSTANCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "book/book.h"
+#include "common/config.h"
+
+struct instance {
+	struct es_config *cfg;
+	const char *config_path;
+	struct book *book;
+	void *segment;
+	size_t segment_size;
+	int nhandlers;
+	int wake_fd[BOOK_MAX_HANDLERS];
+	int listen_fd[BOOK_MAX_HANDLERS];
+	char listen_addr[128];          /* "host:port" actually bound */
+	uint8_t instance_id[16];
+	char instance_hex[33];
+	int32_t master_pid;
+	int log_level_fixed;            /* -l given: reloads keep the log level */
+};
+
+#endif

@@ -1,0 +1,379 @@
+/*
+ * broker.c - see broker.h.
+ *
+ * Data flows one way: websocket text -> msg_decode -> one book operation
+ * under the lock -> reply.  Decisions the book makes for connections of
+ * other handlers travel as mail (mailbox.c), never as direct calls.
+ *
+ * A malformed or refused message costs the sender one ERROR and nothing
+ * else: the connection and every other client go on.  Protocol violations
+ * below the message level (bad frames, invalid UTF-8, oversize messages)
+ * are the websocket layer's and end the connection with a close code.
+ */
+#include "autoconfig.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "execserver/protocol.h"
+#include "handler/broker.h"
+#include "handler/handler.h"
+#include "handler/messages.h"
+#include "handler/ws.h"
+#include "job/job.h"
+
+#define HELLO_COALESCE_MS 100
+#define MAX_PENDING_OUT (8u << 20) /* a peer that reads nothing is cut off here */
+
+struct broker_conn {
+	struct broker_conn *next, *prev;
+	struct ws_session *ws;
+	struct book_ref ref;
+	char client_id[BOOK_ID_MAX + 1];
+	char peer[64];
+};
+
+static struct broker_conn *conns;
+
+static struct broker_conn *lookup(struct book_ref ref)
+{
+	if (ref.idx >= (uint32_t)handler.inst->cfg->max_connections)
+		return NULL;
+	struct broker_conn *c = handler.by_book_idx[ref.idx];
+	return c && c->ref.gen == ref.gen ? c : NULL;
+}
+
+static void send_text(struct broker_conn *c, char *text)
+{
+	if (!text) {
+		log_error("out of memory encoding a message");
+		return;
+	}
+	if (ws_session_pending_out(c->ws) > MAX_PENDING_OUT) {
+		log_warn("%s: peer reads nothing (%zu bytes pending); closing",
+			 c->peer, ws_session_pending_out(c->ws));
+		ws_close(c->ws, PROTO_CLOSE_POLICY, "not reading");
+	} else {
+		ws_send_text(c->ws, text, strlen(text));
+	}
+	free(text);
+}
+
+static void send_error(struct broker_conn *c, const char *code, const char *message,
+		       const char *job_id)
+{
+	send_text(c, msg_encode_error(code, message, job_id));
+}
+
+/* ---- HELLO ---------------------------------------------------------- */
+
+static char *encode_hello(void)
+{
+	const struct es_config *cfg = handler.inst->cfg;
+	struct book_status st;
+	struct book *b = handler_book_lock();
+	book_status(b, &st);
+	handler_book_unlock();
+
+	struct json_object *o = json_object_new_object();
+	struct json_object *svcs = json_object_new_object(), *wgs = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string(PROTO_HELLO));
+	json_object_object_add(o, "instance_id", json_object_new_string(handler.inst->instance_hex));
+	json_object_object_add(o, "version", json_object_new_string(PACKAGE_VERSION));
+	json_object_object_add(o, "protocol", json_object_new_int(PROTO_VERSION));
+	for (size_t i = 0; i < cfg->nservices; i++)
+		if (cfg->services[i].enabled)
+			json_object_object_add(svcs, cfg->services[i].name,
+					       json_object_new_string(cfg->services[i].waitgroup));
+	for (size_t i = 0; i < cfg->nwaitgroups; i++) {
+		struct json_object *wg = json_object_new_object();
+		json_object_object_add(wg, "processes",
+				       json_object_new_int(st.draining ? 0 : cfg->waitgroups[i].processes));
+		json_object_object_add(wgs, cfg->waitgroups[i].name, wg);
+	}
+	json_object_object_add(o, "services", svcs);
+	json_object_object_add(o, "waitgroups", wgs);
+	json_object_object_add(o, "clients", json_object_new_int64(st.clients));
+	json_object_object_add(o, "draining", json_object_new_boolean(st.draining != 0));
+	return msg_to_text(o);
+}
+
+void broker_schedule_hello(void)
+{
+	if (!evtimer_pending(handler.hello_ev, NULL)) {
+		struct timeval tv = { 0, HELLO_COALESCE_MS * 1000 };
+		evtimer_add(handler.hello_ev, &tv);
+	}
+}
+
+void broker_hello_cb(evutil_socket_t fd, short what, void *arg)
+{
+	char *hello = encode_hello();
+	if (!hello)
+		return;
+	for (struct broker_conn *c = conns; c; c = c->next)
+		ws_send_text(c->ws, hello, strlen(hello));
+	free(hello);
+}
+
+/* ---- connection lifetime --------------------------------------------- */
+
+int broker_register(const char *client_id, struct book_ref *ref)
+{
+	struct book *b = handler_book_lock();
+	enum book_rc rc = book_conn_open(b, (uint32_t)handler.slot, client_id, clock_mono_ms(), ref);
+	handler_book_unlock();
+	if (rc != BOOK_OK) {
+		log_warn("connection refused: %s", book_rc_name(rc));
+		return 503;
+	}
+	return 0;
+}
+
+void broker_unregister(struct book_ref ref)
+{
+	struct book *b = handler_book_lock();
+	book_conn_close(b, ref, clock_mono_ms());
+	handler_book_unlock();
+}
+
+static void on_closed(void *owner, uint16_t code)
+{
+	struct broker_conn *c = owner;
+
+	log_debug("%s: connection closed (%u)", c->peer, code);
+	broker_unregister(c->ref);
+	handler.by_book_idx[c->ref.idx] = NULL;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	handler.nbroker--;
+	ws_session_free(c->ws);
+	free(c);
+	handler_maybe_exit();
+}
+
+/* ---- client messages -------------------------------------------------- */
+
+static void reply_book_error(struct broker_conn *c, enum book_rc rc, const char *job_id)
+{
+	char msg[128];
+	snprintf(msg, sizeof msg, "%s", book_rc_name(rc));
+	send_error(c, msg_book_error(rc), msg, job_id);
+}
+
+static void on_want(struct broker_conn *c, struct msg_in *in)
+{
+	int svc = config_service_index(handler.inst->cfg, in->service);
+	if (svc < 0) {
+		send_error(c, PROTO_E_UNKNOWN_SERVICE, "no such service", in->job_id);
+		return;
+	}
+	struct book *b = handler_book_lock();
+	enum book_rc rc = book_want(b, c->ref, in->job_id, (uint32_t)svc, in->priority,
+				    clock_mono_ms());
+	handler_book_unlock();
+	if (rc != BOOK_OK)
+		reply_book_error(c, rc, in->job_id);
+}
+
+static void on_unwant(struct broker_conn *c, struct msg_in *in)
+{
+	struct book *b = handler_book_lock();
+	enum book_rc rc = book_unwant(b, c->ref, in->job_id);
+	handler_book_unlock();
+	if (rc != BOOK_OK)
+		reply_book_error(c, rc, in->job_id);
+}
+
+static void on_decline(struct broker_conn *c, struct msg_in *in)
+{
+	struct book *b = handler_book_lock();
+	enum book_rc rc = book_decline(b, c->ref, in->job_id, in->token);
+	handler_book_unlock();
+	if (rc != BOOK_OK)
+		reply_book_error(c, rc, in->job_id);
+}
+
+static void on_job(struct broker_conn *c, struct msg_in *in)
+{
+	struct book_position pos;
+	struct book_ref want;
+	const char *code;
+	char msg[256];
+
+	struct book *b = handler_book_lock();
+	enum book_rc rc = book_query(b, c->ref, in->job_id, &pos);
+	handler_book_unlock();
+	if (rc != BOOK_OK) {
+		reply_book_error(c, rc, in->job_id);
+		return;
+	}
+	if (job_validate(pos.service, in->job, &code, msg, sizeof msg) != 0) {
+		/* An unusable description withdraws the offer: the slot goes on
+		 * to the next taker instead of waiting for the offer timeout. */
+		b = handler_book_lock();
+		rc = book_decline(b, c->ref, in->job_id, in->token);
+		handler_book_unlock();
+		send_error(c, rc == BOOK_OK ? code : msg_book_error(rc), rc == BOOK_OK ? msg : book_rc_name(rc), in->job_id);
+		return;
+	}
+	b = handler_book_lock();
+	rc = book_accept(b, c->ref, in->job_id, in->token, (uint32_t)handler.slot, &want);
+	handler_book_unlock();
+	if (rc != BOOK_OK) {
+		reply_book_error(c, rc, in->job_id);
+		return;
+	}
+	job_start(want, in->job_id, pos.service, in->job);
+}
+
+static void on_query(struct broker_conn *c, struct msg_in *in)
+{
+	struct book_position pos;
+	struct book_service_status ss = { 0 };
+
+	struct book *b = handler_book_lock();
+	enum book_rc rc = book_query(b, c->ref, in->job_id, &pos);
+	if (rc == BOOK_OK)
+		book_service_status(b, pos.service, &ss);
+	handler_book_unlock();
+	if (rc != BOOK_OK) {
+		reply_book_error(c, rc, in->job_id);
+		return;
+	}
+	/* Estimated wait until start: the wants ahead and this one, spread
+	 * over the waitgroup's slots, at the service's mean runtime. */
+	int has_eta = pos.state == WANT_PARKED && ss.mean_runtime_ms > 0 && pos.capacity > 0;
+	uint64_t eta = has_eta ? ss.mean_runtime_ms * (pos.ahead + 1) / pos.capacity : 0;
+	send_text(c, msg_encode_position(in->job_id, &pos, eta, has_eta));
+}
+
+static void on_cancel(struct broker_conn *c, struct msg_in *in)
+{
+	enum want_state was;
+	struct book_ref want;
+
+	struct book *b = handler_book_lock();
+	enum book_rc rc = book_cancel(b, c->ref, in->job_id, &was, &want);
+	handler_book_unlock();
+	if (rc != BOOK_OK) {
+		reply_book_error(c, rc, in->job_id);
+		return;
+	}
+	if (was == WANT_RUNNING)
+		return; /* the runner answers with DONE {error: cancelled} */
+	struct json_object *receipt = json_object_new_object(), *e = json_object_new_object();
+	json_object_object_add(e, "code", json_object_new_string("cancelled"));
+	json_object_object_add(e, "message", json_object_new_string("cancelled before it ran"));
+	json_object_object_add(e, "retryable", json_object_new_boolean(0));
+	json_object_object_add(receipt, "error", e);
+	send_text(c, msg_encode_done(in->job_id, receipt));
+}
+
+static void on_text(void *owner, const char *text, size_t len)
+{
+	struct broker_conn *c = owner;
+	struct msg_in in;
+	const char *code;
+	char detail[256];
+
+	if (msg_decode(text, len, &in, &code, detail, sizeof detail) != 0) {
+		send_error(c, code, detail, in.job_id);
+		msg_in_free(&in);
+		return;
+	}
+	switch (in.type) {
+	case MSG_WANT: on_want(c, &in); break;
+	case MSG_UNWANT: on_unwant(c, &in); break;
+	case MSG_JOB: on_job(c, &in); break;
+	case MSG_DECLINE: on_decline(c, &in); break;
+	case MSG_QUERY: on_query(c, &in); break;
+	case MSG_CANCEL: on_cancel(c, &in); break;
+	}
+	msg_in_free(&in);
+}
+
+int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *client_id,
+		  const char *peer)
+{
+	const struct es_config *cfg = handler.inst->cfg;
+	struct broker_conn *c = calloc(1, sizeof *c);
+	struct ws_options opt;
+	ws_options_default(&opt);
+	opt.max_msg_len = (size_t)cfg->max_frame_bytes;
+	opt.ping_interval_ms = (unsigned)cfg->ping_interval_sec * 1000u;
+	opt.ping_timeout_ms = (unsigned)cfg->ping_timeout_sec * 1000u;
+	struct ws_callbacks cb = { .on_text = on_text, .on_closed = on_closed };
+
+	if (!c)
+		return -1;
+	c->ref = ref;
+	snprintf(c->client_id, sizeof c->client_id, "%s", client_id ? client_id : "");
+	snprintf(c->peer, sizeof c->peer, "%s", peer);
+	c->ws = ws_session_new(bev, &opt, &cb, c);
+	if (!c->ws) {
+		free(c);
+		return -1;
+	}
+	handler.by_book_idx[ref.idx] = c;
+	c->next = conns;
+	if (conns)
+		conns->prev = c;
+	conns = c;
+	handler.nbroker++;
+	send_text(c, encode_hello());
+	return 0;
+}
+
+/* ---- mail ---------------------------------------------------------------- */
+
+void broker_deliver_offer(struct book_ref ref, const char *job_id, uint64_t token)
+{
+	struct broker_conn *c = lookup(ref);
+	if (c) {
+		send_text(c, msg_encode_offer(job_id, token));
+		return;
+	}
+	/* The connection ended between the grant and this mail: give the
+	 * slot back at once rather than after the offer timeout. */
+	struct book *b = handler_book_lock();
+	book_decline(b, ref, job_id, token);
+	handler_book_unlock();
+}
+
+void broker_deliver_offer_expired(struct book_ref ref, const char *job_id)
+{
+	struct broker_conn *c = lookup(ref);
+	if (c)
+		send_error(c, PROTO_E_OFFER_EXPIRED, "no JOB or DECLINE within offerTimeoutSec",
+			   job_id);
+}
+
+int broker_send_done(struct book_ref ref, const char *job_id, struct json_object *receipt)
+{
+	struct broker_conn *c = lookup(ref);
+	if (!c) {
+		json_object_put(receipt);
+		return -1;
+	}
+	send_text(c, msg_encode_done(job_id, receipt));
+	return 0;
+}
+
+void broker_drain_check(void)
+{
+	if (!handler.draining || job_running_count() > 0)
+		return;
+	for (struct broker_conn *c = conns, *next; c; c = next) {
+		next = c->next;
+		ws_close(c->ws, PROTO_CLOSE_GOING_AWAY, "execserver stopping");
+	}
+	handler_maybe_exit();
+}

@@ -1,0 +1,40 @@
+/*
+ * broker.h - the broker protocol on one websocket (docs/protocol.md):
+ * HELLO on connect and when it changes, client messages turned into book
+ * operations, OFFER / ERROR / DONE / POSITION out.
+ *
+ * A broker connection exists from the 101 response until its websocket
+ * session ends; it is registered in the book for exactly that time
+ * (book_conn_open at upgrade, book_conn_close when the session ends).
+ */
+#ifndef ES_BROKER_H
+#define ES_BROKER_H
+
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <json-c/json.h>
+
+#include "book/book.h"
+
+/* Registers a connection in the book before the upgrade is answered.
+ * Returns 0, or the HTTP status to refuse the upgrade with (503). */
+int broker_register(const char *client_id, struct book_ref *ref);
+/* Undoes broker_register when the 101 could not be sent. */
+void broker_unregister(struct book_ref ref);
+/* Takes over bev (the 101 is already queued on it) and sends HELLO. */
+int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *client_id,
+		  const char *peer);
+
+/* Mail from the book. */
+void broker_deliver_offer(struct book_ref conn, const char *job_id, uint64_t token);
+void broker_deliver_offer_expired(struct book_ref conn, const char *job_id);
+void broker_schedule_hello(void);
+void broker_hello_cb(evutil_socket_t fd, short what, void *arg);
+
+/* DONE for a job of this handler; takes the receipt.  Returns 0 if sent. */
+int broker_send_done(struct book_ref conn, const char *job_id, struct json_object *receipt);
+
+/* While draining: once no job runs here, closes every connection (1001). */
+void broker_drain_check(void);
+
+#endif

@@ -1,0 +1,13 @@
+/*
+ * conn.h - accepted TCP connections before they become websockets: one
+ * HTTP request head, then an answer (/status, /metrics, errors) or the
+ * upgrade to the broker protocol at /broker.
+ */
+#ifndef ES_CONN_H
+#define ES_CONN_H
+
+#include <sys/socket.h>
+
+void conn_accept(int fd, struct sockaddr *addr, int socklen);
+
+#endif

@@ -1,0 +1,204 @@
+/*
+ * handler.c - the handler process cycle (see handler.h): set up the loop,
+ * accept, react to mail and signals, drain and exit.
+ *
+ * Signals: SIGTERM/SIGINT start the drain (stop accepting; running jobs may
+ * finish until drainTimeoutSec; then the rest is stopped and every
+ * connection closed with 1001); SIGHUP reloads the reloadable keys from the
+ * configuration file; SIGCHLD reaps jobs.
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/signalfd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/reload.h"
+#include "handler/broker.h"
+#include "handler/conn.h"
+#include "handler/handler.h"
+#include "handler/listener.h"
+#include "handler/mailbox.h"
+#include "job/job.h"
+#include "master/segment.h"
+
+struct handler handler;
+
+struct book *handler_book_lock(void)
+{
+	struct book *b = handler.inst->book;
+	int rc = book_lock(b);
+	if (rc >= 0)
+		book_set_now(b, clock_mono_ms());
+	if (rc == 1)
+		log_warn("want-book repaired: a process died inside the critical section");
+	else if (rc < 0) {
+		log_error("want-book mutex unusable; exiting");
+		_exit(3);
+	}
+	return b;
+}
+
+void handler_book_unlock(void)
+{
+	uint64_t wake = book_unlock(handler.inst->book);
+	uint64_t self = 1ull << handler.slot;
+
+	if (wake & self)
+		event_active(handler.mail_ev, EV_READ, 0);
+	instance_wake(handler.inst, wake & ~self);
+}
+
+/* EXECSERVER_FAULT=book:<point>[:<n>]: die at the n-th pass (default 1)
+ * through <point> inside the book's critical section. */
+static const char *fault_point;
+static long fault_countdown;
+
+static void fault_hook(const char *point)
+{
+	if (fault_point && strcmp(point, fault_point) == 0 && --fault_countdown == 0) {
+		log_warn("fault injection: dying at %s", point);
+		_exit(86);
+	}
+}
+
+static void setup_fault_injection(void)
+{
+	static char spec[128];
+	const char *env = getenv("EXECSERVER_FAULT");
+
+	if (!env || strncmp(env, "book:", 5) != 0)
+		return;
+	snprintf(spec, sizeof spec, "%s", env + 5);
+	char *colon = strchr(spec, ':');
+	fault_countdown = 1;
+	if (colon) {
+		*colon = '\0';
+		fault_countdown = strtol(colon + 1, NULL, 10);
+		if (fault_countdown < 1)
+			fault_countdown = 1;
+	}
+	fault_point = spec;
+	book_set_fault_hook(fault_hook);
+	log_info("fault injection armed: book:%s pass %ld", fault_point, fault_countdown);
+}
+
+void handler_maybe_exit(void)
+{
+	if (handler.draining && job_running_count() == 0 && handler.nbroker == 0 &&
+	    handler.nhttp == 0)
+		event_base_loopexit(handler.base, NULL);
+}
+
+static void drain_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	log_info("drain timeout: stopping %u running job(s)", job_running_count());
+	job_stop_all();
+}
+
+static void start_drain(void)
+{
+	if (handler.draining)
+		return;
+	handler.draining = 1;
+	listener_stop();
+	struct timeval tv = { handler.inst->cfg->drain_timeout_sec, 0 };
+	evtimer_add(handler.drain_ev, &tv);
+	log_info("draining: %u job(s) running, %u connection(s)", job_running_count(),
+		 handler.nbroker);
+	broker_drain_check();
+}
+
+static void handle_signal(int sig)
+{
+	switch (sig) {
+	case SIGTERM:
+	case SIGINT:
+		start_drain();
+		break;
+	case SIGHUP: {
+		struct es_config fresh;
+		struct config_error err;
+		log_reopen();
+		if (config_load(handler.inst->config_path, &fresh, &err) != 0) {
+			log_error("reload refused: %s", err.text);
+			break;
+		}
+		config_take_reloadable(handler.inst->cfg, &fresh, handler.inst->log_level_fixed);
+		log_set_level((enum log_level)handler.inst->cfg->log_level);
+		config_free(&fresh);
+		break;
+	}
+	case SIGCHLD:
+		job_reap();
+		break;
+	}
+}
+
+/* Signals arrive through a signalfd: the master's libevent signal
+ * handlers, inherited across fork, then never run in a handler. */
+static void on_signalfd(evutil_socket_t fd, short what, void *arg)
+{
+	struct signalfd_siginfo si;
+	while (read(fd, &si, sizeof si) == (ssize_t)sizeof si)
+		handle_signal((int)si.ssi_signo);
+}
+
+void handler_main(struct instance *inst, int slot)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGCHLD };
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+		sigaddset(&mask, sigs[i]);
+		signal(sigs[i], SIG_DFL);
+	}
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+
+	memset(&handler, 0, sizeof handler);
+	handler.inst = inst;
+	handler.slot = slot;
+	snprintf(handler.name, sizeof handler.name, "handler %d", slot);
+	log_set_process(handler.name);
+	setup_fault_injection();
+
+	/* Only our own listener; the master keeps the others. */
+	for (int i = 0; i < inst->nhandlers; i++)
+		if (i != slot)
+			close(inst->listen_fd[i]);
+
+	handler.base = event_base_new();
+	handler.by_book_idx = calloc((size_t)inst->cfg->max_connections, sizeof *handler.by_book_idx);
+	if (!handler.base || !handler.by_book_idx) {
+		log_error("out of memory at start");
+		_exit(2);
+	}
+	handler.wake_ev = event_new(handler.base, inst->wake_fd[slot], EV_READ | EV_PERSIST,
+				    mailbox_on_wake, NULL);
+	handler.mail_ev = event_new(handler.base, -1, 0, mailbox_on_wake, NULL);
+	handler.hello_ev = evtimer_new(handler.base, broker_hello_cb, NULL);
+	handler.drain_ev = evtimer_new(handler.base, drain_deadline_cb, NULL);
+	event_add(handler.wake_ev, NULL);
+	handler.sig_ev = event_new(handler.base, sfd, EV_READ | EV_PERSIST, on_signalfd, NULL);
+	if (sfd < 0 || !handler.sig_ev || event_add(handler.sig_ev, NULL) != 0) {
+		log_error("signalfd: %s", strerror(errno));
+		_exit(2);
+	}
+	if (job_init() != 0 || listener_start(inst->listen_fd[slot]) != 0)
+		_exit(2);
+
+	/* Mail may have been queued for this slot before we existed. */
+	event_active(handler.mail_ev, EV_READ, 0);
+	event_base_dispatch(handler.base);
+
+	log_info("stopped");
+	_exit(0);
+}

@@ -1,0 +1,51 @@
+/*
+ * handler.h - one connection handler process: its event loop, its
+ * listener, its connections and its running jobs.  Entered right after
+ * fork and never returns.
+ *
+ * A handler is single-threaded; everything it owns hangs off the one
+ * `handler` object below (one per process, like nginx's cycle).  The only
+ * state it shares is the want-book, always touched between
+ * handler_book_lock() and handler_book_unlock().
+ */
+#ifndef ES_HANDLER_H
+#define ES_HANDLER_H
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "common/instance.h"
+
+struct broker_conn;
+
+struct handler {
+	struct instance *inst;
+	int slot;
+	char name[32];                 /* "handler N" */
+	struct event_base *base;
+	struct evconnlistener *listener;
+	struct event *wake_ev;         /* our eventfd: another process mailed us */
+	struct event *mail_ev;         /* activated when we mailed ourselves */
+	struct event *hello_ev;        /* coalesced HELLO re-send */
+	struct event *drain_ev;        /* drain deadline */
+	struct event *sig_ev;          /* signalfd: TERM, INT, HUP, CHLD */
+	struct broker_conn **by_book_idx; /* local broker conns by book conn index */
+	unsigned nbroker;              /* live broker connections here */
+	unsigned nhttp;                /* connections still in their HTTP phase */
+	int draining;
+};
+
+extern struct handler handler;
+
+/* Runs handler `slot` of the instance; exits the process. */
+void handler_main(struct instance *inst, int slot) __attribute__((noreturn));
+
+/* Book access from a handler: lock (logging a repair), and unlock (waking
+ * every handler that got mail, ourselves included). */
+struct book *handler_book_lock(void);
+void handler_book_unlock(void);
+
+/* Exits the process once draining and nothing is left to finish. */
+void handler_maybe_exit(void);
+
+#endif

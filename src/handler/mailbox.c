@@ -1,0 +1,50 @@
+/* mailbox.c - see mailbox.h. */
+#include "autoconfig.h"
+
+#include <stdint.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "handler/broker.h"
+#include "handler/handler.h"
+#include "handler/mailbox.h"
+#include "job/job.h"
+
+#define MAIL_BATCH 64
+
+static void deliver(const struct book_mail *m)
+{
+	switch (m->kind) {
+	case MAIL_OFFER:
+		broker_deliver_offer(m->conn, m->job_id, m->token);
+		break;
+	case MAIL_OFFER_EXPIRED:
+		broker_deliver_offer_expired(m->conn, m->job_id);
+		break;
+	case MAIL_CANCEL:
+		job_cancel(m->want, JOB_CANCEL_REQUESTED);
+		break;
+	case MAIL_HELLO:
+		broker_schedule_hello();
+		break;
+	}
+}
+
+void mailbox_on_wake(evutil_socket_t fd, short what, void *arg)
+{
+	struct book_mail mail[MAIL_BATCH];
+	size_t n;
+
+	if (fd >= 0) {
+		uint64_t count;
+		ssize_t r = read(fd, &count, sizeof count); /* reset the eventfd */
+		(void)r;
+	}
+	do {
+		struct book *b = handler_book_lock();
+		n = book_mail_take(b, (uint32_t)handler.slot, mail, MAIL_BATCH);
+		handler_book_unlock();
+		for (size_t i = 0; i < n; i++)
+			deliver(&mail[i]);
+	} while (n == MAIL_BATCH);
+}

@@ -1,0 +1,263 @@
+/*
+ * messages.c - see messages.h.
+ *
+ * Decoding is strict about what it reads and tolerant of what it does not:
+ * unknown fields are ignored (so newer clients can add fields), but every
+ * field a message needs must be present with the documented type.  JSON
+ * nesting is capped so a hostile document cannot recurse the parser deep.
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handler/messages.h"
+
+#define JSON_MAX_DEPTH 16
+
+static const struct {
+	const char *name;
+	enum msg_type type;
+} msg_types[] = {
+	{ PROTO_WANT, MSG_WANT },     { PROTO_UNWANT, MSG_UNWANT }, { PROTO_JOB, MSG_JOB },
+	{ PROTO_DECLINE, MSG_DECLINE }, { PROTO_QUERY, MSG_QUERY }, { PROTO_CANCEL, MSG_CANCEL },
+};
+
+/* Job ids: 1..64 bytes of printable ASCII without space. */
+static int valid_id(const char *s, size_t len)
+{
+	if (len == 0 || len > BOOK_ID_MAX)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x21 || (unsigned char)s[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+static int get_string(struct json_object *root, const char *key, const char **out, size_t *len)
+{
+	struct json_object *v;
+	if (!json_object_object_get_ex(root, key, &v) || !json_object_is_type(v, json_type_string))
+		return -1;
+	*out = json_object_get_string(v);
+	*len = (size_t)json_object_get_string_len(v);
+	return 0;
+}
+
+#define FAIL(c, ...)                                              \
+	do {                                                      \
+		*code = (c);                                      \
+		snprintf(detail, detail_len, __VA_ARGS__);        \
+		return -1;                                        \
+	} while (0)
+
+static int decode_fields(struct msg_in *in, const char **code, char *detail, size_t detail_len)
+{
+	const char *s;
+	size_t len;
+	struct json_object *v;
+
+	if (get_string(in->root, "job_id", &s, &len) != 0)
+		FAIL(PROTO_E_BAD_MESSAGE, "job_id: a string is required");
+	if (!valid_id(s, len))
+		FAIL(PROTO_E_BAD_MESSAGE, "job_id: 1 to 64 printable ASCII characters, no space");
+	memcpy(in->job_id, s, len + 1);
+
+	switch (in->type) {
+	case MSG_WANT:
+		if (get_string(in->root, "service", &s, &len) != 0)
+			FAIL(PROTO_E_BAD_MESSAGE, "service: a string is required");
+		if (len == 0 || len >= sizeof in->service)
+			FAIL(PROTO_E_UNKNOWN_SERVICE, "service: no such service");
+		memcpy(in->service, s, len + 1);
+		in->priority = 0;
+		if (json_object_object_get_ex(in->root, "priority", &v) && !json_object_is_type(v, json_type_null)) {
+			if (!json_object_is_type(v, json_type_int))
+				FAIL(PROTO_E_BAD_MESSAGE, "priority: an integer is required");
+			errno = 0;
+			int64_t p = json_object_get_int64(v);
+			if (errno != 0 || p < INT32_MIN || p > INT32_MAX)
+				FAIL(PROTO_E_BAD_MESSAGE, "priority: out of range (32-bit signed integer)");
+			in->priority = (int32_t)p;
+		}
+		break;
+	case MSG_JOB:
+		if (!json_object_object_get_ex(in->root, "job", &in->job) ||
+		    !json_object_is_type(in->job, json_type_object))
+			FAIL(PROTO_E_BAD_MESSAGE, "job: an object is required");
+		/* JOB carries the offer's token too */
+		__attribute__((fallthrough));
+	case MSG_DECLINE:
+		if (get_string(in->root, "token", &s, &len) != 0 || msg_token_parse(s, &in->token) != 0)
+			FAIL(PROTO_E_BAD_MESSAGE, "token: the 16 hex digits of the OFFER are required");
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+int msg_decode(const char *text, size_t len, struct msg_in *in, const char **code, char *detail,
+	       size_t detail_len)
+{
+	struct json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+	const char *type;
+	size_t tlen;
+
+	memset(in, 0, sizeof *in);
+	if (!tok)
+		FAIL(PROTO_E_INTERNAL, "out of memory");
+	if (len > INT32_MAX) {
+		json_tokener_free(tok);
+		FAIL(PROTO_E_BAD_JSON, "message too long");
+	}
+	in->root = json_tokener_parse_ex(tok, text, (int)len);
+	enum json_tokener_error jerr = json_tokener_get_error(tok);
+	size_t used = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (!in->root || jerr != json_tokener_success || used != len) {
+		FAIL(PROTO_E_BAD_JSON, "not a single JSON document (%s)",
+		     jerr != json_tokener_success ? json_tokener_error_desc(jerr) : "trailing data");
+	}
+	if (!json_object_is_type(in->root, json_type_object))
+		FAIL(PROTO_E_BAD_JSON, "a JSON object is required");
+	/* Name the job in the error whenever the message names one. */
+	const char *id;
+	size_t idlen;
+	if (get_string(in->root, "job_id", &id, &idlen) == 0 && valid_id(id, idlen))
+		memcpy(in->job_id, id, idlen + 1);
+	if (get_string(in->root, "type", &type, &tlen) != 0)
+		FAIL(PROTO_E_BAD_MESSAGE, "type: a string is required");
+	for (size_t i = 0; i < sizeof msg_types / sizeof msg_types[0]; i++)
+		if (strcmp(type, msg_types[i].name) == 0)
+			in->type = msg_types[i].type;
+	if (!in->type)
+		FAIL(PROTO_E_UNKNOWN_TYPE, "unknown message type");
+	return decode_fields(in, code, detail, detail_len);
+}
+
+void msg_in_free(struct msg_in *in)
+{
+	if (in->root)
+		json_object_put(in->root);
+	in->root = NULL;
+	in->job = NULL;
+}
+
+char *msg_to_text(struct json_object *obj)
+{
+	if (!obj)
+		return NULL;
+	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+							       JSON_C_TO_STRING_NOSLASHESCAPE);
+	char *out = s ? strdup(s) : NULL;
+	json_object_put(obj);
+	return out;
+}
+
+static struct json_object *new_message(const char *type, const char *job_id)
+{
+	struct json_object *o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string(type));
+	if (job_id)
+		json_object_object_add(o, "job_id", json_object_new_string(job_id));
+	return o;
+}
+
+char *msg_encode_offer(const char *job_id, uint64_t token)
+{
+	char hex[17];
+	struct json_object *o = new_message(PROTO_OFFER, job_id);
+	msg_token_format(token, hex);
+	json_object_object_add(o, "token", json_object_new_string(hex));
+	return msg_to_text(o);
+}
+
+char *msg_encode_error(const char *code, const char *message, const char *job_id)
+{
+	struct json_object *o = new_message(PROTO_ERROR, NULL);
+	json_object_object_add(o, "code", json_object_new_string(code));
+	json_object_object_add(o, "message", json_object_new_string(message));
+	if (job_id && job_id[0])
+		json_object_object_add(o, "job_id", json_object_new_string(job_id));
+	return msg_to_text(o);
+}
+
+char *msg_encode_done(const char *job_id, struct json_object *receipt)
+{
+	struct json_object *o = new_message(PROTO_DONE, job_id);
+	json_object_object_add(o, "receipt", receipt);
+	return msg_to_text(o);
+}
+
+static const char *state_name(enum want_state s)
+{
+	switch (s) {
+	case WANT_PARKED: return "waiting";
+	case WANT_OFFERED: return "offered";
+	case WANT_RUNNING: return "running";
+	default: return "unknown";
+	}
+}
+
+char *msg_encode_position(const char *job_id, const struct book_position *pos, uint64_t eta_ms,
+			  int has_eta)
+{
+	struct json_object *o = new_message(PROTO_POSITION, job_id);
+	json_object_object_add(o, "state", json_object_new_string(state_name(pos->state)));
+	json_object_object_add(o, "running", json_object_new_int64(pos->running));
+	json_object_object_add(o, "ahead", json_object_new_int64(pos->ahead));
+	json_object_object_add(o, "capacity", json_object_new_int64(pos->capacity));
+	json_object_object_add(o, "eta_ms", has_eta ? json_object_new_int64((int64_t)eta_ms) : NULL);
+	return msg_to_text(o);
+}
+
+void msg_token_format(uint64_t token, char out[17])
+{
+	snprintf(out, 17, "%016" PRIx64, token);
+}
+
+int msg_token_parse(const char *text, uint64_t *token)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 16; i++) {
+		char c = text[i];
+		int d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			return -1;
+		v = v << 4 | (uint64_t)d;
+	}
+	if (text[16] != '\0')
+		return -1;
+	*token = v;
+	return 0;
+}
+
+const char *msg_book_error(enum book_rc rc)
+{
+	switch (rc) {
+	case BOOK_OK: return NULL;
+	case BOOK_E_UNKNOWN_SERVICE: return PROTO_E_UNKNOWN_SERVICE;
+	case BOOK_E_DUPLICATE: return PROTO_E_DUPLICATE_JOB;
+	case BOOK_E_UNKNOWN_JOB: return PROTO_E_UNKNOWN_JOB;
+	case BOOK_E_BAD_STATE: return PROTO_E_NOT_OFFERED;
+	case BOOK_E_BAD_TOKEN: return PROTO_E_BAD_TOKEN;
+	case BOOK_E_LIMIT_CONN:
+	case BOOK_E_LIMIT_WANTS:
+	case BOOK_E_LIMIT_CONNS: return PROTO_E_LIMIT_REACHED;
+	case BOOK_E_DRAINING: return PROTO_E_DRAINING;
+	case BOOK_E_DISABLED: return PROTO_E_SERVICE_DISABLED;
+	case BOOK_E_STALE: return PROTO_E_INTERNAL;
+	case BOOK_E_INVALID: return PROTO_E_BAD_MESSAGE;
+	}
+	return PROTO_E_INTERNAL;
+}

@@ -1,0 +1,15 @@
+/*
+ * status.h - the read-only HTTP views of an instance: GET /status (JSON)
+ * and GET /metrics (Prometheus text format 0.0.4), both documented in
+ * docs/protocol.md.  Any handler answers for the whole instance: the
+ * figures come from the shared book.
+ */
+#ifndef ES_STATUS_H
+#define ES_STATUS_H
+
+#include <event2/buffer.h>
+
+void status_json(struct evbuffer *out);
+void status_metrics(struct evbuffer *out);
+
+#endif

@@ -1,0 +1,632 @@
+/*
+ * ws.c - see ws.h.  wslay parses and builds frames; its recv callback
+ * pulls bytes from the bufferevent's input buffer and its send callback
+ * appends to the output buffer (which never refuses, so wslay never holds
+ * a half-written frame between two calls).  Everything else - states,
+ * timers, back-pressure, the end of the connection - is here.
+ *
+ * States:
+ *   OPEN     messages flow.
+ *   CLOSING  we queued a close frame (ws_close, ping timeout); still
+ *            reading, text dropped, until the peer's close frame arrives.
+ *   LINGER   the websocket is over (close handshake done, or the connection
+ *            failed and our close frame is queued).  Our last bytes drain,
+ *            then the write side is shut (FIN) and input is discarded until
+ *            the peer closes too: closing with unread input would make the
+ *            kernel send a reset that can destroy our close frame before
+ *            the peer reads it.
+ *   ENDED    on_closed was called; the bufferevent is disabled.
+ * Leaving OPEN arms close_ev (close_timeout_ms); when it fires the session
+ * ends whatever the state.
+ *
+ * wslay answers most protocol errors itself with a close frame carrying
+ * the right code (unmasked frame, RSV bits, bad opcode, broken
+ * fragmentation: 1002; bad UTF-8: 1007; too big: 1009).  For errors found
+ * by its frame layer (control frame longer than 125 bytes or fragmented,
+ * non-minimal length) it queues a close frame without a code and fails;
+ * that one is replaced here by a close frame with 1002 written directly.
+ *
+ * Re-entrancy: every libevent callback counts itself in busy; owner
+ * callbacks run only there, ws_* calls from the owner only queue and kick
+ * the event loop, and ws_session_free inside a callback is deferred until
+ * busy drops to zero.
+ */
+#include "autoconfig.h"
+#include "handler/ws.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <wslay/wslay.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/utf8.h"
+
+enum ws_state { ST_OPEN, ST_CLOSING, ST_LINGER, ST_ENDED };
+
+struct ws_session {
+	struct bufferevent *bev;
+	wslay_event_context_ptr ctx;
+	struct ws_options opt;
+	struct ws_callbacks cb;
+	void *owner;
+	enum ws_state state;
+	uint16_t code;		/* what on_closed will report */
+	uint16_t peer_code;	/* code of the peer's close frame */
+	uint64_t last_rx_ms;	/* last frame activity */
+	struct event *tick_ev;	/* pings and the liveness check */
+	struct event *close_ev;	/* deadline once out of OPEN */
+	struct event *kick_ev;	/* run ws_process from the loop */
+	int busy;		/* libevent callbacks of ours on the stack */
+	int free_pending;	/* ws_session_free called while busy */
+	int read_paused;	/* back-pressure: EV_READ disabled */
+	int wr_shut;		/* LINGER: write side shut down */
+	uint32_t ping_seq;
+	int out_dirty;		/* output written since the last on_drained */
+	int close_pending;	/* CLOSING: our close frame still to queue */
+	size_t reason_len;
+	char reason[124];
+};
+
+static void ws_process(struct ws_session *s);
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static struct evbuffer *in_buf(struct ws_session *s)
+{
+	return bufferevent_get_input(s->bev);
+}
+
+static struct evbuffer *out_buf(struct ws_session *s)
+{
+	return bufferevent_get_output(s->bev);
+}
+
+static void destroy(struct ws_session *s)
+{
+	if (s->tick_ev)
+		event_free(s->tick_ev);
+	if (s->close_ev)
+		event_free(s->close_ev);
+	if (s->kick_ev)
+		event_free(s->kick_ev);
+	if (s->bev)
+		bufferevent_free(s->bev);
+	if (s->ctx)
+		wslay_event_context_free(s->ctx);
+	free(s);
+}
+
+static void enter(struct ws_session *s)
+{
+	s->busy++;
+}
+
+/* After leave() the session may be gone. */
+static void leave(struct ws_session *s)
+{
+	if (--s->busy == 0 && s->free_pending)
+		destroy(s);
+}
+
+/* Runs ws_process from the loop soon (harmless if a dispatch is running). */
+static void kick(struct ws_session *s)
+{
+	event_active(s->kick_ev, EV_TIMEOUT, 1);
+}
+
+static int code_sendable(unsigned code)
+{
+	return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1011) ||
+		(code >= 3000 && code <= 4999);
+}
+
+static void arm_close_timer(struct ws_session *s)
+{
+	struct timeval tv = {
+		.tv_sec = s->opt.close_timeout_ms / 1000,
+		.tv_usec = (s->opt.close_timeout_ms % 1000) * 1000,
+	};
+
+	if (!evtimer_pending(s->close_ev, NULL))
+		evtimer_add(s->close_ev, &tv);
+}
+
+/* The session is over: tell the owner, once.  Only from callbacks. */
+static void ws_end(struct ws_session *s, uint16_t code)
+{
+	assert(s->busy > 0);
+	if (s->state == ST_ENDED)
+		return;
+	s->state = ST_ENDED;
+	s->code = code;
+	evtimer_del(s->tick_ev);
+	evtimer_del(s->close_ev);
+	event_del(s->kick_ev);
+	bufferevent_disable(s->bev, EV_READ | EV_WRITE);
+	bufferevent_setcb(s->bev, NULL, NULL, NULL, NULL);
+	log_debug("websocket: session over, code %u", (unsigned)code);
+	if (!s->free_pending && s->cb.on_closed)
+		s->cb.on_closed(s->owner, code);
+}
+
+static void shut_write(struct ws_session *s)
+{
+	evutil_socket_t fd = bufferevent_getfd(s->bev);
+
+	s->wr_shut = 1;
+	bufferevent_disable(s->bev, EV_WRITE);
+	if (fd < 0 || shutdown(fd, SHUT_WR) != 0)
+		ws_end(s, s->code);
+}
+
+/* Enter LINGER: no more websocket input, flush, then FIN. */
+static void linger(struct ws_session *s)
+{
+	s->state = ST_LINGER;
+	wslay_event_shutdown_read(s->ctx);
+	arm_close_timer(s);
+	evtimer_del(s->tick_ev);
+	if (s->read_paused) {
+		s->read_paused = 0;
+		bufferevent_enable(s->bev, EV_READ);
+	}
+	evbuffer_drain(in_buf(s), evbuffer_get_length(in_buf(s)));
+	if (evbuffer_get_length(out_buf(s)) == 0)
+		shut_write(s);
+}
+
+/*
+ * Fails the connection with code after an error wslay reported from
+ * wslay_event_recv: its own close frame (if any) carries no code, so it is
+ * dropped and ours written directly - unless a close frame already went.
+ */
+static void fail_raw(struct ws_session *s, uint16_t code)
+{
+	unsigned char frame[4] = { 0x88, 0x02, (unsigned char)(code >> 8),
+		(unsigned char)(code & 0xff) };
+
+	log_debug("websocket: protocol error, closing with %u", (unsigned)code);
+	wslay_event_shutdown_read(s->ctx);
+	s->close_pending = 0;
+	if (!wslay_event_get_close_sent(s->ctx)) {
+		wslay_event_shutdown_write(s->ctx);
+		evbuffer_add(out_buf(s), frame, sizeof frame);
+		s->code = code;
+	}
+	linger(s);
+}
+
+/* Rejects the message being delivered: close with code, read no more. */
+static void fail_msg(struct ws_session *s, uint16_t code)
+{
+	log_debug("websocket: closing with %u", (unsigned)code);
+	wslay_event_queue_close(s->ctx, code, NULL, 0);
+	wslay_event_shutdown_read(s->ctx);
+}
+
+/*
+ * Hands wslay's queue to the output buffer; applies back-pressure.  Our
+ * close frame is queued only once the messages before it went out: wslay
+ * sends control frames ahead of queued messages, and nothing after a close.
+ */
+static void flush(struct ws_session *s)
+{
+	if (s->state == ST_ENDED)
+		return;
+	for (int pass = 0; pass < 2; pass++) {
+		if (wslay_event_want_write(s->ctx) && wslay_event_send(s->ctx) != 0) {
+			log_warn("websocket: cannot queue output");
+			ws_end(s, WS_CLOSE_INTERNAL_ERROR);
+			return;
+		}
+		if (!s->close_pending)
+			break;
+		s->close_pending = 0;
+		/* fails only if wslay queued a close itself: settle() follows */
+		wslay_event_queue_close(s->ctx, s->code, (const uint8_t *)s->reason,
+			s->reason_len);
+	}
+	if (s->state != ST_LINGER && !s->read_paused &&
+			evbuffer_get_length(out_buf(s)) > s->opt.out_high_water) {
+		s->read_paused = 1;
+		bufferevent_disable(s->bev, EV_READ);
+	}
+}
+
+/*
+ * Moves OPEN/CLOSING to LINGER when wslay is done reading: the peer's
+ * close frame came (wslay queued the answer, which flush sent, unless ours
+ * went first), or wslay or fail_msg failed the connection.  The code to
+ * report is the one of the close frame that went out: ours, the echo of
+ * the peer's (1005 when it had none), or the one of the failure.
+ */
+static void settle(struct ws_session *s)
+{
+	if (s->state != ST_OPEN && s->state != ST_CLOSING)
+		return;
+	if (!wslay_event_get_close_received(s->ctx) &&
+			wslay_event_get_read_enabled(s->ctx))
+		return;
+	if (wslay_event_get_close_sent(s->ctx))
+		s->code = wslay_event_get_status_code_sent(s->ctx);
+	else if (s->state == ST_OPEN)
+		s->code = wslay_event_get_close_received(s->ctx) && s->peer_code ?
+			s->peer_code : WS_CLOSE_ABNORMAL;
+	linger(s);
+}
+
+/* Reads what arrived, sends what is queued, updates the state. */
+static void ws_process(struct ws_session *s)
+{
+	if (s->state == ST_OPEN || s->state == ST_CLOSING) {
+		if (wslay_event_get_read_enabled(s->ctx) &&
+				evbuffer_get_length(in_buf(s)) > 0) {
+			int r = wslay_event_recv(s->ctx);
+
+			if (r != 0) {
+				fail_raw(s, r == WSLAY_ERR_NOMEM ?
+					WS_CLOSE_INTERNAL_ERROR : WS_CLOSE_PROTOCOL_ERROR);
+				flush(s);
+				return;
+			}
+		}
+	} else if (s->state == ST_LINGER) {
+		evbuffer_drain(in_buf(s), evbuffer_get_length(in_buf(s)));
+	}
+	flush(s);
+	if (s->state != ST_ENDED)
+		settle(s);
+}
+
+/* Queues our close frame and enters CLOSING. */
+static void begin_close(struct ws_session *s, uint16_t code, const char *reason)
+{
+	size_t rlen = reason ? strlen(reason) : 0;
+
+	if (s->state != ST_OPEN || s->free_pending)
+		return;
+	if (!code_sendable(code)) {
+		log_error("websocket: close code %u cannot be sent, using 1011",
+			(unsigned)code);
+		code = WS_CLOSE_INTERNAL_ERROR;
+	}
+	if (rlen > 123)
+		rlen = 123;
+	/* cut back to a whole UTF-8 sequence; give up on a bad reason */
+	while (rlen > 0 && !utf8_valid((const unsigned char *)reason, rlen))
+		rlen--;
+	memcpy(s->reason, reason ? reason : "", rlen);
+	s->reason_len = rlen;
+	s->close_pending = 1;	/* flush() queues it behind pending messages */
+	s->code = code;
+	s->state = ST_CLOSING;
+	evtimer_del(s->tick_ev);
+	arm_close_timer(s);
+}
+
+/* ---- wslay callbacks ---------------------------------------------------- */
+
+static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
+		int flags, void *user)
+{
+	struct ws_session *s = user;
+	int n = evbuffer_remove(in_buf(s), buf, len);
+
+	if (n <= 0) {
+		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+		return -1;
+	}
+	return n;
+}
+
+static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data,
+		size_t len, int flags, void *user)
+{
+	struct ws_session *s = user;
+
+	if (evbuffer_add(out_buf(s), data, len) != 0) {
+		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+		return -1;
+	}
+	s->out_dirty = 1;
+	return (ssize_t)len;
+}
+
+static void frame_start_cb(wslay_event_context_ptr ctx,
+		const struct wslay_event_on_frame_recv_start_arg *arg, void *user)
+{
+	struct ws_session *s = user;
+
+	s->last_rx_ms = clock_mono_ms();
+}
+
+static void frame_chunk_cb(wslay_event_context_ptr ctx,
+		const struct wslay_event_on_frame_recv_chunk_arg *arg, void *user)
+{
+	struct ws_session *s = user;
+
+	s->last_rx_ms = clock_mono_ms();
+}
+
+static void msg_cb(wslay_event_context_ptr ctx,
+		const struct wslay_event_on_msg_recv_arg *arg, void *user)
+{
+	struct ws_session *s = user;
+	const char *msg = arg->msg ? (const char *)arg->msg : "";
+
+	switch (arg->opcode) {
+	case WSLAY_TEXT_FRAME:
+		if (s->state != ST_OPEN || s->free_pending)
+			return;
+		/* wslay checks UTF-8 as well; this is the contract of on_text */
+		if (!utf8_valid((const unsigned char *)msg, arg->msg_length)) {
+			fail_msg(s, WS_CLOSE_INVALID_PAYLOAD);
+			return;
+		}
+		if (s->cb.on_text)
+			s->cb.on_text(s->owner, msg, arg->msg_length);
+		break;
+	case WSLAY_BINARY_FRAME:
+		if (s->state == ST_OPEN)
+			fail_msg(s, WS_CLOSE_UNSUPPORTED_DATA);
+		break;
+	case WSLAY_CONNECTION_CLOSE:
+		s->peer_code = arg->status_code;
+		break;
+	default:	/* ping (wslay queued the pong) or pong */
+		break;
+	}
+}
+
+/* ---- libevent callbacks ------------------------------------------------- */
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct ws_session *s = arg;
+
+	enter(s);
+	ws_process(s);
+	leave(s);
+}
+
+static void write_cb(struct bufferevent *bev, void *arg)
+{
+	struct ws_session *s = arg;
+
+	enter(s);
+	if (s->read_paused && s->state != ST_ENDED) {
+		s->read_paused = 0;
+		bufferevent_enable(s->bev, EV_READ);
+	}
+	/* libevent also calls this when nothing was written: filter */
+	if (s->state == ST_LINGER && !s->wr_shut &&
+			evbuffer_get_length(out_buf(s)) == 0) {
+		shut_write(s);
+	} else if (s->state == ST_OPEN && s->out_dirty &&
+			evbuffer_get_length(out_buf(s)) == 0) {
+		s->out_dirty = 0;
+		if (!s->free_pending && s->cb.on_drained)
+			s->cb.on_drained(s->owner);
+	}
+	leave(s);
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct ws_session *s = arg;
+
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
+		return;
+	enter(s);
+	if (s->state == ST_OPEN) {
+		log_debug("websocket: connection lost (%s)",
+			(what & BEV_EVENT_EOF) ? "eof" : "error");
+		ws_end(s, WS_CLOSE_ABNORMAL);
+	} else {
+		ws_end(s, s->code);
+	}
+	leave(s);
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct ws_session *s = arg;
+
+	enter(s);
+	if (s->state == ST_OPEN && !s->free_pending) {
+		uint64_t now = clock_mono_ms();
+
+		if (s->opt.ping_timeout_ms &&
+				now - s->last_rx_ms >= s->opt.ping_timeout_ms) {
+			log_debug("websocket: peer silent for %llu ms",
+				(unsigned long long)(now - s->last_rx_ms));
+			begin_close(s, WS_CLOSE_GOING_AWAY, "ping timeout");
+		} else if (s->opt.ping_interval_ms) {
+			uint8_t payload[4] = {
+				(uint8_t)(s->ping_seq >> 24), (uint8_t)(s->ping_seq >> 16),
+				(uint8_t)(s->ping_seq >> 8), (uint8_t)s->ping_seq };
+			struct wslay_event_msg m = { WSLAY_PING, payload, sizeof payload };
+
+			s->ping_seq++;
+			wslay_event_queue_msg(s->ctx, &m);
+		}
+		flush(s);
+		if (s->state != ST_ENDED)
+			settle(s);
+	}
+	leave(s);
+}
+
+static void close_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct ws_session *s = arg;
+
+	enter(s);
+	if (s->state == ST_CLOSING || s->state == ST_LINGER) {
+		log_debug("websocket: close timeout");
+		ws_end(s, s->code);
+	}
+	leave(s);
+}
+
+static void kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct ws_session *s = arg;
+
+	enter(s);
+	if (s->state != ST_ENDED)
+		ws_process(s);
+	leave(s);
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+void ws_options_default(struct ws_options *opt)
+{
+	opt->max_msg_len = WS_DEFAULT_MAX_MSG_LEN;
+	opt->ping_interval_ms = WS_DEFAULT_PING_INTERVAL_MS;
+	opt->ping_timeout_ms = WS_DEFAULT_PING_TIMEOUT_MS;
+	opt->close_timeout_ms = WS_DEFAULT_CLOSE_TIMEOUT_MS;
+	opt->out_high_water = WS_DEFAULT_OUT_HIGH_WATER;
+}
+
+int ws_set_keepalive(int fd)
+{
+	int on = 1, idle = 60, intvl = 10, cnt = 6;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on) != 0)
+		return -1;
+	/* TCP only; other sockets (tests use socketpairs) refuse, harmlessly */
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+	return 0;
+}
+
+struct ws_session *ws_session_new(struct bufferevent *bev,
+		const struct ws_options *opt, const struct ws_callbacks *cb,
+		void *owner)
+{
+	static const struct wslay_event_callbacks wcb = {
+		.recv_callback = recv_cb,
+		.send_callback = send_cb,
+		.on_frame_recv_start_callback = frame_start_cb,
+		.on_frame_recv_chunk_callback = frame_chunk_cb,
+		.on_msg_recv_callback = msg_cb,
+	};
+	struct event_base *base = bufferevent_get_base(bev);
+	struct ws_session *s = calloc(1, sizeof *s);
+	unsigned period;
+	evutil_socket_t fd;
+
+	if (s == NULL)
+		return NULL;
+	if (opt)
+		s->opt = *opt;
+	else
+		ws_options_default(&s->opt);
+	if (s->opt.max_msg_len == 0)
+		s->opt.max_msg_len = WS_DEFAULT_MAX_MSG_LEN;
+	if (s->opt.close_timeout_ms == 0)
+		s->opt.close_timeout_ms = WS_DEFAULT_CLOSE_TIMEOUT_MS;
+	if (s->opt.out_high_water == 0)
+		s->opt.out_high_water = WS_DEFAULT_OUT_HIGH_WATER;
+	if (cb)
+		s->cb = *cb;
+	s->owner = owner;
+	s->state = ST_OPEN;
+	s->last_rx_ms = clock_mono_ms();
+
+	if (wslay_event_context_server_init(&s->ctx, &wcb, s) != 0) {
+		s->ctx = NULL;
+		goto fail;
+	}
+	wslay_event_config_set_max_recv_msg_length(s->ctx, s->opt.max_msg_len);
+	s->tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, s);
+	s->close_ev = evtimer_new(base, close_timer_cb, s);
+	s->kick_ev = event_new(base, -1, 0, kick_cb, s);
+	if (!s->tick_ev || !s->close_ev || !s->kick_ev)
+		goto fail;
+	period = s->opt.ping_interval_ms;
+	if (s->opt.ping_timeout_ms && (period == 0 || s->opt.ping_timeout_ms < period))
+		period = s->opt.ping_timeout_ms;
+	if (period) {
+		struct timeval tv = { .tv_sec = period / 1000,
+			.tv_usec = (period % 1000) * 1000 };
+
+		if (event_add(s->tick_ev, &tv) != 0)
+			goto fail;
+	}
+
+	fd = bufferevent_getfd(bev);
+	if (fd >= 0 && ws_set_keepalive(fd) != 0)
+		log_debug("websocket: cannot enable keepalive on fd %d", (int)fd);
+	bufferevent_setcb(bev, read_cb, write_cb, event_cb, s);
+	bufferevent_setwatermark(bev, EV_READ | EV_WRITE, 0, 0);
+	bufferevent_set_timeouts(bev, NULL, NULL);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	s->bev = bev;
+	/* frames that came with the upgrade request, if any */
+	event_active(s->kick_ev, EV_TIMEOUT, 1);
+	return s;
+fail:
+	destroy(s);	/* s->bev is still NULL: bev stays the caller's */
+	return NULL;
+}
+
+int ws_send_text(struct ws_session *s, const char *msg, size_t len)
+{
+	struct wslay_event_msg m = { WSLAY_TEXT_FRAME, (const uint8_t *)msg, len };
+
+	if (s->state != ST_OPEN || s->free_pending)
+		return -1;
+	if (!utf8_valid((const unsigned char *)msg, len)) {
+		log_error("websocket: refusing to send invalid UTF-8");
+		return -1;
+	}
+	if (wslay_event_queue_msg(s->ctx, &m) != 0)
+		return -1;
+	kick(s);
+	return 0;
+}
+
+void ws_close(struct ws_session *s, uint16_t code, const char *reason)
+{
+	if (s->state != ST_OPEN || s->free_pending)
+		return;
+	begin_close(s, code, reason);
+	kick(s);
+}
+
+void ws_session_free(struct ws_session *s)
+{
+	if (s == NULL)
+		return;
+	if (s->busy) {
+		s->free_pending = 1;
+		memset(&s->cb, 0, sizeof s->cb);
+		return;
+	}
+	destroy(s);
+}
+
+size_t ws_session_pending_out(const struct ws_session *s)
+{
+	return evbuffer_get_length(bufferevent_get_output(s->bev)) +
+		wslay_event_get_queued_msg_length(s->ctx);
+}
+
+int ws_session_is_open(const struct ws_session *s)
+{
+	return s->state == ST_OPEN && !s->free_pending &&
+		wslay_event_get_read_enabled(s->ctx);
+}

@@ -1,0 +1,139 @@
+/*
+ * ws.h - a server-side websocket session (RFC 6455 framing, via wslay's
+ * event API) on a libevent bufferevent whose opening handshake is done.
+ *
+ * Owns: the bufferevent handed to ws_session_new() (freed, and its socket
+ * closed if it was created with BEV_OPT_CLOSE_ON_FREE, by ws_session_free),
+ * the wslay context and the session's timers.
+ * Invariants:
+ *  - the owner's callbacks run only from the event loop, never from inside
+ *    a ws_* call, so the owner may call any ws_* function (including
+ *    ws_session_free) from inside a callback;
+ *  - on_text gets only complete text messages of valid UTF-8 no longer than
+ *    max_msg_len, and only while the session is open;
+ *  - on_closed is called exactly once, when the session is over (close
+ *    handshake done, protocol error, EOF or socket error, timeout) and no
+ *    other callback follows it; the only exception is a session the owner
+ *    frees first, which calls nothing more;
+ *  - every way out of the open state ends within close_timeout_ms.
+ * Writes to a peer that went away must not kill the process: the process
+ * ignores SIGPIPE (libevent writes with writev).
+ */
+#ifndef ES_WS_H
+#define ES_WS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct bufferevent;
+struct ws_session;
+
+/*
+ * Close codes (RFC 6455 section 7.4).  on_closed reports one of these: the
+ * code of the close frame that ended the session (ours when we closed
+ * first, the peer's when it did), or 1005/1006 as described.
+ */
+enum ws_close_code {
+	WS_CLOSE_NORMAL = 1000,		/* orderly end, either side */
+	WS_CLOSE_GOING_AWAY = 1001,	/* server stopping, or the peer went
+					 * silent for ping_timeout_ms */
+	WS_CLOSE_PROTOCOL_ERROR = 1002,	/* bad framing: unmasked frame, bad
+					 * opcode, control frame > 125 bytes or
+					 * fragmented, broken fragmentation,
+					 * RSV bits, non-minimal length, bad
+					 * close code */
+	WS_CLOSE_UNSUPPORTED_DATA = 1003,	/* a binary message */
+	WS_CLOSE_NO_STATUS = 1005,	/* reported only: the peer's close frame
+					 * carried no code; never sent */
+	WS_CLOSE_ABNORMAL = 1006,	/* reported only: the connection ended
+					 * without a close frame; never sent */
+	WS_CLOSE_INVALID_PAYLOAD = 1007,	/* text that is not UTF-8 */
+	WS_CLOSE_POLICY_VIOLATION = 1008,	/* generic refusal (e.g. auth
+						 * lost, rate limits) */
+	WS_CLOSE_MESSAGE_TOO_BIG = 1009,	/* message > max_msg_len */
+	WS_CLOSE_INTERNAL_ERROR = 1011,	/* out of memory, internal failure */
+	/* 4000-4999: private use; the broker protocol layer defines them
+	 * (messages.h).  Nothing below 4000 is defined by this layer. */
+	WS_CLOSE_APP_MIN = 4000,
+	WS_CLOSE_APP_MAX = 4999,
+};
+
+struct ws_options {
+	size_t max_msg_len;		/* largest message accepted, bytes
+					 * (reassembled); bigger closes 1009 */
+	unsigned ping_interval_ms;	/* send a ping this often; 0: never */
+	unsigned ping_timeout_ms;	/* close 1001 when no frame at all
+					 * (pongs included) arrived for this
+					 * long; 0: no liveness check.  Checked
+					 * every ping interval (or every
+					 * timeout if that is shorter), so a
+					 * dead peer is noticed between
+					 * timeout and timeout + interval. */
+	unsigned close_timeout_ms;	/* from leaving the open state to the
+					 * end: wait for the peer's close frame
+					 * and for our last bytes to drain */
+	size_t out_high_water;		/* stop reading while more than this is
+					 * waiting to be sent */
+};
+
+#define WS_DEFAULT_MAX_MSG_LEN (1024 * 1024)
+#define WS_DEFAULT_PING_INTERVAL_MS 20000
+#define WS_DEFAULT_PING_TIMEOUT_MS 60000
+#define WS_DEFAULT_CLOSE_TIMEOUT_MS 2000
+#define WS_DEFAULT_OUT_HIGH_WATER (4 * 1024 * 1024)
+
+struct ws_callbacks {
+	/* A complete text message: valid UTF-8, NOT NUL-terminated. */
+	void (*on_text)(void *owner, const char *msg, size_t len);
+	/* The session is over (see enum ws_close_code); exactly once. */
+	void (*on_closed)(void *owner, uint16_t code);
+	/* Optional: output was written and has now all been handed to the
+	 * kernel (resume producing after ws_session_pending_out was high). */
+	void (*on_drained)(void *owner);
+};
+
+/* Fills opt with the WS_DEFAULT_* values. */
+void ws_options_default(struct ws_options *opt);
+
+/*
+ * Starts a session on bev (handshake response already queued or sent).
+ * The session replaces bev's callbacks and timeouts and takes ownership of
+ * bev; bytes already in bev's input buffer (frames that came right behind
+ * the upgrade request) are processed from the event loop.  opt NULL means
+ * defaults; a zero max_msg_len, close_timeout_ms or out_high_water takes
+ * the default too.  TCP keepalive is switched on for bev's socket.
+ * Returns NULL (bev still the caller's) if out of memory.
+ */
+struct ws_session *ws_session_new(struct bufferevent *bev,
+		const struct ws_options *opt, const struct ws_callbacks *cb,
+		void *owner);
+
+/*
+ * Queues a text message (must be valid UTF-8; checked, -1 if not).  Sent
+ * from the event loop.  Returns 0, or -1 if the session is no longer open.
+ */
+int ws_send_text(struct ws_session *s, const char *msg, size_t len);
+
+/*
+ * Starts the closing handshake with code (1000-1003, 1007-1011 or
+ * 3000-4999; anything else sends 1011) and reason (NULL or UTF-8, cut to
+ * 123 bytes).  Text arriving afterwards is dropped.  The session ends when
+ * the peer answers, or after close_timeout_ms; on_closed then reports
+ * code.  No effect unless the session is open.
+ */
+void ws_close(struct ws_session *s, uint16_t code, const char *reason);
+
+/* Frees the session and its bufferevent; no callback follows.  NULL ok. */
+void ws_session_free(struct ws_session *s);
+
+/* Bytes queued for the peer and not yet handed to the kernel. */
+size_t ws_session_pending_out(const struct ws_session *s);
+
+/* 1 while the session is open (no close sent or received). */
+int ws_session_is_open(const struct ws_session *s);
+
+/* Switches on TCP keepalive (probes after 60 s idle, every 10 s, 6 tries).
+ * Returns 0, or -1 if SO_KEEPALIVE could not be set. */
+int ws_set_keepalive(int fd);
+
+#endif

@@ -1,0 +1,483 @@
+/*
+ * job.c - see job.h.
+ *
+ * Life of a job here: validate -> mkdir its directory -> spawn (own process
+ * group) -> read stdout (first JOB_STDOUT_CAP bytes kept) and stderr (last
+ * non-empty line kept) -> reap -> build the receipt -> DONE to the owning
+ * connection -> book_job_finish.  A job is complete when the process was
+ * reaped AND both pipes reached EOF (so no output is lost to a race between
+ * SIGCHLD and the last read).
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <event2/event.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/utf8.h"
+#include "execserver/protocol.h"
+#include "handler/broker.h"
+#include "handler/handler.h"
+#include "job/job.h"
+#include "job/spawn.h"
+#include "master/startup_check.h"
+
+#define JOB_STDOUT_CAP 4000
+#define JOB_STDERR_LINE_CAP 1024
+#define JOB_KILL_GRACE_MS 3000
+#define JOB_DEFAULT_PATH "PATH=/usr/local/bin:/usr/bin:/bin"
+
+struct job {
+	struct job *next, *prev;
+	struct book_ref want;
+	char job_id[BOOK_ID_MAX + 1];
+	uint32_t service;
+	pid_t pid;
+	uint64_t start_ms;
+	int status, reaped;
+	enum job_cancel_reason cancelled;
+	char dir[512];
+	struct event *out_ev, *err_ev, *kill_ev;
+	int out_fd, err_fd;
+	char out[JOB_STDOUT_CAP];
+	size_t out_len;
+	int out_truncated;
+	char err_line[JOB_STDERR_LINE_CAP]; /* last complete non-empty line */
+	char err_cur[JOB_STDERR_LINE_CAP];  /* line being read */
+	size_t err_cur_len;
+	int spawn_errno;
+};
+
+static struct job *jobs;
+static unsigned njobs;
+static uint64_t job_counter;
+
+int job_init(void)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/job", handler.inst->cfg->temp_dir);
+	if (mkdir(handler.inst->cfg->temp_dir, 0700) != 0 && errno != EEXIST) {
+		log_error("cannot create tempDir %s: %s", handler.inst->cfg->temp_dir,
+			  strerror(errno));
+		return -1;
+	}
+	if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+		log_error("cannot create %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+unsigned job_running_count(void) { return njobs; }
+
+static struct job *find_job(struct book_ref want)
+{
+	for (struct job *j = jobs; j; j = j->next)
+		if (j->want.idx == want.idx && j->want.gen == want.gen)
+			return j;
+	return NULL;
+}
+
+int job_validate(uint32_t service, struct json_object *job, const char **code, char *msg,
+		 size_t msglen)
+{
+	const struct config_service *svc = &handler.inst->cfg->services[service];
+	struct json_object *cmd, *args;
+
+	if (!json_object_object_get_ex(job, "command", &cmd) ||
+	    !json_object_is_type(cmd, json_type_string)) {
+		*code = PROTO_E_BAD_JOB;
+		snprintf(msg, msglen, "job.command: a string is required");
+		return -1;
+	}
+	if (!config_find_command(svc, json_object_get_string(cmd))) {
+		*code = PROTO_E_UNKNOWN_COMMAND;
+		snprintf(msg, msglen, "job.command: not configured for service %s", svc->name);
+		return -1;
+	}
+	if (json_object_object_get_ex(job, "args", &args) && !json_object_is_type(args, json_type_null)) {
+		if (!json_object_is_type(args, json_type_array)) {
+			*code = PROTO_E_BAD_JOB;
+			snprintf(msg, msglen, "job.args: an array of strings is required");
+			return -1;
+		}
+		size_t n = json_object_array_length(args);
+		for (size_t i = 0; i < n; i++)
+			if (!json_object_is_type(json_object_array_get_idx(args, i), json_type_string)) {
+				*code = PROTO_E_BAD_JOB;
+				snprintf(msg, msglen, "job.args[%zu]: a string is required", i);
+				return -1;
+			}
+	}
+	return 0;
+}
+
+/* ---- building argv and environment ---------------------------------- */
+
+struct strvec {
+	char **v;
+	size_t n, cap;
+};
+
+static void vec_push(struct strvec *s, const char *str)
+{
+	if (s->n + 2 > s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 16;
+		s->v = realloc(s->v, s->cap * sizeof *s->v);
+	}
+	s->v[s->n++] = strdup(str);
+	s->v[s->n] = NULL;
+}
+
+static void vec_free(struct strvec *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+}
+
+/* Replaces %jobdir% in an argument. */
+static void push_arg(struct strvec *argv, const char *arg, const char *dir)
+{
+	const char *hit = strstr(arg, "%jobdir%");
+	if (!hit) {
+		vec_push(argv, arg);
+		return;
+	}
+	char buf[4096];
+	snprintf(buf, sizeof buf, "%.*s%s%s", (int)(hit - arg), arg, dir, hit + 8);
+	vec_push(argv, buf);
+}
+
+/* ---- completion -------------------------------------------------------- */
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void remove_dir(const char *dir)
+{
+	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static struct json_object *build_receipt(struct job *j, uint64_t duration_ms, int *failed)
+{
+	struct json_object *r = json_object_new_object();
+	const char *err_code = NULL, *err_msg = NULL;
+	int retryable = 0;
+
+	*failed = 1;
+	if (j->spawn_errno) {
+		err_code = "exec_failed";
+		err_msg = strerror(j->spawn_errno);
+	} else if (WIFEXITED(j->status)) {
+		json_object_object_add(r, "exit_code", json_object_new_int(WEXITSTATUS(j->status)));
+		*failed = WEXITSTATUS(j->status) != 0;
+	} else if (WIFSIGNALED(j->status)) {
+		json_object_object_add(r, "signal", json_object_new_int(WTERMSIG(j->status)));
+	}
+	switch (j->cancelled) {
+	case JOB_CANCEL_REQUESTED: err_code = "cancelled"; err_msg = "cancelled"; break;
+	case JOB_CANCEL_TIMEOUT: err_code = "timeout"; err_msg = "timeout_sec exceeded"; break;
+	case JOB_CANCEL_DRAIN:
+		err_code = "exec_stopped";
+		err_msg = "the execserver stopped before the job ended";
+		retryable = 1;
+		break;
+	default: break;
+	}
+	if (err_code)
+		*failed = 1;
+	json_object_object_add(r, "duration_ms", json_object_new_int64((int64_t)duration_ms));
+	char *out = utf8_sanitize((const unsigned char *)j->out, j->out_len);
+	json_object_object_add(r, "stdout", json_object_new_string(out ? out : ""));
+	free(out);
+	if (j->out_truncated)
+		json_object_object_add(r, "stdout_truncated", json_object_new_boolean(1));
+	const char *line = j->err_cur_len ? j->err_cur : j->err_line;
+	size_t line_len = j->err_cur_len ? j->err_cur_len : strlen(j->err_line);
+	if (line_len) {
+		char *s = utf8_sanitize((const unsigned char *)line, line_len);
+		json_object_object_add(r, "stderr", json_object_new_string(s ? s : ""));
+		free(s);
+	}
+	if (err_code) {
+		struct json_object *e = json_object_new_object();
+		json_object_object_add(e, "code", json_object_new_string(err_code));
+		json_object_object_add(e, "message", json_object_new_string(err_msg));
+		json_object_object_add(e, "retryable", json_object_new_boolean(retryable));
+		json_object_object_add(r, "error", e);
+	}
+	return r;
+}
+
+static void job_free(struct job *j)
+{
+	if (j->out_ev)
+		event_free(j->out_ev);
+	if (j->err_ev)
+		event_free(j->err_ev);
+	if (j->kill_ev)
+		event_free(j->kill_ev);
+	if (j->out_fd >= 0)
+		close(j->out_fd);
+	if (j->err_fd >= 0)
+		close(j->err_fd);
+	free(j);
+}
+
+static void complete(struct job *j)
+{
+	uint64_t duration = clock_mono_ms() - j->start_ms;
+	int failed;
+	struct json_object *receipt = build_receipt(j, duration, &failed);
+	struct book_ref conn;
+	uint32_t owner;
+
+	struct book *b = handler_book_lock();
+	enum book_rc rc = book_job_owner(b, j->want, &conn, &owner);
+	handler_book_unlock();
+
+	if (rc == BOOK_OK && owner == (uint32_t)handler.slot)
+		broker_send_done(conn, j->job_id, receipt);
+	else {
+		log_info("job %s finished with no connection to tell (receipt dropped)", j->job_id);
+		json_object_put(receipt);
+	}
+
+	b = handler_book_lock();
+	book_job_finish(b, j->want, duration, failed);
+	handler_book_unlock();
+
+	enum job_removal_policy pol = handler.inst->cfg->job_removal_policy;
+	if (j->dir[0] && (pol == JOB_REMOVAL_ALL || (pol == JOB_REMOVAL_DONE && !failed)))
+		remove_dir(j->dir);
+
+	if (j->prev)
+		j->prev->next = j->next;
+	else
+		jobs = j->next;
+	if (j->next)
+		j->next->prev = j->prev;
+	njobs--;
+	job_free(j);
+	broker_drain_check();
+}
+
+static void maybe_complete(struct job *j)
+{
+	if (j->reaped && j->out_fd < 0 && j->err_fd < 0)
+		complete(j);
+}
+
+static void close_pipe(struct job *j, int which)
+{
+	struct event **ev = which ? &j->err_ev : &j->out_ev;
+	int *fd = which ? &j->err_fd : &j->out_fd;
+	event_free(*ev);
+	*ev = NULL;
+	close(*fd);
+	*fd = -1;
+}
+
+static void on_stdout(evutil_socket_t fd, short what, void *arg)
+{
+	struct job *j = arg;
+	char buf[16384];
+	ssize_t n = read(fd, buf, sizeof buf);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		close_pipe(j, 0);
+		maybe_complete(j);
+		return;
+	}
+	size_t room = JOB_STDOUT_CAP - j->out_len;
+	size_t take = (size_t)n < room ? (size_t)n : room;
+	memcpy(j->out + j->out_len, buf, take);
+	j->out_len += take;
+	if (take < (size_t)n)
+		j->out_truncated = 1;
+}
+
+static void on_stderr(evutil_socket_t fd, short what, void *arg)
+{
+	struct job *j = arg;
+	char buf[8192];
+	ssize_t n = read(fd, buf, sizeof buf);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		close_pipe(j, 1);
+		maybe_complete(j);
+		return;
+	}
+	/* Keep the last non-empty line: it is the decisive one for most tools. */
+	for (ssize_t i = 0; i < n; i++) {
+		char c = buf[i];
+		if (c == '\n') {
+			if (j->err_cur_len) {
+				memcpy(j->err_line, j->err_cur, j->err_cur_len);
+				j->err_line[j->err_cur_len] = '\0';
+			}
+			j->err_cur_len = 0;
+		} else if (j->err_cur_len < sizeof j->err_cur - 1) {
+			j->err_cur[j->err_cur_len++] = c;
+		}
+	}
+	j->err_cur[j->err_cur_len] = '\0';
+}
+
+static void kill_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct job *j = arg;
+	if (!j->reaped)
+		kill(-j->pid, SIGKILL);
+}
+
+void job_cancel(struct book_ref want, enum job_cancel_reason why)
+{
+	struct job *j = find_job(want);
+	if (!j || j->reaped || j->cancelled)
+		return;
+	j->cancelled = why;
+	kill(-j->pid, SIGTERM);
+	struct timeval tv = { JOB_KILL_GRACE_MS / 1000, (JOB_KILL_GRACE_MS % 1000) * 1000 };
+	evtimer_add(j->kill_ev, &tv);
+}
+
+void job_stop_all(void)
+{
+	for (struct job *j = jobs; j; j = j->next)
+		job_cancel(j->want, JOB_CANCEL_DRAIN);
+}
+
+void job_reap(void)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (struct job *j = jobs; j; j = j->next) {
+			if (j->pid == pid) {
+				j->status = status;
+				j->reaped = 1;
+				maybe_complete(j);
+				break;
+			}
+		}
+	}
+}
+
+static int open_pipe(int fds[2])
+{
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return -1;
+	fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+void job_start(struct book_ref want, const char *job_id, uint32_t service,
+	       struct json_object *desc)
+{
+	const struct es_config *cfg = handler.inst->cfg;
+	const struct config_service *svc = &cfg->services[service];
+	struct json_object *cmdname, *args;
+	struct job *j = calloc(1, sizeof *j);
+	struct strvec argv = { 0 }, envp = { 0 };
+	char path[4096];
+	int out[2] = { -1, -1 }, err[2] = { -1, -1 };
+
+	j->want = want;
+	j->service = service;
+	j->out_fd = j->err_fd = -1;
+	j->start_ms = clock_mono_ms();
+	snprintf(j->job_id, sizeof j->job_id, "%s", job_id);
+	j->next = jobs;
+	if (jobs)
+		jobs->prev = j;
+	jobs = j;
+	njobs++;
+	j->kill_ev = evtimer_new(handler.base, kill_timer_cb, j);
+
+	json_object_object_get_ex(desc, "command", &cmdname);
+	const struct config_command *cmd = config_find_command(svc, json_object_get_string(cmdname));
+	snprintf(j->dir, sizeof j->dir, "%s/job/%s-%d-%llu", cfg->temp_dir,
+		 handler.inst->instance_hex, handler.slot, (unsigned long long)++job_counter);
+	if (mkdir(j->dir, 0700) != 0) {
+		j->spawn_errno = errno;
+		j->dir[0] = '\0';
+		goto failed;
+	}
+	if (startup_check_find_program(cmd->prog, path, sizeof path) != 0) {
+		j->spawn_errno = ENOENT;
+		goto failed;
+	}
+	vec_push(&argv, cmd->prog);
+	for (size_t i = 0; i < cmd->args.count; i++)
+		push_arg(&argv, cmd->args.items[i], j->dir);
+	if (json_object_object_get_ex(desc, "args", &args) && json_object_is_type(args, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(args); i++)
+			push_arg(&argv, json_object_get_string(json_object_array_get_idx(args, i)),
+				 j->dir);
+	vec_push(&envp, JOB_DEFAULT_PATH);
+	for (size_t i = 0; i < cfg->env.count; i++)
+		vec_push(&envp, cfg->env.items[i]);
+	for (size_t i = 0; i < cmd->env.count; i++)
+		vec_push(&envp, cmd->env.items[i]);
+
+	if (open_pipe(out) != 0 || open_pipe(err) != 0) {
+		j->spawn_errno = errno;
+		goto failed;
+	}
+	struct spawn_request req = { .path = path, .argv = argv.v, .envp = envp.v, .cwd = j->dir,
+				     .stdin_fd = -1, .stdout_fd = out[1], .stderr_fd = err[1] };
+	j->pid = spawn_process(&req, &j->spawn_errno);
+	close(out[1]);
+	close(err[1]);
+	out[1] = err[1] = -1;
+	if (j->pid < 0)
+		goto failed;
+	j->out_fd = out[0];
+	j->err_fd = err[0];
+	j->out_ev = event_new(handler.base, j->out_fd, EV_READ | EV_PERSIST, on_stdout, j);
+	j->err_ev = event_new(handler.base, j->err_fd, EV_READ | EV_PERSIST, on_stderr, j);
+	event_add(j->out_ev, NULL);
+	event_add(j->err_ev, NULL);
+	{
+		struct book *b = handler_book_lock();
+		book_job_set_pgid(b, want, j->pid);
+		handler_book_unlock();
+	}
+	vec_free(&argv);
+	vec_free(&envp);
+	/* The child may already have exited before we recorded its pid. */
+	job_reap();
+	return;
+
+failed:
+	for (int i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (err[i] >= 0)
+			close(err[i]);
+	}
+	vec_free(&argv);
+	vec_free(&envp);
+	j->reaped = 1;
+	complete(j);
+}

@@ -1,0 +1,342 @@
+/*
+ * master.c - the master process cycle (see master.h).
+ *
+ * The master never touches a client socket.  It owns the lifetime of the
+ * instance: it creates the segment and listeners, forks the handlers, and
+ * when one dies it purges that handler's connections from the book, kills
+ * the process groups of its jobs, re-grants the freed slots (book_purge
+ * does it under the lock) and forks a replacement.  A handler that dies
+ * again within a second of its start is replaced after a doubling back-off
+ * (0.1 s up to 10 s) so a crash loop cannot spin the CPU.
+ *
+ * Stopping (SIGTERM/SIGINT): the book is marked draining (no new grants;
+ * HELLO tells the clients), the handlers get SIGTERM and finish their
+ * running jobs for up to drainTimeoutSec, then exit; the master exits 0
+ * when the last one is gone, or kills stragglers drainTimeoutSec + 5 s
+ * after the signal.
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#include <event2/event.h>
+
+#include "common/clock.h"
+#include "common/instance.h"
+#include "common/log.h"
+#include "common/reload.h"
+#include "handler/handler.h"
+#include "master/master.h"
+#include "master/segment.h"
+
+#define EXPIRE_TICK_MS 100
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 10000
+#define QUICK_DEATH_MS 1000
+
+struct handler_slot {
+	pid_t pid;               /* 0 while not running */
+	uint64_t started_ms;
+	uint32_t backoff_ms;     /* delay before the next respawn */
+	struct event *respawn;   /* pending delayed respawn */
+	unsigned restarts;
+};
+
+static struct master {
+	struct instance inst;
+	const struct master_options *opt;
+	struct event_base *base;
+	struct handler_slot slots[BOOK_MAX_HANDLERS];
+	int stopping;
+	struct event *stop_deadline;
+} M;
+
+static int spawn_handler(int slot);
+
+static void respawn_cb(evutil_socket_t fd, short what, void *arg)
+{
+	int slot = (int)(intptr_t)arg;
+	if (!M.stopping)
+		spawn_handler(slot);
+}
+
+static int spawn_handler(int slot)
+{
+	sigset_t all, old;
+
+	/* Signals stay blocked across fork until the child has replaced the
+	 * master's libevent handlers (which would write to the master's
+	 * signal pipe) with the defaults. */
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pid_t pid = fork();
+	if (pid == 0) {
+		static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP };
+		for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+			signal(sigs[i], SIG_DFL);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+
+	if (pid < 0) {
+		log_error("fork handler %d: %s", slot, strerror(errno));
+		/* try again later rather than give up on the slot */
+		struct timeval tv = { 1, 0 };
+		evtimer_add(M.slots[slot].respawn, &tv);
+		return -1;
+	}
+	if (pid == 0) {
+		/* The child never runs the master's loop and must not free it:
+		 * its epoll registrations are shared with the parent. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != M.inst.master_pid)
+			_exit(0);
+		handler_main(&M.inst, slot);
+	}
+	M.slots[slot].pid = pid;
+	M.slots[slot].started_ms = clock_mono_ms();
+	if (book_lock(M.inst.book) == 1)
+		log_warn("want-book repaired after a holder died");
+	book_handler_started(M.inst.book, (uint32_t)slot, (int32_t)pid);
+	instance_wake(&M.inst, book_unlock(M.inst.book));
+	log_info("handler %d started, pid %d", slot, (int)pid);
+	return 0;
+}
+
+static int slot_of(pid_t pid)
+{
+	for (int i = 0; i < M.inst.nhandlers; i++)
+		if (M.slots[i].pid == pid)
+			return i;
+	return -1;
+}
+
+static int all_stopped(void)
+{
+	for (int i = 0; i < M.inst.nhandlers; i++)
+		if (M.slots[i].pid)
+			return 0;
+	return 1;
+}
+
+/* A handler is gone: drop its connections and jobs from the book. */
+static void purge_handler(int slot)
+{
+	int32_t pgids[4096];
+	int repaired = book_lock(M.inst.book);
+
+	if (repaired == 1)
+		log_warn("want-book repaired: handler %d died inside the critical section", slot);
+	size_t n = book_purge_handler(M.inst.book, (uint32_t)slot, pgids,
+				      sizeof pgids / sizeof pgids[0]);
+	instance_wake(&M.inst, book_unlock(M.inst.book));
+	for (size_t i = 0; i < n; i++)
+		if (pgids[i] > 1)
+			kill(-pgids[i], SIGKILL);
+	if (n)
+		log_info("killed %zu job process group(s) of handler %d", n, slot);
+}
+
+static void reap(void)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		int slot = slot_of(pid);
+		if (slot < 0)
+			continue;
+		struct handler_slot *s = &M.slots[slot];
+		s->pid = 0;
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && M.stopping)
+			log_info("handler %d (pid %d) stopped", slot, (int)pid);
+		else if (WIFEXITED(status))
+			log_warn("handler %d (pid %d) exited with status %d", slot, (int)pid,
+				 WEXITSTATUS(status));
+		else if (WIFSIGNALED(status))
+			log_warn("handler %d (pid %d) killed by signal %d (%s)", slot, (int)pid,
+				 WTERMSIG(status), strsignal(WTERMSIG(status)));
+		purge_handler(slot);
+
+		if (M.stopping)
+			continue;
+		uint64_t lived = clock_mono_ms() - s->started_ms;
+		if (lived < QUICK_DEATH_MS)
+			s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : BACKOFF_MIN_MS;
+		else
+			s->backoff_ms = 0;
+		if (s->backoff_ms > BACKOFF_MAX_MS)
+			s->backoff_ms = BACKOFF_MAX_MS;
+		s->restarts++;
+		if (s->backoff_ms == 0) {
+			spawn_handler(slot);
+		} else {
+			struct timeval tv = { s->backoff_ms / 1000, (s->backoff_ms % 1000) * 1000 };
+			log_warn("handler %d dies quickly; replacing it in %u ms", slot, s->backoff_ms);
+			evtimer_add(s->respawn, &tv);
+		}
+	}
+	if (M.stopping && all_stopped())
+		event_base_loopexit(M.base, NULL);
+}
+
+static void on_sigchld(evutil_socket_t sig, short what, void *arg) { reap(); }
+
+static void stop_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	for (int i = 0; i < M.inst.nhandlers; i++)
+		if (M.slots[i].pid) {
+			log_warn("handler %d did not stop in time; killing it", i);
+			kill(M.slots[i].pid, SIGKILL);
+		}
+}
+
+static void on_sigterm(evutil_socket_t sig, short what, void *arg)
+{
+	if (M.stopping)
+		return;
+	M.stopping = 1;
+	log_info("stopping: draining (up to %d s)", M.inst.cfg->drain_timeout_sec);
+	if (book_lock(M.inst.book) == 1)
+		log_warn("want-book repaired after a holder died");
+	book_set_draining(M.inst.book);
+	instance_wake(&M.inst, book_unlock(M.inst.book));
+	for (int i = 0; i < M.inst.nhandlers; i++) {
+		if (M.slots[i].respawn)
+			evtimer_del(M.slots[i].respawn);
+		if (M.slots[i].pid)
+			kill(M.slots[i].pid, SIGTERM);
+	}
+	struct timeval tv = { M.inst.cfg->drain_timeout_sec + 5, 0 };
+	M.stop_deadline = evtimer_new(M.base, stop_deadline_cb, NULL);
+	evtimer_add(M.stop_deadline, &tv);
+	if (all_stopped())
+		event_base_loopexit(M.base, NULL);
+}
+
+static void on_sighup(evutil_socket_t sig, short what, void *arg)
+{
+	struct es_config fresh;
+	struct config_error err;
+
+	log_reopen();
+	if (config_load(M.opt->config_path, &fresh, &err) != 0) {
+		log_error("reload refused: %s", err.text);
+		return;
+	}
+	if (config_take_reloadable(M.inst.cfg, &fresh, M.opt->log_level_override >= 0))
+		log_warn("reload: addr, waitgroups, services, handlers and the book limits "
+			 "change only with a restart");
+	log_set_level((enum log_level)M.inst.cfg->log_level);
+	config_free(&fresh);
+	for (int i = 0; i < M.inst.nhandlers; i++)
+		if (M.slots[i].pid)
+			kill(M.slots[i].pid, SIGHUP);
+	log_info("configuration reloaded from %s", M.opt->config_path);
+}
+
+static void expire_cb(evutil_socket_t fd, short what, void *arg)
+{
+	if (book_lock(M.inst.book) == 1)
+		log_warn("want-book repaired after a holder died");
+	book_set_now(M.inst.book, clock_mono_ms());
+	book_expire(M.inst.book, clock_mono_ms());
+	instance_wake(&M.inst, book_unlock(M.inst.book));
+}
+
+/* Tells the process that started a daemon how the start went. */
+static void report_ready(int status)
+{
+	if (M.opt->ready_fd >= 0) {
+		unsigned char b = (unsigned char)status;
+		if (write(M.opt->ready_fd, &b, 1) != 1)
+			log_warn("could not report the start to the starting process");
+		close(M.opt->ready_fd);
+	}
+}
+
+static int write_pid_file(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		log_error("cannot write pid file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "%d\n", (int)getpid());
+	fclose(f);
+	return 0;
+}
+
+int master_run(const struct master_options *opt, struct es_config *cfg)
+{
+	int nhandlers = config_effective_handlers(cfg);
+	int rc = 2;
+
+	M.opt = opt;
+	M.inst.config_path = opt->config_path;
+	M.inst.log_level_fixed = opt->log_level_override >= 0;
+	signal(SIGPIPE, SIG_IGN);
+	if (segment_create(&M.inst, cfg, nhandlers) != 0 || listeners_create(&M.inst) != 0) {
+		report_ready(2);
+		goto out;
+	}
+	if (!opt->foreground && cfg->pid_file && write_pid_file(cfg->pid_file) != 0) {
+		report_ready(2);
+		goto out;
+	}
+
+	M.base = event_base_new();
+	if (!M.base)
+		goto out;
+	struct event *ev_chld = evsignal_new(M.base, SIGCHLD, on_sigchld, NULL);
+	struct event *ev_term = evsignal_new(M.base, SIGTERM, on_sigterm, NULL);
+	struct event *ev_int = evsignal_new(M.base, SIGINT, on_sigterm, NULL);
+	struct event *ev_hup = evsignal_new(M.base, SIGHUP, on_sighup, NULL);
+	struct event *ev_tick = event_new(M.base, -1, EV_PERSIST, expire_cb, NULL);
+	struct timeval tick = { 0, EXPIRE_TICK_MS * 1000 };
+	evsignal_add(ev_chld, NULL);
+	evsignal_add(ev_term, NULL);
+	evsignal_add(ev_int, NULL);
+	evsignal_add(ev_hup, NULL);
+	evtimer_add(ev_tick, &tick);
+
+	log_info("execserver %s instance %s, %d handler(s)", PACKAGE_VERSION,
+		 M.inst.instance_hex, nhandlers);
+	for (int i = 0; i < nhandlers; i++) {
+		M.slots[i].respawn = evtimer_new(M.base, respawn_cb, (void *)(intptr_t)i);
+		spawn_handler(i);
+	}
+	/* The fault switch is for the first generation only, so a test that
+	 * kills a handler through it sees a healthy replacement. */
+	unsetenv("EXECSERVER_FAULT");
+	report_ready(0);
+
+	event_base_dispatch(M.base);
+	reap();
+	log_info("stopped");
+	rc = 0;
+
+	event_free(ev_chld);
+	event_free(ev_term);
+	event_free(ev_int);
+	event_free(ev_hup);
+	event_free(ev_tick);
+	for (int i = 0; i < nhandlers; i++)
+		if (M.slots[i].respawn)
+			event_free(M.slots[i].respawn);
+	if (M.stop_deadline)
+		event_free(M.stop_deadline);
+	event_base_free(M.base);
+out:
+	if (!opt->foreground && cfg->pid_file)
+		unlink(cfg->pid_file);
+	config_free(cfg);
+	free(cfg);
+	return rc;
+}

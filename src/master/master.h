@@ -1,0 +1,22 @@
+/*
+ * master.h - the master process cycle: create the instance, fork one
+ * handler per slot, supervise (reap, purge, replace with back-off), expire
+ * offers and grace periods, drain on SIGTERM, reload on SIGHUP.
+ */
+#ifndef ES_MASTER_H
+#define ES_MASTER_H
+
+#include "common/config.h"
+
+struct master_options {
+	const char *config_path;
+	int foreground;
+	int strict;
+	int ready_fd;           /* daemon: write one status byte when listening, -1: none */
+	int log_level_override; /* -l given: keeps it across reloads; -1: none */
+};
+
+/* Runs until stopped; returns the process exit status.  Takes cfg. */
+int master_run(const struct master_options *opt, struct es_config *cfg);
+
+#endif

@@ -1,0 +1,485 @@
+/*
+ * test_broker.c - the broker protocol over real websockets against a real
+ * daemon with several handlers: HELLO, the slot life (WANT, OFFER, JOB,
+ * DONE, DECLINE, UNWANT), refusals that leave the connection working,
+ * priority across clients, round robin within a class, offer expiry,
+ * hand-over between handlers, a handler crash under load, and the repair of
+ * the robust mutex through the fault switch.
+ */
+#include "autoconfig.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <CUnit/Basic.h>
+
+#include "harness.h"
+#include "proto.h"
+
+static struct es_daemon D;
+
+static void start(int handlers, int slots, const char *extra, const char *env)
+{
+	char body[4096];
+	snprintf(body, sizeof body, "%s%s", extra ? extra : "", harness_default_body(slots));
+	CU_ASSERT_FATAL(harness_start(&D, handlers, body, env) == 0);
+}
+
+static void stop(void)
+{
+	struct json_object *st = harness_status(&D);
+	if (st) {
+		struct json_object *v;
+		CU_ASSERT(json_object_object_get_ex(st, "book_consistent", &v) &&
+			  json_object_get_boolean(v));
+		json_object_put(st);
+	}
+	int status = harness_stop(&D, 15000);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		harness_dump_log(&D);
+	harness_cleanup(&D);
+}
+
+/* Connection counts per handler slot from /status. */
+static void handler_conns(int *counts, int n)
+{
+	struct json_object *st = harness_status(&D), *hs;
+	for (int i = 0; i < n; i++)
+		counts[i] = -1;
+	if (st && json_object_object_get_ex(st, "handlers", &hs))
+		for (int i = 0; i < n && i < (int)json_object_array_length(hs); i++)
+			counts[i] = (int)tc_int(json_object_array_get_idx(hs, (size_t)i), "connections");
+	if (st)
+		json_object_put(st);
+}
+
+/* Connects until it holds a client on handler `want_slot`; extra
+ * connections made on the way are closed.  Returns NULL if it never gets
+ * there (the kernel spreads connections by hash, so a few tries do). */
+static struct tclient *connect_on_handler(int handlers, int want_slot, const char *id)
+{
+	for (int attempt = 0; attempt < 60; attempt++) {
+		int before[8], after[8];
+		handler_conns(before, handlers);
+		struct tclient *c = tc_connect(D.port, id);
+		if (!c)
+			return NULL;
+		handler_conns(after, handlers);
+		if (after[want_slot] == before[want_slot] + 1)
+			return c;
+		tc_close(c);
+		harness_sleep_ms(30); /* let the close reach the book */
+	}
+	return NULL;
+}
+
+static long long wg_field(const char *field)
+{
+	struct json_object *st = harness_status(&D);
+	long long v = harness_json_int(st, "waitgroups", "wg", field, NULL);
+	if (st)
+		json_object_put(st);
+	return v;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+static void test_hello(void)
+{
+	start(2, 2, NULL, NULL);
+	struct tclient *a = tc_connect(D.port, "a");
+	CU_ASSERT_FATAL(a != NULL);
+	const char *id = tc_str(a->hello, "instance_id");
+	CU_ASSERT(id && strlen(id) == 32);
+	CU_ASSERT_EQUAL(tc_int(a->hello, "clients"), 1);
+	struct json_object *svcs, *wgs, *v;
+	CU_ASSERT(json_object_object_get_ex(a->hello, "services", &svcs));
+	CU_ASSERT(json_object_object_get_ex(svcs, "cat", &v) &&
+		  strcmp(json_object_get_string(v), "wg") == 0);
+	CU_ASSERT(json_object_object_get_ex(a->hello, "waitgroups", &wgs));
+	CU_ASSERT_EQUAL(harness_json_int(a->hello, "waitgroups", "wg", "processes", NULL), 2);
+	CU_ASSERT(json_object_object_get_ex(a->hello, "draining", &v) && !json_object_get_boolean(v));
+
+	/* a second client: both see clients = 2, with the same instance id */
+	struct tclient *b = tc_connect(D.port, "b");
+	CU_ASSERT_FATAL(b != NULL);
+	CU_ASSERT_STRING_EQUAL(tc_str(b->hello, "instance_id"), id);
+	struct json_object *h = tc_expect(a, "HELLO", 3000);
+	CU_ASSERT(h != NULL);
+	CU_ASSERT_EQUAL(tc_int(h, "clients"), 2);
+	if (h)
+		json_object_put(h);
+	/* a second connection of client b does not count twice */
+	struct tclient *b2 = tc_connect(D.port, "b");
+	CU_ASSERT_EQUAL(tc_int(b2->hello, "clients"), 2);
+	tc_close(b2);
+	tc_close(b);
+	h = tc_expect(a, "HELLO", 3000);
+	CU_ASSERT(h && tc_int(h, "clients") == 1);
+	if (h)
+		json_object_put(h);
+	tc_close(a);
+	stop();
+}
+
+static void test_job_round_trip(void)
+{
+	start(2, 2, NULL, NULL);
+	struct tclient *a = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(a != NULL);
+	const char *token = tc_want_offer(a, "j1", "cat", 0, 3000);
+	CU_ASSERT_FATAL(token != NULL);
+	CU_ASSERT(tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"j1\",\"token\":\"%s\","
+			  "\"job\":{\"command\":\"echo\",\"args\":[\"hello\",\"world\"]}}", token) == 0);
+	struct json_object *done = tc_expect(a, "DONE", 5000), *r;
+	CU_ASSERT_FATAL(done != NULL);
+	CU_ASSERT_STRING_EQUAL(tc_str(done, "job_id"), "j1");
+	CU_ASSERT(json_object_object_get_ex(done, "receipt", &r));
+	CU_ASSERT_EQUAL(tc_int(r, "exit_code"), 0);
+	CU_ASSERT_STRING_EQUAL(tc_str(r, "stdout"), "hello world\n");
+	json_object_put(done);
+
+	/* a failing command: exit code and the decisive stderr line */
+	token = tc_want_offer(a, "j2", "cat", 0, 3000);
+	CU_ASSERT_FATAL(token != NULL);
+	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"j2\",\"token\":\"%s\","
+		   "\"job\":{\"command\":\"cat\",\"args\":[\"/no/such/file\"]}}", token);
+	done = tc_expect(a, "DONE", 5000);
+	CU_ASSERT_FATAL(done != NULL);
+	json_object_object_get_ex(done, "receipt", &r);
+	CU_ASSERT_EQUAL(tc_int(r, "exit_code"), 1);
+	CU_ASSERT(tc_str(r, "stderr") && strstr(tc_str(r, "stderr"), "No such file") != NULL);
+	json_object_put(done);
+
+	/* the job id may be reused after DONE; slots are all free again */
+	CU_ASSERT(tc_want_offer(a, "j1", "cat", 0, 3000) != NULL);
+	tc_send(a, "{\"type\":\"UNWANT\",\"job_id\":\"j1\"}");
+	harness_sleep_ms(100);
+	CU_ASSERT_EQUAL(wg_field("running"), 0);
+	CU_ASSERT_EQUAL(wg_field("offered"), 0);
+	tc_close(a);
+	stop();
+}
+
+static void expect_error(struct tclient *c, const char *code, const char *job_id)
+{
+	struct json_object *e = tc_expect(c, "ERROR", 3000);
+	CU_ASSERT(e != NULL);
+	if (!e)
+		return;
+	if (strcmp(tc_str(e, "code"), code) != 0)
+		fprintf(stderr, "expected %s, got %s\n", code, json_object_to_json_string(e));
+	CU_ASSERT_STRING_EQUAL(tc_str(e, "code"), code);
+	if (job_id)
+		CU_ASSERT(tc_str(e, "job_id") && strcmp(tc_str(e, "job_id"), job_id) == 0);
+	json_object_put(e);
+}
+
+static void test_refusals_keep_connection(void)
+{
+	start(1, 1, NULL, NULL);
+	struct tclient *a = tc_connect(D.port, NULL), *b = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(a && b);
+	tc_send(a, "{not json");
+	expect_error(a, "bad_json", NULL);
+	tc_send(a, "[1,2]");
+	expect_error(a, "bad_json", NULL);
+	tc_send(a, "{\"type\":\"FROB\",\"job_id\":\"x\"}");
+	expect_error(a, "unknown_type", "x");
+	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"nope\"}");
+	expect_error(a, "unknown_service", "x");
+	tc_send(a, "{\"type\":\"WANT\",\"job_id\":7,\"service\":\"cat\"}");
+	expect_error(a, "bad_message", NULL);
+	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"cat\",\"priority\":\"high\"}");
+	expect_error(a, "bad_message", "x");
+	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"cat\",\"priority\":99999999999}");
+	expect_error(a, "bad_message", "x");
+	tc_send(a, "{\"type\":\"UNWANT\",\"job_id\":\"never\"}");
+	expect_error(a, "unknown_job", "never");
+	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"never\",\"token\":\"0000000000000001\",\"job\":{}}");
+	expect_error(a, "unknown_job", "never");
+
+	const char *token = tc_want_offer(a, "x", "cat", 0, 3000);
+	CU_ASSERT_FATAL(token != NULL);
+	char tok[32];
+	snprintf(tok, sizeof tok, "%s", token);
+	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"cat\"}");
+	expect_error(a, "duplicate_job", "x");
+	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"x\",\"token\":\"%016x\",\"job\":{\"command\":\"true\"}}", 12345);
+	expect_error(a, "bad_token", "x");
+	/* b cannot decline a's offer: job ids are scoped to their client */
+	tc_send(b, "{\"type\":\"DECLINE\",\"job_id\":\"x\",\"token\":\"%s\"}", tok);
+	expect_error(b, "unknown_job", "x");
+	/* an unconfigured command withdraws the offer */
+	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"x\",\"token\":\"%s\",\"job\":{\"command\":\"rm\"}}", tok);
+	expect_error(a, "unknown_command", "x");
+	/* ... so the slot is free again and b gets it at once */
+	CU_ASSERT(tc_want_offer(b, "y", "cat", 0, 3000) != NULL);
+	/* and a still works */
+	tc_send(a, "{\"type\":\"QUERY\",\"job_id\":\"x\"}");
+	expect_error(a, "unknown_job", "x");
+	tc_close(a);
+	tc_close(b);
+	stop();
+}
+
+static void test_priority_across_clients(void)
+{
+	start(2, 1, NULL, NULL);
+	struct tclient *a = tc_connect(D.port, "a"), *b = tc_connect(D.port, "b");
+	CU_ASSERT_FATAL(a && b);
+	/* a holds the only slot with a running job */
+	const char *token = tc_want_offer(a, "hold", "sleep", 0, 3000);
+	CU_ASSERT_FATAL(token != NULL);
+	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\",\"args\":[\"0.5\"]}}", token);
+	for (int i = 0; i < 5; i++)
+		tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"bg%d\",\"service\":\"cat\",\"priority\":-2}", i);
+	harness_sleep_ms(100);
+	tc_send(b, "{\"type\":\"WANT\",\"job_id\":\"urgent\",\"service\":\"cat\",\"priority\":2}");
+	/* QUERY: b's want is first in line, a's background wants behind it */
+	tc_send(b, "{\"type\":\"QUERY\",\"job_id\":\"urgent\"}");
+	struct json_object *p = tc_expect(b, "POSITION", 3000);
+	CU_ASSERT(p && strcmp(tc_str(p, "state"), "waiting") == 0 && tc_int(p, "ahead") == 0 &&
+		  tc_int(p, "running") == 1 && tc_int(p, "capacity") == 1);
+	if (p)
+		json_object_put(p);
+	tc_send(a, "{\"type\":\"QUERY\",\"job_id\":\"bg4\"}");
+	p = tc_expect(a, "POSITION", 3000);
+	CU_ASSERT(p && tc_int(p, "ahead") == 5);
+	if (p)
+		json_object_put(p);
+
+	struct json_object *done = tc_expect(a, "DONE", 5000);
+	CU_ASSERT(done != NULL);
+	if (done)
+		json_object_put(done);
+	struct json_object *o = tc_expect(b, "OFFER", 3000);
+	CU_ASSERT(o && strcmp(tc_str(o, "job_id"), "urgent") == 0);
+	if (o)
+		json_object_put(o);
+	CU_ASSERT(tc_quiet(a, 200)); /* a's background wants wait */
+	tc_close(a);
+	tc_close(b);
+	stop();
+}
+
+static void test_round_robin_within_class(void)
+{
+	start(2, 1, NULL, NULL);
+	struct tclient *c[3];
+	const char *names[3] = { "ra", "rb", "rc" };
+	for (int i = 0; i < 3; i++) {
+		c[i] = tc_connect(D.port, names[i]);
+		CU_ASSERT_FATAL(c[i] != NULL);
+	}
+	/* ra takes the slot first; then everyone parks many wants */
+	const char *t = tc_want_offer(c[0], "first", "cat", 0, 3000);
+	CU_ASSERT_FATAL(t != NULL);
+	char tok[32];
+	snprintf(tok, sizeof tok, "%s", t);
+	for (int i = 0; i < 3; i++) {
+		for (int k = 0; k < 20; k++)
+			tc_send(c[i], "{\"type\":\"WANT\",\"job_id\":\"w%d\",\"service\":\"cat\"}", k);
+		/* a round trip, so the next client's wants arrive after these */
+		tc_send(c[i], "{\"type\":\"QUERY\",\"job_id\":\"w19\"}");
+		struct json_object *p = tc_expect(c[i], "POSITION", 3000);
+		CU_ASSERT_FATAL(p != NULL);
+		json_object_put(p);
+	}
+	tc_send(c[0], "{\"type\":\"DECLINE\",\"job_id\":\"first\",\"token\":\"%s\"}", tok);
+	/* Each offer is declined at once; the slot must go round: rb, rc, ra,
+	 * rb, rc, ra ... (ra was served last). */
+	int expect = 1, served[3] = { 0, 0, 0 };
+	for (int n = 0; n < 45; n++) {
+		struct json_object *o = tc_expect(c[expect], "OFFER", 3000);
+		CU_ASSERT_FATAL(o != NULL);
+		served[expect]++;
+		tc_send(c[expect], "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}",
+			tc_str(o, "job_id"), tc_str(o, "token"));
+		/* FIFO within the connection */
+		char want_id[16];
+		snprintf(want_id, sizeof want_id, "w%d", served[expect] - 1);
+		CU_ASSERT_STRING_EQUAL(tc_str(o, "job_id"), want_id);
+		json_object_put(o);
+		expect = (expect + 1) % 3;
+	}
+	CU_ASSERT(served[0] == 15 && served[1] == 15 && served[2] == 15);
+	for (int i = 0; i < 3; i++)
+		tc_close(c[i]);
+	stop();
+}
+
+static void test_offer_expiry(void)
+{
+	start(1, 1, "offerTimeoutSec: 1\n", NULL);
+	struct tclient *a = tc_connect(D.port, NULL), *b = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(a && b);
+	CU_ASSERT_FATAL(tc_want_offer(a, "slow", "cat", 0, 3000) != NULL);
+	tc_send(b, "{\"type\":\"WANT\",\"job_id\":\"next\",\"service\":\"cat\"}");
+	long long t0 = harness_now_ms();
+	expect_error(a, "offer_expired", "slow");
+	long long waited = harness_now_ms() - t0;
+	CU_ASSERT(waited >= 800 && waited < 2500);
+	struct json_object *o = tc_expect(b, "OFFER", 3000);
+	CU_ASSERT(o && strcmp(tc_str(o, "job_id"), "next") == 0);
+	if (o)
+		json_object_put(o);
+	tc_close(a);
+	tc_close(b);
+	stop();
+}
+
+static void test_handover_across_handlers(void)
+{
+	start(2, 1, NULL, NULL);
+	struct tclient *a = connect_on_handler(2, 0, "ha"), *b = connect_on_handler(2, 1, "hb");
+	CU_ASSERT_FATAL(a && b);
+	const char *t = tc_want_offer(a, "hold", "cat", 0, 3000);
+	CU_ASSERT_FATAL(t != NULL);
+	char tok[32];
+	snprintf(tok, sizeof tok, "%s", t);
+	tc_send(b, "{\"type\":\"WANT\",\"job_id\":\"wait\",\"service\":\"cat\"}");
+	harness_sleep_ms(100);
+	CU_ASSERT(tc_quiet(b, 100));
+	/* a frees the slot on handler 0; handler 1 must offer it to b */
+	long long t0 = harness_now_ms();
+	tc_send(a, "{\"type\":\"DECLINE\",\"job_id\":\"hold\",\"token\":\"%s\"}", tok);
+	struct json_object *o = tc_expect(b, "OFFER", 3000);
+	CU_ASSERT(o != NULL);
+	fprintf(stderr, "  cross-handler hand-over observed by the client in %lld ms\n",
+		harness_now_ms() - t0);
+	if (o)
+		json_object_put(o);
+	tc_close(a);
+	tc_close(b);
+	stop();
+}
+
+static void test_handler_crash_under_load(void)
+{
+	start(2, 2, NULL, NULL);
+	struct tclient *victim = connect_on_handler(2, 0, "victim");
+	struct tclient *survivor = connect_on_handler(2, 1, "survivor");
+	CU_ASSERT_FATAL(victim && survivor);
+	/* the victim holds both slots and parks more wants */
+	CU_ASSERT_FATAL(tc_want_offer(victim, "v0", "cat", 0, 3000) != NULL);
+	const char *t = tc_want_offer(victim, "v1", "sleep", 0, 3000);
+	CU_ASSERT_FATAL(t != NULL);
+	tc_send(victim, "{\"type\":\"JOB\",\"job_id\":\"v1\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}", t);
+	for (int i = 2; i < 50; i++)
+		tc_send(victim, "{\"type\":\"WANT\",\"job_id\":\"v%d\",\"service\":\"cat\"}", i);
+	for (int i = 0; i < 10; i++)
+		tc_send(survivor, "{\"type\":\"WANT\",\"job_id\":\"s%d\",\"service\":\"cat\",\"priority\":-2}", i);
+	harness_sleep_ms(300);
+	CU_ASSERT_EQUAL(wg_field("waiting"), 58);
+
+	int pids[2];
+	CU_ASSERT_EQUAL_FATAL(harness_handler_pids(&D, pids, 2), 2);
+	kill(pids[0], SIGKILL);
+
+	/* the survivor gets both freed slots (its own low-priority wants) */
+	char held_id[2][16], held_tok[2][32];
+	for (int i = 0; i < 2; i++) {
+		struct json_object *o = tc_expect(survivor, "OFFER", 5000);
+		CU_ASSERT_FATAL(o != NULL);
+		CU_ASSERT(strncmp(tc_str(o, "job_id"), "s", 1) == 0);
+		snprintf(held_id[i], sizeof held_id[i], "%s", tc_str(o, "job_id"));
+		snprintf(held_tok[i], sizeof held_tok[i], "%s", tc_str(o, "token"));
+		json_object_put(o);
+	}
+	/* the victim's connection is gone (after whatever was in flight) */
+	struct wsc_msg m;
+	int r;
+	while ((r = wsc_recv(victim->ws, 3000, &m)) == WSC_TEXT)
+		wsc_msg_free(&m);
+	CU_ASSERT(r == WSC_EOF || r == WSC_ERROR || r == WSC_CLOSE);
+	wsc_msg_free(&m);
+	/* its wants are gone too, and the sleep job's process group was killed */
+	harness_sleep_ms(300);
+	CU_ASSERT_EQUAL(wg_field("waiting"), 8);
+	CU_ASSERT_EQUAL(wg_field("offered"), 2);
+	CU_ASSERT_EQUAL(wg_field("running"), 0);
+	struct json_object *st = harness_status(&D), *v;
+	CU_ASSERT(st && json_object_object_get_ex(st, "book_consistent", &v) &&
+		  json_object_get_boolean(v));
+	CU_ASSERT_EQUAL(harness_json_int(st, "clients", NULL), 1);
+	if (st)
+		json_object_put(st);
+	CU_ASSERT(system("pgrep -f '^sleep 30$' > /dev/null") != 0);
+	/* the survivor still works, and saw a HELLO with one client */
+	CU_ASSERT(tc_quiet(survivor, 300));
+	CU_ASSERT(survivor->hello && tc_int(survivor->hello, "clients") == 1);
+	tc_send(survivor, "{\"type\":\"WANT\",\"job_id\":\"after\",\"service\":\"cat\",\"priority\":5}");
+	tc_send(survivor, "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", held_id[0], held_tok[0]);
+	struct json_object *o = tc_expect(survivor, "OFFER", 3000);
+	CU_ASSERT(o && strcmp(tc_str(o, "job_id"), "after") == 0);
+	if (o)
+		json_object_put(o);
+	tc_close(victim);
+	tc_close(survivor);
+	stop();
+}
+
+static void test_fault_switch_repair(void)
+{
+	start(1, 1, NULL, "EXECSERVER_FAULT=book:want.mid");
+	int pids[1];
+	CU_ASSERT_EQUAL_FATAL(harness_handler_pids(&D, pids, 1), 1);
+	struct tclient *a = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(a != NULL);
+	/* the handler dies inside the book's critical section */
+	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"boom\",\"service\":\"cat\"}");
+	struct wsc_msg m;
+	int r;
+	while ((r = wsc_recv(a->ws, 5000, &m)) == WSC_TEXT)
+		wsc_msg_free(&m);
+	CU_ASSERT(r == WSC_EOF || r == WSC_ERROR);
+	wsc_msg_free(&m);
+	tc_close(a);
+	/* the replacement (without the fault) works on a repaired book */
+	struct tclient *b = NULL;
+	for (int i = 0; i < 50 && !b; i++) {
+		harness_sleep_ms(100);
+		b = tc_connect(D.port, NULL);
+	}
+	CU_ASSERT_FATAL(b != NULL);
+	CU_ASSERT(tc_want_offer(b, "ok", "cat", 0, 3000) != NULL);
+	struct json_object *st = harness_status(&D), *v;
+	CU_ASSERT(harness_json_int(st, "book_repairs", NULL) >= 1);
+	CU_ASSERT(json_object_object_get_ex(st, "book_consistent", &v) && json_object_get_boolean(v));
+	CU_ASSERT(harness_log_contains(&D, "fault injection: dying at want.mid"));
+	CU_ASSERT(harness_log_contains(&D, "repaired"));
+	if (st)
+		json_object_put(st);
+	tc_close(b);
+	stop();
+}
+
+int main(void)
+{
+	CU_pSuite s;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("broker", NULL, NULL);
+	CU_add_test(s, "HELLO and client count", test_hello);
+	CU_add_test(s, "WANT OFFER JOB DONE", test_job_round_trip);
+	CU_add_test(s, "refusals keep the connection", test_refusals_keep_connection);
+	CU_add_test(s, "priority across clients", test_priority_across_clients);
+	CU_add_test(s, "round robin within a class", test_round_robin_within_class);
+	CU_add_test(s, "offer expiry", test_offer_expiry);
+	CU_add_test(s, "hand-over across handlers", test_handover_across_handlers);
+	CU_add_test(s, "handler crash under load", test_handler_crash_under_load);
+	CU_add_test(s, "fault switch: robust mutex repair", test_fault_switch_repair);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}

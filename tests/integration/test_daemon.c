@@ -1,0 +1,249 @@
+/*
+ * test_daemon.c - the daemon's lifecycle against a real process tree:
+ * handler count, a killed handler replaced, -t on good and broken files,
+ * a clean exit on SIGTERM, no orphans when the master is killed, and a
+ * SIGHUP reload.
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <CUnit/Basic.h>
+
+#include "harness.h"
+
+static int process_alive(int pid)
+{
+	return pid > 0 && kill(pid, 0) == 0;
+}
+
+/* Parent pid of a process, from /proc. */
+static int parent_of(int pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	int ppid = -1;
+	if (p)
+		sscanf(p + 2, "%*c %d", &ppid);
+	return ppid;
+}
+
+static void test_handler_count_and_parentage(void)
+{
+	struct es_daemon d;
+	int pids[8];
+
+	CU_ASSERT_FATAL(harness_start(&d, 3, harness_default_body(2), NULL) == 0);
+	int n = harness_handler_pids(&d, pids, 8);
+	CU_ASSERT_EQUAL(n, 3);
+	for (int i = 0; i < n; i++) {
+		CU_ASSERT(pids[i] > 0);
+		CU_ASSERT_EQUAL(parent_of(pids[i]), d.pid);
+		for (int k = 0; k < i; k++)
+			CU_ASSERT_NOT_EQUAL(pids[i], pids[k]);
+	}
+	CU_ASSERT(harness_log_contains(&d, "handler 2 started"));
+	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
+	harness_cleanup(&d);
+}
+
+struct replaced_arg {
+	int slot, old_pid;
+};
+
+static int handler_replaced(struct json_object *st, void *argp)
+{
+	struct replaced_arg *a = argp;
+	struct json_object *hs, *h, *pid;
+	if (!json_object_object_get_ex(st, "handlers", &hs))
+		return 0;
+	h = json_object_array_get_idx(hs, (size_t)a->slot);
+	if (!h || !json_object_object_get_ex(h, "pid", &pid))
+		return 0;
+	int p = json_object_get_int(pid);
+	return p > 0 && p != a->old_pid;
+}
+
+static void test_killed_handler_is_replaced(void)
+{
+	struct es_daemon d;
+	int pids[4];
+
+	CU_ASSERT_FATAL(harness_start(&d, 2, harness_default_body(2), NULL) == 0);
+	CU_ASSERT_EQUAL_FATAL(harness_handler_pids(&d, pids, 4), 2);
+	CU_ASSERT_EQUAL(kill(pids[1], SIGKILL), 0);
+	struct replaced_arg a = { 1, pids[1] };
+	CU_ASSERT(harness_wait_status(&d, 5000, handler_replaced, &a) == 0);
+	CU_ASSERT(harness_log_contains(&d, "killed by signal 9"));
+	int now[4];
+	CU_ASSERT_EQUAL(harness_handler_pids(&d, now, 4), 2);
+	CU_ASSERT_EQUAL(now[0], pids[0]); /* the other handler was untouched */
+	CU_ASSERT(process_alive(now[1]));
+	CU_ASSERT_EQUAL(parent_of(now[1]), d.pid);
+	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
+	harness_cleanup(&d);
+}
+
+static void test_sigterm_clean_exit(void)
+{
+	struct es_daemon d;
+	int pids[4];
+
+	CU_ASSERT_FATAL(harness_start(&d, 2, harness_default_body(2), NULL) == 0);
+	CU_ASSERT_EQUAL_FATAL(harness_handler_pids(&d, pids, 4), 2);
+	int status = harness_stop(&d, 10000);
+	CU_ASSERT(WIFEXITED(status));
+	CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);
+	harness_sleep_ms(50);
+	CU_ASSERT(!process_alive(pids[0]));
+	CU_ASSERT(!process_alive(pids[1]));
+	CU_ASSERT(harness_log_contains(&d, "stopped"));
+	harness_cleanup(&d);
+}
+
+static void test_master_killed_no_orphans(void)
+{
+	struct es_daemon d;
+	int pids[4];
+
+	CU_ASSERT_FATAL(harness_start(&d, 2, harness_default_body(2), NULL) == 0);
+	CU_ASSERT_EQUAL_FATAL(harness_handler_pids(&d, pids, 4), 2);
+	kill(d.pid, SIGKILL);
+	waitpid(d.pid, NULL, 0);
+	d.pid = 0;
+	long long end = harness_now_ms() + 3000;
+	while ((process_alive(pids[0]) || process_alive(pids[1])) && harness_now_ms() < end)
+		harness_sleep_ms(10);
+	CU_ASSERT(!process_alive(pids[0]));
+	CU_ASSERT(!process_alive(pids[1]));
+	harness_cleanup(&d);
+}
+
+static int run_check(const char *config, char *out, size_t outlen)
+{
+	char cmd[1024];
+	const char *bin = getenv("EXECSERVER_BIN");
+	snprintf(cmd, sizeof cmd, "'%s' -t -c '%s' 2>&1", bin ? bin : "./execserver", config);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	size_t n = fread(out, 1, outlen - 1, p);
+	out[n] = '\0';
+	int status = pclose(p);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void test_check_config(void)
+{
+	char dir[] = "/tmp/es-check-XXXXXX", path[128], out[2048], good[2048];
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof path, "%s/c.yml", dir);
+
+	snprintf(good, sizeof good, "addr: 127.0.0.1:0\n%s", harness_default_body(2));
+	write_file(path, good);
+	CU_ASSERT_EQUAL(run_check(path, out, sizeof out), 0);
+	CU_ASSERT(strstr(out, "successful") != NULL);
+
+	/* a service naming a missing waitgroup: line 7, column 16 */
+	write_file(path, "waitgroups:\n"
+			 "  wg:\n"
+			 "    processes: 1\n"
+			 "services:\n"
+			 "  cat:\n"
+			 "    commands: {cat: {prog: cat}}\n"
+			 "    waitgroup: nosuch\n");
+	CU_ASSERT_EQUAL(run_check(path, out, sizeof out), 1);
+	char expect[200];
+	snprintf(expect, sizeof expect, "%s:7:16:", path);
+	CU_ASSERT(strstr(out, expect) != NULL);
+
+	/* an unknown key */
+	write_file(path, "addr: 127.0.0.1:0\nbogusKey: 1\n");
+	CU_ASSERT_EQUAL(run_check(path, out, sizeof out), 1);
+	snprintf(expect, sizeof expect, "%s:2:1:", path);
+	CU_ASSERT(strstr(out, expect) != NULL);
+
+	/* a program that does not exist is an error for -t */
+	write_file(path, "waitgroups: {wg: {processes: 1}}\n"
+			 "services:\n"
+			 "  x:\n"
+			 "    waitgroup: wg\n"
+			 "    commands: {x: {prog: no-such-program-anywhere}}\n");
+	CU_ASSERT_EQUAL(run_check(path, out, sizeof out), 1);
+	CU_ASSERT(strstr(out, "no-such-program-anywhere") != NULL);
+
+	unlink(path);
+	rmdir(dir);
+}
+
+static void test_sighup_reload(void)
+{
+	struct es_daemon d;
+	char body[2048];
+
+	CU_ASSERT_FATAL(harness_start(&d, 1, harness_default_body(1), NULL) == 0);
+	/* A broken file is refused and the instance keeps running. */
+	FILE *f = fopen(d.config, "a");
+	fputs("unknownKey: 1\n", f);
+	fclose(f);
+	kill(d.pid, SIGHUP);
+	harness_sleep_ms(300);
+	CU_ASSERT(harness_log_contains(&d, "reload refused"));
+	struct json_object *st = harness_status(&d);
+	CU_ASSERT(st != NULL);
+	if (st)
+		json_object_put(st);
+	/* A good one is taken. */
+	snprintf(body, sizeof body, "addr: 127.0.0.1:%d\ntempDir: %s/tmp\nlogLevel: info\n%s",
+		 d.port, d.dir, harness_default_body(1));
+	f = fopen(d.config, "w");
+	fputs(body, f);
+	fclose(f);
+	kill(d.pid, SIGHUP);
+	harness_sleep_ms(300);
+	CU_ASSERT(harness_log_contains(&d, "configuration reloaded"));
+	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
+	harness_cleanup(&d);
+}
+
+int main(void)
+{
+	CU_pSuite s;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("daemon", NULL, NULL);
+	CU_add_test(s, "handler count and parentage", test_handler_count_and_parentage);
+	CU_add_test(s, "a killed handler is replaced", test_killed_handler_is_replaced);
+	CU_add_test(s, "SIGTERM: clean exit", test_sigterm_clean_exit);
+	CU_add_test(s, "master killed: no orphans", test_master_killed_no_orphans);
+	CU_add_test(s, "-t on good and broken files", test_check_config);
+	CU_add_test(s, "SIGHUP reload", test_sighup_reload);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,258 @@
+/* harness.c - see harness.h. */
+#include "autoconfig.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "wsclient.h"
+
+void harness_sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+long long harness_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof sa;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+const char *harness_default_body(int slots)
+{
+	static char body[1024];
+	snprintf(body, sizeof body,
+		 "waitgroups:\n"
+		 "  wg:\n"
+		 "    processes: %d\n"
+		 "services:\n"
+		 "  cat:\n"
+		 "    waitgroup: wg\n"
+		 "    commands:\n"
+		 "      cat: {prog: cat}\n"
+		 "      true: {prog: \"true\"}\n"
+		 "      false: {prog: \"false\"}\n"
+		 "      echo: {prog: echo}\n"
+		 "  sleep:\n"
+		 "    waitgroup: wg\n"
+		 "    commands:\n"
+		 "      sleep: {prog: sleep}\n",
+		 slots);
+	return body;
+}
+
+void harness_dump_log(const struct es_daemon *d)
+{
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "tail -n 40 '%s' >&2", d->log);
+	fprintf(stderr, "---- execserver log (%s) ----\n", d->log);
+	if (system(cmd) != 0)
+		fprintf(stderr, "(no log)\n");
+}
+
+int harness_log_contains(const struct es_daemon *d, const char *text)
+{
+	FILE *f = fopen(d->log, "r");
+	char line[2048];
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof line, f))
+		found = strstr(line, text) != NULL;
+	fclose(f);
+	return found;
+}
+
+static int write_config(struct es_daemon *d, int handlers, const char *body)
+{
+	FILE *f = fopen(d->config, "w");
+	if (!f)
+		return -1;
+	fprintf(f,
+		"addr: 127.0.0.1:%d\n"
+		"tempDir: %s/tmp\n"
+		"pidFile: %s/execserver.pid\n"
+		"handlers: %d\n"
+		"logLevel: debug\n"
+		"%s",
+		d->port, d->dir, d->dir, handlers, body);
+	return fclose(f);
+}
+
+struct json_object *harness_status(const struct es_daemon *d)
+{
+	char body[1 << 16];
+	int status = 0;
+
+	if (wsc_http_get("127.0.0.1", d->port, "/status", 2000, &status, body, sizeof body) < 0 ||
+	    status != 200)
+		return NULL;
+	return json_tokener_parse(body);
+}
+
+int harness_start(struct es_daemon *d, int handlers, const char *body, const char *extra_env)
+{
+	const char *bin = getenv("EXECSERVER_BIN");
+	memset(d, 0, sizeof *d);
+	snprintf(d->dir, sizeof d->dir, "/tmp/es-test-XXXXXX");
+	if (!mkdtemp(d->dir))
+		return -1;
+	snprintf(d->config, sizeof d->config, "%s/execserver.yml", d->dir);
+	snprintf(d->log, sizeof d->log, "%s/execserver.log", d->dir);
+	if (!bin)
+		bin = "./execserver";
+
+	for (int attempt = 0; attempt < 5; attempt++) {
+		d->port = free_port();
+		if (d->port < 0 || write_config(d, handlers, body) != 0)
+			return -1;
+		d->pid = fork();
+		if (d->pid < 0)
+			return -1;
+		if (d->pid == 0) {
+			FILE *log = freopen(d->log, "a", stderr);
+			(void)log;
+			dup2(STDERR_FILENO, STDOUT_FILENO);
+			if (extra_env)
+				putenv((char *)extra_env);
+			execl(bin, "execserver", "-f", "-c", d->config, (char *)NULL);
+			perror("exec execserver");
+			_exit(127);
+		}
+		for (int waited = 0; waited < 10000; waited += 20) {
+			struct json_object *st = harness_status(d);
+			if (st) {
+				json_object_put(st);
+				return 0;
+			}
+			int status;
+			if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+				d->pid = 0;
+				break; /* died: perhaps the port was taken meanwhile */
+			}
+			harness_sleep_ms(20);
+		}
+		if (d->pid) {
+			harness_dump_log(d);
+			kill(d->pid, SIGKILL);
+			waitpid(d->pid, NULL, 0);
+			d->pid = 0;
+			return -1;
+		}
+	}
+	harness_dump_log(d);
+	return -1;
+}
+
+int harness_stop(struct es_daemon *d, int timeout_ms)
+{
+	int status;
+
+	if (!d->pid)
+		return -1;
+	kill(d->pid, SIGTERM);
+	for (int waited = 0; waited < timeout_ms; waited += 10) {
+		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+			d->pid = 0;
+			return status;
+		}
+		harness_sleep_ms(10);
+	}
+	kill(d->pid, SIGKILL);
+	waitpid(d->pid, NULL, 0);
+	d->pid = 0;
+	return -1;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+void harness_cleanup(struct es_daemon *d)
+{
+	if (d->pid) {
+		kill(d->pid, SIGKILL);
+		waitpid(d->pid, NULL, 0);
+		d->pid = 0;
+	}
+	if (d->dir[0] && !getenv("KEEP_TEST_DIRS"))
+		nftw(d->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int harness_handler_pids(const struct es_daemon *d, int *pids, int max)
+{
+	struct json_object *st = harness_status(d), *hs;
+	int n = 0;
+
+	if (!st)
+		return -1;
+	if (json_object_object_get_ex(st, "handlers", &hs)) {
+		for (size_t i = 0; i < json_object_array_length(hs) && n < max; i++) {
+			struct json_object *pid;
+			json_object_object_get_ex(json_object_array_get_idx(hs, i), "pid", &pid);
+			pids[n++] = json_object_get_int(pid);
+		}
+	}
+	json_object_put(st);
+	return n;
+}
+
+int harness_wait_status(const struct es_daemon *d, int timeout_ms,
+			int (*pred)(struct json_object *status, void *arg), void *arg)
+{
+	long long end = harness_now_ms() + timeout_ms;
+	do {
+		struct json_object *st = harness_status(d);
+		int ok = st && pred(st, arg);
+		if (st)
+			json_object_put(st);
+		if (ok)
+			return 0;
+		harness_sleep_ms(20);
+	} while (harness_now_ms() < end);
+	return -1;
+}
+
+long long harness_json_int(struct json_object *o, ...)
+{
+	va_list ap;
+	const char *key;
+
+	va_start(ap, o);
+	while (o && (key = va_arg(ap, const char *)) != NULL)
+		if (!json_object_object_get_ex(o, key, &o))
+			o = NULL;
+	va_end(ap);
+	return o ? json_object_get_int64(o) : -1;
+}

@@ -1,0 +1,54 @@
+/*
+ * harness.h - starting and stopping a real execserver for integration
+ * tests: a private directory, a generated configuration on a free loopback
+ * port, the daemon in the foreground with its log in a file, and helpers to
+ * read /status.  Nothing depends on a fixed port or on running as root.
+ */
+#ifndef ES_HARNESS_H
+#define ES_HARNESS_H
+
+#include <sys/types.h>
+
+#include <json-c/json.h>
+
+struct es_daemon {
+	pid_t pid;
+	int port;
+	char dir[256];      /* private directory, removed by harness_cleanup */
+	char config[300];
+	char log[300];
+};
+
+/* A configuration body with one waitgroup "wg" of `slots` processes and
+ * services "cat" (commands cat, true, false, sh-free helpers) and "sleep". */
+const char *harness_default_body(int slots);
+
+/* Writes DIR/execserver.yml = addr + tempDir + handlers + body, starts the
+ * daemon and waits until /status answers.  extra_env: "K=V" or NULL.
+ * Returns 0 or -1 (the log is printed). */
+int harness_start(struct es_daemon *d, int handlers, const char *body, const char *extra_env);
+/* SIGTERM, then waits up to timeout_ms; returns the exit status as from
+ * waitpid, or -1 on timeout (then the daemon is killed). */
+int harness_stop(struct es_daemon *d, int timeout_ms);
+/* Kills whatever is left and removes the directory. */
+void harness_cleanup(struct es_daemon *d);
+/* Prints the last lines of the daemon's log to stderr. */
+void harness_dump_log(const struct es_daemon *d);
+/* 1 if the log contains text. */
+int harness_log_contains(const struct es_daemon *d, const char *text);
+
+/* GET /status parsed, or NULL. */
+struct json_object *harness_status(const struct es_daemon *d);
+/* Pids of the handlers by slot (0 for an empty slot); returns the count. */
+int harness_handler_pids(const struct es_daemon *d, int *pids, int max);
+/* Waits until pred(status, arg) holds, polling /status; 0 or -1 on timeout. */
+int harness_wait_status(const struct es_daemon *d, int timeout_ms,
+			int (*pred)(struct json_object *status, void *arg), void *arg);
+/* Integer at a path of keys in a JSON object ("waitgroups", "wg", "running", NULL). */
+long long harness_json_int(struct json_object *o, ...);
+
+/* Milliseconds of sleep. */
+void harness_sleep_ms(int ms);
+long long harness_now_ms(void);
+
+#endif

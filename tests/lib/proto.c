@@ -1,0 +1,145 @@
+/* proto.c - see proto.h. */
+#include "autoconfig.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "proto.h"
+
+struct tclient *tc_connect(int port, const char *client_id)
+{
+	char path[128];
+	int status = 0;
+	struct tclient *c = calloc(1, sizeof *c);
+
+	if (client_id)
+		snprintf(path, sizeof path, "/broker?client=%s", client_id);
+	else
+		snprintf(path, sizeof path, "/broker");
+	c->ws = wsc_connect("127.0.0.1", port, path, NULL, 5000, &status);
+	if (!c->ws) {
+		free(c);
+		return NULL;
+	}
+	snprintf(c->name, sizeof c->name, "%s", client_id ? client_id : "anon");
+	struct json_object *h = tc_expect(c, "HELLO", 5000);
+	if (!h) {
+		tc_close(c);
+		return NULL;
+	}
+	json_object_put(h);
+	return c;
+}
+
+void tc_close(struct tclient *c)
+{
+	if (!c)
+		return;
+	if (c->ws)
+		wsc_free(c->ws);
+	if (c->hello)
+		json_object_put(c->hello);
+	free(c);
+}
+
+int tc_send(struct tclient *c, const char *fmt, ...)
+{
+	char buf[8192];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n >= (int)sizeof buf)
+		return -1;
+	return wsc_send_text(c->ws, buf, (size_t)n);
+}
+
+const char *tc_str(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+long long tc_int(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+	if (!o || !json_object_object_get_ex(o, key, &v))
+		return -1;
+	return json_object_get_int64(v);
+}
+
+struct json_object *tc_expect(struct tclient *c, const char *type, int timeout_ms)
+{
+	long long end = harness_now_ms() + timeout_ms;
+
+	for (;;) {
+		long long left = end - harness_now_ms();
+		if (left <= 0)
+			return NULL;
+		struct wsc_msg m;
+		int t = wsc_recv(c->ws, (int)left, &m);
+		if (t != WSC_TEXT) {
+			wsc_msg_free(&m);
+			if (t == WSC_TIMEOUT)
+				continue;
+			return NULL;
+		}
+		struct json_object *o = json_tokener_parse(m.data);
+		wsc_msg_free(&m);
+		const char *mt = tc_str(o, "type");
+		if (!mt) {
+			json_object_put(o);
+			continue;
+		}
+		if (strcmp(mt, "HELLO") == 0) {
+			if (c->hello)
+				json_object_put(c->hello);
+			c->hello = json_object_get(o);
+			if (type && strcmp(type, "HELLO") == 0)
+				return o;
+			json_object_put(o);
+			continue;
+		}
+		if (!type || strcmp(mt, type) == 0)
+			return o;
+		fprintf(stderr, "[%s] unexpected %s while waiting for %s: %s\n", c->name, mt, type,
+			json_object_to_json_string(o));
+		json_object_put(o);
+		return NULL;
+	}
+}
+
+int tc_quiet(struct tclient *c, int ms)
+{
+	struct json_object *o = tc_expect(c, NULL, ms);
+	if (o) {
+		fprintf(stderr, "[%s] expected silence, got %s\n", c->name,
+			json_object_to_json_string(o));
+		json_object_put(o);
+		return 0;
+	}
+	return 1;
+}
+
+const char *tc_want_offer(struct tclient *c, const char *job_id, const char *service,
+			  int priority, int timeout_ms)
+{
+	static char token[32];
+	if (tc_send(c, "{\"type\":\"WANT\",\"job_id\":\"%s\",\"service\":\"%s\",\"priority\":%d}",
+		    job_id, service, priority) != 0)
+		return NULL;
+	struct json_object *o = tc_expect(c, "OFFER", timeout_ms);
+	if (!o)
+		return NULL;
+	const char *t = tc_str(o, "token"), *id = tc_str(o, "job_id");
+	int ok = t && id && strcmp(id, job_id) == 0;
+	if (ok)
+		snprintf(token, sizeof token, "%s", t);
+	json_object_put(o);
+	return ok ? token : NULL;
+}

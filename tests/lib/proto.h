@@ -1,0 +1,41 @@
+/*
+ * proto.h - broker-protocol helpers for integration tests, on top of the
+ * test websocket client: connect and read HELLO, send a message built from
+ * a printf format, wait for the next message of a type (skipping HELLO
+ * re-sends), and read fields.
+ */
+#ifndef ES_TEST_PROTO_H
+#define ES_TEST_PROTO_H
+
+#include <json-c/json.h>
+
+#include "wsclient.h"
+
+struct tclient {
+	struct wsc *ws;
+	struct json_object *hello;   /* the latest HELLO */
+	char name[32];
+};
+
+/* Connects to /broker[?client=id] and waits for HELLO.  NULL on failure. */
+struct tclient *tc_connect(int port, const char *client_id);
+void tc_close(struct tclient *c);
+
+/* Sends one text message, printf-style. */
+int tc_send(struct tclient *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Next message whose type is `type` ("OFFER", "ERROR", ...), skipping HELLOs
+ * (kept in c->hello).  Any other type is returned too when type is NULL.
+ * NULL on timeout or connection end. */
+struct json_object *tc_expect(struct tclient *c, const char *type, int timeout_ms);
+/* 1 if no message other than HELLO arrives within ms. */
+int tc_quiet(struct tclient *c, int ms);
+
+const char *tc_str(struct json_object *o, const char *key);
+long long tc_int(struct json_object *o, const char *key);
+
+/* WANT, then wait for its OFFER; returns the token (static buffer) or NULL. */
+const char *tc_want_offer(struct tclient *c, const char *job_id, const char *service,
+			  int priority, int timeout_ms);
+
+#endif

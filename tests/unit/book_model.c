@@ -1,0 +1,694 @@
+/*
+ * book_model.c - see book_model.h.  Deliberately naive: every question is
+ * answered by scanning all records.  Owns nothing outside the struct
+ * model.
+ */
+#include "autoconfig.h"
+#include "book_model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GROW(arr, n, cap) do { \
+	if ((n) == (cap)) { \
+		(cap) = (cap) ? 2 * (cap) : 64; \
+		(arr) = realloc((arr), (cap) * sizeof *(arr)); \
+		if (!(arr)) \
+			abort(); \
+	} \
+} while (0)
+
+struct model *model_new(const struct book_limits *l, const struct book_topology *t)
+{
+	struct model *m = calloc(1, sizeof *m);
+	m->lim = *l;
+	m->topo = *t;
+	return m;
+}
+
+void model_free(struct model *m)
+{
+	if (!m)
+		return;
+	free(m->w);
+	free(m->c);
+	free(m->k);
+	for (int h = 0; h < BOOK_MAX_HANDLERS; h++)
+		free(m->mail[h]);
+	free(m);
+}
+
+void model_begin(struct model *m)
+{
+	m->mask = 0;
+	m->now_valid = 0;
+}
+
+static void tick(struct model *m, uint64_t now)
+{
+	if (now > m->clock)
+		m->clock = now;
+	m->now_valid = 1;
+	for (size_t i = 0; i < m->nw; i++)
+		if (m->w[i].state == MW_OFFERED && !m->w[i].stamped) {
+			m->w[i].stamped = 1;
+			m->w[i].deadline = m->clock + m->lim.offer_timeout_ms;
+		}
+	for (size_t i = 0; i < m->nk; i++)
+		if (m->k[i].state == MK_GRACE && !m->k[i].stamped) {
+			m->k[i].stamped = 1;
+			m->k[i].deadline = m->clock + m->lim.resume_grace_ms;
+		}
+}
+
+void model_set_now(struct model *m, uint64_t now)
+{
+	tick(m, now);
+}
+
+static uint32_t wg_of(const struct model *m, uint32_t svc)
+{
+	return m->topo.services[svc].waitgroup;
+}
+
+/* ---- mail ---- */
+
+static void mail_push(struct model *m, uint32_t h, enum book_mail_kind kind, int want, int conn,
+		      const char *id)
+{
+	GROW(m->mail[h], m->nmail[h], m->capmail[h]);
+	struct m_mail *e = &m->mail[h][m->nmail[h]++];
+	memset(e, 0, sizeof *e);
+	e->kind = kind;
+	e->want = want;
+	e->conn = conn;
+	if (id)
+		strcpy(e->id, id);
+	if (kind == MAIL_OFFER_EXPIRED)
+		e->exp_seq = ++m->exp_seq;
+	m->mask |= 1ULL << h;
+}
+
+static void mail_remove_at(struct model *m, uint32_t h, size_t i)
+{
+	memmove(&m->mail[h][i], &m->mail[h][i + 1], (m->nmail[h] - i - 1) * sizeof m->mail[h][0]);
+	m->nmail[h]--;
+}
+
+/* Drops the pending OFFER/CANCEL of want wi, if any. */
+static void mail_drop_want(struct model *m, int wi)
+{
+	for (uint32_t h = 0; h < BOOK_MAX_HANDLERS; h++)
+		for (size_t i = 0; i < m->nmail[h]; i++)
+			if (m->mail[h][i].kind != MAIL_OFFER_EXPIRED && m->mail[h][i].want == wi) {
+				mail_remove_at(m, h, i);
+				return;
+			}
+}
+
+static size_t count_expired_mail(const struct model *m)
+{
+	size_t n = 0;
+	for (uint32_t h = 0; h < BOOK_MAX_HANDLERS; h++)
+		for (size_t i = 0; i < m->nmail[h]; i++)
+			n += m->mail[h][i].kind == MAIL_OFFER_EXPIRED;
+	return n;
+}
+
+static void drop_oldest_expired_mail(struct model *m)
+{
+	uint32_t bh = 0;
+	size_t bi = SIZE_MAX;
+	for (uint32_t h = 0; h < BOOK_MAX_HANDLERS; h++)
+		for (size_t i = 0; i < m->nmail[h]; i++)
+			if (m->mail[h][i].kind == MAIL_OFFER_EXPIRED &&
+			    (bi == SIZE_MAX || m->mail[h][i].exp_seq < m->mail[bh][bi].exp_seq)) {
+				bh = h;
+				bi = i;
+			}
+	if (bi != SIZE_MAX)
+		mail_remove_at(m, bh, bi);
+}
+
+static void hello_dirty(struct model *m)
+{
+	for (size_t i = 0; i < m->nc; i++)
+		if (m->c[i].live) {
+			m->hello[m->c[i].h] = 1;
+			m->mask |= 1ULL << m->c[i].h;
+		}
+}
+
+size_t model_mail_take(struct model *m, uint32_t h, struct m_mail *out, size_t max, int *hello)
+{
+	*hello = m->hello[h];
+	m->hello[h] = 0;
+	size_t n = m->nmail[h] < max ? m->nmail[h] : max;
+	if (n == 0)
+		return 0;
+	memcpy(out, m->mail[h], n * sizeof *out);
+	memmove(m->mail[h], m->mail[h] + n, (m->nmail[h] - n) * sizeof *out);
+	m->nmail[h] -= n;
+	return n;
+}
+
+/* ---- counting ---- */
+
+static size_t live_wants(const struct model *m)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < m->nw; i++)
+		n += m->w[i].state != MW_FREE;
+	return n;
+}
+
+static int client_nconns(const struct model *m, int ci)
+{
+	int n = 0;
+	for (size_t i = 0; i < m->nc; i++)
+		n += m->c[i].live && m->c[i].client == ci;
+	return n;
+}
+
+static int client_nrunning(const struct model *m, int ci)
+{
+	int n = 0;
+	for (size_t i = 0; i < m->nw; i++)
+		n += m->w[i].state == MW_RUNNING && m->w[i].client == ci;
+	return n;
+}
+
+static int newest_conn(const struct model *m, int ci)
+{
+	int best = -1;
+	for (size_t i = 0; i < m->nc; i++)
+		if (m->c[i].live && m->c[i].client == ci &&
+		    (best < 0 || m->c[i].open_seq > m->c[best].open_seq))
+			best = (int)i;
+	return best;
+}
+
+void model_wg(const struct model *m, uint32_t wg, struct book_wg_status *st)
+{
+	memset(st, 0, sizeof *st);
+	st->processes = m->topo.waitgroups[wg].processes;
+	for (size_t i = 0; i < m->nw; i++) {
+		const struct m_want *w = &m->w[i];
+		if (w->state == MW_FREE || wg_of(m, w->svc) != wg)
+			continue;
+		st->waiting += w->state == MW_PARKED;
+		st->offered += w->state == MW_OFFERED;
+		st->running += w->state == MW_RUNNING;
+	}
+}
+
+void model_status(const struct model *m, uint32_t *conns, uint32_t *clients, uint32_t *wants)
+{
+	*conns = 0;
+	for (size_t i = 0; i < m->nc; i++)
+		*conns += m->c[i].live;
+	*clients = 0;
+	for (size_t i = 0; i < m->nk; i++)
+		*clients += m->k[i].state == MK_LIVE;
+	*wants = (uint32_t)live_wants(m);
+}
+
+/* ---- the grant rule, by brute force ---- */
+
+/* Is x before y by (-priority, stamp, seq)? */
+static int key_less(const struct model *m, const uint64_t *stamps, uint32_t wg, int x, int y)
+{
+	const struct m_want *a = &m->w[x], *b = &m->w[y];
+	if (a->prio != b->prio)
+		return a->prio > b->prio;
+	uint64_t sa = stamps ? stamps[a->conn] : m->c[a->conn].stamp[wg];
+	uint64_t sb = stamps ? stamps[b->conn] : m->c[b->conn].stamp[wg];
+	if (sa != sb)
+		return sa < sb;
+	return a->seq < b->seq;
+}
+
+static void grant(struct model *m, uint32_t wg)
+{
+	if (m->draining)
+		return;
+	for (;;) {
+		struct book_wg_status st;
+		model_wg(m, wg, &st);
+		if (st.running + st.offered + st.tokens >= st.processes)
+			return;
+		int best = -1;
+		for (size_t i = 0; i < m->nw; i++)
+			if (m->w[i].state == MW_PARKED && wg_of(m, m->w[i].svc) == wg &&
+			    (best < 0 || key_less(m, NULL, wg, (int)i, best)))
+				best = (int)i;
+		if (best < 0)
+			return;
+		struct m_want *w = &m->w[best];
+		m->c[w->conn].stamp[wg] = ++m->counter[wg];
+		w->state = MW_OFFERED;
+		w->offer_no = ++m->grants;
+		w->token_known = 0;
+		w->ref_known = 0;
+		w->stamped = m->now_valid;
+		w->deadline = m->clock + m->lim.offer_timeout_ms;
+		mail_push(m, m->c[w->conn].h, MAIL_OFFER, best, w->conn, NULL);
+	}
+}
+
+static void grant_all(struct model *m)
+{
+	for (uint32_t g = 0; g < m->topo.nwaitgroups; g++)
+		grant(m, g);
+}
+
+/* ---- wants ---- */
+
+static int id_ok(const char *id)
+{
+	size_t n = id ? strnlen(id, BOOK_ID_MAX + 1) : 0;
+	return n >= 1 && n <= BOOK_ID_MAX;
+}
+
+static int conn_ok(const struct model *m, int c)
+{
+	return c >= 0 && (size_t)c < m->nc && m->c[c].live;
+}
+
+int model_lookup(const struct model *m, int conn, const char *job)
+{
+	int ci = m->c[conn].client;
+	for (size_t i = 0; i < m->nw; i++) {
+		const struct m_want *w = &m->w[i];
+		if (w->state == MW_FREE || w->client != ci || strcmp(w->id, job) != 0)
+			continue;
+		if ((w->state == MW_PARKED || w->state == MW_OFFERED) && w->conn != conn)
+			return -1;
+		return (int)i;
+	}
+	return -1;
+}
+
+static void client_free(struct model *m, int ci);
+
+static void want_free(struct model *m, int wi)
+{
+	struct m_want *w = &m->w[wi];
+	mail_drop_want(m, wi);
+	int was_running = w->state == MW_RUNNING, ci = w->client;
+	w->state = MW_FREE;
+	if (was_running && ci >= 0 && m->k[ci].state == MK_GRACE && client_nrunning(m, ci) == 0)
+		client_free(m, ci);
+}
+
+static void orphan(struct model *m, int wi)
+{
+	struct m_want *w = &m->w[wi];
+	w->client = -1;
+	w->conn = -1;
+	mail_push(m, w->runner, MAIL_CANCEL, wi, -1, w->id);
+}
+
+static void client_free(struct model *m, int ci)
+{
+	for (size_t i = 0; i < m->nw; i++)
+		if (m->w[i].state == MW_RUNNING && m->w[i].client == ci)
+			orphan(m, (int)i);
+	m->k[ci].state = MK_FREE;
+}
+
+enum book_rc model_want(struct model *m, int conn, const char *job, uint32_t svc, int32_t prio,
+			uint64_t now)
+{
+	tick(m, now);
+	if (!conn_ok(m, conn))
+		return BOOK_E_STALE;
+	if (!id_ok(job))
+		return BOOK_E_INVALID;
+	if (m->draining)
+		return BOOK_E_DRAINING;
+	if (svc >= m->topo.nservices)
+		return BOOK_E_UNKNOWN_SERVICE;
+	if (!m->topo.services[svc].enabled)
+		return BOOK_E_DISABLED;
+	int ci = m->c[conn].client;
+	for (size_t i = 0; i < m->nw; i++)
+		if (m->w[i].state != MW_FREE && m->w[i].client == ci && strcmp(m->w[i].id, job) == 0)
+			return BOOK_E_DUPLICATE;
+	uint32_t mine = 0;
+	for (size_t i = 0; i < m->nw; i++)
+		mine += (m->w[i].state == MW_PARKED || m->w[i].state == MW_OFFERED) && m->w[i].conn == conn;
+	if (mine >= m->lim.max_wants_per_connection)
+		return BOOK_E_LIMIT_CONN;
+	size_t live = live_wants(m);
+	if (live >= m->lim.max_wants)
+		return BOOK_E_LIMIT_WANTS;
+	if (live + count_expired_mail(m) >= m->lim.max_wants)
+		drop_oldest_expired_mail(m);
+	GROW(m->w, m->nw, m->capw);
+	struct m_want *w = &m->w[m->nw++];
+	memset(w, 0, sizeof *w);
+	w->state = MW_PARKED;
+	w->conn = conn;
+	w->client = ci;
+	strcpy(w->id, job);
+	w->svc = svc;
+	w->prio = prio;
+	w->seq = ++m->seq;
+	grant(m, wg_of(m, svc));
+	return BOOK_OK;
+}
+
+enum book_rc model_unwant(struct model *m, int conn, const char *job)
+{
+	if (!conn_ok(m, conn))
+		return BOOK_E_STALE;
+	if (!id_ok(job))
+		return BOOK_E_INVALID;
+	int wi = model_lookup(m, conn, job);
+	if (wi < 0)
+		return BOOK_E_UNKNOWN_JOB;
+	if (m->w[wi].state == MW_RUNNING)
+		return BOOK_E_BAD_STATE;
+	int offered = m->w[wi].state == MW_OFFERED;
+	want_free(m, wi);
+	if (offered)
+		grant(m, wg_of(m, m->w[wi].svc));
+	return BOOK_OK;
+}
+
+enum book_rc model_accept(struct model *m, int conn, const char *job, uint64_t token,
+			  uint32_t runner, int *want)
+{
+	if (!conn_ok(m, conn))
+		return BOOK_E_STALE;
+	if (!id_ok(job) || runner >= m->lim.nhandlers)
+		return BOOK_E_INVALID;
+	int wi = model_lookup(m, conn, job);
+	if (wi < 0)
+		return BOOK_E_UNKNOWN_JOB;
+	struct m_want *w = &m->w[wi];
+	if (w->state != MW_OFFERED)
+		return BOOK_E_BAD_STATE;
+	if (!w->token_known || w->token != token)
+		return BOOK_E_BAD_TOKEN;
+	mail_drop_want(m, wi);
+	w->state = MW_RUNNING;
+	w->runner = runner;
+	w->pgid = 0;
+	m->svc[w->svc].started++;
+	*want = wi;
+	return BOOK_OK;
+}
+
+enum book_rc model_decline(struct model *m, int conn, const char *job, uint64_t token)
+{
+	if (!conn_ok(m, conn))
+		return BOOK_E_STALE;
+	if (!id_ok(job))
+		return BOOK_E_INVALID;
+	int wi = model_lookup(m, conn, job);
+	if (wi < 0)
+		return BOOK_E_UNKNOWN_JOB;
+	struct m_want *w = &m->w[wi];
+	if (w->state != MW_OFFERED)
+		return BOOK_E_BAD_STATE;
+	if (!w->token_known || w->token != token)
+		return BOOK_E_BAD_TOKEN;
+	want_free(m, wi);
+	grant(m, wg_of(m, w->svc));
+	return BOOK_OK;
+}
+
+enum book_rc model_finish(struct model *m, int wi, uint64_t ms, int failed)
+{
+	if (wi < 0 || m->w[wi].state == MW_FREE)
+		return BOOK_E_STALE;
+	struct m_want *w = &m->w[wi];
+	if (w->state != MW_RUNNING)
+		return BOOK_E_BAD_STATE;
+	struct m_svc *s = &m->svc[w->svc];
+	s->finished++;
+	if (failed)
+		s->failed++;
+	if (s->nsamples == 0)
+		s->ema = (double)ms;
+	else
+		s->ema += 0.2 * ((double)ms - s->ema);
+	s->nsamples++;
+	want_free(m, wi);
+	grant(m, wg_of(m, w->svc));
+	return BOOK_OK;
+}
+
+enum book_rc model_owner(const struct model *m, int wi, int *conn)
+{
+	if (wi < 0 || m->w[wi].state == MW_FREE || m->w[wi].conn < 0)
+		return BOOK_E_STALE;
+	*conn = m->w[wi].conn;
+	return BOOK_OK;
+}
+
+/* ---- conns and clients ---- */
+
+static int new_client(struct model *m)
+{
+	size_t used = 0;
+	for (size_t i = 0; i < m->nk; i++)
+		used += m->k[i].state != MK_FREE;
+	if (used >= 2 * (size_t)m->lim.max_connections) {
+		int oldest = -1;
+		for (size_t i = 0; i < m->nk; i++)
+			if (m->k[i].state == MK_GRACE &&
+			    (oldest < 0 || m->k[i].grace_seq < m->k[oldest].grace_seq))
+				oldest = (int)i;
+		if (oldest < 0)
+			return -1;
+		client_free(m, oldest);
+	}
+	GROW(m->k, m->nk, m->capk);
+	memset(&m->k[m->nk], 0, sizeof m->k[0]);
+	return (int)m->nk++;
+}
+
+enum book_rc model_conn_open(struct model *m, uint32_t h, const char *client, uint64_t now,
+			     int *conn)
+{
+	tick(m, now);
+	size_t len = client ? strnlen(client, BOOK_ID_MAX + 1) : 0;
+	if (h >= m->lim.nhandlers || len > BOOK_ID_MAX)
+		return BOOK_E_INVALID;
+	uint32_t conns, clients, wants;
+	model_status(m, &conns, &clients, &wants);
+	if (conns >= m->lim.max_connections)
+		return BOOK_E_LIMIT_CONNS;
+	int ci = -1;
+	if (len)
+		for (size_t i = 0; i < m->nk; i++)
+			if (m->k[i].state != MK_FREE && m->k[i].named && strcmp(m->k[i].id, client) == 0)
+				ci = (int)i;
+	if (ci < 0) {
+		ci = new_client(m);
+		if (ci < 0)
+			return BOOK_E_LIMIT_CONNS;
+		m->k[ci].state = MK_LIVE;
+		m->k[ci].named = len > 0;
+		if (len)
+			strcpy(m->k[ci].id, client);
+	}
+	GROW(m->c, m->nc, m->capc);
+	int c = (int)m->nc++;
+	memset(&m->c[c], 0, sizeof m->c[c]);
+	m->c[c].live = 1;
+	m->c[c].h = h;
+	m->c[c].client = ci;
+	m->c[c].open_seq = ++m->open_seq;
+	if (m->k[ci].state == MK_GRACE) {
+		m->k[ci].state = MK_LIVE;
+		for (size_t i = 0; i < m->nw; i++)
+			if (m->w[i].state == MW_RUNNING && m->w[i].client == ci)
+				m->w[i].conn = c;
+	}
+	if (client_nconns(m, ci) == 1)
+		hello_dirty(m);
+	*conn = c;
+	return BOOK_OK;
+}
+
+static void conn_drop(struct model *m, int c)
+{
+	int ci = m->c[c].client;
+	m->c[c].live = 0;
+	for (size_t i = 0; i < m->nw; i++)
+		if ((m->w[i].state == MW_PARKED || m->w[i].state == MW_OFFERED) && m->w[i].conn == c)
+			want_free(m, (int)i);
+	for (uint32_t h = 0; h < BOOK_MAX_HANDLERS; h++)
+		for (size_t i = m->nmail[h]; i-- > 0;)
+			if (m->mail[h][i].kind == MAIL_OFFER_EXPIRED && m->mail[h][i].conn == c)
+				mail_remove_at(m, h, i);
+	if (client_nconns(m, ci) > 0) {
+		int nc = newest_conn(m, ci);
+		for (size_t i = 0; i < m->nw; i++)
+			if (m->w[i].state == MW_RUNNING && m->w[i].client == ci && m->w[i].conn == c)
+				m->w[i].conn = nc;
+		return;
+	}
+	if (m->k[ci].named && client_nrunning(m, ci) > 0) {
+		for (size_t i = 0; i < m->nw; i++)
+			if (m->w[i].state == MW_RUNNING && m->w[i].client == ci)
+				m->w[i].conn = -1;
+		m->k[ci].state = MK_GRACE;
+		m->k[ci].stamped = m->now_valid;
+		m->k[ci].deadline = m->clock + m->lim.resume_grace_ms;
+		m->k[ci].grace_seq = ++m->grace_seq;
+	} else {
+		client_free(m, ci);
+	}
+	hello_dirty(m);
+}
+
+void model_conn_close(struct model *m, int conn, uint64_t now)
+{
+	tick(m, now);
+	if (!conn_ok(m, conn))
+		return;
+	conn_drop(m, conn);
+	grant_all(m);
+}
+
+size_t model_purge(struct model *m, uint32_t h, int32_t *pgids, size_t max)
+{
+	if (h >= m->lim.nhandlers)
+		return 0;
+	size_t n = 0;
+	for (size_t i = 0; i < m->nw; i++)
+		if (m->w[i].state == MW_RUNNING && m->w[i].runner == h) {
+			if (m->w[i].pgid > 0 && n < max)
+				pgids[n++] = m->w[i].pgid;
+			want_free(m, (int)i);
+		}
+	for (;;) {   /* oldest conn first */
+		int oldest = -1;
+		for (size_t i = 0; i < m->nc; i++)
+			if (m->c[i].live && m->c[i].h == h &&
+			    (oldest < 0 || m->c[i].open_seq < m->c[oldest].open_seq))
+				oldest = (int)i;
+		if (oldest < 0)
+			break;
+		conn_drop(m, oldest);
+	}
+	m->nmail[h] = 0;
+	m->hello[h] = 0;
+	m->mask &= ~(1ULL << h);
+	grant_all(m);
+	return n;
+}
+
+uint32_t model_expire(struct model *m, uint64_t now)
+{
+	uint32_t n = 0;
+	tick(m, now);
+	for (uint32_t g = 0; g < m->topo.nwaitgroups; g++) {
+		uint32_t before = n;
+		for (;;) {
+			int best = -1;
+			for (size_t i = 0; i < m->nw; i++) {
+				const struct m_want *w = &m->w[i];
+				if (w->state == MW_OFFERED && wg_of(m, w->svc) == g && w->stamped &&
+				    w->deadline <= m->clock &&
+				    (best < 0 || w->offer_no < m->w[best].offer_no))
+					best = (int)i;
+			}
+			if (best < 0)
+				break;
+			struct m_want *w = &m->w[best];
+			uint32_t hh = m->c[w->conn].h;
+			/* a pending OFFER becomes the OFFER_EXPIRED in place */
+			int converted = 0;
+			for (size_t i = 0; i < m->nmail[hh]; i++) {
+				struct m_mail *e = &m->mail[hh][i];
+				if (e->kind == MAIL_OFFER && e->want == best) {
+					e->kind = MAIL_OFFER_EXPIRED;
+					e->conn = w->conn;
+					strcpy(e->id, w->id);
+					e->exp_seq = ++m->exp_seq;
+					converted = 1;
+				}
+			}
+			if (!converted)
+				mail_push(m, hh, MAIL_OFFER_EXPIRED, best, w->conn, w->id);
+			w->state = MW_FREE;
+			n++;
+		}
+		if (n != before)
+			grant(m, g);
+	}
+	for (;;) {
+		int best = -1;
+		for (size_t i = 0; i < m->nk; i++)
+			if (m->k[i].state == MK_GRACE && m->k[i].stamped && m->k[i].deadline <= m->clock &&
+			    (best < 0 || m->k[i].grace_seq < m->k[best].grace_seq))
+				best = (int)i;
+		if (best < 0)
+			break;
+		client_free(m, best);
+		n++;
+	}
+	return n;
+}
+
+void model_set_draining(struct model *m)
+{
+	m->draining = 1;
+	hello_dirty(m);
+}
+
+void model_repaired(struct model *m)
+{
+	hello_dirty(m);
+	grant_all(m);
+}
+
+/* ---- query: simulate the grant rule on a copy of the stamps ---- */
+
+enum book_rc model_query(const struct model *m, int conn, const char *job, struct book_position *p)
+{
+	if (!conn_ok(m, conn))
+		return BOOK_E_STALE;
+	if (!id_ok(job))
+		return BOOK_E_INVALID;
+	int wi = model_lookup(m, conn, job);
+	if (wi < 0)
+		return BOOK_E_UNKNOWN_JOB;
+	const struct m_want *w = &m->w[wi];
+	uint32_t g = wg_of(m, w->svc);
+	struct book_wg_status st;
+	model_wg(m, g, &st);
+	memset(p, 0, sizeof *p);
+	p->state = (enum want_state)w->state;
+	p->running = st.running + st.offered + st.tokens;
+	p->capacity = st.processes;
+	p->service = w->svc;
+	if (w->state != MW_PARKED)
+		return BOOK_OK;
+	uint64_t *stamps = calloc(m->nc ? m->nc : 1, sizeof *stamps);
+	char *taken = calloc(m->nw, 1);
+	uint64_t counter = m->counter[g];
+	for (size_t i = 0; i < m->nc; i++)
+		stamps[i] = m->c[i].stamp[g];
+	for (;;) {
+		int best = -1;
+		for (size_t i = 0; i < m->nw; i++)
+			if (!taken[i] && m->w[i].state == MW_PARKED && wg_of(m, m->w[i].svc) == g &&
+			    (best < 0 || key_less(m, stamps, g, (int)i, best)))
+				best = (int)i;
+		if (best == wi)
+			break;
+		taken[best] = 1;
+		stamps[m->w[best].conn] = ++counter;
+		p->ahead++;
+	}
+	free(stamps);
+	free(taken);
+	return BOOK_OK;
+}

@@ -7,11 +7,20 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/setup.sh"
 cd "$top/build"
+
+# The CUnit run summaries of every test program, added up into one line.
+summary() {
+	awk '$1 == "tests" && NF == 6 { passed += $4; failed += $5 }
+	     END { printf "%d passed, %d failed\n", passed, failed }' tests/*/*.log
+}
+
 if ! make -j"$(nproc)" check; then
 	for f in tests/*/*.log; do
-		grep -q -E "FAIL|failed|Assertion" "$f" 2>/dev/null && { echo "==== $f"; tail -n 60 "$f"; }
+		grep -q -E "FAILED|^FAIL" "$f" 2>/dev/null && { echo "==== $f"; tail -n 60 "$f"; }
 	done
+	summary
 	exit 1
 fi
 make -j"$(nproc)" distcheck
-echo "test.sh: all tests passed"
+echo "test.sh: make check and make distcheck passed"
+summary

@@ -50,5 +50,6 @@ long long harness_json_int(struct json_object *o, ...);
 /* Milliseconds of sleep. */
 void harness_sleep_ms(int ms);
 long long harness_now_ms(void);
+long long harness_now_us(void);
 
 #endif

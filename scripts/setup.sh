@@ -8,11 +8,12 @@ set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 
-# Debian packages: build tools, libraries, and what the tests run against.
+# Debian packages: build tools, libraries, and what the tests and the demo
+# use (curl, procps for pgrep).
 PACKAGES="build-essential autoconf automake libtool pkg-config
 libevent-dev libjson-c-dev libcurl4-openssl-dev libcunit1-dev libyaml-dev
 libssl-dev libwslay-dev libhttp-parser-dev
-haproxy valgrind clang curl"
+curl procps"
 
 missing=""
 for p in $PACKAGES; do

@@ -46,20 +46,25 @@ static struct broker_conn *lookup(struct book_ref ref)
 	return c && c->ref.gen == ref.gen ? c : NULL;
 }
 
-static void send_text(struct broker_conn *c, char *text)
+/* Queues text (and frees it).  -1 when it cannot go out: the session is
+ * closing, the peer reads nothing, or memory ran out. */
+static int send_text(struct broker_conn *c, char *text)
 {
+	int rc = -1;
+
 	if (!text) {
 		log_error("out of memory encoding a message");
-		return;
+		return -1;
 	}
 	if (ws_session_pending_out(c->ws) > MAX_PENDING_OUT) {
 		log_warn("%s: peer reads nothing (%zu bytes pending); closing",
 			 c->peer, ws_session_pending_out(c->ws));
 		ws_close(c->ws, PROTO_CLOSE_POLICY, "not reading");
 	} else {
-		ws_send_text(c->ws, text, strlen(text));
+		rc = ws_send_text(c->ws, text, strlen(text));
 	}
 	free(text);
+	return rc;
 }
 
 static void send_error(struct broker_conn *c, const char *code, const char *message,
@@ -337,12 +342,10 @@ int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *clie
 void broker_deliver_offer(struct book_ref ref, const char *job_id, uint64_t token)
 {
 	struct broker_conn *c = lookup(ref);
-	if (c) {
-		send_text(c, msg_encode_offer(job_id, token));
+	if (c && send_text(c, msg_encode_offer(job_id, token)) == 0)
 		return;
-	}
-	/* The connection ended between the grant and this mail: give the
-	 * slot back at once rather than after the offer timeout. */
+	/* The connection ended (or is closing) between the grant and this
+	 * mail: give the slot back at once rather than after the timeout. */
 	struct book *b = handler_book_lock();
 	book_decline(b, ref, job_id, token);
 	handler_book_unlock();
@@ -363,8 +366,7 @@ int broker_send_done(struct book_ref ref, const char *job_id, struct json_object
 		json_object_put(receipt);
 		return -1;
 	}
-	send_text(c, msg_encode_done(job_id, receipt));
-	return 0;
+	return send_text(c, msg_encode_done(job_id, receipt));
 }
 
 void broker_drain_check(void)

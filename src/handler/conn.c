@@ -35,6 +35,7 @@
 
 struct http_conn {
 	struct bufferevent *bev;
+	struct event *deadline;     /* the whole HTTP phase, from accept */
 	char peer[64];
 	int answered; /* response queued: free once written */
 	struct http_head_parser parser; /* last: initialised by its own init */
@@ -44,6 +45,7 @@ static void http_conn_free(struct http_conn *c)
 {
 	if (c->bev)
 		bufferevent_free(c->bev);
+	event_free(c->deadline);
 	free(c);
 	handler.nhttp--;
 	handler_maybe_exit();
@@ -129,7 +131,6 @@ static void upgrade(struct http_conn *c, const struct http_head *h)
 	 * belongs to the websocket session. */
 	struct bufferevent *bev = c->bev;
 	c->bev = NULL;
-	bufferevent_set_timeouts(bev, NULL, NULL);
 	if (broker_attach(bev, ref, n > 0 ? client_id : NULL, c->peer) != 0) {
 		broker_unregister(ref);
 		bufferevent_free(bev);
@@ -146,9 +147,16 @@ static void route(struct http_conn *c, const struct http_head *h)
 			respond_text(c, 405, "GET only", "Allow: GET\r\n");
 		else
 			upgrade(c, h);
+	} else if ((strcmp(h->path, "/status") == 0 || strcmp(h->path, "/metrics") == 0) &&
+		   handler.inst->cfg->auth_token &&
+		   !ws_bearer_ok(http_header_get(h, "Authorization"), handler.inst->cfg->auth_token)) {
+		respond_text(c, 401, "a valid Authorization: Bearer token is required",
+			     "WWW-Authenticate: Bearer realm=\"execserver\"\r\n");
 	} else if (strcmp(h->path, "/status") == 0 && is_get) {
 		struct evbuffer *body = evbuffer_new();
-		status_json(body);
+		char check[4];
+		status_json(body, http_query_param(h->query, "check", check, sizeof check) >= 0 &&
+					  strcmp(check, "1") == 0);
 		respond(c, 200, "application/json", body, NULL);
 		evbuffer_free(body);
 	} else if (strcmp(h->path, "/metrics") == 0 && is_get) {
@@ -186,9 +194,16 @@ static void on_read(struct bufferevent *bev, void *arg)
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
+	http_conn_free(arg);
+}
+
+/* An absolute deadline, not an idle timeout: a peer that trickles one byte
+ * at a time (slowloris) is cut off all the same. */
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
 	struct http_conn *c = arg;
-	if (what & BEV_EVENT_TIMEOUT)
-		log_debug("%s: no complete request within %d s", c->peer, HANDSHAKE_TIMEOUT_S);
+	log_debug("%s: request not complete (or answer not read) within %d s", c->peer,
+		  HANDSHAKE_TIMEOUT_S);
 	http_conn_free(c);
 }
 
@@ -213,10 +228,13 @@ static void format_peer(const struct sockaddr *sa, char *out, size_t len)
 
 void conn_accept(int fd, struct sockaddr *addr, int socklen)
 {
-	struct http_conn *c = malloc(sizeof *c);
+	struct http_conn *c;
 	int one = 1;
 
-	if (!c) {
+	/* Connections still in their HTTP phase count against maxConnections
+	 * too, so half-open upgrades cannot exhaust the descriptors. */
+	if (handler.nhttp + handler.nbroker >= (unsigned)handler.inst->cfg->max_connections ||
+	    !(c = malloc(sizeof *c))) {
 		close(fd);
 		return;
 	}
@@ -226,14 +244,20 @@ void conn_accept(int fd, struct sockaddr *addr, int socklen)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	ws_set_keepalive(fd);
 	c->bev = bufferevent_socket_new(handler.base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!c->bev) {
-		close(fd);
+	c->deadline = evtimer_new(handler.base, on_deadline, c);
+	if (!c->bev || !c->deadline) {
+		if (c->bev)
+			bufferevent_free(c->bev);
+		else
+			close(fd);
+		if (c->deadline)
+			event_free(c->deadline);
 		free(c);
 		return;
 	}
 	handler.nhttp++;
 	struct timeval tv = { HANDSHAKE_TIMEOUT_S, 0 };
-	bufferevent_set_timeouts(c->bev, &tv, &tv);
+	evtimer_add(c->deadline, &tv);
 	bufferevent_setcb(c->bev, on_read, on_write_done, on_event, c);
 	bufferevent_enable(c->bev, EV_READ);
 }

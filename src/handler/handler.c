@@ -160,7 +160,9 @@ void handler_main(struct instance *inst, int slot)
 		sigaddset(&mask, sigs[i]);
 		signal(sigs[i], SIG_DFL);
 	}
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	/* The master forked us with every signal blocked: keep ours blocked
+	 * (they come through the signalfd) and unblock the rest. */
+	sigprocmask(SIG_SETMASK, &mask, NULL);
 	int sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 
 	memset(&handler, 0, sizeof handler);

@@ -20,7 +20,9 @@ struct snapshot {
 	char why[256];
 };
 
-static struct snapshot *take_snapshot(void)
+/* check: also run the book's consistency check, which is O(table sizes)
+ * under the lock, so only on request (GET /status?check=1). */
+static struct snapshot *take_snapshot(int check)
 {
 	const struct es_config *cfg = handler.inst->cfg;
 	struct snapshot *s = calloc(1, sizeof *s);
@@ -32,17 +34,18 @@ static struct snapshot *take_snapshot(void)
 		book_wg_status(b, (uint32_t)i, &s->wg[i]);
 	for (size_t i = 0; i < cfg->nservices; i++)
 		book_service_status(b, (uint32_t)i, &s->svc[i]);
-	s->consistent = book_check(b, s->why, sizeof s->why) == 0;
+	if (check)
+		s->consistent = book_check(b, s->why, sizeof s->why) == 0;
 	handler_book_unlock();
 	return s;
 }
 
 static struct json_object *jint(uint64_t v) { return json_object_new_int64((int64_t)v); }
 
-void status_json(struct evbuffer *out)
+void status_json(struct evbuffer *out, int check)
 {
 	const struct es_config *cfg = handler.inst->cfg;
-	struct snapshot *s = take_snapshot();
+	struct snapshot *s = take_snapshot(check);
 	if (!s)
 		return;
 	struct json_object *o = json_object_new_object(), *hs = json_object_new_array();
@@ -58,9 +61,11 @@ void status_json(struct evbuffer *out)
 	json_object_object_add(o, "wants", jint(s->st.wants));
 	json_object_object_add(o, "grants", jint(s->st.grants));
 	json_object_object_add(o, "book_repairs", jint(s->st.repairs));
-	json_object_object_add(o, "book_consistent", json_object_new_boolean(s->consistent));
-	if (!s->consistent)
-		json_object_object_add(o, "book_inconsistency", json_object_new_string(s->why));
+	if (check) {
+		json_object_object_add(o, "book_consistent", json_object_new_boolean(s->consistent));
+		if (!s->consistent)
+			json_object_object_add(o, "book_inconsistency", json_object_new_string(s->why));
+	}
 	for (int i = 0; i < handler.inst->nhandlers; i++) {
 		struct json_object *h = json_object_new_object();
 		json_object_object_add(h, "slot", json_object_new_int(i));
@@ -108,7 +113,7 @@ static void metric(struct evbuffer *out, const char *name, const char *type, con
 void status_metrics(struct evbuffer *out)
 {
 	const struct es_config *cfg = handler.inst->cfg;
-	struct snapshot *s = take_snapshot();
+	struct snapshot *s = take_snapshot(0);
 	if (!s)
 		return;
 	static const struct {

@@ -9,7 +9,8 @@
 
 #include <event2/buffer.h>
 
-void status_json(struct evbuffer *out);
+/* check: include the book's consistency check (costly: on request only). */
+void status_json(struct evbuffer *out, int check);
 void status_metrics(struct evbuffer *out);
 
 #endif

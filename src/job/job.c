@@ -36,6 +36,11 @@
 #define JOB_STDOUT_CAP 4000
 #define JOB_STDERR_LINE_CAP 1024
 #define JOB_KILL_GRACE_MS 3000
+/* After the leader exits, its process group is killed (background children
+ * are part of the job); output still in flight may drain for this long
+ * before the pipes are closed, in case a descendant left the group. */
+#define JOB_LINGER_MS 1000
+#define JOB_MAX_TIMEOUT_SEC 86400
 #define JOB_DEFAULT_PATH "PATH=/usr/local/bin:/usr/bin:/bin"
 
 struct job {
@@ -48,7 +53,7 @@ struct job {
 	int status, reaped;
 	enum job_cancel_reason cancelled;
 	char dir[512];
-	struct event *out_ev, *err_ev, *kill_ev;
+	struct event *out_ev, *err_ev, *kill_ev, *timeout_ev, *linger_ev;
 	int out_fd, err_fd;
 	char out[JOB_STDOUT_CAP];
 	size_t out_len;
@@ -113,12 +118,25 @@ int job_validate(uint32_t service, struct json_object *job, const char **code, c
 			return -1;
 		}
 		size_t n = json_object_array_length(args);
-		for (size_t i = 0; i < n; i++)
-			if (!json_object_is_type(json_object_array_get_idx(args, i), json_type_string)) {
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *a = json_object_array_get_idx(args, i);
+			if (!json_object_is_type(a, json_type_string) ||
+			    strlen(json_object_get_string(a)) != (size_t)json_object_get_string_len(a)) {
 				*code = PROTO_E_BAD_JOB;
-				snprintf(msg, msglen, "job.args[%zu]: a string is required", i);
+				snprintf(msg, msglen, "job.args[%zu]: a string without NUL is required", i);
 				return -1;
 			}
+		}
+	}
+	struct json_object *t;
+	if (json_object_object_get_ex(job, "timeout_sec", &t) && !json_object_is_type(t, json_type_null)) {
+		if (!json_object_is_type(t, json_type_int) || json_object_get_int64(t) < 0 ||
+		    json_object_get_int64(t) > JOB_MAX_TIMEOUT_SEC) {
+			*code = PROTO_E_BAD_JOB;
+			snprintf(msg, msglen, "job.timeout_sec: an integer from 0 to %d is required",
+				 JOB_MAX_TIMEOUT_SEC);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -147,17 +165,33 @@ static void vec_free(struct strvec *s)
 	free(s->v);
 }
 
-/* Replaces %jobdir% in an argument. */
+/* Pushes arg with every %jobdir% replaced by dir. */
 static void push_arg(struct strvec *argv, const char *arg, const char *dir)
 {
-	const char *hit = strstr(arg, "%jobdir%");
-	if (!hit) {
+	static const char placeholder[] = "%jobdir%";
+	const size_t plen = sizeof placeholder - 1, dlen = strlen(dir);
+	size_t n = 0;
+
+	for (const char *p = arg; (p = strstr(p, placeholder)) != NULL; p += plen)
+		n++;
+	if (n == 0) {
 		vec_push(argv, arg);
 		return;
 	}
-	char buf[4096];
-	snprintf(buf, sizeof buf, "%.*s%s%s", (int)(hit - arg), arg, dir, hit + 8);
-	vec_push(argv, buf);
+	char *out = malloc(strlen(arg) + n * dlen + 1), *o = out;
+	for (const char *p = arg, *hit; ; p = hit + plen) {
+		hit = strstr(p, placeholder);
+		size_t keep = hit ? (size_t)(hit - p) : strlen(p);
+		memcpy(o, p, keep);
+		o += keep;
+		if (!hit)
+			break;
+		memcpy(o, dir, dlen);
+		o += dlen;
+	}
+	*o = '\0';
+	vec_push(argv, out);
+	free(out);
 }
 
 /* ---- completion -------------------------------------------------------- */
@@ -231,6 +265,10 @@ static void job_free(struct job *j)
 		event_free(j->err_ev);
 	if (j->kill_ev)
 		event_free(j->kill_ev);
+	if (j->timeout_ev)
+		event_free(j->timeout_ev);
+	if (j->linger_ev)
+		event_free(j->linger_ev);
 	if (j->out_fd >= 0)
 		close(j->out_fd);
 	if (j->err_fd >= 0)
@@ -345,14 +383,32 @@ static void on_stderr(evutil_socket_t fd, short what, void *arg)
 static void kill_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct job *j = arg;
-	if (!j->reaped)
-		kill(-j->pid, SIGKILL);
+	kill(-j->pid, SIGKILL);
+}
+
+/* The leader is gone and the output did not end within JOB_LINGER_MS: a
+ * descendant that left the process group holds the pipes.  Stop reading. */
+static void linger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct job *j = arg;
+	if (j->out_fd >= 0)
+		close_pipe(j, 0);
+	if (j->err_fd >= 0)
+		close_pipe(j, 1);
+	maybe_complete(j);
+}
+
+static void timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct job *j = arg;
+	job_cancel(j->want, JOB_CANCEL_TIMEOUT);
 }
 
 void job_cancel(struct book_ref want, enum job_cancel_reason why)
 {
 	struct job *j = find_job(want);
-	if (!j || j->reaped || j->cancelled)
+	/* A job whose leader already exited keeps the outcome it has. */
+	if (!j || j->cancelled || j->reaped || j->pid <= 0)
 		return;
 	j->cancelled = why;
 	kill(-j->pid, SIGTERM);
@@ -376,6 +432,10 @@ void job_reap(void)
 			if (j->pid == pid) {
 				j->status = status;
 				j->reaped = 1;
+				/* background children of the job end with it */
+				kill(-j->pid, SIGKILL);
+				struct timeval tv = { 0, JOB_LINGER_MS * 1000 };
+				evtimer_add(j->linger_ev, &tv);
 				maybe_complete(j);
 				break;
 			}
@@ -413,12 +473,15 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 	jobs = j;
 	njobs++;
 	j->kill_ev = evtimer_new(handler.base, kill_timer_cb, j);
+	j->timeout_ev = evtimer_new(handler.base, timeout_cb, j);
+	j->linger_ev = evtimer_new(handler.base, linger_cb, j);
 
 	json_object_object_get_ex(desc, "command", &cmdname);
 	const struct config_command *cmd = config_find_command(svc, json_object_get_string(cmdname));
-	snprintf(j->dir, sizeof j->dir, "%s/job/%s-%d-%llu", cfg->temp_dir,
-		 handler.inst->instance_hex, handler.slot, (unsigned long long)++job_counter);
-	if (mkdir(j->dir, 0700) != 0) {
+	/* mkdtemp: unique even across handler restarts and leftovers */
+	snprintf(j->dir, sizeof j->dir, "%s/job/%d-%llu-XXXXXX", cfg->temp_dir, handler.slot,
+		 (unsigned long long)++job_counter);
+	if (!mkdtemp(j->dir)) {
 		j->spawn_errno = errno;
 		j->dir[0] = '\0';
 		goto failed;
@@ -458,6 +521,11 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 	j->err_ev = event_new(handler.base, j->err_fd, EV_READ | EV_PERSIST, on_stderr, j);
 	event_add(j->out_ev, NULL);
 	event_add(j->err_ev, NULL);
+	struct json_object *t;
+	if (json_object_object_get_ex(desc, "timeout_sec", &t) && json_object_get_int64(t) > 0) {
+		struct timeval tv = { (time_t)json_object_get_int64(t), 0 };
+		evtimer_add(j->timeout_ev, &tv);
+	}
 	{
 		struct book *b = handler_book_lock();
 		book_job_set_pgid(b, want, j->pid);

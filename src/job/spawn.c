@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
+#include <linux/close_range.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
@@ -30,15 +31,18 @@ static void child(const struct spawn_request *req, int report_fd)
 	if (setpgid(0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 		goto fail;
 	for (int i = 0; i < 3; i++) {
-		int fd = fds[i];
+		int fd = fds[i], opened = 0;
 		if (fd < 0) {
-			fd = open("/dev/null", i == 0 ? O_RDONLY : O_WRONLY);
+			fd = open("/dev/null", (i == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
 			if (fd < 0)
 				goto fail;
+			opened = 1;
 		}
 		if (fd != i) {
 			if (dup2(fd, i) < 0)
 				goto fail;
+			if (opened)
+				close(fd);
 		} else {
 			/* already in place: keep it across exec */
 			int fl = fcntl(fd, F_GETFD);
@@ -46,6 +50,10 @@ static void child(const struct spawn_request *req, int report_fd)
 				goto fail;
 		}
 	}
+	/* Nothing but stdio reaches the program, whatever the handler (or
+	 * whoever started the daemon) had open without close-on-exec. */
+	if (close_range(3, ~0u, CLOSE_RANGE_CLOEXEC) != 0)
+		goto fail;
 	if (req->cwd && chdir(req->cwd) != 0)
 		goto fail;
 	{

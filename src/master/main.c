@@ -44,7 +44,7 @@ static void usage(FILE *out)
 static int daemonize(int *ready_fd)
 {
 	int pipefd[2];
-	if (pipe(pipefd) != 0)
+	if (pipe2(pipefd, O_CLOEXEC) != 0)
 		return -1;
 	pid_t pid = fork();
 	if (pid < 0)

@@ -60,6 +60,24 @@ static struct master {
 
 static int spawn_handler(int slot);
 
+/* Locks the book; a repair is logged, an unusable mutex is fatal (nothing
+ * can be decided without the book). */
+static struct book *lock_book(void)
+{
+	int rc = book_lock(M.inst.book);
+	if (rc < 0) {
+		log_error("want-book mutex unusable; stopping");
+		for (int i = 0; i < M.inst.nhandlers; i++)
+			if (M.slots[i].pid)
+				kill(M.slots[i].pid, SIGKILL);
+		_exit(2);
+	}
+	if (rc == 1)
+		log_warn("want-book repaired: a process died inside its critical section");
+	book_set_now(M.inst.book, clock_mono_ms());
+	return M.inst.book;
+}
+
 static void respawn_cb(evutil_socket_t fd, short what, void *arg)
 {
 	int slot = (int)(intptr_t)arg;
@@ -81,8 +99,11 @@ static int spawn_handler(int slot)
 		static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP };
 		for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
 			signal(sigs[i], SIG_DFL);
+		/* still blocked: handler_main takes them over with a signalfd
+		 * and unblocks the rest */
+	} else {
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	}
-	sigprocmask(SIG_SETMASK, &old, NULL);
 
 	if (pid < 0) {
 		log_error("fork handler %d: %s", slot, strerror(errno));
@@ -101,9 +122,7 @@ static int spawn_handler(int slot)
 	}
 	M.slots[slot].pid = pid;
 	M.slots[slot].started_ms = clock_mono_ms();
-	if (book_lock(M.inst.book) == 1)
-		log_warn("want-book repaired after a holder died");
-	book_handler_started(M.inst.book, (uint32_t)slot, (int32_t)pid);
+	book_handler_started(lock_book(), (uint32_t)slot, (int32_t)pid);
 	instance_wake(&M.inst, book_unlock(M.inst.book));
 	log_info("handler %d started, pid %d", slot, (int)pid);
 	return 0;
@@ -129,11 +148,7 @@ static int all_stopped(void)
 static void purge_handler(int slot)
 {
 	int32_t pgids[4096];
-	int repaired = book_lock(M.inst.book);
-
-	if (repaired == 1)
-		log_warn("want-book repaired: handler %d died inside the critical section", slot);
-	size_t n = book_purge_handler(M.inst.book, (uint32_t)slot, pgids,
+	size_t n = book_purge_handler(lock_book(), (uint32_t)slot, pgids,
 				      sizeof pgids / sizeof pgids[0]);
 	instance_wake(&M.inst, book_unlock(M.inst.book));
 	for (size_t i = 0; i < n; i++)
@@ -203,9 +218,7 @@ static void on_sigterm(evutil_socket_t sig, short what, void *arg)
 		return;
 	M.stopping = 1;
 	log_info("stopping: draining (up to %d s)", M.inst.cfg->drain_timeout_sec);
-	if (book_lock(M.inst.book) == 1)
-		log_warn("want-book repaired after a holder died");
-	book_set_draining(M.inst.book);
+	book_set_draining(lock_book());
 	instance_wake(&M.inst, book_unlock(M.inst.book));
 	for (int i = 0; i < M.inst.nhandlers; i++) {
 		if (M.slots[i].respawn)
@@ -243,10 +256,7 @@ static void on_sighup(evutil_socket_t sig, short what, void *arg)
 
 static void expire_cb(evutil_socket_t fd, short what, void *arg)
 {
-	if (book_lock(M.inst.book) == 1)
-		log_warn("want-book repaired after a holder died");
-	book_set_now(M.inst.book, clock_mono_ms());
-	book_expire(M.inst.book, clock_mono_ms());
+	book_expire(lock_book(), clock_mono_ms());
 	instance_wake(&M.inst, book_unlock(M.inst.book));
 }
 
@@ -308,6 +318,9 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 
 	log_info("execserver %s instance %s, %d handler(s)", PACKAGE_VERSION,
 		 M.inst.instance_hex, nhandlers);
+	/* Listening: the starting process may exit now (and no handler keeps
+	 * the pipe open). */
+	report_ready(0);
 	for (int i = 0; i < nhandlers; i++) {
 		M.slots[i].respawn = evtimer_new(M.base, respawn_cb, (void *)(intptr_t)i);
 		spawn_handler(i);
@@ -315,7 +328,6 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 	/* The fault switch is for the first generation only, so a test that
 	 * kills a handler through it sees a healthy replacement. */
 	unsetenv("EXECSERVER_FAULT");
-	report_ready(0);
 
 	event_base_dispatch(M.base);
 	reap();

@@ -231,7 +231,8 @@ static void test_refusals_keep_connection(void)
 static void test_priority_across_clients(void)
 {
 	start(2, 1, NULL, NULL);
-	struct tclient *a = tc_connect(D.port, "a"), *b = tc_connect(D.port, "b");
+	/* a and b on different handlers: priority is global across them */
+	struct tclient *a = connect_on_handler(2, 0, "a"), *b = connect_on_handler(2, 1, "b");
 	CU_ASSERT_FATAL(a && b);
 	/* a holds the only slot with a running job */
 	const char *token = tc_want_offer(a, "hold", "sleep", 0, 3000);
@@ -273,8 +274,9 @@ static void test_round_robin_within_class(void)
 	start(2, 1, NULL, NULL);
 	struct tclient *c[3];
 	const char *names[3] = { "ra", "rb", "rc" };
+	/* spread over both handlers: the round robin is book-wide */
 	for (int i = 0; i < 3; i++) {
-		c[i] = tc_connect(D.port, names[i]);
+		c[i] = connect_on_handler(2, i % 2, names[i]);
 		CU_ASSERT_FATAL(c[i] != NULL);
 	}
 	/* ra takes the slot first; then everyone parks many wants */
@@ -403,7 +405,14 @@ static void test_handler_crash_under_load(void)
 	CU_ASSERT_FATAL(tc_want_offer(victim, "v0", "cat", 0, 3000) != NULL);
 	const char *t = tc_want_offer(victim, "v1", "sleep", 0, 3000);
 	CU_ASSERT_FATAL(t != NULL);
-	tc_send(victim, "{\"type\":\"JOB\",\"job_id\":\"v1\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}", t);
+	/* a duration unique to this run, so pgrep finds only our job */
+	char dur[32], pattern[96];
+	snprintf(dur, sizeof dur, "30.%d", (int)getpid());
+	snprintf(pattern, sizeof pattern, "pgrep -f '^sleep %s$' > /dev/null", dur);
+	tc_send(victim, "{\"type\":\"JOB\",\"job_id\":\"v1\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\",\"args\":[\"%s\"]}}", t, dur);
+	harness_sleep_ms(200);
+	int pg = system(pattern);
+	CU_ASSERT(WIFEXITED(pg) && WEXITSTATUS(pg) == 0); /* it runs */
 	for (int i = 2; i < 50; i++)
 		tc_send(victim, "{\"type\":\"WANT\",\"job_id\":\"v%d\",\"service\":\"cat\"}", i);
 	for (int i = 0; i < 10; i++)
@@ -443,7 +452,9 @@ static void test_handler_crash_under_load(void)
 	CU_ASSERT_EQUAL(harness_json_int(st, "clients", NULL), 1);
 	if (st)
 		json_object_put(st);
-	CU_ASSERT(system("pgrep -f '^sleep 30$' > /dev/null") != 0);
+	/* pgrep exits 1 for "no such process"; 127 (not installed) must fail */
+	pg = system(pattern);
+	CU_ASSERT(WIFEXITED(pg) && WEXITSTATUS(pg) == 1);
 	/* the survivor still works, and saw a HELLO with one client */
 	CU_ASSERT(tc_quiet(survivor, 300));
 	CU_ASSERT(survivor->hello && tc_int(survivor->hello, "clients") == 1);

@@ -121,7 +121,7 @@ struct json_object *harness_status(const struct es_daemon *d)
 	char body[1 << 16];
 	int status = 0;
 
-	if (wsc_http_get("127.0.0.1", d->port, "/status", 2000, &status, body, sizeof body) < 0 ||
+	if (wsc_http_get("127.0.0.1", d->port, "/status?check=1", 2000, &status, body, sizeof body) < 0 ||
 	    status != 200)
 		return NULL;
 	return json_tokener_parse(body);

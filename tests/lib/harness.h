@@ -37,7 +37,7 @@ void harness_dump_log(const struct es_daemon *d);
 /* 1 if the log contains text. */
 int harness_log_contains(const struct es_daemon *d, const char *text);
 
-/* GET /status parsed, or NULL. */
+/* GET /status?check=1 parsed (with the book's consistency check), or NULL. */
 struct json_object *harness_status(const struct es_daemon *d);
 /* Pids of the handlers by slot (0 for an empty slot); returns the count. */
 int harness_handler_pids(const struct es_daemon *d, int *pids, int max);

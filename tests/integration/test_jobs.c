@@ -1,0 +1,249 @@
+/*
+ * test_jobs.c - running jobs through the broker against a real daemon:
+ * placeholders, argument checks, timeout, a leader that leaves children
+ * behind, descriptors that must not leak into jobs, job directories across
+ * a handler restart, and a slowloris upgrade.
+ */
+#include "autoconfig.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <CUnit/Basic.h>
+
+#include "harness.h"
+#include "proto.h"
+
+static struct es_daemon D;
+
+static const char *body(void)
+{
+	static char b[2048];
+	snprintf(b, sizeof b,
+		 "jobRemovalPolicy: none\n"
+		 "waitgroups:\n"
+		 "  wg: {processes: 2}\n"
+		 "services:\n"
+		 "  tools:\n"
+		 "    waitgroup: wg\n"
+		 "    commands:\n"
+		 "      echo: {prog: echo}\n"
+		 "      sh: {prog: sh}\n"
+		 "      ls: {prog: ls}\n"
+		 "      sleep: {prog: sleep}\n"
+		 "      true: {prog: \"true\"}\n");
+	return b;
+}
+
+static void start(int handlers)
+{
+	CU_ASSERT_FATAL(harness_start(&D, handlers, body(), NULL) == 0);
+}
+
+static void stop(void)
+{
+	int status = harness_stop(&D, 15000);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	harness_cleanup(&D);
+}
+
+/* Runs one job and returns its DONE (or NULL); job_json is the job object. */
+static struct json_object *run(struct tclient *c, const char *id, const char *job_json,
+			       int timeout_ms)
+{
+	const char *token = tc_want_offer(c, id, "tools", 0, 3000);
+	if (!token)
+		return NULL;
+	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":%s}", id, token,
+		job_json);
+	return tc_expect(c, "DONE", timeout_ms);
+}
+
+static struct json_object *receipt(struct json_object *done)
+{
+	struct json_object *r = NULL;
+	if (done)
+		json_object_object_get_ex(done, "receipt", &r);
+	return r;
+}
+
+static long long slots_in_use(void)
+{
+	struct json_object *st = harness_status(&D);
+	long long v = harness_json_int(st, "waitgroups", "wg", "running", NULL) +
+		      harness_json_int(st, "waitgroups", "wg", "offered", NULL);
+	if (st)
+		json_object_put(st);
+	return v;
+}
+
+static void test_placeholders_and_args(void)
+{
+	start(1);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	struct json_object *d = run(c, "p1", "{\"command\":\"echo\",\"args\":[\"A=%jobdir%:B=%jobdir%\"]}", 5000);
+	const char *out = tc_str(receipt(d), "stdout");
+	CU_ASSERT_FATAL(out != NULL);
+	/* both placeholders replaced by the same directory under tempDir/job */
+	char dir[512];
+	CU_ASSERT(sscanf(out, "A=%511[^:]", dir) == 1);
+	char expect[1200];
+	snprintf(expect, sizeof expect, "A=%s:B=%s\n", dir, dir);
+	CU_ASSERT_STRING_EQUAL(out, expect);
+	char prefix[400];
+	snprintf(prefix, sizeof prefix, "%s/tmp/job/", D.dir);
+	CU_ASSERT(strncmp(dir, prefix, strlen(prefix)) == 0);
+	json_object_put(d);
+
+	/* an argument with NUL is refused, and the offer goes back */
+	const char *token = tc_want_offer(c, "p2", "tools", 0, 3000);
+	CU_ASSERT_FATAL(token != NULL);
+	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"p2\",\"token\":\"%s\",\"job\":{\"command\":\"echo\",\"args\":[\"a\\u0000b\"]}}", token);
+	struct json_object *e = tc_expect(c, "ERROR", 3000);
+	CU_ASSERT(e && strcmp(tc_str(e, "code"), "bad_job") == 0);
+	if (e)
+		json_object_put(e);
+	CU_ASSERT_EQUAL(slots_in_use(), 0);
+	tc_close(c);
+	stop();
+}
+
+static void test_timeout(void)
+{
+	start(1);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	long long t0 = harness_now_ms();
+	struct json_object *d = run(c, "t1", "{\"command\":\"sleep\",\"args\":[\"30\"],\"timeout_sec\":1}", 8000);
+	long long took = harness_now_ms() - t0;
+	CU_ASSERT_FATAL(d != NULL);
+	struct json_object *err;
+	CU_ASSERT(json_object_object_get_ex(receipt(d), "error", &err));
+	CU_ASSERT_STRING_EQUAL(tc_str(err, "code"), "timeout");
+	CU_ASSERT_EQUAL(tc_int(receipt(d), "signal"), SIGTERM);
+	CU_ASSERT(took >= 900 && took < 5000);
+	json_object_put(d);
+	CU_ASSERT_EQUAL(slots_in_use(), 0);
+	tc_close(c);
+	stop();
+}
+
+static void test_leader_exits_children_left(void)
+{
+	start(1);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	/* the leader prints and exits; its background child holds stdout */
+	char job[160], pattern[96];
+	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"sleep 25.%d & echo started\"]}",
+		 (int)getpid());
+	snprintf(pattern, sizeof pattern, "pgrep -f '^sleep 25.%d$' > /dev/null", (int)getpid());
+	long long t0 = harness_now_ms();
+	struct json_object *d = run(c, "g1", job, 8000);
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT(harness_now_ms() - t0 < 4000);
+	CU_ASSERT_EQUAL(tc_int(receipt(d), "exit_code"), 0);
+	CU_ASSERT_STRING_EQUAL(tc_str(receipt(d), "stdout"), "started\n");
+	json_object_put(d);
+	CU_ASSERT_EQUAL(slots_in_use(), 0);
+	harness_sleep_ms(100);
+	int pg = system(pattern); /* the child went with it (1: no match; 127: no pgrep) */
+	CU_ASSERT(WIFEXITED(pg) && WEXITSTATUS(pg) == 1);
+	tc_close(c);
+	stop();
+}
+
+static void test_no_descriptor_leaks(void)
+{
+	start(1);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	/* ls opens the directory as fd 3 itself: nothing else may be open */
+	struct json_object *d = run(c, "f1", "{\"command\":\"ls\",\"args\":[\"/proc/self/fd\"]}", 5000);
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_STRING_EQUAL(tc_str(receipt(d), "stdout"), "0\n1\n2\n3\n");
+	json_object_put(d);
+	tc_close(c);
+	stop();
+}
+
+static void test_job_dirs_after_restart(void)
+{
+	start(1);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	struct json_object *d = run(c, "d1", "{\"command\":\"true\"}", 5000);
+	CU_ASSERT(d && tc_int(receipt(d), "exit_code") == 0);
+	if (d)
+		json_object_put(d);
+	tc_close(c);
+	/* the replacement handler must not collide with the kept directory */
+	int pid;
+	CU_ASSERT_EQUAL_FATAL(harness_handler_pids(&D, &pid, 1), 1);
+	kill(pid, SIGKILL);
+	c = NULL;
+	for (int i = 0; i < 50 && !c; i++) {
+		harness_sleep_ms(100);
+		c = tc_connect(D.port, NULL);
+	}
+	CU_ASSERT_FATAL(c != NULL);
+	d = run(c, "d2", "{\"command\":\"true\"}", 5000);
+	CU_ASSERT(d && tc_int(receipt(d), "exit_code") == 0);
+	CU_ASSERT(d && !json_object_object_get_ex(receipt(d), "error", NULL));
+	if (d)
+		json_object_put(d);
+	tc_close(c);
+	stop();
+}
+
+static void test_slowloris(void)
+{
+	start(1);
+	int fd = wsc_tcp_connect("127.0.0.1", D.port, 2000);
+	CU_ASSERT_FATAL(fd >= 0);
+	const char *req = "GET /broker HTTP/1.1\r\nHost: x\r\n";
+	long long t0 = harness_now_ms();
+	int closed = 0;
+	/* one byte every 500 ms: an idle timeout would never fire */
+	for (size_t i = 0; !closed && harness_now_ms() - t0 < 14000; i++) {
+		if (write(fd, req + (i % strlen(req)), 1) != 1)
+			closed = 1;
+		else
+			closed = wsc_wait_closed(fd, 500) == 1;
+	}
+	long long took = harness_now_ms() - t0;
+	CU_ASSERT(closed);
+	CU_ASSERT(took >= 9000 && took < 13000);
+	close(fd);
+	/* and the instance still answers */
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT(c != NULL);
+	tc_close(c);
+	stop();
+}
+
+int main(void)
+{
+	CU_pSuite s;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (CU_initialize_registry() != CUE_SUCCESS)
+		return 2;
+	s = CU_add_suite("jobs", NULL, NULL);
+	CU_add_test(s, "placeholders and argument checks", test_placeholders_and_args);
+	CU_add_test(s, "timeout_sec", test_timeout);
+	CU_add_test(s, "leader exits, children left behind", test_leader_exits_children_left);
+	CU_add_test(s, "no descriptor leaks into jobs", test_no_descriptor_leaks);
+	CU_add_test(s, "job directories after a handler restart", test_job_dirs_after_restart);
+	CU_add_test(s, "slowloris upgrade cut off", test_slowloris);
+	CU_basic_set_mode(CU_BRM_VERBOSE);
+	CU_basic_run_tests();
+	unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+	CU_cleanup_registry();
+	return failed ? 1 : 0;
+}

@@ -59,6 +59,21 @@ static uint32_t lookup(const struct book *b, uint32_t c, const char *id, size_t 
 	return wi;
 }
 
+/* The common prologue of every request that names a job of the caller:
+ * a live conn, a well-formed id, a job visible to that conn. */
+static enum book_rc find_job(const struct book *b, struct book_ref conn, const char *job_id,
+			     uint32_t *c, uint32_t *wi)
+{
+	size_t len;
+	*c = bk_conn_get(b, conn);
+	if (*c == BK_NIL)
+		return BOOK_E_STALE;
+	if (!id_ok(job_id, &len))
+		return BOOK_E_INVALID;
+	*wi = lookup(b, *c, job_id, len);
+	return *wi == BK_NIL ? BOOK_E_UNKNOWN_JOB : BOOK_OK;
+}
+
 uint32_t bk_want_alloc(struct book *b)
 {
 	if (b->want_free == BK_NIL) {
@@ -286,15 +301,10 @@ enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
 
 enum book_rc book_unwant(struct book *b, struct book_ref conn, const char *job_id)
 {
-	size_t len;
-	uint32_t c = bk_conn_get(b, conn);
-	if (c == BK_NIL)
-		return BOOK_E_STALE;
-	if (!id_ok(job_id, &len))
-		return BOOK_E_INVALID;
-	uint32_t wi = lookup(b, c, job_id, len);
-	if (wi == BK_NIL)
-		return BOOK_E_UNKNOWN_JOB;
+	uint32_t c, wi;
+	enum book_rc rc = find_job(b, conn, job_id, &c, &wi);
+	if (rc != BOOK_OK)
+		return rc;
 	struct bk_want *w = bk_want(b, wi);
 	if (w->state == WANT_RUNNING)
 		return BOOK_E_BAD_STATE;
@@ -309,15 +319,10 @@ enum book_rc book_unwant(struct book *b, struct book_ref conn, const char *job_i
 enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_id,
 			 enum want_state *was, struct book_ref *want)
 {
-	size_t len;
-	uint32_t c = bk_conn_get(b, conn);
-	if (c == BK_NIL)
-		return BOOK_E_STALE;
-	if (!id_ok(job_id, &len))
-		return BOOK_E_INVALID;
-	uint32_t wi = lookup(b, c, job_id, len);
-	if (wi == BK_NIL)
-		return BOOK_E_UNKNOWN_JOB;
+	uint32_t c, wi;
+	enum book_rc rc = find_job(b, conn, job_id, &c, &wi);
+	if (rc != BOOK_OK)
+		return rc;
 	struct bk_want *w = bk_want(b, wi);
 	*was = (enum want_state)w->state;
 	if (w->state != WANT_RUNNING)
@@ -339,15 +344,12 @@ enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_i
 enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_id,
 			 uint64_t token, uint32_t runner, struct book_ref *want)
 {
-	size_t len;
-	uint32_t c = bk_conn_get(b, conn);
-	if (c == BK_NIL)
-		return BOOK_E_STALE;
-	if (!id_ok(job_id, &len) || runner >= b->lim.nhandlers)
+	uint32_t c, wi;
+	if (runner >= b->lim.nhandlers)
 		return BOOK_E_INVALID;
-	uint32_t wi = lookup(b, c, job_id, len);
-	if (wi == BK_NIL)
-		return BOOK_E_UNKNOWN_JOB;
+	enum book_rc rc = find_job(b, conn, job_id, &c, &wi);
+	if (rc != BOOK_OK)
+		return rc;
 	struct bk_want *w = bk_want(b, wi);
 	if (w->state != WANT_OFFERED)
 		return BOOK_E_BAD_STATE;
@@ -383,15 +385,10 @@ enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_i
 enum book_rc book_decline(struct book *b, struct book_ref conn, const char *job_id,
 			  uint64_t token)
 {
-	size_t len;
-	uint32_t c = bk_conn_get(b, conn);
-	if (c == BK_NIL)
-		return BOOK_E_STALE;
-	if (!id_ok(job_id, &len))
-		return BOOK_E_INVALID;
-	uint32_t wi = lookup(b, c, job_id, len);
-	if (wi == BK_NIL)
-		return BOOK_E_UNKNOWN_JOB;
+	uint32_t c, wi;
+	enum book_rc rc = find_job(b, conn, job_id, &c, &wi);
+	if (rc != BOOK_OK)
+		return rc;
 	struct bk_want *w = bk_want(b, wi);
 	if (w->state != WANT_OFFERED)
 		return BOOK_E_BAD_STATE;
@@ -455,15 +452,10 @@ enum book_rc book_job_owner(const struct book *b, struct book_ref want, struct b
 enum book_rc book_query(const struct book *b, struct book_ref conn, const char *job_id,
 			struct book_position *pos)
 {
-	size_t len;
-	uint32_t c = bk_conn_get(b, conn);
-	if (c == BK_NIL)
-		return BOOK_E_STALE;
-	if (!id_ok(job_id, &len))
-		return BOOK_E_INVALID;
-	uint32_t wi = lookup(b, c, job_id, len);
-	if (wi == BK_NIL)
-		return BOOK_E_UNKNOWN_JOB;
+	uint32_t c, wi;
+	enum book_rc rc = find_job(b, conn, job_id, &c, &wi);
+	if (rc != BOOK_OK)
+		return rc;
 	const struct bk_want *w = bk_want(b, wi);
 	const struct bk_wg *wg = &b->wgs[bk_want_wg(b, w)];
 	memset(pos, 0, sizeof *pos);

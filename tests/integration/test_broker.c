@@ -18,6 +18,7 @@
 #include <CUnit/Basic.h>
 
 #include "harness.h"
+#include "suite.h"
 #include "proto.h"
 
 static struct es_daemon D;
@@ -506,24 +507,17 @@ static void test_fault_switch_repair(void)
 
 int main(void)
 {
-	CU_pSuite s;
-
-	signal(SIGPIPE, SIG_IGN);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("broker", NULL, NULL);
-	CU_add_test(s, "HELLO and client count", test_hello);
-	CU_add_test(s, "WANT OFFER JOB DONE", test_job_round_trip);
-	CU_add_test(s, "refusals keep the connection", test_refusals_keep_connection);
-	CU_add_test(s, "priority across clients", test_priority_across_clients);
-	CU_add_test(s, "round robin within a class", test_round_robin_within_class);
-	CU_add_test(s, "offer expiry", test_offer_expiry);
-	CU_add_test(s, "hand-over across handlers", test_handover_across_handlers);
-	CU_add_test(s, "handler crash under load", test_handler_crash_under_load);
-	CU_add_test(s, "fault switch: robust mutex repair", test_fault_switch_repair);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	static const struct test_case cases[] = {
+		{ "HELLO and client count", test_hello },
+		{ "WANT OFFER JOB DONE", test_job_round_trip },
+		{ "refusals keep the connection", test_refusals_keep_connection },
+		{ "priority across clients", test_priority_across_clients },
+		{ "round robin within a class", test_round_robin_within_class },
+		{ "offer expiry", test_offer_expiry },
+		{ "hand-over across handlers", test_handover_across_handlers },
+		{ "handler crash under load", test_handler_crash_under_load },
+		{ "fault switch: robust mutex repair", test_fault_switch_repair },
+		{ NULL, NULL },
+	};
+	return run_suite("broker", cases);
 }

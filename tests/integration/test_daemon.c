@@ -17,6 +17,7 @@
 #include <CUnit/Basic.h>
 
 #include "harness.h"
+#include "suite.h"
 
 static int process_alive(int pid)
 {
@@ -229,21 +230,14 @@ static void test_sighup_reload(void)
 
 int main(void)
 {
-	CU_pSuite s;
-
-	signal(SIGPIPE, SIG_IGN);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("daemon", NULL, NULL);
-	CU_add_test(s, "handler count and parentage", test_handler_count_and_parentage);
-	CU_add_test(s, "a killed handler is replaced", test_killed_handler_is_replaced);
-	CU_add_test(s, "SIGTERM: clean exit", test_sigterm_clean_exit);
-	CU_add_test(s, "master killed: no orphans", test_master_killed_no_orphans);
-	CU_add_test(s, "-t on good and broken files", test_check_config);
-	CU_add_test(s, "SIGHUP reload", test_sighup_reload);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	static const struct test_case cases[] = {
+		{ "handler count and parentage", test_handler_count_and_parentage },
+		{ "a killed handler is replaced", test_killed_handler_is_replaced },
+		{ "SIGTERM: clean exit", test_sigterm_clean_exit },
+		{ "master killed: no orphans", test_master_killed_no_orphans },
+		{ "-t on good and broken files", test_check_config },
+		{ "SIGHUP reload", test_sighup_reload },
+		{ NULL, NULL },
+	};
+	return run_suite("daemon", cases);
 }

@@ -16,6 +16,7 @@
 #include <CUnit/Basic.h>
 
 #include "harness.h"
+#include "suite.h"
 #include "proto.h"
 
 static struct es_daemon D;
@@ -229,21 +230,14 @@ static void test_slowloris(void)
 
 int main(void)
 {
-	CU_pSuite s;
-
-	signal(SIGPIPE, SIG_IGN);
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	s = CU_add_suite("jobs", NULL, NULL);
-	CU_add_test(s, "placeholders and argument checks", test_placeholders_and_args);
-	CU_add_test(s, "timeout_sec", test_timeout);
-	CU_add_test(s, "leader exits, children left behind", test_leader_exits_children_left);
-	CU_add_test(s, "no descriptor leaks into jobs", test_no_descriptor_leaks);
-	CU_add_test(s, "job directories after a handler restart", test_job_dirs_after_restart);
-	CU_add_test(s, "slowloris upgrade cut off", test_slowloris);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	static const struct test_case cases[] = {
+		{ "placeholders and argument checks", test_placeholders_and_args },
+		{ "timeout_sec", test_timeout },
+		{ "leader exits, children left behind", test_leader_exits_children_left },
+		{ "no descriptor leaks into jobs", test_no_descriptor_leaks },
+		{ "job directories after a handler restart", test_job_dirs_after_restart },
+		{ "slowloris upgrade cut off", test_slowloris },
+		{ NULL, NULL },
+	};
+	return run_suite("jobs", cases);
 }

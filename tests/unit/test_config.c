@@ -23,6 +23,7 @@
 
 #include "common/clock.h"
 #include "common/config.h"
+#include "failalloc.h"
 #include "common/config_yaml.h"
 #include "common/duration.h"
 #include "common/log.h"
@@ -42,49 +43,6 @@ static const char *top_srcdir(void)
 static void data_path(char *buf, size_t len, const char *rel)
 {
 	snprintf(buf, len, "%s/%s", top_srcdir(), rel);
-}
-
-/* ---- allocation failure injection (the link wraps these, see Makefile.am) ---- */
-
-static long alloc_budget = -1; /* allocations that may still succeed; -1: no limit */
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-char *__wrap_strdup(const char *s);
-
-static int alloc_fails(void)
-{
-	if (alloc_budget < 0)
-		return 0;
-	if (alloc_budget == 0)
-		return 1;
-	alloc_budget--;
-	return 0;
-}
-
-void *__wrap_malloc(size_t n)
-{
-	return alloc_fails() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-	return alloc_fails() ? NULL : __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-	return alloc_fails() ? NULL : __real_realloc(p, n);
-}
-
-char *__wrap_strdup(const char *s)
-{
-	return alloc_fails() ? NULL : __real_strdup(s);
 }
 
 /* ---- helpers ---- */
@@ -1056,9 +1014,9 @@ static void test_out_of_memory(void)
 	text[len] = '\0';
 	for (n = 0; n < 100000; n++) {
 		int rc;
-		alloc_budget = n;
+		failalloc_budget = n;
 		rc = config_load_buffer("full.yml", text, len, &cfg, &err);
-		alloc_budget = -1;
+		failalloc_budget = -1;
 		if (rc == 0)
 			break;
 		if (!strstr(err.text, "out of memory")) {

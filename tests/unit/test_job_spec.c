@@ -23,56 +23,14 @@
 #include <json-c/json.h>
 
 #include "common/config.h"
+#include "failalloc.h"
 #include "execserver/protocol.h"
 #include "job/job_spec.h"
 
 #define JOBDIR "/var/lib/execserver/job/0a1b-0-7"
 
-/* ---- allocation failure injection (the link wraps these, see Makefile.am;
- * libcurl's allocator is routed here by curl_global_init_mem) ---- */
-
-static long alloc_budget = -1; /* allocations that may still succeed; -1: no limit */
-static long alloc_count;       /* allocations made while counting */
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t n);
-char *__wrap_strdup(const char *s);
-
-static int alloc_fails(void)
-{
-	alloc_count++;
-	if (alloc_budget < 0)
-		return 0;
-	if (alloc_budget == 0)
-		return 1;
-	alloc_budget--;
-	return 0;
-}
-
-void *__wrap_malloc(size_t n)
-{
-	return alloc_fails() ? NULL : __real_malloc(n);
-}
-
-void *__wrap_calloc(size_t n, size_t size)
-{
-	return alloc_fails() ? NULL : __real_calloc(n, size);
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-	return alloc_fails() ? NULL : __real_realloc(p, n);
-}
-
-char *__wrap_strdup(const char *s)
-{
-	return alloc_fails() ? NULL : __real_strdup(s);
-}
+/* Allocation failures come from tests/lib/failalloc.c; libcurl's allocator
+ * is routed through the same wrappers by curl_global_init_mem. */
 
 static void curl_free_cb(void *p)
 {
@@ -1242,11 +1200,11 @@ static void oom_loop(const char *text, const char *final_code)
 		const char *code = NULL;
 		char msg[256];
 
-		alloc_budget = k;
-		alloc_count = 0;
+		failalloc_budget = k;
+		failalloc_count = 0;
 		int rc = job_spec_parse(&cfg, svc, o, JOBDIR, &s, &code, msg, sizeof msg);
-		long used = alloc_count;
-		alloc_budget = -1;
+		long used = failalloc_count;
+		failalloc_budget = -1;
 		runs++;
 		if (used <= k) { /* nothing failed: the normal result */
 			if (final_code) {
@@ -1289,12 +1247,12 @@ static void test_out_of_memory(void)
 	char host[JOB_SPEC_HOST_MAX];
 	int ok = 0;
 	for (long k = 0; k < 1000 && !ok; k++) {
-		alloc_budget = k;
-		alloc_count = 0;
+		failalloc_budget = k;
+		failalloc_count = 0;
 		errno = 0;
 		int rc = job_spec_url_host("https://Example.test/x", host, sizeof host);
-		alloc_budget = -1;
-		if (alloc_count <= k) {
+		failalloc_budget = -1;
+		if (failalloc_count <= k) {
 			CU_ASSERT_EQUAL(rc, 0);
 			CU_ASSERT_STRING_EQUAL(host, "example.test");
 			ok = 1;

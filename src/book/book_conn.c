@@ -224,9 +224,12 @@ size_t book_purge_handler(struct book *b, uint32_t handler, int32_t *pgids, size
 	/* the jobs it ran died with it: their slots are free */
 	while (hd->run_head != BK_NIL) {
 		uint32_t wi = hd->run_head;
-		int32_t pgid = bk_want(b, wi)->pgid;
-		if (pgid > 0 && n < max && pgids)
-			pgids[n++] = pgid;
+		struct bk_want *w = bk_want(b, wi);
+		if (w->pgid > 0 && n < max && pgids)
+			pgids[n++] = w->pgid;
+		/* a job lost with its handler ended, and failed (no runtime sample) */
+		b->svcs[w->service].finished++;
+		b->svcs[w->service].failed++;
 		bk_want_free(b, wi, NULL);
 	}
 	bk_fault("purge.mid");

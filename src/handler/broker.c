@@ -34,6 +34,7 @@ struct broker_conn {
 	struct book_ref ref;
 	char client_id[BOOK_ID_MAX + 1];
 	char peer[64];
+	uint64_t hello_hash;   /* of the last HELLO sent: unchanged ones are not re-sent */
 };
 
 static struct broker_conn *conns;
@@ -106,6 +107,22 @@ static char *encode_hello(void)
 	return msg_to_text(o);
 }
 
+/* FNV-1a, to recognize a HELLO identical to the one a connection has. */
+static uint64_t text_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static void send_hello(struct broker_conn *c, const char *hello)
+{
+	uint64_t h = text_hash(hello);
+	if (h != c->hello_hash && ws_send_text(c->ws, hello, strlen(hello)) == 0)
+		c->hello_hash = h;
+}
+
 void broker_schedule_hello(void)
 {
 	if (!evtimer_pending(handler.hello_ev, NULL)) {
@@ -120,7 +137,7 @@ void broker_hello_cb(evutil_socket_t fd, short what, void *arg)
 	if (!hello)
 		return;
 	for (struct broker_conn *c = conns; c; c = c->next)
-		ws_send_text(c->ws, hello, strlen(hello));
+		send_hello(c, hello);
 	free(hello);
 }
 
@@ -166,11 +183,9 @@ static void on_closed(void *owner, uint16_t code)
 
 /* ---- client messages -------------------------------------------------- */
 
-static void reply_book_error(struct broker_conn *c, enum book_rc rc, const char *job_id)
+static void reply_book_error(struct broker_conn *c, enum book_rc rc, const struct msg_in *in)
 {
-	char msg[128];
-	snprintf(msg, sizeof msg, "%s", book_rc_name(rc));
-	send_error(c, msg_book_error(rc), msg, job_id);
+	send_error(c, msg_book_error(rc), msg_book_message(rc, in->type), in->job_id);
 }
 
 static void on_want(struct broker_conn *c, struct msg_in *in)
@@ -185,7 +200,7 @@ static void on_want(struct broker_conn *c, struct msg_in *in)
 				    clock_mono_ms());
 	handler_book_unlock();
 	if (rc != BOOK_OK)
-		reply_book_error(c, rc, in->job_id);
+		reply_book_error(c, rc, in);
 }
 
 static void on_unwant(struct broker_conn *c, struct msg_in *in)
@@ -194,7 +209,7 @@ static void on_unwant(struct broker_conn *c, struct msg_in *in)
 	enum book_rc rc = book_unwant(b, c->ref, in->job_id);
 	handler_book_unlock();
 	if (rc != BOOK_OK)
-		reply_book_error(c, rc, in->job_id);
+		reply_book_error(c, rc, in);
 }
 
 static void on_decline(struct broker_conn *c, struct msg_in *in)
@@ -203,7 +218,7 @@ static void on_decline(struct broker_conn *c, struct msg_in *in)
 	enum book_rc rc = book_decline(b, c->ref, in->job_id, in->token);
 	handler_book_unlock();
 	if (rc != BOOK_OK)
-		reply_book_error(c, rc, in->job_id);
+		reply_book_error(c, rc, in);
 }
 
 static void on_job(struct broker_conn *c, struct msg_in *in)
@@ -217,7 +232,7 @@ static void on_job(struct broker_conn *c, struct msg_in *in)
 	enum book_rc rc = book_query(b, c->ref, in->job_id, &pos);
 	handler_book_unlock();
 	if (rc != BOOK_OK) {
-		reply_book_error(c, rc, in->job_id);
+		reply_book_error(c, rc, in);
 		return;
 	}
 	if (job_validate(pos.service, in->job, &code, msg, sizeof msg) != 0) {
@@ -226,14 +241,17 @@ static void on_job(struct broker_conn *c, struct msg_in *in)
 		b = handler_book_lock();
 		rc = book_decline(b, c->ref, in->job_id, in->token);
 		handler_book_unlock();
-		send_error(c, rc == BOOK_OK ? code : msg_book_error(rc), rc == BOOK_OK ? msg : book_rc_name(rc), in->job_id);
+		if (rc == BOOK_OK)
+			send_error(c, code, msg, in->job_id);
+		else
+			reply_book_error(c, rc, in);
 		return;
 	}
 	b = handler_book_lock();
 	rc = book_accept(b, c->ref, in->job_id, in->token, (uint32_t)handler.slot, &want);
 	handler_book_unlock();
 	if (rc != BOOK_OK) {
-		reply_book_error(c, rc, in->job_id);
+		reply_book_error(c, rc, in);
 		return;
 	}
 	job_start(want, in->job_id, pos.service, in->job);
@@ -250,7 +268,7 @@ static void on_query(struct broker_conn *c, struct msg_in *in)
 		book_service_status(b, pos.service, &ss);
 	handler_book_unlock();
 	if (rc != BOOK_OK) {
-		reply_book_error(c, rc, in->job_id);
+		reply_book_error(c, rc, in);
 		return;
 	}
 	/* Estimated wait until start: the wants ahead and this one, spread
@@ -269,7 +287,7 @@ static void on_cancel(struct broker_conn *c, struct msg_in *in)
 	enum book_rc rc = book_cancel(b, c->ref, in->job_id, &was, &want);
 	handler_book_unlock();
 	if (rc != BOOK_OK) {
-		reply_book_error(c, rc, in->job_id);
+		reply_book_error(c, rc, in);
 		return;
 	}
 	if (was == WANT_RUNNING)
@@ -333,7 +351,10 @@ int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *clie
 		conns->prev = c;
 	conns = c;
 	handler.nbroker++;
-	send_text(c, encode_hello());
+	char *hello = encode_hello();
+	if (hello)
+		send_hello(c, hello);
+	free(hello);
 	return 0;
 }
 

@@ -106,8 +106,9 @@ static void start_drain(void)
 {
 	if (handler.draining)
 		return;
+	/* Keep accepting: a client that connects now is told 503 (and may
+	 * read /status) rather than left to a refused or reset connection. */
 	handler.draining = 1;
-	listener_stop();
 	struct timeval tv = { handler.inst->cfg->drain_timeout_sec, 0 };
 	evtimer_add(handler.drain_ev, &tv);
 	log_info("draining: %u job(s) running, %u connection(s)", job_running_count(),

@@ -15,10 +15,6 @@
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *addr,
 		      int socklen, void *arg)
 {
-	if (handler.draining) {
-		close(fd);
-		return;
-	}
 	conn_accept(fd, addr, socklen);
 }
 
@@ -54,12 +50,4 @@ int listener_start(int fd)
 	evconnlistener_set_error_cb(handler.listener, on_accept_error);
 	resume_ev = evtimer_new(handler.base, resume_accept, NULL);
 	return resume_ev ? 0 : -1;
-}
-
-void listener_stop(void)
-{
-	if (handler.listener) {
-		evconnlistener_free(handler.listener);
-		handler.listener = NULL;
-	}
 }

@@ -1,13 +1,12 @@
 /*
  * listener.h - accepting connections on this handler's listening socket
  * (one SO_REUSEPORT socket per handler slot, created by the master).
- * Accepting pauses at maxConnections local connections and stops for good
- * when the handler drains.
+ * Accepting goes on while the handler drains (the HTTP layer answers 503),
+ * and pauses briefly when the process runs out of descriptors.
  */
 #ifndef ES_LISTENER_H
 #define ES_LISTENER_H
 
 int listener_start(int fd);
-void listener_stop(void);
 
 #endif

@@ -242,6 +242,31 @@ int msg_token_parse(const char *text, uint64_t *token)
 	return 0;
 }
 
+const char *msg_book_message(enum book_rc rc, enum msg_type about)
+{
+	switch (rc) {
+	case BOOK_E_UNKNOWN_SERVICE: return "no such service on this instance";
+	case BOOK_E_DUPLICATE: return "this client already has a job with this job_id";
+	case BOOK_E_UNKNOWN_JOB:
+		return about == MSG_JOB || about == MSG_DECLINE
+			       ? "no offer for this job_id on this connection (expired or never made)"
+			       : "no job with this job_id for this connection or client";
+	case BOOK_E_BAD_STATE:
+		return about == MSG_UNWANT ? "the job is running: use CANCEL"
+					   : "the job is not in the offered state";
+	case BOOK_E_BAD_TOKEN: return "token does not match the current offer";
+	case BOOK_E_LIMIT_CONN: return "maxWantsPerConnection reached";
+	case BOOK_E_LIMIT_WANTS: return "maxWants reached";
+	case BOOK_E_LIMIT_CONNS: return "maxConnections reached";
+	case BOOK_E_DRAINING: return "the instance is stopping";
+	case BOOK_E_DISABLED: return "the service failed its startup check";
+	case BOOK_E_INVALID: return "job_id: 1 to 64 printable ASCII characters";
+	case BOOK_E_STALE: return "the connection is no longer registered";
+	case BOOK_OK: break;
+	}
+	return "internal error";
+}
+
 const char *msg_book_error(enum book_rc rc)
 {
 	switch (rc) {

@@ -61,5 +61,7 @@ int msg_token_parse(const char *text, uint64_t *token);
 
 /* PROTO_E_* for a book result code. */
 const char *msg_book_error(enum book_rc rc);
+/* The ERROR message text for a book result code, answering `about`. */
+const char *msg_book_message(enum book_rc rc, enum msg_type about);
 
 #endif

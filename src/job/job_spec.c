@@ -3,7 +3,7 @@
  *
  * Owns: the validation order (command, args, env, stdin, stdout, inputs,
  * outputs, timeout_sec: the first error in that order is the one
- * reported), the placeholder grammar, the table of environment names a job
+ * reported), the placeholder rule, the table of environment names a job
  * may not set, and the URL rules on top of libcurl's URL parser.
  *
  * Invariants:
@@ -136,64 +136,41 @@ static void strv_free(char **v)
 
 /*
  * Expands arg into dst (which has room for the returned length + 1), or
- * only measures it when dst is NULL.  Grammar, left to right, single pass
- * (the substituted directory is never scanned again): "%%" is "%",
- * "%jobdir%" is the job directory, any other '%' is an error.  Returns the
- * expanded length, or -1 with *why set and *bad, *badlen the offending text.
+ * only measures it when dst is NULL.  Every "%jobdir%" becomes the job
+ * directory, in one left-to-right pass (the inserted directory is never
+ * scanned again); every other '%' is literal text, "%%" included, because
+ * the tools this runs use '%' in their own syntax (ffmpeg's "%03d",
+ * ImageMagick's "%w", date formats) and configurations pasted from
+ * fylr.yml carry them as is.  Cannot fail.  A measurement stops counting
+ * once it is past JOB_SPEC_MAX_ARGV_BYTES, so the length it returns may be
+ * short of the real one but is then above the limit; the caller refuses it
+ * before anything is allocated, and a write (after a measurement within the
+ * limit) never stops early.
  */
-static long expand(const char *arg, const char *dir, size_t dirlen, char *dst,
-		   const char **why, const char **bad, size_t *badlen)
+static size_t expand(const char *arg, const char *dir, size_t dirlen, char *dst)
 {
-	static const char name[] = "jobdir";
+	static const char placeholder[] = "%jobdir%";
+	const size_t plen = sizeof placeholder - 1;
 	size_t out = 0;
 
 	for (const char *p = arg; *p;) {
-		if (*p != '%') {
+		if (*p == '%' && strncmp(p, placeholder, plen) == 0) {
 			if (dst)
-				dst[out] = *p;
-			out++;
-			p++;
+				memcpy(dst + out, dir, dirlen);
+			out += dirlen;
+			p += plen;
+			if (out > JOB_SPEC_MAX_ARGV_BYTES) /* no need to count further */
+				return out;
 			continue;
-		}
-		if (p[1] == '%') {
-			if (dst)
-				dst[out] = '%';
-			out++;
-			p += 2;
-			continue;
-		}
-		const char *end = strchr(p + 1, '%');
-		if (!end) {
-			*why = "a lone % (write %% for a literal %)";
-			*bad = p;
-			*badlen = strlen(p);
-			return -1;
-		}
-		if ((size_t)(end - p - 1) != sizeof name - 1 ||
-		    memcmp(p + 1, name, sizeof name - 1) != 0) {
-			*why = "unknown placeholder (only %jobdir% and %% are defined)";
-			*bad = p;
-			*badlen = (size_t)(end - p + 1);
-			return -1;
 		}
 		if (dst)
-			memcpy(dst + out, dir, dirlen);
-		out += dirlen;
-		p = end + 1;
-		if (out > JOB_SPEC_MAX_ARGV_BYTES) /* no need to count further */
-			return (long)out;
+			dst[out] = *p;
+		out++;
+		p++;
 	}
 	if (dst)
 		dst[out] = '\0';
-	return (long)out;
-}
-
-int job_spec_check_placeholders(const char *arg, const char **why)
-{
-	const char *bad;
-	size_t badlen;
-
-	return expand(arg, "", 0, NULL, why, &bad, &badlen) < 0 ? -1 : 0;
+	return out;
 }
 
 /* ---- argv ---------------------------------------------------------------- */
@@ -206,26 +183,21 @@ struct argv_builder {
 /* label names the argument in messages, e.g. "job.args[3]". */
 static int argv_add(struct ctx *c, struct argv_builder *b, const char *arg, const char *label)
 {
-	const char *why, *bad;
-	size_t badlen;
-	long len = expand(arg, c->jobdir, c->jobdir_len, NULL, &why, &bad, &badlen);
+	size_t len = expand(arg, c->jobdir, c->jobdir_len, NULL);
 
-	if (len < 0)
-		return fail(c, PROTO_E_BAD_JOB, "%s: %s: %.*s%s", label, why,
-			    (int)(badlen > 40 ? 40 : badlen), bad, badlen > 40 ? "..." : "");
 	if (b->vec.n + 1 > JOB_SPEC_MAX_ARGV)
 		return fail(c, PROTO_E_BAD_JOB, "%s: the command line would have more than %d "
 			    "entries", label, JOB_SPEC_MAX_ARGV);
-	if ((size_t)len + 1 > JOB_SPEC_MAX_ARGV_BYTES - b->bytes)
+	if (len + 1 > JOB_SPEC_MAX_ARGV_BYTES - b->bytes)
 		return fail(c, PROTO_E_BAD_JOB, "%s: the command line would be longer than %d "
 			    "bytes", label, JOB_SPEC_MAX_ARGV_BYTES);
-	char *s = malloc((size_t)len + 1);
+	char *s = malloc(len + 1);
 	if (!s)
 		return oom(c);
-	expand(arg, c->jobdir, c->jobdir_len, s, &why, &bad, &badlen);
+	expand(arg, c->jobdir, c->jobdir_len, s);
 	if (vec_take(&b->vec, s) != 0)
 		return oom(c);
-	b->bytes += (size_t)len + 1;
+	b->bytes += len + 1;
 	return 0;
 }
 

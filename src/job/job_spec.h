@@ -89,11 +89,4 @@ void job_spec_free(struct job_spec *spec);
  */
 int job_spec_url_host(const char *url, char *host, size_t hostlen);
 
-/*
- * Checks the placeholders of one argument (%jobdir%, %%; any other % is
- * refused).  Returns 0, or -1 with *why a static explanation.  For callers
- * that want to check configured args early (config load, startup check).
- */
-int job_spec_check_placeholders(const char *arg, const char **why);
-
 #endif

@@ -105,6 +105,10 @@ static void test_hello(void)
 	CU_ASSERT(json_object_object_get_ex(a->hello, "waitgroups", &wgs));
 	CU_ASSERT_EQUAL(harness_json_int(a->hello, "waitgroups", "wg", "processes", NULL), 2);
 	CU_ASSERT(json_object_object_get_ex(a->hello, "draining", &v) && !json_object_get_boolean(v));
+	/* nothing changed: no second HELLO */
+	struct wsc_msg m;
+	CU_ASSERT_EQUAL(wsc_recv(a->ws, 400, &m), WSC_TIMEOUT);
+	wsc_msg_free(&m);
 
 	/* a second client: both see clients = 2, with the same instance id */
 	struct tclient *b = tc_connect(D.port, "b");
@@ -505,6 +509,76 @@ static void test_fault_switch_repair(void)
 	stop();
 }
 
+static void test_drain(void)
+{
+	start(1, 2, "drainTimeoutSec: 2\n", NULL);
+	struct tclient *a = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(a != NULL);
+	const char *t = tc_want_offer(a, "short", "sleep", 0, 3000);
+	CU_ASSERT_FATAL(t != NULL);
+	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"short\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\",\"args\":[\"1\"]}}", t);
+	t = tc_want_offer(a, "long", "sleep", 0, 3000);
+	CU_ASSERT_FATAL(t != NULL);
+	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"long\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}", t);
+	harness_sleep_ms(200);
+	long long t0 = harness_now_ms();
+	kill(D.pid, SIGTERM);
+
+	/* the client hears it: draining, no capacity */
+	struct json_object *h = tc_expect(a, "HELLO", 2000), *v;
+	CU_ASSERT(h && json_object_object_get_ex(h, "draining", &v) && json_object_get_boolean(v));
+	CU_ASSERT(h && harness_json_int(h, "waitgroups", "wg", "processes", NULL) == 0);
+	if (h)
+		json_object_put(h);
+	/* newcomers get 503, /status still answers */
+	int status = 0;
+	struct wsc *late = wsc_connect("127.0.0.1", D.port, "/broker", NULL, 2000, &status);
+	CU_ASSERT(late == NULL && status == 503);
+	if (late)
+		wsc_free(late);
+	struct json_object *st = harness_status(&D);
+	CU_ASSERT(st && json_object_object_get_ex(st, "draining", &v) && json_object_get_boolean(v));
+	if (st)
+		json_object_put(st);
+	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"more\",\"service\":\"cat\"}");
+	struct json_object *e = tc_expect(a, "ERROR", 2000);
+	CU_ASSERT(e && strcmp(tc_str(e, "code"), "draining") == 0);
+	if (e)
+		json_object_put(e);
+
+	/* the short job finishes; the long one is stopped, retryable */
+	int got_short = 0, got_long = 0;
+	for (int i = 0; i < 2; i++) {
+		struct json_object *d = tc_expect(a, "DONE", 5000), *r, *err;
+		CU_ASSERT_FATAL(d != NULL);
+		json_object_object_get_ex(d, "receipt", &r);
+		if (strcmp(tc_str(d, "job_id"), "short") == 0) {
+			got_short = tc_int(r, "exit_code") == 0;
+		} else {
+			got_long = json_object_object_get_ex(r, "error", &err) &&
+				   strcmp(tc_str(err, "code"), "exec_stopped") == 0 &&
+				   json_object_object_get_ex(err, "retryable", &v) &&
+				   json_object_get_boolean(v);
+		}
+		json_object_put(d);
+	}
+	CU_ASSERT(got_short && got_long);
+	/* then the connection closes with 1001 and the daemon exits 0 */
+	struct wsc_msg m;
+	int r;
+	while ((r = wsc_recv(a->ws, 3000, &m)) == WSC_TEXT)
+		wsc_msg_free(&m);
+	CU_ASSERT(r == WSC_CLOSE && m.close_code == 1001);
+	wsc_msg_free(&m);
+	int es;
+	CU_ASSERT(waitpid(D.pid, &es, 0) == D.pid && WIFEXITED(es) && WEXITSTATUS(es) == 0);
+	D.pid = 0;
+	long long took = harness_now_ms() - t0;
+	CU_ASSERT(took >= 1800 && took < 6000);
+	tc_close(a);
+	harness_cleanup(&D);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -517,6 +591,7 @@ int main(void)
 		{ "hand-over across handlers", test_handover_across_handlers },
 		{ "handler crash under load", test_handler_crash_under_load },
 		{ "fault switch: robust mutex repair", test_fault_switch_repair },
+		{ "drain on SIGTERM", test_drain },
 		{ NULL, NULL },
 	};
 	return run_suite("broker", cases);

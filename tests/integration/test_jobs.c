@@ -26,6 +26,7 @@ static const char *body(void)
 	static char b[2048];
 	snprintf(b, sizeof b,
 		 "jobRemovalPolicy: none\n"
+		 "env: [\"SHARED=global\", \"GLOBALV=g\"]\n"
 		 "waitgroups:\n"
 		 "  wg: {processes: 2}\n"
 		 "services:\n"
@@ -36,7 +37,8 @@ static const char *body(void)
 		 "      sh: {prog: sh}\n"
 		 "      ls: {prog: ls}\n"
 		 "      sleep: {prog: sleep}\n"
-		 "      true: {prog: \"true\"}\n");
+		 "      true: {prog: \"true\"}\n"
+		 "      printenv: {prog: printenv, env: [\"SHARED=cmd\"]}\n");
 	return b;
 }
 
@@ -109,6 +111,53 @@ static void test_placeholders_and_args(void)
 	CU_ASSERT(e && strcmp(tc_str(e, "code"), "bad_job") == 0);
 	if (e)
 		json_object_put(e);
+	CU_ASSERT_EQUAL(slots_in_use(), 0);
+	tc_close(c);
+	stop();
+}
+
+static void expect_bad_job(struct tclient *c, const char *id, const char *job_json,
+			   const char *words)
+{
+	const char *token = tc_want_offer(c, id, "tools", 0, 3000);
+	CU_ASSERT_FATAL(token != NULL);
+	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":%s}", id, token,
+		job_json);
+	struct json_object *e = tc_expect(c, "ERROR", 3000);
+	CU_ASSERT(e && strcmp(tc_str(e, "code"), "bad_job") == 0);
+	CU_ASSERT(e && strstr(tc_str(e, "message"), words) != NULL);
+	if (e)
+		json_object_put(e);
+}
+
+static void test_environment_and_percent(void)
+{
+	start(1);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	/* global env, then the command's env: the later one wins, once */
+	struct json_object *d = run(c, "e1", "{\"command\":\"printenv\"}", 5000);
+	const char *out = tc_str(receipt(d), "stdout");
+	CU_ASSERT_FATAL(out != NULL);
+	CU_ASSERT(strstr(out, "PATH=/usr/local/bin:/usr/bin:/bin\n") == out);
+	CU_ASSERT(strstr(out, "SHARED=cmd\n") != NULL);
+	CU_ASSERT(strstr(out, "SHARED=global") == NULL);
+	CU_ASSERT(strstr(out, "GLOBALV=g\n") != NULL);
+	json_object_put(d);
+	/* then the job's env */
+	d = run(c, "e2", "{\"command\":\"printenv\",\"args\":[\"SHARED\"],\"env\":[\"SHARED=job\"]}", 5000);
+	CU_ASSERT_STRING_EQUAL(tc_str(receipt(d), "stdout"), "job\n");
+	json_object_put(d);
+	/* names that change how programs load are refused */
+	expect_bad_job(c, "e3", "{\"command\":\"printenv\",\"env\":[\"LD_PRELOAD=/tmp/x.so\"]}", "LD_PRELOAD");
+	expect_bad_job(c, "e4", "{\"command\":\"printenv\",\"env\":[\"PATH=/tmp\"]}", "PATH");
+	/* '%' other than %jobdir% is the tools' own syntax: passed as is */
+	d = run(c, "e5", "{\"command\":\"echo\",\"args\":[\"frame%03d.png\",\"50%\",\"%%\"]}", 5000);
+	CU_ASSERT_STRING_EQUAL(tc_str(receipt(d), "stdout"), "frame%03d.png 50% %%\n");
+	json_object_put(d);
+	/* streams by URL are refused until the transfer layer is in */
+	expect_bad_job(c, "e6", "{\"command\":\"echo\",\"stdin\":\"http://127.0.0.1:1/in\"}", "job.stdin");
+	expect_bad_job(c, "e7", "{\"command\":\"echo\",\"stdout\":\"file:///etc/passwd\"}", "job.stdout");
 	CU_ASSERT_EQUAL(slots_in_use(), 0);
 	tc_close(c);
 	stop();
@@ -232,6 +281,7 @@ int main(void)
 {
 	static const struct test_case cases[] = {
 		{ "placeholders and argument checks", test_placeholders_and_args },
+		{ "environment merge and literal %", test_environment_and_percent },
 		{ "timeout_sec", test_timeout },
 		{ "leader exits, children left behind", test_leader_exits_children_left },
 		{ "no descriptor leaks into jobs", test_no_descriptor_leaks },

@@ -565,6 +565,9 @@ size_t model_purge(struct model *m, uint32_t h, int32_t *pgids, size_t max)
 		if (m->w[i].state == MW_RUNNING && m->w[i].runner == h) {
 			if (m->w[i].pgid > 0 && n < max)
 				pgids[n++] = m->w[i].pgid;
+			/* a job lost with its handler ended, and failed */
+			m->svc[m->w[i].svc].finished++;
+			m->svc[m->w[i].svc].failed++;
 			want_free(m, (int)i);
 		}
 	for (;;) {   /* oldest conn first */

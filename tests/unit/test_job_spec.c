@@ -57,10 +57,12 @@ static const char config_text[] =
 	"      echo: {prog: echo}\n"
 	"      conv:\n"
 	"        prog: /usr/bin/convert\n"
-	"        args: ['-in', '%jobdir%/in', '100%%']\n"
+	"        args: ['-in', '%jobdir%/in', '100%']\n"
 	"        env: [SHARED=command, CMD=c]\n"
-	"      lone: {prog: x, args: ['50%']}\n"
-	"      unknown: {prog: x, args: ['%home%']}\n";
+	"      percent:\n"
+	"        prog: x\n"
+	"        args: ['%jobdir%%jobdir%', 'in=%jobdir%/a,out=%jobdir%/b', '%%', '50%',\n"
+	"               '%03d', '%home%', '%jobdir', '%JOBDIR%', '%jobdir%%']\n";
 
 static const char config_plain_text[] =
 	"waitgroups:\n"
@@ -348,59 +350,96 @@ static void test_placeholders(void)
 {
 	struct job_spec s;
 
+	/* every %jobdir% is replaced, however often and wherever it appears */
 	if (expect_ok("{'command':'echo','args':['%jobdir%','x%jobdir%y','%jobdir%%jobdir%',"
-		      "'%%','50%%','%%jobdir%%','%%%jobdir%','a%%%%b','%jobdir%/%%d.png']}",
-		      &s) == 0) {
-		expect_vec(s.argv, "echo", JOBDIR, "x" JOBDIR "y", JOBDIR JOBDIR, "%", "50%",
-			   "%jobdir%", "%" JOBDIR, "a%%b", JOBDIR "/%d.png");
+		      "'a%jobdir%b%jobdir%c%jobdir%','%jobdir%/%jobdir%/',"
+		      "'%jobdir%%jobdir%%jobdir%','%jobdir%/frame-%03d.png']}", &s) == 0) {
+		expect_vec(s.argv, "echo", JOBDIR, "x" JOBDIR "y", JOBDIR JOBDIR,
+			   "a" JOBDIR "b" JOBDIR "c" JOBDIR, JOBDIR "/" JOBDIR "/",
+			   JOBDIR JOBDIR JOBDIR, JOBDIR "/frame-%03d.png");
 		job_spec_free(&s);
 	}
-	expect_fail("{'command':'echo','args':['50%']}", PROTO_E_BAD_JOB,
-		    "job.args[0]: a lone % (write %% for a literal %): %");
-	expect_fail("{'command':'echo','args':['ok','%d.png']}", PROTO_E_BAD_JOB,
-		    "job.args[1]: a lone %");
-	expect_fail("{'command':'echo','args':['%jobdir']}", PROTO_E_BAD_JOB,
-		    "job.args[0]: a lone %");
-	expect_fail("{'command':'echo','args':['%home%']}", PROTO_E_BAD_JOB,
-		    "job.args[0]: unknown placeholder (only %jobdir% and %% are defined): %home%");
-	expect_fail("{'command':'echo','args':['%JOBDIR%']}", PROTO_E_BAD_JOB,
-		    "unknown placeholder (only %jobdir% and %% are defined): %JOBDIR%");
-	expect_fail("{'command':'echo','args':['%jobdir %']}", PROTO_E_BAD_JOB,
-		    "unknown placeholder");
-	expect_fail("{'command':'echo','args':['%%jobdir%']}", PROTO_E_BAD_JOB, "a lone %");
-	expect_fail("{'command':'echo','args':['%Y-%m-%d']}", PROTO_E_BAD_JOB,
-		    "unknown placeholder (only %jobdir% and %% are defined): %Y-%");
-	/* an empty name is not %% */
-	expect_fail("{'command':'echo','args':['a%%%']}", PROTO_E_BAD_JOB, "a lone %");
-	/* configured args follow the same grammar; the message names them */
-	expect_fail("{'command':'lone'}", PROTO_E_BAD_JOB,
-		    "command lone: configured args[0]: a lone %");
-	expect_fail("{'command':'unknown'}", PROTO_E_BAD_JOB,
-		    "command unknown: configured args[0]: unknown placeholder");
-	/* a long offending text is shortened in the message */
-	char *big = repeat('x', 300);
-	char text[400];
-	snprintf(text, sizeof text, "{'command':'echo','args':['%%%s']}", big);
-	expect_fail(text, PROTO_E_BAD_JOB, "a lone % (write %% for a literal %): %xxxxxxxxx");
-	free(big);
+	/* every other % is literal text, "%%" included */
+	if (expect_ok("{'command':'echo','args':['%%','%d','%03d','50%','%','%%%','%jobdir',"
+		      "'jobdir%','%JOBDIR%','%Jobdir%','%jobdir %','%home%','%Y-%m-%d','%w',"
+		      "'a%%%%b','-resize','50%x50%']}", &s) == 0) {
+		expect_vec(s.argv, "echo", "%%", "%d", "%03d", "50%", "%", "%%%", "%jobdir",
+			   "jobdir%", "%JOBDIR%", "%Jobdir%", "%jobdir %", "%home%", "%Y-%m-%d",
+			   "%w", "a%%%%b", "-resize", "50%x50%");
+		job_spec_free(&s);
+	}
+	/* literal % next to %jobdir%: one pass from the left, first match wins */
+	if (expect_ok("{'command':'echo','args':['%jobdir%%','%%jobdir%','%%jobdir%%',"
+		      "'%%%jobdir%','x%jobdir%%d','%jobdir%jobdir%','%jobdir%%jobdir']}",
+		      &s) == 0) {
+		expect_vec(s.argv, "echo", JOBDIR "%", "%" JOBDIR, "%" JOBDIR "%", "%%" JOBDIR,
+			   "x" JOBDIR "%d", JOBDIR "jobdir%", JOBDIR "%jobdir");
+		job_spec_free(&s);
+	}
+	/* configured args follow the same rule, before the job's */
+	if (expect_ok("{'command':'percent','args':['%jobdir%','%%','%jobdir%%jobdir%']}",
+		      &s) == 0) {
+		expect_vec(s.argv, "x", JOBDIR JOBDIR, "in=" JOBDIR "/a,out=" JOBDIR "/b", "%%",
+			   "50%", "%03d", "%home%", "%jobdir", "%JOBDIR%", JOBDIR "%", JOBDIR,
+			   "%%", JOBDIR JOBDIR);
+		CU_ASSERT_EQUAL(s.argc, 13);
+		job_spec_free(&s);
+	}
 
 	/* the job directory is inserted as it is, never scanned again */
-	struct json_object *o = jparse("{'command':'echo','args':['%jobdir%','%%']}");
-	const char *code;
-	char msg[128];
-	CU_ASSERT_EQUAL_FATAL(job_spec_parse(&cfg, svc, o, "/tmp/a%b%%c%", &s, &code, msg,
-					     sizeof msg), 0);
-	expect_vec(s.argv, "echo", "/tmp/a%b%%c%", "%");
-	job_spec_free(&s);
-	json_object_put(o);
+	static const char *const dirs[] = { "/tmp/a%b%%c%", "/tmp/%jobdir%/x%jobdir%" };
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		struct json_object *o = jparse("{'command':'echo','args':['%jobdir%','%%']}");
+		const char *code;
+		char msg[128];
+		CU_ASSERT_EQUAL_FATAL(job_spec_parse(&cfg, svc, o, dirs[i], &s, &code, msg,
+						     sizeof msg), 0);
+		expect_vec(s.argv, "echo", dirs[i], "%%");
+		job_spec_free(&s);
+		json_object_put(o);
+	}
 
-	const char *why = NULL;
-	CU_ASSERT_EQUAL(job_spec_check_placeholders("%jobdir%/x %% y", &why), 0);
-	CU_ASSERT_EQUAL(job_spec_check_placeholders("", &why), 0);
-	CU_ASSERT_EQUAL(job_spec_check_placeholders("100%", &why), -1);
-	CU_ASSERT_PTR_NOT_NULL(why && strstr(why, "lone"));
-	CU_ASSERT_EQUAL(job_spec_check_placeholders("%input%", &why), -1);
-	CU_ASSERT_PTR_NOT_NULL(why && strstr(why, "unknown placeholder"));
+	/* a literal % is one byte of the limit: "echo\0" and 131066 of them fill it
+	 * exactly ("%%" is two bytes now, not one), one more is refused */
+	struct json_object *args;
+	char *pct = repeat('%', 131066);
+	args = json_object_new_array();
+	json_object_array_add(args, json_object_new_string(pct));
+	if (expect_ok_obj(job_with("echo", "args", args), &s) == 0) {
+		CU_ASSERT_EQUAL(strlen(s.argv[1]), 131066);
+		CU_ASSERT_EQUAL(strspn(s.argv[1], "%"), 131066);
+		job_spec_free(&s);
+	}
+	free(pct);
+	pct = repeat('%', 131067);
+	args = json_object_new_array();
+	json_object_array_add(args, json_object_new_string(pct));
+	expect_fail_obj(job_with("echo", "args", args), PROTO_E_BAD_JOB,
+			"job.args[0]: the command line would be longer than 131072 bytes");
+	free(pct);
+
+	/* many placeholders among literal %: still counted expanded, and refused
+	 * without building it ("%jobdir%%" is 9 bytes that expand to 33) */
+	size_t copies = 100000;
+	char *arg = malloc(copies * 9 + 1);
+	for (size_t i = 0; i < copies; i++)
+		memcpy(arg + i * 9, "%jobdir%%", 10);
+	args = json_object_new_array();
+	json_object_array_add(args, json_object_new_string("ok"));
+	json_object_array_add(args, json_object_new_string(arg));
+	expect_fail_obj(job_with("echo", "args", args), PROTO_E_BAD_JOB,
+			"job.args[1]: the command line would be longer than 131072 bytes");
+	/* just below the limit: 3971 copies are 131043 bytes, + "echo\0" + "ok\0" */
+	arg[3971 * 9] = '\0';
+	args = json_object_new_array();
+	json_object_array_add(args, json_object_new_string("ok"));
+	json_object_array_add(args, json_object_new_string(arg));
+	if (expect_ok_obj(job_with("echo", "args", args), &s) == 0) {
+		CU_ASSERT_EQUAL(strlen(s.argv[2]), 3971 * 33);
+		CU_ASSERT_EQUAL(strncmp(s.argv[2], JOBDIR "%" JOBDIR "%", 66), 0);
+		job_spec_free(&s);
+	}
+	free(arg);
 }
 
 /* argv: at most 256 entries and 131072 bytes (strlen + 1 of each). */
@@ -1121,7 +1160,7 @@ static void test_timeout(void)
 /* ---- the whole payload ---- */
 
 static const char full_job[] =
-	"{'command':'conv','args':['%jobdir%/in.jpg','-resize','50%%','%jobdir%/out.png'],"
+	"{'command':'conv','args':['%jobdir%/in.jpg','-resize','50%','%jobdir%/out.png'],"
 	"'env':['OMP_THREAD_LIMIT=1','SHARED=job'],"
 	"'stdin':'http://app.test:8080/jobs/1/stdin','stdout':'https://app.test/jobs/1/stdout',"
 	"'inputs':[{'name':'in.jpg','url':'http://files.test/a'}],"

@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,7 @@
 #include "execserver/protocol.h"
 #include "handler/broker.h"
 #include "handler/handler.h"
+#include "job/janitor.h"
 #include "job/job.h"
 #include "job/job_spec.h"
 #include "job/spawn.h"
@@ -67,19 +67,53 @@ static struct job *jobs;
 static unsigned njobs;
 static uint64_t job_counter;
 
-int job_init(void)
+static struct event *janitor_ev;
+
+/* Whether a directory name under tempDir/job is a job of ours still
+ * running (janitor_sweep's question). */
+static int dir_in_use(const char *name)
+{
+	for (struct job *j = jobs; j; j = j->next) {
+		const char *base = strrchr(j->dir, '/');
+		if (base && strcmp(base + 1, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* A quarter of janitorFileAge, between 1 s and 10 min. */
+static struct timeval janitor_interval(void)
+{
+	uint64_t ms = (uint64_t)handler.inst->cfg->janitor_file_age_ms / 4;
+	if (ms < 1000)
+		ms = 1000;
+	if (ms > 600000)
+		ms = 600000;
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+	return tv;
+}
+
+static void janitor_cb(evutil_socket_t fd, short what, void *arg)
 {
 	char path[512];
 	snprintf(path, sizeof path, "%s/job", handler.inst->cfg->temp_dir);
-	if (mkdir(handler.inst->cfg->temp_dir, 0700) != 0 && errno != EEXIST) {
-		log_error("cannot create tempDir %s: %s", handler.inst->cfg->temp_dir,
-			  strerror(errno));
+	unsigned n = janitor_sweep(path, handler.slot, handler.inst->nhandlers,
+				   (uint64_t)handler.inst->cfg->janitor_file_age_ms, clock_wall_ms(),
+				   dir_in_use);
+	if (n)
+		log_info("janitor: removed %u job director%s older than janitorFileAge", n,
+			 n == 1 ? "y" : "ies");
+	struct timeval tv = janitor_interval();
+	evtimer_add(janitor_ev, &tv);
+}
+
+int job_init(void)
+{
+	janitor_ev = evtimer_new(handler.base, janitor_cb, NULL);
+	if (!janitor_ev)
 		return -1;
-	}
-	if (mkdir(path, 0700) != 0 && errno != EEXIST) {
-		log_error("cannot create %s: %s", path, strerror(errno));
-		return -1;
-	}
+	struct timeval tv = janitor_interval();
+	evtimer_add(janitor_ev, &tv);
 	return 0;
 }
 
@@ -131,16 +165,6 @@ int job_validate(uint32_t service, struct json_object *job, const char **code, c
 }
 
 /* ---- completion -------------------------------------------------------- */
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	return remove(path);
-}
-
-static void remove_dir(const char *dir)
-{
-	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 static struct json_object *build_receipt(struct job *j, uint64_t duration_ms, int *failed)
 {
@@ -237,7 +261,7 @@ static void complete(struct job *j)
 
 	enum job_removal_policy pol = handler.inst->cfg->job_removal_policy;
 	if (j->dir[0] && (pol == JOB_REMOVAL_ALL || (pol == JOB_REMOVAL_DONE && !failed)))
-		remove_dir(j->dir);
+		janitor_remove_tree(j->dir);
 
 	if (j->prev)
 		j->prev->next = j->next;

@@ -33,6 +33,7 @@
 #include "common/log.h"
 #include "common/reload.h"
 #include "handler/handler.h"
+#include "job/janitor.h"
 #include "master/master.h"
 #include "master/segment.h"
 
@@ -292,7 +293,8 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 	M.inst.config_path = opt->config_path;
 	M.inst.log_level_fixed = opt->log_level_override >= 0;
 	signal(SIGPIPE, SIG_IGN);
-	if (segment_create(&M.inst, cfg, nhandlers) != 0 || listeners_create(&M.inst) != 0) {
+	if (segment_create(&M.inst, cfg, nhandlers) != 0 || listeners_create(&M.inst) != 0 ||
+	    janitor_prepare(cfg) != 0) {
 		report_ready(2);
 		goto out;
 	}

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <CUnit/Basic.h>
@@ -251,6 +252,82 @@ static void test_job_dirs_after_restart(void)
 	stop();
 }
 
+/* Entries of DIR/tmp/job. */
+static int job_dir_entries(void)
+{
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "ls -A '%s/tmp/job' | wc -l", D.dir);
+	FILE *p = popen(cmd, "r");
+	int n = -1;
+	if (p) {
+		if (fscanf(p, "%d", &n) != 1)
+			n = -1;
+		pclose(p);
+	}
+	return n;
+}
+
+static void test_removal_policy_and_janitor(void)
+{
+	char b[2048], path[400];
+
+	/* a leftover from an earlier run is cleared at start */
+	CU_ASSERT_FATAL(harness_start(&D, 1, body(), NULL) == 0);
+	snprintf(path, sizeof path, "%s/tmp/job/0-99-leftover", D.dir);
+	CU_ASSERT(mkdir(path, 0700) == 0);
+	CU_ASSERT_EQUAL(harness_stop(&D, 10000) >> 8, 0);
+	D.pid = 0;
+	snprintf(b, sizeof b, "jobRemovalPolicy: done\njanitorFileAge: 2s\n%s",
+		 strstr(body(), "env:"));
+	FILE *f = fopen(D.config, "w");
+	fprintf(f, "addr: 127.0.0.1:%d\ntempDir: %s/tmp\nhandlers: 1\n%s", D.port, D.dir, b);
+	fclose(f);
+	int port = D.port;
+	/* restart on the same directory */
+	D.pid = fork();
+	if (D.pid == 0) {
+		FILE *log = freopen(D.log, "a", stderr);
+		(void)log;
+		execl(getenv("EXECSERVER_BIN"), "execserver", "-f", "-c", D.config, (char *)NULL);
+		_exit(127);
+	}
+	struct tclient *c = NULL;
+	for (int i = 0; i < 100 && !c; i++) {
+		harness_sleep_ms(50);
+		c = tc_connect(port, NULL);
+	}
+	CU_ASSERT_FATAL(c != NULL);
+	CU_ASSERT_EQUAL(job_dir_entries(), 0);
+
+	/* policy done: a successful job's directory goes, a failed one stays */
+	struct json_object *d = run(c, "r1", "{\"command\":\"true\"}", 5000);
+	CU_ASSERT(d && tc_int(receipt(d), "exit_code") == 0);
+	if (d)
+		json_object_put(d);
+	d = run(c, "r2", "{\"command\":\"sh\",\"args\":[\"-c\",\"exit 3\"]}", 5000);
+	CU_ASSERT(d && tc_int(receipt(d), "exit_code") == 3);
+	if (d)
+		json_object_put(d);
+	CU_ASSERT_EQUAL(job_dir_entries(), 1);
+	/* the janitor removes it once older than janitorFileAge (2 s) */
+	long long end = harness_now_ms() + 6000;
+	while (job_dir_entries() != 0 && harness_now_ms() < end)
+		harness_sleep_ms(200);
+	CU_ASSERT_EQUAL(job_dir_entries(), 0);
+	/* but not the directory of a job still running */
+	const char *token = tc_want_offer(c, "r3", "tools", 0, 3000);
+	CU_ASSERT_FATAL(token != NULL);
+	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"r3\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\",\"args\":[\"4\"]}}", token);
+	harness_sleep_ms(3500);
+	CU_ASSERT_EQUAL(job_dir_entries(), 1);
+	d = tc_expect(c, "DONE", 5000);
+	CU_ASSERT(d && tc_int(receipt(d), "exit_code") == 0);
+	if (d)
+		json_object_put(d);
+	tc_close(c);
+	stop();
+}
+
 static void test_slowloris(void)
 {
 	start(1);
@@ -286,6 +363,7 @@ int main(void)
 		{ "leader exits, children left behind", test_leader_exits_children_left },
 		{ "no descriptor leaks into jobs", test_no_descriptor_leaks },
 		{ "job directories after a handler restart", test_job_dirs_after_restart },
+		{ "removal policy and janitor", test_removal_policy_and_janitor },
 		{ "slowloris upgrade cut off", test_slowloris },
 		{ NULL, NULL },
 	};

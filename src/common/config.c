@@ -702,6 +702,42 @@ static int top_log_level(struct loader *ld, const struct topkey *tk, const struc
 	return 0;
 }
 
+static int top_job_limits(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
+{
+	static const char *const allowed[] = { "cpuSec", "memoryMB", "fileSizeMB", "openFiles",
+					       "coreMB", NULL };
+	static const struct {
+		const char *key;
+		size_t off;
+		long long min, max;
+	} fields[] = {
+		{ "cpuSec", offsetof(struct config_job_limits, cpu_sec), 1, 31536000 },
+		{ "memoryMB", offsetof(struct config_job_limits, memory_mb), 16, 16777216 },
+		{ "fileSizeMB", offsetof(struct config_job_limits, file_size_mb), 1, 16777216 },
+		{ "openFiles", offsetof(struct config_job_limits, open_files), 16, 1048576 },
+		{ "coreMB", offsetof(struct config_job_limits, core_mb), 0, 16777216 },
+	};
+	char what[64];
+
+	if (cy_is_null(v))
+		return 0;
+	if (cy_expect(&ld->cy, v, CY_MAPPING, tk->name) < 0 ||
+	    cy_check_keys(&ld->cy, v, tk->name, allowed) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+		const struct cy_node *f = cy_map_find(v, fields[i].key, NULL);
+		if (!f)
+			continue;
+		snprintf(what, sizeof what, "%s.%s", tk->name, fields[i].key);
+		long long *out = (long long *)((char *)&ld->cfg->job_limits + fields[i].off);
+		if (cy_get_int(&ld->cy, f, what, fields[i].min, fields[i].max, out) < 0)
+			return -1;
+		if (strcmp(fields[i].key, "coreMB") == 0)
+			ld->cfg->job_limits.core_given = 1;
+	}
+	return 0;
+}
+
 #define INTKEY(name, field, min, max) { name, top_int, offsetof(struct es_config, field), min, max }
 
 static const struct topkey topkeys[] = {
@@ -728,6 +764,7 @@ static const struct topkey topkeys[] = {
 	{ "group", top_group, 0, 0, 0 },
 	{ "pidFile", top_pid_file, 0, 0, 0 },
 	{ "logLevel", top_log_level, 0, 0, 0 },
+	{ "jobLimits", top_job_limits, 0, 0, 0 },
 };
 
 #define NTOPKEYS (sizeof topkeys / sizeof topkeys[0])

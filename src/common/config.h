@@ -68,6 +68,17 @@ enum job_removal_policy {
 	JOB_REMOVAL_ALL,      /* remove every job directory when the job ends */
 };
 
+/* jobLimits: resource limits of every job process (setrlimit, soft = hard).
+ * 0 = not set (the job inherits the daemon's limit). */
+struct config_job_limits {
+	long long cpu_sec;        /* RLIMIT_CPU */
+	long long memory_mb;      /* RLIMIT_AS */
+	long long file_size_mb;   /* RLIMIT_FSIZE */
+	long long open_files;     /* RLIMIT_NOFILE */
+	long long core_mb;        /* RLIMIT_CORE; default 0 = no core files */
+	int core_given;           /* coreMB was written (0 is meaningful) */
+};
+
 struct es_config {
 	char *file;                       /* path it was loaded from */
 
@@ -100,6 +111,7 @@ struct es_config {
 	char *group;
 	char *pid_file;                   /* default /run/execserver.pid */
 	int log_level;                    /* enum log_level, default info */
+	struct config_job_limits job_limits;
 };
 
 /* Error reporting: "file:line:column: message".  Loaders fill this in and

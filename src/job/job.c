@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -403,6 +404,26 @@ void job_reap(void)
 	}
 }
 
+/* jobLimits as setrlimit calls (out has room for 5).  Core files are off
+ * unless coreMB says otherwise: a crashing converter must not fill tempDir. */
+static size_t job_limits(const struct config_job_limits *l, struct spawn_rlimit *out)
+{
+	size_t n = 0;
+	const unsigned long long mb = 1024ull * 1024ull;
+
+	if (l->cpu_sec)
+		out[n++] = (struct spawn_rlimit){ RLIMIT_CPU, (unsigned long long)l->cpu_sec };
+	if (l->memory_mb)
+		out[n++] = (struct spawn_rlimit){ RLIMIT_AS, (unsigned long long)l->memory_mb * mb };
+	if (l->file_size_mb)
+		out[n++] = (struct spawn_rlimit){ RLIMIT_FSIZE,
+						  (unsigned long long)l->file_size_mb * mb };
+	if (l->open_files)
+		out[n++] = (struct spawn_rlimit){ RLIMIT_NOFILE, (unsigned long long)l->open_files };
+	out[n++] = (struct spawn_rlimit){ RLIMIT_CORE, (unsigned long long)l->core_mb * mb };
+	return n;
+}
+
 static int open_pipe(int fds[2])
 {
 	if (pipe2(fds, O_CLOEXEC) != 0)
@@ -459,9 +480,11 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 		j->spawn_errno = errno;
 		goto failed;
 	}
+	struct spawn_rlimit limits[5];
 	struct spawn_request req = { .path = path, .argv = spec.argv, .envp = spec.envp,
 				     .cwd = j->dir, .stdin_fd = -1, .stdout_fd = out[1],
-				     .stderr_fd = err[1] };
+				     .stderr_fd = err[1], .limits = limits,
+				     .nlimits = job_limits(&cfg->job_limits, limits) };
 	j->pid = spawn_process(&req, &j->spawn_errno);
 	close(out[1]);
 	close(err[1]);

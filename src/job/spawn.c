@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <linux/close_range.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "job/spawn.h"
@@ -56,6 +57,11 @@ static void child(const struct spawn_request *req, int report_fd)
 		goto fail;
 	if (req->cwd && chdir(req->cwd) != 0)
 		goto fail;
+	for (size_t i = 0; i < req->nlimits; i++) {
+		struct rlimit rl = { (rlim_t)req->limits[i].value, (rlim_t)req->limits[i].value };
+		if (setrlimit(req->limits[i].resource, &rl) != 0)
+			goto fail;
+	}
 	{
 		/* a job starts with no signal blocked, whatever the handler had */
 		sigset_t none;

@@ -14,6 +14,13 @@ struct spawn_request {
 	char *const *envp;
 	const char *cwd;         /* NULL: inherit */
 	int stdin_fd, stdout_fd, stderr_fd; /* -1: /dev/null */
+	/* setrlimit(resource, value) for each (soft = hard); value is in the
+	 * resource's own unit (bytes, seconds, count) */
+	const struct spawn_rlimit {
+		int resource;
+		unsigned long long value;
+	} *limits;
+	size_t nlimits;
 };
 
 /* Returns the pid (== its process group id), or -1 with *err = errno of

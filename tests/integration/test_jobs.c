@@ -164,6 +164,27 @@ static void test_environment_and_percent(void)
 	stop();
 }
 
+static void test_job_limits(void)
+{
+	char b[4096];
+	snprintf(b, sizeof b, "jobLimits: {openFiles: 64, fileSizeMB: 1, cpuSec: 30}\n%s", body());
+	CU_ASSERT_FATAL(harness_start(&D, 1, b, NULL) == 0);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	/* sh's ulimit -f counts 512-byte blocks: 1 MiB = 2048; no core files */
+	struct json_object *d = run(c, "l1", "{\"command\":\"sh\",\"args\":[\"-c\","
+				    "\"ulimit -n; ulimit -f; ulimit -t; ulimit -c\"]}", 5000);
+	CU_ASSERT_STRING_EQUAL(tc_str(receipt(d), "stdout"), "64\n2048\n30\n0\n");
+	json_object_put(d);
+	/* and the limit bites: writing 2 MiB fails with SIGXFSZ */
+	d = run(c, "l2", "{\"command\":\"sh\",\"args\":[\"-c\","
+		    "\"head -c 2097152 /dev/zero > big\"]}", 5000);
+	CU_ASSERT(tc_int(receipt(d), "exit_code") != 0);
+	json_object_put(d);
+	tc_close(c);
+	stop();
+}
+
 static void test_timeout(void)
 {
 	start(1);
@@ -359,6 +380,7 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "placeholders and argument checks", test_placeholders_and_args },
 		{ "environment merge and literal %", test_environment_and_percent },
+		{ "jobLimits", test_job_limits },
 		{ "timeout_sec", test_timeout },
 		{ "leader exits, children left behind", test_leader_exits_children_left },
 		{ "no descriptor leaks into jobs", test_no_descriptor_leaks },

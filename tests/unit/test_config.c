@@ -644,6 +644,19 @@ static const struct error_case {
 	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    commands:\n" "      cat:\n"
 	  "        prog: cat\n" "        env: [OK=1, \"no\"]\n",
 	  10, 21, "services.s.commands.cat.env[1]: invalid environment entry" },
+	/* jobLimits */
+	{ "job_limits_scalar",
+	  WG "jobLimits: 5\n",
+	  4, 12, "jobLimits: expected a mapping" },
+	{ "job_limits_unknown",
+	  WG "jobLimits: {cpuSec: 5, stackMB: 1}\n",
+	  4, 24, "stackMB" },
+	{ "job_limits_range",
+	  WG "jobLimits: {openFiles: 3}\n",
+	  4, 24, "jobLimits.openFiles" },
+	{ "job_limits_type",
+	  WG "jobLimits: {memoryMB: lots}\n",
+	  4, 23, "jobLimits.memoryMB" },
 	/* the fylr.yml wrapper */
 	{ "fylr_scalar",
 	  "fylr: 1\n",
@@ -1602,6 +1615,28 @@ static void test_run_disables_services(void)
 	config_free(&cfg);
 }
 
+static void test_job_limits(void)
+{
+	struct es_config cfg;
+	struct config_error err;
+	const char *text = WG "jobLimits: {cpuSec: 60, memoryMB: 2048, fileSizeMB: 100, "
+			      "openFiles: 256, coreMB: 0}\n";
+
+	CU_ASSERT_EQUAL_FATAL(config_load_buffer("t.yml", text, strlen(text), &cfg, &err), 0);
+	CU_ASSERT_EQUAL(cfg.job_limits.cpu_sec, 60);
+	CU_ASSERT_EQUAL(cfg.job_limits.memory_mb, 2048);
+	CU_ASSERT_EQUAL(cfg.job_limits.file_size_mb, 100);
+	CU_ASSERT_EQUAL(cfg.job_limits.open_files, 256);
+	CU_ASSERT_EQUAL(cfg.job_limits.core_mb, 0);
+	CU_ASSERT_EQUAL(cfg.job_limits.core_given, 1);
+	config_free(&cfg);
+	/* absent: nothing set */
+	CU_ASSERT_EQUAL_FATAL(config_load_buffer("t.yml", WG, strlen(WG), &cfg, &err), 0);
+	CU_ASSERT_EQUAL(cfg.job_limits.cpu_sec, 0);
+	CU_ASSERT_EQUAL(cfg.job_limits.core_given, 0);
+	config_free(&cfg);
+}
+
 static void test_run_all_good(void)
 {
 	struct es_config cfg;
@@ -1654,6 +1689,7 @@ int main(void)
 		{ "startup: large output", test_check_large_output },
 		{ "startup: run disables services", test_run_disables_services },
 		{ "startup: run all good", test_run_all_good },
+		{ "jobLimits", test_job_limits },
 	};
 	CU_pSuite errors, others;
 	unsigned failures;

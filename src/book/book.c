@@ -11,7 +11,7 @@
  * Time: the book never reads a clock.  Calls that carry now_ms (and
  * book_set_now) advance b->clock to max(clock, now_ms) and make it valid
  * for the rest of the critical section.  An offer granted, or a grace begun,
- * while no time is valid (inside book_job_finish, book_unwant, ... without a
+ * while no time is valid (inside book_job_finished, book_unwant, ... without a
  * preceding book_set_now) gets its deadline at the next call that brings
  * the time: its timer starts then.  book_next_deadline reports such a
  * pending stamp as due at once, so a daemon that re-arms its timer from it
@@ -62,7 +62,7 @@ const char *book_rc_name(enum book_rc rc)
 /* ---- sizing ---- */
 
 struct layout {
-	uint64_t conns, clients, wants, nodes, scratch, qconn, widx, cidx, nidx, end;
+	uint64_t conns, clients, wants, nodes, scratch, qconn, widx, cidx, nidx, rslots, rbytes, end;
 	uint32_t nclient_tab, scratch_len;
 };
 
@@ -76,7 +76,9 @@ static int plan(const struct book_limits *lim, struct layout *l)
 	if (!lim || lim->max_connections == 0 || lim->max_connections > BK_MAX_CONNECTIONS ||
 	    lim->max_wants == 0 || lim->max_wants > BK_MAX_WANTS ||
 	    lim->max_wants_per_connection == 0 || lim->nhandlers == 0 ||
-	    lim->nhandlers > BOOK_MAX_HANDLERS)
+	    lim->nhandlers > BOOK_MAX_HANDLERS || lim->max_receipts > BOOK_MAX_RECEIPTS ||
+	    (lim->max_receipts > 0 &&
+	     (lim->receipt_bytes == 0 || lim->receipt_bytes > BOOK_RECEIPT_MAX)))
 		return -1;
 	l->nclient_tab = 2 * lim->max_connections;
 	l->scratch_len = lim->max_wants > l->nclient_tab ? lim->max_wants : l->nclient_tab;
@@ -99,6 +101,10 @@ static int plan(const struct book_limits *lim, struct layout *l)
 	o = align64(o + (uint64_t)bk_index_slots(l->nclient_tab) * sizeof(struct bk_slot));
 	l->nidx = o;
 	o = align64(o + (uint64_t)bk_index_slots(lim->max_wants) * sizeof(struct bk_slot));
+	l->rslots = o;
+	o = align64(o + (uint64_t)lim->max_receipts * sizeof(struct bk_rslot));
+	l->rbytes = o;
+	o = align64(o + (uint64_t)lim->max_receipts * lim->receipt_bytes);
 	l->end = o;
 	return 0;
 }
@@ -166,6 +172,8 @@ int book_init(void *mem, const struct book_limits *lim, const struct book_topolo
 	b->version = BK_VERSION;
 	b->size = l.end;
 	b->lim = *lim;
+	if (lim->max_receipts == 0)
+		b->lim.receipt_bytes = 0;
 	b->nclient_tab = l.nclient_tab;
 	b->scratch_len = l.scratch_len;
 	b->topo = *topo;
@@ -199,6 +207,8 @@ int book_init(void *mem, const struct book_limits *lim, const struct book_topolo
 	b->off_nodes = l.nodes;
 	b->off_scratch = l.scratch;
 	b->off_qconn = l.qconn;
+	b->off_rslots = l.rslots;
+	b->off_rbytes = l.rbytes;
 	b->widx.off = l.widx;
 	b->widx.mask = bk_index_slots(lim->max_wants) - 1;
 	b->cidx.off = l.cidx;
@@ -344,6 +354,8 @@ void book_status(const struct book *b, struct book_status *st)
 	st->clients = b->nclients_live;
 	st->connections = b->nconns;
 	st->wants = b->nwants;
+	st->finished = b->nfinished;
+	st->receipts = b->rc_used;
 	st->draining = b->draining;
 	st->grants = b->grants;
 	st->repairs = b->repairs;

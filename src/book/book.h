@@ -14,7 +14,8 @@
  *            may have several connections and outlives them for the resume
  *            grace; an unnamed connection is its own anonymous client
  *   want     one job_id of one client, through its whole life:
- *            PARKED -> OFFERED -> RUNNING -> (freed)
+ *            PARKED -> OFFERED -> RUNNING -> FINISHED -> (freed)
+ *            (see "The life of a want" below)
  *   waitgroup  a pool of `processes` slots; each service belongs to one
  *
  * Grant rule (book_grant, called internally whenever a slot may be free or a
@@ -31,13 +32,62 @@
  *
  * Slot accounting: a slot of a waitgroup is held by each want in state
  * OFFERED or RUNNING of a service of that waitgroup, plus legacy tokens
- * (book_token_*).  running + offered + tokens <= processes at all times.
+ * (book_token_*); never by a FINISHED one.  running + offered + tokens <=
+ * processes at all times.
  *
  * Mail: decisions that another process must act on (send an OFFER, tell a
- * connection its offer expired, cancel a running job, re-send HELLO) are
+ * connection its offer expired, cancel a running job, send the DONE of a
+ * finished one, re-send HELLO) are
  * queued in the target handler's mailbox inside the segment.  book_unlock()
  * returns the set of handlers that received mail during the critical
  * section; the caller then pokes their eventfds.  The book never does I/O.
+ *
+ * The life of a want:
+ *   PARKED    book_want; waits in its connection's queue for a slot.
+ *   OFFERED   the grant rule gave it a slot; MAIL_OFFER to its conn's
+ *             handler; book_accept (JOB) or book_decline / book_unwant /
+ *             offer expiry (slot re-granted, want gone).
+ *   RUNNING   book_accept: the job runs on `runner`, holding its slot.  It
+ *             belongs to the client now (every conn of the client sees it);
+ *             its owner conn is the one that placed it, then the newest
+ *             other conn of the client, or none while the client is away.
+ *   FINISHED  book_job_finished: the process ended.  The slot is freed (and
+ *             re-granted) at once; the want keeps the compact outcome and,
+ *             if the receipt store had room, the receipt text, and stays
+ *             in the client's job-id index (WANT of the same id:
+ *             duplicate_job).  MAIL_DONE goes to the handler of its owner
+ *             conn; that handler sends DONE and calls book_done_delivered,
+ *             which frees the want.  It no longer depends on its runner.
+ *   (freed)   after book_done_delivered; or silently when its client ends
+ *             (anonymous conn closed, resume grace over, client record
+ *             reclaimed); a RUNNING job whose client ended first is an
+ *             orphan (MAIL_CANCEL to its runner) and is freed when it ends.
+ * A purge of a handler frees the RUNNING jobs it ran (never FINISHED ones)
+ * and closes its conns.
+ *
+ * DONE exactly once: a FINISHED want is mailed (MAIL_DONE) to at most one
+ * handler at a time, to the handler of its owner conn at that moment.
+ * When the owner conn closes before book_done_delivered (the send failed,
+ * or the handler took the mail and could not deliver it: it then simply
+ * does not call book_done_delivered), the want follows the connection rules
+ * of running jobs: the client's newest other live conn becomes the owner
+ * and gets MAIL_DONE; a named client without live conns keeps it for the
+ * resume grace, and a conn of that client opened within the grace adopts it
+ * and gets MAIL_DONE (on whichever handler); when the grace ends, or an
+ * anonymous client's conn closes, the want is freed without DONE.  A mail
+ * taken is never re-queued while its conn lives; after book_done_delivered
+ * the want is gone (a pending re-mail is dropped).  The one window for a
+ * second DONE: a handler that dies after sending a DONE and before its
+ * book_done_delivered; the purge re-homes the job and its next owner is
+ * mailed again (the client may have got the first one: at least once
+ * across a handler crash, exactly once otherwise).
+ *
+ * Receipt store: max_receipts slots of receipt_bytes bytes.  A FINISHED
+ * want owns at most one slot, holding the receipt text the job layer gave
+ * to book_job_finished.  If the store is full, or the text is longer than
+ * receipt_bytes (it is never truncated: it is JSON), only the compact
+ * outcome (struct book_outcome) is kept and book_done_read reports
+ * receipt_lost, so the job layer can build a reduced receipt and say so.
  */
 #ifndef ES_BOOK_H
 #define ES_BOOK_H
@@ -82,17 +132,22 @@ enum want_state {
 	WANT_PARKED,
 	WANT_OFFERED,
 	WANT_RUNNING,
+	WANT_FINISHED,   /* ended, its DONE not delivered yet (holds no slot) */
 };
 
 /* Sizing, fixed at book_init. */
 struct book_limits {
 	uint32_t max_connections;        /* conns and clients tables */
-	uint32_t max_wants;              /* wants table (parked + offered + running) */
+	uint32_t max_wants;              /* wants table (parked + offered + running + finished) */
 	uint32_t max_wants_per_connection;
 	uint32_t nhandlers;              /* <= BOOK_MAX_HANDLERS */
 	uint32_t offer_timeout_ms;
 	uint32_t resume_grace_ms;
+	uint32_t max_receipts;           /* receipt store slots; 0 = compact outcomes only */
+	uint32_t receipt_bytes;          /* bytes per slot, 1..BOOK_RECEIPT_MAX (if max_receipts) */
 };
+#define BOOK_RECEIPT_MAX (1u << 20)  /* largest receipt_bytes */
+#define BOOK_MAX_RECEIPTS (1u << 22) /* largest max_receipts */
 
 /* Static description of waitgroups and services, copied in at book_init. */
 struct book_topology {
@@ -113,7 +168,10 @@ struct book;  /* opaque; layout in book_layout.h for the book's own files */
 
 /* ---- lifecycle (master) ------------------------------------------------ */
 
-/* Bytes needed for a book with these limits. */
+/* Bytes needed for a book with these limits (the receipt store included:
+ * about max_receipts * (receipt_bytes + 8)).  0 if the limits are out of
+ * range (max_receipts > BOOK_MAX_RECEIPTS, or receipt_bytes 0 or >
+ * BOOK_RECEIPT_MAX while max_receipts > 0, ...). */
 size_t book_size(const struct book_limits *lim);
 /* Initialises a zeroed region of book_size() bytes: process-shared robust
  * mutex, tables, free lists.  seed feeds the token generator and the keyed
@@ -144,9 +202,13 @@ uint64_t book_unlock(struct book *b);
  *   "unwant.mid"  book_unwant: want freed, not yet unlinked
  *   "accept.mid"  book_accept: want RUNNING, lists not yet moved
  *   "decline.mid" book_decline: want freed, not yet unlinked
- *   "finish.mid"  book_job_finish: want freed, not yet unlinked
+ *   "finished.mid" book_job_finished: want FINISHED (outcome and receipt
+ *                 written), slot not yet freed, DONE not yet queued (an
+ *                 orphan's record: freed, not yet unlinked)
+ *   "delivered.mid" book_done_delivered: want freed, not yet unlinked
  *   "expire.mid"  book_expire: offer EXPIRED, not yet unlinked
- *   "grace.mid"   client end (grace expiry, anonymous close): a job orphaned
+ *   "grace.mid"   client end (grace expiry, anonymous close): a running
+ *                 job orphaned or a finished one freed
  *   "purge.mid"   book_purge_handler: its jobs freed, its conns not yet
  *   "mail.mid"    book_mail_take: mail unlinked, pending flag not cleared
  *   "cancel.mid"  book_cancel: owner cancel flagged, mail not yet queued
@@ -161,91 +223,142 @@ void book_handler_started(struct book *b, uint32_t handler, int32_t pid);
  * parked wants removed, offered slots freed, running jobs' slots freed; the
  * process groups of its running jobs are written to pgids (up to max) so the
  * master can kill them.  Named clients whose last connection this was enter
- * the resume grace only for jobs run by other handlers.  Freed slots are
- * granted.  Precisely: the jobs whose runner is this handler are freed
- * (their pgids > 0 written; their clients learn it from the job layer, not
- * from the book); then its conns are closed as by book_conn_close (jobs run
- * by other handlers stay with their clients); its mailbox and HELLO flag
- * are emptied and its pid reset to 0.  Returns the number of pgids
- * written. */
+ * the resume grace only for jobs run by other handlers and for finished
+ * jobs.  Freed slots are granted.  Precisely: the RUNNING jobs whose runner
+ * is this handler are freed (their pgids > 0 written; they count as
+ * finished and failed, without a runtime sample; no DONE: their DONE died
+ * with the handler); FINISHED jobs it ran are not touched (their outcome is
+ * in the book); then its conns are closed as by book_conn_close (the jobs,
+ * running or finished, they owned are re-homed per the connection rules:
+ * finished ones get MAIL_DONE at their new owner's handler); its mailbox
+ * and HELLO flag are emptied (the DONE mails it had taken but not delivered
+ * are re-mailed through the re-homing) and its pid reset to 0.  Returns the
+ * number of pgids written. */
 size_t book_purge_handler(struct book *b, uint32_t handler, int32_t *pgids, size_t max);
 
 /* ---- connections -------------------------------------------------------- */
 
 /* Registers a connection of `handler`.  client_id NULL or "" = anonymous.
- * A named client that is in its resume grace re-adopts its running jobs:
- * they are re-attached to this connection (the kept DONEs are delivered by
- * the job layer).  A second connection of a named client that is already
+ * A named client that is in its resume grace re-adopts its jobs: running
+ * and finished ones are re-attached to this connection, and each finished
+ * one gets MAIL_DONE at `handler` (in the order the jobs were accepted).  A second connection of a named client that is already
  * connected joins it (wants are per connection, job_ids per client).
  * When the number of distinct clients with a live connection changes,
  * HELLO is marked dirty for every handler with live connections (a new
  * connection's own HELLO is the handler's business).  BOOK_E_LIMIT_CONNS
  * at max_connections.  The client table has 2 * max_connections records;
  * if a new client finds it full, the client whose grace began first loses
- * the rest of its grace (its jobs get MAIL_CANCEL). */
+ * the rest of its grace (its running jobs get MAIL_CANCEL, its finished
+ * ones are freed). */
 enum book_rc book_conn_open(struct book *b, uint32_t handler, const char *client_id,
 			    uint64_t now_ms, struct book_ref *conn);
 /* Connection gone: its parked wants are dropped, its offered slots freed,
- * its undelivered OFFER/OFFER_EXPIRED mail dropped; its running jobs stay
- * with its client (the client's newest other live connection adopts them;
- * without one: resume grace for named clients, immediate cancel mail to
- * the runner for anonymous ones).  A stale ref is ignored. */
+ * its undelivered OFFER/OFFER_EXPIRED mail dropped; the running and
+ * finished jobs it owned stay with its client: the client's newest other
+ * live connection adopts them (finished ones: MAIL_DONE to its handler,
+ * moved there if still pending); without one, a named client keeps them
+ * for the resume grace (pending DONE mail withdrawn), an anonymous one's
+ * running jobs get MAIL_CANCEL to their runner and its finished ones are
+ * freed.  A stale ref is ignored. */
 void book_conn_close(struct book *b, struct book_ref conn, uint64_t now_ms);
 
 /* ---- wants -------------------------------------------------------------- */
 
 /* Parks a want (and grants at once if a slot is free).  Checks, in order:
  * STALE (conn), INVALID (job_id), DRAINING, UNKNOWN_SERVICE, DISABLED,
- * DUPLICATE (job_id known for this client in any state), LIMIT_CONN
+ * DUPLICATE (job_id known for this client in any state, FINISHED
+ * included: until its DONE was delivered), LIMIT_CONN
  * (max_wants_per_connection counts the conn's PARKED + OFFERED wants),
- * LIMIT_WANTS (max_wants counts PARKED + OFFERED + RUNNING).
+ * LIMIT_WANTS (max_wants counts PARKED + OFFERED + RUNNING + FINISHED).
  *
  * The requests below name a job by (conn, job_id): a PARKED or OFFERED
  * want is only visible to the conn that placed it (else UNKNOWN_JOB); a
- * RUNNING job to every conn of its client. */
+ * RUNNING or FINISHED job to every conn of its client. */
 enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
 		       uint32_t service, int32_t priority, uint64_t now_ms);
 /* Removes a parked want, or frees the slot of an offered one (the want is
- * gone either way).  RUNNING: BOOK_E_BAD_STATE. */
+ * gone either way).  RUNNING or FINISHED: BOOK_E_BAD_STATE. */
 enum book_rc book_unwant(struct book *b, struct book_ref conn, const char *job_id);
 /* CANCEL: a parked or offered want is removed as by book_unwant; a running
- * job gets MAIL_CANCEL to its runner once (the runner answers DONE with
- * error cancelled; book_job_finish then forgets it).  *was tells which.
+ * job gets MAIL_CANCEL to its runner once (until that mail is taken; the
+ * runner ends the job and reports it with book_job_finished, its receipt
+ * saying cancelled).  *was tells which (and *want names the running job).
  * Visibility as for book_unwant/book_query: a job of another client, or
- * one already finished, is BOOK_E_UNKNOWN_JOB. */
+ * one already FINISHED (its outcome is decided; its one DONE is on its
+ * way), is BOOK_E_UNKNOWN_JOB. */
 enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_id,
 			 enum want_state *was, struct book_ref *want);
 /* JOB: the offered want becomes RUNNING on `runner` (the handler that got
- * the JOB).  Token must match the current offer.  PARKED or RUNNING:
- * BOOK_E_BAD_STATE (not_offered / already_running); after the offer
+ * the JOB).  Token must match the current offer.  PARKED, RUNNING or
+ * FINISHED: BOOK_E_BAD_STATE (not_offered / already_running); after the offer
  * expired the want is gone: BOOK_E_UNKNOWN_JOB (or BOOK_E_BAD_TOKEN if the
  * job_id was wanted and offered again). */
 enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_id,
 			 uint64_t token, uint32_t runner, struct book_ref *want);
-/* DECLINE: frees the offered slot at once; the want is gone. */
+/* DECLINE: frees the offered slot at once; the want is gone.  Not OFFERED:
+ * BOOK_E_BAD_STATE. */
 enum book_rc book_decline(struct book *b, struct book_ref conn, const char *job_id,
 			  uint64_t token);
 /* Records the process group of a running job (for kill on handler crash). */
 void book_job_set_pgid(struct book *b, struct book_ref want, int32_t pgid);
-/* A running job ended (its DONE is being sent): frees the slot, records
- * duration in the service statistics (finished, failed, runtime EMA with
- * alpha 0.2, the first sample initialises it), forgets the job_id.
- * BOOK_E_STALE for a stale ref (e.g. its runner was purged). */
-enum book_rc book_job_finish(struct book *b, struct book_ref want, uint64_t duration_ms,
-			     int failed);
 
-/* Who should receive the DONE of a running job: the connection that
- * placed it, or after a resume the connection that re-adopted it (when the
- * placing conn closes while its client has other live conns, the newest of
- * them adopts the job at once).  BOOK_E_STALE when the client has no live
- * connection (grace running) or the job was cancelled (client gone). */
+/* The compact outcome of a finished job, kept in the want record. */
+struct book_outcome {
+	int32_t exit_code;      /* -1 if none */
+	uint8_t signal;         /* 0 if none */
+	uint8_t error;          /* job layer's code, 0 = none */
+	uint8_t retryable;
+	uint8_t failed;         /* for the statistics */
+	uint32_t duration_ms;
+	/* out only (book_done_read; ignored by book_job_finished): 1 when a
+	 * receipt text was given but not kept (store full, or longer than
+	 * receipt_bytes), so only this compact outcome is left. */
+	uint8_t receipt_lost;
+};
+
+/* The process of a running job ended.  Frees its slot (re-granted), updates
+ * the service statistics (finished; failed if o->failed; runtime EMA of
+ * duration_ms with alpha 0.2, the first sample initialises it), stores the
+ * receipt text (len bytes, not NUL-terminated; may be NULL) if the store
+ * has room (else the want is flagged receipt_lost, see book_done_read), and
+ * queues MAIL_DONE for the handler of the job's owner connection when the
+ * client has a live connection; otherwise the job waits for its client
+ * (resume grace) and is freed when the grace ends.  An orphan (its client
+ * ended: anonymous conn closed, grace over) has nobody to tell: it is freed
+ * at once (statistics still count it).  The want ref stays valid (the
+ * FINISHED want) until book_done_delivered or the client's end.
+ * BOOK_E_INVALID if o is NULL; BOOK_E_STALE for a stale ref (e.g. its
+ * runner was purged); BOOK_E_BAD_STATE unless RUNNING.  (Replaces
+ * book_job_finish, which freed the want at once and is gone.) */
+enum book_rc book_job_finished(struct book *b, struct book_ref want, const struct book_outcome *o,
+			       const char *receipt, size_t len);
+/* After MAIL_DONE: copies the kept receipt text into buf (NUL-terminated,
+ * truncated to cap-1; buf may be NULL when cap is 0; returns its full
+ * length in *len, 0 when only the compact outcome was kept) and the outcome
+ * into *o (o->receipt_lost set as described there).  BOOK_E_STALE if the
+ * want is gone; BOOK_E_BAD_STATE unless FINISHED.  Changes nothing. */
+enum book_rc book_done_read(const struct book *b, struct book_ref want, struct book_outcome *o,
+			    char *buf, size_t cap, size_t *len);
+/* The DONE went out on conn: frees the want (and its receipt slot), forgets
+ * the id (the client may WANT it again), drops a MAIL_DONE still pending
+ * for it (never a second DONE).  BOOK_E_STALE if the want is gone (then
+ * nothing happens), BOOK_E_BAD_STATE unless FINISHED. */
+enum book_rc book_done_delivered(struct book *b, struct book_ref want);
+
+/* Who should receive the DONE of a running or finished job: the connection
+ * that placed it, or after a resume the connection that re-adopted it
+ * (when the placing conn closes while its client has other live conns, the
+ * newest of them adopts the job at once).  BOOK_E_STALE when the client has
+ * no live connection (grace running) or the job was cancelled (client
+ * gone). */
 enum book_rc book_job_owner(const struct book *b, struct book_ref want,
 			    struct book_ref *conn, uint32_t *handler);
 
 /* Expires offers whose deadline passed (mail OFFER_EXPIRED to the conn's
  * handler; want removed; slot re-granted) and named clients whose grace
  * ran out (mail CANCEL for each of their running jobs to its runner; the
- * jobs keep their slots until book_job_finish).  Deadline <= now expires.
+ * jobs keep their slots until book_job_finished, which then frees them;
+ * their finished jobs are freed without DONE).  Deadline <= now expires.
  * Returns the number of offers plus clients expired. */
 uint32_t book_expire(struct book *b, uint64_t now_ms);
 /* Earliest pending deadline (offer or grace), or UINT64_MAX.  An offer or
@@ -257,9 +370,9 @@ uint64_t book_next_deadline(const struct book *b);
 /* Time for the rest of this critical section (optional, call right after
  * book_lock).  The book never reads a clock: calls with now_ms bring it.
  * Offers granted, and graces begun, by calls without now_ms
- * (book_job_finish, book_unwant, book_decline, book_purge_handler) get
- * their deadline from the last time given in the same critical section;
- * without one they are stamped by the next call that brings the time.
+ * (book_job_finished, book_unwant, book_decline, book_purge_handler) get their deadline from the last time given in the
+ * same critical section; without one they are stamped by the next call
+ * that brings the time.
  * The book's time never goes back (max of all times seen). */
 void book_set_now(struct book *b, uint64_t now_ms);
 
@@ -273,6 +386,9 @@ struct book_position {
 	uint32_t capacity;    /* processes of the waitgroup */
 	uint32_t service;
 };
+/* Position of a job the conn can see (book_want's visibility rule).  A
+ * FINISHED job (DONE not delivered yet) answers BOOK_OK with state
+ * WANT_FINISHED (ahead 0). */
 enum book_rc book_query(const struct book *b, struct book_ref conn, const char *job_id,
 			struct book_position *pos);
 
@@ -289,12 +405,14 @@ enum book_mail_kind {
 	MAIL_OFFER_EXPIRED,    /* send ERROR offer_expired {job_id} on conn */
 	MAIL_CANCEL,           /* runner: stop the running job `want` */
 	MAIL_HELLO,            /* re-send HELLO on every conn of the handler */
+	MAIL_DONE,             /* send DONE of the finished job `want` on conn
+				* (book_done_read, then book_done_delivered) */
 };
 
 struct book_mail {
 	enum book_mail_kind kind;
-	struct book_ref conn;   /* OFFER, OFFER_EXPIRED */
-	struct book_ref want;   /* OFFER, CANCEL */
+	struct book_ref conn;   /* OFFER, OFFER_EXPIRED, DONE */
+	struct book_ref want;   /* OFFER, CANCEL, DONE */
 	char job_id[BOOK_ID_MAX + 1];
 	uint64_t token;
 };
@@ -308,7 +426,10 @@ struct book_mail {
  * the want table is full of live wants and undelivered OFFER_EXPIRED mails,
  * a new WANT takes the record of the oldest such mail, which is then lost.
  * MAIL_OFFER_EXPIRED carries conn and job_id; MAIL_CANCEL want and job_id
- * (its conn.idx is UINT32_MAX). */
+ * (its conn.idx is UINT32_MAX); MAIL_DONE conn (the owner), want and
+ * job_id.  A MAIL_DONE taken stays taken: if the handler cannot deliver it
+ * it does not call book_done_delivered, and the want is mailed again only
+ * when its owner conn closes and another conn of the client owns it. */
 size_t book_mail_take(struct book *b, uint32_t handler, struct book_mail *out, size_t max);
 
 /* ---- status ------------------------------------------------------------- */
@@ -330,8 +451,10 @@ struct book_status {
 	uint64_t grants, repairs;
 	int32_t handler_pids[BOOK_MAX_HANDLERS];
 	uint32_t handler_conns[BOOK_MAX_HANDLERS]; /* live connections per handler */
+	uint32_t finished;         /* FINISHED wants (DONE not delivered yet) */
+	uint32_t receipts;         /* receipt store slots in use (of max_receipts) */
 };
-/* wants = PARKED + OFFERED + RUNNING; grants = offers made so far. */
+/* wants = PARKED + OFFERED + RUNNING + FINISHED; grants = offers made so far. */
 void book_status(const struct book *b, struct book_status *st);
 void book_wg_status(const struct book *b, uint32_t wg, struct book_wg_status *st);
 void book_service_status(const struct book *b, uint32_t svc, struct book_service_status *st);
@@ -340,15 +463,20 @@ const struct book_topology *book_topology(const struct book *b);
 /* ---- consistency -------------------------------------------------------- */
 
 /* Checks every invariant (counts match tables, each parked want in exactly
- * one queue, heaps ordered, each held slot has a live holder, indexes match
- * the tables, lists and free lists complete, grants eager).  Must be called
+ * one queue, heaps ordered, each held slot has a live holder, finished
+ * wants hold no slot and are indexed and listed with their client, each
+ * receipt slot owned by exactly one finished want or on the free list,
+ * pending-mail flags match the mailboxes, indexes match the tables, lists
+ * and free lists complete, grants eager).  Must be called
  * with the book locked.  Returns 0, or -1 with a description of the first
  * violation in why. */
 int book_check(const struct book *b, char *why, size_t whylen);
 /* Rebuilds every derived structure from the primary tables (used after
  * EOWNERDEAD; exposed for tests), drops records that reference dead
- * entries, re-queues pending mail, marks HELLO for every handler with live
- * connections, then grants.  Idempotent. */
+ * entries, re-queues pending mail (a finished job whose owner conn is gone
+ * is re-homed and mailed), rebuilds the receipt store's free list from the
+ * finished wants, marks HELLO for every handler with live connections,
+ * then grants.  Idempotent. */
 void book_repair(struct book *b);
 
 #endif

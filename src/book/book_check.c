@@ -24,7 +24,8 @@ struct ck {
 	/* recomputed from the tables */
 	uint32_t wg_run[BOOK_MAX_WAITGROUPS], wg_off[BOOK_MAX_WAITGROUPS], wg_wait[BOOK_MAX_WAITGROUPS];
 	uint32_t svc_wait[BOOK_MAX_SERVICES], svc_run[BOOK_MAX_SERVICES];
-	uint32_t nstate[5], nmailed, nindexed, nrunning_owned, nnodes, nnamed;
+	uint32_t nstate[BK_WANT_EXPIRED + 1], nmailed, nindexed, njobs_owned, nnodes, nnamed;
+	uint32_t nreceipts;      /* receipt slots owned by finished wants */
 	uint32_t nconn_live, nclient_state[3];
 };
 
@@ -71,7 +72,9 @@ static int check_want(struct ck *k, uint32_t wi)
 	CK(k, w->idlen >= 1 && w->idlen <= BOOK_ID_MAX, "want %u: bad id length", wi);
 	uint32_t g = bk_want_wg(b, w);
 	int indexed = 0;
-	if (w->state != WANT_RUNNING) {
+	CK(k, w->state == WANT_FINISHED || w->receipt == BK_NIL, "want %u (state %u) owns a receipt slot",
+	   wi, w->state);
+	if (w->state != WANT_RUNNING && w->state != WANT_FINISHED) {
 		CK(k, conn_live(b, w->conn, w->conn_gen), "want %u: holder conn %u not live", wi, w->conn);
 		CK(k, bk_conn(b, w->conn)->client == w->client &&
 		   client_used(b, w->client, w->client_gen), "want %u: client mismatch", wi);
@@ -108,7 +111,7 @@ static int check_want(struct ck *k, uint32_t wi)
 			break;
 		}
 		indexed = 1;
-		k->nrunning_owned++;
+		k->njobs_owned++;
 		CK(k, client_used(b, w->client, w->client_gen), "running want %u: client gone", wi);
 		if (bk_client(b, w->client)->state == BKK_LIVE) {
 			CK(k, w->conn != BK_NIL && conn_live(b, w->conn, w->conn_gen) &&
@@ -116,6 +119,35 @@ static int check_want(struct ck *k, uint32_t wi)
 			   "running want %u: live client but no live owner conn", wi);
 		} else {
 			CK(k, w->conn == BK_NIL, "running want %u: client in grace but owner conn set", wi);
+		}
+		break;
+	case WANT_FINISHED:
+		CK(k, w->client != BK_NIL && client_used(b, w->client, w->client_gen),
+		   "finished want %u: client gone", wi);
+		indexed = 1;
+		k->njobs_owned++;
+		CK(k, (w->flags & ~(BKW_DONE_MAIL | BKW_RECEIPT_LOST)) == 0, "finished want %u: flags %#x", wi,
+		   w->flags);
+		CK(k, w->q_prev == BK_NIL && w->q_next == BK_NIL && w->node == BK_NIL,
+		   "finished want %u still linked as parked/offered/running", wi);
+		if (bk_client(b, w->client)->state == BKK_LIVE) {
+			CK(k, w->conn != BK_NIL && conn_live(b, w->conn, w->conn_gen) &&
+			   bk_conn(b, w->conn)->client == w->client,
+			   "finished want %u: live client but no live owner conn", wi);
+			CK(k, (w->flags & BKW_DONE_MAIL) ? w->m_handler == bk_conn(b, w->conn)->handler
+							 : w->m_handler == BK_NIL,
+			   "finished want %u: DONE mail flag and mailbox disagree", wi);
+		} else {
+			CK(k, w->conn == BK_NIL, "finished want %u: client in grace but owner conn set", wi);
+			CK(k, !(w->flags & BKW_DONE_MAIL) && w->m_handler == BK_NIL,
+			   "finished want %u: DONE mailed while its client is away", wi);
+		}
+		if (w->receipt != BK_NIL) {
+			CK(k, w->receipt < b->lim.max_receipts && bk_rslot(b, w->receipt)->owner == wi,
+			   "finished want %u: receipt slot %u not its own", wi, w->receipt);
+			CK(k, w->receipt_len >= 1 && w->receipt_len <= b->lim.receipt_bytes,
+			   "finished want %u: receipt length %u", wi, w->receipt_len);
+			k->nreceipts++;
 		}
 		break;
 	case BK_WANT_EXPIRED:
@@ -199,7 +231,8 @@ static int check_conns(struct ck *k)
 		for (uint32_t wi = cn->want_head; wi != BK_NIL; wi = bk_want(b, wi)->o_next) {
 			const struct bk_want *w = bk_want(b, wi);
 			CK(k, cnt++ < b->lim.max_wants, "conn %u: want list cycle", c);
-			CK(k, w->state != WANT_FREE && w->state != WANT_RUNNING && w->conn == c,
+			CK(k, (w->state == WANT_PARKED || w->state == WANT_OFFERED ||
+			       w->state == BK_WANT_EXPIRED) && w->conn == c,
 			   "conn %u: want list holds want %u", c, wi);
 			CK(k, w->o_prev == prev, "conn %u: want list back link", c);
 			nw += w->state != BK_WANT_EXPIRED;
@@ -266,23 +299,24 @@ static int check_clients(struct ck *k)
 		conns += cnt;
 		cnt = 0;
 		prev = BK_NIL;
-		for (uint32_t wi = kl->run_head; wi != BK_NIL; wi = bk_want(b, wi)->o_next) {
-			CK(k, cnt++ < b->lim.max_wants, "client %u: run list cycle", ci);
-			CK(k, bk_want(b, wi)->state == WANT_RUNNING && bk_want(b, wi)->client == ci &&
-			   bk_want(b, wi)->o_prev == prev, "client %u: run list holds want %u", ci, wi);
+		for (uint32_t wi = kl->job_head; wi != BK_NIL; wi = bk_want(b, wi)->o_next) {
+			const struct bk_want *w = bk_want(b, wi);
+			CK(k, cnt++ < b->lim.max_wants, "client %u: job list cycle", ci);
+			CK(k, (w->state == WANT_RUNNING || w->state == WANT_FINISHED) && w->client == ci &&
+			   w->o_prev == prev, "client %u: job list holds want %u", ci, wi);
 			prev = wi;
 		}
-		CK(k, cnt == kl->nrunning && prev == kl->run_tail, "client %u: nrunning", ci);
+		CK(k, cnt == kl->njobs && prev == kl->job_tail, "client %u: njobs", ci);
 		running += cnt;
 		if (kl->state == BKK_LIVE) {
 			CK(k, kl->nconns > 0, "live client %u without conns", ci);
 			live++;
 		} else {
-			CK(k, kl->named && kl->nconns == 0 && kl->nrunning > 0, "client %u in grace wrongly", ci);
+			CK(k, kl->named && kl->nconns == 0 && kl->njobs > 0, "client %u in grace wrongly", ci);
 		}
 	}
 	CK(k, conns == b->nconns, "client conn lists hold %u conns", conns);
-	CK(k, running == k->nrunning_owned, "client run lists hold %u of %u jobs", running, k->nrunning_owned);
+	CK(k, running == k->njobs_owned, "client job lists hold %u of %u jobs", running, k->njobs_owned);
 	CK(k, live == b->nclients_live, "clients %u but %u live", b->nclients_live, live);
 	/* grace list */
 	uint32_t cnt = 0, prev = BK_NIL, unstamped = 0;
@@ -420,6 +454,31 @@ static int check_free(struct ck *k)
 	return 0;
 }
 
+/* Each slot owned by exactly one finished want (checked from the wants'
+ * side in check_want) or on the free list, never both. */
+static int check_receipts(struct ck *k)
+{
+	const struct book *b = k->b;
+	uint32_t owned = 0, cnt = 0;
+	for (uint32_t r = 0; r < b->lim.max_receipts; r++) {
+		uint32_t o = bk_rslot(b, r)->owner;
+		if (o == BK_NIL)
+			continue;
+		CK(k, o < b->lim.max_wants && bk_want(b, o)->state == WANT_FINISHED &&
+		   bk_want(b, o)->receipt == r, "receipt slot %u: owner %u does not hold it", r, o);
+		owned++;
+	}
+	CK(k, owned == k->nreceipts && owned == b->rc_used, "receipt slots: %u owned, %u held, rc_used %u",
+	   owned, k->nreceipts, b->rc_used);
+	for (uint32_t r = b->rc_free; r != BK_NIL; r = bk_rslot(b, r)->next) {
+		CK(k, r < b->lim.max_receipts && cnt++ < b->lim.max_receipts, "receipt free list broken");
+		CK(k, bk_rslot(b, r)->owner == BK_NIL, "receipt free list holds owned slot %u", r);
+	}
+	CK(k, cnt + owned == b->lim.max_receipts, "receipt free list holds %u, %u owned, of %u", cnt,
+	   owned, b->lim.max_receipts);
+	return 0;
+}
+
 int book_check(const struct book *b, char *why, size_t whylen)
 {
 	struct ck k = { .b = b, .why = why, .whylen = whylen };
@@ -430,10 +489,13 @@ int book_check(const struct book *b, char *why, size_t whylen)
 		if (check_want(&k, wi) < 0)
 			return -1;
 	if (check_nodes(&k) < 0 || check_conns(&k) < 0 || check_clients(&k) < 0 ||
-	    check_lists(&k) < 0 || check_free(&k) < 0)
+	    check_lists(&k) < 0 || check_free(&k) < 0 || check_receipts(&k) < 0)
 		return -1;
-	uint32_t live = k.nstate[WANT_PARKED] + k.nstate[WANT_OFFERED] + k.nstate[WANT_RUNNING];
+	uint32_t live = k.nstate[WANT_PARKED] + k.nstate[WANT_OFFERED] + k.nstate[WANT_RUNNING] +
+			k.nstate[WANT_FINISHED];
 	CK(&k, live == b->nwants, "wants %u but %u in use", b->nwants, live);
+	CK(&k, k.nstate[WANT_FINISHED] == b->nfinished, "finished %u but %u in the table", b->nfinished,
+	   k.nstate[WANT_FINISHED]);
 	CK(&k, live <= b->lim.max_wants, "more wants than max_wants");
 	CK(&k, b->widx.count == k.nindexed && bk_index_used(b, &b->widx) == k.nindexed,
 	   "job index holds %u/%u entries, tables %u", b->widx.count, bk_index_used(b, &b->widx), k.nindexed);

@@ -6,17 +6,21 @@
  *  - a live conn's client is in use; an anonymous client has exactly one
  *    live conn and is freed with it;
  *  - a client is LIVE iff it has live conns; GRACE iff it is named, has no
- *    live conn and has running jobs (it is then on the grace list, ordered
- *    by grace_seq, which is deadline order); a client with neither conns
- *    nor running jobs does not exist;
- *  - every RUNNING want of a LIVE client names one of its live conns as
- *    owner (the one that placed it, else the newest); in GRACE the owner is
- *    BK_NIL until a conn of the client re-adopts the jobs.
+ *    live conn and has jobs, running or finished (it is then on the grace
+ *    list, ordered by grace_seq, which is deadline order); a client with
+ *    neither conns nor jobs does not exist;
+ *  - every RUNNING or FINISHED want of a LIVE client names one of its live
+ *    conns as owner (the one that placed it, else the newest); in GRACE the
+ *    owner is BK_NIL until a conn of the client re-adopts the jobs;
+ *  - whenever a FINISHED want gets a new owner conn it is mailed (MAIL_DONE
+ *    to that conn's handler); when it loses its owner without a new one
+ *    its pending DONE mail is withdrawn.
  *
  * The client table has 2 * max_connections records: at most
  * max_connections LIVE clients, the rest for clients in their grace.  When
  * a new client needs a record and all are taken, the client whose grace
- * began first loses the rest of it (its running jobs get MAIL_CANCEL).
+ * began first loses the rest of it (its running jobs get MAIL_CANCEL, its
+ * finished ones are freed).
  *
  * Costs: book_conn_open O(1) (+ O(r) re-adopted jobs), book_conn_close
  * O(w + r + nodes), book_purge_handler O(everything of the handler),
@@ -54,9 +58,14 @@ void bk_client_free(struct book *b, uint32_t ci)
 	struct bk_client *k = bk_client(b, ci);
 	if (k->state == BKK_FREE)
 		return;
-	/* its running jobs have nobody to report to any more: cancel them */
-	while (k->run_head != BK_NIL) {
-		bk_want_orphan(b, k->run_head);
+	/* its jobs have nobody to report to any more: cancel the running
+	 * ones, forget the finished ones */
+	while (k->job_head != BK_NIL) {
+		uint32_t wi = k->job_head;
+		if (bk_want(b, wi)->state == WANT_RUNNING)
+			bk_want_orphan(b, wi);
+		else
+			bk_want_forget(b, wi);
 		bk_fault("grace.mid");
 	}
 	uint8_t old = k->state;
@@ -74,7 +83,7 @@ void bk_client_free(struct book *b, uint32_t ci)
 void bk_client_release_if_idle(struct book *b, uint32_t ci)
 {
 	const struct bk_client *k = bk_client(b, ci);
-	if (k->state != BKK_FREE && k->nconns == 0 && k->nrunning == 0)
+	if (k->state != BKK_FREE && k->nconns == 0 && k->njobs == 0)
 		bk_client_free(b, ci);
 }
 
@@ -109,20 +118,30 @@ void bk_conn_drop(struct book *b, uint32_t c)
 	while (cn->want_head != BK_NIL)
 		bk_want_free(b, cn->want_head, NULL);
 	if (k->nconns > 0) {
-		/* the client lives on: its jobs placed here report to its newest conn */
+		/* the client lives on: its jobs owned here report to its newest
+		 * conn; the finished ones are (re-)mailed there */
 		uint32_t nc = bk_client_newest_conn(b, ci);
-		for (uint32_t wi = k->run_head; wi != BK_NIL; wi = bk_want(b, wi)->o_next) {
+		for (uint32_t wi = k->job_head; wi != BK_NIL; wi = bk_want(b, wi)->o_next) {
 			struct bk_want *w = bk_want(b, wi);
 			if (w->conn == c) {
 				w->conn = nc;
 				w->conn_gen = bk_conn(b, nc)->gen;
+				if (w->state == WANT_FINISHED)
+					bk_done_mail(b, wi);
 			}
 		}
 	} else {
 		b->nclients_live--;
-		if (k->named && k->nrunning > 0) {
-			for (uint32_t wi = k->run_head; wi != BK_NIL; wi = bk_want(b, wi)->o_next)
-				bk_want(b, wi)->conn = BK_NIL;
+		if (k->named && k->njobs > 0) {
+			/* kept for the grace, with nobody to tell yet */
+			for (uint32_t wi = k->job_head; wi != BK_NIL; wi = bk_want(b, wi)->o_next) {
+				struct bk_want *w = bk_want(b, wi);
+				w->conn = BK_NIL;
+				if (w->flags & BKW_DONE_MAIL) {
+					w->flags &= (uint8_t)~BKW_DONE_MAIL;
+					bk_mail_unlink(b, wi);
+				}
+			}
 			k->stamped = b->now_valid != 0;
 			k->grace_deadline = b->clock + b->lim.resume_grace_ms;
 			k->grace_seq = ++b->grace_seq;
@@ -159,8 +178,8 @@ enum book_rc book_conn_open(struct book *b, uint32_t handler, const char *client
 		k->stamped = 0;
 		k->grace_deadline = 0;
 		k->grace_seq = 0;
-		k->nconns = k->nrunning = 0;
-		k->conn_head = k->run_head = k->run_tail = BK_NIL;
+		k->nconns = k->njobs = 0;
+		k->conn_head = k->job_head = k->job_tail = BK_NIL;
 		k->g_prev = k->g_next = BK_NIL;
 		bk_set_state(&k->state, BKK_LIVE);
 		if (k->named)
@@ -186,10 +205,13 @@ enum book_rc book_conn_open(struct book *b, uint32_t handler, const char *client
 	BK_DL_PUSH(bk_conn, b, k->conn_head, c, k_prev, k_next);
 	k->nconns++;
 	if (k->state == BKK_GRACE) {
-		/* resume: the jobs kept through the grace report here now */
-		for (uint32_t wi = k->run_head; wi != BK_NIL; wi = bk_want(b, wi)->o_next) {
+		/* resume: the jobs kept through the grace report here now; the
+		 * finished ones get their DONE mailed to this handler */
+		for (uint32_t wi = k->job_head; wi != BK_NIL; wi = bk_want(b, wi)->o_next) {
 			bk_want(b, wi)->conn = c;
 			bk_want(b, wi)->conn_gen = cn->gen;
+			if (bk_want(b, wi)->state == WANT_FINISHED)
+				bk_done_mail(b, wi);
 		}
 		bk_set_state(&k->state, BKK_LIVE);
 		BK_DL_UNLINK(bk_client, b, b->grace_head, b->grace_tail, ci, g_prev, g_next);
@@ -221,7 +243,8 @@ size_t book_purge_handler(struct book *b, uint32_t handler, int32_t *pgids, size
 		return 0;
 	struct bk_handler *hd = &b->handlers[handler];
 	size_t n = 0;
-	/* the jobs it ran died with it: their slots are free */
+	/* the jobs it ran died with it: their slots are free (the finished
+	 * ones are not on its list: they no longer depend on it) */
 	while (hd->run_head != BK_NIL) {
 		uint32_t wi = hd->run_head;
 		struct bk_want *w = bk_want(b, wi);

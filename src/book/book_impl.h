@@ -84,8 +84,14 @@ uint32_t bk_want_alloc(struct book *b);
 void bk_want_free(struct book *b, uint32_t wi, const char *point);
 /* A running job loses its client: MAIL_CANCEL to its runner, forgotten
  * by the job index, no owner any more.  It keeps its slot until
- * book_job_finish or the purge of its runner. */
+ * book_job_finished (which then frees it) or the purge of its runner. */
 void bk_want_orphan(struct book *b, uint32_t wi);
+/* A finished job whose client ends: freed without DONE (the client record
+ * is not released from here: the caller is ending it). */
+void bk_want_forget(struct book *b, uint32_t wi);
+/* A FINISHED want with an owner conn: MAIL_DONE (flag set) to the owner
+ * conn's handler; a DONE still pending elsewhere moves there. */
+void bk_done_mail(struct book *b, uint32_t wi);
 void bk_park(struct book *b, uint32_t wi);
 void bk_unpark(struct book *b, uint32_t wi);
 

@@ -23,9 +23,22 @@
  *   FREE          want free list (q_next)  -                      -
  *   PARKED        its node's FIFO          its conn's want list   -
  *   OFFERED       waitgroup offered list   its conn's want list   mailbox (OFFER pending)
- *   RUNNING       runner handler's list    its client's run list  mailbox (CANCEL pending)
+ *   RUNNING       runner handler's list    its client's job list  mailbox (CANCEL pending)
  *                                          (none when orphaned)
+ *   FINISHED      -                        its client's job list  mailbox (DONE pending)
  *   EXPIRED       book expired list        its conn's want list   mailbox (always)
+ *
+ * Fields of a want by state: conn/conn_gen is the placing conn (PARKED,
+ * OFFERED, EXPIRED) or the owner conn (RUNNING, FINISHED; BK_NIL while the
+ * client has no live conn); runner/pgid/token only mean something while
+ * RUNNING; the outcome fields (exit_code ... receipt_len) only while
+ * FINISHED.  A want that is not FINISHED has receipt == BK_NIL (a crash
+ * between writing it and the state is undone by repair).
+ *
+ * The receipt store: max_receipts slots of receipt_bytes bytes (the text,
+ * PRIMARY, written before the owning want turns FINISHED) and one bk_rslot
+ * per slot (DERIVED: free list link and owner).  Each slot is owned by
+ * exactly one FINISHED want (w->receipt, PRIMARY) or is on the free list.
  */
 #ifndef ES_BOOK_LAYOUT_H
 #define ES_BOOK_LAYOUT_H
@@ -37,7 +50,7 @@
 
 #define BK_NIL UINT32_MAX
 #define BK_MAGIC 0x4b4f4f4258455345ULL   /* "ESEXBOOK" little endian */
-#define BK_VERSION 1u
+#define BK_VERSION 2u
 #define BK_MAX_CONNECTIONS (1u << 20)
 #define BK_MAX_WANTS (1u << 22)
 
@@ -47,7 +60,7 @@
  * wants/limits); it is freed when the mail is taken, when its conn closes,
  * or when the want table is full and a new want needs the record (the oldest
  * EXPIRED record is then reused and that one mail is lost). */
-#define BK_WANT_EXPIRED 4
+#define BK_WANT_EXPIRED 5
 
 /* want flags (P) */
 #define BKW_OFFER_MAIL 0x01   /* OFFERED: the OFFER mail was not taken yet */
@@ -55,6 +68,8 @@
 #define BKW_STAMPED 0x04      /* OFFERED: deadline is set (see bk_tick) */
 #define BKW_OWNER_CANCEL 0x08 /* RUNNING: its own client asked to cancel it; the
 			       * pending CANCEL mail does not make it an orphan */
+#define BKW_DONE_MAIL 0x10    /* FINISHED: the DONE mail was not taken yet */
+#define BKW_RECEIPT_LOST 0x20 /* FINISHED: a receipt text was given but not kept */
 
 enum bk_conn_state { BKC_FREE = 0, BKC_LIVE };
 enum bk_client_state { BKK_FREE = 0, BKK_LIVE, BKK_GRACE };
@@ -76,6 +91,11 @@ struct bk_want {
 	uint64_t deadline;       /* (P) OFFERED with BKW_STAMPED */
 	uint64_t offer_no;       /* (P) book-wide grant number of the offer */
 	char job_id[BOOK_ID_MAX]; /* (P) not NUL-terminated, idlen bytes */
+	int32_t exit_code;       /* (P) FINISHED: the compact outcome */
+	uint8_t signal, error, retryable, failed; /* (P) FINISHED */
+	uint32_t duration_ms;    /* (P) FINISHED */
+	uint32_t receipt;        /* (P) FINISHED: its receipt slot, or BK_NIL */
+	uint32_t receipt_len;    /* (P) FINISHED with a slot: bytes of text */
 	uint32_t node;           /* (D) PARKED: its node */
 	uint32_t q_prev, q_next; /* (D) see the table above */
 	uint32_t o_prev, o_next; /* (D) */
@@ -119,9 +139,9 @@ struct bk_client {
 	uint64_t grace_deadline; /* (P) */
 	uint64_t grace_seq;      /* (P) order of entering the grace */
 	char id[BOOK_ID_MAX];    /* (P) */
-	uint32_t nconns, nrunning; /* (D) */
+	uint32_t nconns, njobs;  /* (D) njobs: RUNNING + FINISHED wants it owns */
 	uint32_t conn_head;      /* (D) k links */
-	uint32_t run_head, run_tail; /* (D) RUNNING wants (o links) */
+	uint32_t job_head, job_tail; /* (D) its RUNNING and FINISHED wants (o links) */
 	uint32_t g_prev, g_next; /* (D) grace list; g_next = free list */
 };
 
@@ -151,6 +171,12 @@ struct bk_service {
 	uint64_t started, finished, failed; /* (P) statistics */
 	uint64_t nsamples;       /* (P) */
 	double ema_ms;           /* (P) runtime EMA, alpha 0.2 */
+};
+
+/* One slot of the receipt store; the text lives in the byte area. */
+struct bk_rslot {
+	uint32_t next;           /* (D) free list link */
+	uint32_t owner;          /* (D) FINISHED want holding it, or BK_NIL */
 };
 
 /* Open-addressing hash index: 2^k slots, linear probing, backward-shift
@@ -187,12 +213,14 @@ struct book {
 
 	/* derived */
 	uint64_t mail_mask;      /* handlers mailed since book_lock */
-	uint32_t nconns, nclients_live, nwants, pad1;
+	uint32_t nconns, nclients_live, nwants, nfinished;
 	uint32_t want_free, node_free, conn_free, client_free;
+	uint32_t rc_free, rc_used;       /* receipt store free list, slots owned */
 	uint32_t exp_head, exp_tail;     /* EXPIRED wants, oldest first (q links) */
 	uint32_t grace_head, grace_tail; /* GRACE clients by grace_seq (g links) */
 
 	uint64_t off_conns, off_clients, off_wants, off_nodes, off_scratch, off_qconn;
+	uint64_t off_rslots, off_rbytes; /* receipt store */
 	struct bk_index widx;    /* (client idx, job_id) -> want */
 	struct bk_index cidx;    /* client_id -> named client */
 	struct bk_index nidx;    /* (conn, service, priority) -> node */
@@ -217,6 +245,14 @@ static inline struct bk_conn *bk_conn(const struct book *b, uint32_t i)
 static inline struct bk_client *bk_client(const struct book *b, uint32_t i)
 {
 	return (struct bk_client *)((char *)(uintptr_t)b + b->off_clients) + i;
+}
+static inline struct bk_rslot *bk_rslot(const struct book *b, uint32_t i)
+{
+	return (struct bk_rslot *)((char *)(uintptr_t)b + b->off_rslots) + i;
+}
+static inline char *bk_rbytes(const struct book *b, uint32_t i)
+{
+	return (char *)(uintptr_t)b + b->off_rbytes + (uint64_t)i * b->lim.receipt_bytes;
 }
 static inline struct bk_slot *bk_slots(const struct book *b, const struct bk_index *ix)
 {

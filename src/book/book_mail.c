@@ -9,15 +9,20 @@
  *   OFFERED  (BKW_OFFER_MAIL)  -> MAIL_OFFER to the conn's handler
  *   EXPIRED                    -> MAIL_OFFER_EXPIRED, record freed
  *   RUNNING  (BKW_CANCEL_MAIL) -> MAIL_CANCEL to the runner
+ *   FINISHED (BKW_DONE_MAIL)   -> MAIL_DONE to the owner conn's handler
+ *                                 (the want stays until book_done_delivered)
  * Freeing a want unlinks it, so mail for a freed want is never delivered;
  * an offer that expires before its OFFER was taken turns, in place, into
  * the OFFER_EXPIRED mail (the client learns its want is gone).
  *
- * Exactly once: the pending flag (BKW_OFFER_MAIL / BKW_CANCEL_MAIL) is
- * primary and is cleared only by book_mail_take, which runs in the
- * handler that then sends the mail; repair re-queues from the flags, so a
- * crash never loses nor duplicates a mail, except that the mails a handler
- * had taken are lost with that handler (its conns are purged anyway).
+ * Exactly once: the pending flag (BKW_OFFER_MAIL / BKW_CANCEL_MAIL /
+ * BKW_DONE_MAIL) is primary and is cleared only by book_mail_take, which
+ * runs in the handler that then sends the mail (and by the owner's end for
+ * DONE: see book_conn.c); repair re-queues from the flags, so a crash never
+ * loses nor duplicates a mail, except that the mails a handler had taken
+ * are lost with that handler (its conns are purged anyway; a DONE it had
+ * taken is re-mailed to the finished job's next owner conn, because that
+ * handler never called book_done_delivered).
  * A pending HELLO is one flag per handler (coalesced); repair sets it for
  * every handler with live conns, which is harmless (HELLO is a snapshot).
  *
@@ -105,6 +110,13 @@ size_t book_mail_take(struct book *b, uint32_t handler, struct book_mail *out, s
 		} else if (w->state == WANT_RUNNING && (w->flags & BKW_CANCEL_MAIL)) {
 			w->flags &= (uint8_t)~BKW_CANCEL_MAIL;
 			m->kind = MAIL_CANCEL;
+			fill_id(m, w);
+			n++;
+		} else if (w->state == WANT_FINISHED && (w->flags & BKW_DONE_MAIL)) {
+			w->flags &= (uint8_t)~BKW_DONE_MAIL;
+			m->kind = MAIL_DONE;
+			m->conn.idx = w->conn;
+			m->conn.gen = w->conn_gen;
 			fill_id(m, w);
 			n++;
 		}

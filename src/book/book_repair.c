@@ -10,9 +10,19 @@
  *  - a RUNNING job whose client is gone (or that had been chosen for
  *    cancel) is an orphan with MAIL_CANCEL pending; one whose conn is gone
  *    reports to its client's newest conn, or waits in the grace;
- *  - a client is LIVE with conns, GRACE when named with running jobs and no
- *    conn (a grace begun here is stamped at the next timed call), freed
- *    otherwise (an anonymous one cancels its running jobs);
+ *  - a FINISHED job whose client is gone is dropped (nobody to tell); one
+ *    whose owner conn is gone gets its client's newest conn as owner and
+ *    MAIL_DONE there (the old owner's handler cannot have delivered it:
+ *    its conn is gone), or waits in the grace with no DONE pending; its
+ *    receipt slot must be in range, hold at most receipt_bytes and be
+ *    claimed by no older want, else only the compact outcome stays
+ *    (receipt_lost); the receipt free list is every unclaimed slot;
+ *  - a want that is not FINISHED owns no receipt slot (a crash inside
+ *    book_job_finished before the state write leaves it RUNNING);
+ *  - a client is LIVE with conns, GRACE when named with jobs (running or
+ *    finished) and no conn (a grace begun here is stamped at the next timed
+ *    call), freed otherwise (an anonymous one cancels its running jobs and
+ *    forgets its finished ones);
  *  - mail is re-queued from the pending flags, so it is neither lost nor
  *    duplicated (see book_mail.c); HELLO is re-sent to every handler with a
  *    live conn;
@@ -79,8 +89,14 @@ static void reset_derived(struct book *b)
 		b->svcs[s].root = BK_NIL;
 		b->svcs[s].waiting = b->svcs[s].running = 0;
 	}
-	b->nconns = b->nclients_live = b->nwants = 0;
+	b->nconns = b->nclients_live = b->nwants = b->nfinished = 0;
 	b->want_free = b->node_free = b->conn_free = b->client_free = BK_NIL;
+	b->rc_free = BK_NIL;
+	b->rc_used = 0;
+	for (uint32_t r = 0; r < b->lim.max_receipts; r++) {
+		bk_rslot(b, r)->next = BK_NIL;
+		bk_rslot(b, r)->owner = BK_NIL;
+	}
 	b->exp_head = b->exp_tail = b->grace_head = b->grace_tail = BK_NIL;
 	bk_index_clear(b, &b->widx);
 	bk_index_clear(b, &b->cidx);
@@ -99,8 +115,8 @@ static void repair_clients(struct book *b)
 {
 	for (uint32_t ci = b->nclient_tab; ci-- > 0;) {
 		struct bk_client *k = bk_client(b, ci);
-		k->nconns = k->nrunning = 0;
-		k->conn_head = k->run_head = k->run_tail = BK_NIL;
+		k->nconns = k->njobs = 0;
+		k->conn_head = k->job_head = k->job_tail = BK_NIL;
 		k->g_prev = k->g_next = BK_NIL;
 		int ok = k->state == BKK_LIVE || k->state == BKK_GRACE;
 		if (ok && (k->idlen > BOOK_ID_MAX || (k->named && k->idlen == 0)))
@@ -195,6 +211,10 @@ static size_t repair_want_records(struct book *b)
 		if (w->state == WANT_FREE)
 			continue;
 		int ok = w->service < b->topo.nservices && w->idlen >= 1 && w->idlen <= BOOK_ID_MAX;
+		if (w->state != WANT_FINISHED) {
+			w->receipt = BK_NIL;
+			w->receipt_len = 0;
+		}
 		switch (w->state) {
 		case WANT_PARKED:
 		case WANT_OFFERED:
@@ -211,7 +231,7 @@ static size_t repair_want_records(struct book *b)
 			ok = ok && w->runner < b->lim.nhandlers;
 			if (!ok)
 				break;
-			w->flags &= (uint8_t)~(BKW_OFFER_MAIL | BKW_STAMPED);
+			w->flags &= BKW_CANCEL_MAIL | BKW_OWNER_CANCEL;
 			if (w->client != BK_NIL && !client_ok(b, w->client, w->client_gen))
 				w->flags |= BKW_CANCEL_MAIL;   /* its client vanished */
 			if ((w->flags & BKW_CANCEL_MAIL) && !(w->flags & BKW_OWNER_CANCEL))
@@ -219,6 +239,22 @@ static size_t repair_want_records(struct book *b)
 			if (w->client == BK_NIL || !conn_ok(b, w->conn, w->conn_gen) ||
 			    bk_conn(b, w->conn)->client != w->client)
 				w->conn = BK_NIL;
+			break;
+		case WANT_FINISHED:
+			/* nobody to tell without its client */
+			ok = ok && w->client != BK_NIL && client_ok(b, w->client, w->client_gen);
+			if (!ok)
+				break;
+			w->flags &= BKW_DONE_MAIL | BKW_RECEIPT_LOST;
+			if (!conn_ok(b, w->conn, w->conn_gen) || bk_conn(b, w->conn)->client != w->client)
+				w->conn = BK_NIL;
+			if (w->receipt != BK_NIL &&
+			    (w->receipt >= b->lim.max_receipts || w->receipt_len == 0 ||
+			     w->receipt_len > b->lim.receipt_bytes)) {
+				w->receipt = BK_NIL;
+				w->receipt_len = 0;
+				w->flags |= BKW_RECEIPT_LOST;
+			}
 			break;
 		default:
 			ok = 0;
@@ -255,7 +291,7 @@ static void link_want(struct book *b, uint32_t wi)
 	}
 	if (indexed)
 		bk_want_index_add(b, wi);
-	if (w->state != WANT_RUNNING) {
+	if (w->state != WANT_RUNNING && w->state != WANT_FINISHED) {
 		struct bk_conn *cn = bk_conn(b, w->conn);
 		BK_DL_APPEND(bk_want, b, cn->want_head, cn->want_tail, wi, o_prev, o_next);
 		if (w->state != BK_WANT_EXPIRED)
@@ -286,8 +322,8 @@ static void link_want(struct book *b, uint32_t wi)
 		b->nwants++;
 		if (w->client != BK_NIL) {
 			struct bk_client *k = bk_client(b, w->client);
-			BK_DL_APPEND(bk_want, b, k->run_head, k->run_tail, wi, o_prev, o_next);
-			k->nrunning++;
+			BK_DL_APPEND(bk_want, b, k->job_head, k->job_tail, wi, o_prev, o_next);
+			k->njobs++;
 			if (w->conn == BK_NIL && k->nconns > 0) {
 				w->conn = bk_client_newest_conn(b, w->client);
 				w->conn_gen = bk_conn(b, w->conn)->gen;
@@ -297,6 +333,47 @@ static void link_want(struct book *b, uint32_t wi)
 			bk_mail_push(b, w->runner, wi);
 		break;
 	}
+	case WANT_FINISHED: {
+		struct bk_client *k = bk_client(b, w->client);
+		BK_DL_APPEND(bk_want, b, k->job_head, k->job_tail, wi, o_prev, o_next);
+		k->njobs++;
+		b->nwants++;
+		b->nfinished++;
+		if (w->conn == BK_NIL && k->nconns > 0) {
+			/* its owner is gone: a new owner, which must be told */
+			w->conn = bk_client_newest_conn(b, w->client);
+			w->conn_gen = bk_conn(b, w->conn)->gen;
+			w->flags |= BKW_DONE_MAIL;
+		}
+		if (w->conn == BK_NIL)
+			w->flags &= (uint8_t)~BKW_DONE_MAIL;
+		if (w->receipt != BK_NIL) {
+			struct bk_rslot *rs = bk_rslot(b, w->receipt);
+			if (rs->owner == BK_NIL) {
+				rs->owner = wi;
+				b->rc_used++;
+			} else {
+				/* claimed by an older want: impossible by construction */
+				w->receipt = BK_NIL;
+				w->receipt_len = 0;
+				w->flags |= BKW_RECEIPT_LOST;
+			}
+		}
+		if (w->flags & BKW_DONE_MAIL)
+			bk_mail_push(b, bk_conn(b, w->conn)->handler, wi);
+		break;
+	}
+	}
+}
+
+static void repair_receipts(struct book *b)
+{
+	for (uint32_t r = b->lim.max_receipts; r-- > 0;) {
+		struct bk_rslot *rs = bk_rslot(b, r);
+		if (rs->owner != BK_NIL)
+			continue;
+		rs->next = b->rc_free;
+		b->rc_free = r;
 	}
 }
 
@@ -346,7 +423,7 @@ static void repair_client_states(struct book *b)
 		if (k->nconns > 0) {
 			bk_set_state(&k->state, BKK_LIVE);
 			b->nclients_live++;
-		} else if (k->named && k->nrunning > 0) {
+		} else if (k->named && k->njobs > 0) {
 			if (k->state != BKK_GRACE) {
 				k->stamped = 0;
 				k->grace_seq = ++b->grace_seq;
@@ -375,6 +452,7 @@ void book_repair(struct book *b)
 	bk_sort(b, bk_scratch(b, 0), na, by_seq, NULL);
 	for (size_t i = 0; i < na; i++)
 		link_want(b, bk_scratch(b, 0)[i]);
+	repair_receipts(b);
 	repair_offers(b);
 	repair_client_states(b);
 	for (uint32_t wi = b->lim.max_wants; wi-- > 0;) {
@@ -383,6 +461,8 @@ void book_repair(struct book *b)
 			continue;
 		w->gen++;
 		w->flags = 0;
+		w->receipt = BK_NIL;
+		w->receipt_len = 0;
 		w->q_next = b->want_free;
 		b->want_free = wi;
 	}

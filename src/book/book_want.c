@@ -1,25 +1,35 @@
 /*
- * book_want.c - the life of one want: WANT, UNWANT, JOB, DECLINE, the end
- * of a running job, and the node FIFOs that hold parked wants.
+ * book_want.c - the life of one want: WANT, UNWANT, CANCEL, JOB, DECLINE,
+ * the end of a running job (FINISHED), the delivery of its DONE, and the
+ * node FIFOs that hold parked wants.
  *
  * Owns the want records (allocation, free list, state transitions), the
  * nodes (one per (conn, service, priority) with parked wants, created and
- * freed here) and the per-service statistics.  Invariants:
- *  - a want's state is written last on allocation and first on free;
+ * freed here), the receipt store (slots taken at finish, given back when
+ * the want is freed) and the per-service statistics.  Invariants:
+ *  - a want's state is written last on allocation and on every transition
+ *    (after the fields the new state needs: outcome, receipt text and
+ *    slot, mail flags) and first on free;
  *  - a PARKED want is in exactly the FIFO of node (conn, service, priority),
  *    FIFO order = seq order; a node exists iff its FIFO is non-empty and is
  *    then in its service's heap, the node index and its conn's node list;
  *  - conn.nwants counts its PARKED + OFFERED wants (the per-connection
- *    limit); b->nwants counts PARKED + OFFERED + RUNNING (the book limit);
- *    EXPIRED records count in neither.
+ *    limit); b->nwants counts PARKED + OFFERED + RUNNING + FINISHED (the
+ *    book limit: every record a client can still name); EXPIRED records
+ *    count in neither;
+ *  - a FINISHED want holds no slot, is not on its runner's list, stays in
+ *    the job index and its client's job list, and owns at most one receipt
+ *    slot; BKW_DONE_MAIL <=> it is in its owner conn's handler's mailbox.
  *
  * A request names a job by (conn, job_id); the key is (client, job_id), so
  * job_ids are unique per client.  PARKED and OFFERED wants belong to the
  * conn that placed them: another conn of the same client gets
- * BOOK_E_UNKNOWN_JOB for them.  RUNNING jobs belong to the client.
+ * BOOK_E_UNKNOWN_JOB for them.  RUNNING and FINISHED jobs belong to the
+ * client.
  *
- * Costs: book_want O(1) amortized + the grant; book_unwant/decline/finish
- * O(log n) amortized + the grant; book_accept O(1).
+ * Costs: book_want O(1) amortized + the grant; book_unwant/decline
+ * O(log n) amortized + the grant; book_accept, book_done_delivered O(1);
+ * book_job_finished O(1) + copying the receipt + the grant.
  */
 #include "autoconfig.h"
 #include "book/book.h"
@@ -161,7 +171,50 @@ void bk_unpark(struct book *b, uint32_t wi)
 	}
 }
 
+/* ---- receipts ---- */
+
+static uint32_t receipt_alloc(struct book *b, uint32_t wi)
+{
+	uint32_t r = b->rc_free;
+	if (r == BK_NIL)
+		return BK_NIL;
+	struct bk_rslot *rs = bk_rslot(b, r);
+	b->rc_free = rs->next;
+	rs->next = BK_NIL;
+	rs->owner = wi;
+	b->rc_used++;
+	return r;
+}
+
+static void receipt_release(struct book *b, struct bk_want *w)
+{
+	if (w->receipt != BK_NIL) {
+		struct bk_rslot *rs = bk_rslot(b, w->receipt);
+		rs->owner = BK_NIL;
+		rs->next = b->rc_free;
+		b->rc_free = w->receipt;
+		b->rc_used--;
+	}
+	w->receipt = BK_NIL;
+	w->receipt_len = 0;
+}
+
 /* ---- free ---- */
+
+/* Takes a RUNNING or FINISHED want off its client (job index, job list);
+ * returns the client, or BK_NIL if it had none. */
+static uint32_t unlink_from_client(struct book *b, uint32_t wi)
+{
+	struct bk_want *w = bk_want(b, wi);
+	uint32_t ci = w->client;
+	if (ci == BK_NIL)
+		return BK_NIL;
+	struct bk_client *k = bk_client(b, ci);
+	bk_want_index_del(b, wi);
+	BK_DL_UNLINK(bk_want, b, k->job_head, k->job_tail, wi, o_prev, o_next);
+	k->njobs--;
+	return ci;
+}
 
 void bk_want_free(struct book *b, uint32_t wi, const char *point)
 {
@@ -202,14 +255,18 @@ void bk_want_free(struct book *b, uint32_t wi, const char *point)
 		b->wgs[g].running--;
 		s->running--;
 		b->nwants--;
-		if (w->client != BK_NIL) {
-			uint32_t ci = w->client;
-			struct bk_client *k = bk_client(b, ci);
-			bk_want_index_del(b, wi);
-			BK_DL_UNLINK(bk_want, b, k->run_head, k->run_tail, wi, o_prev, o_next);
-			k->nrunning--;
+		uint32_t ci = unlink_from_client(b, wi);
+		if (ci != BK_NIL)
 			bk_client_release_if_idle(b, ci);
-		}
+		break;
+	}
+	case WANT_FINISHED: {
+		b->nwants--;
+		b->nfinished--;
+		receipt_release(b, w);
+		uint32_t ci = unlink_from_client(b, wi);
+		if (ci != BK_NIL)
+			bk_client_release_if_idle(b, ci);
 		break;
 	}
 	case BK_WANT_EXPIRED:
@@ -217,6 +274,8 @@ void bk_want_free(struct book *b, uint32_t wi, const char *point)
 		break;
 	}
 	w->flags = 0;
+	w->receipt = BK_NIL;
+	w->receipt_len = 0;
 	w->node = BK_NIL;
 	w->q_prev = BK_NIL;
 	w->q_next = b->want_free;
@@ -226,17 +285,27 @@ void bk_want_free(struct book *b, uint32_t wi, const char *point)
 void bk_want_orphan(struct book *b, uint32_t wi)
 {
 	struct bk_want *w = bk_want(b, wi);
-	uint32_t ci = w->client;
 	w->flags |= BKW_CANCEL_MAIL;
-	if (ci != BK_NIL) {
-		struct bk_client *k = bk_client(b, ci);
-		bk_want_index_del(b, wi);
-		BK_DL_UNLINK(bk_want, b, k->run_head, k->run_tail, wi, o_prev, o_next);
-		k->nrunning--;
-	}
+	unlink_from_client(b, wi);
 	w->client = BK_NIL;
 	w->conn = BK_NIL;
 	bk_mail_push(b, w->runner, wi);
+}
+
+void bk_want_forget(struct book *b, uint32_t wi)
+{
+	struct bk_want *w = bk_want(b, wi);
+	unlink_from_client(b, wi);
+	w->client = BK_NIL;
+	w->conn = BK_NIL;
+	bk_want_free(b, wi, NULL);
+}
+
+void bk_done_mail(struct book *b, uint32_t wi)
+{
+	struct bk_want *w = bk_want(b, wi);
+	w->flags |= BKW_DONE_MAIL;
+	bk_mail_push(b, bk_conn(b, w->conn)->handler, wi);
 }
 
 /* ---- requests ---- */
@@ -283,6 +352,11 @@ enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
 	w->token = 0;
 	w->deadline = 0;
 	w->offer_no = 0;
+	w->exit_code = 0;
+	w->signal = w->error = w->retryable = w->failed = 0;
+	w->duration_ms = 0;
+	w->receipt = BK_NIL;
+	w->receipt_len = 0;
 	w->m_handler = BK_NIL;
 	w->m_prev = w->m_next = w->o_prev = w->o_next = BK_NIL;
 	bk_set_state(&w->state, WANT_PARKED);
@@ -306,7 +380,7 @@ enum book_rc book_unwant(struct book *b, struct book_ref conn, const char *job_i
 	if (rc != BOOK_OK)
 		return rc;
 	struct bk_want *w = bk_want(b, wi);
-	if (w->state == WANT_RUNNING)
+	if (w->state == WANT_RUNNING || w->state == WANT_FINISHED)
 		return BOOK_E_BAD_STATE;
 	int offered = w->state == WANT_OFFERED;
 	uint32_t g = bk_want_wg(b, w);
@@ -324,6 +398,8 @@ enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_i
 	if (rc != BOOK_OK)
 		return rc;
 	struct bk_want *w = bk_want(b, wi);
+	if (w->state == WANT_FINISHED)
+		return BOOK_E_UNKNOWN_JOB;   /* ended: its outcome stands */
 	*was = (enum want_state)w->state;
 	if (w->state != WANT_RUNNING)
 		return book_unwant(b, conn, job_id);
@@ -366,8 +442,8 @@ enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_i
 	BK_DL_UNLINK(bk_want, b, cn->want_head, cn->want_tail, wi, o_prev, o_next);
 	cn->nwants--;
 	struct bk_client *k = bk_client(b, w->client);
-	BK_DL_APPEND(bk_want, b, k->run_head, k->run_tail, wi, o_prev, o_next);
-	k->nrunning++;
+	BK_DL_APPEND(bk_want, b, k->job_head, k->job_tail, wi, o_prev, o_next);
+	k->njobs++;
 	struct bk_handler *hd = &b->handlers[runner];
 	BK_DL_APPEND(bk_want, b, hd->run_head, hd->run_tail, wi, q_prev, q_next);
 	uint32_t g = bk_want_wg(b, w);
@@ -407,9 +483,11 @@ void book_job_set_pgid(struct book *b, struct book_ref want, int32_t pgid)
 		bk_want(b, wi)->pgid = pgid;
 }
 
-enum book_rc book_job_finish(struct book *b, struct book_ref want, uint64_t duration_ms,
-			     int failed)
+enum book_rc book_job_finished(struct book *b, struct book_ref want, const struct book_outcome *o,
+			       const char *receipt, size_t len)
 {
+	if (!o)
+		return BOOK_E_INVALID;
 	uint32_t wi = bk_want_get(b, want);
 	if (wi == BK_NIL)
 		return BOOK_E_STALE;
@@ -418,16 +496,99 @@ enum book_rc book_job_finish(struct book *b, struct book_ref want, uint64_t dura
 		return BOOK_E_BAD_STATE;
 	struct bk_service *s = &b->svcs[w->service];
 	s->finished++;
-	if (failed)
+	if (o->failed)
 		s->failed++;
 	if (s->nsamples == 0)
-		s->ema_ms = (double)duration_ms;
+		s->ema_ms = (double)o->duration_ms;
 	else
-		s->ema_ms += 0.2 * ((double)duration_ms - s->ema_ms);
+		s->ema_ms += 0.2 * ((double)o->duration_ms - s->ema_ms);
 	s->nsamples++;
 	uint32_t g = bk_want_wg(b, w);
-	bk_want_free(b, wi, "finish.mid");
+	if (w->client == BK_NIL) {
+		/* an orphan (its client ended): nobody to tell */
+		bk_want_free(b, wi, "finished.mid");
+		bk_grant(b, g);
+		return BOOK_OK;
+	}
+
+	/* primary: receipt text and slot, outcome, flags, then the state */
+	uint8_t flags = w->flags & (BKW_CANCEL_MAIL | BKW_OWNER_CANCEL);
+	uint32_t slot = BK_NIL;
+	if (receipt && len > 0) {
+		if (len <= b->lim.receipt_bytes)
+			slot = receipt_alloc(b, wi);
+		if (slot == BK_NIL)
+			flags |= BKW_RECEIPT_LOST;
+		else
+			memcpy(bk_rbytes(b, slot), receipt, len);
+	}
+	w->exit_code = o->exit_code;
+	w->signal = o->signal;
+	w->error = o->error;
+	w->retryable = o->retryable;
+	w->failed = o->failed;
+	w->duration_ms = o->duration_ms;
+	w->receipt = slot;
+	w->receipt_len = slot != BK_NIL ? (uint32_t)len : 0;
+	if (w->conn != BK_NIL)
+		flags |= BKW_DONE_MAIL;
+	w->flags = flags;
+	bk_set_state(&w->state, WANT_FINISHED);
+	bk_fault("finished.mid");
+
+	/* derived: a CANCEL not taken yet is moot; the slot is free */
+	w->flags &= (uint8_t)~(BKW_CANCEL_MAIL | BKW_OWNER_CANCEL);
+	bk_mail_unlink(b, wi);
+	struct bk_handler *hd = &b->handlers[w->runner];
+	BK_DL_UNLINK(bk_want, b, hd->run_head, hd->run_tail, wi, q_prev, q_next);
+	b->wgs[g].running--;
+	s->running--;
+	b->nfinished++;
+	if (w->flags & BKW_DONE_MAIL)
+		bk_mail_push(b, bk_conn(b, w->conn)->handler, wi);
 	bk_grant(b, g);
+	return BOOK_OK;
+}
+
+enum book_rc book_done_read(const struct book *b, struct book_ref want, struct book_outcome *o,
+			    char *buf, size_t cap, size_t *len)
+{
+	uint32_t wi = bk_want_get(b, want);
+	if (wi == BK_NIL)
+		return BOOK_E_STALE;
+	const struct bk_want *w = bk_want(b, wi);
+	if (w->state != WANT_FINISHED)
+		return BOOK_E_BAD_STATE;
+	if (o) {
+		memset(o, 0, sizeof *o);
+		o->exit_code = w->exit_code;
+		o->signal = w->signal;
+		o->error = w->error;
+		o->retryable = w->retryable;
+		o->failed = w->failed;
+		o->duration_ms = w->duration_ms;
+		o->receipt_lost = (w->flags & BKW_RECEIPT_LOST) != 0;
+	}
+	size_t n = w->receipt != BK_NIL ? w->receipt_len : 0;
+	if (buf && cap > 0) {
+		size_t c = n < cap - 1 ? n : cap - 1;
+		if (c)
+			memcpy(buf, bk_rbytes(b, w->receipt), c);
+		buf[c] = '\0';
+	}
+	if (len)
+		*len = n;
+	return BOOK_OK;
+}
+
+enum book_rc book_done_delivered(struct book *b, struct book_ref want)
+{
+	uint32_t wi = bk_want_get(b, want);
+	if (wi == BK_NIL)
+		return BOOK_E_STALE;
+	if (bk_want(b, wi)->state != WANT_FINISHED)
+		return BOOK_E_BAD_STATE;
+	bk_want_free(b, wi, "delivered.mid");
 	return BOOK_OK;
 }
 

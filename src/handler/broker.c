@@ -21,9 +21,11 @@
 #include "execserver/protocol.h"
 #include "handler/broker.h"
 #include "handler/handler.h"
+#include "handler/mailbox.h"
 #include "handler/messages.h"
 #include "handler/ws.h"
 #include "job/job.h"
+#include "job/receipt.h"
 
 #define HELLO_COALESCE_MS 100
 #define MAX_PENDING_OUT (8u << 20) /* a peer that reads nothing is cut off here */
@@ -380,20 +382,41 @@ void broker_deliver_offer_expired(struct book_ref ref, const char *job_id)
 			   job_id);
 }
 
-int broker_send_done(struct book_ref ref, const char *job_id, struct json_object *receipt)
+void broker_deliver_done(struct book_ref ref, struct book_ref want, const char *job_id)
 {
+	static char kept[RECEIPT_MAX_BYTES + 1];
 	struct broker_conn *c = lookup(ref);
-	if (!c) {
-		json_object_put(receipt);
-		return -1;
+	struct book_outcome o;
+	size_t len = 0;
+
+	if (!c || !ws_session_is_open(c->ws))
+		return; /* its close hands the job on (book_conn_close) */
+	struct book *b = handler_book_lock();
+	enum book_rc rc = book_done_read(b, want, &o, kept, sizeof kept, &len);
+	handler_book_unlock();
+	if (rc != BOOK_OK)
+		return;
+	char *compact = NULL;
+	if (len == 0 || len >= sizeof kept) {
+		compact = receipt_compact(&o, &len);
+		if (!compact)
+			return;
 	}
-	return send_text(c, msg_encode_done(job_id, receipt));
+	char *msg = receipt_done_message(job_id, compact ? compact : kept, len);
+	free(compact);
+	if (send_text(c, msg) == 0) {
+		b = handler_book_lock();
+		book_done_delivered(b, want);
+		handler_book_unlock();
+	}
 }
 
 void broker_drain_check(void)
 {
 	if (!handler.draining || job_running_count() > 0)
 		return;
+	/* DONEs of the last jobs may still sit in our mailbox: out first */
+	mailbox_on_wake(-1, 0, NULL);
 	for (struct broker_conn *c = conns, *next; c; c = next) {
 		next = c->next;
 		ws_close(c->ws, PROTO_CLOSE_GOING_AWAY, "execserver stopping");

@@ -31,8 +31,10 @@ void broker_deliver_offer_expired(struct book_ref conn, const char *job_id);
 void broker_schedule_hello(void);
 void broker_hello_cb(evutil_socket_t fd, short what, void *arg);
 
-/* DONE for a job of this handler; takes the receipt.  Returns 0 if sent. */
-int broker_send_done(struct book_ref conn, const char *job_id, struct json_object *receipt);
+/* MAIL_DONE: sends the DONE of a finished job (its receipt read from the
+ * book) on conn and tells the book it went out.  When conn is closing, the
+ * book hands the job to the client's next connection instead. */
+void broker_deliver_done(struct book_ref conn, struct book_ref want, const char *job_id);
 
 /* While draining: once no job runs here, closes every connection (1001). */
 void broker_drain_check(void);

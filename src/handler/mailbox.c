@@ -27,6 +27,9 @@ static void deliver(const struct book_mail *m)
 	case MAIL_HELLO:
 		broker_schedule_hello();
 		break;
+	case MAIL_DONE:
+		broker_deliver_done(m->conn, m->want, m->job_id);
+		break;
 	}
 }
 

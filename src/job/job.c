@@ -1,11 +1,13 @@
 /*
  * job.c - see job.h.
  *
- * Life of a job here: validate -> mkdir its directory -> spawn (own process
- * group) -> read stdout (first JOB_STDOUT_CAP bytes kept) and stderr (last
- * non-empty line kept) -> reap -> build the receipt -> DONE to the owning
- * connection -> book_job_finish.  A job is complete when the process was
- * reaped AND both pipes reached EOF (so no output is lost to a race between
+ * Life of a job here: validate -> mkdtemp its directory -> spawn (own
+ * process group, jobLimits) -> read stdout (first JOB_STDOUT_CAP bytes kept)
+ * and stderr (last non-empty line kept) -> reap (the group goes with its
+ * leader) -> build the receipt -> book_job_finished, which frees the slot
+ * and mails the DONE to the handler of the owner connection.  A job is
+ * complete when the process was reaped AND both pipes reached EOF or the
+ * linger after the reap ran out (so no output is lost to a race between
  * SIGCHLD and the last read).
  */
 #include "autoconfig.h"
@@ -32,6 +34,7 @@
 #include "job/janitor.h"
 #include "job/job.h"
 #include "job/job_spec.h"
+#include "job/receipt.h"
 #include "job/spawn.h"
 #include "master/startup_check.h"
 
@@ -167,55 +170,40 @@ int job_validate(uint32_t service, struct json_object *job, const char **code, c
 
 /* ---- completion -------------------------------------------------------- */
 
-static struct json_object *build_receipt(struct job *j, uint64_t duration_ms, int *failed)
+/* The compact outcome of an ended job (the receipt's decisive fields). */
+static struct book_outcome outcome_of(const struct job *j, uint64_t duration_ms,
+				      const char **message)
 {
-	struct json_object *r = json_object_new_object();
-	const char *err_code = NULL, *err_msg = NULL;
-	int retryable = 0;
+	struct book_outcome o = { .exit_code = -1, .duration_ms = (uint32_t)duration_ms };
 
-	*failed = 1;
+	*message = NULL;
 	if (j->spawn_errno) {
-		err_code = "exec_failed";
-		err_msg = strerror(j->spawn_errno);
+		o.error = JOB_ERR_EXEC_FAILED;
+		*message = strerror(j->spawn_errno);
 	} else if (WIFEXITED(j->status)) {
-		json_object_object_add(r, "exit_code", json_object_new_int(WEXITSTATUS(j->status)));
-		*failed = WEXITSTATUS(j->status) != 0;
+		o.exit_code = WEXITSTATUS(j->status);
 	} else if (WIFSIGNALED(j->status)) {
-		json_object_object_add(r, "signal", json_object_new_int(WTERMSIG(j->status)));
+		o.signal = (uint8_t)WTERMSIG(j->status);
 	}
 	switch (j->cancelled) {
-	case JOB_CANCEL_REQUESTED: err_code = "cancelled"; err_msg = "cancelled"; break;
-	case JOB_CANCEL_TIMEOUT: err_code = "timeout"; err_msg = "timeout_sec exceeded"; break;
-	case JOB_CANCEL_DRAIN:
-		err_code = "exec_stopped";
-		err_msg = "the execserver stopped before the job ended";
-		retryable = 1;
+	case JOB_CANCEL_REQUESTED:
+		o.error = JOB_ERR_CANCELLED;
+		*message = "cancelled";
 		break;
-	default: break;
+	case JOB_CANCEL_TIMEOUT:
+		o.error = JOB_ERR_TIMEOUT;
+		*message = "timeout_sec exceeded";
+		break;
+	case JOB_CANCEL_DRAIN:
+		o.error = JOB_ERR_EXEC_STOPPED;
+		*message = "the execserver stopped before the job ended";
+		o.retryable = 1;
+		break;
+	default:
+		break;
 	}
-	if (err_code)
-		*failed = 1;
-	json_object_object_add(r, "duration_ms", json_object_new_int64((int64_t)duration_ms));
-	char *out = utf8_sanitize((const unsigned char *)j->out, j->out_len);
-	json_object_object_add(r, "stdout", json_object_new_string(out ? out : ""));
-	free(out);
-	if (j->out_truncated)
-		json_object_object_add(r, "stdout_truncated", json_object_new_boolean(1));
-	const char *line = j->err_cur_len ? j->err_cur : j->err_line;
-	size_t line_len = j->err_cur_len ? j->err_cur_len : strlen(j->err_line);
-	if (line_len) {
-		char *s = utf8_sanitize((const unsigned char *)line, line_len);
-		json_object_object_add(r, "stderr", json_object_new_string(s ? s : ""));
-		free(s);
-	}
-	if (err_code) {
-		struct json_object *e = json_object_new_object();
-		json_object_object_add(e, "code", json_object_new_string(err_code));
-		json_object_object_add(e, "message", json_object_new_string(err_msg));
-		json_object_object_add(e, "retryable", json_object_new_boolean(retryable));
-		json_object_object_add(r, "error", e);
-	}
-	return r;
+	o.failed = o.error != JOB_ERR_NONE || o.exit_code != 0;
+	return o;
 }
 
 static void job_free(struct job *j)
@@ -237,31 +225,33 @@ static void job_free(struct job *j)
 	free(j);
 }
 
+/* The job is over: its receipt goes into the book, which frees the slot
+ * and mails the DONE to whichever handler holds the owner connection (this
+ * one included), now or when the client comes back within its grace. */
 static void complete(struct job *j)
 {
 	uint64_t duration = clock_mono_ms() - j->start_ms;
-	int failed;
-	struct json_object *receipt = build_receipt(j, duration, &failed);
-	struct book_ref conn;
-	uint32_t owner;
+	const char *message;
+	struct book_outcome o = outcome_of(j, duration, &message);
+	const char *line = j->err_cur_len ? j->err_cur : j->err_line;
+	struct receipt_parts parts = {
+		.outcome = &o, .error_message = message,
+		.stdout_prefix = j->out, .stdout_len = j->out_len,
+		.stdout_truncated = j->out_truncated,
+		.stderr_line = line, .stderr_len = strlen(line),
+	};
+	size_t len = 0;
+	char *text = receipt_build(&parts, &len);
 
 	struct book *b = handler_book_lock();
-	enum book_rc rc = book_job_owner(b, j->want, &conn, &owner);
+	enum book_rc rc = book_job_finished(b, j->want, &o, text, text ? len : 0);
 	handler_book_unlock();
-
-	if (rc == BOOK_OK && owner == (uint32_t)handler.slot)
-		broker_send_done(conn, j->job_id, receipt);
-	else {
-		log_info("job %s finished with no connection to tell (receipt dropped)", j->job_id);
-		json_object_put(receipt);
-	}
-
-	b = handler_book_lock();
-	book_job_finish(b, j->want, duration, failed);
-	handler_book_unlock();
+	free(text);
+	if (rc != BOOK_OK)
+		log_warn("job %s: finished, but the book says %s", j->job_id, book_rc_name(rc));
 
 	enum job_removal_policy pol = handler.inst->cfg->job_removal_policy;
-	if (j->dir[0] && (pol == JOB_REMOVAL_ALL || (pol == JOB_REMOVAL_DONE && !failed)))
+	if (j->dir[0] && (pol == JOB_REMOVAL_ALL || (pol == JOB_REMOVAL_DONE && !o.failed)))
 		janitor_remove_tree(j->dir);
 
 	if (j->prev)

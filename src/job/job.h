@@ -1,11 +1,11 @@
 /*
  * job.h - running the jobs this handler accepted.
  *
- * A job is owned by the handler that received its JOB message, from spawn
- * until its DONE has been handed to the connection (or, for a client in
- * its resume grace, until the receipt is dropped).  Its slot in the book
- * stays held for exactly that time: book_job_finish() is called once per
- * job, right after its DONE.
+ * A job runs on the handler that received its JOB message, from spawn until
+ * its program ended; then its receipt goes into the book
+ * (book_job_finished, once per job), which frees the slot and has the DONE
+ * delivered to the client's owner connection, on whichever handler, now or
+ * after a reconnect within the resume grace.
  */
 #ifndef ES_JOB_H
 #define ES_JOB_H

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
+#include "job/receipt.h"
 #include "master/segment.h"
 
 static void fill_topology(const struct es_config *cfg, struct book_topology *topo)
@@ -41,6 +42,16 @@ static void fill_topology(const struct es_config *cfg, struct book_topology *top
 	}
 }
 
+/* Receipts waiting for their DONE: a few per slot is plenty (they leave as
+ * soon as the owner connection is told), never fewer than 64. */
+static uint32_t receipt_slots(const struct es_config *cfg)
+{
+	uint32_t processes = 0;
+	for (size_t i = 0; i < cfg->nwaitgroups; i++)
+		processes += (uint32_t)cfg->waitgroups[i].processes;
+	return processes * 4 > 64 ? processes * 4 : 64;
+}
+
 int segment_create(struct instance *inst, struct es_config *cfg, int nhandlers)
 {
 	struct book_limits lim = {
@@ -50,6 +61,8 @@ int segment_create(struct instance *inst, struct es_config *cfg, int nhandlers)
 		.nhandlers = (uint32_t)nhandlers,
 		.offer_timeout_ms = (uint32_t)cfg->offer_timeout_sec * 1000u,
 		.resume_grace_ms = (uint32_t)cfg->resume_grace_sec * 1000u,
+		.max_receipts = receipt_slots(cfg),
+		.receipt_bytes = RECEIPT_MAX_BYTES,
 	};
 	struct book_topology *topo = calloc(1, sizeof *topo);
 	uint64_t seed;

@@ -46,39 +46,6 @@ static void stop(void)
 	harness_cleanup(&D);
 }
 
-/* Connection counts per handler slot from /status. */
-static void handler_conns(int *counts, int n)
-{
-	struct json_object *st = harness_status(&D), *hs;
-	for (int i = 0; i < n; i++)
-		counts[i] = -1;
-	if (st && json_object_object_get_ex(st, "handlers", &hs))
-		for (int i = 0; i < n && i < (int)json_object_array_length(hs); i++)
-			counts[i] = (int)tc_int(json_object_array_get_idx(hs, (size_t)i), "connections");
-	if (st)
-		json_object_put(st);
-}
-
-/* Connects until it holds a client on handler `want_slot`; extra
- * connections made on the way are closed.  Returns NULL if it never gets
- * there (the kernel spreads connections by hash, so a few tries do). */
-static struct tclient *connect_on_handler(int handlers, int want_slot, const char *id)
-{
-	for (int attempt = 0; attempt < 60; attempt++) {
-		int before[8], after[8];
-		handler_conns(before, handlers);
-		struct tclient *c = tc_connect(D.port, id);
-		if (!c)
-			return NULL;
-		handler_conns(after, handlers);
-		if (after[want_slot] == before[want_slot] + 1)
-			return c;
-		tc_close(c);
-		harness_sleep_ms(30); /* let the close reach the book */
-	}
-	return NULL;
-}
-
 static long long wg_field(const char *field)
 {
 	struct json_object *st = harness_status(&D);
@@ -237,7 +204,7 @@ static void test_priority_across_clients(void)
 {
 	start(2, 1, NULL, NULL);
 	/* a and b on different handlers: priority is global across them */
-	struct tclient *a = connect_on_handler(2, 0, "a"), *b = connect_on_handler(2, 1, "b");
+	struct tclient *a = tc_connect_on_handler(&D, 2, 0, "a"), *b = tc_connect_on_handler(&D, 2, 1, "b");
 	CU_ASSERT_FATAL(a && b);
 	/* a holds the only slot with a running job */
 	const char *token = tc_want_offer(a, "hold", "sleep", 0, 3000);
@@ -281,7 +248,7 @@ static void test_round_robin_within_class(void)
 	const char *names[3] = { "ra", "rb", "rc" };
 	/* spread over both handlers: the round robin is book-wide */
 	for (int i = 0; i < 3; i++) {
-		c[i] = connect_on_handler(2, i % 2, names[i]);
+		c[i] = tc_connect_on_handler(&D, 2, i % 2, names[i]);
 		CU_ASSERT_FATAL(c[i] != NULL);
 	}
 	/* ra takes the slot first; then everyone parks many wants */
@@ -354,8 +321,8 @@ static void test_handover_across_handlers(void)
 	char held[16], parked[16], tok[32];
 
 	start(2, 1, NULL, NULL);
-	struct tclient *holder = connect_on_handler(2, 0, "ha");
-	struct tclient *waiter = connect_on_handler(2, 1, "hb");
+	struct tclient *holder = tc_connect_on_handler(&D, 2, 0, "ha");
+	struct tclient *waiter = tc_connect_on_handler(&D, 2, 1, "hb");
 	CU_ASSERT_FATAL(holder && waiter);
 	const char *t = tc_want_offer(holder, "r0", "cat", 0, 3000);
 	CU_ASSERT_FATAL(t != NULL);
@@ -403,8 +370,8 @@ static void test_handover_across_handlers(void)
 static void test_handler_crash_under_load(void)
 {
 	start(2, 2, NULL, NULL);
-	struct tclient *victim = connect_on_handler(2, 0, "victim");
-	struct tclient *survivor = connect_on_handler(2, 1, "survivor");
+	struct tclient *victim = tc_connect_on_handler(&D, 2, 0, "victim");
+	struct tclient *survivor = tc_connect_on_handler(&D, 2, 1, "survivor");
 	CU_ASSERT_FATAL(victim && survivor);
 	/* the victim holds both slots and parks more wants */
 	CU_ASSERT_FATAL(tc_want_offer(victim, "v0", "cat", 0, 3000) != NULL);

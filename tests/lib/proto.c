@@ -34,6 +34,38 @@ struct tclient *tc_connect(int port, const char *client_id)
 	return c;
 }
 
+/* Connection counts per handler slot from /status (-1 where unknown). */
+static void handler_conns(const struct es_daemon *d, int *counts, int n)
+{
+	struct json_object *st = harness_status(d), *hs;
+	for (int i = 0; i < n; i++)
+		counts[i] = -1;
+	if (st && json_object_object_get_ex(st, "handlers", &hs))
+		for (int i = 0; i < n && i < (int)json_object_array_length(hs); i++)
+			counts[i] = (int)tc_int(json_object_array_get_idx(hs, (size_t)i), "connections");
+	if (st)
+		json_object_put(st);
+}
+
+struct tclient *tc_connect_on_handler(const struct es_daemon *d, int handlers, int slot,
+				      const char *client_id)
+{
+	/* the kernel spreads connections by hash: a few tries do */
+	for (int attempt = 0; attempt < 60; attempt++) {
+		int before[64], after[64];
+		handler_conns(d, before, handlers);
+		struct tclient *c = tc_connect(d->port, client_id);
+		if (!c)
+			return NULL;
+		handler_conns(d, after, handlers);
+		if (after[slot] == before[slot] + 1)
+			return c;
+		tc_close(c);
+		harness_sleep_ms(30); /* let the close reach the book */
+	}
+	return NULL;
+}
+
 void tc_close(struct tclient *c)
 {
 	if (!c)

@@ -19,6 +19,12 @@ struct tclient {
 
 /* Connects to /broker[?client=id] and waits for HELLO.  NULL on failure. */
 struct tclient *tc_connect(int port, const char *client_id);
+struct es_daemon;
+/* Connects until the connection lands on handler `slot` (of `handlers`),
+ * judged by the per-handler connection counts of /status; connections that
+ * land elsewhere are closed.  NULL if it never gets there. */
+struct tclient *tc_connect_on_handler(const struct es_daemon *d, int handlers, int slot,
+				      const char *client_id);
 void tc_close(struct tclient *c);
 
 /* Sends one text message, printf-style. */

@@ -35,6 +35,8 @@ void fx_limits(struct book_limits *l)
 	l->nhandlers = 4;
 	l->offer_timeout_ms = 1000;
 	l->resume_grace_ms = 5000;
+	l->max_receipts = 4;
+	l->receipt_bytes = 64;
 }
 
 int fx_init(struct fx *f, const struct book_limits *l, const struct book_topology *t, uint64_t seed)
@@ -134,9 +136,58 @@ enum book_rc fx_decline(struct fx *f, struct book_ref conn, const char *job, uin
 
 enum book_rc fx_finish(struct fx *f, struct book_ref want, uint64_t ms, int failed)
 {
+	struct book_outcome o;
+	memset(&o, 0, sizeof o);
+	o.exit_code = failed ? 1 : 0;
+	o.failed = failed != 0;
+	o.duration_ms = (uint32_t)ms;
 	fx_lock(f);
-	enum book_rc rc = book_job_finish(f->b, want, ms, failed);
+	enum book_rc rc = book_job_finished(f->b, want, &o, NULL, 0);
+	if (rc == BOOK_OK && book_done_read(f->b, want, NULL, NULL, 0, NULL) == BOOK_OK)
+		rc = book_done_delivered(f->b, want);
 	fx_unlock(f);
+	return rc;
+}
+
+enum book_rc fx_finished(struct fx *f, struct book_ref want, int32_t exit_code, uint32_t ms,
+			 const char *receipt)
+{
+	struct book_outcome o;
+	memset(&o, 0, sizeof o);
+	o.exit_code = exit_code;
+	o.failed = exit_code != 0;
+	o.duration_ms = ms;
+	fx_lock(f);
+	enum book_rc rc = book_job_finished(f->b, want, &o, receipt, receipt ? strlen(receipt) : 0);
+	fx_unlock(f);
+	return rc;
+}
+
+enum book_rc fx_done_read(struct fx *f, struct book_ref want, struct book_outcome *o, char *buf,
+			  size_t cap, size_t *len)
+{
+	fx_lock(f);
+	enum book_rc rc = book_done_read(f->b, want, o, buf, cap, len);
+	fx_unlock(f);
+	return rc;
+}
+
+enum book_rc fx_delivered(struct fx *f, struct book_ref want)
+{
+	fx_lock(f);
+	enum book_rc rc = book_done_delivered(f->b, want);
+	fx_unlock(f);
+	return rc;
+}
+
+enum book_rc fx_cancel(struct fx *f, struct book_ref conn, const char *job, enum want_state *was)
+{
+	enum want_state w = WANT_FREE;
+	fx_lock(f);
+	enum book_rc rc = book_cancel(f->b, conn, job, &w, NULL);
+	fx_unlock(f);
+	if (was)
+		*was = w;
 	return rc;
 }
 

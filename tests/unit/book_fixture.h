@@ -51,7 +51,18 @@ enum book_rc fx_unwant(struct fx *f, struct book_ref conn, const char *job);
 enum book_rc fx_accept(struct fx *f, struct book_ref conn, const char *job, uint64_t token,
 		       uint32_t runner, struct book_ref *want);
 enum book_rc fx_decline(struct fx *f, struct book_ref conn, const char *job, uint64_t token);
+/* A job that ends and whose DONE goes out at once: book_job_finished (no
+ * receipt), then book_done_delivered in the same critical section (unless
+ * it was an orphan, freed already).  The mask includes the DONE's handler. */
 enum book_rc fx_finish(struct fx *f, struct book_ref want, uint64_t ms, int failed);
+/* book_job_finished with outcome {exit_code, failed = exit_code != 0, ms}
+ * and receipt text (NULL: none). */
+enum book_rc fx_finished(struct fx *f, struct book_ref want, int32_t exit_code, uint32_t ms,
+			 const char *receipt);
+enum book_rc fx_done_read(struct fx *f, struct book_ref want, struct book_outcome *o, char *buf,
+			  size_t cap, size_t *len);
+enum book_rc fx_delivered(struct fx *f, struct book_ref want);
+enum book_rc fx_cancel(struct fx *f, struct book_ref conn, const char *job, enum want_state *was);
 uint32_t fx_expire(struct fx *f, uint64_t now);
 size_t fx_purge(struct fx *f, uint32_t handler, int32_t *pgids, size_t max);
 enum book_rc fx_query(struct fx *f, struct book_ref conn, const char *job, struct book_position *p);

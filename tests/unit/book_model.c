@@ -95,7 +95,7 @@ static void mail_remove_at(struct model *m, uint32_t h, size_t i)
 	m->nmail[h]--;
 }
 
-/* Drops the pending OFFER/CANCEL of want wi, if any. */
+/* Drops the pending OFFER/CANCEL/DONE of want wi, if any (at most one). */
 static void mail_drop_want(struct model *m, int wi)
 {
 	for (uint32_t h = 0; h < BOOK_MAX_HANDLERS; h++)
@@ -170,12 +170,72 @@ static int client_nconns(const struct model *m, int ci)
 	return n;
 }
 
-static int client_nrunning(const struct model *m, int ci)
+static int is_job(const struct m_want *w)
+{
+	return w->state == MW_RUNNING || w->state == MW_FINISHED;
+}
+
+/* Running and finished jobs of client ci. */
+static int client_njobs(const struct model *m, int ci)
 {
 	int n = 0;
 	for (size_t i = 0; i < m->nw; i++)
-		n += m->w[i].state == MW_RUNNING && m->w[i].client == ci;
+		n += is_job(&m->w[i]) && m->w[i].client == ci;
 	return n;
+}
+
+static int by_jorder(const void *x, const void *y)
+{
+	const uint64_t *a = x, *b = y;
+	return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+/* The jobs of client ci in the order of its job list (acceptance order,
+ * renumbered by arrival at a repair); returns how many, indices in *out
+ * (malloc'd, to be freed). */
+static size_t client_jobs(const struct model *m, int ci, int **out)
+{
+	uint64_t *pairs = malloc((m->nw + 1) * 2 * sizeof *pairs);
+	size_t n = 0;
+	if (!pairs)
+		abort();
+	for (size_t i = 0; i < m->nw; i++)
+		if (is_job(&m->w[i]) && m->w[i].client == ci) {
+			pairs[2 * n] = m->w[i].jorder;
+			pairs[2 * n + 1] = i;
+			n++;
+		}
+	qsort(pairs, n, 2 * sizeof *pairs, by_jorder);
+	*out = malloc((n + 1) * sizeof **out);
+	if (!*out)
+		abort();
+	for (size_t i = 0; i < n; i++)
+		(*out)[i] = (int)pairs[2 * i + 1];
+	free(pairs);
+	return n;
+}
+
+static uint32_t receipts_used(const struct model *m)
+{
+	uint32_t n = 0;
+	for (size_t i = 0; i < m->nw; i++)
+		n += m->w[i].state == MW_FINISHED && m->w[i].kept;
+	return n;
+}
+
+void model_finished_counts(const struct model *m, uint32_t *finished, uint32_t *receipts)
+{
+	*finished = 0;
+	for (size_t i = 0; i < m->nw; i++)
+		*finished += m->w[i].state == MW_FINISHED;
+	*receipts = receipts_used(m);
+}
+
+/* A finished job got a (new) owner: DONE to its handler, moved if pending. */
+static void done_mail(struct model *m, int wi)
+{
+	mail_drop_want(m, wi);
+	mail_push(m, m->c[m->w[wi].conn].h, MAIL_DONE, wi, m->w[wi].conn, m->w[wi].id);
 }
 
 static int newest_conn(const struct model *m, int ci)
@@ -295,9 +355,10 @@ static void want_free(struct model *m, int wi)
 {
 	struct m_want *w = &m->w[wi];
 	mail_drop_want(m, wi);
-	int was_running = w->state == MW_RUNNING, ci = w->client;
+	int was_job = is_job(w), ci = w->client;
 	w->state = MW_FREE;
-	if (was_running && ci >= 0 && m->k[ci].state == MK_GRACE && client_nrunning(m, ci) == 0)
+	w->kept = 0;
+	if (was_job && ci >= 0 && m->k[ci].state == MK_GRACE && client_njobs(m, ci) == 0)
 		client_free(m, ci);
 }
 
@@ -306,14 +367,26 @@ static void orphan(struct model *m, int wi)
 	struct m_want *w = &m->w[wi];
 	w->client = -1;
 	w->conn = -1;
+	mail_drop_want(m, wi);   /* an owner's CANCEL still pending moves */
 	mail_push(m, w->runner, MAIL_CANCEL, wi, -1, w->id);
 }
 
 static void client_free(struct model *m, int ci)
 {
-	for (size_t i = 0; i < m->nw; i++)
-		if (m->w[i].state == MW_RUNNING && m->w[i].client == ci)
-			orphan(m, (int)i);
+	int *jobs;
+	size_t n = client_jobs(m, ci, &jobs);
+	for (size_t i = 0; i < n; i++) {
+		struct m_want *w = &m->w[jobs[i]];
+		if (w->state == MW_RUNNING) {
+			orphan(m, jobs[i]);
+		} else {
+			/* finished: nobody to tell */
+			w->client = -1;
+			w->conn = -1;
+			want_free(m, jobs[i]);
+		}
+	}
+	free(jobs);
 	m->k[ci].state = MK_FREE;
 }
 
@@ -368,7 +441,7 @@ enum book_rc model_unwant(struct model *m, int conn, const char *job)
 	int wi = model_lookup(m, conn, job);
 	if (wi < 0)
 		return BOOK_E_UNKNOWN_JOB;
-	if (m->w[wi].state == MW_RUNNING)
+	if (is_job(&m->w[wi]))
 		return BOOK_E_BAD_STATE;
 	int offered = m->w[wi].state == MW_OFFERED;
 	want_free(m, wi);
@@ -396,6 +469,7 @@ enum book_rc model_accept(struct model *m, int conn, const char *job, uint64_t t
 	w->state = MW_RUNNING;
 	w->runner = runner;
 	w->pgid = 0;
+	w->jorder = ++m->jorder;
 	m->svc[w->svc].started++;
 	*want = wi;
 	return BOOK_OK;
@@ -420,8 +494,11 @@ enum book_rc model_decline(struct model *m, int conn, const char *job, uint64_t 
 	return BOOK_OK;
 }
 
-enum book_rc model_finish(struct model *m, int wi, uint64_t ms, int failed)
+enum book_rc model_finished(struct model *m, int wi, const struct book_outcome *o,
+			    const char *receipt, size_t len)
 {
+	if (!o)
+		return BOOK_E_INVALID;
 	if (wi < 0 || m->w[wi].state == MW_FREE)
 		return BOOK_E_STALE;
 	struct m_want *w = &m->w[wi];
@@ -429,15 +506,90 @@ enum book_rc model_finish(struct model *m, int wi, uint64_t ms, int failed)
 		return BOOK_E_BAD_STATE;
 	struct m_svc *s = &m->svc[w->svc];
 	s->finished++;
-	if (failed)
+	if (o->failed)
 		s->failed++;
 	if (s->nsamples == 0)
-		s->ema = (double)ms;
+		s->ema = (double)o->duration_ms;
 	else
-		s->ema += 0.2 * ((double)ms - s->ema);
+		s->ema += 0.2 * ((double)o->duration_ms - s->ema);
 	s->nsamples++;
+	uint32_t g = wg_of(m, w->svc);
+	if (w->client < 0) {   /* an orphan: nobody to tell */
+		want_free(m, wi);
+		grant(m, g);
+		return BOOK_OK;
+	}
+	mail_drop_want(m, wi);   /* a CANCEL not taken yet */
+	w->out = *o;
+	w->out.receipt_lost = 0;
+	w->kept = 0;
+	w->rlen = 0;
+	if (receipt && len > 0) {
+		if (len <= m->lim.receipt_bytes && receipts_used(m) < m->lim.max_receipts &&
+		    len <= sizeof w->rtext) {
+			w->kept = 1;
+			w->rlen = len;
+			memcpy(w->rtext, receipt, len);
+		} else {
+			w->out.receipt_lost = 1;
+		}
+	}
+	w->state = MW_FINISHED;
+	w->done_taken = 0;
+	if (w->conn >= 0)
+		done_mail(m, wi);
+	grant(m, g);
+	return BOOK_OK;
+}
+
+enum book_rc model_done_read(const struct model *m, int wi, struct book_outcome *o, char *buf,
+			     size_t cap, size_t *len)
+{
+	if (wi < 0 || m->w[wi].state == MW_FREE)
+		return BOOK_E_STALE;
+	const struct m_want *w = &m->w[wi];
+	if (w->state != MW_FINISHED)
+		return BOOK_E_BAD_STATE;
+	*o = w->out;
+	size_t n = w->kept ? w->rlen : 0;
+	if (buf && cap > 0) {
+		size_t c = n < cap - 1 ? n : cap - 1;
+		memcpy(buf, w->rtext, c);
+		buf[c] = '\0';
+	}
+	*len = n;
+	return BOOK_OK;
+}
+
+enum book_rc model_done_delivered(struct model *m, int wi)
+{
+	if (wi < 0 || m->w[wi].state == MW_FREE)
+		return BOOK_E_STALE;
+	if (m->w[wi].state != MW_FINISHED)
+		return BOOK_E_BAD_STATE;
 	want_free(m, wi);
-	grant(m, wg_of(m, w->svc));
+	return BOOK_OK;
+}
+
+enum book_rc model_cancel(struct model *m, int conn, const char *job, enum want_state *was,
+			  int *want)
+{
+	if (!conn_ok(m, conn))
+		return BOOK_E_STALE;
+	if (!id_ok(job))
+		return BOOK_E_INVALID;
+	int wi = model_lookup(m, conn, job);
+	if (wi < 0 || m->w[wi].state == MW_FINISHED)
+		return BOOK_E_UNKNOWN_JOB;
+	struct m_want *w = &m->w[wi];
+	*was = (enum want_state)w->state;
+	if (w->state != MW_RUNNING)
+		return model_unwant(m, conn, job);
+	*want = wi;
+	for (size_t i = 0; i < m->nmail[w->runner]; i++)
+		if (m->mail[w->runner][i].kind == MAIL_CANCEL && m->mail[w->runner][i].want == wi)
+			return BOOK_OK;   /* asked already, not taken yet */
+	mail_push(m, w->runner, MAIL_CANCEL, wi, -1, w->id);
 	return BOOK_OK;
 }
 
@@ -505,9 +657,14 @@ enum book_rc model_conn_open(struct model *m, uint32_t h, const char *client, ui
 	m->c[c].open_seq = ++m->open_seq;
 	if (m->k[ci].state == MK_GRACE) {
 		m->k[ci].state = MK_LIVE;
-		for (size_t i = 0; i < m->nw; i++)
-			if (m->w[i].state == MW_RUNNING && m->w[i].client == ci)
-				m->w[i].conn = c;
+		int *jobs;
+		size_t n = client_jobs(m, ci, &jobs);
+		for (size_t i = 0; i < n; i++) {
+			m->w[jobs[i]].conn = c;
+			if (m->w[jobs[i]].state == MW_FINISHED)
+				done_mail(m, jobs[i]);
+		}
+		free(jobs);
 	}
 	if (client_nconns(m, ci) == 1)
 		hello_dirty(m);
@@ -527,16 +684,26 @@ static void conn_drop(struct model *m, int c)
 			if (m->mail[h][i].kind == MAIL_OFFER_EXPIRED && m->mail[h][i].conn == c)
 				mail_remove_at(m, h, i);
 	if (client_nconns(m, ci) > 0) {
-		int nc = newest_conn(m, ci);
-		for (size_t i = 0; i < m->nw; i++)
-			if (m->w[i].state == MW_RUNNING && m->w[i].client == ci && m->w[i].conn == c)
-				m->w[i].conn = nc;
+		int nc = newest_conn(m, ci), *jobs;
+		size_t n = client_jobs(m, ci, &jobs);
+		for (size_t i = 0; i < n; i++) {
+			struct m_want *w = &m->w[jobs[i]];
+			if (w->conn != c)
+				continue;
+			w->conn = nc;
+			if (w->state == MW_FINISHED)
+				done_mail(m, jobs[i]);
+		}
+		free(jobs);
 		return;
 	}
-	if (m->k[ci].named && client_nrunning(m, ci) > 0) {
+	if (m->k[ci].named && client_njobs(m, ci) > 0) {
 		for (size_t i = 0; i < m->nw; i++)
-			if (m->w[i].state == MW_RUNNING && m->w[i].client == ci)
+			if (is_job(&m->w[i]) && m->w[i].client == ci) {
 				m->w[i].conn = -1;
+				if (m->w[i].state == MW_FINISHED)
+					mail_drop_want(m, (int)i);
+			}
 		m->k[ci].state = MK_GRACE;
 		m->k[ci].stamped = m->now_valid;
 		m->k[ci].deadline = m->clock + m->lim.resume_grace_ms;
@@ -648,6 +815,10 @@ void model_set_draining(struct model *m)
 
 void model_repaired(struct model *m)
 {
+	/* the clients' job lists are rebuilt in arrival order */
+	for (size_t i = 0; i < m->nw; i++)
+		if (is_job(&m->w[i]))
+			m->w[i].jorder = ++m->jorder;
 	hello_dirty(m);
 	grant_all(m);
 }

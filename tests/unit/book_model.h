@@ -14,7 +14,9 @@
 
 #include "book/book.h"
 
-enum { MW_FREE = 0, MW_PARKED, MW_OFFERED, MW_RUNNING };
+enum { MW_FREE = 0, MW_PARKED, MW_OFFERED, MW_RUNNING, MW_FINISHED };
+
+#define M_RECEIPT_MAX 256        /* longest receipt text the tests give */
 
 struct m_want {
 	int state;
@@ -32,6 +34,13 @@ struct m_want {
 	uint64_t deadline, offer_no;
 	uint32_t runner;
 	int32_t pgid;
+	uint64_t jorder;         /* RUNNING/FINISHED: place in its client's job list */
+	/* FINISHED */
+	struct book_outcome out; /* receipt_lost included */
+	int kept;                /* the receipt text is in the store */
+	size_t rlen;
+	char rtext[M_RECEIPT_MAX];
+	int done_taken;          /* test bookkeeping: a DONE mail of it was taken */
 };
 
 struct m_conn {
@@ -53,7 +62,8 @@ struct m_client {
 	uint64_t deadline, grace_seq;
 };
 
-/* One queued mail: OFFER (want), OFFER_EXPIRED (conn, id) or CANCEL (want). */
+/* One queued mail: OFFER (want), OFFER_EXPIRED (conn, id), CANCEL (want)
+ * or DONE (want, conn). */
 struct m_mail {
 	enum book_mail_kind kind;
 	int want;
@@ -82,7 +92,7 @@ struct model {
 	uint64_t mask;
 	uint64_t clock;
 	int now_valid, draining;
-	uint64_t seq, open_seq, grace_seq, exp_seq, grants;
+	uint64_t seq, open_seq, grace_seq, exp_seq, grants, jorder;
 	uint64_t counter[BOOK_MAX_WAITGROUPS];
 	struct m_svc svc[BOOK_MAX_SERVICES];
 };
@@ -101,8 +111,14 @@ enum book_rc model_unwant(struct model *m, int conn, const char *job);
 enum book_rc model_accept(struct model *m, int conn, const char *job, uint64_t token,
 			  uint32_t runner, int *want);
 enum book_rc model_decline(struct model *m, int conn, const char *job, uint64_t token);
-/* want = -1: a stale ref */
-enum book_rc model_finish(struct model *m, int want, uint64_t ms, int failed);
+/* want = -1: a stale ref.  o NULL: BOOK_E_INVALID. */
+enum book_rc model_finished(struct model *m, int want, const struct book_outcome *o,
+			    const char *receipt, size_t len);
+enum book_rc model_done_read(const struct model *m, int want, struct book_outcome *o, char *buf,
+			     size_t cap, size_t *len);
+enum book_rc model_done_delivered(struct model *m, int want);
+enum book_rc model_cancel(struct model *m, int conn, const char *job, enum want_state *was,
+			  int *want);
 enum book_rc model_owner(const struct model *m, int want, int *conn);
 uint32_t model_expire(struct model *m, uint64_t now);
 size_t model_purge(struct model *m, uint32_t h, int32_t *pgids, size_t max);
@@ -113,6 +129,7 @@ void model_repaired(struct model *m);
 
 void model_wg(const struct model *m, uint32_t wg, struct book_wg_status *st);
 void model_status(const struct model *m, uint32_t *conns, uint32_t *clients, uint32_t *wants);
+void model_finished_counts(const struct model *m, uint32_t *finished, uint32_t *receipts);
 /* Takes handler h's whole mailbox (HELLO flag in *hello); returns count. */
 size_t model_mail_take(struct model *m, uint32_t h, struct m_mail *out, size_t max, int *hello);
 /* Finds the want a conn's request would address, or -1. */

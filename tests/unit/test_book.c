@@ -1,8 +1,11 @@
 /*
  * test_book.c - unit tests of the want-book (src/book/): the grant rule,
  * every request in every state, limits, connections and clients, the
- * resume grace, queue positions, mail, drain, stale refs, time, and crash
- * repair at every fault point.  Each test ends with book_check.
+ * resume grace, queue positions, mail, drain, stale refs, time, finished
+ * jobs (DONE kept in the book and mailed exactly once to the owner conn's
+ * handler, through conn closes, graces, resumes and purges; the receipt
+ * store), and crash repair at every fault point.  Each test ends with
+ * book_check.
  */
 #include "autoconfig.h"
 
@@ -15,6 +18,7 @@
 #include <CUnit/Basic.h>
 
 #include "book/book.h"
+#include "book/book_layout.h"
 #include "book/book_siphash.h"
 #include "book_fixture.h"
 
@@ -129,6 +133,26 @@ static void test_init_limits(void)
 	CU_ASSERT_EQUAL(book_size(&l), 0);
 	fx_limits(&l);
 	l.max_wants = 0;
+	CU_ASSERT_EQUAL(book_size(&l), 0);
+	/* the receipt store */
+	fx_limits(&l);
+	l.max_receipts = 0;
+	l.receipt_bytes = 0;
+	size_t bare = book_size(&l);
+	CU_ASSERT(bare > 0);
+	l.receipt_bytes = 16384;                 /* ignored without slots */
+	CU_ASSERT_EQUAL(book_size(&l), bare);
+	l.max_receipts = 64;
+	CU_ASSERT(book_size(&l) >= bare + 64 * 16384);
+	CU_ASSERT(book_size(&l) <= bare + 64 * (16384 + 8) + 128);
+	l.receipt_bytes = 0;
+	CU_ASSERT_EQUAL(book_size(&l), 0);
+	l.receipt_bytes = BOOK_RECEIPT_MAX + 1;
+	CU_ASSERT_EQUAL(book_size(&l), 0);
+	l.receipt_bytes = BOOK_RECEIPT_MAX;
+	CU_ASSERT(book_size(&l) > 0);
+	l.receipt_bytes = 1;
+	l.max_receipts = BOOK_MAX_RECEIPTS + 1;
 	CU_ASSERT_EQUAL(book_size(&l), 0);
 	fx_limits(&l);
 	struct book_topology t;
@@ -964,7 +988,8 @@ static void test_stale_refs(void)
 	RC(book_job_owner(f.b, r, &oc, NULL), BOOK_E_STALE);
 	book_job_set_pgid(f.b, r, 5);             /* ignored */
 	struct book_ref bad = { 1u << 30, 0 };
-	RC(book_job_finish(f.b, bad, 1, 0), BOOK_E_STALE);
+	struct book_outcome out = { .exit_code = 0 };
+	RC(book_job_finished(f.b, bad, &out, NULL, 0), BOOK_E_STALE);
 	RC(book_want(f.b, bad, "x", 0, 0, 0), BOOK_E_STALE);
 	fx_unlock(&f);
 	struct book_status st;
@@ -1003,7 +1028,9 @@ static void test_time_without_now(void)
 	OK(fx_want(&f, b, "b2", 0, 0, 51000));
 	fx_lock(&f);
 	book_set_now(f.b, 60000);
-	OK(book_job_finish(f.b, r2, 300, 1));
+	struct book_outcome out = { .exit_code = 1, .failed = 1, .duration_ms = 300 };
+	OK(book_job_finished(f.b, r2, &out, NULL, 0));
+	OK(book_done_delivered(f.b, r2));
 	CU_ASSERT_EQUAL(book_next_deadline(f.b), 61000);
 	struct book_service_status ss;
 	book_service_status(f.b, 0, &ss);
@@ -1050,6 +1077,673 @@ static void test_many_ids_index(void)
 	}
 	for (int k = 0; k < 4; k++)
 		fx_close(&f, c[k], 0);
+	done(&f);
+}
+
+static void wg0(struct fx *f, uint32_t running, uint32_t offered, uint32_t waiting);
+
+/* ---- finished jobs: DONE kept in the book, delivered exactly once ---- */
+
+/* Accepts job (offered on conn c) to run on `runner`; returns the want. */
+static struct book_ref run_on(struct fx *f, struct book_ref c, const char *job, uint32_t runner)
+{
+	struct book_ref r = { UINT32_MAX, 0 };
+	OK(fx_accept(f, c, job, fx_token(f, job), runner, &r));
+	return r;
+}
+
+/* DONE mails logged for job (NULL: any) at handler h (-1: any). */
+static size_t dones(const struct fx *f, const char *job, int h)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < f->nlog; i++)
+		if (f->log[i].m.kind == MAIL_DONE && (!job || strcmp(f->log[i].m.job_id, job) == 0) &&
+		    (h < 0 || (int)f->log[i].handler == h))
+			n++;
+	return n;
+}
+
+/* The newest DONE of job went to conn c (ref and handler) and names want r. */
+static void done_to(struct fx *f, const char *job, struct book_ref c, uint32_t h, struct book_ref r)
+{
+	const struct fx_mail *m = fx_find(f, MAIL_DONE, job);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	CU_ASSERT_EQUAL(m->handler, h);
+	CU_ASSERT_EQUAL(m->m.conn.idx, c.idx);
+	CU_ASSERT_EQUAL(m->m.conn.gen, c.gen);
+	CU_ASSERT_EQUAL(m->m.want.idx, r.idx);
+	CU_ASSERT_EQUAL(m->m.want.gen, r.gen);
+}
+
+/* What a handler does with a MAIL_DONE: read, send, delivered. */
+static void deliver(struct fx *f, struct book_ref r, const char *text)
+{
+	char buf[256];
+	size_t len = 999;
+	struct book_outcome o;
+	OK(fx_done_read(f, r, &o, buf, sizeof buf, &len));
+	if (text) {
+		CU_ASSERT_EQUAL(len, strlen(text));
+		CU_ASSERT_STRING_EQUAL(buf, text);
+	}
+	OK(fx_delivered(f, r));
+	RC(fx_done_read(f, r, &o, buf, sizeof buf, &len), BOOK_E_STALE);
+}
+
+static struct book_status status_of(struct fx *f)
+{
+	struct book_status st;
+	fx_lock(f);
+	book_status(f->b, &st);
+	fx_unlock(f);
+	return st;
+}
+
+static void test_done_to_runner_handler(void)
+{
+	struct fx f;
+	struct book_ref a, b, r, oc;
+	uint32_t oh;
+	struct book_outcome o;
+	char buf[64];
+	size_t len;
+	enum want_state was;
+	mk(&f, 1, 1);
+	OK(fx_open(&f, 0, NULL, 0, &a));
+	OK(fx_open(&f, 1, NULL, 0, &b));
+	OK(fx_want(&f, a, "j", 0, 0, 0));
+	OK(fx_want(&f, b, "k", 0, 0, 0));          /* parked */
+	r = run_on(&f, a, "j", 0);                  /* runs on its conn's handler */
+	fx_lock(&f);
+	book_job_set_pgid(f.b, r, 4711);
+	fx_unlock(&f);
+	fx_log_clear(&f);
+	OK(fx_finished(&f, r, 0, 250, "{\"exit_code\":0}"));
+	CU_ASSERT_EQUAL(f.mask, 3);                 /* DONE to h0, OFFER k to h1 */
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "j", 0), 1);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
+	done_to(&f, "j", a, 0, r);
+	SEQ_EQ(offers(&f, 0), "k");                 /* the slot was re-granted at once */
+	uint64_t tk = fx_token(&f, "k");
+	wg0(&f, 0, 1, 0);
+	/* the finished job: still known, in no slot, outcome decided */
+	struct book_position p = pos_of(&f, a, "j");
+	CU_ASSERT_EQUAL(p.state, WANT_FINISHED);
+	CU_ASSERT_EQUAL(p.ahead, 0);
+	CU_ASSERT_EQUAL(p.running, 1);
+	RC(fx_want(&f, a, "j", 0, 0, 0), BOOK_E_DUPLICATE);
+	RC(fx_cancel(&f, a, "j", &was), BOOK_E_UNKNOWN_JOB);
+	RC(fx_unwant(&f, a, "j"), BOOK_E_BAD_STATE);
+	RC(fx_accept(&f, a, "j", 1, 0, &oc), BOOK_E_BAD_STATE);
+	RC(fx_decline(&f, a, "j", 1), BOOK_E_BAD_STATE);
+	RC(fx_cancel(&f, b, "j", &was), BOOK_E_UNKNOWN_JOB);   /* another client's */
+	RC(fx_finished(&f, r, 1, 1, NULL), BOOK_E_BAD_STATE);
+	RC(fx_finish(&f, r, 1, 1), BOOK_E_BAD_STATE);
+	fx_lock(&f);
+	RC(book_job_finished(f.b, r, NULL, NULL, 0), BOOK_E_INVALID);
+	OK(book_job_owner(f.b, r, &oc, &oh));
+	book_job_set_pgid(f.b, r, 1);              /* ignored */
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(oc.idx, a.idx);
+	CU_ASSERT_EQUAL(oh, 0);
+	memset(&o, 0xff, sizeof o);
+	OK(fx_done_read(&f, r, &o, buf, sizeof buf, &len));
+	CU_ASSERT_EQUAL(len, 15);
+	CU_ASSERT_STRING_EQUAL(buf, "{\"exit_code\":0}");
+	CU_ASSERT_EQUAL(o.exit_code, 0);
+	CU_ASSERT_EQUAL(o.signal, 0);
+	CU_ASSERT_EQUAL(o.error, 0);
+	CU_ASSERT_EQUAL(o.retryable, 0);
+	CU_ASSERT_EQUAL(o.failed, 0);
+	CU_ASSERT_EQUAL(o.duration_ms, 250);
+	CU_ASSERT_EQUAL(o.receipt_lost, 0);
+	struct book_service_status ss;
+	fx_lock(&f);
+	book_service_status(f.b, 0, &ss);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(ss.started, 1);
+	CU_ASSERT_EQUAL(ss.finished, 1);
+	CU_ASSERT_EQUAL(ss.failed, 0);
+	CU_ASSERT_EQUAL(ss.mean_runtime_ms, 250);
+	CU_ASSERT_EQUAL(ss.running, 0);
+	struct book_status st = status_of(&f);
+	CU_ASSERT_EQUAL(st.wants, 2);
+	CU_ASSERT_EQUAL(st.finished, 1);
+	CU_ASSERT_EQUAL(st.receipts, 1);
+	checked(&f);
+	/* the DONE went out */
+	OK(fx_delivered(&f, r));
+	RC(fx_delivered(&f, r), BOOK_E_STALE);
+	RC(fx_done_read(&f, r, &o, buf, sizeof buf, &len), BOOK_E_STALE);
+	struct book_position q;
+	RC(fx_query(&f, a, "j", &q), BOOK_E_UNKNOWN_JOB);
+	st = status_of(&f);
+	CU_ASSERT_EQUAL(st.wants, 1);
+	CU_ASSERT_EQUAL(st.finished, 0);
+	CU_ASSERT_EQUAL(st.receipts, 0);
+	OK(fx_want(&f, a, "j", 0, 0, 0));           /* the id is free again */
+	fx_log_clear(&f);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	/* a running job is not finished yet */
+	struct book_ref rk;
+	OK(fx_accept(&f, b, "k", tk, 1, &rk));
+	RC(fx_done_read(&f, rk, &o, buf, sizeof buf, &len), BOOK_E_BAD_STATE);
+	RC(fx_delivered(&f, rk), BOOK_E_BAD_STATE);
+	/* a failed job counts as failed; the EMA follows */
+	OK(fx_finished(&f, rk, 2, 750, NULL));
+	fx_lock(&f);
+	book_service_status(f.b, 0, &ss);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(ss.finished, 2);
+	CU_ASSERT_EQUAL(ss.failed, 1);
+	CU_ASSERT_EQUAL(ss.mean_runtime_ms, 350);   /* 250 + 0.2 * 500 */
+	OK(fx_done_read(&f, rk, &o, NULL, 0, &len));
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT_EQUAL(o.exit_code, 2);
+	CU_ASSERT_EQUAL(o.failed, 1);
+	CU_ASSERT_EQUAL(o.receipt_lost, 0);          /* none given: none lost */
+	deliver(&f, rk, "");
+	done(&f);
+}
+
+static void test_done_to_other_handler(void)
+{
+	struct fx f;
+	struct book_ref n, n2, r1, r2;
+	mk(&f, 2, 1);
+	OK(fx_open(&f, 1, "N", 0, &n));
+	OK(fx_want(&f, n, "j1", 0, 0, 0));
+	OK(fx_want(&f, n, "j2", 0, 0, 0));
+	r1 = run_on(&f, n, "j1", 3);                /* runner h3, owner conn on h1 */
+	r2 = run_on(&f, n, "j2", 3);
+	fx_log_clear(&f);
+	OK(fx_finished(&f, r1, 0, 1, "one"));
+	CU_ASSERT_EQUAL(f.mask, 2);                 /* the owner's handler, not the runner's */
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "j1", 1), 1);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
+	done_to(&f, "j1", n, 1, r1);
+	deliver(&f, r1, "one");
+	/* after a re-adoption the owner is on yet another handler */
+	fx_close(&f, n, 10);
+	OK(fx_open(&f, 2, "N", 20, &n2));
+	fx_log_clear(&f);
+	OK(fx_finished(&f, r2, 0, 1, "two"));
+	CU_ASSERT_EQUAL(f.mask, 4);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "j2", 2), 1);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
+	done_to(&f, "j2", n2, 2, r2);
+	deliver(&f, r2, "two");
+	CU_ASSERT_EQUAL(status_of(&f).wants, 0);
+	done(&f);
+}
+
+static void test_done_owner_closes_before_delivery(void)
+{
+	struct fx f;
+	struct book_ref c1, c2, c3, r1, r2;
+	mk(&f, 2, 1);
+	OK(fx_open(&f, 0, "N", 0, &c1));
+	OK(fx_open(&f, 1, "N", 0, &c2));
+	OK(fx_open(&f, 2, "N", 0, &c3));            /* the newest */
+	OK(fx_want(&f, c1, "j1", 0, 0, 0));
+	OK(fx_want(&f, c1, "j2", 0, 0, 0));
+	r1 = run_on(&f, c1, "j1", 3);
+	r2 = run_on(&f, c1, "j2", 3);
+	fx_log_clear(&f);
+	/* DONE queued for h0 but not taken when c1 closes: it moves to c3 */
+	OK(fx_finished(&f, r1, 0, 1, "r1"));
+	fx_close(&f, c1, 0);
+	CU_ASSERT(f.mask & 4);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "j1", -1), 1);
+	done_to(&f, "j1", c3, 2, r1);
+	/* j2, placed by c1, reports to c3 now */
+	OK(fx_finished(&f, r2, 0, 1, "r2"));
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "j2", -1), 1);
+	done_to(&f, "j2", c3, 2, r2);
+	/* both DONEs taken by h2, which could not send them: c3 closes; they
+	 * are mailed again to the client's newest conn left, in job order */
+	fx_log_clear(&f);
+	fx_close(&f, c3, 0);
+	CU_ASSERT_EQUAL(f.mask, 2);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(f.nlog, 2);
+	CU_ASSERT_STRING_EQUAL(f.log[0].m.job_id, "j1");
+	CU_ASSERT_STRING_EQUAL(f.log[1].m.job_id, "j2");
+	done_to(&f, "j1", c2, 1, r1);
+	done_to(&f, "j2", c2, 1, r2);
+	deliver(&f, r1, "r1");
+	deliver(&f, r2, "r2");
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(f.nlog, 2);
+	/* a conn that is not the owner closing changes nothing */
+	struct book_ref c4, r3;
+	OK(fx_open(&f, 3, "N", 0, &c4));
+	OK(fx_want(&f, c2, "j3", 0, 0, 0));
+	r3 = run_on(&f, c2, "j3", 0);
+	OK(fx_finished(&f, r3, 0, 1, NULL));
+	fx_log_clear(&f);
+	fx_close(&f, c4, 0);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
+	done_to(&f, "j3", c2, 1, r3);
+	deliver(&f, r3, "");
+	fx_close(&f, c2, 0);
+	struct book_status st = status_of(&f);
+	CU_ASSERT_EQUAL(st.clients, 0);
+	CU_ASSERT_EQUAL(st.wants, 0);
+	fx_lock(&f);
+	CU_ASSERT_EQUAL(book_next_deadline(f.b), UINT64_MAX);   /* nothing kept */
+	fx_unlock(&f);
+	done(&f);
+}
+
+static void test_done_resume_within_grace(void)
+{
+	struct fx f;
+	struct book_ref n, n2, r1, r2, oc;
+	struct book_status st;
+	mk(&f, 2, 1);
+	OK(fx_open(&f, 0, "N", 0, &n));
+	OK(fx_want(&f, n, "j1", 0, 0, 0));
+	OK(fx_want(&f, n, "j2", 0, 0, 0));
+	r1 = run_on(&f, n, "j1", 0);
+	r2 = run_on(&f, n, "j2", 1);
+	/* j1 ends, its DONE is taken by h0 and the send fails: n dropped */
+	OK(fx_finished(&f, r1, 0, 5, "r1"));
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "j1", 0), 1);
+	fx_close(&f, n, 100);                       /* grace until 5100 */
+	fx_log_clear(&f);
+	/* j2 ends during the grace: kept, nobody to mail */
+	OK(fx_finished(&f, r2, 0, 7, "r2"));
+	CU_ASSERT_EQUAL(f.mask, 0);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(f.nlog, 0);
+	wg0(&f, 0, 0, 0);
+	st = status_of(&f);
+	CU_ASSERT_EQUAL(st.clients, 0);
+	CU_ASSERT_EQUAL(st.wants, 2);
+	CU_ASSERT_EQUAL(st.finished, 2);
+	fx_lock(&f);
+	CU_ASSERT_EQUAL(book_next_deadline(f.b), 5100);
+	RC(book_job_owner(f.b, r2, &oc, NULL), BOOK_E_STALE);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(fx_expire(&f, 5099), 0);
+	/* the client is back on another handler: both DONEs go there, once */
+	OK(fx_open(&f, 3, "N", 5099, &n2));
+	CU_ASSERT(f.mask & 8);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "j1", 3), 1);
+	CU_ASSERT_EQUAL(dones(&f, "j2", 3), 1);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 2);
+	done_to(&f, "j1", n2, 3, r1);
+	done_to(&f, "j2", n2, 3, r2);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 2);
+	fx_lock(&f);
+	CU_ASSERT_EQUAL(book_next_deadline(f.b), UINT64_MAX);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(pos_of(&f, n2, "j2").state, WANT_FINISHED);
+	RC(fx_want(&f, n2, "j1", 0, 0, 5099), BOOK_E_DUPLICATE);
+	CU_ASSERT_EQUAL(fx_expire(&f, 100000), 0);  /* the grace is over for good */
+	deliver(&f, r1, "r1");
+	deliver(&f, r2, "r2");
+	OK(fx_want(&f, n2, "j1", 0, 0, 100000));
+	st = status_of(&f);
+	CU_ASSERT_EQUAL(st.finished, 0);
+	CU_ASSERT_EQUAL(st.receipts, 0);
+	done(&f);
+}
+
+static void test_done_grace_ends(void)
+{
+	struct fx f;
+	struct book_ref n, r1, r2;
+	struct book_outcome o;
+	size_t len;
+	mk(&f, 2, 1);
+	OK(fx_open(&f, 0, "N", 0, &n));
+	OK(fx_want(&f, n, "j1", 0, 0, 0));
+	OK(fx_want(&f, n, "j2", 0, 0, 0));
+	r1 = run_on(&f, n, "j1", 1);
+	r2 = run_on(&f, n, "j2", 1);
+	OK(fx_finished(&f, r2, 0, 1, "kept"));      /* DONE pending at h0 */
+	fx_close(&f, n, 0);                         /* grace until 5000: withdrawn */
+	fx_log_clear(&f);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	CU_ASSERT_EQUAL(fx_expire(&f, 5000), 1);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);   /* freed silently */
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "j1"), 1);   /* the running one */
+	RC(fx_done_read(&f, r2, &o, NULL, 0, &len), BOOK_E_STALE);
+	RC(fx_delivered(&f, r2), BOOK_E_STALE);
+	struct book_status st = status_of(&f);
+	CU_ASSERT_EQUAL(st.wants, 1);               /* j1: an orphan, still running */
+	CU_ASSERT_EQUAL(st.finished, 0);
+	CU_ASSERT_EQUAL(st.receipts, 0);
+	/* the ids are free again */
+	OK(fx_open(&f, 2, "N", 6000, &n));
+	OK(fx_want(&f, n, "j2", 2, 0, 6000));
+	OK(fx_want(&f, n, "j1", 2, 0, 6000));
+	/* the orphan ends: nobody to tell, freed at once */
+	fx_log_clear(&f);
+	OK(fx_finished(&f, r1, 0, 1, "lost"));
+	RC(fx_done_read(&f, r1, &o, NULL, 0, &len), BOOK_E_STALE);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	wg0(&f, 0, 0, 0);
+	st = status_of(&f);
+	CU_ASSERT_EQUAL(st.receipts, 0);
+	CU_ASSERT_EQUAL(st.finished, 0);
+	done(&f);
+}
+
+static void test_done_anonymous(void)
+{
+	struct fx f;
+	struct book_ref a, r1, r2;
+	struct book_outcome o;
+	size_t len;
+	mk(&f, 2, 1);
+	OK(fx_open(&f, 0, NULL, 0, &a));
+	OK(fx_want(&f, a, "j1", 0, 0, 0));
+	OK(fx_want(&f, a, "j2", 0, 0, 0));
+	r1 = run_on(&f, a, "j1", 1);
+	r2 = run_on(&f, a, "j2", 1);
+	OK(fx_finished(&f, r1, 0, 1, "r1"));        /* DONE pending at h0 */
+	fx_log_clear(&f);
+	fx_close(&f, a, 10);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "j2"), 1);
+	RC(fx_done_read(&f, r1, &o, NULL, 0, &len), BOOK_E_STALE);
+	OK(fx_finished(&f, r2, 143, 1, "r2"));       /* the orphan: freed */
+	RC(fx_done_read(&f, r2, &o, NULL, 0, &len), BOOK_E_STALE);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	struct book_status st = status_of(&f);
+	CU_ASSERT_EQUAL(st.wants, 0);
+	CU_ASSERT_EQUAL(st.receipts, 0);
+	CU_ASSERT_EQUAL(st.clients, 0);
+	done(&f);
+}
+
+static void test_receipt_store(void)
+{
+	struct fx f;
+	struct book_limits l;
+	struct book_ref a, r[7];
+	struct book_outcome o;
+	char buf[16], id[8];
+	size_t len;
+	fx_limits(&l);
+	l.max_receipts = 2;
+	l.receipt_bytes = 8;
+	mk_lim(&f, &l, 7, 1);
+	OK(fx_open(&f, 0, NULL, 0, &a));
+	for (int i = 0; i < 7; i++) {
+		snprintf(id, sizeof id, "r%d", i);
+		OK(fx_want(&f, a, id, 0, 0, 0));
+		r[i] = run_on(&f, a, id, 1);
+	}
+	OK(fx_finished(&f, r[0], 0, 1, "AAAA"));
+	OK(fx_finished(&f, r[1], 0, 1, "BBBBBBBB"));   /* exactly receipt_bytes */
+	OK(fx_finished(&f, r[2], 3, 9, "CC"));          /* store full */
+	OK(fx_finished(&f, r[3], 0, 1, NULL));          /* nothing to keep */
+	CU_ASSERT_EQUAL(status_of(&f).receipts, 2);
+	OK(fx_done_read(&f, r[0], &o, buf, sizeof buf, &len));
+	CU_ASSERT_EQUAL(len, 4);
+	CU_ASSERT_STRING_EQUAL(buf, "AAAA");
+	CU_ASSERT_EQUAL(o.receipt_lost, 0);
+	OK(fx_done_read(&f, r[1], &o, buf, 4, &len));   /* truncated copy, full length */
+	CU_ASSERT_EQUAL(len, 8);
+	CU_ASSERT_STRING_EQUAL(buf, "BBB");
+	OK(fx_done_read(&f, r[1], &o, NULL, 0, &len));  /* just the length */
+	CU_ASSERT_EQUAL(len, 8);
+	OK(fx_done_read(&f, r[1], &o, buf, 1, &len));
+	CU_ASSERT_STRING_EQUAL(buf, "");
+	memset(buf, 'x', sizeof buf);
+	OK(fx_done_read(&f, r[2], &o, buf, sizeof buf, &len));
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT_STRING_EQUAL(buf, "");
+	CU_ASSERT_EQUAL(o.receipt_lost, 1);               /* compact only, and flagged */
+	CU_ASSERT_EQUAL(o.exit_code, 3);
+	CU_ASSERT_EQUAL(o.failed, 1);
+	CU_ASSERT_EQUAL(o.duration_ms, 9);
+	OK(fx_done_read(&f, r[3], &o, buf, sizeof buf, &len));
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT_EQUAL(o.receipt_lost, 0);
+	checked(&f);
+	/* a slot given back is taken by the next receipt */
+	deliver(&f, r[0], "AAAA");
+	CU_ASSERT_EQUAL(status_of(&f).receipts, 1);
+	OK(fx_finished(&f, r[4], 0, 1, "DDDDDDDDD"));    /* longer than a slot: never cut */
+	OK(fx_done_read(&f, r[4], &o, buf, sizeof buf, &len));
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT_EQUAL(o.receipt_lost, 1);
+	CU_ASSERT_EQUAL(status_of(&f).receipts, 1);
+	OK(fx_finished(&f, r[5], 0, 1, "EEEE"));
+	CU_ASSERT_EQUAL(status_of(&f).receipts, 2);
+	OK(fx_finished(&f, r[6], 0, 1, "FFFF"));
+	OK(fx_done_read(&f, r[6], &o, buf, sizeof buf, &len));
+	CU_ASSERT_EQUAL(o.receipt_lost, 1);
+	deliver(&f, r[5], "EEEE");
+	deliver(&f, r[1], "BBBBBBBB");
+	CU_ASSERT_EQUAL(status_of(&f).receipts, 0);
+	fx_close(&f, a, 0);                               /* the rest freed with the conn */
+	struct book_status st = status_of(&f);
+	CU_ASSERT_EQUAL(st.wants, 0);
+	CU_ASSERT_EQUAL(st.finished, 0);
+	done(&f);
+
+	/* no store at all: compact outcomes only */
+	fx_limits(&l);
+	l.max_receipts = 0;
+	l.receipt_bytes = 12345;                          /* ignored */
+	mk_lim(&f, &l, 1, 1);
+	OK(fx_open(&f, 0, NULL, 0, &a));
+	OK(fx_want(&f, a, "j", 0, 0, 0));
+	r[0] = run_on(&f, a, "j", 0);
+	OK(fx_finished(&f, r[0], 0, 1, "x"));
+	OK(fx_done_read(&f, r[0], &o, buf, sizeof buf, &len));
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT_EQUAL(o.receipt_lost, 1);
+	deliver(&f, r[0], "");
+	done(&f);
+}
+
+static void test_duplicate_and_limits_while_finished(void)
+{
+	struct fx f;
+	struct book_limits l;
+	struct book_ref a, a2, r, r2;
+	fx_limits(&l);
+	l.max_wants = 2;
+	l.max_wants_per_connection = 1;
+	mk_lim(&f, &l, 1, 1);
+	OK(fx_open(&f, 0, "C", 0, &a));
+	OK(fx_open(&f, 1, "C", 0, &a2));
+	OK(fx_want(&f, a, "j", 0, 0, 0));
+	r = run_on(&f, a, "j", 0);
+	OK(fx_finished(&f, r, 0, 1, NULL));
+	/* every conn of the client sees it; the id stays taken */
+	CU_ASSERT_EQUAL(pos_of(&f, a2, "j").state, WANT_FINISHED);
+	RC(fx_want(&f, a2, "j", 0, 0, 0), BOOK_E_DUPLICATE);
+	RC(fx_cancel(&f, a2, "j", NULL), BOOK_E_UNKNOWN_JOB);
+	/* it holds no slot and does not count per connection, but is a want
+	 * of the book (max_wants) */
+	OK(fx_want(&f, a, "k", 0, 0, 0));
+	CU_ASSERT_EQUAL(pos_of(&f, a, "k").state, WANT_OFFERED);
+	RC(fx_want(&f, a2, "m", 0, 0, 0), BOOK_E_LIMIT_WANTS);
+	deliver(&f, r, "");
+	OK(fx_want(&f, a2, "m", 0, 0, 0));
+	/* cancel of a running job: the DONE that follows is the one DONE */
+	r2 = run_on(&f, a, "k", 0);
+	enum want_state was;
+	OK(fx_cancel(&f, a2, "k", &was));
+	CU_ASSERT_EQUAL(was, WANT_RUNNING);
+	OK(fx_finished(&f, r2, -1, 3, "{\"error\":\"cancelled\"}"));
+	fx_log_clear(&f);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "k"), 0);   /* moot: it ended */
+	CU_ASSERT_EQUAL(dones(&f, "k", 0), 1);
+	RC(fx_cancel(&f, a2, "k", &was), BOOK_E_UNKNOWN_JOB);
+	deliver(&f, r2, "{\"error\":\"cancelled\"}");
+	done(&f);
+}
+
+static void test_purge_runner_keeps_finished(void)
+{
+	struct fx f;
+	struct book_ref a, r1, r2;
+	int32_t pg[4];
+	mk(&f, 3, 1);
+	OK(fx_open(&f, 0, "N", 0, &a));
+	OK(fx_want(&f, a, "j1", 0, 0, 0));
+	OK(fx_want(&f, a, "j2", 0, 0, 0));
+	r1 = run_on(&f, a, "j1", 1);
+	r2 = run_on(&f, a, "j2", 1);
+	fx_lock(&f);
+	book_job_set_pgid(f.b, r1, 101);
+	book_job_set_pgid(f.b, r2, 102);
+	fx_unlock(&f);
+	OK(fx_finished(&f, r2, 0, 1, "r2"));        /* DONE pending at h0 */
+	fx_log_clear(&f);
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 1);  /* the running one only */
+	CU_ASSERT_EQUAL(pg[0], 101);
+	fx_pump(&f);                                 /* h0's DONE still there */
+	CU_ASSERT_EQUAL(dones(&f, "j2", 0), 1);
+	done_to(&f, "j2", a, 0, r2);
+	struct book_outcome o;
+	size_t len;
+	RC(fx_done_read(&f, r1, &o, NULL, 0, &len), BOOK_E_STALE);
+	struct book_service_status ss;
+	fx_lock(&f);
+	book_service_status(f.b, 0, &ss);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(ss.finished, 2);
+	CU_ASSERT_EQUAL(ss.failed, 1);
+	deliver(&f, r2, "r2");
+	done(&f);
+}
+
+static void test_purge_owner_handler_rehomes(void)
+{
+	struct fx f;
+	struct book_ref c1, c2, m1, m2, r1, r2, r3, k1;
+	int32_t pg[4];
+	mk(&f, 4, 1);
+	OK(fx_open(&f, 0, "N", 0, &c1));
+	OK(fx_open(&f, 1, "N", 0, &c2));
+	OK(fx_open(&f, 0, "M", 0, &m1));
+	OK(fx_want(&f, c1, "j1", 0, 0, 0));
+	OK(fx_want(&f, c1, "j2", 0, 0, 0));
+	OK(fx_want(&f, c1, "j3", 0, 0, 0));
+	OK(fx_want(&f, m1, "k1", 0, 0, 0));
+	r1 = run_on(&f, c1, "j1", 2);
+	r2 = run_on(&f, c1, "j2", 2);
+	r3 = run_on(&f, c1, "j3", 2);
+	k1 = run_on(&f, m1, "k1", 2);
+	OK(fx_finished(&f, r2, 0, 1, "r2"));
+	fx_pump(&f);                                 /* h0 took j2's DONE ... */
+	OK(fx_finished(&f, r1, 0, 1, "r1"));         /* ... not j1's yet */
+	OK(fx_finished(&f, k1, 0, 1, "k1"));
+	fx_log_clear(&f);
+	CU_ASSERT_EQUAL(fx_purge(&f, 0, pg, 4), 0);  /* it ran nothing */
+	fx_pump(&f);
+	/* N's jobs: to its conn on h1; M had only h0: grace */
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 2);
+	done_to(&f, "j1", c2, 1, r1);
+	done_to(&f, "j2", c2, 1, r2);
+	CU_ASSERT_EQUAL(dones(&f, "k1", -1), 0);
+	struct book_ref oc;
+	uint32_t oh;
+	fx_lock(&f);
+	OK(book_job_owner(f.b, r3, &oc, &oh));      /* the running one too */
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(oc.idx, c2.idx);
+	CU_ASSERT_EQUAL(oh, 1);
+	OK(fx_finished(&f, r3, 0, 1, "r3"));
+	fx_pump(&f);
+	done_to(&f, "j3", c2, 1, r3);
+	OK(fx_open(&f, 3, "M", 100, &m2));
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "k1", 3), 1);
+	done_to(&f, "k1", m2, 3, k1);
+	deliver(&f, r1, "r1");
+	deliver(&f, r2, "r2");
+	deliver(&f, r3, "r3");
+	deliver(&f, k1, "k1");
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 4);
+	done(&f);
+}
+
+/* Repair after impossible corruption of receipt ownership: every slot ends
+ * with one owner, the loser keeps its compact outcome, flagged. */
+static void test_repair_receipt_claims(void)
+{
+	struct fx f;
+	struct book_ref a, r[4];
+	char id[8], buf[32];
+	size_t len;
+	struct book_outcome o;
+	mk(&f, 4, 1);
+	OK(fx_open(&f, 0, NULL, 0, &a));
+	for (int i = 0; i < 4; i++) {
+		snprintf(id, sizeof id, "j%d", i);
+		OK(fx_want(&f, a, id, 0, 0, 0));
+		r[i] = run_on(&f, a, id, 1);
+	}
+	OK(fx_finished(&f, r[0], 0, 1, "zero"));
+	OK(fx_finished(&f, r[1], 0, 1, "one"));
+	OK(fx_finished(&f, r[2], 0, 1, "two"));
+	fx_lock(&f);
+	struct bk_want *w0 = bk_want(f.b, r[0].idx), *w1 = bk_want(f.b, r[1].idx);
+	struct bk_want *w2 = bk_want(f.b, r[2].idx), *w3 = bk_want(f.b, r[3].idx);
+	w1->receipt = w0->receipt;                 /* a second claim (j1 is newer) */
+	w2->receipt = f.lim.max_receipts + 3;      /* out of range */
+	w3->receipt = 1;                           /* RUNNING with a slot */
+	char why[256];
+	CU_ASSERT_EQUAL(book_check(f.b, why, sizeof why), -1);
+	book_repair(f.b);
+	int rc = book_check(f.b, why, sizeof why);
+	if (rc)
+		printf("\n  %s\n", why);
+	CU_ASSERT_EQUAL(rc, 0);
+	struct book_status st;
+	book_status(f.b, &st);
+	CU_ASSERT_EQUAL(st.receipts, 1);
+	fx_unlock(&f);
+	OK(fx_done_read(&f, r[0], &o, buf, sizeof buf, &len));
+	CU_ASSERT_STRING_EQUAL(buf, "zero");
+	CU_ASSERT_EQUAL(o.receipt_lost, 0);
+	OK(fx_done_read(&f, r[1], &o, buf, sizeof buf, &len));
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT_EQUAL(o.receipt_lost, 1);
+	OK(fx_done_read(&f, r[2], &o, buf, sizeof buf, &len));
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT_EQUAL(o.receipt_lost, 1);
+	OK(fx_finished(&f, r[3], 0, 1, "three"));
+	OK(fx_done_read(&f, r[3], &o, buf, sizeof buf, &len));
+	CU_ASSERT_STRING_EQUAL(buf, "three");
+	/* the DONEs pending before the repair are still pending, once each */
+	fx_log_clear(&f);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 4);
+	for (int i = 0; i < 4; i++) {
+		snprintf(id, sizeof id, "j%d", i);
+		CU_ASSERT_EQUAL(dones(&f, id, 0), 1);
+	}
+	for (int i = 0; i < 4; i++)
+		OK(fx_delivered(&f, r[i]));
+	CU_ASSERT_EQUAL(status_of(&f).receipts, 0);
 	done(&f);
 }
 
@@ -1170,7 +1864,24 @@ static void op_decline_o(struct fx *f, struct fctx *cx)
 
 static void op_finish_r(struct fx *f, struct fctx *cx)
 {
-	book_job_finish(f->b, cx->r, 10, 0);
+	struct book_outcome o = { .exit_code = 0, .duration_ms = 10 };
+	book_job_finished(f->b, cx->r, &o, NULL, 0);
+}
+
+static void op_finished_r(struct fx *f, struct fctx *cx)
+{
+	struct book_outcome o = { .exit_code = 0, .duration_ms = 10 };
+	book_job_finished(f->b, cx->r, &o, "receipt-o", 9);
+}
+
+static void op_delivered_r(struct fx *f, struct fctx *cx)
+{
+	book_done_delivered(f->b, cx->r);
+}
+
+static void op_close_n(struct fx *f, struct fctx *cx)
+{
+	book_conn_close(f->b, cx->n, 10);
 }
 
 static void op_expire(struct fx *f, struct fctx *cx)
@@ -1311,16 +2022,194 @@ static void test_fault_decline(void)
 	done(&f);
 }
 
-static void test_fault_finish(void)
+static void test_fault_finished(void)
 {
 	struct fx f;
 	struct fctx cx;
 	fault_setup(&f, &cx);
 	OK(fx_accept(&f, cx.a, "o", cx.tok, 0, &cx.r));
-	crash_at(&f, "finish.mid", op_finish_r, &cx);
-	RC(fx_finish(&f, cx.r, 1, 0), BOOK_E_STALE);
+	crash_at(&f, "finished.mid", op_finished_r, &cx);
+	/* o is finished with its receipt; its DONE goes out exactly once; its
+	 * slot went to q */
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "o", 0), 1);
+	done_to(&f, "o", cx.a, 0, cx.r);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "o", -1), 1);
 	SEQ_EQ(offers(&f, 0), "q");
 	wg0(&f, 0, 1, 1);
+	CU_ASSERT_EQUAL(pos_of(&f, cx.a, "o").state, WANT_FINISHED);
+	struct book_service_status ss;
+	fx_lock(&f);
+	book_service_status(f.b, 0, &ss);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(ss.finished, 1);
+	CU_ASSERT_EQUAL(ss.running, 0);
+	deliver(&f, cx.r, "receipt-o");
+	done(&f);
+}
+
+static void test_fault_finished_orphan(void)
+{
+	/* an orphan's end: freed, nobody told */
+	struct fx f;
+	struct fctx cx;
+	fault_setup(&f, &cx);
+	OK(fx_accept(&f, cx.a, "o", cx.tok, 2, &cx.r));
+	fx_close(&f, cx.a, 0);                    /* anonymous: o orphaned; q offered */
+	fx_pump(&f);
+	fx_log_clear(&f);
+	crash_at(&f, "finished.mid", op_finished_r, &cx);
+	struct book_outcome o;
+	size_t len;
+	RC(fx_done_read(&f, cx.r, &o, NULL, 0, &len), BOOK_E_STALE);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, NULL), 0);
+	wg0(&f, 0, 1, 0);
+	CU_ASSERT_EQUAL(status_of(&f).receipts, 0);
+	done(&f);
+}
+
+static void test_fault_delivered(void)
+{
+	struct fx f;
+	struct fctx cx;
+	fault_setup(&f, &cx);
+	OK(fx_accept(&f, cx.a, "o", cx.tok, 0, &cx.r));
+	OK(fx_finished(&f, cx.r, 0, 1, "receipt-o"));
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "o", 0), 1);
+	crash_at(&f, "delivered.mid", op_delivered_r, &cx);
+	struct book_outcome o;
+	size_t len;
+	RC(fx_done_read(&f, cx.r, &o, NULL, 0, &len), BOOK_E_STALE);
+	RC(fx_delivered(&f, cx.r), BOOK_E_STALE);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "o", -1), 1);    /* not again */
+	struct book_status st = status_of(&f);
+	CU_ASSERT_EQUAL(st.receipts, 0);
+	CU_ASSERT_EQUAL(st.finished, 0);
+	OK(fx_want(&f, cx.a, "o", 0, 0, 0));       /* the id is free */
+	done(&f);
+}
+
+static void test_fault_mail_done(void)
+{
+	struct fx f;
+	struct fctx cx;
+	fault_setup(&f, &cx);
+	OK(fx_accept(&f, cx.a, "o", cx.tok, 0, &cx.r));
+	OK(fx_finished(&f, cx.r, 0, 1, "receipt-o"));   /* DONE for h0 (and OFFER q for h1) */
+	crash_at(&f, "mail.mid", op_take_mail0, &cx);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "o", 0), 1);    /* not lost, not doubled */
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "o", -1), 1);
+	deliver(&f, cx.r, "receipt-o");
+	done(&f);
+}
+
+static void test_fault_close_rehomes_done(void)
+{
+	/* the owner conn closes with a DONE taken but not delivered; the close
+	 * crashes after freeing the conn: repair gives the job to the client's
+	 * other conn and mails it there, once */
+	struct fx f;
+	struct fctx cx;
+	struct book_ref n2;
+	fault_setup(&f, &cx);
+	OK(fx_open(&f, 2, "N", 0, &cx.n));
+	OK(fx_open(&f, 3, "N", 0, &n2));
+	OK(fx_unwant(&f, cx.a, "o"));            /* q offered to h1 */
+	OK(fx_decline(&f, cx.b, "q", fx_token(&f, "q")));   /* p offered to h0 */
+	OK(fx_unwant(&f, cx.a, "p"));
+	OK(fx_want(&f, cx.n, "j", 0, 0, 0));
+	cx.r = run_on(&f, cx.n, "j", 1);
+	OK(fx_finished(&f, cx.r, 0, 1, "rj"));
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "j", 2), 1);
+	fx_log_clear(&f);
+	crash_at(&f, "close.mid", op_close_n, &cx);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "j", 3), 1);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
+	done_to(&f, "j", n2, 3, cx.r);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
+	deliver(&f, cx.r, "rj");
+	done(&f);
+}
+
+static void test_fault_grace_finished(void)
+{
+	/* the grace ends while a job of the client is finished and another
+	 * runs; crash in the middle of ending the client */
+	struct fx f;
+	struct fctx cx;
+	struct book_ref r2;
+	fault_setup(&f, &cx);
+	OK(fx_open(&f, 2, "N", 0, &cx.n));
+	OK(fx_want(&f, cx.n, "j", 2, 0, 0));     /* wg1 */
+	cx.r = run_on(&f, cx.n, "j", 2);
+	OK(fx_finished(&f, cx.r, 0, 1, "rj"));   /* finished first: first on its list */
+	OK(fx_want(&f, cx.n, "k", 2, 0, 0));
+	r2 = run_on(&f, cx.n, "k", 3);
+	fx_close(&f, cx.n, 0);                   /* grace until 5000 */
+	fx_log_clear(&f);
+	crash_at(&f, "grace.mid", op_expire, &cx);
+	/* j was forgotten when the crash came; the client is still in its
+	 * (overdue) grace with k: the next expiry ends it */
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "k"), 0);
+	fx_lock(&f);
+	CU_ASSERT_EQUAL(book_next_deadline(f.b), 5000);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(fx_expire(&f, 100000), 1);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "k"), 1);
+	struct book_outcome o;
+	size_t len;
+	RC(fx_done_read(&f, cx.r, &o, NULL, 0, &len), BOOK_E_STALE);
+	struct book_status st = status_of(&f);
+	CU_ASSERT_EQUAL(st.finished, 0);
+	CU_ASSERT_EQUAL(st.receipts, 0);
+	OK(fx_finished(&f, r2, 0, 1, NULL));      /* the orphan ends */
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "k"), 1);
+	done(&f);
+}
+
+static void test_fault_purge_finished(void)
+{
+	/* purge of a handler that ran one job (finished) and held the owner
+	 * conn of another (finished, DONE taken): crash in the middle */
+	struct fx f;
+	struct fctx cx;
+	struct book_ref n2, r2;
+	int32_t pg[4];
+	fault_setup(&f, &cx);
+	OK(fx_open(&f, 1, "N", 0, &cx.n));
+	OK(fx_open(&f, 2, "N", 0, &n2));
+	OK(fx_want(&f, cx.n, "j", 2, 0, 0));
+	cx.r = run_on(&f, cx.n, "j", 1);          /* runs on h1 */
+	OK(fx_finished(&f, cx.r, 0, 1, "rj"));
+	fx_pump(&f);                               /* h1 took the DONE */
+	OK(fx_want(&f, n2, "k", 2, 0, 0));
+	r2 = run_on(&f, n2, "k", 1);
+	OK(fx_finished(&f, r2, 0, 1, "rk"));      /* DONE pending at h2 */
+	fx_log_clear(&f);
+	crash_at(&f, "purge.mid", op_purge1, &cx);
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 0);   /* finish the purge */
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "j", 2), 1);    /* re-homed to n2 */
+	CU_ASSERT_EQUAL(dones(&f, "k", 2), 1);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 2);
+	done_to(&f, "j", n2, 2, cx.r);
+	deliver(&f, cx.r, "rj");
+	deliver(&f, r2, "rk");
 	done(&f);
 }
 
@@ -1457,17 +2346,26 @@ static void test_repair_idempotent(void)
 	OK(fx_open(&f, 2, "N", 0, &cx.n));
 	OK(fx_want(&f, cx.n, "j", 2, 3, 0));
 	OK(fx_want(&f, cx.n, "k", 2, 3, 0));
-	fx_pump(&f);
+	/* a finished job whose DONE was taken, one whose DONE is pending */
+	struct book_ref rj, rk;
+	rj = run_on(&f, cx.n, "j", 3);
+	OK(fx_finished(&f, rj, 0, 1, "rj"));
+	rk = run_on(&f, cx.n, "k", 3);
+	OK(fx_finished(&f, rk, 0, 1, "rk"));
+	fx_log_clear(&f);
 	fx_lock(&f);
 	book_repair(f.b);
 	book_repair(f.b);
 	fx_unlock(&f);
 	checked(&f);
 	wg0(&f, 0, 1, 2);
-	fx_log_clear(&f);
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER, NULL), 0);
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_HELLO, NULL), 3);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
+	CU_ASSERT_EQUAL(dones(&f, "k", 2), 1);
+	deliver(&f, rj, "rj");
+	deliver(&f, rk, "rk");
 	run_finish_o(&f, &cx);
 	run_finish(&f, cx.b, "q");
 	SEQ_EQ(offers(&f, 0), "q,p");
@@ -1506,6 +2404,16 @@ int main(void)
 		{ "stale refs", test_stale_refs },
 		{ "time without now, stats", test_time_without_now },
 		{ "many ids through the index", test_many_ids_index },
+		{ "DONE to the runner's own handler", test_done_to_runner_handler },
+		{ "DONE to another handler", test_done_to_other_handler },
+		{ "owner closes before delivery", test_done_owner_closes_before_delivery },
+		{ "resume within the grace gets the DONEs", test_done_resume_within_grace },
+		{ "grace ends: finished jobs freed", test_done_grace_ends },
+		{ "anonymous: finished jobs freed", test_done_anonymous },
+		{ "receipt store", test_receipt_store },
+		{ "duplicate, cancel, limits while finished", test_duplicate_and_limits_while_finished },
+		{ "purge of the runner keeps finished jobs", test_purge_runner_keeps_finished },
+		{ "purge of the owner's handler re-homes", test_purge_owner_handler_rehomes },
 		{ "fault open.mid", test_fault_open },
 		{ "fault close.mid", test_fault_close },
 		{ "fault want.mid", test_fault_want },
@@ -1513,7 +2421,13 @@ int main(void)
 		{ "fault unwant.mid", test_fault_unwant },
 		{ "fault accept.mid", test_fault_accept },
 		{ "fault decline.mid", test_fault_decline },
-		{ "fault finish.mid", test_fault_finish },
+		{ "fault finished.mid", test_fault_finished },
+		{ "fault finished.mid, orphan", test_fault_finished_orphan },
+		{ "fault delivered.mid", test_fault_delivered },
+		{ "fault mail.mid with a DONE", test_fault_mail_done },
+		{ "fault close.mid re-homes a DONE", test_fault_close_rehomes_done },
+		{ "fault grace.mid with a finished job", test_fault_grace_finished },
+		{ "fault purge.mid with finished jobs", test_fault_purge_finished },
 		{ "fault expire.mid", test_fault_expire },
 		{ "fault grace.mid", test_fault_grace },
 		{ "fault purge.mid", test_fault_purge },
@@ -1521,6 +2435,7 @@ int main(void)
 		{ "fault repair.mid", test_fault_repair },
 		{ "crash between operations", test_fault_between_ops },
 		{ "repair idempotent", test_repair_idempotent },
+		{ "repair: receipt claims", test_repair_receipt_claims },
 	};
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 2;

@@ -1,13 +1,18 @@
 /*
  * test_book_diff.c - randomized differential test: the want-book against
- * the brute-force model (book_model.c).  Each episode draws limits and a
- * topology, then applies random operations (want, unwant, accept,
- * decline, finish, expire with advancing time, conn open/close, handler
- * purge, query, job owner, mail take, set_now, drain, repair) to both and
- * compares return codes, the mail of every handler (OFFER/OFFER_EXPIRED in
- * exact order, CANCEL as a set, HELLO), the mail mask, query answers,
- * per-waitgroup and book counts, statistics; book_check runs every few
- * hundred operations.
+ * the brute-force model (book_model.c).  Each episode draws limits (the
+ * receipt store included) and a topology, then applies random operations
+ * (want, unwant, cancel, accept, decline, job finished with a random
+ * outcome and receipt text (sometimes delivered in the same critical
+ * section), DONE read and delivered, expire with advancing time, conn open/close, handler purge,
+ * query, job owner, mail take, set_now, drain, repair) to both and
+ * compares return codes, the mail of every handler (OFFER/OFFER_EXPIRED/
+ * DONE in exact order, CANCEL as a set, HELLO), the mail mask, query
+ * answers, outcomes and receipt texts, per-waitgroup and book counts
+ * (finished wants and receipt slots included), statistics; book_check runs
+ * every few hundred operations.  A DONE mail taken is delivered later (or
+ * never: the handler "could not send it"), so taken-but-undelivered DONEs
+ * meet conn closes, graces, resumes and purges.
  *
  * Usage: test_book_diff [seed [operations]]  (default: seed from the
  * clock, 500000 operations).  The seed is printed first, so a failure can
@@ -30,6 +35,8 @@
 
 static uint64_t g_seed;
 static unsigned long g_rc[16][16];   /* [op kind][rc]: coverage report */
+enum { K_WANT, K_ACCEPT, K_DECLINE, K_FINISH, K_EXPIRE, K_OPEN, K_QUERY, K_UNWANT, K_PURGE,
+       K_MAIL, K_CANCEL, K_READ, K_READ_OK, K_DELIVERED, K_DONE_MAIL, K_NKINDS };
 static unsigned long g_ops = 500000;
 
 struct run {
@@ -120,6 +127,10 @@ static int compare_counts(struct run *r)
 	SAME(r, st.clients, clients, "clients");
 	SAME(r, st.wants, wants, "wants");
 	SAME(r, st.draining, r->m->draining, "draining");
+	uint32_t fin, rcpt;
+	model_finished_counts(r->m, &fin, &rcpt);
+	SAME(r, st.finished, fin, "finished");
+	SAME(r, st.receipts, rcpt, "receipt slots");
 	return 0;
 }
 
@@ -194,7 +205,7 @@ static int op_want(struct run *r)
 	if (unlock(r) < 0)
 		return -1;
 	SAME(r, a, b, "want rc");
-	g_rc[0][a]++;
+	g_rc[K_WANT][a]++;
 	return 0;
 }
 
@@ -209,7 +220,56 @@ static int op_unwant(struct run *r)
 	if (unlock(r) < 0)
 		return -1;
 	SAME(r, a, b, "unwant rc");
-	g_rc[7][a]++;
+	g_rc[K_UNWANT][a]++;
+	return 0;
+}
+
+/* CANCEL: a random (conn, job), or a job of the model through its placing
+ * conn or, for a running/finished one, any conn of its client. */
+static int op_cancel(struct run *r)
+{
+	char job[BOOK_ID_MAX + 1];
+	int c = -1, wi = -1;
+	unsigned k = below(r, 100);
+	if (k < 30)
+		wi = pick_want(r, MW_RUNNING, 0);
+	else if (k < 50)
+		wi = pick_want(r, MW_FINISHED, 0);
+	else if (k < 65)
+		wi = pick_want(r, MW_PARKED, 0);
+	if (wi >= 0 && r->m->w[wi].client >= 0) {
+		const struct m_want *w = &r->m->w[wi];
+		strcpy(job, w->id);
+		c = w->conn;
+		if (chance(r, 50) || c < 0) {
+			/* another conn of the same client, if any */
+			for (size_t i = 0; i < r->m->nc; i++)
+				if (r->m->c[i].live && r->m->c[i].client == w->client && chance(r, 50))
+					c = (int)i;
+		}
+		if (c < 0)
+			c = pick_conn(r);
+	} else {
+		c = pick_conn(r);
+		job_name(r, job, sizeof job);
+	}
+	enum want_state wa = WANT_FREE, wb = WANT_FREE;
+	struct book_ref ref = { 0, 0 };
+	int mw = -1;
+	lock(r);
+	enum book_rc a = book_cancel(r->f.b, conn_ref(r, c), job, &wa, &ref);
+	enum book_rc b = c < 0 ? BOOK_E_STALE : model_cancel(r->m, c, job, &wb, &mw);
+	if (unlock(r) < 0)
+		return -1;
+	SAME(r, a, b, "cancel rc");
+	g_rc[K_CANCEL][a]++;
+	if (a == BOOK_OK) {
+		SAME(r, wa, wb, "cancel was");
+		if (wa == WANT_RUNNING) {
+			SAME(r, ref.idx, r->m->w[mw].ref.idx, "cancel want");
+			SAME(r, ref.gen, r->m->w[mw].ref.gen, "cancel want gen");
+		}
+	}
 	return 0;
 }
 
@@ -246,7 +306,7 @@ static int op_accept(struct run *r, int decline)
 	if (unlock(r) < 0)
 		return -1;
 	SAME(r, a, b, decline ? "decline rc" : "accept rc");
-	g_rc[decline ? 2 : 1][a]++;
+	g_rc[decline ? K_DECLINE : K_ACCEPT][a]++;
 	if (!decline && a == BOOK_OK) {
 		struct m_want *w = &r->m->w[mw];
 		if (w->ref_known && (w->ref.idx != ref.idx || w->ref.gen != ref.gen))
@@ -265,15 +325,35 @@ static int op_accept(struct run *r, int decline)
 	return 0;
 }
 
+/* A receipt text for job: NULL, empty, or up to twice a slot (so that
+ * some do not fit). */
+static const char *receipt_text(struct run *r, const char *job, char *buf, size_t *len)
+{
+	if (chance(r, 15)) {
+		*len = below(r, 3);   /* NULL with a length: ignored */
+		return NULL;
+	}
+	size_t cap = 2 * (size_t)r->f.lim.receipt_bytes + 3;
+	if (cap > M_RECEIPT_MAX - 1)
+		cap = M_RECEIPT_MAX - 1;
+	size_t n = below(r, (uint32_t)cap);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = i < strlen(job) ? job[i] : (char)('a' + below(r, 26));
+	*len = n;
+	return buf;
+}
+
 static int op_finish(struct run *r)
 {
 	int wi = -1, stale = 0;
 	struct book_ref ref;
 	unsigned k = below(r, 100);
-	if (k < 90)
+	if (k < 86)
 		wi = pick_want(r, MW_RUNNING, 2);
-	else if (k < 95)
+	else if (k < 90)
 		wi = pick_want(r, MW_OFFERED, 2);
+	else if (k < 94)
+		wi = pick_want(r, MW_FINISHED, 2);
 	if (wi >= 0) {
 		ref = r->m->w[wi].ref;
 	} else if (r->nstale && chance(r, 20)) {
@@ -282,30 +362,120 @@ static int op_finish(struct run *r)
 	} else {
 		return 0;
 	}
-	uint64_t ms = below(r, 5000);
-	int failed = chance(r, 20);
-	int with_now = chance(r, 15);
+	struct book_outcome o;
+	memset(&o, 0, sizeof o);
+	o.exit_code = chance(r, 70) ? (int32_t)below(r, 3) : -1;
+	o.signal = o.exit_code < 0 && chance(r, 50) ? (uint8_t)(1 + below(r, 31)) : 0;
+	o.error = chance(r, 20) ? (uint8_t)(1 + below(r, 4)) : 0;
+	o.retryable = o.error && chance(r, 30);
+	o.failed = o.exit_code != 0 || o.signal || o.error;
+	o.duration_ms = below(r, 5000);
+	o.receipt_lost = (uint8_t)chance(r, 50);   /* ignored on input */
+	char text[M_RECEIPT_MAX];
+	size_t len;
+	const char *receipt = receipt_text(r, wi >= 0 ? r->m->w[wi].id : "x", text, &len);
+	int at_once = chance(r, 12), with_now = chance(r, 15), null_o = chance(r, 1);
 	lock(r);
 	if (with_now) {
 		r->now += below(r, 50);
 		book_set_now(r->f.b, r->now);
 		model_set_now(r->m, r->now);
 	}
-	enum book_rc a = book_job_finish(r->f.b, ref, ms, failed);
-	enum book_rc b = model_finish(r->m, stale ? -1 : wi, ms, failed);
+	enum book_rc a = book_job_finished(r->f.b, ref, null_o ? NULL : &o, receipt, len);
+	enum book_rc b = model_finished(r->m, stale ? -1 : wi, null_o ? NULL : &o, receipt, len);
+	enum book_rc da = BOOK_OK, db = BOOK_OK;
+	if (at_once && a == BOOK_OK) {
+		/* the runner holds the owner conn and sends the DONE right away */
+		da = book_done_delivered(r->f.b, ref);
+		db = model_done_delivered(r->m, wi);
+	}
 	if (unlock(r) < 0)
 		return -1;
-	SAME(r, a, b, "finish rc");
-	g_rc[3][a]++;
-	if (a == BOOK_OK) {
+	SAME(r, a, b, "finished rc");
+	SAME(r, da, db, "delivered at once rc");
+	g_rc[K_FINISH][a]++;
+	if (a == BOOK_OK && r->m->w[wi].state == MW_FREE)
 		r->stale[r->nstale < 32 ? r->nstale++ : below(r, 32)] = ref;
+	return 0;
+}
+
+/* What a handler does with MAIL_DONE (book_done_read, then usually
+ * book_done_delivered), on a finished job whose DONE was taken, or on any
+ * want (pending DONE, running, freed: the rc must match). */
+static int op_done(struct run *r)
+{
+	int wi = -1;
+	unsigned k = below(r, 100);
+	if (k < 70) {
+		size_t n = 0;
+		for (size_t i = 0; i < r->m->nw; i++)
+			n += r->m->w[i].state == MW_FINISHED && r->m->w[i].done_taken;
+		if (n) {
+			size_t x = below(r, (uint32_t)n);
+			for (size_t i = 0; i < r->m->nw; i++)
+				if (r->m->w[i].state == MW_FINISHED && r->m->w[i].done_taken && x-- == 0)
+					wi = (int)i;
+		}
+	} else if (k < 85) {
+		wi = pick_want(r, MW_FINISHED, 2);
+	} else if (k < 92) {
+		wi = pick_want(r, MW_RUNNING, 2);
+	} else {
+		wi = pick_want(r, MW_FREE, 2);
+	}
+	if (wi < 0 || !r->m->w[wi].ref_known)
+		return 0;
+	struct book_ref ref = r->m->w[wi].ref;
+	char ba[M_RECEIPT_MAX + 8], bb[M_RECEIPT_MAX + 8];
+	size_t cap = chance(r, 10) ? 0 : 1 + below(r, (uint32_t)r->f.lim.receipt_bytes + 4);
+	size_t la = 7777, lb = 8888;
+	struct book_outcome oa, ob;
+	memset(&oa, 0, sizeof oa);
+	memset(&ob, 0, sizeof ob);
+	int read = chance(r, 85), deliver = chance(r, 85);
+	lock(r);
+	enum book_rc a = BOOK_OK, b = BOOK_OK;
+	if (read) {
+		a = book_done_read(r->f.b, ref, &oa, cap ? ba : NULL, cap, &la);
+		b = model_done_read(r->m, wi, &ob, cap ? bb : NULL, cap, &lb);
+	}
+	enum book_rc da = BOOK_OK, db = BOOK_OK;
+	if (deliver) {
+		da = book_done_delivered(r->f.b, ref);
+		db = model_done_delivered(r->m, wi);
+	}
+	if (unlock(r) < 0)
+		return -1;
+	if (read) {
+		SAME(r, a, b, "done_read rc");
+		g_rc[K_READ][a]++;
+		if (a == BOOK_OK) {
+			SAME(r, la, lb, "receipt length");
+			if (cap && strcmp(ba, bb) != 0)
+				return fail(r, "receipt text \"%s\" vs \"%s\"", ba, bb);
+			SAME(r, oa.exit_code, ob.exit_code, "exit_code");
+			SAME(r, oa.signal, ob.signal, "signal");
+			SAME(r, oa.error, ob.error, "error");
+			SAME(r, oa.retryable, ob.retryable, "retryable");
+			SAME(r, oa.failed, ob.failed, "failed");
+			SAME(r, oa.duration_ms, ob.duration_ms, "duration_ms");
+			SAME(r, oa.receipt_lost, ob.receipt_lost, "receipt_lost");
+			g_rc[K_READ_OK][la > 0]++;
+			g_rc[K_READ_OK][2] += oa.receipt_lost;
+		}
+	}
+	if (deliver) {
+		SAME(r, da, db, "delivered rc");
+		g_rc[K_DELIVERED][da]++;
+		if (da == BOOK_OK)
+			r->stale[r->nstale < 32 ? r->nstale++ : below(r, 32)] = ref;
 	}
 	return 0;
 }
 
 static int op_owner(struct run *r)
 {
-	int wi = pick_want(r, MW_RUNNING, 2);
+	int wi = pick_want(r, chance(r, 70) ? MW_RUNNING : MW_FINISHED, 2);
 	if (wi < 0)
 		return 0;
 	struct book_ref oc;
@@ -338,7 +508,7 @@ static int op_expire(struct run *r)
 	if (unlock(r) < 0)
 		return -1;
 	SAME(r, a, b, "expired");
-	g_rc[4][a ? 1 : 0]++;
+	g_rc[K_EXPIRE][a ? 1 : 0]++;
 	lock(r);
 	uint64_t da = book_next_deadline(r->f.b);
 	if (unlock(r) < 0)
@@ -373,7 +543,7 @@ static int op_open(struct run *r)
 	if (unlock(r) < 0)
 		return -1;
 	SAME(r, a, b, "open rc");
-	g_rc[5][a]++;
+	g_rc[K_OPEN][a]++;
 	if (a == BOOK_OK)
 		r->m->c[mc].ref = ref;
 	return 0;
@@ -408,7 +578,7 @@ static int op_purge(struct run *r)
 	if (unlock(r) < 0)
 		return -1;
 	SAME(r, na, nb, "purge pgids");
-	g_rc[8][na ? 1 : 0]++;
+	g_rc[K_PURGE][na ? 1 : 0]++;
 	if (na == max) {
 		/* truncated: which ones is the book's choice; the count must match */
 	} else {
@@ -433,7 +603,7 @@ static int op_query(struct run *r, int c, const char *job)
 	if (unlock(r) < 0)
 		return -1;
 	SAME(r, ra, rb, "query rc");
-	g_rc[6][ra]++;
+	g_rc[K_QUERY][ra]++;
 	if (ra != BOOK_OK)
 		return 0;
 	SAME(r, a.state, b.state, "query state");
@@ -499,7 +669,20 @@ static int take_mail(struct run *r, uint32_t h)
 		if (j >= nm)
 			return fail(r, "handler %u: book mails %s %d, model has no more", h, bm[i].job_id, bm[i].kind);
 		SAME(r, bm[i].kind, mm[j].kind, "mail kind");
-		if (bm[i].kind == MAIL_OFFER) {
+		if (bm[i].kind == MAIL_DONE) {
+			struct m_want *w = &r->m->w[mm[j].want];
+			if (strcmp(bm[i].job_id, w->id) != 0)
+				return fail(r, "handler %u: book DONE %s, model %s", h, bm[i].job_id, w->id);
+			SAME(r, w->state, MW_FINISHED, "DONE of a finished job");
+			SAME(r, bm[i].conn.idx, r->m->c[w->conn].ref.idx, "DONE conn");
+			SAME(r, bm[i].conn.gen, r->m->c[w->conn].ref.gen, "DONE conn gen");
+			SAME(r, mm[j].conn, w->conn, "model DONE to its owner");
+			SAME(r, r->m->c[w->conn].h, h, "DONE handler");
+			SAME(r, bm[i].want.idx, w->ref.idx, "DONE want");
+			SAME(r, bm[i].want.gen, w->ref.gen, "DONE want gen");
+			w->done_taken = 1;
+			g_rc[K_DONE_MAIL][0]++;
+		} else if (bm[i].kind == MAIL_OFFER) {
 			struct m_want *w = &r->m->w[mm[j].want];
 			if (strcmp(bm[i].job_id, w->id) != 0)
 				return fail(r, "handler %u: book offers %s, model %s", h, bm[i].job_id, w->id);
@@ -528,9 +711,9 @@ static int take_mail(struct run *r, uint32_t h)
 		mc[ncm++].want = r->m->w[mm[j].want].ref;
 	}
 	SAME(r, ncb, ncm, "CANCEL mails");
-	g_rc[9][0] += nb;
-	g_rc[9][1] += ncb;
-	g_rc[9][2] += hello;
+	g_rc[K_MAIL][0] += nb;
+	g_rc[K_MAIL][1] += ncb;
+	g_rc[K_MAIL][2] += hello;
 	qsort(bc, ncb, sizeof bc[0], cmp_mail);
 	qsort(mc, ncm, sizeof mc[0], cmp_mail);
 	for (size_t k = 0; k < ncb; k++) {
@@ -604,6 +787,8 @@ static void random_config(struct run *r, struct book_limits *l, struct book_topo
 	l->max_wants_per_connection = 1 + below(r, 12);
 	l->offer_timeout_ms = 1 + below(r, 300);
 	l->resume_grace_ms = below(r, 1000);
+	l->max_receipts = chance(r, 15) ? 0 : below(r, 6);
+	l->receipt_bytes = l->max_receipts || chance(r, 30) ? 1 + below(r, 48) : 0;
 	uint32_t procs[BOOK_MAX_WAITGROUPS], wgs[BOOK_MAX_SERVICES];
 	uint32_t nwg = 1 + below(r, 3), nsvc = 1 + below(r, 5);
 	for (uint32_t g = 0; g < nwg; g++)
@@ -627,37 +812,43 @@ static void random_config(struct run *r, struct book_limits *l, struct book_topo
 static int step(struct run *r, unsigned long len)
 {
 	unsigned k = below(r, 1000);
-	if (k < 230) {
+	if (k < 210) {
 		r->opname = "want";
 		return op_want(r);
-	} else if (k < 290) {
+	} else if (k < 260) {
 		r->opname = "unwant";
 		return op_unwant(r);
-	} else if (k < 420) {
+	} else if (k < 280) {
+		r->opname = "cancel";
+		return op_cancel(r);
+	} else if (k < 400) {
 		r->opname = "accept";
 		return op_accept(r, 0);
-	} else if (k < 470) {
+	} else if (k < 440) {
 		r->opname = "decline";
 		return op_accept(r, 1);
-	} else if (k < 580) {
+	} else if (k < 540) {
 		r->opname = "finish";
 		return op_finish(r);
-	} else if (k < 660) {
+	} else if (k < 600) {
+		r->opname = "done";
+		return op_done(r);
+	} else if (k < 670) {
 		r->opname = "expire";
 		return op_expire(r);
-	} else if (k < 710) {
+	} else if (k < 715) {
 		r->opname = "open";
 		return op_open(r);
-	} else if (k < 745) {
+	} else if (k < 750) {
 		r->opname = "close";
 		return op_close(r);
-	} else if (k < 750) {
+	} else if (k < 755) {
 		r->opname = "purge";
 		return op_purge(r);
-	} else if (k < 830) {
+	} else if (k < 825) {
 		r->opname = "query";
 		return op_random_query(r);
-	} else if (k < 850) {
+	} else if (k < 845) {
 		r->opname = "owner";
 		return op_owner(r);
 	} else if (k < 998) {
@@ -729,9 +920,12 @@ static void test_differential(void)
 		r.episode++;
 	}
 	printf("\n  %lu operations in %d episodes, seed %" PRIu64 "\n", r.total, r.episode, g_seed);
-	static const char *names[] = { "want", "accept", "decline", "finish", "expire(0/>0)",
-				       "open", "query", "unwant", "purge(0/>0)", "mail(all/cancel/hello)" };
-	for (int i = 0; i < 10; i++) {
+	static const char *names[K_NKINDS] = {
+		"want", "accept", "decline", "finish(ed)", "expire(0/>0)", "open", "query", "unwant",
+		"purge(0/>0)", "mail(all/cancel/hello)", "cancel", "done_read",
+		"read(empty/text/lost)", "done_delivered", "DONE mails"
+	};
+	for (int i = 0; i < K_NKINDS; i++) {
 		printf("  %-22s", names[i]);
 		for (int j = 0; j < 13; j++)
 			printf(" %lu", g_rc[i][j]);

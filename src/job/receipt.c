@@ -1,0 +1,119 @@
+/*
+ * receipt.c - see receipt.h.  Output bytes of a program are not text: they
+ * go through utf8_sanitize so that the receipt is always valid JSON in a
+ * websocket text frame.
+ */
+#include "autoconfig.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "common/utf8.h"
+#include "execserver/protocol.h"
+#include "job/receipt.h"
+
+static const char *const error_names[] = {
+	[JOB_ERR_EXEC_FAILED] = "exec_failed",
+	[JOB_ERR_CANCELLED] = "cancelled",
+	[JOB_ERR_TIMEOUT] = "timeout",
+	[JOB_ERR_EXEC_STOPPED] = "exec_stopped",
+};
+
+const char *receipt_error_name(uint8_t code)
+{
+	if (code == 0 || code >= sizeof error_names / sizeof error_names[0])
+		return NULL;
+	return error_names[code];
+}
+
+static char *to_text(struct json_object *o, size_t *len)
+{
+	size_t n;
+	const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN |
+							  JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+	char *out = s ? malloc(n + 1) : NULL;
+	if (out) {
+		memcpy(out, s, n + 1);
+		*len = n;
+	}
+	json_object_put(o);
+	return out;
+}
+
+static void add_outcome(struct json_object *r, const struct book_outcome *o, const char *message)
+{
+	if (o->exit_code >= 0)
+		json_object_object_add(r, "exit_code", json_object_new_int(o->exit_code));
+	if (o->signal)
+		json_object_object_add(r, "signal", json_object_new_int(o->signal));
+	json_object_object_add(r, "duration_ms", json_object_new_int64(o->duration_ms));
+	const char *name = receipt_error_name(o->error);
+	if (name) {
+		struct json_object *e = json_object_new_object();
+		json_object_object_add(e, "code", json_object_new_string(name));
+		json_object_object_add(e, "message", json_object_new_string(message ? message : name));
+		json_object_object_add(e, "retryable", json_object_new_boolean(o->retryable));
+		json_object_object_add(r, "error", e);
+	}
+}
+
+static void add_bytes(struct json_object *r, const char *key, const char *bytes, size_t len)
+{
+	char *s = utf8_sanitize((const unsigned char *)bytes, len);
+	json_object_object_add(r, key, json_object_new_string(s ? s : ""));
+	free(s);
+}
+
+char *receipt_build(const struct receipt_parts *p, size_t *len)
+{
+	struct json_object *r = json_object_new_object();
+	if (!r)
+		return NULL;
+	add_outcome(r, p->outcome, p->error_message);
+	add_bytes(r, "stdout", p->stdout_prefix ? p->stdout_prefix : "", p->stdout_len);
+	if (p->stdout_truncated)
+		json_object_object_add(r, "stdout_truncated", json_object_new_boolean(1));
+	if (p->stderr_line && p->stderr_len)
+		add_bytes(r, "stderr", p->stderr_line, p->stderr_len);
+	return to_text(r, len);
+}
+
+char *receipt_compact(const struct book_outcome *o, size_t *len)
+{
+	struct json_object *r = json_object_new_object();
+	if (!r)
+		return NULL;
+	add_outcome(r, o, NULL);
+	json_object_object_add(r, "receipt_lost", json_object_new_boolean(1));
+	return to_text(r, len);
+}
+
+char *receipt_done_message(const char *job_id, const char *receipt_json, size_t len)
+{
+	struct json_object *m = json_object_new_object();
+	size_t head_len;
+	if (!m)
+		return NULL;
+	json_object_object_add(m, "type", json_object_new_string(PROTO_DONE));
+	json_object_object_add(m, "job_id", json_object_new_string(job_id));
+	char *head = to_text(m, &head_len); /* {"type":"DONE","job_id":"..."} */
+	if (!head)
+		return NULL;
+	static const char key[] = ",\"receipt\":";
+	char *out = malloc(head_len - 1 + sizeof key - 1 + len + 2);
+	if (out) {
+		char *p = out;
+		memcpy(p, head, head_len - 1); /* without the closing brace */
+		p += head_len - 1;
+		memcpy(p, key, sizeof key - 1);
+		p += sizeof key - 1;
+		memcpy(p, receipt_json, len);
+		p += len;
+		*p++ = '}';
+		*p = '\0';
+	}
+	free(head);
+	return out;
+}

@@ -78,9 +78,11 @@ static void test_reconnect_while_running(void)
 	start();
 	struct tclient *a = tc_connect_on_handler(&D, 2, 0, "res1");
 	CU_ASSERT_FATAL(a != NULL);
-	start_sleep(a, "j", "1");
+	start_sleep(a, "j", "1.5");
 	tc_close(a);
-	/* back within the grace, on the other handler: the DONE comes there */
+	/* back within the grace, on the other handler: the DONE comes there
+	 * (probing connections that land on handler 0 come and go long before
+	 * the job ends) */
 	struct tclient *b = tc_connect_on_handler(&D, 2, 1, "res1");
 	CU_ASSERT_FATAL(b != NULL);
 	expect_done(b, "j", 0, NULL, 5000);
@@ -97,7 +99,9 @@ static void test_reconnect_after_job_ended(void)
 	start_sleep(a, "j", "0.3");
 	tc_close(a);
 	harness_sleep_ms(1000); /* the job ends while the client is away */
-	struct tclient *b = tc_connect_on_handler(&D, 2, 0, "res2");
+	/* any handler: a probing connection that landed elsewhere would itself
+	 * be the comeback and take the DONE */
+	struct tclient *b = tc_connect(D.port, "res2");
 	CU_ASSERT_FATAL(b != NULL);
 	expect_done(b, "j", 0, NULL, 3000);
 	/* the id is free again once its DONE went out */
@@ -179,6 +183,31 @@ static void test_cancel_from_other_handler(void)
 	stop();
 }
 
+static void test_runner_crash(void)
+{
+	start();
+	struct tclient *a = tc_connect_on_handler(&D, 2, 0, "res6");
+	struct tclient *b = tc_connect_on_handler(&D, 2, 1, "res6");
+	CU_ASSERT_FATAL(a && b);
+	start_sleep(a, "j", "30");   /* runs on handler 0, a's handler */
+	int pids[2];
+	CU_ASSERT_EQUAL_FATAL(harness_handler_pids(&D, pids, 2), 2);
+	kill(pids[0], SIGKILL);
+	/* the job died with its handler: b, the client's surviving connection,
+	 * is told, with a retryable error */
+	struct json_object *d = tc_expect(b, "DONE", 5000), *e, *v;
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_STRING_EQUAL(tc_str(d, "job_id"), "j");
+	CU_ASSERT(json_object_object_get_ex(receipt(d), "error", &e) &&
+		  strcmp(tc_str(e, "code"), "exec_lost") == 0 &&
+		  json_object_object_get_ex(e, "retryable", &v) && json_object_get_boolean(v));
+	json_object_put(d);
+	CU_ASSERT(tc_quiet(b, 300));
+	tc_close(a);
+	tc_close(b);
+	stop();
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -187,6 +216,7 @@ int main(void)
 		{ "the grace runs out", test_grace_runs_out },
 		{ "a second connection takes over", test_second_connection_takes_over },
 		{ "CANCEL from another handler", test_cancel_from_other_handler },
+		{ "the handler running the job crashes", test_runner_crash },
 		{ NULL, NULL },
 	};
 	return run_suite("resume", cases);

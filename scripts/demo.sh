@@ -39,9 +39,9 @@ until curl -sf "http://$host:$port/status" > /dev/null 2>&1; do
 	sleep 0.1
 done
 
-echo "demo: running one job: service demo, command sha256sum of the default configuration"
-"$build/tests/tools/demo_job" "$host" "$port" demo sha256sum "$top/etc/execserver.yml"
-echo "demo: the same file hashed locally:"
+echo "demo: one job: service demo, command cat, stdin and stdout streamed through pipe URLs"
+"$build/tests/tools/demo_job" -i "$top/etc/execserver.yml" "$host" "$port" demo cat
+echo "demo: the same file hashed locally (the out-pipe must have received exactly this):"
 sha256sum "$top/etc/execserver.yml"
 
 echo "demo: status of the instance:"

@@ -51,8 +51,10 @@
  *             belongs to the client now (every conn of the client sees it);
  *             its owner conn is the one that placed it, then the newest
  *             other conn of the client, or none while the client is away.
- *   FINISHED  book_job_finished: the process ended.  The slot is freed (and
- *             re-granted) at once; the want keeps the compact outcome and,
+ *   FINISHED  book_job_finished: the process ended; or the purge of its
+ *             runner: the job was lost with that handler (outcome
+ *             BOOK_ERROR_LOST, see book_purge_handler).  The slot is freed
+ *             (and re-granted) at once; the want keeps the compact outcome and,
  *             if the receipt store had room, the receipt text, and stays
  *             in the client's job-id index (WANT of the same id:
  *             duplicate_job).  MAIL_DONE goes to the handler of its owner
@@ -61,9 +63,12 @@
  *   (freed)   after book_done_delivered; or silently when its client ends
  *             (anonymous conn closed, resume grace over, client record
  *             reclaimed); a RUNNING job whose client ended first is an
- *             orphan (MAIL_CANCEL to its runner) and is freed when it ends.
- * A purge of a handler frees the RUNNING jobs it ran (never FINISHED ones)
- * and closes its conns.
+ *             orphan (MAIL_CANCEL to its runner) and is freed when it ends
+ *             (or when its runner is purged).
+ * A purge of a handler ends the RUNNING jobs it ran as lost (they become
+ * FINISHED and their DONE follows the rules below, so the client learns
+ * that the job is lost and can requeue it), leaves the FINISHED ones it ran
+ * alone, then closes its conns (their jobs are re-homed like any others).
  *
  * DONE exactly once: a FINISHED want is mailed (MAIL_DONE) to at most one
  * handler at a time, to the handler of its owner conn at that moment.
@@ -134,6 +139,11 @@ enum want_state {
 	WANT_RUNNING,
 	WANT_FINISHED,   /* ended, its DONE not delivered yet (holds no slot) */
 };
+
+/* book_outcome.error of a job whose runner was purged: the handler running
+ * the job died; the job layer names it exec_lost (a value it never uses for
+ * its own codes). */
+#define BOOK_ERROR_LOST 255
 
 /* Sizing, fixed at book_init. */
 struct book_limits {
@@ -209,7 +219,10 @@ uint64_t book_unlock(struct book *b);
  *   "expire.mid"  book_expire: offer EXPIRED, not yet unlinked
  *   "grace.mid"   client end (grace expiry, anonymous close): a running
  *                 job orphaned or a finished one freed
- *   "purge.mid"   book_purge_handler: its jobs freed, its conns not yet
+ *   "purge.mid"   book_purge_handler: the jobs it ran ended as lost
+ *                 (FINISHED, slots freed, DONE queued at their owner
+ *                 conns' handlers, its own included; orphans freed), its
+ *                 conns not yet dropped
  *   "mail.mid"    book_mail_take: mail unlinked, pending flag not cleared
  *   "cancel.mid"  book_cancel: owner cancel flagged, mail not yet queued
  *   "repair.mid"  book_repair: derived state cleared, not yet rebuilt */
@@ -219,21 +232,37 @@ void book_set_fault_hook(book_fault_fn fn);
 /* ---- handlers ----------------------------------------------------------- */
 
 void book_handler_started(struct book *b, uint32_t handler, int32_t pid);
-/* A handler died (master, after waitpid).  Drops every conn of that handler:
- * parked wants removed, offered slots freed, running jobs' slots freed; the
- * process groups of its running jobs are written to pgids (up to max) so the
- * master can kill them.  Named clients whose last connection this was enter
- * the resume grace only for jobs run by other handlers and for finished
- * jobs.  Freed slots are granted.  Precisely: the RUNNING jobs whose runner
- * is this handler are freed (their pgids > 0 written; they count as
- * finished and failed, without a runtime sample; no DONE: their DONE died
- * with the handler); FINISHED jobs it ran are not touched (their outcome is
- * in the book); then its conns are closed as by book_conn_close (the jobs,
- * running or finished, they owned are re-homed per the connection rules:
- * finished ones get MAIL_DONE at their new owner's handler); its mailbox
- * and HELLO flag are emptied (the DONE mails it had taken but not delivered
- * are re-mailed through the re-homing) and its pid reset to 0.  Returns the
- * number of pgids written. */
+/* A handler died (master, after waitpid).  Its running jobs are lost and
+ * its conns are dropped.  Precisely, in this order:
+ *  1. each RUNNING job whose runner is this handler (in the order they
+ *     were accepted; after a repair, in arrival order) has its pgid (if
+ *     > 0) written to pgids (up to max), so the master can kill the
+ *     process group, and then ends exactly as if its runner had called
+ *     book_job_finished with the outcome
+ *       {exit_code -1, signal 0, error BOOK_ERROR_LOST, retryable 1,
+ *        failed 1, duration_ms 0}
+ *     and no receipt text (book_done_read: len 0, receipt_lost 0), except
+ *     that it adds no runtime sample (it counts as finished and failed)
+ *     and that its freed slot is granted in step 3 (once the wants of the
+ *     dead conns are gone): the want becomes WANT_FINISHED and MAIL_DONE
+ *     goes to the handler of its owner conn; a job whose client is away
+ *     (grace) waits for it; an orphan (client ended) is freed.  FINISHED
+ *     jobs it ran are not touched (their outcome is in the book);
+ *  2. its conns are closed as by book_conn_close, oldest first: parked
+ *     wants removed, offered slots freed, and the jobs (running or
+ *     finished, the ones lost in step 1 included) they owned re-homed per
+ *     the connection rules: the client's newest other live conn adopts
+ *     them (finished ones: MAIL_DONE at its handler); a named client
+ *     without live conns keeps them for the resume grace (a conn opened
+ *     within it adopts them and gets the DONEs); an anonymous client's are
+ *     freed (running ones cancelled);
+ *  3. its mailbox and HELLO flag are emptied (the DONE mails it had taken
+ *     but not delivered were re-mailed through the re-homing), its pid is
+ *     reset to 0 and the freed slots are granted.
+ * So the client of a lost job gets one DONE saying so, wherever it is
+ * connected by then.  Purging it again (before it runs anything) changes
+ * nothing and returns 0.
+ * Returns the number of pgids written. */
 size_t book_purge_handler(struct book *b, uint32_t handler, int32_t *pgids, size_t max);
 
 /* ---- connections -------------------------------------------------------- */
@@ -327,8 +356,9 @@ struct book_outcome {
  * ended: anonymous conn closed, grace over) has nobody to tell: it is freed
  * at once (statistics still count it).  The want ref stays valid (the
  * FINISHED want) until book_done_delivered or the client's end.
- * BOOK_E_INVALID if o is NULL; BOOK_E_STALE for a stale ref (e.g. its
- * runner was purged); BOOK_E_BAD_STATE unless RUNNING.  (Replaces
+ * BOOK_E_INVALID if o is NULL; BOOK_E_STALE for a stale ref (e.g. an
+ * orphan whose runner was purged); BOOK_E_BAD_STATE unless RUNNING (e.g.
+ * its runner was purged: the job was ended as lost).  (Replaces
  * book_job_finish, which freed the want at once and is gone.) */
 enum book_rc book_job_finished(struct book *b, struct book_ref want, const struct book_outcome *o,
 			       const char *receipt, size_t len);

@@ -22,6 +22,10 @@
  * began first loses the rest of it (its running jobs get MAIL_CANCEL, its
  * finished ones are freed).
  *
+ * A purge ends the jobs its handler ran as lost (bk_job_end with the
+ * outcome BOOK_ERROR_LOST), then drops its conns oldest first: a lost job
+ * owned by one of them is re-homed by the drop like any finished job.
+ *
  * Costs: book_conn_open O(1) (+ O(r) re-adopted jobs), book_conn_close
  * O(w + r + nodes), book_purge_handler O(everything of the handler),
  * HELLO-dirty O(handlers).
@@ -243,17 +247,23 @@ size_t book_purge_handler(struct book *b, uint32_t handler, int32_t *pgids, size
 		return 0;
 	struct bk_handler *hd = &b->handlers[handler];
 	size_t n = 0;
-	/* the jobs it ran died with it: their slots are free (the finished
-	 * ones are not on its list: they no longer depend on it) */
+	/* the jobs it ran died with it: each ends as lost, as if its runner
+	 * had reported it (slot freed, DONE to its owner conn's handler; an
+	 * orphan freed); the finished ones are not on its list: they no
+	 * longer depend on it.  The grant waits for the end of the purge, when
+	 * the wants of its conns are gone. */
+	static const struct book_outcome lost = {
+		.exit_code = -1, .error = BOOK_ERROR_LOST, .retryable = 1, .failed = 1,
+	};
 	while (hd->run_head != BK_NIL) {
 		uint32_t wi = hd->run_head;
 		struct bk_want *w = bk_want(b, wi);
 		if (w->pgid > 0 && n < max && pgids)
 			pgids[n++] = w->pgid;
-		/* a job lost with its handler ended, and failed (no runtime sample) */
+		/* it ended, and failed (no runtime sample: it was cut short) */
 		b->svcs[w->service].finished++;
 		b->svcs[w->service].failed++;
-		bk_want_free(b, wi, NULL);
+		bk_job_end(b, wi, &lost, NULL, 0, NULL);
 	}
 	bk_fault("purge.mid");
 	while (hd->conn_head != BK_NIL)   /* oldest first */

@@ -84,11 +84,21 @@ uint32_t bk_want_alloc(struct book *b);
 void bk_want_free(struct book *b, uint32_t wi, const char *point);
 /* A running job loses its client: MAIL_CANCEL to its runner, forgotten
  * by the job index, no owner any more.  It keeps its slot until
- * book_job_finished (which then frees it) or the purge of its runner. */
+ * book_job_finished or the purge of its runner (either frees it). */
 void bk_want_orphan(struct book *b, uint32_t wi);
 /* A finished job whose client ends: freed without DONE (the client record
  * is not released from here: the caller is ending it). */
 void bk_want_forget(struct book *b, uint32_t wi);
+/* The end of the RUNNING want wi with outcome o and receipt text (may be
+ * NULL), as book_job_finished (which calls it) but without the statistics
+ * and without the grant: an orphan is freed; else the want turns FINISHED
+ * (outcome, receipt slot or receipt_lost, a pending CANCEL dropped), leaves
+ * its runner's list and its slot, and gets MAIL_DONE at its owner conn's
+ * handler if it has an owner.  Calls the fault hook at `point` (may be
+ * NULL) right after the state write.  Returns the waitgroup whose slot was
+ * freed (the caller grants). */
+uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, const char *receipt,
+		    size_t len, const char *point);
 /* A FINISHED want with an owner conn: MAIL_DONE (flag set) to the owner
  * conn's handler; a DONE still pending elsewhere moves there. */
 void bk_done_mail(struct book *b, uint32_t wi);

@@ -27,6 +27,10 @@
  * BOOK_E_UNKNOWN_JOB for them.  RUNNING and FINISHED jobs belong to the
  * client.
  *
+ * The end of a running job (bk_job_end) is shared by book_job_finished and
+ * the purge of its runner (which ends it with the outcome BOOK_ERROR_LOST,
+ * see book_conn.c): the same transition, the same DONE rules.
+ *
  * Costs: book_want O(1) amortized + the grant; book_unwant/decline
  * O(log n) amortized + the grant; book_accept, book_done_delivered O(1);
  * book_job_finished O(1) + copying the receipt + the grant.
@@ -483,32 +487,16 @@ void book_job_set_pgid(struct book *b, struct book_ref want, int32_t pgid)
 		bk_want(b, wi)->pgid = pgid;
 }
 
-enum book_rc book_job_finished(struct book *b, struct book_ref want, const struct book_outcome *o,
-			       const char *receipt, size_t len)
+uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, const char *receipt,
+		    size_t len, const char *point)
 {
-	if (!o)
-		return BOOK_E_INVALID;
-	uint32_t wi = bk_want_get(b, want);
-	if (wi == BK_NIL)
-		return BOOK_E_STALE;
 	struct bk_want *w = bk_want(b, wi);
-	if (w->state != WANT_RUNNING)
-		return BOOK_E_BAD_STATE;
 	struct bk_service *s = &b->svcs[w->service];
-	s->finished++;
-	if (o->failed)
-		s->failed++;
-	if (s->nsamples == 0)
-		s->ema_ms = (double)o->duration_ms;
-	else
-		s->ema_ms += 0.2 * ((double)o->duration_ms - s->ema_ms);
-	s->nsamples++;
 	uint32_t g = bk_want_wg(b, w);
 	if (w->client == BK_NIL) {
 		/* an orphan (its client ended): nobody to tell */
-		bk_want_free(b, wi, "finished.mid");
-		bk_grant(b, g);
-		return BOOK_OK;
+		bk_want_free(b, wi, point);
+		return g;
 	}
 
 	/* primary: receipt text and slot, outcome, flags, then the state */
@@ -534,7 +522,8 @@ enum book_rc book_job_finished(struct book *b, struct book_ref want, const struc
 		flags |= BKW_DONE_MAIL;
 	w->flags = flags;
 	bk_set_state(&w->state, WANT_FINISHED);
-	bk_fault("finished.mid");
+	if (point)
+		bk_fault(point);
 
 	/* derived: a CANCEL not taken yet is moot; the slot is free */
 	w->flags &= (uint8_t)~(BKW_CANCEL_MAIL | BKW_OWNER_CANCEL);
@@ -546,7 +535,30 @@ enum book_rc book_job_finished(struct book *b, struct book_ref want, const struc
 	b->nfinished++;
 	if (w->flags & BKW_DONE_MAIL)
 		bk_mail_push(b, bk_conn(b, w->conn)->handler, wi);
-	bk_grant(b, g);
+	return g;
+}
+
+enum book_rc book_job_finished(struct book *b, struct book_ref want, const struct book_outcome *o,
+			       const char *receipt, size_t len)
+{
+	if (!o)
+		return BOOK_E_INVALID;
+	uint32_t wi = bk_want_get(b, want);
+	if (wi == BK_NIL)
+		return BOOK_E_STALE;
+	struct bk_want *w = bk_want(b, wi);
+	if (w->state != WANT_RUNNING)
+		return BOOK_E_BAD_STATE;
+	struct bk_service *s = &b->svcs[w->service];
+	s->finished++;
+	if (o->failed)
+		s->failed++;
+	if (s->nsamples == 0)
+		s->ema_ms = (double)o->duration_ms;
+	else
+		s->ema_ms += 0.2 * ((double)o->duration_ms - s->ema_ms);
+	s->nsamples++;
+	bk_grant(b, bk_job_end(b, wi, o, receipt, len, "finished.mid"));
 	return BOOK_OK;
 }
 

@@ -1,14 +1,20 @@
 /*
  * job.c - see job.h.
  *
- * Life of a job here: validate -> mkdtemp its directory -> spawn (own
- * process group, jobLimits) -> read stdout (first JOB_STDOUT_CAP bytes kept)
- * and stderr (last non-empty line kept) -> reap (the group goes with its
- * leader) -> build the receipt -> book_job_finished, which frees the slot
- * and mails the DONE to the handler of the owner connection.  A job is
- * complete when the process was reaped AND both pipes reached EOF or the
- * linger after the reap ran out (so no output is lost to a race between
- * SIGCHLD and the last read).
+ * Life of a job here (all on the handler's event loop, nothing blocks):
+ *   mkdtemp its directory -> fetch inputs (job_io) -> spawn (own process
+ *   group, jobLimits; stdin and stdout through job_io, stderr here: its last
+ *   non-empty line is kept) -> reap (the group goes with its leader) ->
+ *   upload outputs after a success -> build the receipt ->
+ *   book_job_finished, which frees the slot and mails the DONE to the
+ *   handler of the owner connection.
+ * The process part is over when the leader was reaped AND stderr reached
+ * EOF AND job_io reported stdin and stdout done (or the linger after the
+ * reap ran out), so no output is lost to a race between SIGCHLD and the
+ * last read.  The first failure around the process (input, stream, output)
+ * is kept for the receipt; a stream failure while the program runs stops
+ * it, because it would otherwise work on a truncated input or write into
+ * nothing.
  */
 #include "autoconfig.h"
 
@@ -32,44 +38,52 @@
 #include "handler/broker.h"
 #include "handler/handler.h"
 #include "job/janitor.h"
+#include "job/job_io.h"
 #include "job/job.h"
 #include "job/job_spec.h"
 #include "job/receipt.h"
 #include "job/spawn.h"
+#include "job/transfer.h"
 #include "master/startup_check.h"
 
-#define JOB_STDOUT_CAP 4000
 #define JOB_STDERR_LINE_CAP 1024
 #define JOB_KILL_GRACE_MS 3000
 /* After the leader exits, its process group is killed (background children
  * are part of the job); output still in flight may drain for this long
  * before the pipes are closed, in case a descendant left the group. */
 #define JOB_LINGER_MS 1000
+/* The largest input file fetched by URL. */
+#define JOB_INPUT_MAX_BYTES (64ull << 30)
 
 struct job {
 	struct job *next, *prev;
 	struct book_ref want;
 	char job_id[BOOK_ID_MAX + 1];
 	uint32_t service;
-	pid_t pid;
+	struct job_spec spec;
+	struct job_io *io;
+	pid_t pid;                  /* 0 until spawned */
 	uint64_t start_ms;
 	int status, reaped;
 	enum job_cancel_reason cancelled;
 	char dir[512];
-	struct event *out_ev, *err_ev, *kill_ev, *timeout_ev, *linger_ev;
-	int out_fd, err_fd;
-	char out[JOB_STDOUT_CAP];
-	size_t out_len;
-	int out_truncated;
+	struct event *err_ev, *kill_ev, *timeout_ev, *linger_ev;
+	int err_fd;
 	char err_line[JOB_STDERR_LINE_CAP]; /* last complete non-empty line */
 	char err_cur[JOB_STDERR_LINE_CAP];  /* line being read */
 	size_t err_cur_len;
 	int spawn_errno;
+	int stdin_done, stdout_done, outputs_started, outputs_done, completing;
+	/* the first failure around the process */
+	uint8_t io_error;           /* JOB_ERR_* */
+	uint8_t io_retryable;
+	char io_message[256];
 };
 
 static struct job *jobs;
 static unsigned njobs;
 static uint64_t job_counter;
+static struct transfer_loop *transfers;
 
 static struct event *janitor_ev;
 
@@ -114,7 +128,8 @@ static void janitor_cb(evutil_socket_t fd, short what, void *arg)
 int job_init(void)
 {
 	janitor_ev = evtimer_new(handler.base, janitor_cb, NULL);
-	if (!janitor_ev)
+	transfers = transfer_loop_new(handler.base);
+	if (!janitor_ev || !transfers)
 		return -1;
 	struct timeval tv = janitor_interval();
 	evtimer_add(janitor_ev, &tv);
@@ -139,20 +154,6 @@ static void sample_jobdir(char *out, size_t len)
 		 BOOK_MAX_HANDLERS, (unsigned long long)UINT64_MAX);
 }
 
-/* Streams and files by URL come with the transfer layer (next release of
- * this file); until then a job that names them is refused, not half-run. */
-static int refuse_unsupported(const struct job_spec *spec, const char **code, char *msg,
-			      size_t msglen)
-{
-	const char *field = spec->stdin_url ? "job.stdin" : spec->stdout_url ? "job.stdout"
-			  : spec->ninputs ? "job.inputs" : spec->noutputs ? "job.outputs" : NULL;
-	if (!field)
-		return 0;
-	*code = PROTO_E_BAD_JOB;
-	snprintf(msg, msglen, "%s: not supported by this execserver yet", field);
-	return -1;
-}
-
 int job_validate(uint32_t service, struct json_object *job, const char **code, char *msg,
 		 size_t msglen)
 {
@@ -163,14 +164,22 @@ int job_validate(uint32_t service, struct json_object *job, const char **code, c
 	sample_jobdir(dir, sizeof dir);
 	if (job_spec_parse(cfg, &cfg->services[service], job, dir, &spec, code, msg, msglen) != 0)
 		return -1;
-	int rc = refuse_unsupported(&spec, code, msg, msglen);
 	job_spec_free(&spec);
-	return rc;
+	return 0;
 }
 
 /* ---- completion -------------------------------------------------------- */
 
-/* The compact outcome of an ended job (the receipt's decisive fields). */
+/* A job's process exited by itself with status 0 (no cancel). */
+static int process_succeeded(const struct job *j)
+{
+	return j->pid > 0 && j->reaped && !j->spawn_errno && !j->cancelled && WIFEXITED(j->status) &&
+	       WEXITSTATUS(j->status) == 0;
+}
+
+/* The compact outcome of an ended job (the receipt's decisive fields):
+ * the program's own end first (cancel, timeout, drain), then the failures
+ * around it. */
 static struct book_outcome outcome_of(const struct job *j, uint64_t duration_ms,
 				      const char **message)
 {
@@ -180,9 +189,9 @@ static struct book_outcome outcome_of(const struct job *j, uint64_t duration_ms,
 	if (j->spawn_errno) {
 		o.error = JOB_ERR_EXEC_FAILED;
 		*message = strerror(j->spawn_errno);
-	} else if (WIFEXITED(j->status)) {
+	} else if (j->pid > 0 && j->reaped && WIFEXITED(j->status)) {
 		o.exit_code = WEXITSTATUS(j->status);
-	} else if (WIFSIGNALED(j->status)) {
+	} else if (j->pid > 0 && j->reaped && WIFSIGNALED(j->status)) {
 		o.signal = (uint8_t)WTERMSIG(j->status);
 	}
 	switch (j->cancelled) {
@@ -200,6 +209,14 @@ static struct book_outcome outcome_of(const struct job *j, uint64_t duration_ms,
 		o.retryable = 1;
 		break;
 	default:
+		/* An upload cut off because the program failed is the program's
+		 * failure, already told by exit_code/signal. */
+		if (j->io_error && !o.error &&
+		    !(j->io_error == JOB_ERR_STDOUT_FAILED && j->reaped && !process_succeeded(j))) {
+			o.error = j->io_error;
+			o.retryable = j->io_retryable;
+			*message = j->io_message;
+		}
 		break;
 	}
 	o.failed = o.error != JOB_ERR_NONE || o.exit_code != 0;
@@ -208,8 +225,6 @@ static struct book_outcome outcome_of(const struct job *j, uint64_t duration_ms,
 
 static void job_free(struct job *j)
 {
-	if (j->out_ev)
-		event_free(j->out_ev);
 	if (j->err_ev)
 		event_free(j->err_ev);
 	if (j->kill_ev)
@@ -218,10 +233,11 @@ static void job_free(struct job *j)
 		event_free(j->timeout_ev);
 	if (j->linger_ev)
 		event_free(j->linger_ev);
-	if (j->out_fd >= 0)
-		close(j->out_fd);
 	if (j->err_fd >= 0)
 		close(j->err_fd);
+	if (j->io)
+		job_io_free(j->io);
+	job_spec_free(&j->spec);
 	free(j);
 }
 
@@ -234,10 +250,17 @@ static void complete(struct job *j)
 	const char *message;
 	struct book_outcome o = outcome_of(j, duration, &message);
 	const char *line = j->err_cur_len ? j->err_cur : j->err_line;
+	size_t out_len = 0;
+	int truncated = 0, streamed = 0;
+	const char *out = j->io ? job_io_stdout_prefix(j->io, &out_len, &truncated, &streamed)
+				: NULL;
+	/* stdout that went to its URL is not repeated, unless the job failed */
+	int show_stdout = !streamed || o.failed;
 	struct receipt_parts parts = {
 		.outcome = &o, .error_message = message,
-		.stdout_prefix = j->out, .stdout_len = j->out_len,
-		.stdout_truncated = j->out_truncated,
+		.stdout_prefix = show_stdout ? out : NULL,
+		.stdout_len = show_stdout ? out_len : 0,
+		.stdout_truncated = show_stdout && truncated,
 		.stderr_line = line, .stderr_len = strlen(line),
 	};
 	size_t len = 0;
@@ -265,41 +288,108 @@ static void complete(struct job *j)
 	broker_drain_check();
 }
 
+/* Signals the job's process group (if it has one). */
+static void stop_process(struct job *j, int sig)
+{
+	if (j->pid > 0) {
+		kill(-j->pid, sig);
+		if (sig != SIGKILL) {
+			struct timeval tv = { JOB_KILL_GRACE_MS / 1000, (JOB_KILL_GRACE_MS % 1000) * 1000 };
+			evtimer_add(j->kill_ev, &tv);
+		}
+	}
+}
+
+/* Keeps the first failure around the process. */
+static void io_failed(struct job *j, uint8_t code, const struct job_io_result *r)
+{
+	if (j->io_error)
+		return;
+	j->io_error = code;
+	j->io_retryable = (uint8_t)(r->retryable != 0);
+	snprintf(j->io_message, sizeof j->io_message, "%s", r->message);
+}
+
 static void maybe_complete(struct job *j)
 {
-	if (j->reaped && j->out_fd < 0 && j->err_fd < 0)
-		complete(j);
+	if (j->completing || !j->reaped || j->err_fd >= 0 || !j->stdin_done || !j->stdout_done)
+		return;
+	if (process_succeeded(j) && !j->io_error && j->spec.noutputs > 0 && !j->outputs_started) {
+		j->outputs_started = 1;
+		if (job_io_upload_outputs(j->io) == 0)
+			return; /* outputs_done completes */
+		j->io_error = JOB_ERR_OUTPUT_FAILED;
+		snprintf(j->io_message, sizeof j->io_message, "outputs: cannot start the uploads");
+	}
+	if (j->outputs_started && !j->outputs_done && !j->io_error)
+		return;
+	j->completing = 1;
+	complete(j);
 }
 
-static void close_pipe(struct job *j, int which)
-{
-	struct event **ev = which ? &j->err_ev : &j->out_ev;
-	int *fd = which ? &j->err_fd : &j->out_fd;
-	event_free(*ev);
-	*ev = NULL;
-	close(*fd);
-	*fd = -1;
-}
+/* ---- job_io callbacks ------------------------------------------------- */
 
-static void on_stdout(evutil_socket_t fd, short what, void *arg)
+static void spawn_job(struct job *j);
+
+static void on_inputs_done(void *arg, const struct job_io_result *r)
 {
 	struct job *j = arg;
-	char buf[16384];
-	ssize_t n = read(fd, buf, sizeof buf);
-
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n <= 0) {
-		close_pipe(j, 0);
-		maybe_complete(j);
+	if (r->ok) {
+		spawn_job(j);
 		return;
 	}
-	size_t room = JOB_STDOUT_CAP - j->out_len;
-	size_t take = (size_t)n < room ? (size_t)n : room;
-	memcpy(j->out + j->out_len, buf, take);
-	j->out_len += take;
-	if (take < (size_t)n)
-		j->out_truncated = 1;
+	io_failed(j, JOB_ERR_INPUT_FAILED, r);
+	/* nothing ran: no streams, no process */
+	j->reaped = j->stdin_done = j->stdout_done = 1;
+	maybe_complete(j);
+}
+
+static void on_stdin_done(void *arg, const struct job_io_result *r)
+{
+	struct job *j = arg;
+	j->stdin_done = 1;
+	if (!r->ok) {
+		/* a truncated input must not pass for a complete one */
+		io_failed(j, JOB_ERR_STDIN_FAILED, r);
+		if (!j->reaped)
+			stop_process(j, SIGKILL);
+	}
+	maybe_complete(j);
+}
+
+static void on_stdout_done(void *arg, const struct job_io_result *r)
+{
+	struct job *j = arg;
+	j->stdout_done = 1;
+	if (!r->ok) {
+		io_failed(j, JOB_ERR_STDOUT_FAILED, r);
+		if (!j->reaped)
+			stop_process(j, SIGTERM); /* its output goes nowhere */
+	}
+	maybe_complete(j);
+}
+
+static void on_outputs_done(void *arg, const struct job_io_result *r)
+{
+	struct job *j = arg;
+	j->outputs_done = 1;
+	if (!r->ok)
+		io_failed(j, JOB_ERR_OUTPUT_FAILED, r);
+	maybe_complete(j);
+}
+
+/* ---- the process ------------------------------------------------------ */
+
+static void close_stderr(struct job *j)
+{
+	if (j->err_ev) {
+		event_free(j->err_ev);
+		j->err_ev = NULL;
+	}
+	if (j->err_fd >= 0) {
+		close(j->err_fd);
+		j->err_fd = -1;
+	}
 }
 
 static void on_stderr(evutil_socket_t fd, short what, void *arg)
@@ -311,7 +401,7 @@ static void on_stderr(evutil_socket_t fd, short what, void *arg)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
-		close_pipe(j, 1);
+		close_stderr(j);
 		maybe_complete(j);
 		return;
 	}
@@ -342,10 +432,9 @@ static void kill_timer_cb(evutil_socket_t fd, short what, void *arg)
 static void linger_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct job *j = arg;
-	if (j->out_fd >= 0)
-		close_pipe(j, 0);
-	if (j->err_fd >= 0)
-		close_pipe(j, 1);
+	close_stderr(j);
+	if (j->io)
+		job_io_stdout_close(j->io);
 	maybe_complete(j);
 }
 
@@ -359,18 +448,25 @@ void job_cancel(struct book_ref want, enum job_cancel_reason why)
 {
 	struct job *j = find_job(want);
 	/* A job whose leader already exited keeps the outcome it has. */
-	if (!j || j->cancelled || j->reaped || j->pid <= 0)
+	if (!j || j->cancelled || j->reaped || j->completing)
 		return;
 	j->cancelled = why;
-	kill(-j->pid, SIGTERM);
-	struct timeval tv = { JOB_KILL_GRACE_MS / 1000, (JOB_KILL_GRACE_MS % 1000) * 1000 };
-	evtimer_add(j->kill_ev, &tv);
+	if (j->pid > 0) {
+		stop_process(j, SIGTERM);
+		return;
+	}
+	/* still fetching its inputs: nothing runs yet */
+	job_io_abort(j->io);
+	j->reaped = j->stdin_done = j->stdout_done = 1;
+	maybe_complete(j);
 }
 
 void job_stop_all(void)
 {
-	for (struct job *j = jobs; j; j = j->next)
+	for (struct job *j = jobs, *next; j; j = next) {
+		next = j->next;
 		job_cancel(j->want, JOB_CANCEL_DRAIN);
+	}
 }
 
 void job_reap(void)
@@ -385,6 +481,7 @@ void job_reap(void)
 				j->reaped = 1;
 				/* background children of the job end with it */
 				kill(-j->pid, SIGKILL);
+				job_io_process_ended(j->io, process_succeeded(j) && !j->io_error);
 				struct timeval tv = { 0, JOB_LINGER_MS * 1000 };
 				evtimer_add(j->linger_ev, &tv);
 				maybe_complete(j);
@@ -414,12 +511,66 @@ static size_t job_limits(const struct config_job_limits *l, struct spawn_rlimit 
 	return n;
 }
 
-static int open_pipe(int fds[2])
+static void spawn_failed(struct job *j, int err, int in, int out, int errfds[2])
 {
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return -1;
-	fcntl(fds[0], F_SETFL, O_NONBLOCK);
-	return 0;
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	for (int i = 0; i < 2; i++)
+		if (errfds[i] >= 0)
+			close(errfds[i]);
+	j->spawn_errno = err;
+	if (j->io)
+		job_io_abort(j->io);
+	j->reaped = j->stdin_done = j->stdout_done = 1;
+	maybe_complete(j);
+}
+
+static void spawn_job(struct job *j)
+{
+	const struct es_config *cfg = handler.inst->cfg;
+	char path[4096];
+	int in = -1, out = -1, errfds[2] = { -1, -1 };
+
+	if (startup_check_find_program(j->spec.argv[0], path, sizeof path) != 0) {
+		spawn_failed(j, ENOENT, in, out, errfds);
+		return;
+	}
+	if (job_io_child_fds(j->io, &in, &out) != 0 || pipe2(errfds, O_CLOEXEC) != 0) {
+		spawn_failed(j, errno ? errno : EIO, in, out, errfds);
+		return;
+	}
+	fcntl(errfds[0], F_SETFL, O_NONBLOCK);
+	struct spawn_rlimit limits[5];
+	struct spawn_request req = { .path = path, .argv = j->spec.argv, .envp = j->spec.envp,
+				     .cwd = j->dir, .stdin_fd = in, .stdout_fd = out,
+				     .stderr_fd = errfds[1], .limits = limits,
+				     .nlimits = job_limits(&cfg->job_limits, limits) };
+	int err = 0;
+	pid_t pid = spawn_process(&req, &err);
+	if (in >= 0)
+		close(in);
+	close(out);
+	close(errfds[1]);
+	if (pid < 0) {
+		errfds[1] = -1;
+		spawn_failed(j, err, -1, -1, errfds);
+		return;
+	}
+	j->pid = pid;
+	j->err_fd = errfds[0];
+	j->err_ev = event_new(handler.base, j->err_fd, EV_READ | EV_PERSIST, on_stderr, j);
+	event_add(j->err_ev, NULL);
+	if (j->spec.timeout_sec > 0) {
+		struct timeval tv = { (time_t)j->spec.timeout_sec, 0 };
+		evtimer_add(j->timeout_ev, &tv);
+	}
+	struct book *b = handler_book_lock();
+	book_job_set_pgid(b, j->want, j->pid);
+	handler_book_unlock();
+	/* The child may already have exited before we recorded its pid. */
+	job_reap();
 }
 
 void job_start(struct book_ref want, const char *job_id, uint32_t service,
@@ -427,14 +578,12 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 {
 	const struct es_config *cfg = handler.inst->cfg;
 	struct job *j = calloc(1, sizeof *j);
-	struct job_spec spec = { 0 };
 	const char *code;
-	char path[4096], why[256];
-	int out[2] = { -1, -1 }, err[2] = { -1, -1 };
+	char why[256];
 
 	j->want = want;
 	j->service = service;
-	j->out_fd = j->err_fd = -1;
+	j->err_fd = -1;
 	j->start_ms = clock_mono_ms();
 	snprintf(j->job_id, sizeof j->job_id, "%s", job_id);
 	j->next = jobs;
@@ -450,65 +599,36 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 	snprintf(j->dir, sizeof j->dir, "%s/job/%d-%llu-XXXXXX", cfg->temp_dir, handler.slot,
 		 (unsigned long long)++job_counter);
 	if (!mkdtemp(j->dir)) {
-		j->spawn_errno = errno;
+		int err = errno;
 		j->dir[0] = '\0';
-		goto failed;
+		int none[2] = { -1, -1 };
+		spawn_failed(j, err, -1, -1, none);
+		return;
 	}
 	/* validated before the JOB was accepted; parsed again for the real
 	 * directory name */
-	if (job_spec_parse(cfg, &cfg->services[service], desc, j->dir, &spec, &code, why,
+	if (job_spec_parse(cfg, &cfg->services[service], desc, j->dir, &j->spec, &code, why,
 			   sizeof why) != 0) {
 		log_error("job %s: %s", job_id, why);
-		j->spawn_errno = EINVAL;
-		goto failed;
+		int none[2] = { -1, -1 };
+		spawn_failed(j, EINVAL, -1, -1, none);
+		return;
 	}
-	if (startup_check_find_program(spec.argv[0], path, sizeof path) != 0) {
-		j->spawn_errno = ENOENT;
-		goto failed;
+	struct job_io_callbacks cb = { .inputs_done = on_inputs_done, .stdin_done = on_stdin_done,
+				       .stdout_done = on_stdout_done,
+				       .outputs_done = on_outputs_done, .arg = j };
+	j->io = job_io_new(handler.base, transfers, &j->spec, j->dir, JOB_INPUT_MAX_BYTES, &cb);
+	if (!j->io) {
+		int none[2] = { -1, -1 };
+		spawn_failed(j, ENOMEM, -1, -1, none);
+		return;
 	}
-	if (open_pipe(out) != 0 || open_pipe(err) != 0) {
-		j->spawn_errno = errno;
-		goto failed;
+	if (j->spec.ninputs > 0) {
+		if (job_io_fetch_inputs(j->io) != 0) {
+			int none[2] = { -1, -1 };
+			spawn_failed(j, EIO, -1, -1, none);
+		}
+		return; /* on_inputs_done spawns */
 	}
-	struct spawn_rlimit limits[5];
-	struct spawn_request req = { .path = path, .argv = spec.argv, .envp = spec.envp,
-				     .cwd = j->dir, .stdin_fd = -1, .stdout_fd = out[1],
-				     .stderr_fd = err[1], .limits = limits,
-				     .nlimits = job_limits(&cfg->job_limits, limits) };
-	j->pid = spawn_process(&req, &j->spawn_errno);
-	close(out[1]);
-	close(err[1]);
-	out[1] = err[1] = -1;
-	if (j->pid < 0)
-		goto failed;
-	j->out_fd = out[0];
-	j->err_fd = err[0];
-	j->out_ev = event_new(handler.base, j->out_fd, EV_READ | EV_PERSIST, on_stdout, j);
-	j->err_ev = event_new(handler.base, j->err_fd, EV_READ | EV_PERSIST, on_stderr, j);
-	event_add(j->out_ev, NULL);
-	event_add(j->err_ev, NULL);
-	if (spec.timeout_sec > 0) {
-		struct timeval tv = { (time_t)spec.timeout_sec, 0 };
-		evtimer_add(j->timeout_ev, &tv);
-	}
-	{
-		struct book *b = handler_book_lock();
-		book_job_set_pgid(b, want, j->pid);
-		handler_book_unlock();
-	}
-	job_spec_free(&spec);
-	/* The child may already have exited before we recorded its pid. */
-	job_reap();
-	return;
-
-failed:
-	for (int i = 0; i < 2; i++) {
-		if (out[i] >= 0)
-			close(out[i]);
-		if (err[i] >= 0)
-			close(err[i]);
-	}
-	job_spec_free(&spec);
-	j->reaped = 1;
-	complete(j);
+	spawn_job(j);
 }

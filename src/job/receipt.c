@@ -12,6 +12,7 @@
 
 #include "common/utf8.h"
 #include "execserver/protocol.h"
+#include "job/job_io.h"
 #include "job/receipt.h"
 
 static const char *const error_names[] = {
@@ -19,10 +20,17 @@ static const char *const error_names[] = {
 	[JOB_ERR_CANCELLED] = "cancelled",
 	[JOB_ERR_TIMEOUT] = "timeout",
 	[JOB_ERR_EXEC_STOPPED] = "exec_stopped",
+	[JOB_ERR_INPUT_FAILED] = JOB_IO_E_INPUT,
+	[JOB_ERR_STDIN_FAILED] = JOB_IO_E_STDIN,
+	[JOB_ERR_STDOUT_FAILED] = JOB_IO_E_STDOUT,
+	[JOB_ERR_OUTPUT_FAILED] = JOB_IO_E_OUTPUT,
 };
 
 const char *receipt_error_name(uint8_t code)
 {
+	/* set by the book when the handler running the job died */
+	if (code == JOB_ERR_LOST)
+		return "exec_lost";
 	if (code == 0 || code >= sizeof error_names / sizeof error_names[0])
 		return NULL;
 	return error_names[code];
@@ -72,7 +80,8 @@ char *receipt_build(const struct receipt_parts *p, size_t *len)
 	if (!r)
 		return NULL;
 	add_outcome(r, p->outcome, p->error_message);
-	add_bytes(r, "stdout", p->stdout_prefix ? p->stdout_prefix : "", p->stdout_len);
+	if (p->stdout_prefix)
+		add_bytes(r, "stdout", p->stdout_prefix, p->stdout_len);
 	if (p->stdout_truncated)
 		json_object_object_add(r, "stdout_truncated", json_object_new_boolean(1));
 	if (p->stderr_line && p->stderr_len)
@@ -85,8 +94,10 @@ char *receipt_compact(const struct book_outcome *o, size_t *len)
 	struct json_object *r = json_object_new_object();
 	if (!r)
 		return NULL;
-	add_outcome(r, o, NULL);
-	json_object_object_add(r, "receipt_lost", json_object_new_boolean(1));
+	add_outcome(r, o, o->error == JOB_ERR_LOST ? "the execserver process running the job died"
+						   : NULL);
+	if (o->receipt_lost)
+		json_object_object_add(r, "receipt_lost", json_object_new_boolean(1));
 	return to_text(r, len);
 }
 

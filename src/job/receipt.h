@@ -24,6 +24,11 @@ enum job_error_code {
 	JOB_ERR_CANCELLED,      /* cancelled */
 	JOB_ERR_TIMEOUT,        /* timeout */
 	JOB_ERR_EXEC_STOPPED,   /* exec_stopped (retryable) */
+	JOB_ERR_INPUT_FAILED,   /* input_failed: an input file could not be fetched */
+	JOB_ERR_STDIN_FAILED,   /* stdin_failed: the in-pipe GET failed */
+	JOB_ERR_STDOUT_FAILED,  /* stdout_failed: the out-pipe PUT failed */
+	JOB_ERR_OUTPUT_FAILED,  /* output_failed: an output file could not be uploaded */
+	JOB_ERR_LOST = 255,     /* exec_lost (retryable): the book's BOOK_ERROR_LOST */
 };
 
 /* The protocol name of a code, or NULL for none/unknown. */
@@ -32,7 +37,7 @@ const char *receipt_error_name(uint8_t code);
 struct receipt_parts {
 	const struct book_outcome *outcome;
 	const char *error_message;        /* with outcome->error */
-	const char *stdout_prefix;        /* raw bytes */
+	const char *stdout_prefix;        /* raw bytes; NULL: no "stdout" field */
 	size_t stdout_len;
 	int stdout_truncated;
 	const char *stderr_line;          /* raw bytes, may be NULL */
@@ -42,8 +47,9 @@ struct receipt_parts {
 /* The receipt as JSON text (malloc'ed, NUL-terminated, *len its length),
  * or NULL when out of memory. */
 char *receipt_build(const struct receipt_parts *p, size_t *len);
-/* A receipt from the compact outcome alone, with "receipt_lost": true
- * (the full one did not fit in the book's store). */
+/* A receipt from the compact outcome alone: for a job whose full receipt
+ * did not fit in the book's store ("receipt_lost": true), or that never had
+ * one (lost with its handler). */
 char *receipt_compact(const struct book_outcome *o, size_t *len);
 /* The DONE message around a receipt's JSON text. */
 char *receipt_done_message(const char *job_id, const char *receipt_json, size_t len);

@@ -55,25 +55,6 @@ static void stop(void)
 	harness_cleanup(&D);
 }
 
-/* Runs one job and returns its DONE (or NULL); job_json is the job object. */
-static struct json_object *run(struct tclient *c, const char *id, const char *job_json,
-			       int timeout_ms)
-{
-	const char *token = tc_want_offer(c, id, "tools", 0, 3000);
-	if (!token)
-		return NULL;
-	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":%s}", id, token,
-		job_json);
-	return tc_expect(c, "DONE", timeout_ms);
-}
-
-static struct json_object *receipt(struct json_object *done)
-{
-	struct json_object *r = NULL;
-	if (done)
-		json_object_object_get_ex(done, "receipt", &r);
-	return r;
-}
 
 static long long slots_in_use(void)
 {
@@ -90,8 +71,8 @@ static void test_placeholders_and_args(void)
 	start(1);
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	struct json_object *d = run(c, "p1", "{\"command\":\"echo\",\"args\":[\"A=%jobdir%:B=%jobdir%\"]}", 5000);
-	const char *out = tc_str(receipt(d), "stdout");
+	struct json_object *d = tc_run_job(c, "p1", "tools", "{\"command\":\"echo\",\"args\":[\"A=%jobdir%:B=%jobdir%\"]}", 5000);
+	const char *out = tc_str(tc_receipt(d), "stdout");
 	CU_ASSERT_FATAL(out != NULL);
 	/* both placeholders replaced by the same directory under tempDir/job */
 	char dir[512];
@@ -137,8 +118,8 @@ static void test_environment_and_percent(void)
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
 	/* global env, then the command's env: the later one wins, once */
-	struct json_object *d = run(c, "e1", "{\"command\":\"printenv\"}", 5000);
-	const char *out = tc_str(receipt(d), "stdout");
+	struct json_object *d = tc_run_job(c, "e1", "tools", "{\"command\":\"printenv\"}", 5000);
+	const char *out = tc_str(tc_receipt(d), "stdout");
 	CU_ASSERT_FATAL(out != NULL);
 	CU_ASSERT(strstr(out, "PATH=/usr/local/bin:/usr/bin:/bin\n") == out);
 	CU_ASSERT(strstr(out, "SHARED=cmd\n") != NULL);
@@ -146,18 +127,17 @@ static void test_environment_and_percent(void)
 	CU_ASSERT(strstr(out, "GLOBALV=g\n") != NULL);
 	json_object_put(d);
 	/* then the job's env */
-	d = run(c, "e2", "{\"command\":\"printenv\",\"args\":[\"SHARED\"],\"env\":[\"SHARED=job\"]}", 5000);
-	CU_ASSERT_STRING_EQUAL(tc_str(receipt(d), "stdout"), "job\n");
+	d = tc_run_job(c, "e2", "tools", "{\"command\":\"printenv\",\"args\":[\"SHARED\"],\"env\":[\"SHARED=job\"]}", 5000);
+	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), "job\n");
 	json_object_put(d);
 	/* names that change how programs load are refused */
 	expect_bad_job(c, "e3", "{\"command\":\"printenv\",\"env\":[\"LD_PRELOAD=/tmp/x.so\"]}", "LD_PRELOAD");
 	expect_bad_job(c, "e4", "{\"command\":\"printenv\",\"env\":[\"PATH=/tmp\"]}", "PATH");
 	/* '%' other than %jobdir% is the tools' own syntax: passed as is */
-	d = run(c, "e5", "{\"command\":\"echo\",\"args\":[\"frame%03d.png\",\"50%\",\"%%\"]}", 5000);
-	CU_ASSERT_STRING_EQUAL(tc_str(receipt(d), "stdout"), "frame%03d.png 50% %%\n");
+	d = tc_run_job(c, "e5", "tools", "{\"command\":\"echo\",\"args\":[\"frame%03d.png\",\"50%\",\"%%\"]}", 5000);
+	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), "frame%03d.png 50% %%\n");
 	json_object_put(d);
-	/* streams by URL are refused until the transfer layer is in */
-	expect_bad_job(c, "e6", "{\"command\":\"echo\",\"stdin\":\"http://127.0.0.1:1/in\"}", "job.stdin");
+	/* only http and https URLs */
 	expect_bad_job(c, "e7", "{\"command\":\"echo\",\"stdout\":\"file:///etc/passwd\"}", "job.stdout");
 	CU_ASSERT_EQUAL(slots_in_use(), 0);
 	tc_close(c);
@@ -172,14 +152,14 @@ static void test_job_limits(void)
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
 	/* sh's ulimit -f counts 512-byte blocks: 1 MiB = 2048; no core files */
-	struct json_object *d = run(c, "l1", "{\"command\":\"sh\",\"args\":[\"-c\","
+	struct json_object *d = tc_run_job(c, "l1", "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
 				    "\"ulimit -n; ulimit -f; ulimit -t; ulimit -c\"]}", 5000);
-	CU_ASSERT_STRING_EQUAL(tc_str(receipt(d), "stdout"), "64\n2048\n30\n0\n");
+	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), "64\n2048\n30\n0\n");
 	json_object_put(d);
 	/* and the limit bites: writing 2 MiB fails with SIGXFSZ */
-	d = run(c, "l2", "{\"command\":\"sh\",\"args\":[\"-c\","
+	d = tc_run_job(c, "l2", "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
 		    "\"head -c 2097152 /dev/zero > big\"]}", 5000);
-	CU_ASSERT(tc_int(receipt(d), "exit_code") != 0);
+	CU_ASSERT(tc_int(tc_receipt(d), "exit_code") != 0);
 	json_object_put(d);
 	tc_close(c);
 	stop();
@@ -191,13 +171,13 @@ static void test_timeout(void)
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
 	long long t0 = harness_now_ms();
-	struct json_object *d = run(c, "t1", "{\"command\":\"sleep\",\"args\":[\"30\"],\"timeout_sec\":1}", 8000);
+	struct json_object *d = tc_run_job(c, "t1", "tools", "{\"command\":\"sleep\",\"args\":[\"30\"],\"timeout_sec\":1}", 8000);
 	long long took = harness_now_ms() - t0;
 	CU_ASSERT_FATAL(d != NULL);
 	struct json_object *err;
-	CU_ASSERT(json_object_object_get_ex(receipt(d), "error", &err));
+	CU_ASSERT(json_object_object_get_ex(tc_receipt(d), "error", &err));
 	CU_ASSERT_STRING_EQUAL(tc_str(err, "code"), "timeout");
-	CU_ASSERT_EQUAL(tc_int(receipt(d), "signal"), SIGTERM);
+	CU_ASSERT_EQUAL(tc_int(tc_receipt(d), "signal"), SIGTERM);
 	CU_ASSERT(took >= 900 && took < 5000);
 	json_object_put(d);
 	CU_ASSERT_EQUAL(slots_in_use(), 0);
@@ -216,11 +196,11 @@ static void test_leader_exits_children_left(void)
 		 (int)getpid());
 	snprintf(pattern, sizeof pattern, "pgrep -f '^sleep 25.%d$' > /dev/null", (int)getpid());
 	long long t0 = harness_now_ms();
-	struct json_object *d = run(c, "g1", job, 8000);
+	struct json_object *d = tc_run_job(c, "g1", "tools", job, 8000);
 	CU_ASSERT_FATAL(d != NULL);
 	CU_ASSERT(harness_now_ms() - t0 < 4000);
-	CU_ASSERT_EQUAL(tc_int(receipt(d), "exit_code"), 0);
-	CU_ASSERT_STRING_EQUAL(tc_str(receipt(d), "stdout"), "started\n");
+	CU_ASSERT_EQUAL(tc_int(tc_receipt(d), "exit_code"), 0);
+	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), "started\n");
 	json_object_put(d);
 	CU_ASSERT_EQUAL(slots_in_use(), 0);
 	harness_sleep_ms(100);
@@ -236,9 +216,9 @@ static void test_no_descriptor_leaks(void)
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
 	/* ls opens the directory as fd 3 itself: nothing else may be open */
-	struct json_object *d = run(c, "f1", "{\"command\":\"ls\",\"args\":[\"/proc/self/fd\"]}", 5000);
+	struct json_object *d = tc_run_job(c, "f1", "tools", "{\"command\":\"ls\",\"args\":[\"/proc/self/fd\"]}", 5000);
 	CU_ASSERT_FATAL(d != NULL);
-	CU_ASSERT_STRING_EQUAL(tc_str(receipt(d), "stdout"), "0\n1\n2\n3\n");
+	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), "0\n1\n2\n3\n");
 	json_object_put(d);
 	tc_close(c);
 	stop();
@@ -249,8 +229,8 @@ static void test_job_dirs_after_restart(void)
 	start(1);
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	struct json_object *d = run(c, "d1", "{\"command\":\"true\"}", 5000);
-	CU_ASSERT(d && tc_int(receipt(d), "exit_code") == 0);
+	struct json_object *d = tc_run_job(c, "d1", "tools", "{\"command\":\"true\"}", 5000);
+	CU_ASSERT(d && tc_int(tc_receipt(d), "exit_code") == 0);
 	if (d)
 		json_object_put(d);
 	tc_close(c);
@@ -264,9 +244,9 @@ static void test_job_dirs_after_restart(void)
 		c = tc_connect(D.port, NULL);
 	}
 	CU_ASSERT_FATAL(c != NULL);
-	d = run(c, "d2", "{\"command\":\"true\"}", 5000);
-	CU_ASSERT(d && tc_int(receipt(d), "exit_code") == 0);
-	CU_ASSERT(d && !json_object_object_get_ex(receipt(d), "error", NULL));
+	d = tc_run_job(c, "d2", "tools", "{\"command\":\"true\"}", 5000);
+	CU_ASSERT(d && tc_int(tc_receipt(d), "exit_code") == 0);
+	CU_ASSERT(d && !json_object_object_get_ex(tc_receipt(d), "error", NULL));
 	if (d)
 		json_object_put(d);
 	tc_close(c);
@@ -321,12 +301,12 @@ static void test_removal_policy_and_janitor(void)
 	CU_ASSERT_EQUAL(job_dir_entries(), 0);
 
 	/* policy done: a successful job's directory goes, a failed one stays */
-	struct json_object *d = run(c, "r1", "{\"command\":\"true\"}", 5000);
-	CU_ASSERT(d && tc_int(receipt(d), "exit_code") == 0);
+	struct json_object *d = tc_run_job(c, "r1", "tools", "{\"command\":\"true\"}", 5000);
+	CU_ASSERT(d && tc_int(tc_receipt(d), "exit_code") == 0);
 	if (d)
 		json_object_put(d);
-	d = run(c, "r2", "{\"command\":\"sh\",\"args\":[\"-c\",\"exit 3\"]}", 5000);
-	CU_ASSERT(d && tc_int(receipt(d), "exit_code") == 3);
+	d = tc_run_job(c, "r2", "tools", "{\"command\":\"sh\",\"args\":[\"-c\",\"exit 3\"]}", 5000);
+	CU_ASSERT(d && tc_int(tc_receipt(d), "exit_code") == 3);
 	if (d)
 		json_object_put(d);
 	CU_ASSERT_EQUAL(job_dir_entries(), 1);
@@ -342,7 +322,7 @@ static void test_removal_policy_and_janitor(void)
 	harness_sleep_ms(3500);
 	CU_ASSERT_EQUAL(job_dir_entries(), 1);
 	d = tc_expect(c, "DONE", 5000);
-	CU_ASSERT(d && tc_int(receipt(d), "exit_code") == 0);
+	CU_ASSERT(d && tc_int(tc_receipt(d), "exit_code") == 0);
 	if (d)
 		json_object_put(d);
 	tc_close(c);

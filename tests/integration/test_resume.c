@@ -51,13 +51,6 @@ static void start_sleep(struct tclient *c, const char *id, const char *secs)
 	harness_sleep_ms(100);
 }
 
-static struct json_object *receipt(struct json_object *done)
-{
-	struct json_object *r = NULL;
-	if (done)
-		json_object_object_get_ex(done, "receipt", &r);
-	return r;
-}
 
 static void expect_done(struct tclient *c, const char *id, int exit_code, const char *error,
 			int timeout_ms)
@@ -66,9 +59,9 @@ static void expect_done(struct tclient *c, const char *id, int exit_code, const 
 	CU_ASSERT_FATAL(d != NULL);
 	CU_ASSERT_STRING_EQUAL(tc_str(d, "job_id"), id);
 	if (exit_code >= 0)
-		CU_ASSERT_EQUAL(tc_int(receipt(d), "exit_code"), exit_code);
+		CU_ASSERT_EQUAL(tc_int(tc_receipt(d), "exit_code"), exit_code);
 	if (error)
-		CU_ASSERT(json_object_object_get_ex(receipt(d), "error", &e) &&
+		CU_ASSERT(json_object_object_get_ex(tc_receipt(d), "error", &e) &&
 			  strcmp(tc_str(e, "code"), error) == 0);
 	json_object_put(d);
 }
@@ -198,7 +191,7 @@ static void test_runner_crash(void)
 	struct json_object *d = tc_expect(b, "DONE", 5000), *e, *v;
 	CU_ASSERT_FATAL(d != NULL);
 	CU_ASSERT_STRING_EQUAL(tc_str(d, "job_id"), "j");
-	CU_ASSERT(json_object_object_get_ex(receipt(d), "error", &e) &&
+	CU_ASSERT(json_object_object_get_ex(tc_receipt(d), "error", &e) &&
 		  strcmp(tc_str(e, "code"), "exec_lost") == 0 &&
 		  json_object_object_get_ex(e, "retryable", &v) && json_object_get_boolean(v));
 	json_object_put(d);

@@ -175,3 +175,23 @@ const char *tc_want_offer(struct tclient *c, const char *job_id, const char *ser
 	json_object_put(o);
 	return ok ? token : NULL;
 }
+
+struct json_object *tc_run_job(struct tclient *c, const char *job_id, const char *service,
+			       const char *job_json, int timeout_ms)
+{
+	const char *token = tc_want_offer(c, job_id, service, 0, 3000);
+	if (!token)
+		return NULL;
+	if (tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":%s}", job_id,
+		    token, job_json) != 0)
+		return NULL;
+	return tc_expect(c, "DONE", timeout_ms);
+}
+
+struct json_object *tc_receipt(struct json_object *done)
+{
+	struct json_object *r = NULL;
+	if (done)
+		json_object_object_get_ex(done, "receipt", &r);
+	return r;
+}

@@ -44,4 +44,11 @@ long long tc_int(struct json_object *o, const char *key);
 const char *tc_want_offer(struct tclient *c, const char *job_id, const char *service,
 			  int priority, int timeout_ms);
 
+/* WANT, OFFER, JOB (job_json is the job object) on service; returns the
+ * DONE, or NULL. */
+struct json_object *tc_run_job(struct tclient *c, const char *job_id, const char *service,
+			       const char *job_json, int timeout_ms);
+/* The receipt object of a DONE (NULL-safe). */
+struct json_object *tc_receipt(struct json_object *done);
+
 #endif

@@ -3,8 +3,12 @@
  * test websocket client: HELLO, WANT, OFFER, JOB, DONE.  scripts/demo.sh
  * runs it; it also shows, in a page, what a client does (docs/protocol.md).
  *
- *   demo_job HOST PORT SERVICE COMMAND [ARG...]
+ *   demo_job [-i FILE] HOST PORT SERVICE COMMAND [ARG...]
  *
+ * With -i, the job's stdin and stdout are streamed through one-time pipe
+ * endpoints served here (the test pipe server plays the client's side): the
+ * execserver GETs FILE as the program's standard input and PUTs its
+ * standard output back; the length and SHA-256 of what arrived are printed.
  * Prints every message it sends (>) and receives (<); exits with the job's
  * exit code, or 1 when the job failed around the process.
  */
@@ -17,6 +21,7 @@
 
 #include <json-c/json.h>
 
+#include "pipe_server.h"
 #include "wsclient.h"
 
 static struct json_object *recv_message(struct wsc *c, const char *want_type)
@@ -56,9 +61,28 @@ static int send_message(struct wsc *c, struct json_object *o)
 
 int main(int argc, char **argv)
 {
+	const char *stream_file = NULL;
+	struct pipe_server ps = { .pid = -1 };
+	char in_url[256] = "", out_url[256] = "";
+
+	if (argc > 2 && strcmp(argv[1], "-i") == 0) {
+		stream_file = argv[2];
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc < 5) {
-		fprintf(stderr, "usage: demo_job HOST PORT SERVICE COMMAND [ARG...]\n");
+		fprintf(stderr, "usage: demo_job [-i FILE] HOST PORT SERVICE COMMAND [ARG...]\n");
 		return 2;
+	}
+	if (stream_file) {
+		struct pipe_endpoint in = PIPE_ENDPOINT_INIT, out = PIPE_ENDPOINT_INIT;
+		in.file = stream_file;
+		if (pipe_server_start(&ps) <= 0 ||
+		    pipe_server_in(&ps, "in", &in, in_url, sizeof in_url) != 0 ||
+		    pipe_server_out(&ps, "out", &out, out_url, sizeof out_url) != 0) {
+			fprintf(stderr, "demo_job: cannot start the pipe endpoints\n");
+			return 1;
+		}
 	}
 	int status = 0;
 	struct wsc *c = wsc_connect(argv[1], atoi(argv[2]), "/broker?client=demo", NULL, 5000,
@@ -93,6 +117,10 @@ int main(int argc, char **argv)
 	for (int i = 5; i < argc; i++)
 		json_object_array_add(args, json_object_new_string(argv[i]));
 	json_object_object_add(job, "args", args);
+	if (stream_file) {
+		json_object_object_add(job, "stdin", json_object_new_string(in_url));
+		json_object_object_add(job, "stdout", json_object_new_string(out_url));
+	}
 	o = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string("JOB"));
 	json_object_object_add(o, "job_id", json_object_new_string(job_id));
@@ -111,5 +139,12 @@ int main(int argc, char **argv)
 	json_object_put(done);
 	wsc_send_close(c, 1000, "bye");
 	wsc_free(c);
+	if (stream_file) {
+		struct pipe_result r;
+		if (pipe_server_result(&ps, "out", &r) == 0)
+			printf("out-pipe received %llu bytes, sha256 %s\n",
+			       (unsigned long long)r.length, r.sha256);
+		pipe_server_stop(&ps);
+	}
 	return rc;
 }

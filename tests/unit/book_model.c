@@ -494,30 +494,16 @@ enum book_rc model_decline(struct model *m, int conn, const char *job, uint64_t 
 	return BOOK_OK;
 }
 
-enum book_rc model_finished(struct model *m, int wi, const struct book_outcome *o,
-			    const char *receipt, size_t len)
+/* The end of running job wi (book_job_finished, or the purge of its
+ * runner), without statistics and grant; returns its waitgroup. */
+static uint32_t job_end(struct model *m, int wi, const struct book_outcome *o,
+			const char *receipt, size_t len)
 {
-	if (!o)
-		return BOOK_E_INVALID;
-	if (wi < 0 || m->w[wi].state == MW_FREE)
-		return BOOK_E_STALE;
 	struct m_want *w = &m->w[wi];
-	if (w->state != MW_RUNNING)
-		return BOOK_E_BAD_STATE;
-	struct m_svc *s = &m->svc[w->svc];
-	s->finished++;
-	if (o->failed)
-		s->failed++;
-	if (s->nsamples == 0)
-		s->ema = (double)o->duration_ms;
-	else
-		s->ema += 0.2 * ((double)o->duration_ms - s->ema);
-	s->nsamples++;
 	uint32_t g = wg_of(m, w->svc);
 	if (w->client < 0) {   /* an orphan: nobody to tell */
 		want_free(m, wi);
-		grant(m, g);
-		return BOOK_OK;
+		return g;
 	}
 	mail_drop_want(m, wi);   /* a CANCEL not taken yet */
 	w->out = *o;
@@ -538,7 +524,29 @@ enum book_rc model_finished(struct model *m, int wi, const struct book_outcome *
 	w->done_taken = 0;
 	if (w->conn >= 0)
 		done_mail(m, wi);
-	grant(m, g);
+	return g;
+}
+
+enum book_rc model_finished(struct model *m, int wi, const struct book_outcome *o,
+			    const char *receipt, size_t len)
+{
+	if (!o)
+		return BOOK_E_INVALID;
+	if (wi < 0 || m->w[wi].state == MW_FREE)
+		return BOOK_E_STALE;
+	struct m_want *w = &m->w[wi];
+	if (w->state != MW_RUNNING)
+		return BOOK_E_BAD_STATE;
+	struct m_svc *s = &m->svc[w->svc];
+	s->finished++;
+	if (o->failed)
+		s->failed++;
+	if (s->nsamples == 0)
+		s->ema = (double)o->duration_ms;
+	else
+		s->ema += 0.2 * ((double)o->duration_ms - s->ema);
+	s->nsamples++;
+	grant(m, job_end(m, wi, o, receipt, len));
 	return BOOK_OK;
 }
 
@@ -727,16 +735,34 @@ size_t model_purge(struct model *m, uint32_t h, int32_t *pgids, size_t max)
 {
 	if (h >= m->lim.nhandlers)
 		return 0;
-	size_t n = 0;
+	/* its running jobs, in the order of its run list (acceptance order,
+	 * arrival order after a repair: that is jorder), end as lost: like
+	 * book_job_finished with the lost outcome, no runtime sample, no
+	 * grant until the end */
+	static const struct book_outcome lost = {
+		.exit_code = -1, .error = BOOK_ERROR_LOST, .retryable = 1, .failed = 1,
+	};
+	size_t n = 0, nrun = 0;
+	uint64_t *pairs = malloc((m->nw + 1) * 2 * sizeof *pairs);
+	if (!pairs)
+		abort();
 	for (size_t i = 0; i < m->nw; i++)
 		if (m->w[i].state == MW_RUNNING && m->w[i].runner == h) {
-			if (m->w[i].pgid > 0 && n < max)
-				pgids[n++] = m->w[i].pgid;
-			/* a job lost with its handler ended, and failed */
-			m->svc[m->w[i].svc].finished++;
-			m->svc[m->w[i].svc].failed++;
-			want_free(m, (int)i);
+			pairs[2 * nrun] = m->w[i].jorder;
+			pairs[2 * nrun + 1] = i;
+			nrun++;
 		}
+	qsort(pairs, nrun, 2 * sizeof *pairs, by_jorder);
+	for (size_t j = 0; j < nrun; j++) {
+		int wi = (int)pairs[2 * j + 1];
+		struct m_want *w = &m->w[wi];
+		if (w->pgid > 0 && n < max)
+			pgids[n++] = w->pgid;
+		m->svc[w->svc].finished++;
+		m->svc[w->svc].failed++;
+		job_end(m, wi, &lost, NULL, 0);
+	}
+	free(pairs);
 	for (;;) {   /* oldest conn first */
 		int oldest = -1;
 		for (size_t i = 0; i < m->nc; i++)

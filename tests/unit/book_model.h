@@ -121,6 +121,8 @@ enum book_rc model_cancel(struct model *m, int conn, const char *job, enum want_
 			  int *want);
 enum book_rc model_owner(const struct model *m, int want, int *conn);
 uint32_t model_expire(struct model *m, uint64_t now);
+/* The runner's running jobs end as lost (outcome error BOOK_ERROR_LOST,
+ * DONE by the usual rules), then its conns are dropped. */
 size_t model_purge(struct model *m, uint32_t h, int32_t *pgids, size_t max);
 enum book_rc model_query(const struct model *m, int conn, const char *job, struct book_position *p);
 void model_set_now(struct model *m, uint64_t now);

@@ -3,8 +3,9 @@
  * every request in every state, limits, connections and clients, the
  * resume grace, queue positions, mail, drain, stale refs, time, finished
  * jobs (DONE kept in the book and mailed exactly once to the owner conn's
- * handler, through conn closes, graces, resumes and purges; the receipt
- * store), and crash repair at every fault point.  Each test ends with
+ * handler, through conn closes, graces, resumes and purges; jobs lost with
+ * their runner's handler, reported by a DONE with BOOK_ERROR_LOST; the
+ * receipt store), and crash repair at every fault point.  Each test ends with
  * book_check.
  */
 #include "autoconfig.h"
@@ -99,6 +100,9 @@ static uint32_t mail_want_idx(struct fx *f, enum book_mail_kind kind, const char
 	const struct fx_mail *m = fx_find(f, kind, job);
 	return m ? m->m.want.idx : UINT32_MAX;
 }
+
+static void is_lost(struct fx *f, struct book_ref r);
+static size_t dones(const struct fx *f, const char *job, int h);
 
 /* Runs the job offered as `job` on conn c and finishes it at once. */
 static void run_finish(struct fx *f, struct book_ref c, const char *job)
@@ -672,9 +676,17 @@ static void test_purge_handler(void)
 	fx_pump(&f);
 	for (size_t i = 0; i < f.nlog; i++)
 		CU_ASSERT(f.log[i].handler != 1);
-	/* a1 and c1 freed, c2 c3 c4 gone; w1 got a slot; n1 keeps running */
+	/* a1 and c1 lost: a1's client (conn on h0) is told, c1's (anonymous,
+	 * its conn died with h1) is gone; c2 c3 c4 gone; w1 got a slot; n1
+	 * keeps running */
 	SEQ_EQ(offers(&f, 0), "w1");
-	RC(fx_finish(&f, ra, 1, 0), BOOK_E_STALE);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
+	CU_ASSERT_EQUAL(dones(&f, "a1", 0), 1);
+	is_lost(&f, ra);
+	RC(fx_finish(&f, ra, 1, 0), BOOK_E_BAD_STATE);   /* ended already */
+	struct book_outcome lo;
+	size_t ll;
+	RC(fx_done_read(&f, rc1, &lo, NULL, 0, &ll), BOOK_E_STALE);
 	struct book_wg_status st;
 	fx_wg(&f, 0, &st);
 	CU_ASSERT_EQUAL(st.running, 1);
@@ -699,6 +711,7 @@ static void test_purge_handler(void)
 	RC(fx_want(&f, c, "c9", 0, 0, 0), BOOK_E_STALE);
 	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 8), 0);   /* idempotent */
 	OK(fx_finish(&f, rn, 1, 0));
+	OK(fx_delivered(&f, ra));
 	done(&f);
 }
 
@@ -1128,6 +1141,26 @@ static void deliver(struct fx *f, struct book_ref r, const char *text)
 	}
 	OK(fx_delivered(f, r));
 	RC(fx_done_read(f, r, &o, buf, sizeof buf, &len), BOOK_E_STALE);
+}
+
+/* The finished job r was lost with its runner: the lost outcome, no
+ * receipt text (and none lost). */
+static void is_lost(struct fx *f, struct book_ref r)
+{
+	struct book_outcome o;
+	char buf[16] = "junk";
+	size_t len = 999;
+	memset(&o, 0xff, sizeof o);
+	OK(fx_done_read(f, r, &o, buf, sizeof buf, &len));
+	CU_ASSERT_EQUAL(len, 0);
+	CU_ASSERT_STRING_EQUAL(buf, "");
+	CU_ASSERT_EQUAL(o.exit_code, -1);
+	CU_ASSERT_EQUAL(o.signal, 0);
+	CU_ASSERT_EQUAL(o.error, BOOK_ERROR_LOST);
+	CU_ASSERT_EQUAL(o.retryable, 1);
+	CU_ASSERT_EQUAL(o.failed, 1);
+	CU_ASSERT_EQUAL(o.duration_ms, 0);
+	CU_ASSERT_EQUAL(o.receipt_lost, 0);
 }
 
 static struct book_status status_of(struct fx *f)
@@ -1618,12 +1651,14 @@ static void test_purge_runner_keeps_finished(void)
 	fx_log_clear(&f);
 	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 1);  /* the running one only */
 	CU_ASSERT_EQUAL(pg[0], 101);
-	fx_pump(&f);                                 /* h0's DONE still there */
+	fx_pump(&f);                                 /* h0's DONE still there, */
 	CU_ASSERT_EQUAL(dones(&f, "j2", 0), 1);
 	done_to(&f, "j2", a, 0, r2);
-	struct book_outcome o;
-	size_t len;
-	RC(fx_done_read(&f, r1, &o, NULL, 0, &len), BOOK_E_STALE);
+	CU_ASSERT_EQUAL(dones(&f, "j1", 0), 1);     /* then j1's: lost */
+	done_to(&f, "j1", a, 0, r1);
+	CU_ASSERT_EQUAL(f.nlog, 2);
+	CU_ASSERT_STRING_EQUAL(f.log[0].m.job_id, "j2");
+	is_lost(&f, r1);
 	struct book_service_status ss;
 	fx_lock(&f);
 	book_service_status(f.b, 0, &ss);
@@ -1631,6 +1666,7 @@ static void test_purge_runner_keeps_finished(void)
 	CU_ASSERT_EQUAL(ss.finished, 2);
 	CU_ASSERT_EQUAL(ss.failed, 1);
 	deliver(&f, r2, "r2");
+	deliver(&f, r1, "");
 	done(&f);
 }
 
@@ -1682,6 +1718,248 @@ static void test_purge_owner_handler_rehomes(void)
 	deliver(&f, r3, "r3");
 	deliver(&f, k1, "k1");
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 4);
+	done(&f);
+}
+
+/* ---- jobs lost with their runner: a DONE saying so ---- */
+
+static struct book_service_status svc_of(struct fx *f, uint32_t svc)
+{
+	struct book_service_status ss;
+	fx_lock(f);
+	book_service_status(f->b, svc, &ss);
+	fx_unlock(f);
+	return ss;
+}
+
+static void test_purge_lost_owner_elsewhere(void)
+{
+	/* the runner dies, the owner conn lives on another handler: it gets
+	 * the DONE of the lost job, once; the slot is re-granted */
+	struct fx f;
+	struct book_ref a, b, r;
+	int32_t pg[4];
+	enum want_state was;
+	mk(&f, 1, 1);
+	OK(fx_open(&f, 0, "N", 0, &a));          /* the owner conn, on h0 */
+	OK(fx_open(&f, 2, NULL, 0, &b));
+	OK(fx_want(&f, a, "j", 0, 0, 0));
+	OK(fx_want(&f, b, "k", 0, 0, 0));         /* parked: one slot */
+	r = run_on(&f, a, "j", 1);                /* runs on h1 */
+	fx_lock(&f);
+	book_job_set_pgid(f.b, r, 4711);
+	book_handler_started(f.b, 1, 99);
+	fx_unlock(&f);
+	OK(fx_cancel(&f, a, "j", &was));          /* a CANCEL pending at h1: moot */
+	CU_ASSERT_EQUAL(was, WANT_RUNNING);
+	fx_log_clear(&f);
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 1);
+	CU_ASSERT_EQUAL(pg[0], 4711);
+	CU_ASSERT_EQUAL(f.mask, 1 | 4);           /* DONE to h0, OFFER k to h2 */
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, "j", 0), 1);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, NULL), 0);
+	done_to(&f, "j", a, 0, r);
+	SEQ_EQ(offers(&f, 0), "k");               /* the slot was re-granted */
+	wg0(&f, 0, 1, 0);
+	is_lost(&f, r);
+	/* a finished job like any other: known until its DONE is delivered */
+	CU_ASSERT_EQUAL(pos_of(&f, a, "j").state, WANT_FINISHED);
+	RC(fx_want(&f, a, "j", 0, 0, 0), BOOK_E_DUPLICATE);
+	RC(fx_cancel(&f, a, "j", &was), BOOK_E_UNKNOWN_JOB);
+	RC(fx_finished(&f, r, 0, 5, "late"), BOOK_E_BAD_STATE);   /* ended already */
+	struct book_service_status ss = svc_of(&f, 0);
+	CU_ASSERT_EQUAL(ss.started, 1);
+	CU_ASSERT_EQUAL(ss.finished, 1);
+	CU_ASSERT_EQUAL(ss.failed, 1);
+	CU_ASSERT_EQUAL(ss.mean_runtime_ms, 0);   /* no runtime sample */
+	CU_ASSERT_EQUAL(ss.running, 0);
+	struct book_status st = status_of(&f);
+	CU_ASSERT_EQUAL(st.finished, 1);
+	CU_ASSERT_EQUAL(st.receipts, 0);
+	CU_ASSERT_EQUAL(st.handler_pids[1], 0);
+	/* purging it again changes nothing: no second DONE */
+	fx_log_clear(&f);
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 0);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(f.nlog, 0);
+	checked(&f);
+	deliver(&f, r, "");
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	OK(fx_want(&f, a, "j", 0, 0, 0));         /* the client requeues it */
+	done(&f);
+}
+
+static void test_purge_lost_owner_on_purged_handler(void)
+{
+	/* the owner conn died with the runner; the client's other conn adopts
+	 * the lost job and gets its DONE, once, even through a newer conn on
+	 * the same dead handler */
+	struct fx f;
+	struct book_ref c1, c2, c3, r1, r2, r3, oc;
+	uint32_t oh;
+	int32_t pg[4];
+	mk(&f, 4, 1);
+	OK(fx_open(&f, 1, "N", 0, &c1));
+	OK(fx_open(&f, 2, "N", 0, &c2));
+	OK(fx_open(&f, 1, "N", 0, &c3));          /* the newest, on h1 too */
+	OK(fx_want(&f, c1, "j1", 0, 0, 0));
+	OK(fx_want(&f, c1, "j2", 0, 0, 0));
+	OK(fx_want(&f, c2, "j3", 0, 0, 0));
+	r1 = run_on(&f, c1, "j1", 1);             /* lost, owner on h1 */
+	r2 = run_on(&f, c1, "j2", 0);             /* survives, owner on h1 */
+	r3 = run_on(&f, c2, "j3", 1);             /* lost, owner on h2 */
+	fx_lock(&f);
+	book_job_set_pgid(f.b, r1, 11);
+	book_job_set_pgid(f.b, r3, 33);
+	fx_unlock(&f);
+	fx_log_clear(&f);
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 2);
+	CU_ASSERT_EQUAL(pg[0], 11);
+	CU_ASSERT_EQUAL(pg[1], 33);
+	CU_ASSERT_EQUAL(f.mask & 2, 0);
+	CU_ASSERT(f.mask & 4);
+	fx_pump(&f);
+	for (size_t i = 0; i < f.nlog; i++)
+		CU_ASSERT(f.log[i].handler != 1);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 2);
+	CU_ASSERT_EQUAL(dones(&f, "j1", 2), 1);
+	CU_ASSERT_EQUAL(dones(&f, "j3", 2), 1);
+	done_to(&f, "j1", c2, 2, r1);
+	done_to(&f, "j3", c2, 2, r3);
+	is_lost(&f, r1);
+	is_lost(&f, r3);
+	fx_lock(&f);
+	OK(book_job_owner(f.b, r2, &oc, &oh));    /* the survivor reports to c2 */
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(oc.idx, c2.idx);
+	CU_ASSERT_EQUAL(oh, 2);
+	wg0(&f, 1, 0, 0);
+	struct book_status st = status_of(&f);
+	CU_ASSERT_EQUAL(st.connections, 1);
+	CU_ASSERT_EQUAL(st.clients, 1);
+	CU_ASSERT_EQUAL(st.finished, 2);
+	checked(&f);
+	fx_log_clear(&f);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(f.nlog, 0);               /* once */
+	deliver(&f, r1, "");
+	deliver(&f, r3, "");
+	OK(fx_finished(&f, r2, 0, 1, "r2"));
+	fx_pump(&f);
+	done_to(&f, "j2", c2, 2, r2);
+	deliver(&f, r2, "r2");
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
+	done(&f);
+}
+
+static void test_purge_lost_named_grace(void)
+{
+	/* a named client whose only conn was on the dead handler keeps the
+	 * lost job for its grace: no DONE until it is back, then one */
+	struct fx f;
+	struct book_ref n, n2, m, r, rm, oc;
+	int32_t pg[4];
+	mk(&f, 2, 1);
+	OK(fx_open(&f, 1, "N", 0, &n));
+	OK(fx_open(&f, 1, "M", 0, &m));
+	OK(fx_want(&f, n, "j", 0, 0, 0));
+	OK(fx_want(&f, m, "k", 0, 0, 0));
+	r = run_on(&f, n, "j", 1);
+	rm = run_on(&f, m, "k", 1);
+	fx_log_clear(&f);
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 0);   /* no pgids known */
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	wg0(&f, 0, 0, 0);
+	struct book_status st = status_of(&f);
+	CU_ASSERT_EQUAL(st.clients, 0);
+	CU_ASSERT_EQUAL(st.wants, 2);
+	CU_ASSERT_EQUAL(st.finished, 2);
+	fx_lock(&f);
+	RC(book_job_owner(f.b, r, &oc, NULL), BOOK_E_STALE);
+	CU_ASSERT_EQUAL(book_next_deadline(f.b), 0);  /* graces begun without time */
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(fx_expire(&f, 1000), 0);       /* ... start now: until 6000 */
+	fx_lock(&f);
+	CU_ASSERT_EQUAL(book_next_deadline(f.b), 6000);
+	fx_unlock(&f);
+	is_lost(&f, r);
+	checked(&f);
+	/* N is back within the grace, on another handler */
+	OK(fx_open(&f, 3, "N", 5999, &n2));
+	CU_ASSERT(f.mask & 8);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
+	done_to(&f, "j", n2, 3, r);
+	is_lost(&f, r);
+	RC(fx_want(&f, n2, "j", 0, 0, 5999), BOOK_E_DUPLICATE);
+	deliver(&f, r, "");
+	OK(fx_want(&f, n2, "j", 0, 0, 5999));         /* requeued */
+	/* M is not: its grace ends, the lost job goes without DONE */
+	fx_log_clear(&f);
+	CU_ASSERT_EQUAL(fx_expire(&f, 6000), 1);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	struct book_outcome o;
+	size_t len;
+	RC(fx_done_read(&f, rm, &o, NULL, 0, &len), BOOK_E_STALE);
+	st = status_of(&f);
+	CU_ASSERT_EQUAL(st.finished, 0);
+	CU_ASSERT_EQUAL(st.wants, 1);
+	struct book_service_status ss = svc_of(&f, 0);
+	CU_ASSERT_EQUAL(ss.finished, 2);
+	CU_ASSERT_EQUAL(ss.failed, 2);
+	done(&f);
+}
+
+static void test_purge_lost_anonymous(void)
+{
+	/* an anonymous client whose conn died with the runner, and an orphan
+	 * (its client closed before): both freed, no DONE; the slots are
+	 * re-granted */
+	struct fx f;
+	struct book_ref a, b, z, ra, rb;
+	int32_t pg[4];
+	mk(&f, 2, 1);
+	OK(fx_open(&f, 1, NULL, 0, &a));
+	OK(fx_open(&f, 0, NULL, 0, &b));
+	OK(fx_open(&f, 2, NULL, 0, &z));
+	OK(fx_want(&f, a, "x", 0, 0, 0));
+	OK(fx_want(&f, b, "y", 0, 0, 0));
+	OK(fx_want(&f, z, "z1", 0, 0, 0));
+	OK(fx_want(&f, z, "z2", 0, 0, 0));
+	ra = run_on(&f, a, "x", 1);
+	rb = run_on(&f, b, "y", 1);
+	fx_lock(&f);
+	book_job_set_pgid(f.b, ra, 21);
+	book_job_set_pgid(f.b, rb, 22);
+	fx_unlock(&f);
+	fx_close(&f, b, 10);                      /* y: an orphan, CANCEL to h1 */
+	fx_log_clear(&f);
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 2);
+	CU_ASSERT_EQUAL(pg[0], 21);
+	CU_ASSERT_EQUAL(pg[1], 22);
+	CU_ASSERT_EQUAL(f.mask & 2, 0);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, NULL), 0);
+	SEQ_EQ(offers(&f, 0), "z1,z2");
+	wg0(&f, 0, 2, 0);
+	struct book_outcome o;
+	size_t len;
+	RC(fx_done_read(&f, ra, &o, NULL, 0, &len), BOOK_E_STALE);
+	RC(fx_done_read(&f, rb, &o, NULL, 0, &len), BOOK_E_STALE);
+	RC(fx_finished(&f, ra, 0, 1, NULL), BOOK_E_STALE);
+	struct book_status st = status_of(&f);
+	CU_ASSERT_EQUAL(st.wants, 2);
+	CU_ASSERT_EQUAL(st.finished, 0);
+	CU_ASSERT_EQUAL(st.clients, 1);
+	struct book_service_status ss = svc_of(&f, 0);
+	CU_ASSERT_EQUAL(ss.finished, 2);
+	CU_ASSERT_EQUAL(ss.failed, 2);
 	done(&f);
 }
 
@@ -2277,7 +2555,68 @@ static void test_fault_purge(void)
 	book_status(f.b, &st);
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(st.connections, 1);
+	CU_ASSERT_EQUAL(st.finished, 0);          /* q was lost, its client gone */
 	SEQ_EQ(offers(&f, 0), "p");
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	done(&f);
+}
+
+static void test_fault_purge_lost(void)
+{
+	/* crash after the runner's jobs ended as lost, before its conns were
+	 * dropped: the repaired book holds their outcomes and no slot, and
+	 * finishing the purge sends each DONE once, to the conn that lives */
+	struct fx f;
+	struct fctx cx;
+	struct book_ref a, c2, r1, r2, rm;
+	int32_t pg[4];
+	struct book_wg_status ws;
+	mk(&f, 1, 3);
+	memset(&cx, 0, sizeof cx);
+	OK(fx_open(&f, 0, NULL, 0, &a));
+	OK(fx_open(&f, 1, "N", 0, &cx.n));       /* owner of j1, dies with h1 */
+	OK(fx_open(&f, 2, "N", 0, &c2));
+	OK(fx_want(&f, cx.n, "j1", 2, 0, 0));
+	OK(fx_want(&f, c2, "j2", 2, 0, 0));
+	OK(fx_want(&f, c2, "m", 2, 0, 0));
+	OK(fx_want(&f, a, "x", 2, 0, 0));        /* parked: wg1 is full */
+	r1 = run_on(&f, cx.n, "j1", 1);
+	r2 = run_on(&f, c2, "j2", 1);
+	rm = run_on(&f, c2, "m", 2);             /* survives */
+	fx_lock(&f);
+	book_job_set_pgid(f.b, r1, 41);
+	book_job_set_pgid(f.b, r2, 42);
+	fx_unlock(&f);
+	fx_log_clear(&f);
+	crash_at(&f, "purge.mid", op_purge1, &cx);
+	/* no slot leaked: the lost jobs hold none, x got one in the repair */
+	fx_wg(&f, 1, &ws);
+	CU_ASSERT_EQUAL(ws.running, 1);
+	CU_ASSERT_EQUAL(ws.offered, 1);
+	CU_ASSERT_EQUAL(ws.waiting, 0);
+	CU_ASSERT_EQUAL(status_of(&f).finished, 2);
+	is_lost(&f, r1);
+	is_lost(&f, r2);
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 0);   /* finish the purge */
+	fx_pump(&f);
+	for (size_t i = 0; i < f.nlog; i++)
+		CU_ASSERT(f.log[i].handler != 1);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 2);
+	CU_ASSERT_EQUAL(dones(&f, "j1", 2), 1);
+	CU_ASSERT_EQUAL(dones(&f, "j2", 2), 1);
+	done_to(&f, "j1", c2, 2, r1);
+	done_to(&f, "j2", c2, 2, r2);
+	SEQ_EQ(offers(&f, 0), "x");
+	struct book_service_status ss = svc_of(&f, 2);
+	CU_ASSERT_EQUAL(ss.finished, 2);
+	CU_ASSERT_EQUAL(ss.failed, 2);
+	checked(&f);
+	fx_log_clear(&f);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	deliver(&f, r1, "");
+	deliver(&f, r2, "");
+	OK(fx_finish(&f, rm, 1, 0));
 	done(&f);
 }
 
@@ -2414,6 +2753,10 @@ int main(void)
 		{ "duplicate, cancel, limits while finished", test_duplicate_and_limits_while_finished },
 		{ "purge of the runner keeps finished jobs", test_purge_runner_keeps_finished },
 		{ "purge of the owner's handler re-homes", test_purge_owner_handler_rehomes },
+		{ "purge: lost job's DONE to the owner elsewhere", test_purge_lost_owner_elsewhere },
+		{ "purge: lost job adopted by another conn", test_purge_lost_owner_on_purged_handler },
+		{ "purge: lost job kept for the grace", test_purge_lost_named_grace },
+		{ "purge: lost job of an anonymous client freed", test_purge_lost_anonymous },
 		{ "fault open.mid", test_fault_open },
 		{ "fault close.mid", test_fault_close },
 		{ "fault want.mid", test_fault_want },
@@ -2431,6 +2774,7 @@ int main(void)
 		{ "fault expire.mid", test_fault_expire },
 		{ "fault grace.mid", test_fault_grace },
 		{ "fault purge.mid", test_fault_purge },
+		{ "fault purge.mid with lost jobs", test_fault_purge_lost },
 		{ "fault mail.mid", test_fault_mail },
 		{ "fault repair.mid", test_fault_repair },
 		{ "crash between operations", test_fault_between_ops },

@@ -4,8 +4,9 @@
  * receipt store included) and a topology, then applies random operations
  * (want, unwant, cancel, accept, decline, job finished with a random
  * outcome and receipt text (sometimes delivered in the same critical
- * section), DONE read and delivered, expire with advancing time, conn open/close, handler purge,
- * query, job owner, mail take, set_now, drain, repair) to both and
+ * section), DONE read and delivered, expire with advancing time, conn open/close, handler purge
+ * (its running jobs end as lost: their DONEs and outcomes are compared like
+ * any other), query, job owner, mail take, set_now, drain, repair) to both and
  * compares return codes, the mail of every handler (OFFER/OFFER_EXPIRED/
  * DONE in exact order, CANCEL as a set, HELLO), the mail mask, query
  * answers, outcomes and receipt texts, per-waitgroup and book counts
@@ -462,6 +463,7 @@ static int op_done(struct run *r)
 			SAME(r, oa.receipt_lost, ob.receipt_lost, "receipt_lost");
 			g_rc[K_READ_OK][la > 0]++;
 			g_rc[K_READ_OK][2] += oa.receipt_lost;
+			g_rc[K_READ_OK][3] += oa.error == BOOK_ERROR_LOST;
 		}
 	}
 	if (deliver) {
@@ -682,6 +684,7 @@ static int take_mail(struct run *r, uint32_t h)
 			SAME(r, bm[i].want.gen, w->ref.gen, "DONE want gen");
 			w->done_taken = 1;
 			g_rc[K_DONE_MAIL][0]++;
+			g_rc[K_DONE_MAIL][1] += w->out.error == BOOK_ERROR_LOST;
 		} else if (bm[i].kind == MAIL_OFFER) {
 			struct m_want *w = &r->m->w[mm[j].want];
 			if (strcmp(bm[i].job_id, w->id) != 0)
@@ -842,7 +845,7 @@ static int step(struct run *r, unsigned long len)
 	} else if (k < 750) {
 		r->opname = "close";
 		return op_close(r);
-	} else if (k < 755) {
+	} else if (k < 760) {
 		r->opname = "purge";
 		return op_purge(r);
 	} else if (k < 825) {
@@ -923,7 +926,7 @@ static void test_differential(void)
 	static const char *names[K_NKINDS] = {
 		"want", "accept", "decline", "finish(ed)", "expire(0/>0)", "open", "query", "unwant",
 		"purge(0/>0)", "mail(all/cancel/hello)", "cancel", "done_read",
-		"read(empty/text/lost)", "done_delivered", "DONE mails"
+		"read(empty/text/rlost/exec_lost)", "done_delivered", "DONE mails(all/lost)"
 	};
 	for (int i = 0; i < K_NKINDS; i++) {
 		printf("  %-22s", names[i]);

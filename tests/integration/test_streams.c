@@ -1,0 +1,216 @@
+/*
+ * test_streams.c - jobs with pipes and files by URL through a real daemon,
+ * with the pipe server playing the client's endpoints: a 100 MiB cat round
+ * trip checked by SHA-256, a failing command with small output (nothing is
+ * PUT), an input answering 404, an output upload, and an in-pipe that
+ * drops mid-stream.
+ */
+#include "autoconfig.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <CUnit/Basic.h>
+
+#include "harness.h"
+#include "pipe_server.h"
+#include "proto.h"
+#include "suite.h"
+
+static struct es_daemon D;
+static struct pipe_server P;
+
+static void start(void)
+{
+	static const char body[] =
+		"jobRemovalPolicy: all\n"
+		"waitgroups:\n"
+		"  wg: {processes: 2}\n"
+		"services:\n"
+		"  tools:\n"
+		"    waitgroup: wg\n"
+		"    commands:\n"
+		"      cat: {prog: cat}\n"
+		"      sh: {prog: sh}\n";
+	CU_ASSERT_FATAL(harness_start(&D, 2, body, NULL) == 0);
+	CU_ASSERT_FATAL(pipe_server_start(&P) > 0);
+}
+
+static void stop(void)
+{
+	pipe_server_stop(&P);
+	int status = harness_stop(&D, 15000);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	harness_cleanup(&D);
+}
+
+
+static const char *error_code(struct json_object *done)
+{
+	struct json_object *e;
+	if (!json_object_object_get_ex(tc_receipt(done), "error", &e))
+		return NULL;
+	return tc_str(e, "code");
+}
+
+static void test_cat_round_trip_100mib(void)
+{
+	const uint64_t size = 100ull << 20, seed = 42;
+	struct pipe_endpoint in = PIPE_ENDPOINT_INIT, out = PIPE_ENDPOINT_INIT;
+	char in_url[256], out_url[256], job[700], want[65];
+	struct pipe_result r;
+
+	start();
+	in.seed = seed;
+	in.size = size;
+	CU_ASSERT_FATAL(pipe_server_in(&P, "in", &in, in_url, sizeof in_url) == 0);
+	CU_ASSERT_FATAL(pipe_server_out(&P, "out", &out, out_url, sizeof out_url) == 0);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	snprintf(job, sizeof job, "{\"command\":\"cat\",\"stdin\":\"%s\",\"stdout\":\"%s\"}", in_url,
+		 out_url);
+	long long t0 = harness_now_ms();
+	struct json_object *d = tc_run_job(c, "big", "tools", job, 120000);
+	long long ms = harness_now_ms() - t0;
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_EQUAL(tc_int(tc_receipt(d), "exit_code"), 0);
+	CU_ASSERT(error_code(d) == NULL);
+	/* streamed stdout is not repeated in the receipt */
+	CU_ASSERT(tc_str(tc_receipt(d), "stdout") == NULL);
+	json_object_put(d);
+	CU_ASSERT_FATAL(pipe_server_result(&P, "out", &r) == 0);
+	pipe_random_sha256(seed, size, want);
+	CU_ASSERT_EQUAL(r.length, size);
+	CU_ASSERT_STRING_EQUAL(r.sha256, want);
+	CU_ASSERT(r.chunked);
+	CU_ASSERT_EQUAL(r.requests, 1);
+	CU_ASSERT_FATAL(pipe_server_result(&P, "in", &r) == 0);
+	CU_ASSERT_EQUAL(r.requests, 1);
+	fprintf(stderr, "  100 MiB stdin -> cat -> stdout through the pipes: %lld ms (%.0f MiB/s)\n",
+		ms, 100.0 * 1000.0 / (double)(ms ? ms : 1));
+	tc_close(c);
+	stop();
+}
+
+static void test_small_failure_puts_nothing(void)
+{
+	struct pipe_endpoint out = PIPE_ENDPOINT_INIT;
+	char out_url[256], job[600];
+	struct pipe_result r;
+
+	start();
+	CU_ASSERT_FATAL(pipe_server_out(&P, "o", &out, out_url, sizeof out_url) == 0);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"echo partial; echo "
+		 "'convert: no such format' >&2; exit 2\"],\"stdout\":\"%s\"}", out_url);
+	struct json_object *d = tc_run_job(c, "f", "tools", job, 10000);
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_EQUAL(tc_int(tc_receipt(d), "exit_code"), 2);
+	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), "partial\n");
+	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stderr"), "convert: no such format");
+	json_object_put(d);
+	/* the out-pipe was never used: no empty "success" */
+	CU_ASSERT(pipe_server_result(&P, "o", &r) != 0 || r.requests == 0);
+
+	/* the same with success: the small output is PUT, with its length */
+	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"echo fine\"],"
+		 "\"stdout\":\"%s\"}", out_url);
+	d = tc_run_job(c, "s", "tools", job, 10000);
+	CU_ASSERT(d && tc_int(tc_receipt(d), "exit_code") == 0);
+	if (d)
+		json_object_put(d);
+	CU_ASSERT_FATAL(pipe_server_result(&P, "o", &r) == 0);
+	CU_ASSERT_EQUAL(r.requests, 1);
+	CU_ASSERT_EQUAL(r.length, 5);
+	CU_ASSERT_EQUAL(r.content_length, 5);
+	tc_close(c);
+	stop();
+}
+
+static void test_inputs_and_outputs(void)
+{
+	struct pipe_endpoint in = PIPE_ENDPOINT_INIT, out = PIPE_ENDPOINT_INIT;
+	char in_url[256], out_url[256], job[900];
+	struct pipe_result r;
+
+	start();
+	in.seed = 7;
+	in.size = 12345;
+	CU_ASSERT_FATAL(pipe_server_in(&P, "a.bin", &in, in_url, sizeof in_url) == 0);
+	CU_ASSERT_FATAL(pipe_server_out(&P, "res", &out, out_url, sizeof out_url) == 0);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	/* the input is in the job directory before start; the output goes up after */
+	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"cat a.bin a.bin > r.out\"],"
+		 "\"inputs\":[{\"name\":\"a.bin\",\"url\":\"%s\"}],"
+		 "\"outputs\":[{\"name\":\"r.out\",\"url\":\"%s\"}]}", in_url, out_url);
+	struct json_object *d = tc_run_job(c, "io", "tools", job, 10000);
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_EQUAL(tc_int(tc_receipt(d), "exit_code"), 0);
+	CU_ASSERT(error_code(d) == NULL);
+	json_object_put(d);
+	CU_ASSERT_FATAL(pipe_server_result(&P, "res", &r) == 0);
+	CU_ASSERT_EQUAL(r.length, 2 * 12345);
+
+	/* an input answering 404: the program never runs */
+	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"echo ran\"],"
+		 "\"inputs\":[{\"name\":\"x\",\"url\":\"http://127.0.0.1:%d/in/missing\"}]}", P.port);
+	d = tc_run_job(c, "miss", "tools", job, 10000);
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_STRING_EQUAL(error_code(d), "input_failed");
+	CU_ASSERT(tc_int(tc_receipt(d), "exit_code") == -1);
+	json_object_put(d);
+
+	/* an output the program did not write */
+	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"true\"],"
+		 "\"outputs\":[{\"name\":\"nothing\",\"url\":\"%s\"}]}", out_url);
+	d = tc_run_job(c, "nout", "tools", job, 10000);
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_STRING_EQUAL(error_code(d), "output_failed");
+	json_object_put(d);
+	tc_close(c);
+	stop();
+}
+
+static void test_in_pipe_drops_mid_stream(void)
+{
+	struct pipe_endpoint in = PIPE_ENDPOINT_INIT, out = PIPE_ENDPOINT_INIT;
+	char in_url[256], out_url[256], job[700];
+	struct pipe_result r;
+
+	start();
+	in.seed = 3;
+	in.size = 10 << 20;
+	in.drop_after = 1 << 20; /* the client went away after 1 MiB */
+	CU_ASSERT_FATAL(pipe_server_in(&P, "in", &in, in_url, sizeof in_url) == 0);
+	CU_ASSERT_FATAL(pipe_server_out(&P, "out", &out, out_url, sizeof out_url) == 0);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	snprintf(job, sizeof job, "{\"command\":\"cat\",\"stdin\":\"%s\",\"stdout\":\"%s\"}", in_url,
+		 out_url);
+	struct json_object *d = tc_run_job(c, "drop", "tools", job, 20000);
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_STRING_EQUAL(error_code(d), "stdin_failed");
+	json_object_put(d);
+	/* and the consumer never got a complete body */
+	CU_ASSERT(pipe_server_result(&P, "out", &r) != 0 || r.length < (10u << 20));
+	tc_close(c);
+	stop();
+}
+
+int main(void)
+{
+	static const struct test_case cases[] = {
+		{ "100 MiB cat round trip through the pipes", test_cat_round_trip_100mib },
+		{ "a failure with small output PUTs nothing", test_small_failure_puts_nothing },
+		{ "inputs and outputs by URL", test_inputs_and_outputs },
+		{ "the in-pipe drops mid-stream", test_in_pipe_drops_mid_stream },
+		{ NULL, NULL },
+	};
+	return run_suite("streams", cases);
+}

@@ -74,6 +74,7 @@ struct job {
 	size_t err_cur_len;
 	int spawn_errno;
 	int stdin_done, stdout_done, outputs_started, outputs_done, completing;
+	int stopped_for_io;         /* we stopped the program: a stream failed */
 	/* the first failure around the process */
 	uint8_t io_error;           /* JOB_ERR_* */
 	uint8_t io_retryable;
@@ -212,7 +213,8 @@ static struct book_outcome outcome_of(const struct job *j, uint64_t duration_ms,
 		/* An upload cut off because the program failed is the program's
 		 * failure, already told by exit_code/signal. */
 		if (j->io_error && !o.error &&
-		    !(j->io_error == JOB_ERR_STDOUT_FAILED && j->reaped && !process_succeeded(j))) {
+		    (j->stopped_for_io || !(j->io_error == JOB_ERR_STDOUT_FAILED && j->reaped &&
+					    !process_succeeded(j)))) {
 			o.error = j->io_error;
 			o.retryable = j->io_retryable;
 			*message = j->io_message;
@@ -307,7 +309,15 @@ static void io_failed(struct job *j, uint8_t code, const struct job_io_result *r
 		return;
 	j->io_error = code;
 	j->io_retryable = (uint8_t)(r->retryable != 0);
-	snprintf(j->io_message, sizeof j->io_message, "%s", r->message);
+	/* cut on a character boundary: the message goes into a text frame */
+	size_t n = strlen(r->message);
+	if (n >= sizeof j->io_message) {
+		n = sizeof j->io_message - 1;
+		while (n > 0 && ((unsigned char)r->message[n] & 0xC0) == 0x80)
+			n--;
+	}
+	memcpy(j->io_message, r->message, n);
+	j->io_message[n] = '\0';
 }
 
 static void maybe_complete(struct job *j)
@@ -351,8 +361,10 @@ static void on_stdin_done(void *arg, const struct job_io_result *r)
 	if (!r->ok) {
 		/* a truncated input must not pass for a complete one */
 		io_failed(j, JOB_ERR_STDIN_FAILED, r);
-		if (!j->reaped)
+		if (!j->reaped) {
+			j->stopped_for_io = 1;
 			stop_process(j, SIGKILL);
+		}
 	}
 	maybe_complete(j);
 }
@@ -363,8 +375,10 @@ static void on_stdout_done(void *arg, const struct job_io_result *r)
 	j->stdout_done = 1;
 	if (!r->ok) {
 		io_failed(j, JOB_ERR_STDOUT_FAILED, r);
-		if (!j->reaped)
+		if (!j->reaped) {
+			j->stopped_for_io = 1;
 			stop_process(j, SIGTERM); /* its output goes nowhere */
+		}
 	}
 	maybe_complete(j);
 }
@@ -424,7 +438,8 @@ static void on_stderr(evutil_socket_t fd, short what, void *arg)
 static void kill_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct job *j = arg;
-	kill(-j->pid, SIGKILL);
+	if (!j->reaped)
+		kill(-j->pid, SIGKILL);
 }
 
 /* The leader is gone and the output did not end within JOB_LINGER_MS: a
@@ -433,8 +448,12 @@ static void linger_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct job *j = arg;
 	close_stderr(j);
-	if (j->io)
-		job_io_stdout_close(j->io);
+	if (j->io && !j->stdout_done && job_io_stdout_close(j->io) != 0) {
+		/* the program's own output still waits for a slow consumer */
+		struct timeval tv = { 0, JOB_LINGER_MS * 1000 };
+		evtimer_add(j->linger_ev, &tv);
+		return;
+	}
 	maybe_complete(j);
 }
 
@@ -447,18 +466,26 @@ static void timeout_cb(evutil_socket_t fd, short what, void *arg)
 void job_cancel(struct book_ref want, enum job_cancel_reason why)
 {
 	struct job *j = find_job(want);
-	/* A job whose leader already exited keeps the outcome it has. */
-	if (!j || j->cancelled || j->reaped || j->completing)
+	if (!j || j->cancelled || j->completing)
 		return;
-	j->cancelled = why;
-	if (j->pid > 0) {
+	if (j->pid > 0 && !j->reaped) {
+		j->cancelled = why;
 		stop_process(j, SIGTERM);
 		return;
 	}
-	/* still fetching its inputs: nothing runs yet */
-	job_io_abort(j->io);
+	/* Nothing runs: the job still fetches its inputs, or its program ended
+	 * and the output (stdout tail, output files) is still being uploaded.
+	 * Stop the transfers; the job ends now with the reason. */
+	j->cancelled = why;
+	if (j->io)
+		job_io_abort(j->io);
+	if (j->linger_ev)
+		evtimer_del(j->linger_ev);
+	close_stderr(j);
 	j->reaped = j->stdin_done = j->stdout_done = 1;
-	maybe_complete(j);
+	j->outputs_done = 1;
+	j->completing = 1;
+	complete(j);
 }
 
 void job_stop_all(void)
@@ -479,8 +506,13 @@ void job_reap(void)
 			if (j->pid == pid) {
 				j->status = status;
 				j->reaped = 1;
-				/* background children of the job end with it */
+				/* background children of the job end with it; then the
+				 * group id may be reused: forget it everywhere */
 				kill(-j->pid, SIGKILL);
+				evtimer_del(j->kill_ev);
+				struct book *b = handler_book_lock();
+				book_job_set_pgid(b, j->want, 0);
+				handler_book_unlock();
 				job_io_process_ended(j->io, process_succeeded(j) && !j->io_error);
 				struct timeval tv = { 0, JOB_LINGER_MS * 1000 };
 				evtimer_add(j->linger_ev, &tv);
@@ -562,10 +594,6 @@ static void spawn_job(struct job *j)
 	j->err_fd = errfds[0];
 	j->err_ev = event_new(handler.base, j->err_fd, EV_READ | EV_PERSIST, on_stderr, j);
 	event_add(j->err_ev, NULL);
-	if (j->spec.timeout_sec > 0) {
-		struct timeval tv = { (time_t)j->spec.timeout_sec, 0 };
-		evtimer_add(j->timeout_ev, &tv);
-	}
 	struct book *b = handler_book_lock();
 	book_job_set_pgid(b, j->want, j->pid);
 	handler_book_unlock();
@@ -581,6 +609,14 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 	const char *code;
 	char why[256];
 
+	if (!j) {
+		/* nothing to run it with: give the slot back with a failure */
+		struct book_outcome o = { .exit_code = -1, .error = JOB_ERR_EXEC_FAILED, .failed = 1 };
+		struct book *b = handler_book_lock();
+		book_job_finished(b, want, &o, NULL, 0);
+		handler_book_unlock();
+		return;
+	}
 	j->want = want;
 	j->service = service;
 	j->err_fd = -1;
@@ -594,6 +630,12 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 	j->kill_ev = evtimer_new(handler.base, kill_timer_cb, j);
 	j->timeout_ev = evtimer_new(handler.base, timeout_cb, j);
 	j->linger_ev = evtimer_new(handler.base, linger_cb, j);
+	if (!j->kill_ev || !j->timeout_ev || !j->linger_ev) {
+		int none[2] = { -1, -1 };
+		j->dir[0] = '\0';
+		spawn_failed(j, ENOMEM, -1, -1, none);
+		return;
+	}
 
 	/* mkdtemp: unique even across handler restarts and leftovers */
 	snprintf(j->dir, sizeof j->dir, "%s/job/%d-%llu-XXXXXX", cfg->temp_dir, handler.slot,
@@ -613,6 +655,11 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 		int none[2] = { -1, -1 };
 		spawn_failed(j, EINVAL, -1, -1, none);
 		return;
+	}
+	/* timeout_sec counts from the accepted JOB: inputs and uploads too */
+	if (j->spec.timeout_sec > 0) {
+		struct timeval tv = { (time_t)j->spec.timeout_sec, 0 };
+		evtimer_add(j->timeout_ev, &tv);
 	}
 	struct job_io_callbacks cb = { .inputs_done = on_inputs_done, .stdin_done = on_stdin_done,
 				       .stdout_done = on_stdout_done,

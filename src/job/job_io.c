@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include <curl/curl.h>
@@ -959,18 +960,25 @@ void job_io_process_ended(struct job_io *io, int success)
 	}
 }
 
-void job_io_stdout_close(struct job_io *io)
+int job_io_stdout_close(struct job_io *io)
 {
 	if (io->aborted || !io->fds_made || io->out_eof)
-		return;
+		return 0;
+	/* Output still in the pipe is the program's, held back by a slow
+	 * consumer: never cut it.  Only an empty pipe that a stray descendant
+	 * keeps open is closed. */
+	int pending = 0;
+	if (io->out_fd >= 0 && ioctl(io->out_fd, FIONREAD, &pending) == 0 && pending > 0)
+		return -1;
 	if (io->out_mode == O_STREAM) {
 		close_out(io);
 		io->out_eof = 1;
 		if (io->out_t)
 			transfer_resume(io->out_t); /* the source sees the end */
-		return;
+		return 0;
 	}
 	out_ended(io);
+	return 0;
 }
 
 const char *job_io_stdout_prefix(struct job_io *io, size_t *len, int *truncated, int *streamed)

@@ -158,10 +158,12 @@ int job_io_child_fds(struct job_io *io, int *stdin_fd, int *stdout_fd);
  */
 void job_io_process_ended(struct job_io *io, int success);
 
-/* Treats the stdout pipe as ended now (for when the output outlives the
- * leader too long, e.g. a descendant that left the process group): what
- * was read is the whole output.  Harmless when EOF was read already. */
-void job_io_stdout_close(struct job_io *io);
+/* The runner's linger ran out after the leader was reaped: closes the
+ * stdout pipe (a descendant that left the process group keeps it open) and
+ * ends the stream -- but only when the pipe is empty: output the program
+ * wrote and a slow consumer has not taken yet is never cut.  Returns 0, or
+ * -1 when output is still pending (try again later). */
+int job_io_stdout_close(struct job_io *io);
 
 /*
  * The first JOB_IO_STDOUT_CAP (or fewer) bytes of standard output, for the

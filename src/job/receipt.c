@@ -61,7 +61,11 @@ static void add_outcome(struct json_object *r, const struct book_outcome *o, con
 	if (name) {
 		struct json_object *e = json_object_new_object();
 		json_object_object_add(e, "code", json_object_new_string(name));
-		json_object_object_add(e, "message", json_object_new_string(message ? message : name));
+		/* messages can quote input names and server text: keep them UTF-8 */
+		const char *m = message ? message : name;
+		char *clean = utf8_sanitize((const unsigned char *)m, strlen(m));
+		json_object_object_add(e, "message", json_object_new_string(clean ? clean : name));
+		free(clean);
 		json_object_object_add(e, "retryable", json_object_new_boolean(o->retryable));
 		json_object_object_add(r, "error", e);
 	}

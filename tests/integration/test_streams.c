@@ -203,6 +203,99 @@ static void test_in_pipe_drops_mid_stream(void)
 	stop();
 }
 
+static void test_slow_consumer_gets_everything(void)
+{
+	struct pipe_endpoint out = PIPE_ENDPOINT_INIT;
+	char out_url[256], job[600];
+	struct pipe_result r;
+
+	start();
+	out.rate = 30000; /* 60 000 bytes take 2 s: longer than the linger */
+	CU_ASSERT_FATAL(pipe_server_out(&P, "slow", &out, out_url, sizeof out_url) == 0);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"head -c 60000 /dev/zero\"],"
+		 "\"stdout\":\"%s\"}", out_url);
+	struct json_object *d = tc_run_job(c, "slow", "tools", job, 20000);
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_EQUAL(tc_int(tc_receipt(d), "exit_code"), 0);
+	CU_ASSERT(error_code(d) == NULL);
+	json_object_put(d);
+	/* the program's whole output arrived, not what was read before a cut */
+	CU_ASSERT_FATAL(pipe_server_result(&P, "slow", &r) == 0);
+	CU_ASSERT_EQUAL(r.length, 60000);
+	tc_close(c);
+	stop();
+}
+
+static void test_stream_failures_and_deadlines(void)
+{
+	struct pipe_endpoint out = PIPE_ENDPOINT_INIT, in = PIPE_ENDPOINT_INIT;
+	char out_url[256], in_url[256], job[1200], name[300];
+	struct json_object *d;
+
+	start();
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	/* the out-pipe cannot be reached while the program writes endlessly:
+	 * the program is stopped, and the receipt says why */
+	(void)out;
+	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"yes\"],"
+		 "\"stdout\":\"http://127.0.0.1:1/out\"}");
+	d = tc_run_job(c, "o500", "tools", job, 10000);
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_STRING_EQUAL(error_code(d), "stdout_failed");
+	json_object_put(d);
+
+	/* timeout_sec counts while inputs trickle in */
+	in.seed = 1;
+	in.size = 100000;
+	in.rate = 200;
+	CU_ASSERT_FATAL(pipe_server_in(&P, "trickle", &in, in_url, sizeof in_url) == 0);
+	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"true\"],\"timeout_sec\":1,"
+		 "\"inputs\":[{\"name\":\"t\",\"url\":\"%s\"}]}", in_url);
+	long long t0 = harness_now_ms();
+	d = tc_run_job(c, "tmo", "tools", job, 10000);
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_STRING_EQUAL(error_code(d), "timeout");
+	CU_ASSERT(harness_now_ms() - t0 < 4000);
+	json_object_put(d);
+
+	/* CANCEL while the output of an ended program is still uploading */
+	struct pipe_endpoint slow = PIPE_ENDPOINT_INIT;
+	slow.rate = 100000;
+	CU_ASSERT_FATAL(pipe_server_out(&P, "up", &slow, out_url, sizeof out_url) == 0);
+	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"head -c 3000000 /dev/zero > f\"],"
+		 "\"outputs\":[{\"name\":\"f\",\"url\":\"%s\"}]}", out_url);
+	const char *token = tc_want_offer(c, "up", "tools", 0, 3000);
+	CU_ASSERT_FATAL(token != NULL);
+	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"up\",\"token\":\"%s\",\"job\":%s}", token, job);
+	harness_sleep_ms(1500);
+	t0 = harness_now_ms();
+	tc_send(c, "{\"type\":\"CANCEL\",\"job_id\":\"up\"}");
+	d = tc_expect(c, "DONE", 5000);
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_STRING_EQUAL(error_code(d), "cancelled");
+	CU_ASSERT(harness_now_ms() - t0 < 1000);
+	json_object_put(d);
+
+	/* a long non-ASCII input name in an error message stays valid UTF-8 */
+	char *p = name;
+	for (int i = 0; i < 85; i++) {
+		memcpy(p, "\xe2\x82\xac", 3); /* U+20AC */
+		p += 3;
+	}
+	*p = '\0';
+	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"true\"],"
+		 "\"inputs\":[{\"name\":\"%s\",\"url\":\"http://127.0.0.1:%d/in/none\"}]}", name, P.port);
+	d = tc_run_job(c, "utf", "tools", job, 5000);
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_STRING_EQUAL(error_code(d), "input_failed");
+	json_object_put(d);
+	tc_close(c);
+	stop();
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -210,6 +303,8 @@ int main(void)
 		{ "a failure with small output PUTs nothing", test_small_failure_puts_nothing },
 		{ "inputs and outputs by URL", test_inputs_and_outputs },
 		{ "the in-pipe drops mid-stream", test_in_pipe_drops_mid_stream },
+		{ "a slow consumer gets the whole output", test_slow_consumer_gets_everything },
+		{ "stream failures and deadlines", test_stream_failures_and_deadlines },
 		{ NULL, NULL },
 	};
 	return run_suite("streams", cases);

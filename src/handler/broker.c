@@ -266,6 +266,10 @@ static void on_query(struct broker_conn *c, struct msg_in *in)
 
 	struct book *b = handler_book_lock();
 	enum book_rc rc = book_query(b, c->ref, in->job_id, &pos);
+	/* A finished job is answered like one that never existed: its DONE
+	 * is the only thing still to say about it. */
+	if (rc == BOOK_OK && pos.state == WANT_FINISHED)
+		rc = BOOK_E_UNKNOWN_JOB;
 	if (rc == BOOK_OK)
 		book_service_status(b, pos.service, &ss);
 	handler_book_unlock();

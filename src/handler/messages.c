@@ -199,7 +199,6 @@ static const char *state_name(enum want_state s)
 	case WANT_PARKED: return "waiting";
 	case WANT_OFFERED: return "offered";
 	case WANT_RUNNING: return "running";
-	case WANT_FINISHED: return "finished";
 	default: return "unknown";
 	}
 }

@@ -1,7 +1,11 @@
 #!/bin/sh
 # test.sh - the whole test suite, from a fresh Debian 12 machine:
-# installs what is missing, builds, and runs `make check` (unit tests,
-# integration tests against real daemons) and `make distcheck`.
+# installs what is missing, builds, and runs
+#   1. `make check` (unit tests, integration tests against real daemons)
+#      and `make distcheck`;
+#   2. the whole of `make check` again in a build with AddressSanitizer and
+#      UndefinedBehaviorSanitizer (any report, from any process, fails);
+#   3. the unit suites under valgrind memcheck (errors or leaks fail).
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,4 +27,43 @@ if ! make -j"$(nproc)" check; then
 fi
 make -j"$(nproc)" distcheck
 echo "test.sh: make check and make distcheck passed"
+summary
+
+# 2. ASan + UBSan.  Reports go to files, so that one from a handler or a
+# job helper is not lost in a log that a test removed.
+san="$top/build-san"
+reports="$san/reports"
+mkdir -p "$san"
+rm -rf "$reports"
+mkdir -p "$reports"
+cd "$san"
+[ -f Makefile ] || ../configure --enable-asan --enable-ubsan
+make -j"$(nproc)"
+if ! ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1" \
+     UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1" \
+     make -j"$(nproc)" check; then
+	echo "test.sh: the sanitizer build failed its tests"
+	exit 1
+fi
+if [ -n "$(ls -A "$reports")" ]; then
+	echo "test.sh: sanitizer reports:"
+	head -n 60 "$reports"/*
+	exit 1
+fi
+echo "test.sh: make check under ASan+UBSan passed, no reports"
+
+# 3. valgrind memcheck of the unit suites (smaller sizes: memcheck is slow).
+cd "$top/build"
+vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --child-silent-after-fork=yes"
+export TOP_SRCDIR="$top"
+for t in test_book test_config test_net test_job_spec; do
+	$vg "tests/unit/$t" > /dev/null || { echo "test.sh: valgrind: $t failed"; exit 1; }
+done
+$vg tests/unit/test_book_diff 7 30000 > /dev/null || { echo "test.sh: valgrind: test_book_diff failed"; exit 1; }
+TRANSFER_TEST_MIB=2 $vg tests/unit/test_transfer > /dev/null ||
+	{ echo "test.sh: valgrind: test_transfer failed"; exit 1; }
+JOB_IO_TEST_MIB=2 $vg tests/unit/test_job_io > /dev/null ||
+	{ echo "test.sh: valgrind: test_job_io failed"; exit 1; }
+echo "test.sh: valgrind memcheck of the unit suites passed"
+echo "test.sh: all passes green"
 summary

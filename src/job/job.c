@@ -302,6 +302,13 @@ static void stop_process(struct job *j, int sig)
 	}
 }
 
+/* No process runs (any more) for this job and none will report: nothing
+ * to reap, no stream to wait for. */
+static void no_process(struct job *j)
+{
+	j->reaped = j->stdin_done = j->stdout_done = 1;
+}
+
 /* Keeps the first failure around the process. */
 static void io_failed(struct job *j, uint8_t code, const struct job_io_result *r)
 {
@@ -350,7 +357,7 @@ static void on_inputs_done(void *arg, const struct job_io_result *r)
 	}
 	io_failed(j, JOB_ERR_INPUT_FAILED, r);
 	/* nothing ran: no streams, no process */
-	j->reaped = j->stdin_done = j->stdout_done = 1;
+	no_process(j);
 	maybe_complete(j);
 }
 
@@ -482,7 +489,7 @@ void job_cancel(struct book_ref want, enum job_cancel_reason why)
 	if (j->linger_ev)
 		evtimer_del(j->linger_ev);
 	close_stderr(j);
-	j->reaped = j->stdin_done = j->stdout_done = 1;
+	no_process(j);
 	j->outputs_done = 1;
 	j->completing = 1;
 	complete(j);
@@ -543,20 +550,25 @@ static size_t job_limits(const struct config_job_limits *l, struct spawn_rlimit 
 	return n;
 }
 
-static void spawn_failed(struct job *j, int err, int in, int out, int errfds[2])
+/* The program could not be started (err: why); the job ends with
+ * exec_failed. */
+static void not_started(struct job *j, int err)
 {
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	for (int i = 0; i < 2; i++)
-		if (errfds[i] >= 0)
-			close(errfds[i]);
 	j->spawn_errno = err;
 	if (j->io)
 		job_io_abort(j->io);
-	j->reaped = j->stdin_done = j->stdout_done = 1;
+	no_process(j);
 	maybe_complete(j);
+}
+
+/* not_started, closing the descriptors made for the child so far (-1: none). */
+static void spawn_failed(struct job *j, int err, int in, int out, int errfds[2])
+{
+	int fds[4] = { in, out, errfds[0], errfds[1] };
+	for (int i = 0; i < 4; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	not_started(j, err);
 }
 
 static void spawn_job(struct job *j)
@@ -631,9 +643,7 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 	j->timeout_ev = evtimer_new(handler.base, timeout_cb, j);
 	j->linger_ev = evtimer_new(handler.base, linger_cb, j);
 	if (!j->kill_ev || !j->timeout_ev || !j->linger_ev) {
-		int none[2] = { -1, -1 };
-		j->dir[0] = '\0';
-		spawn_failed(j, ENOMEM, -1, -1, none);
+		not_started(j, ENOMEM);
 		return;
 	}
 
@@ -643,8 +653,7 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 	if (!mkdtemp(j->dir)) {
 		int err = errno;
 		j->dir[0] = '\0';
-		int none[2] = { -1, -1 };
-		spawn_failed(j, err, -1, -1, none);
+		not_started(j, err);
 		return;
 	}
 	/* validated before the JOB was accepted; parsed again for the real
@@ -652,8 +661,7 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 	if (job_spec_parse(cfg, &cfg->services[service], desc, j->dir, &j->spec, &code, why,
 			   sizeof why) != 0) {
 		log_error("job %s: %s", job_id, why);
-		int none[2] = { -1, -1 };
-		spawn_failed(j, EINVAL, -1, -1, none);
+		not_started(j, EINVAL);
 		return;
 	}
 	/* timeout_sec counts from the accepted JOB: inputs and uploads too */
@@ -666,14 +674,12 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 				       .outputs_done = on_outputs_done, .arg = j };
 	j->io = job_io_new(handler.base, transfers, &j->spec, j->dir, JOB_INPUT_MAX_BYTES, &cb);
 	if (!j->io) {
-		int none[2] = { -1, -1 };
-		spawn_failed(j, ENOMEM, -1, -1, none);
+		not_started(j, ENOMEM);
 		return;
 	}
 	if (j->spec.ninputs > 0) {
 		if (job_io_fetch_inputs(j->io) != 0) {
-			int none[2] = { -1, -1 };
-			spawn_failed(j, EIO, -1, -1, none);
+			not_started(j, EIO);
 		}
 		return; /* on_inputs_done spawns */
 	}

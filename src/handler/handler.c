@@ -56,13 +56,22 @@ void handler_book_unlock(void)
 }
 
 /* EXECSERVER_FAULT=book:<point>[:<n>]: die at the n-th pass (default 1)
- * through <point> inside the book's critical section. */
+ * through <point> inside the book's critical section (first generation of
+ * handlers only).  EXECSERVER_FAULT=book:random:<n>: every generation dies
+ * at any point with probability 1/n per pass (the chaos test). */
 static const char *fault_point;
 static long fault_countdown;
+static long fault_one_in;	/* random mode: 1/n per pass; 0: off */
 
 static void fault_hook(const char *point)
 {
-	if (fault_point && strcmp(point, fault_point) == 0 && --fault_countdown == 0) {
+	int die;
+
+	if (fault_one_in > 0)
+		die = random() % fault_one_in == 0;
+	else
+		die = fault_point && strcmp(point, fault_point) == 0 && --fault_countdown == 0;
+	if (die) {
 		log_warn("fault injection: dying at %s", point);
 		_exit(86);
 	}
@@ -77,16 +86,23 @@ static void setup_fault_injection(void)
 		return;
 	snprintf(spec, sizeof spec, "%s", env + 5);
 	char *colon = strchr(spec, ':');
-	fault_countdown = 1;
+	long n = 1;
 	if (colon) {
 		*colon = '\0';
-		fault_countdown = strtol(colon + 1, NULL, 10);
-		if (fault_countdown < 1)
-			fault_countdown = 1;
+		n = strtol(colon + 1, NULL, 10);
+		if (n < 1)
+			n = 1;
 	}
-	fault_point = spec;
+	if (strcmp(spec, "random") == 0) {
+		fault_one_in = n;
+		srandom((unsigned)getpid() ^ (unsigned)clock_mono_ms());
+		log_info("fault injection armed: book:random, 1 in %ld passes", n);
+	} else {
+		fault_point = spec;
+		fault_countdown = n;
+		log_info("fault injection armed: book:%s pass %ld", fault_point, n);
+	}
 	book_set_fault_hook(fault_hook);
-	log_info("fault injection armed: book:%s pass %ld", fault_point, fault_countdown);
 }
 
 void handler_maybe_exit(void)

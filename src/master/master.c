@@ -328,8 +328,11 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 		spawn_handler(i);
 	}
 	/* The fault switch is for the first generation only, so a test that
-	 * kills a handler through it sees a healthy replacement. */
-	unsetenv("EXECSERVER_FAULT");
+	 * kills a handler through it sees a healthy replacement; the random
+	 * mode (the chaos test) is for every generation. */
+	const char *fault = getenv("EXECSERVER_FAULT");
+	if (fault && strncmp(fault, "book:random:", 12) != 0)
+		unsetenv("EXECSERVER_FAULT");
 
 	event_base_dispatch(M.base);
 	reap();

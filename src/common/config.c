@@ -136,6 +136,8 @@ void config_free(struct es_config *cfg)
 	free(cfg->user);
 	free(cfg->group);
 	free(cfg->pid_file);
+	free(cfg->tls_cert);
+	free(cfg->tls_key);
 	memset(cfg, 0, sizeof *cfg);
 }
 
@@ -738,6 +740,29 @@ static int top_job_limits(struct loader *ld, const struct topkey *tk, const stru
 	return 0;
 }
 
+/* tls: {cert, key}: both or neither (the files are read at start, by
+ * tls_server.c, which names them in its errors). */
+static int top_tls(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
+{
+	static const char *const allowed[] = { "cert", "key", NULL };
+	const struct cy_node *cert, *key;
+
+	if (cy_is_null(v))
+		return 0;
+	if (cy_expect(&ld->cy, v, CY_MAPPING, tk->name) < 0 ||
+	    cy_check_keys(&ld->cy, v, tk->name, allowed) < 0)
+		return -1;
+	cert = cy_map_find(v, "cert", NULL);
+	key = cy_map_find(v, "key", NULL);
+	if (!cert || !key)
+		return cy_error(&ld->cy, v, "%s: needs both cert (the certificate chain, PEM) and "
+				"key (its private key, PEM)", tk->name);
+	if (get_opt_string(ld, cert, "tls.cert", &ld->cfg->tls_cert) < 0 ||
+	    get_opt_string(ld, key, "tls.key", &ld->cfg->tls_key) < 0)
+		return -1;
+	return 0;
+}
+
 #define INTKEY(name, field, min, max) { name, top_int, offsetof(struct es_config, field), min, max }
 
 static const struct topkey topkeys[] = {
@@ -765,6 +790,7 @@ static const struct topkey topkeys[] = {
 	{ "pidFile", top_pid_file, 0, 0, 0 },
 	{ "logLevel", top_log_level, 0, 0, 0 },
 	{ "jobLimits", top_job_limits, 0, 0, 0 },
+	{ "tls", top_tls, 0, 0, 0 },
 };
 
 #define NTOPKEYS (sizeof topkeys / sizeof topkeys[0])

@@ -112,6 +112,8 @@ struct es_config {
 	char *pid_file;                   /* default /run/execserver.pid */
 	int log_level;                    /* enum log_level, default info */
 	struct config_job_limits job_limits;
+	char *tls_cert;                   /* PEM chain; NULL = plain TCP */
+	char *tls_key;                    /* PEM private key (with tls_cert) */
 };
 
 /* Error reporting: "file:line:column: message".  Loaders fill this in and

@@ -18,6 +18,8 @@
 #include "book/book.h"
 #include "common/config.h"
 
+struct ssl_ctx_st;
+
 struct instance {
 	struct es_config *cfg;
 	const char *config_path;
@@ -32,6 +34,7 @@ struct instance {
 	char instance_hex[33];
 	int32_t master_pid;
 	int log_level_fixed;            /* -l given: reloads keep the log level */
+	struct ssl_ctx_st *tls_ctx;     /* listener TLS (tls_context.h); NULL: plain */
 };
 
 #endif

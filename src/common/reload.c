@@ -5,9 +5,17 @@
 
 #include "common/reload.h"
 
+/* Two optional strings differ (NULL is a value of its own). */
+static int differ(const char *a, const char *b)
+{
+	return (a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0);
+}
+
 int config_take_reloadable(struct es_config *cur, struct es_config *fresh, int keep_log_level)
 {
 	int restart_needed = strcmp(cur->addr, fresh->addr) != 0 ||
+			     differ(cur->tls_cert, fresh->tls_cert) ||
+			     differ(cur->tls_key, fresh->tls_key) ||
 			     cur->nwaitgroups != fresh->nwaitgroups ||
 			     cur->nservices != fresh->nservices ||
 			     cur->max_connections != fresh->max_connections ||

@@ -5,7 +5,9 @@
  *
  * Invariants: the head must arrive within HANDSHAKE_TIMEOUT_S (a slowloris
  * upgrade is cut off, its parser freed); the parser exists only during this
- * phase, so an established websocket costs nothing for HTTP.
+ * phase, so an established websocket costs nothing for HTTP.  With TLS
+ * the bufferevent is an OpenSSL one from accept on; nothing after it
+ * knows the difference.
  */
 #include "autoconfig.h"
 
@@ -20,6 +22,8 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/ssl.h>
 
 #include "common/log.h"
 #include "execserver/protocol.h"
@@ -194,6 +198,8 @@ static void on_read(struct bufferevent *bev, void *arg)
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
+	if (what & BEV_EVENT_CONNECTED)
+		return;	/* TLS: the handshake is done; the request follows */
 	http_conn_free(arg);
 }
 
@@ -226,6 +232,29 @@ static void format_peer(const struct sockaddr *sa, char *out, size_t len)
 	}
 }
 
+/* A plain bufferevent, or a TLS one in accepting state when the listener
+ * has TLS (the handshake then runs within the HTTP phase's deadline). */
+static struct bufferevent *new_bufferevent(int fd)
+{
+	SSL *ssl;
+	struct bufferevent *bev;
+
+	if (!handler.inst->tls_ctx)
+		return bufferevent_socket_new(handler.base, fd, BEV_OPT_CLOSE_ON_FREE);
+	ssl = SSL_new(handler.inst->tls_ctx);
+	if (!ssl)
+		return NULL;
+	bev = bufferevent_openssl_socket_new(handler.base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
+					     BEV_OPT_CLOSE_ON_FREE);
+	if (!bev) {
+		SSL_free(ssl);
+		return NULL;
+	}
+	/* a peer that closes TCP without close_notify is an ordinary end */
+	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return bev;
+}
+
 void conn_accept(int fd, struct sockaddr *addr, int socklen)
 {
 	struct http_conn *c;
@@ -243,7 +272,7 @@ void conn_accept(int fd, struct sockaddr *addr, int socklen)
 	format_peer(addr, c->peer, sizeof c->peer);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	ws_set_keepalive(fd);
-	c->bev = bufferevent_socket_new(handler.base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->bev = new_bufferevent(fd);
 	c->deadline = evtimer_new(handler.base, on_deadline, c);
 	if (!c->bev || !c->deadline) {
 		if (c->bev)

@@ -43,7 +43,9 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/ssl.h>
 #include <wslay/wslay.h>
 
 #include "common/clock.h"
@@ -161,7 +163,12 @@ static void ws_end(struct ws_session *s, uint16_t code)
 static void shut_write(struct ws_session *s)
 {
 	evutil_socket_t fd = bufferevent_getfd(s->bev);
+	SSL *ssl = bufferevent_openssl_get_ssl(s->bev);
 
+	/* TLS: close_notify before the FIN (best effort: the output is
+	 * drained, so the alert normally fits in the socket buffer) */
+	if (ssl)
+		SSL_shutdown(ssl);
 	s->wr_shut = 1;
 	bufferevent_disable(s->bev, EV_WRITE);
 	if (fd < 0 || shutdown(fd, SHUT_WR) != 0)

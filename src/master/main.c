@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "master/master.h"
 #include "master/startup_check.h"
+#include "master/tls_context.h"
 
 #define DEFAULT_CONFIG SYSCONFDIR "/execserver/execserver.yml"
 
@@ -141,6 +142,13 @@ int main(int argc, char **argv)
 	if (test_only) {
 		/* -t also checks that every program is found, strictly. */
 		int rc = startup_check_run(cfg, 1);
+		char why[512];
+		struct ssl_ctx_st *tls = tls_context_create(cfg, why, sizeof why);
+		if (why[0]) {
+			fprintf(stderr, "execserver: %s\n", why);
+			rc = -1;
+		}
+		tls_context_free(tls);
 		if (rc == 0)
 			printf("execserver: configuration file %s test is successful\n",
 			       opt.config_path);

@@ -36,6 +36,7 @@
 #include "job/janitor.h"
 #include "master/master.h"
 #include "master/segment.h"
+#include "master/tls_context.h"
 
 #define EXPIRE_TICK_MS 100
 #define BACKOFF_MIN_MS 100
@@ -298,6 +299,13 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 		report_ready(2);
 		goto out;
 	}
+	char why[512];
+	M.inst.tls_ctx = tls_context_create(cfg, why, sizeof why);
+	if (why[0]) {
+		log_error("%s", why);
+		report_ready(2);
+		goto out;
+	}
 	if (!opt->foreground && cfg->pid_file && write_pid_file(cfg->pid_file) != 0) {
 		report_ready(2);
 		goto out;
@@ -351,6 +359,8 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 		event_free(M.stop_deadline);
 	event_base_free(M.base);
 out:
+	tls_context_free(M.inst.tls_ctx);
+	M.inst.tls_ctx = NULL;
 	if (!opt->foreground && cfg->pid_file)
 		unlink(cfg->pid_file);
 	config_free(cfg);

@@ -205,7 +205,9 @@ static void reconnect_some(void)
 		if (c->tc || now - c->down_since < 50)
 			continue;
 		budget--;
-		c->tc = tc_connect(D.port, c->id);
+		/* short: a handler that is being replaced must not stall the
+		 * other connections' traffic */
+		c->tc = tc_connect_within(D.port, c->id, 300);
 		if (c->tc) {
 			reconnects++;
 			c->state = IDLE;
@@ -303,7 +305,7 @@ static int quiet(struct json_object *st, void *arg)
 static void test_chaos(void)
 {
 	int seconds = env_int("CHAOS_SECONDS", 12);
-	int one_in = env_int("CHAOS_FAULT_ONE_IN", 20000);
+	int one_in = env_int("CHAOS_FAULT_ONE_IN", 3000);
 	char fault[64], body[4096];
 
 	nconns = env_int("CHAOS_CONNS", 200);
@@ -394,10 +396,11 @@ static void test_chaos(void)
 	CU_ASSERT_EQUAL(missing, 0);
 	CU_ASSERT_EQUAL(dup_tokens, 0);
 	CU_ASSERT_EQUAL(over_capacity, 0);
-	CU_ASSERT(samples > seconds);
+	/* it did work under fire (loose: the machine may be loaded) */
+	CU_ASSERT(samples >= 3);
 	CU_ASSERT(kills >= seconds / 2);
 	CU_ASSERT(reconnects > 0);
-	CU_ASSERT(done_jobs >= 50 * seconds);	/* it did work under fire */
+	CU_ASSERT(done_jobs >= 10 * seconds);
 
 	for (int i = 0; i < nconns; i++)
 		if (conns[i].tc)
@@ -408,8 +411,9 @@ static void test_chaos(void)
 	CU_ASSERT_EQUAL(harness_json_int(st, "master_pid", NULL), master);
 	json_object_put(st);
 	CU_ASSERT(kill((pid_t)master, 0) == 0);
-	CU_ASSERT(harness_log_contains(&D, "fault injection: dying at") || one_in <= 0 ||
-		  seconds < 10);
+	int faults = harness_log_count(&D, "fault injection: dying at");
+	fprintf(stderr, "chaos: %d handler deaths inside the book's critical section\n", faults);
+	CU_ASSERT(faults > 0);
 	if (CU_get_number_of_failures() > 0)
 		harness_dump_log(&D);
 	int status = harness_stop(&D, 30000);

@@ -133,20 +133,6 @@ static void test_master_killed_no_orphans(void)
 	harness_cleanup(&d);
 }
 
-static int run_check(const char *config, char *out, size_t outlen)
-{
-	char cmd[1024];
-	const char *bin = getenv("EXECSERVER_BIN");
-	snprintf(cmd, sizeof cmd, "'%s' -t -c '%s' 2>&1", bin ? bin : "./execserver", config);
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	size_t n = fread(out, 1, outlen - 1, p);
-	out[n] = '\0';
-	int status = pclose(p);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 static void write_file(const char *path, const char *text)
 {
 	FILE *f = fopen(path, "w");
@@ -163,7 +149,7 @@ static void test_check_config(void)
 
 	snprintf(good, sizeof good, "addr: 127.0.0.1:0\n%s", harness_default_body(2));
 	write_file(path, good);
-	CU_ASSERT_EQUAL(run_check(path, out, sizeof out), 0);
+	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 0);
 	CU_ASSERT(strstr(out, "successful") != NULL);
 
 	/* a service naming a missing waitgroup: line 7, column 16 */
@@ -174,14 +160,14 @@ static void test_check_config(void)
 			 "  cat:\n"
 			 "    commands: {cat: {prog: cat}}\n"
 			 "    waitgroup: nosuch\n");
-	CU_ASSERT_EQUAL(run_check(path, out, sizeof out), 1);
+	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 1);
 	char expect[200];
 	snprintf(expect, sizeof expect, "%s:7:16:", path);
 	CU_ASSERT(strstr(out, expect) != NULL);
 
 	/* an unknown key */
 	write_file(path, "addr: 127.0.0.1:0\nbogusKey: 1\n");
-	CU_ASSERT_EQUAL(run_check(path, out, sizeof out), 1);
+	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 1);
 	snprintf(expect, sizeof expect, "%s:2:1:", path);
 	CU_ASSERT(strstr(out, expect) != NULL);
 
@@ -191,7 +177,7 @@ static void test_check_config(void)
 			 "  x:\n"
 			 "    waitgroup: wg\n"
 			 "    commands: {x: {prog: no-such-program-anywhere}}\n");
-	CU_ASSERT_EQUAL(run_check(path, out, sizeof out), 1);
+	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 1);
 	CU_ASSERT(strstr(out, "no-such-program-anywhere") != NULL);
 
 	unlink(path);

@@ -86,7 +86,7 @@ void harness_dump_log(const struct es_daemon *d)
 		fprintf(stderr, "(no log)\n");
 }
 
-int harness_log_contains(const struct es_daemon *d, const char *text)
+int harness_log_count(const struct es_daemon *d, const char *text)
 {
 	FILE *f = fopen(d->log, "r");
 	char line[2048];
@@ -94,10 +94,15 @@ int harness_log_contains(const struct es_daemon *d, const char *text)
 
 	if (!f)
 		return 0;
-	while (!found && fgets(line, sizeof line, f))
-		found = strstr(line, text) != NULL;
+	while (fgets(line, sizeof line, f))
+		found += strstr(line, text) != NULL;
 	fclose(f);
 	return found;
+}
+
+int harness_log_contains(const struct es_daemon *d, const char *text)
+{
+	return harness_log_count(d, text) > 0;
 }
 
 static int write_config(struct es_daemon *d, int handlers, const char *body)
@@ -121,7 +126,9 @@ struct json_object *harness_status(const struct es_daemon *d)
 	char body[1 << 16];
 	int status = 0;
 
-	if (wsc_http_get("127.0.0.1", d->port, "/status?check=1", 2000, &status, body, sizeof body) < 0 ||
+	if (wsc_https_request("127.0.0.1", d->port, d->tls_ca[0] ? d->tls_ca : NULL,
+			      "GET /status?check=1 HTTP/1.1\r\nHost: execserver\r\n"
+			      "Connection: close\r\n\r\n", 2000, &status, body, sizeof body) < 0 ||
 	    status != 200)
 		return NULL;
 	return json_tokener_parse(body);
@@ -129,8 +136,16 @@ struct json_object *harness_status(const struct es_daemon *d)
 
 int harness_start(struct es_daemon *d, int handlers, const char *body, const char *extra_env)
 {
+	return harness_start_tls(d, handlers, body, extra_env, NULL);
+}
+
+int harness_start_tls(struct es_daemon *d, int handlers, const char *body, const char *extra_env,
+		      const char *tls_ca)
+{
 	const char *bin = getenv("EXECSERVER_BIN");
 	memset(d, 0, sizeof *d);
+	if (tls_ca)
+		snprintf(d->tls_ca, sizeof d->tls_ca, "%s", tls_ca);
 	snprintf(d->dir, sizeof d->dir, "/tmp/es-test-XXXXXX");
 	if (!mkdtemp(d->dir))
 		return -1;
@@ -157,11 +172,13 @@ int harness_start(struct es_daemon *d, int handlers, const char *body, const cha
 			_exit(127);
 		}
 		for (int waited = 0; waited < 10000; waited += 20) {
-			struct json_object *st = harness_status(d);
-			if (st) {
-				json_object_put(st);
+			/* ready: /status answers and every handler has started
+			 * (one handler may answer before the others are up) */
+			int pids[64], n = harness_handler_pids(d, pids, 64), up = n > 0;
+			for (int i = 0; i < n; i++)
+				up = up && pids[i] > 0;
+			if (up && (handlers <= 0 || n == handlers))
 				return 0;
-			}
 			int status;
 			if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
 				d->pid = 0;
@@ -262,4 +279,18 @@ long long harness_json_int(struct json_object *o, ...)
 			o = NULL;
 	va_end(ap);
 	return o ? json_object_get_int64(o) : -1;
+}
+
+int harness_check_config(const char *config, char *out, size_t outlen)
+{
+	char cmd[1024];
+	const char *bin = getenv("EXECSERVER_BIN");
+	snprintf(cmd, sizeof cmd, "'%s' -t -c '%s' 2>&1", bin ? bin : "./execserver", config);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	size_t n = fread(out, 1, outlen - 1, p);
+	out[n] = '\0';
+	int status = pclose(p);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

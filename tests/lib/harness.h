@@ -17,6 +17,8 @@ struct es_daemon {
 	char dir[256];      /* private directory, removed by harness_cleanup */
 	char config[300];
 	char log[300];
+	char tls_ca[256];   /* the listener has TLS: /status over https, verified
+			     * against this PEM file; "" for plain HTTP */
 };
 
 /* A configuration body with one waitgroup "wg" of `slots` processes and
@@ -27,6 +29,10 @@ const char *harness_default_body(int slots);
  * daemon and waits until /status answers.  extra_env: "K=V" or NULL.
  * Returns 0 or -1 (the log is printed). */
 int harness_start(struct es_daemon *d, int handlers, const char *body, const char *extra_env);
+/* The same for a body that configures tls: the readiness and status
+ * requests go over https, verifying the server against the PEM file tls_ca. */
+int harness_start_tls(struct es_daemon *d, int handlers, const char *body, const char *extra_env,
+		      const char *tls_ca);
 /* SIGTERM, then waits up to timeout_ms; returns the exit status as from
  * waitpid, or -1 on timeout (then the daemon is killed). */
 int harness_stop(struct es_daemon *d, int timeout_ms);
@@ -36,6 +42,8 @@ void harness_cleanup(struct es_daemon *d);
 void harness_dump_log(const struct es_daemon *d);
 /* 1 if the log contains text. */
 int harness_log_contains(const struct es_daemon *d, const char *text);
+/* How many lines of the log contain text. */
+int harness_log_count(const struct es_daemon *d, const char *text);
 
 /* GET /status?check=1 parsed (with the book's consistency check), or NULL. */
 struct json_object *harness_status(const struct es_daemon *d);
@@ -46,6 +54,10 @@ int harness_wait_status(const struct es_daemon *d, int timeout_ms,
 			int (*pred)(struct json_object *status, void *arg), void *arg);
 /* Integer at a path of keys in a JSON object ("waitgroups", "wg", "running", NULL). */
 long long harness_json_int(struct json_object *o, ...);
+
+/* Runs `execserver -t -c config`; its output (stdout and stderr) goes to
+ * out.  Returns its exit status, or -1. */
+int harness_check_config(const char *config, char *out, size_t outlen);
 
 /* Milliseconds of sleep. */
 void harness_sleep_ms(int ms);

@@ -11,21 +11,34 @@
 
 struct tclient *tc_connect(int port, const char *client_id)
 {
+	return tc_connect_within(port, client_id, 5000);
+}
+
+struct tclient *tc_connect_within(int port, const char *client_id, int timeout_ms)
+{
 	char path[128];
 	int status = 0;
-	struct tclient *c = calloc(1, sizeof *c);
+	struct wsc *ws;
 
 	if (client_id)
 		snprintf(path, sizeof path, "/broker?client=%s", client_id);
 	else
 		snprintf(path, sizeof path, "/broker");
-	c->ws = wsc_connect("127.0.0.1", port, path, NULL, 5000, &status);
-	if (!c->ws) {
-		free(c);
+	ws = wsc_connect("127.0.0.1", port, path, NULL, timeout_ms, &status);
+	return ws ? tc_from_wsc(ws, client_id, timeout_ms) : NULL;
+}
+
+struct tclient *tc_from_wsc(struct wsc *ws, const char *name, int timeout_ms)
+{
+	struct tclient *c = calloc(1, sizeof *c);
+
+	if (!c) {
+		wsc_free(ws);
 		return NULL;
 	}
-	snprintf(c->name, sizeof c->name, "%s", client_id ? client_id : "anon");
-	struct json_object *h = tc_expect(c, "HELLO", 5000);
+	c->ws = ws;
+	snprintf(c->name, sizeof c->name, "%s", name ? name : "anon");
+	struct json_object *h = tc_expect(c, "HELLO", timeout_ms);
 	if (!h) {
 		tc_close(c);
 		return NULL;

@@ -19,6 +19,11 @@ struct tclient {
 
 /* Connects to /broker[?client=id] and waits for HELLO.  NULL on failure. */
 struct tclient *tc_connect(int port, const char *client_id);
+/* The same, giving up after timeout_ms (tc_connect: 5 s). */
+struct tclient *tc_connect_within(int port, const char *client_id, int timeout_ms);
+/* Wraps an upgraded websocket (e.g. a TLS one) and waits for HELLO; takes
+ * ws.  NULL on failure. */
+struct tclient *tc_from_wsc(struct wsc *ws, const char *name, int timeout_ms);
 struct es_daemon;
 /* Connects until the connection lands on handler `slot` (of `handlers`),
  * judged by the per-handler connection counts of /status; connections that

@@ -1,6 +1,6 @@
 /*
  * wsclient.c - see wsclient.h.  Plain POSIX sockets, non-blocking, every
- * wait a poll() against a deadline.  The accept value is computed here
+ * wait a poll() against a deadline; OpenSSL on the same socket for TLS.  The accept value is computed here
  * independently of src/handler/ws_handshake.c so the tests check it.
  */
 #include "autoconfig.h"
@@ -19,12 +19,17 @@
 #include <sys/socket.h>
 
 #include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
 
 #define WSC_MAX_BUF (64u * 1024 * 1024)	/* refuse to buffer more */
 #define WSC_MAX_HEAD 16384
 
 struct wsc {
 	int fd;
+	SSL_CTX *ssl_ctx;	/* TLS (wss://, https://): both set */
+	SSL *ssl;
 	int options;
 	int send_timeout_ms;
 	int eof;
@@ -92,6 +97,70 @@ static int send_all_fd(int fd, const void *data, size_t len, int timeout_ms)
 	return 0;
 }
 
+/* Waits for what OpenSSL asked for after a call that returned r. */
+static int tls_wait(struct wsc *c, int r, int64_t deadline)
+{
+	switch (SSL_get_error(c->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		return wait_fd(c->fd, POLLIN, deadline) == 1 ? 0 : -1;
+	case SSL_ERROR_WANT_WRITE:
+		return wait_fd(c->fd, POLLOUT, deadline) == 1 ? 0 : -1;
+	default:
+		return -1;
+	}
+}
+
+/* Sends everything on the connection, through TLS when it has it. */
+static int send_all(struct wsc *c, const void *data, size_t len, int timeout_ms)
+{
+	const char *p = data;
+	int64_t deadline = now_ms() + timeout_ms;
+
+	if (!c->ssl)
+		return send_all_fd(c->fd, data, len, timeout_ms);
+	while (len > 0) {
+		ERR_clear_error();	/* SSL_get_error reads the thread's queue */
+		int n = SSL_write(c->ssl, p, len > INT32_MAX ? INT32_MAX : (int)len);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+		} else if (tls_wait(c, n, deadline) != 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * TLS client handshake on c, verifying the server's certificate against the
+ * PEM file ca and against host (an IP address or a DNS name).  0 or -1.
+ */
+static int start_tls(struct wsc *c, const char *host, const char *ca, int64_t deadline)
+{
+	c->ssl_ctx = SSL_CTX_new(TLS_client_method());
+	if (!c->ssl_ctx || SSL_CTX_load_verify_locations(c->ssl_ctx, ca, NULL) != 1)
+		return -1;
+	SSL_CTX_set_verify(c->ssl_ctx, SSL_VERIFY_PEER, NULL);
+	c->ssl = SSL_new(c->ssl_ctx);
+	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1)
+		return -1;
+	if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) != 1) {
+		/* not an address: a name, also sent as SNI */
+		if (SSL_set1_host(c->ssl, host) != 1 ||
+		    SSL_set_tlsext_host_name(c->ssl, host) != 1)
+			return -1;
+	}
+	for (;;) {
+		ERR_clear_error();
+		int r = SSL_connect(c->ssl);
+		if (r == 1)
+			return 0;
+		if (tls_wait(c, r, deadline) != 0)
+			return -1;
+	}
+}
+
 int wsc_tcp_connect(const char *host, int port, int timeout_ms)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
@@ -142,6 +211,8 @@ void wsc_free(struct wsc *c)
 {
 	if (c == NULL)
 		return;
+	SSL_free(c->ssl);
+	SSL_CTX_free(c->ssl_ctx);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->buf);
@@ -191,6 +262,27 @@ static int fill(struct wsc *c, int64_t deadline)
 			return -1;
 		c->buf = nb;
 		c->cap = ncap;
+	}
+	while (c->ssl) {
+		size_t room = c->cap - c->len;
+		ERR_clear_error();
+		int r = SSL_read(c->ssl, c->buf + c->len, room > INT32_MAX ? INT32_MAX : (int)room);
+		if (r > 0) {
+			c->len += (size_t)r;
+			return r;
+		}
+		int e = SSL_get_error(c->ssl, r);
+		if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)) {
+			c->eof = 1;	/* close_notify, or the TCP end without it */
+			return 0;
+		}
+		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+			return -1;
+		w = wait_fd(c->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
+		if (w == 0)
+			return -2;
+		if (w < 0)
+			return -1;
 	}
 	for (;;) {
 		n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
@@ -268,7 +360,7 @@ size_t wsc_build_frame(const struct wsc_frame *f, unsigned char *out, size_t cap
 
 int wsc_send_bytes(struct wsc *c, const void *data, size_t len)
 {
-	return send_all_fd(c->fd, data, len, c->send_timeout_ms);
+	return send_all(c, data, len, c->send_timeout_ms);
 }
 
 int wsc_send_frame(struct wsc *c, const struct wsc_frame *f)
@@ -618,6 +710,8 @@ struct wsc *wsc_connect_opts(const char *host, int port,
 	c = wsc_from_fd(fd);
 	if (c == NULL)
 		return NULL;
+	if (o->tls_ca && start_tls(c, host, o->tls_ca, deadline) != 0)
+		goto fail;
 	reqcap = 512 + strlen(path_and_query) + strlen(host) + strlen(key) +
 		(o->extra_headers ? strlen(o->extra_headers) : 0) + o->early_len;
 	req = malloc(reqcap);
@@ -641,7 +735,7 @@ struct wsc *wsc_connect_opts(const char *host, int port,
 		goto fail;
 	if (o->early_len)
 		memcpy(req + n, o->early, o->early_len);
-	if (send_all_fd(fd, req, (size_t)n + o->early_len, remaining(deadline)) != 0)
+	if (send_all(c, req, (size_t)n + o->early_len, remaining(deadline)) != 0)
 		goto fail;
 	hlen = read_head(c, deadline);
 	if (hlen < 0)
@@ -709,6 +803,12 @@ static long dechunk(char *body, size_t len)
 int wsc_http_request(const char *host, int port, const char *request,
 		int timeout_ms, int *status, char *body, size_t bodycap)
 {
+	return wsc_https_request(host, port, NULL, request, timeout_ms, status, body, bodycap);
+}
+
+int wsc_https_request(const char *host, int port, const char *tls_ca, const char *request,
+		int timeout_ms, int *status, char *body, size_t bodycap)
+{
 	int64_t deadline = now_ms() + timeout_ms;
 	struct wsc *c;
 	char *head = NULL, val[64];
@@ -722,7 +822,9 @@ int wsc_http_request(const char *host, int port, const char *request,
 	c = wsc_from_fd(fd);
 	if (c == NULL)
 		return -1;
-	if (send_all_fd(fd, request, strlen(request), timeout_ms) != 0)
+	if (tls_ca && start_tls(c, host, tls_ca, deadline) != 0)
+		goto out;
+	if (send_all(c, request, strlen(request), timeout_ms) != 0)
 		goto out;
 	hlen = read_head(c, deadline);
 	if (hlen < 0)

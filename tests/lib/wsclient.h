@@ -6,7 +6,9 @@
  * forever); it never raises SIGPIPE (send with MSG_NOSIGNAL); it checks
  * what the server sends strictly (masked server frames, bad lengths are
  * reported as WSC_ERROR) but sends whatever it is told to, including
- * hostile frames, through the raw writers.  Not thread-safe per client;
+ * hostile frames, through the raw writers.  TLS (wss) where asked, with
+ * certificate verification; the raw-socket helpers (wsc_fd with poll,
+ * wsc_wait_closed, wsc_slow_connect) are for plain connections.  Not thread-safe per client;
  * separate clients may live in separate threads.
  */
 #ifndef ES_TEST_WSCLIENT_H
@@ -60,6 +62,8 @@ struct wsc_connect_opts {
 	int omit_key;			/* send no Sec-WebSocket-Key */
 	const void *early;		/* bytes sent in the same write as the */
 	size_t early_len;		/* request (e.g. a first frame) */
+	const char *tls_ca;		/* wss: verify the server against this
+					 * PEM file and the host; NULL: plain */
 };
 
 /*
@@ -142,6 +146,10 @@ int wsc_wait_closed(int fd, int timeout_ms);
  * NUL-terminated) to body (may be NULL).  Returns the body length, or -1.
  */
 int wsc_http_request(const char *host, int port, const char *request,
+		int timeout_ms, int *status, char *body, size_t bodycap);
+/* The same over TLS, verifying the server against the PEM file tls_ca
+ * (NULL: plain, as wsc_http_request). */
+int wsc_https_request(const char *host, int port, const char *tls_ca, const char *request,
 		int timeout_ms, int *status, char *body, size_t bodycap);
 /* GET path with Host and Connection: close. */
 int wsc_http_get(const char *host, int port, const char *path, int timeout_ms,

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <event2/event.h>
@@ -285,6 +286,32 @@ static int write_pid_file(const char *path)
 	return 0;
 }
 
+/*
+ * Every connection is a descriptor in the handler that holds it, and the
+ * kernel may give one handler most of them; each running job adds a few
+ * (its pipes, its transfers).  Raise the soft limit to what maxConnections
+ * needs, up to the hard limit, so that the configured limit, not EMFILE,
+ * is what clients meet.
+ */
+static void raise_descriptor_limit(const struct es_config *cfg)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)cfg->max_connections + 256;
+
+	for (size_t i = 0; i < cfg->nwaitgroups; i++)
+		need += 8 * (rlim_t)cfg->waitgroups[i].processes;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
+		return;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+		log_info("descriptor limit raised to %llu", (unsigned long long)rl.rlim_cur);
+	if (rl.rlim_cur < need)
+		log_warn("maxConnections %d needs about %llu descriptors, but the hard limit is "
+			 "%llu: raise it (ulimit -n, LimitNOFILE) or lower maxConnections",
+			 cfg->max_connections, (unsigned long long)need,
+			 (unsigned long long)rl.rlim_max);
+}
+
 int master_run(const struct master_options *opt, struct es_config *cfg)
 {
 	int nhandlers = config_effective_handlers(cfg);
@@ -294,6 +321,7 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 	M.inst.config_path = opt->config_path;
 	M.inst.log_level_fixed = opt->log_level_override >= 0;
 	signal(SIGPIPE, SIG_IGN);
+	raise_descriptor_limit(cfg);
 	if (segment_create(&M.inst, cfg, nhandlers) != 0 || listeners_create(&M.inst) != 0 ||
 	    janitor_prepare(cfg) != 0) {
 		report_ready(2);

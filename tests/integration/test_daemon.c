@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <CUnit/Basic.h>
@@ -214,6 +215,46 @@ static void test_sighup_reload(void)
 	harness_cleanup(&d);
 }
 
+/* "Max open files" soft limit of a process, or -1. */
+static long soft_nofile(int pid)
+{
+	char path[64], line[256];
+	long soft = -1;
+	snprintf(path, sizeof path, "/proc/%d/limits", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, "Max open files", 14) == 0)
+			soft = atol(line + 14);
+	fclose(f);
+	return soft;
+}
+
+static void test_descriptor_limit(void)
+{
+	struct es_daemon d;
+	struct rlimit saved, low;
+	char body[2048];
+	int pids[2];
+
+	CU_ASSERT_FATAL(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+	CU_ASSERT_FATAL(saved.rlim_max >= 3000);
+	low = saved;
+	low.rlim_cur = 256;
+	CU_ASSERT_FATAL(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	snprintf(body, sizeof body, "maxConnections: 2000\n%s", harness_default_body(2));
+	int started = harness_start(&d, 1, body, NULL);
+	setrlimit(RLIMIT_NOFILE, &saved);
+	CU_ASSERT_FATAL(started == 0);
+	CU_ASSERT_EQUAL(harness_handler_pids(&d, pids, 2), 1);
+	/* maxConnections + 256 + 8 per slot */
+	CU_ASSERT_EQUAL(soft_nofile(pids[0]), 2000 + 256 + 8 * 2);
+	CU_ASSERT_EQUAL(soft_nofile(d.pid), 2000 + 256 + 8 * 2);
+	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
+	harness_cleanup(&d);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -223,6 +264,7 @@ int main(void)
 		{ "master killed: no orphans", test_master_killed_no_orphans },
 		{ "-t on good and broken files", test_check_config },
 		{ "SIGHUP reload", test_sighup_reload },
+		{ "descriptor limit raised for maxConnections", test_descriptor_limit },
 		{ NULL, NULL },
 	};
 	return run_suite("daemon", cases);

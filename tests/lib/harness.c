@@ -110,14 +110,16 @@ static int write_config(struct es_daemon *d, int handlers, const char *body)
 	FILE *f = fopen(d->config, "w");
 	if (!f)
 		return -1;
+	/* debug logging unless the body sets its own level */
 	fprintf(f,
 		"addr: 127.0.0.1:%d\n"
 		"tempDir: %s/tmp\n"
 		"pidFile: %s/execserver.pid\n"
 		"handlers: %d\n"
-		"logLevel: debug\n"
+		"%s"
 		"%s",
-		d->port, d->dir, d->dir, handlers, body);
+		d->port, d->dir, d->dir, handlers,
+		strstr(body, "logLevel:") ? "" : "logLevel: debug\n", body);
 	return fclose(f);
 }
 

@@ -24,19 +24,30 @@
 #include "autoconfig.h"
 #include "book/book.h"
 
+#include "book/book_class.h"
 #include "book/book_heap.h"
 #include "book/book_impl.h"
 #include "book/book_index.h"
 
-/* Whether service s may take a free slot now.  Auto-balance (heavy
- * services only while more than a reserve is free, an unknown service only
- * up to a share of the pool) will plug in here; that is why every service
- * keeps its own lane (heap).  Today every service is eligible. */
-static int bk_eligible(const struct book *b, uint32_t s)
+/* Whether service s may take a free slot now (book.h, struct
+ * book_autobalance): O(1), so the grant stays O(S + k log n).  Every
+ * service keeps its own lane (heap), so an ineligible one is skipped
+ * without blocking the others. */
+int bk_eligible(const struct book *b, uint32_t s)
 {
-	(void)b;
-	(void)s;
-	return 1;
+	const struct book_autobalance *ab = &b->topo.autobalance;
+	if (!ab->enabled)
+		return 1;
+	const struct bk_service *sv = &b->svcs[s];
+	const struct bk_wg *wg = &b->wgs[sv->wg];
+	switch (sv->klass) {
+	case SVC_HEAVY:
+		return (uint64_t)wg->running + wg->offered + wg->tokens + ab->reserve < wg->processes;
+	case SVC_UNKNOWN:
+		return (uint64_t)sv->running + sv->offered < ab->unknown_cap;
+	default:
+		return 1;
+	}
 }
 
 void bk_offered_append(struct book *b, uint32_t wi)
@@ -105,6 +116,7 @@ static int grant_one(struct book *b, uint32_t g)
 	wg->waiting--;
 	b->svcs[w->service].waiting--;
 	wg->offered++;
+	b->svcs[w->service].offered++;
 	bk_offered_append(b, wi);
 	bk_mail_push(b, bk_conn(b, c)->handler, wi);
 	return 1;
@@ -138,6 +150,7 @@ static void expire_offer(struct book *b, uint32_t wi)
 	bk_offered_unlink(b, wi);
 	bk_want_index_del(b, wi);
 	b->wgs[bk_want_wg(b, w)].offered--;
+	b->svcs[w->service].offered--;
 	bk_conn(b, w->conn)->nwants--;
 	b->nwants--;
 	BK_DL_APPEND(bk_want, b, b->exp_head, b->exp_tail, wi, q_prev, q_next);

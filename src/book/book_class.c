@@ -52,6 +52,16 @@ int class_consistent(unsigned cls, double ema_ms, uint64_t nsamples, const struc
 	return 0;
 }
 
+uint32_t class_usable_slots(unsigned cls, uint32_t processes, uint32_t reserve,
+			    uint32_t unknown_cap)
+{
+	if (cls == SVC_HEAVY)
+		return processes > reserve ? processes - reserve : 0;
+	if (cls == SVC_UNKNOWN)
+		return unknown_cap < processes ? unknown_cap : processes;
+	return processes;
+}
+
 static const char *const names[] = { "unknown", "light", "heavy" };
 
 const char *class_name(unsigned cls)

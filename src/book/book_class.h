@@ -47,6 +47,12 @@ enum svc_class class_next(enum svc_class cur, double ema_ms, uint64_t nsamples,
  * count (see the invariant above), 0 otherwise (also for values outside
  * the enum). */
 int class_consistent(unsigned cls, double ema_ms, uint64_t nsamples, const struct class_params *p);
+/* The slots of a pool of `processes` that a want of class cls may take
+ * when the pool is otherwise idle (for POSITION's estimate): all of them
+ * for light, processes - reserve for heavy, at most unknown_cap for
+ * unknown. */
+uint32_t class_usable_slots(unsigned cls, uint32_t processes, uint32_t reserve,
+			    uint32_t unknown_cap);
 /* "unknown", "light", "heavy" (NULL for other values). */
 const char *class_name(unsigned cls);
 /* The class of a name, or -1. */

@@ -40,6 +40,13 @@ static void fill_topology(const struct es_config *cfg, struct book_topology *top
 		topo->services[i].waitgroup = (uint32_t)cfg->services[i].wg_index;
 		topo->services[i].enabled = cfg->services[i].enabled;
 	}
+	if (cfg->auto_balance) {
+		topo->autobalance.enabled = 1;
+		topo->autobalance.reserve = (uint32_t)cfg->fast_reserve;
+		topo->autobalance.unknown_cap = (uint32_t)cfg->unknown_cap;
+		topo->autobalance.min_samples = (uint32_t)cfg->min_samples;
+		topo->autobalance.heavy_threshold_ms = (uint64_t)cfg->heavy_threshold_ms;
+	}
 }
 
 /* Receipts waiting for their DONE: a few per slot is plenty (they leave as

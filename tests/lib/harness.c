@@ -116,6 +116,8 @@ static int write_config(struct es_daemon *d, int handlers, const char *body)
 	return fclose(f);
 }
 
+static int launch(struct es_daemon *d, int handlers, const char *body, const char *extra_env);
+
 struct json_object *harness_status(const struct es_daemon *d)
 {
 	char body[1 << 16];
@@ -129,13 +131,26 @@ struct json_object *harness_status(const struct es_daemon *d)
 
 int harness_start(struct es_daemon *d, int handlers, const char *body, const char *extra_env)
 {
-	const char *bin = getenv("EXECSERVER_BIN");
 	memset(d, 0, sizeof *d);
 	snprintf(d->dir, sizeof d->dir, "/tmp/es-test-XXXXXX");
 	if (!mkdtemp(d->dir))
 		return -1;
 	snprintf(d->config, sizeof d->config, "%s/execserver.yml", d->dir);
 	snprintf(d->log, sizeof d->log, "%s/execserver.log", d->dir);
+	return launch(d, handlers, body, extra_env);
+}
+
+int harness_restart(struct es_daemon *d, int handlers, const char *body, const char *extra_env)
+{
+	if (d->pid || !d->dir[0])
+		return -1;
+	return launch(d, handlers, body, extra_env);
+}
+
+/* Writes the configuration on a free port and starts the daemon in d->dir. */
+static int launch(struct es_daemon *d, int handlers, const char *body, const char *extra_env)
+{
+	const char *bin = getenv("EXECSERVER_BIN");
 	if (!bin)
 		bin = "./execserver";
 

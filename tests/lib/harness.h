@@ -27,6 +27,9 @@ const char *harness_default_body(int slots);
  * daemon and waits until /status answers.  extra_env: "K=V" or NULL.
  * Returns 0 or -1 (the log is printed). */
 int harness_start(struct es_daemon *d, int handlers, const char *body, const char *extra_env);
+/* Starts the daemon again in the same directory (tempDir and log kept, a
+ * new port) after harness_stop, with a new configuration body. */
+int harness_restart(struct es_daemon *d, int handlers, const char *body, const char *extra_env);
 /* SIGTERM, then waits up to timeout_ms; returns the exit status as from
  * waitpid, or -1 on timeout (then the daemon is killed). */
 int harness_stop(struct es_daemon *d, int timeout_ms);

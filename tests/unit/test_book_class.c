@@ -130,6 +130,11 @@ static void test_consistent(void)
 	CU_ASSERT(class_consistent(SVC_HEAVY, 8000, 3, &P));
 	CU_ASSERT(!class_consistent(SVC_HEAVY, 7999, 3, &P));
 	CU_ASSERT(!class_consistent(7, 9000, 3, &P));
+	CU_ASSERT_EQUAL(class_usable_slots(SVC_LIGHT, 8, 2, 4), 8);
+	CU_ASSERT_EQUAL(class_usable_slots(SVC_HEAVY, 8, 2, 4), 6);
+	CU_ASSERT_EQUAL(class_usable_slots(SVC_HEAVY, 2, 2, 4), 0);
+	CU_ASSERT_EQUAL(class_usable_slots(SVC_UNKNOWN, 8, 2, 4), 4);
+	CU_ASSERT_EQUAL(class_usable_slots(SVC_UNKNOWN, 3, 2, 4), 3);
 	CU_ASSERT_STRING_EQUAL(class_name(SVC_HEAVY), "heavy");
 	CU_ASSERT_STRING_EQUAL(class_name(SVC_LIGHT), "light");
 	CU_ASSERT_STRING_EQUAL(class_name(SVC_UNKNOWN), "unknown");
@@ -149,7 +154,7 @@ int main(void)
 	CU_add_test(s, "unknown until minSamples", test_unknown_until_min_samples);
 	CU_add_test(s, "first classification against the threshold", test_first_classification_at_threshold);
 	CU_add_test(s, "hysteresis", test_hysteresis);
-	CU_add_test(s, "consistency predicate, names", test_consistent);
+	CU_add_test(s, "consistency predicate, usable slots, names", test_consistent);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	unsigned failed = CU_get_number_of_failures();

@@ -993,17 +993,21 @@ static void test_shipped_config(void)
 	}
 	CU_ASSERT_STRING_EQUAL(cfg.addr, "127.0.0.1:8083");
 	CU_ASSERT_STRING_EQUAL(cfg.temp_dir, "/var/lib/execserver");
-	CU_ASSERT_EQUAL_FATAL(cfg.nwaitgroups, 2);
-	CU_ASSERT_STRING_EQUAL(cfg.waitgroups[0].name, "light");
-	CU_ASSERT_EQUAL(cfg.waitgroups[0].processes, 4);
-	CU_ASSERT_STRING_EQUAL(cfg.waitgroups[1].name, "heavy");
-	CU_ASSERT_EQUAL(cfg.waitgroups[1].processes, 2);
+	/* auto-balance with the defaults: one pool of the host's CPUs */
+	CU_ASSERT_EQUAL(cfg.auto_balance, 1);
+	CU_ASSERT_EQUAL_FATAL(cfg.nwaitgroups, 1);
+	CU_ASSERT_STRING_EQUAL(cfg.waitgroups[0].name, "auto");
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	CU_ASSERT_EQUAL(cfg.waitgroups[0].processes, ncpu < 1 ? 1 : ncpu);
+	CU_ASSERT_EQUAL(cfg.heavy_threshold_ms, 10000);
+	CU_ASSERT_EQUAL(cfg.min_samples, 3);
+	CU_ASSERT_DOUBLE_EQUAL(cfg.unknown_share, 0.5, 1e-12);
 	demo = config_find_service(&cfg, "demo");
 	sleep_svc = config_find_service(&cfg, "sleep");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(demo);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(sleep_svc);
-	CU_ASSERT_STRING_EQUAL(cfg.waitgroups[demo->wg_index].name, "light");
-	CU_ASSERT_STRING_EQUAL(cfg.waitgroups[sleep_svc->wg_index].name, "heavy");
+	CU_ASSERT_EQUAL(demo->wg_index, 0);
+	CU_ASSERT_EQUAL(sleep_svc->wg_index, 0);
 	cat = config_find_command(demo, "cat");
 	sha = config_find_command(demo, "sha256sum");
 	wc = config_find_command(demo, "wc");

@@ -943,18 +943,22 @@ static int resolve_services(struct loader *ld)
 	return 0;
 }
 
+/* n, or the number of online CPUs for n <= 0; within 1..max. */
+static long or_cpu_count(long n, long max)
+{
+	if (n <= 0)
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		n = 1;
+	return n > max ? max : n;
+}
+
 /* No waitgroups block: one pool of cpus (or the CPU count) slots. */
 static int make_pool(struct loader *ld)
 {
 	struct es_config *cfg = ld->cfg;
-	long pool = cfg->cpus;
+	long pool = or_cpu_count(cfg->cpus, CONFIG_MAX_PROCESSES);
 
-	if (pool <= 0)
-		pool = sysconf(_SC_NPROCESSORS_ONLN);
-	if (pool < 1)
-		pool = 1;
-	if (pool > CONFIG_MAX_PROCESSES)
-		pool = CONFIG_MAX_PROCESSES;
 	cfg->auto_balance = 1;
 	cfg->waitgroups = calloc(1, sizeof *cfg->waitgroups);
 	if (!cfg->waitgroups)
@@ -1151,13 +1155,5 @@ const struct config_command *config_find_command(const struct config_service *sv
 
 int config_effective_handlers(const struct es_config *cfg)
 {
-	long n = cfg->handlers;
-
-	if (n <= 0)
-		n = sysconf(_SC_NPROCESSORS_ONLN);
-	if (n < 1)
-		n = 1;
-	if (n > CONFIG_MAX_HANDLERS)
-		n = CONFIG_MAX_HANDLERS;
-	return (int)n;
+	return (int)or_cpu_count(cfg->handlers, CONFIG_MAX_HANDLERS);
 }

@@ -17,14 +17,17 @@
 #include "book/book_class.h"
 #include "book/book_layout.h"
 #include "book_fixture.h"
+#include "suite.h"
 
 #define OK(x) CU_ASSERT_EQUAL((x), BOOK_OK)
-#define SEQ_EQ(got, want) do { \
-	const char *g_ = (got); \
-	if (strcmp(g_, (want)) != 0) \
-		printf("\n  line %d: got \"%s\", want \"%s\"\n", __LINE__, g_, (want)); \
-	CU_ASSERT_STRING_EQUAL(g_, (want)); \
-} while (0)
+/* Compares a sequence of job ids, printing both where they differ. */
+static void seq_eq(const char *got, const char *want, int line)
+{
+	if (strcmp(got, want) != 0)
+		printf("\n  line %d: got \"%s\", want \"%s\"\n", line, got, want);
+	CU_ASSERT_STRING_EQUAL(got, want);
+}
+#define SEQ_EQ(got, want) seq_eq((got), (want), __LINE__)
 
 enum { LIGHT = 0, HEAVY = 1, UNKNOWN = 2 };
 
@@ -51,29 +54,18 @@ static void mk(struct fx *f, uint32_t procs, uint32_t reserve, uint32_t cap)
 	fx_unlock(f);
 }
 
-static void done(struct fx *f)
-{
-	char why[256];
-	int rc = fx_check(f, why, sizeof why);
-	if (rc)
-		printf("\n  book_check: %s\n", why);
-	CU_ASSERT_EQUAL(rc, 0);
-	fx_fini(f);
-}
+#define done(f) CU_ASSERT_EQUAL(fx_fini_checked(f), 0)
+#define offers fx_offers
 
-static const char *offers(struct fx *f, size_t from)
+/* WANTs prefix0..prefix<n-1> of service svc at priority 0 on conn c. */
+static void want_n(struct fx *f, struct book_ref c, const char *prefix, uint32_t svc, int n,
+		   uint64_t now)
 {
-	static char buf[4096];
-	buf[0] = '\0';
-	fx_pump(f);
-	for (size_t i = from; i < f->nlog; i++) {
-		if (f->log[i].m.kind != MAIL_OFFER)
-			continue;
-		if (buf[0])
-			strcat(buf, ",");
-		strcat(buf, f->log[i].m.job_id);
+	for (int i = 0; i < n; i++) {
+		char id[16];
+		snprintf(id, sizeof id, "%s%d", prefix, i);
+		OK(fx_want(f, c, id, svc, 0, now + (uint64_t)i));
 	}
-	return buf;
 }
 
 static uint32_t klass(struct fx *f, uint32_t svc)
@@ -98,11 +90,7 @@ static void test_heavy_stops_at_reserve(void)
 	struct book_ref c;
 	mk(&f, 4, 1, 4);
 	OK(fx_open(&f, 0, NULL, 0, &c));
-	for (int i = 0; i < 6; i++) {
-		char id[8];
-		snprintf(id, sizeof id, "h%d", i);
-		OK(fx_want(&f, c, id, HEAVY, 0, (uint64_t)i));
-	}
+	want_n(&f, c, "h", HEAVY, 6, 0);
 	/* 4 slots, 1 reserved: three heavy jobs, the fourth waits */
 	SEQ_EQ(offers(&f, 0), "h0,h1,h2");
 	CU_ASSERT_EQUAL(in_use(&f), 3);
@@ -188,11 +176,7 @@ static void test_unknown_cap(void)
 	struct book_ref c;
 	mk(&f, 4, 1, 2);
 	OK(fx_open(&f, 0, NULL, 0, &c));
-	for (int i = 0; i < 4; i++) {
-		char id[8];
-		snprintf(id, sizeof id, "u%d", i);
-		OK(fx_want(&f, c, id, UNKNOWN, 0, (uint64_t)i));
-	}
+	want_n(&f, c, "u", UNKNOWN, 4, 0);
 	SEQ_EQ(offers(&f, 0), "u0,u1");        /* cap 2: offered count too */
 	OK(fx_want(&f, c, "l0", LIGHT, 0, 5));
 	OK(fx_want(&f, c, "l1", LIGHT, 0, 6));
@@ -229,11 +213,7 @@ static void test_classes_follow_runtimes(void)
 	}
 	CU_ASSERT_EQUAL(klass(&f, UNKNOWN), SVC_HEAVY);
 	/* now heavy: no cap of one, the reserve instead (3 of 4 slots) */
-	for (int i = 0; i < 5; i++) {
-		char id[8];
-		snprintf(id, sizeof id, "t%d", i);
-		OK(fx_want(&f, c, id, UNKNOWN, 0, (uint64_t)(10 + i)));
-	}
+	want_n(&f, c, "t", UNKNOWN, 5, 10);
 	SEQ_EQ(offers(&f, 0), "s0,s1,s2,t0,t1,t2");
 	/* a light service whose jobs turn slow becomes heavy (past the band) */
 	for (int i = 0; i < 12; i++) {
@@ -380,21 +360,17 @@ static void test_init_refuses_bad_parameters(void)
 
 int main(void)
 {
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	CU_pSuite s = CU_add_suite("book auto-balance", NULL, NULL);
-	CU_add_test(s, "heavy stops at the reserve", test_heavy_stops_at_reserve);
-	CU_add_test(s, "an ineligible want never blocks", test_ineligible_never_blocks);
-	CU_add_test(s, "priority among the eligible", test_priority_among_eligible);
-	CU_add_test(s, "unknown share cap", test_unknown_cap);
-	CU_add_test(s, "classes follow runtimes", test_classes_follow_runtimes);
-	CU_add_test(s, "profile restore", test_profile_set);
-	CU_add_test(s, "fixed pools unchanged", test_fixed_pools_unchanged);
-	CU_add_test(s, "check and repair cover classes", test_check_and_repair_classes);
-	CU_add_test(s, "init refuses bad parameters", test_init_refuses_bad_parameters);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned failed = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	static const struct test_case cases[] = {
+		{ "heavy stops at the reserve", test_heavy_stops_at_reserve },
+		{ "an ineligible want never blocks", test_ineligible_never_blocks },
+		{ "priority among the eligible", test_priority_among_eligible },
+		{ "unknown share cap", test_unknown_cap },
+		{ "classes follow runtimes", test_classes_follow_runtimes },
+		{ "profile restore", test_profile_set },
+		{ "fixed pools unchanged", test_fixed_pools_unchanged },
+		{ "check and repair cover classes", test_check_and_repair_classes },
+		{ "init refuses bad parameters", test_init_refuses_bad_parameters },
+		{ NULL, NULL },
+	};
+	return run_suite("book auto-balance", cases);
 }

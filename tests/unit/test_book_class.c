@@ -13,6 +13,7 @@
 #include <CUnit/Basic.h>
 
 #include "book/book_class.h"
+#include "suite.h"
 
 static const struct class_params P = { .heavy_threshold_ms = 10000, .min_samples = 3 };
 
@@ -147,17 +148,13 @@ static void test_consistent(void)
 
 int main(void)
 {
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	CU_pSuite s = CU_add_suite("auto-balance classification", NULL, NULL);
-	CU_add_test(s, "moving average", test_ema);
-	CU_add_test(s, "unknown until minSamples", test_unknown_until_min_samples);
-	CU_add_test(s, "first classification against the threshold", test_first_classification_at_threshold);
-	CU_add_test(s, "hysteresis", test_hysteresis);
-	CU_add_test(s, "consistency predicate, usable slots, names", test_consistent);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned failed = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	static const struct test_case cases[] = {
+		{ "moving average", test_ema },
+		{ "unknown until minSamples", test_unknown_until_min_samples },
+		{ "first classification against the threshold", test_first_classification_at_threshold },
+		{ "hysteresis", test_hysteresis },
+		{ "consistency predicate, usable slots, names", test_consistent },
+		{ NULL, NULL },
+	};
+	return run_suite("auto-balance classification", cases);
 }

@@ -17,6 +17,7 @@
 
 #include "book/book_class.h"
 #include "master/profile.h"
+#include "suite.h"
 
 static char g_dir[64], g_path[128];
 
@@ -136,15 +137,14 @@ static void test_write_fails_cleanly(void)
 
 int main(void)
 {
-	if (CU_initialize_registry() != CUE_SUCCESS)
+	static const struct test_case cases[] = {
+		{ "round trip, atomic replace", test_round_trip },
+		{ "discarded snapshots", test_discarded },
+		{ "a failed write", test_write_fails_cleanly },
+		{ NULL, NULL },
+	};
+	if (setup() != 0)
 		return 2;
-	CU_pSuite s = CU_add_suite("profile snapshot", setup, teardown);
-	CU_add_test(s, "round trip, atomic replace", test_round_trip);
-	CU_add_test(s, "discarded snapshots", test_discarded);
-	CU_add_test(s, "a failed write", test_write_fails_cleanly);
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	unsigned failed = CU_get_number_of_failures();
-	CU_cleanup_registry();
-	return failed ? 1 : 0;
+	int rc = run_suite("profile snapshot", cases);
+	return teardown() != 0 ? 1 : rc;
 }

@@ -20,7 +20,8 @@
  *
  * Grant rule (book_grant, called internally whenever a slot may be free or a
  * want arrives): while a waitgroup has a free slot, the taker is the
- * eligible parked want with the smallest key
+ * eligible parked want (every want, unless auto-balance: see struct
+ * book_autobalance) with the smallest key
  *     ( -priority, stamp(conn, waitgroup), seq(want) )
  * where stamp(conn, wg) is the waitgroup's grant counter value when that
  * connection last received an offer in that waitgroup (0 if never) and seq is
@@ -365,7 +366,8 @@ struct book_outcome {
 
 /* The process of a running job ended.  Frees its slot (re-granted), updates
  * the service statistics (finished; failed if o->failed; runtime EMA of
- * duration_ms with alpha 0.2, the first sample initialises it), stores the
+ * duration_ms with alpha 0.2, the first sample initialises it; with
+ * auto-balance the service's class follows, book_class.h), stores the
  * receipt text (len bytes, not NUL-terminated; may be NULL) if the store
  * has room (else the want is flagged receipt_lost, see book_done_read), and
  * queues MAIL_DONE for the handler of the job's owner connection when the
@@ -537,7 +539,8 @@ void book_profile_changes(const struct book *b, uint64_t *samples, uint64_t *cla
 /* ---- consistency -------------------------------------------------------- */
 
 /* Checks every invariant (counts match tables, each parked want in exactly
- * one queue, heaps ordered, each held slot has a live holder, finished
+ * one queue, heaps ordered, each held slot has a live holder, each
+ * service's class consistent with its runtime average, finished
  * wants hold no slot and are indexed and listed with their client, each
  * receipt slot owned by exactly one finished want or on the free list,
  * pending-mail flags match the mailboxes, indexes match the tables, lists

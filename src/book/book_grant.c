@@ -5,13 +5,17 @@
  * counters.  Invariants:
  *  - running + offered + tokens <= processes in every waitgroup;
  *  - after every public operation, unless draining, no waitgroup has both a
- *    free slot and an eligible parked want (grants are eager);
+ *    free slot and an eligible parked want (grants are eager; eligibility
+ *    changes only when a slot is taken or freed, or a class changes in
+ *    book_job_finished / book_profile_set, and each of those grants);
  *  - each offered list is in offer_no order, which is also deadline order
  *    (the timeout is constant and the clock never goes back), and its
  *    unstamped offers (BKW_STAMPED clear) are a suffix.
  *
  * Grant rule (book.h): the taker is the eligible parked want with the
- * smallest key (-priority, stamp(conn, wg), seq).  Each service keeps a
+ * smallest key (-priority, stamp(conn, wg), seq); eligibility is per
+ * service (bk_eligible: auto-balance classes), so a grant looks only at
+ * the roots of the eligible services' heaps.  Each service keeps a
  * pairing heap of its nodes; a node's key is its head want's key, and a
  * node's FIFO is in seq order, so the service's heap root holds its best
  * want and the waitgroup's best want is the best root among its services.

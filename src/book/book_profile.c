@@ -8,7 +8,8 @@
  *  - with auto-balance, klass is consistent with ema_ms and nsamples
  *    (class_consistent, book_class.h): a sample writes the EMA, then the
  *    count, then the class, and repair re-classifies a class left behind by
- *    a process that died between those writes.
+ *    a process that died between those writes (an EMA that is not a finite
+ *    non-negative number is forgotten: the service is learned again).
  * The arithmetic is in book_class.c; this file only applies it.
  */
 #include "autoconfig.h"
@@ -60,6 +61,12 @@ int bk_class_ok(const struct book *b, uint32_t svc)
 void bk_class_repair(struct book *b)
 {
 	for (uint32_t i = 0; i < b->topo.nservices; i++) {
+		struct bk_service *s = &b->svcs[i];
+		if (!isfinite(s->ema_ms) || s->ema_ms < 0) {
+			/* not an average any more: learn it again */
+			s->ema_ms = 0;
+			s->nsamples = 0;
+		}
 		if (bk_class_ok(b, i))
 			continue;
 		struct class_params p = params(b);

@@ -130,6 +130,11 @@ int segment_create(struct instance *inst, struct es_config *cfg, int nhandlers)
 	}
 	log_info("shared segment: %zu bytes for %d connections, %d wants, %d handlers",
 		 inst->segment_size, cfg->max_connections, cfg->max_wants, nhandlers);
+	if (cfg->auto_balance)
+		log_info("auto-balance: one pool of %d slots, %d kept for light services, heavy "
+			 "above %lld ms, unknown services up to %d slots, classified after %d jobs",
+			 cfg->waitgroups[0].processes, cfg->fast_reserve,
+			 (long long)cfg->heavy_threshold_ms, cfg->unknown_cap, cfg->min_samples);
 	return 0;
 }
 

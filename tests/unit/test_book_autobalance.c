@@ -8,6 +8,7 @@
  */
 #include "autoconfig.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -321,6 +322,13 @@ static void test_check_and_repair_classes(void)
 	book_repair(f.b);
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(klass(&f, LIGHT), SVC_LIGHT);
+	/* an average that is no number any more is forgotten */
+	fx_lock(&f);
+	f.b->svcs[LIGHT].ema_ms = -HUGE_VAL;
+	book_repair(f.b);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(klass(&f, LIGHT), SVC_UNKNOWN);
+	CU_ASSERT_EQUAL(fx_check(&f, why, sizeof why), 0);
 	/* the held-slot counts of a service are rebuilt by repair too */
 	struct book_ref c;
 	OK(fx_open(&f, 0, NULL, 0, &c));

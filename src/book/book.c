@@ -158,6 +158,9 @@ static int topo_ok(const struct book_topology *t)
 	for (uint32_t s = 0; s < t->nservices; s++)
 		if (t->services[s].waitgroup >= t->nwaitgroups)
 			return 0;
+	if (t->autobalance.enabled &&
+	    (t->autobalance.min_samples == 0 || t->autobalance.heavy_threshold_ms == 0))
+		return 0;
 	return 1;
 }
 
@@ -389,8 +392,11 @@ void book_service_status(const struct book *b, uint32_t svc, struct book_service
 	st->finished = s->finished;
 	st->failed = s->failed;
 	st->mean_runtime_ms = s->nsamples ? (uint64_t)(s->ema_ms + 0.5) : 0;
+	st->samples = s->nsamples;
 	st->waiting = s->waiting;
 	st->running = s->running;
+	st->offered = s->offered;
+	st->klass = s->klass;
 }
 
 const struct book_topology *book_topology(const struct book *b)

@@ -20,7 +20,8 @@
  *
  * Grant rule (book_grant, called internally whenever a slot may be free or a
  * want arrives): while a waitgroup has a free slot, the taker is the
- * eligible parked want with the smallest key
+ * eligible parked want (every want, unless auto-balance: see struct
+ * book_autobalance) with the smallest key
  *     ( -priority, stamp(conn, waitgroup), seq(want) )
  * where stamp(conn, wg) is the waitgroup's grant counter value when that
  * connection last received an offer in that waitgroup (0 if never) and seq is
@@ -172,6 +173,24 @@ struct book_topology {
 		uint32_t waitgroup;      /* index into waitgroups */
 		int enabled;             /* 0: startup check failed, WANT refused */
 	} services[BOOK_MAX_SERVICES];
+	/* Auto-balance (the configuration has no waitgroups block, so there is
+	 * one waitgroup, the pool).  When enabled, a parked want is eligible
+	 * for a free slot by its service's class (book_class.h):
+	 *   light    always;
+	 *   heavy    only while more than `reserve` slots of the waitgroup are
+	 *            free (running + offered + tokens < processes - reserve);
+	 *   unknown  only while the service holds (offered + running) fewer
+	 *            than `unknown_cap` slots.
+	 * Among the eligible wants the grant rule is unchanged; an ineligible
+	 * want never blocks an eligible one.  Disabled: every want is
+	 * eligible (fixed waitgroups). */
+	struct book_autobalance {
+		uint32_t enabled;
+		uint32_t reserve;
+		uint32_t unknown_cap;
+		uint32_t min_samples;        /* >= 1 when enabled */
+		uint64_t heavy_threshold_ms; /* > 0 when enabled */
+	} autobalance;
 };
 
 struct book;  /* opaque; layout in book_layout.h for the book's own files */
@@ -347,7 +366,8 @@ struct book_outcome {
 
 /* The process of a running job ended.  Frees its slot (re-granted), updates
  * the service statistics (finished; failed if o->failed; runtime EMA of
- * duration_ms with alpha 0.2, the first sample initialises it), stores the
+ * duration_ms with alpha 0.2, the first sample initialises it; with
+ * auto-balance the service's class follows, book_class.h), stores the
  * receipt text (len bytes, not NUL-terminated; may be NULL) if the store
  * has room (else the want is flagged receipt_lost, see book_done_read), and
  * queues MAIL_DONE for the handler of the job's owner connection when the
@@ -470,7 +490,9 @@ struct book_wg_status {
 struct book_service_status {
 	uint64_t started, finished, failed;
 	uint64_t mean_runtime_ms;  /* exponential moving average; 0 = no sample */
-	uint32_t waiting, running;
+	uint64_t samples;          /* finished jobs in the average (lost ones do not count) */
+	uint32_t waiting, running, offered;
+	uint32_t klass;            /* enum svc_class (book_class.h); SVC_UNKNOWN unless auto-balance */
 };
 struct book_status {
 	uint8_t instance_id[16];
@@ -490,10 +512,35 @@ void book_wg_status(const struct book *b, uint32_t wg, struct book_wg_status *st
 void book_service_status(const struct book *b, uint32_t svc, struct book_service_status *st);
 const struct book_topology *book_topology(const struct book *b);
 
+/* ---- learned profile (auto-balance) ------------------------------------ */
+
+/* What the book learned about a service's runtime (book_profile.c): the
+ * moving average and its sample count feed every finished job
+ * (book_job_finished; a lost job adds no sample), the class follows them
+ * (book_class.h) when auto-balance is enabled and stays SVC_UNKNOWN
+ * otherwise. */
+struct book_profile {
+	double ema_ms;
+	uint64_t samples;
+	uint32_t klass;            /* enum svc_class */
+};
+void book_profile_get(const struct book *b, uint32_t svc, struct book_profile *p);
+/* Restores a service's profile (the master, from a snapshot, before any
+ * job ran): EMA and samples are taken; the class is taken when it is
+ * consistent with them and the book's parameters (class_consistent),
+ * otherwise classified afresh (class_next from SVC_UNKNOWN); without
+ * auto-balance it stays SVC_UNKNOWN.  Then grants.  BOOK_E_INVALID for a
+ * service out of range or an EMA that is negative or not finite. */
+enum book_rc book_profile_set(struct book *b, uint32_t svc, const struct book_profile *p);
+/* Counters since book_init, for the snapshot writer: samples added (any
+ * service) and class changes (auto-balance). */
+void book_profile_changes(const struct book *b, uint64_t *samples, uint64_t *class_changes);
+
 /* ---- consistency -------------------------------------------------------- */
 
 /* Checks every invariant (counts match tables, each parked want in exactly
- * one queue, heaps ordered, each held slot has a live holder, finished
+ * one queue, heaps ordered, each held slot has a live holder, each
+ * service's class consistent with its runtime average, finished
  * wants hold no slot and are indexed and listed with their client, each
  * receipt slot owned by exactly one finished want or on the free list,
  * pending-mail flags match the mailboxes, indexes match the tables, lists

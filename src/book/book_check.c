@@ -9,6 +9,7 @@
 #include "autoconfig.h"
 #include "book/book.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -23,7 +24,7 @@ struct ck {
 	int failed;
 	/* recomputed from the tables */
 	uint32_t wg_run[BOOK_MAX_WAITGROUPS], wg_off[BOOK_MAX_WAITGROUPS], wg_wait[BOOK_MAX_WAITGROUPS];
-	uint32_t svc_wait[BOOK_MAX_SERVICES], svc_run[BOOK_MAX_SERVICES];
+	uint32_t svc_wait[BOOK_MAX_SERVICES], svc_run[BOOK_MAX_SERVICES], svc_off[BOOK_MAX_SERVICES];
 	uint32_t nstate[BK_WANT_EXPIRED + 1], nmailed, nindexed, njobs_owned, nnodes, nnamed;
 	uint32_t nreceipts;      /* receipt slots owned by finished wants */
 	uint32_t nconn_live, nclient_state[3];
@@ -94,6 +95,7 @@ static int check_want(struct ck *k, uint32_t wi)
 		break;
 	case WANT_OFFERED:
 		k->wg_off[g]++;
+		k->svc_off[w->service]++;
 		indexed = 1;
 		CK(k, w->token != 0, "offered want %u: token 0", wi);
 		CK(k, (w->flags & BKW_OFFER_MAIL) ? w->m_handler == bk_conn(b, w->conn)->handler
@@ -372,13 +374,23 @@ static int check_lists(struct ck *k)
 		CK(k, (uint64_t)wg->running + wg->offered + wg->tokens <= wg->processes,
 		   "wg %u: %u running + %u offered + %u tokens > %u processes", g, wg->running,
 		   wg->offered, wg->tokens, wg->processes);
-		CK(k, b->draining || g >= b->topo.nwaitgroups || wg->waiting == 0 ||
-		   (uint64_t)wg->running + wg->offered + wg->tokens == wg->processes,
-		   "wg %u: a slot is free while %u wants wait", g, wg->waiting);
 	}
 	for (uint32_t s = 0; s < BOOK_MAX_SERVICES; s++)
-		CK(k, b->svcs[s].waiting == k->svc_wait[s] && b->svcs[s].running == k->svc_run[s],
-		   "service %u: counts", s);
+		CK(k, b->svcs[s].waiting == k->svc_wait[s] && b->svcs[s].running == k->svc_run[s] &&
+		   b->svcs[s].offered == k->svc_off[s], "service %u: counts", s);
+	/* grants are eager: no free slot while an eligible service waits */
+	for (uint32_t s = 0; s < b->topo.nservices && !b->draining; s++) {
+		const struct bk_wg *wg = &b->wgs[b->svcs[s].wg];
+		CK(k, b->svcs[s].waiting == 0 || !bk_eligible(b, s) ||
+		   (uint64_t)wg->running + wg->offered + wg->tokens == wg->processes,
+		   "wg %u: a slot is free while %u wants of eligible service %u wait",
+		   b->svcs[s].wg, b->svcs[s].waiting, s);
+	}
+	/* auto-balance classes */
+	for (uint32_t s = 0; s < BOOK_MAX_SERVICES; s++)
+		CK(k, s < b->topo.nservices ? bk_class_ok(b, s) : b->svcs[s].klass == 0,
+		   "service %u: class %u does not match its %" PRIu64 " samples", s,
+		   b->svcs[s].klass, b->svcs[s].nsamples);
 	/* runner lists */
 	for (uint32_t h = 0; h < BOOK_MAX_HANDLERS; h++) {
 		const struct bk_handler *hd = &b->handlers[h];

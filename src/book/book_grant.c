@@ -5,13 +5,17 @@
  * counters.  Invariants:
  *  - running + offered + tokens <= processes in every waitgroup;
  *  - after every public operation, unless draining, no waitgroup has both a
- *    free slot and an eligible parked want (grants are eager);
+ *    free slot and an eligible parked want (grants are eager; eligibility
+ *    changes only when a slot is taken or freed, or a class changes in
+ *    book_job_finished / book_profile_set, and each of those grants);
  *  - each offered list is in offer_no order, which is also deadline order
  *    (the timeout is constant and the clock never goes back), and its
  *    unstamped offers (BKW_STAMPED clear) are a suffix.
  *
  * Grant rule (book.h): the taker is the eligible parked want with the
- * smallest key (-priority, stamp(conn, wg), seq).  Each service keeps a
+ * smallest key (-priority, stamp(conn, wg), seq); eligibility is per
+ * service (bk_eligible: auto-balance classes), so a grant looks only at
+ * the roots of the eligible services' heaps.  Each service keeps a
  * pairing heap of its nodes; a node's key is its head want's key, and a
  * node's FIFO is in seq order, so the service's heap root holds its best
  * want and the waitgroup's best want is the best root among its services.
@@ -24,19 +28,30 @@
 #include "autoconfig.h"
 #include "book/book.h"
 
+#include "book/book_class.h"
 #include "book/book_heap.h"
 #include "book/book_impl.h"
 #include "book/book_index.h"
 
-/* Whether service s may take a free slot now.  Auto-balance (heavy
- * services only while more than a reserve is free, an unknown service only
- * up to a share of the pool) will plug in here; that is why every service
- * keeps its own lane (heap).  Today every service is eligible. */
-static int bk_eligible(const struct book *b, uint32_t s)
+/* Whether service s may take a free slot now (book.h, struct
+ * book_autobalance): O(1), so the grant stays O(S + k log n).  Every
+ * service keeps its own lane (heap), so an ineligible one is skipped
+ * without blocking the others. */
+int bk_eligible(const struct book *b, uint32_t s)
 {
-	(void)b;
-	(void)s;
-	return 1;
+	const struct book_autobalance *ab = &b->topo.autobalance;
+	if (!ab->enabled)
+		return 1;
+	const struct bk_service *sv = &b->svcs[s];
+	const struct bk_wg *wg = &b->wgs[sv->wg];
+	switch (sv->klass) {
+	case SVC_HEAVY:
+		return (uint64_t)wg->running + wg->offered + wg->tokens + ab->reserve < wg->processes;
+	case SVC_UNKNOWN:
+		return (uint64_t)sv->running + sv->offered < ab->unknown_cap;
+	default:
+		return 1;
+	}
 }
 
 void bk_offered_append(struct book *b, uint32_t wi)
@@ -105,6 +120,7 @@ static int grant_one(struct book *b, uint32_t g)
 	wg->waiting--;
 	b->svcs[w->service].waiting--;
 	wg->offered++;
+	b->svcs[w->service].offered++;
 	bk_offered_append(b, wi);
 	bk_mail_push(b, bk_conn(b, c)->handler, wi);
 	return 1;
@@ -138,6 +154,7 @@ static void expire_offer(struct book *b, uint32_t wi)
 	bk_offered_unlink(b, wi);
 	bk_want_index_del(b, wi);
 	b->wgs[bk_want_wg(b, w)].offered--;
+	b->svcs[w->service].offered--;
 	bk_conn(b, w->conn)->nwants--;
 	b->nwants--;
 	BK_DL_APPEND(bk_want, b, b->exp_head, b->exp_tail, wi, q_prev, q_next);

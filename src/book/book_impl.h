@@ -111,6 +111,19 @@ void bk_grant_all(struct book *b);
 void bk_offered_append(struct book *b, uint32_t wi);
 void bk_offered_unlink(struct book *b, uint32_t wi);
 
+/* Auto-balance eligibility of service s's wants for a free slot of its
+ * waitgroup now (book.h, struct book_autobalance); 1 without auto-balance. */
+int bk_eligible(const struct book *b, uint32_t s);
+
+/* book_profile.c */
+/* One finished job's wall time into service svc's average, count and
+ * class. */
+void bk_profile_sample(struct book *b, uint32_t svc, uint32_t duration_ms);
+/* 1 if service svc's class is consistent (book_profile.c invariants). */
+int bk_class_ok(const struct book *b, uint32_t svc);
+/* Re-classifies every service whose class is not consistent. */
+void bk_class_repair(struct book *b);
+
 /* book_conn.c */
 uint32_t bk_conn_get(const struct book *b, struct book_ref ref);
 uint32_t bk_client_newest_conn(const struct book *b, uint32_t ci);

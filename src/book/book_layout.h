@@ -50,7 +50,7 @@
 
 #define BK_NIL UINT32_MAX
 #define BK_MAGIC 0x4b4f4f4258455345ULL   /* "ESEXBOOK" little endian */
-#define BK_VERSION 2u
+#define BK_VERSION 3u
 #define BK_MAX_CONNECTIONS (1u << 20)
 #define BK_MAX_WANTS (1u << 22)
 
@@ -167,10 +167,12 @@ struct bk_service {
 	uint32_t wg, enabled;    /* (P) static */
 	uint32_t wg_next;        /* (P) static: next service of the same wg */
 	uint32_t root;           /* (D) pairing heap of its nodes */
-	uint32_t waiting, running; /* (D) */
+	uint32_t waiting, running, offered; /* (D) */
 	uint64_t started, finished, failed; /* (P) statistics */
 	uint64_t nsamples;       /* (P) */
-	double ema_ms;           /* (P) runtime EMA, alpha 0.2 */
+	double ema_ms;           /* (P) runtime EMA (book_class.h) */
+	uint32_t klass;          /* (P) enum svc_class; written after ema_ms and
+				  * nsamples, repaired when not consistent with them */
 };
 
 /* One slot of the receipt store; the text lives in the byte area. */
@@ -210,6 +212,7 @@ struct book {
 	uint32_t draining;       /* (P) */
 	uint64_t seq, open_seq, grace_seq; /* (P) */
 	uint64_t grants, repairs; /* (P) */
+	uint64_t profile_samples, class_changes; /* (P) book_profile_changes */
 
 	/* derived */
 	uint64_t mail_mask;      /* handlers mailed since book_lock */

@@ -18,8 +18,12 @@
  * So for the k-th oldest want of conn c at priority p:
  *   ahead = wants above p + sum over conns c' of min(n(c'), k - 1)
  *           + conns before c in turn order with n(c') >= k.
- * Eligibility (auto-balance, later) is not part of the replay yet: today
- * every service is eligible.
+ * Auto-balance eligibility is not part of the replay, on purpose: it
+ * depends on how many slots will be free at each future grant, which the
+ * book cannot know (jobs end when they end).  So with auto-balance `ahead`
+ * is the plain rule's count: a light want may start sooner (it overtakes
+ * heavy wants when only the reserve is free), a heavy one later
+ * (docs/protocol.md says so).
  *
  * Cost: O(N log N), N = nodes of the waitgroup at priorities >= p, plus the
  * conn's wants at priority p.

@@ -87,7 +87,7 @@ static void reset_derived(struct book *b)
 	}
 	for (uint32_t s = 0; s < BOOK_MAX_SERVICES; s++) {
 		b->svcs[s].root = BK_NIL;
-		b->svcs[s].waiting = b->svcs[s].running = 0;
+		b->svcs[s].waiting = b->svcs[s].running = b->svcs[s].offered = 0;
 	}
 	b->nconns = b->nclients_live = b->nwants = b->nfinished = 0;
 	b->want_free = b->node_free = b->conn_free = b->client_free = BK_NIL;
@@ -306,6 +306,7 @@ static void link_want(struct book *b, uint32_t wi)
 		break;
 	case WANT_OFFERED:
 		b->wgs[g].offered++;
+		s->offered++;
 		b->nwants++;
 		if (w->flags & BKW_OFFER_MAIL)
 			bk_mail_push(b, bk_conn(b, w->conn)->handler, wi);
@@ -390,6 +391,7 @@ static void unoffer_newest(struct book *b, uint32_t g)
 	bk_set_state(&w->state, WANT_PARKED);
 	b->wgs[g].offered--;
 	b->wgs[g].waiting++;
+	b->svcs[w->service].offered--;
 	b->svcs[w->service].waiting++;
 	bk_park(b, wi);
 }
@@ -446,6 +448,7 @@ void book_repair(struct book *b)
 	b->now_valid = 0;
 	reset_derived(b);
 	bk_fault("repair.mid");
+	bk_class_repair(b);
 	repair_clients(b);
 	repair_conns(b);
 	size_t na = repair_want_records(b);

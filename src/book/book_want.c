@@ -250,6 +250,7 @@ void bk_want_free(struct book *b, uint32_t wi, const char *point)
 	case WANT_OFFERED:
 		bk_offered_unlink(b, wi);
 		b->wgs[g].offered--;
+		s->offered--;
 		bk_want_index_del(b, wi);
 		b->nwants--;
 		break;
@@ -453,6 +454,7 @@ enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_i
 	uint32_t g = bk_want_wg(b, w);
 	b->wgs[g].offered--;
 	b->wgs[g].running++;
+	b->svcs[w->service].offered--;
 	b->svcs[w->service].running++;
 	b->svcs[w->service].started++;
 	if (want) {
@@ -553,11 +555,7 @@ enum book_rc book_job_finished(struct book *b, struct book_ref want, const struc
 	s->finished++;
 	if (o->failed)
 		s->failed++;
-	if (s->nsamples == 0)
-		s->ema_ms = (double)o->duration_ms;
-	else
-		s->ema_ms += 0.2 * ((double)o->duration_ms - s->ema_ms);
-	s->nsamples++;
+	bk_profile_sample(b, w->service, o->duration_ms);
 	bk_grant(b, bk_job_end(b, wi, o, receipt, len, "finished.mid"));
 	return BOOK_OK;
 }

@@ -11,7 +11,10 @@
  *     type and range as it is met, so the first error in the file wins;
  *  2. cross references (service -> waitgroup, service command -> common
  *     command) and checks between keys (pingTimeoutSec > pingIntervalSec)
- *     are resolved once everything has been read.
+ *     are resolved once everything has been read.  Without a `waitgroups`
+ *     block the configuration is auto-balanced: pass 2 makes the one pool
+ *     (CONFIG_AUTO_POOL) and resolves cpus, fastReserve and unknownShare
+ *     against it; with the block, the auto-balance keys are an error.
  * Every allocation goes into the es_config at once, so config_free() cleans
  * up after an error at any point.
  */
@@ -57,6 +60,8 @@ struct loader {
 	const struct cy_node *waitgroups;   /* NULL if the key is absent */
 	const struct cy_node *ping_interval, *ping_timeout;
 	const struct cy_node *max_wants, *max_wants_per_conn;
+	const struct cy_node *ab_key;       /* first auto-balance key, or NULL */
+	const struct cy_node *fast_reserve; /* its value, or NULL */
 	struct service_extra *extra;        /* one per cfg->services */
 };
 
@@ -80,6 +85,9 @@ static int set_defaults(struct es_config *cfg)
 	cfg->max_wants_per_connection = 4096;
 	cfg->max_frame_bytes = 1024 * 1024;
 	cfg->log_level = LOG_LVL_INFO;
+	cfg->heavy_threshold_ms = 10000;
+	cfg->unknown_share = 0.5;
+	cfg->min_samples = 3;
 	cfg->addr = strdup("127.0.0.1:8083");
 	cfg->temp_dir = strdup("/var/lib/execserver");
 	cfg->pid_file = strdup("/run/execserver.pid");
@@ -668,6 +676,38 @@ static int top_services(struct loader *ld, const struct topkey *tk, const struct
 	return parse_services(ld, v);
 }
 
+static int top_heavy_threshold(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
+{
+	return cy_get_duration_ms(&ld->cy, v, tk->name, 1, 7 * 24 * 3600 * INT64_C(1000),
+				  &ld->cfg->heavy_threshold_ms);
+}
+
+/* A plain decimal number (digits with at most one point) in (0, 1]. */
+static int top_unknown_share(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
+{
+	char q[64];
+	int digits = 0, points = 0;
+
+	if (cy_expect(&ld->cy, v, CY_SCALAR, tk->name) < 0)
+		return -1;
+	for (size_t i = 0; i < v->len; i++) {
+		if (v->value[i] >= '0' && v->value[i] <= '9')
+			digits++;
+		else if (v->value[i] == '.')
+			points++;
+		else
+			digits = -1000;
+	}
+	double x = digits > 0 && points <= 1 && strlen(v->value) == v->len ? strtod(v->value, NULL)
+									    : -1;
+	if (!(x > 0 && x <= 1))
+		return cy_error(&ld->cy, v, "%s: invalid value %s: expected a number above 0 and at "
+				"most 1 (the share of the pool, like 0.5)", tk->name,
+				cy_quote(v, q, sizeof q));
+	ld->cfg->unknown_share = x;
+	return 0;
+}
+
 static int top_auth_token(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
 	if (get_opt_string(ld, v, tk->name, &ld->cfg->auth_token) < 0)
@@ -791,9 +831,25 @@ static const struct topkey topkeys[] = {
 	{ "logLevel", top_log_level, 0, 0, 0 },
 	{ "jobLimits", top_job_limits, 0, 0, 0 },
 	{ "tls", top_tls, 0, 0, 0 },
+	/* auto-balance (no waitgroups block): from AB_FIRST to the end */
+	INTKEY("cpus", cpus, 0, CONFIG_MAX_PROCESSES),
+	INTKEY("fastReserve", fast_reserve, 0, CONFIG_MAX_PROCESSES - 1),
+	{ "heavyThreshold", top_heavy_threshold, 0, 0, 0 },
+	{ "unknownShare", top_unknown_share, 0, 0, 0 },
+	INTKEY("minSamples", min_samples, 1, 1000),
 };
+#define AB_FIRST "cpus"
+
 
 #define NTOPKEYS (sizeof topkeys / sizeof topkeys[0])
+
+static const struct topkey *auto_balance_keys(void)
+{
+	for (size_t t = 0; t < NTOPKEYS; t++)
+		if (strcmp(topkeys[t].name, AB_FIRST) == 0)
+			return &topkeys[t];
+	return &topkeys[NTOPKEYS];
+}
 
 /* Each key appears at most once (cy_parse rejects duplicate keys), so every
  * handler below fills a field that still holds its default. */
@@ -824,6 +880,10 @@ static int parse_block(struct loader *ld)
 			ld->max_wants = v;
 		else if (cy_key_is(k, "maxWantsPerConnection"))
 			ld->max_wants_per_conn = v;
+		if (&topkeys[t] >= auto_balance_keys() && !ld->ab_key)
+			ld->ab_key = k;
+		if (cy_key_is(k, "fastReserve"))
+			ld->fast_reserve = v;
 	}
 	return 0;
 }
@@ -882,10 +942,19 @@ static int resolve_services(struct loader *ld)
 		const struct service_extra *x = &ld->extra[i];
 		char q[64];
 
+		if (cfg->auto_balance && svc->waitgroup)
+			return cy_error(&ld->cy, x->wg_node, "services.%s.waitgroup: there is no "
+					"\"waitgroups\" block, so all services share one auto-balanced "
+					"pool; remove this key, or define the waitgroups", svc->name);
+		if (cfg->auto_balance) {
+			svc->waitgroup = strdup(CONFIG_AUTO_POOL);
+			if (!svc->waitgroup)
+				return oom(ld);
+		}
 		if (!svc->waitgroup)
-			/* The later auto-balance issue replaces this error. */
 			return cy_error_at(&ld->cy, svc->line, svc->column, "services.%s: missing "
-					   "required key \"waitgroup\"", svc->name);
+					   "required key \"waitgroup\" (a \"waitgroups\" block is "
+					   "defined, so every service names its waitgroup)", svc->name);
 		for (size_t w = 0; w < cfg->nwaitgroups; w++)
 			if (strcmp(cfg->waitgroups[w].name, svc->waitgroup) == 0)
 				svc->wg_index = (int)w;
@@ -900,13 +969,58 @@ static int resolve_services(struct loader *ld)
 	return 0;
 }
 
+/* n, or the number of online CPUs for n <= 0; within 1..max. */
+static long or_cpu_count(long n, long max)
+{
+	if (n <= 0)
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n < 1)
+		n = 1;
+	return n > max ? max : n;
+}
+
+/* No waitgroups block: one pool of cpus (or the CPU count) slots. */
+static int make_pool(struct loader *ld)
+{
+	struct es_config *cfg = ld->cfg;
+	long pool = or_cpu_count(cfg->cpus, CONFIG_MAX_PROCESSES);
+
+	cfg->auto_balance = 1;
+	cfg->waitgroups = calloc(1, sizeof *cfg->waitgroups);
+	if (!cfg->waitgroups)
+		return oom(ld);
+	cfg->waitgroups[0].name = strdup(CONFIG_AUTO_POOL);
+	if (!cfg->waitgroups[0].name)
+		return oom(ld);
+	cfg->nwaitgroups = 1;
+	cfg->waitgroups[0].processes = (int)pool;
+	if (cfg->fast_reserve == 0) {
+		/* max(1, pool/4), but never the whole pool */
+		cfg->fast_reserve = pool / 4 > 1 ? (int)(pool / 4) : 1;
+		if (cfg->fast_reserve >= pool)
+			cfg->fast_reserve = (int)pool - 1;
+	} else if (cfg->fast_reserve >= pool) {
+		return cy_error(&ld->cy, ld->fast_reserve, "fastReserve (%d) must be smaller than "
+				"the pool (%ld slots%s), or heavy jobs could never run",
+				cfg->fast_reserve, pool, cfg->cpus ? "" : ": the number of CPUs");
+	}
+	long cap = (long)(cfg->unknown_share * (double)pool);
+	cfg->unknown_cap = cap < 1 ? 1 : (int)cap;
+	return 0;
+}
+
 static int check_relations(struct loader *ld)
 {
 	const struct es_config *cfg = ld->cfg;
 
-	if (!ld->waitgroups)
-		/* A later issue makes a missing block mean "auto-balance". */
-		return cy_error(&ld->cy, ld->block_at, "missing required key \"waitgroups\"");
+	if (!ld->waitgroups) {
+		if (make_pool(ld) < 0)
+			return -1;
+	} else if (ld->ab_key) {
+		return cy_error(&ld->cy, ld->ab_key, "%s: an auto-balance key, but the "
+				"\"waitgroups\" block turns auto-balance off; remove one of them",
+				ld->ab_key->value);
+	}
 	if (resolve_services(ld) < 0)
 		return -1;
 	if (cfg->ping_timeout_sec <= cfg->ping_interval_sec)
@@ -974,7 +1088,7 @@ int config_load_buffer(const char *name, const char *text, size_t len, struct es
 		goto out;
 	if (!root) {
 		cy_error_at(&ld.cy, 1, 1, "the file is empty: expected a mapping of configuration "
-			    "keys (at least \"waitgroups\")");
+			    "keys (at least \"services\")");
 		goto out;
 	}
 	if (cy_expect(&ld.cy, root, CY_MAPPING, "the top level") < 0 || find_block(&ld, root) < 0 ||
@@ -1067,13 +1181,5 @@ const struct config_command *config_find_command(const struct config_service *sv
 
 int config_effective_handlers(const struct es_config *cfg)
 {
-	long n = cfg->handlers;
-
-	if (n <= 0)
-		n = sysconf(_SC_NPROCESSORS_ONLN);
-	if (n < 1)
-		n = 1;
-	if (n > CONFIG_MAX_HANDLERS)
-		n = CONFIG_MAX_HANDLERS;
-	return (int)n;
+	return (int)or_cpu_count(cfg->handlers, CONFIG_MAX_HANDLERS);
 }

@@ -8,6 +8,10 @@
  *
  * Invariants after a successful config_load():
  *  - every service names an existing waitgroup (wg_index is valid);
+ *  - without a `waitgroups` block (auto_balance = 1) there is exactly one
+ *    waitgroup, CONFIG_AUTO_POOL, of the resolved pool size (`cpus`, or
+ *    the CPU count), every service belongs to it, 0 <= fast_reserve <
+ *    its processes and 1 <= unknown_cap <= its processes;
  *  - names of waitgroups, services and of commands within one service are
  *    unique;
  *  - every service command has a non-empty prog (inherited from the common
@@ -24,6 +28,7 @@
 #define CONFIG_MAX_HANDLERS 64
 #define CONFIG_NAME_MAX 63 /* longest waitgroup, service or command name */
 #define CONFIG_MAX_PROCESSES 1024 /* most slots (processes) of one waitgroup */
+#define CONFIG_AUTO_POOL "auto"   /* the one waitgroup of auto-balance */
 
 /* A list of strings (args, env). */
 struct strlist {
@@ -114,6 +119,15 @@ struct es_config {
 	struct config_job_limits job_limits;
 	char *tls_cert;                   /* PEM chain; NULL = plain TCP */
 	char *tls_key;                    /* PEM private key (with tls_cert) */
+
+	/* auto-balance: the file has no `waitgroups` block */
+	int auto_balance;                 /* 1: one pool, services classed by runtime */
+	int cpus;                         /* as written; 0 = number of CPUs */
+	int fast_reserve;                 /* resolved: slots only light jobs take */
+	int64_t heavy_threshold_ms;       /* default 10 s */
+	double unknown_share;             /* default 0.5, in (0, 1] */
+	int unknown_cap;                  /* resolved: max(1, floor(share * pool)) */
+	int min_samples;                  /* default 3 */
 };
 
 /* Error reporting: "file:line:column: message".  Loaders fill this in and

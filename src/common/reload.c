@@ -19,7 +19,12 @@ int config_take_reloadable(struct es_config *cur, struct es_config *fresh, int k
 			     cur->nwaitgroups != fresh->nwaitgroups ||
 			     cur->nservices != fresh->nservices ||
 			     cur->max_connections != fresh->max_connections ||
-			     cur->max_wants != fresh->max_wants || cur->handlers != fresh->handlers;
+			     cur->max_wants != fresh->max_wants || cur->handlers != fresh->handlers ||
+			     cur->auto_balance != fresh->auto_balance || cur->cpus != fresh->cpus ||
+			     cur->fast_reserve != fresh->fast_reserve ||
+			     cur->heavy_threshold_ms != fresh->heavy_threshold_ms ||
+			     cur->unknown_cap != fresh->unknown_cap ||
+			     cur->min_samples != fresh->min_samples;
 
 	if (!keep_log_level)
 		cur->log_level = fresh->log_level;

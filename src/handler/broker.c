@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "book/book_class.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "execserver/protocol.h"
@@ -278,9 +279,14 @@ static void on_query(struct broker_conn *c, struct msg_in *in)
 		return;
 	}
 	/* Estimated wait until start: the wants ahead and this one, spread
-	 * over the waitgroup's slots, at the service's mean runtime. */
-	int has_eta = pos.state == WANT_PARKED && ss.mean_runtime_ms > 0 && pos.capacity > 0;
-	uint64_t eta = has_eta ? ss.mean_runtime_ms * (pos.ahead + 1) / pos.capacity : 0;
+	 * over the slots the service may take (auto-balance: all for light,
+	 * all but the reserve for heavy, the cap for unknown), at the service's
+	 * mean runtime (the average auto-balance classifies by). */
+	const struct es_config *cfg = handler.inst->cfg;
+	uint32_t slots = cfg->auto_balance ? class_usable_slots(ss.klass, pos.capacity,
+				(uint32_t)cfg->fast_reserve, (uint32_t)cfg->unknown_cap) : pos.capacity;
+	int has_eta = pos.state == WANT_PARKED && ss.mean_runtime_ms > 0 && slots > 0;
+	uint64_t eta = has_eta ? ss.mean_runtime_ms * (pos.ahead + 1) / slots : 0;
 	send_text(c, msg_encode_position(in->job_id, &pos, eta, has_eta));
 }
 

@@ -8,6 +8,7 @@
 
 #include <json-c/json.h>
 
+#include "book/book_class.h"
 #include "common/config.h"
 #include "handler/handler.h"
 #include "handler/status.h"
@@ -41,6 +42,21 @@ static struct snapshot *take_snapshot(int check)
 }
 
 static struct json_object *jint(uint64_t v) { return json_object_new_int64((int64_t)v); }
+
+/* The auto-balance parameters in effect, or null with fixed waitgroups. */
+static struct json_object *auto_balance_json(const struct es_config *cfg)
+{
+	if (!cfg->auto_balance)
+		return NULL;
+	struct json_object *a = json_object_new_object();
+	json_object_object_add(a, "pool", json_object_new_string(CONFIG_AUTO_POOL));
+	json_object_object_add(a, "cpus", jint((uint64_t)cfg->waitgroups[0].processes));
+	json_object_object_add(a, "fast_reserve", jint((uint64_t)cfg->fast_reserve));
+	json_object_object_add(a, "heavy_threshold_ms", jint((uint64_t)cfg->heavy_threshold_ms));
+	json_object_object_add(a, "unknown_cap", jint((uint64_t)cfg->unknown_cap));
+	json_object_object_add(a, "min_samples", jint((uint64_t)cfg->min_samples));
+	return a;
+}
 
 void status_json(struct evbuffer *out, int check)
 {
@@ -84,6 +100,7 @@ void status_json(struct evbuffer *out, int check)
 		json_object_object_add(wgs, cfg->waitgroups[i].name, w);
 	}
 	json_object_object_add(o, "waitgroups", wgs);
+	json_object_object_add(o, "auto_balance", auto_balance_json(cfg));
 	for (size_t i = 0; i < cfg->nservices; i++) {
 		struct json_object *v = json_object_new_object();
 		json_object_object_add(v, "waitgroup", json_object_new_string(cfg->services[i].waitgroup));
@@ -95,6 +112,9 @@ void status_json(struct evbuffer *out, int check)
 		json_object_object_add(v, "failed", jint(s->svc[i].failed));
 		json_object_object_add(v, "mean_runtime_ms", s->svc[i].mean_runtime_ms
 					? jint(s->svc[i].mean_runtime_ms) : NULL);
+		json_object_object_add(v, "samples", jint(s->svc[i].samples));
+		json_object_object_add(v, "class", cfg->auto_balance
+				       ? json_object_new_string(class_name(s->svc[i].klass)) : NULL);
 		json_object_object_add(svcs, cfg->services[i].name, v);
 	}
 	json_object_object_add(o, "services", svcs);
@@ -168,5 +188,22 @@ void status_metrics(struct evbuffer *out)
 	for (size_t i = 0; i < cfg->nservices; i++)
 		evbuffer_add_printf(out, "execserver_service_mean_runtime_seconds{service=\"%s\"} %.3f\n",
 				    cfg->services[i].name, (double)s->svc[i].mean_runtime_ms / 1000.0);
+	metric(out, "execserver_service_runtime_samples", "gauge",
+	       "Finished jobs in the service's runtime average.");
+	for (size_t i = 0; i < cfg->nservices; i++)
+		evbuffer_add_printf(out, "execserver_service_runtime_samples{service=\"%s\"} %" PRIu64 "\n",
+				    cfg->services[i].name, s->svc[i].samples);
+	if (cfg->auto_balance) {
+		metric(out, "execserver_service_class", "gauge",
+		       "Auto-balance class of the service: 1 for its class, 0 for the others.");
+		for (size_t i = 0; i < cfg->nservices; i++)
+			for (unsigned k = SVC_UNKNOWN; k <= SVC_HEAVY; k++)
+				evbuffer_add_printf(out, "execserver_service_class{service=\"%s\",class=\"%s\"} %d\n",
+						    cfg->services[i].name, class_name(k),
+						    s->svc[i].klass == k);
+		metric(out, "execserver_fast_reserve", "gauge",
+		       "Slots of the auto-balance pool that only light jobs take.");
+		evbuffer_add_printf(out, "execserver_fast_reserve %d\n", cfg->fast_reserve);
+	}
 	free(s);
 }

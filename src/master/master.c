@@ -13,7 +13,9 @@
  * HELLO tells the clients), the handlers get SIGTERM and finish their
  * running jobs for up to drainTimeoutSec, then exit; the master exits 0
  * when the last one is gone, or kills stragglers drainTimeoutSec + 5 s
- * after the signal.
+ * after the signal, after writing the auto-balance profile snapshot
+ * (profile_keeper.c, which also restores it at start and writes it while
+ * running).
  */
 #include "autoconfig.h"
 
@@ -36,6 +38,7 @@
 #include "handler/handler.h"
 #include "job/janitor.h"
 #include "master/master.h"
+#include "master/profile_keeper.h"
 #include "master/segment.h"
 #include "master/tls_context.h"
 
@@ -247,8 +250,8 @@ static void on_sighup(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	if (config_take_reloadable(M.inst.cfg, &fresh, M.opt->log_level_override >= 0))
-		log_warn("reload: addr, waitgroups, services, handlers and the book limits "
-			 "change only with a restart");
+		log_warn("reload: addr, waitgroups, services, handlers, the book limits and "
+			 "the auto-balance keys change only with a restart");
 	log_set_level((enum log_level)M.inst.cfg->log_level);
 	config_free(&fresh);
 	for (int i = 0; i < M.inst.nhandlers; i++)
@@ -261,6 +264,7 @@ static void expire_cb(evutil_socket_t fd, short what, void *arg)
 {
 	book_expire(lock_book(), clock_mono_ms());
 	instance_wake(&M.inst, book_unlock(M.inst.book));
+	profile_keeper_tick(&M.inst, lock_book, clock_mono_ms(), 0);
 }
 
 /* Tells the process that started a daemon how the start went. */
@@ -334,6 +338,7 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 		report_ready(2);
 		goto out;
 	}
+	profile_keeper_restore(&M.inst, lock_book);
 	if (!opt->foreground && cfg->pid_file && write_pid_file(cfg->pid_file) != 0) {
 		report_ready(2);
 		goto out;
@@ -372,6 +377,7 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 
 	event_base_dispatch(M.base);
 	reap();
+	profile_keeper_tick(&M.inst, lock_book, clock_mono_ms(), 1);
 	log_info("stopped");
 	rc = 0;
 

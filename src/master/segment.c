@@ -40,6 +40,13 @@ static void fill_topology(const struct es_config *cfg, struct book_topology *top
 		topo->services[i].waitgroup = (uint32_t)cfg->services[i].wg_index;
 		topo->services[i].enabled = cfg->services[i].enabled;
 	}
+	if (cfg->auto_balance) {
+		topo->autobalance.enabled = 1;
+		topo->autobalance.reserve = (uint32_t)cfg->fast_reserve;
+		topo->autobalance.unknown_cap = (uint32_t)cfg->unknown_cap;
+		topo->autobalance.min_samples = (uint32_t)cfg->min_samples;
+		topo->autobalance.heavy_threshold_ms = (uint64_t)cfg->heavy_threshold_ms;
+	}
 }
 
 /* Receipts waiting for their DONE: a few per slot is plenty (they leave as
@@ -123,6 +130,11 @@ int segment_create(struct instance *inst, struct es_config *cfg, int nhandlers)
 	}
 	log_info("shared segment: %zu bytes for %d connections, %d wants, %d handlers",
 		 inst->segment_size, cfg->max_connections, cfg->max_wants, nhandlers);
+	if (cfg->auto_balance)
+		log_info("auto-balance: one pool of %d slots, %d kept for light services, heavy "
+			 "above %lld ms, unknown services up to %d slots, classified after %d jobs",
+			 cfg->waitgroups[0].processes, cfg->fast_reserve,
+			 (long long)cfg->heavy_threshold_ms, cfg->unknown_cap, cfg->min_samples);
 	return 0;
 }
 

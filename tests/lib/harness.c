@@ -123,6 +123,8 @@ static int write_config(struct es_daemon *d, int handlers, const char *body)
 	return fclose(f);
 }
 
+static int launch(struct es_daemon *d, int handlers, const char *body, const char *extra_env);
+
 struct json_object *harness_status(const struct es_daemon *d)
 {
 	char body[1 << 16];
@@ -144,7 +146,6 @@ int harness_start(struct es_daemon *d, int handlers, const char *body, const cha
 int harness_start_tls(struct es_daemon *d, int handlers, const char *body, const char *extra_env,
 		      const char *tls_ca)
 {
-	const char *bin = getenv("EXECSERVER_BIN");
 	memset(d, 0, sizeof *d);
 	if (tls_ca)
 		snprintf(d->tls_ca, sizeof d->tls_ca, "%s", tls_ca);
@@ -153,6 +154,20 @@ int harness_start_tls(struct es_daemon *d, int handlers, const char *body, const
 		return -1;
 	snprintf(d->config, sizeof d->config, "%s/execserver.yml", d->dir);
 	snprintf(d->log, sizeof d->log, "%s/execserver.log", d->dir);
+	return launch(d, handlers, body, extra_env);
+}
+
+int harness_restart(struct es_daemon *d, int handlers, const char *body, const char *extra_env)
+{
+	if (d->pid || !d->dir[0])
+		return -1;
+	return launch(d, handlers, body, extra_env);
+}
+
+/* Writes the configuration on a free port and starts the daemon in d->dir. */
+static int launch(struct es_daemon *d, int handlers, const char *body, const char *extra_env)
+{
+	const char *bin = getenv("EXECSERVER_BIN");
 	if (!bin)
 		bin = "./execserver";
 

@@ -33,6 +33,9 @@ int harness_start(struct es_daemon *d, int handlers, const char *body, const cha
  * requests go over https, verifying the server against the PEM file tls_ca. */
 int harness_start_tls(struct es_daemon *d, int handlers, const char *body, const char *extra_env,
 		      const char *tls_ca);
+/* Starts the daemon again in the same directory (tempDir and log kept, a
+ * new port) after harness_stop, with a new configuration body. */
+int harness_restart(struct es_daemon *d, int handlers, const char *body, const char *extra_env);
 /* SIGTERM, then waits up to timeout_ms; returns the exit status as from
  * waitpid, or -1 on timeout (then the daemon is killed). */
 int harness_stop(struct es_daemon *d, int timeout_ms);

@@ -6,6 +6,7 @@
 #include "book_fixture.h"
 
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -278,4 +279,32 @@ enum book_rc fx_take_job(struct fx *f, struct book_ref conn, const char *job, st
 	uint64_t t = fx_token(f, job);
 	const struct fx_mail *m = fx_find(f, MAIL_OFFER, job);
 	return fx_accept(f, conn, job, t, m ? m->handler : 0, want);
+}
+
+const char *fx_offers(struct fx *f, size_t from)
+{
+	static char buf[4096];
+	size_t len = 0;
+	buf[0] = '\0';
+	fx_pump(f);
+	for (size_t i = from; i < f->nlog; i++) {
+		if (f->log[i].m.kind != MAIL_OFFER)
+			continue;
+		int n = snprintf(buf + len, sizeof buf - len, "%s%s", len ? "," : "",
+				 f->log[i].m.job_id);
+		if (n < 0 || (size_t)n >= sizeof buf - len)
+			break;
+		len += (size_t)n;
+	}
+	return buf;
+}
+
+int fx_fini_checked(struct fx *f)
+{
+	char why[256];
+	int rc = fx_check(f, why, sizeof why);
+	if (rc)
+		printf("\n  book_check: %s\n", why);
+	fx_fini(f);
+	return rc;
 }

@@ -68,6 +68,13 @@ size_t fx_purge(struct fx *f, uint32_t handler, int32_t *pgids, size_t max);
 enum book_rc fx_query(struct fx *f, struct book_ref conn, const char *job, struct book_position *p);
 void fx_wg(struct fx *f, uint32_t wg, struct book_wg_status *st);
 
+/* Job ids of the OFFER mails logged from index `from` (pumps first), comma
+ * separated, in a static buffer. */
+const char *fx_offers(struct fx *f, size_t from);
+/* book_check (printing the violation), then fx_fini; returns the check's
+ * result. */
+int fx_fini_checked(struct fx *f);
+
 /* Takes all mail of every handler into the log; returns how many. */
 size_t fx_pump(struct fx *f);
 void fx_log_clear(struct fx *f);

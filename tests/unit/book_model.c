@@ -6,6 +6,8 @@
 #include "autoconfig.h"
 #include "book_model.h"
 
+#include "book/book_class.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,6 +290,29 @@ static int key_less(const struct model *m, const uint64_t *stamps, uint32_t wg, 
 	return a->seq < b->seq;
 }
 
+/* Auto-balance (book.h, struct book_autobalance), by counting: may a want
+ * of service svc take a slot of its waitgroup now? */
+static int eligible(const struct model *m, uint32_t svc)
+{
+	const struct book_autobalance *ab = &m->topo.autobalance;
+	if (!ab->enabled)
+		return 1;
+	if (m->svc[svc].klass == SVC_HEAVY) {
+		struct book_wg_status st;
+		model_wg(m, wg_of(m, svc), &st);
+		return st.processes - (st.running + st.offered + st.tokens) > ab->reserve;
+	}
+	if (m->svc[svc].klass == SVC_UNKNOWN) {
+		uint32_t held = 0;
+		for (size_t i = 0; i < m->nw; i++)
+			if (m->w[i].svc == svc &&
+			    (m->w[i].state == MW_OFFERED || m->w[i].state == MW_RUNNING))
+				held++;
+		return held < ab->unknown_cap;
+	}
+	return 1;
+}
+
 static void grant(struct model *m, uint32_t wg)
 {
 	if (m->draining)
@@ -300,6 +325,7 @@ static void grant(struct model *m, uint32_t wg)
 		int best = -1;
 		for (size_t i = 0; i < m->nw; i++)
 			if (m->w[i].state == MW_PARKED && wg_of(m, m->w[i].svc) == wg &&
+			    eligible(m, m->w[i].svc) &&
 			    (best < 0 || key_less(m, NULL, wg, (int)i, best)))
 				best = (int)i;
 		if (best < 0)
@@ -527,6 +553,34 @@ static uint32_t job_end(struct model *m, int wi, const struct book_outcome *o,
 	return g;
 }
 
+static unsigned classify(const struct model *m, unsigned cur, const struct m_svc *s)
+{
+	const struct book_autobalance *ab = &m->topo.autobalance;
+	if (!ab->enabled)
+		return SVC_UNKNOWN;
+	struct class_params p = { ab->heavy_threshold_ms, ab->min_samples };
+	return class_next((enum svc_class)cur, s->ema, s->nsamples, &p);
+}
+
+enum book_rc model_profile_set(struct model *m, uint32_t svc, const struct book_profile *p)
+{
+	if (svc >= m->topo.nservices || !p || !(p->ema_ms >= 0) || p->ema_ms > 1e300)
+		return BOOK_E_INVALID;
+	struct m_svc *s = &m->svc[svc];
+	s->ema = p->samples ? p->ema_ms : 0;
+	s->nsamples = p->samples;
+	const struct book_autobalance *ab = &m->topo.autobalance;
+	struct class_params cp = { ab->heavy_threshold_ms, ab->min_samples };
+	if (!ab->enabled)
+		s->klass = SVC_UNKNOWN;
+	else if (class_consistent(p->klass, s->ema, s->nsamples, &cp))
+		s->klass = p->klass;
+	else
+		s->klass = classify(m, SVC_UNKNOWN, s);
+	grant(m, wg_of(m, svc));
+	return BOOK_OK;
+}
+
 enum book_rc model_finished(struct model *m, int wi, const struct book_outcome *o,
 			    const char *receipt, size_t len)
 {
@@ -541,11 +595,9 @@ enum book_rc model_finished(struct model *m, int wi, const struct book_outcome *
 	s->finished++;
 	if (o->failed)
 		s->failed++;
-	if (s->nsamples == 0)
-		s->ema = (double)o->duration_ms;
-	else
-		s->ema += 0.2 * ((double)o->duration_ms - s->ema);
+	s->ema = class_ema_next(s->ema, s->nsamples, o->duration_ms);
 	s->nsamples++;
+	s->klass = classify(m, s->klass, s);
 	grant(m, job_end(m, wi, o, receipt, len));
 	return BOOK_OK;
 }

@@ -75,6 +75,7 @@ struct m_mail {
 struct m_svc {
 	uint64_t started, finished, failed, nsamples;
 	double ema;
+	unsigned klass;          /* enum svc_class (auto-balance) */
 };
 
 struct model {
@@ -128,6 +129,8 @@ enum book_rc model_query(const struct model *m, int conn, const char *job, struc
 void model_set_now(struct model *m, uint64_t now);
 void model_set_draining(struct model *m);
 void model_repaired(struct model *m);
+/* book_profile_set on the model. */
+enum book_rc model_profile_set(struct model *m, uint32_t svc, const struct book_profile *p);
 
 void model_wg(const struct model *m, uint32_t wg, struct book_wg_status *st);
 void model_status(const struct model *m, uint32_t *conns, uint32_t *clients, uint32_t *wants);

@@ -68,17 +68,7 @@ static void done(struct fx *f)
 /* Job ids of the OFFER mails logged from index `from`, comma separated. */
 static const char *offers(struct fx *f, size_t from)
 {
-	static char buf[4096];
-	buf[0] = '\0';
-	fx_pump(f);
-	for (size_t i = from; i < f->nlog; i++) {
-		if (f->log[i].m.kind != MAIL_OFFER)
-			continue;
-		if (buf[0])
-			strcat(buf, ",");
-		strcat(buf, f->log[i].m.job_id);
-	}
-	return buf;
+	return fx_offers(f, from);
 }
 
 static struct book_position pos_of(struct fx *f, struct book_ref c, const char *job)

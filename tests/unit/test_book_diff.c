@@ -6,11 +6,14 @@
  * outcome and receipt text (sometimes delivered in the same critical
  * section), DONE read and delivered, expire with advancing time, conn open/close, handler purge
  * (its running jobs end as lost: their DONEs and outcomes are compared like
- * any other), query, job owner, mail take, set_now, drain, repair) to both and
+ * any other), query, job owner, mail take, set_now, drain, repair, a
+ * restored runtime profile) to both and
  * compares return codes, the mail of every handler (OFFER/OFFER_EXPIRED/
  * DONE in exact order, CANCEL as a set, HELLO), the mail mask, query
  * answers, outcomes and receipt texts, per-waitgroup and book counts
- * (finished wants and receipt slots included), statistics; book_check runs
+ * (finished wants and receipt slots included), statistics and auto-balance
+ * classes; half the episodes run auto-balance (reserve, unknown cap, class
+ * thresholds drawn at random, 0 and the whole pool included); book_check runs
  * every few hundred operations.  A DONE mail taken is delivered later (or
  * never: the handler "could not send it"), so taken-but-undelivered DONEs
  * meet conn closes, graces, resumes and purges.
@@ -35,9 +38,10 @@
 #include "book_model.h"
 
 static uint64_t g_seed;
-static unsigned long g_rc[16][16];   /* [op kind][rc]: coverage report */
+static unsigned long g_rc[24][16];   /* [op kind][rc]: coverage report */
 enum { K_WANT, K_ACCEPT, K_DECLINE, K_FINISH, K_EXPIRE, K_OPEN, K_QUERY, K_UNWANT, K_PURGE,
-       K_MAIL, K_CANCEL, K_READ, K_READ_OK, K_DELIVERED, K_DONE_MAIL, K_NKINDS };
+       K_MAIL, K_CANCEL, K_READ, K_READ_OK, K_DELIVERED, K_DONE_MAIL, K_CLASS, K_PROFILE,
+       K_NKINDS };
 static unsigned long g_ops = 500000;
 
 struct run {
@@ -370,7 +374,10 @@ static int op_finish(struct run *r)
 	o.error = chance(r, 20) ? (uint8_t)(1 + below(r, 4)) : 0;
 	o.retryable = o.error && chance(r, 30);
 	o.failed = o.exit_code != 0 || o.signal || o.error;
-	o.duration_ms = below(r, 5000);
+	/* services differ in their runtimes, so auto-balance sees both classes
+	 * and services that cross the threshold */
+	uint32_t sv = wi >= 0 ? r->m->w[wi].svc : 0;
+	o.duration_ms = below(r, 1000 + 2000 * (sv % 4));
 	o.receipt_lost = (uint8_t)chance(r, 50);   /* ignored on input */
 	char text[M_RECEIPT_MAX];
 	size_t len;
@@ -763,6 +770,9 @@ static int full_check(struct run *r)
 		SAME(r, st.finished, ms->finished, "finished");
 		SAME(r, st.failed, ms->failed, "failed");
 		SAME(r, st.mean_runtime_ms, ms->nsamples ? (uint64_t)(ms->ema + 0.5) : 0, "mean runtime");
+		SAME(r, st.samples, ms->nsamples, "samples");
+		SAME(r, st.klass, ms->klass, "class");
+		g_rc[K_CLASS][st.klass]++;
 	}
 	return 0;
 }
@@ -777,6 +787,26 @@ static int op_repair(struct run *r)
 	if (unlock(r) < 0)
 		return -1;
 	return full_check(r);
+}
+
+/* A snapshot restored (the master does it at start; here at any time, to
+ * meet every state): a random EMA, count and class, sometimes one that does
+ * not fit and must be re-classified, sometimes invalid. */
+static int op_profile_set(struct run *r)
+{
+	struct book_profile p;
+	uint32_t svc = below(r, r->f.topo.nservices + (chance(r, 5) ? 1 : 0));
+	p.ema_ms = chance(r, 3) ? -1.0 : (double)below(r, 8000) + 0.25;
+	p.samples = below(r, 6);
+	p.klass = below(r, chance(r, 5) ? 9 : 3);
+	lock(r);
+	enum book_rc a = book_profile_set(r->f.b, svc, &p);
+	enum book_rc b = model_profile_set(r->m, svc, &p);
+	if (unlock(r) < 0)
+		return -1;
+	SAME(r, a, b, "profile_set rc");
+	g_rc[K_PROFILE][a == BOOK_OK ? 0 : 1]++;
+	return 0;
 }
 
 /* ---- episodes ---- */
@@ -801,6 +831,15 @@ static void random_config(struct run *r, struct book_limits *l, struct book_topo
 	fx_topo(t, nwg, procs, nsvc, wgs);
 	for (uint32_t s = 0; s < nsvc; s++)
 		t->services[s].enabled = !chance(r, 10);
+	if (chance(r, 50)) {
+		/* auto-balance: reserve and unknown cap around the pool sizes
+		 * (0 and "all of it" included), thresholds inside the runtimes */
+		t->autobalance.enabled = 1;
+		t->autobalance.reserve = below(r, 4);
+		t->autobalance.unknown_cap = below(r, 5);
+		t->autobalance.min_samples = 1 + below(r, 4);
+		t->autobalance.heavy_threshold_ms = 200 + below(r, 5000);
+	}
 	r->njobs = 3 + below(r, 20);
 	r->drains = chance(r, 25);
 	if (chance(r, 10)) {
@@ -854,6 +893,9 @@ static int step(struct run *r, unsigned long len)
 	} else if (k < 845) {
 		r->opname = "owner";
 		return op_owner(r);
+	} else if (k < 850) {
+		r->opname = "profile set";
+		return op_profile_set(r);
 	} else if (k < 998) {
 		r->opname = "take mail";
 		return take_mail(r, below(r, r->f.lim.nhandlers));
@@ -926,7 +968,8 @@ static void test_differential(void)
 	static const char *names[K_NKINDS] = {
 		"want", "accept", "decline", "finish(ed)", "expire(0/>0)", "open", "query", "unwant",
 		"purge(0/>0)", "mail(all/cancel/hello)", "cancel", "done_read",
-		"read(empty/text/rlost/exec_lost)", "done_delivered", "DONE mails(all/lost)"
+		"read(empty/text/rlost/exec_lost)", "done_delivered", "DONE mails(all/lost)",
+		"class(unknown/light/heavy)", "profile_set(ok/invalid)"
 	};
 	for (int i = 0; i < K_NKINDS; i++) {
 		printf("  %-22s", names[i]);

@@ -533,12 +533,31 @@ static const struct error_case {
 	  WG "commands:\n" "  \"c:t\": {prog: cat}\n",
 	  5, 3, "commands: invalid name \"c:t\"" },
 	/* required keys and references */
-	{ "missing_waitgroups",
-	  "handlers: 1\n",
-	  1, 1, "missing required key \"waitgroups\"" },
-	{ "missing_waitgroups_with_services",
+	/* auto-balance (no waitgroups block) and its keys */
+	{ "waitgroup_without_waitgroups",
 	  "services:\n" "  s:\n" "    waitgroup: a\n" "    commands: {c: {prog: cat}}\n",
-	  1, 1, "missing required key \"waitgroups\"" },
+	  3, 16, "services.s.waitgroup: there is no \"waitgroups\" block" },
+	{ "service_without_waitgroup",
+	  WG "services:\n" "  s:\n" "    commands: {c: {prog: cat}}\n",
+	  5, 3, "services.s: missing required key \"waitgroup\"" },
+	{ "auto_balance_key_with_waitgroups",
+	  WG "handlers: 1\n" "heavyThreshold: 5s\n" "cpus: 2\n",
+	  5, 1, "heavyThreshold: an auto-balance key, but the \"waitgroups\" block" },
+	{ "fast_reserve_whole_pool",
+	  "cpus: 2\n" "fastReserve: 2\n",
+	  2, 14, "fastReserve (2) must be smaller than the pool (2 slots)" },
+	{ "cpus_negative", "cpus: -1\n", 1, 7, "cpus" },
+	{ "cpus_too_many", "cpus: 1025\n", 1, 7, "cpus" },
+	{ "fast_reserve_negative", "fastReserve: -1\n", 1, 14, "fastReserve" },
+	{ "unknown_share_zero", "unknownShare: 0\n", 1, 15, "unknownShare: invalid value" },
+	{ "unknown_share_above_one", "unknownShare: 1.5\n", 1, 15, "above 0 and at most 1" },
+	{ "unknown_share_negative", "unknownShare: -0.5\n", 1, 15, "unknownShare" },
+	{ "unknown_share_text", "unknownShare: half\n", 1, 15, "unknownShare" },
+	{ "unknown_share_two_points", "unknownShare: 0.5.1\n", 1, 15, "unknownShare" },
+	{ "unknown_share_mapping", "unknownShare: {a: 1}\n", 1, 15, "unknownShare" },
+	{ "heavy_threshold_text", "heavyThreshold: slow\n", 1, 17, "invalid duration" },
+	{ "heavy_threshold_zero", "heavyThreshold: 0s\n", 1, 17, "heavyThreshold" },
+	{ "min_samples_zero", "minSamples: 0\n", 1, 13, "minSamples" },
 	{ "missing_processes",
 	  "waitgroups:\n" "  a: {}\n",
 	  2, 3, "waitgroups.a: missing required key \"processes\"" },
@@ -677,9 +696,10 @@ static const struct error_case {
 	  "fylr:\n" "  services:\n" "    execserver:\n" "      waitgroups:\n"
 	  "        a: {processes: 0}\n",
 	  5, 24, "out of range 1..1024" },
-	{ "fylr_missing_waitgroups",
-	  "x: 1\n" "fylr:\n" "  services:\n" "    execserver:\n" "      handlers: 1\n",
-	  4, 5, "missing required key \"waitgroups\"" },
+	{ "fylr_auto_balance_key_with_waitgroups",
+	  "x: 1\n" "fylr:\n" "  services:\n" "    execserver:\n" "      minSamples: 4\n"
+	  "      waitgroups: {a: {processes: 1}}\n",
+	  5, 7, "minSamples: an auto-balance key" },
 };
 
 /* Each case is registered as a test under its own name; the one function
@@ -973,17 +993,21 @@ static void test_shipped_config(void)
 	}
 	CU_ASSERT_STRING_EQUAL(cfg.addr, "127.0.0.1:8083");
 	CU_ASSERT_STRING_EQUAL(cfg.temp_dir, "/var/lib/execserver");
-	CU_ASSERT_EQUAL_FATAL(cfg.nwaitgroups, 2);
-	CU_ASSERT_STRING_EQUAL(cfg.waitgroups[0].name, "light");
-	CU_ASSERT_EQUAL(cfg.waitgroups[0].processes, 4);
-	CU_ASSERT_STRING_EQUAL(cfg.waitgroups[1].name, "heavy");
-	CU_ASSERT_EQUAL(cfg.waitgroups[1].processes, 2);
+	/* auto-balance with the defaults: one pool of the host's CPUs */
+	CU_ASSERT_EQUAL(cfg.auto_balance, 1);
+	CU_ASSERT_EQUAL_FATAL(cfg.nwaitgroups, 1);
+	CU_ASSERT_STRING_EQUAL(cfg.waitgroups[0].name, "auto");
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	CU_ASSERT_EQUAL(cfg.waitgroups[0].processes, ncpu < 1 ? 1 : ncpu);
+	CU_ASSERT_EQUAL(cfg.heavy_threshold_ms, 10000);
+	CU_ASSERT_EQUAL(cfg.min_samples, 3);
+	CU_ASSERT_DOUBLE_EQUAL(cfg.unknown_share, 0.5, 1e-12);
 	demo = config_find_service(&cfg, "demo");
 	sleep_svc = config_find_service(&cfg, "sleep");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(demo);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(sleep_svc);
-	CU_ASSERT_STRING_EQUAL(cfg.waitgroups[demo->wg_index].name, "light");
-	CU_ASSERT_STRING_EQUAL(cfg.waitgroups[sleep_svc->wg_index].name, "heavy");
+	CU_ASSERT_EQUAL(demo->wg_index, 0);
+	CU_ASSERT_EQUAL(sleep_svc->wg_index, 0);
 	cat = config_find_command(demo, "cat");
 	sha = config_find_command(demo, "sha256sum");
 	wc = config_find_command(demo, "wc");
@@ -1099,6 +1123,67 @@ static void test_minimal_keeps_defaults(void)
 	CU_ASSERT_EQUAL(cfg.waitgroups[0].line, 2);
 	CU_ASSERT_EQUAL(cfg.waitgroups[0].column, 3);
 	config_free(&def);
+	config_free(&cfg);
+}
+
+/* No waitgroups block: one pool "auto", every service in it, the keys
+ * resolved against the pool. */
+static void test_auto_balance(void)
+{
+	static const struct {
+		const char *text;
+		int pool, reserve, cap;
+	} cases[] = {
+		{ "cpus: 8\n", 8, 2, 4 },              /* defaults: pool/4, half */
+		{ "cpus: 3\n", 3, 1, 1 },              /* max(1, 3/4); floor(1.5) */
+		{ "cpus: 1\n", 1, 0, 1 },              /* never the whole pool; at least 1 */
+		{ "cpus: 2\nunknownShare: 0.1\n", 2, 1, 1 },
+		{ "cpus: 16\nfastReserve: 15\nunknownShare: 1\n", 16, 15, 16 },
+		{ "cpus: 10\nunknownShare: .25\n", 10, 2, 2 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct es_config cfg;
+		if (expect_ok(cases[i].text, &cfg) != 0)
+			continue;
+		CU_ASSERT_EQUAL(cfg.auto_balance, 1);
+		CU_ASSERT_EQUAL_FATAL(cfg.nwaitgroups, 1);
+		CU_ASSERT_STRING_EQUAL(cfg.waitgroups[0].name, "auto");
+		CU_ASSERT_EQUAL(cfg.waitgroups[0].processes, cases[i].pool);
+		CU_ASSERT_EQUAL(cfg.fast_reserve, cases[i].reserve);
+		CU_ASSERT_EQUAL(cfg.unknown_cap, cases[i].cap);
+		if (cfg.fast_reserve != cases[i].reserve || cfg.unknown_cap != cases[i].cap)
+			fprintf(stderr, "\n  case %zu: reserve %d cap %d\n", i, cfg.fast_reserve,
+				cfg.unknown_cap);
+		config_free(&cfg);
+	}
+
+	/* the defaults, the CPU count, services mapped to the pool */
+	struct es_config cfg;
+	if (expect_ok("services:\n  a: {commands: {c: {prog: cat}}}\n"
+		      "  b: {commands: {c: {prog: cat}}}\n"
+		      "heavyThreshold: 90s\nminSamples: 7\n", &cfg) != 0)
+		return;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	CU_ASSERT_EQUAL(cfg.cpus, 0);
+	CU_ASSERT_EQUAL(cfg.waitgroups[0].processes, ncpu < 1 ? 1 : ncpu);
+	CU_ASSERT_EQUAL(cfg.heavy_threshold_ms, 90000);
+	CU_ASSERT_EQUAL(cfg.min_samples, 7);
+	CU_ASSERT_DOUBLE_EQUAL(cfg.unknown_share, 0.5, 1e-12);
+	CU_ASSERT_EQUAL_FATAL(cfg.nservices, 2);
+	for (size_t i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(cfg.services[i].wg_index, 0);
+		CU_ASSERT_STRING_EQUAL(cfg.services[i].waitgroup, "auto");
+	}
+	config_free(&cfg);
+
+	/* an explicit waitgroups block keeps the fixed pools exactly */
+	if (expect_ok(WG SVC, &cfg) != 0)
+		return;
+	CU_ASSERT_EQUAL(cfg.auto_balance, 0);
+	CU_ASSERT_EQUAL(cfg.nwaitgroups, 1);
+	CU_ASSERT_STRING_EQUAL(cfg.waitgroups[0].name, "a");
+	CU_ASSERT_EQUAL(cfg.waitgroups[0].processes, 1);
+	CU_ASSERT_STRING_EQUAL(cfg.services[0].waitgroup, "a");
 	config_free(&cfg);
 }
 
@@ -1659,6 +1744,7 @@ int main(void)
 		{ "defaults", test_defaults },
 		{ "minimal file keeps defaults", test_minimal_keeps_defaults },
 		{ "values accepted", test_values_accepted },
+		{ "auto-balance: no waitgroups block", test_auto_balance },
 		{ "inheritance from common commands", test_inheritance },
 		{ "lookups", test_lookups },
 		{ "effective handlers", test_effective_handlers },

@@ -538,6 +538,19 @@ uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, c
 	return g;
 }
 
+void bk_service_sample(struct book *b, uint32_t svc, const struct book_outcome *o)
+{
+	struct bk_service *s = &b->svcs[svc];
+	s->finished++;
+	if (o->failed)
+		s->failed++;
+	if (s->nsamples == 0)
+		s->ema_ms = (double)o->duration_ms;
+	else
+		s->ema_ms += 0.2 * ((double)o->duration_ms - s->ema_ms);
+	s->nsamples++;
+}
+
 enum book_rc book_job_finished(struct book *b, struct book_ref want, const struct book_outcome *o,
 			       const char *receipt, size_t len)
 {
@@ -549,15 +562,7 @@ enum book_rc book_job_finished(struct book *b, struct book_ref want, const struc
 	struct bk_want *w = bk_want(b, wi);
 	if (w->state != WANT_RUNNING)
 		return BOOK_E_BAD_STATE;
-	struct bk_service *s = &b->svcs[w->service];
-	s->finished++;
-	if (o->failed)
-		s->failed++;
-	if (s->nsamples == 0)
-		s->ema_ms = (double)o->duration_ms;
-	else
-		s->ema_ms += 0.2 * ((double)o->duration_ms - s->ema_ms);
-	s->nsamples++;
+	bk_service_sample(b, w->service, o);
 	bk_grant(b, bk_job_end(b, wi, o, receipt, len, "finished.mid"));
 	return BOOK_OK;
 }

@@ -112,6 +112,8 @@ struct es_config {
 	char *pid_file;                   /* default /run/execserver.pid */
 	int log_level;                    /* enum log_level, default info */
 	struct config_job_limits job_limits;
+	int legacy_token;                 /* legacyToken: GET /token, PUT /job; default on */
+	int legacy_token_validity_sec;    /* legacyTokenValiditySec: default 10 */
 };
 
 /* Error reporting: "file:line:column: message".  Loaders fill this in and

@@ -97,6 +97,25 @@ static int parse_token(const char *s, struct book_ref *ref, uint64_t *secret)
 	return 0;
 }
 
+/* 200 {"token":"<32 hex>","service":"<name>","valid_ms":N} */
+static int token_answer(struct legacy_answer *a, struct book_ref ref, uint64_t secret,
+			const char *service, uint32_t valid_ms)
+{
+	char tok[TOKEN_HEX + 1];
+	snprintf(tok, sizeof tok, "%08x%08x%016llx", ref.idx, ref.gen, (unsigned long long)secret);
+	struct json_object *o = json_object_new_object();
+	if (!o)
+		return answer(a, 500, NULL, "internal error: out of memory");
+	json_object_object_add(o, "token", json_object_new_string(tok));
+	json_object_object_add(o, "service", json_object_new_string(service));
+	json_object_object_add(o, "valid_ms", json_object_new_int64(valid_ms));
+	a->status = 200;
+	a->content_type = "application/json";
+	evbuffer_add_printf(a->body, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return 0;
+}
+
 static int get_token(const struct http_head *h, struct legacy_answer *a)
 {
 	if (strcmp(h->method, "GET") != 0)
@@ -114,13 +133,7 @@ static int get_token(const struct http_head *h, struct legacy_answer *a)
 	case BOOK_OK:
 		log_debug("legacy token %08x%08x issued for %s", ref.idx, ref.gen,
 			  cfg()->services[svc].name);
-		a->status = 200;
-		a->content_type = "application/json";
-		evbuffer_add_printf(a->body,
-				    "{\"token\":\"%08x%08x%016llx\",\"service\":\"%s\",\"valid_ms\":%u}\n",
-				    ref.idx, ref.gen, (unsigned long long)secret,
-				    cfg()->services[svc].name, valid_ms);
-		return 0;
+		return token_answer(a, ref, secret, cfg()->services[svc].name, valid_ms);
 	case BOOK_E_BUSY:
 		return answer(a, 503, "Retry-After: 1\r\n", "All workers busy");
 	case BOOK_E_DRAINING:

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -23,6 +25,7 @@
 #include "httpc.h"
 #include "proto.h"
 #include "suite.h"
+#include "wsclient.h"
 
 static struct es_daemon D;
 
@@ -331,9 +334,10 @@ static void test_body_mode(void)
 	json_object_put(rc);
 	httpc_free(&r);
 
-	/* a failure after 10000 bytes: the body is cut without its last chunk */
+	/* a failure after 10000 bytes (read by the server during the second
+	 * the program waits): the body is cut without its last chunk */
 	const char *fail10k = "{\"command\":\"sh\",\"args\":[\"-c\",\"head -c 10000 /dev/zero; "
-			      "echo broken >&2; exit 2\"]}";
+			      "sleep 1; echo broken >&2; exit 2\"]}";
 	CU_ASSERT_EQUAL_FATAL(get_token("sh", tok), 200);
 	CU_ASSERT_EQUAL(put_job("sh", tok, fail10k, NULL, NULL, 0, 0, &r), 0);
 	CU_ASSERT_EQUAL(r.status, 200);
@@ -422,6 +426,131 @@ static void test_bad_requests(void)
 	stop();
 }
 
+/* The pid of a `sleep` whose parent is one of the handlers (its handler's
+ * pid in *handler), or 0. */
+static pid_t find_sleep_job(pid_t *handler)
+{
+	int pids[8];
+	int n = harness_handler_pids(&D, pids, 8);
+	DIR *proc = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+	while (proc && !found && (e = readdir(proc))) {
+		char path[300], comm[64] = "";
+		int ppid = 0;
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fscanf(f, "%*d (%63[^)]) %*c %d", comm, &ppid) == 2 && strcmp(comm, "sleep") == 0)
+			for (int i = 0; i < n; i++)
+				if (pids[i] > 0 && pids[i] == ppid) {
+					found = (pid_t)atoi(e->d_name);
+					*handler = ppid;
+				}
+		fclose(f);
+	}
+	if (proc)
+		closedir(proc);
+	return found;
+}
+
+/* 1 while pid runs (a zombie nobody reaped does not count). */
+static int alive(pid_t pid)
+{
+	char path[64], state = 'Z';
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+		state = 'Z';
+	fclose(f);
+	return state != 'Z' && state != 'X';
+}
+
+static int tokens_are(struct json_object *st, void *arg)
+{
+	return harness_json_int(st, "waitgroups", "wg", "tokens", NULL) == *(long long *)arg;
+}
+
+/* A PUT of `sleep 30` in a child process; returns its pid.  The child
+ * exits 0 when the connection ended without an answer. */
+static pid_t put_sleep_in_child(const char *tok)
+{
+	fflush(stdout);
+	pid_t child = fork();
+	if (child == 0) {
+		struct httpc_resp r;
+		int rc = put_job("sleep", tok, "{\"command\":\"sleep\",\"args\":[\"30\"]}", NULL, NULL,
+				 0, 0, &r);
+		_exit(rc != 0 ? 0 : 1);
+	}
+	return child;
+}
+
+/* The handler running a token job dies: the job dies with it, the
+ * client's connection drops, and the token's slot is free again. */
+static void test_handler_crash(void)
+{
+	char tok[33];
+	long long zero = 0;
+	pid_t handler = 0, job = 0;
+	start(2, 1, NULL);
+	CU_ASSERT_EQUAL_FATAL(get_token("sleep", tok), 200);
+	pid_t child = put_sleep_in_child(tok);
+	CU_ASSERT_FATAL(child > 0);
+	for (int i = 0; i < 100 && !job; i++) {
+		harness_sleep_ms(50);
+		job = find_sleep_job(&handler);
+	}
+	CU_ASSERT_FATAL(job > 0);
+	kill(handler, SIGKILL);
+	CU_ASSERT_EQUAL(harness_wait_status(&D, 5000, tokens_are, &zero), 0);
+	int status = 0;
+	CU_ASSERT_EQUAL(waitpid(child, &status, 0), child);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	harness_sleep_ms(200);
+	CU_ASSERT(!alive(job));      /* the job died with its handler */
+	CU_ASSERT_EQUAL(get_token("sleep", tok), 200);
+	stop();
+}
+
+/* The client goes away while its job runs: the job is stopped and the
+ * token's slot freed. */
+static void test_client_gone(void)
+{
+	char tok[33];
+	long long zero = 0;
+	pid_t handler = 0, job = 0;
+	start(2, 1, NULL);
+	CU_ASSERT_EQUAL_FATAL(get_token("sleep", tok), 200);
+	char req[512];
+	snprintf(req, sizeof req, "PUT /job/sleep?token=%s&job=%s HTTP/1.1\r\nHost: x\r\n"
+		 "Content-Length: 0\r\n\r\n", tok, httpc_qs("{\"command\":\"sleep\",\"args\":[\"30\"]}"));
+	int fd = wsc_tcp_connect("127.0.0.1", D.port, 2000);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	for (int i = 0; i < 100 && !job; i++) {
+		harness_sleep_ms(50);
+		job = find_sleep_job(&handler);
+	}
+	CU_ASSERT_FATAL(job > 0);
+	long long one = 1;
+	CU_ASSERT_EQUAL(harness_wait_status(&D, 2000, tokens_are, &one), 0);
+	close(fd);
+	CU_ASSERT_EQUAL(harness_wait_status(&D, 5000, tokens_are, &zero), 0);
+	harness_sleep_ms(200);
+	CU_ASSERT(!alive(job));
+	/* counted as a finished, failed job of the service */
+	struct json_object *st = harness_status(&D);
+	CU_ASSERT_EQUAL(harness_json_int(st, "services", "sleep", "failed", NULL), 1);
+	json_object_put(st);
+	stop();
+}
+
 /* Appends a line to the configuration and reloads (SIGHUP); then waits
  * until GET /token/cat (with headers) answers want. */
 static void reload_with(const char *line, const char *headers, int want)
@@ -490,6 +619,8 @@ int main(void)
 		{ "single use, bound to its service", test_single_use },
 		{ "body mode", test_body_mode },
 		{ "bad requests", test_bad_requests },
+		{ "a handler crash frees the slot", test_handler_crash },
+		{ "the client goes away", test_client_gone },
 		{ "authToken, reload", test_auth_and_reload },
 		{ "legacyToken: off", test_switched_off },
 		{ NULL, NULL },

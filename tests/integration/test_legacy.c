@@ -471,6 +471,17 @@ static int alive(pid_t pid)
 	return state != 'Z' && state != 'X';
 }
 
+/* find_sleep_job, for up to 5 s. */
+static pid_t wait_sleep_job(pid_t *handler)
+{
+	pid_t job = 0;
+	for (int i = 0; i < 100 && !job; i++) {
+		harness_sleep_ms(50);
+		job = find_sleep_job(handler);
+	}
+	return job;
+}
+
 static int tokens_are(struct json_object *st, void *arg)
 {
 	return harness_json_int(st, "waitgroups", "wg", "tokens", NULL) == *(long long *)arg;
@@ -497,15 +508,12 @@ static void test_handler_crash(void)
 {
 	char tok[33];
 	long long zero = 0;
-	pid_t handler = 0, job = 0;
+	pid_t handler = 0, job;
 	start(2, 1, NULL);
 	CU_ASSERT_EQUAL_FATAL(get_token("sleep", tok), 200);
 	pid_t child = put_sleep_in_child(tok);
 	CU_ASSERT_FATAL(child > 0);
-	for (int i = 0; i < 100 && !job; i++) {
-		harness_sleep_ms(50);
-		job = find_sleep_job(&handler);
-	}
+	job = wait_sleep_job(&handler);
 	CU_ASSERT_FATAL(job > 0);
 	kill(handler, SIGKILL);
 	CU_ASSERT_EQUAL(harness_wait_status(&D, 5000, tokens_are, &zero), 0);
@@ -524,7 +532,7 @@ static void test_client_gone(void)
 {
 	char tok[33];
 	long long zero = 0;
-	pid_t handler = 0, job = 0;
+	pid_t handler = 0, job;
 	start(2, 1, NULL);
 	CU_ASSERT_EQUAL_FATAL(get_token("sleep", tok), 200);
 	char req[512];
@@ -533,10 +541,7 @@ static void test_client_gone(void)
 	int fd = wsc_tcp_connect("127.0.0.1", D.port, 2000);
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_EQUAL(write(fd, req, strlen(req)), (ssize_t)strlen(req));
-	for (int i = 0; i < 100 && !job; i++) {
-		harness_sleep_ms(50);
-		job = find_sleep_job(&handler);
-	}
+	job = wait_sleep_job(&handler);
 	CU_ASSERT_FATAL(job > 0);
 	long long one = 1;
 	CU_ASSERT_EQUAL(harness_wait_status(&D, 2000, tokens_are, &one), 0);

@@ -19,14 +19,15 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/log.h"
+#include "execserver/protocol.h"
 #include "handler/handler.h"
 #include "handler/legacy.h"
 #include "handler/legacy_stream.h"
 #include "job/job.h"
 
-#define TOKEN_PREFIX "/token/"
-#define JOB_PREFIX "/job/"
-#define TOKEN_HEX 32  /* 8 hex index, 8 hex generation, 16 hex secret */
+#define TOKEN_PREFIX PROTO_LEGACY_TOKEN_PREFIX
+#define JOB_PREFIX PROTO_LEGACY_JOB_PREFIX
+#define TOKEN_HEX PROTO_LEGACY_TOKEN_HEX  /* 8 hex index, 8 hex generation, 16 hex secret */
 
 static const struct es_config *cfg(void)
 {
@@ -135,7 +136,7 @@ static int get_token(const struct http_head *h, struct legacy_answer *a)
 			  cfg()->services[svc].name);
 		return token_answer(a, ref, secret, cfg()->services[svc].name, valid_ms);
 	case BOOK_E_BUSY:
-		return answer(a, 503, "Retry-After: 1\r\n", "All workers busy");
+		return answer(a, 503, "Retry-After: 1\r\n", PROTO_LEGACY_BUSY);
 	case BOOK_E_DRAINING:
 		return answer(a, 503, "Retry-After: 1\r\n", "the execserver is stopping");
 	case BOOK_E_DISABLED:
@@ -205,7 +206,7 @@ static int put_job(const struct http_head *h, struct bufferevent *bev, const cha
 	if (n == HTTP_QP_ABSENT || n == 0)
 		return answer(a, 400, NULL, "token: missing (the token of GET /token/{service})");
 	if (n < 0 || parse_token(text, &ref, &secret) != 0)
-		return answer(a, 403, NULL, "Token not found");
+		return answer(a, 403, NULL, "%s", PROTO_LEGACY_TOKEN_NOT_FOUND);
 	struct json_object *desc = job_of(h, svc, a);
 	if (!desc)
 		return 0;
@@ -215,9 +216,10 @@ static int put_job(const struct http_head *h, struct bufferevent *bev, const cha
 	handler_book_unlock();
 	int started = 0;
 	if (rc == BOOK_E_UNKNOWN_JOB)
-		answer(a, 403, NULL, "Token not found");
+		answer(a, 403, NULL, "%s", PROTO_LEGACY_TOKEN_NOT_FOUND);
 	else if (rc == BOOK_E_BAD_TOKEN)
-		answer(a, 403, NULL, "Token not found: it was issued for another service");
+		answer(a, 403, NULL, "%s: it was issued for another service",
+		       PROTO_LEGACY_TOKEN_NOT_FOUND);
 	else if (rc != BOOK_OK)
 		answer(a, 500, NULL, "internal error: %s", book_rc_name(rc));
 	else if (legacy_stream_run(bev, peer, h, ref, (uint32_t)svc, desc) != 0)

@@ -38,6 +38,7 @@
 #include <event2/event.h>
 
 #include "common/log.h"
+#include "execserver/protocol.h"
 #include "handler/handler.h"
 #include "handler/legacy_stream.h"
 #include "job/job.h"
@@ -418,7 +419,7 @@ static void *open_out(void *ctx, const struct transfer_source *src, void *arg, i
 				    "HTTP/1.1 200 OK\r\nServer: execserver/%s\r\nConnection: close\r\n"
 				    "Content-Type: application/octet-stream\r\n"
 				    "Transfer-Encoding: chunked\r\n"
-				    "Trailer: X-Execserver-Exit-Code, X-Execserver-Receipt\r\n\r\n",
+				    "Trailer: " PROTO_LEGACY_EXIT_CODE ", " PROTO_LEGACY_RECEIPT "\r\n\r\n",
 				    PACKAGE_VERSION);
 	}
 	pump_later(ls);
@@ -457,9 +458,9 @@ static void outcome_fields(struct evbuffer *o, const struct book_outcome *oc, co
 			   size_t len)
 {
 	if (oc->exit_code >= 0 && !oc->signal)
-		evbuffer_add_printf(o, "X-Execserver-Exit-Code: %d\r\n", (int)oc->exit_code);
+		evbuffer_add_printf(o, PROTO_LEGACY_EXIT_CODE ": %d\r\n", (int)oc->exit_code);
 	if (receipt && len)
-		evbuffer_add_printf(o, "X-Execserver-Receipt: %.*s\r\n", (int)len, receipt);
+		evbuffer_add_printf(o, PROTO_LEGACY_RECEIPT ": %.*s\r\n", (int)len, receipt);
 }
 
 static void job_done(void *ctx, const struct book_outcome *oc, const char *receipt, size_t len,

@@ -1,7 +1,8 @@
 /*
  * conn.c - a TCP connection in its HTTP phase: read one request head,
  * answer it, and either hand the socket to the broker (websocket upgrade
- * at /broker) or close it after the answer.
+ * at /broker) or to a body-mode job (PUT /job of the legacy transport,
+ * legacy.c), or close it after the answer.
  *
  * Invariants: the head must arrive within HANDSHAKE_TIMEOUT_S (a slowloris
  * upgrade is cut off, its parser freed); the parser exists only during this

@@ -8,6 +8,11 @@
  *   upload outputs after a success -> build the receipt ->
  *   book_job_finished, which frees the slot and mails the DONE to the
  *   handler of the owner connection.
+ * Body mode (job_start_body, the legacy transport's PUT /job) is the
+ * same life with two differences: the slot is a legacy token
+ * (book_token_*), and stdin/stdout are the caller's streams (job_io's
+ * streams instead of URLs); its end goes to the caller's done, not to a
+ * DONE through the book.
  * The process part is over when the leader was reaped AND stderr reached
  * EOF AND job_io reported stdin and stdout done (or the linger after the
  * reap ran out), so no output is lost to a race between SIGCHLD and the

@@ -29,6 +29,7 @@
 #include "handler/handler.h"
 #include "handler/http_head.h"
 #include "handler/legacy.h"
+#include "handler/legacy_stream.h"
 #include "handler/status.h"
 #include "handler/ws.h"
 #include "handler/ws_handshake.h"
@@ -153,6 +154,13 @@ static void route_legacy(struct http_conn *c, const struct http_head *h)
 		http_conn_free(c);
 	} else {
 		respond(c, a.status, a.content_type, a.body, a.extra_headers);
+		/* a client may still be sending a body: let it, so that it
+		 * reads the answer instead of a reset */
+		if ((h->chunked || (h->has_content_length && h->content_length > 0)) &&
+		    legacy_stream_linger(c->bev) == 0) {
+			c->bev = NULL;
+			http_conn_free(c);
+		}
 	}
 	evbuffer_free(a.body);
 }

@@ -553,3 +553,25 @@ fail:
 	handler_book_unlock();
 	return -1;
 }
+
+int legacy_stream_linger(struct bufferevent *bev)
+{
+	struct lstream *ls = calloc(1, sizeof *ls);
+	if (!ls)
+		return -1;
+	ls->linger_ev = evtimer_new(handler.base, linger_cb, ls);
+	if (!ls->linger_ev) {
+		free(ls);
+		return -1;
+	}
+	snprintf(ls->peer, sizeof ls->peer, "-");
+	ls->bev = bev;
+	ls->closing = 1;
+	handler.nhttp++;
+	bufferevent_setwatermark(bev, EV_READ, 0, LS_READ_MAX);
+	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+	bufferevent_setcb(bev, on_read, on_write, on_event, ls);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	on_write(bev, ls); /* may be written already */
+	return 0;
+}

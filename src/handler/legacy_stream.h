@@ -28,4 +28,11 @@ struct bufferevent;
 int legacy_stream_run(struct bufferevent *bev, const char *peer, const struct http_head *h,
 		      struct book_ref token, uint32_t service, struct json_object *desc);
 
+/* The answer to a PUT that did not start a job is queued in bev's output:
+ * takes over bev, sends it, then reads (and drops) what the client still
+ * sends for up to 2 s before closing, so that a client still sending its
+ * body gets the answer instead of a reset.  Returns 0, or -1 (out of
+ * memory: bev is still the caller's). */
+int legacy_stream_linger(struct bufferevent *bev);
+
 #endif

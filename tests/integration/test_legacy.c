@@ -410,6 +410,19 @@ static void test_bad_requests(void)
 	CU_ASSERT_EQUAL(r.status, 403);
 	CU_ASSERT(body_is(&r, "Token not found\n"));
 	httpc_free(&r);
+	/* refused while the client still sends a large body: the answer
+	 * arrives all the same */
+	size_t big = 4u << 20;
+	char *body = calloc(1, big);
+	CU_ASSERT_FATAL(body != NULL);
+	for (int chunked = 0; chunked < 2; chunked++) {
+		CU_ASSERT_EQUAL(put_job("cat", "ffffffffffffffffffffffffffffffff", "{\"command\":\"cat\"}",
+					NULL, body, big, chunked ? 65536 : 0, &r), 0);
+		CU_ASSERT_EQUAL(r.status, 403);
+		CU_ASSERT(body_is(&r, "Token not found\n"));
+		httpc_free(&r);
+	}
+	free(body);
 	CU_ASSERT_EQUAL(put_job("nope", tok, "{\"command\":\"true\"}", NULL, NULL, 0, 0, &r), 0);
 	CU_ASSERT_EQUAL(r.status, 404);
 	httpc_free(&r);

@@ -50,4 +50,15 @@
 #define PROTO_CLOSE_TOO_BIG 1009        /* message larger than maxFrameBytes */
 #define PROTO_CLOSE_INTERNAL 1011
 
+/* The legacy token transport (docs/protocol.md section 9): GET
+ * /token/{service}, then PUT /job/{service}?token=..&job=..; the outcome
+ * in header or trailer fields. */
+#define PROTO_LEGACY_TOKEN_PREFIX "/token/"
+#define PROTO_LEGACY_JOB_PREFIX "/job/"
+#define PROTO_LEGACY_TOKEN_HEX 32              /* hex digits of a token */
+#define PROTO_LEGACY_EXIT_CODE "X-Execserver-Exit-Code"
+#define PROTO_LEGACY_RECEIPT "X-Execserver-Receipt" /* the receipt JSON, no stdout */
+#define PROTO_LEGACY_BUSY "All workers busy"   /* 503 body of GET /token */
+#define PROTO_LEGACY_TOKEN_NOT_FOUND "Token not found" /* 403 body of PUT /job */
+
 #endif

@@ -55,6 +55,7 @@ const char *book_rc_name(enum book_rc rc)
 	case BOOK_E_STALE: return "stale";
 	case BOOK_E_DISABLED: return "service_disabled";
 	case BOOK_E_INVALID: return "bad_request";
+	case BOOK_E_BUSY: return "busy";
 	}
 	return "unknown";
 }
@@ -62,7 +63,8 @@ const char *book_rc_name(enum book_rc rc)
 /* ---- sizing ---- */
 
 struct layout {
-	uint64_t conns, clients, wants, nodes, scratch, qconn, widx, cidx, nidx, rslots, rbytes, end;
+	uint64_t conns, clients, wants, nodes, scratch, qconn, widx, cidx, nidx, rslots, rbytes, tokens,
+		end;
 	uint32_t nclient_tab, scratch_len;
 };
 
@@ -77,6 +79,7 @@ static int plan(const struct book_limits *lim, struct layout *l)
 	    lim->max_wants == 0 || lim->max_wants > BK_MAX_WANTS ||
 	    lim->max_wants_per_connection == 0 || lim->nhandlers == 0 ||
 	    lim->nhandlers > BOOK_MAX_HANDLERS || lim->max_receipts > BOOK_MAX_RECEIPTS ||
+	    lim->max_tokens > BK_MAX_TOKENS ||
 	    (lim->max_receipts > 0 &&
 	     (lim->receipt_bytes == 0 || lim->receipt_bytes > BOOK_RECEIPT_MAX)))
 		return -1;
@@ -105,6 +108,8 @@ static int plan(const struct book_limits *lim, struct layout *l)
 	o = align64(o + (uint64_t)lim->max_receipts * sizeof(struct bk_rslot));
 	l->rbytes = o;
 	o = align64(o + (uint64_t)lim->max_receipts * lim->receipt_bytes);
+	l->tokens = o;
+	o = align64(o + (uint64_t)lim->max_tokens * sizeof(struct bk_token));
 	l->end = o;
 	return 0;
 }
@@ -212,6 +217,7 @@ int book_init(void *mem, const struct book_limits *lim, const struct book_topolo
 	b->off_qconn = l.qconn;
 	b->off_rslots = l.rslots;
 	b->off_rbytes = l.rbytes;
+	b->off_tokens = l.tokens;
 	b->widx.off = l.widx;
 	b->widx.mask = bk_index_slots(lim->max_wants) - 1;
 	b->cidx.off = l.cidx;
@@ -328,7 +334,8 @@ uint64_t book_next_deadline(const struct book *b)
 		if (d < best)
 			best = d;
 	}
-	return best;
+	uint64_t d = bk_token_next_deadline(b);
+	return d < best ? d : best;
 }
 
 /* ---- handlers, drain, status ---- */

@@ -124,6 +124,7 @@ enum book_rc {
 	BOOK_E_INVALID,           /* bad_request: job/client id empty or > BOOK_ID_MAX
 				   * bytes, handler or runner out of range (the
 				   * protocol layer should have refused it) */
+	BOOK_E_BUSY,              /* legacy token: no free slot, or wants are parked */
 };
 const char *book_rc_name(enum book_rc rc);
 
@@ -156,6 +157,7 @@ struct book_limits {
 	uint32_t resume_grace_ms;
 	uint32_t max_receipts;           /* receipt store slots; 0 = compact outcomes only */
 	uint32_t receipt_bytes;          /* bytes per slot, 1..BOOK_RECEIPT_MAX (if max_receipts) */
+	uint32_t max_tokens;             /* legacy token table (book_token_*); 0 = no tokens */
 };
 #define BOOK_RECEIPT_MAX (1u << 20)  /* largest receipt_bytes */
 #define BOOK_MAX_RECEIPTS (1u << 22) /* largest max_receipts */
@@ -244,7 +246,8 @@ uint64_t book_unlock(struct book *b);
  *                 conns not yet dropped
  *   "mail.mid"    book_mail_take: mail unlinked, pending flag not cleared
  *   "cancel.mid"  book_cancel: owner cancel flagged, mail not yet queued
- *   "repair.mid"  book_repair: derived state cleared, not yet rebuilt */
+ *   "repair.mid"  book_repair: derived state cleared, not yet rebuilt
+ *   "token.mid"   book_token_issue: token ISSUED, not yet counted */
 typedef void (*book_fault_fn)(const char *point);
 void book_set_fault_hook(book_fault_fn fn);
 
@@ -405,13 +408,14 @@ enum book_rc book_job_owner(const struct book *b, struct book_ref want,
 			    struct book_ref *conn, uint32_t *handler);
 
 /* Expires offers whose deadline passed (mail OFFER_EXPIRED to the conn's
- * handler; want removed; slot re-granted) and named clients whose grace
+ * handler; want removed; slot re-granted), legacy tokens still ISSUED at
+ * their deadline (slot re-granted), and named clients whose grace
  * ran out (mail CANCEL for each of their running jobs to its runner; the
  * jobs keep their slots until book_job_finished, which then frees them;
  * their finished jobs are freed without DONE).  Deadline <= now expires.
- * Returns the number of offers plus clients expired. */
+ * Returns the number of offers, tokens and clients expired. */
 uint32_t book_expire(struct book *b, uint64_t now_ms);
-/* Earliest pending deadline (offer or grace), or UINT64_MAX.  An offer or
+/* Earliest pending deadline (offer, token or grace), or UINT64_MAX.  An offer or
  * grace begun in a call without time (see book_set_now) is reported as due
  * at the book's last known time, so the caller's timer fires at once and
  * its book_expire() starts that timeout. */
@@ -535,6 +539,40 @@ enum book_rc book_profile_set(struct book *b, uint32_t svc, const struct book_pr
 /* Counters since book_init, for the snapshot writer: samples added (any
  * service) and class changes (auto-balance). */
 void book_profile_changes(const struct book *b, uint64_t *samples, uint64_t *class_changes);
+
+/* ---- legacy tokens (GET /token, PUT /job: docs/protocol.md section 9) ---- */
+
+/* A token holds one slot of its service's waitgroup, like an offer, but
+ * belongs to no connection: it is ISSUED until its deadline (book_expire
+ * then frees the slot and grants it), and RUNNING from book_token_use
+ * until book_token_finished (or the purge of its runner).  A handler that
+ * dies leaves the ISSUED tokens alone (a PUT may still come to another
+ * handler); the RUNNING ones it ran are freed by book_purge_handler (their
+ * pgids are returned with the jobs' ones).  References are index +
+ * generation; the secret is random per token.  Tokens take no part in the
+ * grant rule: they only hold slots, and a slot is never taken by a token
+ * while a want of the waitgroup is parked. */
+
+/* Reserves a slot of service's waitgroup until now_ms + valid_ms.  Checks,
+ * in order: UNKNOWN_SERVICE, DISABLED, DRAINING, BUSY (the waitgroup has a
+ * parked want, or no free slot, or auto-balance's class rule keeps the
+ * service from taking one (as for a want), or the token table is full). */
+enum book_rc book_token_issue(struct book *b, uint32_t service, uint64_t now_ms,
+			      uint32_t valid_ms, struct book_ref *tok, uint64_t *secret);
+/* Redeems an ISSUED token whose deadline is still ahead, for service, on
+ * runner: it becomes RUNNING (single use).  UNKNOWN_JOB when there is no
+ * such token (never issued, expired, used, or the secret differs),
+ * BAD_TOKEN when it was issued for another service (it stays ISSUED),
+ * INVALID for a runner out of range. */
+enum book_rc book_token_use(struct book *b, struct book_ref tok, uint64_t secret,
+			    uint32_t service, uint32_t runner, uint64_t now_ms);
+/* Records the process group of a token's running job (0: none any more). */
+void book_token_set_pgid(struct book *b, struct book_ref tok, int32_t pgid);
+/* The token's job ended: the token is freed, its slot granted; the
+ * service statistics count it like a broker job.  STALE if the token is
+ * gone (its runner was purged), BAD_STATE unless RUNNING. */
+enum book_rc book_token_finished(struct book *b, struct book_ref tok,
+				 const struct book_outcome *o);
 
 /* ---- consistency -------------------------------------------------------- */
 

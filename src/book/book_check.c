@@ -501,7 +501,8 @@ int book_check(const struct book *b, char *why, size_t whylen)
 		if (check_want(&k, wi) < 0)
 			return -1;
 	if (check_nodes(&k) < 0 || check_conns(&k) < 0 || check_clients(&k) < 0 ||
-	    check_lists(&k) < 0 || check_free(&k) < 0 || check_receipts(&k) < 0)
+	    check_lists(&k) < 0 || check_free(&k) < 0 || check_receipts(&k) < 0 ||
+	    bk_token_check(b, why, whylen) < 0)
 		return -1;
 	uint32_t live = k.nstate[WANT_PARKED] + k.nstate[WANT_OFFERED] + k.nstate[WANT_RUNNING] +
 			k.nstate[WANT_FINISHED];

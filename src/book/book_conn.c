@@ -265,6 +265,7 @@ size_t book_purge_handler(struct book *b, uint32_t handler, int32_t *pgids, size
 		b->svcs[w->service].failed++;
 		bk_job_end(b, wi, &lost, NULL, 0, NULL);
 	}
+	n += bk_token_purge(b, handler, pgids ? pgids + n : NULL, pgids ? max - n : 0);
 	bk_fault("purge.mid");
 	while (hd->conn_head != BK_NIL)   /* oldest first */
 		bk_conn_drop(b, hd->conn_head);

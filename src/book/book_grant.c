@@ -182,6 +182,7 @@ uint32_t book_expire(struct book *b, uint64_t now_ms)
 		if (n != before)
 			bk_grant(b, g);
 	}
+	n += bk_token_expire(b);
 	for (;;) {
 		uint32_t ci = b->grace_head;
 		if (ci == BK_NIL)

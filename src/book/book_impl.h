@@ -141,6 +141,23 @@ void bk_hello_dirty(struct book *b);
 /* book_query.c */
 uint32_t bk_query_ahead(const struct book *b, uint32_t wi);
 
+/* book_token.c */
+/* Frees ISSUED tokens whose deadline <= clock and grants their slots;
+ * returns how many. */
+uint32_t bk_token_expire(struct book *b);
+uint64_t bk_token_next_deadline(const struct book *b);
+/* Frees the RUNNING tokens of a dead handler (their pgids to pgids, up to
+ * max; returns how many were written); the caller grants. */
+size_t bk_token_purge(struct book *b, uint32_t handler, int32_t *pgids, size_t max);
+/* Rebuilds the token free list and the waitgroups' token counts from the
+ * token records; frees records that are invalid. */
+void bk_token_repair(struct book *b);
+/* Checks the token table against the counts; 0 or -1 with why. */
+int bk_token_check(const struct book *b, char *why, size_t whylen);
+
+/* book_want.c: statistics of a finished job of service svc. */
+void bk_service_sample(struct book *b, uint32_t svc, const struct book_outcome *o);
+
 /* book_sort.c: in-place heapsort of an index array (no allocation). */
 typedef int (*bk_less_fn)(const struct book *b, const void *ctx, uint32_t x, uint32_t y);
 void bk_sort(const struct book *b, uint32_t *a, size_t n, bk_less_fn less, const void *ctx);

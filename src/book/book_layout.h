@@ -53,6 +53,7 @@
 #define BK_VERSION 3u
 #define BK_MAX_CONNECTIONS (1u << 20)
 #define BK_MAX_WANTS (1u << 22)
+#define BK_MAX_TOKENS (1u << 16)
 
 /* Internal want state beyond enum want_state: the offer expired, the record
  * only carries the job_id for the pending MAIL_OFFER_EXPIRED.  It is not a
@@ -156,7 +157,7 @@ struct bk_handler {
 
 struct bk_wg {
 	uint32_t processes;      /* (P) from the topology */
-	uint32_t tokens;         /* (P) legacy tokens held (reserved, no API yet) */
+	uint32_t tokens;         /* (D) legacy tokens held (ISSUED + RUNNING) */
 	uint32_t running, offered, waiting; /* (D) */
 	uint32_t svc_head;       /* (P) services of this wg (static, set at init) */
 	uint64_t grant_counter;  /* (P) >= every conn stamp of this wg */
@@ -173,6 +174,21 @@ struct bk_service {
 	double ema_ms;           /* (P) runtime EMA (book_class.h) */
 	uint32_t klass;          /* (P) enum svc_class; written after ema_ms and
 				  * nsamples, repaired when not consistent with them */
+};
+
+/* A legacy token (book_token_*): holds one slot of its service's
+ * waitgroup while ISSUED or RUNNING. */
+enum bk_token_state { BKT_FREE = 0, BKT_ISSUED, BKT_RUNNING };
+struct bk_token {
+	uint32_t gen;            /* (P) bumped on free */
+	uint8_t state;           /* (P) enum bk_token_state */
+	uint8_t pad[3];
+	uint32_t service;        /* (P) */
+	uint32_t runner;         /* (P) RUNNING: handler running its job */
+	int32_t pgid;            /* (P) RUNNING: process group, 0 = unknown */
+	uint32_t next;           /* (D) free list */
+	uint64_t secret;         /* (P) */
+	uint64_t deadline;       /* (P) ISSUED: expires at */
 };
 
 /* One slot of the receipt store; the text lives in the byte area. */
@@ -224,6 +240,9 @@ struct book {
 
 	uint64_t off_conns, off_clients, off_wants, off_nodes, off_scratch, off_qconn;
 	uint64_t off_rslots, off_rbytes; /* receipt store */
+	uint64_t off_tokens;     /* legacy tokens, lim.max_tokens records */
+	uint32_t token_free;     /* (D) free list of tokens */
+	uint32_t pad1;
 	struct bk_index widx;    /* (client idx, job_id) -> want */
 	struct bk_index cidx;    /* client_id -> named client */
 	struct bk_index nidx;    /* (conn, service, priority) -> node */
@@ -248,6 +267,10 @@ static inline struct bk_conn *bk_conn(const struct book *b, uint32_t i)
 static inline struct bk_client *bk_client(const struct book *b, uint32_t i)
 {
 	return (struct bk_client *)((char *)(uintptr_t)b + b->off_clients) + i;
+}
+static inline struct bk_token *bk_tok(const struct book *b, uint32_t i)
+{
+	return (struct bk_token *)((char *)(uintptr_t)b + b->off_tokens) + i;
 }
 static inline struct bk_rslot *bk_rslot(const struct book *b, uint32_t i)
 {

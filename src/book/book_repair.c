@@ -82,7 +82,7 @@ static void reset_derived(struct book *b)
 	}
 	for (uint32_t g = 0; g < BOOK_MAX_WAITGROUPS; g++) {
 		struct bk_wg *wg = &b->wgs[g];
-		wg->running = wg->offered = wg->waiting = 0;
+		wg->running = wg->offered = wg->waiting = wg->tokens = 0;
 		wg->off_head = wg->off_tail = BK_NIL;
 	}
 	for (uint32_t s = 0; s < BOOK_MAX_SERVICES; s++) {
@@ -456,6 +456,7 @@ void book_repair(struct book *b)
 	for (size_t i = 0; i < na; i++)
 		link_want(b, bk_scratch(b, 0)[i]);
 	repair_receipts(b);
+	bk_token_repair(b);
 	repair_offers(b);
 	repair_client_states(b);
 	for (uint32_t wi = b->lim.max_wants; wi-- > 0;) {

@@ -540,6 +540,15 @@ uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, c
 	return g;
 }
 
+void bk_service_sample(struct book *b, uint32_t svc, const struct book_outcome *o)
+{
+	struct bk_service *s = &b->svcs[svc];
+	s->finished++;
+	if (o->failed)
+		s->failed++;
+	bk_profile_sample(b, svc, o->duration_ms);
+}
+
 enum book_rc book_job_finished(struct book *b, struct book_ref want, const struct book_outcome *o,
 			       const char *receipt, size_t len)
 {
@@ -551,11 +560,7 @@ enum book_rc book_job_finished(struct book *b, struct book_ref want, const struc
 	struct bk_want *w = bk_want(b, wi);
 	if (w->state != WANT_RUNNING)
 		return BOOK_E_BAD_STATE;
-	struct bk_service *s = &b->svcs[w->service];
-	s->finished++;
-	if (o->failed)
-		s->failed++;
-	bk_profile_sample(b, w->service, o->duration_ms);
+	bk_service_sample(b, w->service, o);
 	bk_grant(b, bk_job_end(b, wi, o, receipt, len, "finished.mid"));
 	return BOOK_OK;
 }

@@ -77,6 +77,8 @@ static int set_defaults(struct es_config *cfg)
 	cfg->handlers = 0;
 	cfg->offer_timeout_sec = 10;
 	cfg->resume_grace_sec = 30;
+	cfg->legacy_token = 1;
+	cfg->legacy_token_validity_sec = 10;
 	cfg->drain_timeout_sec = 20;
 	cfg->ping_interval_sec = 15;
 	cfg->ping_timeout_sec = 45;
@@ -729,6 +731,11 @@ static int top_group(struct loader *ld, const struct topkey *tk, const struct cy
 	return get_opt_string(ld, v, tk->name, &ld->cfg->group);
 }
 
+static int top_bool(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
+{
+	return cy_get_bool(&ld->cy, v, tk->name, (int *)((char *)ld->cfg + tk->off));
+}
+
 static int top_log_level(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
 	char q[64];
@@ -831,6 +838,8 @@ static const struct topkey topkeys[] = {
 	{ "logLevel", top_log_level, 0, 0, 0 },
 	{ "jobLimits", top_job_limits, 0, 0, 0 },
 	{ "tls", top_tls, 0, 0, 0 },
+	{ "legacyToken", top_bool, offsetof(struct es_config, legacy_token), 0, 0 },
+	INTKEY("legacyTokenValiditySec", legacy_token_validity_sec, 1, 3600),
 	/* auto-balance (no waitgroups block): from AB_FIRST to the end */
 	INTKEY("cpus", cpus, 0, CONFIG_MAX_PROCESSES),
 	INTKEY("fastReserve", fast_reserve, 0, CONFIG_MAX_PROCESSES - 1),

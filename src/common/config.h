@@ -128,6 +128,9 @@ struct es_config {
 	double unknown_share;             /* default 0.5, in (0, 1] */
 	int unknown_cap;                  /* resolved: max(1, floor(share * pool)) */
 	int min_samples;                  /* default 3 */
+
+	int legacy_token;                 /* legacyToken: GET /token, PUT /job; default on */
+	int legacy_token_validity_sec;    /* legacyTokenValiditySec: default 10 */
 };
 
 /* Error reporting: "file:line:column: message".  Loaders fill this in and

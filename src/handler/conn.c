@@ -1,7 +1,8 @@
 /*
  * conn.c - a TCP connection in its HTTP phase: read one request head,
  * answer it, and either hand the socket to the broker (websocket upgrade
- * at /broker) or close it after the answer.
+ * at /broker) or to a body-mode job (PUT /job of the legacy transport,
+ * legacy.c), or close it after the answer.
  *
  * Invariants: the head must arrive within HANDSHAKE_TIMEOUT_S (a slowloris
  * upgrade is cut off, its parser freed); the parser exists only during this
@@ -31,6 +32,8 @@
 #include "handler/conn.h"
 #include "handler/handler.h"
 #include "handler/http_head.h"
+#include "handler/legacy.h"
+#include "handler/legacy_stream.h"
 #include "handler/status.h"
 #include "handler/ws.h"
 #include "handler/ws_handshake.h"
@@ -142,16 +145,41 @@ static void upgrade(struct http_conn *c, const struct http_head *h)
 	http_conn_free(c);
 }
 
+/* The legacy token transport: an answer, or the socket goes to its job. */
+static void route_legacy(struct http_conn *c, const struct http_head *h)
+{
+	struct legacy_answer a = { .body = evbuffer_new() };
+	if (!a.body) {
+		http_conn_free(c);
+		return;
+	}
+	if (legacy_handle(h, c->bev, c->peer, &a)) {
+		c->bev = NULL; /* with any body bytes that followed the head */
+		http_conn_free(c);
+	} else {
+		respond(c, a.status, a.content_type, a.body, a.extra_headers);
+		/* a client may still be sending a body: let it, so that it
+		 * reads the answer instead of a reset */
+		if ((h->chunked || (h->has_content_length && h->content_length > 0)) &&
+		    legacy_stream_linger(c->bev) == 0) {
+			c->bev = NULL;
+			http_conn_free(c);
+		}
+	}
+	evbuffer_free(a.body);
+}
+
 static void route(struct http_conn *c, const struct http_head *h)
 {
 	int is_get = strcmp(h->method, "GET") == 0;
+	int legacy = legacy_path(h->path);
 
 	if (strcmp(h->path, PROTO_BROKER_PATH) == 0) {
 		if (strcmp(h->method, "GET") != 0)
 			respond_text(c, 405, "GET only", "Allow: GET\r\n");
 		else
 			upgrade(c, h);
-	} else if ((strcmp(h->path, "/status") == 0 || strcmp(h->path, "/metrics") == 0) &&
+	} else if ((strcmp(h->path, "/status") == 0 || strcmp(h->path, "/metrics") == 0 || legacy) &&
 		   handler.inst->cfg->auth_token &&
 		   !ws_bearer_ok(http_header_get(h, "Authorization"), handler.inst->cfg->auth_token)) {
 		respond_text(c, 401, "a valid Authorization: Bearer token is required",
@@ -163,6 +191,8 @@ static void route(struct http_conn *c, const struct http_head *h)
 					  strcmp(check, "1") == 0);
 		respond(c, 200, "application/json", body, NULL);
 		evbuffer_free(body);
+	} else if (legacy) {
+		route_legacy(c, h);
 	} else if (strcmp(h->path, "/metrics") == 0 && is_get) {
 		struct evbuffer *body = evbuffer_new();
 		status_metrics(body);

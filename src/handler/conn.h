@@ -1,7 +1,8 @@
 /*
  * conn.h - accepted TCP connections before they become websockets: one
- * HTTP request head, then an answer (/status, /metrics, errors) or the
- * upgrade to the broker protocol at /broker.
+ * HTTP request head, then an answer (/status, /metrics, GET /token,
+ * errors), the upgrade to the broker protocol at /broker, or a body-mode
+ * job (PUT /job, legacy.h).
  */
 #ifndef ES_CONN_H
 #define ES_CONN_H

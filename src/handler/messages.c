@@ -262,6 +262,7 @@ const char *msg_book_message(enum book_rc rc, enum msg_type about)
 	case BOOK_E_DISABLED: return "the service failed its startup check";
 	case BOOK_E_INVALID: return "job_id: 1 to 64 printable ASCII characters";
 	case BOOK_E_STALE: return "the connection is no longer registered";
+	case BOOK_E_BUSY: /* legacy tokens only */
 	case BOOK_OK: break;
 	}
 	return "internal error";
@@ -283,6 +284,7 @@ const char *msg_book_error(enum book_rc rc)
 	case BOOK_E_DISABLED: return PROTO_E_SERVICE_DISABLED;
 	case BOOK_E_STALE: return PROTO_E_INTERNAL;
 	case BOOK_E_INVALID: return PROTO_E_BAD_MESSAGE;
+	case BOOK_E_BUSY: break; /* legacy tokens only */
 	}
 	return PROTO_E_INTERNAL;
 }

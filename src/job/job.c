@@ -8,6 +8,11 @@
  *   upload outputs after a success -> build the receipt ->
  *   book_job_finished, which frees the slot and mails the DONE to the
  *   handler of the owner connection.
+ * Body mode (job_start_body, the legacy transport's PUT /job) is the
+ * same life with two differences: the slot is a legacy token
+ * (book_token_*), and stdin/stdout are the caller's streams (job_io's
+ * streams instead of URLs); its end goes to the caller's done, not to a
+ * DONE through the book.
  * The process part is over when the leader was reaped AND stderr reached
  * EOF AND job_io reported stdin and stdout done (or the linger after the
  * reap ran out), so no output is lost to a race between SIGCHLD and the
@@ -57,7 +62,14 @@
 
 struct job {
 	struct job *next, *prev;
-	struct book_ref want;
+	struct book_ref want;       /* the want, or in body mode the legacy token */
+	/* body mode (PUT /job): the streams and whom to tell the end */
+	int is_body;
+	const struct job_stream_ops *streams;
+	void *body_ctx;
+	job_body_done_fn body_done;
+	struct event *start_ev;     /* body mode: the deferred start */
+	struct json_object *desc;   /* body mode: the description until then */
 	char job_id[BOOK_ID_MAX + 1];
 	uint32_t service;
 	struct job_spec spec;
@@ -142,7 +154,7 @@ unsigned job_running_count(void) { return njobs; }
 static struct job *find_job(struct book_ref want)
 {
 	for (struct job *j = jobs; j; j = j->next)
-		if (j->want.idx == want.idx && j->want.gen == want.gen)
+		if (!j->is_body && j->want.idx == want.idx && j->want.gen == want.gen)
 			return j;
 	return NULL;
 }
@@ -235,6 +247,10 @@ static void job_free(struct job *j)
 		event_free(j->timeout_ev);
 	if (j->linger_ev)
 		event_free(j->linger_ev);
+	if (j->start_ev)
+		event_free(j->start_ev);
+	if (j->desc)
+		json_object_put(j->desc);
 	if (j->err_fd >= 0)
 		close(j->err_fd);
 	if (j->io)
@@ -256,8 +272,9 @@ static void complete(struct job *j)
 	int truncated = 0, streamed = 0;
 	const char *out = j->io ? job_io_stdout_prefix(j->io, &out_len, &truncated, &streamed)
 				: NULL;
-	/* stdout that went to its URL is not repeated, unless the job failed */
-	int show_stdout = !streamed || o.failed;
+	/* stdout that went to its URL is not repeated, unless the job failed;
+	 * in body mode it is the response body */
+	int show_stdout = !j->is_body && (!streamed || o.failed);
 	struct receipt_parts parts = {
 		.outcome = &o, .error_message = message,
 		.stdout_prefix = show_stdout ? out : NULL,
@@ -269,9 +286,13 @@ static void complete(struct job *j)
 	char *text = receipt_build(&parts, &len);
 
 	struct book *b = handler_book_lock();
-	enum book_rc rc = book_job_finished(b, j->want, &o, text, text ? len : 0);
+	enum book_rc rc = j->is_body ? book_token_finished(b, j->want, &o)
+				     : book_job_finished(b, j->want, &o, text, text ? len : 0);
 	handler_book_unlock();
-	free(text);
+	if (!j->is_body) {
+		free(text);
+		text = NULL;
+	}
 	if (rc != BOOK_OK)
 		log_warn("job %s: finished, but the book says %s", j->job_id, book_rc_name(rc));
 
@@ -286,8 +307,29 @@ static void complete(struct job *j)
 	if (j->next)
 		j->next->prev = j->prev;
 	njobs--;
+	job_body_done_fn body_done = j->body_done;
+	void *body_ctx = j->body_ctx;
+	/* body mode: output that was not streamed is the response body */
+	char prefix[JOB_IO_STDOUT_CAP];
+	size_t plen = body_done && !streamed && out ? out_len : 0;
+	if (plen)
+		memcpy(prefix, out, plen);
 	job_free(j);
+	if (body_done)
+		body_done(body_ctx, &o, text, text ? len : 0, prefix, plen);
+	free(text);
 	broker_drain_check();
+}
+
+/* The process group of the job, in the book (0: forget it). */
+static void record_pgid(struct job *j, int32_t pgid)
+{
+	struct book *b = handler_book_lock();
+	if (j->is_body)
+		book_token_set_pgid(b, j->want, pgid);
+	else
+		book_job_set_pgid(b, j->want, pgid);
+	handler_book_unlock();
 }
 
 /* Signals the job's process group (if it has one). */
@@ -464,16 +506,28 @@ static void linger_cb(evutil_socket_t fd, short what, void *arg)
 	maybe_complete(j);
 }
 
+static void cancel_job(struct job *j, enum job_cancel_reason why);
+
 static void timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct job *j = arg;
-	job_cancel(j->want, JOB_CANCEL_TIMEOUT);
+	cancel_job(arg, JOB_CANCEL_TIMEOUT);
 }
 
 void job_cancel(struct book_ref want, enum job_cancel_reason why)
 {
 	struct job *j = find_job(want);
-	if (!j || j->cancelled || j->completing)
+	if (j)
+		cancel_job(j, why);
+}
+
+void job_body_cancel(struct job *j)
+{
+	cancel_job(j, JOB_CANCEL_REQUESTED);
+}
+
+static void cancel_job(struct job *j, enum job_cancel_reason why)
+{
+	if (j->cancelled || j->completing)
 		return;
 	if (j->pid > 0 && !j->reaped) {
 		j->cancelled = why;
@@ -499,7 +553,7 @@ void job_stop_all(void)
 {
 	for (struct job *j = jobs, *next; j; j = next) {
 		next = j->next;
-		job_cancel(j->want, JOB_CANCEL_DRAIN);
+		cancel_job(j, JOB_CANCEL_DRAIN);
 	}
 }
 
@@ -517,9 +571,7 @@ void job_reap(void)
 				 * group id may be reused: forget it everywhere */
 				kill(-j->pid, SIGKILL);
 				evtimer_del(j->kill_ev);
-				struct book *b = handler_book_lock();
-				book_job_set_pgid(b, j->want, 0);
-				handler_book_unlock();
+				record_pgid(j, 0);
 				job_io_process_ended(j->io, process_succeeded(j) && !j->io_error);
 				struct timeval tv = { 0, JOB_LINGER_MS * 1000 };
 				evtimer_add(j->linger_ev, &tv);
@@ -606,29 +658,18 @@ static void spawn_job(struct job *j)
 	j->err_fd = errfds[0];
 	j->err_ev = event_new(handler.base, j->err_fd, EV_READ | EV_PERSIST, on_stderr, j);
 	event_add(j->err_ev, NULL);
-	struct book *b = handler_book_lock();
-	book_job_set_pgid(b, j->want, j->pid);
-	handler_book_unlock();
+	record_pgid(j, j->pid);
 	/* The child may already have exited before we recorded its pid. */
 	job_reap();
 }
 
-void job_start(struct book_ref want, const char *job_id, uint32_t service,
-	       struct json_object *desc)
+/* A new job record, linked, with its timers (NULL: out of memory). */
+static struct job *job_new(struct book_ref want, const char *job_id, uint32_t service)
 {
-	const struct es_config *cfg = handler.inst->cfg;
 	struct job *j = calloc(1, sizeof *j);
-	const char *code;
-	char why[256];
 
-	if (!j) {
-		/* nothing to run it with: give the slot back with a failure */
-		struct book_outcome o = { .exit_code = -1, .error = JOB_ERR_EXEC_FAILED, .failed = 1 };
-		struct book *b = handler_book_lock();
-		book_job_finished(b, want, &o, NULL, 0);
-		handler_book_unlock();
-		return;
-	}
+	if (!j)
+		return NULL;
 	j->want = want;
 	j->service = service;
 	j->err_fd = -1;
@@ -642,6 +683,16 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 	j->kill_ev = evtimer_new(handler.base, kill_timer_cb, j);
 	j->timeout_ev = evtimer_new(handler.base, timeout_cb, j);
 	j->linger_ev = evtimer_new(handler.base, linger_cb, j);
+	return j;
+}
+
+/* From the job directory to the spawn (or the input fetches first). */
+static void job_run(struct job *j, struct json_object *desc)
+{
+	const struct es_config *cfg = handler.inst->cfg;
+	const char *code;
+	char why[256];
+
 	if (!j->kill_ev || !j->timeout_ev || !j->linger_ev) {
 		not_started(j, ENOMEM);
 		return;
@@ -658,9 +709,9 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 	}
 	/* validated before the JOB was accepted; parsed again for the real
 	 * directory name */
-	if (job_spec_parse(cfg, &cfg->services[service], desc, j->dir, &j->spec, &code, why,
+	if (job_spec_parse(cfg, &cfg->services[j->service], desc, j->dir, &j->spec, &code, why,
 			   sizeof why) != 0) {
-		log_error("job %s: %s", job_id, why);
+		log_error("job %s: %s", j->job_id, why);
 		not_started(j, EINVAL);
 		return;
 	}
@@ -673,7 +724,7 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 				       .stdout_done = on_stdout_done,
 				       .outputs_done = on_outputs_done, .arg = j };
 	j->io = job_io_new(handler.base, transfers, &j->spec, j->dir, JOB_INPUT_MAX_BYTES, &cb);
-	if (!j->io) {
+	if (!j->io || (j->streams && job_io_set_streams(j->io, j->streams, j->body_ctx) != 0)) {
 		not_started(j, ENOMEM);
 		return;
 	}
@@ -684,4 +735,65 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 		return; /* on_inputs_done spawns */
 	}
 	spawn_job(j);
+}
+
+void job_start(struct book_ref want, const char *job_id, uint32_t service,
+	       struct json_object *desc)
+{
+	struct job *j = job_new(want, job_id, service);
+
+	if (!j) {
+		/* nothing to run it with: give the slot back with a failure */
+		struct book_outcome o = { .exit_code = -1, .error = JOB_ERR_EXEC_FAILED, .failed = 1 };
+		struct book *b = handler_book_lock();
+		book_job_finished(b, want, &o, NULL, 0);
+		handler_book_unlock();
+		return;
+	}
+	job_run(j, desc);
+}
+
+static void body_start_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct job *j = arg;
+	struct json_object *desc = j->desc;
+
+	j->desc = NULL;
+	job_run(j, desc);
+	json_object_put(desc);
+}
+
+struct job *job_start_body(struct book_ref token, uint32_t service, struct json_object *desc,
+			   const struct job_stream_ops *streams, job_body_done_fn done, void *ctx)
+{
+	char id[32];
+	snprintf(id, sizeof id, "token-%u.%u", token.idx, token.gen);
+	struct job *j = job_new(token, id, service);
+
+	if (j) {
+		j->is_body = 1;
+		j->streams = streams;
+		j->body_done = done;
+		j->body_ctx = ctx;
+		j->start_ev = evtimer_new(handler.base, body_start_cb, j);
+	}
+	if (!j || !j->start_ev) {
+		struct book_outcome o = { .exit_code = -1, .error = JOB_ERR_EXEC_FAILED, .failed = 1 };
+		if (j) {
+			j->body_done = NULL;
+			j->completing = 1;
+			no_process(j);
+			complete(j); /* gives the slot back */
+		} else {
+			struct book *b = handler_book_lock();
+			book_token_finished(b, token, &o);
+			handler_book_unlock();
+		}
+		return NULL;
+	}
+	/* started from the loop, so that done never runs inside this call */
+	j->desc = json_object_get(desc);
+	static const struct timeval now = { 0, 0 };
+	evtimer_add(j->start_ev, &now);
+	return j;
 }

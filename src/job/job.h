@@ -10,6 +10,7 @@
 #ifndef ES_JOB_H
 #define ES_JOB_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <json-c/json.h>
@@ -33,6 +34,26 @@ int job_validate(uint32_t service, struct json_object *job, const char **code, c
  * failure to spawn — exactly one DONE follows. */
 void job_start(struct book_ref want, const char *job_id, uint32_t service,
 	       struct json_object *job);
+
+/* Body mode (PUT /job of the legacy token transport, handler/legacy.c):
+ * runs desc (validated by job_validate) on the slot of the RUNNING legacy
+ * token `token`, with stdin and stdout on the caller's streams (job_io.h).
+ * When it ends, the token is finished in the book (slot freed) and done
+ * is called once, from the event loop (never from inside this call), with
+ * the outcome, the receipt JSON (without "stdout": that is the response
+ * body) and the output that was never given to the stdout stream (the
+ * at most JOB_IO_STDOUT_CAP bytes of a failed run); the job is gone by
+ * then.  Returns the job, or NULL when
+ * out of memory (the token was finished, done is not called). */
+struct job;
+struct job_stream_ops;
+typedef void (*job_body_done_fn)(void *ctx, const struct book_outcome *o, const char *receipt,
+				 size_t len, const char *unstreamed, size_t unstreamed_len);
+struct job *job_start_body(struct book_ref token, uint32_t service, struct json_object *desc,
+			   const struct job_stream_ops *streams, job_body_done_fn done, void *ctx);
+/* The client of a body-mode job went away: stop it (as CANCEL); done
+ * follows. */
+void job_body_cancel(struct job *j);
 
 /* SIGTERM to the job's process group, SIGKILL after a grace. */
 void job_cancel(struct book_ref want, enum job_cancel_reason why);

@@ -87,6 +87,11 @@ struct job_io {
 	uint64_t input_max;
 	int dirfd;
 	int aborted;
+	/* where stdin comes from and stdout goes: the spec's URLs, or the
+	 * streams given by job_io_set_streams (body mode) */
+	const struct job_stream_ops *streams;
+	void *streams_ctx;
+	int has_in, has_out;
 	int proc;                  /* 0: running, 1: success, -1: failure */
 	struct event *report_ev;
 	struct phase_rec ph[PH_COUNT];
@@ -100,7 +105,7 @@ struct job_io {
 	int fds_made;
 	int in_fd;                 /* parent's write end, or -1 */
 	struct event *in_ev;       /* EV_WRITE: resume the download */
-	struct transfer *in_t;
+	void *in_t;                /* the stdin stream (a transfer for a URL) */
 	uint64_t in_bytes;
 	int in_reader_gone, in_local, in_local_retryable;
 
@@ -108,7 +113,7 @@ struct job_io {
 	int out_fd;                /* parent's read end, or -1 */
 	struct event *out_ev;      /* EV_READ|EV_PERSIST */
 	enum out_mode out_mode;
-	struct transfer *out_t;
+	void *out_t;               /* the stdout stream (a transfer for a URL) */
 	int out_eof;               /* EOF read, or job_io_stdout_close */
 	int out_streamed;          /* a PUT was started */
 	int out_have_extra;
@@ -228,6 +233,57 @@ static int describe(const struct transfer_result *r, int local, int local_retrya
 	}
 }
 
+/* ---- the streams: URLs (transfers) or the caller's ----------------------------- */
+
+static void *url_open_in(void *ctx, const struct transfer_sink *sink, void *arg)
+{
+	struct job_io *io = ctx;
+	return transfer_get(io->loop, io->spec->stdin_url, sink, arg);
+}
+
+static void *url_open_out(void *ctx, const struct transfer_source *src, void *arg, int64_t size)
+{
+	struct job_io *io = ctx;
+	return transfer_put(io->loop, io->spec->stdout_url, src, arg, size);
+}
+
+static void url_resume(void *ctx, void *h) { (void)ctx; transfer_resume(h); }
+static void url_abort(void *ctx, void *h) { (void)ctx; transfer_abort(h); }
+static void url_set_error(void *ctx, void *h, const char *msg)
+{
+	(void)ctx;
+	transfer_set_error(h, "%s", msg);
+}
+
+static const struct job_stream_ops url_streams = {
+	url_open_in, url_open_out, url_resume, url_abort, url_set_error,
+};
+
+static void st_resume(struct job_io *io, void *h) { io->streams->resume(io->streams_ctx, h); }
+static void st_abort(struct job_io *io, void *h) { io->streams->abort(io->streams_ctx, h); }
+__attribute__((format(printf, 3, 4)))
+static void st_error(struct job_io *io, void *h, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	io->streams->set_error(io->streams_ctx, h, msg);
+}
+
+int job_io_set_streams(struct job_io *io, const struct job_stream_ops *ops, void *ctx)
+{
+	if (io->fds_made || io->aborted || !ops) {
+		errno = EALREADY;
+		return -1;
+	}
+	io->streams = ops;
+	io->streams_ctx = ctx;
+	io->has_in = io->has_out = 1;
+	return 0;
+}
+
 /* ---- creation, abort, free -------------------------------------------------- */
 
 struct job_io *job_io_new(struct event_base *base, struct transfer_loop *loop,
@@ -251,6 +307,10 @@ struct job_io *job_io_new(struct event_base *base, struct transfer_loop *loop,
 		io->cb = *cb;
 	io->input_max = input_max_bytes;
 	io->in_fd = io->out_fd = -1;
+	io->streams = &url_streams;
+	io->streams_ctx = io;
+	io->has_in = spec->stdin_url != NULL;
+	io->has_out = spec->stdout_url != NULL;
 	io->dirfd = open(jobdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (io->dirfd < 0) {
 		e = errno;
@@ -335,12 +395,12 @@ void job_io_abort(struct job_io *io)
 	files_end(io, 0);
 	files_end(io, 1);
 	if (io->in_t) {
-		transfer_abort(io->in_t);
+		st_abort(io, io->in_t);
 		io->in_t = NULL;
 	}
 	close_in(io);
 	if (io->out_t) {
-		transfer_abort(io->out_t);
+		st_abort(io, io->out_t);
 		io->out_t = NULL;
 	}
 	close_out(io);
@@ -589,7 +649,7 @@ static void in_ready(evutil_socket_t fd, short what, void *arg)
 	struct job_io *io = arg;
 
 	if (io->in_t)
-		transfer_resume(io->in_t);
+		st_resume(io, io->in_t);
 }
 
 static size_t in_write(void *arg, const char *data, size_t len)
@@ -614,12 +674,12 @@ static size_t in_write(void *arg, const char *data, size_t len)
 		if (errno == EPIPE) {
 			/* the program closed its stdin (or ended): its choice */
 			io->in_reader_gone = 1;
-			transfer_set_error(io->in_t, "the program stopped reading its input");
+			st_error(io, io->in_t, "the program stopped reading its input");
 			return TRANSFER_SINK_ERROR;
 		}
 		io->in_local = 1;
 		io->in_local_retryable = resource_errno(errno);
-		transfer_set_error(io->in_t, "write to the program: %s", strerror(errno));
+		st_error(io, io->in_t, "write to the program: %s", strerror(errno));
 		return TRANSFER_SINK_ERROR;
 	}
 }
@@ -679,7 +739,7 @@ static void out_start_put(struct job_io *io, int64_t size)
 	io->out_streamed = 1;
 	io->out_put_off = 0;
 	io->out_mode = size < 0 ? O_STREAM : O_SMALL;
-	io->out_t = transfer_put(io->loop, io->spec->stdout_url, &out_src, io, size);
+	io->out_t = io->streams->open_out(io->streams_ctx, &out_src, io, size);
 	if (io->out_t == NULL) {
 		int e = errno;
 
@@ -700,7 +760,7 @@ static void out_ended(struct job_io *io)
 	io->out_eof = 1;
 	switch (io->out_mode) {
 	case O_BUFFER:
-		if (io->spec->stdout_url == NULL || io->proc < 0)
+		if (!io->has_out || io->proc < 0)
 			out_report_ok(io); /* the prefix is the output, or dropped */
 		else if (io->proc > 0)
 			out_start_put(io, (int64_t)io->out_len);
@@ -727,14 +787,14 @@ static void out_read_cb(evutil_socket_t fd, short what, void *arg)
 		/* the PUT's source reads; it waits for this */
 		event_del(io->out_ev);
 		if (io->out_t)
-			transfer_resume(io->out_t);
+			st_resume(io, io->out_t);
 		return;
 	}
 	if (io->out_len < sizeof io->out_buf) {
 		r = read(io->out_fd, io->out_buf + io->out_len, sizeof io->out_buf - io->out_len);
 		if (r > 0)
 			io->out_len += (size_t)r;
-	} else if (io->out_mode == O_BUFFER && io->spec->stdout_url && io->proc >= 0) {
+	} else if (io->out_mode == O_BUFFER && io->has_out && io->proc >= 0) {
 		/* one byte more than the buffer: the output must be streamed */
 		r = read(io->out_fd, &io->out_extra, 1);
 		commit = r == 1;
@@ -809,7 +869,7 @@ static ssize_t out_src_read(void *arg, char *buf, size_t cap)
 		}
 		io->out_local = 1;
 		io->out_local_retryable = 1;
-		transfer_set_error(io->out_t, "read: %s", strerror(errno));
+		st_error(io, io->out_t, "read: %s", strerror(errno));
 		return TRANSFER_ERROR;
 	}
 	/* EOF: the body is complete only if the program succeeded */
@@ -860,7 +920,7 @@ int job_io_child_fds(struct job_io *io, int *stdin_fd, int *stdout_fd)
 		errno = ENOMEM;
 		goto fail;
 	}
-	if (io->spec->stdin_url) {
+	if (io->has_in) {
 		if (pipe2(in, O_CLOEXEC) != 0 || fcntl(in[1], F_SETFL, O_NONBLOCK) != 0)
 			goto fail;
 		io->in_ev = event_new(io->base, in[1], EV_WRITE, in_ready, io);
@@ -869,7 +929,7 @@ int job_io_child_fds(struct job_io *io, int *stdin_fd, int *stdout_fd)
 			goto fail;
 		}
 		io->in_fd = in[1];
-		io->in_t = transfer_get(io->loop, io->spec->stdin_url, &in_sink, io);
+		io->in_t = io->streams->open_in(io->streams_ctx, &in_sink, io);
 		if (io->in_t == NULL)
 			goto fail;
 	}
@@ -885,7 +945,7 @@ int job_io_child_fds(struct job_io *io, int *stdin_fd, int *stdout_fd)
 	}
 	io->ph[PH_STDIN].state = P_RUNNING;
 	io->ph[PH_STDOUT].state = P_RUNNING;
-	if (io->spec->stdin_url == NULL)
+	if (!io->has_in)
 		report(io, PH_STDIN, 1, NULL, 0, 0, "%s", "");
 	*stdin_fd = in[0];
 	*stdout_fd = out[1];
@@ -893,7 +953,7 @@ int job_io_child_fds(struct job_io *io, int *stdin_fd, int *stdout_fd)
 fail:
 	e = errno;
 	if (io->in_t) {
-		transfer_abort(io->in_t);
+		st_abort(io, io->in_t);
 		io->in_t = NULL;
 	}
 	io->in_fd = -1;
@@ -924,14 +984,14 @@ void job_io_process_ended(struct job_io *io, int success)
 		return;
 	/* stdin: nobody reads it any more */
 	if (io->in_t) {
-		transfer_abort(io->in_t);
+		st_abort(io, io->in_t);
 		io->in_t = NULL;
 		report(io, PH_STDIN, 1, NULL, 0, io->in_bytes, "%s", "");
 	}
 	close_in(io);
 	switch (io->out_mode) {
 	case O_BUFFER:
-		if (io->out_eof && io->spec->stdout_url) {
+		if (io->out_eof && io->has_out) {
 			if (success)
 				out_start_put(io, (int64_t)io->out_len);
 			else
@@ -941,12 +1001,12 @@ void job_io_process_ended(struct job_io *io, int success)
 	case O_STREAM:
 		if (success) {
 			if (io->out_eof && io->out_t)
-				transfer_resume(io->out_t); /* the final chunk */
+				st_resume(io, io->out_t); /* the final chunk */
 			break;
 		}
 		/* the consumer must not see a complete body */
 		if (io->out_t) {
-			transfer_abort(io->out_t);
+			st_abort(io, io->out_t);
 			io->out_t = NULL;
 		}
 		io->out_failed_after_commit = 1;
@@ -974,7 +1034,7 @@ int job_io_stdout_close(struct job_io *io)
 		close_out(io);
 		io->out_eof = 1;
 		if (io->out_t)
-			transfer_resume(io->out_t); /* the source sees the end */
+			st_resume(io, io->out_t); /* the source sees the end */
 		return 0;
 	}
 	out_ended(io);

@@ -186,6 +186,36 @@ const char *job_io_stdout_prefix(struct job_io *io, size_t *len, int *truncated,
  */
 int job_io_upload_outputs(struct job_io *io);
 
+/*
+ * Where stdin comes from and stdout goes.  By default the spec's stdin and
+ * stdout URLs (a GET and a PUT on the transfer loop).  Body mode (PUT
+ * /job, handler/legacy.c) gives its own streams: the request body and the
+ * response.  A stream keeps the contract of a transfer (transfer.h): its
+ * sink/source is called, and its done called exactly once, only from the
+ * event loop, never from inside one of these calls; after abort nothing is
+ * called back.  open_in pushes the body into sink (sink->write may take
+ * fewer bytes: then resume is called when it can take more); open_out
+ * pulls from src (TRANSFER_PAUSE: resume is called when there is more),
+ * size is the body length (-1: unknown, streamed) and the body is
+ * complete only when src->read returned 0.  set_error gives the reason a
+ * sink/source is about to fail the stream.  A NULL return from an open
+ * fails the stream with errno.
+ */
+struct transfer_sink;
+struct transfer_source;
+struct job_stream_ops {
+	void *(*open_in)(void *ctx, const struct transfer_sink *sink, void *arg);
+	void *(*open_out)(void *ctx, const struct transfer_source *src, void *arg, int64_t size);
+	void (*resume)(void *ctx, void *stream);
+	void (*abort)(void *ctx, void *stream);
+	void (*set_error)(void *ctx, void *stream, const char *msg);
+};
+
+/* Body mode: stdin and stdout are ops' streams (the job always has both,
+ * whatever its spec says).  Before job_io_child_fds; returns 0, or -1 with
+ * errno EALREADY. */
+int job_io_set_streams(struct job_io *io, const struct job_stream_ops *ops, void *ctx);
+
 /* Cancels everything; no callback runs afterwards.  Idempotent. */
 void job_io_abort(struct job_io *io);
 

@@ -49,13 +49,19 @@ static void fill_topology(const struct es_config *cfg, struct book_topology *top
 	}
 }
 
-/* Receipts waiting for their DONE: a few per slot is plenty (they leave as
- * soon as the owner connection is told), never fewer than 64. */
-static uint32_t receipt_slots(const struct es_config *cfg)
+static uint32_t total_processes(const struct es_config *cfg)
 {
 	uint32_t processes = 0;
 	for (size_t i = 0; i < cfg->nwaitgroups; i++)
 		processes += (uint32_t)cfg->waitgroups[i].processes;
+	return processes;
+}
+
+/* Receipts waiting for their DONE: a few per slot is plenty (they leave as
+ * soon as the owner connection is told), never fewer than 64. */
+static uint32_t receipt_slots(const struct es_config *cfg)
+{
+	uint32_t processes = total_processes(cfg);
 	return processes * 4 > 64 ? processes * 4 : 64;
 }
 
@@ -70,6 +76,9 @@ int segment_create(struct instance *inst, struct es_config *cfg, int nhandlers)
 		.resume_grace_ms = (uint32_t)cfg->resume_grace_sec * 1000u,
 		.max_receipts = receipt_slots(cfg),
 		.receipt_bytes = RECEIPT_MAX_BYTES,
+		/* a token holds a slot: never more than the slots; sized even
+		 * with legacyToken off, which a reload may switch on */
+		.max_tokens = total_processes(cfg),
 	};
 	struct book_topology *topo = calloc(1, sizeof *topo);
 	uint64_t seed;

@@ -35,6 +35,7 @@ void model_free(struct model *m)
 	free(m->w);
 	free(m->c);
 	free(m->k);
+	free(m->t);
 	for (int h = 0; h < BOOK_MAX_HANDLERS; h++)
 		free(m->mail[h]);
 	free(m);
@@ -262,6 +263,8 @@ void model_wg(const struct model *m, uint32_t wg, struct book_wg_status *st)
 		st->offered += w->state == MW_OFFERED;
 		st->running += w->state == MW_RUNNING;
 	}
+	for (size_t i = 0; i < m->nt; i++)
+		st->tokens += m->t[i].state != MT_FREE && wg_of(m, m->t[i].svc) == wg;
 }
 
 void model_status(const struct model *m, uint32_t *conns, uint32_t *clients, uint32_t *wants)
@@ -522,6 +525,19 @@ enum book_rc model_decline(struct model *m, int conn, const char *job, uint64_t 
 
 /* The end of running job wi (book_job_finished, or the purge of its
  * runner), without statistics and grant; returns its waitgroup. */
+static unsigned classify(const struct model *m, unsigned cur, const struct m_svc *s);
+
+static void sample(struct model *m, uint32_t svc, const struct book_outcome *o)
+{
+	struct m_svc *s = &m->svc[svc];
+	s->finished++;
+	if (o->failed)
+		s->failed++;
+	s->ema = class_ema_next(s->ema, s->nsamples, o->duration_ms);
+	s->nsamples++;
+	s->klass = classify(m, s->klass, s);
+}
+
 static uint32_t job_end(struct model *m, int wi, const struct book_outcome *o,
 			const char *receipt, size_t len)
 {
@@ -591,15 +607,91 @@ enum book_rc model_finished(struct model *m, int wi, const struct book_outcome *
 	struct m_want *w = &m->w[wi];
 	if (w->state != MW_RUNNING)
 		return BOOK_E_BAD_STATE;
-	struct m_svc *s = &m->svc[w->svc];
-	s->finished++;
-	if (o->failed)
-		s->failed++;
-	s->ema = class_ema_next(s->ema, s->nsamples, o->duration_ms);
-	s->nsamples++;
-	s->klass = classify(m, s->klass, s);
+	sample(m, w->svc, o);
 	grant(m, job_end(m, wi, o, receipt, len));
 	return BOOK_OK;
+}
+
+/* ---- legacy tokens ---- */
+
+static size_t live_tokens(const struct model *m)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < m->nt; i++)
+		n += m->t[i].state != MT_FREE;
+	return n;
+}
+
+enum book_rc model_token_issue(struct model *m, uint32_t svc, uint64_t now, uint32_t valid_ms,
+			       int *tok)
+{
+	tick(m, now);
+	if (svc >= m->topo.nservices)
+		return BOOK_E_UNKNOWN_SERVICE;
+	if (!m->topo.services[svc].enabled)
+		return BOOK_E_DISABLED;
+	if (m->draining)
+		return BOOK_E_DRAINING;
+	struct book_wg_status st;
+	model_wg(m, wg_of(m, svc), &st);
+	if (st.waiting > 0 || st.running + st.offered + st.tokens >= st.processes ||
+	    !eligible(m, svc) || live_tokens(m) >= m->lim.max_tokens)
+		return BOOK_E_BUSY;
+	if (m->nt == m->capt) {
+		m->capt = m->capt ? 2 * m->capt : 16;
+		m->t = realloc(m->t, m->capt * sizeof *m->t);
+		if (!m->t)
+			abort();
+	}
+	struct m_token *t = &m->t[m->nt];
+	memset(t, 0, sizeof *t);
+	t->state = MT_ISSUED;
+	t->svc = svc;
+	t->deadline = m->clock + valid_ms;
+	*tok = (int)m->nt++;
+	return BOOK_OK;
+}
+
+enum book_rc model_token_use(struct model *m, int tok, int secret_ok, uint32_t svc,
+			     uint32_t runner, uint64_t now)
+{
+	tick(m, now);
+	if (tok < 0 || m->t[tok].state != MT_ISSUED || !secret_ok ||
+	    m->t[tok].deadline <= m->clock)
+		return BOOK_E_UNKNOWN_JOB;
+	struct m_token *t = &m->t[tok];
+	if (t->svc != svc)
+		return BOOK_E_BAD_TOKEN;
+	if (runner >= m->lim.nhandlers)
+		return BOOK_E_INVALID;
+	t->state = MT_RUNNING;
+	t->runner = runner;
+	t->pgid = 0;
+	m->svc[svc].started++;
+	return BOOK_OK;
+}
+
+enum book_rc model_token_finished(struct model *m, int tok, const struct book_outcome *o)
+{
+	if (!o)
+		return BOOK_E_INVALID;
+	if (tok < 0 || m->t[tok].state == MT_FREE)
+		return BOOK_E_STALE;
+	if (m->t[tok].state != MT_RUNNING)
+		return BOOK_E_BAD_STATE;
+	sample(m, m->t[tok].svc, o);
+	m->t[tok].state = MT_FREE;
+	grant(m, wg_of(m, m->t[tok].svc));
+	return BOOK_OK;
+}
+
+uint64_t model_token_deadline(const struct model *m)
+{
+	uint64_t best = UINT64_MAX;
+	for (size_t i = 0; i < m->nt; i++)
+		if (m->t[i].state == MT_ISSUED && m->t[i].deadline < best)
+			best = m->t[i].deadline;
+	return best;
 }
 
 enum book_rc model_done_read(const struct model *m, int wi, struct book_outcome *o, char *buf,
@@ -815,6 +907,16 @@ size_t model_purge(struct model *m, uint32_t h, int32_t *pgids, size_t max)
 		job_end(m, wi, &lost, NULL, 0);
 	}
 	free(pairs);
+	for (size_t i = 0; i < m->nt; i++) {   /* its running tokens, by book index */
+		struct m_token *t = &m->t[i];
+		if (t->state != MT_RUNNING || t->runner != h)
+			continue;
+		if (t->pgid > 0 && n < max)
+			pgids[n++] = t->pgid;
+		m->svc[t->svc].finished++;
+		m->svc[t->svc].failed++;
+		t->state = MT_FREE;
+	}
 	for (;;) {   /* oldest conn first */
 		int oldest = -1;
 		for (size_t i = 0; i < m->nc; i++)
@@ -871,6 +973,16 @@ uint32_t model_expire(struct model *m, uint64_t now)
 		if (n != before)
 			grant(m, g);
 	}
+	int freed[BOOK_MAX_WAITGROUPS] = { 0 };
+	for (size_t i = 0; i < m->nt; i++)
+		if (m->t[i].state == MT_ISSUED && m->t[i].deadline <= m->clock) {
+			m->t[i].state = MT_FREE;
+			freed[wg_of(m, m->t[i].svc)] = 1;
+			n++;
+		}
+	for (uint32_t g = 0; g < m->topo.nwaitgroups; g++)
+		if (freed[g])
+			grant(m, g);
 	for (;;) {
 		int best = -1;
 		for (size_t i = 0; i < m->nk; i++)

@@ -72,6 +72,18 @@ struct m_mail {
 	uint64_t exp_seq;
 };
 
+/* A legacy token (book_token_*), never reused; ref/secret are the book's. */
+enum { MT_FREE = 0, MT_ISSUED, MT_RUNNING };
+struct m_token {
+	int state;
+	uint32_t svc;
+	uint64_t deadline;
+	uint32_t runner;
+	int32_t pgid;
+	struct book_ref ref;
+	uint64_t secret;
+};
+
 struct m_svc {
 	uint64_t started, finished, failed, nsamples;
 	double ema;
@@ -96,6 +108,8 @@ struct model {
 	uint64_t seq, open_seq, grace_seq, exp_seq, grants, jorder;
 	uint64_t counter[BOOK_MAX_WAITGROUPS];
 	struct m_svc svc[BOOK_MAX_SERVICES];
+	struct m_token *t;
+	size_t nt, capt;
 };
 
 struct model *model_new(const struct book_limits *l, const struct book_topology *t);
@@ -131,6 +145,16 @@ void model_set_draining(struct model *m);
 void model_repaired(struct model *m);
 /* book_profile_set on the model. */
 enum book_rc model_profile_set(struct model *m, uint32_t svc, const struct book_profile *p);
+
+/* Legacy tokens.  issue: *tok = the new token's model id.  use: tok -1 =
+ * a stale ref, secret_ok 0 = a wrong secret. */
+enum book_rc model_token_issue(struct model *m, uint32_t svc, uint64_t now, uint32_t valid_ms,
+			       int *tok);
+enum book_rc model_token_use(struct model *m, int tok, int secret_ok, uint32_t svc,
+			     uint32_t runner, uint64_t now);
+enum book_rc model_token_finished(struct model *m, int tok, const struct book_outcome *o);
+/* Earliest deadline of an issued token, or UINT64_MAX. */
+uint64_t model_token_deadline(const struct model *m);
 
 void model_wg(const struct model *m, uint32_t wg, struct book_wg_status *st);
 void model_status(const struct model *m, uint32_t *conns, uint32_t *clients, uint32_t *wants);

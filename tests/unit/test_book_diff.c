@@ -7,7 +7,8 @@
  * section), DONE read and delivered, expire with advancing time, conn open/close, handler purge
  * (its running jobs end as lost: their DONEs and outcomes are compared like
  * any other), query, job owner, mail take, set_now, drain, repair, a
- * restored runtime profile) to both and
+ * restored runtime profile, legacy tokens: issue, use, finish, expiry,
+ * purge) to both and
  * compares return codes, the mail of every handler (OFFER/OFFER_EXPIRED/
  * DONE in exact order, CANCEL as a set, HELLO), the mail mask, query
  * answers, outcomes and receipt texts, per-waitgroup and book counts
@@ -41,7 +42,7 @@ static uint64_t g_seed;
 static unsigned long g_rc[24][16];   /* [op kind][rc]: coverage report */
 enum { K_WANT, K_ACCEPT, K_DECLINE, K_FINISH, K_EXPIRE, K_OPEN, K_QUERY, K_UNWANT, K_PURGE,
        K_MAIL, K_CANCEL, K_READ, K_READ_OK, K_DELIVERED, K_DONE_MAIL, K_CLASS, K_PROFILE,
-       K_NKINDS };
+       K_TOKEN_ISSUE, K_TOKEN_USE, K_TOKEN_FINISH, K_NKINDS };
 static unsigned long g_ops = 500000;
 
 struct run {
@@ -123,6 +124,7 @@ static int compare_counts(struct run *r)
 		SAME(r, a.offered, b.offered, "wg offered");
 		SAME(r, a.waiting, b.waiting, "wg waiting");
 		SAME(r, a.processes, b.processes, "wg processes");
+		SAME(r, a.tokens, b.tokens, "wg tokens");
 	}
 	struct book_status st;
 	uint32_t conns, clients, wants;
@@ -534,6 +536,8 @@ static int op_expire(struct run *r)
 		if (k->state == MK_GRACE && k->deadline < db)
 			db = k->stamped ? k->deadline : r->m->clock;
 	}
+	if (model_token_deadline(r->m) < db)
+		db = model_token_deadline(r->m);
 	SAME(r, da, db, "next deadline");
 	return 0;
 }
@@ -599,6 +603,92 @@ static int op_purge(struct run *r)
 	lock(r);
 	book_handler_started(r->f.b, h, (int32_t)(100 + below(r, 1000)));
 	return unlock(r);
+}
+
+/* ---- legacy tokens ---- */
+
+static int pick_token(struct run *r, int state)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->m->nt; i++)
+		n += r->m->t[i].state == state;
+	if (n == 0)
+		return -1;
+	size_t k = below(r, (uint32_t)n);
+	for (size_t i = 0; i < r->m->nt; i++)
+		if (r->m->t[i].state == state && k-- == 0)
+			return (int)i;
+	return -1;
+}
+
+static int op_token_issue(struct run *r)
+{
+	uint32_t svc = below(r, r->f.topo.nservices + (chance(r, 5) ? 1 : 0));
+	uint32_t valid = 1 + below(r, 2 * r->f.lim.offer_timeout_ms + 2);
+	struct book_ref ref;
+	uint64_t sec = 0;
+	int tok = -1;
+	lock(r);
+	enum book_rc a = book_token_issue(r->f.b, svc, r->now, valid, &ref, &sec);
+	enum book_rc b = model_token_issue(r->m, svc, r->now, valid, &tok);
+	if (unlock(r) < 0)
+		return -1;
+	SAME(r, a, b, "token issue");
+	if (a == BOOK_OK) {
+		r->m->t[tok].ref = ref;
+		r->m->t[tok].secret = sec;
+	}
+	g_rc[K_TOKEN_ISSUE][a]++;
+	return 0;
+}
+
+static int op_token_use(struct run *r)
+{
+	int tok = chance(r, 75) ? pick_token(r, MT_ISSUED)
+		  : r->m->nt && chance(r, 80) ? (int)below(r, (uint32_t)r->m->nt) : -1;
+	struct book_ref ref = { below(r, r->f.lim.max_tokens + 1), 1000000 + below(r, 9) };
+	uint64_t sec = rnd(r);
+	uint32_t svc = below(r, r->f.topo.nservices);
+	int secret_ok = !chance(r, 8);
+	if (tok >= 0) {
+		ref = r->m->t[tok].ref;
+		sec = r->m->t[tok].secret + (secret_ok ? 0 : 1);
+		if (chance(r, 90))
+			svc = r->m->t[tok].svc;
+	}
+	uint32_t runner = chance(r, 3) ? r->f.lim.nhandlers : below(r, r->f.lim.nhandlers);
+	lock(r);
+	enum book_rc a = book_token_use(r->f.b, ref, sec, svc, runner, r->now);
+	enum book_rc b = model_token_use(r->m, tok, secret_ok, svc, runner, r->now);
+	if (a == BOOK_OK && b == BOOK_OK && chance(r, 70)) {
+		int32_t pgid = (int32_t)(1000 + below(r, 50000));
+		book_token_set_pgid(r->f.b, ref, pgid);
+		r->m->t[tok].pgid = pgid;
+	}
+	if (unlock(r) < 0)
+		return -1;
+	SAME(r, a, b, "token use");
+	g_rc[K_TOKEN_USE][a]++;
+	return 0;
+}
+
+static int op_token_finish(struct run *r)
+{
+	int tok = chance(r, 85) ? pick_token(r, MT_RUNNING)
+		  : r->m->nt ? (int)below(r, (uint32_t)r->m->nt) : -1;
+	struct book_ref ref = { below(r, r->f.lim.max_tokens + 1), 1000000 + below(r, 9) };
+	if (tok >= 0)
+		ref = r->m->t[tok].ref;
+	struct book_outcome o = { .exit_code = (int32_t)below(r, 3), .duration_ms = below(r, 5000) };
+	o.failed = o.exit_code != 0;
+	lock(r);
+	enum book_rc a = book_token_finished(r->f.b, ref, &o);
+	enum book_rc b = model_token_finished(r->m, tok, &o);
+	if (unlock(r) < 0)
+		return -1;
+	SAME(r, a, b, "token finished");
+	g_rc[K_TOKEN_FINISH][a]++;
+	return 0;
 }
 
 static int op_query(struct run *r, int c, const char *job)
@@ -840,6 +930,9 @@ static void random_config(struct run *r, struct book_limits *l, struct book_topo
 		t->autobalance.min_samples = 1 + below(r, 4);
 		t->autobalance.heavy_threshold_ms = 200 + below(r, 5000);
 	}
+	l->max_tokens = below(r, 3);
+	for (uint32_t g = 0; g < nwg && !chance(r, 20); g++)
+		l->max_tokens += procs[g];
 	r->njobs = 3 + below(r, 20);
 	r->drains = chance(r, 25);
 	if (chance(r, 10)) {
@@ -896,9 +989,18 @@ static int step(struct run *r, unsigned long len)
 	} else if (k < 850) {
 		r->opname = "profile set";
 		return op_profile_set(r);
-	} else if (k < 998) {
+	} else if (k < 960) {
 		r->opname = "take mail";
 		return take_mail(r, below(r, r->f.lim.nhandlers));
+	} else if (k < 975) {
+		r->opname = "token issue";
+		return op_token_issue(r);
+	} else if (k < 990) {
+		r->opname = "token use";
+		return op_token_use(r);
+	} else if (k < 998) {
+		r->opname = "token finish";
+		return op_token_finish(r);
 	} else if (r->drains && r->op > len / 2 && !r->m->draining && chance(r, 20)) {
 		r->opname = "drain";
 		lock(r);
@@ -969,11 +1071,12 @@ static void test_differential(void)
 		"want", "accept", "decline", "finish(ed)", "expire(0/>0)", "open", "query", "unwant",
 		"purge(0/>0)", "mail(all/cancel/hello)", "cancel", "done_read",
 		"read(empty/text/rlost/exec_lost)", "done_delivered", "DONE mails(all/lost)",
-		"class(unknown/light/heavy)", "profile_set(ok/invalid)"
+		"class(unknown/light/heavy)", "profile_set(ok/invalid)",
+		"token issue(rc)", "token use(rc)", "token finish(rc)"
 	};
 	for (int i = 0; i < K_NKINDS; i++) {
 		printf("  %-22s", names[i]);
-		for (int j = 0; j < 13; j++)
+		for (int j = 0; j < 15; j++)
 			printf(" %lu", g_rc[i][j]);
 		printf("\n");
 	}

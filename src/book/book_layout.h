@@ -50,7 +50,7 @@
 
 #define BK_NIL UINT32_MAX
 #define BK_MAGIC 0x4b4f4f4258455345ULL   /* "ESEXBOOK" little endian */
-#define BK_VERSION 2u
+#define BK_VERSION 3u
 #define BK_MAX_CONNECTIONS (1u << 20)
 #define BK_MAX_WANTS (1u << 22)
 

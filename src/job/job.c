@@ -77,6 +77,7 @@ struct job {
 	int stopped_for_io;         /* we stopped the program: a stream failed */
 	/* the first failure around the process */
 	uint8_t io_error;           /* JOB_ERR_* */
+	struct ip_addr peer;        /* of the placing connection; family 0: unknown */
 	uint8_t io_retryable;
 	char io_message[256];
 };
@@ -314,6 +315,8 @@ static void io_failed(struct job *j, uint8_t code, const struct job_io_result *r
 {
 	if (j->io_error)
 		return;
+	if (r->code && strcmp(r->code, JOB_IO_E_REFUSED) == 0)
+		code = JOB_ERR_CALLBACK_REFUSED;
 	j->io_error = code;
 	j->io_retryable = (uint8_t)(r->retryable != 0);
 	/* cut on a character boundary: the message goes into a text frame */
@@ -613,8 +616,27 @@ static void spawn_job(struct job *j)
 	job_reap();
 }
 
+/* The callback guard (docs/security.md): a job's URLs may reach the
+ * address of the connection that placed it and what callbackAllow names;
+ * decided per address curl connects to, so DNS cannot route around it. */
+static int job_guard(void *arg, const char *url_host, const struct sockaddr *sa, socklen_t len)
+{
+	const struct job *j = arg;
+	struct ip_addr dest;
+	char text[64];
+
+	if (ip_addr_from_sockaddr(sa, len, &dest) != 0)
+		return 0;
+	if (addr_rules_allow(&handler.inst->cfg->callback_allow, j->peer.family ? &j->peer : NULL,
+			     url_host, &dest))
+		return 1;
+	log_warn("job %s: callback to %s (%s) refused: not the client's address, not in "
+		 "callbackAllow", j->job_id, url_host, ip_addr_format(&dest, text, sizeof text));
+	return 0;
+}
+
 void job_start(struct book_ref want, const char *job_id, uint32_t service,
-	       struct json_object *desc)
+	       struct json_object *desc, const struct ip_addr *peer)
 {
 	const struct es_config *cfg = handler.inst->cfg;
 	struct job *j = calloc(1, sizeof *j);
@@ -631,6 +653,8 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 	}
 	j->want = want;
 	j->service = service;
+	if (peer)
+		j->peer = *peer;
 	j->err_fd = -1;
 	j->start_ms = clock_mono_ms();
 	snprintf(j->job_id, sizeof j->job_id, "%s", job_id);
@@ -677,6 +701,7 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 		not_started(j, ENOMEM);
 		return;
 	}
+	job_io_set_guard(j->io, job_guard, j);
 	if (j->spec.ninputs > 0) {
 		if (job_io_fetch_inputs(j->io) != 0) {
 			not_started(j, EIO);

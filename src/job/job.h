@@ -15,6 +15,7 @@
 #include <json-c/json.h>
 
 #include "book/book.h"
+#include "common/addr_rule.h"
 
 enum job_cancel_reason {
 	JOB_CANCEL_REQUESTED = 1, /* CANCEL, or the client's grace ran out */
@@ -30,9 +31,11 @@ int job_validate(uint32_t service, struct json_object *job, const char **code, c
 		 size_t msglen);
 
 /* Starts an accepted (RUNNING in the book) job.  Whatever happens — even a
- * failure to spawn — exactly one DONE follows. */
+ * failure to spawn — exactly one DONE follows.  peer: the address of the
+ * broker connection that placed it (its URLs may call back there, see the
+ * callback guard), NULL if unknown. */
 void job_start(struct book_ref want, const char *job_id, uint32_t service,
-	       struct json_object *job);
+	       struct json_object *job, const struct ip_addr *peer);
 
 /* SIGTERM to the job's process group, SIGKILL after a grace. */
 void job_cancel(struct book_ref want, enum job_cancel_reason why);

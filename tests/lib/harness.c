@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "harness.h"
@@ -108,6 +109,11 @@ static int write_config(struct es_daemon *d, int handlers, const char *body)
 	/* As root the daemon refuses to start without a user to switch to:
 	 * tests that do not name one (or the key itself) run jobs as root. */
 	int as_root = geteuid() == 0 && !strstr(body, "user:") && !strstr(body, "allowRootJobs");
+	/* a daemon that drops to another user must reach its tempDir below */
+	if (strstr(body, "user:") && chmod(d->dir, 0711) != 0) {
+		fclose(f);
+		return -1;
+	}
 	fprintf(f,
 		"addr: 127.0.0.1:%d\n"
 		"tempDir: %s/tmp\n"

@@ -306,7 +306,7 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 	/* Everything that needs root is done: tempDir goes to the user, then
 	 * the master becomes that user before it forks anything. */
 	char why[512];
-	if (opt->priv && (privileges_chown(opt->priv, cfg->temp_dir, 1, why, sizeof why) != 0 ||
+	if (opt->priv && (privileges_give_temp_dir(opt->priv, cfg->temp_dir, why, sizeof why) != 0 ||
 			  privileges_drop(opt->priv, why, sizeof why) != 0)) {
 		log_error("%s; not starting", why);
 		report_ready(2);

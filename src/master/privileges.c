@@ -15,8 +15,6 @@
 #include "autoconfig.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
@@ -24,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 #include "master/privileges.h"
 
@@ -109,30 +106,23 @@ int privileges_plan(const struct es_config *cfg, struct privileges *p, char *why
 	return 0;
 }
 
-static uid_t chown_uid;
-static gid_t chown_gid;
-
-static int chown_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+int privileges_give_temp_dir(const struct privileges *p, const char *temp_dir, char *why,
+			     size_t len)
 {
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	/* lchown: a symbolic link left in a job directory is not followed */
-	return lchown(path, chown_uid, chown_gid) == 0 ? 0 : -1;
-}
+	static const char *const below[] = { "", "/job", "/cache" };
+	char path[4096];
 
-int privileges_chown(const struct privileges *p, const char *path, int recursive, char *why,
-		     size_t len)
-{
 	if (!p->drop)
 		return 0;
-	chown_uid = p->uid;
-	chown_gid = p->gid;
-	if (recursive ? nftw(path, chown_entry, 16, FTW_PHYS) == 0
-		      : lchown(path, p->uid, p->gid) == 0)
-		return 0;
-	snprintf(why, len, "cannot give %s to user %s: %s", path, p->user, strerror(errno));
-	return -1;
+	for (size_t i = 0; i < sizeof below / sizeof below[0]; i++) {
+		snprintf(path, sizeof path, "%s%s", temp_dir, below[i]);
+		if (lchown(path, p->uid, p->gid) != 0) {
+			snprintf(why, len, "cannot give %s to user %s: %s", path, p->user,
+				 strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
 }
 
 int privileges_drop(const struct privileges *p, char *why, size_t len)

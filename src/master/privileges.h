@@ -35,11 +35,12 @@ struct privileges {
  * \"x\"", "... set user or allowRootJobs: true"). */
 int privileges_plan(const struct es_config *cfg, struct privileges *p, char *why, size_t len);
 
-/* Gives path (and, when recursive, everything below it) to the planned
- * user, so that the dropped processes can use it.  No-op without a drop.
- * Returns 0 or -1 with why. */
-int privileges_chown(const struct privileges *p, const char *path, int recursive, char *why,
-		     size_t len);
+/* Gives tempDir and its job/ and cache/ directories (which janitor_prepare
+ * created empty) to the planned user, so that the dropped processes can
+ * use them; not what else an operator keeps in tempDir, and never through
+ * a symbolic link.  No-op without a drop.  Returns 0 or -1 with why. */
+int privileges_give_temp_dir(const struct privileges *p, const char *temp_dir, char *why,
+			     size_t len);
 
 /* setgroups/initgroups, setgid, setuid; then checks that setuid(0) and
  * setgid(0) fail.  No-op without a drop.  Returns 0 or -1 with why. */

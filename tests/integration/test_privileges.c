@@ -4,9 +4,9 @@
  *
  * Started as root with `user: nobody`: the master, every handler and every
  * job run as nobody (real, effective, saved and filesystem ids; no
- * capabilities; no supplementary root group), tempDir belongs to nobody,
- * and a job's environment is the configured one plus PATH, nothing of the
- * daemon's.  Configurations that would run jobs as root without saying so
+ * capabilities; no supplementary root group; not dumpable), tempDir
+ * belongs to nobody, and a job's environment is the configured one plus
+ * PATH, nothing of the daemon's.  Configurations that would run jobs as root without saying so
  * are refused at start with a message naming the key.  Run as another
  * user, the test checks the other branch: switching users is refused.
  */
@@ -85,6 +85,12 @@ static void check_process(int pid, uid_t uid, gid_t gid)
 	char groups[256];
 	snprintf(groups, sizeof groups, " %s ", proc_status(pid, "Groups"));
 	CU_ASSERT(strstr(groups, " 0 ") == NULL);
+	/* not dumpable (its /proc files stay root's): a job of the same user
+	 * cannot ptrace it or read its memory */
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof path, "/proc/%d/environ", pid);
+	CU_ASSERT(stat(path, &st) == 0 && st.st_uid == 0);
 }
 
 /* The stdout of a job (static), or NULL. */

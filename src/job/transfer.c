@@ -91,6 +91,7 @@ struct transfer {
 	transfer_guard_fn guard;  /* NULL: every address */
 	void *guard_arg;
 	int refused;              /* the guard refused an address */
+	int allowed;              /* the guard allowed an address */
 	char guard_err[160];
 };
 
@@ -425,8 +426,9 @@ static void finish(struct transfer *t, CURLcode code)
 	if (!failed) {
 		r.ok = 1;
 		r.error = "";
-	} else if (t->refused && code == CURLE_COULDNT_CONNECT) {
-		/* every address was refused (or the allowed ones failed) */
+	} else if (t->refused && !t->allowed && code == CURLE_COULDNT_CONNECT) {
+		/* every address was refused (an allowed one that failed makes
+		 * it a network failure like any other) */
 		r.refused = 1;
 		r.error = t->guard_err;
 	} else if (t->local_err[0]) {
@@ -760,6 +762,8 @@ static curl_socket_t on_opensocket(void *clientp, curlsocktype purpose, struct c
 			 "callback guard (not the client's address, not in callbackAllow)", host);
 		return CURL_SOCKET_BAD;
 	}
+	if (t->guard)
+		t->allowed = 1;
 	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 

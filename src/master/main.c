@@ -189,7 +189,7 @@ int main(int argc, char **argv)
 
 	struct privileges priv;
 	char why[512];
-	if (privileges_plan(cfg, &priv, why, sizeof why) != 0) {
+	if (privileges_plan(cfg, test_only, &priv, why, sizeof why) != 0) {
 		fprintf(stderr, "%s: %s\n", opt.config_path, why);
 		config_free(cfg);
 		free(cfg);

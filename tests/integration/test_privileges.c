@@ -145,6 +145,8 @@ static void test_drop_to_nobody(void)
 		snprintf(body, sizeof body, "user: nobody\n%s", body_tools);
 		CU_ASSERT_EQUAL(run_daemon("-f", body, out, sizeof out), 1);
 		CU_ASSERT(strstr(out, "not started as root") != NULL);
+		/* -t checks the file, not the switch it cannot try */
+		CU_ASSERT_EQUAL(run_daemon("-t", body, out, sizeof out), 0);
 		return;
 	}
 	CU_ASSERT_FATAL(pw != NULL);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/addr_rule.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "execserver/protocol.h"
@@ -26,7 +27,6 @@
 #include "handler/ws.h"
 #include "job/job.h"
 #include "job/receipt.h"
-#include "common/addr_rule.h"
 
 #define HELLO_COALESCE_MS 100
 #define MAX_PENDING_OUT (8u << 20) /* a peer that reads nothing is cut off here */

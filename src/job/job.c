@@ -77,9 +77,10 @@ struct job {
 	int stopped_for_io;         /* we stopped the program: a stream failed */
 	/* the first failure around the process */
 	uint8_t io_error;           /* JOB_ERR_* */
-	struct ip_addr peer;        /* of the placing connection; family 0: unknown */
 	uint8_t io_retryable;
 	char io_message[256];
+	struct ip_addr peer;        /* of the placing connection (callback guard);
+				     * family 0: unknown */
 };
 
 static struct job *jobs;

@@ -11,13 +11,23 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build="$top/build"
 config="$top/etc/execserver.yml"
 
-# The default tempDir is /var/lib/execserver; a user who cannot write there
-# gets a copy of the default configuration with a private tempDir.
+# The demo runs on a copy of the default configuration with a private
+# tempDir.  The default configuration switches to the user "execserver"
+# (created by the installation, see README): as root without that account
+# the demo runs as nobody instead; as another user it stays that user (only
+# root can switch).
 work=$(mktemp -d /tmp/execserver-demo.XXXXXX)
-if ! mkdir -p /var/lib/execserver 2>/dev/null || [ ! -w /var/lib/execserver ]; then
+chmod 711 "$work"
+if [ "$(id -u)" -ne 0 ]; then
+	sed -e "s|^tempDir:.*|tempDir: $work/tmp|" -e '/^user:/d' -e '/^group:/d' \
+		"$config" > "$work/execserver.yml"
+elif getent passwd execserver > /dev/null; then
 	sed "s|^tempDir:.*|tempDir: $work/tmp|" "$config" > "$work/execserver.yml"
-	config="$work/execserver.yml"
+else
+	sed -e "s|^tempDir:.*|tempDir: $work/tmp|" -e 's|^user:.*|user: nobody|' \
+		-e 's|^group:.*|group: nogroup|' "$config" > "$work/execserver.yml"
 fi
+config="$work/execserver.yml"
 
 addr=$(sed -n 's/^addr:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}.*/\1/p' "$config")
 host=${addr%:*}

@@ -36,6 +36,9 @@ reports="$san/reports"
 mkdir -p "$san"
 rm -rf "$reports"
 mkdir -p "$reports"
+# Daemons that drop to another user (test_privileges: nobody) write their
+# reports here too.
+chmod 1777 "$reports"
 cd "$san"
 [ -f Makefile ] || ../configure --enable-asan --enable-ubsan
 make -j"$(nproc)"
@@ -56,7 +59,8 @@ echo "test.sh: make check under ASan+UBSan passed, no reports"
 cd "$top/build"
 vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --child-silent-after-fork=yes"
 export TOP_SRCDIR="$top"
-for t in test_book test_book_token test_config test_net test_job_spec test_book_class test_book_autobalance test_profile; do
+for t in test_book test_book_token test_config test_net test_job_spec test_book_class \
+	test_book_autobalance test_profile test_addr_rule test_book_usage test_transfer_guard; do
 	$vg "tests/unit/$t" > /dev/null || { echo "test.sh: valgrind: $t failed"; exit 1; }
 done
 $vg tests/unit/test_book_diff 7 30000 > /dev/null || { echo "test.sh: valgrind: test_book_diff failed"; exit 1; }

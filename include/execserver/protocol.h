@@ -34,14 +34,14 @@
 #define PROTO_E_NOT_OFFERED "not_offered"      /* JOB/DECLINE/UNWANT in the wrong state */
 #define PROTO_E_BAD_TOKEN "bad_token"          /* token does not match the current offer */
 #define PROTO_E_OFFER_EXPIRED "offer_expired"  /* the offer was withdrawn after offerTimeoutSec */
-#define PROTO_E_LIMIT_REACHED "limit_reached"  /* maxWants / maxWantsPerConnection */
+#define PROTO_E_LIMIT_REACHED "limit_reached"  /* maxWants / maxWantsPerConnection / maxJobsPerClient */
 #define PROTO_E_DRAINING "draining"            /* the instance is stopping */
 #define PROTO_E_BAD_JOB "bad_job"              /* the job description is invalid */
 #define PROTO_E_UNKNOWN_COMMAND "unknown_command" /* command not configured for the service */
 #define PROTO_E_INTERNAL "internal"            /* the execserver could not do it; retry */
 
 /* Websocket close codes used by the execserver. */
-#define PROTO_CLOSE_NORMAL 1000
+#define PROTO_CLOSE_NORMAL 1000         /* idleTimeoutSec ran out */
 #define PROTO_CLOSE_GOING_AWAY 1001     /* instance stopping, or the peer went silent */
 #define PROTO_CLOSE_PROTOCOL_ERROR 1002 /* malformed frame (unmasked, bad opcode, ...) */
 #define PROTO_CLOSE_UNSUPPORTED 1003    /* binary message */

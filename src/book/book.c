@@ -51,6 +51,7 @@ const char *book_rc_name(enum book_rc rc)
 	case BOOK_E_LIMIT_CONN: return "limit_reached";
 	case BOOK_E_LIMIT_WANTS: return "limit_reached";
 	case BOOK_E_LIMIT_CONNS: return "limit_reached";
+	case BOOK_E_LIMIT_JOBS: return "limit_reached";
 	case BOOK_E_DRAINING: return "draining";
 	case BOOK_E_STALE: return "stale";
 	case BOOK_E_DISABLED: return "service_disabled";

@@ -121,6 +121,7 @@ enum book_rc {
 	BOOK_E_DRAINING,          /* draining: no new wants while the instance drains */
 	BOOK_E_STALE,             /* a ref whose generation no longer matches */
 	BOOK_E_DISABLED,          /* service_disabled: failed its startup check */
+	BOOK_E_LIMIT_JOBS,        /* limit_reached: maxJobsPerClient (book_accept) */
 	BOOK_E_INVALID,           /* bad_request: job/client id empty or > BOOK_ID_MAX
 				   * bytes, handler or runner out of range (the
 				   * protocol layer should have refused it) */
@@ -152,6 +153,7 @@ struct book_limits {
 	uint32_t max_connections;        /* conns and clients tables */
 	uint32_t max_wants;              /* wants table (parked + offered + running + finished) */
 	uint32_t max_wants_per_connection;
+	uint32_t max_jobs_per_client;    /* RUNNING jobs of one client; 0 = no limit */
 	uint32_t nhandlers;              /* <= BOOK_MAX_HANDLERS */
 	uint32_t offer_timeout_ms;
 	uint32_t resume_grace_ms;
@@ -340,7 +342,10 @@ enum book_rc book_unwant(struct book *b, struct book_ref conn, const char *job_i
 enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_id,
 			 enum want_state *was, struct book_ref *want);
 /* JOB: the offered want becomes RUNNING on `runner` (the handler that got
- * the JOB).  Token must match the current offer.  PARKED, RUNNING or
+ * the JOB).  Token must match the current offer.  BOOK_E_LIMIT_JOBS (the
+ * want stays OFFERED) when its client already runs max_jobs_per_client
+ * jobs, on any handler: counted from the client's job list, which repair
+ * rebuilds from the want records, so the count survives a crash.  PARKED, RUNNING or
  * FINISHED: BOOK_E_BAD_STATE (not_offered / already_running); after the offer
  * expired the want is gone: BOOK_E_UNKNOWN_JOB (or BOOK_E_BAD_TOKEN if the
  * job_id was wanted and offered again). */
@@ -406,6 +411,14 @@ enum book_rc book_done_delivered(struct book *b, struct book_ref want);
  * gone). */
 enum book_rc book_job_owner(const struct book *b, struct book_ref want,
 			    struct book_ref *conn, uint32_t *handler);
+
+/* For the idle timeout: 1 when conn has parked or offered wants, or owns a
+ * RUNNING or FINISHED job (its DONE not delivered yet); 0 when it has none,
+ * or the ref is stale. */
+int book_conn_busy(const struct book *b, struct book_ref conn);
+/* RUNNING jobs of the client of conn (all its connections, all handlers);
+ * 0 for a stale ref. */
+uint32_t book_client_running(const struct book *b, struct book_ref conn);
 
 /* Expires offers whose deadline passed (mail OFFER_EXPIRED to the conn's
  * handler; want removed; slot re-granted), legacy tokens still ISSUED at

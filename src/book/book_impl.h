@@ -132,6 +132,9 @@ void bk_client_free(struct book *b, uint32_t ci);
 /* Frees a client that has neither live conns nor running jobs. */
 void bk_client_release_if_idle(struct book *b, uint32_t ci);
 
+/* book_usage.c: RUNNING wants in client ci's job list. */
+uint32_t bk_client_running(const struct book *b, uint32_t ci);
+
 /* book_mail.c */
 void bk_mail_push(struct book *b, uint32_t h, uint32_t wi);
 void bk_mail_unlink(struct book *b, uint32_t wi);

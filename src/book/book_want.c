@@ -436,6 +436,9 @@ enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_i
 		return BOOK_E_BAD_STATE;
 	if (w->token != token)
 		return BOOK_E_BAD_TOKEN;
+	if (b->lim.max_jobs_per_client &&
+	    bk_client_running(b, w->client) >= b->lim.max_jobs_per_client)
+		return BOOK_E_LIMIT_JOBS;
 	w->runner = runner;
 	w->pgid = 0;
 	w->flags &= (uint8_t)~(BKW_OFFER_MAIL | BKW_CANCEL_MAIL);

@@ -86,6 +86,7 @@ static int set_defaults(struct es_config *cfg)
 	cfg->max_wants = 65536;
 	cfg->max_wants_per_connection = 4096;
 	cfg->max_frame_bytes = 1024 * 1024;
+	cfg->handshake_timeout_sec = 10;
 	cfg->log_level = LOG_LVL_INFO;
 	cfg->heavy_threshold_ms = 10000;
 	cfg->unknown_share = 0.5;
@@ -142,6 +143,7 @@ void config_free(struct es_config *cfg)
 		commands_free(cfg->services[i].commands, cfg->services[i].ncommands);
 	}
 	free(cfg->services);
+	addr_rules_free(&cfg->callback_allow);
 	free(cfg->auth_token);
 	free(cfg->user);
 	free(cfg->group);
@@ -736,6 +738,40 @@ static int top_bool(struct loader *ld, const struct topkey *tk, const struct cy_
 	return cy_get_bool(&ld->cy, v, tk->name, (int *)((char *)ld->cfg + tk->off));
 }
 
+/* callbackAllow: host names, IP addresses and CIDR blocks (addr_rule.h). */
+static int top_callback_allow(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
+{
+	struct addr_rules *rules = &ld->cfg->callback_allow;
+
+	if (cy_is_null(v))
+		return 0;
+	if (cy_expect(&ld->cy, v, CY_SEQUENCE, tk->name) < 0)
+		return -1;
+	if (v->nkids > CONFIG_MAX_CALLBACK_ALLOW)
+		return cy_error(&ld->cy, v, "%s: at most %d entries", tk->name,
+				CONFIG_MAX_CALLBACK_ALLOW);
+	rules->items = calloc(v->nkids ? v->nkids : 1, sizeof *rules->items);
+	if (!rules->items)
+		return oom(ld);
+	for (size_t i = 0; i < v->nkids; i++) {
+		const struct cy_node *item = v->kids[i];
+		char what[64], q[64];
+		const char *why;
+		char *s;
+
+		snprintf(what, sizeof what, "%s[%zu]", tk->name, i);
+		if (cy_get_string(&ld->cy, item, what, &s) < 0)
+			return -1;
+		int rc = addr_rule_parse(s, &rules->items[i], &why);
+		free(s);
+		if (rc < 0)
+			return cy_error(&ld->cy, item, "%s: %s is not a host name, IP address or "
+					"CIDR block: %s", what, cy_quote(item, q, sizeof q), why);
+		rules->count++;
+	}
+	return 0;
+}
+
 static int top_log_level(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
 	char q[64];
@@ -831,6 +867,11 @@ static const struct topkey topkeys[] = {
 	INTKEY("maxWants", max_wants, 1, 4194304),
 	INTKEY("maxWantsPerConnection", max_wants_per_connection, 1, 4194304),
 	INTKEY("maxFrameBytes", max_frame_bytes, 1024, 64 * 1024 * 1024),
+	INTKEY("handshakeTimeoutSec", handshake_timeout_sec, 1, 3600),
+	INTKEY("idleTimeoutSec", idle_timeout_sec, 0, 604800),
+	INTKEY("maxJobsPerClient", max_jobs_per_client, 0, 4194304),
+	{ "callbackAllow", top_callback_allow, 0, 0, 0 },
+	{ "allowRootJobs", top_bool, offsetof(struct es_config, allow_root_jobs), 0, 0 },
 	{ "authToken", top_auth_token, 0, 0, 0 },
 	{ "user", top_user, 0, 0, 0 },
 	{ "group", top_group, 0, 0, 0 },

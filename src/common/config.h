@@ -23,12 +23,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/addr_rule.h"
+
 #define CONFIG_MAX_WAITGROUPS 32
 #define CONFIG_MAX_SERVICES 256
 #define CONFIG_MAX_HANDLERS 64
 #define CONFIG_NAME_MAX 63 /* longest waitgroup, service or command name */
 #define CONFIG_MAX_PROCESSES 1024 /* most slots (processes) of one waitgroup */
 #define CONFIG_AUTO_POOL "auto"   /* the one waitgroup of auto-balance */
+#define CONFIG_MAX_CALLBACK_ALLOW 256 /* entries of callbackAllow */
 
 /* A list of strings (args, env). */
 struct strlist {
@@ -111,9 +114,14 @@ struct es_config {
 	int max_wants;                    /* default 65536 */
 	int max_wants_per_connection;     /* default 4096 */
 	int max_frame_bytes;              /* default 1 MiB */
+	int handshake_timeout_sec;        /* default 10: whole HTTP phase, from accept */
+	int idle_timeout_sec;             /* default 0 = off: see execserver.yml(5) */
+	int max_jobs_per_client;          /* default 0 = no limit */
+	struct addr_rules callback_allow; /* callbackAllow; empty = the peer only */
 	char *auth_token;                 /* NULL = no authentication */
 	char *user;                       /* NULL = keep the current user */
-	char *group;
+	char *group;                      /* NULL = the user's primary group */
+	int allow_root_jobs;              /* allowRootJobs: jobs may run as root */
 	char *pid_file;                   /* default /run/execserver.pid */
 	int log_level;                    /* enum log_level, default info */
 	struct config_job_limits job_limits;

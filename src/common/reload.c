@@ -24,7 +24,8 @@ int config_take_reloadable(struct es_config *cur, struct es_config *fresh, int k
 			     cur->fast_reserve != fresh->fast_reserve ||
 			     cur->heavy_threshold_ms != fresh->heavy_threshold_ms ||
 			     cur->unknown_cap != fresh->unknown_cap ||
-			     cur->min_samples != fresh->min_samples;
+			     cur->min_samples != fresh->min_samples ||
+			     cur->max_jobs_per_client != fresh->max_jobs_per_client;
 
 	if (!keep_log_level)
 		cur->log_level = fresh->log_level;
@@ -34,6 +35,11 @@ int config_take_reloadable(struct es_config *cur, struct es_config *fresh, int k
 	cur->ping_timeout_sec = fresh->ping_timeout_sec;
 	cur->legacy_token = fresh->legacy_token;
 	cur->legacy_token_validity_sec = fresh->legacy_token_validity_sec;
+	cur->handshake_timeout_sec = fresh->handshake_timeout_sec;
+	cur->idle_timeout_sec = fresh->idle_timeout_sec;
+	struct addr_rules allow = cur->callback_allow;
+	cur->callback_allow = fresh->callback_allow;
+	fresh->callback_allow = allow;
 	char *token = cur->auth_token;
 	cur->auth_token = fresh->auth_token;
 	fresh->auth_token = token;

@@ -2,8 +2,8 @@
  * reload.h - the keys a running instance takes over on SIGHUP.  Master and
  * handlers each re-read the file and call this, so they agree on the list:
  * logLevel, authToken, pingIntervalSec, pingTimeoutSec, jobRemovalPolicy,
- * janitorFileAge, legacyToken, legacyTokenValiditySec.  Everything else
- * needs a restart.
+ * janitorFileAge, legacyToken, legacyTokenValiditySec, handshakeTimeoutSec,
+ * idleTimeoutSec, callbackAllow.  Everything else needs a restart.
  */
 #ifndef ES_RELOAD_H
 #define ES_RELOAD_H

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "book/book_class.h"
+#include "common/addr_rule.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "execserver/protocol.h"
@@ -37,10 +38,14 @@ struct broker_conn {
 	struct book_ref ref;
 	char client_id[BOOK_ID_MAX + 1];
 	char peer[64];
+	struct ip_addr peer_ip;   /* family 0 when unknown (callback guard) */
+	struct event *idle_ev;    /* idleTimeoutSec, re-armed by activity */
 	uint64_t hello_hash;   /* of the last HELLO sent: unchanged ones are not re-sent */
 };
 
 static struct broker_conn *conns;
+
+static void idle_touch(struct broker_conn *c);
 
 static struct broker_conn *lookup(struct book_ref ref)
 {
@@ -66,9 +71,43 @@ static int send_text(struct broker_conn *c, char *text)
 		ws_close(c->ws, PROTO_CLOSE_POLICY, "not reading");
 	} else {
 		rc = ws_send_text(c->ws, text, strlen(text));
+		idle_touch(c);
 	}
 	free(text);
 	return rc;
+}
+
+/* ---- idle timeout ------------------------------------------------------ */
+
+/* A message in either direction (not HELLO, not a ping or pong) restarts
+ * the idle period. */
+static void idle_touch(struct broker_conn *c)
+{
+	int sec = handler.inst->cfg->idle_timeout_sec;
+
+	if (sec > 0) {
+		struct timeval tv = { sec, 0 };
+		evtimer_add(c->idle_ev, &tv);
+	} else {
+		evtimer_del(c->idle_ev);
+	}
+}
+
+static void on_idle(evutil_socket_t fd, short what, void *arg)
+{
+	struct broker_conn *c = arg;
+
+	if (handler.inst->cfg->idle_timeout_sec <= 0)
+		return;
+	struct book *b = handler_book_lock();
+	int busy = book_conn_busy(b, c->ref);
+	handler_book_unlock();
+	if (busy) {
+		idle_touch(c); /* the end of what keeps it busy is a message too */
+		return;
+	}
+	log_debug("%s: idle for %d s; closing", c->peer, handler.inst->cfg->idle_timeout_sec);
+	ws_close(c->ws, PROTO_CLOSE_NORMAL, "idle timeout");
 }
 
 static void send_error(struct broker_conn *c, const char *code, const char *message,
@@ -180,6 +219,7 @@ static void on_closed(void *owner, uint16_t code)
 		c->next->prev = c->prev;
 	handler.nbroker--;
 	ws_session_free(c->ws);
+	event_free(c->idle_ev);
 	free(c);
 	handler_maybe_exit();
 }
@@ -252,12 +292,16 @@ static void on_job(struct broker_conn *c, struct msg_in *in)
 	}
 	b = handler_book_lock();
 	rc = book_accept(b, c->ref, in->job_id, in->token, (uint32_t)handler.slot, &want);
+	/* Over maxJobsPerClient: the offer is withdrawn at once (the slot
+	 * goes to the next taker), as for an unusable description. */
+	if (rc == BOOK_E_LIMIT_JOBS && book_decline(b, c->ref, in->job_id, in->token) != BOOK_OK)
+		rc = BOOK_E_STALE;
 	handler_book_unlock();
 	if (rc != BOOK_OK) {
 		reply_book_error(c, rc, in);
 		return;
 	}
-	job_start(want, in->job_id, pos.service, in->job);
+	job_start(want, in->job_id, pos.service, in->job, c->peer_ip.family ? &c->peer_ip : NULL);
 }
 
 static void on_query(struct broker_conn *c, struct msg_in *in)
@@ -319,6 +363,7 @@ static void on_text(void *owner, const char *text, size_t len)
 	const char *code;
 	char detail[256];
 
+	idle_touch(c);
 	if (msg_decode(text, len, &in, &code, detail, sizeof detail) != 0) {
 		send_error(c, code, detail, in.job_id);
 		msg_in_free(&in);
@@ -336,7 +381,7 @@ static void on_text(void *owner, const char *text, size_t len)
 }
 
 int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *client_id,
-		  const char *peer)
+		  const char *peer, const struct sockaddr *peer_sa, socklen_t peer_len)
 {
 	const struct es_config *cfg = handler.inst->cfg;
 	struct broker_conn *c = calloc(1, sizeof *c);
@@ -352,11 +397,20 @@ int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *clie
 	c->ref = ref;
 	snprintf(c->client_id, sizeof c->client_id, "%s", client_id ? client_id : "");
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
-	c->ws = ws_session_new(bev, &opt, &cb, c);
-	if (!c->ws) {
+	if (!peer_sa || ip_addr_from_sockaddr(peer_sa, peer_len, &c->peer_ip) != 0)
+		c->peer_ip.family = 0;
+	c->idle_ev = evtimer_new(handler.base, on_idle, c);
+	if (!c->idle_ev) {
 		free(c);
 		return -1;
 	}
+	c->ws = ws_session_new(bev, &opt, &cb, c);
+	if (!c->ws) {
+		event_free(c->idle_ev);
+		free(c);
+		return -1;
+	}
+	idle_touch(c);
 	handler.by_book_idx[ref.idx] = c;
 	c->next = conns;
 	if (conns)

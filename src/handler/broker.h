@@ -10,6 +10,8 @@
 #ifndef ES_BROKER_H
 #define ES_BROKER_H
 
+#include <sys/socket.h>
+
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <json-c/json.h>
@@ -21,9 +23,11 @@
 int broker_register(const char *client_id, struct book_ref *ref);
 /* Undoes broker_register when the 101 could not be sent. */
 void broker_unregister(struct book_ref ref);
-/* Takes over bev (the 101 is already queued on it) and sends HELLO. */
+/* Takes over bev (the 101 is already queued on it) and sends HELLO.
+ * peer_sa: the peer's socket address (jobs placed on this connection may
+ * call back to it, see the callback guard). */
 int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *client_id,
-		  const char *peer);
+		  const char *peer, const struct sockaddr *peer_sa, socklen_t peer_len);
 
 /* Mail from the book. */
 void broker_deliver_offer(struct book_ref conn, const char *job_id, uint64_t token);

@@ -4,7 +4,7 @@
  * at /broker) or to a body-mode job (PUT /job of the legacy transport,
  * legacy.c), or close it after the answer.
  *
- * Invariants: the head must arrive within HANDSHAKE_TIMEOUT_S (a slowloris
+ * Invariants: the head must arrive within handshakeTimeoutSec (a slowloris
  * upgrade is cut off, its parser freed); the parser exists only during this
  * phase, so an established websocket costs nothing for HTTP.  With TLS
  * the bufferevent is an OpenSSL one from accept on; nothing after it
@@ -26,6 +26,7 @@
 #include <event2/bufferevent_ssl.h>
 #include <openssl/ssl.h>
 
+#include "common/addr_rule.h"
 #include "common/log.h"
 #include "execserver/protocol.h"
 #include "handler/broker.h"
@@ -38,12 +39,12 @@
 #include "handler/ws.h"
 #include "handler/ws_handshake.h"
 
-#define HANDSHAKE_TIMEOUT_S 10
-
 struct http_conn {
 	struct bufferevent *bev;
 	struct event *deadline;     /* the whole HTTP phase, from accept */
 	char peer[64];
+	struct sockaddr_storage peer_addr; /* for the callback guard */
+	socklen_t peer_len;
 	int answered; /* response queued: free once written */
 	struct http_head_parser parser; /* last: initialised by its own init */
 };
@@ -138,7 +139,8 @@ static void upgrade(struct http_conn *c, const struct http_head *h)
 	 * belongs to the websocket session. */
 	struct bufferevent *bev = c->bev;
 	c->bev = NULL;
-	if (broker_attach(bev, ref, n > 0 ? client_id : NULL, c->peer) != 0) {
+	if (broker_attach(bev, ref, n > 0 ? client_id : NULL, c->peer,
+			  (const struct sockaddr *)&c->peer_addr, c->peer_len) != 0) {
 		broker_unregister(ref);
 		bufferevent_free(bev);
 	}
@@ -153,7 +155,10 @@ static void route_legacy(struct http_conn *c, const struct http_head *h)
 		http_conn_free(c);
 		return;
 	}
-	if (legacy_handle(h, c->bev, c->peer, &a)) {
+	struct ip_addr peer_ip;
+	int have_ip = ip_addr_from_sockaddr((const struct sockaddr *)&c->peer_addr, c->peer_len,
+					    &peer_ip) == 0;
+	if (legacy_handle(h, c->bev, c->peer, have_ip ? &peer_ip : NULL, &a)) {
 		c->bev = NULL; /* with any body bytes that followed the head */
 		http_conn_free(c);
 	} else {
@@ -239,7 +244,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
 	struct http_conn *c = arg;
 	log_debug("%s: request not complete (or answer not read) within %d s", c->peer,
-		  HANDSHAKE_TIMEOUT_S);
+		  handler.inst->cfg->handshake_timeout_sec);
 	http_conn_free(c);
 }
 
@@ -300,6 +305,10 @@ void conn_accept(int fd, struct sockaddr *addr, int socklen)
 	memset(c, 0, offsetof(struct http_conn, parser));
 	http_head_parser_init(&c->parser);
 	format_peer(addr, c->peer, sizeof c->peer);
+	if (socklen > 0 && (size_t)socklen <= sizeof c->peer_addr) {
+		memcpy(&c->peer_addr, addr, (size_t)socklen);
+		c->peer_len = (socklen_t)socklen;
+	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	ws_set_keepalive(fd);
 	c->bev = new_bufferevent(fd);
@@ -315,7 +324,7 @@ void conn_accept(int fd, struct sockaddr *addr, int socklen)
 		return;
 	}
 	handler.nhttp++;
-	struct timeval tv = { HANDSHAKE_TIMEOUT_S, 0 };
+	struct timeval tv = { handler.inst->cfg->handshake_timeout_sec, 0 };
 	evtimer_add(c->deadline, &tv);
 	bufferevent_setcb(c->bev, on_read, on_write_done, on_event, c);
 	bufferevent_enable(c->bev, EV_READ);

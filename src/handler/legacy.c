@@ -188,7 +188,7 @@ static struct json_object *job_of(const struct http_head *h, int svc, struct leg
 }
 
 static int put_job(const struct http_head *h, struct bufferevent *bev, const char *peer,
-		   struct legacy_answer *a)
+		   const struct ip_addr *peer_ip, struct legacy_answer *a)
 {
 	if (strcmp(h->method, "PUT") != 0)
 		return answer(a, 405, "Allow: PUT\r\n", "PUT only");
@@ -222,7 +222,7 @@ static int put_job(const struct http_head *h, struct bufferevent *bev, const cha
 		       PROTO_LEGACY_TOKEN_NOT_FOUND);
 	else if (rc != BOOK_OK)
 		answer(a, 500, NULL, "internal error: %s", book_rc_name(rc));
-	else if (legacy_stream_run(bev, peer, h, ref, (uint32_t)svc, desc) != 0)
+	else if (legacy_stream_run(bev, peer, peer_ip, h, ref, (uint32_t)svc, desc) != 0)
 		answer(a, 500, NULL, "internal error: out of memory");
 	else
 		started = 1;
@@ -233,9 +233,9 @@ static int put_job(const struct http_head *h, struct bufferevent *bev, const cha
 }
 
 int legacy_handle(const struct http_head *h, struct bufferevent *bev, const char *peer,
-		  struct legacy_answer *a)
+		  const struct ip_addr *peer_ip, struct legacy_answer *a)
 {
 	if (has_prefix(h->path, TOKEN_PREFIX))
 		return get_token(h, a);
-	return put_job(h, bev, peer, a);
+	return put_job(h, bev, peer, peer_ip, a);
 }

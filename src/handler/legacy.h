@@ -27,7 +27,10 @@ struct legacy_answer {
 
 /* Handles a request on a legacy path (authorized already).  Returns 1
  * when a job started and bev now belongs to it; 0 with a filled in. */
+struct ip_addr;
+/* peer: the client's address for the job's callback guard (NULL if
+ * unknown). */
 int legacy_handle(const struct http_head *h, struct bufferevent *bev, const char *peer,
-		  struct legacy_answer *a);
+		  const struct ip_addr *peer_ip, struct legacy_answer *a);
 
 #endif

@@ -504,8 +504,9 @@ static void job_done(void *ctx, const struct book_outcome *oc, const char *recei
 
 /* ---- start ------------------------------------------------------------------------ */
 
-int legacy_stream_run(struct bufferevent *bev, const char *peer, const struct http_head *h,
-		      struct book_ref token, uint32_t service, struct json_object *desc)
+int legacy_stream_run(struct bufferevent *bev, const char *peer, const struct ip_addr *peer_ip,
+		      const struct http_head *h, struct book_ref token, uint32_t service,
+		      struct json_object *desc)
 {
 	struct lstream *ls = calloc(1, sizeof *ls);
 	if (!ls)
@@ -523,7 +524,7 @@ int legacy_stream_run(struct bufferevent *bev, const char *peer, const struct ht
 		ls->body = B_LENGTH;
 		ls->left = h->has_content_length ? h->content_length : 0;
 	}
-	ls->job = job_start_body(token, service, desc, &body_streams, job_done, ls);
+	ls->job = job_start_body(token, service, desc, peer_ip, &body_streams, job_done, ls);
 	if (!ls->job) {
 		/* the token was given back; the caller answers */
 		event_free(ls->pump_ev);

@@ -25,8 +25,10 @@ struct bufferevent;
  * legacy token and takes over bev (with any body bytes that followed the
  * head).  Returns 0; or -1 when out of memory: the token was given back,
  * bev is still the caller's. */
-int legacy_stream_run(struct bufferevent *bev, const char *peer, const struct http_head *h,
-		      struct book_ref token, uint32_t service, struct json_object *desc);
+struct ip_addr;
+int legacy_stream_run(struct bufferevent *bev, const char *peer, const struct ip_addr *peer_ip,
+		      const struct http_head *h, struct book_ref token, uint32_t service,
+		      struct json_object *desc);
 
 /* The answer to a PUT that did not start a job is queued in bev's output:
  * takes over bev, sends it, then reads (and drops) what the client still

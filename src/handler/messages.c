@@ -258,6 +258,9 @@ const char *msg_book_message(enum book_rc rc, enum msg_type about)
 	case BOOK_E_LIMIT_CONN: return "maxWantsPerConnection reached";
 	case BOOK_E_LIMIT_WANTS: return "maxWants reached";
 	case BOOK_E_LIMIT_CONNS: return "maxConnections reached";
+	case BOOK_E_LIMIT_JOBS:
+		return "maxJobsPerClient reached: this client already runs that many jobs; "
+		       "the offer is withdrawn";
 	case BOOK_E_DRAINING: return "the instance is stopping";
 	case BOOK_E_DISABLED: return "the service failed its startup check";
 	case BOOK_E_INVALID: return "job_id: 1 to 64 printable ASCII characters";
@@ -279,7 +282,8 @@ const char *msg_book_error(enum book_rc rc)
 	case BOOK_E_BAD_TOKEN: return PROTO_E_BAD_TOKEN;
 	case BOOK_E_LIMIT_CONN:
 	case BOOK_E_LIMIT_WANTS:
-	case BOOK_E_LIMIT_CONNS: return PROTO_E_LIMIT_REACHED;
+	case BOOK_E_LIMIT_CONNS:
+	case BOOK_E_LIMIT_JOBS: return PROTO_E_LIMIT_REACHED;
 	case BOOK_E_DRAINING: return PROTO_E_DRAINING;
 	case BOOK_E_DISABLED: return PROTO_E_SERVICE_DISABLED;
 	case BOOK_E_STALE: return PROTO_E_INTERNAL;

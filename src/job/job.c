@@ -91,6 +91,8 @@ struct job {
 	uint8_t io_error;           /* JOB_ERR_* */
 	uint8_t io_retryable;
 	char io_message[256];
+	struct ip_addr peer;        /* of the placing connection (callback guard);
+				     * family 0: unknown */
 };
 
 static struct job *jobs;
@@ -356,6 +358,8 @@ static void io_failed(struct job *j, uint8_t code, const struct job_io_result *r
 {
 	if (j->io_error)
 		return;
+	if (r->code && strcmp(r->code, JOB_IO_E_REFUSED) == 0)
+		code = JOB_ERR_CALLBACK_REFUSED;
 	j->io_error = code;
 	j->io_retryable = (uint8_t)(r->retryable != 0);
 	/* cut on a character boundary: the message goes into a text frame */
@@ -663,8 +667,29 @@ static void spawn_job(struct job *j)
 	job_reap();
 }
 
-/* A new job record, linked, with its timers (NULL: out of memory). */
-static struct job *job_new(struct book_ref want, const char *job_id, uint32_t service)
+/* The callback guard (docs/security.md): a job's URLs may reach the
+ * address of the connection that placed it and what callbackAllow names;
+ * decided per address curl connects to, so DNS cannot route around it. */
+static int job_guard(void *arg, const char *url_host, const struct sockaddr *sa, socklen_t len)
+{
+	const struct job *j = arg;
+	struct ip_addr dest;
+	char text[64];
+
+	if (ip_addr_from_sockaddr(sa, len, &dest) != 0)
+		return 0;
+	if (addr_rules_allow(&handler.inst->cfg->callback_allow, j->peer.family ? &j->peer : NULL,
+			     url_host, &dest))
+		return 1;
+	log_warn("job %s: callback to %s (%s) refused: not the client's address, not in "
+		 "callbackAllow", j->job_id, url_host, ip_addr_format(&dest, text, sizeof text));
+	return 0;
+}
+
+/* A new job record, linked, with its timers (NULL: out of memory).  peer:
+ * the address of the client that placed it (the callback guard), or NULL. */
+static struct job *job_new(struct book_ref want, const char *job_id, uint32_t service,
+			   const struct ip_addr *peer)
 {
 	struct job *j = calloc(1, sizeof *j);
 
@@ -672,6 +697,8 @@ static struct job *job_new(struct book_ref want, const char *job_id, uint32_t se
 		return NULL;
 	j->want = want;
 	j->service = service;
+	if (peer)
+		j->peer = *peer;
 	j->err_fd = -1;
 	j->start_ms = clock_mono_ms();
 	snprintf(j->job_id, sizeof j->job_id, "%s", job_id);
@@ -728,6 +755,7 @@ static void job_run(struct job *j, struct json_object *desc)
 		not_started(j, ENOMEM);
 		return;
 	}
+	job_io_set_guard(j->io, job_guard, j);
 	if (j->spec.ninputs > 0) {
 		if (job_io_fetch_inputs(j->io) != 0) {
 			not_started(j, EIO);
@@ -738,9 +766,9 @@ static void job_run(struct job *j, struct json_object *desc)
 }
 
 void job_start(struct book_ref want, const char *job_id, uint32_t service,
-	       struct json_object *desc)
+	       struct json_object *desc, const struct ip_addr *peer)
 {
-	struct job *j = job_new(want, job_id, service);
+	struct job *j = job_new(want, job_id, service, peer);
 
 	if (!j) {
 		/* nothing to run it with: give the slot back with a failure */
@@ -764,11 +792,12 @@ static void body_start_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 struct job *job_start_body(struct book_ref token, uint32_t service, struct json_object *desc,
-			   const struct job_stream_ops *streams, job_body_done_fn done, void *ctx)
+			   const struct ip_addr *peer, const struct job_stream_ops *streams,
+			   job_body_done_fn done, void *ctx)
 {
 	char id[32];
 	snprintf(id, sizeof id, "token-%u.%u", token.idx, token.gen);
-	struct job *j = job_new(token, id, service);
+	struct job *j = job_new(token, id, service, peer);
 
 	if (j) {
 		j->is_body = 1;

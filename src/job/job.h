@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "book/book.h"
+#include "common/addr_rule.h"
 
 enum job_cancel_reason {
 	JOB_CANCEL_REQUESTED = 1, /* CANCEL, or the client's grace ran out */
@@ -31,9 +32,11 @@ int job_validate(uint32_t service, struct json_object *job, const char **code, c
 		 size_t msglen);
 
 /* Starts an accepted (RUNNING in the book) job.  Whatever happens — even a
- * failure to spawn — exactly one DONE follows. */
+ * failure to spawn — exactly one DONE follows.  peer: the address of the
+ * broker connection that placed it (its URLs may call back there, see the
+ * callback guard), NULL if unknown. */
 void job_start(struct book_ref want, const char *job_id, uint32_t service,
-	       struct json_object *job);
+	       struct json_object *job, const struct ip_addr *peer);
 
 /* Body mode (PUT /job of the legacy token transport, handler/legacy.c):
  * runs desc (validated by job_validate) on the slot of the RUNNING legacy
@@ -43,14 +46,16 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
  * the outcome, the receipt JSON (without "stdout": that is the response
  * body) and the output that was never given to the stdout stream (the
  * at most JOB_IO_STDOUT_CAP bytes of a failed run); the job is gone by
- * then.  Returns the job, or NULL when
+ * then.  peer: the client's address (callback guard), or NULL.  Returns
+ * the job, or NULL when
  * out of memory (the token was finished, done is not called). */
 struct job;
 struct job_stream_ops;
 typedef void (*job_body_done_fn)(void *ctx, const struct book_outcome *o, const char *receipt,
 				 size_t len, const char *unstreamed, size_t unstreamed_len);
 struct job *job_start_body(struct book_ref token, uint32_t service, struct json_object *desc,
-			   const struct job_stream_ops *streams, job_body_done_fn done, void *ctx);
+			   const struct ip_addr *peer, const struct job_stream_ops *streams,
+			   job_body_done_fn done, void *ctx);
 /* The client of a body-mode job went away: stop it (as CANCEL); done
  * follows. */
 void job_body_cancel(struct job *j);

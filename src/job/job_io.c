@@ -58,9 +58,16 @@ struct phase_rec {
 	char msg[MSG_MAX];
 };
 
+/* What the guard of one transfer needs: its job and its URL's host. */
+struct guard_ctx {
+	struct job_io *io;
+	const char *host;
+};
+
 /* One input (download into a file) or output (upload of a file). */
 struct xfile {
 	struct job_io *io;
+	struct guard_ctx guard;
 	size_t idx;
 	int fd;
 	struct transfer *t;
@@ -93,6 +100,9 @@ struct job_io {
 	void *streams_ctx;
 	int has_in, has_out;
 	int proc;                  /* 0: running, 1: success, -1: failure */
+	job_io_guard_fn guard_fn;  /* NULL: no callback guard */
+	void *guard_arg;
+	struct guard_ctx in_guard, out_guard;
 	struct event *report_ev;
 	struct phase_rec ph[PH_COUNT];
 
@@ -212,6 +222,10 @@ static int describe(const struct transfer_result *r, int local, int local_retrya
 {
 	long s = r->http_status;
 
+	if (r->refused) {
+		snprintf(reason, len, "%s", r->error);
+		return 0;
+	}
 	if (local) {
 		snprintf(reason, len, "%s", r->error && r->error[0] ? r->error : "local failure");
 		return local_retryable;
@@ -235,16 +249,26 @@ static int describe(const struct transfer_result *r, int local, int local_retrya
 
 /* ---- the streams: URLs (transfers) or the caller's ----------------------------- */
 
+static int guard_transfer(struct job_io *io, struct transfer *t, struct guard_ctx *g,
+			  const char *host);
+
+/* The URL streams carry the callback guard like the file transfers. */
 static void *url_open_in(void *ctx, const struct transfer_sink *sink, void *arg)
 {
 	struct job_io *io = ctx;
-	return transfer_get(io->loop, io->spec->stdin_url, sink, arg);
+	struct transfer *t = transfer_get(io->loop, io->spec->stdin_url, sink, arg);
+	if (t && guard_transfer(io, t, &io->in_guard, io->spec->stdin_host) != 0)
+		return NULL;
+	return t;
 }
 
 static void *url_open_out(void *ctx, const struct transfer_source *src, void *arg, int64_t size)
 {
 	struct job_io *io = ctx;
-	return transfer_put(io->loop, io->spec->stdout_url, src, arg, size);
+	struct transfer *t = transfer_put(io->loop, io->spec->stdout_url, src, arg, size);
+	if (t && guard_transfer(io, t, &io->out_guard, io->spec->stdout_host) != 0)
+		return NULL;
+	return t;
 }
 
 static void url_resume(void *ctx, void *h) { (void)ctx; transfer_resume(h); }
@@ -426,16 +450,54 @@ void job_io_free(struct job_io *io)
 
 static const char *phase_word(int which) { return which ? "outputs" : "inputs"; }
 
-/* Fails file phase `which` because of file i (reason already formatted). */
-static void files_fail(struct job_io *io, int which, size_t i, int retryable, const char *reason)
+/* Fails file phase `which` because of file i (reason already formatted);
+ * code NULL: the phase's own. */
+static void files_fail_as(struct job_io *io, int which, size_t i, int retryable,
+			  const char *reason, const char *code)
 {
 	size_t n;
 	const struct job_file *jf = spec_files(io, which, &n);
 	uint64_t bytes = io->files_bytes[which];
 
+	if (!code)
+		code = which ? JOB_IO_E_OUTPUT : JOB_IO_E_INPUT;
 	files_end(io, which);
-	report(io, which ? PH_OUTPUTS : PH_INPUTS, 0, which ? JOB_IO_E_OUTPUT : JOB_IO_E_INPUT,
-	       retryable, bytes, "%s[%zu] (%s): %s", phase_word(which), i, jf[i].name, reason);
+	report(io, which ? PH_OUTPUTS : PH_INPUTS, 0, code, retryable, bytes, "%s[%zu] (%s): %s",
+	       phase_word(which), i, jf[i].name, reason);
+}
+
+static void files_fail(struct job_io *io, int which, size_t i, int retryable, const char *reason)
+{
+	files_fail_as(io, which, i, retryable, reason, NULL);
+}
+
+/* ---- the callback guard ---------------------------------------------------- */
+
+static int guard_cb(void *arg, const struct sockaddr *sa, socklen_t len)
+{
+	const struct guard_ctx *g = arg;
+
+	return g->io->guard_fn(g->io->guard_arg, g->host, sa, len);
+}
+
+void job_io_set_guard(struct job_io *io, job_io_guard_fn fn, void *arg)
+{
+	io->guard_fn = fn;
+	io->guard_arg = arg;
+}
+
+/* Puts the guard (if any) on a transfer just created.  -1 (errno set) when
+ * it could not be set: the caller fails the transfer's phase. */
+static int guard_transfer(struct job_io *io, struct transfer *t, struct guard_ctx *g,
+			  const char *host)
+{
+	g->io = io;
+	g->host = host;
+	if (!io->guard_fn || transfer_set_guard(t, guard_cb, g) == 0)
+		return 0;
+	transfer_abort(t);
+	errno = ENOMEM;
+	return -1;
 }
 
 static void file_done(struct xfile *f, int which, const struct transfer_result *r)
@@ -467,7 +529,7 @@ static void file_done(struct xfile *f, int which, const struct transfer_result *
 		return;
 	}
 	retryable = describe(r, f->local, f->local_retryable, reason, sizeof reason);
-	files_fail(io, which, f->idx, retryable, reason);
+	files_fail_as(io, which, f->idx, retryable, reason, r->refused ? JOB_IO_E_REFUSED : NULL);
 }
 
 static size_t input_write(void *arg, const char *data, size_t len)
@@ -621,6 +683,8 @@ static int files_start(struct job_io *io, int which)
 			f->t = transfer_get(io->loop, jf[i].url, &sink, f);
 		else
 			f->t = transfer_put(io->loop, jf[i].url, &src, f, (int64_t)f->size);
+		if (f->t && guard_transfer(io, f->t, &f->guard, jf[i].host) != 0)
+			f->t = NULL;
 		if (f->t == NULL) {
 			int e = errno;
 
@@ -701,7 +765,7 @@ static void in_done(void *arg, const struct transfer_result *r)
 	/* The pipe stays open: the program must not take what it got for the
 	 * whole input.  The runner stops it; process_ended closes the pipe. */
 	retryable = describe(r, io->in_local, io->in_local_retryable, reason, sizeof reason);
-	report(io, PH_STDIN, 0, JOB_IO_E_STDIN, retryable, io->in_bytes, "stdin: %s (after %llu "
+	report(io, PH_STDIN, 0, r->refused ? JOB_IO_E_REFUSED : JOB_IO_E_STDIN, retryable, io->in_bytes, "stdin: %s (after %llu "
 	       "bytes)", reason, (unsigned long long)io->in_bytes);
 }
 
@@ -890,7 +954,8 @@ static void out_put_done(void *arg, const struct transfer_result *r)
 		return;
 	}
 	retryable = describe(r, io->out_local, io->out_local_retryable, reason, sizeof reason);
-	report(io, PH_STDOUT, 0, JOB_IO_E_STDOUT, retryable, io->out_total,
+	report(io, PH_STDOUT, 0, r->refused ? JOB_IO_E_REFUSED : JOB_IO_E_STDOUT, retryable,
+	       io->out_total,
 	       "stdout: %s (after %llu bytes)", reason, (unsigned long long)io->out_sent);
 	/* reported at once (the runner stops the program); until then the
 	 * pipe is drained so that the program does not block on it */

@@ -52,7 +52,9 @@
  *    stdin makes the writer get EPIPE).
  *
  * Failure codes (receipt error codes) and retryable:
- *   input_failed, stdin_failed, stdout_failed, output_failed.  Retryable
+ *   input_failed, stdin_failed, stdout_failed, output_failed, and
+ *   callback_refused in any phase when a guard (job_io_set_guard) refused
+ *   the connection (never retryable).  Retryable
  *   when the cause may go away on a retry: a network error (connect, reset,
  *   timeout, stall), HTTP 5xx, 408, 429, a local resource shortage (no
  *   space, no fd, no memory); not retryable: other HTTP statuses (4xx, a
@@ -66,6 +68,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 struct event_base;
 struct transfer_loop;
@@ -79,6 +82,8 @@ struct job_io;
 #define JOB_IO_E_STDIN "stdin_failed"
 #define JOB_IO_E_STDOUT "stdout_failed"
 #define JOB_IO_E_OUTPUT "output_failed"
+/* Any phase: the callback guard refused every address of a URL. */
+#define JOB_IO_E_REFUSED "callback_refused"
 
 struct job_io_result {
 	int ok;
@@ -215,6 +220,16 @@ struct job_stream_ops {
  * whatever its spec says).  Before job_io_child_fds; returns 0, or -1 with
  * errno EALREADY. */
 int job_io_set_streams(struct job_io *io, const struct job_stream_ops *ops, void *ctx);
+
+/*
+ * The callback guard: fn(arg, url_host, sa, len) is asked for every
+ * address a transfer of this job is about to connect to, with the host of
+ * the URL as job_spec recorded it; 1 allows, 0 refuses.  Set it before the
+ * first phase starts; without one every address is allowed.
+ */
+typedef int (*job_io_guard_fn)(void *arg, const char *url_host, const struct sockaddr *sa,
+			       socklen_t len);
+void job_io_set_guard(struct job_io *io, job_io_guard_fn fn, void *arg);
 
 /* Cancels everything; no callback runs afterwards.  Idempotent. */
 void job_io_abort(struct job_io *io);

@@ -24,6 +24,7 @@ static const char *const error_names[] = {
 	[JOB_ERR_STDIN_FAILED] = JOB_IO_E_STDIN,
 	[JOB_ERR_STDOUT_FAILED] = JOB_IO_E_STDOUT,
 	[JOB_ERR_OUTPUT_FAILED] = JOB_IO_E_OUTPUT,
+	[JOB_ERR_CALLBACK_REFUSED] = JOB_IO_E_REFUSED,
 };
 
 const char *receipt_error_name(uint8_t code)

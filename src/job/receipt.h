@@ -28,6 +28,7 @@ enum job_error_code {
 	JOB_ERR_STDIN_FAILED,   /* stdin_failed: the in-pipe GET failed */
 	JOB_ERR_STDOUT_FAILED,  /* stdout_failed: the out-pipe PUT failed */
 	JOB_ERR_OUTPUT_FAILED,  /* output_failed: an output file could not be uploaded */
+	JOB_ERR_CALLBACK_REFUSED, /* callback_refused: a URL's address is not allowed */
 	JOB_ERR_LOST = 255,     /* exec_lost (retryable): the book's BOOK_ERROR_LOST */
 };
 

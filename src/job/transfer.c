@@ -34,7 +34,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <curl/curl.h>
@@ -85,6 +88,11 @@ struct transfer {
 	int (*helper_end)(void *helper, int ok);
 	char errbuf[CURL_ERROR_SIZE];
 	char local_err[512];
+	transfer_guard_fn guard;  /* NULL: every address */
+	void *guard_arg;
+	int refused;              /* the guard refused an address */
+	int allowed;              /* the guard allowed an address */
+	char guard_err[160];
 };
 
 struct tsock {
@@ -418,6 +426,11 @@ static void finish(struct transfer *t, CURLcode code)
 	if (!failed) {
 		r.ok = 1;
 		r.error = "";
+	} else if (t->refused && !t->allowed && code == CURLE_COULDNT_CONNECT) {
+		/* every address was refused (an allowed one that failed makes
+		 * it a network failure like any other) */
+		r.refused = 1;
+		r.error = t->guard_err;
 	} else if (t->local_err[0]) {
 		r.error = t->local_err;
 	} else if (code != CURLE_OK) {
@@ -728,6 +741,43 @@ static int setup_easy(struct transfer_loop *loop, struct transfer *t, const char
 	return 0;
 bad:
 	return -1;
+}
+
+/* curl is about to connect to an address it resolved (every address it
+ * tries, a proxy's included): the guard sees the real destination, so a
+ * host name that resolves somewhere unexpected is caught here. */
+static curl_socket_t on_opensocket(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct transfer *t = clientp;
+
+	(void)purpose;
+	if (t->guard && !t->guard(t->guard_arg, &a->addr, a->addrlen)) {
+		char host[INET6_ADDRSTRLEN] = "?";
+		const void *raw = a->family == AF_INET6
+					  ? (const void *)&((struct sockaddr_in6 *)&a->addr)->sin6_addr
+					  : (const void *)&((struct sockaddr_in *)&a->addr)->sin_addr;
+		inet_ntop(a->family, raw, host, sizeof host);
+		t->refused = 1;
+		snprintf(t->guard_err, sizeof t->guard_err, "connection to %s refused by the "
+			 "callback guard (not the client's address, not in callbackAllow)", host);
+		return CURL_SOCKET_BAD;
+	}
+	if (t->guard)
+		t->allowed = 1;
+	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+int transfer_set_guard(struct transfer *t, transfer_guard_fn fn, void *arg)
+{
+	t->guard = fn;
+	t->guard_arg = arg;
+	if (curl_easy_setopt(t->easy, CURLOPT_OPENSOCKETFUNCTION, on_opensocket) != CURLE_OK ||
+	    curl_easy_setopt(t->easy, CURLOPT_OPENSOCKETDATA, t) != CURLE_OK ||
+	    /* a connection opened for another job was checked for that job */
+	    curl_easy_setopt(t->easy, CURLOPT_FRESH_CONNECT, 1L) != CURLE_OK ||
+	    curl_easy_setopt(t->easy, CURLOPT_FORBID_REUSE, 1L) != CURLE_OK)
+		return -1;
+	return 0;
 }
 
 static struct transfer *new_transfer(struct transfer_loop *loop, const char *url, int is_put,

@@ -40,6 +40,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 struct event_base;
@@ -61,6 +62,7 @@ struct transfer_result {
 	uint64_t bytes;        /* body bytes taken by the sink / given by the source */
 	unsigned pauses;       /* times the transfer waited for its sink/source */
 	uint64_t duration_ms;  /* from creation to done */
+	int refused;           /* 1: failed because the guard refused every address */
 };
 
 typedef void (*transfer_done_fn)(void *arg, const struct transfer_result *r);
@@ -142,6 +144,17 @@ struct transfer *transfer_get_fd(struct transfer_loop *loop, const char *url, in
 				 transfer_done_fn done, void *arg);
 struct transfer *transfer_put_fd(struct transfer_loop *loop, const char *url, int fd,
 				 int64_t size, transfer_done_fn done, void *arg);
+
+/* The callback guard of one transfer: called with every address curl is
+ * about to connect to (after name resolution); 1 allows it, 0 refuses it
+ * (no socket is opened; curl tries its next address, if any).  A transfer
+ * whose addresses were all refused fails with result.refused set; one that
+ * could try an allowed address fails (if it does) as curl says. */
+typedef int (*transfer_guard_fn)(void *arg, const struct sockaddr *sa, socklen_t len);
+/* Sets t's guard; call right after creating t (before the loop runs).  A
+ * guarded transfer never reuses a connection nor leaves one for reuse.
+ * Returns 0 or -1 (curl refused an option). */
+int transfer_set_guard(struct transfer *t, transfer_guard_fn fn, void *arg);
 
 /* The sink or source can take or give data again (see the contract). */
 void transfer_resume(struct transfer *t);

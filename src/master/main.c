@@ -14,10 +14,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "common/config.h"
 #include "common/log.h"
 #include "master/master.h"
+#include "master/privileges.h"
 #include "master/startup_check.h"
 #include "master/tls_context.h"
 
@@ -80,6 +82,53 @@ static int daemonize(int *ready_fd)
 	return 0;
 }
 
+/* The startup check runs the configured programs: started as root, it runs
+ * them in a child that has dropped to the configured user first, as the
+ * jobs will run.  The child sends back which services stay enabled. */
+static int checked_startup(struct es_config *cfg, const struct privileges *priv, int strict)
+{
+	int fds[2], status;
+	unsigned char enabled[CONFIG_MAX_SERVICES];
+	char why[512];
+
+	if (!priv->drop)
+		return startup_check_run(cfg, strict);
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		if (privileges_drop(priv, why, sizeof why) != 0) {
+			log_error("%s", why);
+			_exit(2);
+		}
+		int rc = startup_check_run(cfg, strict);
+		for (size_t i = 0; i < cfg->nservices; i++)
+			enabled[i] = (unsigned char)cfg->services[i].enabled;
+		if (write(fds[1], enabled, cfg->nservices) != (ssize_t)cfg->nservices)
+			_exit(2);
+		_exit(rc == 0 ? 0 : 1);
+	}
+	close(fds[1]);
+	ssize_t got = 0, n;
+	while ((size_t)got < cfg->nservices &&
+	       (n = read(fds[0], enabled + got, cfg->nservices - (size_t)got)) > 0)
+		got += n;
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || (size_t)got != cfg->nservices)
+		return -1;
+	for (size_t i = 0; i < cfg->nservices; i++)
+		cfg->services[i].enabled = enabled[i];
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -139,13 +188,23 @@ int main(int argc, char **argv)
 	}
 	log_set_level((enum log_level)cfg->log_level);
 
+	struct privileges priv;
+	char why[512];
+	if (privileges_plan(cfg, test_only, &priv, why, sizeof why) != 0) {
+		fprintf(stderr, "%s: %s\n", opt.config_path, why);
+		config_free(cfg);
+		free(cfg);
+		return 1;
+	}
+	opt.priv = &priv;
+
 	if (test_only) {
 		/* -t also checks that every program is found, strictly. */
-		int rc = startup_check_run(cfg, 1);
-		char why[512];
-		struct ssl_ctx_st *tls = tls_context_create(cfg, why, sizeof why);
-		if (why[0]) {
-			fprintf(stderr, "execserver: %s\n", why);
+		int rc = checked_startup(cfg, &priv, 1);
+		char tls_why[512];
+		struct ssl_ctx_st *tls = tls_context_create(cfg, tls_why, sizeof tls_why);
+		if (tls_why[0]) {
+			fprintf(stderr, "execserver: %s\n", tls_why);
 			rc = -1;
 		}
 		tls_context_free(tls);
@@ -157,7 +216,7 @@ int main(int argc, char **argv)
 		return rc == 0 ? 0 : 1;
 	}
 
-	if (startup_check_run(cfg, opt.strict) != 0) {
+	if (checked_startup(cfg, &priv, opt.strict) != 0) {
 		config_free(cfg);
 		free(cfg);
 		return 1;

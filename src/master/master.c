@@ -39,6 +39,7 @@
 #include "job/janitor.h"
 #include "master/master.h"
 #include "master/profile_keeper.h"
+#include "master/privileges.h"
 #include "master/segment.h"
 #include "master/tls_context.h"
 
@@ -343,6 +344,17 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 		report_ready(2);
 		goto out;
 	}
+	/* Everything that needs root is done: tempDir goes to the user, then
+	 * the master becomes that user before it forks anything. */
+	if (opt->priv && (privileges_give_temp_dir(opt->priv, cfg->temp_dir, why, sizeof why) != 0 ||
+			  privileges_drop(opt->priv, why, sizeof why) != 0)) {
+		log_error("%s; not starting", why);
+		report_ready(2);
+		goto out;
+	}
+	if (opt->priv && opt->priv->drop)
+		log_info("running as user %s (uid %u, gid %u)", opt->priv->user,
+			 (unsigned)opt->priv->uid, (unsigned)opt->priv->gid);
 
 	M.base = event_base_new();
 	if (!M.base)

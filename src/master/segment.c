@@ -71,6 +71,7 @@ int segment_create(struct instance *inst, struct es_config *cfg, int nhandlers)
 		.max_connections = (uint32_t)cfg->max_connections,
 		.max_wants = (uint32_t)cfg->max_wants,
 		.max_wants_per_connection = (uint32_t)cfg->max_wants_per_connection,
+		.max_jobs_per_client = (uint32_t)cfg->max_jobs_per_client,
 		.nhandlers = (uint32_t)nhandlers,
 		.offer_timeout_ms = (uint32_t)cfg->offer_timeout_sec * 1000u,
 		.resume_grace_ms = (uint32_t)cfg->resume_grace_sec * 1000u,

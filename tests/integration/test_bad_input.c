@@ -189,6 +189,24 @@ static struct tclient *hold_slots(void)
 	return h;
 }
 
+/* A job whose input is on a host that is neither the client (127.0.0.1)
+ * nor in callbackAllow: the callback guard refuses the connection. */
+static void sc_disallowed_host(struct answer *a)
+{
+	struct tclient *c = fresh();
+	const char *t = offer(c, "g");
+	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"g\",\"token\":\"%s\",\"job\":{\"command\":"
+		   "\"true\",\"inputs\":[{\"name\":\"a\",\"url\":\"http://192.0.2.1:8080/x\"}]}}", t);
+	struct json_object *d = tc_expect(c, "DONE", 5000), *e;
+	if (d && json_object_object_get_ex(tc_receipt(d), "error", &e))
+		answer(a, "DONE %s", tc_str(e, "code"));
+	else
+		answer(a, "%s", d ? "DONE without error" : "no DONE");
+	if (d)
+		json_object_put(d);
+	tc_close(c);
+}
+
 static void sc_duplicate(struct answer *a)
 {
 	struct tclient *c = fresh(), *h = hold_slots();
@@ -485,6 +503,8 @@ static struct row rows[] = {
 		"{\"command\":\"true\",\"stdin\":\"file:///etc/shadow\"}"),
 	JOB_ROW("JOB with an input at `gopher://`", "ERROR bad_job",
 		"{\"command\":\"true\",\"inputs\":[{\"name\":\"a\",\"url\":\"gopher://127.0.0.1/x\"}]}"),
+	SCENARIO_ROW("JOB with an input on a host that is not the client (192.0.2.1)",
+		     "DONE callback_refused", sc_disallowed_host),
 	JOB_ROW("JOB setting `LD_PRELOAD` in `env`", "ERROR bad_job",
 		"{\"command\":\"true\",\"env\":[\"LD_PRELOAD=/tmp/x.so\"]}"),
 	JOB_ROW("JOB with `timeout_sec` 1e12", "ERROR bad_job",
@@ -572,8 +592,8 @@ static int bystander_ok(void)
 static void test_rows(void)
 {
 	char body[4096];
-	snprintf(body, sizeof body, "maxFrameBytes: %d\nmaxWantsPerConnection: %d\n%s", MAX_FRAME,
-		 MAX_WANTS_PER_CONN, harness_default_body(2));
+	snprintf(body, sizeof body, "maxFrameBytes: %d\nmaxWantsPerConnection: %d\n"
+		 "handshakeTimeoutSec: 2\n%s", MAX_FRAME, MAX_WANTS_PER_CONN, harness_default_body(2));
 	CU_ASSERT_FATAL(harness_start(&D, 2, body, NULL) == 0);
 	bystander = tc_connect(D.port, "bystander");
 	CU_ASSERT_FATAL(bystander != NULL);
@@ -621,6 +641,9 @@ static size_t print_table(char *out, size_t cap)
 			snprintf(answer, sizeof answer, "ERROR `%s`, connection open", e + 6);
 		else if (strncmp(e, "close ", 6) == 0)
 			snprintf(answer, sizeof answer, "close code %s", e + 6);
+		else if (strncmp(e, "DONE ", 5) == 0)
+			snprintf(answer, sizeof answer, "DONE, receipt error `%s`; connection open",
+				 e + 5);
 		else if (strcmp(e, "cut") == 0)
 			snprintf(answer, sizeof answer, "connection closed");
 		else if (strcmp(e, "pongs") == 0)

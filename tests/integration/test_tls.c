@@ -129,7 +129,9 @@ static void write_config(const char *path, const char *tls)
 {
 	FILE *f = fopen(path, "w");
 	CU_ASSERT_FATAL(f != NULL);
-	fprintf(f, "addr: 127.0.0.1:0\n%s%s", tls, harness_default_body(1));
+	/* as root the daemon wants a user or allowRootJobs */
+	fprintf(f, "addr: 127.0.0.1:0\n%s%s%s", tls, harness_default_body(1),
+		geteuid() == 0 ? "allowRootJobs: true\n" : "");
 	fclose(f);
 }
 

@@ -1021,6 +1021,14 @@ static void test_shipped_config(void)
 	CU_ASSERT_EQUAL_FATAL(wc->args.count, 1);
 	CU_ASSERT_STRING_EQUAL(wc->args.items[0], "-c");
 	CU_ASSERT_PTR_NOT_NULL(config_find_command(sleep_svc, "sleep"));
+	/* it runs as its own user, never jobs as root, with the default limits */
+	CU_ASSERT(cfg.user && strcmp(cfg.user, "execserver") == 0);
+	CU_ASSERT(cfg.group && strcmp(cfg.group, "execserver") == 0);
+	CU_ASSERT_EQUAL(cfg.allow_root_jobs, 0);
+	CU_ASSERT_EQUAL(cfg.handshake_timeout_sec, 10);
+	CU_ASSERT_EQUAL(cfg.idle_timeout_sec, 0);
+	CU_ASSERT_EQUAL(cfg.max_jobs_per_client, 0);
+	CU_ASSERT_EQUAL(cfg.callback_allow.count, 0);
 	/* It must pass its own startup checks on a system with coreutils. */
 	log_set_level(LOG_LVL_ERROR);
 	CU_ASSERT_EQUAL(startup_check_run(&cfg, 1), 0);

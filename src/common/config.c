@@ -824,7 +824,7 @@ static int top_job_limits(struct loader *ld, const struct topkey *tk, const stru
 }
 
 /* tls: {cert, key}: both or neither (the files are read at start, by
- * tls_server.c, which names them in its errors). */
+ * tls_context.c, which names them in its errors). */
 static int top_tls(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
 	static const char *const allowed[] = { "cert", "key", NULL };

@@ -35,6 +35,9 @@ struct instance {
 	int32_t master_pid;
 	int log_level_fixed;            /* -l given: reloads keep the log level */
 	struct ssl_ctx_st *tls_ctx;     /* listener TLS (tls_context.h); NULL: plain */
+	unsigned long long jobs_nofile; /* the open-files limit the daemon was started
+					 * with, for jobs without jobLimits.openFiles
+					 * (0: the daemon did not raise its own) */
 };
 
 #endif

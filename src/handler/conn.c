@@ -62,8 +62,10 @@ static void http_conn_free(struct http_conn *c)
 static void on_write_done(struct bufferevent *bev, void *arg)
 {
 	struct http_conn *c = arg;
-	if (c->answered && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+	if (c->answered && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+		ws_tls_close_notify(bev);	/* TLS: the answer ends cleanly */
 		http_conn_free(c);
+	}
 }
 
 static void respond(struct http_conn *c, int status, const char *content_type,
@@ -269,22 +271,24 @@ static void format_peer(const struct sockaddr *sa, char *out, size_t len)
 
 /* A plain bufferevent, or a TLS one in accepting state when the listener
  * has TLS (the handshake then runs within the HTTP phase's deadline). */
-static struct bufferevent *new_bufferevent(int fd)
+static struct bufferevent *new_bufferevent(int fd, int *fd_taken)
 {
 	SSL *ssl;
 	struct bufferevent *bev;
 
+	*fd_taken = 0;
 	if (!handler.inst->tls_ctx)
 		return bufferevent_socket_new(handler.base, fd, BEV_OPT_CLOSE_ON_FREE);
 	ssl = SSL_new(handler.inst->tls_ctx);
 	if (!ssl)
 		return NULL;
+	/* from here libevent owns ssl and fd (BEV_OPT_CLOSE_ON_FREE): when it
+	 * fails it frees the SSL and may already have closed the socket */
+	*fd_taken = 1;
 	bev = bufferevent_openssl_socket_new(handler.base, fd, ssl, BUFFEREVENT_SSL_ACCEPTING,
 					     BEV_OPT_CLOSE_ON_FREE);
-	if (!bev) {
-		SSL_free(ssl);
+	if (!bev)
 		return NULL;
-	}
 	/* a peer that closes TCP without close_notify is an ordinary end */
 	bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
 	return bev;
@@ -311,12 +315,13 @@ void conn_accept(int fd, struct sockaddr *addr, int socklen)
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	ws_set_keepalive(fd);
-	c->bev = new_bufferevent(fd);
+	int fd_taken;
+	c->bev = new_bufferevent(fd, &fd_taken);
 	c->deadline = evtimer_new(handler.base, on_deadline, c);
 	if (!c->bev || !c->deadline) {
 		if (c->bev)
 			bufferevent_free(c->bev);
-		else
+		else if (!fd_taken)
 			close(fd);
 		if (c->deadline)
 			event_free(c->deadline);

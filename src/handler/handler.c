@@ -77,6 +77,11 @@ static void fault_hook(const char *point)
 	}
 }
 
+int fault_spec_every_generation(const char *env)
+{
+	return env && strncmp(env, "book:random", 11) == 0 && (env[11] == '\0' || env[11] == ':');
+}
+
 static void setup_fault_injection(void)
 {
 	static char spec[128];
@@ -93,7 +98,7 @@ static void setup_fault_injection(void)
 		if (n < 1)
 			n = 1;
 	}
-	if (strcmp(spec, "random") == 0) {
+	if (fault_spec_every_generation(env)) {
 		fault_one_in = n;
 		srandom((unsigned)getpid() ^ (unsigned)clock_mono_ms());
 		log_info("fault injection armed: book:random, 1 in %ld passes", n);

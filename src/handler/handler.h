@@ -48,4 +48,9 @@ void handler_book_unlock(void);
 /* Exits the process once draining and nothing is left to finish. */
 void handler_maybe_exit(void);
 
+/* EXECSERVER_FAULT (the test suite's fault switch, execserver(8)): whether
+ * the value arms every generation of handlers (book:random[:n]) rather
+ * than the first only. */
+int fault_spec_every_generation(const char *env);
+
 #endif

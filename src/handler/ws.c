@@ -160,15 +160,21 @@ static void ws_end(struct ws_session *s, uint16_t code)
 		s->cb.on_closed(s->owner, code);
 }
 
+void ws_tls_close_notify(struct bufferevent *bev)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+
+	/* best effort: the output is drained, so the alert normally fits in
+	 * the socket buffer; the FIN follows either way */
+	if (ssl)
+		SSL_shutdown(ssl);
+}
+
 static void shut_write(struct ws_session *s)
 {
 	evutil_socket_t fd = bufferevent_getfd(s->bev);
-	SSL *ssl = bufferevent_openssl_get_ssl(s->bev);
 
-	/* TLS: close_notify before the FIN (best effort: the output is
-	 * drained, so the alert normally fits in the socket buffer) */
-	if (ssl)
-		SSL_shutdown(ssl);
+	ws_tls_close_notify(s->bev);	/* TLS: close_notify before the FIN */
 	s->wr_shut = 1;
 	bufferevent_disable(s->bev, EV_WRITE);
 	if (fd < 0 || shutdown(fd, SHUT_WR) != 0)

@@ -136,4 +136,9 @@ int ws_session_is_open(const struct ws_session *s);
  * Returns 0, or -1 if SO_KEEPALIVE could not be set. */
 int ws_set_keepalive(int fd);
 
+/* TLS (an OpenSSL bufferevent): sends close_notify, once the output has
+ * drained, before the connection is shut or freed.  No-op for plain
+ * bufferevents. */
+void ws_tls_close_notify(struct bufferevent *bev);
+
 #endif

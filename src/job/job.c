@@ -587,8 +587,11 @@ void job_reap(void)
 }
 
 /* jobLimits as setrlimit calls (out has room for 5).  Core files are off
- * unless coreMB says otherwise: a crashing converter must not fill tempDir. */
-static size_t job_limits(const struct config_job_limits *l, struct spawn_rlimit *out)
+ * unless coreMB says otherwise: a crashing converter must not fill tempDir.
+ * Without openFiles a job gets the open-files limit the daemon was started
+ * with, not the one it raised for its connections. */
+static size_t job_limits(const struct config_job_limits *l, unsigned long long default_nofile,
+			 struct spawn_rlimit *out)
 {
 	size_t n = 0;
 	const unsigned long long mb = 1024ull * 1024ull;
@@ -602,6 +605,8 @@ static size_t job_limits(const struct config_job_limits *l, struct spawn_rlimit 
 						  (unsigned long long)l->file_size_mb * mb };
 	if (l->open_files)
 		out[n++] = (struct spawn_rlimit){ RLIMIT_NOFILE, (unsigned long long)l->open_files };
+	else if (default_nofile)
+		out[n++] = (struct spawn_rlimit){ RLIMIT_NOFILE, default_nofile };
 	out[n++] = (struct spawn_rlimit){ RLIMIT_CORE, (unsigned long long)l->core_mb * mb };
 	return n;
 }
@@ -646,7 +651,8 @@ static void spawn_job(struct job *j)
 	struct spawn_request req = { .path = path, .argv = j->spec.argv, .envp = j->spec.envp,
 				     .cwd = j->dir, .stdin_fd = in, .stdout_fd = out,
 				     .stderr_fd = errfds[1], .limits = limits,
-				     .nlimits = job_limits(&cfg->job_limits, limits) };
+				     .nlimits = job_limits(&cfg->job_limits, handler.inst->jobs_nofile,
+							   limits) };
 	int err = 0;
 	pid_t pid = spawn_process(&req, &err);
 	if (in >= 0)

@@ -63,6 +63,7 @@ static struct master {
 	struct handler_slot slots[BOOK_MAX_HANDLERS];
 	int stopping;
 	struct event *stop_deadline;
+	struct tls_files tls_files;  /* what the TLS context was made from */
 } M;
 
 static int spawn_handler(int slot);
@@ -251,8 +252,11 @@ static void on_sighup(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	if (config_take_reloadable(M.inst.cfg, &fresh, M.opt->log_level_override >= 0))
-		log_warn("reload: addr, waitgroups, services, handlers, the book limits and "
+		log_warn("reload: addr, tls, waitgroups, services, handlers, the book limits and "
 			 "the auto-balance keys change only with a restart");
+	else if (M.inst.tls_ctx && tls_files_changed(M.inst.cfg, &M.tls_files))
+		log_warn("reload: the TLS certificate or key changed on disk; the listener "
+			 "keeps the one it started with until a restart");
 	log_set_level((enum log_level)M.inst.cfg->log_level);
 	config_free(&fresh);
 	for (int i = 0; i < M.inst.nhandlers; i++)
@@ -301,15 +305,21 @@ static int write_pid_file(const char *path)
 static void raise_descriptor_limit(const struct es_config *cfg)
 {
 	struct rlimit rl;
-	rlim_t need = (rlim_t)cfg->max_connections + 256;
+	rlim_t need = (rlim_t)cfg->max_connections + 256, before;
 
 	for (size_t i = 0; i < cfg->nwaitgroups; i++)
 		need += 8 * (rlim_t)cfg->waitgroups[i].processes;
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= need)
 		return;
+	before = rl.rlim_cur;
 	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max;
-	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+	if (rl.rlim_cur > before && setrlimit(RLIMIT_NOFILE, &rl) == 0) {
 		log_info("descriptor limit raised to %llu", (unsigned long long)rl.rlim_cur);
+		/* jobs get the limit the daemon was started with, not this one */
+		M.inst.jobs_nofile = (unsigned long long)before;
+	} else {
+		rl.rlim_cur = before;
+	}
 	if (rl.rlim_cur < need)
 		log_warn("maxConnections %d needs about %llu descriptors, but the hard limit is "
 			 "%llu: raise it (ulimit -n, LimitNOFILE) or lower maxConnections",
@@ -339,6 +349,7 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 		report_ready(2);
 		goto out;
 	}
+	tls_files_note(cfg, &M.tls_files);
 	profile_keeper_restore(&M.inst, lock_book);
 	if (!opt->foreground && cfg->pid_file && write_pid_file(cfg->pid_file) != 0) {
 		report_ready(2);
@@ -373,6 +384,9 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 
 	log_info("execserver %s instance %s, %d handler(s)", PACKAGE_VERSION,
 		 M.inst.instance_hex, nhandlers);
+	if (getenv("EXECSERVER_FAULT"))
+		log_warn("EXECSERVER_FAULT=%s is set: handlers will die on purpose (fault "
+			 "injection for the test suite; unset it)", getenv("EXECSERVER_FAULT"));
 	/* Listening: the starting process may exit now (and no handler keeps
 	 * the pipe open). */
 	report_ready(0);
@@ -384,7 +398,7 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 	 * kills a handler through it sees a healthy replacement; the random
 	 * mode (the chaos test) is for every generation. */
 	const char *fault = getenv("EXECSERVER_FAULT");
-	if (fault && strncmp(fault, "book:random:", 12) != 0)
+	if (fault && !fault_spec_every_generation(fault))
 		unsetenv("EXECSERVER_FAULT");
 
 	event_base_dispatch(M.base);

@@ -2,6 +2,8 @@
 #include "autoconfig.h"
 
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -36,10 +38,16 @@ struct ssl_ctx_st *tls_context_create(const struct es_config *cfg, char *err, si
 		return NULL;
 	}
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	/* no resumption state shared across requests: handlers are separate
-	 * processes, and a ticket key per process would only confuse */
+	/* no resumption: handlers are separate processes, each with its own
+	 * copy of the context, so neither a session cache nor tickets could
+	 * be used across connections; TLS 1.3 would still send tickets
+	 * unless told to send none */
 	SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION);
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_num_tickets(ctx, 0);
+	/* idle connections give their read and write buffers back (about
+	 * 32 KiB of handler memory per idle TLS connection otherwise) */
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->tls_cert) != 1) {
 		snprintf(err, errlen, "tls.cert: %s: %s", cfg->tls_cert,
 			 last_reason(why, sizeof why));
@@ -65,4 +73,31 @@ fail:
 void tls_context_free(struct ssl_ctx_st *ctx)
 {
 	SSL_CTX_free(ctx);
+}
+
+static void note_one(const char *path, struct tls_file_id *id)
+{
+	struct stat st;
+
+	memset(id, 0, sizeof *id);
+	if (path && stat(path, &st) == 0) {
+		id->dev = (unsigned long long)st.st_dev;
+		id->ino = (unsigned long long)st.st_ino;
+		id->size = (long long)st.st_size;
+		id->mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	}
+}
+
+void tls_files_note(const struct es_config *cfg, struct tls_files *f)
+{
+	note_one(cfg->tls_cert, &f->cert);
+	note_one(cfg->tls_key, &f->key);
+}
+
+int tls_files_changed(const struct es_config *cfg, const struct tls_files *f)
+{
+	struct tls_files now;
+
+	tls_files_note(cfg, &now);
+	return memcmp(&now, f, sizeof now) != 0;
 }

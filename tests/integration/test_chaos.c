@@ -129,14 +129,16 @@ static void test_chaos(void)
 		}
 	}
 	loadgen_settle(lg, 20000);
+	/* a JOB that got no DONE is unknown to the server: nothing orphaned */
+	int still_known = loadgen_query_lost(lg);
 
 	struct loadgen_tally t;
 	loadgen_tally(lg, &t);
 	fprintf(stderr, "chaos: %d s, %d connections, %d kills, %d reconnects, %d wants, %d offers, "
-		"%d declines, %d DONEs, %d JOBs on dropped connections of which %d got no DONE "
+		"%d declines, %d DONEs, %d JOBs on dropped connections: %d got exec_lost, %d no DONE "
 		"(their handler died before it took them), %d status samples\n", seconds, nconns,
-		kills, t.reconnects, t.wants, t.offers, t.declines, t.done_jobs, t.dropped, t.lost,
-		samples);
+		kills, t.reconnects, t.wants, t.offers, t.declines, t.done_jobs, t.dropped,
+		t.exec_lost, t.lost, samples);
 	CU_ASSERT_EQUAL(t.errors, 0);
 	CU_ASSERT_EQUAL(t.unknown_dones, 0);
 	CU_ASSERT_EQUAL(t.doubled, 0);
@@ -144,6 +146,11 @@ static void test_chaos(void)
 	CU_ASSERT_EQUAL(t.missing, 0);
 	CU_ASSERT_EQUAL(t.dup_tokens, 0);
 	CU_ASSERT_EQUAL(over_capacity, 0);
+	/* every DONE is exit 0, or exec_lost for a job lost with its handler,
+	 * and such DONEs do reach the reconnected clients */
+	CU_ASSERT_EQUAL(t.bad_receipts, 0);
+	CU_ASSERT(t.dropped == t.lost || t.exec_lost > 0);
+	CU_ASSERT_EQUAL(still_known, 0);
 	/* it did work under fire (loose: the machine may be loaded) */
 	CU_ASSERT(samples >= 3);
 	CU_ASSERT(kills >= seconds / 2);

@@ -18,6 +18,7 @@
 #include <CUnit/Basic.h>
 
 #include "harness.h"
+#include "proto.h"
 #include "suite.h"
 
 static int process_alive(int pid)
@@ -246,7 +247,10 @@ static void test_descriptor_limit(void)
 	low = saved;
 	low.rlim_cur = 256;
 	CU_ASSERT_FATAL(setrlimit(RLIMIT_NOFILE, &low) == 0);
-	snprintf(body, sizeof body, "maxConnections: 2000\n%s", harness_default_body(2));
+	/* (the default body ends inside `services`: one more service) */
+	snprintf(body, sizeof body, "maxConnections: 2000\n%s"
+		 "  shell:\n    waitgroup: wg\n    commands:\n      sh: {prog: sh}\n",
+		 harness_default_body(2));
 	int started = harness_start(&d, 1, body, NULL);
 	setrlimit(RLIMIT_NOFILE, &saved);
 	CU_ASSERT_FATAL(started == 0);
@@ -254,6 +258,15 @@ static void test_descriptor_limit(void)
 	/* maxConnections + 256 + 8 per slot */
 	CU_ASSERT_EQUAL(soft_nofile(pids[0]), 2000 + 256 + 8 * 2);
 	CU_ASSERT_EQUAL(soft_nofile(d.pid), 2000 + 256 + 8 * 2);
+	/* jobs get the limit the daemon was started with */
+	struct tclient *c = tc_connect(d.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	struct json_object *done = tc_run_job(c, "n", "shell",
+					      "{\"command\":\"sh\",\"args\":[\"-c\",\"ulimit -n\"]}", 5000);
+	CU_ASSERT_FATAL(done != NULL);
+	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(done), "stdout"), "256\n");
+	json_object_put(done);
+	tc_close(c);
 	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
 	harness_cleanup(&d);
 }

@@ -8,6 +8,7 @@
  */
 #include "autoconfig.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,13 +56,14 @@ static void remove_certs(void)
 	rmdir(certdir);
 }
 
-static struct tclient *tls_connect(int port, const char *host, const char *ca, const char *id)
+/* wss to 127.0.0.1, verifying the certificate against ca and name. */
+static struct tclient *tls_connect(int port, const char *name, const char *ca, const char *id)
 {
 	char path[64];
 	int status = 0;
-	struct wsc_connect_opts o = { .tls_ca = ca, .timeout_ms = 5000 };
+	struct wsc_connect_opts o = { .tls_ca = ca, .tls_name = name, .timeout_ms = 5000 };
 	snprintf(path, sizeof path, "/broker?client=%s", id);
-	struct wsc *ws = wsc_connect_opts(host, port, path, &o, &status);
+	struct wsc *ws = wsc_connect_opts("127.0.0.1", port, path, &o, &status);
 	return ws ? tc_from_wsc(ws, id, 5000) : NULL;
 }
 
@@ -97,7 +99,7 @@ static void test_wss_and_https(void)
 			      &status, reply, sizeof reply);
 	CU_ASSERT(status == 200);
 
-	/* wss: several clients, jobs on both handlers' connections */
+	/* wss: several clients running jobs */
 	struct tclient *a = tls_connect(d.port, "127.0.0.1", cert, "tls-a");
 	struct tclient *b = tls_connect(d.port, "127.0.0.1", cert, "tls-b");
 	CU_ASSERT_FATAL(a && b);
@@ -106,8 +108,14 @@ static void test_wss_and_https(void)
 
 	/* a client that trusts another certificate gets nowhere */
 	CU_ASSERT(tls_connect(d.port, "127.0.0.1", other_cert, "tls-x") == NULL);
-	/* nor one that checks another name */
-	CU_ASSERT(tls_connect(d.port, "127.0.0.2", cert, "tls-y") == NULL);
+	/* nor one that checks another name, or another address, though it
+	 * reaches the right server */
+	CU_ASSERT(tls_connect(d.port, "other.example", cert, "tls-y") == NULL);
+	CU_ASSERT(tls_connect(d.port, "127.0.0.2", cert, "tls-z") == NULL);
+	/* while the right name works */
+	struct tclient *named = tls_connect(d.port, "localhost", cert, "tls-n");
+	CU_ASSERT(named != NULL);
+	tc_close(named);
 	/* a plain websocket client on the TLS port: no upgrade */
 	status = -1;
 	struct wsc *plain = wsc_connect("127.0.0.1", d.port, "/broker", NULL, 3000, &status);
@@ -117,6 +125,24 @@ static void test_wss_and_https(void)
 	/* and the others never noticed */
 	run_true(a, "a2");
 	run_true(b, "b2");
+
+	/* a certificate renewed in place and a SIGHUP: the log says that it
+	 * takes a restart, and the listener keeps the one it started with */
+	char old[160], cmd[512];
+	snprintf(old, sizeof old, "%s/old.pem", certdir);
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", cert, old);
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	CU_ASSERT_FATAL(make_cert(cert, key) == 0);
+	kill(d.pid, SIGHUP);
+	for (int i = 0; i < 50 && !harness_log_contains(&d, "changed on disk"); i++)
+		harness_sleep_ms(50);
+	CU_ASSERT(harness_log_contains(&d, "the TLS certificate or key changed on disk"));
+	struct tclient *o = tls_connect(d.port, "127.0.0.1", old, "tls-old");
+	CU_ASSERT(o != NULL);
+	tc_close(o);
+	CU_ASSERT(tls_connect(d.port, "127.0.0.1", cert, "tls-new") == NULL);
+	unlink(old);
+
 	tc_close(a);
 	tc_close(b);
 	status = harness_stop(&d, 15000);

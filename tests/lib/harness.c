@@ -322,3 +322,19 @@ int harness_check_config(const char *config, char *out, size_t outlen)
 	int status = pclose(p);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+long harness_proc_kib(int pid, const char *field)
+{
+	char path[64], line[256];
+	size_t len = strlen(field);
+	long kib = -1;
+	snprintf(path, sizeof path, "/proc/%d/status", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, field, len) == 0 && line[len] == ':')
+			kib = atol(line + len + 1);
+	fclose(f);
+	return kib;
+}

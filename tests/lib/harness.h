@@ -62,6 +62,10 @@ long long harness_json_int(struct json_object *o, ...);
  * out.  Returns its exit status, or -1. */
 int harness_check_config(const char *config, char *out, size_t outlen);
 
+/* A "Field:  123 kB" line of /proc/<pid>/status (VmRSS, RssAnon, ...), in
+ * KiB, or -1. */
+long harness_proc_kib(int pid, const char *field);
+
 /* Milliseconds of sleep. */
 void harness_sleep_ms(int ms);
 long long harness_now_ms(void);

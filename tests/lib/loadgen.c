@@ -18,6 +18,7 @@ struct job {
 	int sent_job;		/* the JOB was sent */
 	int dropped;		/* its connection dropped before its DONE */
 	int dones;
+	int lost;		/* a DONE with exec_lost came */
 };
 
 struct client {
@@ -37,7 +38,7 @@ struct loadgen {
 	int njobs, jobs_cap;
 	unsigned long long *tokens;
 	int ntokens, tokens_cap;
-	int declines, reconnects, errors, unknown_dones;
+	int declines, reconnects, errors, unknown_dones, bad_receipts;
 	struct pollfd *pfd;
 	int *idx;
 };
@@ -146,6 +147,18 @@ static void on_done(struct loadgen *lg, int ci, struct json_object *m)
 		return;
 	}
 	lg->jobs[j].dones++;
+	/* every program here exits 0: a DONE is that, or exec_lost for a
+	 * job whose connection dropped with its handler */
+	struct json_object *r = tc_receipt(m), *e;
+	if (r && json_object_object_get_ex(r, "error", &e)) {
+		const char *code = tc_str(e, "code");
+		if (code && strcmp(code, "exec_lost") == 0 && lg->jobs[j].dropped)
+			lg->jobs[j].lost = 1;
+		else
+			lg->bad_receipts++;
+	} else if (!r || tc_int(r, "exit_code") != 0) {
+		lg->bad_receipts++;
+	}
 	if (c->state == RUNNING && j == c->job)
 		c->state = IDLE;
 }
@@ -245,6 +258,11 @@ void loadgen_stop(struct loadgen *lg)
 	lg->stopping = 1;
 }
 
+void loadgen_restart(struct loadgen *lg)
+{
+	lg->stopping = 0;
+}
+
 int loadgen_running(const struct loadgen *lg)
 {
 	int busy = 0;
@@ -300,6 +318,7 @@ void loadgen_tally(struct loadgen *lg, struct loadgen_tally *t)
 		t->dropped += x->sent_job && x->dropped;
 		t->lost += x->sent_job && x->dropped && x->dones == 0;
 		t->done_jobs += x->dones == 1;
+		t->exec_lost += x->lost;
 	}
 	qsort(lg->tokens, (size_t)lg->ntokens, sizeof *lg->tokens, cmp_u64);
 	for (int i = 1; i < lg->ntokens; i++)
@@ -310,4 +329,37 @@ void loadgen_tally(struct loadgen *lg, struct loadgen_tally *t)
 	t->reconnects = lg->reconnects;
 	t->errors = lg->errors;
 	t->unknown_dones = lg->unknown_dones;
+	t->bad_receipts = lg->bad_receipts;
+}
+
+int loadgen_query_lost(struct loadgen *lg)
+{
+	int known = 0;
+	for (int j = 0; j < lg->njobs; j++) {
+		const struct job *x = &lg->jobs[j];
+		struct client *c = &lg->c[x->conn];
+		if (!x->sent_job || x->dones)
+			continue;
+		if (!c->tc)
+			return -1;
+		tc_send(c->tc, "{\"type\":\"QUERY\",\"job_id\":\"%d\"}", j);
+		struct json_object *m;
+		const char *type;
+		/* a late DONE (of this job or another) is taken as one */
+		while ((m = tc_expect(c->tc, NULL, 3000)) && (type = tc_str(m, "type")) &&
+		       strcmp(type, "DONE") == 0) {
+			on_done(lg, x->conn, m);
+			json_object_put(m);
+		}
+		type = m ? tc_str(m, "type") : NULL;
+		const char *code = m ? tc_str(m, "code") : NULL;
+		if (!type || strcmp(type, "ERROR") != 0 || !code || strcmp(code, "unknown_job") != 0) {
+			fprintf(stderr, "loadgen: job %d without DONE is still known: %s\n", j,
+				m ? json_object_to_json_string(m) : "(no answer)");
+			known++;
+		}
+		if (m)
+			json_object_put(m);
+	}
+	return known;
 }

@@ -27,6 +27,10 @@ struct loadgen_tally {
 	int dup_tokens;		/* OFFER tokens given more than once */
 	int errors;		/* ERROR messages and protocol surprises */
 	int unknown_dones;	/* DONEs for jobs the client does not know */
+	int exec_lost;		/* DONEs with error exec_lost (jobs on dropped
+				 * connections whose handler died) */
+	int bad_receipts;	/* DONEs that are neither exit 0 without an
+				 * error nor exec_lost of a dropped job */
 };
 
 /* nconns clients "<prefix><i>" against 127.0.0.1:port, none connected yet
@@ -41,6 +45,8 @@ void loadgen_turn(struct loadgen *lg, int poll_ms);
 
 /* From now on no new wants: loadgen_turn only finishes what runs. */
 void loadgen_stop(struct loadgen *lg);
+/* New wants again (after loadgen_stop or loadgen_settle). */
+void loadgen_restart(struct loadgen *lg);
 /* Clients with a JOB that has not got its DONE yet (on live connections). */
 int loadgen_running(const struct loadgen *lg);
 /* Clients whose connection is down. */
@@ -59,5 +65,12 @@ void loadgen_settle(struct loadgen *lg, int wait_ms);
 
 /* Counts everything seen so far. */
 void loadgen_tally(struct loadgen *lg, struct loadgen_tally *t);
+
+/* After loadgen_settle: asks (QUERY) about every JOB that got no DONE on
+ * its client's connection; returns how many the server still knows (each
+ * should be unknown_job: gone with its handler, nothing orphaned), or -1
+ * when a client is not connected.  DONEs that arrive meanwhile count as
+ * usual (tally afterwards). */
+int loadgen_query_lost(struct loadgen *lg);
 
 #endif

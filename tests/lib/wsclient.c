@@ -710,7 +710,7 @@ struct wsc *wsc_connect_opts(const char *host, int port,
 	c = wsc_from_fd(fd);
 	if (c == NULL)
 		return NULL;
-	if (o->tls_ca && start_tls(c, host, o->tls_ca, deadline) != 0)
+	if (o->tls_ca && start_tls(c, o->tls_name ? o->tls_name : host, o->tls_ca, deadline) != 0)
 		goto fail;
 	reqcap = 512 + strlen(path_and_query) + strlen(host) + strlen(key) +
 		(o->extra_headers ? strlen(o->extra_headers) : 0) + o->early_len;

@@ -64,6 +64,8 @@ struct wsc_connect_opts {
 	size_t early_len;		/* request (e.g. a first frame) */
 	const char *tls_ca;		/* wss: verify the server against this
 					 * PEM file and the host; NULL: plain */
+	const char *tls_name;		/* the name (or address) to verify;
+					 * NULL: the host dialled */
 };
 
 /*

@@ -132,7 +132,7 @@ static int decode_entry(const char *name, struct json_object *s, struct profile_
 	int k = class_parse(json_object_get_string(cls));
 	double ms = json_object_get_double(mean);
 	int64_t n = json_object_get_int64(samples);
-	if (k < 0 || !isfinite(ms) || ms < 0 || n < 0)
+	if (k < 0 || !class_ema_valid(ms) || n < 0)   /* at most UINT32_MAX ms */
 		return -1;
 	snprintf(e->name, sizeof e->name, "%s", name);
 	e->p.klass = (uint32_t)k;

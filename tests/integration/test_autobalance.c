@@ -5,7 +5,8 @@
  * unknown service stops at its share of the pool; a flood of heavy jobs
  * (sleeps) fills the pool only up to the reserve, so a light job starts at
  * once; the learned profile is written to tempDir, restored after a
- * restart, and discarded when the pool size changed.
+ * restart, and discarded when the pool size changed; jobs cancelled
+ * quickly do not make a heavy service light.
  *
  * It also measures the start latency of light jobs (WANT to OFFER, and
  * WANT to DONE of /bin/true) during a flood of heavy ones, with
@@ -456,6 +457,80 @@ static void test_fixed_pool_comparison(void)
 	}
 }
 
+/* Jobs cut short (CANCEL after 30 ms) of a heavy service are no samples:
+ * however many there are, the service stays heavy and the reserve holds
+ * (they used to drag the average down until the service turned light and
+ * took every slot).  One cancelled after running longer than the average
+ * is a sample and makes it heavier. */
+static void test_cancels_keep_heavy(void)
+{
+	struct es_daemon A;
+	if (harness_start(&A, 1, auto_body(POOL), NULL) != 0) {
+		CU_FAIL("daemon did not start");
+		return;
+	}
+	struct tclient *c = tc_connect(A.port, "app");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (int i = 0; i < 2; i++) {
+		char id[16];
+		snprintf(id, sizeof id, "w%d", i);
+		struct json_object *d = tc_run_job(c, id, "heavy",
+						   "{\"command\":\"sleep\",\"args\":[\"0.8\"]}", 5000);
+		CU_ASSERT_PTR_NOT_NULL(d);
+		if (d)
+			json_object_put(d);
+	}
+	CU_ASSERT_STRING_EQUAL(class_of(&A, "heavy"), "heavy");
+	long long mean = status_int(&A, "services", "heavy", "mean_runtime_ms");
+	CU_ASSERT(mean >= 800 && mean < 1500);
+	for (int i = 0; i < 12; i++) {
+		char id[16];
+		snprintf(id, sizeof id, "c%d", i);
+		const char *tok = tc_want_offer(c, id, "heavy", 0, 3000);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
+		tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
+			"\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}", id, tok);
+		harness_sleep_ms(30);
+		tc_send(c, "{\"type\":\"CANCEL\",\"job_id\":\"%s\"}", id);
+		struct json_object *d = tc_expect(c, "DONE", 5000);
+		CU_ASSERT_PTR_NOT_NULL(d);
+		if (d)
+			json_object_put(d);
+	}
+	CU_ASSERT_STRING_EQUAL(class_of(&A, "heavy"), "heavy");
+	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "samples"), 2);
+	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "mean_runtime_ms"), mean);
+	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "finished"), 14);
+	/* the reserve holds: 4 heavy WANTs on a pool of 4 get 3 OFFERs */
+	for (int i = 0; i < 4; i++)
+		tc_send(c, "{\"type\":\"WANT\",\"job_id\":\"f%d\",\"service\":\"heavy\"}", i);
+	int offers = 0;
+	struct json_object *o;
+	while ((o = tc_expect(c, "OFFER", 800)) != NULL) {
+		offers++;
+		json_object_put(o);
+	}
+	CU_ASSERT_EQUAL(offers, 3);
+	for (int i = 4; i-- > 0;)   /* the parked one first: no new OFFER */
+		tc_send(c, "{\"type\":\"UNWANT\",\"job_id\":\"f%d\"}", i);
+	/* cancelled after running longer than the average: a sample */
+	const char *tok = tc_want_offer(c, "long", "heavy", 0, 3000);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
+	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"long\",\"token\":\"%s\","
+		"\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}", tok);
+	harness_sleep_ms((int)mean + 700);
+	tc_send(c, "{\"type\":\"CANCEL\",\"job_id\":\"long\"}");
+	struct json_object *d = tc_expect(c, "DONE", 5000);
+	CU_ASSERT_PTR_NOT_NULL(d);
+	if (d)
+		json_object_put(d);
+	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "samples"), 3);
+	CU_ASSERT(status_int(&A, "services", "heavy", "mean_runtime_ms") > mean);
+	tc_close(c);
+	harness_stop(&A, 10000);
+	harness_cleanup(&A);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -463,6 +538,7 @@ int main(void)
 		{ "unknown service stops at its share", test_unknown_share_cap },
 		{ "services classed by runtime", test_classification },
 		{ "heavy flood keeps the reserve, light starts at once", test_flood_keeps_reserve },
+		{ "quick cancels keep a heavy service heavy", test_cancels_keep_heavy },
 		{ "snapshot restored after a restart", test_snapshot_restored },
 		{ "snapshot discarded on a changed pool", test_snapshot_discarded_on_pool_change },
 		{ "fixed waitgroup: light waits (comparison)", test_fixed_pool_comparison },

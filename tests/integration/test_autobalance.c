@@ -6,7 +6,8 @@
  * (sleeps) fills the pool only up to the reserve, so a light job starts at
  * once; the learned profile is written to tempDir, restored after a
  * restart, and discarded when the pool size changed; jobs cancelled
- * quickly do not make a heavy service light.
+ * quickly do not make a heavy service light; a FIFO or an impossible mean
+ * at tempDir/profile.json is discarded without hanging the start.
  *
  * It also measures the start latency of light jobs (WANT to OFFER, and
  * WANT to DONE of /bin/true) during a flood of heavy ones, with
@@ -20,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include <CUnit/Basic.h>
@@ -421,6 +424,45 @@ static void test_snapshot_discarded_on_pool_change(void)
 	harness_cleanup(&D);
 }
 
+/* tempDir/profile.json is not to be trusted: a FIFO there does not hang
+ * the start, and a snapshot with a mean beyond any uint32_t duration is
+ * discarded (it used to show as a negative mean in /status). */
+static void test_hostile_snapshot(void)
+{
+	struct es_daemon A;
+	CU_ASSERT_FATAL(harness_start(&A, 1, auto_body(POOL), NULL) == 0);
+	int st = harness_stop(&A, 30000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	char path[400];
+	profile_path(&A, path, sizeof path);
+	unlink(path);
+	CU_ASSERT_FATAL(mkfifo(path, 0600) == 0);
+	long long t0 = harness_now_ms();
+	CU_ASSERT_FATAL(harness_restart(&A, 1, auto_body(POOL), NULL) == 0);
+	CU_ASSERT(harness_now_ms() - t0 < 5000);
+	CU_ASSERT(harness_log_contains(&A, "discarded: not a regular file"));
+	CU_ASSERT_STRING_EQUAL(class_of(&A, "heavy"), "unknown");
+	st = harness_stop(&A, 30000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* the shutdown replaced the FIFO with a snapshot */
+	struct stat sb;
+	CU_ASSERT(lstat(path, &sb) == 0 && S_ISREG(sb.st_mode));
+	struct utsname u;
+	CU_ASSERT_FATAL(uname(&u) == 0);
+	FILE *f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "{\"format\":\"execserver-profile\",\"version\":1,\"arch\":\"%s\","
+		"\"pool\":%d,\"services\":{\"heavy\":{\"class\":\"heavy\","
+		"\"mean_runtime_ms\":1e300,\"samples\":5}}}\n", u.machine, POOL);
+	fclose(f);
+	CU_ASSERT_FATAL(harness_restart(&A, 1, auto_body(POOL), NULL) == 0);
+	CU_ASSERT(harness_log_contains(&A, "service \"heavy\": malformed entry"));
+	CU_ASSERT_STRING_EQUAL(class_of(&A, "heavy"), "unknown");
+	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "samples"), 0);
+	harness_stop(&A, 30000);
+	harness_cleanup(&A);
+}
+
 /* ---- the same flood against one fixed waitgroup of the same size ---- */
 
 static void test_fixed_pool_comparison(void)
@@ -541,6 +583,7 @@ int main(void)
 		{ "quick cancels keep a heavy service heavy", test_cancels_keep_heavy },
 		{ "snapshot restored after a restart", test_snapshot_restored },
 		{ "snapshot discarded on a changed pool", test_snapshot_discarded_on_pool_change },
+		{ "a FIFO or an impossible mean as snapshot", test_hostile_snapshot },
 		{ "fixed waitgroup: light waits (comparison)", test_fixed_pool_comparison },
 		{ NULL, NULL },
 	};

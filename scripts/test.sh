@@ -64,6 +64,8 @@ for t in test_book test_book_token test_config test_net test_job_spec test_book_
 	$vg "tests/unit/$t" > /dev/null || { echo "test.sh: valgrind: $t failed"; exit 1; }
 done
 $vg tests/unit/test_book_diff 7 30000 > /dev/null || { echo "test.sh: valgrind: test_book_diff failed"; exit 1; }
+ES_CRASH_ROUNDS=60 $vg tests/unit/test_book_crash > /dev/null ||
+	{ echo "test.sh: valgrind: test_book_crash failed"; exit 1; }
 TRANSFER_TEST_MIB=2 $vg tests/unit/test_transfer > /dev/null ||
 	{ echo "test.sh: valgrind: test_transfer failed"; exit 1; }
 JOB_IO_TEST_MIB=2 $vg tests/unit/test_job_io > /dev/null ||

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "book/book_class.h"
 #include "book/book_impl.h"
 #include "book/book_index.h"
 
@@ -399,7 +400,7 @@ void book_service_status(const struct book *b, uint32_t svc, struct book_service
 	st->started = s->started;
 	st->finished = s->finished;
 	st->failed = s->failed;
-	st->mean_runtime_ms = s->nsamples ? (uint64_t)(s->ema_ms + 0.5) : 0;
+	st->mean_runtime_ms = s->nsamples ? class_ema_round(s->ema_ms) : 0;
 	st->samples = s->nsamples;
 	st->waiting = s->waiting;
 	st->running = s->running;

@@ -249,7 +249,10 @@ uint64_t book_unlock(struct book *b);
  *   "mail.mid"    book_mail_take: mail unlinked, pending flag not cleared
  *   "cancel.mid"  book_cancel: owner cancel flagged, mail not yet queued
  *   "repair.mid"  book_repair: derived state cleared, not yet rebuilt
- *   "token.mid"   book_token_issue: token ISSUED, not yet counted */
+ *   "token.mid"   book_token_issue: token ISSUED, not yet counted
+ *   "sample.mid"  a job's end (book_job_finished, book_token_finished,
+ *                 the purge's lost jobs): its end written and counted in
+ *                 the statistics and the profile, its slot not granted */
 typedef void (*book_fault_fn)(const char *point);
 void book_set_fault_hook(book_fault_fn fn);
 
@@ -374,7 +377,8 @@ struct book_outcome {
 
 /* The process of a running job ended.  Frees its slot (re-granted), updates
  * the service statistics (finished; failed if o->failed; runtime EMA of
- * duration_ms with alpha 0.2, the first sample initialises it; with
+ * duration_ms with alpha 0.2, the first sample initialises it, if the job
+ * is a sample: class_takes_sample, book_class.h; with
  * auto-balance the service's class follows, book_class.h), stores the
  * receipt text (len bytes, not NUL-terminated; may be NULL) if the store
  * has room (else the want is flagged receipt_lost, see book_done_read), and
@@ -506,8 +510,8 @@ struct book_wg_status {
 };
 struct book_service_status {
 	uint64_t started, finished, failed;
-	uint64_t mean_runtime_ms;  /* exponential moving average; 0 = no sample */
-	uint64_t samples;          /* finished jobs in the average (lost ones do not count) */
+	uint64_t mean_runtime_ms;  /* exponential moving average, rounded, <= UINT32_MAX; 0 = no sample */
+	uint64_t samples;          /* finished jobs in the average (class_takes_sample) */
 	uint32_t waiting, running, offered;
 	uint32_t klass;            /* enum svc_class (book_class.h); SVC_UNKNOWN unless auto-balance */
 };
@@ -532,8 +536,10 @@ const struct book_topology *book_topology(const struct book *b);
 /* ---- learned profile (auto-balance) ------------------------------------ */
 
 /* What the book learned about a service's runtime (book_profile.c): the
- * moving average and its sample count feed every finished job
- * (book_job_finished; a lost job adds no sample), the class follows them
+ * moving average and its sample count take the finished jobs that are
+ * samples (book_job_finished, book_token_finished; class_takes_sample: a
+ * job that ended with an error only when it ran longer than the average,
+ * never as the first sample; a lost job never), the class follows them
  * (book_class.h) when auto-balance is enabled and stays SVC_UNKNOWN
  * otherwise. */
 struct book_profile {
@@ -547,7 +553,8 @@ void book_profile_get(const struct book *b, uint32_t svc, struct book_profile *p
  * consistent with them and the book's parameters (class_consistent),
  * otherwise classified afresh (class_next from SVC_UNKNOWN); without
  * auto-balance it stays SVC_UNKNOWN.  Then grants.  BOOK_E_INVALID for a
- * service out of range or an EMA that is negative or not finite. */
+ * service out of range or an EMA that is not a valid average (negative,
+ * not finite, or above UINT32_MAX ms: class_ema_valid). */
 enum book_rc book_profile_set(struct book *b, uint32_t svc, const struct book_profile *p);
 /* Counters since book_init, for the snapshot writer: samples added (any
  * service) and class changes (auto-balance). */

@@ -16,6 +16,26 @@ double class_ema_next(double ema_ms, uint64_t nsamples, uint32_t duration_ms)
 	return ema_ms + CLASS_EMA_ALPHA * ((double)duration_ms - ema_ms);
 }
 
+int class_takes_sample(unsigned error, uint32_t duration_ms, double ema_ms, uint64_t nsamples)
+{
+	if (error == 0)
+		return 1;
+	return nsamples > 0 && (double)duration_ms > ema_ms;
+}
+
+int class_ema_valid(double ema_ms)
+{
+	return ema_ms >= 0 && ema_ms <= CLASS_EMA_MAX;   /* false for NaN */
+}
+
+uint64_t class_ema_round(double ema_ms)
+{
+	if (!class_ema_valid(ema_ms))
+		return ema_ms > CLASS_EMA_MAX ? UINT32_MAX : 0;
+	double r = ema_ms + 0.5;
+	return r >= CLASS_EMA_MAX ? UINT32_MAX : (uint64_t)r;
+}
+
 static double upper_edge(const struct class_params *p)
 {
 	return (double)p->heavy_threshold_ms * (1.0 + CLASS_HYSTERESIS);

@@ -14,6 +14,14 @@
  *            only when it falls below threshold * (1 - CLASS_HYSTERESIS),
  *            so a service whose runtime hovers near the threshold keeps
  *            its class instead of flapping.
+ * Which jobs are samples (class_takes_sample): a job that ended on its own
+ * (no error: any exit code, or a signal not sent by the execserver) always;
+ * a job that ended with an error (cancelled, timed out, its process lost,
+ * its I/O failed ...) only when it ran longer than the current EMA and not
+ * as the first sample, so a job cut short can make a service heavier (it
+ * ran at least that long) but never lighter.
+ * An EMA is a finite number in [0, CLASS_EMA_MAX] (durations are uint32_t,
+ * so no average of them is larger).
  * Invariant (class_consistent): unknown iff samples < min_samples; a light
  * service's EMA is at most the upper band edge, a heavy one's at least the
  * lower band edge.
@@ -25,6 +33,7 @@
 
 #define CLASS_EMA_ALPHA 0.2
 #define CLASS_HYSTERESIS 0.2
+#define CLASS_EMA_MAX 4294967295.0   /* UINT32_MAX ms */
 
 enum svc_class {
 	SVC_UNKNOWN = 0,
@@ -39,6 +48,15 @@ struct class_params {
 
 /* The EMA after one more sample (nsamples: samples before this one). */
 double class_ema_next(double ema_ms, uint64_t nsamples, uint32_t duration_ms);
+/* 1 if a finished job is a runtime sample (the rule above): error is the
+ * outcome's error code (0 = none), ema_ms and nsamples the service's
+ * average before it. */
+int class_takes_sample(unsigned error, uint32_t duration_ms, double ema_ms, uint64_t nsamples);
+/* 1 if ema_ms is a valid average: finite, in [0, CLASS_EMA_MAX]. */
+int class_ema_valid(double ema_ms);
+/* An average in whole milliseconds, rounded, saturating at UINT32_MAX (0
+ * for a value that is not a valid average). */
+uint64_t class_ema_round(double ema_ms);
 /* The class after the EMA or the sample count changed, from the current
  * class (SVC_UNKNOWN for a first classification). */
 enum svc_class class_next(enum svc_class cur, double ema_ms, uint64_t nsamples,

@@ -94,8 +94,9 @@ void bk_want_forget(struct book *b, uint32_t wi);
  * and without the grant: an orphan is freed; else the want turns FINISHED
  * (outcome, receipt slot or receipt_lost, a pending CANCEL dropped), leaves
  * its runner's list and its slot, and gets MAIL_DONE at its owner conn's
- * handler if it has an owner.  Calls the fault hook at `point` (may be
- * NULL) right after the state write.  Returns the waitgroup whose slot was
+ * handler if it has an owner.  Counts the service statistics
+ * (bk_service_sample) right after the state write, then calls the fault
+ * hook at `point` (may be NULL).  Returns the waitgroup whose slot was
  * freed (the caller grants). */
 uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, const char *receipt,
 		    size_t len, const char *point);
@@ -117,8 +118,8 @@ int bk_eligible(const struct book *b, uint32_t s);
 
 /* book_profile.c */
 /* One finished job's wall time into service svc's average, count and
- * class. */
-void bk_profile_sample(struct book *b, uint32_t svc, uint32_t duration_ms);
+ * class, if it is a sample (class_takes_sample). */
+void bk_profile_sample(struct book *b, uint32_t svc, const struct book_outcome *o);
 /* 1 if service svc's class is consistent (book_profile.c invariants). */
 int bk_class_ok(const struct book *b, uint32_t svc);
 /* Re-classifies every service whose class is not consistent. */
@@ -158,7 +159,9 @@ void bk_token_repair(struct book *b);
 /* Checks the token table against the counts; 0 or -1 with why. */
 int bk_token_check(const struct book *b, char *why, size_t whylen);
 
-/* book_want.c: statistics of a finished job of service svc. */
+/* book_want.c: statistics of a finished job of service svc (called after
+ * the job's end is written, so a crash in between loses a sample rather
+ * than counting one for a job repair may end otherwise). */
 void bk_service_sample(struct book *b, uint32_t svc, const struct book_outcome *o);
 
 /* book_sort.c: in-place heapsort of an index array (no allocation). */

@@ -8,14 +8,16 @@
  *  - with auto-balance, klass is consistent with ema_ms and nsamples
  *    (class_consistent, book_class.h): a sample writes the EMA, then the
  *    count, then the class, and repair re-classifies a class left behind by
- *    a process that died between those writes (an EMA that is not a finite
- *    non-negative number is forgotten: the service is learned again).
+ *    a process that died between those writes, counting it in
+ *    class_changes so the snapshot writer saves it soon (an EMA that is not
+ *    a valid average, class_ema_valid, is forgotten: the service is learned
+ *    again);
+ *  - which finished jobs are samples is class_takes_sample's rule (a job
+ *    cut short by an error never makes a service lighter).
  * The arithmetic is in book_class.c; this file only applies it.
  */
 #include "autoconfig.h"
 #include "book/book.h"
-
-#include <math.h>
 
 #include "book/book_class.h"
 #include "book/book_impl.h"
@@ -37,10 +39,23 @@ static void set_class(struct book *b, struct bk_service *s, enum svc_class cls)
 	}
 }
 
-void bk_profile_sample(struct book *b, uint32_t svc, uint32_t duration_ms)
+/* The class of s reconsidered from SVC_UNKNOWN (a class that no longer
+ * fits its EMA and count, after a crash or from a snapshot); SVC_UNKNOWN
+ * without auto-balance. */
+static uint32_t fresh_class(const struct book *b, const struct bk_service *s)
+{
+	if (!b->topo.autobalance.enabled)
+		return SVC_UNKNOWN;
+	struct class_params p = params(b);
+	return (uint32_t)class_next(SVC_UNKNOWN, s->ema_ms, s->nsamples, &p);
+}
+
+void bk_profile_sample(struct book *b, uint32_t svc, const struct book_outcome *o)
 {
 	struct bk_service *s = &b->svcs[svc];
-	s->ema_ms = class_ema_next(s->ema_ms, s->nsamples, duration_ms);
+	if (!class_takes_sample(o->error, o->duration_ms, s->ema_ms, s->nsamples))
+		return;
+	s->ema_ms = class_ema_next(s->ema_ms, s->nsamples, o->duration_ms);
 	s->nsamples++;
 	b->profile_samples++;
 	if (b->topo.autobalance.enabled) {
@@ -62,17 +77,13 @@ void bk_class_repair(struct book *b)
 {
 	for (uint32_t i = 0; i < b->topo.nservices; i++) {
 		struct bk_service *s = &b->svcs[i];
-		if (!isfinite(s->ema_ms) || s->ema_ms < 0) {
+		if (!class_ema_valid(s->ema_ms)) {
 			/* not an average any more: learn it again */
 			s->ema_ms = 0;
 			s->nsamples = 0;
 		}
-		if (bk_class_ok(b, i))
-			continue;
-		struct class_params p = params(b);
-		b->svcs[i].klass = b->topo.autobalance.enabled
-			? (uint32_t)class_next(SVC_UNKNOWN, b->svcs[i].ema_ms, b->svcs[i].nsamples, &p)
-			: SVC_UNKNOWN;
+		if (!bk_class_ok(b, i))
+			set_class(b, s, fresh_class(b, s));  /* counted: the snapshot follows */
 	}
 }
 
@@ -90,18 +101,14 @@ void book_profile_get(const struct book *b, uint32_t svc, struct book_profile *p
 
 enum book_rc book_profile_set(struct book *b, uint32_t svc, const struct book_profile *p)
 {
-	if (svc >= b->topo.nservices || !p || !isfinite(p->ema_ms) || p->ema_ms < 0)
+	if (svc >= b->topo.nservices || !p || !class_ema_valid(p->ema_ms))
 		return BOOK_E_INVALID;
 	struct bk_service *s = &b->svcs[svc];
 	s->ema_ms = p->samples ? p->ema_ms : 0;
 	s->nsamples = p->samples;
 	s->klass = p->klass;
-	if (!bk_class_ok(b, svc)) {
-		struct class_params cp = params(b);
-		s->klass = b->topo.autobalance.enabled
-			? (uint32_t)class_next(SVC_UNKNOWN, s->ema_ms, s->nsamples, &cp)
-			: SVC_UNKNOWN;
-	}
+	if (!bk_class_ok(b, svc))
+		s->klass = fresh_class(b, s);
 	bk_grant(b, s->wg);
 	return BOOK_OK;
 }

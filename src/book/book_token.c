@@ -126,9 +126,9 @@ enum book_rc book_token_finished(struct book *b, struct book_ref tok,
 	struct bk_token *t = bk_tok(b, i);
 	if (t->state != BKT_RUNNING)
 		return BOOK_E_BAD_STATE;
-	uint32_t g = token_wg(b, t);
-	bk_service_sample(b, t->service, o);
+	uint32_t g = token_wg(b, t), svc = t->service;
 	token_free(b, i);
+	bk_service_sample(b, svc, o);   /* after the end, before the grant */
 	bk_grant(b, g);
 	return BOOK_OK;
 }

@@ -497,10 +497,11 @@ uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, c
 {
 	struct bk_want *w = bk_want(b, wi);
 	struct bk_service *s = &b->svcs[w->service];
-	uint32_t g = bk_want_wg(b, w);
+	uint32_t g = bk_want_wg(b, w), svc = w->service;
 	if (w->client == BK_NIL) {
 		/* an orphan (its client ended): nobody to tell */
 		bk_want_free(b, wi, point);
+		bk_service_sample(b, svc, o);
 		return g;
 	}
 
@@ -527,6 +528,9 @@ uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, c
 		flags |= BKW_DONE_MAIL;
 	w->flags = flags;
 	bk_set_state(&w->state, WANT_FINISHED);
+	/* statistics after the state write: a process dying in between loses
+	 * a sample, never counts one for a job that repair ends otherwise */
+	bk_service_sample(b, svc, o);
 	if (point)
 		bk_fault(point);
 
@@ -549,7 +553,8 @@ void bk_service_sample(struct book *b, uint32_t svc, const struct book_outcome *
 	s->finished++;
 	if (o->failed)
 		s->failed++;
-	bk_profile_sample(b, svc, o->duration_ms);
+	bk_profile_sample(b, svc, o);
+	bk_fault("sample.mid");
 }
 
 enum book_rc book_job_finished(struct book *b, struct book_ref want, const struct book_outcome *o,
@@ -563,7 +568,8 @@ enum book_rc book_job_finished(struct book *b, struct book_ref want, const struc
 	struct bk_want *w = bk_want(b, wi);
 	if (w->state != WANT_RUNNING)
 		return BOOK_E_BAD_STATE;
-	bk_service_sample(b, w->service, o);
+	/* the grant after the sample (bk_job_end): a class change changes who
+	 * may take the slot */
 	bk_grant(b, bk_job_end(b, wi, o, receipt, len, "finished.mid"));
 	return BOOK_OK;
 }

@@ -13,8 +13,9 @@
  *     command) and checks between keys (pingTimeoutSec > pingIntervalSec)
  *     are resolved once everything has been read.  Without a `waitgroups`
  *     block the configuration is auto-balanced: pass 2 makes the one pool
- *     (CONFIG_AUTO_POOL) and resolves cpus, fastReserve and unknownShare
- *     against it; with the block, the auto-balance keys are an error.
+ *     (CONFIG_AUTO_POOL; the arithmetic is in config_auto.c) and resolves
+ *     cpus, fastReserve and unknownShare against it; with the block, the
+ *     auto-balance keys (struct topkey's auto_balance flag) are an error.
  * Every allocation goes into the es_config at once, so config_free() cleans
  * up after an error at any point.
  */
@@ -29,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/config_auto.h"
 #include "common/config_yaml.h"
 #include "common/duration.h"
 #include "common/log.h"
@@ -62,6 +64,7 @@ struct loader {
 	const struct cy_node *max_wants, *max_wants_per_conn;
 	const struct cy_node *ab_key;       /* first auto-balance key, or NULL */
 	const struct cy_node *fast_reserve; /* its value, or NULL */
+	struct config_share unknown_share;  /* exact; cfg->unknown_share shows it */
 	struct service_extra *extra;        /* one per cfg->services */
 };
 
@@ -89,7 +92,7 @@ static int set_defaults(struct es_config *cfg)
 	cfg->handshake_timeout_sec = 10;
 	cfg->log_level = LOG_LVL_INFO;
 	cfg->heavy_threshold_ms = 10000;
-	cfg->unknown_share = 0.5;
+	cfg->unknown_share = config_share_value(CONFIG_SHARE_DEFAULT);
 	cfg->min_samples = 3;
 	cfg->addr = strdup("127.0.0.1:8083");
 	cfg->temp_dir = strdup("/var/lib/execserver");
@@ -602,6 +605,7 @@ struct topkey {
 	topkey_fn fn;
 	size_t off;              /* int fields: offset in es_config */
 	long long min, max;      /* int fields: range */
+	int auto_balance;        /* 1: only without a waitgroups block */
 };
 
 static int top_int(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
@@ -686,29 +690,19 @@ static int top_heavy_threshold(struct loader *ld, const struct topkey *tk, const
 				  &ld->cfg->heavy_threshold_ms);
 }
 
-/* A plain decimal number (digits with at most one point) in (0, 1]. */
+/* A plain decimal number in (0, 1], kept exact (config_auto.h). */
 static int top_unknown_share(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
 	char q[64];
-	int digits = 0, points = 0;
 
 	if (cy_expect(&ld->cy, v, CY_SCALAR, tk->name) < 0)
 		return -1;
-	for (size_t i = 0; i < v->len; i++) {
-		if (v->value[i] >= '0' && v->value[i] <= '9')
-			digits++;
-		else if (v->value[i] == '.')
-			points++;
-		else
-			digits = -1000;
-	}
-	double x = digits > 0 && points <= 1 && strlen(v->value) == v->len ? strtod(v->value, NULL)
-									    : -1;
-	if (!(x > 0 && x <= 1))
+	if (config_share_parse(v->value, v->len, &ld->unknown_share) < 0)
 		return cy_error(&ld->cy, v, "%s: invalid value %s: expected a number above 0 and at "
-				"most 1 (the share of the pool, like 0.5)", tk->name,
-				cy_quote(v, q, sizeof q));
-	ld->cfg->unknown_share = x;
+				"most 1 (the share of the pool, like 0.5; at most %d digits after "
+				"the point)", tk->name, cy_quote(v, q, sizeof q),
+				CONFIG_SHARE_MAX_DIGITS);
+	ld->cfg->unknown_share = config_share_value(ld->unknown_share);
 	return 0;
 }
 
@@ -846,17 +840,20 @@ static int top_tls(struct loader *ld, const struct topkey *tk, const struct cy_n
 	return 0;
 }
 
-#define INTKEY(name, field, min, max) { name, top_int, offsetof(struct es_config, field), min, max }
+#define INTKEY(name, field, min, max) \
+	{ name, top_int, offsetof(struct es_config, field), min, max, 0 }
+#define AB_INTKEY(name, field, min, max) \
+	{ name, top_int, offsetof(struct es_config, field), min, max, 1 }
 
 static const struct topkey topkeys[] = {
-	{ "addr", top_addr, 0, 0, 0 },
-	{ "tempDir", top_temp_dir, 0, 0, 0 },
-	{ "jobRemovalPolicy", top_policy, 0, 0, 0 },
-	{ "janitorFileAge", top_janitor, 0, 0, 0 },
-	{ "env", top_env, 0, 0, 0 },
-	{ "commands", top_commands, 0, 0, 0 },
-	{ "waitgroups", top_waitgroups, 0, 0, 0 },
-	{ "services", top_services, 0, 0, 0 },
+	{ "addr", top_addr, 0, 0, 0, 0 },
+	{ "tempDir", top_temp_dir, 0, 0, 0, 0 },
+	{ "jobRemovalPolicy", top_policy, 0, 0, 0, 0 },
+	{ "janitorFileAge", top_janitor, 0, 0, 0, 0 },
+	{ "env", top_env, 0, 0, 0, 0 },
+	{ "commands", top_commands, 0, 0, 0, 0 },
+	{ "waitgroups", top_waitgroups, 0, 0, 0, 0 },
+	{ "services", top_services, 0, 0, 0, 0 },
 	INTKEY("handlers", handlers, 0, CONFIG_MAX_HANDLERS),
 	INTKEY("offerTimeoutSec", offer_timeout_sec, 1, 3600),
 	INTKEY("resumeGraceSec", resume_grace_sec, 0, 86400),
@@ -870,36 +867,27 @@ static const struct topkey topkeys[] = {
 	INTKEY("handshakeTimeoutSec", handshake_timeout_sec, 1, 3600),
 	INTKEY("idleTimeoutSec", idle_timeout_sec, 0, 604800),
 	INTKEY("maxJobsPerClient", max_jobs_per_client, 0, 4194304),
-	{ "callbackAllow", top_callback_allow, 0, 0, 0 },
-	{ "allowRootJobs", top_bool, offsetof(struct es_config, allow_root_jobs), 0, 0 },
-	{ "authToken", top_auth_token, 0, 0, 0 },
-	{ "user", top_user, 0, 0, 0 },
-	{ "group", top_group, 0, 0, 0 },
-	{ "pidFile", top_pid_file, 0, 0, 0 },
-	{ "logLevel", top_log_level, 0, 0, 0 },
-	{ "jobLimits", top_job_limits, 0, 0, 0 },
-	{ "tls", top_tls, 0, 0, 0 },
-	{ "legacyToken", top_bool, offsetof(struct es_config, legacy_token), 0, 0 },
+	{ "callbackAllow", top_callback_allow, 0, 0, 0, 0 },
+	{ "allowRootJobs", top_bool, offsetof(struct es_config, allow_root_jobs), 0, 0, 0 },
+	{ "authToken", top_auth_token, 0, 0, 0, 0 },
+	{ "user", top_user, 0, 0, 0, 0 },
+	{ "group", top_group, 0, 0, 0, 0 },
+	{ "pidFile", top_pid_file, 0, 0, 0, 0 },
+	{ "logLevel", top_log_level, 0, 0, 0, 0 },
+	{ "jobLimits", top_job_limits, 0, 0, 0, 0 },
+	{ "tls", top_tls, 0, 0, 0, 0 },
+	{ "legacyToken", top_bool, offsetof(struct es_config, legacy_token), 0, 0, 0 },
 	INTKEY("legacyTokenValiditySec", legacy_token_validity_sec, 1, 3600),
-	/* auto-balance (no waitgroups block): from AB_FIRST to the end */
-	INTKEY("cpus", cpus, 0, CONFIG_MAX_PROCESSES),
-	INTKEY("fastReserve", fast_reserve, 0, CONFIG_MAX_PROCESSES - 1),
-	{ "heavyThreshold", top_heavy_threshold, 0, 0, 0 },
-	{ "unknownShare", top_unknown_share, 0, 0, 0 },
-	INTKEY("minSamples", min_samples, 1, 1000),
+	/* auto-balance (no waitgroups block) */
+	AB_INTKEY("cpus", cpus, 0, CONFIG_MAX_PROCESSES),
+	AB_INTKEY("fastReserve", fast_reserve, 0, CONFIG_MAX_PROCESSES - 1),
+	{ "heavyThreshold", top_heavy_threshold, 0, 0, 0, 1 },
+	{ "unknownShare", top_unknown_share, 0, 0, 0, 1 },
+	AB_INTKEY("minSamples", min_samples, 1, 1000),
 };
-#define AB_FIRST "cpus"
 
 
 #define NTOPKEYS (sizeof topkeys / sizeof topkeys[0])
-
-static const struct topkey *auto_balance_keys(void)
-{
-	for (size_t t = 0; t < NTOPKEYS; t++)
-		if (strcmp(topkeys[t].name, AB_FIRST) == 0)
-			return &topkeys[t];
-	return &topkeys[NTOPKEYS];
-}
 
 /* Each key appears at most once (cy_parse rejects duplicate keys), so every
  * handler below fills a field that still holds its default. */
@@ -930,7 +918,7 @@ static int parse_block(struct loader *ld)
 			ld->max_wants = v;
 		else if (cy_key_is(k, "maxWantsPerConnection"))
 			ld->max_wants_per_conn = v;
-		if (&topkeys[t] >= auto_balance_keys() && !ld->ab_key)
+		if (topkeys[t].auto_balance && !ld->ab_key)
 			ld->ab_key = k;
 		if (cy_key_is(k, "fastReserve"))
 			ld->fast_reserve = v;
@@ -1019,44 +1007,16 @@ static int resolve_services(struct loader *ld)
 	return 0;
 }
 
-/* n, or the number of online CPUs for n <= 0; within 1..max. */
-static long or_cpu_count(long n, long max)
-{
-	if (n <= 0)
-		n = sysconf(_SC_NPROCESSORS_ONLN);
-	if (n < 1)
-		n = 1;
-	return n > max ? max : n;
-}
-
 /* No waitgroups block: one pool of cpus (or the CPU count) slots. */
 static int make_pool(struct loader *ld)
 {
-	struct es_config *cfg = ld->cfg;
-	long pool = or_cpu_count(cfg->cpus, CONFIG_MAX_PROCESSES);
-
-	cfg->auto_balance = 1;
-	cfg->waitgroups = calloc(1, sizeof *cfg->waitgroups);
-	if (!cfg->waitgroups)
-		return oom(ld);
-	cfg->waitgroups[0].name = strdup(CONFIG_AUTO_POOL);
-	if (!cfg->waitgroups[0].name)
-		return oom(ld);
-	cfg->nwaitgroups = 1;
-	cfg->waitgroups[0].processes = (int)pool;
-	if (cfg->fast_reserve == 0) {
-		/* max(1, pool/4), but never the whole pool */
-		cfg->fast_reserve = pool / 4 > 1 ? (int)(pool / 4) : 1;
-		if (cfg->fast_reserve >= pool)
-			cfg->fast_reserve = (int)pool - 1;
-	} else if (cfg->fast_reserve >= pool) {
+	long pool;
+	int rc = config_auto_make_pool(ld->cfg, ld->unknown_share, &pool);
+	if (rc == -2)
 		return cy_error(&ld->cy, ld->fast_reserve, "fastReserve (%d) must be smaller than "
 				"the pool (%ld slots%s), or heavy jobs could never run",
-				cfg->fast_reserve, pool, cfg->cpus ? "" : ": the number of CPUs");
-	}
-	long cap = (long)(cfg->unknown_share * (double)pool);
-	cfg->unknown_cap = cap < 1 ? 1 : (int)cap;
-	return 0;
+				ld->cfg->fast_reserve, pool, ld->cfg->cpus ? "" : ": the number of CPUs");
+	return rc < 0 ? oom(ld) : 0;
 }
 
 static int check_relations(struct loader *ld)
@@ -1124,6 +1084,7 @@ int config_load_buffer(const char *name, const char *text, size_t len, struct es
 	int rc = -1;
 
 	memset(&ld, 0, sizeof ld);
+	ld.unknown_share = CONFIG_SHARE_DEFAULT;
 	ld.cy.file = name;
 	ld.cy.err = err;
 	ld.cfg = cfg;
@@ -1231,5 +1192,5 @@ const struct config_command *config_find_command(const struct config_service *sv
 
 int config_effective_handlers(const struct es_config *cfg)
 {
-	return (int)or_cpu_count(cfg->handlers, CONFIG_MAX_HANDLERS);
+	return (int)config_cpu_count(cfg->handlers, CONFIG_MAX_HANDLERS);
 }

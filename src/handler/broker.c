@@ -330,7 +330,10 @@ static void on_query(struct broker_conn *c, struct msg_in *in)
 	uint32_t slots = cfg->auto_balance ? class_usable_slots(ss.klass, pos.capacity,
 				(uint32_t)cfg->fast_reserve, (uint32_t)cfg->unknown_cap) : pos.capacity;
 	int has_eta = pos.state == WANT_PARKED && ss.mean_runtime_ms > 0 && slots > 0;
-	uint64_t eta = has_eta ? ss.mean_runtime_ms * (pos.ahead + 1) / slots : 0;
+	/* the mean is at most UINT32_MAX ms (book_service_status), so the
+	 * product stays below 2^64 for any number of wants ahead */
+	uint64_t mean = ss.mean_runtime_ms < UINT32_MAX ? ss.mean_runtime_ms : UINT32_MAX;
+	uint64_t eta = has_eta ? mean * ((uint64_t)pos.ahead + 1) / slots : 0;
 	send_text(c, msg_encode_position(in->job_id, &pos, eta, has_eta));
 }
 

@@ -1,7 +1,10 @@
 /*
  * profile.c - reading and writing the auto-balance profile snapshot (see
  * profile.h for the format and the rules).  Owns only the file; no book
- * access, no clock.
+ * access, no clock.  The file lives in tempDir, which others may write:
+ * reading never blocks (a FIFO) nor follows a symbolic link and takes only
+ * a regular file of at most 64 KiB; writing goes through a fresh temporary
+ * file of an unpredictable name, never an existing one.
  */
 #include "autoconfig.h"
 #include "master/profile.h"
@@ -9,11 +12,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 
 #include <json-c/json.h>
@@ -21,6 +24,7 @@
 #include "book/book_class.h"
 
 #define FORMAT_NAME "execserver-profile"
+#define PROFILE_MAX_BYTES (64 * 1024)
 
 const char *profile_arch(void)
 {
@@ -57,45 +61,68 @@ static struct json_object *encode(const char *arch, uint32_t pool, const struct 
 	return o;
 }
 
+/* Syncs the directory of path, so that a rename in it is durable. */
 static int fsync_dir_of(const char *path)
 {
 	char *copy = strdup(path);
-	if (!copy)
+	if (!copy) {
+		errno = ENOMEM;
 		return -1;
+	}
 	int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	free(copy);
 	if (fd < 0)
 		return -1;
 	int rc = fsync(fd);
+	int saved = errno;
 	close(fd);
+	errno = saved;
 	return rc;
 }
 
-int profile_write(const char *path, const char *arch, uint32_t pool,
-		  const struct profile_entry *e, size_t n, char *why, size_t whylen)
+/* All of text to fd; -1 with errno set (EIO for a write that wrote
+ * nothing, which sets no errno of its own). */
+static int write_all(int fd, const char *text, size_t len)
 {
-	char tmp[4096];
-	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-		return fail(why, whylen, path, ": path too long");
-	struct json_object *o = encode(arch, pool, e, n);
-	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-							   JSON_C_TO_STRING_NOSLASHESCAPE);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	int rc = -1;
-	if (fd < 0) {
-		snprintf(why, whylen, "%s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	size_t len = strlen(text), off = 0;
+	size_t off = 0;
 	while (off < len) {
 		ssize_t w = write(fd, text + off, len - off);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			break;
+		if (w < 0)
+			return -1;
+		if (w == 0) {
+			errno = EIO;
+			return -1;
+		}
 		off += (size_t)w;
 	}
-	if (off < len || write(fd, "\n", 1) != 1 || fsync(fd) != 0) {
+	return 0;
+}
+
+/* The snapshot goes to a temporary file of a unique, unpredictable name
+ * next to path (mkostemp: O_CREAT|O_EXCL, mode 0600, so an existing file
+ * or symbolic link of that name is never opened), is synced, renamed over
+ * path (rename replaces a symbolic link at path, it does not follow it)
+ * and the directory is synced. */
+int profile_write(const char *path, const char *arch, uint32_t pool,
+		  const struct profile_entry *e, size_t n, char *why, size_t whylen)
+{
+	char tmp[4096];
+	if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp)
+		return fail(why, whylen, path, ": path too long");
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, whylen, "%s: cannot create a temporary file next to it: %s", path,
+			 strerror(errno));
+		return -1;
+	}
+	struct json_object *o = encode(arch, pool, e, n);
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							   JSON_C_TO_STRING_NOSLASHESCAPE);
+	int rc = -1;
+	if (write_all(fd, text, strlen(text)) != 0 || write_all(fd, "\n", 1) != 0 ||
+	    fsync(fd) != 0) {
 		snprintf(why, whylen, "%s: %s", tmp, strerror(errno));
 		close(fd);
 		unlink(tmp);
@@ -103,11 +130,15 @@ int profile_write(const char *path, const char *arch, uint32_t pool,
 	}
 	close(fd);
 	if (rename(tmp, path) != 0) {
-		snprintf(why, whylen, "rename to %s: %s", path, strerror(errno));
+		snprintf(why, whylen, "rename %s to %s: %s", tmp, path, strerror(errno));
 		unlink(tmp);
 		goto out;
 	}
-	fsync_dir_of(path);
+	if (fsync_dir_of(path) != 0) {
+		snprintf(why, whylen, "%s written, but syncing its directory failed (it may not "
+			 "survive a power loss): %s", path, strerror(errno));
+		goto out;
+	}
 	rc = 0;
 out:
 	json_object_put(o);
@@ -132,7 +163,7 @@ static int decode_entry(const char *name, struct json_object *s, struct profile_
 	int k = class_parse(json_object_get_string(cls));
 	double ms = json_object_get_double(mean);
 	int64_t n = json_object_get_int64(samples);
-	if (k < 0 || !isfinite(ms) || ms < 0 || n < 0)
+	if (k < 0 || !class_ema_valid(ms) || n < 0)   /* at most UINT32_MAX ms */
 		return -1;
 	snprintf(e->name, sizeof e->name, "%s", name);
 	e->p.klass = (uint32_t)k;
@@ -146,18 +177,40 @@ int profile_read(const char *path, const char *arch, uint32_t pool,
 {
 	*out = NULL;
 	*n = 0;
-	FILE *f = fopen(path, "rb");
-	if (!f) {
+	/* never block (a FIFO), never follow a symbolic link, only a regular
+	 * file of at most PROFILE_MAX_BYTES */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
 		if (errno == ENOENT)
 			return 0;
+		if (errno == ELOOP)
+			return fail(why, whylen, "", "a symbolic link (not followed)");
 		return fail(why, whylen, "cannot open it: ", strerror(errno));
 	}
-	char buf[1 << 16];
-	size_t len = fread(buf, 1, sizeof buf - 1, f);
-	int big = !feof(f);
-	fclose(f);
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return fail(why, whylen, "", "not a regular file");
+	}
+	char buf[PROFILE_MAX_BYTES + 1];
+	size_t len = 0;
+	int big = st.st_size > PROFILE_MAX_BYTES, err = 0;
+	while (!big && !err) {
+		ssize_t r = read(fd, buf + len, sizeof buf - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			err = errno;
+		else if (r == 0)
+			break;
+		else if ((len += (size_t)r) > PROFILE_MAX_BYTES)
+			big = 1;   /* it grew while we read */
+	}
+	close(fd);
 	if (big)
 		return fail(why, whylen, "", "larger than 64 KiB");
+	if (err)
+		return fail(why, whylen, "cannot read it: ", strerror(err));
 	buf[len] = '\0';
 	struct json_object *o = json_tokener_parse(buf), *v = NULL, *svcs;
 	int rc = -1;

@@ -33,15 +33,22 @@ struct profile_entry {
 /* This host's architecture as recorded in snapshots (uname machine). */
 const char *profile_arch(void);
 
-/* Writes n entries for arch and pool to path atomically.  0, or -1 with
- * why filled (the old file, if any, is left as it was). */
+/* Writes n entries for arch and pool to path atomically, through a
+ * temporary file of a unique name in the same directory (path.tmp-XXXXXX,
+ * created with O_EXCL: never an existing file or link).  0, or -1 with why
+ * filled: the old file, if any, is left as it was, except when only the
+ * final fsync of the directory failed (the new snapshot is in place but
+ * may not survive a power loss; why says so). */
 int profile_write(const char *path, const char *arch, uint32_t pool,
 		  const struct profile_entry *e, size_t n, char *why, size_t whylen);
 
 /* Reads path into *out (malloc'ed, *n entries; free it).  Returns 1 when
- * loaded, 0 when there is no file, -1 when it is discarded: unreadable,
- * not a snapshot of this version, another architecture or another pool
- * size (why says which, for the log). */
+ * loaded, 0 when there is no file, -1 when it is discarded: a symbolic
+ * link (not followed), not a regular file (a FIFO is never opened for a
+ * blocking read), larger than 64 KiB, unreadable, not a snapshot of this
+ * version, another architecture or another pool size, a malformed entry
+ * (a mean runtime that is negative, not finite or above UINT32_MAX ms)
+ * (why says which, for the log). */
 int profile_read(const char *path, const char *arch, uint32_t pool,
 		 struct profile_entry **out, size_t *n, char *why, size_t whylen);
 

@@ -5,7 +5,9 @@
  * unknown service stops at its share of the pool; a flood of heavy jobs
  * (sleeps) fills the pool only up to the reserve, so a light job starts at
  * once; the learned profile is written to tempDir, restored after a
- * restart, and discarded when the pool size changed.
+ * restart, and discarded when the pool size changed; jobs cancelled
+ * quickly do not make a heavy service light; a FIFO or an impossible mean
+ * at tempDir/profile.json is discarded without hanging the start.
  *
  * It also measures the start latency of light jobs (WANT to OFFER, and
  * WANT to DONE of /bin/true) during a flood of heavy ones, with
@@ -19,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include <CUnit/Basic.h>
@@ -420,6 +424,45 @@ static void test_snapshot_discarded_on_pool_change(void)
 	harness_cleanup(&D);
 }
 
+/* tempDir/profile.json is not to be trusted: a FIFO there does not hang
+ * the start, and a snapshot with a mean beyond any uint32_t duration is
+ * discarded (it used to show as a negative mean in /status). */
+static void test_hostile_snapshot(void)
+{
+	struct es_daemon A;
+	CU_ASSERT_FATAL(harness_start(&A, 1, auto_body(POOL), NULL) == 0);
+	int st = harness_stop(&A, 30000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	char path[400];
+	profile_path(&A, path, sizeof path);
+	unlink(path);
+	CU_ASSERT_FATAL(mkfifo(path, 0600) == 0);
+	long long t0 = harness_now_ms();
+	CU_ASSERT_FATAL(harness_restart(&A, 1, auto_body(POOL), NULL) == 0);
+	CU_ASSERT(harness_now_ms() - t0 < 5000);
+	CU_ASSERT(harness_log_contains(&A, "discarded: not a regular file"));
+	CU_ASSERT_STRING_EQUAL(class_of(&A, "heavy"), "unknown");
+	st = harness_stop(&A, 30000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* the shutdown replaced the FIFO with a snapshot */
+	struct stat sb;
+	CU_ASSERT(lstat(path, &sb) == 0 && S_ISREG(sb.st_mode));
+	struct utsname u;
+	CU_ASSERT_FATAL(uname(&u) == 0);
+	FILE *f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "{\"format\":\"execserver-profile\",\"version\":1,\"arch\":\"%s\","
+		"\"pool\":%d,\"services\":{\"heavy\":{\"class\":\"heavy\","
+		"\"mean_runtime_ms\":1e300,\"samples\":5}}}\n", u.machine, POOL);
+	fclose(f);
+	CU_ASSERT_FATAL(harness_restart(&A, 1, auto_body(POOL), NULL) == 0);
+	CU_ASSERT(harness_log_contains(&A, "service \"heavy\": malformed entry"));
+	CU_ASSERT_STRING_EQUAL(class_of(&A, "heavy"), "unknown");
+	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "samples"), 0);
+	harness_stop(&A, 30000);
+	harness_cleanup(&A);
+}
+
 /* ---- the same flood against one fixed waitgroup of the same size ---- */
 
 static void test_fixed_pool_comparison(void)
@@ -456,6 +499,80 @@ static void test_fixed_pool_comparison(void)
 	}
 }
 
+/* Jobs cut short (CANCEL after 30 ms) of a heavy service are no samples:
+ * however many there are, the service stays heavy and the reserve holds
+ * (they used to drag the average down until the service turned light and
+ * took every slot).  One cancelled after running longer than the average
+ * is a sample and makes it heavier. */
+static void test_cancels_keep_heavy(void)
+{
+	struct es_daemon A;
+	if (harness_start(&A, 1, auto_body(POOL), NULL) != 0) {
+		CU_FAIL("daemon did not start");
+		return;
+	}
+	struct tclient *c = tc_connect(A.port, "app");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	for (int i = 0; i < 2; i++) {
+		char id[16];
+		snprintf(id, sizeof id, "w%d", i);
+		struct json_object *d = tc_run_job(c, id, "heavy",
+						   "{\"command\":\"sleep\",\"args\":[\"0.8\"]}", 5000);
+		CU_ASSERT_PTR_NOT_NULL(d);
+		if (d)
+			json_object_put(d);
+	}
+	CU_ASSERT_STRING_EQUAL(class_of(&A, "heavy"), "heavy");
+	long long mean = status_int(&A, "services", "heavy", "mean_runtime_ms");
+	CU_ASSERT(mean >= 800 && mean < 1500);
+	for (int i = 0; i < 12; i++) {
+		char id[16];
+		snprintf(id, sizeof id, "c%d", i);
+		const char *tok = tc_want_offer(c, id, "heavy", 0, 3000);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
+		tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
+			"\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}", id, tok);
+		harness_sleep_ms(30);
+		tc_send(c, "{\"type\":\"CANCEL\",\"job_id\":\"%s\"}", id);
+		struct json_object *d = tc_expect(c, "DONE", 5000);
+		CU_ASSERT_PTR_NOT_NULL(d);
+		if (d)
+			json_object_put(d);
+	}
+	CU_ASSERT_STRING_EQUAL(class_of(&A, "heavy"), "heavy");
+	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "samples"), 2);
+	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "mean_runtime_ms"), mean);
+	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "finished"), 14);
+	/* the reserve holds: 4 heavy WANTs on a pool of 4 get 3 OFFERs */
+	for (int i = 0; i < 4; i++)
+		tc_send(c, "{\"type\":\"WANT\",\"job_id\":\"f%d\",\"service\":\"heavy\"}", i);
+	int offers = 0;
+	struct json_object *o;
+	while ((o = tc_expect(c, "OFFER", 800)) != NULL) {
+		offers++;
+		json_object_put(o);
+	}
+	CU_ASSERT_EQUAL(offers, 3);
+	for (int i = 4; i-- > 0;)   /* the parked one first: no new OFFER */
+		tc_send(c, "{\"type\":\"UNWANT\",\"job_id\":\"f%d\"}", i);
+	/* cancelled after running longer than the average: a sample */
+	const char *tok = tc_want_offer(c, "long", "heavy", 0, 3000);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
+	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"long\",\"token\":\"%s\","
+		"\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}", tok);
+	harness_sleep_ms((int)mean + 700);
+	tc_send(c, "{\"type\":\"CANCEL\",\"job_id\":\"long\"}");
+	struct json_object *d = tc_expect(c, "DONE", 5000);
+	CU_ASSERT_PTR_NOT_NULL(d);
+	if (d)
+		json_object_put(d);
+	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "samples"), 3);
+	CU_ASSERT(status_int(&A, "services", "heavy", "mean_runtime_ms") > mean);
+	tc_close(c);
+	harness_stop(&A, 10000);
+	harness_cleanup(&A);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -463,8 +580,10 @@ int main(void)
 		{ "unknown service stops at its share", test_unknown_share_cap },
 		{ "services classed by runtime", test_classification },
 		{ "heavy flood keeps the reserve, light starts at once", test_flood_keeps_reserve },
+		{ "quick cancels keep a heavy service heavy", test_cancels_keep_heavy },
 		{ "snapshot restored after a restart", test_snapshot_restored },
 		{ "snapshot discarded on a changed pool", test_snapshot_discarded_on_pool_change },
+		{ "a FIFO or an impossible mean as snapshot", test_hostile_snapshot },
 		{ "fixed waitgroup: light waits (comparison)", test_fixed_pool_comparison },
 		{ NULL, NULL },
 	};

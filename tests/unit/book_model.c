@@ -533,6 +533,10 @@ static void sample(struct model *m, uint32_t svc, const struct book_outcome *o)
 	s->finished++;
 	if (o->failed)
 		s->failed++;
+	/* a job cut short by an error is a sample only when it ran longer than
+	 * the average so far, and never the first one */
+	if (o->error && (s->nsamples == 0 || (double)o->duration_ms <= s->ema))
+		return;
 	s->ema = class_ema_next(s->ema, s->nsamples, o->duration_ms);
 	s->nsamples++;
 	s->klass = classify(m, s->klass, s);
@@ -580,7 +584,7 @@ static unsigned classify(const struct model *m, unsigned cur, const struct m_svc
 
 enum book_rc model_profile_set(struct model *m, uint32_t svc, const struct book_profile *p)
 {
-	if (svc >= m->topo.nservices || !p || !(p->ema_ms >= 0) || p->ema_ms > 1e300)
+	if (svc >= m->topo.nservices || !p || !(p->ema_ms >= 0) || p->ema_ms > 4294967295.0)
 		return BOOK_E_INVALID;
 	struct m_svc *s = &m->svc[svc];
 	s->ema = p->samples ? p->ema_ms : 0;

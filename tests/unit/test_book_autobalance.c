@@ -11,6 +11,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
 
 #include <CUnit/Basic.h>
 
@@ -40,6 +42,7 @@ static void mk(struct fx *f, uint32_t procs, uint32_t reserve, uint32_t cap)
 	struct book_topology t;
 	struct book_limits l;
 	fx_limits(&l);
+	l.max_tokens = procs;
 	fx_topo(&t, 1, &procs, 3, NULL);
 	t.autobalance.enabled = 1;
 	t.autobalance.reserve = reserve;
@@ -366,6 +369,217 @@ static void test_init_refuses_bad_parameters(void)
 	CU_ASSERT_NOT_EQUAL(fx_init(&f, &l, &t, 1), 0);
 }
 
+/* Ends running job r with an error code (a job cut short: cancelled, timed
+ * out ...) after ms. */
+static void finish_err(struct fx *f, struct book_ref r, uint32_t ms, uint8_t error)
+{
+	struct book_outcome o;
+	memset(&o, 0, sizeof o);
+	o.exit_code = -1;
+	o.error = error;
+	o.failed = 1;
+	o.duration_ms = ms;
+	fx_lock(f);
+	OK(book_job_finished(f->b, r, &o, NULL, 0));
+	OK(book_done_delivered(f->b, r));
+	fx_unlock(f);
+}
+
+static struct book_service_status svc_status(struct fx *f, uint32_t svc)
+{
+	struct book_service_status st;
+	fx_lock(f);
+	book_service_status(f->b, svc, &st);
+	fx_unlock(f);
+	return st;
+}
+
+/* Runs one job of svc on conn c and ends it with `error` after ms. */
+static void run_err(struct fx *f, struct book_ref c, uint32_t svc, uint32_t ms, uint8_t error)
+{
+	static int n;
+	char id[16];
+	struct book_ref r;
+	snprintf(id, sizeof id, "x%d", n++);
+	OK(fx_want(f, c, id, svc, 0, 0));
+	OK(fx_take_job(f, c, id, &r));
+	if (error)
+		finish_err(f, r, ms, error);
+	else
+		OK(fx_finish(f, r, ms, 1));
+}
+
+static void test_cut_short_jobs(void)
+{
+	struct fx f;
+	struct book_ref c;
+	mk(&f, 4, 1, 4);
+	OK(fx_open(&f, 0, NULL, 0, &c));
+	/* many quick cancels of a heavy service: counted as finished and
+	 * failed, but no sample: it stays heavy with its average */
+	for (int i = 0; i < 30; i++)
+		run_err(&f, c, HEAVY, 30, 1);
+	struct book_service_status st = svc_status(&f, HEAVY);
+	CU_ASSERT_EQUAL(st.klass, SVC_HEAVY);
+	CU_ASSERT_EQUAL(st.samples, 10);
+	CU_ASSERT_EQUAL(st.mean_runtime_ms, 60000);
+	CU_ASSERT_EQUAL(st.finished, 30);
+	CU_ASSERT_EQUAL(st.failed, 30);
+	/* ... so the reserve holds: 3 of the 4 slots for heavy wants */
+	want_n(&f, c, "h", HEAVY, 4, 100);
+	CU_ASSERT_EQUAL(in_use(&f), 3);
+	/* one cut short after longer than the average is a sample (heavier) */
+	OK(fx_unwant(&f, c, "h3"));
+	struct book_ref r;
+	OK(fx_take_job(&f, c, "h0", &r));
+	finish_err(&f, r, 90000, 2);
+	st = svc_status(&f, HEAVY);
+	CU_ASSERT_EQUAL(st.samples, 11);
+	CU_ASSERT_EQUAL(st.mean_runtime_ms, 66000);
+	/* exactly the average: no sample either */
+	OK(fx_take_job(&f, c, "h1", &r));
+	finish_err(&f, r, 66000, 2);
+	CU_ASSERT_EQUAL(svc_status(&f, HEAVY).samples, 11);
+	/* a job that failed on its own (exit code 1, no error) is a sample
+	 * whatever its runtime: a light service learns from it */
+	run_err(&f, c, LIGHT, 5, 0);
+	CU_ASSERT_EQUAL(svc_status(&f, LIGHT).samples, 11);
+	/* an error is never the first sample, however long it ran */
+	run_err(&f, c, UNKNOWN, 50000, 3);
+	st = svc_status(&f, UNKNOWN);
+	CU_ASSERT_EQUAL(st.samples, 0);
+	CU_ASSERT_EQUAL(st.mean_runtime_ms, 0);
+	CU_ASSERT_EQUAL(st.finished, 1);
+	done(&f);
+}
+
+static void test_cut_short_tokens(void)
+{
+	struct fx f;
+	mk(&f, 4, 1, 4);
+	struct book_outcome o;
+	memset(&o, 0, sizeof o);
+	o.exit_code = -1;
+	o.error = 1;
+	o.failed = 1;
+	for (int i = 0; i < 20; i++) {
+		struct book_ref tok;
+		uint64_t secret;
+		fx_lock(&f);
+		OK(book_token_issue(f.b, HEAVY, 0, 1000, &tok, &secret));
+		OK(book_token_use(f.b, tok, secret, HEAVY, 0, 0));
+		o.duration_ms = i == 19 ? 120000 : 30;
+		OK(book_token_finished(f.b, tok, &o));
+		fx_unlock(&f);
+	}
+	struct book_service_status st = svc_status(&f, HEAVY);
+	CU_ASSERT_EQUAL(st.klass, SVC_HEAVY);
+	CU_ASSERT_EQUAL(st.samples, 11);           /* only the long one */
+	CU_ASSERT_EQUAL(st.mean_runtime_ms, 72000);
+	CU_ASSERT_EQUAL(st.finished, 20);
+	done(&f);
+}
+
+/* A snapshot mean above UINT32_MAX ms is refused (durations are uint32_t,
+ * no average of them is larger); the largest one is shown rounded, in
+ * range. */
+static void test_mean_range(void)
+{
+	struct fx f;
+	mk(&f, 4, 1, 2);
+	struct book_profile p = { .ema_ms = 1e300, .samples = 5, .klass = SVC_HEAVY };
+	fx_lock(&f);
+	CU_ASSERT_EQUAL(book_profile_set(f.b, UNKNOWN, &p), BOOK_E_INVALID);
+	p.ema_ms = 4294967296.0;
+	CU_ASSERT_EQUAL(book_profile_set(f.b, UNKNOWN, &p), BOOK_E_INVALID);
+	p.ema_ms = HUGE_VAL;
+	CU_ASSERT_EQUAL(book_profile_set(f.b, UNKNOWN, &p), BOOK_E_INVALID);
+	p.ema_ms = NAN;
+	CU_ASSERT_EQUAL(book_profile_set(f.b, UNKNOWN, &p), BOOK_E_INVALID);
+	p.ema_ms = 4294967295.0;
+	OK(book_profile_set(f.b, UNKNOWN, &p));
+	fx_unlock(&f);
+	struct book_service_status st = svc_status(&f, UNKNOWN);
+	CU_ASSERT_EQUAL(st.mean_runtime_ms, UINT32_MAX);
+	CU_ASSERT_EQUAL(st.klass, SVC_HEAVY);
+	/* an average that went out of range in the segment (a bad write):
+	 * shown saturated, never converted out of range; repair forgets it */
+	fx_lock(&f);
+	f.b->svcs[UNKNOWN].ema_ms = 1e30;
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(svc_status(&f, UNKNOWN).mean_runtime_ms, UINT32_MAX);
+	fx_lock(&f);
+	book_repair(f.b);
+	fx_unlock(&f);
+	st = svc_status(&f, UNKNOWN);
+	CU_ASSERT_EQUAL(st.samples, 0);
+	CU_ASSERT_EQUAL(st.klass, SVC_UNKNOWN);
+	done(&f);
+}
+
+/* The repair counts the classes it changes, so the snapshot writer (which
+ * watches book_profile_changes) saves a repaired class promptly. */
+static void test_repair_counts_class_change(void)
+{
+	struct fx f;
+	mk(&f, 4, 1, 2);
+	uint64_t before, after;
+	fx_lock(&f);
+	book_profile_changes(f.b, NULL, &before);
+	f.b->svcs[UNKNOWN].ema_ms = 50000;
+	f.b->svcs[UNKNOWN].nsamples = 3;   /* died before writing the class */
+	book_repair(f.b);
+	book_profile_changes(f.b, NULL, &after);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(klass(&f, UNKNOWN), SVC_HEAVY);
+	CU_ASSERT_EQUAL(after, before + 1);
+	done(&f);
+}
+
+static const char *g_fault_target;
+static void fault_exit(const char *point)
+{
+	if (strcmp(point, g_fault_target) == 0)
+		_exit(0);
+}
+
+/* A handler dies right after a job's sample was added: the job's end was
+ * written before it, so after the repair and the handler's purge the job is
+ * finished with its own outcome (not lost) and counted once. */
+static void test_sample_after_end(void)
+{
+	struct fx f;
+	struct book_ref c, r;
+	mk(&f, 4, 1, 4);
+	OK(fx_open(&f, 0, "app", 0, &c));   /* named: its jobs outlive the purge */
+	OK(fx_want(&f, c, "j", LIGHT, 0, 0));
+	OK(fx_take_job(&f, c, "j", &r));
+	fflush(stdout);
+	pid_t pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		g_fault_target = "sample.mid";
+		book_set_fault_hook(fault_exit);
+		fx_finished(&f, r, 0, 40, NULL);
+		_exit(3);   /* the point was not reached */
+	}
+	int status = 0;
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	fx_lock(&f);   /* repairs */
+	book_purge_handler(f.b, 0, NULL, 0);
+	fx_unlock(&f);
+	struct book_outcome o;
+	OK(fx_done_read(&f, r, &o, NULL, 0, NULL));
+	CU_ASSERT_EQUAL(o.error, 0);               /* its own outcome, not lost */
+	CU_ASSERT_EQUAL(o.duration_ms, 40);
+	struct book_service_status st = svc_status(&f, LIGHT);
+	CU_ASSERT_EQUAL(st.finished, 1);
+	CU_ASSERT_EQUAL(st.failed, 0);
+	CU_ASSERT_EQUAL(st.samples, 11);
+	done(&f);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -378,6 +592,11 @@ int main(void)
 		{ "fixed pools unchanged", test_fixed_pools_unchanged },
 		{ "check and repair cover classes", test_check_and_repair_classes },
 		{ "init refuses bad parameters", test_init_refuses_bad_parameters },
+		{ "jobs cut short never make a service lighter", test_cut_short_jobs },
+		{ "token jobs cut short, the same rule", test_cut_short_tokens },
+		{ "mean runtime range", test_mean_range },
+		{ "repair counts a class change", test_repair_counts_class_change },
+		{ "the sample follows the job's end", test_sample_after_end },
 		{ NULL, NULL },
 	};
 	return run_suite("book auto-balance", cases);

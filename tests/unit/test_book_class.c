@@ -146,6 +146,36 @@ static void test_consistent(void)
 	CU_ASSERT_EQUAL(class_parse("Heavy"), -1);
 }
 
+static void test_which_jobs_are_samples(void)
+{
+	/* no error: always, whatever the runtime or the exit code */
+	CU_ASSERT_TRUE(class_takes_sample(0, 5, 60000, 10));
+	CU_ASSERT_TRUE(class_takes_sample(0, 0, 0, 0));
+	/* an error: only longer than the average, never the first */
+	CU_ASSERT_FALSE(class_takes_sample(2, 30, 60000, 10));
+	CU_ASSERT_FALSE(class_takes_sample(2, 60000, 60000, 10));
+	CU_ASSERT_TRUE(class_takes_sample(2, 60001, 60000, 10));
+	CU_ASSERT_FALSE(class_takes_sample(2, 90000, 0, 0));
+	CU_ASSERT_FALSE(class_takes_sample(255, 0, 0, 3));   /* lost: 0 ms */
+}
+
+static void test_ema_range(void)
+{
+	CU_ASSERT_TRUE(class_ema_valid(0));
+	CU_ASSERT_TRUE(class_ema_valid(4294967295.0));
+	CU_ASSERT_FALSE(class_ema_valid(4294967295.5));
+	CU_ASSERT_FALSE(class_ema_valid(-0.001));
+	CU_ASSERT_FALSE(class_ema_valid(NAN));
+	CU_ASSERT_FALSE(class_ema_valid(HUGE_VAL));
+	CU_ASSERT_EQUAL(class_ema_round(12.5), 13);
+	CU_ASSERT_EQUAL(class_ema_round(4294967294.6), 4294967295u);
+	CU_ASSERT_EQUAL(class_ema_round(4294967295.0), 4294967295u);
+	CU_ASSERT_EQUAL(class_ema_round(1e300), 4294967295u);
+	CU_ASSERT_EQUAL(class_ema_round(HUGE_VAL), 4294967295u);
+	CU_ASSERT_EQUAL(class_ema_round(-5), 0);
+	CU_ASSERT_EQUAL(class_ema_round(NAN), 0);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -154,6 +184,8 @@ int main(void)
 		{ "first classification against the threshold", test_first_classification_at_threshold },
 		{ "hysteresis", test_hysteresis },
 		{ "consistency predicate, usable slots, names", test_consistent },
+		{ "which finished jobs are samples", test_which_jobs_are_samples },
+		{ "the range of an average", test_ema_range },
 		{ NULL, NULL },
 	};
 	return run_suite("auto-balance classification", cases);

@@ -208,6 +208,10 @@ static int op_want(struct run *r)
 	r->now += below(r, 20);
 	lock(r);
 	enum book_rc a = book_want(r->f.b, conn_ref(r, c), job, svc, prio, r->now);
+	/* the book takes the time before it looks at the conn: so does the
+	 * model, also for a stale one */
+	if (c < 0)
+		model_set_now(r->m, r->now);
 	enum book_rc b = c < 0 ? BOOK_E_STALE : model_want(r->m, c, job, svc, prio, r->now);
 	if (unlock(r) < 0)
 		return -1;

@@ -555,6 +555,14 @@ static const struct error_case {
 	{ "unknown_share_text", "unknownShare: half\n", 1, 15, "unknownShare" },
 	{ "unknown_share_two_points", "unknownShare: 0.5.1\n", 1, 15, "unknownShare" },
 	{ "unknown_share_mapping", "unknownShare: {a: 1}\n", 1, 15, "unknownShare" },
+	{ "unknown_share_above_one_by_a_digit", "unknownShare: 1.0000001\n", 1, 15,
+	  "above 0 and at most 1" },
+	{ "unknown_share_too_many_digits", "unknownShare: 0.1234567890123456\n", 1, 15,
+	  "at most 15 digits after the point" },
+	{ "unknown_share_just_a_point", "unknownShare: .\n", 1, 15, "unknownShare" },
+	{ "unknown_share_exponent", "unknownShare: 5e-1\n", 1, 15, "unknownShare" },
+	{ "unknown_share_big_integer", "unknownShare: 100000000000000000001\n", 1, 15,
+	  "unknownShare" },
 	{ "heavy_threshold_text", "heavyThreshold: slow\n", 1, 17, "invalid duration" },
 	{ "heavy_threshold_zero", "heavyThreshold: 0s\n", 1, 17, "heavyThreshold" },
 	{ "min_samples_zero", "minSamples: 0\n", 1, 13, "minSamples" },
@@ -1148,6 +1156,17 @@ static void test_auto_balance(void)
 		{ "cpus: 2\nunknownShare: 0.1\n", 2, 1, 1 },
 		{ "cpus: 16\nfastReserve: 15\nunknownShare: 1\n", 16, 15, 16 },
 		{ "cpus: 10\nunknownShare: .25\n", 10, 2, 2 },
+		/* exactly floor(share x cpus), where binary floating point
+		 * comes out just below the integer (0.29 x 100 = 28.999...) */
+		{ "cpus: 100\nunknownShare: 0.29\n", 100, 25, 29 },
+		{ "cpus: 100\nunknownShare: 0.57\n", 100, 25, 57 },
+		{ "cpus: 1000\nunknownShare: 0.001\n", 1000, 250, 1 },
+		{ "cpus: 1000\nunknownShare: 0.0029\n", 1000, 250, 2 },
+		{ "cpus: 1024\nunknownShare: 0.999999999999999\n", 1024, 256, 1023 },
+		{ "cpus: 1024\nunknownShare: 0.9990000000000000000\n", 1024, 256, 1022 },
+		{ "cpus: 4\nunknownShare: 1.\n", 4, 1, 4 },
+		{ "cpus: 4\nunknownShare: 1.000\n", 4, 1, 4 },
+		{ "cpus: 7\nunknownShare: 0.3\n", 7, 1, 2 },   /* floor(2.1) */
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct es_config cfg;

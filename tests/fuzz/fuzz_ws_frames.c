@@ -16,7 +16,10 @@
  *  - on_text gets only whole valid UTF-8 of at most max_msg_len bytes,
  *    and never after on_closed;
  *  - on_closed is called exactly once, with a code ws.h documents;
- *  - after the input and EOF the session always ends.
+ *  - after the input and EOF the session always ends;
+ *  - what the server sent is well framed (unmasked, no RSV bits, text,
+ *    close, ping or pong only), nothing follows its close frame, and that
+ *    close frame carries the code on_closed reported (no code: 1005).
  */
 #include "autoconfig.h"
 
@@ -47,6 +50,7 @@ struct run {
 	const uint8_t *in;
 	size_t in_len, in_off;
 	struct event *peer_rd, *peer_wr, *deadline;
+	struct evbuffer *from_server;	/* every byte the server sent */
 	int closed;		/* on_closed calls */
 	uint16_t code;
 	int freed;		/* the owner freed the session in a callback */
@@ -116,8 +120,63 @@ static void peer_read_cb(evutil_socket_t fd, short what, void *arg)
 	char buf[4096];
 	ssize_t n = read(fd, buf, sizeof buf);
 
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+	if (n > 0)
+		FUZZ_CHECK(evbuffer_add(r->from_server, buf, (size_t)n) == 0);
+	else if (n == 0 || (errno != EAGAIN && errno != EINTR))
 		event_del(r->peer_rd);
+}
+
+/* Checks the frames the server sent (a cut last frame is fine: the
+ * session may end with output still queued). */
+static void check_server_frames(struct run *r)
+{
+	size_t len = evbuffer_get_length(r->from_server);
+	const uint8_t *p = evbuffer_pullup(r->from_server, -1);
+	size_t off = 0;
+	int closed = 0;
+
+	while (len - off >= 2) {
+		uint8_t op = p[off] & 0x0f;
+		uint64_t n = p[off + 1] & 0x7f;
+		size_t head = 2;
+
+		FUZZ_CHECK(!closed);			/* nothing after close */
+		FUZZ_CHECK((p[off] & 0x70) == 0);	/* no RSV bits */
+		FUZZ_CHECK((p[off + 1] & 0x80) == 0);	/* servers never mask */
+		FUZZ_CHECK(op == 0x1 || op == 0x8 || op == 0x9 || op == 0xA);
+		if (n == 126 || n == 127) {
+			size_t ext = n == 126 ? 2 : 8;
+
+			if (len - off < 2 + ext)
+				break;
+			n = 0;
+			for (size_t i = 0; i < ext; i++)
+				n = n << 8 | p[off + 2 + i];
+			head += ext;
+		}
+		if (len - off - head < n)
+			break;
+		if (op == 0x8) {
+			uint16_t code = n >= 2 ? (uint16_t)(p[off + head] << 8 | p[off + head + 1]) :
+				WS_CLOSE_NO_STATUS;
+
+			FUZZ_CHECK(n != 1 && n <= 125);
+			closed = 1;
+			if (!r->freed)
+				FUZZ_CHECK(r->closed && r->code == code);
+		}
+		off += head + (size_t)n;
+	}
+}
+
+/* Collects what is still in the socket once the session is over. */
+static void drain_peer(struct run *r)
+{
+	char buf[4096];
+	ssize_t n;
+
+	while ((n = read(r->peer, buf, sizeof buf)) > 0)
+		FUZZ_CHECK(evbuffer_add(r->from_server, buf, (size_t)n) == 0);
 }
 
 static void deadline_cb(evutil_socket_t fd, short what, void *arg)
@@ -171,7 +230,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r.peer_wr = event_new(r.base, r.peer, EV_WRITE | EV_PERSIST, peer_write_cb, &r);
 	r.peer_rd = event_new(r.base, r.peer, EV_READ | EV_PERSIST, peer_read_cb, &r);
 	r.deadline = evtimer_new(r.base, deadline_cb, &r);
-	FUZZ_CHECK(r.peer_wr && r.peer_rd && r.deadline);
+	r.from_server = evbuffer_new();
+	FUZZ_CHECK(r.peer_wr && r.peer_rd && r.deadline && r.from_server);
 	event_add(r.peer_wr, NULL);
 	event_add(r.peer_rd, NULL);
 	evtimer_add(r.deadline, &dl);
@@ -181,6 +241,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(!r.timed_out);	/* every session ends after EOF */
 
 	ws_session_free(r.s);		/* NULL when the owner freed it */
+	drain_peer(&r);
+	check_server_frames(&r);
+	evbuffer_free(r.from_server);
 	event_free(r.peer_wr);
 	event_free(r.peer_rd);
 	event_free(r.deadline);

@@ -10,11 +10,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 
 # Debian packages: build tools, libraries, and what the tests and the demo
 # use (curl, procps for pgrep, valgrind for the memcheck pass, openssl to
-# make the TLS tests' certificates).
+# make the TLS tests' certificates, clang with libFuzzer for the fuzz pass).
 PACKAGES="build-essential autoconf automake libtool pkg-config
 libevent-dev libjson-c-dev libcurl4-openssl-dev libcunit1-dev libyaml-dev
 libssl-dev libwslay-dev libhttp-parser-dev
-curl procps valgrind openssl"
+curl procps valgrind openssl clang libclang-rt-14-dev"
 
 missing=""
 for p in $PACKAGES; do

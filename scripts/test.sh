@@ -5,7 +5,10 @@
 #      and `make distcheck`;
 #   2. the whole of `make check` again in a build with AddressSanitizer and
 #      UndefinedBehaviorSanitizer (any report, from any process, fails);
-#   3. the unit suites under valgrind memcheck (errors or leaks fail).
+#   3. the unit suites, and the fuzz targets over their seed corpora, under
+#      valgrind memcheck (errors or leaks fail);
+#   4. each libFuzzer target for 30 s in a clang build (build-fuzz); any
+#      crash, leak, timeout or sanitizer report fails.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,6 +73,22 @@ TRANSFER_TEST_MIB=2 $vg tests/unit/test_transfer > /dev/null ||
 	{ echo "test.sh: valgrind: test_transfer failed"; exit 1; }
 JOB_IO_TEST_MIB=2 $vg tests/unit/test_job_io > /dev/null ||
 	{ echo "test.sh: valgrind: test_job_io failed"; exit 1; }
+for t in ws_frames messages http_head job_spec config; do
+	$vg "tests/fuzz/fuzz_$t" > /dev/null || { echo "test.sh: valgrind: fuzz_$t (replay) failed"; exit 1; }
+done
 echo "test.sh: valgrind memcheck of the unit suites passed"
+
+# 4. Fuzz smoke: each target 30 s on a copy of its seed corpus (about 3 min).
+fz="$top/build-fuzz"
+mkdir -p "$fz"
+cd "$fz"
+[ -f Makefile ] || ../configure --enable-fuzz CC=clang
+if ! make -j"$(nproc)" fuzz FUZZ_SECONDS=30 > fuzz.log 2>&1; then
+	grep -E "^fuzz: |fuzz check failed|ERROR: |SUMMARY: " fuzz.log
+	echo "test.sh: the fuzz pass failed (see $fz/fuzz.log; findings under $fz/tests/fuzz/run/*/artifacts)"
+	exit 1
+fi
+grep "^fuzz: " fuzz.log
+echo "test.sh: fuzz pass green: $(grep '^fuzz: [0-9]* targets' fuzz.log)"
 echo "test.sh: all passes green"
 summary

@@ -12,7 +12,10 @@
  * The packaged http-parser is built without its strict checks: it lets
  * blanks into field names and any byte >= 0x80 into the request-target.
  * Both are checked again here, as are control characters in field values
- * (RFC 7230 3.2.4, 3.1.1).
+ * (RFC 7230 3.2.4, 3.1.1).  It also takes a CR followed by anything as a
+ * line end (a head could end with CR CR and swallow the byte after it), so
+ * it is never given the byte after a bare CR: the head fails there, at
+ * the same byte however the stream was cut into feeds.
  */
 #include "autoconfig.h"
 #include "handler/http_head.h"
@@ -313,22 +316,40 @@ static int map_errno(enum http_errno e)
 	}
 }
 
+/* How many of the n bytes at data come before the first byte that follows
+ * a bare CR (a CR not followed by LF; the CR may end the previous feed):
+ * n if there is none. */
+static size_t before_bare_cr(const struct http_head_parser *p, const char *data, size_t n)
+{
+	int after_cr = p->after_cr;
+
+	for (size_t i = 0; i < n; i++) {
+		if (after_cr && data[i] != '\n')
+			return i;
+		after_cr = data[i] == '\r';
+	}
+	return n;
+}
+
 int http_head_feed(struct http_head_parser *p, const char *data, size_t len,
 		size_t *consumed)
 {
-	size_t room, n, done;
+	size_t room, n, k, done;
 
 	*consumed = 0;
 	if (p->result != HTTP_HEAD_NEED_MORE)
 		return p->result;
 	if (len == 0)
 		return HTTP_HEAD_NEED_MORE;
-	/* never let the parser see more than the head may still hold */
+	/* never let the parser see more than the head may still hold, nor the
+	 * byte after a bare CR (so it cannot take the CR for a line end) */
 	room = HTTP_HEAD_MAX - p->total;
 	n = len < room ? len : room;
-	done = http_parser_execute(&p->hp, &settings, data, n);
+	k = before_bare_cr(p, data, n);
+	/* a zero length would tell http-parser the stream ended */
+	done = k > 0 ? http_parser_execute(&p->hp, &settings, data, k) : 0;
 	if (p->result == HTTP_HEAD_DONE) {
-		if (HTTP_PARSER_ERRNO(&p->hp) != HPE_OK || done > n) {
+		if (HTTP_PARSER_ERRNO(&p->hp) != HPE_OK || done > k) {
 			p->result = HTTP_HEAD_ERROR;
 			p->status = 400;
 			return p->result;
@@ -337,13 +358,21 @@ int http_head_feed(struct http_head_parser *p, const char *data, size_t len,
 		*consumed = done;
 		return HTTP_HEAD_DONE;
 	}
-	if (HTTP_PARSER_ERRNO(&p->hp) != HPE_OK || done != n) {
+	if (HTTP_PARSER_ERRNO(&p->hp) != HPE_OK || done != k) {
 		p->result = HTTP_HEAD_ERROR;
 		if (p->status == 0)
 			p->status = map_errno(HTTP_PARSER_ERRNO(&p->hp));
-		*consumed = done <= n ? done : n;
+		*consumed = done <= k ? done : k;
 		return p->result;
 	}
+	if (k < n) {
+		/* the head goes on past a bare CR */
+		p->result = HTTP_HEAD_ERROR;
+		p->status = 400;
+		*consumed = k;
+		return p->result;
+	}
+	p->after_cr = data[n - 1] == '\r';
 	p->total += n;
 	*consumed = n;
 	if (p->total >= HTTP_HEAD_MAX) {

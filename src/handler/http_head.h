@@ -7,6 +7,10 @@
  *  - nothing is allocated: every string lives in the parser's own fixed
  *    store, so a parser costs a constant ~14 KiB and feeding it arbitrary
  *    bytes can neither grow memory nor overrun a buffer;
+ *  - lines end with CRLF or a bare LF; a CR not followed by LF anywhere in
+ *    the head fails with 400 (RFC 9112 2.2: a bare CR is invalid, and
+ *    reading it as a line end would let the head end elsewhere than a
+ *    proxy in front of us thinks);
  *  - a head larger than HTTP_HEAD_MAX bytes (request line, header lines and
  *    the empty line) fails with 431, a request-target longer than
  *    HTTP_URI_MAX with 414, more than HTTP_HEAD_MAX_HEADERS fields with 431;
@@ -66,6 +70,7 @@ struct http_head_parser {
 	int status;		/* HTTP status to answer when result is ERROR */
 	size_t total;		/* head bytes consumed so far */
 	int cur;		/* which string is being collected */
+	int after_cr;		/* the last head byte seen was a CR */
 	size_t cur_off;		/* where it starts in store */
 	size_t used;		/* bytes of store in use */
 	struct http_head head;

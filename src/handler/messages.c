@@ -70,7 +70,8 @@ static int decode_fields(struct msg_in *in, const char **code, char *detail, siz
 	case MSG_WANT:
 		if (get_string(in->root, "service", &s, &len) != 0)
 			FAIL(PROTO_E_BAD_MESSAGE, "service: a string is required");
-		if (len == 0 || len >= sizeof in->service)
+		/* a name with a NUL in it is none of ours (not a shorter one) */
+		if (len == 0 || len >= sizeof in->service || strlen(s) != len)
 			FAIL(PROTO_E_UNKNOWN_SERVICE, "service: no such service");
 		memcpy(in->service, s, len + 1);
 		in->priority = 0;
@@ -132,7 +133,7 @@ int msg_decode(const char *text, size_t len, struct msg_in *in, const char **cod
 	if (get_string(in->root, "type", &type, &tlen) != 0)
 		FAIL(PROTO_E_BAD_MESSAGE, "type: a string is required");
 	for (size_t i = 0; i < sizeof msg_types / sizeof msg_types[0]; i++)
-		if (strcmp(type, msg_types[i].name) == 0)
+		if (strlen(type) == tlen && strcmp(type, msg_types[i].name) == 0)
 			in->type = msg_types[i].type;
 	if (!in->type)
 		FAIL(PROTO_E_UNKNOWN_TYPE, "unknown message type");

@@ -165,6 +165,11 @@ static void test_refusals_keep_connection(void)
 	expect_error(a, "unknown_type", "x");
 	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"nope\"}");
 	expect_error(a, "unknown_service", "x");
+	/* a NUL does not cut a name short (found by fuzz_messages) */
+	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"cat\\u0000x\"}");
+	expect_error(a, "unknown_service", "x");
+	tc_send(a, "{\"type\":\"QUERY\\u0000x\",\"job_id\":\"x\"}");
+	expect_error(a, "unknown_type", "x");
 	tc_send(a, "{\"type\":\"WANT\",\"job_id\":7,\"service\":\"cat\"}");
 	expect_error(a, "bad_message", NULL);
 	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"cat\",\"priority\":\"high\"}");

@@ -315,6 +315,35 @@ static void test_head_garbage(void)
 	CU_ASSERT_PTR_NULL(http_head_get(&hp));
 }
 
+/* A CR not followed by LF is no line end (found by fuzz_http_head: the
+ * head ended at CR CR and took the byte after it as its end). */
+static void test_head_bare_cr(void)
+{
+	static const char *bad[] = {
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\r",
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\x81\x85",
+		"GET / HTTP/1.1\r\nHost: x\rY: z\r\n\r\n",
+		"GET / HTTP/1.1\r\r\n\r\n",
+	};
+	size_t used;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		for (size_t chunk = 1; chunk <= 1 << 20; chunk <<= 20) {
+			int r = parse(bad[i], chunk, &used);
+
+			CU_ASSERT_EQUAL(r, HTTP_HEAD_ERROR);
+			CU_ASSERT_EQUAL(http_head_status(&hp), 400);
+			if (r != HTTP_HEAD_ERROR)
+				fprintf(stderr, "\n  bare CR case %zu (chunk %zu): result %d\n", i,
+					chunk, r);
+		}
+	}
+	/* bare LF line ends stay accepted, and a CRLF split across feeds */
+	CU_ASSERT_EQUAL(parse("GET / HTTP/1.1\nHost: x\n\n", 1 << 20, &used), HTTP_HEAD_DONE);
+	CU_ASSERT_EQUAL(parse(simple_get, 1, &used), HTTP_HEAD_DONE);
+	CU_ASSERT_EQUAL(used, strlen(simple_get));
+}
+
 static void test_head_pipelined(void)
 {
 	char buf[512];
@@ -1749,6 +1778,7 @@ int main(void)
 		{ "long URI: 414", test_head_long_uri },
 		{ "bad version: 505", test_head_bad_version },
 		{ "garbage: 400", test_head_garbage },
+		{ "bare CR: 400", test_head_bare_cr },
 		{ "bytes after the head stay", test_head_pipelined },
 		{ "request targets", test_head_targets },
 		{ "query parameters", test_query_param },

@@ -176,6 +176,10 @@ static void hs_resume(evutil_socket_t fd, short what, void *arg)
 {
 	struct hsink *h = arg;
 
+	/* a resume scheduled before the sink aborted or the transfer ended
+	 * must not touch the handle: it is gone (freed) by then */
+	if (h->aborted || h->rec.done)
+		return;
 	transfer_resume(h->t);
 }
 

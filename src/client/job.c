@@ -373,7 +373,11 @@ static struct json_object *file_url(struct exc_job *j, struct jfile *f, struct e
 	f->finished = f->ok = 0;
 	f->why[0] = '\0';
 	f->ep = endpoint_new(j->c, &k->local, f->is_out, f->st, file_done, f, url, sizeof url);
-	return f->ep ? json_object_new_string(url) : NULL;
+	if (f->ep == NULL)
+		return NULL;
+	client_log(j->c, EXC_LOG_DEBUG, "job %s: %s %s at %s", j->id, f->name,
+		f->is_out ? "PUT" : "GET", url);
+	return json_object_new_string(url);
 }
 
 static struct json_object *file_entry(const char *name, struct json_object *url)

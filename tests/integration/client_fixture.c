@@ -99,13 +99,13 @@ void fx_on_done(exc_job *j, const struct exc_receipt *r, void *arg)
 
 void fx_on_position(exc_job *j, const struct exc_position *p, void *arg)
 {
-	struct fx_pos *d = arg;
+	struct fx_done *d = arg;
 
-	d->count++;
-	snprintf(d->state, sizeof d->state, "%s", p->state);
-	d->running = p->running;
-	d->ahead = p->ahead;
-	d->capacity = p->capacity;
+	d->pos_count++;
+	snprintf(d->pos_state, sizeof d->pos_state, "%s", p->state);
+	d->pos_running = p->running;
+	d->pos_ahead = p->ahead;
+	d->pos_capacity = p->capacity;
 }
 
 void fx_spec(struct exc_job_spec *s, const char *service, const char *job_json,
@@ -115,6 +115,7 @@ void fx_spec(struct exc_job_spec *s, const char *service, const char *job_json,
 	s->service = service;
 	s->job_json = job_json;
 	s->on_done = fx_on_done;
+	s->on_position = fx_on_position;
 	s->arg = d;
 }
 

@@ -20,12 +20,10 @@ struct fx_done {
 	char instance_id[33];
 	char stdout_text[4200];
 	uint64_t stdin_bytes, stdout_bytes;
-};
-
-struct fx_pos {
-	int count;
-	char state[16];
-	long long running, ahead, capacity;
+	/* the last POSITION */
+	int pos_count;
+	char pos_state[16];
+	long long pos_running, pos_ahead, pos_capacity;
 };
 
 extern struct event_base *fx_base;
@@ -36,7 +34,7 @@ void fx_options(struct exc_options *o);
  * daemon ("ws://127.0.0.1:port" + suffix). */
 exc_client *fx_client(const struct exc_options *o, struct es_daemon *d, int nd,
 		const char *suffix);
-/* The on_done / on_position callbacks: arg is a struct fx_done / fx_pos. */
+/* The on_done / on_position callbacks: arg is a struct fx_done. */
 void fx_on_done(exc_job *j, const struct exc_receipt *r, void *arg);
 void fx_on_position(exc_job *j, const struct exc_position *p, void *arg);
 /* A spec for service running job_json, done into d. */

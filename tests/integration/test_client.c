@@ -214,10 +214,155 @@ static void test_files(void)
 	harness_cleanup(&d);
 }
 
+
+static int status_int(const struct es_daemon *d, const char *a, const char *b, const char *c2)
+{
+	struct json_object *st = harness_status(d);
+	long long v = st ? harness_json_int(st, a, b, c2, NULL) : -1;
+
+	json_object_put(st);
+	return (int)v;
+}
+
+/* A service only the second instance offers runs there, with no config. */
+static void test_placement_mixed(void)
+{
+	struct es_daemon d[2];
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	char id2[33];
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d[0], 1, NULL) == 0);
+	CU_ASSERT_FATAL(start(&d[1], 1, "  special:\n    waitgroup: wg\n    commands:\n"
+		"      echo: {prog: echo}\n") == 0);
+	fx_instance_id(&d[1], id2);
+	c = fx_client(NULL, d, 2, NULL);
+	fx_spec(&s, "special", "{\"command\":\"echo\",\"args\":[\"routed\"]}", &done);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 20000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_STRING_EQUAL(done.instance_id, id2);
+	CU_ASSERT_STRING_EQUAL(done.stdout_text, "routed\n");
+	/* the first instance never saw the want: no WANT was refused there */
+	CU_ASSERT(fx_log_find("ERROR unknown_service") == NULL);
+	exc_client_free(c);
+	for (int i = 0; i < 2; i++) {
+		harness_stop(&d[i], 10000);
+		harness_cleanup(&d[i]);
+	}
+}
+
+/* Parked on two idle instances: both offer, one runs, the other is declined. */
+static void test_surplus_declined(void)
+{
+	struct es_daemon d[2];
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+	int started = 0;
+
+	CU_ASSERT_FATAL(start(&d[0], 1, NULL) == 0);
+	CU_ASSERT_FATAL(start(&d[1], 1, NULL) == 0);
+	c = fx_client(NULL, d, 2, NULL);
+	/* both connections up before the job, so that it is parked on both */
+	for (int i = 0; i < 100 && exc_claim_share(c) < 4; i++)
+		fx_spin(50);
+	CU_ASSERT_EQUAL(exc_claim_share(c), 4);	/* 2 x (ceil(1/1) + 1) */
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = "once\n";
+	s.in.len = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 20000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_STRING_EQUAL(done.stdout_text, "once\n");
+	CU_ASSERT(fx_log_find("declining offer") != NULL);
+	fx_spin(300);
+	for (int i = 0; i < 2; i++) {
+		started += status_int(&d[i], "services", "tools", "started");
+		CU_ASSERT_EQUAL(status_int(&d[i], "waitgroups", "wg", "offered"), 0);
+		CU_ASSERT_EQUAL(status_int(&d[i], "waitgroups", "wg", "waiting"), 0);
+	}
+	CU_ASSERT_EQUAL(started, 1);
+	exc_client_free(c);
+	for (int i = 0; i < 2; i++) {
+		harness_stop(&d[i], 10000);
+		harness_cleanup(&d[i]);
+	}
+}
+
+/* One slot busy: connectTimeoutSec gives no_slot; cancel waiting and
+ * running jobs; query positions. */
+static void test_timeout_cancel_query(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 }, w = { 0 };
+	struct exc_job_spec s;
+	exc_job *ja, *jw;
+	exc_client *c;
+	long long t0;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &a);
+	ja = exc_submit(c, &s);
+	CU_ASSERT_FATAL(ja != NULL);
+	while (strcmp(exc_job_state(ja), "running") != 0 && !a.called)
+		fx_spin(50);
+	/* no slot within 1 s */
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &b);
+	s.connect_timeout_sec = 1;
+	t0 = harness_now_ms();
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&b.called, 5000));
+	CU_ASSERT(harness_now_ms() - t0 >= 900);
+	CU_ASSERT_STRING_EQUAL(b.error_code, "no_slot");
+	CU_ASSERT(b.retryable);
+	CU_ASSERT(!b.ok);
+	fx_spin(200);
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 0);
+	/* a waiting job: QUERY answers its position, then it is cancelled */
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &w);
+	jw = exc_submit(c, &s);
+	CU_ASSERT_FATAL(jw != NULL);
+	fx_spin(300);
+	CU_ASSERT_EQUAL(exc_query(jw), 1);
+	CU_ASSERT(fx_wait(&w.pos_count, 3000));
+	CU_ASSERT_STRING_EQUAL(w.pos_state, "waiting");
+	CU_ASSERT_EQUAL(w.pos_running, 1);
+	CU_ASSERT_EQUAL(w.pos_capacity, 1);
+	CU_ASSERT_EQUAL(w.pos_ahead, 0);
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 1);
+	CU_ASSERT_EQUAL(exc_cancel(jw), 0);
+	CU_ASSERT(fx_wait(&w.called, 5000));
+	CU_ASSERT_STRING_EQUAL(w.error_code, "cancelled");
+	CU_ASSERT(!w.retryable);
+	fx_spin(200);
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 0);
+	/* the running job: QUERY says running, CANCEL ends it */
+	CU_ASSERT_EQUAL(exc_query(ja), 1);
+	CU_ASSERT(fx_wait(&a.pos_count, 3000));
+	CU_ASSERT_STRING_EQUAL(a.pos_state, "running");
+	t0 = harness_now_ms();
+	CU_ASSERT_EQUAL(exc_cancel(ja), 0);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT(harness_now_ms() - t0 < 5000);
+	CU_ASSERT_STRING_EQUAL(a.error_code, "cancelled");
+	CU_ASSERT(!a.ok);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
 static const struct test_case cases[] = {
 	{ "stdin buffer, stdout file", test_buffer_to_file },
 	{ "stdin and stdout pipes", test_pipe_fds },
 	{ "input and output files", test_files },
+	{ "placement on a mixed pair", test_placement_mixed },
+	{ "surplus offer declined", test_surplus_declined },
+	{ "connect timeout, cancel, query", test_timeout_cancel_query },
 	{ NULL, NULL },
 };
 

@@ -471,6 +471,13 @@ static void test_owner_lost(void)
 	harness_cleanup(&d);
 }
 
+static int nothing_held(struct json_object *st, void *arg)
+{
+	return harness_json_int(st, "waitgroups", "wg", "running", NULL) == 0 &&
+		harness_json_int(st, "waitgroups", "wg", "offered", NULL) == 0 &&
+		harness_json_int(st, "waitgroups", "wg", "waiting", NULL) == 0;
+}
+
 struct covered_wait {
 	exc_client *c;
 	unsigned duplicates;
@@ -522,7 +529,17 @@ static void test_pool_covered(void)
 	CU_ASSERT(exc_address_stats(c, 0, &st2) == 0);
 	CU_ASSERT_EQUAL(st2.opened, 3);
 	CU_ASSERT_EQUAL(st2.connections, 1);
+	/* free cancels the running job at once (no resume grace wait) and
+	 * drops the waiting one */
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "running"), 1);
 	exc_client_free(c);
+	CU_ASSERT(harness_wait_status(&d, 5000, nothing_held, NULL) == 0);
+	if (getenv("FX_VERBOSE")) {
+		struct json_object *sj = harness_status(&d);
+		fprintf(stderr, "STATUS %s\n", json_object_to_json_string(sj));
+		json_object_put(sj);
+		harness_dump_log(&d);
+	}
 	harness_stop(&d, 10000);
 	harness_cleanup(&d);
 }

@@ -157,7 +157,9 @@ exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
  * "ws://host:port/job/<service>" (used only for that service: the
  * static per-service filter).  A trailing "/broker" is accepted and means
  * the same as none.  host is a name, an IPv4 address or a bracketed IPv6
- * address.  The pool of the address opens its first connection at once
+ * address; a name is resolved with getaddrinfo at each connection
+ * attempt, which blocks the event loop while the resolver works (use
+ * addresses or /etc/hosts names where that matters).  The pool of the address opens its first connection at once
  * (from the event loop).  Only this address is ever connected to: no
  * per-instance address is learned.  Returns 0, or -1 (EINVAL: not such a
  * URL; "wss" is not supported).

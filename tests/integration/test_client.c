@@ -4,8 +4,10 @@
  * bytes compared), input and output files, placement on a mixed pair,
  * a surplus OFFER declined, connectTimeoutSec -> no_slot, cancel while
  * waiting and while running, query, claim share, reconnect after the
- * handler is killed, one-time pipe endpoints, pool growth stopped by a
- * repeated instance_id.
+ * handler is killed, a lost owner, one-time pipe endpoints (GET and PUT),
+ * pool growth stopped by a repeated instance_id and resumed by the
+ * re-probe, unknown service, /job/<service> addresses, a refused token,
+ * stdin/stdout given as URLs, and exc_client_free cancelling what it held.
  */
 #include "autoconfig.h"
 
@@ -24,6 +26,7 @@
 
 #include "client_fixture.h"
 #include "harness.h"
+#include "pipe_server.h"
 #include "suite.h"
 #include "wsclient.h"
 
@@ -715,6 +718,47 @@ static void test_pipe_put_once(void)
 	harness_cleanup(&d);
 }
 
+/* stdin and stdout given as URLs (here the test pipe server's): passed to
+ * the execserver as they are; the library serves nothing for them. */
+static void test_url_passthrough(void)
+{
+	struct es_daemon d;
+	struct pipe_server ps;
+	struct pipe_endpoint pe = PIPE_ENDPOINT_INIT;
+	struct pipe_result res;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	char in_url[256], out_url[256], want[65];
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	CU_ASSERT_FATAL(pipe_server_start(&ps) > 0);
+	pe.seed = 7;
+	pe.size = 1 << 20;
+	CU_ASSERT_FATAL(pipe_server_in(&ps, "src", &pe, in_url, sizeof in_url) == 0);
+	CU_ASSERT_FATAL(pipe_server_out(&ps, "dst", &pe, out_url, sizeof out_url) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.in.kind = EXC_IO_URL;
+	s.in.url = in_url;
+	s.out.kind = EXC_IO_URL;
+	s.out.url = out_url;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 20000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_EQUAL(done.stdin_bytes, 0);	/* nothing went through the library */
+	CU_ASSERT(fx_log_find(" GET at ") == NULL);
+	CU_ASSERT(pipe_server_result(&ps, "dst", &res) == 0);
+	pipe_random_sha256(7, 1 << 20, want);
+	CU_ASSERT_EQUAL(res.length, 1 << 20);
+	CU_ASSERT_STRING_EQUAL(res.sha256, want);
+	exc_client_free(c);
+	pipe_server_stop(&ps);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
 static const struct test_case cases[] = {
 	{ "stdin buffer, stdout file", test_buffer_to_file },
 	{ "stdin and stdout pipes", test_pipe_fds },
@@ -730,6 +774,7 @@ static const struct test_case cases[] = {
 	{ "address filter and token", test_address_filter_and_token },
 	{ "pipe endpoints are one-time", test_pipe_once },
 	{ "a streaming PUT endpoint refuses a second PUT", test_pipe_put_once },
+	{ "stdin and stdout as URLs", test_url_passthrough },
 	{ NULL, NULL },
 };
 

@@ -158,7 +158,8 @@ void pool_kick(struct exc_addr *a)
 	a->last_open_ms = now;
 	a->opened++;
 	client_log(c, EXC_LOG_DEBUG, "%s: opening connection %u (%s)", a->url, total + 1,
-		total == 0 ? "start" : a->seek[0] ? "seeking owner" : "back-pressure");
+		total == 0 ? (a->opened > 1 ? "reconnect" : "start") :
+		a->seek[0] ? "seeking owner" : "back-pressure");
 	if (conn_open(a) == NULL) {
 		a->retry_at_ms = now + a->backoff_ms;
 		schedule(a, a->backoff_ms);

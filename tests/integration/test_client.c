@@ -759,6 +759,36 @@ static void test_url_passthrough(void)
 	harness_cleanup(&d);
 }
 
+/* The connection to the instance running a job is closed by the server
+ * (the client went silent past pingTimeoutSec): the job is sought, the
+ * pool reconnects to the same instance, the job is resumed there by the
+ * client id and its DONE arrives normally. */
+static void test_owner_found_again(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	exc_job *ja;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 1, "pingIntervalSec: 1\npingTimeoutSec: 2\n") == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"5\"]}", &a);
+	ja = exc_submit(c, &s);
+	while (strcmp(exc_job_state(ja), "running") != 0 && !a.called)
+		fx_spin(50);
+	harness_sleep_ms(3500);		/* no loop: no pong; the server closes */
+	CU_ASSERT(fx_wait(&a.called, 15000));
+	CU_ASSERT(a.ok);
+	CU_ASSERT_EQUAL(a.exit_code, 0);
+	CU_ASSERT(fx_log_find("seeking") != NULL);
+	CU_ASSERT(fx_log_find("reached again") != NULL);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
 static const struct test_case cases[] = {
 	{ "stdin buffer, stdout file", test_buffer_to_file },
 	{ "stdin and stdout pipes", test_pipe_fds },
@@ -775,6 +805,7 @@ static const struct test_case cases[] = {
 	{ "pipe endpoints are one-time", test_pipe_once },
 	{ "a streaming PUT endpoint refuses a second PUT", test_pipe_put_once },
 	{ "stdin and stdout as URLs", test_url_passthrough },
+	{ "owner found again after a drop", test_owner_found_again },
 	{ NULL, NULL },
 };
 

@@ -102,7 +102,8 @@ struct exc_conn_info {
 
 struct exc_options {
 	/* Stable client id (protocol section 6), 1-64 printable ASCII
-	 * characters; NULL: 32 random hex digits.  Running jobs are resumed
+	 * characters other than & % # + = (it goes into the upgrade URL's
+	 * query as it is); NULL: 32 random hex digits.  Running jobs are resumed
 	 * with it after a reconnect. */
 	const char *client_id;
 	/* Sent as "Authorization: Bearer <token>"; NULL: none. */
@@ -120,11 +121,14 @@ struct exc_options {
 	/* At most one new connection per address this often (growth, owner
 	 * seeking, reconnects).  Default 2000 ms. */
 	unsigned grow_interval_ms;
-	/* A covered address is probed again (one more connection, kept only
-	 * if it reaches a new instance) this often.  Default 30000 ms. */
+	/* A covered address loses its mark after this long, so that the next
+	 * back-pressure probes it again (one more connection, kept only if it
+	 * reaches a new instance).  Default 30000 ms. */
 	unsigned reprobe_interval_ms;
-	/* Reconnect back-off after a drop: starts at grow_interval_ms, doubles,
-	 * at most this.  Default 30000 ms. */
+	/* Reconnecting: when an address's last connection drops, a new one is
+	 * opened at once (grow_interval_ms permitting); failed attempts back
+	 * off from grow_interval_ms, doubling, to at most this.  Default
+	 * 30000 ms. */
 	unsigned reconnect_max_ms;
 	/* How long a running job whose owner instance cannot be reached is
 	 * sought before it is done with the retryable error "lost".  Match the

@@ -208,6 +208,8 @@ const char *exc_client_last_error(const exc_client *c);
  * before they close), connections and pipe endpoints are closed, all
  * memory is freed.  No callback is called (no on_done for the jobs that
  * were still open).  Not from inside a callback of this client.  NULL ok.
+ * libevent finishes releasing the freed sockets in the base's next loop
+ * iteration or in event_base_free.
  */
 void exc_client_free(exc_client *c);
 

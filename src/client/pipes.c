@@ -361,6 +361,8 @@ static void route(struct pipe_req *r, const struct http_head *h)
 	e->used = 1;
 	e->req = r;
 	r->ep = e;
+	client_log(r->srv->c, EXC_LOG_DEBUG, "pipe endpoint %s: %s taken", e->id,
+		e->is_sink ? "PUT" : "GET");
 	if (e->is_sink)
 		start_put(r, h);
 	else

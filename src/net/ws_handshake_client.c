@@ -76,11 +76,15 @@ static int header_value(const char *head, size_t len, const char *name,
 int ws_handshake_client_check(const char *head, size_t len, const char *key,
 		int *status)
 {
-	char val[256], want[WS_ACCEPT_LEN + 1];
+	char val[256], want[WS_ACCEPT_LEN + 1], line[64];
 	int major, minor, code;
+	size_t n = len < sizeof line - 1 ? len : sizeof line - 1;
 
 	*status = 0;
-	if (len < 12 || sscanf(head, "HTTP/%d.%d %3d", &major, &minor, &code) != 3)
+	/* head need not be NUL-terminated: scan a terminated copy */
+	memcpy(line, head, n);
+	line[n] = '\0';
+	if (len < 12 || sscanf(line, "HTTP/%d.%d %3d", &major, &minor, &code) != 3)
 		return -1;
 	*status = code;
 	if (code != 101)

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 
 #include <CUnit/Basic.h>
+#include <event2/event.h>
 #include <json-c/json.h>
 
 #include "client_fixture.h"
@@ -622,13 +623,28 @@ static int status_async(const char *method, const char *host, int port, const ch
 
 		snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: %s:%d\r\n"
 			"Content-Length: 0\r\nConnection: close\r\n\r\n", method, path, host, port);
-		if (wsc_http_request(host, port, req, 3000, &status, body, sizeof body) < 0)
+		if (wsc_http_request(host, port, req, 10000, &status, body, sizeof body) < 0)
 			_exit(0);
 		_exit(status >= 300 && status < 556 ? status - 300 : 0);
 	}
-	for (int i = 0; i < 200 && waitpid(pid, &st, WNOHANG) == 0; i++)
+	for (long long end = harness_now_ms() + 15000;
+			waitpid(pid, &st, WNOHANG) == 0 && harness_now_ms() < end;)
 		fx_spin(20);
 	return WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st) + 300 : -1;
+}
+
+/* Runs the loop until the library logged that the endpoint of url was
+ * taken by a request (the execserver's). */
+static int wait_taken(const char *url)
+{
+	const char *id = strrchr(url, '/');
+	char needle[80];
+	long long end = harness_now_ms() + 15000;
+
+	snprintf(needle, sizeof needle, "pipe endpoint %s: ", id ? id + 1 : "");
+	while (!fx_log_find(needle) && harness_now_ms() < end)
+		fx_spin(20);
+	return fx_log_find(needle) != NULL;
 }
 
 /* Pipe endpoints: each URL serves one request; a wrong id is refused. */
@@ -656,7 +672,7 @@ static void test_pipe_once(void)
 	CU_ASSERT_FATAL(sscanf(at + strlen("stdin GET at "), "%199s", url) == 1);
 	CU_ASSERT_FATAL(sscanf(url, "http://%63[^:]:%d%159s", host, &port, path) == 3);
 	CU_ASSERT_STRING_EQUAL(host, "127.0.0.1");	/* the broker connection's local address */
-	fx_spin(800);	/* the execserver fetched it meanwhile */
+	CU_ASSERT(wait_taken(url));	/* the execserver fetched it */
 	CU_ASSERT_EQUAL(status_async("GET", host, port, path), 410);
 	path[strlen(path) - 1] = path[strlen(path) - 1] == '0' ? '1' : '0';
 	CU_ASSERT_EQUAL(status_async("GET", host, port, path), 404);
@@ -701,7 +717,7 @@ static void test_pipe_put_once(void)
 	CU_ASSERT_FATAL(at != NULL);
 	CU_ASSERT_FATAL(sscanf(at + strlen("stdout PUT at "), "%199s", url) == 1);
 	CU_ASSERT_FATAL(sscanf(url, "http://%63[^:]:%d%159s", host, &port, path) == 3);
-	fx_spin(800);	/* 6000 bytes > 4000: the execserver's PUT is streaming */
+	CU_ASSERT(wait_taken(url));	/* 6000 bytes > 4000: the PUT is streaming */
 	CU_ASSERT_EQUAL(status_async("PUT", host, port, path), 410);
 	CU_ASSERT(!a.called);	/* stdin is still open: the job still runs */
 	close(in[1]);
@@ -811,5 +827,10 @@ static const struct test_case cases[] = {
 
 int main(void)
 {
-	return run_suite("libexecclient", cases);
+	int rc = run_suite("libexecclient", cases);
+
+	/* libevent releases freed bufferevents from the loop or at base free */
+	if (fx_base)
+		event_base_free(fx_base);
+	return rc;
 }

@@ -8,7 +8,9 @@
  *              back-pressure, "covered", re-probe, back-off, owner seeking
  *   conn.c     one broker connection: TCP, upgrade, HELLO, message dispatch
  *   wire.c     client messages encoded as JSON text
- *   job.c      exc_job: placement of wants, offers, JOB, DONE, timeouts
+ *   job.c      exc_job: offers, JOB, DONE, receipts, the job API
+ *   placement.c where wants are parked, resume, the retry tick's verdicts
+ *   job_files.c a job's sources/sinks and the URLs of its JOB
  *   pipes.c    the one-time HTTP endpoints (GET sources, PUT sinks)
  *   stream.c   local sources and sinks (fds, files, buffers)
  *

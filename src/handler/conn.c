@@ -32,12 +32,12 @@
 #include "handler/broker.h"
 #include "handler/conn.h"
 #include "handler/handler.h"
-#include "handler/http_head.h"
 #include "handler/legacy.h"
 #include "handler/legacy_stream.h"
+#include "net/http_head.h"
 #include "handler/status.h"
-#include "handler/ws.h"
-#include "handler/ws_handshake.h"
+#include "net/ws.h"
+#include "net/ws_handshake.h"
 
 struct http_conn {
 	struct bufferevent *bev;

@@ -10,7 +10,7 @@
 
 #include <event2/buffer.h>
 
-#include "handler/http_head.h"
+#include "net/http_head.h"
 
 struct bufferevent;
 

@@ -17,7 +17,7 @@
 #include <json-c/json.h>
 
 #include "book/book.h"
-#include "handler/http_head.h"
+#include "net/http_head.h"
 
 struct bufferevent;
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_http_head.c - fuzz target of the HTTP request head parser
- * (src/handler/http_head.c) and of what the handler does next with a
+ * (src/net/http_head.c) and of what the handler does next with a
  * parsed head (the websocket handshake check, query parameters).  The
  * input is the first bytes a client sent on a new connection.
  *
@@ -21,8 +21,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "handler/http_head.h"
-#include "handler/ws_handshake.h"
+#include "net/http_head.h"
+#include "net/ws_handshake.h"
 
 /* Parsers are big (~14 KiB): static, re-initialized for every input. */
 static struct http_head_parser whole, bytewise;

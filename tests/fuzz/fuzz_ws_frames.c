@@ -1,6 +1,6 @@
 /*
  * fuzz_ws_frames.c - fuzz target of the websocket frame path: the server
- * side session of src/handler/ws.c (wslay under a libevent bufferevent).
+ * side session of src/net/ws.c (wslay under a libevent bufferevent).
  * The input is every byte a client sent after the opening handshake.
  *
  * One input = one session on a fresh event_base over a socketpair: the
@@ -37,7 +37,7 @@
 #include "common/log.h"
 #include "common/utf8.h"
 #include "fuzz.h"
-#include "handler/ws.h"
+#include "net/ws.h"
 
 #define MAX_MSG 1024		/* small, so that 1009 is reachable */
 #define CLOSE_TIMEOUT_MS 200

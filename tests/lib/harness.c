@@ -135,15 +135,18 @@ static int write_config(struct es_daemon *d, int handlers, const char *body)
 }
 
 static int launch(struct es_daemon *d, int handlers, const char *body, const char *extra_env);
+const char *harness_auth_token;
 
 struct json_object *harness_status(const struct es_daemon *d)
 {
-	char body[1 << 16];
+	char body[1 << 16], req[512];
 	int status = 0;
 
-	if (wsc_https_request("127.0.0.1", d->port, d->tls_ca[0] ? d->tls_ca : NULL,
-			      "GET /status?check=1 HTTP/1.1\r\nHost: execserver\r\n"
-			      "Connection: close\r\n\r\n", 2000, &status, body, sizeof body) < 0 ||
+	snprintf(req, sizeof req, "GET /status?check=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+		 "Connection: close\r\n%s%s%s\r\n", harness_auth_token ? "Authorization: Bearer " : "",
+		 harness_auth_token ? harness_auth_token : "", harness_auth_token ? "\r\n" : "");
+	if (wsc_https_request("127.0.0.1", d->port, d->tls_ca[0] ? d->tls_ca : NULL, req, 2000,
+			      &status, body, sizeof body) < 0 ||
 	    status != 200)
 		return NULL;
 	return json_tokener_parse(body);

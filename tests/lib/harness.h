@@ -48,6 +48,10 @@ int harness_log_contains(const struct es_daemon *d, const char *text);
 /* How many lines of the log contain text. */
 int harness_log_count(const struct es_daemon *d, const char *text);
 
+/* Sent as a bearer token with every /status request when not NULL (for
+ * daemons configured with authToken). */
+extern const char *harness_auth_token;
+
 /* GET /status?check=1 parsed (with the book's consistency check), or NULL. */
 struct json_object *harness_status(const struct es_daemon *d);
 /* Pids of the handlers by slot (0 for an empty slot); returns the count. */

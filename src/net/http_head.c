@@ -18,7 +18,7 @@
  * the same byte however the stream was cut into feeds.
  */
 #include "autoconfig.h"
-#include "handler/http_head.h"
+#include "net/http_head.h"
 
 #include <limits.h>
 #include <string.h>

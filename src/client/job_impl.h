@@ -1,0 +1,99 @@
+/*
+ * job_impl.h - the inside of exc_job, shared by job.c (life of a job:
+ * messages, receipts, API), placement.c (where its wants are parked, the
+ * retry tick, the verdicts) and job_files.c (its sources and sinks and the
+ * JOB's URLs).  Not installed.
+ */
+#ifndef EXC_JOB_IMPL_H
+#define EXC_JOB_IMPL_H
+
+#include "client/client_impl.h"
+
+#include <event2/util.h>
+
+enum jstate { J_WAITING, J_RUNNING, J_SEEKING, J_DONE };
+enum copy_state { CP_PARKED, CP_REFUSED };
+
+struct copy {
+	struct exc_conn *k;
+	enum copy_state state;
+};
+
+struct jfile {
+	char *name;
+	int is_out;
+	struct exc_io io;	/* kind, and url (copied) for EXC_IO_URL */
+	struct stream *st;
+	struct endpoint *ep;
+	int finished, ok;
+	uint64_t bytes;
+	char why[200];
+};
+
+struct exc_job {
+	exc_client *c;
+	struct exc_job *next;
+	enum jstate state;
+	char id[65];
+	char *service;
+	int priority;
+	struct json_object *payload;	/* the caller's job object */
+	struct jfile *files;		/* [0] stdin, [1] stdout, then named files */
+	size_t nfiles;
+	unsigned connect_timeout_sec;
+	uint64_t since_ms;		/* last placement progress (back-pressure) */
+	struct copy *copies;
+	size_t ncopies, capcopies;
+	struct exc_conn *owner;
+	char owner_instance[33];
+	struct exc_addr *owner_addr;
+	uint64_t seek_until_ms;
+	int cancel_requested;
+	int sent_other;			/* QUERY/CANCEL sent since the JOB */
+	struct event *timer;		/* connect timeout */
+	struct event *done_ev;		/* deferred local receipt */
+	char local_code[32];
+	char local_msg[256];
+	int local_retryable;
+	exc_done_cb on_done;
+	exc_position_cb on_position;
+	void *arg;
+};
+
+/* job.c */
+struct exc_job *job_find(exc_client *c, const char *id);
+struct copy *job_find_copy(struct exc_job *j, const struct exc_conn *k);
+void job_drop_copy(struct exc_job *j, struct copy *cp);
+int job_add_copy(struct exc_job *j, struct exc_conn *k);
+/* UNWANT on every parked copy; forgets them. */
+void job_unwant_all(struct exc_job *j);
+void job_unlink_free(struct exc_job *j);
+/* Calls on_done with receipt rj (the server's, or NULL for a local one)
+ * and frees the job. */
+void job_finish(struct exc_job *j, struct json_object *rj);
+/* A receipt made by the library; delivered from the loop. */
+void job_finish_local(struct exc_job *j, const char *code, int retryable,
+		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* placement.c */
+void job_place_on(struct exc_job *j, struct exc_conn *k);
+void job_place(struct exc_job *j);
+/* The connect timeout (evtimer callback, arg: the job). */
+void job_connect_timeout(evutil_socket_t fd, short what, void *arg);
+
+/* job_files.c */
+/* Endpoints of the job's files freed (after the job, or a refused JOB). */
+void job_free_pipes(struct exc_job *j);
+/* The first local stream that failed, or NULL. */
+const struct jfile *job_failed_stream(const struct exc_job *j);
+/* The JOB's job object for connection k (creates the endpoints). */
+struct json_object *job_build(struct exc_job *j, struct exc_conn *k);
+/* Sets up f from io; -1 with the client's error set. */
+int job_file_init(exc_client *c, struct jfile *f, const char *name, int is_out,
+		const struct exc_io *io);
+/* 1-max printable ASCII characters. */
+int job_id_ok(const char *s, size_t max);
+/* A plain file name (no '/', not . or ..). */
+int job_name_ok(const char *s);
+
+#endif

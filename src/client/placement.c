@@ -1,0 +1,212 @@
+/*
+ * placement.c - where a job's wants are parked and what the retry tick
+ * decides: a want goes to every ready connection whose instance lists the
+ * service (and whose address serves it); connections that come up get
+ * the waiting jobs, and running jobs of their instance back (resume);
+ * connections that go away take their copies with them and leave their
+ * running jobs seeking.  The tick re-parks refused wants, marks
+ * back-pressure for the pools, and gives the verdicts no_slot (timer),
+ * lost, unknown_service and unauthorized.
+ */
+#include "autoconfig.h"
+#include "client/job_impl.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+/* ---- placement ------------------------------------------------------------- */
+
+void job_place_on(struct exc_job *j, struct exc_conn *k)
+{
+	if (j->state != J_WAITING || j->cancel_requested || j->local_code[0])
+		return;
+	if (!pool_serves(k->a, j->service) || !conn_has_service(k, j->service) ||
+			job_find_copy(j, k))
+		return;
+	if (conn_send(k, wire_want(j->id, j->service, j->priority)) == 0 &&
+			job_add_copy(j, k) == 0)
+		j->since_ms = client_now_ms();
+}
+
+void job_place(struct exc_job *j)
+{
+	exc_client *c = j->c;
+
+	for (unsigned i = 0; i < c->naddrs; i++)
+		for (struct exc_conn *k = c->addrs[i]->conns; k; k = k->next)
+			job_place_on(j, k);
+}
+
+void job_on_ready(exc_client *c, struct exc_conn *k)
+{
+	for (struct exc_job *j = c->jobs; j; j = j->next) {
+		struct copy *cp = job_find_copy(j, k);
+
+		if (j->state == J_WAITING && k->draining && cp) {
+			/* protocol 6: move wants away from a draining instance */
+			if (cp->state == CP_PARKED)
+				conn_send(k, wire_job_msg(PROTO_UNWANT, j->id));
+			job_drop_copy(j, cp);
+		}
+		if (j->state == J_WAITING)
+			job_place_on(j, k);
+		else if (j->state == J_SEEKING &&
+				strcmp(j->owner_instance, k->instance_id) == 0) {
+			/* the server made this connection the owner (same client id) */
+			j->owner = k;
+			j->owner_addr = k->a;
+			j->state = J_RUNNING;
+			client_log(c, EXC_LOG_INFO, "job %s: instance %s reached again",
+				j->id, k->instance_id);
+			if (j->cancel_requested)
+				conn_send(k, wire_job_msg(PROTO_CANCEL, j->id));
+		}
+	}
+}
+
+/* Another ready connection to instance id, or NULL. */
+static struct exc_conn *conn_to(exc_client *c, const char *id, const struct exc_conn *except)
+{
+	for (unsigned i = 0; i < c->naddrs; i++)
+		for (struct exc_conn *k = c->addrs[i]->conns; k; k = k->next)
+			if (k != except && k->state == K_READY &&
+					strcmp(k->instance_id, id) == 0)
+				return k;
+	return NULL;
+}
+
+void job_on_conn_gone(exc_client *c, struct exc_conn *k)
+{
+	for (struct exc_job *j = c->jobs; j; j = j->next) {
+		struct copy *cp = job_find_copy(j, k);
+
+		if (cp)
+			job_drop_copy(j, cp);
+		if (j->owner != k)
+			continue;
+		j->owner = conn_to(c, j->owner_instance, k);
+		if (j->owner == NULL && j->state == J_RUNNING && !c->freeing) {
+			j->state = J_SEEKING;
+			j->seek_until_ms = client_now_ms() + c->opt.owner_grace_sec * 1000ull;
+			snprintf(j->owner_addr->seek, sizeof j->owner_addr->seek, "%s",
+				j->owner_instance);
+			client_log(c, EXC_LOG_INFO, "job %s: connection to its instance lost, seeking %s",
+				j->id, j->owner_instance);
+		}
+	}
+}
+
+/* ---- timers ----------------------------------------------------------------- */
+
+void job_connect_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct exc_job *j = arg;
+	exc_client *c = j->c;
+	const char *why = "";
+
+	if (j->state != J_WAITING)
+		return;
+	job_unwant_all(j);
+	for (unsigned i = 0; i < c->naddrs; i++)
+		if (pool_ready(c->addrs[i]) > 0)
+			why = NULL;
+	if (why && c->naddrs)
+		why = " (no instance reachable)";
+	job_finish_local(j, EXC_E_NO_SLOT, 1, "no slot within %u s%s", j->connect_timeout_sec,
+		why ? why : "");
+}
+
+/* Every address that serves j's service has been explored to the end
+ * (reached and covered or full) and none offers it.  0 while unsure. */
+static int service_unknown(const struct exc_job *j)
+{
+	exc_client *c = j->c;
+
+	for (unsigned i = 0; i < c->naddrs; i++) {
+		struct exc_addr *a = c->addrs[i];
+
+		if (!pool_serves(a, j->service))
+			continue;
+		if (!a->reached || pool_connecting(a) ||
+				!(a->covered || pool_ready(a) >= c->opt.pool_cap))
+			return 0;
+		for (struct exc_conn *k = a->conns; k; k = k->next)
+			if (k->state == K_READY && (conn_has_service(k, j->service) || k->draining))
+				return 0;
+	}
+	return c->naddrs > 0;	/* no address at all: wait for one */
+}
+
+static int all_unauthorized(const struct exc_job *j)
+{
+	exc_client *c = j->c;
+	int any = 0;
+
+	for (unsigned i = 0; i < c->naddrs; i++) {
+		struct exc_addr *a = c->addrs[i];
+
+		if (!pool_serves(a, j->service))
+			continue;
+		if (a->last_status != 401 || pool_ready(a) > 0)
+			return 0;
+		any = 1;
+	}
+	return any;
+}
+
+void job_tick(exc_client *c)
+{
+	uint64_t now = client_now_ms();
+
+	for (unsigned i = 0; i < c->naddrs; i++)
+		c->addrs[i]->seek[0] = '\0';
+	for (struct exc_job *j = c->jobs; j; j = j->next) {
+		if (j->local_code[0])
+			continue;
+		if (j->state == J_SEEKING) {
+			if (now >= j->seek_until_ms) {
+				j->state = J_RUNNING;	/* for finish: it may have run */
+				job_finish_local(j, EXC_E_LOST, 1,
+					"instance %s not reached again within %u s",
+					j->owner_instance, c->opt.owner_grace_sec);
+			} else {
+				snprintf(j->owner_addr->seek, sizeof j->owner_addr->seek,
+					"%s", j->owner_instance);
+			}
+			continue;
+		}
+		if (j->state != J_WAITING)
+			continue;
+		for (size_t n = 0; n < j->ncopies;) {
+			if (j->copies[n].state == CP_REFUSED)
+				job_drop_copy(j, &j->copies[n]);
+			else
+				n++;
+		}
+		job_place(j);
+		if (j->ncopies == 0 && all_unauthorized(j)) {
+			job_finish_local(j, EXC_E_UNAUTHORIZED, 0,
+				"every address refused the token (HTTP 401)");
+			continue;
+		}
+		if (j->ncopies == 0 && service_unknown(j)) {
+			job_finish_local(j, EXC_E_UNKNOWN_SERVICE, 0,
+				"no reached instance offers service \"%s\"", j->service);
+			continue;
+		}
+		if (now - j->since_ms >= c->opt.retry_tick_ms) {
+			for (unsigned i = 0; i < c->naddrs; i++)
+				if (pool_serves(c->addrs[i], j->service))
+					c->addrs[i]->pressure = 1;
+			j->since_ms = now;
+		}
+	}
+	for (unsigned i = 0; i < c->naddrs; i++)
+		pool_kick(c->addrs[i]);
+}
+

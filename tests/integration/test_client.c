@@ -1,0 +1,836 @@
+/*
+ * test_client.c - libexecclient against real daemons: a job end to end
+ * (stdin from a buffer and from a pipe, stdout to a file and to a pipe,
+ * bytes compared), input and output files, placement on a mixed pair,
+ * a surplus OFFER declined, connectTimeoutSec -> no_slot, cancel while
+ * waiting and while running, query, claim share, reconnect after the
+ * handler is killed, a lost owner, one-time pipe endpoints (GET and PUT),
+ * pool growth stopped by a repeated instance_id and resumed by the
+ * re-probe, unknown service, /job/<service> addresses, a refused token,
+ * stdin/stdout given as URLs, and exc_client_free cancelling what it held.
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <CUnit/Basic.h>
+#include <event2/event.h>
+#include <json-c/json.h>
+
+#include "client_fixture.h"
+#include "harness.h"
+#include "pipe_server.h"
+#include "suite.h"
+#include "wsclient.h"
+
+static const char body_tools[] =
+	"jobRemovalPolicy: all\n"
+	"waitgroups:\n"
+	"  wg: {processes: %d}\n"
+	"services:\n"
+	"  tools:\n"
+	"    waitgroup: wg\n"
+	"    commands:\n"
+	"      cat: {prog: cat}\n"
+	"      cp: {prog: cp}\n"
+	"      sleep: {prog: sleep}\n"
+	"%s";
+
+static int start(struct es_daemon *d, int slots, const char *extra)
+{
+	char body[2048];
+
+	snprintf(body, sizeof body, body_tools, slots, extra ? extra : "");
+	return harness_start(d, 1, body, NULL);
+}
+
+static unsigned char *random_bytes(size_t n)
+{
+	unsigned char *b = malloc(n);
+
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)((i * 2654435761u) >> 13);
+	return b;
+}
+
+static unsigned char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *b;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = malloc((size_t)n + 1);
+	*len = fread(b, 1, (size_t)n, f);
+	fclose(f);
+	return b;
+}
+
+/* stdin from a 3 MiB buffer, stdout to a regular file: the same bytes. */
+static void test_buffer_to_file(void)
+{
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	size_t n = 3 << 20, got = 0;
+	unsigned char *data = random_bytes(n), *back;
+	char path[300];
+	exc_client *c;
+	int fd;
+
+	CU_ASSERT_FATAL(start(&d, 2, NULL) == 0);
+	snprintf(path, sizeof path, "%s/out.bin", d.dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	c = fx_client(NULL, &d, 1, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = data;
+	s.in.len = n;
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = fd;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 30000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_EQUAL(done.stdin_bytes, n);
+	CU_ASSERT_EQUAL(done.stdout_bytes, n);
+	close(fd);
+	back = read_file(path, &got);
+	CU_ASSERT_EQUAL(got, n);
+	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
+	free(back);
+	free(data);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* stdin from a pipe fed by a child, stdout into a pipe drained by a child. */
+static void test_pipe_fds(void)
+{
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	int in[2], out[2], status;
+	size_t n = 5 << 20, got = 0;
+	unsigned char *data = random_bytes(n), *back;
+	char path[300];
+	pid_t wr, rd;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 2, NULL) == 0);
+	snprintf(path, sizeof path, "%s/piped.bin", d.dir);
+	CU_ASSERT_FATAL(pipe(in) == 0 && pipe(out) == 0);
+	wr = fork();
+	if (wr == 0) {
+		close(in[0]);
+		for (size_t off = 0; off < n;) {
+			ssize_t w = write(in[1], data + off, n - off > 65536 ? 65536 : n - off);
+			if (w <= 0)
+				_exit(1);
+			off += (size_t)w;
+		}
+		_exit(0);
+	}
+	rd = fork();
+	if (rd == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		char buf[8192];
+		ssize_t r;
+
+		close(out[1]);
+		close(in[0]);
+		close(in[1]);
+		while ((r = read(out[0], buf, sizeof buf)) > 0) {
+			usleep(200);	/* a slow consumer: back-pressure */
+			if (write(fd, buf, (size_t)r) != r)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(in[1]);
+	close(out[0]);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.in.kind = EXC_IO_FD;
+	s.in.fd = in[0];
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = out[1];
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 60000));
+	CU_ASSERT(done.ok);
+	close(in[0]);
+	close(out[1]);
+	waitpid(wr, &status, 0);
+	waitpid(rd, &status, 0);
+	back = read_file(path, &got);
+	CU_ASSERT_EQUAL(got, n);
+	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
+	free(back);
+	free(data);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* An input file from a buffer copied by cp into an output file. */
+static void test_files(void)
+{
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	struct exc_file in = { "a.txt", { .kind = EXC_IO_BUFFER, .data = "hello files\n", .len = 12 } };
+	struct exc_file out = { "b.txt", { .kind = EXC_IO_FILE } };
+	char path[300];
+	size_t got = 0;
+	unsigned char *back;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 2, NULL) == 0);
+	snprintf(path, sizeof path, "%s/b-local.txt", d.dir);
+	out.io.path = path;
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cp\",\"args\":[\"a.txt\",\"b.txt\"]}", &done);
+	s.inputs = &in;
+	s.ninputs = 1;
+	s.outputs = &out;
+	s.noutputs = 1;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 20000));
+	CU_ASSERT(done.ok);
+	back = read_file(path, &got);
+	CU_ASSERT(back && got == 12 && memcmp(back, "hello files\n", 12) == 0);
+	free(back);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+
+static int status_int(const struct es_daemon *d, const char *a, const char *b, const char *c2)
+{
+	struct json_object *st = harness_status(d);
+	long long v = st ? harness_json_int(st, a, b, c2, NULL) : -1;
+
+	json_object_put(st);
+	return (int)v;
+}
+
+/* A service only the second instance offers runs there, with no config. */
+static void test_placement_mixed(void)
+{
+	struct es_daemon d[2];
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	char id2[33];
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d[0], 1, NULL) == 0);
+	CU_ASSERT_FATAL(start(&d[1], 1, "  special:\n    waitgroup: wg\n    commands:\n"
+		"      echo: {prog: echo}\n") == 0);
+	fx_instance_id(&d[1], id2);
+	c = fx_client(NULL, d, 2, NULL);
+	fx_spec(&s, "special", "{\"command\":\"echo\",\"args\":[\"routed\"]}", &done);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 20000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_STRING_EQUAL(done.instance_id, id2);
+	CU_ASSERT_STRING_EQUAL(done.stdout_text, "routed\n");
+	/* the first instance never saw the want: no WANT was refused there */
+	CU_ASSERT(fx_log_find("ERROR unknown_service") == NULL);
+	exc_client_free(c);
+	for (int i = 0; i < 2; i++) {
+		harness_stop(&d[i], 10000);
+		harness_cleanup(&d[i]);
+	}
+}
+
+/* Parked on two idle instances: both offer, one runs, the other is declined. */
+static void test_surplus_declined(void)
+{
+	struct es_daemon d[2];
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+	int started = 0;
+
+	CU_ASSERT_FATAL(start(&d[0], 1, NULL) == 0);
+	CU_ASSERT_FATAL(start(&d[1], 1, NULL) == 0);
+	c = fx_client(NULL, d, 2, NULL);
+	/* both connections up before the job, so that it is parked on both */
+	for (int i = 0; i < 100 && exc_claim_share(c) < 4; i++)
+		fx_spin(50);
+	CU_ASSERT_EQUAL(exc_claim_share(c), 4);	/* 2 x (ceil(1/1) + 1) */
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = "once\n";
+	s.in.len = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 20000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_STRING_EQUAL(done.stdout_text, "once\n");
+	CU_ASSERT(fx_log_find("declining offer") != NULL);
+	fx_spin(300);
+	for (int i = 0; i < 2; i++) {
+		started += status_int(&d[i], "services", "tools", "started");
+		CU_ASSERT_EQUAL(status_int(&d[i], "waitgroups", "wg", "offered"), 0);
+		CU_ASSERT_EQUAL(status_int(&d[i], "waitgroups", "wg", "waiting"), 0);
+	}
+	CU_ASSERT_EQUAL(started, 1);
+	exc_client_free(c);
+	for (int i = 0; i < 2; i++) {
+		harness_stop(&d[i], 10000);
+		harness_cleanup(&d[i]);
+	}
+}
+
+/* One slot busy: connectTimeoutSec gives no_slot; cancel waiting and
+ * running jobs; query positions. */
+static void test_timeout_cancel_query(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 }, w = { 0 };
+	struct exc_job_spec s;
+	exc_job *ja, *jw;
+	exc_client *c;
+	long long t0;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &a);
+	ja = exc_submit(c, &s);
+	CU_ASSERT_FATAL(ja != NULL);
+	while (strcmp(exc_job_state(ja), "running") != 0 && !a.called)
+		fx_spin(50);
+	/* no slot within 1 s */
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &b);
+	s.connect_timeout_sec = 1;
+	t0 = harness_now_ms();
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&b.called, 5000));
+	CU_ASSERT(harness_now_ms() - t0 >= 900);
+	CU_ASSERT_STRING_EQUAL(b.error_code, "no_slot");
+	CU_ASSERT(b.retryable);
+	CU_ASSERT(!b.ok);
+	fx_spin(200);
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 0);
+	/* a waiting job: QUERY answers its position, then it is cancelled */
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &w);
+	jw = exc_submit(c, &s);
+	CU_ASSERT_FATAL(jw != NULL);
+	fx_spin(300);
+	CU_ASSERT_EQUAL(exc_query(jw), 1);
+	CU_ASSERT(fx_wait(&w.pos_count, 3000));
+	CU_ASSERT_STRING_EQUAL(w.pos_state, "waiting");
+	CU_ASSERT_EQUAL(w.pos_running, 1);
+	CU_ASSERT_EQUAL(w.pos_capacity, 1);
+	CU_ASSERT_EQUAL(w.pos_ahead, 0);
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 1);
+	CU_ASSERT_EQUAL(exc_cancel(jw), 0);
+	CU_ASSERT(fx_wait(&w.called, 5000));
+	CU_ASSERT_STRING_EQUAL(w.error_code, "cancelled");
+	CU_ASSERT(!w.retryable);
+	fx_spin(200);
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 0);
+	/* the running job: QUERY says running, CANCEL ends it */
+	CU_ASSERT_EQUAL(exc_query(ja), 1);
+	CU_ASSERT(fx_wait(&a.pos_count, 3000));
+	CU_ASSERT_STRING_EQUAL(a.pos_state, "running");
+	t0 = harness_now_ms();
+	CU_ASSERT_EQUAL(exc_cancel(ja), 0);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT(harness_now_ms() - t0 < 5000);
+	CU_ASSERT_STRING_EQUAL(a.error_code, "cancelled");
+	CU_ASSERT(!a.ok);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+struct share_wait {
+	exc_client *c;
+	unsigned want;
+};
+
+static int share_is(void *arg)
+{
+	struct share_wait *w = arg;
+
+	return exc_claim_share(w->c) == w->want;
+}
+
+/* Claim share as instances and clients come and go. */
+static void test_claim_share(void)
+{
+	struct es_daemon d[2];
+	struct share_wait w;
+	exc_client *c, *c2;
+
+	CU_ASSERT_FATAL(start(&d[0], 2, NULL) == 0);
+	CU_ASSERT_FATAL(start(&d[1], 4, NULL) == 0);
+	c = fx_client(NULL, d, 2, NULL);
+	CU_ASSERT_EQUAL(exc_claim_share(c), 0);	/* nothing connected yet */
+	w.c = c;
+	w.want = 3 + 5;		/* (ceil(2/1) + 1) + (ceil(4/1) + 1) */
+	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
+	c2 = fx_client(NULL, d, 1, NULL);	/* a second client on the first */
+	w.want = 2 + 5;		/* ceil(2/2) + 1 + 5 */
+	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
+	exc_client_free(c2);
+	w.want = 8;
+	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
+	harness_stop(&d[1], 10000);
+	w.want = 3;
+	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
+	harness_stop(&d[0], 10000);
+	w.want = 0;
+	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
+	exc_client_free(c);
+	for (int i = 0; i < 2; i++)
+		harness_cleanup(&d[i]);
+}
+
+/* The handler is killed: the client reconnects, parks its waiting want
+ * again, and gets the running job's DONE (exec_lost) by its client id. */
+static void test_reconnect(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 };
+	struct exc_job_spec s;
+	struct exc_address_stats st;
+	exc_job *ja;
+	exc_client *c;
+	int pids[4];
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &a);
+	ja = exc_submit(c, &s);
+	while (strcmp(exc_job_state(ja), "running") != 0 && !a.called)
+		fx_spin(50);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &b);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = "after\n";
+	s.in.len = 6;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	fx_spin(300);
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 1);
+	CU_ASSERT_FATAL(harness_handler_pids(&d, pids, 4) == 1);
+	kill(pids[0], SIGKILL);
+	CU_ASSERT(fx_wait(&a.called, 15000));
+	CU_ASSERT_STRING_EQUAL(a.error_code, "exec_lost");
+	CU_ASSERT(a.retryable);
+	CU_ASSERT(fx_wait(&b.called, 15000));
+	CU_ASSERT(b.ok);
+	CU_ASSERT_STRING_EQUAL(b.stdout_text, "after\n");
+	CU_ASSERT(exc_address_stats(c, 0, &st) == 0);
+	CU_ASSERT(st.opened >= 2);
+	CU_ASSERT_EQUAL(st.connections, 1);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* The instance running a job vanishes for good: lost, retryable, after
+ * the owner grace. */
+static void test_owner_lost(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	exc_job *ja;
+	exc_client *c;
+	int pids[4], n;
+	long long t0;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);	/* owner grace 5 s */
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &a);
+	ja = exc_submit(c, &s);
+	while (strcmp(exc_job_state(ja), "running") != 0 && !a.called)
+		fx_spin(50);
+	n = harness_handler_pids(&d, pids, 4);
+	kill(d.pid, SIGKILL);
+	for (int i = 0; i < n; i++)
+		kill(pids[i], SIGKILL);
+	t0 = harness_now_ms();
+	CU_ASSERT(fx_wait(&a.called, 15000));
+	CU_ASSERT(harness_now_ms() - t0 >= 4500);
+	CU_ASSERT_STRING_EQUAL(a.error_code, "lost");
+	CU_ASSERT(a.retryable);
+	exc_client_free(c);
+	harness_cleanup(&d);
+}
+
+static int nothing_held(struct json_object *st, void *arg)
+{
+	return harness_json_int(st, "waitgroups", "wg", "running", NULL) == 0 &&
+		harness_json_int(st, "waitgroups", "wg", "offered", NULL) == 0 &&
+		harness_json_int(st, "waitgroups", "wg", "waiting", NULL) == 0;
+}
+
+struct covered_wait {
+	exc_client *c;
+	unsigned duplicates;
+};
+
+static int duplicates_reach(void *arg)
+{
+	struct covered_wait *w = arg;
+	struct exc_address_stats st;
+
+	return exc_address_stats(w->c, 0, &st) == 0 && st.duplicates >= w->duplicates;
+}
+
+/* Back-pressure against one instance: one more connection, which repeats
+ * the instance_id: closed, covered, growth stops until the re-probe. */
+static void test_pool_covered(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 };
+	struct exc_job_spec s;
+	struct exc_address_stats st, st2;
+	struct covered_wait w;
+	exc_client *c;
+	long long t0;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);	/* cap 8, growth 300 ms, re-probe 3 s */
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &a);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &b);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);	/* waits: back-pressure */
+	w.c = c;
+	w.duplicates = 1;
+	t0 = harness_now_ms();
+	CU_ASSERT(fx_wait_pred(duplicates_reach, &w, 5000));
+	CU_ASSERT(exc_address_stats(c, 0, &st) == 0);
+	CU_ASSERT(st.covered);
+	CU_ASSERT_EQUAL(st.connections, 1);
+	CU_ASSERT_EQUAL(st.instances, 1);
+	CU_ASSERT_EQUAL(st.opened, 2);
+	/* covered: no growth for the rest of the re-probe interval */
+	fx_spin(2000);
+	CU_ASSERT(exc_address_stats(c, 0, &st2) == 0);
+	if (harness_now_ms() - t0 < 2900)
+		CU_ASSERT_EQUAL(st2.opened, 2);
+	/* the re-probe clears the mark: one more attempt, a duplicate again */
+	w.duplicates = 2;
+	CU_ASSERT(fx_wait_pred(duplicates_reach, &w, 6000));
+	CU_ASSERT(exc_address_stats(c, 0, &st2) == 0);
+	CU_ASSERT_EQUAL(st2.opened, 3);
+	CU_ASSERT_EQUAL(st2.connections, 1);
+	/* free cancels the running job at once (no resume grace wait) and
+	 * drops the waiting one */
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "running"), 1);
+	exc_client_free(c);
+	CU_ASSERT(harness_wait_status(&d, 5000, nothing_held, NULL) == 0);
+	if (getenv("FX_VERBOSE")) {
+		struct json_object *sj = harness_status(&d);
+		fprintf(stderr, "STATUS %s\n", json_object_to_json_string(sj));
+		json_object_put(sj);
+		harness_dump_log(&d);
+	}
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* A service no instance offers: unknown_service once the pool is covered. */
+static void test_unknown_service(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "nosuch", "{\"command\":\"cat\"}", &a);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT_STRING_EQUAL(a.error_code, "unknown_service");
+	CU_ASSERT(!a.retryable);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* A /job/<service> address carries only that service; a wrong token is
+ * reported as unauthorized. */
+static void test_address_filter_and_token(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+	exc_client *c;
+
+	harness_auth_token = "s3cret";
+	CU_ASSERT_FATAL(start(&d, 1, "authToken: s3cret\n") == 0);
+	fx_options(&o);
+	o.auth_token = "s3cret";
+	c = fx_client(&o, &d, 1, "/job/other");
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &a);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 5000));
+	CU_ASSERT_STRING_EQUAL(a.error_code, "unknown_service");	/* no address for it */
+	exc_client_free(c);
+	c = fx_client(&o, &d, 1, "/job/tools");
+	memset(&a, 0, sizeof a);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &a);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT(a.ok);
+	exc_client_free(c);
+	o.auth_token = "wrong";
+	c = fx_client(&o, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &b);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&b.called, 5000));
+	CU_ASSERT_STRING_EQUAL(b.error_code, "unauthorized");
+	CU_ASSERT(!b.retryable);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+	harness_auth_token = NULL;
+}
+
+/*
+ * The HTTP status of a GET of path, asked from a child process while this
+ * one runs the event loop that serves it (exit code: status - 300).
+ */
+static int status_async(const char *method, const char *host, int port, const char *path)
+{
+	int st = 0;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char body[256], req[512];
+		int status = 0;
+
+		snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: %s:%d\r\n"
+			"Content-Length: 0\r\nConnection: close\r\n\r\n", method, path, host, port);
+		if (wsc_http_request(host, port, req, 10000, &status, body, sizeof body) < 0)
+			_exit(0);
+		_exit(status >= 300 && status < 556 ? status - 300 : 0);
+	}
+	for (long long end = harness_now_ms() + 15000;
+			waitpid(pid, &st, WNOHANG) == 0 && harness_now_ms() < end;)
+		fx_spin(20);
+	return WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st) + 300 : -1;
+}
+
+/* Runs the loop until the library logged that the endpoint of url was
+ * taken by a request (the execserver's). */
+static int wait_taken(const char *url)
+{
+	const char *id = strrchr(url, '/');
+	char needle[80];
+	long long end = harness_now_ms() + 15000;
+
+	snprintf(needle, sizeof needle, "pipe endpoint %s: ", id ? id + 1 : "");
+	while (!fx_log_find(needle) && harness_now_ms() < end)
+		fx_spin(20);
+	return fx_log_find(needle) != NULL;
+}
+
+/* Pipe endpoints: each URL serves one request; a wrong id is refused. */
+static void test_pipe_once(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+	const char *at;
+	char url[200], path[160], host[64];
+	int port = 0;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"2\"]}", &a);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = "not read\n";
+	s.in.len = 9;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	while (!(at = fx_log_find("stdin GET at ")) && !a.called)
+		fx_spin(20);
+	CU_ASSERT_FATAL(at != NULL);
+	CU_ASSERT_FATAL(sscanf(at + strlen("stdin GET at "), "%199s", url) == 1);
+	CU_ASSERT_FATAL(sscanf(url, "http://%63[^:]:%d%159s", host, &port, path) == 3);
+	CU_ASSERT_STRING_EQUAL(host, "127.0.0.1");	/* the broker connection's local address */
+	CU_ASSERT(wait_taken(url));	/* the execserver fetched it */
+	CU_ASSERT_EQUAL(status_async("GET", host, port, path), 410);
+	path[strlen(path) - 1] = path[strlen(path) - 1] == '0' ? '1' : '0';
+	CU_ASSERT_EQUAL(status_async("GET", host, port, path), 404);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT(a.ok);
+	CU_ASSERT_EQUAL(a.stdin_bytes, 9);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* A stdout endpoint being streamed refuses a second PUT; the stream
+ * itself completes. */
+static void test_pipe_put_once(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+	const char *at;
+	char url[200], path[160], host[64], out[300], chunk[6000];
+	int port = 0, in[2], fd;
+	size_t got = 0;
+	unsigned char *back;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	snprintf(out, sizeof out, "%s/put-once.out", d.dir);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CU_ASSERT_FATAL(pipe(in) == 0);
+	memset(chunk, 'x', sizeof chunk);
+	CU_ASSERT_FATAL(write(in[1], chunk, sizeof chunk) == (ssize_t)sizeof chunk);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &a);
+	s.in.kind = EXC_IO_FD;
+	s.in.fd = in[0];
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = fd;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	while (!(at = fx_log_find("stdout PUT at ")) && !a.called)
+		fx_spin(20);
+	CU_ASSERT_FATAL(at != NULL);
+	CU_ASSERT_FATAL(sscanf(at + strlen("stdout PUT at "), "%199s", url) == 1);
+	CU_ASSERT_FATAL(sscanf(url, "http://%63[^:]:%d%159s", host, &port, path) == 3);
+	CU_ASSERT(wait_taken(url));	/* 6000 bytes > 4000: the PUT is streaming */
+	CU_ASSERT_EQUAL(status_async("PUT", host, port, path), 410);
+	CU_ASSERT(!a.called);	/* stdin is still open: the job still runs */
+	close(in[1]);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT(a.ok);
+	CU_ASSERT_EQUAL(a.stdout_bytes, sizeof chunk);
+	close(in[0]);
+	close(fd);
+	back = read_file(out, &got);
+	CU_ASSERT(back && got == sizeof chunk && memcmp(back, chunk, got) == 0);
+	free(back);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* stdin and stdout given as URLs (here the test pipe server's): passed to
+ * the execserver as they are; the library serves nothing for them. */
+static void test_url_passthrough(void)
+{
+	struct es_daemon d;
+	struct pipe_server ps;
+	struct pipe_endpoint pe = PIPE_ENDPOINT_INIT;
+	struct pipe_result res;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	char in_url[256], out_url[256], want[65];
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	CU_ASSERT_FATAL(pipe_server_start(&ps) > 0);
+	pe.seed = 7;
+	pe.size = 1 << 20;
+	CU_ASSERT_FATAL(pipe_server_in(&ps, "src", &pe, in_url, sizeof in_url) == 0);
+	CU_ASSERT_FATAL(pipe_server_out(&ps, "dst", &pe, out_url, sizeof out_url) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.in.kind = EXC_IO_URL;
+	s.in.url = in_url;
+	s.out.kind = EXC_IO_URL;
+	s.out.url = out_url;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 20000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_EQUAL(done.stdin_bytes, 0);	/* nothing went through the library */
+	CU_ASSERT(fx_log_find(" GET at ") == NULL);
+	CU_ASSERT(pipe_server_result(&ps, "dst", &res) == 0);
+	pipe_random_sha256(7, 1 << 20, want);
+	CU_ASSERT_EQUAL(res.length, 1 << 20);
+	CU_ASSERT_STRING_EQUAL(res.sha256, want);
+	exc_client_free(c);
+	pipe_server_stop(&ps);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* The connection to the instance running a job is closed by the server
+ * (the client went silent past pingTimeoutSec): the job is sought, the
+ * pool reconnects to the same instance, the job is resumed there by the
+ * client id and its DONE arrives normally. */
+static void test_owner_found_again(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	exc_job *ja;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 1, "pingIntervalSec: 1\npingTimeoutSec: 2\n") == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"5\"]}", &a);
+	ja = exc_submit(c, &s);
+	while (strcmp(exc_job_state(ja), "running") != 0 && !a.called)
+		fx_spin(50);
+	harness_sleep_ms(3500);		/* no loop: no pong; the server closes */
+	CU_ASSERT(fx_wait(&a.called, 15000));
+	CU_ASSERT(a.ok);
+	CU_ASSERT_EQUAL(a.exit_code, 0);
+	CU_ASSERT(fx_log_find("seeking") != NULL);
+	CU_ASSERT(fx_log_find("reached again") != NULL);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+static const struct test_case cases[] = {
+	{ "stdin buffer, stdout file", test_buffer_to_file },
+	{ "stdin and stdout pipes", test_pipe_fds },
+	{ "input and output files", test_files },
+	{ "placement on a mixed pair", test_placement_mixed },
+	{ "surplus offer declined", test_surplus_declined },
+	{ "connect timeout, cancel, query", test_timeout_cancel_query },
+	{ "claim share", test_claim_share },
+	{ "reconnect after a handler is killed", test_reconnect },
+	{ "owner never comes back: lost", test_owner_lost },
+	{ "pool growth stops when covered", test_pool_covered },
+	{ "unknown service", test_unknown_service },
+	{ "address filter and token", test_address_filter_and_token },
+	{ "pipe endpoints are one-time", test_pipe_once },
+	{ "a streaming PUT endpoint refuses a second PUT", test_pipe_put_once },
+	{ "stdin and stdout as URLs", test_url_passthrough },
+	{ "owner found again after a drop", test_owner_found_again },
+	{ NULL, NULL },
+};
+
+int main(void)
+{
+	int rc = run_suite("libexecclient", cases);
+
+	/* libevent releases freed bufferevents from the loop or at base free */
+	if (fx_base)
+		event_base_free(fx_base);
+	return rc;
+}

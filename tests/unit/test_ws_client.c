@@ -1,0 +1,180 @@
+/*
+ * test_ws_client.c - the client side of the shared websocket code
+ * (src/net): the upgrade request and the check of the answer, against the
+ * server side's own functions, and a client-role session talking to a
+ * server-role session over a socketpair (a server session refuses
+ * unmasked frames with 1002, so every delivered message proves the
+ * client masked it).
+ */
+#include "autoconfig.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <CUnit/Basic.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "net/http_head.h"
+#include "net/ws.h"
+#include "net/ws_handshake.h"
+#include "suite.h"
+
+static void test_request_and_answer(void)
+{
+	char key[WS_KEY_LEN + 1], key2[WS_KEY_LEN + 1], req[1024], accept[WS_ACCEPT_LEN + 1];
+	char resp[512];
+	struct http_head_parser *p = malloc(sizeof *p);
+	const struct http_head *h;
+	size_t used = 0;
+	int n, status = -1;
+
+	CU_ASSERT_FATAL(ws_handshake_client_key(key) == 0);
+	CU_ASSERT_FATAL(ws_handshake_client_key(key2) == 0);
+	CU_ASSERT_EQUAL(strlen(key), WS_KEY_LEN);
+	CU_ASSERT(strcmp(key, key2) != 0);	/* random */
+	n = ws_handshake_client_request("[::1]", 8083, "/broker?client=a", key,
+		"Authorization: Bearer t\r\n", req, sizeof req);
+	CU_ASSERT_FATAL(n > 0);
+	/* the server's parser and check accept it */
+	http_head_parser_init(p);
+	CU_ASSERT_FATAL(http_head_feed(p, req, (size_t)n, &used) == HTTP_HEAD_DONE);
+	CU_ASSERT_EQUAL(used, (size_t)n);
+	h = http_head_get(p);
+	CU_ASSERT_STRING_EQUAL(http_header_get(h, "Host"), "[::1]:8083");
+	CU_ASSERT(ws_bearer_ok(http_header_get(h, "Authorization"), "t"));
+	CU_ASSERT_EQUAL(ws_handshake_check(h, accept), 0);
+	/* and its answer passes the client's check */
+	n = ws_handshake_response(accept, NULL, resp, sizeof resp);
+	CU_ASSERT_FATAL(n > 0);
+	CU_ASSERT_EQUAL(ws_handshake_client_check(resp, (size_t)n, key, &status), 0);
+	CU_ASSERT_EQUAL(status, 101);
+	/* the answer to another key is refused */
+	CU_ASSERT_EQUAL(ws_handshake_client_check(resp, (size_t)n, key2, &status), -1);
+	CU_ASSERT_EQUAL(status, 101);
+	/* a refusal reports its status */
+	n = ws_handshake_error_response(401, NULL, resp, sizeof resp);
+	CU_ASSERT_EQUAL(ws_handshake_client_check(resp, (size_t)n, key, &status), -1);
+	CU_ASSERT_EQUAL(status, 401);
+	/* too small a buffer */
+	CU_ASSERT(ws_handshake_client_request("h", 1, "/", key, NULL, req, 20) == -1);
+	/* garbage */
+	CU_ASSERT_EQUAL(ws_handshake_client_check("HTTP", 4, key, &status), -1);
+	CU_ASSERT_EQUAL(status, 0);
+	free(p);
+}
+
+struct end {
+	struct ws_session *s;
+	char got[64];
+	int texts;
+	int closed;
+	unsigned code;
+	int echo;
+};
+
+static void on_text(void *arg, const char *msg, size_t len)
+{
+	struct end *e = arg;
+
+	e->texts++;
+	snprintf(e->got, sizeof e->got, "%.*s", (int)len, msg);
+	if (e->echo)
+		ws_send_text(e->s, msg, len);
+}
+
+static void on_closed(void *arg, uint16_t code)
+{
+	struct end *e = arg;
+
+	e->closed = 1;
+	e->code = code;
+}
+
+static void run_until(struct event_base *base, const int *flag)
+{
+	for (int i = 0; i < 200 && !*flag; i++) {
+		struct timeval tv = { 0, 10000 };
+
+		event_base_loopexit(base, &tv);
+		event_base_dispatch(base);
+	}
+}
+
+static void test_client_session(void)
+{
+	static const struct ws_callbacks cb = { .on_text = on_text, .on_closed = on_closed };
+	struct event_base *base = event_base_new();
+	struct end srv = { .echo = 1 }, cli = { 0 };
+	struct ws_options so, co;
+	int sv[2];
+
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	evutil_make_socket_nonblocking(sv[0]);
+	evutil_make_socket_nonblocking(sv[1]);
+	ws_options_default(&so);
+	ws_options_default(&co);
+	co.client_role = 1;
+	srv.s = ws_session_new(bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE),
+		&so, &cb, &srv);
+	cli.s = ws_session_new(bufferevent_socket_new(base, sv[1], BEV_OPT_CLOSE_ON_FREE),
+		&co, &cb, &cli);
+	CU_ASSERT_FATAL(srv.s && cli.s);
+	CU_ASSERT_EQUAL(ws_send_text(cli.s, "hello", 5), 0);
+	run_until(base, &cli.texts);
+	CU_ASSERT_EQUAL(srv.texts, 1);		/* masked: the server took it */
+	CU_ASSERT_STRING_EQUAL(srv.got, "hello");
+	CU_ASSERT_EQUAL(cli.texts, 1);		/* unmasked: the client took it */
+	CU_ASSERT_STRING_EQUAL(cli.got, "hello");
+	ws_close(cli.s, WS_CLOSE_NORMAL, "bye");
+	run_until(base, &cli.closed);
+	run_until(base, &srv.closed);
+	CU_ASSERT(cli.closed && srv.closed);
+	CU_ASSERT_EQUAL(cli.code, WS_CLOSE_NORMAL);
+	CU_ASSERT_EQUAL(srv.code, WS_CLOSE_NORMAL);
+	ws_session_free(cli.s);
+	ws_session_free(srv.s);
+	event_base_free(base);
+}
+
+/* A client-role session refuses a masked frame from the server (1002). */
+static void test_client_refuses_masked(void)
+{
+	static const struct ws_callbacks cb = { .on_text = on_text, .on_closed = on_closed };
+	static const unsigned char masked[] = { 0x81, 0x82, 1, 2, 3, 4, 'h' ^ 1, 'i' ^ 2 };
+	struct event_base *base = event_base_new();
+	struct end cli = { 0 };
+	struct ws_options co;
+	int sv[2];
+
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	evutil_make_socket_nonblocking(sv[1]);
+	ws_options_default(&co);
+	co.client_role = 1;
+	cli.s = ws_session_new(bufferevent_socket_new(base, sv[1], BEV_OPT_CLOSE_ON_FREE),
+		&co, &cb, &cli);
+	CU_ASSERT_FATAL(write(sv[0], masked, sizeof masked) == (ssize_t)sizeof masked);
+	shutdown(sv[0], SHUT_WR);
+	run_until(base, &cli.closed);
+	CU_ASSERT(cli.closed);
+	CU_ASSERT_EQUAL(cli.texts, 0);
+	CU_ASSERT_EQUAL(cli.code, WS_CLOSE_PROTOCOL_ERROR);
+	ws_session_free(cli.s);
+	close(sv[0]);
+	event_base_free(base);
+}
+
+static const struct test_case cases[] = {
+	{ "client upgrade request and answer check", test_request_and_answer },
+	{ "client session talks to a server session", test_client_session },
+	{ "client session refuses a masked frame", test_client_refuses_masked },
+	{ NULL, NULL },
+};
+
+int main(void)
+{
+	return run_suite("websocket client side", cases);
+}

@@ -39,7 +39,7 @@ long long harness_now_us(void)
 	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int free_port(void)
+int harness_free_port(void)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof sa;
@@ -77,13 +77,54 @@ const char *harness_default_body(int slots)
 	return body;
 }
 
-void harness_dump_log(const struct es_daemon *d)
+void harness_tail(const char *what, const char *file, int lines)
 {
 	char cmd[400];
-	snprintf(cmd, sizeof cmd, "tail -n 40 '%s' >&2", d->log);
-	fprintf(stderr, "---- execserver log (%s) ----\n", d->log);
+	snprintf(cmd, sizeof cmd, "tail -n %d '%s' >&2", lines, file);
+	fprintf(stderr, "---- %s (%s) ----\n", what, file);
 	if (system(cmd) != 0)
 		fprintf(stderr, "(no log)\n");
+}
+
+void harness_dump_log(const struct es_daemon *d)
+{
+	harness_tail("execserver log", d->log, 40);
+}
+
+pid_t harness_spawn(const char *log, const char *extra_env, char *const argv[])
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	FILE *f = freopen(log, "a", stderr);
+	(void)f;
+	dup2(STDERR_FILENO, STDOUT_FILENO);
+	if (extra_env)
+		putenv((char *)extra_env);
+	execvp(argv[0], argv);
+	fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+int harness_reap(pid_t *pid, int sig, int timeout_ms)
+{
+	int status;
+
+	if (*pid <= 0)
+		return -1;
+	if (sig)
+		kill(*pid, sig);
+	for (int waited = 0; waited < timeout_ms; waited += 10) {
+		if (waitpid(*pid, &status, WNOHANG) == *pid) {
+			*pid = 0;
+			return status;
+		}
+		harness_sleep_ms(10);
+	}
+	kill(*pid, SIGKILL);
+	waitpid(*pid, NULL, 0);
+	*pid = 0;
+	return -1;
 }
 
 int harness_log_contains(const struct es_daemon *d, const char *text)
@@ -127,6 +168,29 @@ struct json_object *harness_status(const struct es_daemon *d)
 	return json_tokener_parse(body);
 }
 
+int harness_await(pid_t *pid, int timeout_ms, int (*ready)(void *arg), void *arg)
+{
+	for (int waited = 0; waited < timeout_ms; waited += 20) {
+		if (ready(arg))
+			return 0;
+		int status;
+		if (waitpid(*pid, &status, WNOHANG) == *pid) {
+			*pid = 0;
+			return 1;
+		}
+		harness_sleep_ms(20);
+	}
+	return -1;
+}
+
+static int daemon_answers(void *arg)
+{
+	struct json_object *st = harness_status(arg);
+	if (st)
+		json_object_put(st);
+	return st != NULL;
+}
+
 int harness_start(struct es_daemon *d, int handlers, const char *body, const char *extra_env)
 {
 	const char *bin = getenv("EXECSERVER_BIN");
@@ -140,42 +204,22 @@ int harness_start(struct es_daemon *d, int handlers, const char *body, const cha
 		bin = "./execserver";
 
 	for (int attempt = 0; attempt < 5; attempt++) {
-		d->port = free_port();
+		d->port = harness_free_port();
 		if (d->port < 0 || write_config(d, handlers, body) != 0)
 			return -1;
-		d->pid = fork();
+		char *argv[] = { (char *)bin, "-f", "-c", d->config, NULL };
+		d->pid = harness_spawn(d->log, extra_env, argv);
 		if (d->pid < 0)
 			return -1;
-		if (d->pid == 0) {
-			FILE *log = freopen(d->log, "a", stderr);
-			(void)log;
-			dup2(STDERR_FILENO, STDOUT_FILENO);
-			if (extra_env)
-				putenv((char *)extra_env);
-			execl(bin, "execserver", "-f", "-c", d->config, (char *)NULL);
-			perror("exec execserver");
-			_exit(127);
-		}
-		for (int waited = 0; waited < 10000; waited += 20) {
-			struct json_object *st = harness_status(d);
-			if (st) {
-				json_object_put(st);
-				return 0;
-			}
-			int status;
-			if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-				d->pid = 0;
-				break; /* died: perhaps the port was taken meanwhile */
-			}
-			harness_sleep_ms(20);
-		}
-		if (d->pid) {
+		int up = harness_await(&d->pid, 10000, daemon_answers, d);
+		if (up == 0)
+			return 0;
+		if (up < 0) {
 			harness_dump_log(d);
-			kill(d->pid, SIGKILL);
-			waitpid(d->pid, NULL, 0);
-			d->pid = 0;
+			harness_reap(&d->pid, SIGKILL, 5000);
 			return -1;
 		}
+		/* died: perhaps the port was taken meanwhile */
 	}
 	harness_dump_log(d);
 	return -1;
@@ -183,22 +227,7 @@ int harness_start(struct es_daemon *d, int handlers, const char *body, const cha
 
 int harness_stop(struct es_daemon *d, int timeout_ms)
 {
-	int status;
-
-	if (!d->pid)
-		return -1;
-	kill(d->pid, SIGTERM);
-	for (int waited = 0; waited < timeout_ms; waited += 10) {
-		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-			d->pid = 0;
-			return status;
-		}
-		harness_sleep_ms(10);
-	}
-	kill(d->pid, SIGKILL);
-	waitpid(d->pid, NULL, 0);
-	d->pid = 0;
-	return -1;
+	return harness_reap(&d->pid, SIGTERM, timeout_ms);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -206,15 +235,16 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	return remove(path);
 }
 
+void harness_remove_dir(const char *dir)
+{
+	if (dir[0] && !getenv("KEEP_TEST_DIRS"))
+		nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 void harness_cleanup(struct es_daemon *d)
 {
-	if (d->pid) {
-		kill(d->pid, SIGKILL);
-		waitpid(d->pid, NULL, 0);
-		d->pid = 0;
-	}
-	if (d->dir[0] && !getenv("KEEP_TEST_DIRS"))
-		nftw(d->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	harness_reap(&d->pid, SIGKILL, 5000);
+	harness_remove_dir(d->dir);
 }
 
 int harness_handler_pids(const struct es_daemon *d, int *pids, int max)

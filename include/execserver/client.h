@@ -1,0 +1,360 @@
+/*
+ * execserver/client.h - libexecclient, the client library of the
+ * execserver broker protocol (docs/protocol.md).  API reference.
+ *
+ * An application links libexecclient (pkg-config: execclient), creates one
+ * client on its own libevent event_base, gives it the operator's execserver
+ * addresses and submits jobs.  The library parks each job's want on every
+ * connected instance whose HELLO lists the job's service, takes the first
+ * OFFER (declining the others), sends the JOB with URLs of one-time pipe
+ * endpoints it serves itself, streams stdin/stdout and files through them,
+ * and calls back with the receipt.
+ *
+ * Threading: none.  Everything runs on the caller's event_base, in the
+ * thread that runs it.  No exc_* function may be called from another
+ * thread.  Callbacks run only from the event loop, never from inside an
+ * exc_* call (exc_submit never calls on_done before it returns).  Inside
+ * any callback the caller may call every exc_* function except
+ * exc_client_free (leave the loop first, e.g. event_base_loopbreak, then
+ * free).
+ *
+ * Errors: functions that can fail return NULL or -1, set errno (EINVAL bad
+ * argument, ENOMEM, ENOENT unknown) and keep a one-line message for
+ * exc_client_last_error().
+ *
+ * Strings passed in are copied: the caller may free them after the call
+ * returns.  Strings passed to callbacks belong to the library and are
+ * valid only during the callback.
+ *
+ * File descriptors passed in (struct exc_source / exc_sink) stay the
+ * caller's: the library never closes them and never changes their flags;
+ * it reads or writes them from the event loop while the job runs, and not
+ * after the job's on_done.  Pipes, sockets and terminals are polled;
+ * regular files are read and written directly.  A blocking pipe or socket
+ * may make a write wait until the reader takes PIPE_BUF bytes; give
+ * non-blocking descriptors where that matters.
+ *
+ * Version policy: the shared library follows libtool's -version-info
+ * current:revision:age.  Adding functions or fields at the end of the
+ * option/spec structures (which are always initialised by the *_init
+ * functions below) raises current and age; any removal or change of an
+ * existing signature or structure layout raises current and sets age to
+ * 0 (a new soname).  EXC_API_VERSION below names the header's level.
+ */
+#ifndef EXECSERVER_CLIENT_H
+#define EXECSERVER_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <execserver/protocol.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define EXC_API_VERSION 1
+
+struct event_base;
+
+/* A client: its addresses, connection pools, pipe server and jobs. */
+typedef struct exc_client exc_client;
+/* One submitted job, valid from exc_submit() until its on_done returns. */
+typedef struct exc_job exc_job;
+
+/* ---- client ------------------------------------------------------------ */
+
+enum exc_log_level {
+	EXC_LOG_ERROR = 0,
+	EXC_LOG_WARN = 1,
+	EXC_LOG_INFO = 2,
+	EXC_LOG_DEBUG = 3,
+};
+
+/* What happened to a connection (on_conn). */
+enum exc_conn_event {
+	EXC_CONN_UP,		/* HELLO received: instance_id, services known */
+	EXC_CONN_DOWN,		/* an established connection closed (close code in
+				 * info->code; 1006 when it just dropped) */
+	EXC_CONN_FAILED,	/* connecting failed: TCP error, timeout, or an
+				 * HTTP answer other than 101 (info->code holds
+				 * the HTTP status: 401 wrong token, 503
+				 * draining/full); the address is retried with
+				 * back-off, except after 401, 404 (retried every
+				 * re-probe only) */
+	EXC_CONN_DUPLICATE,	/* a new connection reached an instance already in
+				 * the pool; it was closed and the address is
+				 * "covered" (pool growth stops until re-probe) */
+};
+
+struct exc_conn_info {
+	const char *address;	/* the address as given to exc_client_add_address */
+	const char *instance_id; /* 32 hex digits, or NULL (FAILED) */
+	int code;		/* DOWN: close code; FAILED: HTTP status, or 0 for
+				 * a network error; else 0 */
+	const char *message;	/* for humans: why */
+	unsigned connections;	/* live connections of the address, after the event */
+	unsigned instances;	/* distinct instances among them */
+	int covered;		/* the address is marked covered */
+};
+
+struct exc_options {
+	/* Stable client id (protocol section 6), 1-64 printable ASCII
+	 * characters; NULL: 32 random hex digits.  Running jobs are resumed
+	 * with it after a reconnect. */
+	const char *client_id;
+	/* Sent as "Authorization: Bearer <token>"; NULL: none. */
+	const char *auth_token;
+	/* Default for jobs whose spec leaves connect_timeout_sec 0: a job that
+	 * has no slot after this many seconds is UNWANTed everywhere and
+	 * done with the retryable error "no_slot".  0 here: wait forever.
+	 * Default 0. */
+	unsigned connect_timeout_sec;
+	/* Most connections per address.  Default 8. */
+	unsigned pool_cap;
+	/* Back-pressure test period: a want that stayed parked without any
+	 * offer for a whole tick lets its addresses grow.  Default 1000 ms. */
+	unsigned retry_tick_ms;
+	/* At most one new connection per address this often (growth, owner
+	 * seeking, reconnects).  Default 2000 ms. */
+	unsigned grow_interval_ms;
+	/* A covered address is probed again (one more connection, kept only
+	 * if it reaches a new instance) this often.  Default 30000 ms. */
+	unsigned reprobe_interval_ms;
+	/* Reconnect back-off after a drop: starts at grow_interval_ms, doubles,
+	 * at most this.  Default 30000 ms. */
+	unsigned reconnect_max_ms;
+	/* How long a running job whose owner instance cannot be reached is
+	 * sought before it is done with the retryable error "lost".  Match the
+	 * servers' resumeGraceSec.  Default 30 s. */
+	unsigned owner_grace_sec;
+	/* Socket connect + websocket upgrade deadline.  Default 10000 ms. */
+	unsigned handshake_timeout_ms;
+	/* Log lines of the library (one line, no newline).  NULL: nothing is
+	 * logged.  Lines above log_level are not produced. */
+	void (*log)(void *arg, enum exc_log_level level, const char *line);
+	enum exc_log_level log_level;	/* default EXC_LOG_WARN */
+	/* Connection events, for status displays and tests.  NULL: none. */
+	void (*on_conn)(void *arg, enum exc_conn_event ev,
+			const struct exc_conn_info *info);
+	void *arg;		/* passed to log and on_conn */
+};
+
+/* Fills o with the defaults above (every pointer NULL). */
+void exc_options_init(struct exc_options *o);
+
+/*
+ * Creates a client on base (which must outlive it).  o NULL: defaults.
+ * Nothing connects until an address is added.  Returns NULL (errno) on a
+ * bad option or out of memory.
+ */
+exc_client *exc_client_new(struct event_base *base, const struct exc_options *o);
+
+/*
+ * Adds an execserver address: "ws://host:port" (every service), or
+ * "ws://host:port/job/<service>" (used only for that service: the
+ * static per-service filter).  A trailing "/broker" is accepted and means
+ * the same as none.  host is a name, an IPv4 address or a bracketed IPv6
+ * address.  The pool of the address opens its first connection at once
+ * (from the event loop).  Only this address is ever connected to: no
+ * per-instance address is learned.  Returns 0, or -1 (EINVAL: not such a
+ * URL; "wss" is not supported).
+ */
+int exc_client_add_address(exc_client *c, const char *url);
+
+/* The client id in use (the given one or the random one). */
+const char *exc_client_id(const exc_client *c);
+
+/*
+ * Claim share: how many jobs this client should hold (waiting + running)
+ * at most to take its fair part of the reached instances:
+ *   sum over distinct reached instances (by instance_id) of
+ *   sum over the instance's waitgroups of ceil(processes / clients)
+ *   + headroom,
+ * where headroom is 1 per reached instance (so that a want is already
+ * parked when a slot frees up).  Draining instances count 0.  0 when no
+ * instance is connected.  Updated from every HELLO.
+ */
+unsigned exc_claim_share(const exc_client *c);
+
+/* Pool figures of the address added n-th (0-based); -1 (ENOENT) if none. */
+struct exc_address_stats {
+	unsigned connections;	/* live websocket connections (HELLO received) */
+	unsigned connecting;	/* connections being opened */
+	unsigned instances;	/* distinct instance_ids among the live ones */
+	int covered;		/* growth stopped: a new connection repeated an
+				 * instance_id */
+	unsigned opened;	/* connections opened since the start (attempts) */
+	unsigned duplicates;	/* connections closed for a repeated instance_id */
+};
+int exc_address_stats(const exc_client *c, unsigned n, struct exc_address_stats *st);
+
+/* The message of the last failed exc_* call on c ("" if none). */
+const char *exc_client_last_error(const exc_client *c);
+
+/*
+ * Frees the client: every job still waiting is UNWANTed, every running
+ * job is CANCELled (best effort: the messages are written to the sockets
+ * before they close), connections and pipe endpoints are closed, all
+ * memory is freed.  No callback is called (no on_done for the jobs that
+ * were still open).  Not from inside a callback of this client.  NULL ok.
+ */
+void exc_client_free(exc_client *c);
+
+/* ---- job sources and sinks ---------------------------------------------- */
+
+enum exc_io_kind {
+	EXC_IO_NONE = 0,	/* stdin: empty.  stdout: not streamed; the receipt
+				 * carries its first 4000 bytes, the rest is
+				 * discarded.  Not valid for files. */
+	EXC_IO_FD,		/* fd: read until EOF (source) or written (sink) */
+	EXC_IO_BUFFER,		/* source only: len bytes at data (copied at
+				 * exc_submit) */
+	EXC_IO_FILE,		/* path of a local file: opened at exc_submit
+				 * (source: read; sink: created/truncated, 0644) */
+	EXC_IO_URL,		/* a URL the execserver fetches/PUTs itself; the
+				 * library serves nothing for it */
+	EXC_IO_DISCARD,		/* sink only: streamed and thrown away (the
+				 * receipt then has no stdout) */
+};
+
+struct exc_io {
+	enum exc_io_kind kind;
+	int fd;			/* EXC_IO_FD */
+	const void *data;	/* EXC_IO_BUFFER */
+	size_t len;		/* EXC_IO_BUFFER */
+	const char *path;	/* EXC_IO_FILE */
+	const char *url;	/* EXC_IO_URL */
+};
+
+/* A named file of the job's directory (job-payload.md inputs/outputs). */
+struct exc_file {
+	const char *name;	/* file name in the job directory (no '/') */
+	struct exc_io io;	/* input: FD, BUFFER, FILE or URL;
+				 * output: FD, FILE, URL or DISCARD */
+};
+
+/* ---- receipts, positions ------------------------------------------------ */
+
+/*
+ * Error codes of a receipt: the server's (protocol section 2, DONE:
+ * exec_failed, cancelled, timeout, exec_stopped, input_failed,
+ * stdin_failed, stdout_failed, output_failed, exec_lost), the refusals of
+ * the JOB (bad_job, unknown_command, with retryable 0), and the library's:
+ */
+#define EXC_E_NO_SLOT "no_slot"		/* no slot within connect_timeout_sec
+					 * (retryable) */
+#define EXC_E_LOST "lost"		/* the instance running the job was not
+					 * reached again within owner_grace_sec
+					 * (retryable: it may have run) */
+#define EXC_E_UNKNOWN_SERVICE "unknown_service"	/* every address was reached
+					 * and no instance offers the service
+					 * (not retryable) */
+#define EXC_E_UNAUTHORIZED "unauthorized"	/* every address refused the
+					 * token (401; not retryable) */
+#define EXC_E_LOCAL_IO "local_io"	/* a local source or sink failed (a read
+					 * or write error on a caller fd or
+					 * file, or a stream ended early); the
+					 * message names it; not retryable */
+#define EXC_E_CANCELLED "cancelled"	/* exc_cancel (also the server's code) */
+
+struct exc_receipt {
+	const char *job_id;
+	const char *instance_id;	/* where it ran; NULL if it never ran */
+	int ok;			/* 1: exited 0, no error, every local stream
+				 * complete */
+	int exited;		/* 1: exit_code is valid */
+	int exit_code;
+	int signal;		/* 0: none */
+	int64_t duration_ms;	/* -1 unknown */
+	const char *stdout_text;	/* receipt "stdout", or NULL */
+	int stdout_truncated;
+	const char *stderr_line;	/* the decisive stderr line, or NULL */
+	const char *error_code;	/* NULL: no error */
+	const char *error_message;	/* NULL when error_code is NULL */
+	int retryable;		/* 1: requeue the job (no_slot, lost,
+				 * exec_lost, exec_stopped, ...) */
+	int receipt_lost;
+	uint64_t stdin_bytes;	/* bytes served to the stdin endpoint */
+	uint64_t stdout_bytes;	/* bytes received on the stdout endpoint */
+	const char *json;	/* the server's receipt object as JSON text,
+				 * or NULL for a receipt made by the library */
+};
+
+struct exc_position {
+	const char *instance_id;	/* which instance answered */
+	const char *state;	/* "waiting", "offered" or "running" */
+	int64_t running;	/* slots of the waitgroup in use */
+	int64_t ahead;		/* wants served before this one */
+	int64_t capacity;	/* slots of the waitgroup */
+	int64_t eta_ms;		/* -1: unknown */
+};
+
+/* The job ended (any way).  r and its strings are valid during the call;
+ * the job handle is freed when the callback returns. */
+typedef void (*exc_done_cb)(exc_job *job, const struct exc_receipt *r, void *arg);
+/* A POSITION arrived (answer to exc_query); one per instance asked. */
+typedef void (*exc_position_cb)(exc_job *job, const struct exc_position *p, void *arg);
+
+/* ---- jobs --------------------------------------------------------------- */
+
+struct exc_job_spec {
+	const char *job_id;	/* NULL: generated (unique in the client) */
+	const char *service;	/* required */
+	int priority;		/* protocol WANT priority (default 0) */
+	/* The job description, a JSON object as in docs/job-payload.md
+	 * (command, args, env, timeout_sec, ...).  The library sets "stdin"
+	 * and "stdout" from in/out (unless they are EXC_IO_NONE, when a value
+	 * given here stays) and appends its entries to "inputs"/"outputs". */
+	const char *job_json;
+	struct exc_io in;	/* stdin source */
+	struct exc_io out;	/* stdout sink */
+	const struct exc_file *inputs;	size_t ninputs;
+	const struct exc_file *outputs;	size_t noutputs;
+	/* 0: the client's connect_timeout_sec. */
+	unsigned connect_timeout_sec;
+	exc_done_cb on_done;		/* required */
+	exc_position_cb on_position;	/* NULL: POSITIONs are dropped */
+	void *arg;
+};
+
+/* Zeroes s (kinds EXC_IO_NONE, fds -1). */
+void exc_job_spec_init(struct exc_job_spec *s);
+
+/*
+ * Submits a job: validates the spec (job_json must be a JSON object with
+ * a string "command"; file names non-empty without '/'; sources and sinks
+ * of valid kinds), opens EXC_IO_FILE paths, and parks the want on every
+ * live connection whose instance lists the service (at once, or as soon
+ * as such a connection is up).  Returns the job, or NULL (errno,
+ * exc_client_last_error): EINVAL bad spec, EEXIST job_id in use, ENOENT/
+ * EACCES a FILE path, ENOMEM.  on_done follows exactly once, from the loop.
+ */
+exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s);
+
+/* The job's id. */
+const char *exc_job_id(const exc_job *j);
+
+/* "waiting" (no slot yet), "starting" (JOB sent), "running" (accepted),
+ * "seeking" (its instance is away: resuming), or "done". */
+const char *exc_job_state(const exc_job *j);
+
+/*
+ * Cancels the job: a waiting one is UNWANTed everywhere; an offered or
+ * running one gets CANCEL.  on_done follows (error "cancelled", or the
+ * outcome the job already had).  Returns 0, or -1 when it is already done.
+ */
+int exc_cancel(exc_job *j);
+
+/*
+ * Sends QUERY to every instance holding the job (each parked copy, or the
+ * one running it); each POSITION goes to on_position.  Returns the number
+ * of instances asked (0: none reachable right now).
+ */
+int exc_query(exc_job *j);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

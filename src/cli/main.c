@@ -19,6 +19,15 @@ static const char *env(const char *name)
 	return getenv(name);
 }
 
+/* The exit status of a parse that did not end in CLI_PARSED. */
+static int parse_failed(int parsed, const char *cmd, const char *err)
+{
+	if (parsed == CLI_HELP)
+		return EXECCTL_OK;
+	fprintf(stderr, "execctl %s\n(execctl %s --help for the options)\n", err, cmd);
+	return EXECCTL_USAGE;
+}
+
 int main(int argc, char **argv)
 {
 	char err[512];
@@ -39,11 +48,8 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "run") == 0) {
 		struct cli_run o;
 		int p = cli_parse_run(argc - 1, argv + 1, &o, env, err, sizeof err);
-		if (p != CLI_PARSED) {
-			if (p == CLI_BAD)
-				fprintf(stderr, "execctl %s\n(execctl run --help for the options)\n", err);
-			return p == CLI_HELP ? EXECCTL_OK : EXECCTL_USAGE;
-		}
+		if (p != CLI_PARSED)
+			return parse_failed(p, cmd, err);
 		int rc = cli_run_job(&o);
 		cli_run_free(&o);
 		return rc;
@@ -51,11 +57,8 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "status") == 0) {
 		struct cli_status o;
 		int p = cli_parse_status(argc - 1, argv + 1, &o, env, err, sizeof err);
-		if (p != CLI_PARSED) {
-			if (p == CLI_BAD)
-				fprintf(stderr, "execctl %s\n(execctl status --help for the options)\n", err);
-			return p == CLI_HELP ? EXECCTL_OK : EXECCTL_USAGE;
-		}
+		if (p != CLI_PARSED)
+			return parse_failed(p, cmd, err);
 		int rc = cli_status_run(&o);
 		cli_status_free(&o);
 		return rc;

@@ -258,16 +258,99 @@ static void common_free(struct cli_common *c)
 	memset(c, 0, sizeof *c);
 }
 
-/* getopt's '?' (the optstring starts with ':', so a missing value is ':'). */
-static void unknown_option(char **argv, const char *cmd, char *err, size_t errlen)
+/* What a command's own option handler answers. */
+enum { OWN_DONE = 0, OWN_HELP = 1, OWN_BAD = -1, OWN_UNKNOWN = 2 };
+
+/*
+ * The scan both commands share: getopt_long over argv (argv[0] is the
+ * command's name) with a fresh state, the common options handled here,
+ * the rest passed to own(o, opt, optarg).  Leaves optind at the first
+ * operand.  Returns CLI_PARSED, CLI_HELP (usage printed) or CLI_BAD.
+ */
+static int scan(int argc, char **argv, const char *shortopts, const struct option *longopts,
+		struct cli_common *c, int (*own)(void *o, int opt, const char *arg, char *err, size_t errlen),
+		void *o, void (*usage)(FILE *), char *err, size_t errlen)
 {
-	if (optopt)
-		say(err, errlen, "%s: unknown option -%c", cmd, optopt);
-	else
-		say(err, errlen, "%s: unknown option %s", cmd, argv[optind - 1]);
+	const char *cmd = argv[0];
+	int opt;
+
+	optind = 0; /* a fresh scan (GNU) */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		int rc = common_option(c, opt, optarg, err, errlen);
+		if (rc == 1)
+			rc = opt == 'h' ? OWN_HELP : own(o, opt, optarg, err, errlen);
+		if (rc == OWN_DONE)
+			continue;
+		if (rc == OWN_HELP) {
+			usage(stdout);
+			return CLI_HELP;
+		}
+		if (rc == OWN_UNKNOWN && opt == ':')
+			say(err, errlen, "%s: option %s needs a value", cmd, argv[optind - 1]);
+		else if (rc == OWN_UNKNOWN && optopt)
+			say(err, errlen, "%s: unknown option -%c", cmd, optopt);
+		else if (rc == OWN_UNKNOWN)
+			say(err, errlen, "%s: unknown option %s", cmd, argv[optind - 1]);
+		else if (!err[0])
+			say(err, errlen, "%s: out of memory", cmd);
+		return CLI_BAD;
+	}
+	return CLI_PARSED;
 }
 
 /* ---- run ------------------------------------------------------------------------ */
+
+static int run_option(void *arg, int opt, const char *optarg_, char *err, size_t errlen)
+{
+	struct cli_run *o = arg;
+	switch (opt) {
+	case 's':
+		if (!*optarg_) {
+			say(err, errlen, "run: -s: empty service name");
+			return OWN_BAD;
+		}
+		free(o->service);
+		return (o->service = strdup(optarg_)) ? OWN_DONE : OWN_BAD;
+	case 'p':
+		if (cli_parse_priority(optarg_, &o->priority) == 0)
+			return OWN_DONE;
+		say(err, errlen, "run: -p %s: not an integer nor background, normal, "
+		    "interactive, synchronous", optarg_);
+		return OWN_BAD;
+	case OPT_TIMEOUT:
+		if (parse_uint(optarg_, 0, 10000000, &o->timeout_sec) == 0)
+			return OWN_DONE;
+		say(err, errlen, "run: --timeout %s: expected seconds, 0 (no limit) to 10000000", optarg_);
+		return OWN_BAD;
+	case OPT_JOB_TIMEOUT:
+		if (parse_uint(optarg_, 1, 86400, &o->job_timeout_sec) == 0)
+			return OWN_DONE;
+		say(err, errlen, "run: --job-timeout %s: expected seconds, 1 to 86400", optarg_);
+		return OWN_BAD;
+	case OPT_INPUT:
+		return push_file_arg(&o->inputs, &o->ninputs, "--input", optarg_, err, errlen);
+	case OPT_OUTPUT:
+		return push_file_arg(&o->outputs, &o->noutputs, "--output", optarg_, err, errlen);
+	case OPT_ENV:
+		if (!strchr(optarg_, '=') || optarg_[0] == '=') {
+			say(err, errlen, "run: --env %s: expected NAME=VALUE", optarg_);
+			return OWN_BAD;
+		}
+		return push(&o->env, &o->nenv, optarg_) == 0 ? OWN_DONE : OWN_BAD;
+	case OPT_CLIENT:
+		free(o->client_id);
+		return (o->client_id = strdup(optarg_)) ? OWN_DONE : OWN_BAD;
+	case 'n':
+		o->no_stdin = 1;
+		return OWN_DONE;
+	case 'q':
+		o->quiet = 1;
+		return OWN_DONE;
+	default:
+		return OWN_UNKNOWN;
+	}
+}
 
 int cli_parse_run(int argc, char **argv, struct cli_run *o,
 		  const char *(*env)(const char *name), char *err, size_t errlen)
@@ -289,108 +372,31 @@ int cli_parse_run(int argc, char **argv, struct cli_run *o,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int opt;
 
 	memset(o, 0, sizeof *o);
 	err[0] = '\0';
-	optind = 0; /* a fresh scan (GNU) */
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:a:s:p:nqvh", longopts, NULL)) != -1) {
-		int rc = common_option(&o->c, opt, optarg, err, errlen);
-		if (rc < 0)
-			goto bad;
-		if (rc == 0)
-			continue;
-		switch (opt) {
-		case 's':
-			free(o->service);
-			if (!*optarg) {
-				say(err, errlen, "run: -s: empty service name");
-				goto bad;
-			}
-			if (!(o->service = strdup(optarg)))
-				goto bad;
-			break;
-		case 'p':
-			if (cli_parse_priority(optarg, &o->priority) != 0) {
-				say(err, errlen, "run: -p %s: not an integer nor background, normal, "
-				    "interactive, synchronous", optarg);
-				goto bad;
-			}
-			break;
-		case OPT_TIMEOUT:
-			if (parse_uint(optarg, 0, 10000000, &o->timeout_sec) != 0) {
-				say(err, errlen, "run: --timeout %s: expected seconds, 0 (no limit) to 10000000",
-				    optarg);
-				goto bad;
-			}
-			break;
-		case OPT_JOB_TIMEOUT:
-			if (parse_uint(optarg, 1, 86400, &o->job_timeout_sec) != 0) {
-				say(err, errlen, "run: --job-timeout %s: expected seconds, 1 to 86400", optarg);
-				goto bad;
-			}
-			break;
-		case OPT_INPUT:
-			if (push_file_arg(&o->inputs, &o->ninputs, "--input", optarg, err, errlen) != 0)
-				goto bad;
-			break;
-		case OPT_OUTPUT:
-			if (push_file_arg(&o->outputs, &o->noutputs, "--output", optarg, err, errlen) != 0)
-				goto bad;
-			break;
-		case OPT_ENV:
-			if (!strchr(optarg, '=') || optarg[0] == '=') {
-				say(err, errlen, "run: --env %s: expected NAME=VALUE", optarg);
-				goto bad;
-			}
-			if (push(&o->env, &o->nenv, optarg) != 0)
-				goto bad;
-			break;
-		case OPT_CLIENT:
-			free(o->client_id);
-			if (!(o->client_id = strdup(optarg)))
-				goto bad;
-			break;
-		case 'n':
-			o->no_stdin = 1;
-			break;
-		case 'q':
-			o->quiet = 1;
-			break;
-		case 'h':
-			cli_run_usage(stdout);
-			cli_run_free(o);
-			return CLI_HELP;
-		case ':':
-			say(err, errlen, "run: option %s needs a value", argv[optind - 1]);
-			goto bad;
-		default:
-			unknown_option(argv, "run", err, errlen);
-			goto bad;
-		}
-	}
+	int rc = scan(argc, argv, "+:a:s:p:nqvh", longopts, &o->c, run_option, o, cli_run_usage,
+		      err, errlen);
+	if (rc != CLI_PARSED)
+		goto out;
+	rc = CLI_BAD;
 	for (int i = optind; i < argc; i++)
 		if (push(&o->command, &o->ncommand, argv[i]) != 0)
-			goto bad;
+			goto out;
 	if (common_finish(&o->c, env, err, errlen) != 0)
-		goto bad;
-	if (!o->service) {
+		goto out;
+	if (!o->service)
 		say(err, errlen, "run: no service: give -s SERVICE");
-		goto bad;
-	}
-	if (o->ncommand == 0) {
+	else if (o->ncommand == 0)
 		say(err, errlen, "run: no command: give -- COMMAND [ARGS...] after the options");
-		goto bad;
-	}
-	return CLI_PARSED;
-bad:
-	if (!err[0])
+	else
+		return CLI_PARSED;
+out:
+	if (rc == CLI_BAD && !err[0])
 		say(err, errlen, "run: out of memory");
 	cli_run_free(o);
-	return CLI_BAD;
+	return rc;
 }
-
 void cli_run_free(struct cli_run *o)
 {
 	common_free(&o->c);
@@ -440,6 +446,15 @@ char *cli_run_job_json(const struct cli_run *o)
 
 /* ---- status ----------------------------------------------------------------------- */
 
+static int status_option(void *arg, int opt, const char *optarg_, char *err, size_t errlen)
+{
+	struct cli_status *o = arg;
+	if (opt != OPT_JSON)
+		return OWN_UNKNOWN;
+	o->json = 1;
+	return OWN_DONE;
+}
+
 int cli_parse_status(int argc, char **argv, struct cli_status *o,
 		     const char *(*env)(const char *name), char *err, size_t errlen)
 {
@@ -451,46 +466,23 @@ int cli_parse_status(int argc, char **argv, struct cli_status *o,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int opt;
 
 	memset(o, 0, sizeof *o);
 	err[0] = '\0';
-	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:a:vh", longopts, NULL)) != -1) {
-		int rc = common_option(&o->c, opt, optarg, err, errlen);
-		if (rc < 0)
-			goto bad;
-		if (rc == 0)
-			continue;
-		switch (opt) {
-		case OPT_JSON:
-			o->json = 1;
-			break;
-		case 'h':
-			cli_status_usage(stdout);
-			cli_status_free(o);
-			return CLI_HELP;
-		case ':':
-			say(err, errlen, "status: option %s needs a value", argv[optind - 1]);
-			goto bad;
-		default:
-			unknown_option(argv, "status", err, errlen);
-			goto bad;
-		}
-	}
-	if (optind < argc) {
+	int rc = scan(argc, argv, "+:a:vh", longopts, &o->c, status_option, o, cli_status_usage,
+		      err, errlen);
+	if (rc == CLI_PARSED && optind < argc) {
 		say(err, errlen, "status: unexpected argument: %s", argv[optind]);
-		goto bad;
+		rc = CLI_BAD;
+	} else if (rc == CLI_PARSED && common_finish(&o->c, env, err, errlen) != 0) {
+		rc = CLI_BAD;
 	}
-	if (common_finish(&o->c, env, err, errlen) != 0)
-		goto bad;
-	return CLI_PARSED;
-bad:
-	if (!err[0])
+	if (rc == CLI_PARSED)
+		return rc;
+	if (rc == CLI_BAD && !err[0])
 		say(err, errlen, "status: out of memory");
 	cli_status_free(o);
-	return CLI_BAD;
+	return rc;
 }
 
 void cli_status_free(struct cli_status *o)

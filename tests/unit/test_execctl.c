@@ -37,29 +37,28 @@ static const char *fake_env(const char *name)
 	return NULL;
 }
 
-/* Parses a NULL-terminated list of words (the first is "run"). */
-static int parse_run(struct cli_run *o, char *err, const char *const *words)
+/* argv from a NULL-terminated list of words (the first is the command). */
+static int to_argv(const char *const *words, char **argv)
 {
 	int argc = 0;
-	char *argv[64];
-	while (words[argc]) {
+	while (words[argc] && argc < 63) {
 		argv[argc] = (char *)words[argc];
 		argc++;
 	}
 	argv[argc] = NULL;
-	return cli_parse_run(argc, argv, o, fake_env, err, 512);
+	return argc;
+}
+
+static int parse_run(struct cli_run *o, char *err, const char *const *words)
+{
+	char *argv[64];
+	return cli_parse_run(to_argv(words, argv), argv, o, fake_env, err, 512);
 }
 
 static int parse_status(struct cli_status *o, char *err, const char *const *words)
 {
-	int argc = 0;
 	char *argv[64];
-	while (words[argc]) {
-		argv[argc] = (char *)words[argc];
-		argc++;
-	}
-	argv[argc] = NULL;
-	return cli_parse_status(argc, argv, o, fake_env, err, 512);
+	return cli_parse_status(to_argv(words, argv), argv, o, fake_env, err, 512);
 }
 
 #define RUN(...) parse_run(&o, err, (const char *const[]){ "run", __VA_ARGS__, NULL })

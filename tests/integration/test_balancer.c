@@ -17,51 +17,31 @@
 
 #include <CUnit/Basic.h>
 
-#include "balancer.h"
-#include "harness.h"
+#include "fleet.h"
 #include "proto.h"
 #include "suite.h"
 
 #define N 2
 
-static struct es_daemon D[N];
-static struct es_balancer B;
-static char ids[N][40];
+static struct fleet F;
 
 static void start_all(void)
 {
-	int ports[N];
-	for (int i = 0; i < N; i++) {
-		CU_ASSERT_FATAL(harness_start(&D[i], 1, harness_default_body(2), NULL) == 0);
-		ports[i] = D[i].port;
-		struct json_object *st = harness_status(&D[i]);
-		CU_ASSERT_FATAL(st != NULL);
-		snprintf(ids[i], sizeof ids[i], "%s", tc_str(st, "instance_id"));
-		json_object_put(st);
-	}
-	CU_ASSERT_FATAL(balancer_start(&B, ports, N) == 0);
+	CU_ASSERT_FATAL(fleet_start(&F, N, 2, NULL) == 0);
 }
 
 static void stop_all(void)
 {
-	int status = balancer_stop(&B, 5000);
 	/* haproxy's hard stop ends it by the signal itself */
+	int status = balancer_stop(&F.lb, 5000);
 	CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
-	balancer_cleanup(&B);
-	for (int i = 0; i < N; i++) {
-		harness_stop(&D[i], 15000);
-		harness_cleanup(&D[i]);
-	}
+	CU_ASSERT(fleet_stop(&F) == 0);
 }
 
 /* Index of the instance a connection's HELLO came from, or -1. */
 static int landed(const struct tclient *c)
 {
-	const char *id = c ? tc_str(c->hello, "instance_id") : NULL;
-	for (int i = 0; id && i < N; i++)
-		if (strcmp(id, ids[i]) == 0)
-			return i;
-	return -1;
+	return c ? fleet_index(&F, tc_str(c->hello, "instance_id")) : -1;
 }
 
 static int connections_are(struct json_object *st, void *arg)
@@ -74,16 +54,16 @@ static int connections_are(struct json_object *st, void *arg)
 static void test_spread(void)
 {
 	start_all();
-	struct tclient *a = tc_connect(B.port, "a"), *b = tc_connect(B.port, "b");
+	struct tclient *a = tc_connect(F.lb.port, "a"), *b = tc_connect(F.lb.port, "b");
 	CU_ASSERT_FATAL(a && b);
 	int la = landed(a), lb = landed(b);
 	CU_ASSERT(la >= 0 && lb >= 0);
 	CU_ASSERT(la != lb);
 	int one = 1;
 	for (int i = 0; i < N; i++)
-		CU_ASSERT(harness_wait_status(&D[i], 2000, connections_are, &one) == 0);
-	CU_ASSERT_EQUAL(balancer_sessions(&B, 0), 1);
-	CU_ASSERT_EQUAL(balancer_sessions(&B, 1), 1);
+		CU_ASSERT(harness_wait_status(&F.d[i], 2000, connections_are, &one) == 0);
+	CU_ASSERT_EQUAL(balancer_sessions(&F.lb, 0), 1);
+	CU_ASSERT_EQUAL(balancer_sessions(&F.lb, 1), 1);
 
 	/* the protocol passes through: a job runs via the balancer */
 	struct json_object *done = tc_run_job(a, "j1", "cat", "{\"command\":\"echo\",\"args\":[\"hi\"]}", 10000);
@@ -100,31 +80,31 @@ static void test_spread(void)
 static void test_maint_and_cut(void)
 {
 	start_all();
-	struct tclient *first = tc_connect(B.port, "a");
+	struct tclient *first = tc_connect(F.lb.port, "a");
 	CU_ASSERT_FATAL(first != NULL);
 	int home = landed(first), other = 1 - home;
 	CU_ASSERT_FATAL(home >= 0);
 
-	CU_ASSERT(balancer_set_state(&B, other, "maint") == 0);
+	CU_ASSERT(balancer_set_state(&F.lb, other, "maint") == 0);
 	struct tclient *c[3];
 	for (int i = 0; i < 3; i++) {
-		c[i] = tc_connect(B.port, "b");
+		c[i] = tc_connect(F.lb.port, "b");
 		CU_ASSERT_FATAL(c[i] != NULL);
 		CU_ASSERT_EQUAL(landed(c[i]), home);
 	}
 	/* an unknown state is refused, not ignored */
-	CU_ASSERT(balancer_set_state(&B, other, "sideways") == -1);
-	CU_ASSERT(balancer_set_state(&B, 7, "ready") == -1);
+	CU_ASSERT(balancer_set_state(&F.lb, other, "sideways") == -1);
+	CU_ASSERT(balancer_set_state(&F.lb, 7, "ready") == -1);
 
 	/* back in: leastconn sends the next connection to the empty one */
-	CU_ASSERT(balancer_set_state(&B, other, "ready") == 0);
-	struct tclient *d = tc_connect(B.port, "c");
+	CU_ASSERT(balancer_set_state(&F.lb, other, "ready") == 0);
+	struct tclient *d = tc_connect(F.lb.port, "c");
 	CU_ASSERT_FATAL(d != NULL);
 	CU_ASSERT_EQUAL(landed(d), other);
 
 	/* cut: the four connections through `home` end (no close frame),
 	 * the one through `other` lives on */
-	CU_ASSERT(balancer_cut(&B, home) == 0);
+	CU_ASSERT(balancer_cut(&F.lb, home) == 0);
 	struct wsc_msg m;
 	int t = wsc_recv(first->ws, 3000, &m);
 	wsc_msg_free(&m);
@@ -135,7 +115,7 @@ static void test_maint_and_cut(void)
 		CU_ASSERT(t == WSC_EOF || t == WSC_ERROR);
 	}
 	int zero = 0;
-	CU_ASSERT(harness_wait_status(&D[home], 3000, connections_are, &zero) == 0);
+	CU_ASSERT(harness_wait_status(&F.d[home], 3000, connections_are, &zero) == 0);
 	CU_ASSERT(tc_send(d, "{\"type\":\"QUERY\",\"job_id\":\"x\"}") == 0);
 	struct json_object *e = tc_expect(d, "ERROR", 3000);
 	CU_ASSERT(e && strcmp(tc_str(e, "code"), "unknown_job") == 0);
@@ -155,25 +135,21 @@ static void test_maint_and_cut(void)
 static void test_restart_backend(void)
 {
 	start_all();
-	CU_ASSERT(harness_stop(&D[0], 15000) >= 0);
+	CU_ASSERT(harness_stop(&F.d[0], 15000) >= 0);
 	for (int i = 0; i < 3; i++) {
-		struct tclient *c = tc_connect(B.port, NULL);
+		struct tclient *c = tc_connect(F.lb.port, NULL);
 		CU_ASSERT_FATAL(c != NULL);
 		CU_ASSERT_EQUAL(landed(c), 1);
 		tc_close(c);
 	}
-	harness_cleanup(&D[0]);
-	CU_ASSERT_FATAL(harness_start(&D[0], 1, harness_default_body(2), NULL) == 0);
-	struct json_object *st = harness_status(&D[0]);
-	CU_ASSERT_FATAL(st != NULL);
-	CU_ASSERT(strcmp(ids[0], tc_str(st, "instance_id")) != 0);
-	snprintf(ids[0], sizeof ids[0], "%s", tc_str(st, "instance_id"));
-	json_object_put(st);
-	CU_ASSERT(balancer_set_port(&B, 0, D[0].port) == 0);
-	CU_ASSERT_EQUAL(B.backend_port[0], D[0].port);
+	char old_id[33];
+	snprintf(old_id, sizeof old_id, "%s", F.id[0]);
+	CU_ASSERT_FATAL(fleet_restart(&F, 0, harness_default_body(2)) == 0);
+	CU_ASSERT(strcmp(old_id, F.id[0]) != 0);
+	CU_ASSERT_EQUAL(F.lb.backend_port[0], F.d[0].port);
 
 	/* with one connection held on instance 1, leastconn picks instance 0 */
-	struct tclient *hold = tc_connect(B.port, "h"), *c = tc_connect(B.port, "c");
+	struct tclient *hold = tc_connect(F.lb.port, "h"), *c = tc_connect(F.lb.port, "c");
 	CU_ASSERT_FATAL(hold && c);
 	CU_ASSERT(landed(hold) >= 0 && landed(c) >= 0 && landed(hold) != landed(c));
 	tc_close(hold);

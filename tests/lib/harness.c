@@ -281,15 +281,22 @@ int harness_wait_status(const struct es_daemon *d, int timeout_ms,
 	return -1;
 }
 
-long long harness_json_int(struct json_object *o, ...)
+long long harness_json_vint(struct json_object *o, va_list ap)
 {
-	va_list ap;
 	const char *key;
 
-	va_start(ap, o);
 	while (o && (key = va_arg(ap, const char *)) != NULL)
 		if (!json_object_object_get_ex(o, key, &o))
 			o = NULL;
-	va_end(ap);
 	return o ? json_object_get_int64(o) : -1;
+}
+
+long long harness_json_int(struct json_object *o, ...)
+{
+	va_list ap;
+
+	va_start(ap, o);
+	long long v = harness_json_vint(o, ap);
+	va_end(ap);
+	return v;
 }

@@ -7,6 +7,7 @@
 #ifndef ES_HARNESS_H
 #define ES_HARNESS_H
 
+#include <stdarg.h>
 #include <sys/types.h>
 
 #include <json-c/json.h>
@@ -46,6 +47,8 @@ int harness_wait_status(const struct es_daemon *d, int timeout_ms,
 			int (*pred)(struct json_object *status, void *arg), void *arg);
 /* Integer at a path of keys in a JSON object ("waitgroups", "wg", "running", NULL). */
 long long harness_json_int(struct json_object *o, ...);
+/* The same with the keys in a va_list. */
+long long harness_json_vint(struct json_object *o, va_list ap);
 
 /* Forks and execs argv (PATH searched) with stdout and stderr appended to
  * log and extra_env ("K=V" or NULL) added.  Returns the pid, or -1. */

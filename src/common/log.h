@@ -25,6 +25,12 @@ void log_set_process(const char *name);
 /* Reopens the output (SIGHUP): syslog is closed and opened again. */
 void log_reopen(void);
 
+/* fn non-NULL: every line (the formatted message, no prefix, no newline)
+ * goes to fn instead of stderr/syslog (libexecclient hands them to its
+ * caller); NULL restores the normal output. */
+void log_set_sink(void (*fn)(void *arg, enum log_level level, const char *line),
+		void *arg);
+
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -23,7 +23,7 @@
 #include "handler/handler.h"
 #include "handler/mailbox.h"
 #include "handler/messages.h"
-#include "handler/ws.h"
+#include "net/ws.h"
 #include "job/job.h"
 #include "job/receipt.h"
 

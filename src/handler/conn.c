@@ -26,10 +26,10 @@
 #include "handler/broker.h"
 #include "handler/conn.h"
 #include "handler/handler.h"
-#include "handler/http_head.h"
+#include "net/http_head.h"
 #include "handler/status.h"
-#include "handler/ws.h"
-#include "handler/ws_handshake.h"
+#include "net/ws.h"
+#include "net/ws_handshake.h"
 
 #define HANDSHAKE_TIMEOUT_S 10
 

@@ -1,7 +1,7 @@
 /*
  * wsclient.c - see wsclient.h.  Plain POSIX sockets, non-blocking, every
  * wait a poll() against a deadline.  The accept value is computed here
- * independently of src/handler/ws_handshake.c so the tests check it.
+ * independently of src/net/ws_handshake.c so the tests check it.
  */
 #include "autoconfig.h"
 #include "wsclient.h"

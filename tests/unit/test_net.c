@@ -31,9 +31,9 @@
 #include <event2/event.h>
 
 #include "common/utf8.h"
-#include "handler/http_head.h"
-#include "handler/ws.h"
-#include "handler/ws_handshake.h"
+#include "net/http_head.h"
+#include "net/ws.h"
+#include "net/ws_handshake.h"
 #include "wsclient.h"
 
 static int64_t mono_ms(void)

@@ -4,7 +4,7 @@
  * accept value, not a security choice).
  */
 #include "autoconfig.h"
-#include "handler/ws_handshake.h"
+#include "net/ws_handshake.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,8 @@
 /*
- * ws.h - a server-side websocket session (RFC 6455 framing, via wslay's
- * event API) on a libevent bufferevent whose opening handshake is done.
+ * ws.h - a websocket session (RFC 6455 framing, via wslay's event API) on
+ * a libevent bufferevent whose opening handshake is done: the server side
+ * (the daemon) or, with ws_options.client_role, the client side
+ * (libexecclient: frames masked, masked server frames refused).
  *
  * Owns: the bufferevent handed to ws_session_new() (freed, and its socket
  * closed if it was created with BEV_OPT_CLOSE_ON_FREE, by ws_session_free),
@@ -74,6 +76,8 @@ struct ws_options {
 					 * and for our last bytes to drain */
 	size_t out_high_water;		/* stop reading while more than this is
 					 * waiting to be sent */
+	int client_role;		/* 1: we are the client (mask our
+					 * frames; the peer must not mask) */
 };
 
 #define WS_DEFAULT_MAX_MSG_LEN (1024 * 1024)
@@ -122,6 +126,14 @@ int ws_send_text(struct ws_session *s, const char *msg, size_t len);
  * code.  No effect unless the session is open.
  */
 void ws_close(struct ws_session *s, uint16_t code, const char *reason);
+
+/*
+ * Best effort, for an owner about to free the session: hands what is
+ * queued (messages, a close frame) to the socket now with one
+ * non-blocking write, so that it is not lost with the bufferevent.  No
+ * callback is called.  NULL ok.
+ */
+void ws_session_flush_now(struct ws_session *s);
 
 /* Frees the session and its bufferevent; no callback follows.  NULL ok. */
 void ws_session_free(struct ws_session *s);

@@ -1,5 +1,8 @@
 /*
- * ws.c - see ws.h.  wslay parses and builds frames; its recv callback
+ * ws.c - see ws.h.  One session type for both roles: the server side
+ * (the daemon's handlers) and the client side (libexecclient), which
+ * differ only in wslay's context (a client masks its frames with keys from
+ * getrandom and refuses masked server frames).  wslay parses and builds frames; its recv callback
  * pulls bytes from the bufferevent's input buffer and its send callback
  * appends to the output buffer (which never refuses, so wslay never holds
  * a half-written frame between two calls).  Everything else - states,
@@ -32,13 +35,14 @@
  * busy drops to zero.
  */
 #include "autoconfig.h"
-#include "handler/ws.h"
+#include "net/ws.h"
 
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <event2/buffer.h>
@@ -387,6 +391,24 @@ static void msg_cb(wslay_event_context_ptr ctx,
 	}
 }
 
+/* Masking keys of a client session (RFC 6455 5.3: unpredictable). */
+static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
+		void *user)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = getrandom(buf + got, len - got, 0);
+
+		if (n < 0) {
+			wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+			return -1;
+		}
+		got += (size_t)n;
+	}
+	return 0;
+}
+
 /* ---- libevent callbacks ------------------------------------------------- */
 
 static void read_cb(struct bufferevent *bev, void *arg)
@@ -497,6 +519,7 @@ void ws_options_default(struct ws_options *opt)
 	opt->ping_timeout_ms = WS_DEFAULT_PING_TIMEOUT_MS;
 	opt->close_timeout_ms = WS_DEFAULT_CLOSE_TIMEOUT_MS;
 	opt->out_high_water = WS_DEFAULT_OUT_HIGH_WATER;
+	opt->client_role = 0;
 }
 
 int ws_set_keepalive(int fd)
@@ -522,6 +545,7 @@ struct ws_session *ws_session_new(struct bufferevent *bev,
 		.on_frame_recv_start_callback = frame_start_cb,
 		.on_frame_recv_chunk_callback = frame_chunk_cb,
 		.on_msg_recv_callback = msg_cb,
+		.genmask_callback = genmask_cb,
 	};
 	struct event_base *base = bufferevent_get_base(bev);
 	struct ws_session *s = calloc(1, sizeof *s);
@@ -546,7 +570,8 @@ struct ws_session *ws_session_new(struct bufferevent *bev,
 	s->state = ST_OPEN;
 	s->last_rx_ms = clock_mono_ms();
 
-	if (wslay_event_context_server_init(&s->ctx, &wcb, s) != 0) {
+	if ((s->opt.client_role ? wslay_event_context_client_init(&s->ctx, &wcb, s)
+			: wslay_event_context_server_init(&s->ctx, &wcb, s)) != 0) {
 		s->ctx = NULL;
 		goto fail;
 	}
@@ -629,4 +654,18 @@ int ws_session_is_open(const struct ws_session *s)
 {
 	return s->state == ST_OPEN && !s->free_pending &&
 		wslay_event_get_read_enabled(s->ctx);
+}
+
+void ws_session_flush_now(struct ws_session *s)
+{
+	evutil_socket_t fd;
+
+	if (s == NULL || s->state == ST_ENDED || s->free_pending)
+		return;
+	enter(s);
+	flush(s);
+	fd = bufferevent_getfd(s->bev);
+	if (fd >= 0 && s->state != ST_ENDED)
+		(void)evbuffer_write(out_buf(s), fd);
+	leave(s);
 }

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "handler/http_head.h"
+#include "net/http_head.h"
 
 #define WS_KEY_LEN 24		/* base64 of 16 bytes */
 #define WS_ACCEPT_LEN 28	/* base64 of a SHA-1 digest */
@@ -60,5 +60,30 @@ int ws_handshake_error_response(int status, const char *extra_headers,
  * so the time taken depends on neither the token's content nor its length.
  */
 int ws_bearer_ok(const char *authorization, const char *token);
+
+/* ---- the client side (libexecclient), ws_handshake_client.c ---- */
+
+/* A fresh Sec-WebSocket-Key: base64 of 16 random bytes.  0 or -1. */
+int ws_handshake_client_key(char key[WS_KEY_LEN + 1]);
+
+/*
+ * Writes the upgrade request for target (path and query) on host:port
+ * (host as it goes into the Host header: a name, IPv4, or [IPv6]) with key;
+ * extra_headers NULL or CRLF-terminated lines (Authorization).  Returns
+ * the length, or -1 if buf is too small.
+ */
+int ws_handshake_client_request(const char *host, int port, const char *target,
+		const char *key, const char *extra_headers, char *buf, size_t buflen);
+
+/*
+ * Checks a complete response head (status line to the empty line, len
+ * bytes, need not be NUL-terminated) to the request made with key: 101,
+ * "Upgrade: websocket", "Connection: upgrade" and the right
+ * Sec-WebSocket-Accept.  Returns 0, or -1 with *status set to the HTTP
+ * status (0 if the status line is unreadable; 101 when the 101 lacked
+ * something).
+ */
+int ws_handshake_client_check(const char *head, size_t len, const char *key,
+		int *status);
 
 #endif

@@ -15,7 +15,7 @@
  * (RFC 7230 3.2.4, 3.1.1).
  */
 #include "autoconfig.h"
-#include "handler/http_head.h"
+#include "net/http_head.h"
 
 #include <limits.h>
 #include <string.h>

@@ -1,0 +1,233 @@
+/*
+ * stream.c - the local end of one pipe endpoint: a source the GET is
+ * served from (a caller fd, a file we opened, a copied buffer) or a sink a
+ * PUT body goes to (a caller fd, a file we opened, nothing).
+ *
+ * Invariants: a caller's fd is never closed and its flags never changed;
+ * a pollable fd (pipe, socket, terminal) is read or written only after
+ * libevent said it is ready, once per readiness, and a blocking one with
+ * at most PIPE_BUF bytes per write, so the event loop never blocks on it;
+ * a regular file (epoll cannot poll it) is read and written directly.
+ * Memory: a source hands over at most the asked bytes; a sink's queue
+ * holds what its fd has not taken yet, and the pipe server stops reading
+ * the PUT while it is long (pipes.c).
+ */
+#include "autoconfig.h"
+#include "client/client_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+struct stream {
+	int is_sink;
+	enum exc_io_kind kind;
+	int fd;
+	int own_fd;		/* opened here (EXC_IO_FILE): closed at free */
+	int regular;		/* a regular file: no polling */
+	int nonblock;		/* the fd is O_NONBLOCK: write what it takes */
+	int ready;		/* a pollable fd is readable/writable now */
+	int64_t length;
+	struct evbuffer *buf;	/* source: the copied buffer; sink: the queue */
+	struct event *ev;
+	void (*cb)(void *arg);
+	void *cb_arg;
+	char err[160];
+};
+
+static void fd_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct stream *s = arg;
+
+	s->ready = 1;
+	if (s->is_sink) {
+		long left = stream_write(s, NULL, s->cb, s->cb_arg);
+
+		if (left > 0)
+			return;	/* still queued: the next readiness goes on */
+	}
+	if (s->cb)
+		s->cb(s->cb_arg);
+}
+
+static struct stream *stream_new(struct event_base *base, const struct exc_io *io,
+		int is_sink)
+{
+	struct stream *s = calloc(1, sizeof *s);
+	struct stat st;
+
+	if (s == NULL)
+		return NULL;
+	s->is_sink = is_sink;
+	s->kind = io->kind;
+	s->fd = -1;
+	s->length = -1;
+	s->buf = evbuffer_new();
+	if (s->buf == NULL)
+		goto fail;
+	switch (io->kind) {
+	case EXC_IO_BUFFER:
+		if (is_sink || evbuffer_add(s->buf, io->data, io->len) != 0)
+			goto fail;
+		s->length = (int64_t)io->len;
+		return s;
+	case EXC_IO_DISCARD:
+		if (!is_sink)
+			goto fail;
+		return s;
+	case EXC_IO_FILE:
+		s->fd = open(io->path, is_sink ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC :
+			O_RDONLY | O_CLOEXEC, 0644);
+		if (s->fd < 0)
+			goto fail;
+		s->own_fd = 1;
+		break;
+	case EXC_IO_FD:
+		if (io->fd < 0) {
+			errno = EBADF;
+			goto fail;
+		}
+		s->fd = io->fd;
+		break;
+	default:
+		errno = EINVAL;
+		goto fail;
+	}
+	if (fstat(s->fd, &st) != 0)
+		goto fail;
+	s->regular = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
+	if (s->regular && !is_sink)
+		s->length = (int64_t)st.st_size - (int64_t)lseek(s->fd, 0, SEEK_CUR);
+	if (s->length < -1)
+		s->length = 0;
+	s->nonblock = (fcntl(s->fd, F_GETFL) & O_NONBLOCK) != 0;
+	if (!s->regular) {
+		s->ev = event_new(base, s->fd, is_sink ? EV_WRITE : EV_READ, fd_ready, s);
+		if (s->ev == NULL)
+			goto fail;
+	}
+	return s;
+fail:
+	{
+		int e = errno ? errno : EINVAL;
+
+		stream_free(s);
+		errno = e;
+	}
+	return NULL;
+}
+
+struct stream *stream_source(struct event_base *base, const struct exc_io *io)
+{
+	return stream_new(base, io, 0);
+}
+
+struct stream *stream_sink(struct event_base *base, const struct exc_io *io)
+{
+	return stream_new(base, io, 1);
+}
+
+void stream_free(struct stream *s)
+{
+	if (s == NULL)
+		return;
+	if (s->ev)
+		event_free(s->ev);
+	if (s->buf)
+		evbuffer_free(s->buf);
+	if (s->own_fd && s->fd >= 0)
+		close(s->fd);
+	free(s);
+}
+
+int64_t stream_length(const struct stream *s)
+{
+	return s->length;
+}
+
+const char *stream_error(const struct stream *s)
+{
+	return s->err;
+}
+
+static void set_err(struct stream *s, const char *what)
+{
+	snprintf(s->err, sizeof s->err, "%s: %s", what, strerror(errno));
+}
+
+long stream_read(struct stream *s, struct evbuffer *out, size_t max,
+		void (*ready)(void *arg), void *arg)
+{
+	int n;
+
+	s->cb = ready;
+	s->cb_arg = arg;
+	if (s->kind == EXC_IO_BUFFER) {
+		n = evbuffer_remove_buffer(s->buf, out, max);
+		return n > 0 ? n : -2;
+	}
+	if (!s->regular && !s->ready) {
+		event_add(s->ev, NULL);
+		return 0;
+	}
+	s->ready = 0;
+	if (max > INT_MAX)
+		max = INT_MAX;
+	n = evbuffer_read(out, s->fd, (int)max);
+	if (n > 0)
+		return n;
+	if (n == 0)
+		return -2;
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+		event_add(s->ev, NULL);
+		return 0;
+	}
+	set_err(s, "read");
+	return -1;
+}
+
+long stream_write(struct stream *s, struct evbuffer *in,
+		void (*drained)(void *arg), void *arg)
+{
+	s->cb = drained;
+	s->cb_arg = arg;
+	if (in) {
+		if (s->kind == EXC_IO_DISCARD) {
+			evbuffer_drain(in, evbuffer_get_length(in));
+			return 0;
+		}
+		if (evbuffer_add_buffer(s->buf, in) != 0) {
+			snprintf(s->err, sizeof s->err, "out of memory");
+			return -1;
+		}
+	}
+	while (evbuffer_get_length(s->buf) > 0) {
+		int n;
+
+		if (!s->regular && !s->ready) {
+			event_add(s->ev, NULL);
+			break;
+		}
+		if (!s->regular)
+			s->ready = 0;
+		n = evbuffer_write_atmost(s->buf, s->fd,
+			s->regular || s->nonblock ? -1 : PIPE_BUF);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				continue;
+			set_err(s, "write");
+			return -1;
+		}
+		if (!s->regular && !s->nonblock)
+			continue;	/* wait for the next readiness */
+	}
+	return (long)evbuffer_get_length(s->buf);
+}

@@ -1,0 +1,163 @@
+/*
+ * client_fixture.c - see client_fixture.h.
+ */
+#include "autoconfig.h"
+#include "client_fixture.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <json-c/json.h>
+
+struct event_base *fx_base;
+static char logbuf[1 << 20];
+static size_t loglen;
+
+static void fx_log(void *arg, enum exc_log_level level, const char *line)
+{
+	size_t n = strlen(line);
+
+	if (getenv("FX_VERBOSE"))
+		fprintf(stderr, "[client] %s\n", line);
+	if (loglen + n + 2 < sizeof logbuf) {
+		memcpy(logbuf + loglen, line, n);
+		loglen += n;
+		logbuf[loglen++] = '\n';
+		logbuf[loglen] = '\0';
+	}
+}
+
+const char *fx_log_find(const char *needle)
+{
+	return strstr(logbuf, needle);
+}
+
+void fx_log_clear(void)
+{
+	loglen = 0;
+	logbuf[0] = '\0';
+}
+
+void fx_options(struct exc_options *o)
+{
+	exc_options_init(o);
+	o->retry_tick_ms = 200;
+	o->grow_interval_ms = 300;
+	o->reprobe_interval_ms = 3000;
+	o->owner_grace_sec = 5;
+	o->log = fx_log;
+	o->log_level = EXC_LOG_DEBUG;
+}
+
+exc_client *fx_client(const struct exc_options *o, struct es_daemon *d, int nd,
+		const char *suffix)
+{
+	struct exc_options def;
+	exc_client *c;
+
+	if (fx_base == NULL)
+		fx_base = event_base_new();
+	if (o == NULL) {
+		fx_options(&def);
+		o = &def;
+	}
+	c = exc_client_new(fx_base, o);
+	for (int i = 0; c && i < nd; i++) {
+		char url[200];
+
+		snprintf(url, sizeof url, "ws://127.0.0.1:%d%s", d[i].port, suffix ? suffix : "");
+		if (exc_client_add_address(c, url) != 0) {
+			exc_client_free(c);
+			return NULL;
+		}
+	}
+	return c;
+}
+
+void fx_on_done(exc_job *j, const struct exc_receipt *r, void *arg)
+{
+	struct fx_done *d = arg;
+
+	d->called++;
+	d->ok = r->ok;
+	d->exited = r->exited;
+	d->exit_code = r->exit_code;
+	d->retryable = r->retryable;
+	snprintf(d->error_code, sizeof d->error_code, "%s", r->error_code ? r->error_code : "");
+	snprintf(d->error_message, sizeof d->error_message, "%s",
+		r->error_message ? r->error_message : "");
+	snprintf(d->instance_id, sizeof d->instance_id, "%s", r->instance_id ? r->instance_id : "");
+	snprintf(d->stdout_text, sizeof d->stdout_text, "%s", r->stdout_text ? r->stdout_text : "");
+	d->stdin_bytes = r->stdin_bytes;
+	d->stdout_bytes = r->stdout_bytes;
+	if (getenv("FX_VERBOSE"))
+		fprintf(stderr, "[done] %s ok=%d code=%s msg=%s json=%s\n", exc_job_id(j), r->ok,
+			d->error_code, d->error_message, r->json ? r->json : "-");
+}
+
+void fx_on_position(exc_job *j, const struct exc_position *p, void *arg)
+{
+	struct fx_done *d = arg;
+
+	d->pos_count++;
+	snprintf(d->pos_state, sizeof d->pos_state, "%s", p->state);
+	d->pos_running = p->running;
+	d->pos_ahead = p->ahead;
+	d->pos_capacity = p->capacity;
+}
+
+void fx_spec(struct exc_job_spec *s, const char *service, const char *job_json,
+		struct fx_done *d)
+{
+	exc_job_spec_init(s);
+	s->service = service;
+	s->job_json = job_json;
+	s->on_done = fx_on_done;
+	s->on_position = fx_on_position;
+	s->arg = d;
+}
+
+static int flag_pred(void *arg)
+{
+	return *(const int *)arg;
+}
+
+int fx_wait_pred(int (*pred)(void *arg), void *arg, int timeout_ms)
+{
+	long long end = harness_now_ms() + timeout_ms;
+
+	while (!pred(arg) && harness_now_ms() < end) {
+		struct timeval tv = { 0, 20000 };
+
+		event_base_loopexit(fx_base, &tv);
+		event_base_dispatch(fx_base);
+	}
+	return pred(arg);
+}
+
+int fx_wait(const int *flag, int timeout_ms)
+{
+	return fx_wait_pred(flag_pred, (void *)flag, timeout_ms);
+}
+
+static int never(void *arg)
+{
+	return 0;
+}
+
+void fx_spin(int ms)
+{
+	fx_wait_pred(never, NULL, ms);
+}
+
+void fx_instance_id(const struct es_daemon *d, char out[33])
+{
+	struct json_object *st = harness_status(d), *v;
+
+	out[0] = '\0';
+	if (st && json_object_object_get_ex(st, "instance_id", &v))
+		snprintf(out, 33, "%s", json_object_get_string(v));
+	json_object_put(st);
+}

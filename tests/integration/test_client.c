@@ -1,0 +1,372 @@
+/*
+ * test_client.c - libexecclient against real daemons: a job end to end
+ * (stdin from a buffer and from a pipe, stdout to a file and to a pipe,
+ * bytes compared), input and output files, placement on a mixed pair,
+ * a surplus OFFER declined, connectTimeoutSec -> no_slot, cancel while
+ * waiting and while running, query, claim share, reconnect after the
+ * handler is killed, one-time pipe endpoints, pool growth stopped by a
+ * repeated instance_id.
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <CUnit/Basic.h>
+#include <json-c/json.h>
+
+#include "client_fixture.h"
+#include "harness.h"
+#include "suite.h"
+#include "wsclient.h"
+
+static const char body_tools[] =
+	"jobRemovalPolicy: all\n"
+	"waitgroups:\n"
+	"  wg: {processes: %d}\n"
+	"services:\n"
+	"  tools:\n"
+	"    waitgroup: wg\n"
+	"    commands:\n"
+	"      cat: {prog: cat}\n"
+	"      cp: {prog: cp}\n"
+	"      sleep: {prog: sleep}\n"
+	"%s";
+
+static int start(struct es_daemon *d, int slots, const char *extra)
+{
+	char body[2048];
+
+	snprintf(body, sizeof body, body_tools, slots, extra ? extra : "");
+	return harness_start(d, 1, body, NULL);
+}
+
+static unsigned char *random_bytes(size_t n)
+{
+	unsigned char *b = malloc(n);
+
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)((i * 2654435761u) >> 13);
+	return b;
+}
+
+static unsigned char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *b;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = malloc((size_t)n + 1);
+	*len = fread(b, 1, (size_t)n, f);
+	fclose(f);
+	return b;
+}
+
+/* stdin from a 3 MiB buffer, stdout to a regular file: the same bytes. */
+static void test_buffer_to_file(void)
+{
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	size_t n = 3 << 20, got = 0;
+	unsigned char *data = random_bytes(n), *back;
+	char path[300];
+	exc_client *c;
+	int fd;
+
+	CU_ASSERT_FATAL(start(&d, 2, NULL) == 0);
+	snprintf(path, sizeof path, "%s/out.bin", d.dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	c = fx_client(NULL, &d, 1, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = data;
+	s.in.len = n;
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = fd;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 30000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_EQUAL(done.stdin_bytes, n);
+	CU_ASSERT_EQUAL(done.stdout_bytes, n);
+	close(fd);
+	back = read_file(path, &got);
+	CU_ASSERT_EQUAL(got, n);
+	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
+	free(back);
+	free(data);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* stdin from a pipe fed by a child, stdout into a pipe drained by a child. */
+static void test_pipe_fds(void)
+{
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	int in[2], out[2], status;
+	size_t n = 5 << 20, got = 0;
+	unsigned char *data = random_bytes(n), *back;
+	char path[300];
+	pid_t wr, rd;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 2, NULL) == 0);
+	snprintf(path, sizeof path, "%s/piped.bin", d.dir);
+	CU_ASSERT_FATAL(pipe(in) == 0 && pipe(out) == 0);
+	wr = fork();
+	if (wr == 0) {
+		close(in[0]);
+		for (size_t off = 0; off < n;) {
+			ssize_t w = write(in[1], data + off, n - off > 65536 ? 65536 : n - off);
+			if (w <= 0)
+				_exit(1);
+			off += (size_t)w;
+		}
+		_exit(0);
+	}
+	rd = fork();
+	if (rd == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		char buf[8192];
+		ssize_t r;
+
+		close(out[1]);
+		close(in[0]);
+		close(in[1]);
+		while ((r = read(out[0], buf, sizeof buf)) > 0) {
+			usleep(200);	/* a slow consumer: back-pressure */
+			if (write(fd, buf, (size_t)r) != r)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(in[1]);
+	close(out[0]);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.in.kind = EXC_IO_FD;
+	s.in.fd = in[0];
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = out[1];
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 60000));
+	CU_ASSERT(done.ok);
+	close(in[0]);
+	close(out[1]);
+	waitpid(wr, &status, 0);
+	waitpid(rd, &status, 0);
+	back = read_file(path, &got);
+	CU_ASSERT_EQUAL(got, n);
+	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
+	free(back);
+	free(data);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* An input file from a buffer copied by cp into an output file. */
+static void test_files(void)
+{
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	struct exc_file in = { "a.txt", { .kind = EXC_IO_BUFFER, .data = "hello files\n", .len = 12 } };
+	struct exc_file out = { "b.txt", { .kind = EXC_IO_FILE } };
+	char path[300];
+	size_t got = 0;
+	unsigned char *back;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 2, NULL) == 0);
+	snprintf(path, sizeof path, "%s/b-local.txt", d.dir);
+	out.io.path = path;
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cp\",\"args\":[\"a.txt\",\"b.txt\"]}", &done);
+	s.inputs = &in;
+	s.ninputs = 1;
+	s.outputs = &out;
+	s.noutputs = 1;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 20000));
+	CU_ASSERT(done.ok);
+	back = read_file(path, &got);
+	CU_ASSERT(back && got == 12 && memcmp(back, "hello files\n", 12) == 0);
+	free(back);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+
+static int status_int(const struct es_daemon *d, const char *a, const char *b, const char *c2)
+{
+	struct json_object *st = harness_status(d);
+	long long v = st ? harness_json_int(st, a, b, c2, NULL) : -1;
+
+	json_object_put(st);
+	return (int)v;
+}
+
+/* A service only the second instance offers runs there, with no config. */
+static void test_placement_mixed(void)
+{
+	struct es_daemon d[2];
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	char id2[33];
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d[0], 1, NULL) == 0);
+	CU_ASSERT_FATAL(start(&d[1], 1, "  special:\n    waitgroup: wg\n    commands:\n"
+		"      echo: {prog: echo}\n") == 0);
+	fx_instance_id(&d[1], id2);
+	c = fx_client(NULL, d, 2, NULL);
+	fx_spec(&s, "special", "{\"command\":\"echo\",\"args\":[\"routed\"]}", &done);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 20000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_STRING_EQUAL(done.instance_id, id2);
+	CU_ASSERT_STRING_EQUAL(done.stdout_text, "routed\n");
+	/* the first instance never saw the want: no WANT was refused there */
+	CU_ASSERT(fx_log_find("ERROR unknown_service") == NULL);
+	exc_client_free(c);
+	for (int i = 0; i < 2; i++) {
+		harness_stop(&d[i], 10000);
+		harness_cleanup(&d[i]);
+	}
+}
+
+/* Parked on two idle instances: both offer, one runs, the other is declined. */
+static void test_surplus_declined(void)
+{
+	struct es_daemon d[2];
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+	int started = 0;
+
+	CU_ASSERT_FATAL(start(&d[0], 1, NULL) == 0);
+	CU_ASSERT_FATAL(start(&d[1], 1, NULL) == 0);
+	c = fx_client(NULL, d, 2, NULL);
+	/* both connections up before the job, so that it is parked on both */
+	for (int i = 0; i < 100 && exc_claim_share(c) < 4; i++)
+		fx_spin(50);
+	CU_ASSERT_EQUAL(exc_claim_share(c), 4);	/* 2 x (ceil(1/1) + 1) */
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = "once\n";
+	s.in.len = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 20000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_STRING_EQUAL(done.stdout_text, "once\n");
+	CU_ASSERT(fx_log_find("declining offer") != NULL);
+	fx_spin(300);
+	for (int i = 0; i < 2; i++) {
+		started += status_int(&d[i], "services", "tools", "started");
+		CU_ASSERT_EQUAL(status_int(&d[i], "waitgroups", "wg", "offered"), 0);
+		CU_ASSERT_EQUAL(status_int(&d[i], "waitgroups", "wg", "waiting"), 0);
+	}
+	CU_ASSERT_EQUAL(started, 1);
+	exc_client_free(c);
+	for (int i = 0; i < 2; i++) {
+		harness_stop(&d[i], 10000);
+		harness_cleanup(&d[i]);
+	}
+}
+
+/* One slot busy: connectTimeoutSec gives no_slot; cancel waiting and
+ * running jobs; query positions. */
+static void test_timeout_cancel_query(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 }, w = { 0 };
+	struct exc_job_spec s;
+	exc_job *ja, *jw;
+	exc_client *c;
+	long long t0;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &a);
+	ja = exc_submit(c, &s);
+	CU_ASSERT_FATAL(ja != NULL);
+	while (strcmp(exc_job_state(ja), "running") != 0 && !a.called)
+		fx_spin(50);
+	/* no slot within 1 s */
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &b);
+	s.connect_timeout_sec = 1;
+	t0 = harness_now_ms();
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&b.called, 5000));
+	CU_ASSERT(harness_now_ms() - t0 >= 900);
+	CU_ASSERT_STRING_EQUAL(b.error_code, "no_slot");
+	CU_ASSERT(b.retryable);
+	CU_ASSERT(!b.ok);
+	fx_spin(200);
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 0);
+	/* a waiting job: QUERY answers its position, then it is cancelled */
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &w);
+	jw = exc_submit(c, &s);
+	CU_ASSERT_FATAL(jw != NULL);
+	fx_spin(300);
+	CU_ASSERT_EQUAL(exc_query(jw), 1);
+	CU_ASSERT(fx_wait(&w.pos_count, 3000));
+	CU_ASSERT_STRING_EQUAL(w.pos_state, "waiting");
+	CU_ASSERT_EQUAL(w.pos_running, 1);
+	CU_ASSERT_EQUAL(w.pos_capacity, 1);
+	CU_ASSERT_EQUAL(w.pos_ahead, 0);
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 1);
+	CU_ASSERT_EQUAL(exc_cancel(jw), 0);
+	CU_ASSERT(fx_wait(&w.called, 5000));
+	CU_ASSERT_STRING_EQUAL(w.error_code, "cancelled");
+	CU_ASSERT(!w.retryable);
+	fx_spin(200);
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 0);
+	/* the running job: QUERY says running, CANCEL ends it */
+	CU_ASSERT_EQUAL(exc_query(ja), 1);
+	CU_ASSERT(fx_wait(&a.pos_count, 3000));
+	CU_ASSERT_STRING_EQUAL(a.pos_state, "running");
+	t0 = harness_now_ms();
+	CU_ASSERT_EQUAL(exc_cancel(ja), 0);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT(harness_now_ms() - t0 < 5000);
+	CU_ASSERT_STRING_EQUAL(a.error_code, "cancelled");
+	CU_ASSERT(!a.ok);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+static const struct test_case cases[] = {
+	{ "stdin buffer, stdout file", test_buffer_to_file },
+	{ "stdin and stdout pipes", test_pipe_fds },
+	{ "input and output files", test_files },
+	{ "placement on a mixed pair", test_placement_mixed },
+	{ "surplus offer declined", test_surplus_declined },
+	{ "connect timeout, cancel, query", test_timeout_cancel_query },
+	{ NULL, NULL },
+};
+
+int main(void)
+{
+	return run_suite("libexecclient", cases);
+}

@@ -55,7 +55,7 @@ int outcome_exit(const struct exc_receipt *r, int interrupted, const char *servi
 		status = error_exit(r, interrupted);
 		if (is(r->error_code, EXC_E_UNKNOWN_SERVICE))
 			add(msg, msglen, "execctl: unknown service '%s': %s\n", service,
-			    r->error_message ? r->error_message : "no instance offers it");
+			    "no instance reached offers it");
 		else if (is(r->error_code, EXC_E_NO_SLOT))
 			add(msg, msglen, "execctl: no slot for service '%s' within the timeout%s%s\n",
 			    service, r->error_message ? ": " : "",

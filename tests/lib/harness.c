@@ -162,7 +162,12 @@ struct json_object *harness_status(const struct es_daemon *d)
 	char body[1 << 16];
 	int status = 0;
 
-	if (wsc_http_get("127.0.0.1", d->port, "/status?check=1", 2000, &status, body, sizeof body) < 0 ||
+	char request[400];
+	snprintf(request, sizeof request,
+		 "GET /status?check=1 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s%s%s"
+		 "Connection: close\r\n\r\n", d->port, d->token[0] ? "Authorization: Bearer " : "",
+		 d->token, d->token[0] ? "\r\n" : "");
+	if (wsc_http_request("127.0.0.1", d->port, request, 2000, &status, body, sizeof body) < 0 ||
 	    status != 200)
 		return NULL;
 	return json_tokener_parse(body);
@@ -202,6 +207,9 @@ int harness_start(struct es_daemon *d, int handlers, const char *body, const cha
 	snprintf(d->log, sizeof d->log, "%s/execserver.log", d->dir);
 	if (!bin)
 		bin = "./execserver";
+	const char *auth = strstr(body, "authToken:");
+	if (auth && (auth == body || auth[-1] == '\n'))
+		sscanf(auth, "authToken: %127s", d->token);
 
 	for (int attempt = 0; attempt < 5; attempt++) {
 		d->port = harness_free_port();

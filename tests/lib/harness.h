@@ -18,6 +18,7 @@ struct es_daemon {
 	char dir[256];      /* private directory, removed by harness_cleanup */
 	char config[300];
 	char log[300];
+	char token[128];    /* the body's authToken, sent with /status requests */
 };
 
 /* A configuration body with one waitgroup "wg" of `slots` processes and

@@ -356,6 +356,296 @@ static void test_timeout_cancel_query(void)
 	harness_cleanup(&d);
 }
 
+struct share_wait {
+	exc_client *c;
+	unsigned want;
+};
+
+static int share_is(void *arg)
+{
+	struct share_wait *w = arg;
+
+	return exc_claim_share(w->c) == w->want;
+}
+
+/* Claim share as instances and clients come and go. */
+static void test_claim_share(void)
+{
+	struct es_daemon d[2];
+	struct share_wait w;
+	exc_client *c, *c2;
+
+	CU_ASSERT_FATAL(start(&d[0], 2, NULL) == 0);
+	CU_ASSERT_FATAL(start(&d[1], 4, NULL) == 0);
+	c = fx_client(NULL, d, 2, NULL);
+	CU_ASSERT_EQUAL(exc_claim_share(c), 0);	/* nothing connected yet */
+	w.c = c;
+	w.want = 3 + 5;		/* (ceil(2/1) + 1) + (ceil(4/1) + 1) */
+	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
+	c2 = fx_client(NULL, d, 1, NULL);	/* a second client on the first */
+	w.want = 2 + 5;		/* ceil(2/2) + 1 + 5 */
+	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
+	exc_client_free(c2);
+	w.want = 8;
+	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
+	harness_stop(&d[1], 10000);
+	w.want = 3;
+	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
+	harness_stop(&d[0], 10000);
+	w.want = 0;
+	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
+	exc_client_free(c);
+	for (int i = 0; i < 2; i++)
+		harness_cleanup(&d[i]);
+}
+
+/* The handler is killed: the client reconnects, parks its waiting want
+ * again, and gets the running job's DONE (exec_lost) by its client id. */
+static void test_reconnect(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 };
+	struct exc_job_spec s;
+	struct exc_address_stats st;
+	exc_job *ja;
+	exc_client *c;
+	int pids[4];
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &a);
+	ja = exc_submit(c, &s);
+	while (strcmp(exc_job_state(ja), "running") != 0 && !a.called)
+		fx_spin(50);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &b);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = "after\n";
+	s.in.len = 6;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	fx_spin(300);
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 1);
+	CU_ASSERT_FATAL(harness_handler_pids(&d, pids, 4) == 1);
+	kill(pids[0], SIGKILL);
+	CU_ASSERT(fx_wait(&a.called, 15000));
+	CU_ASSERT_STRING_EQUAL(a.error_code, "exec_lost");
+	CU_ASSERT(a.retryable);
+	CU_ASSERT(fx_wait(&b.called, 15000));
+	CU_ASSERT(b.ok);
+	CU_ASSERT_STRING_EQUAL(b.stdout_text, "after\n");
+	CU_ASSERT(exc_address_stats(c, 0, &st) == 0);
+	CU_ASSERT(st.opened >= 2);
+	CU_ASSERT_EQUAL(st.connections, 1);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* The instance running a job vanishes for good: lost, retryable, after
+ * the owner grace. */
+static void test_owner_lost(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	exc_job *ja;
+	exc_client *c;
+	int pids[4], n;
+	long long t0;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);	/* owner grace 5 s */
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &a);
+	ja = exc_submit(c, &s);
+	while (strcmp(exc_job_state(ja), "running") != 0 && !a.called)
+		fx_spin(50);
+	n = harness_handler_pids(&d, pids, 4);
+	kill(d.pid, SIGKILL);
+	for (int i = 0; i < n; i++)
+		kill(pids[i], SIGKILL);
+	t0 = harness_now_ms();
+	CU_ASSERT(fx_wait(&a.called, 15000));
+	CU_ASSERT(harness_now_ms() - t0 >= 4500);
+	CU_ASSERT_STRING_EQUAL(a.error_code, "lost");
+	CU_ASSERT(a.retryable);
+	exc_client_free(c);
+	harness_cleanup(&d);
+}
+
+struct covered_wait {
+	exc_client *c;
+	unsigned duplicates;
+};
+
+static int duplicates_reach(void *arg)
+{
+	struct covered_wait *w = arg;
+	struct exc_address_stats st;
+
+	return exc_address_stats(w->c, 0, &st) == 0 && st.duplicates >= w->duplicates;
+}
+
+/* Back-pressure against one instance: one more connection, which repeats
+ * the instance_id: closed, covered, growth stops until the re-probe. */
+static void test_pool_covered(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 };
+	struct exc_job_spec s;
+	struct exc_address_stats st, st2;
+	struct covered_wait w;
+	exc_client *c;
+	long long t0;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);	/* cap 8, growth 300 ms, re-probe 3 s */
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &a);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &b);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);	/* waits: back-pressure */
+	w.c = c;
+	w.duplicates = 1;
+	t0 = harness_now_ms();
+	CU_ASSERT(fx_wait_pred(duplicates_reach, &w, 5000));
+	CU_ASSERT(exc_address_stats(c, 0, &st) == 0);
+	CU_ASSERT(st.covered);
+	CU_ASSERT_EQUAL(st.connections, 1);
+	CU_ASSERT_EQUAL(st.instances, 1);
+	CU_ASSERT_EQUAL(st.opened, 2);
+	/* covered: no growth for the rest of the re-probe interval */
+	fx_spin(2000);
+	CU_ASSERT(exc_address_stats(c, 0, &st2) == 0);
+	if (harness_now_ms() - t0 < 2900)
+		CU_ASSERT_EQUAL(st2.opened, 2);
+	/* the re-probe clears the mark: one more attempt, a duplicate again */
+	w.duplicates = 2;
+	CU_ASSERT(fx_wait_pred(duplicates_reach, &w, 6000));
+	CU_ASSERT(exc_address_stats(c, 0, &st2) == 0);
+	CU_ASSERT_EQUAL(st2.opened, 3);
+	CU_ASSERT_EQUAL(st2.connections, 1);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* A service no instance offers: unknown_service once the pool is covered. */
+static void test_unknown_service(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "nosuch", "{\"command\":\"cat\"}", &a);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT_STRING_EQUAL(a.error_code, "unknown_service");
+	CU_ASSERT(!a.retryable);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* A /job/<service> address carries only that service; a wrong token is
+ * reported as unauthorized. */
+static void test_address_filter_and_token(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+	exc_client *c;
+
+	harness_auth_token = "s3cret";
+	CU_ASSERT_FATAL(start(&d, 1, "authToken: s3cret\n") == 0);
+	fx_options(&o);
+	o.auth_token = "s3cret";
+	c = fx_client(&o, &d, 1, "/job/other");
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &a);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 5000));
+	CU_ASSERT_STRING_EQUAL(a.error_code, "unknown_service");	/* no address for it */
+	exc_client_free(c);
+	c = fx_client(&o, &d, 1, "/job/tools");
+	memset(&a, 0, sizeof a);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &a);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT(a.ok);
+	exc_client_free(c);
+	o.auth_token = "wrong";
+	c = fx_client(&o, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &b);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&b.called, 5000));
+	CU_ASSERT_STRING_EQUAL(b.error_code, "unauthorized");
+	CU_ASSERT(!b.retryable);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+	harness_auth_token = NULL;
+}
+
+/*
+ * The HTTP status of a GET of path, asked from a child process while this
+ * one runs the event loop that serves it (exit code: status - 300).
+ */
+static int get_status_async(const char *host, int port, const char *path)
+{
+	int st = 0;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		char body[256];
+		int status = 0;
+
+		if (wsc_http_get(host, port, path, 3000, &status, body, sizeof body) < 0)
+			_exit(0);
+		_exit(status >= 300 && status < 556 ? status - 300 : 0);
+	}
+	for (int i = 0; i < 200 && waitpid(pid, &st, WNOHANG) == 0; i++)
+		fx_spin(20);
+	return WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st) + 300 : -1;
+}
+
+/* Pipe endpoints: each URL serves one request; a wrong id is refused. */
+static void test_pipe_once(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+	const char *at;
+	char url[200], path[160], host[64];
+	int port = 0;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"2\"]}", &a);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = "not read\n";
+	s.in.len = 9;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	while (!(at = fx_log_find("stdin GET at ")) && !a.called)
+		fx_spin(20);
+	CU_ASSERT_FATAL(at != NULL);
+	CU_ASSERT_FATAL(sscanf(at + strlen("stdin GET at "), "%199s", url) == 1);
+	CU_ASSERT_FATAL(sscanf(url, "http://%63[^:]:%d%159s", host, &port, path) == 3);
+	CU_ASSERT_STRING_EQUAL(host, "127.0.0.1");	/* the broker connection's local address */
+	fx_spin(800);	/* the execserver fetched it meanwhile */
+	CU_ASSERT_EQUAL(get_status_async(host, port, path), 410);
+	path[strlen(path) - 1] = path[strlen(path) - 1] == '0' ? '1' : '0';
+	CU_ASSERT_EQUAL(get_status_async(host, port, path), 404);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT(a.ok);
+	CU_ASSERT_EQUAL(a.stdin_bytes, 9);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
 static const struct test_case cases[] = {
 	{ "stdin buffer, stdout file", test_buffer_to_file },
 	{ "stdin and stdout pipes", test_pipe_fds },
@@ -363,6 +653,13 @@ static const struct test_case cases[] = {
 	{ "placement on a mixed pair", test_placement_mixed },
 	{ "surplus offer declined", test_surplus_declined },
 	{ "connect timeout, cancel, query", test_timeout_cancel_query },
+	{ "claim share", test_claim_share },
+	{ "reconnect after a handler is killed", test_reconnect },
+	{ "owner never comes back: lost", test_owner_lost },
+	{ "pool growth stops when covered", test_pool_covered },
+	{ "unknown service", test_unknown_service },
+	{ "address filter and token", test_address_filter_and_token },
+	{ "pipe endpoints are one-time", test_pipe_once },
 	{ NULL, NULL },
 };
 

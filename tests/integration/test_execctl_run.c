@@ -388,6 +388,7 @@ static void test_unknown_service_and_unreachable(void)
 static void test_token(void)
 {
 	struct proc p;
+	harness_auth_token = "s3cret-token";
 	start("authToken: s3cret-token\n");
 	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "cat"));
 	expect(&p, EXECCTL_UNAUTHORIZED, "refused the token (401): it needs one");
@@ -406,6 +407,7 @@ static void test_token(void)
 	CU_ASSERT_STRING_EQUAL(p.out, "tok\n");
 	release(&p);
 	stop();
+	harness_auth_token = NULL;
 }
 
 static void test_no_slot(void)

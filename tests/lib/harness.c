@@ -157,17 +157,17 @@ static int write_config(struct es_daemon *d, int handlers, const char *body)
 	return fclose(f);
 }
 
+const char *harness_auth_token;
+
 struct json_object *harness_status(const struct es_daemon *d)
 {
-	char body[1 << 16];
+	char body[1 << 16], req[512];
 	int status = 0;
 
-	char request[400];
-	snprintf(request, sizeof request,
-		 "GET /status?check=1 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%s%s%s"
-		 "Connection: close\r\n\r\n", d->port, d->token[0] ? "Authorization: Bearer " : "",
-		 d->token, d->token[0] ? "\r\n" : "");
-	if (wsc_http_request("127.0.0.1", d->port, request, 2000, &status, body, sizeof body) < 0 ||
+	snprintf(req, sizeof req, "GET /status?check=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+		 "Connection: close\r\n%s%s%s\r\n", harness_auth_token ? "Authorization: Bearer " : "",
+		 harness_auth_token ? harness_auth_token : "", harness_auth_token ? "\r\n" : "");
+	if (wsc_http_request("127.0.0.1", d->port, req, 2000, &status, body, sizeof body) < 0 ||
 	    status != 200)
 		return NULL;
 	return json_tokener_parse(body);
@@ -207,9 +207,6 @@ int harness_start(struct es_daemon *d, int handlers, const char *body, const cha
 	snprintf(d->log, sizeof d->log, "%s/execserver.log", d->dir);
 	if (!bin)
 		bin = "./execserver";
-	const char *auth = strstr(body, "authToken:");
-	if (auth && (auth == body || auth[-1] == '\n'))
-		sscanf(auth, "authToken: %127s", d->token);
 
 	for (int attempt = 0; attempt < 5; attempt++) {
 		d->port = harness_free_port();

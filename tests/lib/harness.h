@@ -18,7 +18,6 @@ struct es_daemon {
 	char dir[256];      /* private directory, removed by harness_cleanup */
 	char config[300];
 	char log[300];
-	char token[128];    /* the body's authToken, sent with /status requests */
 };
 
 /* A configuration body with one waitgroup "wg" of `slots` processes and
@@ -38,6 +37,10 @@ void harness_cleanup(struct es_daemon *d);
 void harness_dump_log(const struct es_daemon *d);
 /* 1 if the log contains text. */
 int harness_log_contains(const struct es_daemon *d, const char *text);
+
+/* Sent as a bearer token with every /status request when not NULL (for
+ * daemons configured with authToken). */
+extern const char *harness_auth_token;
 
 /* GET /status?check=1 parsed (with the book's consistency check), or NULL. */
 struct json_object *harness_status(const struct es_daemon *d);

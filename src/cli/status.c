@@ -94,8 +94,12 @@ static void print_services(FILE *out, struct json_object *svcs)
 		for (int i = 0; i < 5; i++)
 			num_field(v[i], sizeof v[i], svc, keys[i]);
 		struct json_object *m;
-		if (json_object_object_get_ex(svc, "mean_runtime_ms", &m) && m)
-			snprintf(mean, sizeof mean, "%.1f s", (double)json_object_get_int64(m) / 1000.0);
+		int64_t ms = json_object_object_get_ex(svc, "mean_runtime_ms", &m) && m
+			? json_object_get_int64(m) : -1;
+		if (ms >= 1000)
+			snprintf(mean, sizeof mean, "%.1f s", (double)ms / 1000.0);
+		else if (ms >= 0)
+			snprintf(mean, sizeof mean, "%" PRId64 " ms", ms);
 		table_add(t, row);
 	}
 	table_print(t, out);

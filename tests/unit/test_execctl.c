@@ -392,7 +392,9 @@ static void test_status_tables(void)
 		"\"services\":{\"demo\":{\"waitgroup\":\"light\",\"enabled\":true,\"waiting\":0,"
 		"\"running\":1,\"started\":10,\"finished\":9,\"failed\":0,\"mean_runtime_ms\":1234},"
 		"\"ffmpeg\":{\"waitgroup\":\"heavy\",\"enabled\":false,\"waiting\":7,\"running\":2,"
-		"\"started\":2,\"finished\":0,\"failed\":0,\"mean_runtime_ms\":null}}}");
+		"\"started\":2,\"finished\":0,\"failed\":0,\"mean_runtime_ms\":null},"
+		"\"wc\":{\"waitgroup\":\"light\",\"enabled\":true,\"waiting\":0,\"running\":0,"
+		"\"started\":1,\"finished\":1,\"failed\":1,\"mean_runtime_ms\":7}}}");
 	CU_ASSERT_FATAL(st != NULL);
 	char *s = print_to_string(print_status, st);
 	CU_ASSERT_STRING_EQUAL(s,
@@ -405,7 +407,8 @@ static void test_status_tables(void)
 		"\n"
 		"SERVICE  WAITGROUP  ENABLED  RUNNING  WAITING  STARTED  FINISHED  FAILED   MEAN\n"
 		"demo     light      yes            1        0       10         9       0  1.2 s\n"
-		"ffmpeg   heavy      no             2        7        2         0       0      -\n");
+		"ffmpeg   heavy      no             2        7        2         0       0      -\n"
+		"wc       light      yes            0        0        1         1       1   7 ms\n");
 	free(s);
 	json_object_put(st);
 }

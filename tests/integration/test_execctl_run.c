@@ -503,7 +503,10 @@ static void test_status(void)
 	/* two addresses: one line each; the worst status wins */
 	run(&p, NULL, ARGS("status", "-a", addr, "-a", "127.0.0.1:1", "--json"));
 	expect(&p, EXECCTL_UNREACHABLE, "cannot reach ws://127.0.0.1:1");
-	CU_ASSERT_PTR_NOT_NULL(json_tokener_parse(p.out));
+	j = json_tokener_parse(p.out);
+	CU_ASSERT_PTR_NOT_NULL(j);
+	if (j)
+		json_object_put(j);
 	release(&p);
 	json_object_put(st);
 	drop_blocker();

@@ -56,7 +56,7 @@ echo "test.sh: make check under ASan+UBSan passed, no reports"
 cd "$top/build"
 vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --child-silent-after-fork=yes"
 export TOP_SRCDIR="$top"
-for t in test_book test_config test_net test_job_spec test_execctl; do
+for t in test_book test_config test_net test_job_spec test_client_url test_execctl; do
 	$vg "tests/unit/$t" > /dev/null || { echo "test.sh: valgrind: $t failed"; exit 1; }
 done
 $vg tests/unit/test_book_diff 7 30000 > /dev/null || { echo "test.sh: valgrind: test_book_diff failed"; exit 1; }

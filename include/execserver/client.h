@@ -131,7 +131,9 @@ struct exc_options {
 	/* Socket connect + websocket upgrade deadline.  Default 10000 ms. */
 	unsigned handshake_timeout_ms;
 	/* Log lines of the library (one line, no newline).  NULL: nothing is
-	 * logged.  Lines above log_level are not produced. */
+	 * logged.  Lines above log_level are not produced.  The websocket
+	 * code shared with the daemon logs process-wide: its lines go to the
+	 * newest live client's callback, at that client's level. */
 	void (*log)(void *arg, enum exc_log_level level, const char *line);
 	enum exc_log_level log_level;	/* default EXC_LOG_WARN */
 	/* Connection events, for status displays and tests.  NULL: none. */
@@ -155,7 +157,9 @@ exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
  * "ws://host:port/job/<service>" (used only for that service: the
  * static per-service filter).  A trailing "/broker" is accepted and means
  * the same as none.  host is a name, an IPv4 address or a bracketed IPv6
- * address.  The pool of the address opens its first connection at once
+ * address; a name is resolved with getaddrinfo at each connection
+ * attempt, which blocks the event loop while the resolver works (use
+ * addresses or /etc/hosts names where that matters).  The pool of the address opens its first connection at once
  * (from the event loop).  Only this address is ever connected to: no
  * per-instance address is learned.  Returns 0, or -1 (EINVAL: not such a
  * URL; "wss" is not supported).
@@ -247,9 +251,11 @@ struct exc_file {
 #define EXC_E_LOST "lost"		/* the instance running the job was not
 					 * reached again within owner_grace_sec
 					 * (retryable: it may have run) */
-#define EXC_E_UNKNOWN_SERVICE "unknown_service"	/* every address was reached
-					 * and no instance offers the service
-					 * (not retryable) */
+#define EXC_E_UNKNOWN_SERVICE "unknown_service"	/* no address serves the
+					 * service, or every one that does was
+					 * explored to the end (reached, and
+					 * covered or full) and no instance
+					 * offers it (not retryable) */
 #define EXC_E_UNAUTHORIZED "unauthorized"	/* every address refused the
 					 * token (401; not retryable) */
 #define EXC_E_LOCAL_IO "local_io"	/* a local source or sink failed (a read
@@ -335,8 +341,9 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s);
 /* The job's id. */
 const char *exc_job_id(const exc_job *j);
 
-/* "waiting" (no slot yet), "starting" (JOB sent), "running" (accepted),
- * "seeking" (its instance is away: resuming), or "done". */
+/* "waiting" (no slot yet), "running" (an OFFER was taken and the JOB
+ * sent), "seeking" (the connection to its instance dropped: looking for
+ * that instance again), or "done" (only seen inside on_done). */
 const char *exc_job_state(const exc_job *j);
 
 /*

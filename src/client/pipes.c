@@ -285,11 +285,10 @@ static void put_pump(struct pipe_req *r)
 	queued = stream_write(r->ep->st, r->tmp, put_drained, r);
 	if (queued < 0) {
 		char why[200];
-		struct pipe_req *keep = r;
 
 		snprintf(why, sizeof why, "sink: %s", stream_error(r->ep->st));
 		ep_finish(r->ep, 0, why);
-		respond(keep, 500, "local sink failed\n");
+		respond(r, 500, "local sink failed\n");
 		return;
 	}
 	r->ep->bytes += n;

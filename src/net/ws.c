@@ -44,6 +44,7 @@
 #include <netinet/tcp.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -658,14 +659,32 @@ int ws_session_is_open(const struct ws_session *s)
 
 void ws_session_flush_now(struct ws_session *s)
 {
+	struct evbuffer_iovec vec[16];
+	struct iovec iov[16];
+	struct msghdr mh = { 0 };
 	evutil_socket_t fd;
+	int n;
 
 	if (s == NULL || s->state == ST_ENDED || s->free_pending)
 		return;
 	enter(s);
 	flush(s);
+	/* a socket bufferevent keeps the start of its output frozen (only it
+	 * may drain it): peek at the bytes and send them directly */
 	fd = bufferevent_getfd(s->bev);
-	if (fd >= 0 && s->state != ST_ENDED)
-		(void)evbuffer_write(out_buf(s), fd);
+	n = evbuffer_peek(out_buf(s), -1, NULL, vec, 16);
+	if (fd >= 0 && n > 0) {
+		if (n > 16)
+			n = 16;
+		for (int i = 0; i < n; i++) {
+			iov[i].iov_base = vec[i].iov_base;
+			iov[i].iov_len = vec[i].iov_len;
+		}
+		mh.msg_iov = iov;
+		mh.msg_iovlen = (size_t)n;
+		(void)sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	}
+	if (fd >= 0)
+		(void)shutdown(fd, SHUT_WR);
 	leave(s);
 }

@@ -130,8 +130,10 @@ void ws_close(struct ws_session *s, uint16_t code, const char *reason);
 /*
  * Best effort, for an owner about to free the session: hands what is
  * queued (messages, a close frame) to the socket now with one
- * non-blocking write, so that it is not lost with the bufferevent.  No
- * callback is called.  NULL ok.
+ * non-blocking write, so that it is not lost with the bufferevent, and
+ * shuts the write side (FIN after those bytes), so that the peer learns
+ * the end even before libevent's deferred close runs.  No callback is
+ * called; nothing may be sent afterwards.  NULL ok.
  */
 void ws_session_flush_now(struct ws_session *s);
 

@@ -471,6 +471,13 @@ static void test_owner_lost(void)
 	harness_cleanup(&d);
 }
 
+static int nothing_held(struct json_object *st, void *arg)
+{
+	return harness_json_int(st, "waitgroups", "wg", "running", NULL) == 0 &&
+		harness_json_int(st, "waitgroups", "wg", "offered", NULL) == 0 &&
+		harness_json_int(st, "waitgroups", "wg", "waiting", NULL) == 0;
+}
+
 struct covered_wait {
 	exc_client *c;
 	unsigned duplicates;
@@ -522,7 +529,17 @@ static void test_pool_covered(void)
 	CU_ASSERT(exc_address_stats(c, 0, &st2) == 0);
 	CU_ASSERT_EQUAL(st2.opened, 3);
 	CU_ASSERT_EQUAL(st2.connections, 1);
+	/* free cancels the running job at once (no resume grace wait) and
+	 * drops the waiting one */
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "running"), 1);
 	exc_client_free(c);
+	CU_ASSERT(harness_wait_status(&d, 5000, nothing_held, NULL) == 0);
+	if (getenv("FX_VERBOSE")) {
+		struct json_object *sj = harness_status(&d);
+		fprintf(stderr, "STATUS %s\n", json_object_to_json_string(sj));
+		json_object_put(sj);
+		harness_dump_log(&d);
+	}
 	harness_stop(&d, 10000);
 	harness_cleanup(&d);
 }
@@ -591,16 +608,18 @@ static void test_address_filter_and_token(void)
  * The HTTP status of a GET of path, asked from a child process while this
  * one runs the event loop that serves it (exit code: status - 300).
  */
-static int get_status_async(const char *host, int port, const char *path)
+static int status_async(const char *method, const char *host, int port, const char *path)
 {
 	int st = 0;
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		char body[256];
+		char body[256], req[512];
 		int status = 0;
 
-		if (wsc_http_get(host, port, path, 3000, &status, body, sizeof body) < 0)
+		snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: %s:%d\r\n"
+			"Content-Length: 0\r\nConnection: close\r\n\r\n", method, path, host, port);
+		if (wsc_http_request(host, port, req, 3000, &status, body, sizeof body) < 0)
 			_exit(0);
 		_exit(status >= 300 && status < 556 ? status - 300 : 0);
 	}
@@ -635,12 +654,62 @@ static void test_pipe_once(void)
 	CU_ASSERT_FATAL(sscanf(url, "http://%63[^:]:%d%159s", host, &port, path) == 3);
 	CU_ASSERT_STRING_EQUAL(host, "127.0.0.1");	/* the broker connection's local address */
 	fx_spin(800);	/* the execserver fetched it meanwhile */
-	CU_ASSERT_EQUAL(get_status_async(host, port, path), 410);
+	CU_ASSERT_EQUAL(status_async("GET", host, port, path), 410);
 	path[strlen(path) - 1] = path[strlen(path) - 1] == '0' ? '1' : '0';
-	CU_ASSERT_EQUAL(get_status_async(host, port, path), 404);
+	CU_ASSERT_EQUAL(status_async("GET", host, port, path), 404);
 	CU_ASSERT(fx_wait(&a.called, 10000));
 	CU_ASSERT(a.ok);
 	CU_ASSERT_EQUAL(a.stdin_bytes, 9);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* A stdout endpoint being streamed refuses a second PUT; the stream
+ * itself completes. */
+static void test_pipe_put_once(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+	const char *at;
+	char url[200], path[160], host[64], out[300], chunk[6000];
+	int port = 0, in[2], fd;
+	size_t got = 0;
+	unsigned char *back;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	snprintf(out, sizeof out, "%s/put-once.out", d.dir);
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CU_ASSERT_FATAL(pipe(in) == 0);
+	memset(chunk, 'x', sizeof chunk);
+	CU_ASSERT_FATAL(write(in[1], chunk, sizeof chunk) == (ssize_t)sizeof chunk);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &a);
+	s.in.kind = EXC_IO_FD;
+	s.in.fd = in[0];
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = fd;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	while (!(at = fx_log_find("stdout PUT at ")) && !a.called)
+		fx_spin(20);
+	CU_ASSERT_FATAL(at != NULL);
+	CU_ASSERT_FATAL(sscanf(at + strlen("stdout PUT at "), "%199s", url) == 1);
+	CU_ASSERT_FATAL(sscanf(url, "http://%63[^:]:%d%159s", host, &port, path) == 3);
+	fx_spin(800);	/* 6000 bytes > 4000: the execserver's PUT is streaming */
+	CU_ASSERT_EQUAL(status_async("PUT", host, port, path), 410);
+	CU_ASSERT(!a.called);	/* stdin is still open: the job still runs */
+	close(in[1]);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT(a.ok);
+	CU_ASSERT_EQUAL(a.stdout_bytes, sizeof chunk);
+	close(in[0]);
+	close(fd);
+	back = read_file(out, &got);
+	CU_ASSERT(back && got == sizeof chunk && memcmp(back, chunk, got) == 0);
+	free(back);
 	exc_client_free(c);
 	harness_stop(&d, 10000);
 	harness_cleanup(&d);
@@ -660,6 +729,7 @@ static const struct test_case cases[] = {
 	{ "unknown service", test_unknown_service },
 	{ "address filter and token", test_address_filter_and_token },
 	{ "pipe endpoints are one-time", test_pipe_once },
+	{ "a streaming PUT endpoint refuses a second PUT", test_pipe_put_once },
 	{ NULL, NULL },
 };
 

@@ -372,6 +372,16 @@ static void test_unknown_service_and_unreachable(void)
 	run(&p, NULL, ARGS("status", "-a", addr));
 	expect(&p, EXECCTL_UNREACHABLE, "execctl: cannot reach ws://127.0.0.1:");
 	release(&p);
+	/* one dead address among live ones is not "unreachable" */
+	char dead[64];
+	snprintf(dead, sizeof dead, "%s", addr);
+	start(NULL);
+	struct run_opts in = { .in = "both\n", .inlen = 5 };
+	run(&p, &in, ARGS("run", "-a", dead, "-a", addr, "-s", "cat", "--", "cat"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_STRING_EQUAL(p.out, "both\n");
+	release(&p);
+	stop();
 	/* usage errors: 2, nothing sent */
 	run(&p, NULL, ARGS("run", "-a", addr, "--", "cat"));
 	expect(&p, EXECCTL_USAGE, "execctl run: no service: give -s SERVICE");

@@ -24,6 +24,7 @@
 #include <CUnit/Basic.h>
 #include <json-c/json.h>
 
+#include "fleet.h"
 #include "harness.h"
 #include "proto.h"
 #include "suite.h"
@@ -80,7 +81,7 @@ struct run_opts {
 	const char *env[4];	/* "K=V" added to the environment */
 	int stderr_pty;		/* stderr is a terminal (read from its master) */
 	int interrupt_after_ms;	/* > 0: SIGINT then */
-	void (*during)(void);	/* called once after start_ms */
+	void (*during)(void);	/* called once, during_ms after the start */
 	int during_ms;
 };
 
@@ -238,14 +239,19 @@ static unsigned char *pattern(size_t n)
 /* A raw client holding the only slot with a long job; released by CANCEL. */
 static struct tclient *blocker;
 
-static void block_slot(void)
+static void block_slot_at(int port)
 {
-	blocker = tc_connect(D.port, "blocker");
+	blocker = tc_connect(port, "blocker");
 	CU_ASSERT_FATAL(blocker != NULL);
 	const char *token = tc_want_offer(blocker, "hold", "sleep", 0, 5000);
 	CU_ASSERT_FATAL(token != NULL);
 	CU_ASSERT(tc_send(blocker, "{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\","
 			  "\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}", token) == 0);
+}
+
+static void block_slot(void)
+{
+	block_slot_at(D.port);
 }
 
 static void unblock_slot(void)
@@ -523,6 +529,47 @@ static void test_status(void)
 	stop();
 }
 
+/* Behind a load balancer: the first instance reached is busy, so the pool
+ * grows through the one address and the job runs on the other. */
+static struct fleet LB;
+
+static void second_instance_ready(void)
+{
+	CU_ASSERT(balancer_set_state(&LB.lb, 1, "ready") == 0);
+}
+
+static void test_behind_balancer(void)
+{
+	struct proc p;
+	char up[2][80];
+	CU_ASSERT_FATAL(fleet_start(&LB, 2, 1, NULL) == 0);
+	block_slot_at(LB.d[0].port);
+	/* execctl's first connection can only reach instance 0; instance 1
+	 * is back before its want has waited a retry tick (1 s) */
+	CU_ASSERT(balancer_set_state(&LB.lb, 1, "maint") == 0);
+	struct run_opts o = { .in = "via the balancer\n", .inlen = 17,
+			      .during = second_instance_ready, .during_ms = 500 };
+	run(&p, &o, ARGS("run", "-a", LB.url, "-s", "cat", "-v", "--", "cat"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_STRING_EQUAL(p.out, "via the balancer\n");
+	for (int i = 0; i < 2; i++) {
+		snprintf(up[i], sizeof up[i], "connection up to instance %s", LB.id[i]);
+		CU_ASSERT_PTR_NOT_NULL(strstr(p.err, up[i]));
+	}
+	CU_ASSERT_EQUAL(fleet_status_int(&LB, 1, "services", "cat", "finished", NULL), 1);
+	CU_ASSERT_EQUAL(fleet_status_int(&LB, 0, "services", "cat", "started", NULL), 0);
+	release(&p);
+	run(&p, NULL, ARGS("status", "-a", LB.url, "--json"));
+	expect(&p, 0, NULL);
+	struct json_object *j = json_tokener_parse(p.out);
+	CU_ASSERT(j && fleet_index(&LB, tc_str(j, "instance_id")) >= 0);
+	if (j)
+		json_object_put(j);
+	release(&p);
+	drop_blocker();
+	CU_ASSERT(fleet_stop(&LB) == 0);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -535,6 +582,7 @@ int main(void)
 		{ "SIGINT cancels", test_interrupt },
 		{ "position on a terminal only", test_position_on_terminal },
 		{ "status tables and --json", test_status },
+		{ "behind a load balancer", test_behind_balancer },
 		{ NULL, NULL },
 	};
 	const char *bin = getenv("EXECCTL_BIN"), *server = getenv("EXECSERVER_BIN");

@@ -14,9 +14,11 @@
  * thread that runs it.  No exc_* function may be called from another
  * thread.  Callbacks run only from the event loop, never from inside an
  * exc_* call (exc_submit never calls on_done before it returns).  Inside
- * any callback the caller may call every exc_* function except
- * exc_client_free (leave the loop first, e.g. event_base_loopbreak, then
- * free).
+ * on_done, on_position and on_conn the caller may call every exc_*
+ * function except exc_client_free (leave the loop first, e.g.
+ * event_base_loopbreak, then free).  The log callback is the exception:
+ * it may run anywhere, also inside exc_* calls, and must not call exc_*
+ * functions.
  *
  * Errors: functions that can fail return NULL or -1, set errno (EINVAL bad
  * argument, ENOMEM, ENOENT unknown) and keep a one-line message for

@@ -1,7 +1,8 @@
 #!/bin/sh
 # demo.sh - from a fresh Debian 12 machine: build execserver, start it in
-# the foreground on the default configuration (etc/execserver.yml), run one
-# demo job through the broker protocol, and stop it (SIGTERM, clean drain).
+# the foreground on the default configuration (etc/execserver.yml), stream
+# a file through one job with `execctl run` (its SHA-256 compared), show
+# `execctl status`, and stop it (SIGTERM, clean drain).
 #
 #   scripts/demo.sh [--keep]     --keep leaves the daemon running
 set -eu
@@ -49,13 +50,23 @@ until curl -sf "http://$host:$port/status" > /dev/null 2>&1; do
 	sleep 0.1
 done
 
-echo "demo: one job: service demo, command cat, stdin and stdout streamed through pipe URLs"
-"$build/tests/tools/demo_job" -i "$top/etc/execserver.yml" "$host" "$port" demo cat
-echo "demo: the same file hashed locally (the out-pipe must have received exactly this):"
-sha256sum "$top/etc/execserver.yml"
+echo "demo: one job: execctl run -a ws://$host:$port -s demo -- cat"
+echo "      (its stdin and stdout streamed through the job's one-time pipe URLs)"
+"$build/execctl" run -a "ws://$host:$port" -s demo -- cat \
+	< "$top/etc/execserver.yml" > "$work/copy.yml"
+in_sum=$(sha256sum < "$top/etc/execserver.yml" | cut -d' ' -f1)
+out_sum=$(sha256sum < "$work/copy.yml" | cut -d' ' -f1)
+echo "demo: sha256 of the file sent:     $in_sum"
+echo "demo: sha256 of what came back:    $out_sum"
+if [ "$in_sum" != "$out_sum" ]; then
+	echo "demo: the bytes differ" >&2
+	exit 1
+fi
+echo "demo: the same bytes came back"
 
-echo "demo: status of the instance:"
-curl -s "http://$host:$port/status" | head -n 30
+echo "demo: execctl status -a ws://$host:$port"
+"$build/execctl" status -a "ws://$host:$port"
+
 
 if [ "${1:-}" = "--keep" ]; then
 	trap - EXIT INT TERM

@@ -40,7 +40,7 @@ long long harness_now_us(void)
 	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static int free_port(void)
+int harness_free_port(void)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof sa;
@@ -78,13 +78,54 @@ const char *harness_default_body(int slots)
 	return body;
 }
 
-void harness_dump_log(const struct es_daemon *d)
+void harness_tail(const char *what, const char *file, int lines)
 {
 	char cmd[400];
-	snprintf(cmd, sizeof cmd, "tail -n 40 '%s' >&2", d->log);
-	fprintf(stderr, "---- execserver log (%s) ----\n", d->log);
+	snprintf(cmd, sizeof cmd, "tail -n %d '%s' >&2", lines, file);
+	fprintf(stderr, "---- %s (%s) ----\n", what, file);
 	if (system(cmd) != 0)
 		fprintf(stderr, "(no log)\n");
+}
+
+void harness_dump_log(const struct es_daemon *d)
+{
+	harness_tail("execserver log", d->log, 40);
+}
+
+pid_t harness_spawn(const char *log, const char *extra_env, char *const argv[])
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	FILE *f = freopen(log, "a", stderr);
+	(void)f;
+	dup2(STDERR_FILENO, STDOUT_FILENO);
+	if (extra_env)
+		putenv((char *)extra_env);
+	execvp(argv[0], argv);
+	fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+int harness_reap(pid_t *pid, int sig, int timeout_ms)
+{
+	int status;
+
+	if (*pid <= 0)
+		return -1;
+	if (sig)
+		kill(*pid, sig);
+	for (int waited = 0; waited < timeout_ms; waited += 10) {
+		if (waitpid(*pid, &status, WNOHANG) == *pid) {
+			*pid = 0;
+			return status;
+		}
+		harness_sleep_ms(10);
+	}
+	kill(*pid, SIGKILL);
+	waitpid(*pid, NULL, 0);
+	*pid = 0;
+	return -1;
 }
 
 int harness_log_count(const struct es_daemon *d, const char *text)
@@ -152,6 +193,37 @@ struct json_object *harness_status(const struct es_daemon *d)
 	return json_tokener_parse(body);
 }
 
+int harness_await(pid_t *pid, int timeout_ms, int (*ready)(void *arg), void *arg)
+{
+	for (int waited = 0; waited < timeout_ms; waited += 20) {
+		if (ready(arg))
+			return 0;
+		int status;
+		if (waitpid(*pid, &status, WNOHANG) == *pid) {
+			*pid = 0;
+			return 1;
+		}
+		harness_sleep_ms(20);
+	}
+	return -1;
+}
+
+struct ready {
+	const struct es_daemon *d;
+	int handlers;
+};
+
+/* Ready: /status answers and every handler has started (one handler may
+ * answer before the others are up). */
+static int daemon_ready(void *arg)
+{
+	const struct ready *r = arg;
+	int pids[64], n = harness_handler_pids(r->d, pids, 64), up = n > 0;
+	for (int i = 0; i < n; i++)
+		up = up && pids[i] > 0;
+	return up && (r->handlers <= 0 || n == r->handlers);
+}
+
 int harness_start(struct es_daemon *d, int handlers, const char *body, const char *extra_env)
 {
 	return harness_start_tls(d, handlers, body, extra_env, NULL);
@@ -186,44 +258,23 @@ static int launch(struct es_daemon *d, int handlers, const char *body, const cha
 		bin = "./execserver";
 
 	for (int attempt = 0; attempt < 5; attempt++) {
-		d->port = free_port();
+		d->port = harness_free_port();
 		if (d->port < 0 || write_config(d, handlers, body) != 0)
 			return -1;
-		d->pid = fork();
+		char *argv[] = { (char *)bin, "-f", "-c", d->config, NULL };
+		d->pid = harness_spawn(d->log, extra_env, argv);
 		if (d->pid < 0)
 			return -1;
-		if (d->pid == 0) {
-			FILE *log = freopen(d->log, "a", stderr);
-			(void)log;
-			dup2(STDERR_FILENO, STDOUT_FILENO);
-			if (extra_env)
-				putenv((char *)extra_env);
-			execl(bin, "execserver", "-f", "-c", d->config, (char *)NULL);
-			perror("exec execserver");
-			_exit(127);
-		}
-		for (int waited = 0; waited < 10000; waited += 20) {
-			/* ready: /status answers and every handler has started
-			 * (one handler may answer before the others are up) */
-			int pids[64], n = harness_handler_pids(d, pids, 64), up = n > 0;
-			for (int i = 0; i < n; i++)
-				up = up && pids[i] > 0;
-			if (up && (handlers <= 0 || n == handlers))
-				return 0;
-			int status;
-			if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-				d->pid = 0;
-				break; /* died: perhaps the port was taken meanwhile */
-			}
-			harness_sleep_ms(20);
-		}
-		if (d->pid) {
+		struct ready ready = { d, handlers };
+		int up = harness_await(&d->pid, 10000, daemon_ready, &ready);
+		if (up == 0)
+			return 0;
+		if (up < 0) {
 			harness_dump_log(d);
-			kill(d->pid, SIGKILL);
-			waitpid(d->pid, NULL, 0);
-			d->pid = 0;
+			harness_reap(&d->pid, SIGKILL, 5000);
 			return -1;
 		}
+		/* died: perhaps the port was taken meanwhile */
 	}
 	harness_dump_log(d);
 	return -1;
@@ -231,22 +282,7 @@ static int launch(struct es_daemon *d, int handlers, const char *body, const cha
 
 int harness_stop(struct es_daemon *d, int timeout_ms)
 {
-	int status;
-
-	if (!d->pid)
-		return -1;
-	kill(d->pid, SIGTERM);
-	for (int waited = 0; waited < timeout_ms; waited += 10) {
-		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
-			d->pid = 0;
-			return status;
-		}
-		harness_sleep_ms(10);
-	}
-	kill(d->pid, SIGKILL);
-	waitpid(d->pid, NULL, 0);
-	d->pid = 0;
-	return -1;
+	return harness_reap(&d->pid, SIGTERM, timeout_ms);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -254,15 +290,16 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 	return remove(path);
 }
 
+void harness_remove_dir(const char *dir)
+{
+	if (dir[0] && !getenv("KEEP_TEST_DIRS"))
+		nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 void harness_cleanup(struct es_daemon *d)
 {
-	if (d->pid) {
-		kill(d->pid, SIGKILL);
-		waitpid(d->pid, NULL, 0);
-		d->pid = 0;
-	}
-	if (d->dir[0] && !getenv("KEEP_TEST_DIRS"))
-		nftw(d->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	harness_reap(&d->pid, SIGKILL, 5000);
+	harness_remove_dir(d->dir);
 }
 
 int harness_handler_pids(const struct es_daemon *d, int *pids, int max)
@@ -299,16 +336,13 @@ int harness_wait_status(const struct es_daemon *d, int timeout_ms,
 	return -1;
 }
 
-long long harness_json_int(struct json_object *o, ...)
+long long harness_json_vint(struct json_object *o, va_list ap)
 {
-	va_list ap;
 	const char *key;
 
-	va_start(ap, o);
 	while (o && (key = va_arg(ap, const char *)) != NULL)
 		if (!json_object_object_get_ex(o, key, &o))
 			o = NULL;
-	va_end(ap);
 	return o ? json_object_get_int64(o) : -1;
 }
 
@@ -340,4 +374,14 @@ long harness_proc_kib(int pid, const char *field)
 			kib = atol(line + len + 1);
 	fclose(f);
 	return kib;
+}
+
+long long harness_json_int(struct json_object *o, ...)
+{
+	va_list ap;
+
+	va_start(ap, o);
+	long long v = harness_json_vint(o, ap);
+	va_end(ap);
+	return v;
 }

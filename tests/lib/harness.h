@@ -7,6 +7,7 @@
 #ifndef ES_HARNESS_H
 #define ES_HARNESS_H
 
+#include <stdarg.h>
 #include <sys/types.h>
 
 #include <json-c/json.h>
@@ -61,6 +62,25 @@ int harness_wait_status(const struct es_daemon *d, int timeout_ms,
 			int (*pred)(struct json_object *status, void *arg), void *arg);
 /* Integer at a path of keys in a JSON object ("waitgroups", "wg", "running", NULL). */
 long long harness_json_int(struct json_object *o, ...);
+/* The same with the keys in a va_list. */
+long long harness_json_vint(struct json_object *o, va_list ap);
+
+/* Forks and execs argv (PATH searched) with stdout and stderr appended to
+ * log and extra_env ("K=V" or NULL) added.  Returns the pid, or -1. */
+pid_t harness_spawn(const char *log, const char *extra_env, char *const argv[]);
+/* Sends sig (0: none) to *pid, waits up to timeout_ms for it to exit, else
+ * kills it (SIGKILL).  Returns the wait status, or -1 on timeout or when
+ * *pid is 0; *pid becomes 0. */
+int harness_reap(pid_t *pid, int sig, int timeout_ms);
+/* Polls ready(arg) every 20 ms until it returns non-zero (0), the process
+ * *pid exits (1; *pid becomes 0) or timeout_ms pass (-1). */
+int harness_await(pid_t *pid, int timeout_ms, int (*ready)(void *arg), void *arg);
+/* Removes a directory tree (not when KEEP_TEST_DIRS is set). */
+void harness_remove_dir(const char *dir);
+/* Prints the last lines of a file to stderr under a title. */
+void harness_tail(const char *what, const char *file, int lines);
+/* A loopback TCP port that was free a moment ago, or -1. */
+int harness_free_port(void);
 
 /* Runs `execserver -t -c config`; its output (stdout and stderr) goes to
  * out.  Returns its exit status, or -1. */

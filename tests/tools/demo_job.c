@@ -1,7 +1,7 @@
 /*
  * demo_job.c - one job through the broker protocol, spoken by hand over the
- * test websocket client: HELLO, WANT, OFFER, JOB, DONE.  scripts/demo.sh
- * runs it; it also shows, in a page, what a client does (docs/protocol.md).
+ * test websocket client: HELLO, WANT, OFFER, JOB, DONE.  It shows, in a
+ * page, what a client does (docs/protocol.md); scripts/demo.sh uses execctl.
  *
  *   demo_job [-i FILE] HOST PORT SERVICE COMMAND [ARG...]
  *

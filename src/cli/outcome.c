@@ -1,0 +1,87 @@
+/* outcome.c - see outcome.h. */
+#include "autoconfig.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/exit_codes.h"
+#include "cli/outcome.h"
+
+static void add(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char *msg, size_t msglen, const char *fmt, ...)
+{
+	size_t used = strlen(msg);
+	va_list ap;
+	if (used >= msglen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg + used, msglen - used, fmt, ap);
+	va_end(ap);
+}
+
+static int is(const char *code, const char *name)
+{
+	return code && strcmp(code, name) == 0;
+}
+
+/* The exit status a receipt error stands for. */
+static int error_exit(const struct exc_receipt *r, int interrupted)
+{
+	const char *code = r->error_code;
+	if (is(code, EXC_E_UNAUTHORIZED))
+		return EXECCTL_UNAUTHORIZED;
+	if (is(code, EXC_E_UNKNOWN_SERVICE) || is(code, "unknown_command"))
+		return EXECCTL_UNKNOWN_SERVICE;
+	if (is(code, EXC_E_NO_SLOT))
+		return EXECCTL_NO_SLOT;
+	if (is(code, EXC_E_LOCAL_IO))
+		return EXECCTL_LOCAL_IO;
+	if (is(code, EXC_E_CANCELLED) && interrupted)
+		return EXECCTL_INTERRUPTED;
+	return r->retryable ? EXECCTL_RETRYABLE : EXECCTL_FAILED;
+}
+
+int outcome_exit(const struct exc_receipt *r, int interrupted, const char *service,
+		 char *msg, size_t msglen)
+{
+	int status;
+
+	if (msglen)
+		msg[0] = '\0';
+	if (r->ok)
+		return EXECCTL_OK;
+	if (r->error_code) {
+		status = error_exit(r, interrupted);
+		if (is(r->error_code, EXC_E_UNKNOWN_SERVICE))
+			add(msg, msglen, "execctl: unknown service '%s': %s\n", service,
+			    "no instance reached offers it");
+		else if (is(r->error_code, EXC_E_NO_SLOT))
+			add(msg, msglen, "execctl: no slot for service '%s' within the timeout%s%s\n",
+			    service, r->error_message ? ": " : "",
+			    r->error_message ? r->error_message : "");
+		else if (is(r->error_code, EXC_E_UNAUTHORIZED))
+			add(msg, msglen, "execctl: the server refused the token (give the right one "
+			    "with --token-file or EXECCTL_TOKEN): %s\n",
+			    r->error_message ? r->error_message : "401");
+		else
+			add(msg, msglen, "execctl: job failed: %s%s%s%s\n", r->error_code,
+			    r->error_message ? ": " : "", r->error_message ? r->error_message : "",
+			    r->retryable ? " (retryable: run it again)" : "");
+	} else if (r->signal > 0) {
+		status = 128 + r->signal;
+		add(msg, msglen, "execctl: the job was killed by signal %d (%s)\n", r->signal,
+		    strsignal(r->signal));
+	} else if (r->exited) {
+		status = r->exit_code;
+		add(msg, msglen, "execctl: the job exited with status %d\n", r->exit_code);
+		if (status == 0)	/* exit 0 but not ok: a local stream broke */
+			status = EXECCTL_LOCAL_IO;
+	} else {
+		status = EXECCTL_FAILED;
+		add(msg, msglen, "execctl: the job ended without an exit status\n");
+	}
+	if (r->stderr_line && r->stderr_line[0])
+		add(msg, msglen, "execctl: its last stderr line: %s\n", r->stderr_line);
+	return status;
+}

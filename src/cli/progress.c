@@ -1,0 +1,32 @@
+/* progress.c - see progress.h. */
+#include "autoconfig.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "cli/progress.h"
+
+void progress_eta(char *buf, size_t len, int64_t eta_ms)
+{
+	if (eta_ms < 0) {
+		snprintf(buf, len, "%s", "");
+		return;
+	}
+	int64_t s = (eta_ms + 999) / 1000;	/* never "about 0 s" */
+	if (s < 1)
+		s = 1;
+	if (s < 60)
+		snprintf(buf, len, "about %" PRId64 " s", s);
+	else if (s < 90 * 60)
+		snprintf(buf, len, "about %" PRId64 " min", (s + 30) / 60);
+	else
+		snprintf(buf, len, "about %" PRId64 " h", (s + 1800) / 3600);
+}
+
+void progress_line(char *buf, size_t len, int64_t running, int64_t ahead, int64_t eta_ms)
+{
+	char eta[32];
+	progress_eta(eta, sizeof eta, eta_ms);
+	snprintf(buf, len, "%" PRId64 " running, %" PRId64 " ahead%s%s", running, ahead,
+		 eta[0] ? ", " : "", eta);
+}

@@ -1,0 +1,346 @@
+/*
+ * run.c - see run.h.
+ *
+ * One event loop runs until the job's on_done (or until execctl decides it
+ * cannot get anywhere: every address refused or failed before any
+ * connection came up).  Invariants: the client is freed only after the
+ * loop has stopped (never from a callback); the position line is drawn
+ * only while the job waits and stderr is a terminal, and it is erased
+ * before the job starts so that it never mixes with the job's output.
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include <execserver/client.h>
+
+#include "cli/exit_codes.h"
+#include "cli/outcome.h"
+#include "cli/progress.h"
+#include "cli/run.h"
+
+#define TICK_MS 200		/* state check (erase the line in time) */
+#define QUERY_EVERY 5		/* ticks between QUERYs: once a second */
+
+struct address_state {
+	int failed;		/* connecting failed at least once */
+	int code;		/* the last failure's HTTP status (0: network) */
+	char message[256];
+};
+
+struct run {
+	const struct cli_run *o;
+	struct event_base *base;
+	exc_client *client;
+	exc_job *job;
+	struct address_state *addr;
+	int ever_up;		/* some connection got its HELLO */
+	int status;		/* the exit status once decided, else -1 */
+	int interrupted;
+	int tty;		/* stderr is a terminal and not -q */
+	int line_shown;
+	unsigned ticks;
+	/* the best (fewest ahead) POSITION of the current round */
+	int have_position;
+	struct exc_position best;
+};
+
+static void finish(struct run *r, int status)
+{
+	if (r->status < 0)
+		r->status = status;
+	event_base_loopbreak(r->base);
+}
+
+static void erase_line(struct run *r)
+{
+	if (r->line_shown) {
+		fputs("\r\033[K", stderr);
+		fflush(stderr);
+		r->line_shown = 0;
+	}
+}
+
+static void draw_line(struct run *r, const char *text)
+{
+	fprintf(stderr, "\r\033[Kexecctl: %s", text);
+	fflush(stderr);
+	r->line_shown = 1;
+}
+
+/* ---- library callbacks ------------------------------------------------------ */
+
+static void on_log(void *arg, enum exc_log_level level, const char *line)
+{
+	struct run *r = arg;
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+	erase_line(r);
+	fprintf(stderr, "execctl: [%s] %s\n", names[level <= EXC_LOG_DEBUG ? level : EXC_LOG_DEBUG], line);
+}
+
+static int address_index(const struct run *r, const char *address)
+{
+	for (size_t i = 0; i < r->o->c.naddresses; i++)
+		if (address && strcmp(address, r->o->c.addresses[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Every address failed before anything came up: say why and stop. */
+static void give_up_if_nothing_reachable(struct run *r)
+{
+	int refused = 0;
+	if (r->ever_up)
+		return;
+	for (size_t i = 0; i < r->o->c.naddresses; i++) {
+		if (!r->addr[i].failed)
+			return;
+		refused |= r->addr[i].code == 401;
+	}
+	erase_line(r);
+	for (size_t i = 0; i < r->o->c.naddresses; i++) {
+		const struct address_state *a = &r->addr[i];
+		if (a->code == 401)
+			fprintf(stderr, "execctl: %s refused the token (401)%s\n", r->o->c.addresses[i],
+				r->o->c.token ? "" : ": it needs one (--token-file or EXECCTL_TOKEN)");
+		else if (a->code)
+			fprintf(stderr, "execctl: %s answered HTTP %d to the websocket upgrade: "
+				"not an execserver broker? %s\n", r->o->c.addresses[i], a->code, a->message);
+		else
+			fprintf(stderr, "execctl: cannot reach %s: %s\n", r->o->c.addresses[i], a->message);
+	}
+	finish(r, refused ? EXECCTL_UNAUTHORIZED : EXECCTL_UNREACHABLE);
+}
+
+static void on_conn(void *arg, enum exc_conn_event ev, const struct exc_conn_info *info)
+{
+	struct run *r = arg;
+	int i = address_index(r, info->address);
+
+	if (r->o->c.verbose) {
+		static const char *const names[] = { "up", "down", "failed", "duplicate" };
+		erase_line(r);
+		fprintf(stderr, "execctl: %s: connection %s%s%s (code %d; %u live, %u instances%s)%s%s\n",
+			info->address, names[ev], info->instance_id ? " to instance " : "",
+			info->instance_id ? info->instance_id : "", info->code, info->connections,
+			info->instances, info->covered ? ", covered" : "",
+			info->message ? ": " : "", info->message ? info->message : "");
+	}
+	if (ev == EXC_CONN_UP)
+		r->ever_up = 1;
+	if (ev != EXC_CONN_FAILED || i < 0)
+		return;
+	/* 5xx (draining, full) is an instance that is there: keep trying */
+	if (info->code >= 500)
+		return;
+	r->addr[i].failed = 1;
+	r->addr[i].code = info->code;
+	snprintf(r->addr[i].message, sizeof r->addr[i].message, "%s",
+		 info->message ? info->message : "connection failed");
+	give_up_if_nothing_reachable(r);
+}
+
+static void on_position(exc_job *job, const struct exc_position *p, void *arg)
+{
+	struct run *r = arg;
+	if (!r->tty || !p->state || strcmp(p->state, "waiting") != 0)
+		return;
+	if (r->have_position && p->ahead >= r->best.ahead)
+		return;
+	r->best = *p;
+	r->have_position = 1;
+	char line[160];
+	progress_line(line, sizeof line, p->running, p->ahead, p->eta_ms);
+	draw_line(r, line);
+}
+
+static void on_done(exc_job *job, const struct exc_receipt *rc, void *arg)
+{
+	struct run *r = arg;
+	char msg[2048];
+	int status = outcome_exit(rc, r->interrupted, r->o->service, msg, sizeof msg);
+
+	erase_line(r);
+	r->job = NULL;
+	/* A failed job whose output never reached the stream (at most 4000
+	 * bytes, kept in the receipt) still shows it, as it would locally. */
+	if (rc->stdout_bytes == 0 && rc->stdout_text && rc->stdout_text[0]) {
+		size_t len = strlen(rc->stdout_text);
+		if (fwrite(rc->stdout_text, 1, len, stdout) != len || fflush(stdout) != 0)
+			status = status ? status : EXECCTL_LOCAL_IO;
+		if (rc->stdout_truncated)
+			fputs("execctl: (standard output cut after its first 4000 bytes)\n", stderr);
+	}
+	fputs(msg, stderr);
+	if (r->o->c.verbose && rc->json)
+		fprintf(stderr, "execctl: receipt from instance %s: %s\n",
+			rc->instance_id ? rc->instance_id : "-", rc->json);
+	finish(r, status);
+}
+
+/* ---- the loop's own events ----------------------------------------------------- */
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct run *r = arg;
+	if (!r->job)
+		return;
+	if (strcmp(exc_job_state(r->job), "waiting") != 0) {
+		erase_line(r);
+		return;
+	}
+	if (r->ticks++ % QUERY_EVERY != 0)
+		return;
+	r->have_position = 0;
+	if (exc_query(r->job) == 0 && !r->line_shown) {
+		char line[160];
+		snprintf(line, sizeof line, "waiting for an instance that offers '%s'", r->o->service);
+		draw_line(r, line);
+	}
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct run *r = arg;
+	erase_line(r);
+	if (r->interrupted || !r->job || exc_cancel(r->job) != 0) {
+		fprintf(stderr, "execctl: interrupted\n");
+		finish(r, EXECCTL_INTERRUPTED);
+		return;
+	}
+	r->interrupted = 1;
+	fprintf(stderr, "execctl: cancelling the job (again to quit at once)\n");
+}
+
+/* ---- setup ------------------------------------------------------------------------ */
+
+static struct exc_file *file_args(const struct cli_file_arg *args, size_t n)
+{
+	struct exc_file *f = calloc(n ? n : 1, sizeof *f);
+	for (size_t i = 0; f && i < n; i++) {
+		f[i].name = args[i].name;
+		f[i].io.kind = EXC_IO_FILE;
+		f[i].io.fd = -1;
+		f[i].io.path = args[i].path;
+	}
+	return f;
+}
+
+static exc_client *new_client(struct run *r)
+{
+	struct exc_options opt;
+	exc_options_init(&opt);
+	opt.client_id = r->o->client_id;
+	opt.auth_token = r->o->c.token;
+	opt.connect_timeout_sec = r->o->timeout_sec;
+	opt.on_conn = on_conn;
+	opt.arg = r;
+	if (r->o->c.verbose) {
+		opt.log = on_log;
+		opt.log_level = r->o->c.verbose > 1 ? EXC_LOG_DEBUG : EXC_LOG_INFO;
+	}
+	exc_client *c = exc_client_new(r->base, &opt);
+	if (!c) {
+		fprintf(stderr, "execctl: cannot create the client: %s\n", strerror(errno));
+		return NULL;
+	}
+	for (size_t i = 0; i < r->o->c.naddresses; i++)
+		if (exc_client_add_address(c, r->o->c.addresses[i]) != 0) {
+			fprintf(stderr, "execctl: -a %s: %s\n", r->o->c.addresses[i],
+				exc_client_last_error(c));
+			exc_client_free(c);
+			return NULL;
+		}
+	return c;
+}
+
+static exc_job *submit(struct run *r, char *job_json, struct exc_file *in, struct exc_file *out)
+{
+	struct exc_job_spec s;
+	exc_job_spec_init(&s);
+	s.service = r->o->service;
+	s.priority = r->o->priority;
+	s.job_json = job_json;
+	if (!r->o->no_stdin) {
+		s.in.kind = EXC_IO_FD;
+		s.in.fd = STDIN_FILENO;
+	}
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = STDOUT_FILENO;
+	s.inputs = in;
+	s.ninputs = r->o->ninputs;
+	s.outputs = out;
+	s.noutputs = r->o->noutputs;
+	s.on_done = on_done;
+	s.on_position = on_position;
+	s.arg = r;
+	exc_job *j = exc_submit(r->client, &s);
+	if (!j)
+		fprintf(stderr, "execctl: %s\n", exc_client_last_error(r->client));
+	return j;
+}
+
+int cli_run_job(const struct cli_run *o)
+{
+	struct run r = { .o = o, .status = -1 };
+	struct event *tick = NULL, *sigint = NULL, *sigterm = NULL;
+	struct exc_file *in = NULL, *out = NULL;
+	char *job_json = cli_run_job_json(o);
+
+	r.tty = !o->quiet && isatty(STDERR_FILENO);
+	r.addr = calloc(o->c.naddresses, sizeof *r.addr);
+	in = file_args(o->inputs, o->ninputs);
+	out = file_args(o->outputs, o->noutputs);
+	r.base = event_base_new();
+	if (!job_json || !r.addr || !in || !out || !r.base) {
+		fprintf(stderr, "execctl: out of memory\n");
+		r.status = EXECCTL_FAILED;
+		goto out;
+	}
+	/* a reader that goes away is an EPIPE on stdout, reported, not a kill */
+	signal(SIGPIPE, SIG_IGN);
+	if (!(r.client = new_client(&r))) {
+		r.status = EXECCTL_USAGE;
+		goto out;
+	}
+	if (!(r.job = submit(&r, job_json, in, out))) {
+		r.status = errno == EINVAL ? EXECCTL_USAGE : EXECCTL_LOCAL_IO;
+		goto out;
+	}
+	struct timeval tv = { 0, TICK_MS * 1000 };
+	tick = event_new(r.base, -1, EV_PERSIST, on_tick, &r);
+	sigint = evsignal_new(r.base, SIGINT, on_signal, &r);
+	sigterm = evsignal_new(r.base, SIGTERM, on_signal, &r);
+	if (!tick || !sigint || !sigterm || event_add(sigint, NULL) || event_add(sigterm, NULL) ||
+	    (r.tty && event_add(tick, &tv))) {
+		fprintf(stderr, "execctl: out of memory\n");
+		r.status = EXECCTL_FAILED;
+		goto out;
+	}
+	event_base_dispatch(r.base);
+	erase_line(&r);
+	if (r.status < 0)
+		r.status = EXECCTL_FAILED;
+out:
+	if (tick)
+		event_free(tick);
+	if (sigint)
+		event_free(sigint);
+	if (sigterm)
+		event_free(sigterm);
+	exc_client_free(r.client);	/* UNWANTs or CANCELs a job still open */
+	if (r.base)
+		event_base_free(r.base);
+	free(in);
+	free(out);
+	free(r.addr);
+	free(job_json);
+	return r.status;
+}

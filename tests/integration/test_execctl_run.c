@@ -1,0 +1,598 @@
+/*
+ * test_execctl_run.c - execctl run and execctl status as real processes
+ * (fork + exec, no shell) against real daemons: bytes streamed from its
+ * stdin through `cat` to its stdout compared, the job's exit code and
+ * failing output passed on, files in and out, and each documented exit
+ * status with its message: unknown service, unreachable server, refused
+ * token, no slot within --timeout, interrupt; the queue position drawn on
+ * a terminal (a pty) and only there; the status tables and --json.
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <CUnit/Basic.h>
+#include <json-c/json.h>
+
+#include "fleet.h"
+#include "harness.h"
+#include "proto.h"
+#include "suite.h"
+
+#include "cli/exit_codes.h"
+
+static const char body[] =
+	"waitgroups:\n"
+	"  wg: {processes: 1}\n"
+	"services:\n"
+	"  cat:\n"
+	"    waitgroup: wg\n"
+	"    commands:\n"
+	"      cat: {prog: cat}\n"
+	"      cp: {prog: cp}\n"
+	"      fail3: {prog: sh, args: [\"-c\", \"echo partial; echo oops >&2; exit 3\"]}\n"
+	"  sleep:\n"
+	"    waitgroup: wg\n"
+	"    commands:\n"
+	"      sleep: {prog: sleep}\n";
+
+static struct es_daemon D;
+static char execctl[512];
+static char addr[64];
+
+static void start(const char *extra)
+{
+	char b[2048];
+	snprintf(b, sizeof b, "%s%s", extra ? extra : "", body);
+	CU_ASSERT_FATAL(harness_start(&D, 2, b, NULL) == 0);
+	snprintf(addr, sizeof addr, "ws://127.0.0.1:%d", D.port);
+}
+
+static void stop(void)
+{
+	int status = harness_stop(&D, 15000);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	harness_cleanup(&D);
+}
+
+/* ---- running execctl ----------------------------------------------------------- */
+
+struct proc {
+	int status;		/* exit status, or 128+signal */
+	char *out;		/* stdout, NUL-terminated */
+	size_t outlen;
+	char err[16384];	/* stderr (or the pty's output), cut */
+	long long ms;		/* how long it ran */
+};
+
+struct run_opts {
+	const void *in;		/* stdin bytes; NULL: /dev/null */
+	size_t inlen;
+	const char *env[4];	/* "K=V" added to the environment */
+	int stderr_pty;		/* stderr is a terminal (read from its master) */
+	int interrupt_after_ms;	/* > 0: SIGINT then */
+	void (*during)(void);	/* called once, during_ms after the start */
+	int during_ms;
+};
+
+static void append(char **buf, size_t *len, const char *data, size_t n)
+{
+	char *grown = realloc(*buf, *len + n + 1);
+	if (!grown)
+		return;
+	memcpy(grown + *len, data, n);
+	*len += n;
+	grown[*len] = '\0';
+	*buf = grown;
+}
+
+static int exit_of(int wait_status)
+{
+	if (WIFEXITED(wait_status))
+		return WEXITSTATUS(wait_status);
+	return WIFSIGNALED(wait_status) ? 128 + WTERMSIG(wait_status) : -1;
+}
+
+/* Runs execctl with args (NULL-terminated, without argv[0]); 60 s at most. */
+static void run(struct proc *p, const struct run_opts *o, const char *const *args)
+{
+	int in[2], out[2], err[2], master = -1;
+	char *argv[64] = { execctl };
+	int argc = 1;
+
+	memset(p, 0, sizeof *p);
+	while (args[argc - 1] && argc < 63) {
+		argv[argc] = (char *)args[argc - 1];
+		argc++;
+	}
+	argv[argc] = NULL;
+	CU_ASSERT_FATAL(pipe(in) == 0 && pipe(out) == 0);
+	if (o && o->stderr_pty) {
+		int slave;
+		CU_ASSERT_FATAL(openpty(&master, &slave, NULL, NULL, NULL) == 0);
+		err[0] = master;
+		err[1] = slave;
+	} else {
+		CU_ASSERT_FATAL(pipe(err) == 0);
+	}
+	long long t0 = harness_now_ms();
+	pid_t pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		if (o && o->stderr_pty)
+			setsid(); /* the pty may become its terminal; no signal from ours */
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		for (int fd = 3; fd < 64; fd++)
+			close(fd);
+		for (int i = 0; o && i < 4 && o->env[i]; i++)
+			putenv((char *)o->env[i]);
+		execv(execctl, argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	if (!o || !o->in) {
+		close(in[1]);
+		in[1] = -1;
+	} else {
+		fcntl(in[1], F_SETFL, O_NONBLOCK);
+	}
+	size_t sent = 0, errlen = 0;
+	int out_open = 1, err_open = 1, signalled = 0, during_done = 0;
+	while (out_open || err_open) {
+		struct pollfd fds[3] = {
+			{ .fd = out_open ? out[0] : -1, .events = POLLIN },
+			{ .fd = err_open ? err[0] : -1, .events = POLLIN },
+			{ .fd = in[1], .events = POLLOUT },
+		};
+		long long now = harness_now_ms() - t0;
+		if (now > 60000)
+			break;
+		if (o && o->interrupt_after_ms > 0 && !signalled && now >= o->interrupt_after_ms) {
+			kill(pid, SIGINT);
+			signalled = 1;
+		}
+		if (o && o->during && !during_done && now >= o->during_ms) {
+			o->during();
+			during_done = 1;
+		}
+		if (poll(fds, 3, 50) < 0 && errno != EINTR)
+			break;
+		char buf[65536];
+		if (fds[0].revents) {
+			ssize_t n = read(out[0], buf, sizeof buf);
+			if (n > 0)
+				append(&p->out, &p->outlen, buf, (size_t)n);
+			else
+				out_open = 0;
+		}
+		if (fds[1].revents) {
+			ssize_t n = read(err[0], buf, sizeof buf);
+			if (n > 0) {
+				size_t room = sizeof p->err - 1 - errlen;
+				memcpy(p->err + errlen, buf, (size_t)n < room ? (size_t)n : room);
+				errlen += (size_t)n < room ? (size_t)n : room;
+			} else {
+				err_open = 0; /* EOF, or EIO on a pty whose slave closed */
+			}
+		}
+		if (in[1] >= 0 && fds[2].revents) {
+			ssize_t n = write(in[1], (const char *)o->in + sent, o->inlen - sent);
+			if (n > 0)
+				sent += (size_t)n;
+			if (n < 0 || sent == o->inlen) {
+				close(in[1]);
+				in[1] = -1;
+			}
+		}
+	}
+	int ws = harness_reap(&pid, 0, 30000);
+	p->status = ws >= 0 ? exit_of(ws) : -1;
+	p->ms = harness_now_ms() - t0;
+	if (in[1] >= 0)
+		close(in[1]);
+	close(out[0]);
+	close(err[0]);
+	if (!p->out)
+		append(&p->out, &p->outlen, "", 0);
+	p->err[errlen] = '\0';
+}
+
+static void expect(struct proc *p, int status, const char *err_text)
+{
+	CU_ASSERT_EQUAL(p->status, status);
+	if (err_text)
+		CU_ASSERT_PTR_NOT_NULL(strstr(p->err, err_text));
+	if (p->status != status || (err_text && !strstr(p->err, err_text)))
+		fprintf(stderr, "\nexecctl exited %d, expected %d; stderr:\n%s\n", p->status, status, p->err);
+}
+
+static void release(struct proc *p)
+{
+	free(p->out);
+	p->out = NULL;
+}
+
+#define ARGS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+static unsigned char *pattern(size_t n)
+{
+	unsigned char *b = malloc(n);
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)((i * 2654435761u) >> 11);
+	return b;
+}
+
+/* A raw client holding the only slot with a long job; released by CANCEL. */
+static struct tclient *blocker;
+
+static void block_slot_at(int port)
+{
+	blocker = tc_connect(port, "blocker");
+	CU_ASSERT_FATAL(blocker != NULL);
+	const char *token = tc_want_offer(blocker, "hold", "sleep", 0, 5000);
+	CU_ASSERT_FATAL(token != NULL);
+	CU_ASSERT(tc_send(blocker, "{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\","
+			  "\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}", token) == 0);
+}
+
+static void block_slot(void)
+{
+	block_slot_at(D.port);
+}
+
+static void unblock_slot(void)
+{
+	CU_ASSERT(tc_send(blocker, "{\"type\":\"CANCEL\",\"job_id\":\"hold\"}") == 0);
+}
+
+/* The blocker's job ends (a named client's job would outlive its
+ * connection by resumeGraceSec) and its connection closes. */
+static void drop_blocker(void)
+{
+	unblock_slot();
+	struct json_object *done = tc_expect(blocker, "DONE", 5000);
+	CU_ASSERT(done != NULL);
+	if (done)
+		json_object_put(done);
+	tc_close(blocker);
+	blocker = NULL;
+}
+
+static int wg_waiting_is(struct json_object *st, void *arg)
+{
+	return harness_json_int(st, "waitgroups", "wg", "waiting", NULL) == *(long long *)arg &&
+	       harness_json_int(st, "connections", NULL) == 1;
+}
+
+/* ---- tests ------------------------------------------------------------------------ */
+
+/* 3 MiB through stdin -> cat -> stdout: the same bytes, exit 0, silent. */
+static void test_stream(void)
+{
+	size_t n = 3 << 20;
+	unsigned char *data = pattern(n);
+	struct proc p;
+	struct run_opts o = { .in = data, .inlen = n };
+
+	start(NULL);
+	run(&p, &o, ARGS("run", "-a", addr, "-s", "cat", "--", "cat"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_EQUAL(p.outlen, n);
+	CU_ASSERT(p.outlen == n && memcmp(p.out, data, n) == 0);
+	CU_ASSERT_STRING_EQUAL(p.err, "");
+	release(&p);
+
+	/* EXECCTL_ADDR stands in for -a; -n gives the job an empty stdin */
+	char env[80];
+	snprintf(env, sizeof env, "EXECCTL_ADDR=%s", addr);
+	struct run_opts o2 = { .in = data, .inlen = 1000, .env = { env } };
+	run(&p, &o2, ARGS("run", "-s", "cat", "-n", "--", "cat"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_EQUAL(p.outlen, 0);
+	release(&p);
+	free(data);
+	stop();
+}
+
+/* The job's exit code is execctl's; a failing job's small output (kept in
+ * the receipt, never streamed) and its decisive stderr line are shown. */
+static void test_exit_code(void)
+{
+	struct proc p;
+	start(NULL);
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "--", "fail3"));
+	expect(&p, 3, "execctl: the job exited with status 3\n");
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "execctl: its last stderr line: oops\n"));
+	CU_ASSERT_STRING_EQUAL(p.out, "partial\n");
+	release(&p);
+	/* a command the service does not have */
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "--", "rm", "-rf", "/"));
+	expect(&p, EXECCTL_UNKNOWN_SERVICE, "unknown_command");
+	release(&p);
+	stop();
+}
+
+/* --input and --output: local files in and out of the job's directory. */
+static void test_files(void)
+{
+	struct proc p;
+	char in_path[400], out_path[400];
+	start(NULL);
+	snprintf(in_path, sizeof in_path, "%s/local-in.txt", D.dir);
+	snprintf(out_path, sizeof out_path, "%s/local-out.txt", D.dir);
+	FILE *f = fopen(in_path, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs("file contents\n", f);
+	fclose(f);
+	char in_arg[500], out_arg[500];
+	snprintf(in_arg, sizeof in_arg, "a.txt=%s", in_path);
+	snprintf(out_arg, sizeof out_arg, "b.txt=%s", out_path);
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "--input", in_arg, "--output", out_arg,
+			   "--", "cp", "a.txt", "b.txt"));
+	expect(&p, 0, NULL);
+	release(&p);
+	char back[100] = "";
+	f = fopen(out_path, "r");
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT(fgets(back, sizeof back, f) != NULL);
+	fclose(f);
+	CU_ASSERT_STRING_EQUAL(back, "file contents\n");
+	/* an input that does not exist: a local error, nothing runs */
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "--input", "x=/nonexistent/file", "--", "cat", "x"));
+	expect(&p, EXECCTL_LOCAL_IO, "/nonexistent/file");
+	release(&p);
+	struct json_object *st = harness_status(&D);
+	CU_ASSERT_EQUAL(harness_json_int(st, "services", "cat", "started", NULL), 1);
+	if (st)
+		json_object_put(st);
+	stop();
+}
+
+static void test_unknown_service_and_unreachable(void)
+{
+	struct proc p;
+	start(NULL);
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "nosuch", "--", "cat"));
+	expect(&p, EXECCTL_UNKNOWN_SERVICE, "execctl: unknown service 'nosuch'");
+	release(&p);
+	stop();
+	/* the daemon is gone: nothing listens on its port */
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "cat"));
+	expect(&p, EXECCTL_UNREACHABLE, "execctl: cannot reach ws://127.0.0.1:");
+	CU_ASSERT(p.ms < 5000);
+	release(&p);
+	run(&p, NULL, ARGS("status", "-a", addr));
+	expect(&p, EXECCTL_UNREACHABLE, "execctl: cannot reach ws://127.0.0.1:");
+	release(&p);
+	/* one dead address among live ones is not "unreachable" */
+	char dead[64];
+	snprintf(dead, sizeof dead, "%s", addr);
+	start(NULL);
+	struct run_opts in = { .in = "both\n", .inlen = 5 };
+	run(&p, &in, ARGS("run", "-a", dead, "-a", addr, "-s", "cat", "--", "cat"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_STRING_EQUAL(p.out, "both\n");
+	release(&p);
+	stop();
+	/* usage errors: 2, nothing sent */
+	run(&p, NULL, ARGS("run", "-a", addr, "--", "cat"));
+	expect(&p, EXECCTL_USAGE, "execctl run: no service: give -s SERVICE");
+	release(&p);
+	run(&p, NULL, ARGS("frobnicate"));
+	expect(&p, EXECCTL_USAGE, "execctl: unknown command 'frobnicate'");
+	release(&p);
+	run(&p, NULL, ARGS("run", "--help"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "usage: execctl run"));
+	release(&p);
+}
+
+static void test_token(void)
+{
+	struct proc p;
+	harness_auth_token = "s3cret-token";
+	start("authToken: s3cret-token\n");
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "cat"));
+	expect(&p, EXECCTL_UNAUTHORIZED, "refused the token (401): it needs one");
+	CU_ASSERT(p.ms < 5000);
+	release(&p);
+	struct run_opts wrong = { .env = { "EXECCTL_TOKEN=wrong" } };
+	run(&p, &wrong, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "cat"));
+	expect(&p, EXECCTL_UNAUTHORIZED, "refused the token (401)");
+	release(&p);
+	run(&p, &wrong, ARGS("status", "-a", addr));
+	expect(&p, EXECCTL_UNAUTHORIZED, "the token is wrong");
+	release(&p);
+	struct run_opts right = { .in = "tok\n", .inlen = 4, .env = { "EXECCTL_TOKEN=s3cret-token" } };
+	run(&p, &right, ARGS("run", "-a", addr, "-s", "cat", "--", "cat"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_STRING_EQUAL(p.out, "tok\n");
+	release(&p);
+	stop();
+	harness_auth_token = NULL;
+}
+
+static void test_no_slot(void)
+{
+	struct proc p;
+	start(NULL);
+	block_slot();
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "--timeout", "1", "-n", "--", "cat"));
+	expect(&p, EXECCTL_NO_SLOT, "execctl: no slot for service 'cat' within the timeout");
+	CU_ASSERT(p.ms >= 900 && p.ms < 5000);
+	release(&p);
+	/* the want was withdrawn: only the blocker is left */
+	long long zero = 0;
+	CU_ASSERT(harness_wait_status(&D, 3000, wg_waiting_is, &zero) == 0);
+	drop_blocker();
+	stop();
+}
+
+/* SIGINT while waiting: the want is withdrawn, exit 130. */
+static void test_interrupt(void)
+{
+	struct proc p;
+	struct run_opts o = { .interrupt_after_ms = 800 };
+	start(NULL);
+	block_slot();
+	run(&p, &o, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "cat"));
+	expect(&p, EXECCTL_INTERRUPTED, "execctl: cancelling the job");
+	release(&p);
+	long long zero = 0;
+	CU_ASSERT(harness_wait_status(&D, 3000, wg_waiting_is, &zero) == 0);
+	drop_blocker();
+	stop();
+}
+
+/* On a terminal the position is shown while waiting and erased before the
+ * job's output; on a pipe it is not shown at all. */
+static void test_position_on_terminal(void)
+{
+	struct proc p;
+	struct run_opts tty = { .stderr_pty = 1, .during = unblock_slot, .during_ms = 2500 };
+	start(NULL);
+	block_slot();
+	run(&p, &tty, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "cat"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "execctl: 1 running, 0 ahead"));
+	/* the last thing on the terminal erases the line */
+	size_t len = strlen(p.err);
+	CU_ASSERT(len >= 4 && strcmp(p.err + len - 4, "\r\033[K") == 0);
+	release(&p);
+	tc_close(blocker);
+
+	block_slot();
+	struct run_opts pipe_ = { .during = unblock_slot, .during_ms = 2000 };
+	run(&p, &pipe_, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "cat"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_STRING_EQUAL(p.err, "");
+	release(&p);
+	tc_close(blocker);
+	stop();
+}
+
+static void test_status(void)
+{
+	struct proc p;
+	start(NULL);
+	block_slot();
+	struct json_object *st = harness_status(&D);
+	CU_ASSERT_FATAL(st != NULL);
+	const char *id = tc_str(st, "instance_id");
+
+	run(&p, NULL, ARGS("status", "-a", addr));
+	expect(&p, 0, NULL);
+	char first[200];
+	snprintf(first, sizeof first, "instance %s  version ", id);
+	CU_ASSERT(strncmp(p.out, first, strlen(first)) == 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "\nclients 1  connections 1  jobs 1  grants 1\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "\nWAITGROUP  SLOTS  RUNNING  OFFERED  WAITING\n"
+					     "wg             1        1        0        0\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "\nsleep    wg         yes            1        0        1"));
+	release(&p);
+
+	run(&p, NULL, ARGS("status", "-a", addr, "--json"));
+	expect(&p, 0, NULL);
+	struct json_object *j = json_tokener_parse(p.out);
+	CU_ASSERT_FATAL(j != NULL);
+	CU_ASSERT_STRING_EQUAL(tc_str(j, "instance_id"), id);
+	CU_ASSERT_EQUAL(harness_json_int(j, "waitgroups", "wg", "running", NULL), 1);
+	CU_ASSERT_EQUAL(harness_json_int(j, "clients", NULL), 1);
+	CU_ASSERT(strchr(p.out, '\n') == p.out + p.outlen - 1); /* one line */
+	json_object_put(j);
+	release(&p);
+
+	/* two addresses: one line each; the worst status wins */
+	run(&p, NULL, ARGS("status", "-a", addr, "-a", "127.0.0.1:1", "--json"));
+	expect(&p, EXECCTL_UNREACHABLE, "cannot reach ws://127.0.0.1:1");
+	j = json_tokener_parse(p.out);
+	CU_ASSERT_PTR_NOT_NULL(j);
+	if (j)
+		json_object_put(j);
+	release(&p);
+	json_object_put(st);
+	drop_blocker();
+	stop();
+}
+
+/* Behind a load balancer: the first instance reached is busy, so the pool
+ * grows through the one address and the job runs on the other. */
+static struct fleet LB;
+
+static void second_instance_ready(void)
+{
+	CU_ASSERT(balancer_set_state(&LB.lb, 1, "ready") == 0);
+}
+
+static void test_behind_balancer(void)
+{
+	struct proc p;
+	char up[2][80];
+	CU_ASSERT_FATAL(fleet_start(&LB, 2, 1, NULL) == 0);
+	block_slot_at(LB.d[0].port);
+	/* execctl's first connection can only reach instance 0; instance 1
+	 * is back before its want has waited a retry tick (1 s) */
+	CU_ASSERT(balancer_set_state(&LB.lb, 1, "maint") == 0);
+	struct run_opts o = { .in = "via the balancer\n", .inlen = 17,
+			      .during = second_instance_ready, .during_ms = 500 };
+	run(&p, &o, ARGS("run", "-a", LB.url, "-s", "cat", "-v", "--", "cat"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_STRING_EQUAL(p.out, "via the balancer\n");
+	for (int i = 0; i < 2; i++) {
+		snprintf(up[i], sizeof up[i], "connection up to instance %s", LB.id[i]);
+		CU_ASSERT_PTR_NOT_NULL(strstr(p.err, up[i]));
+	}
+	CU_ASSERT_EQUAL(fleet_status_int(&LB, 1, "services", "cat", "finished", NULL), 1);
+	CU_ASSERT_EQUAL(fleet_status_int(&LB, 0, "services", "cat", "started", NULL), 0);
+	release(&p);
+	run(&p, NULL, ARGS("status", "-a", LB.url, "--json"));
+	expect(&p, 0, NULL);
+	struct json_object *j = json_tokener_parse(p.out);
+	CU_ASSERT(j && fleet_index(&LB, tc_str(j, "instance_id")) >= 0);
+	if (j)
+		json_object_put(j);
+	release(&p);
+	drop_blocker();
+	CU_ASSERT(fleet_stop(&LB) == 0);
+}
+
+int main(void)
+{
+	static const struct test_case cases[] = {
+		{ "stdin -> cat -> stdout, bytes compared", test_stream },
+		{ "exit code and failing output passed on", test_exit_code },
+		{ "--input and --output files", test_files },
+		{ "unknown service, unreachable, usage", test_unknown_service_and_unreachable },
+		{ "refused token", test_token },
+		{ "no slot within --timeout", test_no_slot },
+		{ "SIGINT cancels", test_interrupt },
+		{ "position on a terminal only", test_position_on_terminal },
+		{ "status tables and --json", test_status },
+		{ "behind a load balancer", test_behind_balancer },
+		{ NULL, NULL },
+	};
+	const char *bin = getenv("EXECCTL_BIN"), *server = getenv("EXECSERVER_BIN");
+	if (bin) {
+		snprintf(execctl, sizeof execctl, "%s", bin);
+	} else {
+		/* next to the daemon in the build directory */
+		char dir[512];
+		snprintf(dir, sizeof dir, "%s", server ? server : "./execserver");
+		snprintf(execctl, sizeof execctl, "%s/execctl", dirname(dir));
+	}
+	return run_suite("execctl as a process", cases);
+}

@@ -1,0 +1,114 @@
+/* fleet.c - see fleet.h. */
+#include "autoconfig.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "fleet.h"
+
+static void read_id(struct fleet *f, int i)
+{
+	struct json_object *st = harness_status(&f->d[i]), *v;
+	f->id[i][0] = '\0';
+	if (st && json_object_object_get_ex(st, "instance_id", &v))
+		snprintf(f->id[i], sizeof f->id[i], "%s", json_object_get_string(v));
+	if (st)
+		json_object_put(st);
+}
+
+int fleet_start(struct fleet *f, int n, int slots, const char *const *bodies)
+{
+	int ports[BALANCER_MAX_BACKENDS];
+
+	memset(f, 0, sizeof *f);
+	if (n < 1 || n > BALANCER_MAX_BACKENDS)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		const char *body = bodies && bodies[i] ? bodies[i] : harness_default_body(slots);
+		if (harness_start(&f->d[i], 1, body, NULL) != 0) {
+			fleet_stop(f);
+			return -1;
+		}
+		f->n = i + 1;
+		ports[i] = f->d[i].port;
+		read_id(f, i);
+	}
+	if (balancer_start(&f->lb, ports, n) != 0) {
+		fleet_stop(f);
+		return -1;
+	}
+	snprintf(f->url, sizeof f->url, "ws://127.0.0.1:%d", f->lb.port);
+	return 0;
+}
+
+int fleet_stop(struct fleet *f)
+{
+	int clean = 0;
+	balancer_stop(&f->lb, 5000);
+	balancer_cleanup(&f->lb);
+	for (int i = 0; i < f->n; i++) {
+		if (f->d[i].pid) {
+			int status = harness_stop(&f->d[i], 25000);
+			if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+				harness_dump_log(&f->d[i]);
+				clean = -1;
+			}
+		}
+		harness_cleanup(&f->d[i]);
+	}
+	f->n = 0;
+	return clean;
+}
+
+int fleet_restart(struct fleet *f, int i, const char *body)
+{
+	if (i < 0 || i >= f->n)
+		return -1;
+	harness_stop(&f->d[i], 25000);
+	harness_cleanup(&f->d[i]);
+	if (harness_start(&f->d[i], 1, body, NULL) != 0)
+		return -1;
+	read_id(f, i);
+	return balancer_set_port(&f->lb, i, f->d[i].port);
+}
+
+int fleet_index(const struct fleet *f, const char *instance_id)
+{
+	for (int i = 0; instance_id && i < f->n; i++)
+		if (strcmp(f->id[i], instance_id) == 0)
+			return i;
+	return -1;
+}
+
+static long long status_vint(const struct fleet *f, int i, va_list ap)
+{
+	struct json_object *st = harness_status(&f->d[i]);
+	long long v = harness_json_vint(st, ap);
+	if (st)
+		json_object_put(st);
+	return v;
+}
+
+long long fleet_status_int(const struct fleet *f, int i, ...)
+{
+	va_list ap;
+	va_start(ap, i);
+	long long v = status_vint(f, i, ap);
+	va_end(ap);
+	return v;
+}
+
+long long fleet_sum(const struct fleet *f, ...)
+{
+	long long sum = 0;
+	for (int i = 0; i < f->n; i++) {
+		va_list ap;
+		va_start(ap, f);
+		long long v = status_vint(f, i, ap);
+		va_end(ap);
+		sum += v > 0 ? v : 0;
+	}
+	return sum;
+}

@@ -82,16 +82,21 @@ static void print_waitgroups(FILE *out, struct json_object *wgs)
 
 static void print_services(FILE *out, struct json_object *svcs)
 {
+	/* SAMPLES and CLASS: what auto-balance learned (class "-" with
+	 * fixed waitgroups) */
 	static const char *const head[] = { "SERVICE", "WAITGROUP", "ENABLED", "RUNNING", "WAITING",
-					    "STARTED", "FINISHED", "FAILED", "MEAN" };
-	static const char *const keys[] = { "running", "waiting", "started", "finished", "failed" };
-	struct table *t = table_new(9, head, (1u << 1) | (1u << 2));
+					    "STARTED", "FINISHED", "FAILED", "MEAN", "SAMPLES",
+					    "CLASS" };
+	static const char *const keys[] = { "running", "waiting", "started", "finished", "failed",
+					    "samples" };
+	struct table *t = table_new(11, head, (1u << 1) | (1u << 2) | (1u << 10));
 	json_object_object_foreach(svcs, name, svc) {
-		char v[5][24], mean[32] = "-";
-		const char *row[9] = { name, str_field(svc, "waitgroup"),
-				       bool_field(svc, "enabled") ? "yes" : "no",
-				       v[0], v[1], v[2], v[3], v[4], mean };
-		for (int i = 0; i < 5; i++)
+		char v[6][24], mean[32] = "-";
+		const char *klass = str_field(svc, "class");
+		const char *row[11] = { name, str_field(svc, "waitgroup"),
+					bool_field(svc, "enabled") ? "yes" : "no",
+					v[0], v[1], v[2], v[3], v[4], mean, v[5], klass ? klass : "-" };
+		for (int i = 0; i < 6; i++)
 			num_field(v[i], sizeof v[i], svc, keys[i]);
 		struct json_object *m;
 		int64_t ms = json_object_object_get_ex(svc, "mean_runtime_ms", &m) && m

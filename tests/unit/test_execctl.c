@@ -390,7 +390,8 @@ static void test_status_tables(void)
 		"\"waitgroups\":{\"light\":{\"processes\":4,\"running\":1,\"offered\":0,\"waiting\":0},"
 		"\"heavy\":{\"processes\":2,\"running\":2,\"offered\":0,\"waiting\":7}},"
 		"\"services\":{\"demo\":{\"waitgroup\":\"light\",\"enabled\":true,\"waiting\":0,"
-		"\"running\":1,\"started\":10,\"finished\":9,\"failed\":0,\"mean_runtime_ms\":1234},"
+		"\"running\":1,\"started\":10,\"finished\":9,\"failed\":0,\"mean_runtime_ms\":1234,"
+		"\"samples\":9,\"class\":\"light\"},"
 		"\"ffmpeg\":{\"waitgroup\":\"heavy\",\"enabled\":false,\"waiting\":7,\"running\":2,"
 		"\"started\":2,\"finished\":0,\"failed\":0,\"mean_runtime_ms\":null},"
 		"\"wc\":{\"waitgroup\":\"light\",\"enabled\":true,\"waiting\":0,\"running\":0,"
@@ -405,10 +406,10 @@ static void test_status_tables(void)
 		"light          4        1        0        0\n"
 		"heavy          2        2        0        7\n"
 		"\n"
-		"SERVICE  WAITGROUP  ENABLED  RUNNING  WAITING  STARTED  FINISHED  FAILED   MEAN\n"
-		"demo     light      yes            1        0       10         9       0  1.2 s\n"
-		"ffmpeg   heavy      no             2        7        2         0       0      -\n"
-		"wc       light      yes            0        0        1         1       1   7 ms\n");
+		"SERVICE  WAITGROUP  ENABLED  RUNNING  WAITING  STARTED  FINISHED  FAILED   MEAN  SAMPLES  CLASS\n"
+		"demo     light      yes            1        0       10         9       0  1.2 s        9  light\n"
+		"ffmpeg   heavy      no             2        7        2         0       0      -        -  -\n"
+		"wc       light      yes            0        0        1         1       1   7 ms        -  -\n");
 	free(s);
 	json_object_put(st);
 }

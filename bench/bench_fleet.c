@@ -114,6 +114,11 @@ void fleet_run(struct fleet *f, long long deadline_ns, int tick_ms, void (*tick)
 				return;
 		}
 		int wait_ms = tick ? tick_ms : 100;
+		if (deadline_ns) {
+			long long left_ms = (deadline_ns - now + 999999) / 1000000;
+			if (left_ms < wait_ms)
+				wait_ms = (int)left_ms;
+		}
 		int n = epoll_wait(f->ep, evs, 256, wait_ms);
 		for (int i = 0; i < n && !f->stop; i++) {
 			struct fleet_conn *c = evs[i].data.ptr;

@@ -45,9 +45,10 @@ static void *loop(void *p)
 		size_t len = 0;
 		gearman_return_t rc;
 		long long t0 = now_ns();
-		char *res = gearman_client_do(c, "run", NULL, "", 0, &len, &rc);
+		char *res = gearman_client_do(c, "run", NULL, "x", 1, &len, &rc);
 		if (rc != GEARMAN_SUCCESS || !res) {
-			t->failed++;
+			if (t->failed++ == 0)
+				fprintf(stderr, "gm_client: %s\n", gearman_client_error(c));
 			free(res);
 			continue;
 		}

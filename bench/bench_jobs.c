@@ -438,9 +438,12 @@ void row_fairness(const struct bench_opts *o)
 		tc_send(ic, "{\"type\":\"WANT\",\"job_id\":\"%s\",\"service\":\"fair\",\"priority\":2}", id);
 		/* keep the flood served while waiting */
 		struct json_object *offer = NULL;
+		/* wait on the interactive connection (its arrival time exact),
+		 * serving the flood in between */
 		while (!offer && bu_now_ns() - t < 5000000000LL) {
-			fleet_run(bg, bu_now_ns() + 1000000LL, 0, NULL);
-			offer = tc_expect(ic, "OFFER", 1);
+			offer = tc_expect(ic, "OFFER", 2);
+			if (!offer)
+				fleet_run(bg, bu_now_ns() + 1000000LL, 0, NULL);
 		}
 		if (!offer)
 			break;
@@ -450,8 +453,9 @@ void row_fairness(const struct bench_opts *o)
 		json_object_put(offer);
 		struct json_object *done = NULL;
 		while (!done && bu_now_ns() - t < 5000000000LL) {
-			fleet_run(bg, bu_now_ns() + 1000000LL, 0, NULL);
-			done = tc_expect(ic, "DONE", 1);
+			done = tc_expect(ic, "DONE", 2);
+			if (!done)
+				fleet_run(bg, bu_now_ns() + 1000000LL, 0, NULL);
 		}
 		if (done)
 			json_object_put(done);

@@ -56,7 +56,7 @@ cpus=$(nproc)
 tpc=$(lscpu | sed -n 's/^Thread(s) per core: *//p')
 kernel=$(uname -r)
 debian=$(cat /etc/debian_version 2>/dev/null || echo '?')
-gearmand_v=$(gearmand --version 2>/dev/null | head -1)
+gearmand_v="gearman-job-server $(dpkg-query -W -f='${Version}' gearman-job-server 2>/dev/null)"
 mem=$(free -g | awk '/^Mem:/{print $2" GiB"}')
 rev=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')
 

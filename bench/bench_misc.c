@@ -105,6 +105,20 @@ static const char *idle_body(int max_conns, int max_wants)
 	return b;
 }
 
+/* The client whose job holds the slot: read (so that it answers pings)
+ * while the window runs; a connection that stops answering is closed
+ * after pingTimeoutSec, and the changed client count re-sends HELLO to
+ * every other connection. */
+static struct tclient *g_holder;
+
+static void holder_tick(struct fleet *f)
+{
+	struct wsc_msg m;
+	(void)f;
+	while (g_holder && wsc_recv(g_holder->ws, 0, &m) > 0)
+		wsc_msg_free(&m);
+}
+
 void row_idle(const struct bench_opts *o)
 {
 	struct es_daemon d;
@@ -136,7 +150,9 @@ void row_idle(const struct bench_opts *o)
 	pthread_t th;
 	long long cpu0 = bu_daemon_cpu_us(&d), t0 = bu_now_ns();
 	pthread_create(&th, NULL, poller_thread, &pa);
-	fleet_run(f, t0 + (long long)o->idle_sec * 1000000000LL, 0, NULL);
+	g_holder = holder;
+	fleet_run(f, t0 + (long long)o->idle_sec * 1000000000LL, 1000, holder_tick);
+	g_holder = NULL;
 	pthread_join(th, NULL);
 	double el = (double)(bu_now_ns() - t0) / 1e9, per_min = 60.0 / el;
 	long long cpu = bu_daemon_cpu_us(&d) - cpu0;

@@ -92,4 +92,5 @@ fi
 grep "^fuzz: " fuzz.log
 echo "test.sh: fuzz pass green: $(grep '^fuzz: [0-9]* targets' fuzz.log)"
 echo "test.sh: all passes green"
+cd "$top/build"
 summary

@@ -31,6 +31,8 @@ static int error_exit(const struct exc_receipt *r, int interrupted)
 	const char *code = r->error_code;
 	if (is(code, EXC_E_UNAUTHORIZED))
 		return EXECCTL_UNAUTHORIZED;
+	if (is(code, EXC_E_TLS_VERIFY))
+		return EXECCTL_TLS_VERIFY;
 	if (is(code, EXC_E_UNKNOWN_SERVICE) || is(code, "unknown_command"))
 		return EXECCTL_UNKNOWN_SERVICE;
 	if (is(code, EXC_E_NO_SLOT))

@@ -13,6 +13,12 @@
  * Host names are resolved by libevent without a DNS base (getaddrinfo,
  * which blocks the loop while it runs; give numeric addresses or names
  * from /etc/hosts where that matters).
+ * wss:// (tls.c): the bufferevent is an OpenSSL one in connecting state;
+ * its CONNECTED event means the TLS handshake, certificate and host
+ * verification included, is done, and only then is the upgrade request
+ * written.  A certificate that does not verify ends the attempt with
+ * "certificate verify failed: <reason>" and marks the address
+ * (tls_refused) so that jobs are not kept waiting on it forever.
  */
 #include "autoconfig.h"
 #include "client/client_impl.h"
@@ -25,6 +31,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
 #include "execserver/protocol.h"
@@ -217,6 +224,15 @@ static void start_session(struct exc_conn *k)
 	k->state = K_OPEN;
 }
 
+/* A TLS record (handshake or alert, any TLS version) where an HTTP
+ * answer was expected: a ws:// address dialled a TLS port. */
+static int looks_like_tls(struct evbuffer *in)
+{
+	const unsigned char *p = evbuffer_pullup(in, 3);
+
+	return p && (p[0] == 0x15 || p[0] == 0x16) && p[1] == 0x03 && p[2] <= 0x04;
+}
+
 static void hs_read(struct bufferevent *bev, void *arg)
 {
 	struct exc_conn *k = arg;
@@ -229,9 +245,12 @@ static void hs_read(struct bufferevent *bev, void *arg)
 	if (end.pos < 0) {
 		if (evbuffer_get_length(in) > RESPONSE_HEAD_MAX)
 			conn_end(k, 0, "upgrade answer too long");
+		else if (!k->a->u.tls && looks_like_tls(in))
+			conn_end(k, 0, "the server answered with TLS: use a wss:// address");
 		return;
 	}
 	hlen = (size_t)end.pos + 4;
+	k->a->tls_refused = 0;	/* an HTTP answer: TLS, if any, was fine */
 	if (ws_handshake_client_check((const char *)evbuffer_pullup(in, (ssize_t)hlen),
 			hlen, k->key, &status) != 0) {
 		if (status == 101)
@@ -283,11 +302,19 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 		int dns = bufferevent_socket_get_dns_error(bev);
 		char why[400];
 
+		k->a->tls_refused = 0;
 		if (dns)
 			snprintf(why, sizeof why, "cannot resolve %s: %s", k->a->u.host,
 				evutil_gai_strerror(dns));
-		else if (what & BEV_EVENT_EOF)
-			snprintf(why, sizeof why, "connection closed during the upgrade");
+		else if (k->a->u.tls && k->state == K_CONNECTING)
+			k->a->tls_refused = tls_failure(bev, what & BEV_EVENT_ERROR ? err : 0,
+				why, sizeof why);
+		else if (k->state == K_UPGRADING)
+			snprintf(why, sizeof why, "connection %s during the upgrade%s%s%s",
+				what & BEV_EVENT_EOF ? "closed" : "lost",
+				what & BEV_EVENT_EOF ? "" : ": ",
+				what & BEV_EVENT_EOF ? "" : strerror(err),
+				k->a->u.tls ? "" : " (a TLS port? then use wss://)");
 		else
 			snprintf(why, sizeof why, "cannot connect: %s", strerror(err));
 		conn_end(k, 0, why);
@@ -302,6 +329,27 @@ static void hs_timeout(evutil_socket_t fd, short what, void *arg)
 		conn_end(k, 0, "timed out connecting");
 }
 
+/* A socket bufferevent with TLS on top, handshaking as a client; the
+ * socket is made by the connect.  NULL on failure (logged). */
+static struct bufferevent *tls_bufferevent(struct exc_conn *k)
+{
+	char why[300];
+	struct ssl_st *ssl = tls_new_ssl(k->a->c, k->a->u.host, why, sizeof why);
+	struct bufferevent *bev;
+
+	if (ssl == NULL) {
+		client_log(k->a->c, EXC_LOG_ERROR, "%s: %s", k->a->url, why);
+		return NULL;
+	}
+	/* libevent owns ssl from here (freed with the bufferevent, or by
+	 * this call when it fails) */
+	bev = bufferevent_openssl_socket_new(k->a->c->base, -1, ssl,
+		BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	if (bev)
+		bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	return bev;
+}
+
 struct exc_conn *conn_open(struct exc_addr *a)
 {
 	exc_client *c = a->c;
@@ -313,7 +361,8 @@ struct exc_conn *conn_open(struct exc_addr *a)
 		return NULL;
 	k->a = a;
 	k->state = K_CONNECTING;
-	k->bev = bufferevent_socket_new(c->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	k->bev = a->u.tls ? tls_bufferevent(k) : bufferevent_socket_new(c->base, -1,
+		BEV_OPT_CLOSE_ON_FREE);
 	k->timer = evtimer_new(c->base, hs_timeout, k);
 	if (k->bev == NULL || k->timer == NULL) {
 		if (k->bev)

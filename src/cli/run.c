@@ -114,8 +114,7 @@ static void give_up_if_nothing_reachable(struct run *r)
 				r->o->c.token ? "" : ": it needs one (--token-file or EXECCTL_TOKEN)");
 		else if (a->tls_verify)
 			fprintf(stderr, "execctl: %s: %s (%s)\n", r->o->c.addresses[i], a->message,
-				r->o->c.cacert ? "is --cacert the CA that signed it?"
-					       : "a private CA? give it with --cacert or EXECCTL_CACERT");
+				outcome_tls_hint(a->message, r->o->c.cacert != NULL));
 		else if (a->code)
 			fprintf(stderr, "execctl: %s answered HTTP %d to the websocket upgrade: "
 				"not an execserver broker? %s\n", r->o->c.addresses[i], a->code, a->message);

@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 
 #include "cli/exit_codes.h"
+#include "cli/outcome.h"
 #include "cli/status.h"
 #include "cli/table.h"
 
@@ -220,8 +221,7 @@ static int status_one(const struct cli_status *o, const char *address)
 	} else if (tls_untrusted(res)) {
 		fprintf(stderr, "execctl: %s: certificate verify failed: %s (%s)\n", address,
 			errbuf[0] ? errbuf : curl_easy_strerror(res),
-			o->c.cacert ? "is --cacert the CA that signed it?"
-				    : "a private CA? give it with --cacert or EXECCTL_CACERT");
+			outcome_tls_hint(errbuf, o->c.cacert != NULL));
 		rc = EXECCTL_TLS_VERIFY;
 	} else if (res != CURLE_OK && !body.too_big) {
 		fprintf(stderr, "execctl: cannot reach %s: %s\n", address,

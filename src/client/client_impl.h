@@ -113,6 +113,7 @@ struct exc_addr {
 	uint64_t retry_at_ms;		/* no attempt before this (back-off) */
 	int last_status;		/* HTTP status of the last failed attempt */
 	int tls_refused;		/* the last attempt's certificate did not verify */
+	char tls_why[400];		/* ... and why ("certificate verify failed: ...") */
 	int reached;			/* a HELLO came at least once */
 	int pressure;			/* a want waited a full tick without offer */
 	int probing;			/* the newest connection is a re-probe */

@@ -307,8 +307,11 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 			snprintf(why, sizeof why, "cannot resolve %s: %s", k->a->u.host,
 				evutil_gai_strerror(dns));
 		else if (k->a->u.tls && k->state == K_CONNECTING)
+		{
 			k->a->tls_refused = tls_failure(bev, what & BEV_EVENT_ERROR ? err : 0,
 				why, sizeof why);
+			snprintf(k->a->tls_why, sizeof k->a->tls_why, "%s", why);
+		}
 		else if (k->state == K_UPGRADING)
 			snprintf(why, sizeof why, "connection %s during the upgrade%s%s%s",
 				what & BEV_EVENT_EOF ? "closed" : "lost",

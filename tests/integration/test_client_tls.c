@@ -190,6 +190,7 @@ static void expect_refused(const char *ca, const char *url, const char *reason)
 	CU_ASSERT(fx_log_find("certificate verify failed") != NULL);
 	CU_ASSERT(!done.ok);
 	CU_ASSERT_STRING_EQUAL(done.error_code, EXC_E_TLS_VERIFY);
+	CU_ASSERT_STRING_EQUAL(done.error_message, seen.message);
 	CU_ASSERT_EQUAL(done.retryable, 0);
 	CU_ASSERT_STRING_EQUAL(done.instance_id, "");
 	CU_ASSERT_EQUAL(started_jobs(), before);

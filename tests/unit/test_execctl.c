@@ -319,6 +319,7 @@ static void test_outcome(void)
 		{ "unknown_service", 0, 0, EXECCTL_UNKNOWN_SERVICE, "execctl: unknown service 'cat': " },
 		{ "unknown_command", 0, 0, EXECCTL_UNKNOWN_SERVICE, "execctl: job failed: unknown_command" },
 		{ "unauthorized", 0, 0, EXECCTL_UNAUTHORIZED, "execctl: the server refused the token" },
+		{ "tls_verify", 0, 0, EXECCTL_TLS_VERIFY, "execctl: m\n" },
 		{ "no_slot", 1, 0, EXECCTL_NO_SLOT, "execctl: no slot for service 'cat' within the timeout" },
 		{ "local_io", 0, 0, EXECCTL_LOCAL_IO, "execctl: job failed: local_io: m" },
 		{ "cancelled", 0, 1, EXECCTL_INTERRUPTED, "execctl: job failed: cancelled" },

@@ -3,7 +3,8 @@
  * daemon with `tls: {cert, key}`, its certificate signed by a CA the test
  * makes with the openssl command (tests/lib/testca.c).  Proves: a job runs
  * end to end over wss (3 MiB of stdin through `cat`, bytes compared; the
- * pipe endpoints stay plain HTTP); a client trusting another CA, one on
+ * pipe endpoints stay plain HTTP) and freeing the client ends it with a
+ * close frame the daemon reads (1000); a client trusting another CA, one on
  * the system's trust store, and one dialling a name the certificate does
  * not carry all fail with "certificate verify failed", on_conn says so
  * (tls_verify_failed), the job ends with tls_verify and nothing ran on
@@ -161,8 +162,13 @@ static void test_job_over_wss(void)
 	close(fd);
 	free(back);
 	free(data);
+	/* freeing the client sends the close frame through TLS: the daemon
+	 * sees a normal close (1000), not a dropped connection (1006) */
+	int closed = harness_log_count(&D, "connection closed (1000)");
 	exc_client_free(c);
-	fx_spin(100);
+	for (int i = 0; i < 50 && harness_log_count(&D, "connection closed (1000)") == closed; i++)
+		fx_spin(100);
+	CU_ASSERT_EQUAL(harness_log_count(&D, "connection closed (1000)"), closed + 1);
 }
 
 /* A client that must not get through: FAILED with a verify error, the

@@ -141,7 +141,7 @@ int pool_serves(const struct exc_addr *a, const char *service);
 
 /* ---- conn.c ------------------------------------------------------------- */
 
-enum conn_state { K_CONNECTING, K_UPGRADING, K_OPEN, K_READY, K_CLOSING };
+enum conn_state { K_CONNECTING, K_TLS, K_UPGRADING, K_OPEN, K_READY, K_CLOSING };
 
 struct exc_conn {
 	struct exc_addr *a;

@@ -3,7 +3,8 @@
  * upgrade (client side of net/ws_handshake), the session (net/ws.c in its
  * client role), HELLO, and the dispatch of server messages to job.c.
  *
- * States: CONNECTING (TCP) -> UPGRADING (request sent, reading the 101)
+ * States: CONNECTING (TCP) [-> TLS (wss: handshake and verification)]
+ * -> UPGRADING (request sent, reading the 101)
  * -> OPEN (websocket up, no HELLO yet) -> READY (HELLO known).  Any
  * failure or close goes through conn_end(), which tells the pool and the
  * jobs and frees the connection; the handshake deadline
@@ -13,10 +14,11 @@
  * Host names are resolved by libevent without a DNS base (getaddrinfo,
  * which blocks the loop while it runs; give numeric addresses or names
  * from /etc/hosts where that matters).
- * wss:// (tls.c): the bufferevent is an OpenSSL one in connecting state;
- * its CONNECTED event means the TLS handshake, certificate and host
- * verification included, is done, and only then is the upgrade request
- * written.  A certificate that does not verify ends the attempt with
+ * wss:// (tls.c): once TCP is up, the socket moves from its plain
+ * bufferevent to an OpenSSL one in connecting state (so that a refused
+ * connect is told apart from a failed handshake); that one's CONNECTED
+ * event means the TLS handshake, certificate and host verification
+ * included, is done, and only then is the upgrade request written.  A certificate that does not verify ends the attempt with
  * "certificate verify failed: <reason>" and marks the address
  * (tls_refused) so that jobs are not kept waiting on it forever.
  */
@@ -266,6 +268,39 @@ static void hs_read(struct bufferevent *bev, void *arg)
 	start_session(k);
 }
 
+static void hs_event(struct bufferevent *bev, short what, void *arg);
+
+/* TCP is up on a wss address: the socket moves to an OpenSSL bufferevent
+ * that starts the client handshake at once. */
+static void start_tls(struct exc_conn *k)
+{
+	char why[300];
+	evutil_socket_t fd = bufferevent_getfd(k->bev);
+	struct ssl_st *ssl = tls_new_ssl(k->a->c, k->a->u.host, why, sizeof why);
+	struct bufferevent *tls;
+
+	if (ssl == NULL) {
+		conn_end(k, 0, why);
+		return;
+	}
+	/* the plain bufferevent lets go of the socket without closing it */
+	bufferevent_setfd(k->bev, -1);
+	bufferevent_free(k->bev);
+	k->bev = NULL;
+	/* libevent owns ssl and fd from here, also when this fails */
+	tls = bufferevent_openssl_socket_new(k->a->c->base, fd, ssl,
+		BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	if (tls == NULL) {
+		conn_end(k, 0, "cannot start TLS: out of memory");
+		return;
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
+	k->bev = tls;
+	k->state = K_TLS;
+	bufferevent_setcb(tls, hs_read, NULL, hs_event, k);
+	bufferevent_enable(tls, EV_READ | EV_WRITE);
+}
+
 static void hs_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct exc_conn *k = arg;
@@ -273,6 +308,11 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 
 	if (what & BEV_EVENT_CONNECTED) {
 		evutil_socket_t fd = bufferevent_getfd(bev);
+
+		if (k->a->u.tls && k->state == K_CONNECTING) {
+			start_tls(k);
+			return;
+		}
 
 		k->local_len = sizeof k->local;
 		if (getsockname(fd, (struct sockaddr *)&k->local, &k->local_len) != 0) {
@@ -306,7 +346,7 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 		if (dns)
 			snprintf(why, sizeof why, "cannot resolve %s: %s", k->a->u.host,
 				evutil_gai_strerror(dns));
-		else if (k->a->u.tls && k->state == K_CONNECTING)
+		else if (k->state == K_TLS)
 		{
 			k->a->tls_refused = tls_failure(bev, what & BEV_EVENT_ERROR ? err : 0,
 				why, sizeof why);
@@ -332,27 +372,6 @@ static void hs_timeout(evutil_socket_t fd, short what, void *arg)
 		conn_end(k, 0, "timed out connecting");
 }
 
-/* A socket bufferevent with TLS on top, handshaking as a client; the
- * socket is made by the connect.  NULL on failure (logged). */
-static struct bufferevent *tls_bufferevent(struct exc_conn *k)
-{
-	char why[300];
-	struct ssl_st *ssl = tls_new_ssl(k->a->c, k->a->u.host, why, sizeof why);
-	struct bufferevent *bev;
-
-	if (ssl == NULL) {
-		client_log(k->a->c, EXC_LOG_ERROR, "%s: %s", k->a->url, why);
-		return NULL;
-	}
-	/* libevent owns ssl from here (freed with the bufferevent, or by
-	 * this call when it fails) */
-	bev = bufferevent_openssl_socket_new(k->a->c->base, -1, ssl,
-		BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
-	if (bev)
-		bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
-	return bev;
-}
-
 struct exc_conn *conn_open(struct exc_addr *a)
 {
 	exc_client *c = a->c;
@@ -364,8 +383,7 @@ struct exc_conn *conn_open(struct exc_addr *a)
 		return NULL;
 	k->a = a;
 	k->state = K_CONNECTING;
-	k->bev = a->u.tls ? tls_bufferevent(k) : bufferevent_socket_new(c->base, -1,
-		BEV_OPT_CLOSE_ON_FREE);
+	k->bev = bufferevent_socket_new(c->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	k->timer = evtimer_new(c->base, hs_timeout, k);
 	if (k->bev == NULL || k->timer == NULL) {
 		if (k->bev)

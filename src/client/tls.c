@@ -112,24 +112,35 @@ int tls_failure(struct bufferevent *bev, int sock_err, char *why, size_t whylen)
 {
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
 	long vr = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
-	unsigned long e, last = 0;
+	unsigned long e, last = 0, code = 0;
 
-	/* libevent keeps the errors of its own SSL calls: take them all */
-	while ((e = bufferevent_get_openssl_error(bev)) != 0)
-		last = e;
+	/* libevent keeps the errors of its own SSL calls, OpenSSL's queue
+	 * followed by SSL_get_error's code (a small number, no library):
+	 * take them all, keep the newest of each kind */
+	while ((e = bufferevent_get_openssl_error(bev)) != 0) {
+		if (ERR_GET_LIB(e) == 0 && e <= SSL_ERROR_WANT_CLIENT_HELLO_CB)
+			code = e;
+		else
+			last = e;
+	}
 	ERR_clear_error();
 	if (vr != X509_V_OK) {
 		snprintf(why, whylen, "certificate verify failed: %s",
 			X509_verify_cert_error_string(vr));
 		return 1;
 	}
-	if (last) {
+	if (last && ERR_GET_LIB(last) == ERR_LIB_SYS) {
+		/* a system call failed under OpenSSL: the reason is the errno */
+		snprintf(why, whylen, "TLS handshake failed: %s", strerror(ERR_GET_REASON(last)));
+	} else if (last) {
+		char text[160];
 		const char *r = ERR_reason_error_string(last);
 
-		snprintf(why, whylen, "TLS handshake failed: %s",
-			r ? r : "unknown reason");
-	} else if (sock_err) {
-		snprintf(why, whylen, "cannot connect: %s", strerror(sock_err));
+		if (r == NULL)
+			ERR_error_string_n(last, text, sizeof text);
+		snprintf(why, whylen, "TLS handshake failed: %s", r ? r : text);
+	} else if (code == SSL_ERROR_SYSCALL && sock_err) {
+		snprintf(why, whylen, "TLS handshake failed: %s", strerror(sock_err));
 	} else {
 		snprintf(why, whylen, "TLS handshake failed: the connection closed "
 			"(not a TLS port?)");

@@ -10,7 +10,8 @@
  * (tls_verify_failed), the job ends with tls_verify and nothing ran on
  * the daemon; an unreadable CA file is refused by
  * exc_client_add_address; a ws:// client on the TLS port fails with a
- * clear message and the daemon goes on serving.
+ * clear message and the daemon goes on serving; a wss:// client on a
+ * plain port fails its handshake (not a verification failure).
  */
 #include "autoconfig.h"
 
@@ -275,6 +276,31 @@ static void test_plain_client_on_tls_port(void)
 	test_job_over_wss();
 }
 
+/* The other way round: wss:// on a plain port is a failed handshake,
+ * not a verification failure. */
+static void test_tls_client_on_plain_port(void)
+{
+	struct es_daemon plain;
+	struct conn_seen seen = { 0 };
+	char url[96];
+
+	/* the same services, without the tls section */
+	CU_ASSERT_FATAL(harness_start(&plain, 1, strstr(body, "jobRemovalPolicy"), NULL) == 0);
+	snprintf(url, sizeof url, "wss://127.0.0.1:%d", plain.port);
+	exc_client *c = client(CA.ca, url, &seen);
+	CU_ASSERT_FATAL(c != NULL);
+	for (int i = 0; i < 50 && !seen.failed; i++)
+		fx_spin(100);
+	CU_ASSERT(seen.failed >= 1);
+	CU_ASSERT_EQUAL(seen.up, 0);
+	CU_ASSERT_EQUAL(seen.tls_verify_failed, 0);
+	CU_ASSERT(strncmp(seen.message, "TLS handshake failed: ", 22) == 0);
+	fprintf(stderr, "\n  wss:// on a plain port: %s\n", seen.message);
+	exc_client_free(c);
+	harness_stop(&plain, 10000);
+	harness_cleanup(&plain);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -282,6 +308,7 @@ int main(void)
 		{ "other CA, system store, wrong name: certificate verify failed", test_verify_failures },
 		{ "an unreadable CA file is refused when the wss address is added", test_bad_ca_file },
 		{ "a ws:// client on the TLS port fails cleanly", test_plain_client_on_tls_port },
+		{ "a wss:// client on a plain port: handshake failed", test_tls_client_on_plain_port },
 		{ NULL, NULL },
 	};
 	if (start() != 0) {

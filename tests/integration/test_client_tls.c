@@ -256,22 +256,29 @@ static void test_bad_ca_file(void)
 	exc_client_free(c);
 }
 
+/* A client on url whose connection fails, but not for its certificate. */
+static void expect_no_handshake(const char *ca, const char *url, struct conn_seen *seen)
+{
+	exc_client *c = client(ca, url, seen);
+
+	CU_ASSERT_FATAL(c != NULL);
+	for (int i = 0; i < 50 && !seen->failed; i++)
+		fx_spin(100);
+	CU_ASSERT(seen->failed >= 1);
+	CU_ASSERT_EQUAL(seen->up, 0);
+	CU_ASSERT_EQUAL(seen->tls_verify_failed, 0);
+	fprintf(stderr, "\n  %s: %s\n", url, seen->message);
+	exc_client_free(c);
+}
+
 static void test_plain_client_on_tls_port(void)
 {
 	char url[96];
 	struct conn_seen seen = { 0 };
 
 	snprintf(url, sizeof url, "ws://127.0.0.1:%d", D.port);
-	exc_client *c = client(NULL, url, &seen);
-	CU_ASSERT_FATAL(c != NULL);
-	for (int i = 0; i < 50 && !seen.failed; i++)
-		fx_spin(100);
-	CU_ASSERT(seen.failed >= 1);
-	CU_ASSERT_EQUAL(seen.up, 0);
-	CU_ASSERT_EQUAL(seen.tls_verify_failed, 0);
+	expect_no_handshake(NULL, url, &seen);
 	CU_ASSERT(strstr(seen.message, "use wss://") != NULL);
-	fprintf(stderr, "\n  ws:// on the TLS port: %s\n", seen.message);
-	exc_client_free(c);
 	/* the daemon goes on serving wss */
 	test_job_over_wss();
 }
@@ -287,16 +294,8 @@ static void test_tls_client_on_plain_port(void)
 	/* the same services, without the tls section */
 	CU_ASSERT_FATAL(harness_start(&plain, 1, strstr(body, "jobRemovalPolicy"), NULL) == 0);
 	snprintf(url, sizeof url, "wss://127.0.0.1:%d", plain.port);
-	exc_client *c = client(CA.ca, url, &seen);
-	CU_ASSERT_FATAL(c != NULL);
-	for (int i = 0; i < 50 && !seen.failed; i++)
-		fx_spin(100);
-	CU_ASSERT(seen.failed >= 1);
-	CU_ASSERT_EQUAL(seen.up, 0);
-	CU_ASSERT_EQUAL(seen.tls_verify_failed, 0);
+	expect_no_handshake(CA.ca, url, &seen);
 	CU_ASSERT(strncmp(seen.message, "TLS handshake failed: ", 22) == 0);
-	fprintf(stderr, "\n  wss:// on a plain port: %s\n", seen.message);
-	exc_client_free(c);
 	harness_stop(&plain, 10000);
 	harness_cleanup(&plain);
 }

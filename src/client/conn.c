@@ -18,9 +18,10 @@
  * bufferevent to an OpenSSL one in connecting state (so that a refused
  * connect is told apart from a failed handshake); that one's CONNECTED
  * event means the TLS handshake, certificate and host verification
- * included, is done, and only then is the upgrade request written.  A certificate that does not verify ends the attempt with
- * "certificate verify failed: <reason>" and marks the address
- * (tls_refused) so that jobs are not kept waiting on it forever.
+ * included, is done, and only then is the upgrade request written.  A
+ * certificate that does not verify ends the attempt with "certificate
+ * verify failed: <reason>" and marks the address (tls_refused) so that
+ * jobs are not kept waiting on it forever.
  */
 #include "autoconfig.h"
 #include "client/client_impl.h"
@@ -287,7 +288,8 @@ static void start_tls(struct exc_conn *k)
 	bufferevent_setfd(k->bev, -1);
 	bufferevent_free(k->bev);
 	k->bev = NULL;
-	/* libevent owns ssl and fd from here, also when this fails */
+	/* libevent owns ssl and fd from here; when this fails (out of
+	 * memory only) it frees ssl, the socket may stay open */
 	tls = bufferevent_openssl_socket_new(k->a->c->base, fd, ssl,
 		BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
 	if (tls == NULL) {
@@ -347,11 +349,8 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 			snprintf(why, sizeof why, "cannot resolve %s: %s", k->a->u.host,
 				evutil_gai_strerror(dns));
 		else if (k->state == K_TLS)
-		{
 			k->a->tls_refused = tls_failure(bev, what & BEV_EVENT_ERROR ? err : 0,
 				why, sizeof why);
-			snprintf(k->a->tls_why, sizeof k->a->tls_why, "%s", why);
-		}
 		else if (k->state == K_UPGRADING)
 			snprintf(why, sizeof why, "connection %s during the upgrade%s%s%s",
 				what & BEV_EVENT_EOF ? "closed" : "lost",
@@ -360,6 +359,8 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 				k->a->u.tls ? "" : " (a TLS port? then use wss://)");
 		else
 			snprintf(why, sizeof why, "cannot connect: %s", strerror(err));
+		if (k->a->tls_refused)
+			snprintf(k->a->tls_why, sizeof k->a->tls_why, "%s", why);
 		conn_end(k, 0, why);
 	}
 }

@@ -55,7 +55,7 @@
 extern "C" {
 #endif
 
-#define EXC_API_VERSION 1
+#define EXC_API_VERSION 2	/* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY */
 
 struct event_base;
 
@@ -178,12 +178,13 @@ exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
  * Adds an execserver address: "ws://host:port" (every service), or
  * "ws://host:port/job/<service>" (used only for that service: the
  * static per-service filter); "wss://" instead of "ws://" speaks TLS and
- * verifies the server's certificate (struct exc_options, tls_ca_file).  A trailing "/broker" is accepted and means
- * the same as none.  host is a name, an IPv4 address or a bracketed IPv6
- * address; a name is resolved with getaddrinfo at each connection
- * attempt, which blocks the event loop while the resolver works (use
- * addresses or /etc/hosts names where that matters).  The pool of the address opens its first connection at once
- * (from the event loop).  Only this address is ever connected to: no
+ * verifies the server's certificate and host (exc_options.tls_ca_file).
+ * A trailing "/broker" is accepted and means the same as none.  host is a
+ * name, an IPv4 address or a bracketed IPv6 address; a name is resolved
+ * with getaddrinfo at each connection attempt, which blocks the event
+ * loop while the resolver works (use addresses or /etc/hosts names where
+ * that matters).  The pool of the address opens its first connection at
+ * once (from the event loop).  Only this address is ever connected to: no
  * per-instance address is learned.  Returns 0, or -1 (EINVAL: not such a
  * URL; or, for the first wss:// address, the CA file or directory could
  * not be loaded: the message names it).  The one-time pipe endpoints stay

@@ -8,7 +8,8 @@
  * the system's trust store, and one dialling a name the certificate does
  * not carry all fail with "certificate verify failed", on_conn says so
  * (tls_verify_failed), the job ends with tls_verify and nothing ran on
- * the daemon; an unreadable CA file is refused by
+ * the daemon; a CA directory made by `openssl rehash` works as well as a
+ * file; an unreadable CA file is refused by
  * exc_client_add_address; a ws:// client on the TLS port fails with a
  * clear message and the daemon goes on serving; a wss:// client on a
  * plain port fails its handshake (not a verification failure).
@@ -237,6 +238,40 @@ static void test_verify_failures(void)
 	expect_refused(CA.ca, name_url, "hostname mismatch");
 }
 
+/* tls_ca_dir: a directory made with `openssl rehash` instead of a file. */
+static void test_ca_dir(void)
+{
+	char dir[128], cmd[1024], url[96];
+	struct conn_seen seen = { 0 };
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+
+	snprintf(dir, sizeof dir, "%s/hashed", CA.dir);
+	snprintf(cmd, sizeof cmd, "mkdir '%s' && cp '%s' '%s/ca.pem' && openssl rehash '%s'", dir,
+		 CA.ca, dir, dir);
+	CU_ASSERT_FATAL(system(cmd) == 0);
+	snprintf(url, sizeof url, "wss://127.0.0.1:%d", D.port);
+	fx_options(&o);
+	o.tls_ca_dir = dir;
+	o.on_conn = on_conn;
+	o.arg = &seen;
+	exc_client *c = exc_client_new(fx_base, &o);
+	CU_ASSERT_FATAL(c != NULL && exc_client_add_address(c, url) == 0);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = "hashed\n";
+	s.in.len = 7;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 10000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_STRING_EQUAL(done.stdout_text, "hashed\n");
+	CU_ASSERT_EQUAL(seen.failed, 0);
+	exc_client_free(c);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	CU_ASSERT(system(cmd) == 0);
+}
+
 static void test_bad_ca_file(void)
 {
 	struct exc_options o;
@@ -305,6 +340,7 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "a job end to end over wss (3 MiB through cat)", test_job_over_wss },
 		{ "other CA, system store, wrong name: certificate verify failed", test_verify_failures },
+		{ "a CA directory (openssl rehash) instead of a file", test_ca_dir },
 		{ "an unreadable CA file is refused when the wss address is added", test_bad_ca_file },
 		{ "a ws:// client on the TLS port fails cleanly", test_plain_client_on_tls_port },
 		{ "a wss:// client on a plain port: handshake failed", test_tls_client_on_plain_port },

@@ -173,23 +173,30 @@ static void test_job_over_wss(void)
 	CU_ASSERT_EQUAL(harness_log_count(&D, "connection closed (1000)"), closed + 1);
 }
 
+/* Submits `cat` with text as stdin and waits (10 s) for its end. */
+static void run_cat(exc_client *c, const char *text, struct fx_done *done)
+{
+	struct exc_job_spec s;
+
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", done);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = text;
+	s.in.len = strlen(text);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done->called, 10000));
+}
+
 /* A client that must not get through: FAILED with a verify error, the
  * job done with tls_verify, nothing started on the daemon. */
 static void expect_refused(const char *ca, const char *url, const char *reason)
 {
 	struct conn_seen seen = { 0 };
 	struct fx_done done = { 0 };
-	struct exc_job_spec s;
 	long long before = started_jobs();
 	exc_client *c = client(ca, url, &seen);
 
 	CU_ASSERT_FATAL(c != NULL);
-	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
-	s.in.kind = EXC_IO_BUFFER;
-	s.in.data = "never\n";
-	s.in.len = 6;
-	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	CU_ASSERT(fx_wait(&done.called, 10000));
+	run_cat(c, "never\n", &done);
 	CU_ASSERT(seen.failed >= 1);
 	CU_ASSERT_EQUAL(seen.up, 0);
 	CU_ASSERT_EQUAL(seen.tls_verify_failed, 1);
@@ -244,7 +251,6 @@ static void test_ca_dir(void)
 	char dir[128], cmd[1024], url[96];
 	struct conn_seen seen = { 0 };
 	struct fx_done done = { 0 };
-	struct exc_job_spec s;
 	struct exc_options o;
 
 	snprintf(dir, sizeof dir, "%s/hashed", CA.dir);
@@ -258,12 +264,7 @@ static void test_ca_dir(void)
 	o.arg = &seen;
 	exc_client *c = exc_client_new(fx_base, &o);
 	CU_ASSERT_FATAL(c != NULL && exc_client_add_address(c, url) == 0);
-	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
-	s.in.kind = EXC_IO_BUFFER;
-	s.in.data = "hashed\n";
-	s.in.len = 7;
-	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	CU_ASSERT(fx_wait(&done.called, 10000));
+	run_cat(c, "hashed\n", &done);
 	CU_ASSERT(done.ok);
 	CU_ASSERT_STRING_EQUAL(done.stdout_text, "hashed\n");
 	CU_ASSERT_EQUAL(seen.failed, 0);

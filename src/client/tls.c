@@ -74,6 +74,8 @@ int tls_client_ctx(exc_client *c)
 		SSL_CTX_free(ctx);
 		return -1;
 	}
+	/* a success may still leave entries (a default path that is missing) */
+	ERR_clear_error();
 	c->tls_ctx = ctx;
 	return 0;
 }
@@ -105,6 +107,7 @@ struct ssl_st *tls_new_ssl(exc_client *c, const char *host, char *why, size_t wh
 		SSL_free(ssl);
 		return NULL;
 	}
+	ERR_clear_error();
 	return ssl;
 }
 

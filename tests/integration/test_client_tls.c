@@ -9,7 +9,8 @@
  * not carry all fail with "certificate verify failed", on_conn says so
  * (tls_verify_failed), the job ends with tls_verify and nothing ran on
  * the daemon; a CA directory made by `openssl rehash` works as well as a
- * file; an unreadable CA file is refused by
+ * file; errors other code leaves on OpenSSL's per-thread queue while the
+ * loop runs fail no connection; an unreadable CA file is refused by
  * exc_client_add_address; a ws:// client on the TLS port fails with a
  * clear message and the daemon goes on serving; a wss:// client on a
  * plain port fails its handshake (not a verification failure).
@@ -28,6 +29,8 @@
 #include <CUnit/Basic.h>
 #include <event2/event.h>
 #include <json-c/json.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "client_fixture.h"
 #include "harness.h"
@@ -245,6 +248,38 @@ static void test_verify_failures(void)
 	expect_refused(CA.ca, name_url, "hostname mismatch");
 }
 
+/* Another TLS user on this thread leaves errors on OpenSSL's per-thread
+ * queue, every millisecond while the loop runs: the library's
+ * connections must not take them for their own. */
+static void stale_error(evutil_socket_t fd, short what, void *arg)
+{
+	ERR_raise(ERR_LIB_SSL, SSL_R_BAD_LENGTH);
+	ERR_raise(ERR_LIB_SYS, 104);
+}
+
+static void test_stale_errors(void)
+{
+	struct timeval ms = { 0, 1000 };
+	struct event *noise = event_new(fx_base, -1, EV_PERSIST, stale_error, NULL);
+	struct conn_seen seen = { 0 };
+	struct fx_done done = { 0 };
+	char url[96];
+
+	snprintf(url, sizeof url, "wss://127.0.0.1:%d", D.port);
+	stale_error(-1, 0, NULL);
+	CU_ASSERT_FATAL(noise != NULL && event_add(noise, &ms) == 0);
+	exc_client *c = client(CA.ca, url, &seen);
+	CU_ASSERT_FATAL(c != NULL);
+	run_cat(c, "through the noise\n", &done);
+	CU_ASSERT(done.ok);
+	CU_ASSERT_STRING_EQUAL(done.stdout_text, "through the noise\n");
+	CU_ASSERT_EQUAL(seen.up, 1);
+	CU_ASSERT_EQUAL(seen.failed, 0);
+	exc_client_free(c);
+	event_free(noise);
+	ERR_clear_error();
+}
+
 /* tls_ca_dir: a directory made with `openssl rehash` instead of a file. */
 static void test_ca_dir(void)
 {
@@ -342,6 +377,7 @@ int main(void)
 		{ "a job end to end over wss (3 MiB through cat)", test_job_over_wss },
 		{ "other CA, system store, wrong name: certificate verify failed", test_verify_failures },
 		{ "a CA directory (openssl rehash) instead of a file", test_ca_dir },
+		{ "stale errors on OpenSSL's thread queue fail no connection", test_stale_errors },
 		{ "an unreadable CA file is refused when the wss address is added", test_bad_ca_file },
 		{ "a ws:// client on the TLS port fails cleanly", test_plain_client_on_tls_port },
 		{ "a wss:// client on a plain port: handshake failed", test_tls_client_on_plain_port },

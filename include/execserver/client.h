@@ -55,7 +55,7 @@
 extern "C" {
 #endif
 
-#define EXC_API_VERSION 1
+#define EXC_API_VERSION 2	/* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY */
 
 struct event_base;
 
@@ -98,6 +98,11 @@ struct exc_conn_info {
 	unsigned connections;	/* live connections of the address, after the event */
 	unsigned instances;	/* distinct instances among them */
 	int covered;		/* the address is marked covered */
+	/* FAILED on a wss:// address: 1 when the server's certificate did not
+	 * verify (untrusted issuer, expired, or not issued for the host of
+	 * the address); message then reads "certificate verify failed: ...".
+	 * Such an address is retried only every reprobe_interval_ms. */
+	int tls_verify_failed;
 };
 
 struct exc_options {
@@ -146,6 +151,17 @@ struct exc_options {
 	void (*on_conn)(void *arg, enum exc_conn_event ev,
 			const struct exc_conn_info *info);
 	void *arg;		/* passed to log and on_conn */
+	/* wss:// addresses: the certificates trusted to sign the servers'
+	 * certificates, as a PEM file (one or more CA certificates) and/or a
+	 * directory prepared with `openssl rehash`.  Both NULL: the system's
+	 * trust store (OpenSSL's default paths, on Debian /etc/ssl/certs).
+	 * The server's certificate is always verified, and so is the host
+	 * of the address against it (a name: its DNS entries, also sent as
+	 * SNI; an IP address: its IP entries); there is no switch to turn
+	 * verification off.  The files are read when the first wss:// address
+	 * is added (exc_client_add_address fails if they cannot be loaded). */
+	const char *tls_ca_file;
+	const char *tls_ca_dir;
 };
 
 /* Fills o with the defaults above (every pointer NULL). */
@@ -161,14 +177,18 @@ exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
 /*
  * Adds an execserver address: "ws://host:port" (every service), or
  * "ws://host:port/job/<service>" (used only for that service: the
- * static per-service filter).  A trailing "/broker" is accepted and means
- * the same as none.  host is a name, an IPv4 address or a bracketed IPv6
- * address; a name is resolved with getaddrinfo at each connection
- * attempt, which blocks the event loop while the resolver works (use
- * addresses or /etc/hosts names where that matters).  The pool of the address opens its first connection at once
- * (from the event loop).  Only this address is ever connected to: no
+ * static per-service filter); "wss://" instead of "ws://" speaks TLS and
+ * verifies the server's certificate and host (exc_options.tls_ca_file).
+ * A trailing "/broker" is accepted and means the same as none.  host is a
+ * name, an IPv4 address or a bracketed IPv6 address; a name is resolved
+ * with getaddrinfo at each connection attempt, which blocks the event
+ * loop while the resolver works (use addresses or /etc/hosts names where
+ * that matters).  The pool of the address opens its first connection at
+ * once (from the event loop).  Only this address is ever connected to: no
  * per-instance address is learned.  Returns 0, or -1 (EINVAL: not such a
- * URL; "wss" is not supported).
+ * URL; or, for the first wss:// address, the CA file or directory could
+ * not be loaded: the message names it).  The one-time pipe endpoints stay
+ * plain HTTP for wss:// addresses too (docs/client.md, "TLS").
  */
 int exc_client_add_address(exc_client *c, const char *url);
 
@@ -266,6 +286,10 @@ struct exc_file {
 					 * offers it (not retryable) */
 #define EXC_E_UNAUTHORIZED "unauthorized"	/* every address refused the
 					 * token (401; not retryable) */
+#define EXC_E_TLS_VERIFY "tls_verify"	/* every wss:// address serving the
+					 * service presented a certificate that
+					 * did not verify (not retryable; the
+					 * job never ran) */
 #define EXC_E_LOCAL_IO "local_io"	/* a local source or sink failed (a read
 					 * or write error on a caller fd or
 					 * file, or a stream ended early); the

@@ -28,6 +28,10 @@ enum execctl_exit {
 	EXECCTL_LOCAL_IO = 117,		/* a local file, stdin or stdout failed */
 	EXECCTL_BAD_ANSWER = 118,	/* status: the server answered, but not
 					 * with its status JSON */
+	EXECCTL_TLS_VERIFY = 119,	/* wss/https: the server's certificate did
+					 * not verify (untrusted issuer, expired,
+					 * or not for the host given); see
+					 * --cacert */
 	EXECCTL_INTERRUPTED = 130,	/* SIGINT/SIGTERM: the job was cancelled */
 };
 

@@ -34,7 +34,7 @@ void cli_run_usage(FILE *out)
 	      "has a free slot, with this process's stdin as its stdin and its stdout\n"
 	      "written to this process's stdout; exits with the job's exit code.\n"
 	      "\n"
-	      "  -a, --address URL       ws://host:port[/job/SERVICE] (repeatable; default:\n"
+	      "  -a, --address URL       ws[s]://host:port[/job/SERVICE] (repeatable; default:\n"
 	      "                          $EXECCTL_ADDR, several separated by spaces or commas)\n"
 	      "  -s, --service NAME      the service to run COMMAND under (required)\n"
 	      "  -p, --priority P        an integer, or background (-2), normal (0, default),\n"
@@ -50,6 +50,9 @@ void cli_run_usage(FILE *out)
 	      "      --client ID         client id (default: a random one)\n"
 	      "      --token-file FILE   bearer token in FILE's first line (default:\n"
 	      "                          $EXECCTL_TOKEN)\n"
+	      "      --cacert FILE       verify wss:// servers against the CA certificates\n"
+	      "                          in FILE (PEM; default: $EXECCTL_CACERT, else the\n"
+	      "                          system's trust store); exit 119 if one fails\n"
 	      "  -v, --verbose           connection events and the library's log on stderr\n"
 	      "  -h, --help              this text\n", out);
 }
@@ -61,12 +64,15 @@ void cli_status_usage(FILE *out)
 	      "Prints the waitgroups (slots, running, waiting), the services and the\n"
 	      "connected clients of the instance each URL reaches (GET /status).\n"
 	      "\n"
-	      "  -a, --address URL       ws://host:port or http://host:port (repeatable;\n"
-	      "                          default: $EXECCTL_ADDR)\n"
+	      "  -a, --address URL       ws[s]://host:port or http[s]://host:port\n"
+	      "                          (repeatable; default: $EXECCTL_ADDR)\n"
 	      "      --json              the status object instead of tables, one line per\n"
 	      "                          address\n"
 	      "      --token-file FILE   bearer token in FILE's first line (default:\n"
 	      "                          $EXECCTL_TOKEN)\n"
+	      "      --cacert FILE       verify https servers against the CA certificates\n"
+	      "                          in FILE (PEM; default: $EXECCTL_CACERT, else the\n"
+	      "                          system's trust store); exit 119 if one fails\n"
 	      "  -v, --verbose           say which address is asked\n"
 	      "  -h, --help              this text\n", out);
 }
@@ -212,7 +218,7 @@ static int push_file_arg(struct cli_file_arg **list, size_t *n, const char *opt,
 
 enum {
 	OPT_TIMEOUT = 256, OPT_JOB_TIMEOUT, OPT_INPUT, OPT_OUTPUT, OPT_ENV, OPT_CLIENT,
-	OPT_TOKEN_FILE, OPT_JSON,
+	OPT_TOKEN_FILE, OPT_JSON, OPT_CACERT,
 };
 
 /* The options both commands take; 0 handled, 1 not one of them, -1 error. */
@@ -227,6 +233,13 @@ static int common_option(struct cli_common *c, int opt, const char *arg, char *e
 		return push_address(c, arg) == 0 ? 0 : -1;
 	case OPT_TOKEN_FILE:
 		return read_token_file(c, arg, err, errlen);
+	case OPT_CACERT:
+		if (!*arg) {
+			say(err, errlen, "--cacert: empty file name");
+			return -1;
+		}
+		free(c->cacert);
+		return (c->cacert = strdup(arg)) ? 0 : -1;
 	case 'v':
 		c->verbose++;
 		return 0;
@@ -248,6 +261,8 @@ static int common_finish(struct cli_common *c, const char *(*env)(const char *),
 	}
 	if (!c->token && (v = env("EXECCTL_TOKEN")) && *v && !(c->token = strdup(v)))
 		return -1;
+	if (!c->cacert && (v = env("EXECCTL_CACERT")) && *v && !(c->cacert = strdup(v)))
+		return -1;
 	return 0;
 }
 
@@ -255,6 +270,7 @@ static void common_free(struct cli_common *c)
 {
 	free_list(c->addresses, c->naddresses);
 	free(c->token);
+	free(c->cacert);
 	memset(c, 0, sizeof *c);
 }
 
@@ -366,6 +382,7 @@ int cli_parse_run(int argc, char **argv, struct cli_run *o,
 		{ "env", required_argument, NULL, OPT_ENV },
 		{ "client", required_argument, NULL, OPT_CLIENT },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+		{ "cacert", required_argument, NULL, OPT_CACERT },
 		{ "no-stdin", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -462,6 +479,7 @@ int cli_parse_status(int argc, char **argv, struct cli_status *o,
 		{ "address", required_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+		{ "cacert", required_argument, NULL, OPT_CACERT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },

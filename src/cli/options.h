@@ -2,7 +2,7 @@
  * options.h - the command line of execctl: `execctl run` and `execctl
  * status` parsed with getopt_long into plain structures, and the
  * environment variables that stand in for options (EXECCTL_ADDR,
- * EXECCTL_TOKEN).  No I/O beyond reading a --token-file; no library calls:
+ * EXECCTL_TOKEN, EXECCTL_CACERT).  No I/O beyond reading a --token-file; no library calls:
  * what is parsed here is checked by the unit tests.
  *
  * Invariants: a parsed structure owns every string it points to (copies),
@@ -26,6 +26,9 @@ struct cli_common {
 	char **addresses;	/* ws:// URLs (a bare host:port gets ws://) */
 	size_t naddresses;
 	char *token;		/* --token-file's first line, or EXECCTL_TOKEN */
+	char *cacert;		/* --cacert FILE or EXECCTL_CACERT: the CA
+				 * certificates (PEM) that wss/https servers are
+				 * verified against; NULL: the system's store */
 	int verbose;		/* -v: library log and connection events on stderr */
 };
 

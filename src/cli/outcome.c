@@ -31,6 +31,8 @@ static int error_exit(const struct exc_receipt *r, int interrupted)
 	const char *code = r->error_code;
 	if (is(code, EXC_E_UNAUTHORIZED))
 		return EXECCTL_UNAUTHORIZED;
+	if (is(code, EXC_E_TLS_VERIFY))
+		return EXECCTL_TLS_VERIFY;
 	if (is(code, EXC_E_UNKNOWN_SERVICE) || is(code, "unknown_command"))
 		return EXECCTL_UNKNOWN_SERVICE;
 	if (is(code, EXC_E_NO_SLOT))
@@ -40,6 +42,14 @@ static int error_exit(const struct exc_receipt *r, int interrupted)
 	if (is(code, EXC_E_CANCELLED) && interrupted)
 		return EXECCTL_INTERRUPTED;
 	return r->retryable ? EXECCTL_RETRYABLE : EXECCTL_FAILED;
+}
+
+const char *outcome_tls_hint(const char *reason, int have_cacert)
+{
+	if (reason && (strstr(reason, "mismatch") || strstr(reason, "host name")))
+		return "the certificate is not for this host: give the name or address it was issued for";
+	return have_cacert ? "is --cacert the CA that signed the server's certificate?"
+			   : "a private CA? give its certificate with --cacert or EXECCTL_CACERT";
 }
 
 int outcome_exit(const struct exc_receipt *r, int interrupted, const char *service,
@@ -60,6 +70,9 @@ int outcome_exit(const struct exc_receipt *r, int interrupted, const char *servi
 			add(msg, msglen, "execctl: no slot for service '%s' within the timeout%s%s\n",
 			    service, r->error_message ? ": " : "",
 			    r->error_message ? r->error_message : "");
+		else if (is(r->error_code, EXC_E_TLS_VERIFY))
+			add(msg, msglen, "execctl: %s\n",
+			    r->error_message ? r->error_message : "certificate verify failed");
 		else if (is(r->error_code, EXC_E_UNAUTHORIZED))
 			add(msg, msglen, "execctl: the server refused the token (give the right one "
 			    "with --token-file or EXECCTL_TOKEN): %s\n",

@@ -4,7 +4,8 @@
  * unit tests can pin every mapping with receipts made up in memory.
  *
  * Rules, in order: a successful job exits 0 and says nothing; a receipt
- * error decides over the exit code (unauthorized 112, unknown_service and
+ * error decides over the exit code (unauthorized 112, tls_verify 119,
+ * unknown_service and
  * unknown_command 113, no_slot 114, local_io 117, cancelled after an
  * interrupt 130, another retryable error 116, any other error 115); then a
  * signal gives 128+N; then the program's own exit code.  Every failure
@@ -23,5 +24,10 @@
  * "execctl: "), or "" on success.  service names the service in messages. */
 int outcome_exit(const struct exc_receipt *r, int interrupted, const char *service,
 		 char *msg, size_t msglen);
+
+/* What to try after "certificate verify failed: <reason>" (wss or https):
+ * a certificate not issued for the host, or one from an untrusted CA
+ * (have_cacert: --cacert was given). */
+const char *outcome_tls_hint(const char *reason, int have_cacert);
 
 #endif

@@ -32,6 +32,7 @@
 struct address_state {
 	int failed;		/* connecting failed at least once */
 	int code;		/* the last failure's HTTP status (0: network) */
+	int tls_verify;		/* ... was a certificate that did not verify */
 	char message[256];
 };
 
@@ -96,13 +97,14 @@ static int address_index(const struct run *r, const char *address)
 /* Every address failed before anything came up: say why and stop. */
 static void give_up_if_nothing_reachable(struct run *r)
 {
-	int refused = 0;
+	int refused = 0, untrusted = 0;
 	if (r->ever_up)
 		return;
 	for (size_t i = 0; i < r->o->c.naddresses; i++) {
 		if (!r->addr[i].failed)
 			return;
 		refused |= r->addr[i].code == 401;
+		untrusted |= r->addr[i].tls_verify;
 	}
 	erase_line(r);
 	for (size_t i = 0; i < r->o->c.naddresses; i++) {
@@ -110,13 +112,17 @@ static void give_up_if_nothing_reachable(struct run *r)
 		if (a->code == 401)
 			fprintf(stderr, "execctl: %s refused the token (401)%s\n", r->o->c.addresses[i],
 				r->o->c.token ? "" : ": it needs one (--token-file or EXECCTL_TOKEN)");
+		else if (a->tls_verify)
+			fprintf(stderr, "execctl: %s: %s (%s)\n", r->o->c.addresses[i], a->message,
+				outcome_tls_hint(a->message, r->o->c.cacert != NULL));
 		else if (a->code)
 			fprintf(stderr, "execctl: %s answered HTTP %d to the websocket upgrade: "
 				"not an execserver broker? %s\n", r->o->c.addresses[i], a->code, a->message);
 		else
 			fprintf(stderr, "execctl: cannot reach %s: %s\n", r->o->c.addresses[i], a->message);
 	}
-	finish(r, refused ? EXECCTL_UNAUTHORIZED : EXECCTL_UNREACHABLE);
+	finish(r, refused ? EXECCTL_UNAUTHORIZED
+		  : untrusted ? EXECCTL_TLS_VERIFY : EXECCTL_UNREACHABLE);
 }
 
 static void on_conn(void *arg, enum exc_conn_event ev, const struct exc_conn_info *info)
@@ -142,6 +148,7 @@ static void on_conn(void *arg, enum exc_conn_event ev, const struct exc_conn_inf
 		return;
 	r->addr[i].failed = 1;
 	r->addr[i].code = info->code;
+	r->addr[i].tls_verify = info->tls_verify_failed;
 	snprintf(r->addr[i].message, sizeof r->addr[i].message, "%s",
 		 info->message ? info->message : "connection failed");
 	give_up_if_nothing_reachable(r);
@@ -239,6 +246,7 @@ static exc_client *new_client(struct run *r)
 	exc_options_init(&opt);
 	opt.client_id = r->o->client_id;
 	opt.auth_token = r->o->c.token;
+	opt.tls_ca_file = r->o->c.cacert;
 	opt.connect_timeout_sec = r->o->timeout_sec;
 	opt.on_conn = on_conn;
 	opt.arg = r;

@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 
 #include "cli/exit_codes.h"
+#include "cli/outcome.h"
 #include "cli/status.h"
 #include "cli/table.h"
 
@@ -18,20 +19,31 @@
 
 char *status_url(const char *address)
 {
-	const char *rest;
-	if (strncmp(address, "ws://", 5) == 0)
-		rest = address + 5;
-	else if (strncmp(address, "http://", 7) == 0)
-		rest = address + 7;
-	else
+	static const struct { const char *prefix, *scheme; } schemes[] = {
+		{ "ws://", "http" }, { "http://", "http" },
+		{ "wss://", "https" }, { "https://", "https" },
+	};
+	const char *rest = NULL, *scheme = NULL;
+	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0] && !rest; i++)
+		if (strncmp(address, schemes[i].prefix, strlen(schemes[i].prefix)) == 0) {
+			rest = address + strlen(schemes[i].prefix);
+			scheme = schemes[i].scheme;
+		}
+	if (!rest)
 		return NULL;
 	size_t hostlen = strcspn(rest, "/?#");
 	if (hostlen == 0)
 		return NULL;
 	char *url = malloc(hostlen + 20);
 	if (url)
-		sprintf(url, "http://%.*s/status", (int)hostlen, rest);
+		sprintf(url, "%s://%.*s/status", scheme, (int)hostlen, rest);
 	return url;
+}
+
+/* A libcurl result that means the server's certificate was not trusted. */
+static int tls_untrusted(CURLcode res)
+{
+	return res == CURLE_PEER_FAILED_VERIFICATION || res == CURLE_SSL_ISSUER_ERROR;
 }
 
 /* ---- tables -------------------------------------------------------------- */
@@ -168,7 +180,8 @@ static int status_one(const struct cli_status *o, const char *address)
 	int rc;
 
 	if (!url) {
-		fprintf(stderr, "execctl: %s: not a ws:// or http:// address\n", address);
+		fprintf(stderr, "execctl: %s: not a ws://, wss://, http:// or https:// address\n",
+			address);
 		return EXECCTL_USAGE;
 	}
 	if (o->c.verbose)
@@ -195,11 +208,27 @@ static int status_one(const struct cli_status *o, const char *address)
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 15000L);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* https: the peer and the host name are always verified (libcurl's
+	 * defaults, set anyway so that no environment can weaken them) */
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (o->c.cacert)
+		curl_easy_setopt(h, CURLOPT_CAINFO, o->c.cacert);
 	CURLcode res = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 
-	if (res != CURLE_OK && !body.too_big) {
+	if (res == CURLE_SSL_CACERT_BADFILE) {
+		fprintf(stderr, "execctl: --cacert %s: cannot be loaded: %s\n",
+			o->c.cacert ? o->c.cacert : "(system store)",
+			errbuf[0] ? errbuf : curl_easy_strerror(res));
+		rc = EXECCTL_USAGE;
+	} else if (tls_untrusted(res)) {
+		fprintf(stderr, "execctl: %s: certificate verify failed: %s (%s)\n", address,
+			errbuf[0] ? errbuf : curl_easy_strerror(res),
+			outcome_tls_hint(errbuf, o->c.cacert != NULL));
+		rc = EXECCTL_TLS_VERIFY;
+	} else if (res != CURLE_OK && !body.too_big) {
 		fprintf(stderr, "execctl: cannot reach %s: %s\n", address,
 			errbuf[0] ? errbuf : curl_easy_strerror(res));
 		rc = EXECCTL_UNREACHABLE;

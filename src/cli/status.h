@@ -22,8 +22,9 @@ int cli_status_run(const struct cli_status *o);
 /* The tables of one /status object (identity line, waitgroups, services). */
 void status_print_tables(FILE *out, struct json_object *status);
 
-/* http://host:port/status for a ws:// or http:// address (a path such as
- * /job/<service> is dropped); malloc'd, or NULL when it is not such a URL. */
+/* http://host:port/status for a ws:// or http:// address, https://...
+ * for wss:// or https:// (a path such as /job/<service> is dropped);
+ * malloc'd, or NULL when it is not such a URL. */
 char *status_url(const char *address);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * addr.c - the address URLs an operator gives: "ws://host:port",
  * "ws://host:port/broker" (the same), "ws://host:port/job/<service>" (only
- * for that service).  host: a name, IPv4, or [IPv6].  The port is
+ * for that service), and the same with "wss://" (TLS, the certificate
+ * verified against host).  host: a name, IPv4, or [IPv6].  The port is
  * required (an execserver has no well-known port).
  */
 #include "autoconfig.h"
@@ -24,9 +25,16 @@ int url_parse(const char *url, struct exc_url *u)
 	size_t hlen;
 
 	memset(u, 0, sizeof *u);
-	if (url == NULL || strncmp(url, "ws://", 5) != 0)
+	if (url == NULL)
 		return -1;
-	host = url + 5;
+	if (strncmp(url, "ws://", 5) == 0) {
+		host = url + 5;
+	} else if (strncmp(url, "wss://", 6) == 0) {
+		host = url + 6;
+		u->tls = 1;
+	} else {
+		return -1;
+	}
 	if (*host == '[') {
 		hend = strchr(host, ']');
 		if (hend == NULL || hend[1] != ':')

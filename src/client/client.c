@@ -108,6 +108,7 @@ void client_conn_event(exc_client *c, struct exc_addr *a, enum exc_conn_event ev
 	info.connections = pool_ready(a);
 	info.instances = pool_instances(a);
 	info.covered = a->covered;
+	info.tls_verify_failed = ev == EXC_CONN_FAILED && a->tls_refused;
 	c->opt.on_conn(c->opt.arg, ev, &info);
 }
 
@@ -177,6 +178,10 @@ exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
 	if (c->opt.auth_token && (c->auth_token = strdup(c->opt.auth_token)) == NULL)
 		goto fail;
 	c->opt.auth_token = NULL;
+	if ((c->opt.tls_ca_file && (c->tls_ca_file = strdup(c->opt.tls_ca_file)) == NULL) ||
+			(c->opt.tls_ca_dir && (c->tls_ca_dir = strdup(c->opt.tls_ca_dir)) == NULL))
+		goto fail;
+	c->opt.tls_ca_file = c->opt.tls_ca_dir = NULL;
 	c->tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, c);
 	if (c->tick_ev == NULL)
 		goto fail;
@@ -190,6 +195,8 @@ exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
 	return c;
 fail:
 	free(c->auth_token);
+	free(c->tls_ca_file);
+	free(c->tls_ca_dir);
 	free(c);
 	errno = ENOMEM;
 	return NULL;
@@ -201,10 +208,12 @@ int exc_client_add_address(exc_client *c, const char *url)
 	struct exc_addr *a, **n;
 
 	if (url_parse(url, &u) != 0) {
-		client_fail(c, EINVAL, "%s: not ws://host:port or ws://host:port/job/<service>",
+		client_fail(c, EINVAL, "%s: not ws[s]://host:port or ws[s]://host:port/job/<service>",
 			url ? url : "(null)");
 		return -1;
 	}
+	if (u.tls && tls_client_ctx(c) != 0)
+		return -1;
 	n = realloc(c->addrs, (c->naddrs + 1) * sizeof *n);
 	if (n == NULL) {
 		client_fail(c, ENOMEM, "out of memory");
@@ -294,6 +303,9 @@ void exc_client_free(exc_client *c)
 	} else {
 		log_set_sink(NULL, NULL);
 	}
+	tls_client_free(c);
 	free(c->auth_token);
+	free(c->tls_ca_file);
+	free(c->tls_ca_dir);
 	free(c);
 }

@@ -3,7 +3,9 @@
  * files (not installed).
  *
  *   client.c   exc_client: options, addresses, claim share, stats, free
- *   addr.c     address URLs ("ws://host:port[/job/<service>]")
+ *   addr.c     address URLs ("ws[s]://host:port[/job/<service>]")
+ *   tls.c      wss: the client's SSL_CTX (made at the first wss address),
+ *              one verifying SSL per connection, handshake failure texts
  *   pool.c     the connections of one address: start, growth under
  *              back-pressure, "covered", re-probe, back-off, owner seeking
  *   conn.c     one broker connection: TCP, upgrade, HELLO, message dispatch
@@ -52,6 +54,8 @@ struct exc_client {
 	unsigned job_seq;
 	int freeing;
 	char last_error[256];
+	char *tls_ca_file, *tls_ca_dir;	/* copies of the options */
+	struct ssl_ctx_st *tls_ctx;	/* tls.c: NULL until a wss address */
 };
 
 /* Records the message of a failed call and sets errno. */
@@ -74,9 +78,26 @@ struct exc_url {
 	char host[256];		/* without brackets */
 	int port;
 	char service[128];	/* "" unless /job/<service> */
+	int tls;		/* wss:// */
 };
 /* Parses an address; 0 or -1. */
 int url_parse(const char *url, struct exc_url *u);
+
+/* ---- tls.c -------------------------------------------------------------- */
+
+struct ssl_st;
+/* Makes the client's SSL_CTX if it has none: the CA file/dir of the
+ * options, else the system's trust store.  0, or -1 (client_fail). */
+int tls_client_ctx(exc_client *c);
+/* An SSL of the client's context for a connection to host, verifying the
+ * peer's certificate against host (a name: SNI too; an IP address
+ * literal: the certificate's IP entries).  NULL (why set) on failure. */
+struct ssl_st *tls_new_ssl(exc_client *c, const char *host, char *why, size_t whylen);
+/* Why the TLS connection of bev failed (verify result, else OpenSSL's
+ * queued errors, else errno's text); empties the error queues.
+ * Returns 1 when the certificate did not verify, else 0. */
+int tls_failure(struct bufferevent *bev, int sock_err, char *why, size_t whylen);
+void tls_client_free(exc_client *c);
 
 /* ---- pool.c ------------------------------------------------------------- */
 
@@ -91,6 +112,8 @@ struct exc_addr {
 	unsigned backoff_ms;		/* next reconnect delay after a failure */
 	uint64_t retry_at_ms;		/* no attempt before this (back-off) */
 	int last_status;		/* HTTP status of the last failed attempt */
+	int tls_refused;		/* the last attempt's certificate did not verify */
+	char tls_why[400];		/* ... and why ("certificate verify failed: ...") */
 	int reached;			/* a HELLO came at least once */
 	int pressure;			/* a want waited a full tick without offer */
 	int probing;			/* the newest connection is a re-probe */
@@ -118,7 +141,7 @@ int pool_serves(const struct exc_addr *a, const char *service);
 
 /* ---- conn.c ------------------------------------------------------------- */
 
-enum conn_state { K_CONNECTING, K_UPGRADING, K_OPEN, K_READY, K_CLOSING };
+enum conn_state { K_CONNECTING, K_TLS, K_UPGRADING, K_OPEN, K_READY, K_CLOSING };
 
 struct exc_conn {
 	struct exc_addr *a;

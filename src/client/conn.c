@@ -3,7 +3,8 @@
  * upgrade (client side of net/ws_handshake), the session (net/ws.c in its
  * client role), HELLO, and the dispatch of server messages to job.c.
  *
- * States: CONNECTING (TCP) -> UPGRADING (request sent, reading the 101)
+ * States: CONNECTING (TCP) [-> TLS (wss: handshake and verification)]
+ * -> UPGRADING (request sent, reading the 101)
  * -> OPEN (websocket up, no HELLO yet) -> READY (HELLO known).  Any
  * failure or close goes through conn_end(), which tells the pool and the
  * jobs and frees the connection; the handshake deadline
@@ -13,6 +14,14 @@
  * Host names are resolved by libevent without a DNS base (getaddrinfo,
  * which blocks the loop while it runs; give numeric addresses or names
  * from /etc/hosts where that matters).
+ * wss:// (tls.c): once TCP is up, the socket moves from its plain
+ * bufferevent to an OpenSSL one in connecting state (so that a refused
+ * connect is told apart from a failed handshake); that one's CONNECTED
+ * event means the TLS handshake, certificate and host verification
+ * included, is done, and only then is the upgrade request written.  A
+ * certificate that does not verify ends the attempt with "certificate
+ * verify failed: <reason>" and marks the address (tls_refused) so that
+ * jobs are not kept waiting on it forever.
  */
 #include "autoconfig.h"
 #include "client/client_impl.h"
@@ -25,6 +34,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 
 #include "execserver/protocol.h"
@@ -217,6 +227,15 @@ static void start_session(struct exc_conn *k)
 	k->state = K_OPEN;
 }
 
+/* A TLS record (handshake or alert, any TLS version) where an HTTP
+ * answer was expected: a ws:// address dialled a TLS port. */
+static int looks_like_tls(struct evbuffer *in)
+{
+	const unsigned char *p = evbuffer_pullup(in, 3);
+
+	return p && (p[0] == 0x15 || p[0] == 0x16) && p[1] == 0x03 && p[2] <= 0x04;
+}
+
 static void hs_read(struct bufferevent *bev, void *arg)
 {
 	struct exc_conn *k = arg;
@@ -229,9 +248,12 @@ static void hs_read(struct bufferevent *bev, void *arg)
 	if (end.pos < 0) {
 		if (evbuffer_get_length(in) > RESPONSE_HEAD_MAX)
 			conn_end(k, 0, "upgrade answer too long");
+		else if (!k->a->u.tls && looks_like_tls(in))
+			conn_end(k, 0, "the server answered with TLS: use a wss:// address");
 		return;
 	}
 	hlen = (size_t)end.pos + 4;
+	k->a->tls_refused = 0;	/* an HTTP answer: TLS, if any, was fine */
 	if (ws_handshake_client_check((const char *)evbuffer_pullup(in, (ssize_t)hlen),
 			hlen, k->key, &status) != 0) {
 		if (status == 101)
@@ -247,6 +269,40 @@ static void hs_read(struct bufferevent *bev, void *arg)
 	start_session(k);
 }
 
+static void hs_event(struct bufferevent *bev, short what, void *arg);
+
+/* TCP is up on a wss address: the socket moves to an OpenSSL bufferevent
+ * that starts the client handshake at once. */
+static void start_tls(struct exc_conn *k)
+{
+	char why[300];
+	evutil_socket_t fd = bufferevent_getfd(k->bev);
+	struct ssl_st *ssl = tls_new_ssl(k->a->c, k->a->u.host, why, sizeof why);
+	struct bufferevent *tls;
+
+	if (ssl == NULL) {
+		conn_end(k, 0, why);
+		return;
+	}
+	/* the plain bufferevent lets go of the socket without closing it */
+	bufferevent_setfd(k->bev, -1);
+	bufferevent_free(k->bev);
+	k->bev = NULL;
+	/* libevent owns ssl and fd from here; when this fails (out of
+	 * memory only) it frees ssl, the socket may stay open */
+	tls = bufferevent_openssl_socket_new(k->a->c->base, fd, ssl,
+		BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	if (tls == NULL) {
+		conn_end(k, 0, "cannot start TLS: out of memory");
+		return;
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
+	k->bev = tls;
+	k->state = K_TLS;
+	bufferevent_setcb(tls, hs_read, NULL, hs_event, k);
+	bufferevent_enable(tls, EV_READ | EV_WRITE);
+}
+
 static void hs_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct exc_conn *k = arg;
@@ -254,6 +310,11 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 
 	if (what & BEV_EVENT_CONNECTED) {
 		evutil_socket_t fd = bufferevent_getfd(bev);
+
+		if (k->a->u.tls && k->state == K_CONNECTING) {
+			start_tls(k);
+			return;
+		}
 
 		k->local_len = sizeof k->local;
 		if (getsockname(fd, (struct sockaddr *)&k->local, &k->local_len) != 0) {
@@ -283,13 +344,23 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 		int dns = bufferevent_socket_get_dns_error(bev);
 		char why[400];
 
+		k->a->tls_refused = 0;
 		if (dns)
 			snprintf(why, sizeof why, "cannot resolve %s: %s", k->a->u.host,
 				evutil_gai_strerror(dns));
-		else if (what & BEV_EVENT_EOF)
-			snprintf(why, sizeof why, "connection closed during the upgrade");
+		else if (k->state == K_TLS)
+			k->a->tls_refused = tls_failure(bev, what & BEV_EVENT_ERROR ? err : 0,
+				why, sizeof why);
+		else if (k->state == K_UPGRADING)
+			snprintf(why, sizeof why, "connection %s during the upgrade%s%s%s",
+				what & BEV_EVENT_EOF ? "closed" : "lost",
+				what & BEV_EVENT_EOF ? "" : ": ",
+				what & BEV_EVENT_EOF ? "" : strerror(err),
+				k->a->u.tls ? "" : " (a TLS port? then use wss://)");
 		else
 			snprintf(why, sizeof why, "cannot connect: %s", strerror(err));
+		if (k->a->tls_refused)
+			snprintf(k->a->tls_why, sizeof k->a->tls_why, "%s", why);
 		conn_end(k, 0, why);
 	}
 }

@@ -6,7 +6,7 @@
  * connections that go away take their copies with them and leave their
  * running jobs seeking.  The tick re-parks refused wants, marks
  * back-pressure for the pools, and gives the verdicts no_slot (timer),
- * lost, unknown_service and unauthorized.
+ * lost, unknown_service, unauthorized and tls_verify.
  */
 #include "autoconfig.h"
 #include "client/job_impl.h"
@@ -142,7 +142,10 @@ static int service_unknown(const struct exc_job *j)
 	return c->naddrs > 0;	/* no address at all: wait for one */
 }
 
-static int all_unauthorized(const struct exc_job *j)
+/* Every address that serves the job's service refused it the same way:
+ * its last attempt got HTTP 401 (tls 0), or a certificate that did not
+ * verify (tls 1), and it has no live connection. */
+static int all_refused(const struct exc_job *j, int tls, const char **why)
 {
 	exc_client *c = j->c;
 	int any = 0;
@@ -152,8 +155,10 @@ static int all_unauthorized(const struct exc_job *j)
 
 		if (!pool_serves(a, j->service))
 			continue;
-		if (a->last_status != 401 || pool_ready(a) > 0)
+		if ((tls ? !a->tls_refused : a->last_status != 401) || pool_ready(a) > 0)
 			return 0;
+		if (!any)
+			*why = tls ? a->tls_why : "HTTP 401";
 		any = 1;
 	}
 	return any;
@@ -162,6 +167,7 @@ static int all_unauthorized(const struct exc_job *j)
 void job_tick(exc_client *c)
 {
 	uint64_t now = client_now_ms();
+	const char *why = "";
 
 	for (unsigned i = 0; i < c->naddrs; i++)
 		c->addrs[i]->seek[0] = '\0';
@@ -189,9 +195,13 @@ void job_tick(exc_client *c)
 				n++;
 		}
 		job_place(j);
-		if (j->ncopies == 0 && all_unauthorized(j)) {
+		if (j->ncopies == 0 && all_refused(j, 0, &why)) {
 			job_finish_local(j, EXC_E_UNAUTHORIZED, 0,
-				"every address refused the token (HTTP 401)");
+				"every address refused the token (%s)", why);
+			continue;
+		}
+		if (j->ncopies == 0 && all_refused(j, 1, &why)) {
+			job_finish_local(j, EXC_E_TLS_VERIFY, 0, "%s", why);
 			continue;
 		}
 		if (j->ncopies == 0 && service_unknown(j)) {

@@ -20,8 +20,9 @@
  *    opened (same rate limit, covered or not) until a HELLO shows it;
  *  - a connection that drops is replaced at once (rate limit permitting)
  *    when it was the last one; failed attempts back off from
- *    grow_interval_ms, doubling up to reconnect_max_ms; after 401 or 404
- *    only every reprobe interval.
+ *    grow_interval_ms, doubling up to reconnect_max_ms; after 401 or 404,
+ *    or a certificate that did not verify (wss), only every reprobe
+ *    interval.
  * Only one connection of an address is being opened at a time.
  */
 #include "autoconfig.h"
@@ -172,6 +173,7 @@ int pool_on_hello(struct exc_addr *a, struct exc_conn *k, int first_hello)
 
 	a->reached = 1;
 	a->last_status = 0;
+	a->tls_refused = 0;
 	a->backoff_ms = c->opt.grow_interval_ms;
 	a->retry_at_ms = 0;
 	if (has_instance(a, k, k->instance_id)) {
@@ -209,9 +211,10 @@ void pool_on_closed(struct exc_addr *a, struct exc_conn *k, int was_ready,
 		a->retry_at_ms = 0;	/* replace it at once (rate limit permitting) */
 	} else {
 		a->last_status = code;
-		client_log(c, code == 401 ? EXC_LOG_ERROR : EXC_LOG_WARN, "%s: %s", a->url, why);
+		client_log(c, code == 401 || a->tls_refused ? EXC_LOG_ERROR : EXC_LOG_WARN,
+			"%s: %s", a->url, why);
 		client_conn_event(c, a, EXC_CONN_FAILED, NULL, code, why);
-		if (code == 401 || code == 404) {
+		if (code == 401 || code == 404 || a->tls_refused) {
 			a->retry_at_ms = now + c->opt.reprobe_interval_ms;
 		} else {
 			a->retry_at_ms = now + a->backoff_ms;

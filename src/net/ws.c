@@ -38,6 +38,7 @@
 #include "net/ws.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -50,6 +51,7 @@
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <wslay/wslay.h>
 
@@ -170,9 +172,33 @@ void ws_tls_close_notify(struct bufferevent *bev)
 	SSL *ssl = bufferevent_openssl_get_ssl(bev);
 
 	/* best effort: the output is drained, so the alert normally fits in
-	 * the socket buffer; the FIN follows either way */
-	if (ssl)
+	 * the socket buffer; the FIN follows either way.  Whatever it queues
+	 * on OpenSSL's per-thread error queue is dropped: a stale entry there
+	 * would make the next SSL_get_error of another connection on this
+	 * thread report a failure */
+	if (ssl) {
+		ERR_clear_error();
 		SSL_shutdown(ssl);
+		ERR_clear_error();
+	}
+}
+
+/* TLS: what flush_now would send raw goes through the SSL object instead
+ * (best effort, the socket is non-blocking), then close_notify. */
+static void tls_flush_now(struct ws_session *s, SSL *ssl)
+{
+	struct evbuffer *out = out_buf(s);
+	size_t len = evbuffer_get_length(out);
+
+	ERR_clear_error();
+	if (len > 0 && len <= INT_MAX) {
+		int n = SSL_write(ssl, evbuffer_pullup(out, (ssize_t)len), (int)len);
+
+		if (n > 0)
+			evbuffer_drain(out, (size_t)n);
+	}
+	ERR_clear_error();
+	ws_tls_close_notify(s->bev);
 }
 
 static void shut_write(struct ws_session *s)
@@ -682,9 +708,16 @@ void ws_session_flush_now(struct ws_session *s)
 		return;
 	enter(s);
 	flush(s);
+	fd = bufferevent_getfd(s->bev);
+	if (bufferevent_openssl_get_ssl(s->bev)) {
+		tls_flush_now(s, bufferevent_openssl_get_ssl(s->bev));
+		if (fd >= 0)
+			(void)shutdown(fd, SHUT_WR);
+		leave(s);
+		return;
+	}
 	/* a socket bufferevent keeps the start of its output frozen (only it
 	 * may drain it): peek at the bytes and send them directly */
-	fd = bufferevent_getfd(s->bev);
 	n = evbuffer_peek(out_buf(s), -1, NULL, vec, 16);
 	if (fd >= 0 && n > 0) {
 		if (n > 16)

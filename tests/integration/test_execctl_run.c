@@ -5,7 +5,9 @@
  * failing output passed on, files in and out, and each documented exit
  * status with its message: unknown service, unreachable server, refused
  * token, no slot within --timeout, interrupt; the queue position drawn on
- * a terminal (a pty) and only there; the status tables and --json.
+ * a terminal (a pty) and only there; the status tables and --json; run
+ * and status over wss/https against a TLS daemon with --cacert or
+ * EXECCTL_CACERT, and exit 119 for a certificate that does not verify.
  */
 #include "autoconfig.h"
 
@@ -28,6 +30,7 @@
 #include "harness.h"
 #include "proto.h"
 #include "suite.h"
+#include "testca.h"
 
 #include "cli/exit_codes.h"
 
@@ -529,6 +532,99 @@ static void test_status(void)
 	stop();
 }
 
+/* wss:// and https:// with a private CA: --cacert or EXECCTL_CACERT make
+ * run and status work; without it, with another CA or for a name the
+ * certificate does not carry, execctl exits 119 and no job runs. */
+static long long cat_started(void)
+{
+	struct json_object *st = harness_status(&D);
+	long long n = harness_json_int(st, "services", "cat", "started", NULL);
+	json_object_put(st);
+	return n;
+}
+
+static void test_wss(void)
+{
+	struct testca ca, other;
+	char cert[96], key[96], b[2048], wss[96], named[96], env[200], missing[128];
+	struct proc p;
+	size_t n = 1 << 20;
+	unsigned char *data = pattern(n);
+
+	CU_ASSERT_FATAL(testca_new(&ca) == 0 && testca_new(&other) == 0);
+	CU_ASSERT_FATAL(testca_server(&ca, "server", "IP:127.0.0.1,DNS:execserver.invalid", cert,
+				      key) == 0);
+	snprintf(b, sizeof b, "tls:\n  cert: %s\n  key: %s\n%s", cert, key, body);
+	CU_ASSERT_FATAL(harness_start_tls(&D, 2, b, NULL, ca.ca) == 0);
+	snprintf(wss, sizeof wss, "wss://127.0.0.1:%d", D.port);
+	snprintf(named, sizeof named, "wss://localhost:%d", D.port);
+	snprintf(missing, sizeof missing, "%s/missing.pem", ca.dir);
+
+	struct run_opts o = { .in = data, .inlen = n };
+	run(&p, &o, ARGS("run", "-a", wss, "--cacert", ca.ca, "-s", "cat", "--", "cat"));
+	expect(&p, 0, NULL);
+	CU_ASSERT(p.outlen == n && memcmp(p.out, data, n) == 0);
+	release(&p);
+	snprintf(env, sizeof env, "EXECCTL_CACERT=%s", ca.ca);
+	struct run_opts o_env = { .in = "env ca\n", .inlen = 7, .env = { env } };
+	run(&p, &o_env, ARGS("run", "-a", wss, "-s", "cat", "--", "cat"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_STRING_EQUAL(p.out, "env ca\n");
+	release(&p);
+	long long started = cat_started();
+	CU_ASSERT_EQUAL(started, 2);
+
+	/* not trusted: the system's store, another CA, a name not carried */
+	struct run_opts o_small = { .in = "no\n", .inlen = 3 };
+	run(&p, &o_small, ARGS("run", "-a", wss, "-s", "cat", "--", "cat"));
+	expect(&p, EXECCTL_TLS_VERIFY, "certificate verify failed: unable to get local issuer");
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "--cacert"));
+	fprintf(stderr, "\n  run, system store: %s", p.err);
+	release(&p);
+	run(&p, &o_small, ARGS("run", "-a", wss, "--cacert", other.ca, "-s", "cat", "--", "cat"));
+	expect(&p, EXECCTL_TLS_VERIFY, "certificate verify failed");
+	release(&p);
+	run(&p, &o_small, ARGS("run", "-a", named, "--cacert", ca.ca, "-s", "cat", "--", "cat"));
+	expect(&p, EXECCTL_TLS_VERIFY, "certificate verify failed: hostname mismatch");
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "not for this host"));
+	release(&p);
+	CU_ASSERT_EQUAL(cat_started(), started);
+	/* a CA file that is not there: a usage error, nothing sent */
+	run(&p, &o_small, ARGS("run", "-a", wss, "--cacert", missing, "-s", "cat", "--", "cat"));
+	expect(&p, EXECCTL_USAGE, missing);
+	release(&p);
+	/* ws:// on the TLS port: unreachable, with the hint */
+	char plain[96];
+	snprintf(plain, sizeof plain, "ws://127.0.0.1:%d", D.port);
+	run(&p, &o_small, ARGS("run", "-a", plain, "-s", "cat", "--", "cat"));
+	expect(&p, EXECCTL_UNREACHABLE, "use wss://");
+	release(&p);
+
+	/* status over https */
+	run(&p, NULL, ARGS("status", "-a", wss, "--cacert", ca.ca, "--json"));
+	expect(&p, 0, NULL);
+	struct json_object *j = json_tokener_parse(p.out);
+	CU_ASSERT(j && harness_json_int(j, "services", "cat", "started", NULL) == 2);
+	json_object_put(j);
+	release(&p);
+	run(&p, NULL, ARGS("status", "-a", wss));
+	expect(&p, EXECCTL_TLS_VERIFY, "certificate verify failed");
+	release(&p);
+	run(&p, NULL, ARGS("status", "-a", named, "--cacert", ca.ca));
+	expect(&p, EXECCTL_TLS_VERIFY, "certificate verify failed");
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "not for this host"));
+	fprintf(stderr, "  status, wrong name: %s", p.err);
+	release(&p);
+	run(&p, NULL, ARGS("status", "-a", wss, "--cacert", missing));
+	expect(&p, EXECCTL_USAGE, missing);
+	release(&p);
+
+	free(data);
+	stop();
+	testca_remove(&ca);
+	testca_remove(&other);
+}
+
 /* Behind a load balancer: the first instance reached is busy, so the pool
  * grows through the one address and the job runs on the other. */
 static struct fleet LB;
@@ -582,6 +678,7 @@ int main(void)
 		{ "SIGINT cancels", test_interrupt },
 		{ "position on a terminal only", test_position_on_terminal },
 		{ "status tables and --json", test_status },
+		{ "run and status over wss/https, --cacert, exit 119", test_wss },
 		{ "behind a load balancer", test_behind_balancer },
 		{ NULL, NULL },
 	};

@@ -1,7 +1,7 @@
 /*
  * test_client_url.c - the address URLs libexecclient accepts
- * (src/client/addr.c): plain, /broker, /job/<service>, IPv6, and the
- * refusals.
+ * (src/client/addr.c): plain, /broker, /job/<service>, IPv6, wss://, and
+ * the refusals.
  */
 #include "autoconfig.h"
 
@@ -31,12 +31,21 @@ static void test_good(void)
 	CU_ASSERT(url_parse("ws://[::1]:8083/job/x", &u) == 0);
 	CU_ASSERT_STRING_EQUAL(u.host, "::1");
 	CU_ASSERT_STRING_EQUAL(u.service, "x");
+	CU_ASSERT_EQUAL(u.tls, 0);
+	CU_ASSERT(url_parse("wss://exec.example:443/job/pdf", &u) == 0);
+	CU_ASSERT_EQUAL(u.tls, 1);
+	CU_ASSERT_STRING_EQUAL(u.host, "exec.example");
+	CU_ASSERT_EQUAL(u.port, 443);
+	CU_ASSERT_STRING_EQUAL(u.service, "pdf");
+	CU_ASSERT(url_parse("wss://[::1]:8443", &u) == 0);
+	CU_ASSERT_EQUAL(u.tls, 1);
+	CU_ASSERT_STRING_EQUAL(u.host, "::1");
 }
 
 static void test_bad(void)
 {
 	static const char *const bad[] = {
-		NULL, "", "http://h:1", "wss://h:1", "ws://h", "ws://h:", "ws://:80",
+		NULL, "", "http://h:1", "https://h:1", "wss://h", "wss:/h:1", "ws://h", "ws://h:", "ws://:80",
 		"ws://h:0", "ws://h:65536", "ws://h:80x", "ws://h:80/other",
 		"ws://h:80/job/", "ws://h:80/job/a b", "ws://h:80/job/a/b", "ws://[::1:80",
 		"ws://::1:80",

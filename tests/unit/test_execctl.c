@@ -26,7 +26,7 @@
 
 /* ---- a stand-in environment ------------------------------------------------ */
 
-static const char *fake_addr, *fake_token;
+static const char *fake_addr, *fake_token, *fake_cacert;
 
 static const char *fake_env(const char *name)
 {
@@ -34,6 +34,8 @@ static const char *fake_env(const char *name)
 		return fake_addr;
 	if (strcmp(name, "EXECCTL_TOKEN") == 0)
 		return fake_token;
+	if (strcmp(name, "EXECCTL_CACERT") == 0)
+		return fake_cacert;
 	return NULL;
 }
 
@@ -151,7 +153,20 @@ static void test_environment(void)
 	CU_ASSERT_STRING_EQUAL(o.c.addresses[1], "ws://b:2");
 	CU_ASSERT_STRING_EQUAL(o.c.addresses[2], "ws://c:3/job/cat");
 	CU_ASSERT_STRING_EQUAL(o.c.token, "from-env");
+	CU_ASSERT_PTR_NULL(o.c.cacert);
 	cli_run_free(&o);
+
+	/* --cacert, else EXECCTL_CACERT; an empty one is refused */
+	fake_cacert = "/etc/env-ca.pem";
+	CU_ASSERT_EQUAL_FATAL(RUN("-s", "cat", "--", "true"), CLI_PARSED);
+	CU_ASSERT_STRING_EQUAL(o.c.cacert, "/etc/env-ca.pem");
+	cli_run_free(&o);
+	CU_ASSERT_EQUAL_FATAL(STATUS("-a", "wss://h:1", "--cacert", "/x/ca.pem"), CLI_PARSED);
+	CU_ASSERT_STRING_EQUAL(s.c.cacert, "/x/ca.pem");
+	cli_status_free(&s);
+	CU_ASSERT_EQUAL(RUN("-s", "cat", "--cacert", "", "--", "true"), CLI_BAD);
+	CU_ASSERT(strstr(err, "--cacert") != NULL);
+	fake_cacert = NULL;
 
 	/* -a replaces EXECCTL_ADDR; --token-file replaces EXECCTL_TOKEN */
 	int fd = mkstemp(path);
@@ -304,6 +319,7 @@ static void test_outcome(void)
 		{ "unknown_service", 0, 0, EXECCTL_UNKNOWN_SERVICE, "execctl: unknown service 'cat': " },
 		{ "unknown_command", 0, 0, EXECCTL_UNKNOWN_SERVICE, "execctl: job failed: unknown_command" },
 		{ "unauthorized", 0, 0, EXECCTL_UNAUTHORIZED, "execctl: the server refused the token" },
+		{ "tls_verify", 0, 0, EXECCTL_TLS_VERIFY, "execctl: m\n" },
 		{ "no_slot", 1, 0, EXECCTL_NO_SLOT, "execctl: no slot for service 'cat' within the timeout" },
 		{ "local_io", 0, 0, EXECCTL_LOCAL_IO, "execctl: job failed: local_io: m" },
 		{ "cancelled", 0, 1, EXECCTL_INTERRUPTED, "execctl: job failed: cancelled" },
@@ -423,7 +439,11 @@ static void test_status_url(void)
 	free(u);
 	CU_ASSERT_STRING_EQUAL((u = status_url("http://[::1]:80/broker?x")), "http://[::1]:80/status");
 	free(u);
-	CU_ASSERT_PTR_NULL(status_url("wss://h:1"));
+	CU_ASSERT_STRING_EQUAL((u = status_url("wss://h:1/job/x")), "https://h:1/status");
+	free(u);
+	CU_ASSERT_STRING_EQUAL((u = status_url("https://h:2")), "https://h:2/status");
+	free(u);
+	CU_ASSERT_PTR_NULL(status_url("ftp://h:1"));
 	CU_ASSERT_PTR_NULL(status_url("ws:///x"));
 	CU_ASSERT_PTR_NULL(status_url("h:1"));
 }
@@ -433,7 +453,7 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "run: every option", test_run_full },
 		{ "run: scanning stops at the command", test_run_stops_at_command },
-		{ "EXECCTL_ADDR, EXECCTL_TOKEN, --token-file", test_environment },
+		{ "EXECCTL_ADDR, EXECCTL_TOKEN, EXECCTL_CACERT, --token-file, --cacert", test_environment },
 		{ "refusals and their messages", test_refusals },
 		{ "priorities", test_priority },
 		{ "the position line", test_progress },

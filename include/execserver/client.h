@@ -82,11 +82,18 @@ enum exc_conn_event {
 				 * HTTP answer other than 101 (info->code holds
 				 * the HTTP status: 401 wrong token, 503
 				 * draining/full); the address is retried with
-				 * back-off, except after 401, 404 (retried every
-				 * re-probe only) */
+				 * back-off, except after 401 (retried every
+				 * re-probe only); 404 is EXC_CONN_LEGACY */
 	EXC_CONN_DUPLICATE,	/* a new connection reached an instance already in
 				 * the pool; it was closed and the address is
 				 * "covered" (pool growth stops until re-probe) */
+	EXC_CONN_LEGACY,	/* GET /broker answered 404 (code 404): an
+				 * execserver without the broker.  From now on
+				 * the address is served by the legacy token
+				 * transport (see "Legacy fallback" below); the
+				 * broker is probed again every
+				 * reprobe_interval_ms, and a HELLO ends the
+				 * fallback (EXC_CONN_UP).  Sent once per switch. */
 };
 
 struct exc_conn_info {

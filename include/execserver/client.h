@@ -36,6 +36,19 @@
  * may make a write wait until the reader takes PIPE_BUF bytes; give
  * non-blocking descriptors where that matters.
  *
+ * Legacy fallback: an address whose GET /broker answers 404 (an
+ * execserver without the broker) is served by the legacy token transport
+ * (docs/protocol.md section 9): each waiting job polls GET /token/<service>
+ * there once per second until it has a slot or connect_timeout_sec passes
+ * (then no_slot, retryable), while staying parked on broker instances;
+ * the first slot wins.  With a token the job runs as one PUT: its stdin
+ * source is the request body, the response body goes to its stdout sink
+ * (streamed both ways), named files are served from the library's pipe
+ * endpoints as on the broker path, and the receipt comes from the server's
+ * X-Execserver-Receipt field (same fields; instance_id NULL).  Not over
+ * this path: stdin/stdout as EXC_IO_URL (refused as bad_job), exc_query
+ * (returns 0), job descriptions whose encoding exceeds 4 KiB (local_io).
+ *
  * Version policy: the shared library follows libtool's -version-info
  * current:revision:age.  Adding functions or fields at the end of the
  * option/spec structures (which are always initialised by the *_init
@@ -281,7 +294,8 @@ struct exc_file {
 
 struct exc_receipt {
 	const char *job_id;
-	const char *instance_id;	/* where it ran; NULL if it never ran */
+	const char *instance_id;	/* where it ran; NULL if it never ran or ran
+					 * over the legacy fallback */
 	int ok;			/* 1: exited 0, no error, every local stream
 				 * complete */
 	int exited;		/* 1: exit_code is valid */

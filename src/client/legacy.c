@@ -251,6 +251,12 @@ static void back_to_waiting(struct legacy_job *lj, const char *why)
 	j->state = J_WAITING;
 	j->owner_addr = NULL;
 	j->since_ms = client_now_ms();
+	if (j->connect_timeout_sec && !evtimer_pending(j->timer, NULL)) {
+		/* its connect timeout passed while the PUT was tried */
+		job_finish_local(j, EXC_E_NO_SLOT, 1, "no slot within %u s",
+			j->connect_timeout_sec);
+		return;
+	}
 	job_place(j);
 }
 

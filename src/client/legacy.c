@@ -49,7 +49,7 @@
 #define LJ_SMALL_MAX 4096		/* token answers, error bodies */
 #define LJ_KEEP_MAX 4000		/* stdout kept for the receipt (EXC_IO_NONE) */
 #define LJ_OUT_MAX (64 * 1024)		/* upload: socket output bound */
-#define LJ_CHUNK 16384
+#define LJ_CHUNK 65536
 #define LJ_SINK_MAX (256 * 1024)	/* download: sink queue bound */
 #define LJ_TARGET_MAX 4096
 

@@ -9,8 +9,10 @@
  * once and then once per second, while the job is WAITING.  The first slot
  * wins, whatever brings it: a token that arrives while the job still waits
  * makes it RUNNING (its broker wants get UNWANT; an OFFER that arrives
- * later is DECLINEd by job.c); a token that arrives after an OFFER won is
- * not used (it expires on the server and its slot returns to the book).
+ * later is DECLINEd by job.c); a token that arrives after the job got its
+ * slot goes to another waiting job of the service that polls the same
+ * address, or is not used (it expires on the server and its slot returns
+ * to the book).
  *
  * With a token the job runs as PUT /job/<svc>?token=&job= in body mode,
  * on its own connection: "Expect: 100-continue", so that no stdin byte is
@@ -64,7 +66,6 @@ struct lreq {
 	int continued;			/* 100 Continue seen: upload runs */
 	int upload_done;
 	int header_is;			/* the field being read: 1 receipt */
-	int headers_done;		/* of the final answer */
 	int body_is_output;		/* the body goes to stdout */
 	int complete;			/* the final answer was read */
 	int paused;			/* sink queue full: not reading */
@@ -164,7 +165,6 @@ static int on_headers_complete(http_parser *p)
 		return 0;
 	}
 	r->status = p->status_code;
-	r->headers_done = 1;
 	r->header_is = 0;
 	/* the job's answer (it has an outcome) carries its output; a refusal
 	 * carries one line of text */

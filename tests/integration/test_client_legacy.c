@@ -172,7 +172,8 @@ static void test_fallback_receipt(void)
 	CU_ASSERT_STRING_EQUAL(a.stdout_text, "some output\n");
 	CU_ASSERT_EQUAL(a.stdout_bytes, 0);	/* not streamed: kept in the receipt */
 
-	/* 100000 bytes, then a failure: streamed, outcome in the trailer */
+	/* 100000 bytes, then a failure: streamed, outcome in the trailer
+	 * (exit code 7 can only come from there) */
 	CU_ASSERT_FATAL(pipe(p) == 0);
 	fcntl(p[0], F_SETFL, O_NONBLOCK);
 	fx_spec(&s, "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
@@ -182,7 +183,10 @@ static void test_fallback_receipt(void)
 	CU_ASSERT(fx_wait(&b.called, 20000));
 	CU_ASSERT(!b.ok);
 	CU_ASSERT_EQUAL(b.exit_code, 7);
-	CU_ASSERT_EQUAL(b.stdout_bytes, 100000);
+	/* streamed (the program cannot exit before the server read 100000 -
+	 * 64 KiB of pipe, past the 4000-byte commit point); protocol 9: the body of
+	 * a job that failed after the commit may hold less than it wrote */
+	CU_ASSERT(b.stdout_bytes > 4000 && b.stdout_bytes <= 100000);
 	close(p[0]);
 	close(p[1]);
 

@@ -36,6 +36,19 @@
  * may make a write wait until the reader takes PIPE_BUF bytes; give
  * non-blocking descriptors where that matters.
  *
+ * Legacy fallback: an address whose GET /broker answers 404 (an
+ * execserver without the broker) is served by the legacy token transport
+ * (docs/protocol.md section 9): each waiting job polls GET /token/<service>
+ * there once per second until it has a slot or connect_timeout_sec passes
+ * (then no_slot, retryable), while staying parked on broker instances;
+ * the first slot wins.  With a token the job runs as one PUT: its stdin
+ * source is the request body, the response body goes to its stdout sink
+ * (streamed both ways), named files are served from the library's pipe
+ * endpoints as on the broker path, and the receipt comes from the server's
+ * X-Execserver-Receipt field (same fields; instance_id NULL).  Not over
+ * this path: stdin/stdout as EXC_IO_URL (refused as bad_job), exc_query
+ * (returns 0), job descriptions whose encoding exceeds 4 KiB (local_io).
+ *
  * Version policy: the shared library follows libtool's -version-info
  * current:revision:age.  Adding functions or fields at the end of the
  * option/spec structures (which are always initialised by the *_init
@@ -82,11 +95,18 @@ enum exc_conn_event {
 				 * HTTP answer other than 101 (info->code holds
 				 * the HTTP status: 401 wrong token, 503
 				 * draining/full); the address is retried with
-				 * back-off, except after 401, 404 (retried every
-				 * re-probe only) */
+				 * back-off, except after 401 (retried every
+				 * re-probe only); 404 is EXC_CONN_LEGACY */
 	EXC_CONN_DUPLICATE,	/* a new connection reached an instance already in
 				 * the pool; it was closed and the address is
 				 * "covered" (pool growth stops until re-probe) */
+	EXC_CONN_LEGACY,	/* GET /broker answered 404 (code 404): an
+				 * execserver without the broker.  From now on
+				 * the address is served by the legacy token
+				 * transport (see "Legacy fallback" below); the
+				 * broker is probed again every
+				 * reprobe_interval_ms, and a HELLO ends the
+				 * fallback (EXC_CONN_UP).  Sent once per switch. */
 };
 
 struct exc_conn_info {
@@ -298,7 +318,8 @@ struct exc_file {
 
 struct exc_receipt {
 	const char *job_id;
-	const char *instance_id;	/* where it ran; NULL if it never ran */
+	const char *instance_id;	/* where it ran; NULL if it never ran or ran
+					 * over the legacy fallback */
 	int ok;			/* 1: exited 0, no error, every local stream
 				 * complete */
 	int exited;		/* 1: exit_code is valid */

@@ -131,7 +131,7 @@ static void on_conn(void *arg, enum exc_conn_event ev, const struct exc_conn_inf
 	int i = address_index(r, info->address);
 
 	if (r->o->c.verbose) {
-		static const char *const names[] = { "up", "down", "failed", "duplicate" };
+		static const char *const names[] = { "up", "down", "failed", "duplicate", "legacy" };
 		erase_line(r);
 		fprintf(stderr, "execctl: %s: connection %s%s%s (code %d; %u live, %u instances%s)%s%s\n",
 			info->address, names[ev], info->instance_id ? " to instance " : "",
@@ -139,8 +139,8 @@ static void on_conn(void *arg, enum exc_conn_event ev, const struct exc_conn_inf
 			info->instances, info->covered ? ", covered" : "",
 			info->message ? ": " : "", info->message ? info->message : "");
 	}
-	if (ev == EXC_CONN_UP)
-		r->ever_up = 1;
+	if (ev == EXC_CONN_UP || ev == EXC_CONN_LEGACY)
+		r->ever_up = 1;	/* a legacy address (no /broker) is reachable too */
 	if (ev != EXC_CONN_FAILED || i < 0)
 		return;
 	/* 5xx (draining, full) is an instance that is there: keep trying */

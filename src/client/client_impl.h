@@ -15,6 +15,7 @@
  *   job_files.c a job's sources/sinks and the URLs of its JOB
  *   pipes.c    the one-time HTTP endpoints (GET sources, PUT sinks)
  *   stream.c   local sources and sinks (fds, files, buffers)
+ *   legacy.c   the legacy token transport for addresses without /broker
  *
  * Ownership: the client owns its addresses (array), each address its
  * connections (list), the client its jobs (list) and pipe servers (list);
@@ -117,6 +118,7 @@ struct exc_addr {
 	int reached;			/* a HELLO came at least once */
 	int pressure;			/* a want waited a full tick without offer */
 	int probing;			/* the newest connection is a re-probe */
+	int legacy;			/* GET /broker answered 404: token transport */
 	char seek[33];			/* instance_id sought for a running job */
 	unsigned opened, duplicates;
 	struct event *timer;
@@ -253,6 +255,9 @@ long stream_read(struct stream *s, struct evbuffer *out, size_t max,
  */
 long stream_write(struct stream *s, struct evbuffer *in,
 		void (*drained)(void *arg), void *arg);
+/* Forgets the ready/drained callback (its owner goes away); the stream
+ * stays usable. */
+void stream_detach(struct stream *s);
 /* The last error of the stream ("" if none). */
 const char *stream_error(const struct stream *s);
 

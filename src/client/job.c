@@ -20,6 +20,7 @@
  */
 #include "autoconfig.h"
 #include "client/job_impl.h"
+#include "client/legacy.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -93,6 +94,7 @@ void job_unlink_free(struct exc_job *j)
 			*pp = j->next;
 			break;
 		}
+	legacy_job_free(j);
 	job_free_pipes(j);
 	for (size_t i = 0; i < j->nfiles; i++) {
 		stream_free(j->files[i].st);
@@ -222,7 +224,7 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 	}
 	job_unwant_all(j);
 	job_free_pipes(j);
-	job = job_build(j, k);
+	job = job_build(j, &k->local, 0);
 	if (job == NULL) {
 		conn_send(k, wire_decline(id, token));
 		job_finish_local(j, EXC_E_LOCAL_IO, 0, "cannot serve the job's pipes: %s",
@@ -447,6 +449,8 @@ int exc_cancel(exc_job *j)
 	} else if (j->owner) {
 		j->sent_other = 1;
 		conn_send(j->owner, wire_job_msg(PROTO_CANCEL, j->id));
+	} else {
+		legacy_cancel(j);
 	}
 	return 0;
 }

@@ -52,7 +52,8 @@ static void file_done(void *arg, int ok, uint64_t bytes, const char *why)
 
 /* A URL for f: an endpoint on k's local address, or the caller's URL.
  * NULL: nothing to send (EXC_IO_NONE). */
-static struct json_object *file_url(struct exc_job *j, struct jfile *f, struct exc_conn *k)
+static struct json_object *file_url(struct exc_job *j, struct jfile *f,
+		const struct sockaddr_storage *local)
 {
 	char url[160];
 
@@ -62,7 +63,7 @@ static struct json_object *file_url(struct exc_job *j, struct jfile *f, struct e
 		return json_object_new_string(f->io.url);
 	f->finished = f->ok = 0;
 	f->why[0] = '\0';
-	f->ep = endpoint_new(j->c, &k->local, f->is_out, f->st, file_done, f, url, sizeof url);
+	f->ep = endpoint_new(j->c, local, f->is_out, f->st, file_done, f, url, sizeof url);
 	if (f->ep == NULL)
 		return NULL;
 	client_log(j->c, EXC_LOG_DEBUG, "job %s: %s %s at %s", j->id, f->name,
@@ -79,8 +80,9 @@ static struct json_object *file_entry(const char *name, struct json_object *url)
 	return e;
 }
 
-/* The JOB's job object for connection k (creates the endpoints). */
-struct json_object *job_build(struct exc_job *j, struct exc_conn *k)
+/* The JOB's job object (creates the endpoints on local). */
+struct json_object *job_build(struct exc_job *j, const struct sockaddr_storage *local,
+		int body_mode)
 {
 	struct json_object *o = json_object_new_object(), *in, *out, *v;
 
@@ -99,9 +101,9 @@ struct json_object *job_build(struct exc_job *j, struct exc_conn *k)
 		struct jfile *f = &j->files[i];
 		struct json_object *url;
 
-		if (f->io.kind == EXC_IO_NONE)
+		if (f->io.kind == EXC_IO_NONE || (body_mode && i < 2 && f->io.kind != EXC_IO_URL))
 			continue;
-		url = file_url(j, f, k);
+		url = file_url(j, f, local);
 		if (url == NULL) {
 			json_object_put(o);
 			return NULL;

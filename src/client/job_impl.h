@@ -55,6 +55,7 @@ struct exc_job {
 	char local_code[32];
 	char local_msg[256];
 	int local_retryable;
+	struct legacy_job *legacy;	/* token polling / legacy PUT (legacy.c) */
 	exc_done_cb on_done;
 	exc_position_cb on_position;
 	void *arg;
@@ -86,8 +87,11 @@ void job_connect_timeout(evutil_socket_t fd, short what, void *arg);
 void job_free_pipes(struct exc_job *j);
 /* The first local stream that failed, or NULL. */
 const struct jfile *job_failed_stream(const struct exc_job *j);
-/* The JOB's job object for connection k (creates the endpoints). */
-struct json_object *job_build(struct exc_job *j, struct exc_conn *k);
+/* The JOB's job object; endpoints are bound to local.  body_mode (the
+ * legacy PUT): stdin and stdout are the request and response bodies, so
+ * only a URL kind of them goes into the object. */
+struct json_object *job_build(struct exc_job *j, const struct sockaddr_storage *local,
+		int body_mode);
 /* Sets up f from io; -1 with the client's error set. */
 int job_file_init(exc_client *c, struct jfile *f, const char *name, int is_out,
 		const struct exc_io *io);

@@ -10,6 +10,7 @@
  */
 #include "autoconfig.h"
 #include "client/job_impl.h"
+#include "client/legacy.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -40,6 +41,7 @@ void job_place(struct exc_job *j)
 	for (unsigned i = 0; i < c->naddrs; i++)
 		for (struct exc_conn *k = c->addrs[i]->conns; k; k = k->next)
 			job_place_on(j, k);
+	legacy_job_wait(j);
 }
 
 void job_on_ready(exc_client *c, struct exc_conn *k)
@@ -113,7 +115,7 @@ void job_connect_timeout(evutil_socket_t fd, short what, void *arg)
 		return;
 	job_unwant_all(j);
 	for (unsigned i = 0; i < c->naddrs; i++)
-		if (pool_ready(c->addrs[i]) > 0)
+		if (pool_ready(c->addrs[i]) > 0 || c->addrs[i]->legacy)
 			why = NULL;
 	if (why && c->naddrs)
 		why = " (no instance reachable)";

@@ -27,6 +27,7 @@
  */
 #include "autoconfig.h"
 #include "client/client_impl.h"
+#include "client/legacy.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,7 @@ int pool_on_hello(struct exc_addr *a, struct exc_conn *k, int first_hello)
 	exc_client *c = a->c;
 
 	a->reached = 1;
+	a->legacy = 0;		/* the broker is there (again) */
 	a->last_status = 0;
 	a->tls_refused = 0;
 	a->backoff_ms = c->opt.grow_interval_ms;
@@ -211,9 +213,16 @@ void pool_on_closed(struct exc_addr *a, struct exc_conn *k, int was_ready,
 		a->retry_at_ms = 0;	/* replace it at once (rate limit permitting) */
 	} else {
 		a->last_status = code;
-		client_log(c, code == 401 || a->tls_refused ? EXC_LOG_ERROR : EXC_LOG_WARN,
-			"%s: %s", a->url, why);
-		client_conn_event(c, a, EXC_CONN_FAILED, NULL, code, why);
+		if (code != 404) {
+			client_log(c, code == 401 || a->tls_refused ? EXC_LOG_ERROR : EXC_LOG_WARN,
+				   "%s: %s", a->url, why);
+			client_conn_event(c, a, EXC_CONN_FAILED, NULL, code, why);
+		} else if (!a->legacy) {	/* no broker there: legacy.c takes over */
+			a->legacy = 1;
+			client_conn_event(c, a, EXC_CONN_LEGACY, NULL, code,
+				"no broker (HTTP 404): using the legacy token transport");
+			legacy_address_found(c, a);
+		}
 		if (code == 401 || code == 404 || a->tls_refused) {
 			a->retry_at_ms = now + c->opt.reprobe_interval_ms;
 		} else {

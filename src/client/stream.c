@@ -231,3 +231,13 @@ long stream_write(struct stream *s, struct evbuffer *in,
 	}
 	return (long)evbuffer_get_length(s->buf);
 }
+
+void stream_detach(struct stream *s)
+{
+	if (s == NULL)
+		return;
+	if (s->ev)
+		event_del(s->ev);
+	s->cb = NULL;
+	s->cb_arg = NULL;
+}

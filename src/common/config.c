@@ -80,6 +80,7 @@ static int set_defaults(struct es_config *cfg)
 	cfg->handlers = 0;
 	cfg->offer_timeout_sec = 10;
 	cfg->resume_grace_sec = 30;
+	cfg->broker = 1;
 	cfg->legacy_token = 1;
 	cfg->legacy_token_validity_sec = 10;
 	cfg->drain_timeout_sec = 20;
@@ -876,6 +877,7 @@ static const struct topkey topkeys[] = {
 	{ "logLevel", top_log_level, 0, 0, 0, 0 },
 	{ "jobLimits", top_job_limits, 0, 0, 0, 0 },
 	{ "tls", top_tls, 0, 0, 0, 0 },
+	{ "broker", top_bool, offsetof(struct es_config, broker), 0, 0, 0 },
 	{ "legacyToken", top_bool, offsetof(struct es_config, legacy_token), 0, 0, 0 },
 	INTKEY("legacyTokenValiditySec", legacy_token_validity_sec, 1, 3600),
 	/* auto-balance (no waitgroups block) */

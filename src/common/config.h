@@ -137,6 +137,7 @@ struct es_config {
 	int unknown_cap;                  /* resolved: max(1, floor(share * pool)) */
 	int min_samples;                  /* default 3 */
 
+	int broker;                       /* broker: serve /broker (off: 404); default on */
 	int legacy_token;                 /* legacyToken: GET /token, PUT /job; default on */
 	int legacy_token_validity_sec;    /* legacyTokenValiditySec: default 10 */
 };

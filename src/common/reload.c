@@ -33,6 +33,7 @@ int config_take_reloadable(struct es_config *cur, struct es_config *fresh, int k
 	cur->janitor_file_age_ms = fresh->janitor_file_age_ms;
 	cur->ping_interval_sec = fresh->ping_interval_sec;
 	cur->ping_timeout_sec = fresh->ping_timeout_sec;
+	cur->broker = fresh->broker;
 	cur->legacy_token = fresh->legacy_token;
 	cur->legacy_token_validity_sec = fresh->legacy_token_validity_sec;
 	cur->handshake_timeout_sec = fresh->handshake_timeout_sec;

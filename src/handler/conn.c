@@ -181,7 +181,9 @@ static void route(struct http_conn *c, const struct http_head *h)
 	int is_get = strcmp(h->method, "GET") == 0;
 	int legacy = legacy_path(h->path);
 
-	if (strcmp(h->path, PROTO_BROKER_PATH) == 0) {
+	if (strcmp(h->path, PROTO_BROKER_PATH) == 0 && !handler.inst->cfg->broker) {
+		respond_text(c, 404, "not found: the broker is switched off (broker: off)", NULL);
+	} else if (strcmp(h->path, PROTO_BROKER_PATH) == 0) {
 		if (strcmp(h->method, "GET") != 0)
 			respond_text(c, 405, "GET only", "Allow: GET\r\n");
 		else

@@ -423,6 +423,9 @@ static const struct error_case {
 	{ "handlers_overflow_negative",
 	  WG "handlers: -99999999999999999999\n",
 	  4, 11, "out of range 0..64" },
+	{ "broker_not_boolean",
+	  WG "broker: maybe\n",
+	  4, 9, "broker: expected a boolean (yes/no/true/false/on/off)" },
 	{ "offer_timeout_zero",
 	  WG "offerTimeoutSec: 0\n",
 	  4, 18, "offerTimeoutSec: \"0\" is out of range 1..3600" },
@@ -1103,6 +1106,7 @@ static void test_defaults(void)
 	CU_ASSERT_EQUAL(cfg.nservices, 0);
 	CU_ASSERT_EQUAL(cfg.handlers, 0);
 	CU_ASSERT_EQUAL(cfg.offer_timeout_sec, 10);
+	CU_ASSERT_EQUAL(cfg.broker, 1);
 	CU_ASSERT_EQUAL(cfg.resume_grace_sec, 30);
 	CU_ASSERT_EQUAL(cfg.drain_timeout_sec, 20);
 	CU_ASSERT_EQUAL(cfg.ping_interval_sec, 15);

@@ -1,0 +1,476 @@
+/*
+ * test_client_legacy.c - libexecclient's fallback to the legacy token
+ * transport (protocol section 9) against real daemons started with
+ * "broker: off" (GET /broker answers 404): a job with 3 MiB through stdin
+ * and stdout, bytes compared; a failing job's exit code and decisive
+ * stderr line in the receipt; input and output files served from the
+ * library's pipe endpoints; polling once per second until
+ * connect_timeout_sec, then the retryable no_slot; a mixed pool (one
+ * broker instance, one legacy instance) running jobs on both; cancel of a
+ * job running over a PUT; and execctl run against a legacy-only address.
+ */
+#include "autoconfig.h"
+
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <CUnit/Basic.h>
+#include <event2/event.h>
+#include <json-c/json.h>
+
+#include "client_fixture.h"
+#include "harness.h"
+#include "suite.h"
+
+static const char body_tools[] =
+	"jobRemovalPolicy: all\n"
+	"%s"
+	"waitgroups:\n"
+	"  wg: {processes: %d}\n"
+	"services:\n"
+	"  tools:\n"
+	"    waitgroup: wg\n"
+	"    commands:\n"
+	"      cat: {prog: cat}\n"
+	"      cp: {prog: cp}\n"
+	"      sh: {prog: sh}\n"
+	"      sleep: {prog: sleep}\n";
+
+/* legacy: 1 starts the instance without the broker. */
+static int start(struct es_daemon *d, int slots, int legacy)
+{
+	char body[2048];
+
+	snprintf(body, sizeof body, body_tools,
+		legacy ? "broker: off\nlegacyTokenValiditySec: 3\n" : "", slots);
+	return harness_start(d, 1, body, NULL);
+}
+
+static void stop(struct es_daemon *d)
+{
+	harness_stop(d, 10000);
+	harness_cleanup(d);
+}
+
+static long long status_int(const struct es_daemon *d, const char *a, const char *b,
+		const char *c)
+{
+	struct json_object *st = harness_status(d);
+	long long v = st ? harness_json_int(st, a, b, c, NULL) : -1;
+
+	json_object_put(st);
+	return v;
+}
+
+static unsigned char *pattern(size_t n)
+{
+	unsigned char *b = malloc(n);
+
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)((i * 2654435761u) >> 13);
+	return b;
+}
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *b;
+	long n;
+
+	*len = 0;
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = malloc((size_t)n + 1);
+	*len = fread(b, 1, (size_t)n, f);
+	b[*len] = '\0';
+	fclose(f);
+	return b;
+}
+
+static int count_log(const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = fx_log_find(needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/* /broker is off (404): the library falls back; 3 MiB through cat. */
+static void test_fallback_bytes(void)
+{
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	size_t n = 3 << 20, got = 0;
+	unsigned char *data = pattern(n), *back;
+	char path[300];
+	exc_client *c;
+	int fd;
+
+	CU_ASSERT_FATAL(start(&d, 1, 1) == 0);
+	snprintf(path, sizeof path, "%s/out.bin", d.dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	fx_log_clear();
+	c = fx_client(NULL, &d, 1, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = data;
+	s.in.len = n;
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = fd;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 30000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_EQUAL(done.exit_code, 0);
+	CU_ASSERT_STRING_EQUAL(done.error_code, "");
+	CU_ASSERT_EQUAL(done.stdin_bytes, n);
+	CU_ASSERT_EQUAL(done.stdout_bytes, n);
+	CU_ASSERT(fx_log_find("using the legacy token transport") != NULL);
+	CU_ASSERT(fx_log_find("(legacy token)") != NULL);
+	close(fd);
+	back = slurp(path, &got);
+	CU_ASSERT_EQUAL(got, n);
+	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
+	free(back);
+	free(data);
+	/* the instance ran it as a token job */
+	CU_ASSERT_EQUAL(status_int(&d, "services", "tools", "finished"), 1);
+	exc_client_free(c);
+	stop(&d);
+}
+
+/* A failing job: exit code, decisive stderr line and small output in the
+ * receipt; a large failing output streamed, the outcome from the trailer;
+ * a refused description is bad_job, not retryable. */
+static void test_fallback_receipt(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 }, e = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 2, 1) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
+		"\"echo some output; echo the decisive line >&2; exit 3\"]}", &a);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 20000));
+	CU_ASSERT(!a.ok);
+	CU_ASSERT(a.exited);
+	CU_ASSERT_EQUAL(a.exit_code, 3);
+	CU_ASSERT_STRING_EQUAL(a.stdout_text, "some output\n");
+	CU_ASSERT_EQUAL(a.stdout_bytes, 0);	/* not streamed: kept in the receipt */
+
+	/* 100000 bytes, then a failure: streamed, outcome in the trailer
+	 * (exit code 7 can only come from there) */
+	fx_spec(&s, "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
+		"\"head -c 100000 /dev/zero; echo broken >&2; exit 7\"]}", &b);
+	s.out.kind = EXC_IO_DISCARD;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&b.called, 20000));
+	CU_ASSERT(!b.ok);
+	CU_ASSERT_EQUAL(b.exit_code, 7);
+	/* streamed (the program cannot exit before the server read 100000 -
+	 * 64 KiB of pipe, past the 4000-byte commit point); protocol 9: the body of
+	 * a job that failed after the commit may hold less than it wrote */
+	CU_ASSERT(b.stdout_bytes > 4000 && b.stdout_bytes <= 100000);
+
+	fx_spec(&s, "tools", "{\"command\":\"rm\"}", &e);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&e.called, 20000));
+	CU_ASSERT_STRING_EQUAL(e.error_code, "unknown_command");
+	CU_ASSERT_EQUAL(e.retryable, 0);
+	exc_client_free(c);
+	stop(&d);
+}
+
+struct stderr_seen {
+	int called;
+	char line[200];
+	char json[600];
+};
+
+static void on_done_stderr(exc_job *j, const struct exc_receipt *r, void *arg)
+{
+	struct stderr_seen *s = arg;
+
+	s->called = 1;
+	snprintf(s->line, sizeof s->line, "%s", r->stderr_line ? r->stderr_line : "");
+	snprintf(s->json, sizeof s->json, "%s", r->json ? r->json : "");
+}
+
+/* The decisive stderr line and the server's receipt JSON reach on_done. */
+static void test_fallback_stderr_line(void)
+{
+	struct es_daemon d;
+	struct stderr_seen seen = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 1, 1) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	exc_job_spec_init(&s);
+	s.service = "tools";
+	s.job_json = "{\"command\":\"sh\",\"args\":[\"-c\",\"echo first >&2; "
+		"echo the decisive line >&2; exit 2\"]}";
+	s.on_done = on_done_stderr;
+	s.arg = &seen;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&seen.called, 20000));
+	CU_ASSERT_STRING_EQUAL(seen.line, "the decisive line");
+	CU_ASSERT_PTR_NOT_NULL(strstr(seen.json, "\"exit_code\":2"));
+	exc_client_free(c);
+	stop(&d);
+}
+
+/* Named input and output files go through the library's pipe endpoints. */
+static void test_fallback_files(void)
+{
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	struct exc_file in = { "a.txt", { .kind = EXC_IO_BUFFER, .data = "hello files\n",
+		.len = 12 } };
+	struct exc_file out = { "b.txt", { .kind = EXC_IO_FILE } };
+	char path[300];
+	size_t got = 0;
+	unsigned char *back;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 1, 1) == 0);
+	snprintf(path, sizeof path, "%s/b-local.txt", d.dir);
+	out.io.path = path;
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cp\",\"args\":[\"a.txt\",\"b.txt\"]}", &done);
+	s.inputs = &in;
+	s.ninputs = 1;
+	s.outputs = &out;
+	s.noutputs = 1;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 20000));
+	CU_ASSERT(done.ok);
+	back = slurp(path, &got);
+	CU_ASSERT(back && got == 12 && memcmp(back, "hello files\n", 12) == 0);
+	free(back);
+	exc_client_free(c);
+	stop(&d);
+}
+
+/* The only slot stays taken: the second job polls GET /token about once a
+ * second and ends after connect_timeout_sec with the retryable no_slot. */
+static void test_poll_until_timeout(void)
+{
+	struct es_daemon d;
+	struct fx_done busy = { 0 }, late = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+	long long t0, took;
+	int polls;
+
+	CU_ASSERT_FATAL(start(&d, 1, 1) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"8\"]}", &busy);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	for (int i = 0; i < 200 && status_int(&d, "waitgroups", "wg", "tokens") < 1; i++)
+		fx_spin(50);
+	CU_ASSERT_EQUAL_FATAL(status_int(&d, "waitgroups", "wg", "tokens"), 1);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &late);
+	s.connect_timeout_sec = 3;
+	t0 = harness_now_ms();
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&late.called, 10000));
+	took = harness_now_ms() - t0;
+	CU_ASSERT_STRING_EQUAL(late.error_code, "no_slot");
+	CU_ASSERT_EQUAL(late.retryable, 1);
+	CU_ASSERT(took >= 2900 && took < 4500);
+	/* at 0, 1 and 2 s (and maybe 3 s): once a second, no more */
+	polls = count_log("GET /token at");
+	CU_ASSERT(polls >= 3 && polls <= 4);
+	if (polls < 3 || polls > 4)
+		fprintf(stderr, "\n%d polls in %lld ms\n", polls, took);
+	CU_ASSERT(fx_log_find("HTTP 503") != NULL);
+	CU_ASSERT_EQUAL(busy.called, 0);
+	/* the first job still runs to its end */
+	CU_ASSERT(fx_wait(&busy.called, 15000));
+	CU_ASSERT(busy.ok);
+	exc_client_free(c);
+	stop(&d);
+}
+
+/* Cancel of a job running over a PUT: the connection closes, the server
+ * kills the job and frees the slot. */
+static void test_cancel_running(void)
+{
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+	exc_job *j;
+
+	CU_ASSERT_FATAL(start(&d, 1, 1) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &done);
+	j = exc_submit(c, &s);
+	CU_ASSERT_FATAL(j != NULL);
+	for (int i = 0; i < 200 && status_int(&d, "waitgroups", "wg", "tokens") < 1; i++)
+		fx_spin(50);
+	CU_ASSERT_STRING_EQUAL(exc_job_state(j), "running");
+	CU_ASSERT_EQUAL(exc_cancel(j), 0);
+	CU_ASSERT(fx_wait(&done.called, 5000));
+	CU_ASSERT_STRING_EQUAL(done.error_code, "cancelled");
+	for (int i = 0; i < 100 && status_int(&d, "waitgroups", "wg", "tokens") != 0; i++)
+		fx_spin(50);
+	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "tokens"), 0);
+	exc_client_free(c);
+	stop(&d);
+}
+
+/* One broker instance and one legacy instance, one slot each: six jobs of
+ * a second each run on both, each exactly once. */
+static void test_mixed_pool(void)
+{
+	struct es_daemon d[2];
+	struct fx_done done[6];
+	struct exc_job_spec s;
+	char broker_id[33];
+	exc_client *c;
+	int on_broker = 0, on_legacy = 0, all = 0;
+
+	memset(done, 0, sizeof done);
+	CU_ASSERT_FATAL(start(&d[0], 1, 0) == 0);
+	CU_ASSERT_FATAL(start(&d[1], 1, 1) == 0);
+	fx_instance_id(&d[0], broker_id);
+	fx_log_clear();
+	c = fx_client(NULL, d, 2, NULL);
+	for (int i = 0; i < 6; i++) {
+		fx_spec(&s, "tools", "{\"command\":\"sh\",\"args\":[\"-c\",\"sleep 1; echo ran\"]}",
+			&done[i]);
+		CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	}
+	for (int t = 0; t < 600 && all < 6; t++) {
+		fx_spin(50);
+		all = 0;
+		for (int i = 0; i < 6; i++)
+			all += done[i].called;
+	}
+	CU_ASSERT_EQUAL(all, 6);
+	for (int i = 0; i < 6; i++) {
+		CU_ASSERT_EQUAL(done[i].called, 1);
+		CU_ASSERT(done[i].ok);
+		CU_ASSERT_STRING_EQUAL(done[i].stdout_text, "ran\n");
+		if (strcmp(done[i].instance_id, broker_id) == 0)
+			on_broker++;
+		else if (done[i].instance_id[0] == '\0')
+			on_legacy++;
+	}
+	CU_ASSERT(on_broker >= 1);
+	CU_ASSERT(on_legacy >= 1);
+	CU_ASSERT_EQUAL(on_broker + on_legacy, 6);
+	CU_ASSERT_EQUAL(status_int(&d[0], "services", "tools", "started"), on_broker);
+	CU_ASSERT_EQUAL(status_int(&d[1], "services", "tools", "started"), on_legacy);
+	exc_client_free(c);
+	for (int i = 0; i < 2; i++)
+		stop(&d[i]);
+}
+
+/* ---- execctl ---------------------------------------------------------------------- */
+
+static char execctl[512];
+
+/* execctl run -a addr -s tools -- cat, stdin from a file; returns its exit
+ * status, stdout into outpath. */
+static int run_execctl(const char *addr, const char *inpath, const char *outpath,
+		const char *errpath)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int in = open(inpath, O_RDONLY), out = open(outpath, O_WRONLY | O_CREAT | O_TRUNC,
+			0644), err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		dup2(in, 0);
+		dup2(out, 1);
+		dup2(err, 2);
+		execl(execctl, execctl, "run", "--timeout", "20", "-a", addr, "-s", "tools", "--", "cat",
+			(char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void test_execctl_legacy(void)
+{
+	struct es_daemon d;
+	size_t n = 1 << 20, got = 0;
+	unsigned char *data = pattern(n), *back;
+	char addr[64], in[300], out[300], err[300];
+	FILE *f;
+	int rc;
+
+	CU_ASSERT_FATAL(start(&d, 1, 1) == 0);
+	snprintf(addr, sizeof addr, "ws://127.0.0.1:%d", d.port);
+	snprintf(in, sizeof in, "%s/in.bin", d.dir);
+	snprintf(out, sizeof out, "%s/out.bin", d.dir);
+	snprintf(err, sizeof err, "%s/err.txt", d.dir);
+	f = fopen(in, "wb");
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT(fwrite(data, 1, n, f) == n);
+	fclose(f);
+	rc = run_execctl(addr, in, out, err);
+	CU_ASSERT_EQUAL(rc, 0);
+	back = slurp(out, &got);
+	CU_ASSERT_EQUAL(got, n);
+	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
+	free(back);
+	if (rc != 0) {
+		back = slurp(err, &got);
+		fprintf(stderr, "\nexecctl: %d: %s\n", rc, back ? (char *)back : "");
+		free(back);
+	}
+	free(data);
+	stop(&d);
+}
+
+int main(void)
+{
+	static const struct test_case cases[] = {
+		{ "fallback: 3 MiB through stdin and stdout", test_fallback_bytes },
+		{ "fallback: receipts of failing and refused jobs", test_fallback_receipt },
+		{ "fallback: the decisive stderr line", test_fallback_stderr_line },
+		{ "fallback: input and output files", test_fallback_files },
+		{ "fallback: polling ends with no_slot", test_poll_until_timeout },
+		{ "fallback: cancel of a running PUT", test_cancel_running },
+		{ "mixed pool: broker and legacy instances", test_mixed_pool },
+		{ "execctl run against a legacy-only address", test_execctl_legacy },
+		{ NULL, NULL },
+	};
+	const char *bin = getenv("EXECCTL_BIN"), *server = getenv("EXECSERVER_BIN");
+	int rc;
+
+	if (bin) {
+		snprintf(execctl, sizeof execctl, "%s", bin);
+	} else {
+		char dir[512];
+
+		snprintf(dir, sizeof dir, "%s", server ? server : "./execserver");
+		snprintf(execctl, sizeof execctl, "%s/execctl", dirname(dir));
+	}
+	rc = run_suite("libexecclient legacy fallback", cases);
+	if (fx_base)
+		event_base_free(fx_base);
+	return rc;
+}

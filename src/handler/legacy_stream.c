@@ -243,7 +243,11 @@ static void feed_stdin(struct lstream *ls)
 			return;
 		}
 		struct evbuffer_iovec v;
-		if (r == 0 || evbuffer_peek(in, -1, NULL, &v, 1) < 1) {
+		/* evbuffer_peek may report an empty chain (libevent keeps one
+		 * after EOF): no bytes is "nothing there yet", never a write of
+		 * 0 bytes, which would loop here forever */
+		if (r == 0 || evbuffer_get_length(in) == 0 || evbuffer_peek(in, -1, NULL, &v, 1) < 1 ||
+		    v.iov_len == 0) {
 			if (ls->eof)
 				side_end(s, "the client closed the connection before the end of the body");
 			return; /* more when the client sends it */
@@ -257,7 +261,7 @@ static void feed_stdin(struct lstream *ls)
 		evbuffer_drain(in, took);
 		ls->left -= took;
 		s->bytes += took;
-		if (took < n)
+		if (took < n || took == 0)
 			s->paused = 1; /* job_io resumes us */
 	}
 }

@@ -569,6 +569,37 @@ static void test_client_gone(void)
 	stop();
 }
 
+/* A client that closes in the middle of its request body (sized, or
+ * chunked mid-chunk): the job ends, its slot comes back, and the handler
+ * keeps serving (it once spun on the empty input left after EOF). */
+static void test_body_cut(void)
+{
+	static const char *const cuts[] = {
+		"Content-Length: 100\r\n\r\nabc",
+		"Transfer-Encoding: chunked\r\n\r\n10\r\nabc",
+	};
+	long long zero = 0;
+	start(1, 1, NULL);
+	for (int i = 0; i < 2; i++) {
+		char tok[33], req[1024];
+		CU_ASSERT_EQUAL_FATAL(get_token("cat", tok), 200);
+		snprintf(req, sizeof req, "PUT /job/cat?token=%s&job=%s HTTP/1.1\r\nHost: x\r\n%s", tok,
+			 httpc_qs("{\"command\":\"cat\"}"), cuts[i]);
+		int fd = wsc_tcp_connect("127.0.0.1", D.port, 2000);
+		CU_ASSERT_FATAL(fd >= 0);
+		CU_ASSERT_EQUAL(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+		harness_sleep_ms(300);
+		close(fd);
+		/* the slot is back and the (only) handler answers */
+		CU_ASSERT_EQUAL(harness_wait_status(&D, 5000, tokens_are, &zero), 0);
+		struct json_object *st = harness_status(&D);
+		CU_ASSERT(st != NULL);
+		if (st)
+			json_object_put(st);
+	}
+	stop();
+}
+
 /* Appends a line to the configuration and reloads (SIGHUP); then waits
  * until GET /token/cat (with headers) answers want. */
 static void reload_with(const char *line, const char *headers, int want)
@@ -639,6 +670,7 @@ int main(void)
 		{ "bad requests", test_bad_requests },
 		{ "a handler crash frees the slot", test_handler_crash },
 		{ "the client goes away", test_client_gone },
+		{ "a body cut short", test_body_cut },
 		{ "authToken, reload", test_auth_and_reload },
 		{ "legacyToken: off", test_switched_off },
 		{ NULL, NULL },

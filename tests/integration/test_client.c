@@ -7,7 +7,8 @@
  * handler is killed, a lost owner, one-time pipe endpoints (GET and PUT),
  * pool growth stopped by a repeated instance_id and resumed by the
  * re-probe, unknown service, /job/<service> addresses, a refused token,
- * stdin/stdout given as URLs, and exc_client_free cancelling what it held.
+ * stdin/stdout given as URLs, a JOB refused limit_reached waiting again,
+ * and exc_client_free cancelling what it held.
  */
 #include "autoconfig.h"
 
@@ -295,6 +296,34 @@ static void test_surplus_declined(void)
 		harness_stop(&d[i], 10000);
 		harness_cleanup(&d[i]);
 	}
+}
+
+/* maxJobsPerClient 1, two slots: the second JOB is refused limit_reached
+ * (the offer withdrawn); the job waits again and runs after the first. */
+static void test_limit_reached_waits_again(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 2, "maxJobsPerClient: 1\n") == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"1\"]}", &a);
+	s.connect_timeout_sec = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"1\"]}", &b);
+	s.connect_timeout_sec = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 8000));
+	CU_ASSERT(fx_wait(&b.called, 8000));
+	CU_ASSERT(a.ok);
+	CU_ASSERT(b.ok);
+	CU_ASSERT(fx_log_find("ERROR limit_reached") != NULL);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
 }
 
 /* One slot busy: connectTimeoutSec gives no_slot; cancel waiting and
@@ -822,6 +851,7 @@ static const struct test_case cases[] = {
 	{ "a streaming PUT endpoint refuses a second PUT", test_pipe_put_once },
 	{ "stdin and stdout as URLs", test_url_passthrough },
 	{ "owner found again after a drop", test_owner_found_again },
+	{ "a JOB refused limit_reached waits again", test_limit_reached_waits_again },
 	{ NULL, NULL },
 };
 

@@ -8,6 +8,7 @@
  * pool growth stopped by a repeated instance_id and resumed by the
  * re-probe, unknown service, /job/<service> addresses, a refused token,
  * stdin/stdout given as URLs, a JOB refused limit_reached waiting again,
+ * caller fds on /dev/null, a broken stdout pipe ending the job local_io,
  * and exc_client_free cancelling what it held.
  */
 #include "autoconfig.h"
@@ -79,6 +80,18 @@ static unsigned char *read_file(const char *path, size_t *len)
 	return b;
 }
 
+/* A cat job: stdin n bytes of data, stdout into the caller's fd. */
+static void cat_spec(struct exc_job_spec *s, struct fx_done *done,
+		const unsigned char *data, size_t n, int out_fd)
+{
+	fx_spec(s, "tools", "{\"command\":\"cat\"}", done);
+	s->in.kind = EXC_IO_BUFFER;
+	s->in.data = data;
+	s->in.len = n;
+	s->out.kind = EXC_IO_FD;
+	s->out.fd = out_fd;
+}
+
 /* stdin from a 3 MiB buffer, stdout to a regular file: the same bytes. */
 static void test_buffer_to_file(void)
 {
@@ -96,12 +109,7 @@ static void test_buffer_to_file(void)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	c = fx_client(NULL, &d, 1, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
-	s.in.kind = EXC_IO_BUFFER;
-	s.in.data = data;
-	s.in.len = n;
-	s.out.kind = EXC_IO_FD;
-	s.out.fd = fd;
+	cat_spec(&s, &done, data, n, fd);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&done.called, 30000));
 	CU_ASSERT(done.ok);
@@ -180,6 +188,73 @@ static void test_pipe_fds(void)
 	CU_ASSERT_EQUAL(got, n);
 	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
 	free(back);
+	free(data);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* Caller fds on /dev/null (a character device epoll refuses) are read
+ * and written directly; a stdout pipe whose reader is gone (EPIPE) ends
+ * the job local_io at once, cancelled on the server. */
+static void test_devnull_and_broken_pipe(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 }, e = { 0 };
+	struct exc_job_spec s;
+	size_t n = 100000;
+	unsigned char *data = random_bytes(n);
+	int null = open("/dev/null", O_RDWR), p[2];
+	long long t0;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(null >= 0);
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	/* 100 kB from a buffer into /dev/null */
+	cat_spec(&s, &a, data, n, null);
+	t0 = harness_now_ms();
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT(a.ok);
+	CU_ASSERT_EQUAL(a.stdout_bytes, n);
+	/* stdin read from /dev/null: empty */
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &b);
+	s.in.kind = EXC_IO_FD;
+	s.in.fd = null;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&b.called, 10000));
+	CU_ASSERT(b.ok);
+	CU_ASSERT_EQUAL(b.stdin_bytes, 0);
+	CU_ASSERT(harness_now_ms() - t0 < 8000);
+	/* 8 MiB into a pipe nobody reads any more */
+	free(data);
+	n = 8 << 20;
+	data = random_bytes(n);
+	CU_ASSERT_FATAL(pipe(p) == 0);
+	close(p[0]);
+	cat_spec(&s, &e, data, n, p[1]);
+	{
+		void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+
+		t0 = harness_now_ms();
+		CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+		CU_ASSERT(fx_wait(&e.called, 20000));
+		CU_ASSERT(harness_now_ms() - t0 < 5000);
+		signal(SIGPIPE, old);
+	}
+	CU_ASSERT(!e.ok);
+	CU_ASSERT_STRING_EQUAL(e.error_code, "local_io");
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.error_message, "Broken pipe"));
+	/* the slot was given back: the cancelled job does not hold it */
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &b);
+	memset(&b, 0, sizeof b);
+	s.connect_timeout_sec = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&b.called, 8000));
+	CU_ASSERT(b.ok);
+	close(p[1]);
+	close(null);
 	free(data);
 	exc_client_free(c);
 	harness_stop(&d, 10000);
@@ -852,6 +927,7 @@ static const struct test_case cases[] = {
 	{ "stdin and stdout as URLs", test_url_passthrough },
 	{ "owner found again after a drop", test_owner_found_again },
 	{ "a JOB refused limit_reached waits again", test_limit_reached_waits_again },
+	{ "/dev/null fds and a broken stdout pipe", test_devnull_and_broken_pipe },
 	{ NULL, NULL },
 };
 

@@ -366,7 +366,8 @@ static void test_pipe_dawdlers(void)
 		fx_spin(100);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) >= 9 && WEXITSTATUS(status) <= 12);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) < 9 || WEXITSTATUS(status) > 12)
-		fprintf(stderr, "\ndrip: cut after %d s\n", WEXITSTATUS(status));
+		fprintf(stderr, "\ndrip: exit %d (seconds until cut; 255: never cut)\n",
+			WEXITSTATUS(status));
 	CU_ASSERT(exc_cancel(ja) == 0);
 	CU_ASSERT(fx_wait(&a.called, 15000));
 	free(data);

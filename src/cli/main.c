@@ -5,9 +5,12 @@
  */
 #include "autoconfig.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/exit_codes.h"
 #include "cli/options.h"
@@ -28,10 +31,25 @@ static int parse_failed(int parsed, const char *cmd, const char *err)
 	return EXECCTL_USAGE;
 }
 
+/* A closed fd 0, 1 or 2 (`>&-`) would be taken by the next open (an
+ * epoll fd, a socket) and job output written into it: /dev/null stands
+ * in for each, before anything else opens a file. */
+static void fill_closed_stdio(void)
+{
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			int n = open("/dev/null", O_RDWR);
+
+			if (n >= 0 && n != fd)
+				close(n);	/* not the lowest free fd: cannot happen */
+		}
+}
+
 int main(int argc, char **argv)
 {
 	char err[512];
 
+	fill_closed_stdio();
 	if (argc < 2) {
 		cli_usage(stderr);
 		return EXECCTL_USAGE;

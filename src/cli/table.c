@@ -1,6 +1,9 @@
-/* table.c - see table.h. */
+/* table.c - see table.h.  Cells hold server strings: control characters
+ * (C0, DEL, and C1 as UTF-8 U+0080-U+009F) are copied as \xNN, so that a
+ * string like "\033[2J" never reaches the terminal raw. */
 #include "autoconfig.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +16,29 @@ struct table {
 	char **cells;		/* nrows * ncols */
 };
 
+/* A copy of s with its control characters as \xNN. */
+static char *escaped_copy(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = strlen(s);
+	char *out = malloc(n * 4 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (u[i] < 0x20 || u[i] == 0x7f) {
+			o += sprintf(o, "\\x%02x", u[i]);
+		} else if (u[i] == 0xc2 && i + 1 < n && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f) {
+			o += sprintf(o, "\\x%02x", u[i + 1]);
+			i++;
+		} else {
+			*o++ = (char)u[i];
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 static int add_row(struct table *t, const char *const *cells)
 {
 	char **grown = realloc(t->cells, (t->nrows + 1) * (size_t)t->ncols * sizeof *grown);
@@ -21,7 +47,7 @@ static int add_row(struct table *t, const char *const *cells)
 	t->cells = grown;
 	char **row = grown + t->nrows * (size_t)t->ncols;
 	for (int i = 0; i < t->ncols; i++) {
-		row[i] = strdup(cells[i] ? cells[i] : "-");
+		row[i] = escaped_copy(cells[i] ? cells[i] : "-");
 		if (!row[i]) {
 			while (i-- > 0)
 				free(row[i]);

@@ -4,6 +4,8 @@
  * by two spaces; the first column left-aligned, the others right-aligned
  * (they hold numbers) unless marked as text.
  *
+ * Control characters in a cell are printed as \xNN (cells hold strings
+ * from servers; an escape sequence must not reach the terminal).
  * Owns: copies of every cell until table_free.  Out of memory makes the
  * table print what it holds (never a crash, never a partial row).
  */

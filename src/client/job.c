@@ -236,7 +236,8 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 	j->state = J_RUNNING;
 	j->owner = k;
 	j->owner_addr = k->a;
-	j->sent_other = 0;
+	j->owner_pending = 0;
+	j->stale_n = 0;
 	snprintf(j->owner_instance, sizeof j->owner_instance, "%s", k->instance_id);
 	if (j->timer)
 		evtimer_del(j->timer);
@@ -264,7 +265,11 @@ void job_on_position(exc_client *c, struct exc_conn *k, struct json_object *o)
 	struct exc_position p;
 	struct json_object *v;
 
-	if (j == NULL || j->on_position == NULL)
+	if (j == NULL)
+		return;
+	if (j->state == J_RUNNING && j->owner == k && j->owner_pending)
+		j->owner_pending--;
+	if (j->on_position == NULL)
 		return;
 	p.instance_id = k->instance_id;
 	p.state = wire_str(o, "state");
@@ -276,6 +281,50 @@ void job_on_position(exc_client *c, struct exc_conn *k, struct json_object *o)
 	p.eta_ms = json_object_object_get_ex(o, "eta_ms", &v) &&
 		json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
 	j->on_position(j, &p, j->arg);
+}
+
+/* The connect timeout again for the time left since exc_submit (a job
+ * that goes back to waiting ends no_slot at the latest then). */
+static void job_rearm_connect_timeout(struct exc_job *j)
+{
+	uint64_t limit = (uint64_t)j->connect_timeout_sec * 1000, spent;
+	struct timeval tv = { 0, 0 };
+
+	if (j->connect_timeout_sec == 0)
+		return;
+	spent = client_now_ms() - j->submit_ms;
+	if (spent < limit) {
+		tv.tv_sec = (time_t)((limit - spent) / 1000);
+		tv.tv_usec = (suseconds_t)((limit - spent) % 1000 * 1000);
+	}
+	evtimer_add(j->timer, &tv);
+}
+
+/* The owner k does not run j (its JOB was refused): wait for another slot,
+ * or end as cancelled when the caller asked for that meanwhile.  The
+ * QUERY/CANCEL sent to k since the JOB will be answered unknown_job: those
+ * answers are swallowed (they are not about a parked copy). */
+static void job_back_to_waiting(struct exc_job *j, struct exc_conn *k)
+{
+	job_free_pipes(j);
+	j->state = J_WAITING;
+	j->owner = NULL;
+	j->owner_instance[0] = '\0';
+	j->stale_conn = k;
+	j->stale_n = j->owner_pending;
+	j->owner_pending = 0;
+	j->since_ms = client_now_ms();
+	if (j->cancel_requested) {
+		job_finish_local(j, EXC_E_CANCELLED, 0, "cancelled before it started");
+		return;
+	}
+	job_rearm_connect_timeout(j);
+	job_place(j);
+}
+
+static int code_is(const char *code, const char *a)
+{
+	return strcmp(code, a) == 0;
 }
 
 void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o)
@@ -292,8 +341,12 @@ void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o)
 		j ? " for job " : "", j ? j->id : "");
 	if (j == NULL)
 		return;
+	if (j->stale_n && j->stale_conn == k && code_is(code, PROTO_E_UNKNOWN_JOB)) {
+		j->stale_n--;	/* a QUERY/CANCEL sent before the JOB's refusal came */
+		return;
+	}
 	if (j->state == J_WAITING && (cp = job_find_copy(j, k)) != NULL) {
-		if (strcmp(code, PROTO_E_OFFER_EXPIRED) == 0)
+		if (code_is(code, PROTO_E_OFFER_EXPIRED))
 			job_drop_copy(j, cp);	/* parked again by the next tick */
 		else
 			cp->state = CP_REFUSED;
@@ -301,22 +354,23 @@ void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o)
 	}
 	if (j->state != J_RUNNING || j->owner != k)
 		return;
-	if (strcmp(code, PROTO_E_BAD_JOB) == 0 || strcmp(code, PROTO_E_UNKNOWN_COMMAND) == 0) {
+	/*
+	 * Running on k: the server answers in order, so a refusal of the JOB
+	 * comes before any answer to a later QUERY/CANCEL.  bad_job and
+	 * unknown_command end the job; limit_reached, bad_token, not_offered
+	 * and bad_message can only refuse the JOB (the offer is withdrawn or
+	 * stale); unknown_job refuses the JOB, or answers a QUERY/CANCEL of a
+	 * job the server does not run (had it run, its DONE came first).
+	 */
+	if (code_is(code, PROTO_E_BAD_JOB) || code_is(code, PROTO_E_UNKNOWN_COMMAND)) {
 		snprintf(j->local_code, sizeof j->local_code, "%s", code);
 		snprintf(j->local_msg, sizeof j->local_msg, "%s", msg);
 		j->local_retryable = 0;
 		job_finish(j, NULL);
-	} else if (!j->sent_other && (strcmp(code, PROTO_E_BAD_TOKEN) == 0 ||
-			strcmp(code, PROTO_E_NOT_OFFERED) == 0 ||
-			strcmp(code, PROTO_E_UNKNOWN_JOB) == 0 ||
-			strcmp(code, PROTO_E_BAD_MESSAGE) == 0)) {
-		/* the JOB was not taken: wait for another slot */
-		job_free_pipes(j);
-		j->state = J_WAITING;
-		j->owner = NULL;
-		j->owner_instance[0] = '\0';
-		j->since_ms = client_now_ms();
-		job_place(j);
+	} else if (code_is(code, PROTO_E_LIMIT_REACHED) || code_is(code, PROTO_E_BAD_TOKEN) ||
+			code_is(code, PROTO_E_NOT_OFFERED) || code_is(code, PROTO_E_BAD_MESSAGE) ||
+			code_is(code, PROTO_E_UNKNOWN_JOB)) {
+		job_back_to_waiting(j, k);
 	}
 }
 
@@ -423,7 +477,7 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)
 
 		evtimer_add(j->timer, &tv);
 	}
-	j->since_ms = client_now_ms();
+	j->since_ms = j->submit_ms = client_now_ms();
 	j->next = c->jobs;
 	c->jobs = j;
 	job_place(j);
@@ -447,7 +501,7 @@ int exc_cancel(exc_job *j)
 		job_unwant_all(j);
 		job_finish_local(j, EXC_E_CANCELLED, 0, "cancelled before it started");
 	} else if (j->owner) {
-		j->sent_other = 1;
+		j->owner_pending++;
 		conn_send(j->owner, wire_job_msg(PROTO_CANCEL, j->id));
 	} else {
 		legacy_cancel(j);
@@ -465,7 +519,7 @@ int exc_query(exc_job *j)
 					conn_send(j->copies[i].k, wire_job_msg(PROTO_QUERY, j->id)) == 0)
 				n++;
 	} else if (j->state == J_RUNNING && j->owner) {
-		j->sent_other = 1;
+		j->owner_pending++;
 		n = conn_send(j->owner, wire_job_msg(PROTO_QUERY, j->id)) == 0;
 	}
 	return n;

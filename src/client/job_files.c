@@ -43,11 +43,21 @@ static void file_done(void *arg, int ok, uint64_t bytes, const char *why)
 {
 	struct jfile *f = arg;
 
+	struct exc_job *j = f->job;
+
 	f->finished = 1;
 	f->ok = ok;
 	f->bytes = bytes;
 	if (why)
 		snprintf(f->why, sizeof f->why, "%s", why);
+	/* our own source or sink failed (a closed reader, a full disk): the
+	 * job cannot deliver, so it is cancelled now and ends local_io */
+	if (!ok && f->st && stream_error(f->st)[0] && j && j->state == J_RUNNING &&
+			!j->local_code[0]) {
+		if (j->owner)
+			conn_send(j->owner, wire_job_msg(PROTO_CANCEL, j->id));
+		job_finish_local(j, EXC_E_LOCAL_IO, 0, "%s: %s", f->name, f->why);
+	}
 }
 
 /* A URL for f: an endpoint on k's local address, or the caller's URL.
@@ -63,6 +73,7 @@ static struct json_object *file_url(struct exc_job *j, struct jfile *f,
 		return json_object_new_string(f->io.url);
 	f->finished = f->ok = 0;
 	f->why[0] = '\0';
+	f->job = j;
 	f->ep = endpoint_new(j->c, local, f->is_out, f->st, file_done, f, url, sizeof url);
 	if (f->ep == NULL)
 		return NULL;

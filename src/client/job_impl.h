@@ -20,6 +20,7 @@ struct copy {
 };
 
 struct jfile {
+	struct exc_job *job;	/* set when its endpoint is made */
 	char *name;
 	int is_out;
 	struct exc_io io;	/* kind, and url (copied) for EXC_IO_URL */
@@ -49,7 +50,10 @@ struct exc_job {
 	struct exc_addr *owner_addr;
 	uint64_t seek_until_ms;
 	int cancel_requested;
-	int sent_other;			/* QUERY/CANCEL sent since the JOB */
+	unsigned owner_pending;		/* QUERY/CANCEL sent to the owner since the JOB, unanswered */
+	struct exc_conn *stale_conn;	/* a refused JOB's connection: its */
+	unsigned stale_n;		/* unknown_job answers still to come */
+	uint64_t submit_ms;		/* when exc_submit ran (connect timeout) */
 	struct event *timer;		/* connect timeout */
 	struct event *done_ev;		/* deferred local receipt */
 	char local_code[32];

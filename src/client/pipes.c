@@ -18,6 +18,15 @@
  * buffered, and a PUT connection stops being read while its sink holds
  * more than SINK_HIGH bytes.  One request per connection (Connection:
  * close).
+ *
+ * Against a local peer that connects and dawdles: a request head must be
+ * complete HEAD_TIMEOUT_SEC after the accept (an absolute deadline, not
+ * an idle timeout a byte a second would keep alive); at most 2 x live
+ * endpoints + 8 connections may wait for their head at once (a new one
+ * beyond that closes the oldest waiting one); when accept fails for want
+ * of fds (EMFILE/ENFILE) the oldest waiting connection is closed and the
+ * listener pauses ACCEPT_PAUSE_MS instead of spinning; and the listener
+ * accepts only while the server has endpoints.
  */
 #include "autoconfig.h"
 #include "client/client_impl.h"
@@ -42,6 +51,8 @@
 #define LINE_MAX_LEN 4096
 #define HEAD_TIMEOUT_SEC 10
 #define IDLE_TIMEOUT_SEC 300
+#define HEAD_WAITERS_BASE 8
+#define ACCEPT_PAUSE_MS 200
 
 struct pipe_srv {
 	exc_client *c;
@@ -51,7 +62,9 @@ struct pipe_srv {
 	char host[INET6_ADDRSTRLEN + 2];	/* for URLs: a.b.c.d or [v6] */
 	int port;
 	struct endpoint *eps;
-	struct pipe_req *reqs;
+	struct pipe_req *reqs;		/* newest first */
+	struct event *pause;		/* re-enables the listener after EMFILE */
+	int paused;
 };
 
 struct endpoint {
@@ -83,6 +96,7 @@ struct pipe_req {
 	int body_done;		/* PUT: the whole body arrived */
 	int src_eof;		/* GET: the source ended */
 	struct evbuffer *tmp;
+	struct event *head_deadline;	/* R_HEAD: the head must be in by then */
 };
 
 static void req_free(struct pipe_req *r);
@@ -116,6 +130,8 @@ static void req_free(struct pipe_req *r)
 		bufferevent_free(r->bev);
 	if (r->tmp)
 		evbuffer_free(r->tmp);
+	if (r->head_deadline)
+		event_free(r->head_deadline);
 	free(r->hp);
 	free(r);
 }
@@ -387,6 +403,7 @@ static void req_read(struct bufferevent *bev, void *arg)
 			return;
 		}
 		bufferevent_set_timeouts(bev, NULL, NULL);
+		evtimer_del(r->head_deadline);
 		{
 			struct timeval idle = { IDLE_TIMEOUT_SEC, 0 };
 
@@ -427,15 +444,93 @@ static void req_event(struct bufferevent *bev, short what, void *arg)
 			"pipe connection closed early");
 }
 
+static void head_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct pipe_req *r = arg;
+
+	if (r->state == R_HEAD) {
+		client_log(r->srv->c, EXC_LOG_DEBUG, "pipe server: no request head within %d s",
+			HEAD_TIMEOUT_SEC);
+		req_free(r);
+	}
+}
+
+/* Closes the oldest connection still waiting for its head; 0 if none. */
+static int close_oldest_head(struct pipe_srv *srv)
+{
+	struct pipe_req *oldest = NULL;
+
+	for (struct pipe_req *r = srv->reqs; r; r = r->next)
+		if (r->state == R_HEAD)
+			oldest = r;
+	if (oldest == NULL)
+		return 0;
+	req_free(oldest);
+	return 1;
+}
+
+static size_t count_heads(const struct pipe_srv *srv)
+{
+	size_t n = 0;
+
+	for (const struct pipe_req *r = srv->reqs; r; r = r->next)
+		n += r->state == R_HEAD;
+	return n;
+}
+
+static size_t head_waiters_max(const struct pipe_srv *srv)
+{
+	size_t live = 0;
+
+	for (const struct endpoint *e = srv->eps; e; e = e->next)
+		live += !e->used;
+	return 2 * live + HEAD_WAITERS_BASE;
+}
+
+/* The listener accepts while the server has endpoints and is not paused. */
+static void srv_update_listening(struct pipe_srv *srv)
+{
+	if (srv->eps && !srv->paused)
+		evconnlistener_enable(srv->lis);
+	else
+		evconnlistener_disable(srv->lis);
+}
+
+static void pause_over(evutil_socket_t fd, short what, void *arg)
+{
+	struct pipe_srv *srv = arg;
+
+	srv->paused = 0;
+	srv_update_listening(srv);
+}
+
+static void on_accept_error(struct evconnlistener *lis, void *arg)
+{
+	struct pipe_srv *srv = arg;
+	int e = EVUTIL_SOCKET_ERROR();
+	struct timeval tv = { 0, ACCEPT_PAUSE_MS * 1000 };
+
+	client_log(srv->c, EXC_LOG_WARN, "pipe server: accept: %s", strerror(e));
+	if (e == EMFILE || e == ENFILE)
+		close_oldest_head(srv);
+	srv->paused = 1;
+	srv_update_listening(srv);
+	evtimer_add(srv->pause, &tv);
+}
+
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
 		struct sockaddr *sa, int salen, void *arg)
 {
 	struct pipe_srv *srv = arg;
-	struct pipe_req *r = calloc(1, sizeof *r);
+	struct pipe_req *r;
 	struct timeval head_tv = { HEAD_TIMEOUT_SEC, 0 };
 
+	if (count_heads(srv) >= head_waiters_max(srv))
+		close_oldest_head(srv);
+	r = calloc(1, sizeof *r);
 	if (r == NULL || (r->hp = malloc(sizeof *r->hp)) == NULL ||
 			(r->tmp = evbuffer_new()) == NULL ||
+			(r->head_deadline = evtimer_new(srv->c->base, head_deadline, r)) == NULL ||
 			(r->bev = bufferevent_socket_new(srv->c->base, fd,
 				BEV_OPT_CLOSE_ON_FREE)) == NULL) {
 		evutil_closesocket(fd);
@@ -443,6 +538,8 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
 			free(r->hp);
 			if (r->tmp)
 				evbuffer_free(r->tmp);
+			if (r->head_deadline)
+				event_free(r->head_deadline);
 			free(r);
 		}
 		return;
@@ -452,7 +549,7 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
 	r->next = srv->reqs;
 	srv->reqs = r;
 	bufferevent_setcb(r->bev, req_read, req_write, req_event, r);
-	bufferevent_set_timeouts(r->bev, &head_tv, NULL);
+	evtimer_add(r->head_deadline, &head_tv);
 	bufferevent_enable(r->bev, EV_READ | EV_WRITE);
 }
 
@@ -492,14 +589,18 @@ static struct pipe_srv *srv_get(exc_client *c, const struct sockaddr_storage *lo
 		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE, 64,
 		(struct sockaddr *)&srv->addr, local->ss_family == AF_INET ?
 			sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
-	if (srv->lis == NULL ||
+	srv->pause = evtimer_new(c->base, pause_over, srv);
+	if (srv->lis == NULL || srv->pause == NULL ||
 			getsockname(evconnlistener_get_fd(srv->lis), (struct sockaddr *)&bound, &blen) != 0) {
 		client_log(c, EXC_LOG_ERROR, "pipe server: cannot listen: %s", strerror(errno));
 		if (srv->lis)
 			evconnlistener_free(srv->lis);
+		if (srv->pause)
+			event_free(srv->pause);
 		free(srv);
 		return NULL;
 	}
+	evconnlistener_set_error_cb(srv->lis, on_accept_error);
 	if (local->ss_family == AF_INET) {
 		inet_ntop(AF_INET, &((struct sockaddr_in *)local)->sin_addr, ip, sizeof ip);
 		snprintf(srv->host, sizeof srv->host, "%s", ip);
@@ -535,6 +636,7 @@ struct endpoint *endpoint_new(exc_client *c, const struct sockaddr_storage *loca
 	e->arg = arg;
 	e->next = srv->eps;
 	srv->eps = e;
+	srv_update_listening(srv);
 	snprintf(url, urlcap, "http://%s:%d/p/%s", srv->host, srv->port, e->id);
 	return e;
 }
@@ -552,6 +654,7 @@ void endpoint_free(struct endpoint *e)
 		e->req->ep = NULL;
 		req_free(e->req);
 	}
+	srv_update_listening(e->srv);
 	free(e);
 }
 
@@ -571,6 +674,7 @@ void pipes_free_all(exc_client *c)
 		while (srv->reqs)
 			req_free(srv->reqs);
 		evconnlistener_free(srv->lis);
+		event_free(srv->pause);
 		free(srv);
 	}
 }

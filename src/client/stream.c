@@ -7,7 +7,10 @@
  * a pollable fd (pipe, socket, terminal) is read or written only after
  * libevent said it is ready, once per readiness, and a blocking one with
  * at most PIPE_BUF bytes per write, so the event loop never blocks on it;
- * a regular file (epoll cannot poll it) is read and written directly.
+ * a regular file or a device epoll refuses (EPERM: /dev/null, /dev/zero)
+ * is read and written directly.  A read or write error is sticky: every
+ * later stream_read/stream_write returns -1 at once (no retry loop on a
+ * broken pipe).
  * Memory: a source hands over at most the asked bytes; a sink's queue
  * holds what its fd has not taken yet, and the pipe server stops reading
  * the PUT while it is long (pipes.c).
@@ -32,7 +35,8 @@ struct stream {
 	enum exc_io_kind kind;
 	int fd;
 	int own_fd;		/* opened here (EXC_IO_FILE): closed at free */
-	int regular;		/* a regular file: no polling */
+	int regular;		/* a regular file or unpollable device: no polling */
+	int failed;		/* a read/write error happened: err says which */
 	int nonblock;		/* the fd is O_NONBLOCK: write what it takes */
 	int ready;		/* a pollable fd is readable/writable now */
 	int64_t length;
@@ -54,8 +58,24 @@ static void fd_ready(evutil_socket_t fd, short what, void *arg)
 		if (left > 0)
 			return;	/* still queued: the next readiness goes on */
 	}
+	/* drained, or failed: the owner's next stream_write says which */
 	if (s->cb)
 		s->cb(s->cb_arg);
+}
+
+/* Waits for readiness of a pollable fd: 0.  A device epoll refuses
+ * (EPERM) becomes direct I/O: 1 (go on now).  -1: error set. */
+static int wait_ready(struct stream *s)
+{
+	if (event_add(s->ev, NULL) == 0)
+		return 0;
+	if (errno == EPERM) {
+		s->regular = 1;
+		return 1;
+	}
+	snprintf(s->err, sizeof s->err, "cannot poll the fd: %s", strerror(errno));
+	s->failed = 1;
+	return -1;
 }
 
 static struct stream *stream_new(struct event_base *base, const struct exc_io *io,
@@ -103,8 +123,11 @@ static struct stream *stream_new(struct event_base *base, const struct exc_io *i
 	}
 	if (fstat(s->fd, &st) != 0)
 		goto fail;
-	s->regular = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
-	if (s->regular && !is_sink)
+	/* a character device but a terminal (/dev/null, /dev/zero) cannot be
+	 * polled by epoll (EPERM) and never blocks: direct I/O, no warning */
+	s->regular = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ||
+		(S_ISCHR(st.st_mode) && !isatty(s->fd));
+	if (S_ISREG(st.st_mode) && !is_sink)
 		s->length = (int64_t)st.st_size - (int64_t)lseek(s->fd, 0, SEEK_CUR);
 	if (s->length < -1)
 		s->length = 0;
@@ -160,6 +183,7 @@ const char *stream_error(const struct stream *s)
 
 static void set_err(struct stream *s, const char *what)
 {
+	s->failed = 1;
 	snprintf(s->err, sizeof s->err, "%s: %s", what, strerror(errno));
 }
 
@@ -170,13 +194,17 @@ long stream_read(struct stream *s, struct evbuffer *out, size_t max,
 
 	s->cb = ready;
 	s->cb_arg = arg;
+	if (s->failed)
+		return -1;
 	if (s->kind == EXC_IO_BUFFER) {
 		n = evbuffer_remove_buffer(s->buf, out, max);
 		return n > 0 ? n : -2;
 	}
 	if (!s->regular && !s->ready) {
-		event_add(s->ev, NULL);
-		return 0;
+		int w = wait_ready(s);
+
+		if (w <= 0)
+			return w;
 	}
 	s->ready = 0;
 	if (max > INT_MAX)
@@ -186,10 +214,8 @@ long stream_read(struct stream *s, struct evbuffer *out, size_t max,
 		return n;
 	if (n == 0)
 		return -2;
-	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-		event_add(s->ev, NULL);
-		return 0;
-	}
+	if (!s->regular && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return wait_ready(s) < 0 ? -1 : 0;
 	set_err(s, "read");
 	return -1;
 }
@@ -199,6 +225,8 @@ long stream_write(struct stream *s, struct evbuffer *in,
 {
 	s->cb = drained;
 	s->cb_arg = arg;
+	if (s->failed)
+		return -1;
 	if (in) {
 		if (s->kind == EXC_IO_DISCARD) {
 			evbuffer_drain(in, evbuffer_get_length(in));
@@ -213,8 +241,12 @@ long stream_write(struct stream *s, struct evbuffer *in,
 		int n;
 
 		if (!s->regular && !s->ready) {
-			event_add(s->ev, NULL);
-			break;
+			int w = wait_ready(s);
+
+			if (w < 0)
+				return -1;
+			if (w == 0)
+				break;
 		}
 		if (!s->regular)
 			s->ready = 0;

@@ -7,7 +7,10 @@
  * handler is killed, a lost owner, one-time pipe endpoints (GET and PUT),
  * pool growth stopped by a repeated instance_id and resumed by the
  * re-probe, unknown service, /job/<service> addresses, a refused token,
- * stdin/stdout given as URLs, and exc_client_free cancelling what it held.
+ * stdin/stdout given as URLs, a JOB refused limit_reached waiting again,
+ * caller fds on /dev/null, a broken stdout pipe ending the job local_io,
+ * the pipe server's head deadline and its cap on waiting connections,
+ * and exc_client_free cancelling what it held.
  */
 #include "autoconfig.h"
 
@@ -18,6 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -78,6 +85,18 @@ static unsigned char *read_file(const char *path, size_t *len)
 	return b;
 }
 
+/* A cat job: stdin n bytes of data, stdout into the caller's fd. */
+static void cat_spec(struct exc_job_spec *s, struct fx_done *done,
+		const unsigned char *data, size_t n, int out_fd)
+{
+	fx_spec(s, "tools", "{\"command\":\"cat\"}", done);
+	s->in.kind = EXC_IO_BUFFER;
+	s->in.data = data;
+	s->in.len = n;
+	s->out.kind = EXC_IO_FD;
+	s->out.fd = out_fd;
+}
+
 /* stdin from a 3 MiB buffer, stdout to a regular file: the same bytes. */
 static void test_buffer_to_file(void)
 {
@@ -95,12 +114,7 @@ static void test_buffer_to_file(void)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	c = fx_client(NULL, &d, 1, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
-	s.in.kind = EXC_IO_BUFFER;
-	s.in.data = data;
-	s.in.len = n;
-	s.out.kind = EXC_IO_FD;
-	s.out.fd = fd;
+	cat_spec(&s, &done, data, n, fd);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&done.called, 30000));
 	CU_ASSERT(done.ok);
@@ -179,6 +193,183 @@ static void test_pipe_fds(void)
 	CU_ASSERT_EQUAL(got, n);
 	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
 	free(back);
+	free(data);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* Caller fds on /dev/null (a character device epoll refuses) are read
+ * and written directly; a stdout pipe whose reader is gone (EPIPE) ends
+ * the job local_io at once, cancelled on the server. */
+static void test_devnull_and_broken_pipe(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 }, e = { 0 };
+	struct exc_job_spec s;
+	size_t n = 100000;
+	unsigned char *data = random_bytes(n);
+	int null = open("/dev/null", O_RDWR), p[2];
+	long long t0;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(null >= 0);
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	/* 100 kB from a buffer into /dev/null */
+	cat_spec(&s, &a, data, n, null);
+	t0 = harness_now_ms();
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT(a.ok);
+	CU_ASSERT_EQUAL(a.stdout_bytes, n);
+	/* stdin read from /dev/null: empty */
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &b);
+	s.in.kind = EXC_IO_FD;
+	s.in.fd = null;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&b.called, 10000));
+	CU_ASSERT(b.ok);
+	CU_ASSERT_EQUAL(b.stdin_bytes, 0);
+	CU_ASSERT(harness_now_ms() - t0 < 8000);
+	/* 8 MiB into a pipe nobody reads any more */
+	free(data);
+	n = 8 << 20;
+	data = random_bytes(n);
+	CU_ASSERT_FATAL(pipe(p) == 0);
+	close(p[0]);
+	cat_spec(&s, &e, data, n, p[1]);
+	{
+		void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+
+		t0 = harness_now_ms();
+		CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+		CU_ASSERT(fx_wait(&e.called, 20000));
+		CU_ASSERT(harness_now_ms() - t0 < 5000);
+		signal(SIGPIPE, old);
+	}
+	CU_ASSERT(!e.ok);
+	CU_ASSERT_STRING_EQUAL(e.error_code, "local_io");
+	CU_ASSERT_PTR_NOT_NULL(strstr(e.error_message, "Broken pipe"));
+	/* the slot was given back: the cancelled job does not hold it */
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &b);
+	memset(&b, 0, sizeof b);
+	s.connect_timeout_sec = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&b.called, 8000));
+	CU_ASSERT(b.ok);
+	close(p[1]);
+	close(null);
+	free(data);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
+/* A TCP connection to 127.0.0.1:port (non-blocking connect), or -1. */
+static int connect_local(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno != EINPROGRESS) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Local peers that dawdle on the pipe server: one dripping a byte every
+ * 300 ms is cut 10 s after its accept (the head deadline, not an idle
+ * timeout); 300 idle connections against a process limited to ~40 more
+ * fds do not keep a job's own pipe connections out. */
+static void test_pipe_dawdlers(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 };
+	struct exc_job_spec s;
+	struct rlimit old, low;
+	unsigned char *data = random_bytes(200000);
+	const char *at;
+	char url[200];
+	int port = 0, status;
+	pid_t drip, flood;
+	exc_job *ja;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 2, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &a);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = "x";
+	s.in.len = 1;
+	ja = exc_submit(c, &s);
+	CU_ASSERT_FATAL(ja != NULL);
+	while (!(at = fx_log_find("stdin GET at ")) && !a.called)
+		fx_spin(20);
+	CU_ASSERT_FATAL(at != NULL);
+	CU_ASSERT_FATAL(sscanf(at + strlen("stdin GET at "), "%199s", url) == 1);
+	CU_ASSERT_FATAL(sscanf(url, "http://127.0.0.1:%d", &port) == 1);
+	CU_ASSERT_FATAL(getrlimit(RLIMIT_NOFILE, &old) == 0);
+	low = old;
+	low.rlim_cur = (rlim_t)open_fds() + 40;
+	CU_ASSERT_FATAL(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	flood = fork();
+	if (flood == 0) {
+		setrlimit(RLIMIT_NOFILE, &old);
+		for (int i = 0; i < 300; i++)
+			connect_local(port);
+		sleep(15);
+		_exit(0);
+	}
+	fx_spin(500);	/* the flood is in */
+	cat_spec(&s, &b, data, 200000, -1);
+	s.out.kind = EXC_IO_DISCARD;
+	s.connect_timeout_sec = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&b.called, 6000));
+	CU_ASSERT(b.ok);
+	CU_ASSERT_EQUAL(b.stdout_bytes, 200000);
+	setrlimit(RLIMIT_NOFILE, &old);
+	kill(flood, SIGKILL);
+	waitpid(flood, &status, 0);
+	fx_spin(1500);	/* what is left of the flood is accepted and closed */
+	drip = fork();
+	if (drip == 0) {
+		static const char head[] = "GET /p/00000000000000000000000000000000 HTTP/1.1\r\n"
+			"X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+		long long t0 = harness_now_ms();
+		int fd = connect_local(port);
+
+		for (int i = 0; fd >= 0 && i < 50; i++) {
+			usleep(300000);
+			if (send(fd, head + i, 1, MSG_NOSIGNAL) != 1)
+				_exit((int)((harness_now_ms() - t0) / 1000));
+		}
+		_exit(255);
+	}
+	while (waitpid(drip, &status, WNOHANG) == 0)
+		fx_spin(100);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) >= 9 && WEXITSTATUS(status) <= 12);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) < 9 || WEXITSTATUS(status) > 12)
+		fprintf(stderr, "\ndrip: exit %d (seconds until cut; 255: never cut)\n",
+			WEXITSTATUS(status));
+	CU_ASSERT(exc_cancel(ja) == 0);
+	CU_ASSERT(fx_wait(&a.called, 15000));
 	free(data);
 	exc_client_free(c);
 	harness_stop(&d, 10000);
@@ -295,6 +486,34 @@ static void test_surplus_declined(void)
 		harness_stop(&d[i], 10000);
 		harness_cleanup(&d[i]);
 	}
+}
+
+/* maxJobsPerClient 1, two slots: the second JOB is refused limit_reached
+ * (the offer withdrawn); the job waits again and runs after the first. */
+static void test_limit_reached_waits_again(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 2, "maxJobsPerClient: 1\n") == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"1\"]}", &a);
+	s.connect_timeout_sec = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"1\"]}", &b);
+	s.connect_timeout_sec = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 8000));
+	CU_ASSERT(fx_wait(&b.called, 8000));
+	CU_ASSERT(a.ok);
+	CU_ASSERT(b.ok);
+	CU_ASSERT(fx_log_find("ERROR limit_reached") != NULL);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
 }
 
 /* One slot busy: connectTimeoutSec gives no_slot; cancel waiting and
@@ -822,6 +1041,9 @@ static const struct test_case cases[] = {
 	{ "a streaming PUT endpoint refuses a second PUT", test_pipe_put_once },
 	{ "stdin and stdout as URLs", test_url_passthrough },
 	{ "owner found again after a drop", test_owner_found_again },
+	{ "a JOB refused limit_reached waits again", test_limit_reached_waits_again },
+	{ "/dev/null fds and a broken stdout pipe", test_devnull_and_broken_pipe },
+	{ "pipe server: slow heads and idle floods", test_pipe_dawdlers },
 	{ NULL, NULL },
 };
 

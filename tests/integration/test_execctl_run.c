@@ -7,7 +7,8 @@
  * token, no slot within --timeout, interrupt; the queue position drawn on
  * a terminal (a pty) and only there; the status tables and --json; run
  * and status over wss/https against a TLS daemon with --cacert or
- * EXECCTL_CACERT, and exit 119 for a certificate that does not verify.
+ * EXECCTL_CACERT, and exit 119 for a certificate that does not verify;
+ * stdin/stdout on /dev/null, a closed stdout, a reader that goes away.
  */
 #include "autoconfig.h"
 
@@ -279,6 +280,150 @@ static int wg_waiting_is(struct json_object *st, void *arg)
 {
 	return harness_json_int(st, "waitgroups", "wg", "waiting", NULL) == *(long long *)arg &&
 	       harness_json_int(st, "connections", NULL) == 1;
+}
+
+
+/* Runs execctl with stdin in_fd and stdout out_fd (-1: closed when it
+ * starts; both closed here after the fork), stderr into err.  head_rd >= 0:
+ * the read end of out_fd's pipe, read for 10 bytes and then closed (as
+ * `| head -c 10`).  Returns the exit status (-1: not within 30 s). */
+static int run_fds(const char *const *args, int in_fd, int out_fd, int head_rd,
+		   long long *ms, char *err, size_t errcap)
+{
+	char *argv[16] = { execctl };
+	int argc = 1, e[2];
+	while (args[argc - 1] && argc < 15) {
+		argv[argc] = (char *)args[argc - 1];
+		argc++;
+	}
+	argv[argc] = NULL;
+	CU_ASSERT_FATAL(pipe(e) == 0);
+	long long t0 = harness_now_ms();
+	pid_t pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		dup2(e[1], 2);
+		if (in_fd >= 0)
+			dup2(in_fd, 0);
+		else
+			close(0);
+		if (out_fd >= 0)
+			dup2(out_fd, 1);
+		else
+			close(1);
+		for (int fd = 3; fd < 64; fd++)
+			close(fd);
+		execv(execctl, argv);
+		_exit(127);
+	}
+	close(e[1]);
+	if (in_fd >= 0)
+		close(in_fd);
+	if (out_fd >= 0)
+		close(out_fd);
+	if (head_rd >= 0) {
+		char buf[10];
+		size_t got = 0;
+		struct pollfd pf = { .fd = head_rd, .events = POLLIN };
+		while (got < sizeof buf && poll(&pf, 1, 30000) > 0) {
+			ssize_t n = read(head_rd, buf + got, sizeof buf - got);
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+		}
+		CU_ASSERT_EQUAL(got, sizeof buf);
+		close(head_rd);
+	}
+	int ws = harness_reap(&pid, 0, 30000);
+	*ms = harness_now_ms() - t0;
+	fcntl(e[0], F_SETFL, O_NONBLOCK);
+	ssize_t n = read(e[0], err, errcap - 1);
+	err[n > 0 ? n : 0] = '\0';
+	close(e[0]);
+	return ws >= 0 ? exit_of(ws) : -1;
+}
+
+static int devnull(void)
+{
+	int fd = open("/dev/null", O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	return fd;
+}
+
+/* stdin and stdout on /dev/null (character devices epoll refuses), and a
+ * closed stdout: execctl ends at once with the job's status. */
+static void test_devnull_and_closed(void)
+{
+	char err[4096];
+	long long ms;
+	int st;
+
+	start(NULL);
+	st = run_fds(ARGS("run", "-a", addr, "-s", "cat", "--", "cat"), devnull(), devnull(), -1,
+		     &ms, err, sizeof err);
+	CU_ASSERT_EQUAL(st, 0);
+	CU_ASSERT(ms < 10000);
+	CU_ASSERT_STRING_EQUAL(err, "");
+	if (st != 0 || ms >= 10000)
+		fprintf(stderr, "\n/dev/null: status %d after %lld ms: %s\n", st, ms, err);
+	st = run_fds(ARGS("run", "-a", addr, "-s", "cat", "--", "fail3"), devnull(), devnull(), -1,
+		     &ms, err, sizeof err);
+	CU_ASSERT_EQUAL(st, 3);
+	/* stdout closed (>&-), 100 kB through cat from a regular file: the
+	 * output is discarded, nothing else gets it */
+	char path[300];
+	snprintf(path, sizeof path, "%s/100k.in", D.dir);
+	FILE *f = fopen(path, "wb");
+	CU_ASSERT_FATAL(f != NULL);
+	unsigned char *data = pattern(100000);
+	CU_ASSERT(fwrite(data, 1, 100000, f) == 100000);
+	fclose(f);
+	free(data);
+	int in = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(in >= 0);
+	st = run_fds(ARGS("run", "-a", addr, "-s", "cat", "--", "cat"), in, -1, -1,
+		     &ms, err, sizeof err);
+	CU_ASSERT_EQUAL(st, 0);
+	CU_ASSERT(ms < 10000);
+	if (st != 0 || ms >= 10000)
+		fprintf(stderr, "\nstdout closed: status %d after %lld ms: %s\n", st, ms, err);
+	stop();
+}
+
+/* `execctl run ... | head -c 10` with MiBs of output: the failed write
+ * cancels the job; execctl exits 117 within 2 s of the reader leaving. */
+static void test_reader_goes_away(void)
+{
+	char err[4096], path[300];
+	long long ms;
+	size_t n = 8 << 20;
+	unsigned char *data = pattern(n);
+	int p[2];
+
+	start(NULL);
+	snprintf(path, sizeof path, "%s/big.in", D.dir);
+	FILE *f = fopen(path, "wb");
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT(fwrite(data, 1, n, f) == n);
+	fclose(f);
+	free(data);
+	int in = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(in >= 0);
+	CU_ASSERT_FATAL(pipe(p) == 0);
+	long long t0 = harness_now_ms();
+	int st = run_fds(ARGS("run", "-a", addr, "-s", "cat", "--", "cat"), in, p[1], p[0],
+			 &ms, err, sizeof err);
+	(void)t0;
+	CU_ASSERT_EQUAL(st, EXECCTL_LOCAL_IO);
+	CU_ASSERT(ms < 4000);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "local_io"));
+	if (st != EXECCTL_LOCAL_IO || ms >= 4000)
+		fprintf(stderr, "\nhead -c 10: status %d after %lld ms: %s\n", st, ms, err);
+	/* the slot is free again at once: the job was cancelled */
+	st = run_fds(ARGS("run", "-a", addr, "-s", "cat", "--timeout", "5", "--", "fail3"), devnull(),
+		     devnull(), -1, &ms, err, sizeof err);
+	CU_ASSERT_EQUAL(st, 3);
+	stop();
 }
 
 /* ---- tests ------------------------------------------------------------------------ */
@@ -680,6 +825,8 @@ int main(void)
 		{ "status tables and --json", test_status },
 		{ "run and status over wss/https, --cacert, exit 119", test_wss },
 		{ "behind a load balancer", test_behind_balancer },
+		{ "/dev/null and a closed stdout", test_devnull_and_closed },
+		{ "a reader that goes away", test_reader_goes_away },
 		{ NULL, NULL },
 	};
 	const char *bin = getenv("EXECCTL_BIN"), *server = getenv("EXECSERVER_BIN");

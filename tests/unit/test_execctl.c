@@ -392,6 +392,26 @@ static void test_table(void)
 	free(s);
 }
 
+static void print_hostile_table(FILE *f, void *arg)
+{
+	static const char *const head[] = { "NAME", "N" };
+	struct table *t = table_new(2, head, 0);
+	table_add(t, (const char *const[]){ "\033[2Jx\ty\x7f\xc2\x9bz\xc3\xa9", "1" });
+	table_print(t, f);
+	table_free(t);
+}
+
+/* Server strings in a table: control characters (C0, DEL, UTF-8 C1)
+ * printed as \xNN, the rest (é) as it is; widths count the escapes. */
+static void test_table_escapes(void)
+{
+	char *s = print_to_string(print_hostile_table, NULL);
+	CU_ASSERT_STRING_EQUAL(s,
+			       "NAME                      N\n"
+			       "\\x1b[2Jx\\x09y\\x7f\\x9bz\xc3\xa9  1\n");
+	free(s);
+}
+
 static void print_status(FILE *f, void *arg)
 {
 	status_print_tables(f, arg);
@@ -459,6 +479,7 @@ int main(void)
 		{ "the position line", test_progress },
 		{ "receipts to exit statuses", test_outcome },
 		{ "tables", test_table },
+		{ "table escapes control characters", test_table_escapes },
 		{ "status tables", test_status_tables },
 		{ "status URLs", test_status_url },
 		{ NULL, NULL },

@@ -59,32 +59,6 @@ static int start(struct es_daemon *d, int slots, const char *extra)
 	return harness_start(d, 1, body, NULL);
 }
 
-static unsigned char *random_bytes(size_t n)
-{
-	unsigned char *b = malloc(n);
-
-	for (size_t i = 0; i < n; i++)
-		b[i] = (unsigned char)((i * 2654435761u) >> 13);
-	return b;
-}
-
-static unsigned char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *b;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	b = malloc((size_t)n + 1);
-	*len = fread(b, 1, (size_t)n, f);
-	fclose(f);
-	return b;
-}
-
 /* A cat job: stdin n bytes of data, stdout into the caller's fd. */
 static void cat_spec(struct exc_job_spec *s, struct fx_done *done,
 		const unsigned char *data, size_t n, int out_fd)
@@ -104,7 +78,7 @@ static void test_buffer_to_file(void)
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
 	size_t n = 3 << 20, got = 0;
-	unsigned char *data = random_bytes(n), *back;
+	unsigned char *data = harness_pattern(n), *back;
 	char path[300];
 	exc_client *c;
 	int fd;
@@ -121,7 +95,7 @@ static void test_buffer_to_file(void)
 	CU_ASSERT_EQUAL(done.stdin_bytes, n);
 	CU_ASSERT_EQUAL(done.stdout_bytes, n);
 	close(fd);
-	back = read_file(path, &got);
+	back = harness_read_file(path, &got);
 	CU_ASSERT_EQUAL(got, n);
 	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
 	free(back);
@@ -139,7 +113,7 @@ static void test_pipe_fds(void)
 	struct exc_job_spec s;
 	int in[2], out[2], status;
 	size_t n = 5 << 20, got = 0;
-	unsigned char *data = random_bytes(n), *back;
+	unsigned char *data = harness_pattern(n), *back;
 	char path[300];
 	pid_t wr, rd;
 	exc_client *c;
@@ -189,7 +163,7 @@ static void test_pipe_fds(void)
 	close(out[1]);
 	waitpid(wr, &status, 0);
 	waitpid(rd, &status, 0);
-	back = read_file(path, &got);
+	back = harness_read_file(path, &got);
 	CU_ASSERT_EQUAL(got, n);
 	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
 	free(back);
@@ -208,7 +182,7 @@ static void test_devnull_and_broken_pipe(void)
 	struct fx_done a = { 0 }, b = { 0 }, e = { 0 };
 	struct exc_job_spec s;
 	size_t n = 100000;
-	unsigned char *data = random_bytes(n);
+	unsigned char *data = harness_pattern(n);
 	int null = open("/dev/null", O_RDWR), p[2];
 	long long t0;
 	exc_client *c;
@@ -235,7 +209,7 @@ static void test_devnull_and_broken_pipe(void)
 	/* 8 MiB into a pipe nobody reads any more */
 	free(data);
 	n = 8 << 20;
-	data = random_bytes(n);
+	data = harness_pattern(n);
 	CU_ASSERT_FATAL(pipe(p) == 0);
 	close(p[0]);
 	cat_spec(&s, &e, data, n, p[1]);
@@ -302,7 +276,7 @@ static void test_pipe_dawdlers(void)
 	struct fx_done a = { 0 }, b = { 0 };
 	struct exc_job_spec s;
 	struct rlimit old, low;
-	unsigned char *data = random_bytes(200000);
+	unsigned char *data = harness_pattern(200000);
 	const char *at;
 	char url[200];
 	int port = 0, status;
@@ -401,7 +375,7 @@ static void test_files(void)
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&done.called, 20000));
 	CU_ASSERT(done.ok);
-	back = read_file(path, &got);
+	back = harness_read_file(path, &got);
 	CU_ASSERT(back && got == 12 && memcmp(back, "hello files\n", 12) == 0);
 	free(back);
 	exc_client_free(c);
@@ -945,7 +919,7 @@ static void test_pipe_put_once(void)
 	CU_ASSERT_EQUAL(a.stdout_bytes, sizeof chunk);
 	close(in[0]);
 	close(fd);
-	back = read_file(out, &got);
+	back = harness_read_file(out, &got);
 	CU_ASSERT(back && got == sizeof chunk && memcmp(back, chunk, got) == 0);
 	free(back);
 	exc_client_free(c);

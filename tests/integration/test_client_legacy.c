@@ -67,34 +67,6 @@ static long long status_int(const struct es_daemon *d, const char *a, const char
 	return v;
 }
 
-static unsigned char *pattern(size_t n)
-{
-	unsigned char *b = malloc(n);
-
-	for (size_t i = 0; i < n; i++)
-		b[i] = (unsigned char)((i * 2654435761u) >> 13);
-	return b;
-}
-
-static unsigned char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	unsigned char *b;
-	long n;
-
-	*len = 0;
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	b = malloc((size_t)n + 1);
-	*len = fread(b, 1, (size_t)n, f);
-	b[*len] = '\0';
-	fclose(f);
-	return b;
-}
-
 static int count_log(const char *needle)
 {
 	int n = 0;
@@ -111,7 +83,7 @@ static void test_fallback_bytes(void)
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
 	size_t n = 3 << 20, got = 0;
-	unsigned char *data = pattern(n), *back;
+	unsigned char *data = harness_pattern(n), *back;
 	char path[300];
 	exc_client *c;
 	int fd;
@@ -138,7 +110,7 @@ static void test_fallback_bytes(void)
 	CU_ASSERT(fx_log_find("using the legacy token transport") != NULL);
 	CU_ASSERT(fx_log_find("(legacy token)") != NULL);
 	close(fd);
-	back = slurp(path, &got);
+	back = harness_read_file(path, &got);
 	CU_ASSERT_EQUAL(got, n);
 	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
 	free(back);
@@ -259,7 +231,7 @@ static void test_fallback_files(void)
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&done.called, 20000));
 	CU_ASSERT(done.ok);
-	back = slurp(path, &got);
+	back = harness_read_file(path, &got);
 	CU_ASSERT(back && got == 12 && memcmp(back, "hello files\n", 12) == 0);
 	free(back);
 	exc_client_free(c);
@@ -416,7 +388,7 @@ static void test_execctl_legacy(void)
 {
 	struct es_daemon d;
 	size_t n = 1 << 20, got = 0;
-	unsigned char *data = pattern(n), *back;
+	unsigned char *data = harness_pattern(n), *back;
 	char addr[64], in[300], out[300], err[300];
 	FILE *f;
 	int rc;
@@ -432,12 +404,12 @@ static void test_execctl_legacy(void)
 	fclose(f);
 	rc = run_execctl(addr, in, out, err);
 	CU_ASSERT_EQUAL(rc, 0);
-	back = slurp(out, &got);
+	back = harness_read_file(out, &got);
 	CU_ASSERT_EQUAL(got, n);
 	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
 	free(back);
 	if (rc != 0) {
-		back = slurp(err, &got);
+		back = harness_read_file(err, &got);
 		fprintf(stderr, "\nexecctl: %d: %s\n", rc, back ? (char *)back : "");
 		free(back);
 	}

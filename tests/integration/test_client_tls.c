@@ -123,15 +123,6 @@ static long long started_jobs(void)
 	return n;
 }
 
-static unsigned char *pattern(size_t n)
-{
-	unsigned char *b = malloc(n);
-
-	for (size_t i = 0; b && i < n; i++)
-		b[i] = (unsigned char)((i * 2654435761u) >> 11);
-	return b;
-}
-
 static void test_job_over_wss(void)
 {
 	char url[96], path[300];
@@ -139,7 +130,7 @@ static void test_job_over_wss(void)
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
 	size_t n = 3 << 20;
-	unsigned char *data = pattern(n), *back = malloc(n + 1);
+	unsigned char *data = harness_pattern(n), *back = malloc(n + 1);
 	long long before = started_jobs();
 
 	snprintf(url, sizeof url, "wss://127.0.0.1:%d", D.port);

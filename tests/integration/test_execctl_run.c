@@ -232,14 +232,6 @@ static void release(struct proc *p)
 
 #define ARGS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
-static unsigned char *pattern(size_t n)
-{
-	unsigned char *b = malloc(n);
-	for (size_t i = 0; i < n; i++)
-		b[i] = (unsigned char)((i * 2654435761u) >> 11);
-	return b;
-}
-
 /* A raw client holding the only slot with a long job; released by CANCEL. */
 static struct tclient *blocker;
 
@@ -375,7 +367,7 @@ static void test_devnull_and_closed(void)
 	snprintf(path, sizeof path, "%s/100k.in", D.dir);
 	FILE *f = fopen(path, "wb");
 	CU_ASSERT_FATAL(f != NULL);
-	unsigned char *data = pattern(100000);
+	unsigned char *data = harness_pattern(100000);
 	CU_ASSERT(fwrite(data, 1, 100000, f) == 100000);
 	fclose(f);
 	free(data);
@@ -397,7 +389,7 @@ static void test_reader_goes_away(void)
 	char err[4096], path[300];
 	long long ms;
 	size_t n = 8 << 20;
-	unsigned char *data = pattern(n);
+	unsigned char *data = harness_pattern(n);
 	int p[2];
 
 	start(NULL);
@@ -432,7 +424,7 @@ static void test_reader_goes_away(void)
 static void test_stream(void)
 {
 	size_t n = 3 << 20;
-	unsigned char *data = pattern(n);
+	unsigned char *data = harness_pattern(n);
 	struct proc p;
 	struct run_opts o = { .in = data, .inlen = n };
 
@@ -694,7 +686,7 @@ static void test_wss(void)
 	char cert[96], key[96], b[2048], wss[96], named[96], env[200], missing[128];
 	struct proc p;
 	size_t n = 1 << 20;
-	unsigned char *data = pattern(n);
+	unsigned char *data = harness_pattern(n);
 
 	CU_ASSERT_FATAL(testca_new(&ca) == 0 && testca_new(&other) == 0);
 	CU_ASSERT_FATAL(testca_server(&ca, "server", "IP:127.0.0.1,DNS:execserver.invalid", cert,

@@ -385,3 +385,33 @@ long long harness_json_int(struct json_object *o, ...)
 	va_end(ap);
 	return v;
 }
+
+unsigned char *harness_pattern(size_t n)
+{
+	unsigned char *b = malloc(n ? n : 1);
+
+	for (size_t i = 0; b && i < n; i++)
+		b[i] = (unsigned char)((i * 2654435761u) >> 13);
+	return b;
+}
+
+unsigned char *harness_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *b;
+	long n;
+
+	*len = 0;
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+	if (b) {
+		*len = fread(b, 1, (size_t)n, f);
+		b[*len] = '\0';
+	}
+	fclose(f);
+	return b;
+}

@@ -90,6 +90,13 @@ int harness_check_config(const char *config, char *out, size_t outlen);
  * KiB, or -1. */
 long harness_proc_kib(int pid, const char *field);
 
+/* n bytes of a fixed, non-repeating-looking pattern (malloc'd; NULL when
+ * out of memory): test data to stream through jobs and compare. */
+unsigned char *harness_pattern(size_t n);
+/* A whole file, malloc'd and NUL-terminated; its length in *len (0 and
+ * NULL when it cannot be opened). */
+unsigned char *harness_read_file(const char *path, size_t *len);
+
 /* Milliseconds of sleep. */
 void harness_sleep_ms(int ms);
 long long harness_now_ms(void);

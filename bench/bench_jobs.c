@@ -160,20 +160,17 @@ static double spawn_limit(char *const argv[], int k, double sec, double *cpu_per
 	return (double)jobs / el;
 }
 
-static const int KS[] = { 1, 2, 4, 8 };
-#define NK ((int)(sizeof KS / sizeof KS[0]))
-
-static void jobs_body(char *b, size_t len, const char *stamp)
+static void jobs_body(char *b, size_t len, const struct bench_opts *o, const char *stamp)
 {
 	int k = snprintf(b, len, "waitgroups:\n");
-	for (int i = 0; i < NK; i++)
-		k += snprintf(b + k, len - (size_t)k, "  k%d: {processes: %d}\n", KS[i], KS[i]);
+	for (int i = 0; i < o->nk; i++)
+		k += snprintf(b + k, len - (size_t)k, "  k%d: {processes: %d}\n", o->ks[i], o->ks[i]);
 	k += snprintf(b + k, len - (size_t)k, "services:\n");
-	for (int i = 0; i < NK; i++)
+	for (int i = 0; i < o->nk; i++)
 		k += snprintf(b + k, len - (size_t)k,
 			      "  t%d:\n    waitgroup: k%d\n    commands:\n"
 			      "      true: {prog: /bin/true}\n      stamp: {prog: \"%s\"}\n",
-			      KS[i], KS[i], stamp);
+			      o->ks[i], o->ks[i], stamp);
 }
 
 /* ---- gearmand ---- */
@@ -247,7 +244,7 @@ void row_throughput(const struct bench_opts *o)
 {
 	char body[8192], stamp[512], path[512];
 	snprintf(stamp, sizeof stamp, "%s/stamp", o->peers);
-	jobs_body(body, sizeof body, stamp);
+	jobs_body(body, sizeof body, o, stamp);
 	struct es_daemon d;
 	bu_start(&d, o->handlers, body);
 	FILE *md = bu_out(o->out, "row3");
@@ -256,8 +253,8 @@ void row_throughput(const struct bench_opts *o)
 		"execserver CPU per job | the limit loop's CPU per job | broker's own cost per job |\n"
 		"|---|---|---|---|---|---|---|\n");
 	double rmin = 1e9;
-	for (int ki = 0; ki < NK; ki++) {
-		int k = KS[ki];
+	for (int ki = 0; ki < o->nk; ki++) {
+		int k = o->ks[ki];
 		char svc[16];
 		snprintf(svc, sizeof svc, "t%d", k);
 		struct fleet *f = fleet_open(d.port, 2 * k, "tp", 0, 0);
@@ -302,8 +299,8 @@ void row_throughput(const struct bench_opts *o)
 	fprintf(md, "| K | broker jobs/s | gearmand jobs/s | broker / gearmand | broker submit→start p50 / p99 / max | "
 		"gearmand submit→start p50 / p99 / max |\n|---|---|---|---|---|---|\n");
 	int wins = 0, lat_wins = 0;
-	for (int ki = 0; ki < NK; ki++) {
-		int k = KS[ki];
+	for (int ki = 0; ki < o->nk; ki++) {
+		int k = o->ks[ki];
 		char svc[16];
 		snprintf(svc, sizeof svc, "t%d", k);
 		struct fleet *f = fleet_open(d.port, k, "gm", 0, 0);
@@ -340,13 +337,13 @@ void row_throughput(const struct bench_opts *o)
 		bs_free(&all);
 	}
 	fprintf(md, "\nMore jobs/s than gearmand at %d of %d K, lower median submission-to-start latency at %d of %d.\n",
-		wins, NK, lat_wins, NK);
+		wins, o->nk, lat_wins, o->nk);
 	kill(g, SIGTERM);
 	waitpid(g, NULL, 0);
 	FILE *sm = bu_out(o->out, "summary-7");
 	fprintf(sm, "| 7 | gearmand with K libgearman workers against the broker, same K | more jobs/s and lower submission-to-start latency "
-		"| more jobs/s at %d of %d K, lower median latency at %d of %d — **%s** |\n", wins, NK, lat_wins, NK,
-		wins == NK && lat_wins == NK ? "met" : "missed");
+		"| more jobs/s at %d of %d K, lower median latency at %d of %d — **%s** |\n", wins, o->nk, lat_wins, o->nk,
+		wins == o->nk && lat_wins == o->nk ? "met" : "missed");
 	fclose(sm);
 	fclose(dat);
 	fclose(md);

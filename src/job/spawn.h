@@ -23,6 +23,10 @@ struct spawn_request {
 	size_t nlimits;
 };
 
+/* Once, before the first spawn, after the process set its signal
+ * dispositions (spawn.c says why). */
+void spawn_init(void);
+
 /* Returns the pid (== its process group id), or -1 with *err = errno of
  * the failed step (chdir, execve...) in the child or of fork itself. */
 pid_t spawn_process(const struct spawn_request *req, int *err);

@@ -327,6 +327,28 @@ static void test_removal_policy_and_janitor(void)
 	CU_ASSERT(d && tc_int(tc_receipt(d), "exit_code") == 0);
 	if (d)
 		json_object_put(d);
+
+	/* a directory its job left empty goes to the next job; one with a
+	 * file left in it is removed; every job starts in an empty one */
+	char first[400] = "", second[400] = "", third[400] = "";
+	char *seen[3] = { first, second, third };
+	static const char *const cmd[3] = { "pwd; ls -A", "pwd; ls -A; touch left", "pwd; ls -A" };
+	for (int i = 0; i < 3; i++) {
+		char job[200], id[8];
+		snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"%s\"]}", cmd[i]);
+		snprintf(id, sizeof id, "u%d", i);
+		d = tc_run_job(c, id, "tools", job, 5000);
+		const char *out = d ? tc_str(tc_receipt(d), "stdout") : NULL;
+		CU_ASSERT_FATAL(out != NULL);
+		/* the directory's path and nothing from ls */
+		CU_ASSERT(strchr(out, '\n') == out + strlen(out) - 1);
+		snprintf(seen[i], 400, "%.*s", (int)strcspn(out, "\n"), out);
+		json_object_put(d);
+	}
+	CU_ASSERT_STRING_EQUAL(first, second);
+	CU_ASSERT_STRING_NOT_EQUAL(second, third);
+	struct stat st;
+	CU_ASSERT(stat(second, &st) != 0);
 	tc_close(c);
 	stop();
 }

@@ -17,6 +17,7 @@
 static char spares[JOB_DIR_SPARES][512];
 static unsigned nspares;
 static uint64_t dir_counter;
+static uid_t owner = (uid_t)-1; /* ours, once known */
 
 /* Whether path is a directory of ours (not a symlink, our user, mode
  * 0700) with nothing in it but "." and "..". */
@@ -26,7 +27,9 @@ static int usable_empty(const char *path)
 	if (fd < 0)
 		return 0;
 	struct stat st;
-	int ok = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	if (owner == (uid_t)-1)
+		owner = geteuid();
+	int ok = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == owner &&
 		 (st.st_mode & 07777) == 0700;
 	/* One small read of the entries: a third entry, or a name too long
 	 * for the buffer (EINVAL), means not empty. */

@@ -657,7 +657,8 @@ static void spawn_job(struct job *j)
 				     .cwd = j->dir, .stdin_fd = in, .stdout_fd = out,
 				     .stderr_fd = errfds[1], .limits = limits,
 				     .nlimits = job_limits(&cfg->job_limits, handler.inst->jobs_nofile,
-							   limits) };
+							   limits),
+				     .nice = (int)cfg->job_limits.nice };
 	int err = 0;
 	pid_t pid = spawn_process(&req, &err);
 	if (in >= 0)

@@ -79,6 +79,12 @@ static void child(const struct spawn_request *req, volatile int *report)
 		goto fail;
 	if (req->cwd && chdir(req->cwd) != 0)
 		goto fail;
+	if (req->nice > 0) {
+		/* relative to the daemon's own niceness (never needs a privilege) */
+		errno = 0;
+		if (nice(req->nice) == -1 && errno != 0)
+			goto fail;
+	}
 	for (size_t i = 0; i < req->nlimits; i++) {
 		struct rlimit rl = { (rlim_t)req->limits[i].value, (rlim_t)req->limits[i].value };
 		if (setrlimit(req->limits[i].resource, &rl) != 0)

@@ -21,6 +21,7 @@ struct spawn_request {
 		unsigned long long value;
 	} *limits;
 	size_t nlimits;
+	int nice;                /* added to the niceness (nice(2)) */
 };
 
 /* Once, before the first spawn, after the process set its signal

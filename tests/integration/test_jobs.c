@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -147,19 +148,35 @@ static void test_environment_and_percent(void)
 static void test_job_limits(void)
 {
 	char b[4096];
-	snprintf(b, sizeof b, "jobLimits: {openFiles: 64, fileSizeMB: 1, cpuSec: 30}\n%s", body());
+	char expect[64];
+	/* the daemon inherits this process's niceness; a job's is 3 more */
+	int own = getpriority(PRIO_PROCESS, 0);
+	snprintf(b, sizeof b, "jobLimits: {openFiles: 64, fileSizeMB: 1, cpuSec: 30, nice: 3}\n%s",
+		 body());
 	CU_ASSERT_FATAL(harness_start(&D, 1, b, NULL) == 0);
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
 	/* sh's ulimit -f counts 512-byte blocks: 1 MiB = 2048; no core files */
 	struct json_object *d = tc_run_job(c, "l1", "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
-				    "\"ulimit -n; ulimit -f; ulimit -t; ulimit -c\"]}", 5000);
-	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), "64\n2048\n30\n0\n");
+				    "\"ulimit -n; ulimit -f; ulimit -t; ulimit -c; nice\"]}", 5000);
+	snprintf(expect, sizeof expect, "64\n2048\n30\n0\n%d\n", own + 3 > 19 ? 19 : own + 3);
+	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), expect);
 	json_object_put(d);
 	/* and the limit bites: writing 2 MiB fails with SIGXFSZ */
 	d = tc_run_job(c, "l2", "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
 		    "\"head -c 2097152 /dev/zero > big\"]}", 5000);
 	CU_ASSERT(tc_int(tc_receipt(d), "exit_code") != 0);
+	json_object_put(d);
+	tc_close(c);
+	stop();
+
+	/* without jobLimits.nice a job runs 5 below the daemon */
+	start(1);
+	c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	d = tc_run_job(c, "l3", "tools", "{\"command\":\"sh\",\"args\":[\"-c\",\"nice\"]}", 5000);
+	snprintf(expect, sizeof expect, "%d\n", own + 5 > 19 ? 19 : own + 5);
+	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), expect);
 	json_object_put(d);
 	tc_close(c);
 	stop();

@@ -10,6 +10,7 @@
  * docs/client.md explains each step; make check builds this file against
  * an installed copy of the library and runs it.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: run_job URL SERVICE COMMAND [ARGS...]\n");
 		return 2;
 	}
+	/* a peer gone must be an error, not the end of the program (client.h) */
+	signal(SIGPIPE, SIG_IGN);
 	struct run run = { .base = event_base_new(), .exit_code = 1 };
 
 	/* 1. A client on our event base, with default options (a random

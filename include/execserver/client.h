@@ -20,6 +20,12 @@
  * it may run anywhere, also inside exc_* calls, and must not call exc_*
  * functions.
  *
+ * Signals: the library installs no signal handler.  Its own socket writes
+ * use MSG_NOSIGNAL, but libevent's (a rest the kernel did not take at
+ * once, TLS, the pipe endpoints) raise SIGPIPE when the peer is gone:
+ * ignore SIGPIPE in the program (signal(SIGPIPE, SIG_IGN)), as network
+ * programs do; execctl does.
+ *
  * Errors: functions that can fail return NULL or -1, set errno (EINVAL bad
  * argument, ENOMEM, ENOENT unknown) and keep a one-line message for
  * exc_client_last_error().

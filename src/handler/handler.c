@@ -26,6 +26,7 @@
 #include "handler/listener.h"
 #include "handler/mailbox.h"
 #include "job/job.h"
+#include "job/job_dir.h"
 #include "master/segment.h"
 
 struct handler handler;
@@ -216,6 +217,8 @@ void handler_main(struct instance *inst, int slot)
 		log_error("signalfd: %s", strerror(errno));
 		_exit(2);
 	}
+	/* job_init reads the signal dispositions for spawning (spawn.c): no
+	 * sigaction after it */
 	if (job_init() != 0 || listener_start(inst->listen_fd[slot]) != 0)
 		_exit(2);
 
@@ -223,6 +226,7 @@ void handler_main(struct instance *inst, int slot)
 	event_active(handler.mail_ev, EV_READ, 0);
 	event_base_dispatch(handler.base);
 
+	job_dir_drop_spares();
 	log_info("stopped");
 	_exit(0);
 }

@@ -264,6 +264,26 @@ static void job_free(struct job *j)
 	free(j);
 }
 
+/* Whether pid is the leader of a job of ours still running. */
+static int is_running_leader(pid_t pid)
+{
+	for (struct job *j = jobs; j; j = j->next)
+		if (j->pid == pid && !j->reaped)
+			return 1;
+	return 0;
+}
+
+/* Whether j's directory may go to the next job: its program ran and was
+ * reaped, nothing held its output past the leader (lingered), no process
+ * any job left behind is alive (the handler is their reaper, spawn.c: one
+ * of them may sit in this directory and write into it later), and the
+ * handler is not stopping (spares would outlive it). */
+static int may_reuse_dir(const struct job *j)
+{
+	return j->pid > 0 && j->reaped && !j->lingered && !handler.draining &&
+	       !spawn_other_children(is_running_leader);
+}
+
 /* The job is over: its receipt goes into the book, which frees the slot
  * and mails the DONE to whichever handler holds the owner connection (this
  * one included), now or when the client comes back within its grace. */
@@ -303,7 +323,7 @@ static void complete(struct job *j)
 
 	enum job_removal_policy pol = handler.inst->cfg->job_removal_policy;
 	if (j->dir[0] && (pol == JOB_REMOVAL_ALL || (pol == JOB_REMOVAL_DONE && !o.failed)))
-		job_dir_release(j->dir, j->pid > 0 && j->reaped && !j->lingered);
+		job_dir_release(j->dir, may_reuse_dir(j));
 
 	if (j->prev)
 		j->prev->next = j->next;
@@ -563,7 +583,6 @@ void job_stop_all(void)
 		next = j->next;
 		cancel_job(j, JOB_CANCEL_DRAIN);
 	}
-	job_dir_drop_spares();
 }
 
 void job_reap(void)

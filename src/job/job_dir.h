@@ -27,7 +27,8 @@
 int job_dir_take(const char *temp_dir, int slot, char *out, size_t len);
 
 /* The job of path ended and its directory is to go: kept as a spare when
- * reuse is allowed (the job's processes are known to be gone) and it is
+ * the caller allows reuse (job.c: no process a job left behind is alive,
+ * so none can sit in the directory and write into it later) and it is
  * empty, removed otherwise. */
 void job_dir_release(const char *path, int reuse);
 

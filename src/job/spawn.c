@@ -19,6 +19,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <linux/close_range.h>
 #include <sys/prctl.h>
@@ -33,6 +36,10 @@ static int initialised;
 
 void spawn_init(void)
 {
+	/* Orphans of jobs (a daemonising converter, a setsid child) become
+	 * children of this process instead of init's: job_reap reaps them,
+	 * spawn_other_children sees them. */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	sigemptyset(&not_default);
 	for (int sig = 1; sig < NSIG; sig++) {
 		struct sigaction sa;
@@ -129,4 +136,40 @@ pid_t spawn_process(const struct spawn_request *req, int *err)
 		return -1;
 	}
 	return pid;
+}
+
+int spawn_other_children(int (*is_job)(pid_t pid))
+{
+	char path[64], buf[8192];
+	size_t len = 0;
+	ssize_t n;
+
+	/* the process's main thread is where orphans are reparented */
+	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1; /* cannot tell: assume the worst */
+	for (;;) {
+		n = read(fd, buf + len, sizeof buf - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (len == sizeof buf - 1) {
+			n = -1; /* more children than the buffer holds */
+			break;
+		}
+	}
+	close(fd);
+	if (n < 0)
+		return 1; /* cannot tell: assume the worst */
+	buf[len] = '\0';
+	for (char *p = buf, *end;; p = end) {
+		long pid = strtol(p, &end, 10);
+		if (end == p)
+			return 0;
+		if (!is_job((pid_t)pid))
+			return 1;
+	}
 }

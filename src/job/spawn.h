@@ -25,8 +25,14 @@ struct spawn_request {
 };
 
 /* Once, before the first spawn, after the process set its signal
- * dispositions (spawn.c says why). */
+ * dispositions (spawn.c says why; none may change afterwards).  Also
+ * makes this process the reaper of its jobs' orphans. */
 void spawn_init(void);
+
+/* Whether this process has a child, alive or not yet reaped, that
+ * is_job(pid) does not claim as a running job's leader: a process a job
+ * left behind.  1 also when it cannot tell. */
+int spawn_other_children(int (*is_job)(pid_t pid));
 
 /* Returns the pid (== its process group id), or -1 with *err = errno of
  * the failed step (chdir, execve...) in the child or of fork itself. */

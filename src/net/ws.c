@@ -297,13 +297,30 @@ static void push_out(struct ws_session *s)
 {
 	struct evbuffer *out = out_buf(s);
 	evutil_socket_t fd = bufferevent_getfd(s->bev);
+	struct evbuffer_iovec vec[16];
+	struct iovec iov[16];
+	struct msghdr mh = { .msg_iov = iov };
+	int n;
 
 	if (!s->direct || s->wr_shut || s->state == ST_ENDED ||
 			evbuffer_get_length(out) == 0 || fd < 0)
 		return;
-	evbuffer_unfreeze(out, 1);
-	(void)evbuffer_write(out, fd);
-	evbuffer_freeze(out, 1);
+	n = evbuffer_peek(out, -1, NULL, vec, 16);
+	if (n > 16)
+		n = 16;
+	for (int i = 0; i < n; i++) {
+		iov[i].iov_base = vec[i].iov_base;
+		iov[i].iov_len = vec[i].iov_len;
+	}
+	mh.msg_iovlen = (size_t)(n > 0 ? n : 0);
+	/* MSG_NOSIGNAL: a peer gone is an error here, never a SIGPIPE in a
+	 * program that links libexecclient without ignoring it */
+	ssize_t sent = n > 0 ? sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) : -1;
+	if (sent > 0) {
+		evbuffer_unfreeze(out, 1);
+		evbuffer_drain(out, (size_t)sent);
+		evbuffer_freeze(out, 1);
+	}
 	if (evbuffer_get_length(out) > 0)
 		bufferevent_enable(s->bev, EV_WRITE);
 	else
@@ -315,7 +332,7 @@ static void push_out(struct ws_session *s)
  * close frame is queued only once the messages before it went out: wslay
  * sends control frames ahead of queued messages, and nothing after a close.
  */
-static void flush(struct ws_session *s)
+static void queue_out(struct ws_session *s)
 {
 	if (s->state == ST_ENDED)
 		return;
@@ -337,6 +354,13 @@ static void flush(struct ws_session *s)
 		s->read_paused = 1;
 		bufferevent_disable(s->bev, EV_READ);
 	}
+}
+
+/* queue_out, then the bytes go to the socket (plain sockets) or to the
+ * bufferevent's next write. */
+static void flush(struct ws_session *s)
+{
+	queue_out(s);
 	push_out(s);
 }
 
@@ -753,7 +777,7 @@ void ws_session_flush_now(struct ws_session *s)
 	if (s == NULL || s->state == ST_ENDED || s->free_pending)
 		return;
 	enter(s);
-	flush(s);
+	queue_out(s);	/* not flush: no callback from here (ws.h) */
 	fd = bufferevent_getfd(s->bev);
 	if (bufferevent_openssl_get_ssl(s->bev)) {
 		tls_flush_now(s, bufferevent_openssl_get_ssl(s->bev));

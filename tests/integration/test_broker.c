@@ -152,6 +152,40 @@ static void expect_error(struct tclient *c, const char *code, const char *job_id
 	json_object_put(e);
 }
 
+/* protocol.md section 3: a slot is held from the OFFER until the job's
+ * DONE is sent, so a client never sees the OFFER of a slot before the
+ * DONE of the job that held it. */
+static void test_done_before_offer_of_its_slot(void)
+{
+	start(1, 1, NULL, NULL);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	for (int i = 0; i < 20; i++) {
+		char a[16], b[16], token[64];
+		snprintf(a, sizeof a, "a%d", i);
+		snprintf(b, sizeof b, "b%d", i);
+		const char *t = tc_want_offer(c, a, "cat", 0, 5000);
+		CU_ASSERT_FATAL(t != NULL);
+		snprintf(token, sizeof token, "%s", t);
+		/* b waits for the only slot, which a's job holds */
+		tc_send(c, "{\"type\":\"WANT\",\"job_id\":\"%s\",\"service\":\"cat\",\"priority\":0}", b);
+		tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":{\"command\":\"true\"}}",
+			a, token);
+		struct json_object *first = tc_expect(c, NULL, 5000), *second = tc_expect(c, NULL, 5000);
+		CU_ASSERT_FATAL(first != NULL && second != NULL);
+		CU_ASSERT_STRING_EQUAL(tc_str(first, "type"), "DONE");
+		CU_ASSERT_STRING_EQUAL(tc_str(first, "job_id"), a);
+		CU_ASSERT_STRING_EQUAL(tc_str(second, "type"), "OFFER");
+		struct json_object *offer = strcmp(tc_str(second, "type"), "OFFER") == 0 ? second : first;
+		tc_send(c, "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", b,
+			tc_str(offer, "token"));
+		json_object_put(first);
+		json_object_put(second);
+	}
+	tc_close(c);
+	stop();
+}
+
 static void test_refusals_keep_connection(void)
 {
 	start(1, 1, NULL, NULL);
@@ -556,6 +590,7 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "HELLO and client count", test_hello },
 		{ "WANT OFFER JOB DONE", test_job_round_trip },
+		{ "DONE before the OFFER of its slot", test_done_before_offer_of_its_slot },
 		{ "refusals keep the connection", test_refusals_keep_connection },
 		{ "priority across clients", test_priority_across_clients },
 		{ "round robin within a class", test_round_robin_within_class },

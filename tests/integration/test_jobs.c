@@ -370,6 +370,45 @@ static void test_removal_policy_and_janitor(void)
 	stop();
 }
 
+/* A process a job left behind (setsid, sitting in the job's directory)
+ * keeps that directory from the next job; a clean stop leaves no spare. */
+static void test_dir_not_reused_under_a_stray(void)
+{
+	char b[4096];
+	snprintf(b, sizeof b, "jobRemovalPolicy: all\n%s", strstr(body(), "env:"));
+	CU_ASSERT_FATAL(harness_start(&D, 1, b, NULL) == 0);
+	struct tclient *c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	struct json_object *d = tc_run_job(c, "s1", "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
+		"\"pwd; setsid sh -c 'sleep 1; echo from-s1 > planted' </dev/null >/dev/null 2>&1 & sleep 0.3\"]}", 5000);
+	const char *out = d ? tc_str(tc_receipt(d), "stdout") : NULL;
+	CU_ASSERT_FATAL(out != NULL);
+	char first[400];
+	snprintf(first, sizeof first, "%.*s", (int)strcspn(out, "\n"), out);
+	json_object_put(d);
+	d = tc_run_job(c, "s2", "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
+		"\"pwd; sleep 1.5; ls -A\"]}", 8000);
+	out = d ? tc_str(tc_receipt(d), "stdout") : NULL;
+	CU_ASSERT_FATAL(out != NULL);
+	/* (the leader waits so that the stray is in its own session before the
+	 * leader's group is killed) another directory, nothing planted in it */
+	CU_ASSERT(strncmp(out, first, strlen(first)) != 0 || out[strlen(first)] != '\n');
+	CU_ASSERT(strstr(out, "planted") == NULL);
+	json_object_put(d);
+	/* the stray is gone: reuse resumes, and a clean stop removes the spare */
+	harness_sleep_ms(300);
+	d = tc_run_job(c, "s3", "tools", "{\"command\":\"true\"}", 5000);
+	CU_ASSERT(d && tc_int(tc_receipt(d), "exit_code") == 0);
+	if (d)
+		json_object_put(d);
+	CU_ASSERT_EQUAL(job_dir_entries(), 1);
+	tc_close(c);
+	int status = harness_stop(&D, 15000);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CU_ASSERT_EQUAL(job_dir_entries(), 0);
+	harness_cleanup(&D);
+}
+
 static void test_slowloris(void)
 {
 	start(1);
@@ -407,6 +446,7 @@ int main(void)
 		{ "no descriptor leaks into jobs", test_no_descriptor_leaks },
 		{ "job directories after a handler restart", test_job_dirs_after_restart },
 		{ "removal policy and janitor", test_removal_policy_and_janitor },
+		{ "no directory reuse under a stray process", test_dir_not_reused_under_a_stray },
 		{ "slowloris upgrade cut off", test_slowloris },
 		{ NULL, NULL },
 	};

@@ -49,8 +49,10 @@ void fleet_close(struct fleet *f)
 {
 	if (!f)
 		return;
-	for (int i = 0; i < f->n; i++)
+	for (int i = 0; i < f->n; i++) {
 		tc_close(f->c[i].tc);
+		free(f->c[i].cork);
+	}
 	free(f->c);
 	close(f->ep);
 	free(f);
@@ -135,8 +137,45 @@ int fleet_send(struct fleet_conn *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	int len = vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	if (c->dead || len < 0 || (size_t)len >= sizeof buf ||
-	    wsc_send_text(c->tc->ws, buf, (size_t)len) != 0) {
+	if (c->dead || len < 0 || (size_t)len >= sizeof buf) {
+		c->dead = 1;
+		return -1;
+	}
+	if (c->corked) {
+		struct wsc_frame fr = { .fin = 1, .opcode = WSC_TEXT, .masked = 1, .payload = buf,
+					.len = (size_t)len };
+		size_t need = c->cork_len + (size_t)len + 14;
+		if (need > c->cork_cap) {
+			unsigned char *grown = realloc(c->cork, need * 2);
+			if (!grown) {
+				c->dead = 1;
+				return -1;
+			}
+			c->cork = grown;
+			c->cork_cap = need * 2;
+		}
+		c->cork_len += wsc_build_frame(&fr, c->cork + c->cork_len, c->cork_cap - c->cork_len);
+		return 0;
+	}
+	if (wsc_send_text(c->tc->ws, buf, (size_t)len) != 0) {
+		c->dead = 1;
+		return -1;
+	}
+	return 0;
+}
+
+void fleet_cork(struct fleet_conn *c)
+{
+	c->corked = 1;
+	c->cork_len = 0;
+}
+
+int fleet_uncork(struct fleet_conn *c)
+{
+	c->corked = 0;
+	if (c->dead || c->cork_len == 0)
+		return c->dead ? -1 : 0;
+	if (wsc_send_bytes(c->tc->ws, c->cork, c->cork_len) != 0) {
 		c->dead = 1;
 		return -1;
 	}

@@ -27,6 +27,9 @@ struct fleet_conn {
 	long long count;       /* the scenario's counter */
 	int priority;
 	const char *service;
+	unsigned char *cork;   /* fleet_cork: frames held for one write */
+	size_t cork_len, cork_cap;
+	int corked;
 };
 
 /* What arrived: type "HELLO", "OFFER", "DONE", "ERROR", ... or "PING". */
@@ -62,6 +65,10 @@ void fleet_run(struct fleet *f, long long deadline_ns, int tick_ms, void (*tick)
 
 /* Sends a message (printf-style) on c; marks c dead on failure. */
 int fleet_send(struct fleet_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Between fleet_cork and fleet_uncork, what fleet_send sends on c goes
+ * out in one write (one TCP segment), as a client that pipelines does. */
+void fleet_cork(struct fleet_conn *c);
+int fleet_uncork(struct fleet_conn *c);
 /* WANT of job "<c->idx>-<c->seq++>" on c->service at c->priority. */
 int fleet_want(struct fleet_conn *c);
 

@@ -38,6 +38,8 @@ extern char **environ;
 struct jobrun {
 	const char *job;          /* the JOB's job object */
 	int depth;                /* wants each connection keeps */
+	int pipeline;             /* the next WANT goes with the JOB (one write),
+				   * not after the DONE */
 	int stop_new;
 	long long done, failed, issued, limit;  /* limit: 0 = none */
 	struct samples *lat;      /* submission -> start (us), from stamp */
@@ -58,8 +60,12 @@ static void job_msg(struct fleet *f, struct fleet_conn *c, const struct fleet_ms
 	if (strcmp(m->type, "OFFER") == 0) {
 		if (jr->wait && c->outstanding == 1)
 			bs_add(jr->wait, (double)(m->t_ns - c->t_mark) / 1000.0);
+		fleet_cork(c);
 		fleet_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":%s}", m->job_id,
 			   m->token, jr->job);
+		if (jr->pipeline && !jr->stop_new && (!jr->limit || jr->issued < jr->limit))
+			job_want(jr, c);
+		fleet_uncork(c);
 	} else if (strcmp(m->type, "DONE") == 0) {
 		c->outstanding--;
 		c->count++;
@@ -73,7 +79,7 @@ static void job_msg(struct fleet *f, struct fleet_conn *c, const struct fleet_ms
 			if (start > 0)
 				bs_add(jr->lat, (double)(start - c->t_mark) / 1000.0);
 		}
-		if (!jr->stop_new && (!jr->limit || jr->issued < jr->limit))
+		if (!jr->pipeline && !jr->stop_new && (!jr->limit || jr->issued < jr->limit))
 			job_want(jr, c);
 	} else if (strcmp(m->type, "ERROR") == 0) {
 		fprintf(stderr, "esbench: %s\n", m->raw);
@@ -95,11 +101,21 @@ static void limit_tick(struct fleet *f)
 		f->stop = 1;
 }
 
+static long long self_cpu_us(void)
+{
+	struct rusage r;
+	getrusage(RUSAGE_SELF, &r);
+	return (long long)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1000000LL + r.ru_utime.tv_usec +
+	       r.ru_stime.tv_usec;
+}
+
 /* Runs jobs on every connection of f (service s, depth wants each) for
- * sec seconds after a short warm-up; returns jobs/s and the daemon's CPU
- * per job (us) in *cpu_per_job.  Drains before returning. */
+ * sec seconds after a short warm-up; returns jobs/s, the daemon's CPU per
+ * job (us) in *cpu_per_job and this load generator's in *client_cpu_per_job
+ * (either may be NULL).  Drains before returning. */
 static double run_jobs(struct fleet *f, const struct es_daemon *d, struct jobrun *jr,
-		       const char *service, double sec, double *cpu_per_job)
+		       const char *service, double sec, double *cpu_per_job,
+		       double *client_cpu_per_job)
 {
 	f->user = jr;
 	f->on_msg = job_msg;
@@ -110,7 +126,7 @@ static double run_jobs(struct fleet *f, const struct es_daemon *d, struct jobrun
 			job_want(jr, &f->c[i]);
 	}
 	fleet_run(f, bu_now_ns() + 300000000LL, 0, NULL);
-	long long d0 = jr->done, t0 = bu_now_ns(), cpu0 = bu_daemon_cpu_us(d);
+	long long d0 = jr->done, t0 = bu_now_ns(), cpu0 = bu_daemon_cpu_us(d), self0 = self_cpu_us();
 	if (jr->lat)
 		jr->lat->n = 0;
 	fleet_run(f, t0 + (long long)(sec * 1e9), 0, NULL);
@@ -118,6 +134,8 @@ static double run_jobs(struct fleet *f, const struct es_daemon *d, struct jobrun
 	double el = (double)(bu_now_ns() - t0) / 1e9;
 	if (cpu_per_job)
 		*cpu_per_job = (double)(bu_daemon_cpu_us(d) - cpu0) / (double)(jobs ? jobs : 1);
+	if (client_cpu_per_job)
+		*client_cpu_per_job = (double)(self_cpu_us() - self0) / (double)(jobs ? jobs : 1);
 	jr->stop_new = 1;
 	f->stop = 0;
 	fleet_run(f, bu_now_ns() + 30000000000LL, 20, drain_tick);
@@ -160,20 +178,17 @@ static double spawn_limit(char *const argv[], int k, double sec, double *cpu_per
 	return (double)jobs / el;
 }
 
-static const int KS[] = { 1, 2, 4, 8 };
-#define NK ((int)(sizeof KS / sizeof KS[0]))
-
-static void jobs_body(char *b, size_t len, const char *stamp)
+static void jobs_body(char *b, size_t len, const struct bench_opts *o, const char *stamp)
 {
 	int k = snprintf(b, len, "waitgroups:\n");
-	for (int i = 0; i < NK; i++)
-		k += snprintf(b + k, len - (size_t)k, "  k%d: {processes: %d}\n", KS[i], KS[i]);
+	for (int i = 0; i < o->nk; i++)
+		k += snprintf(b + k, len - (size_t)k, "  k%d: {processes: %d}\n", o->ks[i], o->ks[i]);
 	k += snprintf(b + k, len - (size_t)k, "services:\n");
-	for (int i = 0; i < NK; i++)
+	for (int i = 0; i < o->nk; i++)
 		k += snprintf(b + k, len - (size_t)k,
 			      "  t%d:\n    waitgroup: k%d\n    commands:\n"
 			      "      true: {prog: /bin/true}\n      stamp: {prog: \"%s\"}\n",
-			      KS[i], KS[i], stamp);
+			      o->ks[i], o->ks[i], stamp);
 }
 
 /* ---- gearmand ---- */
@@ -247,37 +262,40 @@ void row_throughput(const struct bench_opts *o)
 {
 	char body[8192], stamp[512], path[512];
 	snprintf(stamp, sizeof stamp, "%s/stamp", o->peers);
-	jobs_body(body, sizeof body, stamp);
+	jobs_body(body, sizeof body, o, stamp);
 	struct es_daemon d;
 	bu_start(&d, o->handlers, body);
 	FILE *md = bu_out(o->out, "row3");
 	FILE *dat = fopen(bu_path(path, sizeof path, o->out, "throughput.dat"), "w");
 	fprintf(md, "| K slots | broker jobs/s (median, min–max) | limit: posix_spawn+waitpid jobs/s | broker / limit | "
-		"execserver CPU per job | the limit loop's CPU per job | broker's own cost per job |\n"
-		"|---|---|---|---|---|---|---|\n");
+		"execserver CPU per job | the limit loop's CPU per job | broker's own cost per job | "
+		"load generator's CPU per job |\n"
+		"|---|---|---|---|---|---|---|---|\n");
 	double rmin = 1e9;
-	for (int ki = 0; ki < NK; ki++) {
-		int k = KS[ki];
+	for (int ki = 0; ki < o->nk; ki++) {
+		int k = o->ks[ki];
 		char svc[16];
 		snprintf(svc, sizeof svc, "t%d", k);
 		struct fleet *f = fleet_open(d.port, 2 * k, "tp", 0, 0);
-		double rb[16], rl[16], cb[16], cl[16];
+		double rb[16], rl[16], cb[16], cl[16], cg[16];
 		char *argv[] = { "/bin/true", NULL };
 		for (int i = 0; i < o->repeats; i++) {
-			struct jobrun jr = { .job = "{\"command\":\"true\"}", .depth = 1 };
-			rb[i] = run_jobs(f, &d, &jr, svc, o->rate_sec, &cb[i]);
+			struct jobrun jr = { .job = "{\"command\":\"true\"}", .depth = 1, .pipeline = 1 };
+			rb[i] = run_jobs(f, &d, &jr, svc, o->rate_sec, &cb[i], &cg[i]);
 			if (jr.failed)
 				fprintf(stderr, "esbench: %lld jobs failed\n", jr.failed);
 			rl[i] = spawn_limit(argv, k, o->rate_sec, &cl[i]);
 		}
 		fleet_close(f);
 		struct spread b = spread_of(rb, o->repeats), l = spread_of(rl, o->repeats),
-			      c = spread_of(cb, o->repeats), c2 = spread_of(cl, o->repeats);
+			      c = spread_of(cb, o->repeats), c2 = spread_of(cl, o->repeats),
+			      g = spread_of(cg, o->repeats);
 		double ratio = b.med / l.med;
 		if (ratio < rmin)
 			rmin = ratio;
-		fprintf(md, "| %d | **%.0f** (%.0f–%.0f) | %.0f (%.0f–%.0f) | **%.0f %%** | %.0f µs | %.0f µs | %.0f µs |\n",
-			k, b.med, b.min, b.max, l.med, l.min, l.max, 100 * ratio, c.med, c2.med, c.med - c2.med);
+		fprintf(md, "| %d | **%.0f** (%.0f–%.0f) | %.0f (%.0f–%.0f) | **%.0f %%** | %.0f µs | %.0f µs | %.0f µs | %.0f µs |\n",
+			k, b.med, b.min, b.max, l.med, l.min, l.max, 100 * ratio, c.med, c2.med, c.med - c2.med,
+			g.med);
 		fprintf(dat, "%d %.0f %.0f %.0f %.0f %.0f %.0f\n", k, b.med, b.min, b.max, l.med, l.min, l.max);
 		fprintf(stderr, "row3: K=%d broker %.0f/s limit %.0f/s\n", k, b.med, l.med);
 	}
@@ -302,8 +320,8 @@ void row_throughput(const struct bench_opts *o)
 	fprintf(md, "| K | broker jobs/s | gearmand jobs/s | broker / gearmand | broker submit→start p50 / p99 / max | "
 		"gearmand submit→start p50 / p99 / max |\n|---|---|---|---|---|---|\n");
 	int wins = 0, lat_wins = 0;
-	for (int ki = 0; ki < NK; ki++) {
-		int k = KS[ki];
+	for (int ki = 0; ki < o->nk; ki++) {
+		int k = o->ks[ki];
 		char svc[16];
 		snprintf(svc, sizeof svc, "t%d", k);
 		struct fleet *f = fleet_open(d.port, k, "gm", 0, 0);
@@ -312,7 +330,7 @@ void row_throughput(const struct bench_opts *o)
 		struct gm_result gr[16], gmed;
 		for (int i = 0; i < o->repeats; i++) {
 			struct jobrun jr = { .job = "{\"command\":\"stamp\"}", .depth = 1, .lat = &lat };
-			rb[i] = run_jobs(f, &d, &jr, svc, o->rate_sec, NULL);
+			rb[i] = run_jobs(f, &d, &jr, svc, o->rate_sec, NULL, NULL);
 			for (size_t j = 0; j < lat.n; j++)
 				bs_add(&all, lat.v[j]);
 			gr[i] = run_gearman(o, k, o->rate_sec, gport);
@@ -340,13 +358,13 @@ void row_throughput(const struct bench_opts *o)
 		bs_free(&all);
 	}
 	fprintf(md, "\nMore jobs/s than gearmand at %d of %d K, lower median submission-to-start latency at %d of %d.\n",
-		wins, NK, lat_wins, NK);
+		wins, o->nk, lat_wins, o->nk);
 	kill(g, SIGTERM);
 	waitpid(g, NULL, 0);
 	FILE *sm = bu_out(o->out, "summary-7");
 	fprintf(sm, "| 7 | gearmand with K libgearman workers against the broker, same K | more jobs/s and lower submission-to-start latency "
-		"| more jobs/s at %d of %d K, lower median latency at %d of %d — **%s** |\n", wins, NK, lat_wins, NK,
-		wins == NK && lat_wins == NK ? "met" : "missed");
+		"| more jobs/s at %d of %d K, lower median latency at %d of %d — **%s** |\n", wins, o->nk, lat_wins, o->nk,
+		wins == o->nk && lat_wins == o->nk ? "met" : "missed");
 	fclose(sm);
 	fclose(dat);
 	fclose(md);

@@ -19,6 +19,7 @@ struct bench_opts {
 	double rate_sec;        /* length of one rate measurement */
 	long long stream_bytes; /* row 6 */
 	int fair_jobs;          /* row 8 */
+	int ks[8], nk;          /* slot counts K of rows 3 and 7 */
 };
 
 void row_handover(const struct bench_opts *o);     /* 1 */

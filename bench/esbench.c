@@ -4,9 +4,10 @@
  * markdown fragment per row (and data files for the plots) into an output
  * directory; bench/run.sh puts them together.
  *
- * Usage: esbench [-o DIR] [-p PEERS] [-q] [ROW...]
+ * Usage: esbench [-o DIR] [-p PEERS] [-q] [-k K,...] [ROW...]
  *   ROW: handover idle throughput grant book stream fair auto (default all)
  *   -q: a quick run (fewer samples, shorter windows) to try the tool out
+ *   -k: the slot counts K of rows 3 and 7 (default 1,2,4,8)
  */
 #include "autoconfig.h"
 
@@ -37,16 +38,36 @@ static const struct row ROWS[] = {
 };
 #define NROWS (sizeof ROWS / sizeof ROWS[0])
 
+/* "1,4" -> o->ks = {1, 4}: the slot counts of rows 3 and 7. */
+static int parse_ks(const char *arg, struct bench_opts *o)
+{
+	o->nk = 0;
+	while (*arg) {
+		char *end;
+		long k = strtol(arg, &end, 10);
+		if (end == arg || k < 1 || k > 64 || o->nk == (int)(sizeof o->ks / sizeof o->ks[0]))
+			return -1;
+		o->ks[o->nk++] = (int)k;
+		if (*end == ',')
+			end++;
+		else if (*end)
+			return -1;
+		arg = end;
+	}
+	return o->nk ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
 	struct bench_opts o = {
 		.out = "bench-out", .peers = "bench/peers", .handlers = 0,
 		.grants = 10000, .legacy_samples = 320, .idle_sec = 60, .idle_conns = 10000,
 		.repeats = 3, .rate_sec = 3.0, .stream_bytes = 1LL << 30, .fair_jobs = 10000,
+		.ks = { 1, 2, 4, 8 }, .nk = 4,
 	};
 	int opt;
 	signal(SIGPIPE, SIG_IGN);
-	while ((opt = getopt(argc, argv, "o:p:q")) != -1) {
+	while ((opt = getopt(argc, argv, "o:p:qk:")) != -1) {
 		switch (opt) {
 		case 'o':
 			o.out = optarg;
@@ -64,8 +85,14 @@ int main(int argc, char **argv)
 			o.stream_bytes = 1LL << 27;
 			o.fair_jobs = 2000;
 			break;
+		case 'k':
+			if (parse_ks(optarg, &o) != 0) {
+				fprintf(stderr, "esbench: -k wants slot counts 1..64, comma-separated\n");
+				return 2;
+			}
+			break;
 		default:
-			fprintf(stderr, "usage: esbench [-o DIR] [-p PEERS] [-q] [ROW...]\n");
+			fprintf(stderr, "usage: esbench [-o DIR] [-p PEERS] [-q] [-k K,...] [ROW...]\n");
 			return 2;
 		}
 	}

@@ -77,6 +77,7 @@ static int set_defaults(struct es_config *cfg)
 	memset(cfg, 0, sizeof *cfg);
 	cfg->job_removal_policy = JOB_REMOVAL_DONE;
 	cfg->janitor_file_age_ms = 24 * 3600 * INT64_C(1000);
+	cfg->job_limits.nice = CONFIG_JOB_NICE_DEFAULT;
 	cfg->handlers = 0;
 	cfg->offer_timeout_sec = 10;
 	cfg->resume_grace_sec = 30;
@@ -785,7 +786,7 @@ static int top_log_level(struct loader *ld, const struct topkey *tk, const struc
 static int top_job_limits(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
 	static const char *const allowed[] = { "cpuSec", "memoryMB", "fileSizeMB", "openFiles",
-					       "coreMB", NULL };
+					       "coreMB", "nice", NULL };
 	static const struct {
 		const char *key;
 		size_t off;
@@ -796,6 +797,7 @@ static int top_job_limits(struct loader *ld, const struct topkey *tk, const stru
 		{ "fileSizeMB", offsetof(struct config_job_limits, file_size_mb), 1, 16777216 },
 		{ "openFiles", offsetof(struct config_job_limits, open_files), 16, 1048576 },
 		{ "coreMB", offsetof(struct config_job_limits, core_mb), 0, 16777216 },
+		{ "nice", offsetof(struct config_job_limits, nice), 0, 19 },
 	};
 	char what[64];
 

@@ -85,7 +85,14 @@ struct config_job_limits {
 	long long open_files;     /* RLIMIT_NOFILE */
 	long long core_mb;        /* RLIMIT_CORE; default 0 = no core files */
 	int core_given;           /* coreMB was written (0 is meaningful) */
+	long long nice;           /* added to the daemon's niceness for every
+				   * job, 0-19; default CONFIG_JOB_NICE_DEFAULT */
 };
+
+/* Jobs run a little below the daemon, so that the daemon's own work (the
+ * hand-over of a freed slot, pings) is not queued behind converters on a
+ * busy host. */
+#define CONFIG_JOB_NICE_DEFAULT 5
 
 struct es_config {
 	char *file;                       /* path it was loaded from */

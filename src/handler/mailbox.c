@@ -47,7 +47,16 @@ void mailbox_on_wake(evutil_socket_t fd, short what, void *arg)
 		struct book *b = handler_book_lock();
 		n = book_mail_take(b, (uint32_t)handler.slot, mail, MAIL_BATCH);
 		handler_book_unlock();
+		/* DONEs last: the OFFER of the slot a job just freed goes out
+		 * first (the slot waits for its taker's JOB, a DONE waits for
+		 * nothing).  Everything else keeps the book's order; a want has
+		 * one mail at a time and a job_id one want, so no job's mails
+		 * change order. */
 		for (size_t i = 0; i < n; i++)
-			deliver(&mail[i]);
+			if (mail[i].kind != MAIL_DONE)
+				deliver(&mail[i]);
+		for (size_t i = 0; i < n; i++)
+			if (mail[i].kind == MAIL_DONE)
+				deliver(&mail[i]);
 	} while (n == MAIL_BATCH);
 }

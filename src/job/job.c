@@ -43,6 +43,7 @@
 #include "handler/broker.h"
 #include "handler/handler.h"
 #include "job/janitor.h"
+#include "job/job_dir.h"
 #include "job/job_io.h"
 #include "job/job.h"
 #include "job/job_spec.h"
@@ -87,6 +88,8 @@ struct job {
 	int spawn_errno;
 	int stdin_done, stdout_done, outputs_started, outputs_done, completing;
 	int stopped_for_io;         /* we stopped the program: a stream failed */
+	int lingered;               /* output outlived the leader: a descendant
+				     * may still use the directory */
 	/* the first failure around the process */
 	uint8_t io_error;           /* JOB_ERR_* */
 	uint8_t io_retryable;
@@ -97,7 +100,6 @@ struct job {
 
 static struct job *jobs;
 static unsigned njobs;
-static uint64_t job_counter;
 static struct transfer_loop *transfers;
 
 static struct event *janitor_ev;
@@ -111,7 +113,7 @@ static int dir_in_use(const char *name)
 		if (base && strcmp(base + 1, name) == 0)
 			return 1;
 	}
-	return 0;
+	return job_dir_is_spare(name);
 }
 
 /* A quarter of janitorFileAge, between 1 s and 10 min. */
@@ -142,6 +144,7 @@ static void janitor_cb(evutil_socket_t fd, short what, void *arg)
 
 int job_init(void)
 {
+	spawn_init();
 	janitor_ev = evtimer_new(handler.base, janitor_cb, NULL);
 	transfers = transfer_loop_new(handler.base);
 	if (!janitor_ev || !transfers)
@@ -300,7 +303,7 @@ static void complete(struct job *j)
 
 	enum job_removal_policy pol = handler.inst->cfg->job_removal_policy;
 	if (j->dir[0] && (pol == JOB_REMOVAL_ALL || (pol == JOB_REMOVAL_DONE && !o.failed)))
-		janitor_remove_tree(j->dir);
+		job_dir_release(j->dir, j->pid > 0 && j->reaped && !j->lingered);
 
 	if (j->prev)
 		j->prev->next = j->next;
@@ -500,6 +503,7 @@ static void kill_timer_cb(evutil_socket_t fd, short what, void *arg)
 static void linger_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct job *j = arg;
+	j->lingered = 1;
 	close_stderr(j);
 	if (j->io && !j->stdout_done && job_io_stdout_close(j->io) != 0) {
 		/* the program's own output still waits for a slow consumer */
@@ -559,6 +563,7 @@ void job_stop_all(void)
 		next = j->next;
 		cancel_job(j, JOB_CANCEL_DRAIN);
 	}
+	job_dir_drop_spares();
 }
 
 void job_reap(void)
@@ -652,7 +657,8 @@ static void spawn_job(struct job *j)
 				     .cwd = j->dir, .stdin_fd = in, .stdout_fd = out,
 				     .stderr_fd = errfds[1], .limits = limits,
 				     .nlimits = job_limits(&cfg->job_limits, handler.inst->jobs_nofile,
-							   limits) };
+							   limits),
+				     .nice = (int)cfg->job_limits.nice };
 	int err = 0;
 	pid_t pid = spawn_process(&req, &err);
 	if (in >= 0)
@@ -668,9 +674,9 @@ static void spawn_job(struct job *j)
 	j->err_fd = errfds[0];
 	j->err_ev = event_new(handler.base, j->err_fd, EV_READ | EV_PERSIST, on_stderr, j);
 	event_add(j->err_ev, NULL);
+	/* If the child exited already, the signalfd reports it to job_reap
+	 * once this returns to the loop: the pid is recorded by then. */
 	record_pgid(j, j->pid);
-	/* The child may already have exited before we recorded its pid. */
-	job_reap();
 }
 
 /* The callback guard (docs/security.md): a job's URLs may reach the
@@ -731,10 +737,7 @@ static void job_run(struct job *j, struct json_object *desc)
 		return;
 	}
 
-	/* mkdtemp: unique even across handler restarts and leftovers */
-	snprintf(j->dir, sizeof j->dir, "%s/job/%d-%llu-XXXXXX", cfg->temp_dir, handler.slot,
-		 (unsigned long long)++job_counter);
-	if (!mkdtemp(j->dir)) {
+	if (job_dir_take(cfg->temp_dir, handler.slot, j->dir, sizeof j->dir) != 0) {
 		int err = errno;
 		j->dir[0] = '\0';
 		not_started(j, err);

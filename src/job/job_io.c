@@ -335,8 +335,10 @@ struct job_io *job_io_new(struct event_base *base, struct transfer_loop *loop,
 	io->streams_ctx = io;
 	io->has_in = spec->stdin_url != NULL;
 	io->has_out = spec->stdout_url != NULL;
-	io->dirfd = open(jobdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (io->dirfd < 0) {
+	/* the directory is only opened for files to fetch or upload */
+	io->dirfd = -1;
+	if ((spec->ninputs || spec->noutputs) &&
+	    (io->dirfd = open(jobdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		e = errno;
 		free(io);
 		errno = e;
@@ -344,7 +346,8 @@ struct job_io *job_io_new(struct event_base *base, struct transfer_loop *loop,
 	}
 	io->report_ev = evtimer_new(base, report_cb, io);
 	if (io->report_ev == NULL) {
-		close(io->dirfd);
+		if (io->dirfd >= 0)
+			close(io->dirfd);
 		free(io);
 		errno = ENOMEM;
 		return NULL;

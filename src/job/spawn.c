@@ -3,10 +3,16 @@
  *
  * vfork(): the child borrows the handler's memory until execve, which is
  * what makes spawning cheap (no page-table copy of a big handler); it only
- * makes system calls and reports a failure through a close-on-exec pipe.
- * Signals are blocked across vfork so that none of the handler's libevent
- * signal handlers can run in the child; the child resets every disposition
- * to the default before unblocking.
+ * makes system calls.  Because the memory is shared and the parent sleeps
+ * until the child has exec'd or exited, the child reports a failed step by
+ * storing its errno in a variable of the parent's frame: no pipe, no read.
+ * Signals are blocked across vfork so that no signal handler of the
+ * handler can run in the child; the child resets to the default every
+ * disposition that is not (ignored ones survive execve, caught ones would
+ * run on the borrowed memory if a signal came between the unblock and the
+ * exec) and then unblocks everything.  Which dispositions those are is
+ * read once (spawn_init): the handler takes its signals through a
+ * signalfd and installs no handler after that.
  */
 #include "autoconfig.h"
 
@@ -21,13 +27,29 @@
 
 #include "job/spawn.h"
 
-static void child(const struct spawn_request *req, int report_fd)
+/* Signals whose disposition is not the default in this process. */
+static sigset_t not_default;
+static int initialised;
+
+void spawn_init(void)
+{
+	sigemptyset(&not_default);
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+		if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) != 0)
+			continue;
+		if (sa.sa_handler != SIG_DFL)
+			sigaddset(&not_default, sig);
+	}
+	initialised = 1;
+}
+
+static void child(const struct spawn_request *req, volatile int *report)
 {
 	int fds[3] = { req->stdin_fd, req->stdout_fd, req->stderr_fd };
-	int err;
 
 	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
+		if (sig != SIGKILL && sig != SIGSTOP && (!initialised || sigismember(&not_default, sig)))
 			signal(sig, SIG_DFL);
 	if (setpgid(0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 		goto fail;
@@ -57,6 +79,12 @@ static void child(const struct spawn_request *req, int report_fd)
 		goto fail;
 	if (req->cwd && chdir(req->cwd) != 0)
 		goto fail;
+	if (req->nice > 0) {
+		/* relative to the daemon's own niceness (never needs a privilege) */
+		errno = 0;
+		if (nice(req->nice) == -1 && errno != 0)
+			goto fail;
+	}
 	for (size_t i = 0; i < req->nlimits; i++) {
 		struct rlimit rl = { (rlim_t)req->limits[i].value, (rlim_t)req->limits[i].value };
 		if (setrlimit(req->limits[i].resource, &rl) != 0)
@@ -70,52 +98,35 @@ static void child(const struct spawn_request *req, int report_fd)
 	}
 	execve(req->path, req->argv, req->envp);
 fail:
-	err = errno;
-	if (write(report_fd, &err, sizeof err) < 0) {
-		/* nothing left to tell anyone */
-	}
+	*report = errno ? errno : EIO;
 	_exit(127);
 }
 
 pid_t spawn_process(const struct spawn_request *req, int *err)
 {
-	int report[2];
+	volatile int child_err = 0;
 	sigset_t all, old;
 	pid_t pid;
 
-	if (pipe2(report, O_CLOEXEC) != 0) {
-		*err = errno;
-		return -1;
-	}
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
 	pid = vfork();
 	if (pid == 0)
-		child(req, report[1]);
+		child(req, &child_err);
 	int fork_errno = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	close(report[1]);
 	if (pid < 0) {
-		close(report[0]);
 		*err = fork_errno;
 		return -1;
 	}
-	/* vfork returned: the child has exec'd (pipe closed, read gives 0) or
-	 * failed (read gives its errno); either way this does not block long. */
-	int child_err = 0;
-	ssize_t n;
-	do
-		n = read(report[0], &child_err, sizeof child_err);
-	while (n < 0 && errno == EINTR);
-	close(report[0]);
-	if (n == (ssize_t)sizeof child_err) {
+	/* vfork returned: the child has exec'd (in its own process group
+	 * already) or failed and exited with child_err set. */
+	if (child_err != 0) {
 		int status;
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
 		*err = child_err;
 		return -1;
 	}
-	/* Also from the parent, so the group exists before anyone signals it. */
-	setpgid(pid, pid);
 	return pid;
 }

@@ -21,7 +21,12 @@ struct spawn_request {
 		unsigned long long value;
 	} *limits;
 	size_t nlimits;
+	int nice;                /* added to the niceness (nice(2)) */
 };
+
+/* Once, before the first spawn, after the process set its signal
+ * dispositions (spawn.c says why). */
+void spawn_init(void);
 
 /* Returns the pid (== its process group id), or -1 with *err = errno of
  * the failed step (chdir, execve...) in the child or of fork itself. */

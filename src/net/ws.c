@@ -90,6 +90,8 @@ struct ws_session {
 	int busy;		/* libevent callbacks of ours on the stack */
 	int free_pending;	/* ws_session_free called while busy */
 	int read_paused;	/* back-pressure: EV_READ disabled */
+	int direct;		/* plain socket: output written from flush, EV_WRITE
+				 * only while a rest waits (see push_out) */
 	int wr_shut;		/* LINGER: write side shut down */
 	uint32_t ping_seq;
 	int out_dirty;		/* output written since the last on_drained */
@@ -108,6 +110,7 @@ struct ws_session {
 };
 
 static void ws_process(struct ws_session *s);
+static void push_out(struct ws_session *s);
 static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
 		int flags, void *user);
 static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data,
@@ -343,6 +346,8 @@ static void linger(struct ws_session *s)
 	evbuffer_drain(in_buf(s), evbuffer_get_length(in_buf(s)));
 	if (evbuffer_get_length(out_buf(s)) == 0)
 		shut_write(s);
+	else
+		push_out(s);
 }
 
 /*
@@ -372,6 +377,54 @@ static void fail_msg(struct ws_session *s, uint16_t code)
 	log_debug("websocket: closing with %u", (unsigned)code);
 	wslay_event_queue_close(s->ctx, code, NULL, 0);
 	wslay_event_shutdown_read(s->ctx);
+}
+
+/* The output buffer was written (maybe not all of it): lift the
+ * back-pressure, and once it is empty shut the write side (LINGER) or
+ * tell the owner.  libevent also calls write_cb when nothing was written:
+ * the checks filter that. */
+static void output_drained(struct ws_session *s)
+{
+	if (s->read_paused && s->state != ST_ENDED) {
+		s->read_paused = 0;
+		bufferevent_enable(s->bev, EV_READ);
+	}
+	if (s->state == ST_LINGER && !s->wr_shut &&
+			evbuffer_get_length(out_buf(s)) == 0) {
+		shut_write(s);
+	} else if (s->state == ST_OPEN && s->out_dirty &&
+			evbuffer_get_length(out_buf(s)) == 0) {
+		s->out_dirty = 0;
+		if (!s->free_pending && s->cb.on_drained)
+			s->cb.on_drained(s->owner);
+	}
+}
+
+/*
+ * Plain sockets: what was queued is written now, in one writev, instead
+ * of arming EV_WRITE and writing on the next turn of the loop (two
+ * epoll_ctl calls and a loop turn per message, on the path of every OFFER
+ * and DONE).  Only a rest the kernel did not take arms EV_WRITE, and
+ * write_cb disarms it once the rest is out; a write error is left to the
+ * bufferevent, which meets it again and reports it through event_cb.
+ * The socket bufferevent freezes the start of its output (only it drains
+ * there): lifted for the write, single-threaded as everything here.
+ */
+static void push_out(struct ws_session *s)
+{
+	struct evbuffer *out = out_buf(s);
+	evutil_socket_t fd = bufferevent_getfd(s->bev);
+
+	if (!s->direct || s->wr_shut || s->state == ST_ENDED ||
+			evbuffer_get_length(out) == 0 || fd < 0)
+		return;
+	evbuffer_unfreeze(out, 1);
+	(void)evbuffer_write(out, fd);
+	evbuffer_freeze(out, 1);
+	if (evbuffer_get_length(out) > 0)
+		bufferevent_enable(s->bev, EV_WRITE);
+	else
+		output_drained(s);
 }
 
 /*
@@ -405,6 +458,7 @@ static void flush(struct ws_session *s)
 		s->read_paused = 1;
 		bufferevent_disable(s->bev, EV_READ);
 	}
+	push_out(s);
 }
 
 /*
@@ -595,20 +649,9 @@ static void write_cb(struct bufferevent *bev, void *arg)
 	struct ws_session *s = arg;
 
 	enter(s);
-	if (s->read_paused && s->state != ST_ENDED) {
-		s->read_paused = 0;
-		bufferevent_enable(s->bev, EV_READ);
-	}
-	/* libevent also calls this when nothing was written: filter */
-	if (s->state == ST_LINGER && !s->wr_shut &&
-			evbuffer_get_length(out_buf(s)) == 0) {
-		shut_write(s);
-	} else if (s->state == ST_OPEN && s->out_dirty &&
-			evbuffer_get_length(out_buf(s)) == 0) {
-		s->out_dirty = 0;
-		if (!s->free_pending && s->cb.on_drained)
-			s->cb.on_drained(s->owner);
-	}
+	if (s->direct && s->state != ST_ENDED && evbuffer_get_length(out_buf(s)) == 0)
+		bufferevent_disable(s->bev, EV_WRITE);
+	output_drained(s);
 	leave(s);
 }
 
@@ -761,8 +804,11 @@ struct ws_session *ws_session_new(struct bufferevent *bev,
 	bufferevent_setcb(bev, read_cb, write_cb, event_cb, s);
 	bufferevent_setwatermark(bev, EV_READ | EV_WRITE, 0, 0);
 	bufferevent_set_timeouts(bev, NULL, NULL);
+	s->direct = fd >= 0 && bufferevent_openssl_get_ssl(bev) == NULL;
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
 	s->bev = bev;
+	if (s->direct && evbuffer_get_length(out_buf(s)) == 0)
+		bufferevent_disable(bev, EV_WRITE);
 	/* frames that came with the upgrade request, if any */
 	event_active(s->kick_ev, EV_TIMEOUT, 1);
 	return s;

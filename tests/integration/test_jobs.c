@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -147,19 +148,35 @@ static void test_environment_and_percent(void)
 static void test_job_limits(void)
 {
 	char b[4096];
-	snprintf(b, sizeof b, "jobLimits: {openFiles: 64, fileSizeMB: 1, cpuSec: 30}\n%s", body());
+	char expect[64];
+	/* the daemon inherits this process's niceness; a job's is 3 more */
+	int own = getpriority(PRIO_PROCESS, 0);
+	snprintf(b, sizeof b, "jobLimits: {openFiles: 64, fileSizeMB: 1, cpuSec: 30, nice: 3}\n%s",
+		 body());
 	CU_ASSERT_FATAL(harness_start(&D, 1, b, NULL) == 0);
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
 	/* sh's ulimit -f counts 512-byte blocks: 1 MiB = 2048; no core files */
 	struct json_object *d = tc_run_job(c, "l1", "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
-				    "\"ulimit -n; ulimit -f; ulimit -t; ulimit -c\"]}", 5000);
-	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), "64\n2048\n30\n0\n");
+				    "\"ulimit -n; ulimit -f; ulimit -t; ulimit -c; nice\"]}", 5000);
+	snprintf(expect, sizeof expect, "64\n2048\n30\n0\n%d\n", own + 3 > 19 ? 19 : own + 3);
+	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), expect);
 	json_object_put(d);
 	/* and the limit bites: writing 2 MiB fails with SIGXFSZ */
 	d = tc_run_job(c, "l2", "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
 		    "\"head -c 2097152 /dev/zero > big\"]}", 5000);
 	CU_ASSERT(tc_int(tc_receipt(d), "exit_code") != 0);
+	json_object_put(d);
+	tc_close(c);
+	stop();
+
+	/* without jobLimits.nice a job runs 5 below the daemon */
+	start(1);
+	c = tc_connect(D.port, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	d = tc_run_job(c, "l3", "tools", "{\"command\":\"sh\",\"args\":[\"-c\",\"nice\"]}", 5000);
+	snprintf(expect, sizeof expect, "%d\n", own + 5 > 19 ? 19 : own + 5);
+	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), expect);
 	json_object_put(d);
 	tc_close(c);
 	stop();
@@ -327,6 +344,28 @@ static void test_removal_policy_and_janitor(void)
 	CU_ASSERT(d && tc_int(tc_receipt(d), "exit_code") == 0);
 	if (d)
 		json_object_put(d);
+
+	/* a directory its job left empty goes to the next job; one with a
+	 * file left in it is removed; every job starts in an empty one */
+	char first[400] = "", second[400] = "", third[400] = "";
+	char *seen[3] = { first, second, third };
+	static const char *const cmd[3] = { "pwd; ls -A", "pwd; ls -A; touch left", "pwd; ls -A" };
+	for (int i = 0; i < 3; i++) {
+		char job[200], id[8];
+		snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"%s\"]}", cmd[i]);
+		snprintf(id, sizeof id, "u%d", i);
+		d = tc_run_job(c, id, "tools", job, 5000);
+		const char *out = d ? tc_str(tc_receipt(d), "stdout") : NULL;
+		CU_ASSERT_FATAL(out != NULL);
+		/* the directory's path and nothing from ls */
+		CU_ASSERT(strchr(out, '\n') == out + strlen(out) - 1);
+		snprintf(seen[i], 400, "%.*s", (int)strcspn(out, "\n"), out);
+		json_object_put(d);
+	}
+	CU_ASSERT_STRING_EQUAL(first, second);
+	CU_ASSERT_STRING_NOT_EQUAL(second, third);
+	struct stat st;
+	CU_ASSERT(stat(second, &st) != 0);
 	tc_close(c);
 	stop();
 }

@@ -687,6 +687,9 @@ static const struct error_case {
 	{ "job_limits_type",
 	  WG "jobLimits: {memoryMB: lots}\n",
 	  4, 23, "jobLimits.memoryMB" },
+	{ "job_limits_nice",
+	  WG "jobLimits: {nice: 20}\n",
+	  4, 19, "jobLimits.nice" },
 	/* the fylr.yml wrapper */
 	{ "fylr_scalar",
 	  "fylr: 1\n",

@@ -97,7 +97,7 @@ static int plan(const struct book_limits *lim, struct layout *l)
 	l->nodes = o;
 	o = align64(o + (uint64_t)lim->max_wants * sizeof(struct bk_node));
 	l->scratch = o;
-	o = align64(o + 2 * (uint64_t)l->scratch_len * sizeof(uint32_t));
+	o = align64(o + ((uint64_t)l->scratch_len + l->nclient_tab) * sizeof(uint32_t));
 	l->qconn = o;
 	o = align64(o + (uint64_t)lim->max_connections * sizeof(struct bk_qconn));
 	l->widx = o;
@@ -221,11 +221,11 @@ int book_init(void *mem, const struct book_limits *lim, const struct book_topolo
 	b->off_rbytes = l.rbytes;
 	b->off_tokens = l.tokens;
 	b->widx.off = l.widx;
-	b->widx.mask = bk_index_slots(lim->max_wants) - 1;
+	b->widx.n = bk_index_slots(lim->max_wants);
 	b->cidx.off = l.cidx;
-	b->cidx.mask = bk_index_slots(l.nclient_tab) - 1;
+	b->cidx.n = bk_index_slots(l.nclient_tab);
 	b->nidx.off = l.nidx;
-	b->nidx.mask = bk_index_slots(lim->max_wants) - 1;
+	b->nidx.n = bk_index_slots(lim->max_wants);
 
 	for (uint32_t g = 0; g < BOOK_MAX_WAITGROUPS; g++) {
 		b->wgs[g].svc_head = BK_NIL;

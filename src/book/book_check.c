@@ -63,10 +63,10 @@ static int check_want(struct ck *k, uint32_t wi)
 	const struct bk_want *w = bk_want(b, wi);
 	CK(k, w->state <= BK_WANT_EXPIRED, "want %u: bad state %u", wi, w->state);
 	k->nstate[w->state]++;
-	if (w->m_handler != BK_NIL)
+	if (w->m_handler != BK_NIL8)
 		k->nmailed++;
 	if (w->state == WANT_FREE) {
-		CK(k, w->m_handler == BK_NIL, "free want %u in a mailbox", wi);
+		CK(k, w->m_handler == BK_NIL8, "free want %u in a mailbox", wi);
 		return 0;
 	}
 	CK(k, w->service < b->topo.nservices, "want %u: bad service", wi);
@@ -91,7 +91,7 @@ static int check_want(struct ck *k, uint32_t wi)
 			CK(k, n->conn == w->conn && n->service == w->service && n->priority == w->priority,
 			   "parked want %u: in the wrong node", wi);
 		}
-		CK(k, w->m_handler == BK_NIL, "parked want %u in a mailbox", wi);
+		CK(k, w->m_handler == BK_NIL8, "parked want %u in a mailbox", wi);
 		break;
 	case WANT_OFFERED:
 		k->wg_off[g]++;
@@ -99,14 +99,14 @@ static int check_want(struct ck *k, uint32_t wi)
 		indexed = 1;
 		CK(k, w->token != 0, "offered want %u: token 0", wi);
 		CK(k, (w->flags & BKW_OFFER_MAIL) ? w->m_handler == bk_conn(b, w->conn)->handler
-						  : w->m_handler == BK_NIL,
+						  : w->m_handler == BK_NIL8,
 		   "offered want %u: OFFER mail flag and mailbox disagree", wi);
 		break;
 	case WANT_RUNNING:
 		k->wg_run[g]++;
 		k->svc_run[w->service]++;
 		CK(k, w->runner < b->lim.nhandlers, "running want %u: bad runner", wi);
-		CK(k, (w->flags & BKW_CANCEL_MAIL) ? w->m_handler == w->runner : w->m_handler == BK_NIL,
+		CK(k, (w->flags & BKW_CANCEL_MAIL) ? w->m_handler == w->runner : w->m_handler == BK_NIL8,
 		   "running want %u: CANCEL mail flag and mailbox disagree", wi);
 		if (w->client == BK_NIL) {
 			CK(k, w->conn == BK_NIL, "orphan job %u has an owner conn", wi);
@@ -137,11 +137,11 @@ static int check_want(struct ck *k, uint32_t wi)
 			   bk_conn(b, w->conn)->client == w->client,
 			   "finished want %u: live client but no live owner conn", wi);
 			CK(k, (w->flags & BKW_DONE_MAIL) ? w->m_handler == bk_conn(b, w->conn)->handler
-							 : w->m_handler == BK_NIL,
+							 : w->m_handler == BK_NIL8,
 			   "finished want %u: DONE mail flag and mailbox disagree", wi);
 		} else {
 			CK(k, w->conn == BK_NIL, "finished want %u: client in grace but owner conn set", wi);
-			CK(k, !(w->flags & BKW_DONE_MAIL) && w->m_handler == BK_NIL,
+			CK(k, !(w->flags & BKW_DONE_MAIL) && w->m_handler == BK_NIL8,
 			   "finished want %u: DONE mailed while its client is away", wi);
 		}
 		if (w->receipt != BK_NIL) {

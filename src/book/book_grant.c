@@ -147,7 +147,7 @@ void bk_grant_all(struct book *b)
 static void expire_offer(struct book *b, uint32_t wi)
 {
 	struct bk_want *w = bk_want(b, wi);
-	int queued = w->m_handler != BK_NIL;
+	int queued = w->m_handler != BK_NIL8;
 	bk_set_state(&w->state, BK_WANT_EXPIRED);
 	bk_fault("expire.mid");
 	w->flags = 0;

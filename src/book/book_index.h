@@ -2,9 +2,10 @@
  * book_index.h - the book's three hash indexes: (client, job_id) -> want,
  * client_id -> named client, (conn, service, priority) -> node.
  *
- * Open addressing over 2^k slots (at least twice the entries the table can
- * ever hold, so probes stay short and always end at an empty slot), linear
- * probing, backward-shift deletion (no tombstones), keys hashed with keyed
+ * Open addressing over n slots (4/3 of the entries the table can ever
+ * hold, and one more, so probes stay short and always end at an empty
+ * slot), linear probing, backward-shift deletion (no tombstones), keys
+ * hashed with keyed
  * SipHash-2-4.  A slot stores the entry's table index and the low 32 bits
  * of its hash; the key itself is read from the table record.  The indexes
  * are derived data: book_repair() clears and refills them.

@@ -31,8 +31,9 @@
  * Fields of a want by state: conn/conn_gen is the placing conn (PARKED,
  * OFFERED, EXPIRED) or the owner conn (RUNNING, FINISHED; BK_NIL while the
  * client has no live conn); runner/pgid/token only mean something while
- * RUNNING; the outcome fields (exit_code ... receipt_len) only while
- * FINISHED.  A want that is not FINISHED has receipt == BK_NIL (a crash
+ * RUNNING; deadline and offer_no only while OFFERED; the outcome fields
+ * (exit_code ... failed, receipt, receipt_len) only while FINISHED (the
+ * first two groups share their bytes, see struct bk_want).  A want that is not FINISHED has receipt == BK_NIL (a crash
  * between writing it and the state is undone by repair).
  *
  * The receipt store: max_receipts slots of receipt_bytes bytes (the text,
@@ -49,8 +50,11 @@
 #include "book/book.h"
 
 #define BK_NIL UINT32_MAX
+#define BK_NIL8 UINT8_MAX     /* none, in a one-byte handler index */
+_Static_assert(BOOK_MAX_HANDLERS < BK_NIL8, "handler indices fit a byte besides BK_NIL8");
+_Static_assert(BOOK_MAX_SERVICES <= UINT16_MAX, "service indices fit 16 bits");
 #define BK_MAGIC 0x4b4f4f4258455345ULL   /* "ESEXBOOK" little endian */
-#define BK_VERSION 3u
+#define BK_VERSION 4u
 #define BK_MAX_CONNECTIONS (1u << 20)
 #define BK_MAX_WANTS (1u << 22)
 #define BK_MAX_TOKENS (1u << 16)
@@ -80,35 +84,47 @@ struct bk_want {
 	uint8_t state;           /* (P) enum want_state or BK_WANT_EXPIRED */
 	uint8_t flags;           /* (P) BKW_* */
 	uint8_t idlen;           /* (P) */
+	uint8_t m_handler;       /* (D) mailbox it is queued in, or BK_NIL8 */
+	uint16_t service;        /* (P) < BOOK_MAX_SERVICES */
+	uint8_t runner;          /* (P) RUNNING: handler that runs it (else BK_NIL8) */
 	uint8_t pad;
-	uint32_t service;        /* (P) */
 	int32_t priority;        /* (P) */
 	uint32_t conn, conn_gen; /* (P) placing conn; RUNNING: current owner or BK_NIL */
 	uint32_t client, client_gen; /* (P) BK_NIL: orphaned running job */
-	uint32_t runner;         /* (P) RUNNING: handler that runs it */
 	int32_t pgid;            /* (P) RUNNING: process group, 0 = unknown */
+	uint32_t node;           /* (D) PARKED: its node */
 	uint64_t seq;            /* (P) book-wide arrival number */
 	uint64_t token;          /* (P) OFFERED/RUNNING: the offer's token */
-	uint64_t deadline;       /* (P) OFFERED with BKW_STAMPED */
-	uint64_t offer_no;       /* (P) book-wide grant number of the offer */
+	/* The offer's fields and the outcome share their bytes: an offer
+	 * means nothing once the want RUNs, and only RUNNING turns FINISHED
+	 * (bk_job_end writes the outcome while the state still says RUNNING,
+	 * which reads neither), so a record is wholly old or wholly new at
+	 * any crash point as before.  book_want zeroes both. */
+	union {
+		struct {
+			uint64_t deadline;  /* (P) OFFERED with BKW_STAMPED */
+			uint64_t offer_no;  /* (P) OFFERED: book-wide grant number */
+		};
+		struct {
+			int32_t exit_code;  /* (P) FINISHED: the compact outcome */
+			uint32_t duration_ms; /* (P) FINISHED */
+			uint8_t signal, error, retryable, failed; /* (P) FINISHED */
+		};
+	};
 	char job_id[BOOK_ID_MAX]; /* (P) not NUL-terminated, idlen bytes */
-	int32_t exit_code;       /* (P) FINISHED: the compact outcome */
-	uint8_t signal, error, retryable, failed; /* (P) FINISHED */
-	uint32_t duration_ms;    /* (P) FINISHED */
 	uint32_t receipt;        /* (P) FINISHED: its receipt slot, or BK_NIL */
 	uint32_t receipt_len;    /* (P) FINISHED with a slot: bytes of text */
-	uint32_t node;           /* (D) PARKED: its node */
 	uint32_t q_prev, q_next; /* (D) see the table above */
 	uint32_t o_prev, o_next; /* (D) */
 	uint32_t m_prev, m_next; /* (D) */
-	uint32_t m_handler;      /* (D) mailbox it is queued in, or BK_NIL */
 };
 
 /* A node: the parked wants of one (conn, service, priority), FIFO by seq,
  * and its place in the service's pairing heap.  All (D). */
 struct bk_node {
-	uint32_t used;
-	uint32_t conn, service;
+	uint16_t used;
+	uint16_t service;        /* < BOOK_MAX_SERVICES */
+	uint32_t conn;
 	int32_t priority;
 	uint32_t count;
 	uint32_t head, tail;             /* FIFO through want q_prev/q_next */
@@ -197,15 +213,15 @@ struct bk_rslot {
 	uint32_t owner;          /* (D) FINISHED want holding it, or BK_NIL */
 };
 
-/* Open-addressing hash index: 2^k slots, linear probing, backward-shift
- * deletion, at most half full. */
+/* Open-addressing hash index: n slots (any n), linear probing,
+ * backward-shift deletion, at most 3/4 full (book_index.c). */
 struct bk_slot {
 	uint32_t hash;           /* low 32 bits of the keyed hash */
 	uint32_t idx;            /* BK_NIL = empty */
 };
 struct bk_index {
 	uint64_t off;            /* byte offset of the slot array */
-	uint32_t mask, count;
+	uint32_t n, count;       /* slots, slots in use */
 };
 
 /* The header; the tables follow at the recorded offsets. */
@@ -215,7 +231,7 @@ struct book {
 	uint64_t size;
 	struct book_limits lim;
 	uint32_t nclient_tab;    /* max_connections + sum of processes */
-	uint32_t scratch_len;    /* entries of each scratch array */
+	uint32_t scratch_len;    /* entries of scratch array 0 */
 	struct book_topology topo;
 	uint8_t instance_id[16];
 	uint64_t rng[4];         /* (P) xoshiro256** state for tokens */
@@ -284,8 +300,10 @@ static inline struct bk_slot *bk_slots(const struct book *b, const struct bk_ind
 {
 	return (struct bk_slot *)((char *)(uintptr_t)b + ix->off);
 }
-/* Two scratch arrays of scratch_len entries, for repair and query (used
- * only with the book locked; their content is meaningless between calls). */
+/* Two scratch arrays for repair and query (used only with the book
+ * locked; their content is meaningless between calls): 0 has scratch_len
+ * entries (wants, nodes or clients), 1 has nclient_tab entries (conns, in
+ * book_query). */
 static inline uint32_t *bk_scratch(const struct book *b, int which)
 {
 	return (uint32_t *)((char *)(uintptr_t)b + b->off_scratch) + (size_t)which * b->scratch_len;

@@ -48,11 +48,11 @@ void bk_mail_push(struct book *b, uint32_t h, uint32_t wi)
 void bk_mail_unlink(struct book *b, uint32_t wi)
 {
 	struct bk_want *w = bk_want(b, wi);
-	if (w->m_handler == BK_NIL)
+	if (w->m_handler == BK_NIL8)
 		return;
 	struct bk_handler *hd = &b->handlers[w->m_handler];
 	BK_DL_UNLINK(bk_want, b, hd->mail_head, hd->mail_tail, wi, m_prev, m_next);
-	w->m_handler = BK_NIL;
+	w->m_handler = BK_NIL8;
 }
 
 void bk_hello_dirty(struct book *b)

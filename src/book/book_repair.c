@@ -207,7 +207,8 @@ static size_t repair_want_records(struct book *b)
 		struct bk_want *w = bk_want(b, wi);
 		w->node = BK_NIL;
 		w->q_prev = w->q_next = w->o_prev = w->o_next = BK_NIL;
-		w->m_prev = w->m_next = w->m_handler = BK_NIL;
+		w->m_prev = w->m_next = BK_NIL;
+		w->m_handler = BK_NIL8;
 		if (w->state == WANT_FREE)
 			continue;
 		int ok = w->service < b->topo.nservices && w->idlen >= 1 && w->idlen <= BOOK_ID_MAX;
@@ -265,7 +266,7 @@ static size_t repair_want_records(struct book *b)
 		}
 		if (w->seq > b->seq)
 			b->seq = w->seq;
-		if (w->offer_no > b->grants)
+		if (w->state == WANT_OFFERED && w->offer_no > b->grants)
 			b->grants = w->offer_no;
 		A[na++] = wi;
 	}

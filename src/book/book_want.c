@@ -351,7 +351,7 @@ enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
 	w->conn_gen = cn->gen;
 	w->client = cn->client;
 	w->client_gen = bk_client(b, cn->client)->gen;
-	w->runner = BK_NIL;
+	w->runner = BK_NIL8;
 	w->pgid = 0;
 	w->seq = ++b->seq;
 	w->token = 0;
@@ -362,7 +362,7 @@ enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
 	w->duration_ms = 0;
 	w->receipt = BK_NIL;
 	w->receipt_len = 0;
-	w->m_handler = BK_NIL;
+	w->m_handler = BK_NIL8;
 	w->m_prev = w->m_next = w->o_prev = w->o_next = BK_NIL;
 	bk_set_state(&w->state, WANT_PARKED);
 	bk_fault("want.mid");

@@ -33,6 +33,19 @@
  * callbacks run only there, ws_* calls from the owner only queue and kick
  * the event loop, and ws_session_free inside a callback is deferred until
  * busy drops to zero.
+ *
+ * Memory: wslay's context is about 8.6 KiB (two fixed 4 KiB buffers, one
+ * for input in its frame layer and one for output), more than everything
+ * else an idle connection costs.  So it exists only while there is
+ * websocket work in flight: it is created when bytes arrive or something
+ * is to be sent, and released again (release_ctx_if_idle) once, in the
+ * OPEN state, wslay holds nothing: its send queues are empty (flush hands
+ * everything to the output buffer at once), the input buffer is empty, and
+ * the bytes handed to it so far end on a frame boundary outside a
+ * fragmented message (tracked by rx_scan over exactly those bytes) and were
+ * all parsed (its last read found nothing more: rx_starved).  Between
+ * frames, in the OPEN state, a context holds nothing but its configuration,
+ * which ctx_get sets again.  Out of OPEN the context stays until the end.
  */
 #include "autoconfig.h"
 #include "net/ws.h"
@@ -83,12 +96,33 @@ struct ws_session {
 	uint32_t ping_seq;
 	int out_dirty;		/* output written since the last on_drained */
 	int close_pending;	/* CLOSING: our close frame still to queue */
+	/* Input handed to wslay, scanned for frame boundaries (rx_scan):
+	 * header bytes of the frame under way, payload bytes still to come,
+	 * inside a fragmented message, and "wslay's last read found no more
+	 * bytes" (so it has parsed every whole frame it was given). */
+	uint8_t rx_hdr_len;
+	uint8_t rx_hdr[14];
+	uint8_t rx_in_msg;
+	uint8_t rx_starved;
+	uint64_t rx_left;
 	size_t reason_len;
 	char reason[124];
 };
 
 static void ws_process(struct ws_session *s);
 static void push_out(struct ws_session *s);
+static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
+		int flags, void *user);
+static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data,
+		size_t len, int flags, void *user);
+static void frame_start_cb(wslay_event_context_ptr ctx,
+		const struct wslay_event_on_frame_recv_start_arg *arg, void *user);
+static void frame_chunk_cb(wslay_event_context_ptr ctx,
+		const struct wslay_event_on_frame_recv_chunk_arg *arg, void *user);
+static void msg_cb(wslay_event_context_ptr ctx,
+		const struct wslay_event_on_msg_recv_arg *arg, void *user);
+static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
+		void *user);
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -100,6 +134,88 @@ static struct evbuffer *in_buf(struct ws_session *s)
 static struct evbuffer *out_buf(struct ws_session *s)
 {
 	return bufferevent_get_output(s->bev);
+}
+
+/* ---- wslay's context, on demand --------------------------------------- */
+
+/* The context, created if the session has none (the OPEN state between
+ * frames).  NULL only when out of memory. */
+static wslay_event_context_ptr ctx_get(struct ws_session *s)
+{
+	static const struct wslay_event_callbacks wcb = {
+		.recv_callback = recv_cb,
+		.send_callback = send_cb,
+		.on_frame_recv_start_callback = frame_start_cb,
+		.on_frame_recv_chunk_callback = frame_chunk_cb,
+		.on_msg_recv_callback = msg_cb,
+		.genmask_callback = genmask_cb,
+	};
+
+	if (s->ctx)
+		return s->ctx;
+	if ((s->opt.client_role ? wslay_event_context_client_init(&s->ctx, &wcb, s)
+			: wslay_event_context_server_init(&s->ctx, &wcb, s)) != 0) {
+		s->ctx = NULL;
+		return NULL;
+	}
+	wslay_event_config_set_max_recv_msg_length(s->ctx, s->opt.max_msg_len);
+	s->rx_starved = 1;	/* a new context has parsed all it was given */
+	return s->ctx;
+}
+
+/* Follows the bytes handed to wslay: where frames end, and whether a
+ * fragmented message is under way (a data frame without FIN starts or
+ * continues one, a data frame with FIN ends it; control frames between
+ * fragments change nothing). */
+static void rx_scan(struct ws_session *s, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		if (s->rx_left > 0) {
+			size_t take = n < s->rx_left ? n : (size_t)s->rx_left;
+
+			s->rx_left -= take;
+			p += take;
+			n -= take;
+			continue;
+		}
+		s->rx_hdr[s->rx_hdr_len++] = *p++;
+		n--;
+		if (s->rx_hdr_len < 2)
+			continue;
+		unsigned len7 = s->rx_hdr[1] & 0x7fu;
+		unsigned ext = len7 == 126 ? 2 : len7 == 127 ? 8 : 0;
+		unsigned need = 2 + ext + ((s->rx_hdr[1] & 0x80u) ? 4 : 0);
+
+		if (s->rx_hdr_len < need)
+			continue;
+		uint64_t len = len7;
+
+		if (ext) {
+			len = 0;
+			for (unsigned i = 0; i < ext; i++)
+				len = (len << 8) | s->rx_hdr[2 + i];
+		}
+		if ((s->rx_hdr[0] & 0x0fu) < 8)	/* continuation, text, binary */
+			s->rx_in_msg = !(s->rx_hdr[0] & 0x80u);
+		s->rx_left = len;
+		s->rx_hdr_len = 0;
+	}
+}
+
+/* Frees wslay's context when it holds nothing (see the top of the file). */
+static void release_ctx_if_idle(struct ws_session *s)
+{
+	if (!s->ctx || s->state != ST_OPEN || s->close_pending || !s->rx_starved ||
+			s->rx_hdr_len || s->rx_left || s->rx_in_msg ||
+			evbuffer_get_length(in_buf(s)) > 0 ||
+			wslay_event_want_write(s->ctx) ||
+			wslay_event_get_queued_msg_count(s->ctx) > 0 ||
+			!wslay_event_get_read_enabled(s->ctx) ||
+			wslay_event_get_close_received(s->ctx) ||
+			wslay_event_get_close_sent(s->ctx))
+		return;
+	wslay_event_context_free(s->ctx);
+	s->ctx = NULL;
 }
 
 static void destroy(struct ws_session *s)
@@ -219,7 +335,8 @@ static void shut_write(struct ws_session *s)
 static void linger(struct ws_session *s)
 {
 	s->state = ST_LINGER;
-	wslay_event_shutdown_read(s->ctx);
+	if (s->ctx)
+		wslay_event_shutdown_read(s->ctx);
 	arm_close_timer(s);
 	evtimer_del(s->tick_ev);
 	if (s->read_paused) {
@@ -336,7 +453,11 @@ static void queue_out(struct ws_session *s)
 {
 	if (s->state == ST_ENDED)
 		return;
-	for (int pass = 0; pass < 2; pass++) {
+	if (!s->ctx && s->close_pending && !ctx_get(s)) {
+		ws_end(s, WS_CLOSE_INTERNAL_ERROR);
+		return;
+	}
+	for (int pass = 0; s->ctx && pass < 2; pass++) {
 		if (wslay_event_want_write(s->ctx) && wslay_event_send(s->ctx) != 0) {
 			log_warn("websocket: cannot queue output");
 			ws_end(s, WS_CLOSE_INTERNAL_ERROR);
@@ -373,7 +494,7 @@ static void flush(struct ws_session *s)
  */
 static void settle(struct ws_session *s)
 {
-	if (s->state != ST_OPEN && s->state != ST_CLOSING)
+	if ((s->state != ST_OPEN && s->state != ST_CLOSING) || !s->ctx)
 		return;
 	if (!wslay_event_get_close_received(s->ctx) &&
 			wslay_event_get_read_enabled(s->ctx))
@@ -390,7 +511,12 @@ static void settle(struct ws_session *s)
 static void ws_process(struct ws_session *s)
 {
 	if (s->state == ST_OPEN || s->state == ST_CLOSING) {
-		if (wslay_event_get_read_enabled(s->ctx) &&
+		if (evbuffer_get_length(in_buf(s)) > 0 && !ctx_get(s)) {
+			log_warn("websocket: out of memory for a frame parser");
+			ws_end(s, WS_CLOSE_INTERNAL_ERROR);
+			return;
+		}
+		if (s->ctx && wslay_event_get_read_enabled(s->ctx) &&
 				evbuffer_get_length(in_buf(s)) > 0) {
 			int r = wslay_event_recv(s->ctx);
 
@@ -407,6 +533,7 @@ static void ws_process(struct ws_session *s)
 	flush(s);
 	if (s->state != ST_ENDED)
 		settle(s);
+	release_ctx_if_idle(s);
 }
 
 /* Queues our close frame and enters CLOSING. */
@@ -444,9 +571,12 @@ static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
 	int n = evbuffer_remove(in_buf(s), buf, len);
 
 	if (n <= 0) {
+		s->rx_starved = 1;
 		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
 		return -1;
 	}
+	s->rx_starved = 0;
+	rx_scan(s, buf, (size_t)n);
 	return n;
 }
 
@@ -586,11 +716,17 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 			struct wslay_event_msg m = { WSLAY_PING, payload, sizeof payload };
 
 			s->ping_seq++;
+			if (!ctx_get(s)) {
+				ws_end(s, WS_CLOSE_INTERNAL_ERROR);
+				leave(s);
+				return;
+			}
 			wslay_event_queue_msg(s->ctx, &m);
 		}
 		flush(s);
 		if (s->state != ST_ENDED)
 			settle(s);
+		release_ctx_if_idle(s);
 	}
 	leave(s);
 }
@@ -646,14 +782,6 @@ struct ws_session *ws_session_new(struct bufferevent *bev,
 		const struct ws_options *opt, const struct ws_callbacks *cb,
 		void *owner)
 {
-	static const struct wslay_event_callbacks wcb = {
-		.recv_callback = recv_cb,
-		.send_callback = send_cb,
-		.on_frame_recv_start_callback = frame_start_cb,
-		.on_frame_recv_chunk_callback = frame_chunk_cb,
-		.on_msg_recv_callback = msg_cb,
-		.genmask_callback = genmask_cb,
-	};
 	struct event_base *base = bufferevent_get_base(bev);
 	struct ws_session *s = calloc(1, sizeof *s);
 	unsigned period;
@@ -677,12 +805,7 @@ struct ws_session *ws_session_new(struct bufferevent *bev,
 	s->state = ST_OPEN;
 	s->last_rx_ms = clock_mono_ms();
 
-	if ((s->opt.client_role ? wslay_event_context_client_init(&s->ctx, &wcb, s)
-			: wslay_event_context_server_init(&s->ctx, &wcb, s)) != 0) {
-		s->ctx = NULL;
-		goto fail;
-	}
-	wslay_event_config_set_max_recv_msg_length(s->ctx, s->opt.max_msg_len);
+	/* wslay's context is created on demand (ctx_get) */
 	s->tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, s);
 	s->close_ev = evtimer_new(base, close_timer_cb, s);
 	s->kick_ev = event_new(base, -1, 0, kick_cb, s);
@@ -728,7 +851,7 @@ int ws_send_text(struct ws_session *s, const char *msg, size_t len)
 		log_error("websocket: refusing to send invalid UTF-8");
 		return -1;
 	}
-	if (wslay_event_queue_msg(s->ctx, &m) != 0)
+	if (!ctx_get(s) || wslay_event_queue_msg(s->ctx, &m) != 0)
 		return -1;
 	kick(s);
 	return 0;
@@ -757,13 +880,18 @@ void ws_session_free(struct ws_session *s)
 size_t ws_session_pending_out(const struct ws_session *s)
 {
 	return evbuffer_get_length(bufferevent_get_output(s->bev)) +
-		wslay_event_get_queued_msg_length(s->ctx);
+		(s->ctx ? wslay_event_get_queued_msg_length(s->ctx) : 0);
 }
 
 int ws_session_is_open(const struct ws_session *s)
 {
 	return s->state == ST_OPEN && !s->free_pending &&
-		wslay_event_get_read_enabled(s->ctx);
+		(!s->ctx || wslay_event_get_read_enabled(s->ctx));
+}
+
+int ws_session_has_parser(const struct ws_session *s)
+{
+	return s->ctx != NULL;
 }
 
 void ws_session_flush_now(struct ws_session *s)

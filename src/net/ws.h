@@ -6,7 +6,8 @@
  *
  * Owns: the bufferevent handed to ws_session_new() (freed, and its socket
  * closed if it was created with BEV_OPT_CLOSE_ON_FREE, by ws_session_free),
- * the wslay context and the session's timers.
+ * the wslay context (allocated only while frames are in flight) and the
+ * session's timers.
  * Invariants:
  *  - the owner's callbacks run only from the event loop, never from inside
  *    a ws_* call, so the owner may call any ws_* function (including
@@ -145,6 +146,11 @@ size_t ws_session_pending_out(const struct ws_session *s);
 
 /* 1 while the session is open (no close sent or received). */
 int ws_session_is_open(const struct ws_session *s);
+
+/* 1 while wslay's frame parser (about 8.6 KiB) is allocated: only while
+ * websocket work is in flight, or once the session left the open state;
+ * an idle open session holds none (the memory of an idle connection). */
+int ws_session_has_parser(const struct ws_session *s);
 
 /* Switches on TCP keepalive (probes after 60 s idle, every 10 s, 6 tries).
  * Returns 0, or -1 if SO_KEEPALIVE could not be set. */

@@ -514,6 +514,43 @@ static void test_expired_mail_in_place_and_reuse(void)
 	done(&f);
 }
 
+/* The hash indexes at their fullest: a table that is not a power of two
+ * (slots for 4/3 of the entries), every want of its own node (distinct
+ * priorities: the node index full too), ids found and duplicates refused
+ * at every load, then emptied in a scattered order and filled again, with
+ * the book consistent throughout. */
+static void test_index_full(void)
+{
+	struct fx f;
+	struct book_limits l;
+	struct book_ref a;
+	char id[16];
+	const uint32_t n = 97;
+	fx_limits(&l);
+	l.max_wants = n;
+	l.max_wants_per_connection = n + 1;   /* the book is the limit */
+	mk_lim(&f, &l, 0, 1);
+	OK(fx_open(&f, 0, NULL, 0, &a));
+	for (int round = 0; round < 2; round++) {
+		for (uint32_t i = 0; i < n; i++) {
+			snprintf(id, sizeof id, "j%u", i);
+			OK(fx_want(&f, a, id, 0, (int32_t)i - 50, 0));
+			RC(fx_want(&f, a, id, 0, 0, 0), BOOK_E_DUPLICATE);
+		}
+		RC(fx_want(&f, a, "one-more", 0, 0, 0), BOOK_E_LIMIT_WANTS);
+		checked(&f);
+		for (uint32_t i = 0; i < n; i++) {
+			snprintf(id, sizeof id, "j%u", (i * 37) % n);   /* 37 and 97 are coprime */
+			OK(fx_unwant(&f, a, id));
+			RC(fx_unwant(&f, a, id), BOOK_E_UNKNOWN_JOB);
+			if (i % 10 == 0)
+				checked(&f);
+		}
+		checked(&f);
+	}
+	done(&f);
+}
+
 static void test_limits(void)
 {
 	struct fx f;
@@ -2721,6 +2758,7 @@ int main(void)
 		{ "expiry re-grants", test_expiry_regrants },
 		{ "expired mail in place, record reuse", test_expired_mail_in_place_and_reuse },
 		{ "limits", test_limits },
+		{ "hash indexes full (4/3 slots per entry)", test_index_full },
 		{ "duplicates", test_duplicates },
 		{ "conn close", test_conn_close },
 		{ "purge handler", test_purge_handler },

@@ -690,6 +690,9 @@ struct run {
 	struct seen seen;
 	atomic_int client_done;
 	int64_t t0;
+	atomic_int idle_gap;	/* the script: nothing is in flight now */
+	int parser_held_idle;	/* samples of ws_session_has_parser in idle gaps */
+	int parser_free_idle;
 };
 
 static void o_text(void *arg, const char *msg, size_t len)
@@ -849,6 +852,7 @@ static void run_ws(struct run *r, int budget_ms)
 	r->c = wsc_from_fd(sv[1]);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(r->c);
 	atomic_init(&r->client_done, 0);
+	atomic_init(&r->idle_gap, 0);
 	wake = event_new(base, -1, EV_PERSIST, wake_cb, NULL);
 	event_add(wake, &tick);
 	CU_ASSERT_FATAL(pthread_create(&th, NULL, client_main, r) == 0);
@@ -859,6 +863,12 @@ static void run_ws(struct run *r, int budget_ms)
 				atomic_load(&r->client_done))
 			break;
 		event_base_loop(base, EVLOOP_ONCE);
+		if (r->o.s && atomic_load(&r->idle_gap)) {
+			if (ws_session_has_parser(r->o.s))
+				r->parser_held_idle++;
+			else
+				r->parser_free_idle++;
+		}
 	}
 	loop_for(base, r->o.keep_on_close ? r->opt.close_timeout_ms + 300 : 30);
 	pthread_join(th, NULL);
@@ -874,6 +884,15 @@ static void run_ws(struct run *r, int budget_ms)
 	}
 	event_free(wake);
 	event_base_free(base);
+}
+
+/* run_ws with the default test options and a client that reports pongs. */
+static void run_reporting_pongs(struct run *r, script_fn script, int budget_ms)
+{
+	test_opts(&r->opt);
+	r->script = script;
+	r->client_options = WSC_OPT_REPORT_PONGS;
+	run_ws(r, budget_ms);
 }
 
 static void dump_seen(const char *what, const struct run *r)
@@ -994,14 +1013,99 @@ static void sc_fragments(struct run *r, struct wsc *c)
 	collect(r, c, 2000);
 }
 
+/*
+ * wslay's context is freed between frames and created again when bytes
+ * come: frames cut into pieces that arrive in separate reads (inside the
+ * header, inside the payload, between the fragments of a message, with a
+ * ping among them) must come out whole, and between messages the session
+ * holds no parser.
+ */
+static void send_in_pieces(struct wsc *c, const unsigned char *b, size_t n)
+{
+	static const size_t cuts[] = { 1, 1, 2, 3, 5, 8 };
+	size_t off = 0;
+
+	for (size_t i = 0; off < n; i++) {
+		size_t k = i < sizeof cuts / sizeof cuts[0] ? cuts[i] : n - off;
+
+		if (k > n - off)
+			k = n - off;
+		wsc_send_bytes(c, b + off, k);
+		off += k;
+		usleep(3000);	/* most likely a read of its own */
+	}
+}
+
+static void idle_gap(struct run *r)
+{
+	usleep(5000);
+	atomic_store(&r->idle_gap, 1);
+	usleep(40000);
+	atomic_store(&r->idle_gap, 0);
+}
+
+static void sc_pieces(struct run *r, struct wsc *c)
+{
+	static char mid[200];
+	unsigned char b[512];
+	size_t n = 0;
+
+	memset(mid, 'm', sizeof mid);
+	idle_gap(r);
+	struct wsc_frame small = { .fin = 1, .opcode = WSC_TEXT, .masked = 1,
+		.payload = "short", .len = 5 };
+	n = wsc_build_frame(&small, b, sizeof b);
+	send_in_pieces(c, b, n);
+	rec(r, c, 2000);
+	idle_gap(r);
+	struct wsc_frame longer = { .fin = 1, .opcode = WSC_TEXT, .masked = 1,
+		.payload = mid, .len = sizeof mid };	/* 16-bit length field */
+	n = wsc_build_frame(&longer, b, sizeof b);
+	send_in_pieces(c, b, n);
+	rec(r, c, 2000);
+	idle_gap(r);
+	struct wsc_frame parts[] = {
+		{ .fin = 0, .opcode = WSC_TEXT, .masked = 1, .payload = "frag", .len = 4 },
+		{ .fin = 1, .opcode = WSC_PING, .masked = 1, .payload = "pi", .len = 2 },
+		{ .fin = 0, .opcode = 0, .masked = 1, .payload = "men", .len = 3 },
+		{ .fin = 1, .opcode = 0, .masked = 1, .payload = "ted", .len = 3 },
+	};
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+		n = wsc_build_frame(&parts[i], b, sizeof b);
+		send_in_pieces(c, b, n);
+	}
+	rec(r, c, 2000);	/* pong */
+	rec(r, c, 2000);	/* fragmented */
+	idle_gap(r);
+	wsc_send_close(c, 1000, NULL);
+	collect(r, c, 2000);
+}
+
+static void test_ws_parser_on_demand(void)
+{
+	struct run r = { 0 };
+
+	run_reporting_pongs(&r, sc_pieces, 8000);
+	CU_ASSERT_EQUAL(r.seen.type[0], WSC_TEXT);
+	CU_ASSERT_STRING_EQUAL(r.seen.data[0], "short");
+	CU_ASSERT_EQUAL(r.seen.type[1], WSC_TEXT);
+	CU_ASSERT_EQUAL(r.seen.len[1], 200);
+	CU_ASSERT_EQUAL(r.seen.type[2], WSC_PONG);
+	CU_ASSERT_STRING_EQUAL(r.seen.data[2], "pi");
+	CU_ASSERT_EQUAL(r.seen.type[3], WSC_TEXT);
+	CU_ASSERT_STRING_EQUAL(r.seen.data[3], "fragmented");
+	CU_ASSERT_EQUAL(r.o.texts, 3);
+	/* between messages: no parser, whenever the loop looked */
+	CU_ASSERT_TRUE(r.parser_free_idle > 0);
+	CU_ASSERT_EQUAL(r.parser_held_idle, 0);
+	EXPECT_END(&r, 1000);
+}
+
 static void test_ws_fragments(void)
 {
 	struct run r = { 0 };
 
-	test_opts(&r.opt);
-	r.script = sc_fragments;
-	r.client_options = WSC_OPT_REPORT_PONGS;
-	run_ws(&r, 5000);
+	run_reporting_pongs(&r, sc_fragments, 5000);
 	CU_ASSERT_EQUAL(r.seen.type[0], WSC_PONG);
 	CU_ASSERT_STRING_EQUAL(r.seen.data[0], "p");
 	CU_ASSERT_EQUAL(r.seen.type[1], WSC_TEXT);
@@ -1130,10 +1234,7 @@ static void test_ws_ping_pong(void)
 {
 	struct run r = { 0 };
 
-	test_opts(&r.opt);
-	r.script = sc_ping;
-	r.client_options = WSC_OPT_REPORT_PONGS;
-	run_ws(&r, 5000);
+	run_reporting_pongs(&r, sc_ping, 5000);
 	CU_ASSERT_EQUAL(r.seen.type[0], WSC_PONG);
 	CU_ASSERT_STRING_EQUAL(r.seen.data[0], "are you there");
 	CU_ASSERT_EQUAL(r.seen.type[1], WSC_PONG);
@@ -1797,6 +1898,7 @@ int main(void)
 		{ "text echo", test_ws_echo },
 		{ "100 messages in one write", test_ws_burst },
 		{ "fragmented text with a ping inside", test_ws_fragments },
+		{ "frames in pieces; no parser while idle", test_ws_parser_on_demand },
 		{ "hostile frames close with the right code", test_ws_bad_inputs },
 		{ "message of exactly the maximum size", test_ws_max_size },
 		{ "ping answered with pong", test_ws_ping_pong },

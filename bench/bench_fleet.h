@@ -27,6 +27,7 @@ struct fleet_conn {
 	long long count;       /* the scenario's counter */
 	int priority;
 	const char *service;
+	int handler;           /* the scenario's: which handler holds it (-1) */
 	unsigned char *cork;   /* fleet_cork: frames held for one write */
 	size_t cork_len, cork_cap;
 	int corked;

@@ -258,6 +258,43 @@ static struct gm_result run_gearman(const struct bench_opts *o, int k, double se
 	return r;
 }
 
+/* Row 3 at K slots: the broker against the bare loop, o->repeats times
+ * alternating; one table line into md (and dat).  pin: the daemon, this
+ * load generator and so the bare loop's children on CPU 0.  Returns
+ * broker / limit at the median. */
+static double throughput_at(const struct bench_opts *o, const struct es_daemon *d, int k, int pin,
+			    FILE *md, FILE *dat)
+{
+	char svc[16];
+	snprintf(svc, sizeof svc, "t%d", k);
+	struct fleet *f = fleet_open(d->port, 2 * k, "tp", 0, 0);
+	double rb[16], rl[16], cb[16], cl[16], cg[16];
+	char *argv[] = { "/bin/true", NULL };
+	if (pin)
+		bu_pin_all(d, 1);
+	for (int i = 0; i < o->repeats; i++) {
+		struct jobrun jr = { .job = "{\"command\":\"true\"}", .depth = 1, .pipeline = 1 };
+		rb[i] = run_jobs(f, d, &jr, svc, o->rate_sec, &cb[i], &cg[i]);
+		if (jr.failed)
+			fprintf(stderr, "esbench: %lld jobs failed\n", jr.failed);
+		rl[i] = spawn_limit(argv, k, o->rate_sec, &cl[i]);
+	}
+	if (pin)
+		bu_pin_all(d, 0);
+	fleet_close(f);
+	struct spread b = spread_of(rb, o->repeats), l = spread_of(rl, o->repeats),
+		      c = spread_of(cb, o->repeats), c2 = spread_of(cl, o->repeats),
+		      g = spread_of(cg, o->repeats);
+	double ratio = b.med / l.med;
+	fprintf(md, "| %d%s | **%.0f** (%.0f–%.0f) | %.0f (%.0f–%.0f) | **%.0f %%** | %.0f µs | %.0f µs | %.0f µs | %.0f µs |\n",
+		k, pin ? ", all on CPU 0" : "", b.med, b.min, b.max, l.med, l.min, l.max, 100 * ratio,
+		c.med, c2.med, c.med - c2.med, g.med);
+	if (dat)
+		fprintf(dat, "%d %.0f %.0f %.0f %.0f %.0f %.0f\n", k, b.med, b.min, b.max, l.med, l.min, l.max);
+	fprintf(stderr, "row3: K=%d%s broker %.0f/s limit %.0f/s\n", k, pin ? " pinned" : "", b.med, l.med);
+	return ratio;
+}
+
 void row_throughput(const struct bench_opts *o)
 {
 	char body[8192], stamp[512], path[512];
@@ -273,32 +310,15 @@ void row_throughput(const struct bench_opts *o)
 		"|---|---|---|---|---|---|---|---|\n");
 	double rmin = 1e9;
 	for (int ki = 0; ki < o->nk; ki++) {
-		int k = o->ks[ki];
-		char svc[16];
-		snprintf(svc, sizeof svc, "t%d", k);
-		struct fleet *f = fleet_open(d.port, 2 * k, "tp", 0, 0);
-		double rb[16], rl[16], cb[16], cl[16], cg[16];
-		char *argv[] = { "/bin/true", NULL };
-		for (int i = 0; i < o->repeats; i++) {
-			struct jobrun jr = { .job = "{\"command\":\"true\"}", .depth = 1, .pipeline = 1 };
-			rb[i] = run_jobs(f, &d, &jr, svc, o->rate_sec, &cb[i], &cg[i]);
-			if (jr.failed)
-				fprintf(stderr, "esbench: %lld jobs failed\n", jr.failed);
-			rl[i] = spawn_limit(argv, k, o->rate_sec, &cl[i]);
-		}
-		fleet_close(f);
-		struct spread b = spread_of(rb, o->repeats), l = spread_of(rl, o->repeats),
-			      c = spread_of(cb, o->repeats), c2 = spread_of(cl, o->repeats),
-			      g = spread_of(cg, o->repeats);
-		double ratio = b.med / l.med;
+		double ratio = throughput_at(o, &d, o->ks[ki], 0, md, dat);
 		if (ratio < rmin)
 			rmin = ratio;
-		fprintf(md, "| %d | **%.0f** (%.0f–%.0f) | %.0f (%.0f–%.0f) | **%.0f %%** | %.0f µs | %.0f µs | %.0f µs | %.0f µs |\n",
-			k, b.med, b.min, b.max, l.med, l.min, l.max, 100 * ratio, c.med, c2.med, c.med - c2.med,
-			g.med);
-		fprintf(dat, "%d %.0f %.0f %.0f %.0f %.0f %.0f\n", k, b.med, b.min, b.max, l.med, l.min, l.max);
-		fprintf(stderr, "row3: K=%d broker %.0f/s limit %.0f/s\n", k, b.med, l.med);
 	}
+	/* K = 1 once more with everything on CPU 0: the broker and the bare
+	 * loop without wake-ups across CPUs (row `wake`) */
+	for (int ki = 0; ki < o->nk; ki++)
+		if (o->ks[ki] == 1)
+			throughput_at(o, &d, 1, 1, md, NULL);
 	fclose(dat);
 	fprintf(md, "\nWorst ratio: %.0f %% of the limit (target ≥ 90 %%: %s).\n", 100 * rmin,
 		rmin >= 0.9 ? "met" : "missed");

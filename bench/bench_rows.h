@@ -22,6 +22,7 @@ struct bench_opts {
 	int ks[8], nk;          /* slot counts K of rows 3 and 7 */
 };
 
+void row_wake(const struct bench_opts *o);         /* the machine's wake-up cost */
 void row_handover(const struct bench_opts *o);     /* 1 */
 void row_idle(const struct bench_opts *o);         /* 2, and memory of 5 */
 void row_throughput(const struct bench_opts *o);   /* 3 and 7 */

@@ -1,6 +1,8 @@
 /* bench_util.c - see bench_util.h. */
 #include "autoconfig.h"
 
+#include <dirent.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,4 +201,75 @@ int bu_free_port(void)
 		port = ntohs(sa.sin_port);
 	close(fd);
 	return port;
+}
+
+/* The inode of the socket whose local port is lport and remote port
+ * rport in /proc/net/tcp, or 0. */
+static unsigned long tcp_inode(int lport, int rport)
+{
+	FILE *f = fopen("/proc/net/tcp", "r");
+	char line[512];
+	unsigned long found = 0;
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof line, f)) {
+		unsigned la, lp, ra, rp, st;
+		unsigned long inode;
+		if (sscanf(line, " %*d: %x:%x %x:%x %x %*x:%*x %*x:%*x %*x %*d %*d %lu", &la, &lp, &ra,
+			   &rp, &st, &inode) == 6 && (int)lp == lport && (int)rp == rport)
+			found = inode;
+	}
+	fclose(f);
+	return found;
+}
+
+int bu_conn_handler(const struct es_daemon *d, int client_fd)
+{
+	struct sockaddr_in me;
+	socklen_t len = sizeof me;
+	if (getsockname(client_fd, (struct sockaddr *)&me, &len) != 0 || me.sin_family != AF_INET)
+		return -1;
+	unsigned long inode = tcp_inode(d->port, ntohs(me.sin_port));
+	if (!inode)
+		return -1;
+	char want[64];
+	snprintf(want, sizeof want, "socket:[%lu]", inode);
+	int pids[65], n = bu_daemon_pids(d, pids, 65);
+	for (int h = 1; h < n; h++) {
+		char dir[64];
+		snprintf(dir, sizeof dir, "/proc/%d/fd", pids[h]);
+		DIR *dd = opendir(dir);
+		struct dirent *e;
+		int hit = 0;
+		while (dd && !hit && (e = readdir(dd)) != NULL) {
+			char path[320], link[64];
+			snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+			ssize_t k = readlink(path, link, sizeof link - 1);
+			if (k > 0) {
+				link[k] = '\0';
+				hit = strcmp(link, want) == 0;
+			}
+		}
+		if (dd)
+			closedir(dd);
+		if (hit)
+			return h - 1;
+	}
+	return -1;
+}
+
+void bu_pin_all(const struct es_daemon *d, int pin)
+{
+	cpu_set_t set;
+	int pids[65], n = bu_daemon_pids(d, pids, 65);
+	CPU_ZERO(&set);
+	if (pin) {
+		CPU_SET(0, &set);
+	} else {
+		for (int c = 0; c < CPU_SETSIZE && c < sysconf(_SC_NPROCESSORS_ONLN); c++)
+			CPU_SET(c, &set);
+	}
+	sched_setaffinity(0, sizeof set, &set);
+	for (int i = 0; i < n; i++)
+		sched_setaffinity(pids[i], sizeof set, &set);
 }

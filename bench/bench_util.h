@@ -34,6 +34,14 @@ int bs_write(struct samples *s, const char *path);
 
 /* The execserver's processes: the master and its handlers (from /status). */
 int bu_daemon_pids(const struct es_daemon *d, int *pids, int max);
+/* Which handler of d (0, 1, ...: the order of /status) holds the server
+ * end of the loopback TCP connection whose client end is client_fd:
+ * the socket's inode from /proc/net/tcp, found among the handlers'
+ * descriptors.  -1 when it cannot tell. */
+int bu_conn_handler(const struct es_daemon *d, int client_fd);
+/* pin: this process, d's master and its handlers onto CPU 0 (no wake-up
+ * crosses CPUs); 0: back onto every CPU. */
+void bu_pin_all(const struct es_daemon *d, int pin);
 /* utime+stime in clock ticks of pid (its own, not its children's). */
 long long bu_proc_ticks(int pid);
 /* The sum over the daemon's processes of bu_proc_ticks, in microseconds. */

@@ -5,7 +5,7 @@
  * directory; bench/run.sh puts them together.
  *
  * Usage: esbench [-o DIR] [-p PEERS] [-q] [-k K,...] [ROW...]
- *   ROW: handover idle throughput grant book stream fair auto (default all)
+ *   ROW: wake handover idle throughput grant book stream fair auto (default all)
  *   -q: a quick run (fewer samples, shorter windows) to try the tool out
  *   -k: the slot counts K of rows 3 and 7 (default 1,2,4,8)
  */
@@ -27,6 +27,7 @@ struct row {
 };
 
 static const struct row ROWS[] = {
+	{ "wake", row_wake },
 	{ "handover", row_handover },
 	{ "idle", row_idle },
 	{ "throughput", row_throughput },

@@ -90,6 +90,9 @@ CPUs as the daemon it measures, so every rate is a lower bound for the
 daemon alone.  Nothing was pinned: with 2 CPUs, the daemon (master,
 handlers and jobs) and the client need both; pinning the client to one CPU
 leaves the daemon one CPU for everything and measured lower figures.
+$(cat "$out/wake.md").  Which CPU the scheduler picks for each process
+therefore moves latencies between two levels from one run to the next
+(rows 1 and 5 repeat for that reason).
 
 ## How to run it
 
@@ -100,7 +103,7 @@ leaves the daemon one CPU for everything and measured lower figures.
 epoll, the lean websocket client of tests/lib), \`bench/peers/gm_worker\`,
 \`gm_client\` and \`stamp\`, then runs \`bench/run.sh\`, which runs
 \`bench/esbench -o bench-out -p bench/peers\` (all rows; \`esbench ROW...\`
-runs some: handover idle throughput grant book stream fair auto; \`-q\`
+runs some: wake handover idle throughput grant book stream fair auto; \`-q\`
 makes a short run; \`-k 1,4\` picks the slot counts of rows 3 and 7) and
 writes this file.
 

@@ -218,6 +218,101 @@ static void release_ctx_if_idle(struct ws_session *s)
 	s->ctx = NULL;
 }
 
+/* Unpredictable bytes for masking keys.  0, or -1 (getrandom failed). */
+static int mask_key(uint8_t *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = getrandom(buf + got, len - got, 0);
+
+		if (n < 0)
+			return -1;
+		got += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Pings and pongs without wslay's context.  An idle connection's only
+ * traffic is a ping and its pong every pingIntervalSec; creating an 8.6
+ * KiB context for each (and freeing it again) cost more CPU than the rest
+ * of the exchange on the daemon's side.  So, while a session has no
+ * context (OPEN, between frames, nothing queued), our ping goes straight
+ * into the output buffer, and whole ping and pong frames at the start of
+ * the input are answered or taken here.  Anything else, or a frame not
+ * yet whole, goes to wslay as before.  Frames written here: FIN, no RSV,
+ * masked exactly when this is the client side.
+ */
+static int add_control_frame(struct ws_session *s, uint8_t opcode, const uint8_t *payload,
+		size_t len)
+{
+	uint8_t frame[2 + 4 + 125], *p = frame + 2;
+
+	frame[0] = (uint8_t)(0x80u | opcode);
+	frame[1] = (uint8_t)len;
+	if (s->opt.client_role) {
+		frame[1] |= 0x80u;
+		if (mask_key(p, 4) != 0)
+			return -1;
+		for (size_t i = 0; i < len; i++)
+			p[4 + i] = payload[i] ^ p[i % 4];
+		p += 4 + len;
+	} else {
+		memcpy(p, payload, len);
+		p += len;
+	}
+	if (evbuffer_add(out_buf(s), frame, (size_t)(p - frame)) != 0)
+		return -1;
+	s->out_dirty = 1;
+	return 0;
+}
+
+/* Takes whole ping and pong frames from the start of the input while the
+ * session has no context (a ping is answered with its pong).  Returns 1
+ * when the input holds the start of such a frame, not yet whole (it waits
+ * there, at most 131 bytes, for the rest), 0 when the input is empty or
+ * starts with something for wslay, -1 when an answer could not be
+ * queued. */
+static int take_control_frames(struct ws_session *s)
+{
+	struct evbuffer *in = in_buf(s);
+	uint8_t frame[2 + 4 + 125];
+
+	while (!s->ctx && s->state == ST_OPEN) {
+		size_t have = evbuffer_get_length(in);
+		ev_ssize_t got = evbuffer_copyout(in, frame, have < 2 ? have : 2);
+
+		if (got < 1)
+			return 0;
+		/* FIN, no RSV bits, ping or pong, short form, masked as the
+		 * role wants: else wslay decides (and refuses what is wrong) */
+		if (frame[0] != 0x89 && frame[0] != 0x8A)
+			return 0;
+		if (got < 2)
+			return 1;
+		unsigned masked = (frame[1] & 0x80u) != 0, len = frame[1] & 0x7fu;
+		size_t whole = 2 + (masked ? 4 : 0) + len;
+
+		if (len > 125 || masked != (unsigned)!s->opt.client_role)
+			return 0;
+		if (have < whole)
+			return 1;
+		if (evbuffer_remove(in, frame, whole) != (int)whole)
+			return 0;
+		s->last_rx_ms = clock_mono_ms();
+		if (frame[0] == 0x89) {
+			uint8_t *payload = frame + 2 + (masked ? 4 : 0);
+
+			for (unsigned i = 0; masked && i < len; i++)
+				payload[i] ^= frame[2 + i % 4];
+			if (add_control_frame(s, 0x0A, payload, len) != 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 static void destroy(struct ws_session *s)
 {
 	if (s->tick_ev)
@@ -511,7 +606,13 @@ static void settle(struct ws_session *s)
 static void ws_process(struct ws_session *s)
 {
 	if (s->state == ST_OPEN || s->state == ST_CLOSING) {
-		if (evbuffer_get_length(in_buf(s)) > 0 && !ctx_get(s)) {
+		int control = take_control_frames(s);
+
+		if (control < 0) {
+			ws_end(s, WS_CLOSE_INTERNAL_ERROR);
+			return;
+		}
+		if (control == 0 && evbuffer_get_length(in_buf(s)) > 0 && !ctx_get(s)) {
 			log_warn("websocket: out of memory for a frame parser");
 			ws_end(s, WS_CLOSE_INTERNAL_ERROR);
 			return;
@@ -643,16 +744,9 @@ static void msg_cb(wslay_event_context_ptr ctx,
 static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
 		void *user)
 {
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = getrandom(buf + got, len - got, 0);
-
-		if (n < 0) {
-			wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
-			return -1;
-		}
-		got += (size_t)n;
+	if (mask_key(buf, len) != 0) {
+		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+		return -1;
 	}
 	return 0;
 }
@@ -716,12 +810,13 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 			struct wslay_event_msg m = { WSLAY_PING, payload, sizeof payload };
 
 			s->ping_seq++;
-			if (!ctx_get(s)) {
+			if (s->ctx) {
+				wslay_event_queue_msg(s->ctx, &m);
+			} else if (add_control_frame(s, 0x09, payload, sizeof payload) != 0) {
 				ws_end(s, WS_CLOSE_INTERNAL_ERROR);
 				leave(s);
 				return;
 			}
-			wslay_event_queue_msg(s->ctx, &m);
 		}
 		flush(s);
 		if (s->state != ST_ENDED)

@@ -1101,6 +1101,59 @@ static void test_ws_parser_on_demand(void)
 	EXPECT_END(&r, 1000);
 }
 
+/* An idle connection's pings and pongs never need wslay's context: the
+ * server's pings, the client's ping (answered with its payload) and an
+ * unsolicited pong, each whole or in pieces. */
+static void sc_control_only(struct run *r, struct wsc *c)
+{
+	unsigned char b[64];
+	int pings = 0;
+
+	atomic_store(&r->idle_gap, 1);
+	struct wsc_frame ping = { .fin = 1, .opcode = WSC_PING, .masked = 1, .payload = "hi",
+		.len = 2 };
+	size_t n = wsc_build_frame(&ping, b, sizeof b);
+	send_in_pieces(c, b, n);
+	struct wsc_frame pong = { .fin = 1, .opcode = WSC_PONG, .masked = 1, .payload = "x",
+		.len = 1 };
+	n = wsc_build_frame(&pong, b, sizeof b);
+	CU_ASSERT(wsc_send_bytes(c, b, n) == 0);
+	for (int64_t end = mono_ms() + 1500; pings < 3 && mono_ms() < end;)
+		pings += rec(r, c, 500) == WSC_PING;
+	atomic_store(&r->idle_gap, 0);
+	/* and the session still works for messages */
+	CU_ASSERT(wsc_send_text(c, "after", 5) == 0);
+	rec(r, c, 2000);
+	wsc_send_close(c, 1000, NULL);
+	collect(r, c, 2000);
+}
+
+static void test_ws_control_frames_without_parser(void)
+{
+	struct run r = { 0 };
+	int pings = 0, pongs = 0;
+
+	test_opts(&r.opt);
+	r.opt.ping_interval_ms = 100;
+	r.script = sc_control_only;
+	r.client_options = WSC_OPT_REPORT_PONGS | WSC_OPT_REPORT_PINGS;
+	run_ws(&r, 8000);
+	for (int i = 0; i < r.seen.n; i++) {
+		pings += r.seen.type[i] == WSC_PING;
+		if (r.seen.type[i] == WSC_PONG) {
+			pongs++;
+			CU_ASSERT_STRING_EQUAL(r.seen.data[i], "hi");
+		}
+	}
+	CU_ASSERT_EQUAL(pongs, 1);
+	CU_ASSERT(pings >= 3);
+	CU_ASSERT_EQUAL(r.o.texts, 1);
+	CU_ASSERT_STRING_EQUAL(r.o.last, "after");
+	CU_ASSERT_TRUE(r.parser_free_idle > 0);
+	CU_ASSERT_EQUAL(r.parser_held_idle, 0);
+	EXPECT_END(&r, 1000);
+}
+
 static void test_ws_fragments(void)
 {
 	struct run r = { 0 };
@@ -1899,6 +1952,7 @@ int main(void)
 		{ "100 messages in one write", test_ws_burst },
 		{ "fragmented text with a ping inside", test_ws_fragments },
 		{ "frames in pieces; no parser while idle", test_ws_parser_on_demand },
+		{ "pings and pongs without a parser", test_ws_control_frames_without_parser },
 		{ "hostile frames close with the right code", test_ws_bad_inputs },
 		{ "message of exactly the maximum size", test_ws_max_size },
 		{ "ping answered with pong", test_ws_ping_pong },

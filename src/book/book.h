@@ -235,6 +235,9 @@ uint64_t book_unlock(struct book *b);
  *   "unwant.mid"  book_unwant: want freed, not yet unlinked
  *   "accept.mid"  book_accept: want RUNNING, lists not yet moved
  *   "decline.mid" book_decline: want freed, not yet unlinked
+ *   "finish.outcome" book_job_finished (and the other ends of a job): its
+ *                 outcome and receipt written over the offer's fields, the
+ *                 want still RUNNING
  *   "finished.mid" book_job_finished: want FINISHED (outcome and receipt
  *                 written), slot not yet freed, DONE not yet queued (an
  *                 orphan's record: freed, not yet unlinked)

@@ -524,6 +524,10 @@ uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, c
 	w->duration_ms = o->duration_ms;
 	w->receipt = slot;
 	w->receipt_len = slot != BK_NIL ? (uint32_t)len : 0;
+	/* the outcome shares its bytes with the offer's deadline and number:
+	 * a crash here leaves a RUNNING want with them overwritten */
+	if (point)
+		bk_fault("finish.outcome");
 	if (w->conn != BK_NIL)
 		flags |= BKW_DONE_MAIL;
 	w->flags = flags;

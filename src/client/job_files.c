@@ -25,14 +25,21 @@ void job_free_pipes(struct exc_job *j)
 }
 
 
-/* The first local stream that failed, or NULL. */
+/* The first local stream that failed, or NULL.  An output that did not
+ * arrive whole failed; an input (stdin, a file the job reads) failed only
+ * when our own source did: the execserver may close an input's connection
+ * early because the program ended without reading all of it, and whether
+ * that matters is the program's outcome, in the receipt. */
 const struct jfile *job_failed_stream(const struct exc_job *j)
 {
-	for (size_t i = 0; i < j->nfiles; i++)
-		if (j->files[i].ep && endpoint_used(j->files[i].ep) &&
-				(!j->files[i].finished || !j->files[i].ok) &&
-				(j->files[i].is_out || j->files[i].why[0]))
-			return &j->files[i];
+	for (size_t i = 0; i < j->nfiles; i++) {
+		const struct jfile *f = &j->files[i];
+
+		if (!f->ep || !endpoint_used(f->ep) || (f->finished && f->ok))
+			continue;
+		if (f->is_out || (f->st && stream_error(f->st)[0]))
+			return f;
+	}
 	return NULL;
 }
 

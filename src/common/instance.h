@@ -18,6 +18,10 @@
 #include "book/book.h"
 #include "common/config.h"
 
+/* What the configuration admits must fit the book's narrow fields. */
+_Static_assert(CONFIG_MAX_HANDLERS <= BOOK_MAX_HANDLERS, "handlers: config above the book");
+_Static_assert(CONFIG_MAX_SERVICES <= BOOK_MAX_SERVICES, "services: config above the book");
+
 struct ssl_ctx_st;
 
 struct instance {

@@ -42,10 +42,14 @@
  * OPEN state, wslay holds nothing: its send queues are empty (flush hands
  * everything to the output buffer at once), the input buffer is empty, and
  * the bytes handed to it so far end on a frame boundary outside a
- * fragmented message (tracked by rx_scan over exactly those bytes) and were
- * all parsed (its last read found nothing more: rx_starved).  Between
- * frames, in the OPEN state, a context holds nothing but its configuration,
- * which ctx_get sets again.  Out of OPEN the context stays until the end.
+ * fragmented message (tracked by rx_scan over exactly those bytes; that
+ * wslay's last read found nothing more, rx_starved, follows from it and is
+ * kept as a guard).  Between frames, in the OPEN state, a context holds
+ * nothing but its configuration, which ctx_get sets again.  Out of OPEN
+ * the context stays until the end.  An idle connection's pings and pongs
+ * never create one (take_control_frames, add_control_frame).  When the
+ * context cannot be allocated, the peer still gets a close frame (1011),
+ * written without wslay.
  */
 #include "autoconfig.h"
 #include "net/ws.h"
@@ -96,6 +100,8 @@ struct ws_session {
 	uint32_t ping_seq;
 	int out_dirty;		/* output written since the last on_drained */
 	int close_pending;	/* CLOSING: our close frame still to queue */
+	int in_flush_now;	/* ws_session_flush_now runs: it writes itself,
+				 * push_out must not (no callback from there) */
 	/* Input handed to wslay, scanned for frame boundaries (rx_scan):
 	 * header bytes of the frame under way, payload bytes still to come,
 	 * inside a fragmented message, and "wslay's last read found no more
@@ -452,15 +458,16 @@ static void linger(struct ws_session *s)
  */
 static void fail_raw(struct ws_session *s, uint16_t code)
 {
-	unsigned char frame[4] = { 0x88, 0x02, (unsigned char)(code >> 8),
-		(unsigned char)(code & 0xff) };
+	uint8_t payload[2] = { (uint8_t)(code >> 8), (uint8_t)(code & 0xff) };
 
 	log_debug("websocket: protocol error, closing with %u", (unsigned)code);
-	wslay_event_shutdown_read(s->ctx);
+	if (s->ctx)
+		wslay_event_shutdown_read(s->ctx);
 	s->close_pending = 0;
-	if (!wslay_event_get_close_sent(s->ctx)) {
-		wslay_event_shutdown_write(s->ctx);
-		evbuffer_add(out_buf(s), frame, sizeof frame);
+	if (!s->ctx || !wslay_event_get_close_sent(s->ctx)) {
+		if (s->ctx)
+			wslay_event_shutdown_write(s->ctx);
+		(void)add_control_frame(s, 0x08, payload, sizeof payload);
 		s->code = code;
 	}
 	linger(s);
@@ -514,7 +521,7 @@ static void push_out(struct ws_session *s)
 	struct msghdr mh = { .msg_iov = iov };
 	int n;
 
-	if (!s->direct || s->wr_shut || s->state == ST_ENDED ||
+	if (!s->direct || s->wr_shut || s->state == ST_ENDED || s->in_flush_now ||
 			evbuffer_get_length(out) == 0 || fd < 0)
 		return;
 	n = evbuffer_peek(out, -1, NULL, vec, 16);
@@ -549,7 +556,16 @@ static void queue_out(struct ws_session *s)
 	if (s->state == ST_ENDED)
 		return;
 	if (!s->ctx && s->close_pending && !ctx_get(s)) {
-		ws_end(s, WS_CLOSE_INTERNAL_ERROR);
+		/* no memory for wslay: our close frame goes out as it is, and
+		 * the connection lingers (no callback from here: flush_now) */
+		uint8_t payload[2 + sizeof s->reason];
+
+		payload[0] = (uint8_t)(s->code >> 8);
+		payload[1] = (uint8_t)(s->code & 0xff);
+		memcpy(payload + 2, s->reason, s->reason_len);
+		s->close_pending = 0;
+		(void)add_control_frame(s, 0x08, payload, 2 + s->reason_len);
+		linger(s);
 		return;
 	}
 	for (int pass = 0; s->ctx && pass < 2; pass++) {
@@ -614,7 +630,8 @@ static void ws_process(struct ws_session *s)
 		}
 		if (control == 0 && evbuffer_get_length(in_buf(s)) > 0 && !ctx_get(s)) {
 			log_warn("websocket: out of memory for a frame parser");
-			ws_end(s, WS_CLOSE_INTERNAL_ERROR);
+			fail_raw(s, WS_CLOSE_INTERNAL_ERROR);
+			flush(s);
 			return;
 		}
 		if (s->ctx && wslay_event_get_read_enabled(s->ctx) &&
@@ -946,7 +963,13 @@ int ws_send_text(struct ws_session *s, const char *msg, size_t len)
 		log_error("websocket: refusing to send invalid UTF-8");
 		return -1;
 	}
-	if (!ctx_get(s) || wslay_event_queue_msg(s->ctx, &m) != 0)
+	if (!ctx_get(s)) {
+		/* no memory for wslay: the peer is told (1011), not left waiting */
+		begin_close(s, WS_CLOSE_INTERNAL_ERROR, NULL);
+		kick(s);
+		return -1;
+	}
+	if (wslay_event_queue_msg(s->ctx, &m) != 0)
 		return -1;
 	kick(s);
 	return 0;
@@ -1000,7 +1023,9 @@ void ws_session_flush_now(struct ws_session *s)
 	if (s == NULL || s->state == ST_ENDED || s->free_pending)
 		return;
 	enter(s);
+	s->in_flush_now = 1;
 	queue_out(s);	/* not flush: no callback from here (ws.h) */
+	s->in_flush_now = 0;
 	fd = bufferevent_getfd(s->bev);
 	if (bufferevent_openssl_get_ssl(s->bev)) {
 		tls_flush_now(s, bufferevent_openssl_get_ssl(s->bev));

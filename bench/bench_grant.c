@@ -403,6 +403,9 @@ static void book_size_once(const struct bench_opts *o, const int sizes[3], doubl
 	struct es_daemon d;
 	cycle_body(body, sizeof body, 1, 0, 120000);
 	bu_start(&d, o->handlers, body);
+	/* everything on CPU 0: the row compares book sizes, and a wake-up
+	 * across CPUs (row `wake`) would add 20-50 us at random */
+	bu_pin_all(&d, 1);
 	struct fleet *bg = fleet_open(d.port, 100, "bg", 0, 0);
 	struct fleet *f = fleet_open(d.port, 16, "ms", 0, 0);
 	/* the measured clients park first: one of them holds the slot (its
@@ -427,6 +430,7 @@ static void book_size_once(const struct bench_opts *o, const int sizes[3], doubl
 	}
 	fleet_close(f);
 	fleet_close(bg);
+	bu_pin_all(&d, 0);
 	bu_stop(&d);
 }
 
@@ -440,10 +444,11 @@ void row_book_size(const struct bench_opts *o)
 	if (runs > RUNS)
 		runs = RUNS;
 	double p50[3][RUNS], p99[3][RUNS], rate[3][RUNS], park[3][RUNS], ratio[RUNS];
-	/* Several fresh daemons: the hand-over time on this VM jumps between
-	 * two levels (about 18 and 70 us) from one start to the next, with
-	 * the old code as with the new, so one run can compare a fast 1,000
-	 * with a slow 100,000; the ratio is taken per run, then the median. */
+	/* Several fresh daemons, each pinned to CPU 0: unpinned, the
+	 * hand-over time on this VM jumps between two levels (about 18 and
+	 * 70 us) with where the scheduler puts the processes, with the old
+	 * code as with the new, and one run could compare a fast 1,000 with a
+	 * slow 100,000; the ratio is taken per run, then the median. */
 	for (int r = 0; r < runs; r++) {
 		double a[3], b[3], c[3], e[3];
 		book_size_once(o, sizes, a, b, c, e);
@@ -457,7 +462,8 @@ void row_book_size(const struct bench_opts *o)
 		fprintf(stderr, "row5: run %d: p50 %.0f / %.0f / %.0f us\n", r + 1, a[0], a[1], a[2]);
 	}
 	FILE *dat = fopen(bu_path(path, sizeof path, o->out, "book_size.dat"), "w");
-	fprintf(md, "| parked wants in the book | hand-over p50 (median of %d runs, min–max) | p99 (median) | "
+	fprintf(md, "Daemon and client pinned to CPU 0 (row `wake`: no wake-up across CPUs).\n\n"
+		"| parked wants in the book | hand-over p50 (median of %d runs, min–max) | p99 (median) | "
 		"hand-overs/s (median) | time to park them (median) |\n|---|---|---|---|---|\n", runs);
 	for (int s = 0; s < 3; s++) {
 		struct spread m = spread_of(p50[s], runs), q = spread_of(p99[s], runs),

@@ -92,7 +92,7 @@ handlers and jobs) and the client need both; pinning the client to one CPU
 leaves the daemon one CPU for everything and measured lower figures.
 $(cat "$out/wake.md").  Which CPU the scheduler picks for each process
 therefore moves latencies between two levels from one run to the next
-(rows 1 and 5 repeat for that reason).
+(row 1 measures both ways; row 5 pins its processes to one CPU).
 
 ## How to run it
 

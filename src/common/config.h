@@ -89,10 +89,11 @@ struct config_job_limits {
 				   * job, 0-19; default CONFIG_JOB_NICE_DEFAULT */
 };
 
-/* Jobs run a little below the daemon, so that the daemon's own work (the
- * hand-over of a freed slot, pings) is not queued behind converters on a
- * busy host. */
-#define CONFIG_JOB_NICE_DEFAULT 5
+/* Jobs run at the daemon's own priority unless jobLimits.nice says
+ * otherwise (a positive value keeps the daemon's hand-overs and pings
+ * ahead of converters on a saturated host, and makes every job start a
+ * little later there: bench/notes.md, row 7). */
+#define CONFIG_JOB_NICE_DEFAULT 0
 
 struct es_config {
 	char *file;                       /* path it was loaded from */

@@ -188,3 +188,15 @@ int fleet_want(struct fleet_conn *c)
 	return fleet_send(c, "{\"type\":\"WANT\",\"job_id\":\"%d-%d\",\"service\":\"%s\",\"priority\":%d}",
 			  c->idx, c->seq++, c->service, c->priority);
 }
+
+struct json_object *fleet_expect_on(struct fleet *f, struct tclient *c, const char *type,
+				    long long deadline_ns)
+{
+	struct json_object *m = NULL;
+	while (!m && bu_now_ns() < deadline_ns) {
+		m = tc_expect(c, type, 2);
+		if (!m)
+			fleet_run(f, bu_now_ns() + 1000000LL, 0, NULL);
+	}
+	return m;
+}

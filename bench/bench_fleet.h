@@ -66,6 +66,14 @@ void fleet_run(struct fleet *f, long long deadline_ns, int tick_ms, void (*tick)
 
 /* Sends a message (printf-style) on c; marks c dead on failure. */
 int fleet_send(struct fleet_conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Waits until deadline_ns (monotonic) for a message of type on c, a
+ * tests/lib client outside the fleet, letting f run between looks so that
+ * its flood stays served; the message (the caller puts it) or NULL.  c is
+ * read at once when something arrives, so its timestamps stay exact. */
+struct json_object;
+struct json_object *fleet_expect_on(struct fleet *f, struct tclient *c, const char *type,
+				    long long deadline_ns);
+
 /* Between fleet_cork and fleet_uncork, what fleet_send sends on c goes
  * out in one write (one TCP segment), as a client that pipelines does. */
 void fleet_cork(struct fleet_conn *c);

@@ -331,7 +331,7 @@ void row_throughput(const struct bench_opts *o)
 	/* row 7: the same daemon, stamp jobs, against gearmand */
 	md = bu_out(o->out, "row7");
 	dat = fopen(bu_path(path, sizeof path, o->out, "gearman.dat"), "w");
-	int gport = bu_free_port();
+	int gport = harness_free_port();
 	char gp[16], gd[] = "/usr/sbin/gearmand";
 	snprintf(gp, sizeof gp, "%d", gport);
 	char *ga[] = { gd, "-p", gp, "-L", "127.0.0.1", "-l", "/dev/null", "--verbose", "FATAL", NULL };
@@ -474,27 +474,14 @@ void row_fairness(const struct bench_opts *o)
 		snprintf(id, sizeof id, "i%d", s);
 		long long t = bu_now_ns();
 		tc_send(ic, "{\"type\":\"WANT\",\"job_id\":\"%s\",\"service\":\"fair\",\"priority\":2}", id);
-		/* keep the flood served while waiting */
-		struct json_object *offer = NULL;
-		/* wait on the interactive connection (its arrival time exact),
-		 * serving the flood in between */
-		while (!offer && bu_now_ns() - t < 5000000000LL) {
-			offer = tc_expect(ic, "OFFER", 2);
-			if (!offer)
-				fleet_run(bg, bu_now_ns() + 1000000LL, 0, NULL);
-		}
+		struct json_object *offer = fleet_expect_on(bg, ic, "OFFER", t + 5000000000LL);
 		if (!offer)
 			break;
 		bs_add(&w, (double)(bu_now_ns() - t) / 1000.0);
 		tc_send(ic, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":{\"command\":\"true\"}}",
 			id, tc_str(offer, "token"));
 		json_object_put(offer);
-		struct json_object *done = NULL;
-		while (!done && bu_now_ns() - t < 5000000000LL) {
-			done = tc_expect(ic, "DONE", 2);
-			if (!done)
-				fleet_run(bg, bu_now_ns() + 1000000LL, 0, NULL);
-		}
+		struct json_object *done = fleet_expect_on(bg, ic, "DONE", t + 5000000000LL);
 		if (done)
 			json_object_put(done);
 	}

@@ -333,25 +333,14 @@ static void ab_measure(int port, int rounds, struct samples *w)
 		snprintf(id, sizeof id, "l%d", r);
 		long long t = bu_now_ns();
 		tc_send(l, "{\"type\":\"WANT\",\"job_id\":\"%s\",\"service\":\"light\"}", id);
-		struct json_object *offer = NULL, *done = NULL;
-		/* wait on the light connection (its arrival time exact),
-		 * serving the flood in between */
-		while (!offer && bu_now_ns() - t < 10000000000LL) {
-			offer = tc_expect(l, "OFFER", 2);
-			if (!offer)
-				fleet_run(fl, bu_now_ns() + 1000000LL, 0, NULL);
-		}
+		struct json_object *offer = fleet_expect_on(fl, l, "OFFER", t + 10000000000LL);
 		if (!offer)
 			break;
 		bs_add(w, (double)(bu_now_ns() - t) / 1000.0);
 		tc_send(l, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":{\"command\":\"true\"}}",
 			id, tc_str(offer, "token"));
 		json_object_put(offer);
-		while (!done && bu_now_ns() - t < 10000000000LL) {
-			done = tc_expect(l, "DONE", 2);
-			if (!done)
-				fleet_run(fl, bu_now_ns() + 1000000LL, 0, NULL);
-		}
+		struct json_object *done = fleet_expect_on(fl, l, "DONE", t + 10000000000LL);
 		if (done)
 			json_object_put(done);
 	}

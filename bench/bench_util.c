@@ -189,20 +189,6 @@ void bu_stop(struct es_daemon *d)
 	harness_cleanup(d);
 }
 
-int bu_free_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof sa;
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-	if (fd < 0)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-		port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
 /* The inode of the socket whose local port is lport and remote port
  * rport in /proc/net/tcp, or 0. */
 static unsigned long tcp_inode(int lport, int rport)

@@ -49,8 +49,6 @@ long long bu_daemon_cpu_us(const struct es_daemon *d);
 /* The sum of a /proc/<pid>/status field (KiB) over the daemon's processes. */
 long bu_daemon_kib(const struct es_daemon *d, const char *field);
 
-/* A free loopback TCP port (bound, read back, released). */
-int bu_free_port(void);
 
 /* Raises RLIMIT_NOFILE's soft limit to the hard limit; returns the limit. */
 long bu_raise_nofile(void);

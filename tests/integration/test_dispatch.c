@@ -1,0 +1,227 @@
+/*
+ * test_dispatch.c - execdispatch running jobs: real PostgreSQL, real
+ * execservers, real dispatchers.  Submit, claim and finish with each
+ * outcome; bad input; the claim share of two dispatchers on a 4-slot
+ * execserver and its growth when one stops; a cancel from a session that
+ * owns nothing reaching the run within cancelPollMs + 200 ms; no claim and
+ * no query while no execserver is connected.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/CUnit.h>
+
+#include "dispatch_fixture.h"
+#include "suite.h"
+
+static struct dfix F;
+
+static void test_setup(void)
+{
+	CU_ASSERT_FATAL(df_start(&F) == 0);
+	CU_ASSERT_FATAL(df_start_exec(&F, 0, 4) == 0);
+}
+
+static void clear_queue(void)
+{
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
+static void test_run_outcomes(void)
+{
+	long long ok, bad, slow, unknown, badjob, env;
+	char buf[256];
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	ok = df_submit(&F, "{\"command\":\"true\"}", 0);
+	bad = df_submit(&F, "{\"command\":\"false\"}", 0);
+	slow = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.3\"]}", 2);
+	badjob = df_submit(&F, "{\"command\":\"nosuch\"}", 0);
+	env = df_submit(&F, "{\"command\":\"sh\",\"args\":[\"-c\",\"echo $EXECDISPATCH_JOB_ID/"
+			"$EXECDISPATCH_ATTEMPT\"],\"env\":[\"EXECDISPATCH_ATTEMPT=9\"]}", 0);
+	/* an unknown service: not offered by any execserver */
+	unknown = pgtest_int(F.c, "SELECT execdispatch.submit('nope', '{\"command\":\"true\"}')");
+	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
+
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state || '/' || attempts || "
+		"'/' || (receipt->>'exit_code') FROM execdispatch.job WHERE id = %lld", ok), "done/1/0");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state || '/' || error || "
+		"'/' || (receipt->>'exit_code') FROM execdispatch.job WHERE id = %lld", bad),
+		"failed/exit_status/1");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state FROM execdispatch.job "
+		"WHERE id = %lld AND started_at IS NOT NULL AND finished_at > started_at", slow), "done");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state || '/' || error FROM "
+		"execdispatch.job WHERE id = %lld", badjob), "failed/unknown_command");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state || '/' || error FROM "
+		"execdispatch.job WHERE id = %lld", unknown), "failed/unknown_service");
+	/* the program sees its row and attempt (the job's own entry replaced) */
+	snprintf(buf, sizeof buf, "%lld/1\n", env);
+	char got[256];
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, got, sizeof got, "SELECT receipt->>'stdout' FROM "
+		"execdispatch.job WHERE id = %lld", env), buf);
+	/* nothing is held any more */
+	CU_ASSERT_EQUAL(df_held(&F, "d0"), 0);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	/* a clean stop removes the dispatcher's row */
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 0);
+}
+
+/* Samples the held rows of d0 and d1 for ms; the largest counts seen. */
+static void sample_held(int ms, long long *max0, long long *max1)
+{
+	long long end = harness_now_ms() + ms;
+
+	*max0 = *max1 = 0;
+	while (harness_now_ms() < end) {
+		long long a = df_held(&F, "d0"), b = df_held(&F, "d1");
+		if (a > *max0)
+			*max0 = a;
+		if (b > *max1)
+			*max1 = b;
+		harness_sleep_ms(20);
+	}
+}
+
+static int two_clients(struct json_object *st, void *arg)
+{
+	(void)arg;
+	return harness_json_int(st, "clients", NULL) == (long long)(size_t)arg;
+}
+
+static void test_claim_shares(void)
+{
+	long long m0, m1;
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_write_config(&F, 1, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 1) == 0);
+	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, two_clients, (void *)2) == 0);
+	harness_sleep_ms(300);	/* both have the HELLO with clients 2 */
+	for (int i = 0; i < 24; i++)
+		df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.5\"]}", 0);
+	/* 4 slots, 2 clients: ceil(4/2) + 1 headroom = 3 each */
+	sample_held(1500, &m0, &m1);
+	CU_ASSERT(m0 <= 3 && m1 <= 3);
+	CU_ASSERT(m0 >= 2 && m1 >= 2);
+	/* one leaves: the survivor's share becomes 4 + 1 */
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 10000), 0);
+	CU_ASSERT_EQUAL(df_held(&F, "d0"), 0);
+	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, two_clients, (void *)1) == 0);
+	sample_held(1500, &m0, &m1);
+	CU_ASSERT_EQUAL(m0, 0);
+	CU_ASSERT(m1 >= 4 && m1 <= 5);
+	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done' "
+				   "AND attempts = 1"), 24);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 1, SIGTERM, 5000), 0);
+}
+
+static int running_n(struct json_object *st, void *arg)
+{
+	return harness_json_int(st, "waitgroups", "wg", "running", NULL) == (long long)(size_t)arg;
+}
+
+static void test_cancel_from_elsewhere(void)
+{
+	long long id, t0, took;
+	char buf[64];
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	id = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"30\"]}", 0);
+	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)1) == 0);
+	/* the test's session owns nothing: the row is the only transport */
+	t0 = harness_now_ms();
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
+			       "requested");
+	CU_ASSERT_EQUAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)0), 0);
+	took = harness_now_ms() - t0;
+	fprintf(stderr, "cancel reached the run after %lld ms (cancelPollMs 100)\n", took);
+	CU_ASSERT(took <= 100 + 200);
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state FROM execdispatch.job "
+					   "WHERE id = %lld", id), "cancelled");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
+			       "not_found_or_finished");
+	/* the dispatcher dropped the run's result: the row stays cancelled */
+	harness_sleep_ms(300);
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state || coalesce(receipt::text, "
+					   "'') FROM execdispatch.job WHERE id = %lld", id), "cancelled");
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+}
+
+/* Lines of the server log that record a statement (only the role
+ * "probe" has log_statement = all). */
+static int logged_statements(void)
+{
+	char path[300];
+	size_t len;
+	unsigned char *txt;
+	int n = 0;
+
+	snprintf(path, sizeof path, "%s/postgres.log", F.pg.dir);
+	txt = harness_read_file(path, &len);
+	for (char *p = (char *)txt; p && (p = strstr(p, "LOG:  execute <unnamed>")); p++)
+		n++;
+	free(txt);
+	return n;
+}
+
+static void test_no_execserver(void)
+{
+	char buf[64], conninfo[600];
+	int before, after;
+	const char *saved_conninfo = F.conninfo;
+	int saved_nes = F.nes;
+
+	clear_queue();
+	/* a dispatcher whose only execserver address answers nothing,
+	 * connected as a role whose statements the server logs */
+	PQclear(pgtest_query(F.c, "CREATE ROLE probe LOGIN SUPERUSER; "
+			     "ALTER ROLE probe SET log_statement = 'all'"));
+	snprintf(conninfo, sizeof conninfo, "host=127.0.0.1 port=%d user=probe dbname=postgres",
+		 F.pg.port);
+	F.conninfo = conninfo;
+	F.nes = 0;
+	CU_ASSERT_FATAL(df_write_config(&F, 2, NULL) == 0);
+	F.nes = saved_nes;
+	F.conninfo = saved_conninfo;
+	CU_ASSERT_FATAL(df_start_disp(&F, 2) == 0);
+	long long id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	harness_sleep_ms(300);
+	before = logged_statements();
+	harness_sleep_ms(2000);
+	after = logged_statements();
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state FROM execdispatch.job "
+					   "WHERE id = %lld", id), "queued");
+	/* the heartbeat (1 s) only: no claim every 100 ms, no cancel poll */
+	fprintf(stderr, "statements in 2 s without an execserver: %d\n", after - before);
+	CU_ASSERT(after - before >= 1 && after - before <= 3);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 2, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
+static void test_teardown(void)
+{
+	df_cleanup(&F, CU_get_number_of_failures() > 0);
+}
+
+int main(void)
+{
+	static const struct test_case cases[] = {
+		{ "setup: PostgreSQL, one execserver of 4 slots", test_setup },
+		{ "runs jobs: done, failed, unknown command, unknown service, env", test_run_outcomes },
+		{ "claim shares of two dispatchers; the survivor's grows", test_claim_shares },
+		{ "cancel from a session that owns nothing", test_cancel_from_elsewhere },
+		{ "no execserver: nothing claimed, only the heartbeat queries", test_no_execserver },
+		{ "teardown", test_teardown },
+		{ NULL, NULL }
+	};
+	return run_suite("dispatch", cases);
+}

@@ -227,12 +227,12 @@ const char *df_ledger_job(struct dfix *f, char *buf, size_t len, int ms)
 	 * recorded before the work and the end after it */
 	snprintf(buf, len,
 		 "{\"command\":\"sh\",\"args\":[\"-c\","
-		 "\"exec psql -X -q -v ON_ERROR_STOP=1 "
+		 "\"exec /usr/bin/psql -X -q -v ON_ERROR_STOP=1 "
 		 "-c \\\"INSERT INTO ledger VALUES ($EXECDISPATCH_JOB_ID, $EXECDISPATCH_ATTEMPT, clock_timestamp())\\\" "
 		 "-c \\\"SELECT pg_sleep(%d / 1000.0)\\\" "
 		 "-c \\\"UPDATE ledger SET finished_at = clock_timestamp() WHERE job_id = $EXECDISPATCH_JOB_ID "
 		 "AND attempt = $EXECDISPATCH_ATTEMPT\\\" >/dev/null\"],"
-		 "\"env\":[\"PATH=/usr/bin:/bin\",\"PGHOST=127.0.0.1\",\"PGPORT=%d\","
+		 "\"env\":[\"PGHOST=127.0.0.1\",\"PGPORT=%d\","
 		 "\"PGUSER=postgres\",\"PGDATABASE=postgres\"]}",
 		 ms, f->pg.port);
 	return buf;

@@ -69,7 +69,7 @@ static int start_server(struct pg_cluster *pg)
 {
 	if (sh("%s'%s/pg_ctl' -w -t 30 -D '%s/data' -l '%s/postgres.log' -o "
 	       "\"-p %d -k '%s' -c listen_addresses=127.0.0.1 -c fsync=off "
-	       "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200\" "
+	       "-c full_page_writes=off -c max_connections=200\" "
 	       "start >/dev/null", as_user(), pg->bindir, pg->dir, pg->dir, pg->port, pg->dir) < 0) {
 		char log[300];
 		snprintf(log, sizeof log, "%s/postgres.log", pg->dir);

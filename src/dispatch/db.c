@@ -20,7 +20,7 @@ static void one_line(char *dst, size_t len, const char *msg)
 {
 	snprintf(dst, len, "%s", msg ? msg : "");
 	for (char *p = dst; *p; p++)
-		if (*p == '\n' || *p == '\r')
+		if (*p == '\n' || *p == '\r' || *p == '\t')
 			*p = (p[1] ? ' ' : '\0');
 }
 

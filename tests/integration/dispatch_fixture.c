@@ -221,19 +221,30 @@ int df_make_ledger(struct dfix *f)
 	return r ? 0 : -1;
 }
 
-const char *df_ledger_job(struct dfix *f, char *buf, size_t len, int ms)
+const char *df_ledger_job(struct dfix *f, char *buf, size_t len, int ms, int split)
 {
-	/* one psql session, three autocommitted statements: the start is
-	 * recorded before the work and the end after it */
+	static const char ins[] = "INSERT INTO ledger VALUES ($EXECDISPATCH_JOB_ID, "
+		"$EXECDISPATCH_ATTEMPT, clock_timestamp())";
+	static const char upd[] = "UPDATE ledger SET finished_at = clock_timestamp() "
+		"WHERE job_id = $EXECDISPATCH_JOB_ID AND attempt = $EXECDISPATCH_ATTEMPT";
+	char script[1024];
+
+	/* one psql session and three autocommitted statements, or (split) two
+	 * sessions with a sleep between them that holds no connection */
+	if (split)
+		snprintf(script, sizeof script,
+			 "/usr/bin/psql -X -q -v ON_ERROR_STOP=1 -c \\\"%s\\\" >/dev/null && "
+			 "sleep %d.%03d && exec /usr/bin/psql -X -q -v ON_ERROR_STOP=1 "
+			 "-c \\\"%s\\\" >/dev/null", ins, ms / 1000, ms % 1000, upd);
+	else
+		snprintf(script, sizeof script,
+			 "exec /usr/bin/psql -X -q -v ON_ERROR_STOP=1 -c \\\"%s\\\" "
+			 "-c \\\"SELECT pg_sleep(%d / 1000.0)\\\" -c \\\"%s\\\" >/dev/null",
+			 ins, ms, upd);
 	snprintf(buf, len,
-		 "{\"command\":\"sh\",\"args\":[\"-c\","
-		 "\"exec /usr/bin/psql -X -q -v ON_ERROR_STOP=1 "
-		 "-c \\\"INSERT INTO ledger VALUES ($EXECDISPATCH_JOB_ID, $EXECDISPATCH_ATTEMPT, clock_timestamp())\\\" "
-		 "-c \\\"SELECT pg_sleep(%d / 1000.0)\\\" "
-		 "-c \\\"UPDATE ledger SET finished_at = clock_timestamp() WHERE job_id = $EXECDISPATCH_JOB_ID "
-		 "AND attempt = $EXECDISPATCH_ATTEMPT\\\" >/dev/null\"],"
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"%s\"],"
 		 "\"env\":[\"PGHOST=127.0.0.1\",\"PGPORT=%d\","
 		 "\"PGUSER=postgres\",\"PGDATABASE=postgres\"]}",
-		 ms, f->pg.port);
+		 script, f->pg.port);
 	return buf;
 }

@@ -63,9 +63,11 @@ int df_wait_final(struct dfix *f, int timeout_ms);
 long long df_held(struct dfix *f, const char *instance);
 
 /* The ledger job: its program records each run in table ledger
- * (UNIQUE (job_id, attempt), started_at, finished_at), sleeping ms
- * between the two. */
-const char *df_ledger_job(struct dfix *f, char *buf, size_t len, int ms);
+ * (UNIQUE (job_id, attempt), started_at, finished_at), working ms
+ * between the two: in one database session, or (split) in two with a
+ * sleep between them, so that a database restart meanwhile does not fail
+ * the program itself. */
+const char *df_ledger_job(struct dfix *f, char *buf, size_t len, int ms, int split);
 int df_make_ledger(struct dfix *f);
 
 #endif

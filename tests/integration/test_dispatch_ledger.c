@@ -69,7 +69,7 @@ static void run_ledger(const char *conninfo)
 		CU_ASSERT_FATAL(df_write_config(&F, i, NULL) == 0);
 		CU_ASSERT_FATAL(df_start_disp(&F, i) == 0);
 	}
-	df_ledger_job(&F, job, sizeof job, 20);
+	df_ledger_job(&F, job, sizeof job, 20, 0);
 	for (int i = 0; i < n; i++) {
 		ids[i] = df_submit(&F, job, i % 3 - 1);
 		CU_ASSERT_FATAL(ids[i] > 0);

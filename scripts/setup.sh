@@ -13,12 +13,14 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # make the TLS tests' certificates, clang with libFuzzer for the fuzz pass,
 # haproxy as the load balancer of the multi-instance tests), and what `make
 # bench` needs (the gearmand peer and its library, gnuplot for the plots,
-# util-linux for lscpu, linux-perf where the kernel allows it).
+# util-linux for lscpu, linux-perf where the kernel allows it), and
+# execdispatch's: libpq to build it, PostgreSQL and PgBouncer for its tests.
 PACKAGES="build-essential autoconf automake libtool pkg-config
 libevent-dev libjson-c-dev libcurl4-openssl-dev libcunit1-dev libyaml-dev
 libssl-dev libwslay-dev libhttp-parser-dev
 curl procps valgrind openssl clang libclang-rt-14-dev haproxy
-gearman-job-server libgearman-dev gnuplot-nox util-linux linux-perf"
+gearman-job-server libgearman-dev gnuplot-nox util-linux linux-perf
+libpq-dev postgresql postgresql-contrib pgbouncer"
 
 missing=""
 for p in $PACKAGES; do

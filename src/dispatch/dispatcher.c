@@ -786,7 +786,7 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	if (cfg->cancel_poll_ms > 0)
 		arm(d.cancel_ev, cfg->cancel_poll_ms);
 	if (cfg->retain_done_days > 0)
-		arm(d.janitor_ev, 60 * 1000);
+		arm(d.janitor_ev, 2 * cfg->heartbeat_sec * 1000LL);
 	log_info("execdispatch %s: instance %s, schema %s, %zu execserver address%s", PACKAGE_VERSION,
 		 cfg->instance_id, cfg->schema, cfg->execservers.count,
 		 cfg->execservers.count == 1 ? "" : "es");

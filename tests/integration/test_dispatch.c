@@ -66,6 +66,21 @@ static void test_run_outcomes(void)
 	/* nothing is held any more */
 	CU_ASSERT_EQUAL(df_held(&F, "d0"), 0);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+
+	/* the retention janitor (retainDoneDays 7) removes old finished rows
+	 * only, two heartbeats after the start */
+	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET finished_at = now() - interval '8 days' "
+			     "WHERE id IN (%lld, %lld)", ok, bad));
+	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET finished_at = now() - interval '6 days' "
+			     "WHERE id = %lld", slow));
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	for (int i = 0; i < 100 && pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE "
+					      "id IN (%lld, %lld)", ok, bad) > 0; i++)
+		harness_sleep_ms(50);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE id IN "
+				   "(%lld, %lld)", ok, bad), 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job"), 4);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 	/* a clean stop removes the dispatcher's row */
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 0);
 }

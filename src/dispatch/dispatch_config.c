@@ -40,7 +40,7 @@ static const struct int_key int_keys[] = {
 static const char *const allowed_keys[] = {
 	"database", "execservers", "authToken", "instanceId", "schema", "logLevel",
 	"pollMs", "heartbeatSec", "staleAfterSec", "cancelPollMs", "maxAttempts",
-	"retryDelaySec", "connectTimeoutSec", "retainDoneDays", NULL
+	"retryDelaySec", "connectTimeoutSec", "retainDoneDays", "metrics", NULL
 };
 
 static void set_defaults(struct dispatch_config *cfg)
@@ -114,6 +114,16 @@ static int parse_key(const struct cy_ctx *cy, const struct cy_node *key, const s
 		return cy_get_string(cy, val, k, &cfg->database);
 	if (strcmp(k, "authToken") == 0)
 		return cy_get_string(cy, val, k, &cfg->auth_token);
+	if (strcmp(k, "metrics") == 0) {
+		const char *colon;
+		if (cy_get_string(cy, val, k, &cfg->metrics) < 0)
+			return -1;
+		colon = strrchr(cfg->metrics, ':');
+		if (!colon || colon == cfg->metrics || atoi(colon + 1) <= 0 || atoi(colon + 1) > 65535 ||
+		    strspn(colon + 1, "0123456789") != strlen(colon + 1))
+			return cy_error(cy, val, "metrics: host:port is required (e.g. 127.0.0.1:9188)");
+		return 0;
+	}
 	if (strcmp(k, "execservers") == 0) {
 		if (cy_get_strlist(cy, val, k, &cfg->execservers) < 0)
 			return -1;
@@ -262,5 +272,6 @@ void dispatch_config_free(struct dispatch_config *cfg)
 	free(cfg->auth_token);
 	free(cfg->instance_id);
 	free(cfg->schema);
+	free(cfg->metrics);
 	memset(cfg, 0, sizeof *cfg);
 }

@@ -34,6 +34,7 @@ struct dispatch_config {
 	int connect_timeout_sec;	/* 120 */
 	int retain_done_days;	/* 7; 0: finished rows are kept */
 	int log_level;		/* enum log_level, default info */
+	char *metrics;		/* host:port of /metrics, or NULL */
 };
 
 /* Loads and checks path; 0, or -1 with err->text "file:line:column: ...".

@@ -38,6 +38,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "dispatch/db.h"
+#include "dispatch/metrics.h"
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
 
@@ -86,6 +87,8 @@ struct dispatcher {
 	int exit_status;
 	int said_stale, said_no_exec;
 	unsigned rnd;
+	struct dispatch_stats st;
+	struct metrics *metrics;
 };
 
 /* ---- small helpers ---- */
@@ -215,6 +218,7 @@ static void on_done(exc_job *xj, const struct exc_receipt *r, void *arg)
 	if (!h->started)
 		d->claimed_unstarted--;
 	if (h->lost) {
+		d->st.dropped++;
 		log_info("job %lld attempt %d: ended (%s) after its claim was lost; result dropped",
 			 (long long)h->id, h->attempts, r->error_code ? r->error_code : "ok");
 		held_free(d, h);
@@ -306,6 +310,10 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	evtimer_del(d->poll_ev);
 	share = exc_claim_share(d->client);
+	d->st.share = share;
+	d->st.at_exec = d->at_exec;
+	d->st.statements = d->db.statements;
+	d->st.db_up = d->db.conn != NULL;
 	if (!beat_fresh(d)) {
 		if (!d->said_stale++)
 			log_warn("heartbeat not written for %d s or more: starting nothing new",
@@ -319,10 +327,14 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		n = free_ > CLAIM_MAX ? CLAIM_MAX : free_;
 		snprintf(limit, sizeof limit, "%u", n);
 		res = db_exec(&d->db, d->q_claim, 2, params, &away);
+		d->st.claims++;
 		if (res) {
 			int rows = PQntuples(res);
-			for (int i = 0; i < rows; i++)
+			d->st.claimed += (uint64_t)rows;
+			for (int i = 0; i < rows; i++) {
+				d->st.attempts += (uint64_t)atoi(PQgetvalue(res, i, 1));
 				start_row(d, res, i);
+			}
 			full = (unsigned)rows == n;
 			if (rows)
 				log_debug("claimed %d (share %u, at the execservers %u)", rows, share,
@@ -410,6 +422,8 @@ static void beat_cb(evutil_socket_t fd, short what, void *arg)
 		lose_everything(d, "its claim was rescued by another dispatcher");
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 	}
+	d->st.rescued_requeued += (uint64_t)atoi(PQgetvalue(res, 0, 1));
+	d->st.rescued_failed += (uint64_t)atoi(PQgetvalue(res, 0, 2));
 	if (atoi(PQgetvalue(res, 0, 1)) || atoi(PQgetvalue(res, 0, 2)))
 		log_warn("rescue: requeued %s and failed %s rows of silent dispatchers",
 			 PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2));
@@ -527,18 +541,40 @@ static void cancel_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	for (int i = 0; i < n; i++) {
 		struct held *h = find(d, ids[i], (int)att[i]);
-		int ours = 0;
-		for (int r = 0; r < PQntuples(res) && !ours; r++)
-			ours = strtoll(PQgetvalue(res, r, 0), NULL, 10) == ids[i] &&
-			       atoi(PQgetvalue(res, r, 1)) == att[i];
-		if (h && !ours)
-			drop_claim(d, h, "cancelled (or its claim was rescued)");
+		int ours = 0, row = -1;
+		for (int r = 0; r < PQntuples(res) && row < 0; r++)
+			if (strtoll(PQgetvalue(res, r, 0), NULL, 10) == ids[i])
+				row = r;
+		if (row >= 0)
+			ours = atoi(PQgetvalue(res, row, 1)) == att[i] &&
+			       atoi(PQgetvalue(res, row, 2)) == 1;
+		if (!h || ours)
+			continue;
+		if (row >= 0 && !PQgetisnull(res, row, 3)) {
+			d->st.cancels++;
+			d->st.cancel_latency_ms += strtoull(PQgetvalue(res, row, 3), NULL, 10);
+			drop_claim(d, h, "cancelled");
+		} else {
+			drop_claim(d, h, "its claim was rescued by another dispatcher");
+		}
 	}
 	PQclear(res);
 out:
 	free(ids);
 	free(att);
 	free(aids);
+}
+
+static void count_outcome(struct dispatcher *d, const struct held *h)
+{
+	if (strcmp(h->state, "done") == 0)
+		d->st.done++;
+	else if (strcmp(h->state, "failed") == 0)
+		d->st.failed++;
+	else if (h->uncount)
+		d->st.no_slot++;
+	else
+		d->st.requeued++;
 }
 
 /* Writes every pending outcome; stops at the first sign that the
@@ -584,10 +620,14 @@ static void flush_outcomes(struct dispatcher *d)
 		if (!res)
 			log_error("job %lld attempt %d: outcome %s not written: %s", (long long)h->id,
 				  h->attempts, h->state, d->db.last_error);
-		else if (PQntuples(res) == 0)
+		else if (PQntuples(res) == 0) {
+			d->st.dropped++;
 			log_info("job %lld attempt %d: claim lost before its outcome (%s) was written "
 				 "(cancelled or rescued); dropped", (long long)h->id, h->attempts,
 				 h->state);
+		} else {
+			count_outcome(d, h);
+		}
 		PQclear(res);
 		d->pending--;
 		held_free(d, h);
@@ -785,6 +825,15 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	arm(d.beat_ev, cfg->heartbeat_sec * 1000LL);
 	if (cfg->cancel_poll_ms > 0)
 		arm(d.cancel_ev, cfg->cancel_poll_ms);
+	if (cfg->metrics) {
+		char err[300];
+		d.metrics = metrics_start(d.base, cfg->metrics, &d.st, cfg->instance_id, err,
+					  sizeof err);
+		if (!d.metrics) {
+			log_error("%s", err);
+			goto out;
+		}
+	}
 	if (cfg->retain_done_days > 0)
 		arm(d.janitor_ev, 2 * cfg->heartbeat_sec * 1000LL);
 	log_info("execdispatch %s: instance %s, schema %s, %zu execserver address%s", PACKAGE_VERSION,
@@ -793,6 +842,7 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	event_base_dispatch(d.base);
 	rc = 0;
 out:
+	metrics_stop(d.metrics);
 	if (d.client)
 		exc_client_free(d.client);
 	struct event *evs[] = { d.poll_ev, d.beat_ev, d.cancel_ev, d.start_ev, d.flush_ev,

@@ -81,8 +81,10 @@ const char DQ_FINISH[] =
 	"AND state IN " HELD " RETURNING 1";
 
 const char DQ_HELD[] =
-	"SELECT id, attempts FROM @schema@.job "
-	"WHERE id = ANY($2::bigint[]) AND runner_instance = $1 AND state IN " HELD;
+	"SELECT id, attempts, (runner_instance = $1 AND state IN " HELD ")::int, "
+	"CASE WHEN state = 'cancelled' THEN "
+	" floor(extract(epoch FROM clock_timestamp() - finished_at) * 1000)::bigint END "
+	"FROM @schema@.job WHERE id = ANY($2::bigint[])";
 
 const char DQ_LEAVE[] =
 	"DELETE FROM @schema@.dispatcher WHERE instance = $1 AND host = $2 AND pid = $3::int";

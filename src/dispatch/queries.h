@@ -48,7 +48,8 @@ extern const char DQ_START[];
  * -> one row when the claim was still ours */
 extern const char DQ_FINISH[];
 
-/* Which held rows are still ours: ($1 instance, $2 ids[]) -> (id, attempts) */
+/* Which held rows are still ours: ($1 instance, $2 ids[]) -> (id,
+ * attempts, ours 0|1, ms since the cancel's commit for a cancelled row) */
 extern const char DQ_HELD[];
 
 /* Leave: delete our row: ($1 instance, $2 host, $3 pid) */

@@ -29,13 +29,32 @@ static void clear_queue(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 }
 
+/* The value of a metric of dispatcher /metrics on port, or -1. */
+static long long metric(int port, const char *name)
+{
+	char cmd[200], line[512];
+	long long v = -1;
+	FILE *p;
+
+	snprintf(cmd, sizeof cmd, "curl -sf http://127.0.0.1:%d/metrics", port);
+	p = popen(cmd, "r");
+	while (p && fgets(line, sizeof line, p))
+		if (strncmp(line, name, strlen(name)) == 0 && line[strlen(name)] == '{')
+			v = atoll(strchr(line, ' ') + 1);
+	if (p)
+		pclose(p);
+	return v;
+}
+
 static void test_run_outcomes(void)
 {
 	long long ok, bad, slow, unknown, badjob, env;
-	char buf[256];
+	char buf[256], extra[64];
+	int mport = harness_free_port();
 
 	clear_queue();
-	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport);
+	CU_ASSERT_FATAL(df_write_config(&F, 0, extra) == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
 	ok = df_submit(&F, "{\"command\":\"true\"}", 0);
 	bad = df_submit(&F, "{\"command\":\"false\"}", 0);
@@ -65,6 +84,15 @@ static void test_run_outcomes(void)
 		"execdispatch.job WHERE id = %lld", env), buf);
 	/* nothing is held any more */
 	CU_ASSERT_EQUAL(df_held(&F, "d0"), 0);
+	/* the counters of /metrics (the gauges follow at the next poll) */
+	harness_sleep_ms(250);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_claimed_total"), 6);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_done_total"), 3);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_failed_total"), 3);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_held"), 0);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_admission"), 5);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_database_up"), 1);
+	CU_ASSERT(metric(mport, "execdispatch_statements_total") > 6);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 
 	/* the retention janitor (retainDoneDays 7) removes old finished rows
@@ -145,13 +173,19 @@ static int running_n(struct json_object *st, void *arg)
 static void test_cancel_from_elsewhere(void)
 {
 	long long id, t0, took;
-	char buf[64];
+	char buf[64], extra[64];
+	int mport = harness_free_port();
 
 	clear_queue();
-	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport);
+	CU_ASSERT_FATAL(df_write_config(&F, 0, extra) == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
 	id = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"30\"]}", 0);
 	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)1) == 0);
+	for (int i = 0; i < 100 && strcmp(pgtest_text(F.c, buf, sizeof buf, "SELECT state FROM "
+			"execdispatch.job WHERE id = %lld", id), "running") != 0; i++)
+		harness_sleep_ms(20);
+	CU_ASSERT_STRING_EQUAL(buf, "running");
 	/* the test's session owns nothing: the row is the only transport */
 	t0 = harness_now_ms();
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
@@ -168,6 +202,11 @@ static void test_cancel_from_elsewhere(void)
 	harness_sleep_ms(300);
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state || coalesce(receipt::text, "
 					   "'') FROM execdispatch.job WHERE id = %lld", id), "cancelled");
+	/* the dispatcher counted the cancel and its latency (commit -> notice) */
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_cancels_total"), 1);
+	long long lat = metric(mport, "execdispatch_cancel_latency_ms_total");
+	CU_ASSERT(lat >= 0 && lat <= took);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_dropped_total"), 1);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 }
 

@@ -49,6 +49,7 @@ static void test_config_errors(void)
 		{ "database: x\nexecservers: [ws://h:1]\nheartbeatSec: 5\nstaleAfterSec: 6\n",
 		  "check.yml:4:16: staleAfterSec (6) must be at least twice heartbeatSec" },
 		{ "database: x\nexecservers: [ws://h:1]\ninstanceId: \"a b\"\n", "check.yml:3:13: instanceId" },
+		{ "database: x\nexecservers: [ws://h:1]\nmetrics: nope\n", "check.yml:3:10: metrics" },
 	};
 	char out[1024];
 

@@ -4,9 +4,11 @@
  * outcome; bad input; the claim share of two dispatchers on a 4-slot
  * execserver and its growth when one stops; a cancel from a session that
  * owns nothing reaching the run within cancelPollMs + 200 ms; no claim and
- * no query while no execserver is connected.
+ * no query while no execserver is connected; execctl's database commands.
  */
 #include <signal.h>
+#include <stdarg.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,6 +263,76 @@ static void test_no_execserver(void)
 	clear_queue();
 }
 
+/* Runs execctl with args (a shell fragment); its stdout+stderr into out;
+ * the exit status. */
+static int execctl(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int execctl(char *out, size_t len, const char *fmt, ...)
+{
+	char args[1024], cmd[1400];
+	const char *bin = getenv("EXECDISPATCH_BIN");
+	va_list ap;
+	FILE *p;
+	size_t n;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	/* execctl sits next to execdispatch in the build directory */
+	snprintf(cmd, sizeof cmd, "%.*sexecctl %s 2>&1", bin ? (int)(strrchr(bin, '/') + 1 - bin) : 2,
+		 bin ? bin : "./", args);
+	p = popen(cmd, "r");
+	n = p ? fread(out, 1, len - 1, p) : 0;
+	out[n] = '\0';
+	st = p ? pclose(p) : -1;
+	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_execctl_db(void)
+{
+	char out[2048], id[32];
+	long long qid;
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	/* submit -w: the id, then the outcome; exit status of the program */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work -w -- true", F.cfg[0]), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, ": done"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work -w -- false", F.cfg[0]), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, ": failed exit_status"));
+	/* show, with --db instead of the file */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit --db '%s' -s work -- sleep 0.1", F.conninfo), 0);
+	snprintf(id, sizeof id, "%lld", atoll(out));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s %s", F.cfg[0], id), 0);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s %s", F.cfg[0], id), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "runner_instance  d0"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s --json %s", F.cfg[0], id), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"state\":\"done\""));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "cancel -c %s %s", F.cfg[0], id), 122);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "not_found_or_finished"));
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+
+	/* no dispatcher: queued; position, wait --timeout, cancel */
+	qid = df_submit(&F, "{\"command\":\"true\"}", 0);
+	df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work -p interactive -- true",
+				F.cfg[0]), 0);
+	snprintf(id, sizeof id, "%lld", qid + 1);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position -c %s %s", F.cfg[0], id), 0);
+	CU_ASSERT_STRING_EQUAL(out, "0 running, 2 ahead\n");	/* the interactive one and qid */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s --timeout 1 %s", F.cfg[0], id), 121);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "cancel -c %s %s", F.cfg[0], id), 0);
+	CU_ASSERT_STRING_EQUAL(out, "cancelled\n");
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s %s", F.cfg[0], id), 120);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s 999999", F.cfg[0]), 122);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s 'bad name' -- true", F.cfg[0]), 115);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "service must be 1 to 64"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -- true", F.cfg[0]), 2);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position --db 'host=127.0.0.1 port=1' 1"), 111);
+	clear_queue();
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -274,6 +346,7 @@ int main(void)
 		{ "claim shares of two dispatchers; the survivor's grows", test_claim_shares },
 		{ "cancel from a session that owns nothing", test_cancel_from_elsewhere },
 		{ "no execserver: nothing claimed, only the heartbeat queries", test_no_execserver },
+		{ "execctl submit, show, wait, cancel, position", test_execctl_db },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

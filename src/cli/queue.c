@@ -279,7 +279,8 @@ static int do_show(PGconn *c, const struct qopts *o)
 }
 
 /* The position text of a job from position(): "3 running, 7 ahead" for a
- * queued row, "claimed, waiting for a slot (4 running)" or the state. */
+ * queued row, "claimed, waiting for a slot (4 running)" or the state.
+ * EXECCTL_OK, EXECCTL_FAILED (printed), or EXECCTL_NOT_FOUND (printed). */
 static int position_text(PGconn *c, const struct qopts *o, char *state, size_t slen,
 			 char *buf, size_t len)
 {
@@ -292,10 +293,11 @@ static int position_text(PGconn *c, const struct qopts *o, char *state, size_t s
 	snprintf(sql, sizeof sql, "SELECT \"%s\".position($1)::text", o->schema);
 	r = run(c, sql, 1, params);
 	if (!r)
-		return -1;
+		return EXECCTL_FAILED;
 	if (PQgetisnull(r, 0, 0)) {
 		PQclear(r);
-		return 0;
+		fprintf(stderr, "execctl: job %lld: not found\n", o->id);
+		return EXECCTL_NOT_FOUND;
 	}
 	p = json_tokener_parse(PQgetvalue(r, 0, 0));
 	PQclear(r);
@@ -309,7 +311,7 @@ static int position_text(PGconn *c, const struct qopts *o, char *state, size_t s
 	else
 		snprintf(buf, len, "%s", state);
 	json_object_put(p);
-	return 1;
+	return EXECCTL_OK;
 }
 
 static int do_position(PGconn *c, const struct qopts *o)
@@ -317,14 +319,9 @@ static int do_position(PGconn *c, const struct qopts *o)
 	char state[32], line[128];
 	int rc = position_text(c, o, state, sizeof state, line, sizeof line);
 
-	if (rc < 0)
-		return EXECCTL_FAILED;
-	if (rc == 0) {
-		fprintf(stderr, "execctl: job %lld: not found\n", o->id);
-		return EXECCTL_NOT_FOUND;
-	}
-	printf("%s\n", line);
-	return EXECCTL_OK;
+	if (rc == EXECCTL_OK)
+		printf("%s\n", line);
+	return rc;
 }
 
 static int do_cancel(PGconn *c, const struct qopts *o)
@@ -391,12 +388,8 @@ static int do_wait(PGconn *c, const struct qopts *o)
 	signal(SIGTERM, on_signal);
 	for (;;) {
 		int rc = position_text(c, o, state, sizeof state, line, sizeof line);
-		if (rc < 0)
-			return EXECCTL_FAILED;
-		if (rc == 0) {
-			fprintf(stderr, "execctl: job %lld: not found\n", o->id);
-			return EXECCTL_NOT_FOUND;
-		}
+		if (rc != EXECCTL_OK)
+			return rc;
 		if (strcmp(state, "done") == 0 || strcmp(state, "failed") == 0 ||
 		    strcmp(state, "cancelled") == 0) {
 			if (shown)

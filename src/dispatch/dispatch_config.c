@@ -40,7 +40,7 @@ static const struct int_key int_keys[] = {
 static const char *const allowed_keys[] = {
 	"database", "execservers", "authToken", "instanceId", "schema", "logLevel",
 	"pollMs", "heartbeatSec", "staleAfterSec", "cancelPollMs", "maxAttempts",
-	"retryDelaySec", "connectTimeoutSec", "retainDoneDays", "metrics", NULL
+	"retryDelaySec", "connectTimeoutSec", "retainDoneDays", "metrics", "notify", NULL
 };
 
 static void set_defaults(struct dispatch_config *cfg)
@@ -114,6 +114,8 @@ static int parse_key(const struct cy_ctx *cy, const struct cy_node *key, const s
 		return cy_get_string(cy, val, k, &cfg->database);
 	if (strcmp(k, "authToken") == 0)
 		return cy_get_string(cy, val, k, &cfg->auth_token);
+	if (strcmp(k, "notify") == 0)
+		return cy_get_bool(cy, val, k, &cfg->notify);
 	if (strcmp(k, "metrics") == 0) {
 		const char *colon;
 		if (cy_get_string(cy, val, k, &cfg->metrics) < 0)

@@ -35,6 +35,7 @@ struct dispatch_config {
 	int retain_done_days;	/* 7; 0: finished rows are kept */
 	int log_level;		/* enum log_level, default info */
 	char *metrics;		/* host:port of /metrics, or NULL */
+	int notify;		/* LISTEN for submissions (direct connections only) */
 };
 
 /* Loads and checks path; 0, or -1 with err->text "file:line:column: ...".

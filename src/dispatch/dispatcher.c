@@ -38,6 +38,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "dispatch/db.h"
+#include "dispatch/listen.h"
 #include "dispatch/metrics.h"
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
@@ -89,6 +90,7 @@ struct dispatcher {
 	unsigned rnd;
 	struct dispatch_stats st;
 	struct metrics *metrics;
+	struct listener *listener;	/* notify: true */
 };
 
 /* ---- small helpers ---- */
@@ -377,6 +379,16 @@ static int do_register(struct dispatcher *d)
 	return 0;
 }
 
+/* notify: a submission was committed: claim now (poll_cb decides whether
+ * admission allows a query at all). */
+static void on_submit(void *arg)
+{
+	struct dispatcher *d = arg;
+
+	if (!d->stopping)
+		event_active(d->poll_ev, EV_TIMEOUT, 0);
+}
+
 static void beat_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
@@ -388,6 +400,8 @@ static void beat_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	arm(d->beat_ev, d->cfg->heartbeat_sec * 1000LL);
+	if (d->listener)
+		listener_keep(d->listener);
 	if (!d->registered) {
 		int rc = do_register(d);
 		if (rc == -3)
@@ -825,6 +839,11 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	arm(d.beat_ev, cfg->heartbeat_sec * 1000LL);
 	if (cfg->cancel_poll_ms > 0)
 		arm(d.cancel_ev, cfg->cancel_poll_ms);
+	if (cfg->notify && !(d.listener = listener_new(d.base, cfg->database, cfg->schema,
+							   on_submit, &d))) {
+		log_error("out of memory");
+		goto out;
+	}
 	if (cfg->metrics) {
 		char err[300];
 		d.metrics = metrics_start(d.base, cfg->metrics, &d.st, cfg->instance_id, err,
@@ -843,6 +862,7 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	rc = 0;
 out:
 	metrics_stop(d.metrics);
+	listener_free(d.listener);
 	if (d.client)
 		exc_client_free(d.client);
 	struct event *evs[] = { d.poll_ev, d.beat_ev, d.cancel_ev, d.start_ev, d.flush_ev,

@@ -117,9 +117,18 @@ int df_write_config(struct dfix *f, int i, const char *extra)
 		fprintf(out, "  - ws://127.0.0.1:%d\n", f->es[e].port);
 	if (f->nes == 0)
 		fprintf(out, "  - ws://127.0.0.1:9\n");
-	fprintf(out, "instanceId: d%d\npollMs: 100\nheartbeatSec: 1\nstaleAfterSec: 3\n"
-		"cancelPollMs: 100\nretryDelaySec: 1\nconnectTimeoutSec: 30\nlogLevel: debug\n%s",
-		i, extra ? extra : "");
+	fprintf(out, "instanceId: d%d\n", i);
+	/* the tests' timings, unless extra sets the key itself */
+	static const char *const defaults[] = { "pollMs: 100", "heartbeatSec: 1", "staleAfterSec: 3",
+		"cancelPollMs: 100", "retryDelaySec: 1", "connectTimeoutSec: 30", "logLevel: debug" };
+	for (size_t k = 0; k < sizeof defaults / sizeof defaults[0]; k++) {
+		int klen = (int)(strchr(defaults[k], ':') - defaults[k]) + 1;
+		char key[64];
+		snprintf(key, sizeof key, "%.*s", klen, defaults[k]);
+		if (!extra || !strstr(extra, key))
+			fprintf(out, "%s\n", defaults[k]);
+	}
+	fprintf(out, "%s", extra ? extra : "");
 	return fclose(out);
 }
 

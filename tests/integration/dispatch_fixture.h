@@ -40,7 +40,8 @@ int df_start(struct dfix *f);
 int df_start_exec(struct dfix *f, int i, int slots);
 /* Writes dispatcher i's configuration: every execserver started so far,
  * the timings of the tests (pollMs 100, heartbeatSec 1, staleAfterSec 3,
- * cancelPollMs 100, retryDelaySec 1, instanceId d<i>) and extra lines. */
+ * cancelPollMs 100, retryDelaySec 1, instanceId d<i>) and extra lines
+ * (a key in extra replaces the default). */
 int df_write_config(struct dfix *f, int i, const char *extra);
 /* Starts dispatcher i (df_write_config first) and waits until its
  * heartbeat row exists; 0 or -1 (its log printed). */

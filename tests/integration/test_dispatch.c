@@ -333,6 +333,29 @@ static void test_execctl_db(void)
 	clear_queue();
 }
 
+static void test_notify(void)
+{
+	long long id, t0, took;
+	char buf[64];
+
+	clear_queue();
+	/* the poll alone would take a minute */
+	CU_ASSERT_FATAL(df_write_config(&F, 0, "notify: true\npollMs: 60000\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	harness_sleep_ms(300);	/* connected to the execserver */
+	t0 = harness_now_ms();
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	while (strcmp(pgtest_text(F.c, buf, sizeof buf, "SELECT state FROM execdispatch.job WHERE "
+				  "id = %lld", id), "done") != 0 && harness_now_ms() - t0 < 5000)
+		harness_sleep_ms(5);
+	took = harness_now_ms() - t0;
+	fprintf(stderr, "notify: submitted to done in %lld ms (pollMs 60000)\n", took);
+	CU_ASSERT_STRING_EQUAL(buf, "done");
+	CU_ASSERT(took < 1000);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -347,6 +370,7 @@ int main(void)
 		{ "cancel from a session that owns nothing", test_cancel_from_elsewhere },
 		{ "no execserver: nothing claimed, only the heartbeat queries", test_no_execserver },
 		{ "execctl submit, show, wait, cancel, position", test_execctl_db },
+		{ "notify: true starts a submission at once", test_notify },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -304,8 +304,9 @@ static int position_text(PGconn *c, const struct qopts *o, char *state, size_t s
 	snprintf(state, slen, "%s", json_object_object_get_ex(p, "state", &v) ?
 		 json_object_get_string(v) : "?");
 	int64_t running = json_object_object_get_ex(p, "running", &v) ? json_object_get_int64(v) : 0;
-	if (strcmp(state, "queued") == 0 && json_object_object_get_ex(p, "ahead", &v))
-		progress_line(buf, len, running, json_object_get_int64(v), -1);
+	int64_t eta = json_object_object_get_ex(p, "eta_ms", &v) ? json_object_get_int64(v) : -1;
+	if (json_object_object_get_ex(p, "ahead", &v) && v)
+		progress_line(buf, len, running, json_object_get_int64(v), eta);
 	else if (strcmp(state, "claimed") == 0)
 		snprintf(buf, len, "claimed, waiting for a slot (%lld running)", (long long)running);
 	else

@@ -73,7 +73,7 @@ struct dispatcher {
 	exc_client *client;
 	struct db db;
 	char *q_register, *q_heartbeat, *q_rescue_own, *q_claim, *q_start, *q_finish,
-	     *q_held, *q_leave, *q_janitor;
+	     *q_held, *q_leave, *q_janitor, *q_position;
 	char host[65];
 	char pid[16];
 	struct held *list;
@@ -241,6 +241,28 @@ static void on_done(exc_job *xj, const struct exc_receipt *r, void *arg)
 		event_active(d->poll_ev, EV_TIMEOUT, 0);	/* a slot of the share is free */
 }
 
+/* A POSITION for a claimed row someone asked about: into the row, under
+ * its claim, for position() on any host. */
+static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
+{
+	struct held *h = arg;
+	struct dispatcher *d = h->d;
+	char id[24], att[16], json[256];
+	const char *params[4] = { id, d->cfg->instance_id, att, json };
+	int away;
+
+	(void)xj;
+	if (h->lost || h->started)
+		return;
+	snprintf(id, sizeof id, "%lld", (long long)h->id);
+	snprintf(att, sizeof att, "%d", h->attempts);
+	snprintf(json, sizeof json, "{\"running\": %lld, \"ahead\": %lld, \"capacity\": %lld, "
+		 "\"eta_ms\": %lld, \"instance_id\": \"%.64s\"}", (long long)p->running,
+		 (long long)p->ahead, (long long)p->capacity, (long long)p->eta_ms,
+		 p->instance_id ? p->instance_id : "");
+	PQclear(db_exec(&d->db, d->q_position, 4, params, &away));
+}
+
 /* The row's claim was lost (cancelled or rescued): stop its run. */
 static void drop_claim(struct dispatcher *d, struct held *h, const char *why)
 {
@@ -278,6 +300,7 @@ static void start_row(struct dispatcher *d, PGresult *res, int row)
 	spec.job_json = payload;
 	spec.connect_timeout_sec = (unsigned)d->cfg->connect_timeout_sec;
 	spec.on_done = on_done;
+	spec.on_position = on_position;
 	spec.arg = h;
 	h->xj = payload && h->service ? exc_submit(d->client, &spec) : NULL;
 	if (!h->xj) {
@@ -562,6 +585,9 @@ static void cancel_cb(evutil_socket_t fd, short what, void *arg)
 		if (row >= 0)
 			ours = atoi(PQgetvalue(res, row, 1)) == att[i] &&
 			       atoi(PQgetvalue(res, row, 2)) == 1;
+		if (h && ours && !PQgetisnull(res, row, 4) && atoi(PQgetvalue(res, row, 4)) == 1 &&
+		    strcmp(exc_job_state(h->xj), "waiting") == 0)
+			exc_query(h->xj);	/* someone asked for its position */
 		if (!h || ours)
 			continue;
 		if (row >= 0 && !PQgetisnull(res, row, 3)) {
@@ -740,8 +766,9 @@ static int expand_all(struct dispatcher *d)
 	d->q_held = dq_expand(DQ_HELD, s);
 	d->q_leave = dq_expand(DQ_LEAVE, s);
 	d->q_janitor = dq_expand(DQ_JANITOR, s);
+	d->q_position = dq_expand(DQ_POSITION, s);
 	return d->q_register && d->q_heartbeat && d->q_rescue_own && d->q_claim && d->q_start &&
-	       d->q_finish && d->q_held && d->q_leave && d->q_janitor ? 0 : -1;
+	       d->q_finish && d->q_held && d->q_leave && d->q_janitor && d->q_position ? 0 : -1;
 }
 
 /* The first contact: the schema's version, our row, our previous life's
@@ -876,7 +903,7 @@ out:
 		event_base_free(d.base);
 	db_close(&d.db);
 	char **qs[] = { &d.q_register, &d.q_heartbeat, &d.q_rescue_own, &d.q_claim, &d.q_start,
-			&d.q_finish, &d.q_held, &d.q_leave, &d.q_janitor };
+			&d.q_finish, &d.q_held, &d.q_leave, &d.q_janitor, &d.q_position };
 	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
 		free(*qs[i]);
 	return rc;

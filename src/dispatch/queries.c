@@ -83,8 +83,13 @@ const char DQ_FINISH[] =
 const char DQ_HELD[] =
 	"SELECT id, attempts, (runner_instance = $1 AND state IN " HELD ")::int, "
 	"CASE WHEN state = 'cancelled' THEN "
-	" floor(extract(epoch FROM clock_timestamp() - finished_at) * 1000)::bigint END "
+	" floor(extract(epoch FROM clock_timestamp() - finished_at) * 1000)::bigint END, "
+	"(position_wanted_at > now() - interval '5 seconds')::int "
 	"FROM @schema@.job WHERE id = ANY($2::bigint[])";
+
+const char DQ_POSITION[] =
+	"UPDATE @schema@.job SET exec_position = $4::jsonb "
+	"WHERE id = $1::bigint AND runner_instance = $2 AND attempts = $3::int AND state = 'claimed'";
 
 const char DQ_LEAVE[] =
 	"DELETE FROM @schema@.dispatcher WHERE instance = $1 AND host = $2 AND pid = $3::int";

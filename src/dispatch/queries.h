@@ -49,8 +49,13 @@ extern const char DQ_START[];
 extern const char DQ_FINISH[];
 
 /* Which held rows are still ours: ($1 instance, $2 ids[]) -> (id,
- * attempts, ours 0|1, ms since the cancel's commit for a cancelled row) */
+ * attempts, ours 0|1, ms since the cancel's commit for a cancelled row,
+ * position asked for in the last 5 s 0|1) */
 extern const char DQ_HELD[];
+
+/* The execserver's POSITION of a claimed row, under its claim:
+ * ($1 id, $2 instance, $3 attempts, $4 position jsonb) */
+extern const char DQ_POSITION[];
 
 /* Leave: delete our row: ($1 instance, $2 host, $3 pid) */
 extern const char DQ_LEAVE[];

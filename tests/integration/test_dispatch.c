@@ -333,6 +333,47 @@ static void test_execctl_db(void)
 	clear_queue();
 }
 
+static void test_position(void)
+{
+	long long ids[7];
+	char buf[256], state[32];
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	for (int i = 0; i < 7; i++)
+		ids[i] = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"3\"]}", 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	/* 4 slots: 4 running, 1 claimed (share 4 + 1), 2 queued */
+	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)4) == 0);
+	for (int i = 0; i < 100 && pgtest_int(F.c, "SELECT count(*) FILTER (WHERE state = 'running') "
+					      "* 10 + count(*) FILTER (WHERE state = 'claimed') FROM "
+					      "execdispatch.job") != 41; i++)
+		harness_sleep_ms(20);
+	long long claimed = pgtest_int(F.c, "SELECT id FROM execdispatch.job WHERE state = 'claimed'");
+	CU_ASSERT_FATAL(claimed > 0);
+	/* the first ask: no execserver figure yet; the dispatcher sees the ask
+	 * in its next cancel poll and writes the POSITION into the row */
+	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text", claimed);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"state\": \"claimed\""));
+	for (int i = 0; i < 50 && !strstr(buf, "capacity"); i++) {
+		harness_sleep_ms(50);
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text", claimed);
+	}
+	fprintf(stderr, "position of the claimed row: %s\n", buf);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"ahead\": 0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"running\": 4"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"capacity\": 4"));
+	/* a queued row: the claimed one and the queued ones before it */
+	pgtest_text(F.c, state, sizeof state, "SELECT state FROM execdispatch.job WHERE id = %lld", ids[6]);
+	CU_ASSERT_STRING_EQUAL(state, "queued");
+	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text", ids[6]);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"ahead\": 2"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"running\": 4"));
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
+	clear_queue();
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+}
+
 static void test_notify(void)
 {
 	long long id, t0, took;
@@ -371,6 +412,7 @@ int main(void)
 		{ "no execserver: nothing claimed, only the heartbeat queries", test_no_execserver },
 		{ "execctl submit, show, wait, cancel, position", test_execctl_db },
 		{ "notify: true starts a submission at once", test_notify },
+		{ "position: queued from the database, claimed from the execserver", test_position },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -74,8 +74,8 @@ static void test_migrate_idempotent(void)
 
 	/* df_start migrated once; again changes nothing */
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, args), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is current (version 2)"));
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is current (version 3)"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 3);
 	/* the table's settings and the indexes */
 	char buf[256];
 	pgtest_text(F.c, buf, sizeof buf, "SELECT array_to_string(reloptions, ',') FROM pg_class "
@@ -102,14 +102,14 @@ static void test_daemon_refuses_schema(void)
 	/* migrated, then a version this program does not know */
 	const char *mig[] = { "--migrate", "-c", cfg, NULL };
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 2 (2 migrations applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 3 (3 migrations applied)"));
 	/* an older version: the daemon names --migrate, which upgrades it */
-	PQclear(pgtest_query(F.c, "DELETE FROM other.schema_version WHERE version = 2; "
-			     "DROP TRIGGER job_notify_submit ON other.job; DROP FUNCTION other.notify_submit()"));
+	PQclear(pgtest_query(F.c, "DELETE FROM other.schema_version WHERE version = 3; "
+			     "ALTER TABLE other.job DROP COLUMN position_wanted_at, DROP COLUMN exec_position"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "at version 1, this execdispatch needs 2: run execdispatch --migrate"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "at version 2, this execdispatch needs 3: run execdispatch --migrate"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 2 (1 migration applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 3 (1 migration applied)"));
 	PQclear(pgtest_query(F.c, "INSERT INTO other.schema_version VALUES (99, '099_future.sql')"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "version 99, which this execdispatch does not know"));

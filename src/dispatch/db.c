@@ -135,3 +135,36 @@ void db_int_array(char *buf, const int64_t *v, int n)
 	*p++ = '}';
 	*p = '\0';
 }
+
+char *db_text_array(const char *const *v, int n)
+{
+	size_t len = 3;
+	char *out, *p;
+
+	for (int i = 0; i < n; i++)
+		len += v[i] ? 2 * strlen(v[i]) + 3 : 5;
+	out = malloc(len);
+	if (!out)
+		return NULL;
+	p = out;
+	*p++ = '{';
+	for (int i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		if (!v[i]) {
+			memcpy(p, "NULL", 4);
+			p += 4;
+			continue;
+		}
+		*p++ = '"';
+		for (const char *c = v[i]; *c; c++) {
+			if (*c == '"' || *c == '\\')
+				*p++ = '\\';
+			*p++ = *c;
+		}
+		*p++ = '"';
+	}
+	*p++ = '}';
+	*p = '\0';
+	return out;
+}

@@ -44,5 +44,9 @@ PGresult *db_exec(struct db *db, const char *sql, int nparams, const char *const
 PGresult *db_exec_script(struct db *db, const char *sql, int *away);
 /* "{1,2,3}" from n int64 values into buf (size >= 21 * n + 3). */
 void db_int_array(char *buf, const int64_t *v, int n);
+/* An array literal of n strings ("{\"a\",NULL}": every element quoted,
+ * " and \ escaped; NULL pointers are NULL), malloc'd; NULL when out of
+ * memory. */
+char *db_text_array(const char *const *v, int n);
 
 #endif

@@ -236,7 +236,9 @@ static void on_done(exc_job *xj, const struct exc_receipt *r, void *arg)
 	log_debug("job %lld attempt %d: %s%s%s", (long long)h->id, h->attempts, h->state,
 		  h->error ? " " : "", h->error ? h->error : "");
 	d->pending++;
-	flush_outcomes(d);
+	/* written after this loop iteration, with the other outcomes that
+	 * arrived in it: one statement for all of them */
+	event_active(d->flush_ev, EV_TIMEOUT, 0);
 	if (!d->stopping)
 		event_active(d->poll_ev, EV_TIMEOUT, 0);	/* a slot of the share is free */
 }
@@ -617,60 +619,112 @@ static void count_outcome(struct dispatcher *d, const struct held *h)
 		d->st.requeued++;
 }
 
-/* Writes every pending outcome; stops at the first sign that the
- * database is away (the rest waits for FLUSH_RETRY_MS). */
-static void flush_outcomes(struct dispatcher *d)
+#define FINISH_BATCH 100
+
+/* Writes up to n of the pending outcomes in one statement.  Returns the
+ * number handled (written, or found not ours and dropped), 0 when the
+ * database is away, -1 when the statement failed (a receipt jsonb does
+ * not take, e.g. a \u0000 in a string). */
+static int finish_batch(struct dispatcher *d, int n)
 {
-	struct held *h, *next;
+	struct held *batch[FINISH_BATCH];
+	int64_t ids[FINISH_BATCH], att[FINISH_BATCH], unc[FINISH_BATCH], delay[FINISH_BATCH];
+	const char *states[FINISH_BATCH], *errors[FINISH_BATCH], *receipts[FINISH_BATCH];
+	char aids[21 * FINISH_BATCH + 3], aatt[21 * FINISH_BATCH + 3], aunc[21 * FINISH_BATCH + 3],
+	     adelay[21 * FINISH_BATCH + 3];
+	char *astates, *aerrors, *areceipts;
+	int k = 0, away, rc;
+	PGresult *res;
 
-	for (h = d->list; h && d->pending; h = next) {
-		char att[16], unc[8], delay[16];
-		const char *params[8] = { NULL, d->cfg->instance_id, att, NULL, unc, delay, NULL, NULL };
-		char id[24];
-		int away;
-		PGresult *res;
-
-		next = h->next;
+	for (struct held *h = d->list; h && k < n; h = h->next) {
 		if (h->xj || !h->state)
 			continue;
-		snprintf(id, sizeof id, "%lld", (long long)h->id);
-		snprintf(att, sizeof att, "%d", h->attempts);
-		snprintf(unc, sizeof unc, "%d", h->uncount);
-		snprintf(delay, sizeof delay, "%d", h->releasing ? 0 : h->d->cfg->retry_delay_sec);
-		params[0] = id;
-		params[3] = h->state;
-		params[6] = h->error;
-		params[7] = h->receipt;
-		res = db_exec(&d->db, d->q_finish, 8, params, &away);
-		if (!res && away) {
-			if (!evtimer_pending(d->flush_ev, NULL))
-				arm(d->flush_ev, FLUSH_RETRY_MS);
-			return;
-		}
-		if (!res && h->receipt) {
-			/* a receipt jsonb does not take (a \u0000 in a string):
-			 * the outcome without it */
-			log_warn("job %lld: receipt not storable (%s); writing the outcome without it",
-				 (long long)h->id, d->db.last_error);
-			free(h->receipt);
-			h->receipt = NULL;
-			next = h;
-			continue;
-		}
-		if (!res)
-			log_error("job %lld attempt %d: outcome %s not written: %s", (long long)h->id,
-				  h->attempts, h->state, d->db.last_error);
-		else if (PQntuples(res) == 0) {
+		batch[k] = h;
+		ids[k] = h->id;
+		att[k] = h->attempts;
+		unc[k] = h->uncount;
+		delay[k] = h->releasing ? 0 : d->cfg->retry_delay_sec;
+		states[k] = h->state;
+		errors[k] = h->error;
+		receipts[k] = h->receipt;
+		k++;
+	}
+	if (k == 0)
+		return 0;
+	db_int_array(aids, ids, k);
+	db_int_array(aatt, att, k);
+	db_int_array(aunc, unc, k);
+	db_int_array(adelay, delay, k);
+	astates = db_text_array(states, k);
+	aerrors = db_text_array(errors, k);
+	areceipts = db_text_array(receipts, k);
+	const char *params[8] = { d->cfg->instance_id, aids, aatt, astates, aunc, adelay, aerrors,
+				  areceipts };
+	res = astates && aerrors && areceipts ? db_exec(&d->db, d->q_finish, 8, params, &away) : NULL;
+	free(astates);
+	free(aerrors);
+	free(areceipts);
+	if (!res)
+		return away ? 0 : -1;
+	for (int i = 0; i < k; i++) {
+		struct held *h = batch[i];
+		int ours = 0;
+		for (int r = 0; r < PQntuples(res) && !ours; r++)
+			ours = strtoll(PQgetvalue(res, r, 0), NULL, 10) == h->id;
+		if (ours) {
+			count_outcome(d, h);
+		} else {
 			d->st.dropped++;
 			log_info("job %lld attempt %d: claim lost before its outcome (%s) was written "
 				 "(cancelled or rescued); dropped", (long long)h->id, h->attempts,
 				 h->state);
-		} else {
-			count_outcome(d, h);
 		}
-		PQclear(res);
 		d->pending--;
 		held_free(d, h);
+	}
+	rc = k;
+	PQclear(res);
+	return rc;
+}
+
+/* Writes every pending outcome, FINISH_BATCH per statement.  The database
+ * away: the rest waits for FLUSH_RETRY_MS.  A batch the database refuses
+ * is written one row at a time, and a single row whose receipt does not
+ * take is written without it. */
+static void flush_outcomes(struct dispatcher *d)
+{
+	int per = FINISH_BATCH;
+
+	while (d->pending) {
+		int rc = finish_batch(d, per);
+		if (rc == 0) {
+			if (!evtimer_pending(d->flush_ev, NULL))
+				arm(d->flush_ev, FLUSH_RETRY_MS);
+			return;
+		}
+		if (rc > 0)
+			continue;
+		if (per > 1) {
+			per = 1;
+			continue;
+		}
+		/* the first pending row alone failed */
+		for (struct held *h = d->list; h; h = h->next) {
+			if (h->xj || !h->state)
+				continue;
+			if (h->receipt) {
+				log_warn("job %lld: receipt not storable (%s); writing the outcome "
+					 "without it", (long long)h->id, d->db.last_error);
+				free(h->receipt);
+				h->receipt = NULL;
+			} else {
+				log_error("job %lld attempt %d: outcome %s not written: %s",
+					  (long long)h->id, h->attempts, h->state, d->db.last_error);
+				d->pending--;
+				held_free(d, h);
+			}
+			break;
+		}
 	}
 	maybe_done_stopping(d);
 }
@@ -881,7 +935,7 @@ int dispatcher_run(const struct dispatch_config *cfg)
 		}
 	}
 	if (cfg->retain_done_days > 0)
-		arm(d.janitor_ev, 2 * cfg->heartbeat_sec * 1000LL);
+		event_active(d.janitor_ev, EV_TIMEOUT, 0);	/* at the start, then hourly */
 	log_info("execdispatch %s: instance %s, schema %s, %zu execserver address%s", PACKAGE_VERSION,
 		 cfg->instance_id, cfg->schema, cfg->execservers.count,
 		 cfg->execservers.count == 1 ? "" : "es");

@@ -70,15 +70,17 @@ const char DQ_START[] =
 	"AND j.state = 'claimed' RETURNING j.id";
 
 const char DQ_FINISH[] =
-	"UPDATE @schema@.job SET state = $4::text, "
-	"runner_instance = CASE WHEN $4::text = 'queued' THEN NULL ELSE runner_instance END, "
-	"attempts = attempts - $5::int, "
-	"start_after = CASE WHEN $4::text = 'queued' "
-	" THEN now() + make_interval(secs => $6::int) ELSE start_after END, "
-	"finished_at = CASE WHEN $4::text = 'queued' THEN NULL ELSE now() END, "
-	"error = $7::text, receipt = $8::jsonb "
-	"WHERE id = $1::bigint AND runner_instance = $2 AND attempts = $3::int "
-	"AND state IN " HELD " RETURNING 1";
+	"UPDATE @schema@.job j SET state = u.state, "
+	"runner_instance = CASE WHEN u.state = 'queued' THEN NULL ELSE j.runner_instance END, "
+	"attempts = j.attempts - u.uncount, "
+	"start_after = CASE WHEN u.state = 'queued' "
+	" THEN now() + make_interval(secs => u.delay) ELSE j.start_after END, "
+	"finished_at = CASE WHEN u.state = 'queued' THEN NULL ELSE now() END, "
+	"error = u.error, receipt = u.receipt "
+	"FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], "
+	" $8::jsonb[]) AS u(id, attempts, state, uncount, delay, error, receipt) "
+	"WHERE j.id = u.id AND j.runner_instance = $1 AND j.attempts = u.attempts "
+	"AND j.state IN " HELD " RETURNING j.id";
 
 const char DQ_HELD[] =
 	"SELECT id, attempts, (runner_instance = $1 AND state IN " HELD ")::int, "

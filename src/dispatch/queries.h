@@ -43,9 +43,10 @@ extern const char DQ_CLAIM[];
  * -> (id) of the rows changed */
 extern const char DQ_START[];
 
-/* The outcome of one claim: ($1 id, $2 instance, $3 attempts, $4 state,
- * $5 uncount 0|1, $6 retry delay sec, $7 error, $8 receipt jsonb)
- * -> one row when the claim was still ours */
+/* The outcomes of claims, a batch in one statement: ($1 instance, $2 ids[],
+ * $3 attempts[], $4 states[] (done, failed, queued), $5 uncount[] (1: the
+ * attempt does not count), $6 retry delay sec[], $7 errors[], $8 receipts
+ * jsonb[]) -> (id) of the rows whose claim was still ours */
 extern const char DQ_FINISH[];
 
 /* Which held rows are still ours: ($1 instance, $2 ids[]) -> (id,

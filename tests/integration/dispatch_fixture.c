@@ -42,6 +42,7 @@ const char *df_exec_body(int slots)
 		 "      false: {prog: \"false\"}\n"
 		 "      sleep: {prog: sleep}\n"
 		 "      sh: {prog: /bin/sh}\n"
+		 "      date: {prog: /bin/date}\n"
 		 "logLevel: info\n", slots);
 	return body;
 }

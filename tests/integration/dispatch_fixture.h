@@ -31,7 +31,7 @@ struct dfix {
 };
 
 /* The execserver body: waitgroup "wg" of slots processes, service "work"
- * with commands true, false, sleep and sh (/bin/sh). */
+ * with commands true, false, sleep, sh (/bin/sh) and date. */
 const char *df_exec_body(int slots);
 
 /* PostgreSQL up, schema migrated, the session open; 0 or -1. */

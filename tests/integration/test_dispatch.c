@@ -98,7 +98,7 @@ static void test_run_outcomes(void)
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 
 	/* the retention janitor (retainDoneDays 7) removes old finished rows
-	 * only, two heartbeats after the start */
+	 * only, at the start */
 	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET finished_at = now() - interval '8 days' "
 			     "WHERE id IN (%lld, %lld)", ok, bad));
 	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET finished_at = now() - interval '6 days' "

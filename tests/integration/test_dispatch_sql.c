@@ -271,11 +271,18 @@ static long long held_row(const char *state)
 
 static const char *rescue_params[5] = { "live", "h", "2", "30", "3" };
 
-static void finish_params(const char **p, const char *id, const char *inst, const char *att,
-			  const char *state)
+/* The parameters of DQ_FINISH for one row: "done" with a receipt. */
+struct finish_args {
+	char ids[32], att[16];
+	const char *p[8];
+};
+
+static void finish_params(struct finish_args *f, long long id, const char *inst, const char *att)
 {
-	p[0] = id; p[1] = inst; p[2] = att; p[3] = state;
-	p[4] = "0"; p[5] = "0"; p[6] = NULL; p[7] = "{\"exit_code\":0}";
+	snprintf(f->ids, sizeof f->ids, "{%lld}", id);
+	snprintf(f->att, sizeof f->att, "{%s}", att);
+	f->p[0] = inst; f->p[1] = f->ids; f->p[2] = f->att; f->p[3] = "{done}";
+	f->p[4] = "{0}"; f->p[5] = "{0}"; f->p[6] = "{NULL}"; f->p[7] = "{\"{\\\"exit_code\\\": 0}\"}";
 }
 
 static char *state_of(long long id, char *buf)
@@ -288,11 +295,10 @@ static void test_race_claim_rescue(void)
 {
 	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
 	long long id = held_row("running");
-	char ids[24], buf[64];
+	char buf[64];
 	const char *claim[2] = { "third", "10" };
 	PGresult *r;
 
-	snprintf(ids, sizeof ids, "%lld", id);
 	/* the rescue has requeued the row but not committed: a claim sees
 	 * nothing to take (the row is locked, and claimed in its snapshot) */
 	PQclear(pgtest_query(a.c, "BEGIN"));
@@ -312,9 +318,9 @@ static void test_race_claim_rescue(void)
 	PQclear(r);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
 	/* the stale dispatcher's late finish changes nothing */
-	const char *fp[8];
-	finish_params(fp, ids, "stale", "1", "done");
-	r = run_stmt(a.c, DQ_FINISH, 8, fp);
+	struct finish_args fa;
+	finish_params(&fa, id, "stale", "1");
+	r = run_stmt(a.c, DQ_FINISH, 8, fa.p);
 	CU_ASSERT_EQUAL(PQntuples(r), 0);
 	PQclear(r);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
@@ -325,17 +331,16 @@ static void test_race_claim_rescue(void)
 static void test_race_finish_rescue(void)
 {
 	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
-	char ids[24], buf[64];
-	const char *fp[8];
+	char buf[64];
+	struct finish_args fa;
 	PGresult *r;
 	long long id;
 
 	/* finish first: the rescue waits, then finds the row done */
 	id = held_row("running");
-	snprintf(ids, sizeof ids, "%lld", id);
-	finish_params(fp, ids, "stale", "1", "done");
+	finish_params(&fa, id, "stale", "1");
 	PQclear(pgtest_query(a.c, "BEGIN"));
-	r = run_stmt(a.c, DQ_FINISH, 8, fp);
+	r = run_stmt(a.c, DQ_FINISH, 8, fa.p);
 	CU_ASSERT_EQUAL(PQntuples(r), 1);
 	PQclear(r);
 	send_blocked(b.c, DQ_HEARTBEAT, 5, rescue_params);
@@ -348,13 +353,12 @@ static void test_race_finish_rescue(void)
 
 	/* rescue first: the finish waits, then changes nothing */
 	id = held_row("running");
-	snprintf(ids, sizeof ids, "%lld", id);
-	finish_params(fp, ids, "stale", "1", "done");
+	finish_params(&fa, id, "stale", "1");
 	PQclear(pgtest_query(a.c, "BEGIN"));
 	r = run_stmt(a.c, DQ_HEARTBEAT, 5, rescue_params);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
 	PQclear(r);
-	send_blocked(b.c, DQ_FINISH, 8, fp);
+	send_blocked(b.c, DQ_FINISH, 8, fa.p);
 	PQclear(pgtest_query(a.c, "COMMIT"));
 	r = collect(b.c);
 	CU_ASSERT_EQUAL(PQntuples(r), 0);
@@ -377,19 +381,18 @@ static void test_race_finish_rescue(void)
 static void test_race_cancel_finish(void)
 {
 	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
-	char ids[24], buf[64];
-	const char *fp[8];
+	char buf[64];
+	struct finish_args fa;
 	PGresult *r;
 	long long id;
 
 	/* cancel first: the finish waits, then changes nothing */
 	id = held_row("running");
-	snprintf(ids, sizeof ids, "%lld", id);
-	finish_params(fp, ids, "stale", "1", "done");
+	finish_params(&fa, id, "stale", "1");
 	PQclear(pgtest_query(a.c, "BEGIN"));
 	CU_ASSERT_STRING_EQUAL(pgtest_text(a.c, buf, 64, "SELECT execdispatch.cancel(%lld)", id),
 			       "requested");
-	send_blocked(b.c, DQ_FINISH, 8, fp);
+	send_blocked(b.c, DQ_FINISH, 8, fa.p);
 	PQclear(pgtest_query(a.c, "COMMIT"));
 	r = collect(b.c);
 	CU_ASSERT_EQUAL(PQntuples(r), 0);
@@ -398,10 +401,9 @@ static void test_race_cancel_finish(void)
 
 	/* finish first: the cancel waits, then answers not_found_or_finished */
 	id = held_row("running");
-	snprintf(ids, sizeof ids, "%lld", id);
-	finish_params(fp, ids, "stale", "1", "done");
+	finish_params(&fa, id, "stale", "1");
 	PQclear(pgtest_query(a.c, "BEGIN"));
-	r = run_stmt(a.c, DQ_FINISH, 8, fp);
+	r = run_stmt(a.c, DQ_FINISH, 8, fa.p);
 	CU_ASSERT_EQUAL(PQntuples(r), 1);
 	PQclear(r);
 	snprintf(buf, sizeof buf, "SELECT @schema@.cancel(%lld)", id);

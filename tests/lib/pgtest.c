@@ -67,10 +67,13 @@ static int sh(const char *fmt, ...)
 
 static int start_server(struct pg_cluster *pg)
 {
+	const char *extra = getenv("PGTEST_OPTS");
+
 	if (sh("%s'%s/pg_ctl' -w -t 30 -D '%s/data' -l '%s/postgres.log' -o "
 	       "\"-p %d -k '%s' -c listen_addresses=127.0.0.1 -c fsync=off "
-	       "-c full_page_writes=off -c max_connections=200\" "
-	       "start >/dev/null", as_user(), pg->bindir, pg->dir, pg->dir, pg->port, pg->dir) < 0) {
+	       "-c full_page_writes=off -c max_connections=200 %s\" "
+	       "start >/dev/null", as_user(), pg->bindir, pg->dir, pg->dir, pg->port, pg->dir,
+	       extra ? extra : "") < 0) {
 		char log[300];
 		snprintf(log, sizeof log, "%s/postgres.log", pg->dir);
 		harness_tail("postgres", log, 30);

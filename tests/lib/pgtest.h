@@ -6,6 +6,9 @@
  * authentication, fsync off; stopped with -m immediate and removed at the
  * end.  Optionally a PgBouncer in transaction mode in front of it.
  *
+ * PGTEST_OPTS: more server options ("-c name=value ...", e.g. the
+ * benchmark's shared_preload_libraries=pg_stat_statements).
+ *
  * The binaries come from $PG_BINDIR, else the newest
  * /usr/lib/postgresql/N/bin (Debian's postgresql packages); pgbouncer
  * from PATH or /usr/sbin.

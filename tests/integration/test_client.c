@@ -3,7 +3,8 @@
  * (stdin from a buffer and from a pipe, stdout to a file and to a pipe,
  * bytes compared), input and output files, placement on a mixed pair,
  * a surplus OFFER declined, connectTimeoutSec -> no_slot, cancel while
- * waiting and while running, query, claim share, reconnect after the
+ * waiting and while running, query, claim share (in all and per service
+ * with several waitgroups), reconnect after the
  * handler is killed, a lost owner, one-time pipe endpoints (GET and PUT),
  * pool growth stopped by a repeated instance_id and resumed by the
  * re-probe, unknown service, /job/<service> addresses, a refused token,
@@ -577,10 +578,10 @@ static void test_claim_share(void)
 	c = fx_client(NULL, d, 2, NULL);
 	CU_ASSERT_EQUAL(exc_claim_share(c), 0);	/* nothing connected yet */
 	w.c = c;
-	w.want = 3 + 5;		/* (ceil(2/1) + 1) + (ceil(4/1) + 1) */
+	w.want = 3 + 5;		/* (floor(2/1) + 1) + (floor(4/1) + 1) */
 	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
 	c2 = fx_client(NULL, d, 1, NULL);	/* a second client on the first */
-	w.want = 2 + 5;		/* ceil(2/2) + 1 + 5 */
+	w.want = 2 + 5;		/* floor(2/2) + 1 + 5 */
 	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
 	exc_client_free(c2);
 	w.want = 8;
@@ -594,6 +595,98 @@ static void test_claim_share(void)
 	exc_client_free(c);
 	for (int i = 0; i < 2; i++)
 		harness_cleanup(&d[i]);
+}
+
+/* Four one-slot waitgroups (s1..s4) and one of three slots (s5). */
+static const char body_waitgroups[] =
+	"waitgroups:\n"
+	"  a: {processes: 1}\n  b: {processes: 1}\n  c: {processes: 1}\n"
+	"  d: {processes: 1}\n  e: {processes: 3}\n"
+	"services:\n"
+	"  s1: {waitgroup: a, commands: {true: {prog: \"true\"}}}\n"
+	"  s2: {waitgroup: b, commands: {true: {prog: \"true\"}}}\n"
+	"  s3: {waitgroup: c, commands: {true: {prog: \"true\"}}}\n"
+	"  s4: {waitgroup: d, commands: {true: {prog: \"true\"}}}\n"
+	"  s5: {waitgroup: e, commands: {true: {prog: \"true\"}}}\n";
+
+/* Expected shares of n clients: total, s1..s5, and a service nobody runs. */
+struct shares {
+	exc_client **c;
+	int n;
+	unsigned total, svc[5];
+};
+
+static int shares_are(void *arg)
+{
+	const struct shares *w = arg;
+	char name[4];
+
+	for (int i = 0; i < w->n; i++) {
+		if (exc_claim_share(w->c[i]) != w->total ||
+				exc_claim_share_service(w->c[i], "nope") != 0)
+			return 0;
+		for (int k = 0; k < 5; k++) {
+			snprintf(name, sizeof name, "s%d", k + 1);
+			if (exc_claim_share_service(w->c[i], name) != w->svc[k])
+				return 0;
+		}
+	}
+	return 1;
+}
+
+static void print_shares(const struct shares *w)
+{
+	fprintf(stderr, "claim shares: total %u s1 %u s5 %u (expected %u, %u, %u)\n",
+		exc_claim_share(w->c[0]), exc_claim_share_service(w->c[0], "s1"),
+		exc_claim_share_service(w->c[0], "s5"), w->total, w->svc[0], w->svc[4]);
+}
+
+/* Claim shares with several waitgroups (docs/client.md, "Claim share"):
+ * per instance floor(slots / clients) + 1, per service over its own
+ * waitgroup.  Five clients on two instances of four one-slot waitgroups
+ * (and one of three) may hold one job of each one-slot service per
+ * instance: 10 claimed for 2 slots of s1, every slot busy, one want of
+ * each client parked; a ceiling per waitgroup gave each client 2 per
+ * instance, and a total over the waitgroups 5. */
+static void test_claim_share_waitgroups(void)
+{
+	enum { N = 5 };
+	struct es_daemon d[2];
+	exc_client *c[N];
+	char url[64];
+
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_FATAL(harness_start(&d[i], 1, body_waitgroups, NULL) == 0);
+	for (int i = 0; i < N; i++)
+		c[i] = fx_client(NULL, d, 2, NULL);
+	struct shares w = { c, N, 2 * (7 / N + 1), { 2, 2, 2, 2, 2 * (3 / N + 1) } };
+	if (!fx_wait_pred(shares_are, &w, 10000)) {
+		print_shares(&w);
+		CU_FAIL("five clients: 1 + 1 per instance for every service, 2 + 2 in all");
+	}
+	for (int i = 1; i < N; i++)
+		exc_client_free(c[i]);
+	w = (struct shares){ c, 1, 2 * (7 + 1), { 4, 4, 4, 4, 2 * (3 + 1) } };
+	if (!fx_wait_pred(shares_are, &w, 10000)) {
+		print_shares(&w);
+		CU_FAIL("one client: slots + 1 per instance");
+	}
+	/* an address for s1 only counts for s1, and for no other service */
+	c[1] = fx_client(NULL, &d[0], 1, "/job/s1");
+	snprintf(url, sizeof url, "ws://127.0.0.1:%d", d[1].port);
+	CU_ASSERT_FATAL(exc_client_add_address(c[1], url) == 0);
+	w = (struct shares){ c + 1, 1, 2 * (7 / 2 + 1), { 2 * (1 / 2 + 1), 1 / 2 + 1, 1 / 2 + 1,
+						       1 / 2 + 1, 3 / 2 + 1 } };
+	if (!fx_wait_pred(shares_are, &w, 10000)) {
+		print_shares(&w);
+		CU_FAIL("a /job/s1 address: counted for s1 only");
+	}
+	exc_client_free(c[1]);
+	exc_client_free(c[0]);
+	for (int i = 0; i < 2; i++) {
+		harness_stop(&d[i], 10000);
+		harness_cleanup(&d[i]);
+	}
 }
 
 /* The handler is killed: the client reconnects, parks its waiting want
@@ -1006,6 +1099,7 @@ static const struct test_case cases[] = {
 	{ "surplus offer declined", test_surplus_declined },
 	{ "connect timeout, cancel, query", test_timeout_cancel_query },
 	{ "claim share", test_claim_share },
+	{ "claim share per service with several waitgroups", test_claim_share_waitgroups },
 	{ "reconnect after a handler is killed", test_reconnect },
 	{ "owner never comes back: lost", test_owner_lost },
 	{ "pool growth stops when covered", test_pool_covered },

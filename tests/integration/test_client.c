@@ -4,7 +4,7 @@
  * bytes compared), input and output files, placement on a mixed pair,
  * a surplus OFFER declined, connectTimeoutSec -> no_slot, cancel while
  * waiting and while running, query, claim share (in all and per service
- * with several waitgroups), reconnect after the
+ * with several waitgroups), idle silence on the wire, reconnect after the
  * handler is killed, a lost owner, one-time pipe endpoints (GET and PUT),
  * pool growth stopped by a repeated instance_id and resumed by the
  * re-probe, unknown service, /job/<service> addresses, a refused token,
@@ -36,8 +36,10 @@
 #include "client_fixture.h"
 #include "harness.h"
 #include "pipe_server.h"
+#include "proto.h"
 #include "suite.h"
 #include "wsclient.h"
+#include "wstap.h"
 
 static const char body_tools[] =
 	"jobRemovalPolicy: all\n"
@@ -689,6 +691,80 @@ static void test_claim_share_waitgroups(void)
 	}
 }
 
+static int wg_waiting_is(struct json_object *st, void *arg)
+{
+	return harness_json_int(st, "waitgroups", "wg", "waiting", NULL) == *(long long *)arg;
+}
+
+/* Idle silence (protocol.md, "An idle connection exchanges nothing but
+ * pings"), observed on the wire by a tap between the client and a real
+ * daemon that pings every second: with no jobs the client sends no
+ * message at all, only pongs; with two wants parked it sends the two
+ * WANTs once, then through fifteen retry ticks again nothing but pongs. */
+static void test_idle_silence(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+	struct wstap *tap;
+	char url[64];
+	long long two = 2;
+
+	CU_ASSERT_FATAL(start(&d, 1, "pingIntervalSec: 1\npingTimeoutSec: 30\n") == 0);
+	tap = wstap_new(fx_base ? fx_base : (fx_base = event_base_new()), d.port);
+	CU_ASSERT_FATAL(tap != NULL);
+	fx_options(&o);
+	o.pool_cap = 1;		/* the pool's own growth is test_balancer_pool's */
+	exc_client *c = fx_client(&o, NULL, 0, NULL);
+	snprintf(url, sizeof url, "ws://127.0.0.1:%d", wstap_port(tap));
+	CU_ASSERT_FATAL(c != NULL && exc_client_add_address(c, url) == 0);
+	while (exc_claim_share(c) == 0 && wstap_connections(tap) < 5)
+		fx_spin(20);
+	CU_ASSERT_EQUAL_FATAL(exc_claim_share(c), 2);	/* connected, HELLO read */
+
+	/* no jobs: nothing but pongs */
+	wstap_reset(tap);
+	fx_spin(3000);
+	CU_ASSERT_EQUAL(wstap_messages(tap), 0);
+	CU_ASSERT(wstap_frames(tap, 0xA) >= 2);	/* the tap sees the client's frames */
+
+	/* the only slot held elsewhere; two jobs wait */
+	struct tclient *holder = tc_connect(d.port, "holder");
+	CU_ASSERT_FATAL(holder != NULL);
+	const char *token = tc_want_offer(holder, "hold", "tools", 0, 5000);
+	CU_ASSERT_FATAL(token != NULL);
+	CU_ASSERT(tc_send(holder, "{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\","
+			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}", token) == 0);
+	wstap_reset(tap);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &a);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &b);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	for (long long end = harness_now_ms() + 5000;
+	     wstap_frames(tap, 0x1) < 2 && harness_now_ms() < end;)
+		fx_spin(20);
+	CU_ASSERT(harness_wait_status(&d, 5000, wg_waiting_is, &two) == 0);
+	CU_ASSERT_EQUAL(wstap_frames(tap, 0x1), 2);
+	CU_ASSERT(strstr(wstap_last_text(tap), "\"WANT\"") != NULL);
+	wstap_reset(tap);
+	fx_spin(3000);		/* 15 retry ticks of 200 ms */
+	CU_ASSERT_EQUAL(wstap_messages(tap), 0);
+	if (wstap_messages(tap))
+		fprintf(stderr, "the client sent %u messages while its wants were parked, the last %s\n",
+			wstap_messages(tap), wstap_last_text(tap));
+	CU_ASSERT(wstap_frames(tap, 0xA) >= 2);
+	CU_ASSERT_FALSE(a.called || b.called);
+	CU_ASSERT(harness_wait_status(&d, 1000, wg_waiting_is, &two) == 0);	/* still parked */
+
+	exc_client_free(c);
+	tc_close(holder);
+	fx_spin(100);
+	wstap_free(tap);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+}
+
 /* The handler is killed: the client reconnects, parks its waiting want
  * again, and gets the running job's DONE (exec_lost) by its client id. */
 static void test_reconnect(void)
@@ -1100,6 +1176,7 @@ static const struct test_case cases[] = {
 	{ "connect timeout, cancel, query", test_timeout_cancel_query },
 	{ "claim share", test_claim_share },
 	{ "claim share per service with several waitgroups", test_claim_share_waitgroups },
+	{ "idle silence: nothing but pongs, parked wants sent once", test_idle_silence },
 	{ "reconnect after a handler is killed", test_reconnect },
 	{ "owner never comes back: lost", test_owner_lost },
 	{ "pool growth stops when covered", test_pool_covered },

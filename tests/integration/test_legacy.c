@@ -59,13 +59,19 @@ static void stop(void)
 	harness_cleanup(&D);
 }
 
-static long long wg_field(const char *field)
+/* waitgroups.<wg>.<field> of /status. */
+static long long wg_field_of(const char *wg, const char *field)
 {
 	struct json_object *st = harness_status(&D);
-	long long v = harness_json_int(st, "waitgroups", "wg", field, NULL);
+	long long v = harness_json_int(st, "waitgroups", wg, field, NULL);
 	if (st)
 		json_object_put(st);
 	return v;
+}
+
+static long long wg_field(const char *field)
+{
+	return wg_field_of("wg", field);
 }
 
 /* GET /token/service: the status; the token into tok (33 bytes) on 200. */
@@ -198,15 +204,6 @@ static void run_sleep(struct tclient *c, const char *job_id, const char *service
 			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}", job_id, t) == 0);
 }
 
-static long long auto_field(const char *field)
-{
-	struct json_object *st = harness_status(&D);
-	long long v = harness_json_int(st, "waitgroups", "auto", field, NULL);
-	if (st)
-		json_object_put(st);
-	return v;
-}
-
 static int auto_settled(struct json_object *st, void *arg)
 {
 	const long long *want = arg;	/* running, waiting, tokens */
@@ -273,7 +270,7 @@ static void test_auto_balance_parked_wants(void)
 	CU_ASSERT_EQUAL(get_token("fresh", NULL), 503);
 	CU_ASSERT_EQUAL(get_token("quick", NULL), 200);
 	CU_ASSERT_EQUAL(get_token("slow", NULL), 200);	/* 1 + 1 + reserve < 4 */
-	CU_ASSERT_EQUAL(auto_field("tokens"), 2);
+	CU_ASSERT_EQUAL(wg_field_of("auto", "tokens"), 2);
 	CU_ASSERT(tc_send(a, "{\"type\":\"CANCEL\",\"job_id\":\"f2\"}") == 0);
 	CU_ASSERT(tc_send(a, "{\"type\":\"CANCEL\",\"job_id\":\"f1\"}") == 0);
 	for (int i = 0; i < 2; i++) {
@@ -296,8 +293,8 @@ static void test_auto_balance_parked_wants(void)
 	CU_ASSERT_EQUAL(get_token("slow", NULL), 503);	/* the reserve is for light work */
 	CU_ASSERT_EQUAL(get_token("quick", NULL), 200);	/* which a light token is */
 	CU_ASSERT_EQUAL(get_token("quick", NULL), 503);	/* now the pool is full */
-	CU_ASSERT_EQUAL(auto_field("tokens"), 1);
-	CU_ASSERT_EQUAL(auto_field("waiting"), 1);
+	CU_ASSERT_EQUAL(wg_field_of("auto", "tokens"), 1);
+	CU_ASSERT_EQUAL(wg_field_of("auto", "waiting"), 1);
 	for (int i = 0; i < 4; i++)
 		CU_ASSERT(tc_send(a, "{\"type\":\"CANCEL\",\"job_id\":\"h%d\"}", i) == 0);
 	for (int i = 0; i < 4; i++) {

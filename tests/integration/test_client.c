@@ -4,7 +4,8 @@
  * bytes compared), input and output files, placement on a mixed pair,
  * a surplus OFFER declined, connectTimeoutSec -> no_slot, cancel while
  * waiting and while running, query, claim share (in all and per service
- * with several waitgroups), idle silence on the wire, reconnect after the
+ * with several waitgroups), idle silence on the wire, pipe URLs on the
+ * local address when it differs from the one dialled, reconnect after the
  * handler is killed, a lost owner, one-time pipe endpoints (GET and PUT),
  * pool growth stopped by a repeated instance_id and resumed by the
  * re-probe, unknown service, /job/<service> addresses, a refused token,
@@ -27,6 +28,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sched.h>
 #include <sys/wait.h>
 
 #include <CUnit/Basic.h>
@@ -1046,6 +1048,108 @@ static void test_pipe_once(void)
 	harness_cleanup(&d);
 }
 
+/* The URL of one endpoint from the client's log ("stdin GET at ") into
+ * url; its host into host.  0 or -1. */
+static int endpoint_host(const char *what, char url[200], char host[64])
+{
+	const char *at = fx_log_find(what);
+	int port;
+
+	if (at == NULL || sscanf(at + strlen(what), "%199s", url) != 1 ||
+			sscanf(url, "http://%63[^:]:%d", host, &port) != 2)
+		return -1;
+	return 0;
+}
+
+#define PIN_CHECK(cond) (ok &= (cond) ? 1 : (fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond), 0))
+
+/* Runs in a child with a network namespace of its own, where the route of
+ * 127.0.0.1 has source address 127.0.0.2: the client dials 127.0.0.1 and
+ * its broker socket's local address is 127.0.0.2.  The pipe URLs must
+ * carry 127.0.0.2 (the execserver's callback guard accepts no other host
+ * from that peer, so the job also fails if they do not).  Exit status 0:
+ * all held; 1: a check failed; 2: the namespace could not be made. */
+static int pinned_child(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	char url[200], host[64], out[300];
+	int ok = 1;
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+
+	if (unshare(CLONE_NEWNET) != 0) {	/* not root: as root of a user namespace */
+		char map[64];
+		int fd;
+
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
+			return 2;
+		snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
+		if ((fd = open("/proc/self/uid_map", O_WRONLY)) < 0 || write(fd, map, strlen(map)) < 0)
+			return 2;
+		close(fd);
+		if ((fd = open("/proc/self/setgroups", O_WRONLY)) >= 0) {
+			if (write(fd, "deny", 4) < 0)
+				return 2;
+			close(fd);
+		}
+		snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
+		if ((fd = open("/proc/self/gid_map", O_WRONLY)) < 0 || write(fd, map, strlen(map)) < 0)
+			return 2;
+		close(fd);
+	}
+	if (system("ip link set lo up && ip route replace local 127.0.0.1 dev lo table local "
+		   "proto kernel scope host src 127.0.0.2") != 0)
+		return 2;
+	fx_base = event_base_new();	/* not the parent's: its epoll is shared */
+	if (start(&d, 1, NULL) != 0)
+		return 1;
+	snprintf(out, sizeof out, "%s/pinned.out", d.dir);
+	exc_client *c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &a);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = "pinned\n";
+	s.in.len = 7;
+	s.out.kind = EXC_IO_FILE;
+	s.out.path = out;
+	PIN_CHECK(exc_submit(c, &s) != NULL);
+	PIN_CHECK(fx_wait(&a.called, 15000));
+	PIN_CHECK(a.ok);
+	if (!a.ok)
+		fprintf(stderr, "pinned job: %s: %s\n", a.error_code, a.error_message);
+	PIN_CHECK(endpoint_host("stdin GET at ", url, host) == 0 && strcmp(host, "127.0.0.2") == 0);
+	fprintf(stderr, "pinned: stdin endpoint %s\n", url);
+	PIN_CHECK(endpoint_host("stdout PUT at ", url, host) == 0 && strcmp(host, "127.0.0.2") == 0);
+	size_t len = 0;
+	unsigned char *back = harness_read_file(out, &len);
+	PIN_CHECK(back != NULL && len == 7 && memcmp(back, "pinned\n", 7) == 0);
+	free(back);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+	return ok ? 0 : 1;
+}
+
+/* Pipe URL pinning with a local address that differs from the address
+ * dialled (docs/client.md, "Where the execserver connects back"). */
+static void test_pipe_local_address(void)
+{
+	int status = -1;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0)
+		_exit(pinned_child());
+	CU_ASSERT(waitpid(pid, &status, 0) == pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+		fprintf(stderr, "no network namespace with ip(8) here (needs root or user namespaces)\n");
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* A stdout endpoint being streamed refuses a second PUT; the stream
  * itself completes. */
 static void test_pipe_put_once(void)
@@ -1177,6 +1281,7 @@ static const struct test_case cases[] = {
 	{ "claim share", test_claim_share },
 	{ "claim share per service with several waitgroups", test_claim_share_waitgroups },
 	{ "idle silence: nothing but pongs, parked wants sent once", test_idle_silence },
+	{ "pipe URLs carry the local address, not the one dialled", test_pipe_local_address },
 	{ "reconnect after a handler is killed", test_reconnect },
 	{ "owner never comes back: lost", test_owner_lost },
 	{ "pool growth stops when covered", test_pool_covered },

@@ -236,7 +236,7 @@ static void test_auto_balance_parked_wants(void)
 	CU_ASSERT_FATAL(harness_start(&D, 1,
 		"cpus: 4\n"
 		"fastReserve: 1\n"
-		"heavyThreshold: 300ms\n"
+		"heavyThreshold: 400ms\n"
 		"minSamples: 1\n"
 		"unknownShare: 0.25\n"
 		"legacyTokenValiditySec: 1\n"
@@ -255,7 +255,7 @@ static void test_auto_balance_parked_wants(void)
 	/* the classes: quick is light, slow heavy, fresh stays unknown */
 	struct json_object *done = tc_run_job(a, "q", "quick", "{\"command\":\"true\"}", 10000);
 	json_object_put(done);
-	done = tc_run_job(a, "s", "slow", "{\"command\":\"sleep\",\"args\":[\"0.6\"]}", 10000);
+	done = tc_run_job(a, "s", "slow", "{\"command\":\"sleep\",\"args\":[\"1\"]}", 10000);
 	json_object_put(done);
 	CU_ASSERT_STRING_EQUAL(service_class("quick"), "light");
 	CU_ASSERT_STRING_EQUAL(service_class("slow"), "heavy");

@@ -760,6 +760,10 @@ static void test_idle_silence(void)
 	CU_ASSERT(harness_wait_status(&d, 1000, wg_waiting_is, &two) == 0);	/* still parked */
 
 	exc_client_free(c);
+	CU_ASSERT(tc_send(holder, "{\"type\":\"CANCEL\",\"job_id\":\"hold\"}") == 0);
+	struct json_object *done = tc_expect(holder, "DONE", 10000);
+	CU_ASSERT(done != NULL);	/* so that the stop need not wait for it */
+	json_object_put(done);
 	tc_close(holder);
 	fx_spin(100);
 	wstap_free(tap);

@@ -300,9 +300,11 @@ static void test_fixed(void)
 			(long long)value("execserver_service_runtime_samples{service=\"sleep\"}"));
 	json_object_put(st);
 
+	CU_ASSERT(tc_send(b, "{\"type\":\"CANCEL\",\"job_id\":\"h\"}") == 0);
+	expect_done(b, "h", 0, "cancelled");	/* so that the stop need not wait for it */
 	tc_close(a);
 	tc_close(b);
-	harness_stop(&d, 10000);
+	CU_ASSERT_EQUAL(harness_stop(&d, 10000), 0);
 	harness_cleanup(&d);
 }
 
@@ -325,7 +327,7 @@ static void test_auto_balance(void)
 	CU_ASSERT_EQUAL(value("execserver_waitgroup_processes{waitgroup=\"auto\"}"), 3);
 	CU_ASSERT_EQUAL(value("execserver_service_class{service=\"light\",class=\"unknown\"}"), 1);
 	CU_ASSERT_EQUAL(value("execserver_service_class{service=\"light\",class=\"light\"}"), 0);
-	harness_stop(&d, 10000);
+	CU_ASSERT_EQUAL(harness_stop(&d, 10000), 0);
 	harness_cleanup(&d);
 }
 

@@ -47,6 +47,7 @@
 #define START_CHECK_MS 100	/* how often held rows are looked at for a started run */
 #define FLUSH_RETRY_MS 250	/* outcomes waiting for the database: retry */
 #define JANITOR_SEC 3600
+#define FINISH_BATCH 100	/* most outcomes written by one statement */
 
 struct held {
 	struct held *next, *prev;
@@ -73,7 +74,7 @@ struct dispatcher {
 	exc_client *client;
 	struct db db;
 	char *q_register, *q_heartbeat, *q_rescue_own, *q_claim, *q_start, *q_finish,
-	     *q_held, *q_leave, *q_janitor, *q_position;
+	     *q_held, *q_leave, *q_janitor, *q_position, *q_finish_claim;
 	char host[65];
 	char pid[16];
 	struct held *list;
@@ -237,10 +238,9 @@ static void on_done(exc_job *xj, const struct exc_receipt *r, void *arg)
 		  h->error ? " " : "", h->error ? h->error : "");
 	d->pending++;
 	/* written after this loop iteration, with the other outcomes that
-	 * arrived in it: one statement for all of them */
-	event_active(d->flush_ev, EV_TIMEOUT, 0);
-	if (!d->stopping)
-		event_active(d->poll_ev, EV_TIMEOUT, 0);	/* a slot of the share is free */
+	 * arrived in it, in one statement that also claims for the share's
+	 * free places (poll_cb); when stopping, only written */
+	event_active(d->stopping ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
 }
 
 /* A POSITION for a claimed row someone asked about: into the row, under
@@ -275,7 +275,9 @@ static void drop_claim(struct dispatcher *d, struct held *h, const char *why)
 	exc_cancel(h->xj);
 }
 
-static void start_row(struct dispatcher *d, PGresult *res, int row)
+/* A claimed row (columns id, attempts, priority, service, job from col
+ * on) handed to libexecclient. */
+static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 {
 	struct held *h = calloc(1, sizeof *h);
 	struct exc_job_spec spec;
@@ -284,17 +286,17 @@ static void start_row(struct dispatcher *d, PGresult *res, int row)
 	if (!h)
 		return;		/* out of memory: the claim goes stale and is rescued */
 	h->d = d;
-	h->id = strtoll(PQgetvalue(res, row, 0), NULL, 10);
-	h->attempts = atoi(PQgetvalue(res, row, 1));
-	h->priority = atoi(PQgetvalue(res, row, 2));
-	h->service = strdup(PQgetvalue(res, row, 3));
+	h->id = strtoll(PQgetvalue(res, row, col), NULL, 10);
+	h->attempts = atoi(PQgetvalue(res, row, col + 1));
+	h->priority = atoi(PQgetvalue(res, row, col + 2));
+	h->service = strdup(PQgetvalue(res, row, col + 3));
 	snprintf(h->job_id, sizeof h->job_id, "j%lld.%d", (long long)h->id, h->attempts);
 	h->next = d->list;
 	if (d->list)
 		d->list->prev = h;
 	d->list = h;
 
-	payload = job_payload(h, PQgetvalue(res, row, 4));
+	payload = job_payload(h, PQgetvalue(res, row, col + 4));
 	exc_job_spec_init(&spec);
 	spec.job_id = h->job_id;
 	spec.service = h->service;
@@ -322,14 +324,44 @@ static void start_row(struct dispatcher *d, PGresult *res, int row)
 
 /* ---- timers ---- */
 
+static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *claimed);
+
+/* Claims up to n rows, writing the pending outcomes in the same statement
+ * when there are any.  The number claimed, or -1 (logged). */
+static int claim(struct dispatcher *d, unsigned n)
+{
+	char limit[16];
+	const char *params[2] = { d->cfg->instance_id, limit };
+	int away, rows = -1;
+	PGresult *res;
+
+	if (d->pending && finish_batch(d, FINISH_BATCH, n, &rows) > 0)
+		return rows;
+	if (d->pending)
+		flush_outcomes(d);	/* away, or a batch the database refused */
+	snprintf(limit, sizeof limit, "%u", n);
+	res = db_exec(&d->db, d->q_claim, 2, params, &away);
+	d->st.claims++;
+	if (!res) {
+		if (!away)
+			log_error("claim: %s", d->db.last_error);
+		return -1;
+	}
+	rows = PQntuples(res);
+	d->st.claimed += (uint64_t)rows;
+	for (int i = 0; i < rows; i++) {
+		d->st.attempts += (uint64_t)atoi(PQgetvalue(res, i, 1));
+		start_row(d, res, i, 0);
+	}
+	PQclear(res);
+	return rows;
+}
+
 static void poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
-	char limit[16];
-	const char *params[2] = { d->cfg->instance_id, limit };
 	unsigned share, n = 0;
-	int away, full = 0;
-	PGresult *res;
+	int rows, full = 0;
 
 	(void)fd;
 	(void)what;
@@ -352,29 +384,16 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		unsigned free_ = share - d->at_exec;
 		d->said_no_exec = 0;
 		n = free_ > CLAIM_MAX ? CLAIM_MAX : free_;
-		snprintf(limit, sizeof limit, "%u", n);
-		res = db_exec(&d->db, d->q_claim, 2, params, &away);
-		d->st.claims++;
-		if (res) {
-			int rows = PQntuples(res);
-			d->st.claimed += (uint64_t)rows;
-			for (int i = 0; i < rows; i++) {
-				d->st.attempts += (uint64_t)atoi(PQgetvalue(res, i, 1));
-				start_row(d, res, i);
-			}
-			full = (unsigned)rows == n;
-			if (rows)
-				log_debug("claimed %d (share %u, at the execservers %u)", rows, share,
-					  d->at_exec);
-			PQclear(res);
-			if (d->pending)
-				flush_outcomes(d);
-			if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
-				arm(d->start_ev, START_CHECK_MS);
-		} else if (!away) {
-			log_error("claim: %s", d->db.last_error);
-		}
+		rows = claim(d, n);
+		full = rows >= 0 && (unsigned)rows == n;
+		if (rows > 0)
+			log_debug("claimed %d (share %u, at the execservers %u)", rows, share,
+				  d->at_exec);
+		if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
+			arm(d->start_ev, START_CHECK_MS);
 	}
+	if (d->pending)
+		flush_outcomes(d);
 	arm(d->poll_ev, full ? 0 : jittered(d, d->cfg->poll_ms));
 }
 
@@ -619,21 +638,21 @@ static void count_outcome(struct dispatcher *d, const struct held *h)
 		d->st.requeued++;
 }
 
-#define FINISH_BATCH 100
-
-/* Writes up to n of the pending outcomes in one statement.  Returns the
- * number handled (written, or found not ours and dropped), 0 when the
- * database is away, -1 when the statement failed (a receipt jsonb does
- * not take, e.g. a \u0000 in a string). */
-static int finish_batch(struct dispatcher *d, int n)
+/* Writes up to n of the pending outcomes in one statement; with
+ * claim_limit > 0 the same statement claims up to that many rows
+ * (DQ_FINISH_CLAIM; *claimed gets their number).  Returns the number of
+ * outcomes handled (written, or found not ours and dropped), 0 when the
+ * database is away or nothing is pending, -1 when the statement failed (a
+ * receipt jsonb does not take, e.g. a \u0000 in a string). */
+static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *claimed)
 {
 	struct held *batch[FINISH_BATCH];
 	int64_t ids[FINISH_BATCH], att[FINISH_BATCH], unc[FINISH_BATCH], delay[FINISH_BATCH];
 	const char *states[FINISH_BATCH], *errors[FINISH_BATCH], *receipts[FINISH_BATCH];
 	char aids[21 * FINISH_BATCH + 3], aatt[21 * FINISH_BATCH + 3], aunc[21 * FINISH_BATCH + 3],
 	     adelay[21 * FINISH_BATCH + 3];
-	char *astates, *aerrors, *areceipts;
-	int k = 0, away, rc;
+	char *astates, *aerrors, *areceipts, limit[16];
+	int k = 0, away, rc, idcol = claim_limit ? 1 : 0;
 	PGresult *res;
 
 	for (struct held *h = d->list; h && k < n; h = h->next) {
@@ -658,19 +677,34 @@ static int finish_batch(struct dispatcher *d, int n)
 	astates = db_text_array(states, k);
 	aerrors = db_text_array(errors, k);
 	areceipts = db_text_array(receipts, k);
-	const char *params[8] = { d->cfg->instance_id, aids, aatt, astates, aunc, adelay, aerrors,
-				  areceipts };
-	res = astates && aerrors && areceipts ? db_exec(&d->db, d->q_finish, 8, params, &away) : NULL;
+	snprintf(limit, sizeof limit, "%u", claim_limit);
+	const char *params[9] = { d->cfg->instance_id, aids, aatt, astates, aunc, adelay, aerrors,
+				  areceipts, limit };
+	res = astates && aerrors && areceipts ?
+	      db_exec(&d->db, claim_limit ? d->q_finish_claim : d->q_finish, claim_limit ? 9 : 8,
+		      params, &away) : NULL;
 	free(astates);
 	free(aerrors);
 	free(areceipts);
 	if (!res)
 		return away ? 0 : -1;
+	if (claim_limit) {
+		*claimed = 0;
+		d->st.claims++;
+		for (int r = 0; r < PQntuples(res); r++)
+			if (PQgetvalue(res, r, 0)[0] == 'c') {
+				d->st.claimed++;
+				d->st.attempts += (uint64_t)atoi(PQgetvalue(res, r, 2));
+				start_row(d, res, r, 1);
+				(*claimed)++;
+			}
+	}
 	for (int i = 0; i < k; i++) {
 		struct held *h = batch[i];
 		int ours = 0;
 		for (int r = 0; r < PQntuples(res) && !ours; r++)
-			ours = strtoll(PQgetvalue(res, r, 0), NULL, 10) == h->id;
+			ours = (!claim_limit || PQgetvalue(res, r, 0)[0] == 'f') &&
+			       strtoll(PQgetvalue(res, r, idcol), NULL, 10) == h->id;
 		if (ours) {
 			count_outcome(d, h);
 		} else {
@@ -696,7 +730,7 @@ static void flush_outcomes(struct dispatcher *d)
 	int per = FINISH_BATCH;
 
 	while (d->pending) {
-		int rc = finish_batch(d, per);
+		int rc = finish_batch(d, per, 0, NULL);
 		if (rc == 0) {
 			if (!evtimer_pending(d->flush_ev, NULL))
 				arm(d->flush_ev, FLUSH_RETRY_MS);
@@ -821,8 +855,10 @@ static int expand_all(struct dispatcher *d)
 	d->q_leave = dq_expand(DQ_LEAVE, s);
 	d->q_janitor = dq_expand(DQ_JANITOR, s);
 	d->q_position = dq_expand(DQ_POSITION, s);
+	d->q_finish_claim = dq_expand(DQ_FINISH_CLAIM, s);
 	return d->q_register && d->q_heartbeat && d->q_rescue_own && d->q_claim && d->q_start &&
-	       d->q_finish && d->q_held && d->q_leave && d->q_janitor && d->q_position ? 0 : -1;
+	       d->q_finish && d->q_held && d->q_leave && d->q_janitor && d->q_position &&
+	       d->q_finish_claim ? 0 : -1;
 }
 
 /* The first contact: the schema's version, our row, our previous life's
@@ -957,7 +993,8 @@ out:
 		event_base_free(d.base);
 	db_close(&d.db);
 	char **qs[] = { &d.q_register, &d.q_heartbeat, &d.q_rescue_own, &d.q_claim, &d.q_start,
-			&d.q_finish, &d.q_held, &d.q_leave, &d.q_janitor, &d.q_position };
+			&d.q_finish, &d.q_held, &d.q_leave, &d.q_janitor, &d.q_position,
+			&d.q_finish_claim };
 	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
 		free(*qs[i]);
 	return rc;

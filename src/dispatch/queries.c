@@ -51,17 +51,36 @@ const char DQ_RESCUE_OWN[] =
 	"UPDATE @schema@.job j SET " RESCUE_SET("$2::int")
 	"WHERE j.runner_instance = $1 AND j.state IN " HELD " RETURNING j.id";
 
+/* The claim's two halves: the rows picked (LIMIT from the parameter
+ * named), and their change to claimed by $1. */
+#define CLAIM_PICK(LIMIT) \
+	"SELECT id FROM @schema@.job" \
+	" WHERE state = 'queued' AND start_after <= now()" \
+	" ORDER BY priority DESC, id" \
+	" LIMIT " LIMIT \
+	" FOR UPDATE SKIP LOCKED"
+#define CLAIM_SET \
+	"UPDATE @schema@.job j SET state = 'claimed', runner_instance = $1, " \
+	"attempts = j.attempts + 1, started_at = NULL " \
+	"FROM picked WHERE j.id = picked.id " \
+	"RETURNING j.id, j.attempts, j.priority, j.service, j.job::text"
+
+/* Outcomes of claims of $1, from the arrays $2..$8. */
+#define FINISH_SET \
+	"UPDATE @schema@.job j SET state = u.state, " \
+	"runner_instance = CASE WHEN u.state = 'queued' THEN NULL ELSE j.runner_instance END, " \
+	"attempts = j.attempts - u.uncount, " \
+	"start_after = CASE WHEN u.state = 'queued' " \
+	" THEN now() + make_interval(secs => u.delay) ELSE j.start_after END, " \
+	"finished_at = CASE WHEN u.state = 'queued' THEN NULL ELSE now() END, " \
+	"error = u.error, receipt = u.receipt " \
+	"FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], " \
+	" $8::jsonb[]) AS u(id, attempts, state, uncount, delay, error, receipt) " \
+	"WHERE j.id = u.id AND j.runner_instance = $1 AND j.attempts = u.attempts " \
+	"AND j.state IN " HELD " RETURNING j.id"
+
 const char DQ_CLAIM[] =
-	"WITH picked AS MATERIALIZED ("
-	" SELECT id FROM @schema@.job"
-	" WHERE state = 'queued' AND start_after <= now()"
-	" ORDER BY priority DESC, id"
-	" LIMIT $2::int"
-	" FOR UPDATE SKIP LOCKED) "
-	"UPDATE @schema@.job j SET state = 'claimed', runner_instance = $1, "
-	"attempts = j.attempts + 1, started_at = NULL "
-	"FROM picked WHERE j.id = picked.id "
-	"RETURNING j.id, j.attempts, j.priority, j.service, j.job::text";
+	"WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int") ") " CLAIM_SET;
 
 const char DQ_START[] =
 	"UPDATE @schema@.job j SET state = 'running', started_at = now() "
@@ -69,18 +88,16 @@ const char DQ_START[] =
 	"WHERE j.id = u.id AND j.attempts = u.attempts AND j.runner_instance = $1 "
 	"AND j.state = 'claimed' RETURNING j.id";
 
-const char DQ_FINISH[] =
-	"UPDATE @schema@.job j SET state = u.state, "
-	"runner_instance = CASE WHEN u.state = 'queued' THEN NULL ELSE j.runner_instance END, "
-	"attempts = j.attempts - u.uncount, "
-	"start_after = CASE WHEN u.state = 'queued' "
-	" THEN now() + make_interval(secs => u.delay) ELSE j.start_after END, "
-	"finished_at = CASE WHEN u.state = 'queued' THEN NULL ELSE now() END, "
-	"error = u.error, receipt = u.receipt "
-	"FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], "
-	" $8::jsonb[]) AS u(id, attempts, state, uncount, delay, error, receipt) "
-	"WHERE j.id = u.id AND j.runner_instance = $1 AND j.attempts = u.attempts "
-	"AND j.state IN " HELD " RETURNING j.id";
+const char DQ_FINISH[] = FINISH_SET;
+
+/* Both in one round trip.  The rows being finished are held (not queued)
+ * in the statement's snapshot, so the claim never picks one of them. */
+const char DQ_FINISH_CLAIM[] =
+	"WITH fin AS (" FINISH_SET "), "
+	"picked AS MATERIALIZED (" CLAIM_PICK("$9::int") "), "
+	"claimed AS (" CLAIM_SET ") "
+	"SELECT 'c', id, attempts, priority, service, job FROM claimed "
+	"UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL FROM fin";
 
 const char DQ_HELD[] =
 	"SELECT id, attempts, (runner_instance = $1 AND state IN " HELD ")::int, "

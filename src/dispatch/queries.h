@@ -49,6 +49,11 @@ extern const char DQ_START[];
  * jsonb[]) -> (id) of the rows whose claim was still ours */
 extern const char DQ_FINISH[];
 
+/* DQ_FINISH and DQ_CLAIM in one statement: ($1..$8 as DQ_FINISH, $9 the
+ * claim's limit) -> ('f', id) per outcome written and ('c', id, attempts,
+ * priority, service, job) per row claimed */
+extern const char DQ_FINISH_CLAIM[];
+
 /* Which held rows are still ours: ($1 instance, $2 ids[]) -> (id,
  * attempts, ours 0|1, ms since the cancel's commit for a cancelled row,
  * position asked for in the last 5 s 0|1) */

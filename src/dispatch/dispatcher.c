@@ -365,8 +365,12 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (d->stopping)
+	if (d->stopping) {
+		/* an outcome that arrived before the stop began */
+		if (d->pending)
+			flush_outcomes(d);
 		return;
+	}
 	evtimer_del(d->poll_ev);
 	share = exc_claim_share(d->client);
 	d->st.share = share;

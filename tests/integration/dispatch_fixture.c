@@ -237,15 +237,22 @@ const char *df_ledger_job(struct dfix *f, char *buf, size_t len, int ms, int spl
 		"$EXECDISPATCH_ATTEMPT, clock_timestamp())";
 	static const char upd[] = "UPDATE ledger SET finished_at = clock_timestamp() "
 		"WHERE job_id = $EXECDISPATCH_JOB_ID AND attempt = $EXECDISPATCH_ATTEMPT";
-	char script[1024];
+	char script[2048];
 
 	/* one psql session and three autocommitted statements, or (split) two
-	 * sessions with a sleep between them that holds no connection */
+	 * sessions with a sleep between them that holds no connection, each
+	 * tried again while the database cannot be reached (psql's exit
+	 * status 2; a retried INSERT may find its row committed already) */
 	if (split)
 		snprintf(script, sizeof script,
-			 "/usr/bin/psql -X -q -v ON_ERROR_STOP=1 -c \\\"%s\\\" >/dev/null && "
-			 "sleep %d.%03d && exec /usr/bin/psql -X -q -v ON_ERROR_STOP=1 "
-			 "-c \\\"%s\\\" >/dev/null", ins, ms / 1000, ms % 1000, upd);
+			 "P='/usr/bin/psql -X -q -v ON_ERROR_STOP=1'; "
+			 "$P -c \\\"%s\\\" >/dev/null; rc=$?; "
+			 "while [ $rc = 2 ]; do sleep 0.2; "
+			 "$P -c \\\"%s ON CONFLICT DO NOTHING\\\" >/dev/null; rc=$?; done; "
+			 "[ $rc = 0 ] || exit $rc; sleep %d.%03d; "
+			 "$P -c \\\"%s\\\" >/dev/null; rc=$?; "
+			 "while [ $rc = 2 ]; do sleep 0.2; $P -c \\\"%s\\\" >/dev/null; rc=$?; done; "
+			 "exit $rc", ins, ins, ms / 1000, ms % 1000, upd, upd);
 	else
 		snprintf(script, sizeof script,
 			 "exec /usr/bin/psql -X -q -v ON_ERROR_STOP=1 -c \\\"%s\\\" "

@@ -194,8 +194,11 @@ static void test_cancel_from_elsewhere(void)
 			       "requested");
 	CU_ASSERT_EQUAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)0), 0);
 	took = harness_now_ms() - t0;
-	fprintf(stderr, "cancel reached the run after %lld ms (cancelPollMs 100)\n", took);
-	CU_ASSERT(took <= 100 + 200);
+	fprintf(stderr, "cancel: the execserver's slot was free %lld ms after the commit "
+		"(cancelPollMs 100)\n", took);
+	/* the process is gone and the slot free soon after (the execserver's
+	 * kill and the /status polling add to it; loose under load) */
+	CU_ASSERT(took <= 1000);
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state FROM execdispatch.job "
 					   "WHERE id = %lld", id), "cancelled");
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
@@ -204,10 +207,13 @@ static void test_cancel_from_elsewhere(void)
 	harness_sleep_ms(300);
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state || coalesce(receipt::text, "
 					   "'') FROM execdispatch.job WHERE id = %lld", id), "cancelled");
-	/* the dispatcher counted the cancel and its latency (commit -> notice) */
+	/* the cancel reached the run (the dispatcher noticed it and sent
+	 * CANCEL at once) within cancelPollMs + 200 ms of its commit, measured
+	 * on the database's clock */
 	CU_ASSERT_EQUAL(metric(mport, "execdispatch_cancels_total"), 1);
 	long long lat = metric(mport, "execdispatch_cancel_latency_ms_total");
-	CU_ASSERT(lat >= 0 && lat <= took);
+	fprintf(stderr, "cancel: noticed %lld ms after the commit\n", lat);
+	CU_ASSERT(lat >= 0 && lat <= 100 + 200);
 	CU_ASSERT_EQUAL(metric(mport, "execdispatch_dropped_total"), 1);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 }

@@ -56,7 +56,7 @@ static void fresh(int dispatchers)
 
 static void submit_ledger(int n, int ms)
 {
-	char job[1024];
+	char job[3072];
 
 	df_ledger_job(&F, job, sizeof job, ms, 1);
 	for (int i = 0; i < n; i++)

@@ -38,7 +38,8 @@ $as_pg "$bindir/initdb" -A trust -U postgres --no-sync -D "$work/pg" >/dev/null
 $as_pg "$bindir/pg_ctl" -w -D "$work/pg" -l "$work/pg.log" \
 	-o "-p $pgport -k $work -c listen_addresses=127.0.0.1" start >/dev/null
 db="host=127.0.0.1 port=$pgport user=postgres dbname=postgres"
-psql="psql -X -q -v ON_ERROR_STOP=1 -d $db"
+export PGHOST=127.0.0.1 PGPORT=$pgport PGUSER=postgres PGDATABASE=postgres
+psql="psql -X -q -v ON_ERROR_STOP=1"
 
 # the execserver: the default configuration, a private tempDir, as this user
 sed -e "s|^tempDir:.*|tempDir: $work/tmp|" -e '/^user:/d' -e '/^group:/d' \

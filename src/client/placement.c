@@ -10,7 +10,7 @@
  */
 #include "autoconfig.h"
 #include "client/job_impl.h"
-#include "client/legacy.h"
+#include "client/fallback.h"
 
 #include <errno.h>
 #include <stdarg.h>

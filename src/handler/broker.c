@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "book/book_class.h"
-#include "common/addr_rule.h"
+#include "config/addr_rule.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "execserver/protocol.h"

@@ -19,9 +19,9 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/reload.h"
+#include "config/reload.h"
 #include "handler/broker.h"
-#include "handler/conn.h"
+#include "handler/http_conn.h"
 #include "handler/handler.h"
 #include "handler/listener.h"
 #include "handler/mailbox.h"

@@ -17,7 +17,7 @@
 #include <json-c/json.h>
 
 #include "common/clock.h"
-#include "common/config.h"
+#include "config/config.h"
 #include "common/log.h"
 #include "execserver/protocol.h"
 #include "handler/handler.h"

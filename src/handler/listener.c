@@ -8,7 +8,7 @@
 #include <event2/listener.h>
 
 #include "common/log.h"
-#include "handler/conn.h"
+#include "handler/http_conn.h"
 #include "handler/handler.h"
 #include "handler/listener.h"
 

@@ -16,7 +16,7 @@
 #include <json-c/json.h>
 
 #include "book/book.h"
-#include "common/addr_rule.h"
+#include "config/addr_rule.h"
 
 enum job_cancel_reason {
 	JOB_CANCEL_REQUESTED = 1, /* CANCEL, or the client's grace ran out */

@@ -32,9 +32,9 @@
 #include <event2/event.h>
 
 #include "common/clock.h"
-#include "common/instance.h"
+#include "handler/instance.h"
 #include "common/log.h"
-#include "common/reload.h"
+#include "config/reload.h"
 #include "handler/handler.h"
 #include "job/janitor.h"
 #include "master/master.h"

@@ -6,7 +6,7 @@
 #ifndef ES_SEGMENT_H
 #define ES_SEGMENT_H
 
-#include "common/instance.h"
+#include "handler/instance.h"
 
 /* Returns 0, or -1 after logging why (exit status 2 territory). */
 int segment_create(struct instance *inst, struct es_config *cfg, int nhandlers);

@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#include "common/config.h"
+#include "config/config.h"
 
 #define STARTUP_CHECK_TIMEOUT_MS 10000
 #define STARTUP_CHECK_MAX_OUTPUT (64 * 1024) /* bytes of output matched; more is read and dropped */

@@ -22,10 +22,10 @@
 #include <sys/stat.h>
 
 #include "common/clock.h"
-#include "common/config.h"
+#include "config/config.h"
 #include "failalloc.h"
-#include "common/config_yaml.h"
-#include "common/duration.h"
+#include "config/config_yaml.h"
+#include "config/duration.h"
 #include "common/log.h"
 #include "master/startup_check.h"
 

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "book/book.h"
-#include "common/config.h"
+#include "config/config.h"
 
 /* What the configuration admits must fit the book's narrow fields. */
 _Static_assert(CONFIG_MAX_HANDLERS <= BOOK_MAX_HANDLERS, "handlers: config above the book");

@@ -6,7 +6,7 @@
  * added, so the error points at the second occurrence in document order.
  */
 #include "autoconfig.h"
-#include "common/config_yaml.h"
+#include "config/config_yaml.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -17,7 +17,7 @@
 #include <strings.h>
 #include <yaml.h>
 
-#include "common/duration.h"
+#include "config/duration.h"
 
 int cy_error_at(const struct cy_ctx *ctx, int line, int column, const char *fmt, ...)
 {

@@ -1,7 +1,7 @@
 /*
- * conn.c - one broker connection of an address: TCP connect, the websocket
+ * server_conn.c - one broker connection of an address: TCP connect, the websocket
  * upgrade (client side of net/ws_handshake), the session (net/ws.c in its
- * client role), HELLO, and the dispatch of server messages to job.c.
+ * client role), HELLO, and the dispatch of server messages to client_job.c.
  *
  * States: CONNECTING (TCP) [-> TLS (wss: handshake and verification)]
  * -> UPGRADING (request sent, reading the 101)

@@ -19,8 +19,8 @@
  * itself inside an exc_* call are deferred through it).
  */
 #include "autoconfig.h"
-#include "client/job_impl.h"
 #include "client/fallback.h"
+#include "client/job_impl.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -32,8 +32,8 @@
  * http_parser_execute (callbacks set flags; feed() acts on them).
  */
 #include "autoconfig.h"
-#include "client/job_impl.h"
 #include "client/fallback.h"
+#include "client/job_impl.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -30,10 +30,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "config/config_auto.h"
 #include "config/config_yaml.h"
 #include "config/duration.h"
-#include "common/log.h"
 
 #define CONFIG_MAX_FILE_BYTES (16 * 1024 * 1024)
 #define WHAT_MAX 320 /* "services.<name>.commands.<name>.startupCheck.args[n]" */

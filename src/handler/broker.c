@@ -17,17 +17,17 @@
 #include <string.h>
 
 #include "book/book_class.h"
-#include "config/addr_rule.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "config/addr_rule.h"
 #include "execserver/protocol.h"
 #include "handler/broker.h"
 #include "handler/handler.h"
 #include "handler/mailbox.h"
 #include "handler/messages.h"
-#include "net/ws.h"
 #include "job/job.h"
 #include "job/receipt.h"
+#include "net/ws.h"
 
 #define HELLO_COALESCE_MS 100
 #define MAX_PENDING_OUT (8u << 20) /* a peer that reads nothing is cut off here */

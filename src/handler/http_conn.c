@@ -26,16 +26,16 @@
 #include <event2/bufferevent_ssl.h>
 #include <openssl/ssl.h>
 
-#include "config/addr_rule.h"
 #include "common/log.h"
+#include "config/addr_rule.h"
 #include "execserver/protocol.h"
 #include "handler/broker.h"
-#include "handler/http_conn.h"
 #include "handler/handler.h"
+#include "handler/http_conn.h"
 #include "handler/legacy.h"
 #include "handler/legacy_stream.h"
-#include "net/http_head.h"
 #include "handler/status_page.h"
+#include "net/http_head.h"
 #include "net/ws.h"
 #include "net/ws_handshake.h"
 

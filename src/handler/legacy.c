@@ -17,8 +17,8 @@
 #include <json-c/json.h>
 
 #include "common/clock.h"
-#include "config/config.h"
 #include "common/log.h"
+#include "config/config.h"
 #include "execserver/protocol.h"
 #include "handler/handler.h"
 #include "handler/legacy.h"

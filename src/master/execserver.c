@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "config/config.h"
 #include "common/log.h"
+#include "config/config.h"
 #include "master/master.h"
 #include "master/privileges.h"
 #include "master/startup_check.h"

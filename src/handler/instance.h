@@ -44,4 +44,8 @@ struct instance {
 					 * (0: the daemon did not raise its own) */
 };
 
+/* Wakes every handler whose bit is set in mask (a write to its eventfd;
+ * what woke it is in its mailbox in the book). */
+void instance_wake(const struct instance *inst, uint64_t mask);
+
 #endif

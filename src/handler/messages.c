@@ -187,13 +187,6 @@ char *msg_encode_error(const char *code, const char *message, const char *job_id
 	return msg_to_text(o);
 }
 
-char *msg_encode_done(const char *job_id, struct json_object *receipt)
-{
-	struct json_object *o = new_message(PROTO_DONE, job_id);
-	json_object_object_add(o, "receipt", receipt);
-	return msg_to_text(o);
-}
-
 static const char *state_name(enum want_state s)
 {
 	switch (s) {

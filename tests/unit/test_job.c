@@ -11,7 +11,8 @@
  * exec_stopped with their retryable flags), that the book then mails the
  * DONE to the owner's handler and frees the slot, that the host hears of
  * each end once (job_ended) with the job no longer counted, and that a
- * job's process group is in the book while it runs and forgotten after.
+ * job's process group is in the book while it runs and forgotten after;
+ * and the exact text of the receipts no process ends and of a DONE.
  */
 #include "autoconfig.h"
 
@@ -392,6 +393,31 @@ static void test_stop_all_is_retryable(void)
 	json_object_put(r.receipt);
 }
 
+/* The two receipts no process ends: a CANCEL before the job ran (`error`
+ * only, docs/protocol.md) and the compact one of a lost job; and the DONE
+ * around a receipt, byte for byte. */
+static void test_receipts_without_a_process(void)
+{
+	size_t len = 0;
+	char *r = receipt_cancelled_before_run(&len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_STRING_EQUAL(r, "{\"error\":{\"code\":\"cancelled\",\"message\":"
+				  "\"cancelled before it ran\",\"retryable\":false}}");
+	CU_ASSERT_EQUAL(len, strlen(r));
+	char *done = receipt_done_message("j/1", r, len);
+	CU_ASSERT_STRING_EQUAL(done, "{\"type\":\"DONE\",\"job_id\":\"j/1\",\"receipt\":{\"error\":"
+				     "{\"code\":\"cancelled\",\"message\":\"cancelled before it ran\","
+				     "\"retryable\":false}}}");
+	free(done);
+	free(r);
+
+	struct book_outcome lost = { .exit_code = -1, .error = JOB_ERR_LOST, .retryable = 1 };
+	r = receipt_compact(&lost, &len);
+	CU_ASSERT_STRING_EQUAL(r, "{\"duration_ms\":0,\"error\":{\"code\":\"exec_lost\",\"message\":"
+				  "\"the execserver process running the job died\",\"retryable\":true}}");
+	free(r);
+}
+
 static void test_book_consistent(void)
 {
 	char why[256];
@@ -410,6 +436,7 @@ int main(void)
 		{ "cancel: SIGTERM, cancelled", test_cancel },
 		{ "timeout_sec", test_timeout },
 		{ "stop all (drain): exec_stopped, retryable", test_stop_all_is_retryable },
+		{ "receipts without a process, DONE byte for byte", test_receipts_without_a_process },
 		{ "book consistent after every job", test_book_consistent },
 		{ NULL, NULL },
 	};

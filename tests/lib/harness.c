@@ -224,6 +224,31 @@ static int daemon_ready(void *arg)
 	return up && (r->handlers <= 0 || n == r->handlers);
 }
 
+int harness_start_default(struct es_daemon *d, int handlers, int slots, const char *extra,
+			  const char *extra_env)
+{
+	char body[4096];
+	snprintf(body, sizeof body, "%s%s", extra ? extra : "", harness_default_body(slots));
+	return harness_start(d, handlers, body, extra_env);
+}
+
+int harness_finish(struct es_daemon *d, int *consistent)
+{
+	struct json_object *st = harness_status(d), *v;
+
+	*consistent = -1;
+	if (st) {
+		*consistent = json_object_object_get_ex(st, "book_consistent", &v) &&
+			      json_object_get_boolean(v);
+		json_object_put(st);
+	}
+	int status = harness_stop(d, 15000);
+	if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		harness_dump_log(d);
+	harness_cleanup(d);
+	return status;
+}
+
 int harness_start(struct es_daemon *d, int handlers, const char *body, const char *extra_env)
 {
 	return harness_start_tls(d, handlers, body, extra_env, NULL);

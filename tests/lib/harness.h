@@ -42,6 +42,15 @@ int harness_restart(struct es_daemon *d, int handlers, const char *body, const c
 int harness_stop(struct es_daemon *d, int timeout_ms);
 /* Kills whatever is left and removes the directory. */
 void harness_cleanup(struct es_daemon *d);
+/* harness_start with harness_default_body(slots), after extra (YAML lines
+ * of the configuration, NULL or "" for none). */
+int harness_start_default(struct es_daemon *d, int handlers, int slots, const char *extra,
+			  const char *extra_env);
+/* The end of a test's daemon: *consistent gets GET /status's
+ * book_consistent (1 or 0; -1 when /status did not answer), then it is
+ * stopped (within 15 s; its log is printed unless it exited 0) and cleaned
+ * up.  Returns harness_stop's status. */
+int harness_finish(struct es_daemon *d, int *consistent);
 /* Prints the last lines of the daemon's log to stderr. */
 void harness_dump_log(const struct es_daemon *d);
 /* 1 if the log contains text. */

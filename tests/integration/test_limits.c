@@ -29,10 +29,7 @@ static void start(int handlers, int slots, const char *extra, const char *env)
 
 static void stop(void)
 {
-	int consistent;
-	int status = harness_finish(&D, &consistent);
-	CU_ASSERT(consistent == 1);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CU_ASSERT(harness_finish(&D, 0) == 0);
 }
 
 /* A client that can still do business: a job runs through it. */

@@ -232,21 +232,27 @@ int harness_start_default(struct es_daemon *d, int handlers, int slots, const ch
 	return harness_start(d, handlers, body, extra_env);
 }
 
-int harness_finish(struct es_daemon *d, int *consistent)
+int harness_finish(struct es_daemon *d, int status_optional)
 {
 	struct json_object *st = harness_status(d), *v;
+	int answered = st != NULL, consistent = status_optional, exited_0;
 
-	*consistent = -1;
 	if (st) {
-		*consistent = json_object_object_get_ex(st, "book_consistent", &v) &&
-			      json_object_get_boolean(v);
+		consistent = json_object_object_get_ex(st, "book_consistent", &v) &&
+			     json_object_get_boolean(v);
 		json_object_put(st);
 	}
+	if (!consistent)
+		fprintf(stderr, "harness: %s\n", answered ? "book_consistent is not true" :
+			"/status did not answer");
 	int status = harness_stop(d, 15000);
-	if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+	exited_0 = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	if (!exited_0) {
+		fprintf(stderr, "harness: the daemon did not exit 0 (status %d)\n", status);
 		harness_dump_log(d);
+	}
 	harness_cleanup(d);
-	return status;
+	return consistent && exited_0 ? 0 : -1;
 }
 
 int harness_start(struct es_daemon *d, int handlers, const char *body, const char *extra_env)

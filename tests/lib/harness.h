@@ -46,11 +46,11 @@ void harness_cleanup(struct es_daemon *d);
  * of the configuration, NULL or "" for none). */
 int harness_start_default(struct es_daemon *d, int handlers, int slots, const char *extra,
 			  const char *extra_env);
-/* The end of a test's daemon: *consistent gets GET /status's
- * book_consistent (1 or 0; -1 when /status did not answer), then it is
- * stopped (within 15 s; its log is printed unless it exited 0) and cleaned
- * up.  Returns harness_stop's status. */
-int harness_finish(struct es_daemon *d, int *consistent);
+/* The end of a test's daemon: GET /status, then stopped (within 15 s; its
+ * log is printed unless it exited 0) and cleaned up.  Returns 0 when
+ * /status said book_consistent (with status_optional: or did not answer)
+ * and the daemon exited 0; else -1, saying which on stderr. */
+int harness_finish(struct es_daemon *d, int status_optional);
 /* Prints the last lines of the daemon's log to stderr. */
 void harness_dump_log(const struct es_daemon *d);
 /* 1 if the log contains text. */

@@ -48,11 +48,7 @@ static void stop(void)
 
 static long long wg_field(const char *field)
 {
-	struct json_object *st = harness_status(&D);
-	long long v = harness_json_int(st, "waitgroups", "wg", field, NULL);
-	if (st)
-		json_object_put(st);
-	return v;
+	return harness_wg_field(&D, "wg", field);
 }
 
 /* GET /token/service: the status; the token into tok (33 bytes) on 200. */

@@ -367,6 +367,15 @@ int harness_wait_status(const struct es_daemon *d, int timeout_ms,
 	return -1;
 }
 
+long long harness_wg_field(const struct es_daemon *d, const char *wg, const char *field)
+{
+	struct json_object *st = harness_status(d);
+	long long v = harness_json_int(st, "waitgroups", wg, field, NULL);
+	if (st)
+		json_object_put(st);
+	return v;
+}
+
 long long harness_json_vint(struct json_object *o, va_list ap)
 {
 	const char *key;

@@ -12,8 +12,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # use (curl, procps for pgrep, valgrind for the memcheck pass, openssl to
 # make the TLS tests' certificates, clang with libFuzzer for the fuzz pass,
 # clang-format for make check-style, haproxy as the load balancer of the
-# multi-instance tests), and what `make bench` needs (the gearmand peer and its library, gnuplot for the plots,
-# util-linux for lscpu, linux-perf where the kernel allows it).
+# multi-instance tests), and what `make bench` needs (the gearmand peer and
+# its library, gnuplot for the plots, util-linux for lscpu, linux-perf where
+# the kernel allows it).
 PACKAGES="build-essential autoconf automake libtool pkg-config
 libevent-dev libjson-c-dev libcurl4-openssl-dev libcunit1-dev libyaml-dev
 libssl-dev libwslay-dev libhttp-parser-dev

@@ -373,7 +373,11 @@ static void test_timeout(void)
 	CU_ASSERT_EQUAL(r.o.error, JOB_ERR_TIMEOUT);
 	CU_ASSERT_STRING_EQUAL(str_at(r.receipt, "error", "code"), "timeout");
 	CU_ASSERT_STRING_EQUAL(str_at(r.receipt, "error", "message"), "timeout_sec exceeded");
-	CU_ASSERT(r.o.duration_ms >= 1000 && r.o.duration_ms < 10000);
+	/* about the one second of timeout_sec: libevent's timers run on a
+	 * coarse monotonic clock (a few ms early against clock_mono_ms) */
+	CU_ASSERT(r.o.duration_ms >= 950 && r.o.duration_ms < 10000);
+	if (r.o.duration_ms < 950)
+		fprintf(stderr, "timeout after %u ms\n", (unsigned)r.o.duration_ms);
 	json_object_put(r.receipt);
 }
 

@@ -13,11 +13,12 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # make the TLS tests' certificates, clang with libFuzzer for the fuzz pass,
 # haproxy as the load balancer of the multi-instance tests), and what `make
 # bench` needs (the gearmand peer and its library, gnuplot for the plots,
-# util-linux for lscpu, linux-perf where the kernel allows it).
+# util-linux for lscpu, linux-perf where the kernel allows it).  Also
+# systemd, whose systemd-analyze checks the installed unit in make check.
 PACKAGES="build-essential autoconf automake libtool pkg-config
 libevent-dev libjson-c-dev libcurl4-openssl-dev libcunit1-dev libyaml-dev
 libssl-dev libwslay-dev libhttp-parser-dev
-curl procps valgrind openssl clang libclang-rt-14-dev haproxy
+curl procps valgrind openssl clang libclang-rt-14-dev haproxy systemd
 gearman-job-server libgearman-dev gnuplot-nox util-linux linux-perf"
 
 missing=""

@@ -73,23 +73,34 @@ static int write_file(const char *path, const char *mode, const char *text)
 	return fclose(f) == 0 && chmod(path, 0644) == 0 ? 0 : -1;
 }
 
-static void test_install(void)
+/* make install DESTDIR=root, once (each test may run alone: TEST_ONLY);
+ * its exit status. */
+static int install(void)
 {
+	static int rc = -1;
 	char destdir[100];
 	char *make[] = { TEST_MAKE, "-s", "-C", TEST_TOP_BUILDDIR, "install", destdir, NULL };
 
+	if (rc >= 0)
+		return rc;
 	snprintf(destdir, sizeof destdir, "DESTDIR=%s", root);
 	unsetenv("MAKEFLAGS");	/* a fresh make, not our caller's jobs */
 	unsetenv("MFLAGS");
 	unsetenv("MAKELEVEL");
-	int rc = run(NULL, make);
-	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	rc = run(NULL, make);
+	return rc;
+}
+
+static void test_install(void)
+{
+	CU_ASSERT_EQUAL(install(), 0);
 }
 
 static void test_unit(void)
 {
 	char unit[128], man[300], cmd[600], out[4096];
 
+	CU_ASSERT_FATAL(install() == 0);
 	snprintf(unit, sizeof unit, "%s/execserver.service", root);
 	CU_ASSERT_FATAL(relocate(TEST_UNITDIR "/execserver.service", unit) == 0);
 	snprintf(man, sizeof man, "MANPATH=%s%s", root, TEST_MANDIR);
@@ -180,7 +191,7 @@ static void test_init_script(void)
 	char *action[] = { "/bin/sh", script, NULL, NULL };
 #define SCRIPT(what) (action[2] = (what), run(env, action))
 
-	CU_ASSERT_FATAL(port > 0);
+	CU_ASSERT_FATAL(port > 0 && install() == 0);
 	snprintf(script, sizeof script, "%s/execserver.init", root);
 	CU_ASSERT_FATAL(relocate(TEST_SYSCONFDIR "/init.d/execserver", script) == 0);
 	snprintf(config, sizeof config, "%s/service.yml", root);

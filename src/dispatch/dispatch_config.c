@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/config_yaml.h"
+#include "config/config_yaml.h"
 #include "common/log.h"
 
 #define MAX_FILE_BYTES (1 << 20)

@@ -1,7 +1,7 @@
 /*
  * dispatch_config.h - execdispatch's configuration (execdispatch.yml(5)):
  * the keys, their defaults and their checks.  Parsed with the project's
- * YAML tree (common/config_yaml.h), so every error names file:line:column.
+ * YAML tree (config/config_yaml.h), so every error names file:line:column.
  *
  * Invariants of a loaded configuration: database and at least one
  * execserver address are set; every number is inside its documented
@@ -12,7 +12,7 @@
 #ifndef ES_DISPATCH_CONFIG_H
 #define ES_DISPATCH_CONFIG_H
 
-#include "common/config.h"
+#include "config/config.h"
 
 #define DISPATCH_CONFIG_DEFAULT SYSCONFDIR "/execserver/execdispatch.yml"
 #define DISPATCH_INSTANCE_MAX 64	/* longest instanceId */

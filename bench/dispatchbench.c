@@ -48,10 +48,12 @@ static double dispatch_rate(int n)
 	df_write_config(&F, 0, "logLevel: warn\n");
 	if (df_start_disp(&F, 0) < 0)
 		exit(1);
-	harness_sleep_ms(500);	/* its HELLO is in */
+	harness_sleep_ms(500); /* its HELLO is in */
 	t0 = bu_now_us();
-	PQclear(pgtest_query(F.c, "SELECT execdispatch.submit('work', '{\"command\":\"true\"}') "
-			     "FROM generate_series(1, %d)", n));
+	PQclear(pgtest_query(F.c,
+			     "SELECT execdispatch.submit('work', '{\"command\":\"true\"}') "
+			     "FROM generate_series(1, %d)",
+			     n));
 	if (df_wait_final(&F, 600000) < 0)
 		fprintf(stderr, "dispatchbench: jobs did not finish\n");
 	double secs = (double)(bu_now_us() - t0) / 1e6;
@@ -152,8 +154,9 @@ static void latency(struct samples *s, int jobs, int gap_ms)
 		harness_sleep_ms(gap_ms + (i * 397) % 1000);
 	}
 	df_wait_final(&F, 60000);
-	PGresult *r = pgtest_query(F.c, "SELECT (receipt->>'stdout')::numeric - "
-				   "extract(epoch FROM created_at) FROM execdispatch.job WHERE state = 'done'");
+	PGresult *r = pgtest_query(
+		F.c, "SELECT (receipt->>'stdout')::numeric - "
+		     "extract(epoch FROM created_at) FROM execdispatch.job WHERE state = 'done'");
 	for (int i = 0; r && i < PQntuples(r); i++)
 		bs_add(s, atof(PQgetvalue(r, i, 0)) * 1000.0);
 	PQclear(r);
@@ -166,16 +169,17 @@ static double idle_rate(int secs)
 	long long before, after;
 
 	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job"));
-	df_write_config(&F, 1, "logLevel: warn\npollMs: 1000\nheartbeatSec: 5\nstaleAfterSec: 30\n"
+	df_write_config(&F, 1,
+			"logLevel: warn\npollMs: 1000\nheartbeatSec: 5\nstaleAfterSec: 30\n"
 			"cancelPollMs: 1000\n");
 	if (df_start_disp(&F, 1) < 0)
 		exit(1);
 	harness_sleep_ms(2000);
 	before = pgtest_int(F.c, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s "
-			    "JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = 'idle'");
+				 "JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = 'idle'");
 	harness_sleep_ms(secs * 1000);
 	after = pgtest_int(F.c, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s "
-			   "JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = 'idle'");
+				"JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = 'idle'");
 	df_stop_disp(&F, 1, SIGTERM, 10000);
 	return (double)(after - before) / secs;
 }
@@ -185,7 +189,8 @@ static double idle_rate(int secs)
 static void claim_finish_loop(const char *inst)
 {
 	PGconn *c = pgtest_connect(F.pg.conninfo);
-	char *claim = dq_expand(DQ_CLAIM, "execdispatch"), *finish = dq_expand(DQ_FINISH, "execdispatch");
+	char *claim = dq_expand(DQ_CLAIM, "execdispatch"),
+	     *finish = dq_expand(DQ_FINISH, "execdispatch");
 	const char *cp[2] = { inst, "100" };
 
 	for (;;) {
@@ -229,8 +234,10 @@ static double claim_finish_rate(int rows, int sessions)
 	long long t0;
 
 	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job"));
-	PQclear(pgtest_query(F.c, "SELECT execdispatch.submit('work', '{\"command\":\"true\"}') "
-			     "FROM generate_series(1, %d)", rows));
+	PQclear(pgtest_query(F.c,
+			     "SELECT execdispatch.submit('work', '{\"command\":\"true\"}') "
+			     "FROM generate_series(1, %d)",
+			     rows));
 	PQclear(pgtest_query(F.c, "VACUUM ANALYZE execdispatch.job"));
 	t0 = bu_now_us();
 	for (int i = 0; i < sessions; i++) {
@@ -274,17 +281,20 @@ int main(int argc, char **argv)
 	if (df_start(&F) < 0 || df_start_exec(&F, 0, SLOTS) < 0)
 		return 1;
 	PQclear(pgtest_query(F.c, "CREATE EXTENSION pg_stat_statements; "
-			     "CREATE ROLE idle LOGIN SUPERUSER"));
+				  "CREATE ROLE idle LOGIN SUPERUSER"));
 
 	/* a: three rounds each, side by side */
 	for (int i = 0; i < 3; i++) {
 		double a = dispatch_rate(n), b = direct_rate(n);
 		bs_add(&rd, a);
 		bs_add(&rx, b);
-		fprintf(stderr, "dispatchbench: round %d: dispatch %.0f/s, direct %.0f/s\n", i, a, b);
+		fprintf(stderr, "dispatchbench: round %d: dispatch %.0f/s, direct %.0f/s\n", i, a,
+			b);
 	}
-	struct { double med, min, max; } sd = { bs_pct(&rd, 0.5), bs_min(&rd), bs_max(&rd) },
-		sx = { bs_pct(&rx, 0.5), bs_min(&rx), bs_max(&rx) };
+	struct {
+		double med, min, max;
+	} sd = { bs_pct(&rd, 0.5), bs_min(&rd), bs_max(&rd) },
+	  sx = { bs_pct(&rx, 0.5), bs_min(&rx), bs_max(&rx) };
 
 	/* b: poll (default pollMs 1000), then notify */
 	struct samples poll_lat = { 0 }, notify_lat = { 0 };
@@ -313,15 +323,25 @@ int main(int argc, char **argv)
 	double p50 = bs_pct(&poll_lat, 0.5), p99 = bs_pct(&poll_lat, 0.99);
 	double n50 = bs_pct(&notify_lat, 0.5), n99 = bs_pct(&notify_lat, 0.99);
 	FILE *sm = bu_out(out, "summary-dispatch");
-	fprintf(sm, "| D1 | execdispatch: /bin/true jobs/s through PostgreSQL and the broker, against libexecclient direct | >= 90 %% | %.0f/s against %.0f/s: %.0f %% (%s) |\n",
+	fprintf(sm,
+		"| D1 | execdispatch: /bin/true jobs/s through PostgreSQL and the broker, against "
+		"libexecclient direct | >= 90 %% | %.0f/s against %.0f/s: %.0f %% (%s) |\n",
 		sd.med, sx.med, 100 * ratio, ok(ratio >= 0.9));
-	fprintf(sm, "| D2 | execdispatch: submit-to-start with the poll (pollMs 1000) | p50 <= 0.6 s, p99 <= 1.2 s | p50 %.2f s, p99 %.2f s (%s) |\n",
+	fprintf(sm,
+		"| D2 | execdispatch: submit-to-start with the poll (pollMs 1000) | p50 <= 0.6 s, "
+		"p99 <= 1.2 s | p50 %.2f s, p99 %.2f s (%s) |\n",
 		p50 / 1000, p99 / 1000, ok(p50 <= 600 && p99 <= 1200));
-	fprintf(sm, "| D3 | execdispatch: submit-to-start with notify: true | p50 <= 5 ms | p50 %.1f ms, p99 %.1f ms (%s) |\n",
+	fprintf(sm,
+		"| D3 | execdispatch: submit-to-start with notify: true | p50 <= 5 ms | p50 %.1f "
+		"ms, p99 %.1f ms (%s) |\n",
 		n50, n99, ok(n50 <= 5));
-	fprintf(sm, "| D4 | execdispatch: statements per second of an idle dispatcher | <= 1.2/s | %.2f/s (%s) |\n",
+	fprintf(sm,
+		"| D4 | execdispatch: statements per second of an idle dispatcher | <= 1.2/s | "
+		"%.2f/s (%s) |\n",
 		idle, ok(idle <= 1.25));
-	fprintf(sm, "| D5 | execdispatch: claim-and-finish rows/s (batch 100), 1 and 3 sessions | (reported) | %.0f/s, %.0f/s |\n",
+	fprintf(sm,
+		"| D5 | execdispatch: claim-and-finish rows/s (batch 100), 1 and 3 sessions | "
+		"(reported) | %.0f/s, %.0f/s |\n",
 		cf1, cf3);
 	fclose(sm);
 
@@ -330,14 +350,18 @@ int main(int argc, char **argv)
 		"One private PostgreSQL %s (tests/lib/pgtest.c: fsync off, on loopback), one "
 		"execserver of %d slots, execdispatch as shipped.\n\n"
 		"| measurement | median | min | max |\n|---|---|---|---|\n"
-		"| %d /bin/true jobs queued in one statement, one running dispatcher (pollMs 100), until all are done | %.0f/s | %.0f/s | %.0f/s |\n"
-		"| the same jobs through libexecclient, at most the claim share (%d) in flight | %.0f/s | %.0f/s | %.0f/s |\n\n",
+		"| %d /bin/true jobs queued in one statement, one running dispatcher (pollMs 100), "
+		"until all are done | %.0f/s | %.0f/s | %.0f/s |\n"
+		"| the same jobs through libexecclient, at most the claim share (%d) in flight | "
+		"%.0f/s | %.0f/s | %.0f/s |\n\n",
 		PQparameterStatus(F.c, "server_version"), SLOTS, n, sd.med, sd.min, sd.max,
 		SLOTS + 1, sx.med, sx.min, sx.max);
 	fprintf(md,
 		"Submit-to-start (%d jobs each, one at a time; the program prints its start time, "
-		"compared with the row's created_at): with the poll (pollMs 1000, ±10 %% jitter) p50 "
-		"%.0f ms, p99 %.0f ms, max %.0f ms; with notify: true p50 %.1f ms, p99 %.1f ms.  Both "
+		"compared with the row's created_at): with the poll (pollMs 1000, ±10 %% jitter) "
+		"p50 "
+		"%.0f ms, p99 %.0f ms, max %.0f ms; with notify: true p50 %.1f ms, p99 %.1f ms.  "
+		"Both "
 		"include the spawn of the program (/bin/date) at the execserver.\n\n",
 		lat_jobs, p50, p99, bs_max(&poll_lat), n50, n99);
 	fprintf(md,
@@ -349,7 +373,8 @@ int main(int argc, char **argv)
 		idle, idle_secs);
 	fprintf(md,
 		"The claim-and-finish path alone (the statements of src/dispatch/queries.c: one "
-		"claim of up to 100 rows, then one guarded finish of the batch; no execserver): %d rows "
+		"claim of up to 100 rows, then one guarded finish of the batch; no execserver): %d "
+		"rows "
 		"at %.0f rows/s with one session and %.0f rows/s with three at once.\n",
 		rows, cf1, cf3);
 	fclose(md);

@@ -33,11 +33,11 @@ struct qopts {
 	char *schema;
 	char *service;
 	int priority;
-	char *job;		/* --job JSON */
+	char *job; /* --job JSON */
 	char **env;
 	size_t nenv;
 	int after_sec;
-	int timeout_sec;	/* wait: 0 forever */
+	int timeout_sec; /* wait: 0 forever */
 	int json, quiet, wait;
 	long long id;
 	char **command;
@@ -48,7 +48,8 @@ static void usage(FILE *out, const char *cmd)
 {
 	fprintf(out,
 		"usage: execctl submit (--db CONNINFO | -c FILE) -s SERVICE [-p P] [--after S]\n"
-		"                      [--env NAME=VALUE] [-w] (--job JSON | -- COMMAND [ARGS...])\n"
+		"                      [--env NAME=VALUE] [-w] (--job JSON | -- COMMAND "
+		"[ARGS...])\n"
 		"       execctl show     (--db CONNINFO | -c FILE) [--json] ID\n"
 		"       execctl wait     (--db CONNINFO | -c FILE) [--timeout S] [-q] ID\n"
 		"       execctl cancel   (--db CONNINFO | -c FILE) ID\n"
@@ -71,7 +72,8 @@ static void usage(FILE *out, const char *cmd)
 		"      --timeout S       wait: give up after S seconds (exit 121)\n"
 		"  -q, --quiet           wait: no position line\n"
 		"      --json            show: the row as JSON\n"
-		"  -h, --help            this text\n", cmd);
+		"  -h, --help            this text\n",
+		cmd);
 }
 
 static void qopts_free(struct qopts *o)
@@ -88,22 +90,20 @@ static void qopts_free(struct qopts *o)
 
 static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 {
-	static const struct option longs[] = {
-		{ "db", required_argument, NULL, 'D' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "schema", required_argument, NULL, 'S' },
-		{ "service", required_argument, NULL, 's' },
-		{ "priority", required_argument, NULL, 'p' },
-		{ "after", required_argument, NULL, 'A' },
-		{ "env", required_argument, NULL, 'E' },
-		{ "job", required_argument, NULL, 'J' },
-		{ "wait", no_argument, NULL, 'w' },
-		{ "timeout", required_argument, NULL, 'T' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
+	static const struct option longs[] = { { "db", required_argument, NULL, 'D' },
+					       { "config", required_argument, NULL, 'c' },
+					       { "schema", required_argument, NULL, 'S' },
+					       { "service", required_argument, NULL, 's' },
+					       { "priority", required_argument, NULL, 'p' },
+					       { "after", required_argument, NULL, 'A' },
+					       { "env", required_argument, NULL, 'E' },
+					       { "job", required_argument, NULL, 'J' },
+					       { "wait", no_argument, NULL, 'w' },
+					       { "timeout", required_argument, NULL, 'T' },
+					       { "quiet", no_argument, NULL, 'q' },
+					       { "json", no_argument, NULL, 'j' },
+					       { "help", no_argument, NULL, 'h' },
+					       { NULL, 0, NULL, 0 } };
 	const char *cmd = argv[0];
 	int c;
 
@@ -112,7 +112,10 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+c:s:p:wqh", longs, NULL)) != -1) {
 		switch (c) {
-		case 'D': free(o->conninfo); o->conninfo = strdup(optarg); break;
+		case 'D':
+			free(o->conninfo);
+			o->conninfo = strdup(optarg);
+			break;
 		case 'c': {
 			struct dispatch_config cfg;
 			struct config_error cerr;
@@ -127,12 +130,20 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 			dispatch_config_free(&cfg);
 			break;
 		}
-		case 'S': free(o->schema); o->schema = strdup(optarg); break;
-		case 's': free(o->service); o->service = strdup(optarg); break;
+		case 'S':
+			free(o->schema);
+			o->schema = strdup(optarg);
+			break;
+		case 's':
+			free(o->service);
+			o->service = strdup(optarg);
+			break;
 		case 'p':
 			if (cli_parse_priority(optarg, &o->priority) < 0) {
-				snprintf(err, len, "%s: -p: an integer or background, normal, "
-					 "interactive, synchronous is required", cmd);
+				snprintf(err, len,
+					 "%s: -p: an integer or background, normal, "
+					 "interactive, synchronous is required",
+					 cmd);
 				return CLI_BAD;
 			}
 			break;
@@ -147,7 +158,10 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 			o->env[o->nenv++] = strdup(optarg);
 			break;
 		}
-		case 'J': free(o->job); o->job = strdup(optarg); break;
+		case 'J':
+			free(o->job);
+			o->job = strdup(optarg);
+			break;
 		case 'w': o->wait = 1; break;
 		case 'T': o->timeout_sec = atoi(optarg); break;
 		case 'q': o->quiet = 1; break;
@@ -236,8 +250,10 @@ static int do_submit(PGconn *c, struct qopts *o)
 
 	snprintf(prio, sizeof prio, "%d", o->priority);
 	snprintf(after, sizeof after, "%d", o->after_sec);
-	snprintf(sql, sizeof sql, "SELECT \"%s\".submit($1, $2::jsonb, $3::int, "
-		 "now() + make_interval(secs => $4::int))", o->schema);
+	snprintf(sql, sizeof sql,
+		 "SELECT \"%s\".submit($1, $2::jsonb, $3::int, "
+		 "now() + make_interval(secs => $4::int))",
+		 o->schema);
 	r = job ? run(c, sql, 4, params) : NULL;
 	free(job);
 	if (!r)
@@ -257,8 +273,8 @@ static int do_show(PGconn *c, const struct qopts *o)
 
 	snprintf(id, sizeof id, "%lld", o->id);
 	if (o->json)
-		snprintf(sql, sizeof sql, "SELECT row_to_json(j)::text FROM \"%s\".job j WHERE id = $1",
-			 o->schema);
+		snprintf(sql, sizeof sql,
+			 "SELECT row_to_json(j)::text FROM \"%s\".job j WHERE id = $1", o->schema);
 	else
 		snprintf(sql, sizeof sql, "SELECT * FROM \"%s\".job WHERE id = $1", o->schema);
 	r = run(c, sql, 1, params);
@@ -273,7 +289,8 @@ static int do_show(PGconn *c, const struct qopts *o)
 		printf("%s\n", PQgetvalue(r, 0, 0));
 	else
 		for (int f = 0; f < PQnfields(r); f++)
-			printf("%-16s %s\n", PQfname(r, f), PQgetisnull(r, 0, f) ? "" : PQgetvalue(r, 0, f));
+			printf("%-16s %s\n", PQfname(r, f),
+			       PQgetisnull(r, 0, f) ? "" : PQgetvalue(r, 0, f));
 	PQclear(r);
 	return EXECCTL_OK;
 }
@@ -281,8 +298,8 @@ static int do_show(PGconn *c, const struct qopts *o)
 /* The position text of a job from position(): "3 running, 7 ahead" for a
  * queued row, "claimed, waiting for a slot (4 running)" or the state.
  * EXECCTL_OK, EXECCTL_FAILED (printed), or EXECCTL_NOT_FOUND (printed). */
-static int position_text(PGconn *c, const struct qopts *o, char *state, size_t slen,
-			 char *buf, size_t len)
+static int position_text(PGconn *c, const struct qopts *o, char *state, size_t slen, char *buf,
+			 size_t len)
 {
 	char sql[256], id[24];
 	const char *params[1] = { id };
@@ -301,14 +318,16 @@ static int position_text(PGconn *c, const struct qopts *o, char *state, size_t s
 	}
 	p = json_tokener_parse(PQgetvalue(r, 0, 0));
 	PQclear(r);
-	snprintf(state, slen, "%s", json_object_object_get_ex(p, "state", &v) ?
-		 json_object_get_string(v) : "?");
-	int64_t running = json_object_object_get_ex(p, "running", &v) ? json_object_get_int64(v) : 0;
+	snprintf(state, slen, "%s",
+		 json_object_object_get_ex(p, "state", &v) ? json_object_get_string(v) : "?");
+	int64_t running = json_object_object_get_ex(p, "running", &v) ? json_object_get_int64(v)
+								      : 0;
 	int64_t eta = json_object_object_get_ex(p, "eta_ms", &v) ? json_object_get_int64(v) : -1;
 	if (json_object_object_get_ex(p, "ahead", &v) && v)
 		progress_line(buf, len, running, json_object_get_int64(v), eta);
 	else if (strcmp(state, "claimed") == 0)
-		snprintf(buf, len, "claimed, waiting for a slot (%lld running)", (long long)running);
+		snprintf(buf, len, "claimed, waiting for a slot (%lld running)",
+			 (long long)running);
 	else
 		snprintf(buf, len, "%s", state);
 	json_object_put(p);
@@ -338,7 +357,8 @@ static int do_cancel(PGconn *c, const struct qopts *o)
 	if (!r)
 		return EXECCTL_FAILED;
 	printf("%s\n", PQgetvalue(r, 0, 0));
-	rc = strcmp(PQgetvalue(r, 0, 0), "not_found_or_finished") == 0 ? EXECCTL_NOT_FOUND : EXECCTL_OK;
+	rc = strcmp(PQgetvalue(r, 0, 0), "not_found_or_finished") == 0 ? EXECCTL_NOT_FOUND
+								       : EXECCTL_OK;
 	PQclear(r);
 	return rc;
 }
@@ -362,8 +382,10 @@ static int final_status(PGconn *c, const struct qopts *o, const char *state)
 	int rc = EXECCTL_FAILED;
 
 	snprintf(id, sizeof id, "%lld", o->id);
-	snprintf(sql, sizeof sql, "SELECT coalesce(error, ''), receipt->>'exit_code' FROM \"%s\".job "
-		 "WHERE id = $1", o->schema);
+	snprintf(sql, sizeof sql,
+		 "SELECT coalesce(error, ''), receipt->>'exit_code' FROM \"%s\".job "
+		 "WHERE id = $1",
+		 o->schema);
 	r = run(c, sql, 1, params);
 	if (!r)
 		return EXECCTL_FAILED;
@@ -404,8 +426,9 @@ static int do_wait(PGconn *c, const struct qopts *o)
 		if (interrupted || (end && time(NULL) >= end)) {
 			if (shown)
 				fprintf(stderr, "\r\033[K");
-			fprintf(stderr, "execctl: job %lld: still %s (%s); not waiting any longer\n",
-				o->id, state, interrupted ? "interrupted" : "--timeout");
+			fprintf(stderr,
+				"execctl: job %lld: still %s (%s); not waiting any longer\n", o->id,
+				state, interrupted ? "interrupted" : "--timeout");
 			return interrupted ? EXECCTL_INTERRUPTED : EXECCTL_WAIT_TIMEOUT;
 		}
 		usleep(WAIT_TICK_MS * 1000);
@@ -421,7 +444,8 @@ int cli_queue_main(int argc, char **argv)
 
 	if (rc != CLI_PARSED) {
 		if (rc == CLI_BAD)
-			fprintf(stderr, "execctl %s\n(execctl %s --help for the options)\n", err, argv[0]);
+			fprintf(stderr, "execctl %s\n(execctl %s --help for the options)\n", err,
+				argv[0]);
 		qopts_free(&o);
 		return rc == CLI_HELP ? EXECCTL_OK : EXECCTL_USAGE;
 	}

@@ -48,8 +48,7 @@ static void went_away(struct db *db, const char *why)
 		PQfinish(db->conn);
 	db->conn = NULL;
 	if (db->was_up)
-		log_error("database: connection lost (%s); retrying with back-off",
-			  db->last_error);
+		log_error("database: connection lost (%s); retrying with back-off", db->last_error);
 	db->was_up = 0;
 	db->retry_at_ms = (int64_t)clock_mono_ms() + db->backoff_ms;
 	db->backoff_ms = db->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : db->backoff_ms * 2;
@@ -108,8 +107,7 @@ static PGresult *checked(struct db *db, PGresult *res, int *away)
 	return NULL;
 }
 
-PGresult *db_exec(struct db *db, const char *sql, int nparams, const char *const *params,
-		  int *away)
+PGresult *db_exec(struct db *db, const char *sql, int nparams, const char *const *params, int *away)
 {
 	*away = 1;
 	if (!db_ready(db))

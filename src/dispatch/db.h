@@ -19,12 +19,12 @@
 
 struct db {
 	char *conninfo;
-	PGconn *conn;		/* NULL while away */
-	int64_t retry_at_ms;	/* monotonic: no attempt before this */
-	int backoff_ms;		/* next wait after a failed attempt */
-	int was_up;		/* for the "back" log line */
-	uint64_t statements;	/* sent since the start */
-	char last_error[256];	/* the last failure, one line */
+	PGconn *conn;         /* NULL while away */
+	int64_t retry_at_ms;  /* monotonic: no attempt before this */
+	int backoff_ms;       /* next wait after a failed attempt */
+	int was_up;           /* for the "back" log line */
+	uint64_t statements;  /* sent since the start */
+	char last_error[256]; /* the last failure, one line */
 };
 
 /* Sets up (no connection yet). */

@@ -14,18 +14,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config/config_yaml.h"
 #include "common/log.h"
+#include "config/config_yaml.h"
 
 #define MAX_FILE_BYTES (1 << 20)
 
 struct int_key {
 	const char *name;
 	long long min, max;
-	size_t offset;		/* of the int in struct dispatch_config */
+	size_t offset; /* of the int in struct dispatch_config */
 };
 
-#define INT_KEY(n, lo, hi, field) { n, lo, hi, offsetof(struct dispatch_config, field) }
+#define INT_KEY(n, lo, hi, field)                                  \
+	{                                                          \
+		n, lo, hi, offsetof(struct dispatch_config, field) \
+	}
 static const struct int_key int_keys[] = {
 	INT_KEY("pollMs", 10, 600000, poll_ms),
 	INT_KEY("heartbeatSec", 1, 3600, heartbeat_sec),
@@ -37,11 +40,23 @@ static const struct int_key int_keys[] = {
 	INT_KEY("retainDoneDays", 0, 36500, retain_done_days),
 };
 
-static const char *const allowed_keys[] = {
-	"database", "execservers", "authToken", "instanceId", "schema", "logLevel",
-	"pollMs", "heartbeatSec", "staleAfterSec", "cancelPollMs", "maxAttempts",
-	"retryDelaySec", "connectTimeoutSec", "retainDoneDays", "metrics", "notify", NULL
-};
+static const char *const allowed_keys[] = { "database",
+					    "execservers",
+					    "authToken",
+					    "instanceId",
+					    "schema",
+					    "logLevel",
+					    "pollMs",
+					    "heartbeatSec",
+					    "staleAfterSec",
+					    "cancelPollMs",
+					    "maxAttempts",
+					    "retryDelaySec",
+					    "connectTimeoutSec",
+					    "retainDoneDays",
+					    "metrics",
+					    "notify",
+					    NULL };
 
 static void set_defaults(struct dispatch_config *cfg)
 {
@@ -82,7 +97,8 @@ static char *made_instance_id(void)
 	}
 	if (gethostname(host, sizeof host - 1) < 0)
 		strcpy(host, "host");
-	host[strspn(host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")] = '\0';
+	host[strspn(host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")] =
+		'\0';
 	host[40] = '\0';
 	snprintf(buf, sizeof buf, "%s-%ld-%08x", host[0] ? host : "host", (long)getpid(), rnd);
 	return strdup(buf);
@@ -121,9 +137,10 @@ static int parse_key(const struct cy_ctx *cy, const struct cy_node *key, const s
 		if (cy_get_string(cy, val, k, &cfg->metrics) < 0)
 			return -1;
 		colon = strrchr(cfg->metrics, ':');
-		if (!colon || colon == cfg->metrics || atoi(colon + 1) <= 0 || atoi(colon + 1) > 65535 ||
-		    strspn(colon + 1, "0123456789") != strlen(colon + 1))
-			return cy_error(cy, val, "metrics: host:port is required (e.g. 127.0.0.1:9188)");
+		if (!colon || colon == cfg->metrics || atoi(colon + 1) <= 0 ||
+		    atoi(colon + 1) > 65535 || strspn(colon + 1, "0123456789") != strlen(colon + 1))
+			return cy_error(cy, val,
+					"metrics: host:port is required (e.g. 127.0.0.1:9188)");
 		return 0;
 	}
 	if (strcmp(k, "execservers") == 0) {
@@ -132,8 +149,10 @@ static int parse_key(const struct cy_ctx *cy, const struct cy_node *key, const s
 		for (size_t i = 0; i < cfg->execservers.count; i++) {
 			const char *a = cfg->execservers.items[i];
 			if (strncmp(a, "ws://", 5) != 0 && strncmp(a, "wss://", 6) != 0)
-				return cy_error(cy, val->kids[i], "execservers[%zu]: a ws:// or wss:// "
-						"address is required (got \"%.100s\")", i, a);
+				return cy_error(cy, val->kids[i],
+						"execservers[%zu]: a ws:// or wss:// "
+						"address is required (got \"%.100s\")",
+						i, a);
 		}
 		if (cfg->execservers.count == 0)
 			return cy_error(cy, val, "execservers: at least one address is required");
@@ -143,7 +162,8 @@ static int parse_key(const struct cy_ctx *cy, const struct cy_node *key, const s
 		if (cy_get_string(cy, val, k, &cfg->instance_id) < 0)
 			return -1;
 		if (!instance_ok(cfg->instance_id))
-			return cy_error(cy, val, "instanceId: 1 to %d of A-Z a-z 0-9 _ . : - is required",
+			return cy_error(cy, val,
+					"instanceId: 1 to %d of A-Z a-z 0-9 _ . : - is required",
 					DISPATCH_INSTANCE_MAX);
 		cfg->instance_configured = 1;
 		return 0;
@@ -152,7 +172,8 @@ static int parse_key(const struct cy_ctx *cy, const struct cy_node *key, const s
 		if (cy_get_string(cy, val, k, &cfg->schema) < 0)
 			return -1;
 		if (!schema_ok(cfg->schema))
-			return cy_error(cy, val, "schema: a lower-case SQL identifier is required "
+			return cy_error(cy, val,
+					"schema: a lower-case SQL identifier is required "
 					"(a-z, 0-9, _, not starting with a digit, at most 63)");
 		return 0;
 	}
@@ -163,7 +184,8 @@ static int parse_key(const struct cy_ctx *cy, const struct cy_node *key, const s
 		cfg->log_level = log_level_parse(s);
 		free(s);
 		if (cfg->log_level < 0)
-			return cy_error(cy, val, "logLevel: one of error, warn, info, debug is required");
+			return cy_error(cy, val,
+					"logLevel: one of error, warn, info, debug is required");
 		return 0;
 	}
 	return cy_unknown_key(cy, key, "the top level", allowed_keys);
@@ -182,7 +204,8 @@ int dispatch_config_load_buffer(const char *name, const char *text, size_t len,
 	if (cy_parse(&cy, text, len, &root) < 0)
 		goto out;
 	if (!root) {
-		cy_error_at(&cy, 1, 1, "the file is empty: expected a mapping with at least "
+		cy_error_at(&cy, 1, 1,
+			    "the file is empty: expected a mapping with at least "
 			    "\"database\" and \"execservers\"");
 		goto out;
 	}
@@ -192,25 +215,31 @@ int dispatch_config_load_buffer(const char *name, const char *text, size_t len,
 		if (parse_key(&cy, cy_map_key(root, i), cy_map_value(root, i), cfg) < 0)
 			goto out;
 	if (!cfg->database) {
-		cy_error_at(&cy, root->line, root->column, "database: a libpq connection string "
+		cy_error_at(&cy, root->line, root->column,
+			    "database: a libpq connection string "
 			    "or URI is required");
 		goto out;
 	}
 	if (cfg->execservers.count == 0) {
-		cy_error_at(&cy, root->line, root->column, "execservers: at least one ws:// or "
+		cy_error_at(&cy, root->line, root->column,
+			    "execservers: at least one ws:// or "
 			    "wss:// address is required");
 		goto out;
 	}
 	if (cfg->stale_after_sec < 2 * cfg->heartbeat_sec) {
 		const struct cy_node *k = NULL, *v = cy_map_find(root, "staleAfterSec", &k);
-		cy_error(&cy, v ? v : root, "staleAfterSec (%d) must be at least twice heartbeatSec "
-			 "(%d)", cfg->stale_after_sec, cfg->heartbeat_sec);
+		cy_error(&cy, v ? v : root,
+			 "staleAfterSec (%d) must be at least twice heartbeatSec "
+			 "(%d)",
+			 cfg->stale_after_sec, cfg->heartbeat_sec);
 		goto out;
 	}
 	if (!cfg->instance_id && env_instance && *env_instance) {
 		if (!instance_ok(env_instance)) {
-			cy_error_at(&cy, 0, 0, "EXECDISPATCH_INSTANCE_ID: 1 to %d of A-Z a-z 0-9 _ . : - "
-				    "is required", DISPATCH_INSTANCE_MAX);
+			cy_error_at(&cy, 0, 0,
+				    "EXECDISPATCH_INSTANCE_ID: 1 to %d of A-Z a-z 0-9 _ . : - "
+				    "is required",
+				    DISPATCH_INSTANCE_MAX);
 			goto out;
 		}
 		cfg->instance_id = strdup(env_instance);
@@ -233,8 +262,8 @@ out:
 	return rc;
 }
 
-int dispatch_config_load(const char *path, const char *env_instance,
-			 struct dispatch_config *cfg, struct config_error *err)
+int dispatch_config_load(const char *path, const char *env_instance, struct dispatch_config *cfg,
+			 struct config_error *err)
 {
 	struct cy_ctx cy = { .file = path, .err = err };
 	struct stat st;
@@ -248,7 +277,8 @@ int dispatch_config_load(const char *path, const char *env_instance,
 		return cy_error_at(&cy, 0, 0, "cannot open: %s", strerror(errno));
 	if (fstat(fd, &st) < 0 || st.st_size > MAX_FILE_BYTES) {
 		close(fd);
-		return cy_error_at(&cy, 0, 0, "not a readable file of at most %d bytes", MAX_FILE_BYTES);
+		return cy_error_at(&cy, 0, 0, "not a readable file of at most %d bytes",
+				   MAX_FILE_BYTES);
 	}
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
@@ -259,7 +289,8 @@ int dispatch_config_load(const char *path, const char *env_instance,
 	close(fd);
 	if (got != (ssize_t)st.st_size) {
 		free(buf);
-		return cy_error_at(&cy, 0, 0, "cannot read: %s", got < 0 ? strerror(errno) : "short read");
+		return cy_error_at(&cy, 0, 0, "cannot read: %s",
+				   got < 0 ? strerror(errno) : "short read");
 	}
 	rc = dispatch_config_load_buffer(path, buf, (size_t)got, env_instance, cfg, err);
 	free(buf);

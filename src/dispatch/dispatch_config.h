@@ -15,33 +15,33 @@
 #include "config/config.h"
 
 #define DISPATCH_CONFIG_DEFAULT SYSCONFDIR "/execserver/execdispatch.yml"
-#define DISPATCH_INSTANCE_MAX 64	/* longest instanceId */
+#define DISPATCH_INSTANCE_MAX 64 /* longest instanceId */
 
 struct dispatch_config {
-	char *file;		/* the path it was loaded from */
-	char *database;		/* libpq connection string or URI */
-	struct strlist execservers;	/* ws:// or wss:// addresses */
-	char *auth_token;	/* NULL: none */
+	char *file;                 /* the path it was loaded from */
+	char *database;             /* libpq connection string or URI */
+	struct strlist execservers; /* ws:// or wss:// addresses */
+	char *auth_token;           /* NULL: none */
 	char *instance_id;
-	int instance_configured;	/* 1: from the file or the environment */
-	char *schema;		/* default "execdispatch" */
-	int poll_ms;		/* 1000 */
-	int heartbeat_sec;	/* 5 */
-	int stale_after_sec;	/* 30 */
-	int cancel_poll_ms;	/* 1000; 0: no cancel poll */
-	int max_attempts;	/* 3 */
-	int retry_delay_sec;	/* 60 */
-	int connect_timeout_sec;	/* 120 */
-	int retain_done_days;	/* 7; 0: finished rows are kept */
-	int log_level;		/* enum log_level, default info */
-	char *metrics;		/* host:port of /metrics, or NULL */
-	int notify;		/* LISTEN for submissions (direct connections only) */
+	int instance_configured; /* 1: from the file or the environment */
+	char *schema;            /* default "execdispatch" */
+	int poll_ms;             /* 1000 */
+	int heartbeat_sec;       /* 5 */
+	int stale_after_sec;     /* 30 */
+	int cancel_poll_ms;      /* 1000; 0: no cancel poll */
+	int max_attempts;        /* 3 */
+	int retry_delay_sec;     /* 60 */
+	int connect_timeout_sec; /* 120 */
+	int retain_done_days;    /* 7; 0: finished rows are kept */
+	int log_level;           /* enum log_level, default info */
+	char *metrics;           /* host:port of /metrics, or NULL */
+	int notify;              /* LISTEN for submissions (direct connections only) */
 };
 
 /* Loads and checks path; 0, or -1 with err->text "file:line:column: ...".
  * env_instance: the value of EXECDISPATCH_INSTANCE_ID or NULL. */
-int dispatch_config_load(const char *path, const char *env_instance,
-			 struct dispatch_config *cfg, struct config_error *err);
+int dispatch_config_load(const char *path, const char *env_instance, struct dispatch_config *cfg,
+			 struct config_error *err);
 /* The same from a buffer; name stands for the file in messages. */
 int dispatch_config_load_buffer(const char *name, const char *text, size_t len,
 				const char *env_instance, struct dispatch_config *cfg,

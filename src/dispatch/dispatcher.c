@@ -43,11 +43,11 @@
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
 
-#define CLAIM_MAX 100		/* most rows of one claim */
-#define START_CHECK_MS 100	/* how often held rows are looked at for a started run */
-#define FLUSH_RETRY_MS 250	/* outcomes waiting for the database: retry */
+#define CLAIM_MAX 100      /* most rows of one claim */
+#define START_CHECK_MS 100 /* how often held rows are looked at for a started run */
+#define FLUSH_RETRY_MS 250 /* outcomes waiting for the database: retry */
 #define JANITOR_SEC 3600
-#define FINISH_BATCH 100	/* most outcomes written by one statement */
+#define FINISH_BATCH 100 /* most outcomes written by one statement */
 
 struct held {
 	struct held *next, *prev;
@@ -56,15 +56,15 @@ struct held {
 	int attempts;
 	int priority;
 	char *service;
-	exc_job *xj;		/* NULL once the run ended */
-	int started;		/* written as running */
-	int lost;		/* not ours any more: cancelled at the execserver, dropped */
-	int releasing;		/* given back at a stop */
+	exc_job *xj;   /* NULL once the run ended */
+	int started;   /* written as running */
+	int lost;      /* not ours any more: cancelled at the execserver, dropped */
+	int releasing; /* given back at a stop */
 	/* the outcome, once xj is NULL */
-	const char *state;	/* "done", "failed", "queued" */
-	int uncount;		/* 1: the attempt does not count (no slot) */
+	const char *state; /* "done", "failed", "queued" */
+	int uncount;       /* 1: the attempt does not count (no slot) */
 	char *error;
-	char *receipt;		/* JSON text or NULL */
+	char *receipt; /* JSON text or NULL */
 	char job_id[48];
 };
 
@@ -73,17 +73,17 @@ struct dispatcher {
 	struct event_base *base;
 	exc_client *client;
 	struct db db;
-	char *q_register, *q_heartbeat, *q_rescue_own, *q_claim, *q_start, *q_finish,
-	     *q_held, *q_leave, *q_janitor, *q_position, *q_finish_claim;
+	char *q_register, *q_heartbeat, *q_rescue_own, *q_claim, *q_start, *q_finish, *q_held,
+		*q_leave, *q_janitor, *q_position, *q_finish_claim;
 	char host[65];
 	char pid[16];
 	struct held *list;
-	unsigned at_exec;	/* held rows whose xj is set */
-	unsigned claimed_unstarted;	/* at the execserver, not yet written running */
-	unsigned pending;	/* outcomes waiting to be written */
+	unsigned at_exec;           /* held rows whose xj is set */
+	unsigned claimed_unstarted; /* at the execserver, not yet written running */
+	unsigned pending;           /* outcomes waiting to be written */
 	struct event *poll_ev, *beat_ev, *cancel_ev, *start_ev, *flush_ev, *janitor_ev;
 	struct event *sig_term, *sig_int, *sig_hup;
-	int64_t beat_ok_ms;	/* monotonic time of the last written heartbeat */
+	int64_t beat_ok_ms; /* monotonic time of the last written heartbeat */
 	int registered;
 	int stopping;
 	int exit_status;
@@ -91,7 +91,7 @@ struct dispatcher {
 	unsigned rnd;
 	struct dispatch_stats st;
 	struct metrics *metrics;
-	struct listener *listener;	/* notify: true */
+	struct listener *listener; /* notify: true */
 };
 
 /* ---- small helpers ---- */
@@ -153,7 +153,8 @@ static char *job_payload(const struct held *h, const char *text)
 	if (!job || !json_object_is_type(job, json_type_object))
 		goto out;
 	nenv = json_object_new_array();
-	if (json_object_object_get_ex(job, "env", &env) && json_object_is_type(env, json_type_array))
+	if (json_object_object_get_ex(job, "env", &env) &&
+	    json_object_is_type(env, json_type_array))
 		for (size_t i = 0; i < json_object_array_length(env); i++) {
 			struct json_object *e = json_object_array_get_idx(env, i);
 			const char *s = json_object_get_string(e);
@@ -229,7 +230,7 @@ static void on_done(exc_job *xj, const struct exc_receipt *r, void *arg)
 		return;
 	}
 	if (h->releasing && r->error_code && strcmp(r->error_code, EXC_E_CANCELLED) == 0) {
-		h->state = "queued";	/* given back at a stop: the attempt does not count */
+		h->state = "queued"; /* given back at a stop: the attempt does not count */
 		h->uncount = 1;
 	} else {
 		set_outcome(h, r);
@@ -258,10 +259,11 @@ static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
 		return;
 	snprintf(id, sizeof id, "%lld", (long long)h->id);
 	snprintf(att, sizeof att, "%d", h->attempts);
-	snprintf(json, sizeof json, "{\"running\": %lld, \"ahead\": %lld, \"capacity\": %lld, "
-		 "\"eta_ms\": %lld, \"instance_id\": \"%.64s\"}", (long long)p->running,
-		 (long long)p->ahead, (long long)p->capacity, (long long)p->eta_ms,
-		 p->instance_id ? p->instance_id : "");
+	snprintf(json, sizeof json,
+		 "{\"running\": %lld, \"ahead\": %lld, \"capacity\": %lld, "
+		 "\"eta_ms\": %lld, \"instance_id\": \"%.64s\"}",
+		 (long long)p->running, (long long)p->ahead, (long long)p->capacity,
+		 (long long)p->eta_ms, p->instance_id ? p->instance_id : "");
 	PQclear(db_exec(&d->db, d->q_position, 4, params, &away));
 }
 
@@ -284,7 +286,7 @@ static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	char *payload;
 
 	if (!h)
-		return;		/* out of memory: the claim goes stale and is rescued */
+		return; /* out of memory: the claim goes stale and is rescued */
 	h->d = d;
 	h->id = strtoll(PQgetvalue(res, row, col), NULL, 10);
 	h->attempts = atoi(PQgetvalue(res, row, col + 1));
@@ -310,7 +312,8 @@ static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	if (!h->xj) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "bad_job: %s",
-			 payload ? exc_client_last_error(d->client) : "the job is not a JSON object");
+			 payload ? exc_client_last_error(d->client)
+				 : "the job is not a JSON object");
 		log_warn("job %lld attempt %d: refused: %s", (long long)h->id, h->attempts, msg);
 		h->state = "failed";
 		h->error = strdup(msg);
@@ -338,7 +341,7 @@ static int claim(struct dispatcher *d, unsigned n)
 	if (d->pending && finish_batch(d, FINISH_BATCH, n, &rows) > 0)
 		return rows;
 	if (d->pending)
-		flush_outcomes(d);	/* away, or a batch the database refused */
+		flush_outcomes(d); /* away, or a batch the database refused */
 	snprintf(limit, sizeof limit, "%u", n);
 	res = db_exec(&d->db, d->q_claim, 2, params, &away);
 	d->st.claims++;
@@ -453,9 +456,10 @@ static void beat_cb(evutil_socket_t fd, short what, void *arg)
 	if (!d->registered) {
 		int rc = do_register(d);
 		if (rc == -3)
-			log_error("instance %s is held by another live dispatcher: starting nothing "
-				  "until its heartbeat is older than %d s", d->cfg->instance_id,
-				  d->cfg->stale_after_sec);
+			log_error(
+				"instance %s is held by another live dispatcher: starting nothing "
+				"until its heartbeat is older than %d s",
+				d->cfg->instance_id, d->cfg->stale_after_sec);
 		else if (rc == -1)
 			log_error("heartbeat: %s", d->db.last_error);
 		if (rc < 0)
@@ -584,7 +588,7 @@ static void cancel_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	arm(d->cancel_ev, d->cfg->cancel_poll_ms);
 	if (cap == 0)
-		return;		/* nothing held: no query */
+		return; /* nothing held: no query */
 	ids = calloc(cap, sizeof *ids);
 	att = calloc(cap, sizeof *att);
 	aids = malloc(21 * (size_t)cap + 3);
@@ -612,7 +616,7 @@ static void cancel_cb(evutil_socket_t fd, short what, void *arg)
 			       atoi(PQgetvalue(res, row, 2)) == 1;
 		if (h && ours && !PQgetisnull(res, row, 4) && atoi(PQgetvalue(res, row, 4)) == 1 &&
 		    strcmp(exc_job_state(h->xj), "waiting") == 0)
-			exc_query(h->xj);	/* someone asked for its position */
+			exc_query(h->xj); /* someone asked for its position */
 		if (!h || ours)
 			continue;
 		if (row >= 0 && !PQgetisnull(res, row, 3)) {
@@ -654,7 +658,7 @@ static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *
 	int64_t ids[FINISH_BATCH], att[FINISH_BATCH], unc[FINISH_BATCH], delay[FINISH_BATCH];
 	const char *states[FINISH_BATCH], *errors[FINISH_BATCH], *receipts[FINISH_BATCH];
 	char aids[21 * FINISH_BATCH + 3], aatt[21 * FINISH_BATCH + 3], aunc[21 * FINISH_BATCH + 3],
-	     adelay[21 * FINISH_BATCH + 3];
+		adelay[21 * FINISH_BATCH + 3];
 	char *astates, *aerrors, *areceipts, limit[16];
 	int k = 0, away, rc, idcol = claim_limit ? 1 : 0;
 	PGresult *res;
@@ -683,10 +687,11 @@ static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *
 	areceipts = db_text_array(receipts, k);
 	snprintf(limit, sizeof limit, "%u", claim_limit);
 	const char *params[9] = { d->cfg->instance_id, aids, aatt, astates, aunc, adelay, aerrors,
-				  areceipts, limit };
-	res = astates && aerrors && areceipts ?
-	      db_exec(&d->db, claim_limit ? d->q_finish_claim : d->q_finish, claim_limit ? 9 : 8,
-		      params, &away) : NULL;
+				  areceipts,           limit };
+	res = astates && aerrors && areceipts
+		      ? db_exec(&d->db, claim_limit ? d->q_finish_claim : d->q_finish,
+				claim_limit ? 9 : 8, params, &away)
+		      : NULL;
 	free(astates);
 	free(aerrors);
 	free(areceipts);
@@ -713,9 +718,10 @@ static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *
 			count_outcome(d, h);
 		} else {
 			d->st.dropped++;
-			log_info("job %lld attempt %d: claim lost before its outcome (%s) was written "
-				 "(cancelled or rescued); dropped", (long long)h->id, h->attempts,
-				 h->state);
+			log_info("job %lld attempt %d: claim lost before its outcome (%s) was "
+				 "written "
+				 "(cancelled or rescued); dropped",
+				 (long long)h->id, h->attempts, h->state);
 		}
 		d->pending--;
 		held_free(d, h);
@@ -752,12 +758,14 @@ static void flush_outcomes(struct dispatcher *d)
 				continue;
 			if (h->receipt) {
 				log_warn("job %lld: receipt not storable (%s); writing the outcome "
-					 "without it", (long long)h->id, d->db.last_error);
+					 "without it",
+					 (long long)h->id, d->db.last_error);
 				free(h->receipt);
 				h->receipt = NULL;
 			} else {
 				log_error("job %lld attempt %d: outcome %s not written: %s",
-					  (long long)h->id, h->attempts, h->state, d->db.last_error);
+					  (long long)h->id, h->attempts, h->state,
+					  d->db.last_error);
 				d->pending--;
 				held_free(d, h);
 			}
@@ -841,8 +849,11 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 static void client_log(void *arg, enum exc_log_level level, const char *line)
 {
 	(void)arg;
-	log_msg(level == EXC_LOG_ERROR ? LOG_LVL_ERROR : level == EXC_LOG_WARN ? LOG_LVL_WARN :
-		level == EXC_LOG_INFO ? LOG_LVL_INFO : LOG_LVL_DEBUG, "client: %s", line);
+	log_msg(level == EXC_LOG_ERROR  ? LOG_LVL_ERROR
+		: level == EXC_LOG_WARN ? LOG_LVL_WARN
+		: level == EXC_LOG_INFO ? LOG_LVL_INFO
+					: LOG_LVL_DEBUG,
+		"client: %s", line);
 }
 
 static int expand_all(struct dispatcher *d)
@@ -861,8 +872,10 @@ static int expand_all(struct dispatcher *d)
 	d->q_position = dq_expand(DQ_POSITION, s);
 	d->q_finish_claim = dq_expand(DQ_FINISH_CLAIM, s);
 	return d->q_register && d->q_heartbeat && d->q_rescue_own && d->q_claim && d->q_start &&
-	       d->q_finish && d->q_held && d->q_leave && d->q_janitor && d->q_position &&
-	       d->q_finish_claim ? 0 : -1;
+			       d->q_finish && d->q_held && d->q_leave && d->q_janitor &&
+			       d->q_position && d->q_finish_claim
+		       ? 0
+		       : -1;
 }
 
 /* The first contact: the schema's version, our row, our previous life's
@@ -887,8 +900,8 @@ static int first_contact(struct dispatcher *d)
 	rc = do_register(d);
 	if (rc == -3) {
 		log_error("instance %s is held by another live dispatcher (heartbeat younger than "
-			  "%d s): give each dispatcher its own instanceId", d->cfg->instance_id,
-			  d->cfg->stale_after_sec);
+			  "%d s): give each dispatcher its own instanceId",
+			  d->cfg->instance_id, d->cfg->stale_after_sec);
 		return -1;
 	}
 	if (rc < 0) {
@@ -898,8 +911,8 @@ static int first_contact(struct dispatcher *d)
 	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
 	res = db_exec(&d->db, d->q_rescue_own, 2, params, &away);
 	if (res && PQntuples(res) > 0)
-		log_warn("requeued %d rows an earlier run of instance %s still held", PQntuples(res),
-			 d->cfg->instance_id);
+		log_warn("requeued %d rows an earlier run of instance %s still held",
+			 PQntuples(res), d->cfg->instance_id);
 	PQclear(res);
 	return 0;
 }
@@ -960,8 +973,8 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	arm(d.beat_ev, cfg->heartbeat_sec * 1000LL);
 	if (cfg->cancel_poll_ms > 0)
 		arm(d.cancel_ev, cfg->cancel_poll_ms);
-	if (cfg->notify && !(d.listener = listener_new(d.base, cfg->database, cfg->schema,
-							   on_submit, &d))) {
+	if (cfg->notify &&
+	    !(d.listener = listener_new(d.base, cfg->database, cfg->schema, on_submit, &d))) {
 		log_error("out of memory");
 		goto out;
 	}
@@ -975,9 +988,9 @@ int dispatcher_run(const struct dispatch_config *cfg)
 		}
 	}
 	if (cfg->retain_done_days > 0)
-		event_active(d.janitor_ev, EV_TIMEOUT, 0);	/* at the start, then hourly */
-	log_info("execdispatch %s: instance %s, schema %s, %zu execserver address%s", PACKAGE_VERSION,
-		 cfg->instance_id, cfg->schema, cfg->execservers.count,
+		event_active(d.janitor_ev, EV_TIMEOUT, 0); /* at the start, then hourly */
+	log_info("execdispatch %s: instance %s, schema %s, %zu execserver address%s",
+		 PACKAGE_VERSION, cfg->instance_id, cfg->schema, cfg->execservers.count,
 		 cfg->execservers.count == 1 ? "" : "es");
 	event_base_dispatch(d.base);
 	rc = 0;
@@ -986,8 +999,8 @@ out:
 	listener_free(d.listener);
 	if (d.client)
 		exc_client_free(d.client);
-	struct event *evs[] = { d.poll_ev, d.beat_ev, d.cancel_ev, d.start_ev, d.flush_ev,
-				d.janitor_ev, d.sig_term, d.sig_int, d.sig_hup };
+	struct event *evs[] = { d.poll_ev,    d.beat_ev,  d.cancel_ev, d.start_ev, d.flush_ev,
+				d.janitor_ev, d.sig_term, d.sig_int,   d.sig_hup };
 	for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
 		if (evs[i])
 			event_free(evs[i]);
@@ -996,9 +1009,9 @@ out:
 	if (d.base)
 		event_base_free(d.base);
 	db_close(&d.db);
-	char **qs[] = { &d.q_register, &d.q_heartbeat, &d.q_rescue_own, &d.q_claim, &d.q_start,
-			&d.q_finish, &d.q_held, &d.q_leave, &d.q_janitor, &d.q_position,
-			&d.q_finish_claim };
+	char **qs[] = { &d.q_register, &d.q_heartbeat, &d.q_rescue_own,  &d.q_claim,
+			&d.q_start,    &d.q_finish,    &d.q_held,        &d.q_leave,
+			&d.q_janitor,  &d.q_position,  &d.q_finish_claim };
 	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
 		free(*qs[i]);
 	return rc;

@@ -89,8 +89,8 @@ void listener_keep(struct listener *l)
 	l->said_down = 0;
 }
 
-struct listener *listener_new(struct event_base *base, const char *conninfo,
-			      const char *schema, void (*on_submit)(void *arg), void *arg)
+struct listener *listener_new(struct event_base *base, const char *conninfo, const char *schema,
+			      void (*on_submit)(void *arg), void *arg)
 {
 	struct listener *l = calloc(1, sizeof *l);
 
@@ -102,7 +102,7 @@ struct listener *listener_new(struct event_base *base, const char *conninfo,
 	snprintf(l->channel, sizeof l->channel, "%s_submit", schema);
 	l->on_submit = on_submit;
 	l->arg = arg;
-	l->said_down = 1;	/* the first success is logged */
+	l->said_down = 1; /* the first success is logged */
 	listener_keep(l);
 	return l;
 }

@@ -16,8 +16,8 @@ struct listener;
 
 /* Creates the listener and connects (a failure is logged and retried by
  * listener_keep).  NULL only when out of memory. */
-struct listener *listener_new(struct event_base *base, const char *conninfo,
-			      const char *schema, void (*on_submit)(void *arg), void *arg);
+struct listener *listener_new(struct event_base *base, const char *conninfo, const char *schema,
+			      void (*on_submit)(void *arg), void *arg);
 /* Reconnects when the connection is down (call it now and then). */
 void listener_keep(struct listener *l);
 void listener_free(struct listener *l);

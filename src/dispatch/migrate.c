@@ -26,8 +26,7 @@ const char *migrate_dir(void)
 }
 
 /* The file of version v in dir ("NNN_*.sql"), malloc'd text, or NULL. */
-static char *read_version(const char *dir, int v, char *name, size_t namelen,
-			  char *msg, size_t len)
+static char *read_version(const char *dir, int v, char *name, size_t namelen, char *msg, size_t len)
 {
 	char prefix[8], path[4096];
 	DIR *d = opendir(dir);
@@ -44,14 +43,16 @@ static char *read_version(const char *dir, int v, char *name, size_t namelen,
 	name[0] = '\0';
 	while ((e = readdir(d))) {
 		size_t n = strlen(e->d_name);
-		if (strncmp(e->d_name, prefix, 4) == 0 && n > 8 && strcmp(e->d_name + n - 4, ".sql") == 0) {
+		if (strncmp(e->d_name, prefix, 4) == 0 && n > 8 &&
+		    strcmp(e->d_name + n - 4, ".sql") == 0) {
 			snprintf(name, namelen, "%s", e->d_name);
 			break;
 		}
 	}
 	closedir(d);
 	if (!name[0]) {
-		snprintf(msg, len, "%s: no migration %s*.sql (the installation is incomplete)", dir, prefix);
+		snprintf(msg, len, "%s: no migration %s*.sql (the installation is incomplete)", dir,
+			 prefix);
 		return NULL;
 	}
 	snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -114,7 +115,8 @@ int migrate_apply(struct db *db, const char *schema, const char *dir, char *msg,
 		 schema, schema, schema);
 	if (run(db, sql, "preparing the schema", msg, len) < 0)
 		goto rollback;
-	snprintf(sql, sizeof sql, "SELECT coalesce(max(version), 0) FROM \"%s\".schema_version", schema);
+	snprintf(sql, sizeof sql, "SELECT coalesce(max(version), 0) FROM \"%s\".schema_version",
+		 schema);
 	res = db_exec(db, sql, 0, NULL, &away);
 	if (!res) {
 		snprintf(msg, len, "reading the schema version: %s", db->last_error);
@@ -123,17 +125,20 @@ int migrate_apply(struct db *db, const char *schema, const char *dir, char *msg,
 	current = atoi(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	if (current > DISPATCH_SCHEMA_VERSION) {
-		snprintf(msg, len, "schema \"%s\" is at version %d, newer than this execdispatch "
-			 "(which knows up to %d): install a newer execdispatch", schema, current,
-			 DISPATCH_SCHEMA_VERSION);
+		snprintf(msg, len,
+			 "schema \"%s\" is at version %d, newer than this execdispatch "
+			 "(which knows up to %d): install a newer execdispatch",
+			 schema, current, DISPATCH_SCHEMA_VERSION);
 		goto rollback;
 	}
 	for (int v = current + 1; v <= DISPATCH_SCHEMA_VERSION; v++) {
 		snprintf(what, sizeof what, "migration %s", names[v]);
 		if (run(db, files[v], what, msg, len) < 0)
 			goto rollback;
-		snprintf(sql, sizeof sql, "INSERT INTO \"%s\".schema_version (version, name) "
-			 "VALUES (%d, '%.200s')", schema, v, names[v]);
+		snprintf(sql, sizeof sql,
+			 "INSERT INTO \"%s\".schema_version (version, name) "
+			 "VALUES (%d, '%.200s')",
+			 schema, v, names[v]);
 		if (run(db, sql, what, msg, len) < 0)
 			goto rollback;
 		applied++;
@@ -151,8 +156,7 @@ out:
 	return rc;
 }
 
-int migrate_check(struct db *db, const char *schema, const char *config_file,
-		  char *msg, size_t len)
+int migrate_check(struct db *db, const char *schema, const char *config_file, char *msg, size_t len)
 {
 	char *sql = dq_expand(DQ_SCHEMA_VERSION, schema);
 	int away, v;
@@ -169,7 +173,8 @@ int migrate_check(struct db *db, const char *schema, const char *config_file,
 		return -2;
 	}
 	if (!res || PQgetisnull(res, 0, 0)) {
-		snprintf(msg, len, "schema \"%s\" is not installed (%s): run execdispatch --migrate -c %s",
+		snprintf(msg, len,
+			 "schema \"%s\" is not installed (%s): run execdispatch --migrate -c %s",
 			 schema, res ? "no version recorded" : db->last_error, config_file);
 		PQclear(res);
 		return -1;
@@ -177,14 +182,17 @@ int migrate_check(struct db *db, const char *schema, const char *config_file,
 	v = atoi(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	if (v < DISPATCH_SCHEMA_VERSION) {
-		snprintf(msg, len, "schema \"%s\" is at version %d, this execdispatch needs %d: run "
-			 "execdispatch --migrate -c %s", schema, v, DISPATCH_SCHEMA_VERSION, config_file);
+		snprintf(msg, len,
+			 "schema \"%s\" is at version %d, this execdispatch needs %d: run "
+			 "execdispatch --migrate -c %s",
+			 schema, v, DISPATCH_SCHEMA_VERSION, config_file);
 		return -1;
 	}
 	if (v > DISPATCH_SCHEMA_VERSION) {
-		snprintf(msg, len, "schema \"%s\" is at version %d, which this execdispatch does not "
-			 "know (it knows up to %d): run a newer execdispatch", schema, v,
-			 DISPATCH_SCHEMA_VERSION);
+		snprintf(msg, len,
+			 "schema \"%s\" is at version %d, which this execdispatch does not "
+			 "know (it knows up to %d): run a newer execdispatch",
+			 schema, v, DISPATCH_SCHEMA_VERSION);
 		return -1;
 	}
 	return 0;

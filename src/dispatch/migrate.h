@@ -28,7 +28,7 @@ int migrate_apply(struct db *db, const char *schema, const char *dir, char *msg,
 
 /* 0 when the database holds exactly DISPATCH_SCHEMA_VERSION; -1 with a
  * message naming the command to run; -2 when the database is unreachable. */
-int migrate_check(struct db *db, const char *schema, const char *config_file,
-		  char *msg, size_t len);
+int migrate_check(struct db *db, const char *schema, const char *config_file, char *msg,
+		  size_t len);
 
 #endif

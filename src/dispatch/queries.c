@@ -13,15 +13,14 @@
 /* What a rescue does to one held row of a vanished dispatcher: requeued
  * (the attempt it used stays counted), or failed when it has no attempt
  * left.  $MAX is the parameter holding maxAttempts. */
-#define RESCUE_SET(MAX) \
-	"state = CASE WHEN j.attempts >= " MAX " THEN 'failed' ELSE 'queued' END, " \
+#define RESCUE_SET(MAX)                                                                  \
+	"state = CASE WHEN j.attempts >= " MAX " THEN 'failed' ELSE 'queued' END, "      \
 	"runner_instance = CASE WHEN j.attempts >= " MAX " THEN j.runner_instance END, " \
-	"finished_at = CASE WHEN j.attempts >= " MAX " THEN now() END, " \
-	"error = CASE WHEN j.attempts >= " MAX " THEN 'dispatcher_lost' END, " \
+	"finished_at = CASE WHEN j.attempts >= " MAX " THEN now() END, "                 \
+	"error = CASE WHEN j.attempts >= " MAX " THEN 'dispatcher_lost' END, "           \
 	"start_after = now() "
 
-const char DQ_SCHEMA_VERSION[] =
-	"SELECT max(version) FROM @schema@.schema_version";
+const char DQ_SCHEMA_VERSION[] = "SELECT max(version) FROM @schema@.schema_version";
 
 const char DQ_REGISTER[] =
 	"INSERT INTO @schema@.dispatcher (instance, host, pid) VALUES ($1, $2, $3::int) "
@@ -40,53 +39,49 @@ const char DQ_HEARTBEAT[] =
 	" WHERE heartbeat_at < now() - make_interval(secs => $4::int) AND instance <> $1"
 	" RETURNING instance), "
 	"moved AS ("
-	" UPDATE @schema@.job j SET " RESCUE_SET("$5::int")
-	" FROM stale WHERE j.runner_instance = stale.instance AND j.state IN " HELD
-	" RETURNING j.state) "
-	"SELECT (SELECT count(*) FROM beat), "
-	"(SELECT count(*) FROM moved WHERE state = 'queued'), "
-	"(SELECT count(*) FROM moved WHERE state = 'failed')";
+	" UPDATE @schema@.job j SET " RESCUE_SET(
+		"$5::int") " FROM stale WHERE j.runner_instance = stale.instance AND j.state "
+			   "IN " HELD " RETURNING j.state) "
+			   "SELECT (SELECT count(*) FROM beat), "
+			   "(SELECT count(*) FROM moved WHERE state = 'queued'), "
+			   "(SELECT count(*) FROM moved WHERE state = 'failed')";
 
-const char DQ_RESCUE_OWN[] =
-	"UPDATE @schema@.job j SET " RESCUE_SET("$2::int")
-	"WHERE j.runner_instance = $1 AND j.state IN " HELD " RETURNING j.id";
+const char DQ_RESCUE_OWN[] = "UPDATE @schema@.job j SET " RESCUE_SET(
+	"$2::int") "WHERE j.runner_instance = $1 AND j.state IN " HELD " RETURNING j.id";
 
 /* The claim's two halves: the rows picked (LIMIT from the parameter
  * named), and their change to claimed by $1. */
-#define CLAIM_PICK(LIMIT) \
-	"SELECT id FROM @schema@.job" \
+#define CLAIM_PICK(LIMIT)                                  \
+	"SELECT id FROM @schema@.job"                      \
 	" WHERE state = 'queued' AND start_after <= now()" \
-	" ORDER BY priority DESC, id" \
-	" LIMIT " LIMIT \
-	" FOR UPDATE SKIP LOCKED"
-#define CLAIM_SET \
+	" ORDER BY priority DESC, id"                      \
+	" LIMIT " LIMIT " FOR UPDATE SKIP LOCKED"
+#define CLAIM_SET                                                             \
 	"UPDATE @schema@.job j SET state = 'claimed', runner_instance = $1, " \
-	"attempts = j.attempts + 1, started_at = NULL " \
-	"FROM picked WHERE j.id = picked.id " \
+	"attempts = j.attempts + 1, started_at = NULL "                       \
+	"FROM picked WHERE j.id = picked.id "                                 \
 	"RETURNING j.id, j.attempts, j.priority, j.service, j.job::text"
 
 /* Outcomes of claims of $1, from the arrays $2..$8. */
-#define FINISH_SET \
-	"UPDATE @schema@.job j SET state = u.state, " \
+#define FINISH_SET                                                                              \
+	"UPDATE @schema@.job j SET state = u.state, "                                           \
 	"runner_instance = CASE WHEN u.state = 'queued' THEN NULL ELSE j.runner_instance END, " \
-	"attempts = j.attempts - u.uncount, " \
-	"start_after = CASE WHEN u.state = 'queued' " \
-	" THEN now() + make_interval(secs => u.delay) ELSE j.start_after END, " \
-	"finished_at = CASE WHEN u.state = 'queued' THEN NULL ELSE now() END, " \
-	"error = u.error, receipt = u.receipt " \
-	"FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], " \
-	" $8::jsonb[]) AS u(id, attempts, state, uncount, delay, error, receipt) " \
-	"WHERE j.id = u.id AND j.runner_instance = $1 AND j.attempts = u.attempts " \
+	"attempts = j.attempts - u.uncount, "                                                   \
+	"start_after = CASE WHEN u.state = 'queued' "                                           \
+	" THEN now() + make_interval(secs => u.delay) ELSE j.start_after END, "                 \
+	"finished_at = CASE WHEN u.state = 'queued' THEN NULL ELSE now() END, "                 \
+	"error = u.error, receipt = u.receipt "                                                 \
+	"FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], "   \
+	" $8::jsonb[]) AS u(id, attempts, state, uncount, delay, error, receipt) "              \
+	"WHERE j.id = u.id AND j.runner_instance = $1 AND j.attempts = u.attempts "             \
 	"AND j.state IN " HELD " RETURNING j.id"
 
-const char DQ_CLAIM[] =
-	"WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int") ") " CLAIM_SET;
+const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int") ") " CLAIM_SET;
 
-const char DQ_START[] =
-	"UPDATE @schema@.job j SET state = 'running', started_at = now() "
-	"FROM unnest($2::bigint[], $3::int[]) AS u(id, attempts) "
-	"WHERE j.id = u.id AND j.attempts = u.attempts AND j.runner_instance = $1 "
-	"AND j.state = 'claimed' RETURNING j.id";
+const char DQ_START[] = "UPDATE @schema@.job j SET state = 'running', started_at = now() "
+			"FROM unnest($2::bigint[], $3::int[]) AS u(id, attempts) "
+			"WHERE j.id = u.id AND j.attempts = u.attempts AND j.runner_instance = $1 "
+			"AND j.state = 'claimed' RETURNING j.id";
 
 const char DQ_FINISH[] = FINISH_SET;
 
@@ -94,10 +89,11 @@ const char DQ_FINISH[] = FINISH_SET;
  * in the statement's snapshot, so the claim never picks one of them. */
 const char DQ_FINISH_CLAIM[] =
 	"WITH fin AS (" FINISH_SET "), "
-	"picked AS MATERIALIZED (" CLAIM_PICK("$9::int") "), "
-	"claimed AS (" CLAIM_SET ") "
-	"SELECT 'c', id, attempts, priority, service, job FROM claimed "
-	"UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL FROM fin";
+	"picked AS MATERIALIZED (" CLAIM_PICK(
+		"$9::int") "), "
+			   "claimed AS (" CLAIM_SET ") "
+			   "SELECT 'c', id, attempts, priority, service, job FROM claimed "
+			   "UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL FROM fin";
 
 const char DQ_HELD[] =
 	"SELECT id, attempts, (runner_instance = $1 AND state IN " HELD ")::int, "
@@ -106,9 +102,9 @@ const char DQ_HELD[] =
 	"(position_wanted_at > now() - interval '5 seconds')::int "
 	"FROM @schema@.job WHERE id = ANY($2::bigint[])";
 
-const char DQ_POSITION[] =
-	"UPDATE @schema@.job SET exec_position = $4::jsonb "
-	"WHERE id = $1::bigint AND runner_instance = $2 AND attempts = $3::int AND state = 'claimed'";
+const char DQ_POSITION[] = "UPDATE @schema@.job SET exec_position = $4::jsonb "
+			   "WHERE id = $1::bigint AND runner_instance = $2 AND attempts = $3::int "
+			   "AND state = 'claimed'";
 
 const char DQ_LEAVE[] =
 	"DELETE FROM @schema@.dispatcher WHERE instance = $1 AND host = $2 AND pid = $3::int";

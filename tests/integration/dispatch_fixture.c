@@ -43,7 +43,8 @@ const char *df_exec_body(int slots)
 		 "      sleep: {prog: sleep}\n"
 		 "      sh: {prog: /bin/sh}\n"
 		 "      date: {prog: /bin/date}\n"
-		 "logLevel: info\n", slots);
+		 "logLevel: info\n",
+		 slots);
 	return body;
 }
 
@@ -120,8 +121,10 @@ int df_write_config(struct dfix *f, int i, const char *extra)
 		fprintf(out, "  - ws://127.0.0.1:9\n");
 	fprintf(out, "instanceId: d%d\n", i);
 	/* the tests' timings, unless extra sets the key itself */
-	static const char *const defaults[] = { "pollMs: 100", "heartbeatSec: 1", "staleAfterSec: 3",
-		"cancelPollMs: 100", "retryDelaySec: 1", "connectTimeoutSec: 30", "logLevel: debug" };
+	static const char *const defaults[] = { "pollMs: 100",      "heartbeatSec: 1",
+						"staleAfterSec: 3", "cancelPollMs: 100",
+						"retryDelaySec: 1", "connectTimeoutSec: 30",
+						"logLevel: debug" };
 	for (size_t k = 0; k < sizeof defaults / sizeof defaults[0]; k++) {
 		int klen = (int)(strchr(defaults[k], ':') - defaults[k]) + 1;
 		char key[64];
@@ -144,7 +147,8 @@ int df_start_disp(struct dfix *f, int i)
 	snprintf(inst, sizeof inst, "d%d", i);
 	for (int t = 0; t < 250; t++) {
 		int st;
-		if (pgtest_int(f->c, "SELECT count(*) FROM execdispatch.dispatcher WHERE instance = '%s'",
+		if (pgtest_int(f->c,
+			       "SELECT count(*) FROM execdispatch.dispatcher WHERE instance = '%s'",
 			       inst) == 1)
 			return 0;
 		if (waitpid(f->disp[i], &st, WNOHANG) == f->disp[i]) {
@@ -209,7 +213,7 @@ int df_wait_final(struct dfix *f, int timeout_ms)
 
 	while (harness_now_ms() < end) {
 		if (pgtest_int(f->c, "SELECT count(*) FROM execdispatch.job "
-			       "WHERE state IN ('queued', 'claimed', 'running')") == 0)
+				     "WHERE state IN ('queued', 'claimed', 'running')") == 0)
 			return 0;
 		harness_sleep_ms(50);
 	}
@@ -218,15 +222,18 @@ int df_wait_final(struct dfix *f, int timeout_ms)
 
 long long df_held(struct dfix *f, const char *instance)
 {
-	return pgtest_int(f->c, "SELECT count(*) FROM execdispatch.job WHERE runner_instance = '%s' "
-			  "AND state IN ('claimed', 'running')", instance);
+	return pgtest_int(f->c,
+			  "SELECT count(*) FROM execdispatch.job WHERE runner_instance = '%s' "
+			  "AND state IN ('claimed', 'running')",
+			  instance);
 }
 
 int df_make_ledger(struct dfix *f)
 {
-	PGresult *r = pgtest_query(f->c,
-		"CREATE TABLE ledger (job_id bigint NOT NULL, attempt int NOT NULL, "
-		"started_at timestamptz NOT NULL, finished_at timestamptz, UNIQUE (job_id, attempt))");
+	PGresult *r = pgtest_query(
+		f->c, "CREATE TABLE ledger (job_id bigint NOT NULL, attempt int NOT NULL, "
+		      "started_at timestamptz NOT NULL, finished_at timestamptz, UNIQUE (job_id, "
+		      "attempt))");
 	PQclear(r);
 	return r ? 0 : -1;
 }
@@ -234,8 +241,9 @@ int df_make_ledger(struct dfix *f)
 const char *df_ledger_job(struct dfix *f, char *buf, size_t len, int ms, int split)
 {
 	static const char ins[] = "INSERT INTO ledger VALUES ($EXECDISPATCH_JOB_ID, "
-		"$EXECDISPATCH_ATTEMPT, clock_timestamp())";
-	static const char upd[] = "UPDATE ledger SET finished_at = clock_timestamp() "
+				  "$EXECDISPATCH_ATTEMPT, clock_timestamp())";
+	static const char upd[] =
+		"UPDATE ledger SET finished_at = clock_timestamp() "
 		"WHERE job_id = $EXECDISPATCH_JOB_ID AND attempt = $EXECDISPATCH_ATTEMPT";
 	char script[2048];
 
@@ -251,8 +259,10 @@ const char *df_ledger_job(struct dfix *f, char *buf, size_t len, int ms, int spl
 			 "$P -c \\\"%s ON CONFLICT DO NOTHING\\\" >/dev/null; rc=$?; done; "
 			 "[ $rc = 0 ] || exit $rc; sleep %d.%03d; "
 			 "$P -c \\\"%s\\\" >/dev/null; rc=$?; "
-			 "while [ $rc = 2 ]; do sleep 0.2; $P -c \\\"%s\\\" >/dev/null; rc=$?; done; "
-			 "exit $rc", ins, ins, ms / 1000, ms % 1000, upd, upd);
+			 "while [ $rc = 2 ]; do sleep 0.2; $P -c \\\"%s\\\" >/dev/null; rc=$?; "
+			 "done; "
+			 "exit $rc",
+			 ins, ins, ms / 1000, ms % 1000, upd, upd);
 	else
 		snprintf(script, sizeof script,
 			 "exec /usr/bin/psql -X -q -v ON_ERROR_STOP=1 -c \\\"%s\\\" "

@@ -22,12 +22,12 @@ struct dfix {
 	struct pg_cluster pg;
 	struct es_daemon es[DF_MAX_EXEC];
 	int nes;
-	char dir[256];		/* configurations and dispatcher logs */
+	char dir[256]; /* configurations and dispatcher logs */
 	pid_t disp[DF_MAX_DISP];
 	char log[DF_MAX_DISP][300];
 	char cfg[DF_MAX_DISP][300];
-	const char *conninfo;	/* what the dispatchers use (direct or PgBouncer) */
-	PGconn *c;		/* the test's session (direct) */
+	const char *conninfo; /* what the dispatchers use (direct or PgBouncer) */
+	PGconn *c;            /* the test's session (direct) */
 };
 
 /* The execserver body: waitgroup "wg" of slots processes, service "work"

@@ -8,10 +8,10 @@
  */
 #include <signal.h>
 #include <stdarg.h>
-#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <CUnit/CUnit.h>
 
@@ -62,28 +62,51 @@ static void test_run_outcomes(void)
 	bad = df_submit(&F, "{\"command\":\"false\"}", 0);
 	slow = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.3\"]}", 2);
 	badjob = df_submit(&F, "{\"command\":\"nosuch\"}", 0);
-	env = df_submit(&F, "{\"command\":\"sh\",\"args\":[\"-c\",\"echo $EXECDISPATCH_JOB_ID/"
-			"$EXECDISPATCH_ATTEMPT\"],\"env\":[\"EXECDISPATCH_ATTEMPT=9\"]}", 0);
+	env = df_submit(&F,
+			"{\"command\":\"sh\",\"args\":[\"-c\",\"echo $EXECDISPATCH_JOB_ID/"
+			"$EXECDISPATCH_ATTEMPT\"],\"env\":[\"EXECDISPATCH_ATTEMPT=9\"]}",
+			0);
 	/* an unknown service: not offered by any execserver */
 	unknown = pgtest_int(F.c, "SELECT execdispatch.submit('nope', '{\"command\":\"true\"}')");
 	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
 
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state || '/' || attempts || "
-		"'/' || (receipt->>'exit_code') FROM execdispatch.job WHERE id = %lld", ok), "done/1/0");
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state || '/' || error || "
-		"'/' || (receipt->>'exit_code') FROM execdispatch.job WHERE id = %lld", bad),
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state || '/' || attempts || "
+			    "'/' || (receipt->>'exit_code') FROM execdispatch.job WHERE id = %lld",
+			    ok),
+		"done/1/0");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state || '/' || error || "
+			    "'/' || (receipt->>'exit_code') FROM execdispatch.job WHERE id = %lld",
+			    bad),
 		"failed/exit_status/1");
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state FROM execdispatch.job "
-		"WHERE id = %lld AND started_at IS NOT NULL AND finished_at > started_at", slow), "done");
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state || '/' || error FROM "
-		"execdispatch.job WHERE id = %lld", badjob), "failed/unknown_command");
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state || '/' || error FROM "
-		"execdispatch.job WHERE id = %lld", unknown), "failed/unknown_service");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(
+			F.c, buf, sizeof buf,
+			"SELECT state FROM execdispatch.job "
+			"WHERE id = %lld AND started_at IS NOT NULL AND finished_at > started_at",
+			slow),
+		"done");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state || '/' || error FROM "
+					   "execdispatch.job WHERE id = %lld",
+					   badjob),
+			       "failed/unknown_command");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state || '/' || error FROM "
+					   "execdispatch.job WHERE id = %lld",
+					   unknown),
+			       "failed/unknown_service");
 	/* the program sees its row and attempt (the job's own entry replaced) */
 	snprintf(buf, sizeof buf, "%lld/1\n", env);
 	char got[256];
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, got, sizeof got, "SELECT receipt->>'stdout' FROM "
-		"execdispatch.job WHERE id = %lld", env), buf);
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, got, sizeof got,
+					   "SELECT receipt->>'stdout' FROM "
+					   "execdispatch.job WHERE id = %lld",
+					   env),
+			       buf);
 	/* nothing is held any more */
 	CU_ASSERT_EQUAL(df_held(&F, "d0"), 0);
 	/* the counters of /metrics (the gauges follow at the next poll) */
@@ -99,16 +122,26 @@ static void test_run_outcomes(void)
 
 	/* the retention janitor (retainDoneDays 7) removes old finished rows
 	 * only, at the start */
-	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET finished_at = now() - interval '8 days' "
-			     "WHERE id IN (%lld, %lld)", ok, bad));
-	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET finished_at = now() - interval '6 days' "
-			     "WHERE id = %lld", slow));
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET finished_at = now() - interval '8 days' "
+			     "WHERE id IN (%lld, %lld)",
+			     ok, bad));
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET finished_at = now() - interval '6 days' "
+			     "WHERE id = %lld",
+			     slow));
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
-	for (int i = 0; i < 100 && pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE "
-					      "id IN (%lld, %lld)", ok, bad) > 0; i++)
+	for (int i = 0; i < 100 && pgtest_int(F.c,
+					      "SELECT count(*) FROM execdispatch.job WHERE "
+					      "id IN (%lld, %lld)",
+					      ok, bad) > 0;
+	     i++)
 		harness_sleep_ms(50);
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE id IN "
-				   "(%lld, %lld)", ok, bad), 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id IN "
+				   "(%lld, %lld)",
+				   ok, bad),
+			0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job"), 4);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 	/* a clean stop removes the dispatcher's row */
@@ -147,7 +180,7 @@ static void test_claim_shares(void)
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 1) == 0);
 	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, two_clients, (void *)2) == 0);
-	harness_sleep_ms(300);	/* both have the HELLO with clients 2 */
+	harness_sleep_ms(300); /* both have the HELLO with clients 2 */
 	for (int i = 0; i < 24; i++)
 		df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.5\"]}", 0);
 	/* 4 slots, 2 clients: ceil(4/2) + 1 headroom = 3 each */
@@ -162,8 +195,10 @@ static void test_claim_shares(void)
 	CU_ASSERT_EQUAL(m0, 0);
 	CU_ASSERT(m1 >= 4 && m1 <= 5);
 	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done' "
-				   "AND attempts = 1"), 24);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE state = 'done' "
+				   "AND attempts = 1"),
+			24);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 1, SIGTERM, 5000), 0);
 }
 
@@ -184,29 +219,43 @@ static void test_cancel_from_elsewhere(void)
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
 	id = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"30\"]}", 0);
 	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)1) == 0);
-	for (int i = 0; i < 100 && strcmp(pgtest_text(F.c, buf, sizeof buf, "SELECT state FROM "
-			"execdispatch.job WHERE id = %lld", id), "running") != 0; i++)
+	for (int i = 0; i < 100 && strcmp(pgtest_text(F.c, buf, sizeof buf,
+						      "SELECT state FROM "
+						      "execdispatch.job WHERE id = %lld",
+						      id),
+					  "running") != 0;
+	     i++)
 		harness_sleep_ms(20);
 	CU_ASSERT_STRING_EQUAL(buf, "running");
 	/* the test's session owns nothing: the row is the only transport */
 	t0 = harness_now_ms();
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
-			       "requested");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
+		"requested");
 	CU_ASSERT_EQUAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)0), 0);
 	took = harness_now_ms() - t0;
-	fprintf(stderr, "cancel: the execserver's slot was free %lld ms after the commit "
-		"(cancelPollMs 100)\n", took);
+	fprintf(stderr,
+		"cancel: the execserver's slot was free %lld ms after the commit "
+		"(cancelPollMs 100)\n",
+		took);
 	/* the process is gone and the slot free soon after (the execserver's
 	 * kill and the /status polling add to it; loose under load) */
 	CU_ASSERT(took <= 1000);
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state FROM execdispatch.job "
-					   "WHERE id = %lld", id), "cancelled");
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
-			       "not_found_or_finished");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state FROM execdispatch.job "
+					   "WHERE id = %lld",
+					   id),
+			       "cancelled");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
+		"not_found_or_finished");
 	/* the dispatcher dropped the run's result: the row stays cancelled */
 	harness_sleep_ms(300);
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state || coalesce(receipt::text, "
-					   "'') FROM execdispatch.job WHERE id = %lld", id), "cancelled");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state || coalesce(receipt::text, "
+					   "'') FROM execdispatch.job WHERE id = %lld",
+					   id),
+			       "cancelled");
 	/* the cancel reached the run (the dispatcher noticed it and sent
 	 * CANCEL at once) within cancelPollMs + 200 ms of its commit, measured
 	 * on the database's clock */
@@ -246,7 +295,7 @@ static void test_no_execserver(void)
 	/* a dispatcher whose only execserver address answers nothing,
 	 * connected as a role whose statements the server logs */
 	PQclear(pgtest_query(F.c, "CREATE ROLE probe LOGIN SUPERUSER; "
-			     "ALTER ROLE probe SET log_statement = 'all'"));
+				  "ALTER ROLE probe SET log_statement = 'all'"));
 	snprintf(conninfo, sizeof conninfo, "host=127.0.0.1 port=%d user=probe dbname=postgres",
 		 F.pg.port);
 	F.conninfo = conninfo;
@@ -260,8 +309,11 @@ static void test_no_execserver(void)
 	before = logged_statements();
 	harness_sleep_ms(2000);
 	after = logged_statements();
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state FROM execdispatch.job "
-					   "WHERE id = %lld", id), "queued");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state FROM execdispatch.job "
+					   "WHERE id = %lld",
+					   id),
+			       "queued");
 	/* the heartbeat (1 s) only: no claim every 100 ms, no cancel poll */
 	fprintf(stderr, "statements in 2 s without an execserver: %d\n", after - before);
 	CU_ASSERT(after - before >= 1 && after - before <= 3);
@@ -271,7 +323,8 @@ static void test_no_execserver(void)
 
 /* Runs execctl with args (a shell fragment); its stdout+stderr into out;
  * the exit status. */
-static int execctl(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int execctl(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static int execctl(char *out, size_t len, const char *fmt, ...)
 {
 	char args[1024], cmd[1400];
@@ -285,8 +338,8 @@ static int execctl(char *out, size_t len, const char *fmt, ...)
 	vsnprintf(args, sizeof args, fmt, ap);
 	va_end(ap);
 	/* execctl sits next to execdispatch in the build directory */
-	snprintf(cmd, sizeof cmd, "%.*sexecctl %s 2>&1", bin ? (int)(strrchr(bin, '/') + 1 - bin) : 2,
-		 bin ? bin : "./", args);
+	snprintf(cmd, sizeof cmd, "%.*sexecctl %s 2>&1",
+		 bin ? (int)(strrchr(bin, '/') + 1 - bin) : 2, bin ? bin : "./", args);
 	p = popen(cmd, "r");
 	n = p ? fread(out, 1, len - 1, p) : 0;
 	out[n] = '\0';
@@ -308,7 +361,8 @@ static void test_execctl_db(void)
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work -w -- false", F.cfg[0]), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, ": failed exit_status"));
 	/* show, with --db instead of the file */
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit --db '%s' -s work -- sleep 0.1", F.conninfo), 0);
+	CU_ASSERT_EQUAL(
+		execctl(out, sizeof out, "submit --db '%s' -s work -- sleep 0.1", F.conninfo), 0);
 	snprintf(id, sizeof id, "%lld", atoll(out));
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s %s", F.cfg[0], id), 0);
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s %s", F.cfg[0], id), 0);
@@ -322,17 +376,19 @@ static void test_execctl_db(void)
 	/* no dispatcher: queued; position, wait --timeout, cancel */
 	qid = df_submit(&F, "{\"command\":\"true\"}", 0);
 	df_submit(&F, "{\"command\":\"true\"}", 0);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work -p interactive -- true",
-				F.cfg[0]), 0);
+	CU_ASSERT_EQUAL(
+		execctl(out, sizeof out, "submit -c %s -s work -p interactive -- true", F.cfg[0]),
+		0);
 	snprintf(id, sizeof id, "%lld", qid + 1);
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position -c %s %s", F.cfg[0], id), 0);
-	CU_ASSERT_STRING_EQUAL(out, "0 running, 2 ahead\n");	/* the interactive one and qid */
+	CU_ASSERT_STRING_EQUAL(out, "0 running, 2 ahead\n"); /* the interactive one and qid */
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s --timeout 1 %s", F.cfg[0], id), 121);
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "cancel -c %s %s", F.cfg[0], id), 0);
 	CU_ASSERT_STRING_EQUAL(out, "cancelled\n");
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s %s", F.cfg[0], id), 120);
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s 999999", F.cfg[0]), 122);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s 'bad name' -- true", F.cfg[0]), 115);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s 'bad name' -- true", F.cfg[0]),
+			115);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "service must be 1 to 64"));
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -- true", F.cfg[0]), 2);
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position --db 'host=127.0.0.1 port=1' 1"), 111);
@@ -351,11 +407,14 @@ static void test_position(void)
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
 	/* 4 slots: 4 running, 1 claimed (share 4 + 1), 2 queued */
 	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)4) == 0);
-	for (int i = 0; i < 100 && pgtest_int(F.c, "SELECT count(*) FILTER (WHERE state = 'running') "
-					      "* 10 + count(*) FILTER (WHERE state = 'claimed') FROM "
-					      "execdispatch.job") != 41; i++)
+	for (int i = 0;
+	     i < 100 && pgtest_int(F.c, "SELECT count(*) FILTER (WHERE state = 'running') "
+					"* 10 + count(*) FILTER (WHERE state = 'claimed') FROM "
+					"execdispatch.job") != 41;
+	     i++)
 		harness_sleep_ms(20);
-	long long claimed = pgtest_int(F.c, "SELECT id FROM execdispatch.job WHERE state = 'claimed'");
+	long long claimed = pgtest_int(F.c,
+				       "SELECT id FROM execdispatch.job WHERE state = 'claimed'");
 	CU_ASSERT_FATAL(claimed > 0);
 	/* the first ask: no execserver figure yet; the dispatcher sees the ask
 	 * in its next cancel poll and writes the POSITION into the row */
@@ -363,14 +422,16 @@ static void test_position(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"state\": \"claimed\""));
 	for (int i = 0; i < 50 && !strstr(buf, "capacity"); i++) {
 		harness_sleep_ms(50);
-		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text", claimed);
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text",
+			    claimed);
 	}
 	fprintf(stderr, "position of the claimed row: %s\n", buf);
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"ahead\": 0"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"running\": 4"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"capacity\": 4"));
 	/* a queued row: the claimed one and the queued ones before it */
-	pgtest_text(F.c, state, sizeof state, "SELECT state FROM execdispatch.job WHERE id = %lld", ids[6]);
+	pgtest_text(F.c, state, sizeof state, "SELECT state FROM execdispatch.job WHERE id = %lld",
+		    ids[6]);
 	CU_ASSERT_STRING_EQUAL(state, "queued");
 	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text", ids[6]);
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"ahead\": 2"));
@@ -389,11 +450,15 @@ static void test_notify(void)
 	/* the poll alone would take a minute */
 	CU_ASSERT_FATAL(df_write_config(&F, 0, "notify: true\npollMs: 60000\n") == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
-	harness_sleep_ms(300);	/* connected to the execserver */
+	harness_sleep_ms(300); /* connected to the execserver */
 	t0 = harness_now_ms();
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
-	while (strcmp(pgtest_text(F.c, buf, sizeof buf, "SELECT state FROM execdispatch.job WHERE "
-				  "id = %lld", id), "done") != 0 && harness_now_ms() - t0 < 5000)
+	while (strcmp(pgtest_text(F.c, buf, sizeof buf,
+				  "SELECT state FROM execdispatch.job WHERE "
+				  "id = %lld",
+				  id),
+		      "done") != 0 &&
+	       harness_now_ms() - t0 < 5000)
 		harness_sleep_ms(5);
 	took = harness_now_ms() - t0;
 	fprintf(stderr, "notify: submitted to done in %lld ms (pollMs 60000)\n", took);
@@ -412,13 +477,16 @@ int main(void)
 {
 	static const struct test_case cases[] = {
 		{ "setup: PostgreSQL, one execserver of 4 slots", test_setup },
-		{ "runs jobs: done, failed, unknown command, unknown service, env", test_run_outcomes },
+		{ "runs jobs: done, failed, unknown command, unknown service, env",
+		  test_run_outcomes },
 		{ "claim shares of two dispatchers; the survivor's grows", test_claim_shares },
 		{ "cancel from a session that owns nothing", test_cancel_from_elsewhere },
-		{ "no execserver: nothing claimed, only the heartbeat queries", test_no_execserver },
+		{ "no execserver: nothing claimed, only the heartbeat queries",
+		  test_no_execserver },
 		{ "execctl submit, show, wait, cancel, position", test_execctl_db },
 		{ "notify: true starts a submission at once", test_notify },
-		{ "position: queued from the database, claimed from the execserver", test_position },
+		{ "position: queued from the database, claimed from the execserver",
+		  test_position },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

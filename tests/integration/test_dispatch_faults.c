@@ -32,14 +32,14 @@ static void test_setup(void)
 	CU_ASSERT_FATAL(harness_start(&F.es[0], 2, df_exec_body(4), NULL) == 0);
 	F.nes = 1;
 	CU_ASSERT_FATAL(df_make_ledger(&F) == 0);
-	PGresult *r = pgtest_query(F.c,
-		"CREATE TABLE violations (id bigint, old_state text, new_state text); "
-		"CREATE FUNCTION final_guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-		" IF OLD.state IN ('done', 'failed', 'cancelled') THEN "
-		"  INSERT INTO violations VALUES (OLD.id, OLD.state, NEW.state); END IF; "
-		" RETURN NEW; END $$; "
-		"CREATE TRIGGER final_guard BEFORE UPDATE ON execdispatch.job FOR EACH ROW "
-		"EXECUTE FUNCTION final_guard()");
+	PGresult *r = pgtest_query(
+		F.c, "CREATE TABLE violations (id bigint, old_state text, new_state text); "
+		     "CREATE FUNCTION final_guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+		     " IF OLD.state IN ('done', 'failed', 'cancelled') THEN "
+		     "  INSERT INTO violations VALUES (OLD.id, OLD.state, NEW.state); END IF; "
+		     " RETURN NEW; END $$; "
+		     "CREATE TRIGGER final_guard BEFORE UPDATE ON execdispatch.job FOR EACH ROW "
+		     "EXECUTE FUNCTION final_guard()");
 	CU_ASSERT_FATAL(r != NULL);
 	PQclear(r);
 }
@@ -47,7 +47,7 @@ static void test_setup(void)
 static void fresh(int dispatchers)
 {
 	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
-			     "violations"));
+				  "violations"));
 	for (int i = 0; i < dispatchers; i++) {
 		CU_ASSERT_FATAL(df_write_config(&F, i, NULL) == 0);
 		CU_ASSERT_FATAL(df_start_disp(&F, i) == 0);
@@ -68,13 +68,16 @@ static void submit_ledger(int n, int ms)
 static void check_all_done(int n)
 {
 	CU_ASSERT_FATAL(df_wait_final(&F, 60000) == 0);
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done'"), n);
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done'"), n);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM violations"), 0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job j WHERE NOT EXISTS ("
-				   "SELECT 1 FROM ledger l WHERE l.job_id = j.id AND "
-				   "l.attempt = j.attempts AND l.finished_at IS NOT NULL)"), 0);
+					"SELECT 1 FROM ledger l WHERE l.job_id = j.id AND "
+					"l.attempt = j.attempts AND l.finished_at IS NOT NULL)"),
+			0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM ledger l JOIN execdispatch.job j "
-				   "ON j.id = l.job_id WHERE l.attempt > j.attempts"), 0);
+					"ON j.id = l.job_id WHERE l.attempt > j.attempts"),
+			0);
 }
 
 static int wait_held_running(const char *inst, int min, int timeout_ms)
@@ -82,8 +85,10 @@ static int wait_held_running(const char *inst, int min, int timeout_ms)
 	long long end = harness_now_ms() + timeout_ms;
 
 	while (harness_now_ms() < end) {
-		if (pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE runner_instance = '%s' "
-			       "AND state = 'running'", inst) >= min)
+		if (pgtest_int(F.c,
+			       "SELECT count(*) FROM execdispatch.job WHERE runner_instance = '%s' "
+			       "AND state = 'running'",
+			       inst) >= min)
 			return 0;
 		harness_sleep_ms(20);
 	}
@@ -143,7 +148,8 @@ static void test_sigstop(void)
 	free(log);
 	/* the stopped one registered again and still works */
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
-				   "instance = 'd0'"), 1);
+					"instance = 'd0'"),
+			1);
 	stop_all(2);
 }
 
@@ -153,10 +159,11 @@ static void test_db_sessions_killed(void)
 	submit_ledger(6, 1200);
 	CU_ASSERT_FATAL(wait_held_running("d0", 1, 10000) == 0);
 	CU_ASSERT(pgtest_int(F.c, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-			     "WHERE application_name = 'execdispatch'") >= 2);
+				  "WHERE application_name = 'execdispatch'") >= 2);
 	check_all_done(6);
 	/* nothing ran twice: the runs went on and their outcomes were written */
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE attempts <> 1"), 0);
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE attempts <> 1"), 0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM ledger"), 6);
 	stop_all(2);
 }
@@ -175,7 +182,8 @@ static void test_db_restart(void)
 	F.c = pgtest_connect(F.pg.conninfo);
 	CU_ASSERT_FATAL(F.c != NULL);
 	check_all_done(6);
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE attempts <> 1"), 0);
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE attempts <> 1"), 0);
 	stop_all(2);
 }
 
@@ -195,7 +203,8 @@ static void test_exec_lost(void)
 			kill(pids[i], SIGKILL);
 	check_all_done(4);
 	/* requeued through exec_lost, counting the attempt */
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE attempts >= 2"), 4);
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE attempts >= 2"), 4);
 	size_t len;
 	unsigned char *log = harness_read_file(F.log[0], &len);
 	CU_ASSERT(log && strstr((char *)log, "attempt 1: queued exec_lost"));

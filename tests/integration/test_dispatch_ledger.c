@@ -43,14 +43,14 @@ static void test_setup(void)
 	CU_ASSERT_FATAL(df_start_exec(&F, 0, 3) == 0);
 	CU_ASSERT_FATAL(df_start_exec(&F, 1, 3) == 0);
 	CU_ASSERT_FATAL(df_make_ledger(&F) == 0);
-	PGresult *r = pgtest_query(F.c,
-		"CREATE TABLE violations (id bigint, old_state text, new_state text); "
-		"CREATE FUNCTION final_guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-		" IF OLD.state IN ('done', 'failed', 'cancelled') THEN "
-		"  INSERT INTO violations VALUES (OLD.id, OLD.state, NEW.state); END IF; "
-		" RETURN NEW; END $$; "
-		"CREATE TRIGGER final_guard BEFORE UPDATE ON execdispatch.job FOR EACH ROW "
-		"EXECUTE FUNCTION final_guard()");
+	PGresult *r = pgtest_query(
+		F.c, "CREATE TABLE violations (id bigint, old_state text, new_state text); "
+		     "CREATE FUNCTION final_guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+		     " IF OLD.state IN ('done', 'failed', 'cancelled') THEN "
+		     "  INSERT INTO violations VALUES (OLD.id, OLD.state, NEW.state); END IF; "
+		     " RETURN NEW; END $$; "
+		     "CREATE TRIGGER final_guard BEFORE UPDATE ON execdispatch.job FOR EACH ROW "
+		     "EXECUTE FUNCTION final_guard()");
 	CU_ASSERT_FATAL(r != NULL);
 	PQclear(r);
 }
@@ -59,7 +59,7 @@ static void run_ledger(const char *conninfo)
 {
 	int n = jobs_count();
 	long long *ids = calloc((size_t)n, sizeof *ids);
-	char *answer = calloc((size_t)n, 1);	/* c: cancelled, r: requested, n: not found */
+	char *answer = calloc((size_t)n, 1); /* c: cancelled, r: requested, n: not found */
 	char job[1024], buf[64];
 	long long t0 = harness_now_ms();
 
@@ -76,21 +76,27 @@ static void run_ledger(const char *conninfo)
 		/* cancel some while they may be queued, held or running */
 		int k = i - 7;
 		if (k >= 0 && k % CANCEL_EVERY == 0) {
-			pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", ids[k]);
+			pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)",
+				    ids[k]);
 			answer[k] = buf[0] == 'c' ? 'c' : buf[0] == 'r' ? 'r' : 'n';
-			CU_ASSERT(answer[k] == 'c' || answer[k] == 'r' || strcmp(buf, "not_found_or_finished") == 0);
+			CU_ASSERT(answer[k] == 'c' || answer[k] == 'r' ||
+				  strcmp(buf, "not_found_or_finished") == 0);
 		}
 		if (i % 50 == 49)
-			harness_sleep_ms(30);	/* let claims interleave with submissions */
+			harness_sleep_ms(30); /* let claims interleave with submissions */
 	}
 	/* cancel rows that are held or running right now, and finished ones */
 	for (int round = 0; round < 24; round++) {
-		const char *which = round % 3 == 2 ? "state = 'done'" : "state IN ('claimed', 'running')";
-		long long id = pgtest_int(F.c, "SELECT id FROM execdispatch.job WHERE %s "
-					  "ORDER BY id DESC LIMIT 1", which);
+		const char *which = round % 3 == 2 ? "state = 'done'"
+						   : "state IN ('claimed', 'running')";
+		long long id = pgtest_int(F.c,
+					  "SELECT id FROM execdispatch.job WHERE %s "
+					  "ORDER BY id DESC LIMIT 1",
+					  which);
 		for (int i = 0; id > 0 && i < n; i++)
 			if (ids[i] == id && !answer[i]) {
-				pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id);
+				pgtest_text(F.c, buf, sizeof buf,
+					    "SELECT execdispatch.cancel(%lld)", id);
 				answer[i] = buf[0] == 'c' ? 'c' : buf[0] == 'r' ? 'r' : 'n';
 			}
 		harness_sleep_ms(40);
@@ -101,15 +107,16 @@ static void run_ledger(const char *conninfo)
 
 	/* exactly one final state each, never changed afterwards */
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state IN "
-				   "('done', 'failed', 'cancelled')"), n);
+					"('done', 'failed', 'cancelled')"),
+			n);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM violations"), 0);
 	/* cancels: the answer and the final state agree */
 	int cancelled = 0, requested = 0, late = 0;
 	for (int i = 0; i < n; i++) {
 		if (!answer[i])
 			continue;
-		pgtest_text(F.c, buf, sizeof buf, "SELECT state FROM execdispatch.job WHERE id = %lld",
-			    ids[i]);
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state FROM execdispatch.job WHERE id = %lld", ids[i]);
 		if (answer[i] == 'n') {
 			late++;
 			CU_ASSERT_STRING_EQUAL(buf, "done");
@@ -122,24 +129,32 @@ static void run_ledger(const char *conninfo)
 		requested, late);
 	CU_ASSERT(cancelled > 0 && requested > 0 && late > 0);
 	/* everything not cancelled is done, with its one run in the ledger */
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'failed'"), 0);
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job j WHERE state = 'done' "
-				   "AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.job_id = j.id AND "
-				   "l.attempt = j.attempts AND l.finished_at IS NOT NULL)"), 0);
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM ledger l JOIN execdispatch.job j "
-				   "ON j.id = l.job_id WHERE j.state = 'done'"),
-			pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done'"));
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'failed'"), 0);
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job j WHERE state = 'done' "
+				"AND NOT EXISTS (SELECT 1 FROM ledger l WHERE l.job_id = j.id AND "
+				"l.attempt = j.attempts AND l.finished_at IS NOT NULL)"),
+		0);
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM ledger l JOIN execdispatch.job j "
+				"ON j.id = l.job_id WHERE j.state = 'done'"),
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done'"));
 	/* no run of a job that was not claimed for it, no overlapping runs */
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM ledger l JOIN execdispatch.job j "
-				   "ON j.id = l.job_id WHERE l.attempt > j.attempts"), 0);
+					"ON j.id = l.job_id WHERE l.attempt > j.attempts"),
+			0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM ledger a JOIN ledger b ON "
-				   "a.job_id = b.job_id AND a.attempt < b.attempt AND "
-				   "a.started_at < coalesce(b.finished_at, 'infinity') AND "
-				   "b.started_at < coalesce(a.finished_at, 'infinity')"), 0);
+					"a.job_id = b.job_id AND a.attempt < b.attempt AND "
+					"a.started_at < coalesce(b.finished_at, 'infinity') AND "
+					"b.started_at < coalesce(a.finished_at, 'infinity')"),
+			0);
 	/* every dispatcher took part */
 	for (int i = 0; i < DISPATCHERS; i++)
-		CU_ASSERT(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE "
-				     "runner_instance = 'd%d'", i) > 0);
+		CU_ASSERT(pgtest_int(F.c,
+				     "SELECT count(*) FROM execdispatch.job WHERE "
+				     "runner_instance = 'd%d'",
+				     i) > 0);
 	for (int i = 0; i < DISPATCHERS; i++)
 		CU_ASSERT_EQUAL(df_stop_disp(&F, i, SIGTERM, 10000), 0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 0);

@@ -38,18 +38,21 @@ static int check_config(const char *text, char *out, size_t len)
 
 static void test_config_errors(void)
 {
-	static const struct { const char *text, *expect; } cases[] = {
-		{ "database: x\nexecservers: [ws://h:1]\npollMs: 5\n",
-		  "check.yml:3:9: pollMs" },
+	static const struct {
+		const char *text, *expect;
+	} cases[] = {
+		{ "database: x\nexecservers: [ws://h:1]\npollMs: 5\n", "check.yml:3:9: pollMs" },
 		{ "database: x\nexecservers: [http://h:1]\n", "check.yml:2:15: execservers[0]" },
-		{ "database: x\nexecservers: [ws://h:1]\npolMs: 100\n",
-		  "check.yml:3:1:" },
+		{ "database: x\nexecservers: [ws://h:1]\npolMs: 100\n", "check.yml:3:1:" },
 		{ "execservers: [ws://h:1]\n", "database: a libpq connection string" },
-		{ "database: x\nexecservers: [ws://h:1]\nschema: Bad-Name\n", "check.yml:3:9: schema" },
+		{ "database: x\nexecservers: [ws://h:1]\nschema: Bad-Name\n",
+		  "check.yml:3:9: schema" },
 		{ "database: x\nexecservers: [ws://h:1]\nheartbeatSec: 5\nstaleAfterSec: 6\n",
 		  "check.yml:4:16: staleAfterSec (6) must be at least twice heartbeatSec" },
-		{ "database: x\nexecservers: [ws://h:1]\ninstanceId: \"a b\"\n", "check.yml:3:13: instanceId" },
-		{ "database: x\nexecservers: [ws://h:1]\nmetrics: nope\n", "check.yml:3:10: metrics" },
+		{ "database: x\nexecservers: [ws://h:1]\ninstanceId: \"a b\"\n",
+		  "check.yml:3:13: instanceId" },
+		{ "database: x\nexecservers: [ws://h:1]\nmetrics: nope\n",
+		  "check.yml:3:10: metrics" },
 	};
 	char out[1024];
 
@@ -57,7 +60,8 @@ static void test_config_errors(void)
 		int rc = check_config(cases[i].text, out, sizeof out);
 		CU_ASSERT_EQUAL(rc, 1);
 		if (!strstr(out, cases[i].expect)) {
-			fprintf(stderr, "case %zu: expected \"%s\" in: %s\n", i, cases[i].expect, out);
+			fprintf(stderr, "case %zu: expected \"%s\" in: %s\n", i, cases[i].expect,
+				out);
 			CU_FAIL("config error text");
 		}
 	}
@@ -78,12 +82,14 @@ static void test_migrate_idempotent(void)
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 3);
 	/* the table's settings and the indexes */
 	char buf[256];
-	pgtest_text(F.c, buf, sizeof buf, "SELECT array_to_string(reloptions, ',') FROM pg_class "
+	pgtest_text(F.c, buf, sizeof buf,
+		    "SELECT array_to_string(reloptions, ',') FROM pg_class "
 		    "WHERE oid = 'execdispatch.job'::regclass");
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "fillfactor=70"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "autovacuum_vacuum_scale_factor=0.02"));
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM pg_indexes WHERE schemaname = "
-				   "'execdispatch' AND tablename = 'job'"), 4);
+					"'execdispatch' AND tablename = 'job'"),
+			4);
 }
 
 static void test_daemon_refuses_schema(void)
@@ -94,7 +100,8 @@ static void test_daemon_refuses_schema(void)
 	/* a schema that was never migrated */
 	snprintf(cfg, sizeof cfg, "%s/other.yml", F.dir);
 	f = fopen(cfg, "w");
-	fprintf(f, "database: \"%s\"\nexecservers: [ws://127.0.0.1:9]\nschema: other\n", F.conninfo);
+	fprintf(f, "database: \"%s\"\nexecservers: [ws://127.0.0.1:9]\nschema: other\n",
+		F.conninfo);
 	fclose(f);
 	const char *run[] = { "-f", "-c", cfg, NULL };
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
@@ -104,13 +111,17 @@ static void test_daemon_refuses_schema(void)
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 3 (3 migrations applied)"));
 	/* an older version: the daemon names --migrate, which upgrades it */
-	PQclear(pgtest_query(F.c, "DELETE FROM other.schema_version WHERE version = 3; "
-			     "ALTER TABLE other.job DROP COLUMN position_wanted_at, DROP COLUMN exec_position"));
+	PQclear(pgtest_query(
+		F.c,
+		"DELETE FROM other.schema_version WHERE version = 3; "
+		"ALTER TABLE other.job DROP COLUMN position_wanted_at, DROP COLUMN exec_position"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "at version 2, this execdispatch needs 3: run execdispatch --migrate"));
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(out, "at version 2, this execdispatch needs 3: run execdispatch --migrate"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 3 (1 migration applied)"));
-	PQclear(pgtest_query(F.c, "INSERT INTO other.schema_version VALUES (99, '099_future.sql')"));
+	PQclear(pgtest_query(F.c,
+			     "INSERT INTO other.schema_version VALUES (99, '099_future.sql')"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "version 99, which this execdispatch does not know"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 1);
@@ -155,26 +166,37 @@ static void test_sql_api(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"state\": \"queued\""));
 	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text", c);
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"ahead\": 0"));
-	pgtest_text(F.c, buf, sizeof buf, "SELECT coalesce(execdispatch.position(-5)::text, 'null')");
+	pgtest_text(F.c, buf, sizeof buf,
+		    "SELECT coalesce(execdispatch.position(-5)::text, 'null')");
 	CU_ASSERT_STRING_EQUAL(buf, "null");
 
 	/* cancel: queued -> cancelled; again and unknown -> not_found_or_finished */
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", a),
-			       "cancelled");
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", a),
-			       "not_found_or_finished");
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(987654)"),
-			       "not_found_or_finished");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", a),
+		"cancelled");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", a),
+		"not_found_or_finished");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(987654)"),
+		"not_found_or_finished");
 	/* held -> requested; a finished row keeps its outcome */
-	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET state = 'running', "
-			     "runner_instance = 'x', attempts = 1 WHERE id = %lld", b));
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", b),
-			       "requested");
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET state = 'running', "
+			     "runner_instance = 'x', attempts = 1 WHERE id = %lld",
+			     b));
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", b),
+		"requested");
 	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET state = 'done' WHERE id = %lld", c));
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", c),
-			       "not_found_or_finished");
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, "SELECT state FROM execdispatch.job "
-					   "WHERE id = %lld", c), "done");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", c),
+		"not_found_or_finished");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state FROM execdispatch.job "
+					   "WHERE id = %lld",
+					   c),
+			       "done");
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 }
 
@@ -205,7 +227,7 @@ static void test_claim_uses_index(void)
 		sorted |= strstr(PQgetvalue(r, i, 0), "Sort") != NULL;
 	}
 	CU_ASSERT(found);
-	CU_ASSERT(!sorted);	/* the index gives the order: no sort step */
+	CU_ASSERT(!sorted); /* the index gives the order: no sort step */
 	PQclear(r);
 	PQclear(pgtest_query(F.c, "ROLLBACK"));
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
@@ -238,8 +260,10 @@ static void send_blocked(PGconn *c, const char *text, int n, const char *const *
 	CU_ASSERT_EQUAL(PQsendQueryParams(c, sql, n, NULL, params, NULL, NULL, 0), 1);
 	free(sql);
 	for (int i = 0; i < 500; i++) {
-		if (pgtest_int(F.c, "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND "
-			       "wait_event_type = 'Lock'", pid) == 1)
+		if (pgtest_int(F.c,
+			       "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND "
+			       "wait_event_type = 'Lock'",
+			       pid) == 1)
 			return;
 		harness_sleep_ms(10);
 	}
@@ -260,12 +284,16 @@ static long long held_row(const char *state)
 {
 	long long id;
 
-	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job; DELETE FROM execdispatch.dispatcher; "
-			     "INSERT INTO execdispatch.dispatcher (instance, host, pid, heartbeat_at) "
-			     "VALUES ('stale', 'h', 1, now() - interval '1 hour'), ('live', 'h', 2, now())"));
+	PQclear(pgtest_query(
+		F.c,
+		"DELETE FROM execdispatch.job; DELETE FROM execdispatch.dispatcher; "
+		"INSERT INTO execdispatch.dispatcher (instance, host, pid, heartbeat_at) "
+		"VALUES ('stale', 'h', 1, now() - interval '1 hour'), ('live', 'h', 2, now())"));
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
-	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET state = '%s', runner_instance = 'stale', "
-			     "attempts = 1 WHERE id = %lld", state, id));
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET state = '%s', runner_instance = 'stale', "
+			     "attempts = 1 WHERE id = %lld",
+			     state, id));
 	return id;
 }
 
@@ -281,14 +309,22 @@ static void finish_params(struct finish_args *f, long long id, const char *inst,
 {
 	snprintf(f->ids, sizeof f->ids, "{%lld}", id);
 	snprintf(f->att, sizeof f->att, "{%s}", att);
-	f->p[0] = inst; f->p[1] = f->ids; f->p[2] = f->att; f->p[3] = "{done}";
-	f->p[4] = "{0}"; f->p[5] = "{0}"; f->p[6] = "{NULL}"; f->p[7] = "{\"{\\\"exit_code\\\": 0}\"}";
+	f->p[0] = inst;
+	f->p[1] = f->ids;
+	f->p[2] = f->att;
+	f->p[3] = "{done}";
+	f->p[4] = "{0}";
+	f->p[5] = "{0}";
+	f->p[6] = "{NULL}";
+	f->p[7] = "{\"{\\\"exit_code\\\": 0}\"}";
 }
 
 static char *state_of(long long id, char *buf)
 {
-	return (char *)pgtest_text(F.c, buf, 64, "SELECT state || '/' || attempts FROM "
-				   "execdispatch.job WHERE id = %lld", id);
+	return (char *)pgtest_text(F.c, buf, 64,
+				   "SELECT state || '/' || attempts FROM "
+				   "execdispatch.job WHERE id = %lld",
+				   id);
 }
 
 static void test_race_claim_rescue(void)
@@ -371,8 +407,10 @@ static void test_race_finish_rescue(void)
 	r = run_stmt(a.c, DQ_HEARTBEAT, 5, rescue_params);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 2), "1");
 	PQclear(r);
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, 64, "SELECT state || '/' || error FROM "
-					   "execdispatch.job WHERE id = %lld", id),
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, 64,
+					   "SELECT state || '/' || error FROM "
+					   "execdispatch.job WHERE id = %lld",
+					   id),
 			       "failed/dispatcher_lost");
 	PQfinish(a.c);
 	PQfinish(b.c);
@@ -472,10 +510,13 @@ static void test_race_claim_claim(void)
 	CU_ASSERT_EQUAL(PQntuples(r), 4);
 	PQclear(r);
 	PQclear(pgtest_query(a.c, "COMMIT"));
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'claimed' "
-				   "AND attempts = 1"), 10);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE state = 'claimed' "
+				   "AND attempts = 1"),
+			10);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE "
-				   "runner_instance = 'one'"), 6);
+					"runner_instance = 'one'"),
+			6);
 	PQfinish(a.c);
 	PQfinish(b.c);
 }
@@ -495,12 +536,14 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "setup: PostgreSQL, migrated", test_setup },
 		{ "configuration errors name file:line:column", test_config_errors },
-		{ "migrations are idempotent; table settings and indexes", test_migrate_idempotent },
+		{ "migrations are idempotent; table settings and indexes",
+		  test_migrate_idempotent },
 		{ "the daemon refuses a missing or unknown schema", test_daemon_refuses_schema },
 		{ "submit checks, cancel's three answers, position", test_sql_api },
 		{ "the claim runs on the partial index, in its order", test_claim_uses_index },
 		{ "race: claim against rescue", test_race_claim_rescue },
-		{ "race: finish against rescue (both orders), out of attempts", test_race_finish_rescue },
+		{ "race: finish against rescue (both orders), out of attempts",
+		  test_race_finish_rescue },
 		{ "race: cancel against finish (both orders)", test_race_cancel_finish },
 		{ "race: cancel against rescue (both orders)", test_race_cancel_rescue },
 		{ "race: two claims take disjoint rows", test_race_claim_claim },

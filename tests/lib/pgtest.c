@@ -72,7 +72,8 @@ static int start_server(struct pg_cluster *pg)
 	if (sh("%s'%s/pg_ctl' -w -t 30 -D '%s/data' -l '%s/postgres.log' -o "
 	       "\"-p %d -k '%s' -c listen_addresses=127.0.0.1 -c fsync=off "
 	       "-c full_page_writes=off -c max_connections=200 %s\" "
-	       "start >/dev/null", as_user(), pg->bindir, pg->dir, pg->dir, pg->port, pg->dir,
+	       "start >/dev/null",
+	       as_user(), pg->bindir, pg->dir, pg->dir, pg->port, pg->dir,
 	       extra ? extra : "") < 0) {
 		char log[300];
 		snprintf(log, sizeof log, "%s/postgres.log", pg->dir);
@@ -87,7 +88,7 @@ int pgtest_start(struct pg_cluster *pg)
 	memset(pg, 0, sizeof *pg);
 	if (find_bindir(pg->bindir, sizeof pg->bindir) < 0) {
 		fprintf(stderr, "pgtest: no PostgreSQL server binaries (install the Debian package "
-			"postgresql, or set PG_BINDIR)\n");
+				"postgresql, or set PG_BINDIR)\n");
 		return -1;
 	}
 	snprintf(pg->dir, sizeof pg->dir, "/tmp/es-pg-XXXXXX");
@@ -130,7 +131,8 @@ int pgtest_start_bouncer(struct pg_cluster *pg)
 {
 	char path[400];
 	FILE *f;
-	const char *bin = access("/usr/sbin/pgbouncer", X_OK) == 0 ? "/usr/sbin/pgbouncer" : "pgbouncer";
+	const char *bin = access("/usr/sbin/pgbouncer", X_OK) == 0 ? "/usr/sbin/pgbouncer"
+								   : "pgbouncer";
 
 	pg->bouncer_port = harness_free_port();
 	snprintf(path, sizeof path, "%s/userlist.txt", pg->dir);
@@ -163,7 +165,7 @@ int pgtest_start_bouncer(struct pg_cluster *pg)
 		sh("chown %s '%s/pgbouncer.ini' '%s/userlist.txt'", PG_USER, pg->dir, pg->dir);
 	if (sh("%s%s -d '%s/pgbouncer.ini' >/dev/null 2>&1", as_user(), bin, pg->dir) < 0) {
 		fprintf(stderr, "pgtest: pgbouncer did not start (install the Debian package "
-			"pgbouncer)\n");
+				"pgbouncer)\n");
 		snprintf(path, sizeof path, "%s/pgbouncer.log", pg->dir);
 		harness_tail("pgbouncer", path, 20);
 		pg->bouncer_port = 0;

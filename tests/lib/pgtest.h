@@ -21,11 +21,11 @@
 #include <libpq-fe.h>
 
 struct pg_cluster {
-	char dir[256];		/* the cluster's directory (removed at cleanup) */
+	char dir[256]; /* the cluster's directory (removed at cleanup) */
 	char bindir[256];
 	int port;
-	char conninfo[512];	/* direct: host=127.0.0.1 port=P user=postgres dbname=postgres */
-	int bouncer_port;	/* 0: no PgBouncer */
+	char conninfo[512]; /* direct: host=127.0.0.1 port=P user=postgres dbname=postgres */
+	int bouncer_port;   /* 0: no PgBouncer */
 	char bouncer_conninfo[512];
 };
 

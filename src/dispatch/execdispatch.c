@@ -1,5 +1,5 @@
 /*
- * main.c - execdispatch(8): options, the configuration, --migrate, the
+ * execdispatch.c - execdispatch(8): options, the configuration, --migrate, the
  * pid file and the move into the background; the loop itself is
  * dispatcher.c.  Exit status: 0 ok, 1 configuration or schema error,
  * 2 runtime error.
@@ -62,17 +62,15 @@ static int migrate(const struct dispatch_config *cfg)
 
 int main(int argc, char **argv)
 {
-	static const struct option longs[] = {
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "test-config", no_argument, NULL, 't' },
-		{ "migrate", no_argument, NULL, 'm' },
-		{ "pid-file", required_argument, NULL, 'p' },
-		{ "log-level", required_argument, NULL, 'l' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
+	static const struct option longs[] = { { "foreground", no_argument, NULL, 'f' },
+					       { "config", required_argument, NULL, 'c' },
+					       { "test-config", no_argument, NULL, 't' },
+					       { "migrate", no_argument, NULL, 'm' },
+					       { "pid-file", required_argument, NULL, 'p' },
+					       { "log-level", required_argument, NULL, 'l' },
+					       { "version", no_argument, NULL, 'V' },
+					       { "help", no_argument, NULL, 'h' },
+					       { NULL, 0, NULL, 0 } };
 	const char *config = DISPATCH_CONFIG_DEFAULT, *pidfile = NULL, *level = NULL;
 	int foreground = 0, test = 0, do_migrate = 0, c, rc;
 	struct dispatch_config cfg;
@@ -115,11 +113,13 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	log_set_process("execdispatch");
-	log_set_level(level ? (enum log_level)log_level_parse(level) : (enum log_level)cfg.log_level);
+	log_set_level(level ? (enum log_level)log_level_parse(level)
+			    : (enum log_level)cfg.log_level);
 	log_open(!foreground);
 	signal(SIGPIPE, SIG_IGN);
 	if (!foreground && daemon(0, 0) < 0) {
-		fprintf(stderr, "execdispatch: cannot go into the background: %s\n", strerror(errno));
+		fprintf(stderr, "execdispatch: cannot go into the background: %s\n",
+			strerror(errno));
 		return 2;
 	}
 	if (pidfile) {

@@ -233,7 +233,14 @@ int df_make_ledger(struct dfix *f)
 	PGresult *r = pgtest_query(
 		f->c, "CREATE TABLE ledger (job_id bigint NOT NULL, attempt int NOT NULL, "
 		      "started_at timestamptz NOT NULL, finished_at timestamptz, UNIQUE (job_id, "
-		      "attempt))");
+		      "attempt)); "
+		      "CREATE TABLE violations (id bigint, old_state text, new_state text); "
+		      "CREATE FUNCTION final_guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+		      " IF OLD.state IN ('done', 'failed', 'cancelled') THEN "
+		      "  INSERT INTO violations VALUES (OLD.id, OLD.state, NEW.state); END IF; "
+		      " RETURN NEW; END $$; "
+		      "CREATE TRIGGER final_guard BEFORE UPDATE ON execdispatch.job FOR EACH ROW "
+		      "EXECUTE FUNCTION final_guard()");
 	PQclear(r);
 	return r ? 0 : -1;
 }

@@ -69,6 +69,9 @@ long long df_held(struct dfix *f, const char *instance);
  * sleep between them, so that a database restart meanwhile does not fail
  * the program itself. */
 const char *df_ledger_job(struct dfix *f, char *buf, size_t len, int ms, int split);
+/* Creates the table ledger, and the table violations with a trigger that
+ * records there every update of a job row that was already done, failed
+ * or cancelled (a final outcome changed afterwards). */
 int df_make_ledger(struct dfix *f);
 
 #endif

@@ -32,16 +32,6 @@ static void test_setup(void)
 	CU_ASSERT_FATAL(harness_start(&F.es[0], 2, df_exec_body(4), NULL) == 0);
 	F.nes = 1;
 	CU_ASSERT_FATAL(df_make_ledger(&F) == 0);
-	PGresult *r = pgtest_query(
-		F.c, "CREATE TABLE violations (id bigint, old_state text, new_state text); "
-		     "CREATE FUNCTION final_guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-		     " IF OLD.state IN ('done', 'failed', 'cancelled') THEN "
-		     "  INSERT INTO violations VALUES (OLD.id, OLD.state, NEW.state); END IF; "
-		     " RETURN NEW; END $$; "
-		     "CREATE TRIGGER final_guard BEFORE UPDATE ON execdispatch.job FOR EACH ROW "
-		     "EXECUTE FUNCTION final_guard()");
-	CU_ASSERT_FATAL(r != NULL);
-	PQclear(r);
 }
 
 static void fresh(int dispatchers)

@@ -43,16 +43,6 @@ static void test_setup(void)
 	CU_ASSERT_FATAL(df_start_exec(&F, 0, 3) == 0);
 	CU_ASSERT_FATAL(df_start_exec(&F, 1, 3) == 0);
 	CU_ASSERT_FATAL(df_make_ledger(&F) == 0);
-	PGresult *r = pgtest_query(
-		F.c, "CREATE TABLE violations (id bigint, old_state text, new_state text); "
-		     "CREATE FUNCTION final_guard() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
-		     " IF OLD.state IN ('done', 'failed', 'cancelled') THEN "
-		     "  INSERT INTO violations VALUES (OLD.id, OLD.state, NEW.state); END IF; "
-		     " RETURN NEW; END $$; "
-		     "CREATE TRIGGER final_guard BEFORE UPDATE ON execdispatch.job FOR EACH ROW "
-		     "EXECUTE FUNCTION final_guard()");
-	CU_ASSERT_FATAL(r != NULL);
-	PQclear(r);
 }
 
 static void run_ledger(const char *conninfo)

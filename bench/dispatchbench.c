@@ -191,10 +191,10 @@ static void claim_finish_loop(const char *inst)
 	PGconn *c = pgtest_connect(F.pg.conninfo);
 	char *claim = dq_expand(DQ_CLAIM, "execdispatch"),
 	     *finish = dq_expand(DQ_FINISH, "execdispatch");
-	const char *cp[2] = { inst, "100" };
+	const char *cp[5] = { inst, "100", "{}", "false", "-1000" };
 
 	for (;;) {
-		PGresult *r = PQexecParams(c, claim, 2, NULL, cp, NULL, NULL, 0);
+		PGresult *r = PQexecParams(c, claim, 5, NULL, cp, NULL, NULL, 0);
 		int n = PQntuples(r);
 		if (n == 0) {
 			PQclear(r);

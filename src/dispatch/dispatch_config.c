@@ -38,6 +38,7 @@ static const struct int_key int_keys[] = {
 	INT_KEY("retryDelaySec", 0, 86400, retry_delay_sec),
 	INT_KEY("connectTimeoutSec", 0, 86400, connect_timeout_sec),
 	INT_KEY("retainDoneDays", 0, 36500, retain_done_days),
+	INT_KEY("localSlots", 1, 4096, local_slots),
 };
 
 static const char *const allowed_keys[] = { "database",
@@ -70,6 +71,8 @@ static void set_defaults(struct dispatch_config *cfg)
 	cfg->connect_timeout_sec = 120;
 	cfg->retain_done_days = 7;
 	cfg->log_level = LOG_LVL_INFO;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	cfg->local_slots = cpus > 0 ? (int)cpus : 1;
 }
 
 /* An instance id: 1-64 of A-Z a-z 0-9 _ . : - (it is logged and stored). */
@@ -112,6 +115,64 @@ static int schema_ok(const char *s)
 	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
 }
 
+/* services: NAME: {local: true, commands: {CMD: {prog: P, args: [...]}}} */
+static int parse_services(const struct cy_ctx *cy, const struct cy_node *val,
+			  struct dispatch_config *cfg)
+{
+	static const char *const svc_keys[] = { "local", "commands", NULL };
+	static const char *const cmd_keys[] = { "prog", "args", NULL };
+
+	if (cy_expect(cy, val, CY_MAPPING, "services") < 0)
+		return -1;
+	cfg->local = calloc(cy_map_size(val) + 1, sizeof *cfg->local);
+	if (!cfg->local)
+		return cy_error(cy, val, "out of memory");
+	for (size_t i = 0; i < cy_map_size(val); i++) {
+		const struct cy_node *name = cy_map_key(val, i), *svc = cy_map_value(val, i);
+		const struct cy_node *local, *cmds;
+		struct dispatch_local_service *ls = &cfg->local[cfg->nlocal++];
+		int is_local = 0;
+		if (cy_expect(cy, svc, CY_MAPPING, "services.<name>") < 0 ||
+		    cy_check_keys(cy, svc, "services.<name>", svc_keys) < 0)
+			return -1;
+		ls->name = strdup(name->value);
+		local = cy_map_find(svc, "local", NULL);
+		if (!local || cy_get_bool(cy, local, "local", &is_local) < 0 || !is_local)
+			return cy_error(
+				cy, local ? local : svc,
+				"services.%s: local: true is required "
+				"(every other service runs on the execservers, which configure it)",
+				name->value);
+		cmds = cy_map_find(svc, "commands", NULL);
+		if (!cmds || cy_expect(cy, cmds, CY_MAPPING, "commands") < 0 || !cy_map_size(cmds))
+			return cy_error(cy, cmds ? cmds : svc,
+					"services.%s.commands: a mapping of at "
+					"least one command is required",
+					name->value);
+		ls->commands = calloc(cy_map_size(cmds), sizeof *ls->commands);
+		if (!ls->commands)
+			return cy_error(cy, cmds, "out of memory");
+		for (size_t c = 0; c < cy_map_size(cmds); c++) {
+			const struct cy_node *cn = cy_map_key(cmds, c), *cv = cy_map_value(cmds, c);
+			struct dispatch_local_command *lc = &ls->commands[ls->ncommands++];
+			const struct cy_node *prog, *args;
+			lc->name = strdup(cn->value);
+			if (cy_expect(cy, cv, CY_MAPPING, "commands.<name>") < 0 ||
+			    cy_check_keys(cy, cv, "commands.<name>", cmd_keys) < 0)
+				return -1;
+			prog = cy_map_find(cv, "prog", NULL);
+			if (!prog || cy_get_string(cy, prog, "prog", &lc->prog) < 0)
+				return prog ? -1 : cy_error(cy, cv, "prog: required");
+			if (lc->prog[0] != '/')
+				return cy_error(cy, prog, "prog: an absolute path is required");
+			args = cy_map_find(cv, "args", NULL);
+			if (args && cy_get_strlist(cy, args, "args", &lc->args) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 static int parse_key(const struct cy_ctx *cy, const struct cy_node *key, const struct cy_node *val,
 		     struct dispatch_config *cfg)
 {
@@ -130,6 +191,8 @@ static int parse_key(const struct cy_ctx *cy, const struct cy_node *key, const s
 		return cy_get_string(cy, val, k, &cfg->database);
 	if (strcmp(k, "authToken") == 0)
 		return cy_get_string(cy, val, k, &cfg->auth_token);
+	if (strcmp(k, "services") == 0)
+		return parse_services(cy, val, cfg);
 	if (strcmp(k, "notify") == 0)
 		return cy_get_bool(cy, val, k, &cfg->notify);
 	if (strcmp(k, "metrics") == 0) {
@@ -306,5 +369,15 @@ void dispatch_config_free(struct dispatch_config *cfg)
 	free(cfg->instance_id);
 	free(cfg->schema);
 	free(cfg->metrics);
+	for (size_t i = 0; i < cfg->nlocal; i++) {
+		for (size_t c = 0; c < cfg->local[i].ncommands; c++) {
+			free(cfg->local[i].commands[c].name);
+			free(cfg->local[i].commands[c].prog);
+			strlist_free(&cfg->local[i].commands[c].args);
+		}
+		free(cfg->local[i].commands);
+		free(cfg->local[i].name);
+	}
+	free(cfg->local);
 	memset(cfg, 0, sizeof *cfg);
 }

@@ -17,25 +17,43 @@
 #define DISPATCH_CONFIG_DEFAULT SYSCONFDIR "/execserver/execdispatch.yml"
 #define DISPATCH_INSTANCE_MAX 64 /* longest instanceId */
 
+/* A command of a local service: prog (absolute, or looked up nowhere:
+ * execve takes it as given) and the args placed before the job's. */
+struct dispatch_local_command {
+	char *name;
+	char *prog;
+	struct strlist args;
+};
+
+/* A service marked local: run on the dispatcher's own host. */
+struct dispatch_local_service {
+	char *name;
+	struct dispatch_local_command *commands;
+	size_t ncommands;
+};
+
 struct dispatch_config {
 	char *file;                 /* the path it was loaded from */
 	char *database;             /* libpq connection string or URI */
 	struct strlist execservers; /* ws:// or wss:// addresses */
 	char *auth_token;           /* NULL: none */
 	char *instance_id;
-	int instance_configured; /* 1: from the file or the environment */
-	char *schema;            /* default "execdispatch" */
-	int poll_ms;             /* 1000 */
-	int heartbeat_sec;       /* 5 */
-	int stale_after_sec;     /* 30 */
-	int cancel_poll_ms;      /* 1000; 0: no cancel poll */
-	int max_attempts;        /* 3 */
-	int retry_delay_sec;     /* 60 */
-	int connect_timeout_sec; /* 120 */
-	int retain_done_days;    /* 7; 0: finished rows are kept */
-	int log_level;           /* enum log_level, default info */
-	char *metrics;           /* host:port of /metrics, or NULL */
-	int notify;              /* LISTEN for submissions (direct connections only) */
+	int instance_configured;              /* 1: from the file or the environment */
+	char *schema;                         /* default "execdispatch" */
+	int poll_ms;                          /* 1000 */
+	int heartbeat_sec;                    /* 5 */
+	int stale_after_sec;                  /* 30 */
+	int cancel_poll_ms;                   /* 1000; 0: no cancel poll */
+	int max_attempts;                     /* 3 */
+	int retry_delay_sec;                  /* 60 */
+	int connect_timeout_sec;              /* 120 */
+	int retain_done_days;                 /* 7; 0: finished rows are kept */
+	int log_level;                        /* enum log_level, default info */
+	char *metrics;                        /* host:port of /metrics, or NULL */
+	int notify;                           /* LISTEN for submissions (direct connections only) */
+	struct dispatch_local_service *local; /* services marked local */
+	size_t nlocal;
+	int local_slots; /* localSlots: default the CPU count */
 };
 
 /* Loads and checks path; 0, or -1 with err->text "file:line:column: ...".

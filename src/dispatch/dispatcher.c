@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -39,6 +40,7 @@
 #include "common/log.h"
 #include "dispatch/db.h"
 #include "dispatch/listen.h"
+#include "dispatch/local_run.h"
 #include "dispatch/metrics.h"
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
@@ -56,10 +58,11 @@ struct held {
 	int attempts;
 	int priority;
 	char *service;
-	exc_job *xj;   /* NULL once the run ended */
-	int started;   /* written as running */
-	int lost;      /* not ours any more: cancelled at the execserver, dropped */
-	int releasing; /* given back at a stop */
+	exc_job *xj;          /* NULL once the run ended */
+	struct local_run *lr; /* a local service's run, or NULL */
+	int started;          /* written as running */
+	int lost;             /* not ours any more: cancelled at the execserver, dropped */
+	int releasing;        /* given back at a stop */
 	/* the outcome, once xj is NULL */
 	const char *state; /* "done", "failed", "queued" */
 	int uncount;       /* 1: the attempt does not count (no slot) */
@@ -92,6 +95,9 @@ struct dispatcher {
 	struct dispatch_stats st;
 	struct metrics *metrics;
 	struct listener *listener; /* notify: true */
+	char *local_names;         /* the local services as a text[] literal */
+	unsigned local_running;    /* held rows of local services running */
+	struct event *sig_chld;
 };
 
 /* ---- small helpers ---- */
@@ -211,14 +217,11 @@ static void set_outcome(struct held *h, const struct exc_receipt *r)
 	h->receipt = r->json ? strdup(r->json) : NULL;
 }
 
-static void on_done(exc_job *xj, const struct exc_receipt *r, void *arg)
+/* The run of h ended (at an execserver or locally) with receipt r. */
+static void run_ended(struct held *h, const struct exc_receipt *r)
 {
-	struct held *h = arg;
 	struct dispatcher *d = h->d;
 
-	(void)xj;
-	h->xj = NULL;
-	d->at_exec--;
 	if (!h->started)
 		d->claimed_unstarted--;
 	if (h->lost) {
@@ -242,6 +245,26 @@ static void on_done(exc_job *xj, const struct exc_receipt *r, void *arg)
 	 * arrived in it, in one statement that also claims for the share's
 	 * free places (poll_cb); when stopping, only written */
 	event_active(d->stopping ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
+}
+
+static void on_done(exc_job *xj, const struct exc_receipt *r, void *arg)
+{
+	struct held *h = arg;
+
+	(void)xj;
+	h->xj = NULL;
+	h->d->at_exec--;
+	run_ended(h, r);
+}
+
+static void on_local_done(struct local_run *lr, const struct exc_receipt *r, void *arg)
+{
+	struct held *h = arg;
+
+	(void)lr;
+	h->lr = NULL;
+	h->d->local_running--;
+	run_ended(h, r);
 }
 
 /* A POSITION for a claimed row someone asked about: into the row, under
@@ -270,15 +293,39 @@ static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
 /* The row's claim was lost (cancelled or rescued): stop its run. */
 static void drop_claim(struct dispatcher *d, struct held *h, const char *why)
 {
-	if (h->lost || !h->xj)
+	if (h->lost || (!h->xj && !h->lr))
 		return;
 	h->lost = 1;
 	log_info("job %lld attempt %d: %s; stopping its run", (long long)h->id, h->attempts, why);
-	exc_cancel(h->xj);
+	if (h->xj)
+		exc_cancel(h->xj);
+	else
+		local_cancel(h->lr);
+}
+
+/* A claimed row of a local service, spawned here. */
+static void start_local(struct dispatcher *d, struct held *h,
+			const struct dispatch_local_service *ls, const char *payload)
+{
+	char err[300];
+
+	h->lr = payload ? local_start(d->base, ls, payload, on_local_done, h, err, sizeof err)
+			: NULL;
+	if (!h->lr) {
+		if (!payload)
+			snprintf(err, sizeof err, "bad_job: the job is not a JSON object");
+		log_warn("job %lld attempt %d: refused: %s", (long long)h->id, h->attempts, err);
+		h->state = "failed";
+		h->error = strdup(err);
+		d->pending++;
+		return;
+	}
+	d->local_running++;
+	d->claimed_unstarted++;
 }
 
 /* A claimed row (columns id, attempts, priority, service, job from col
- * on) handed to libexecclient. */
+ * on) handed to libexecclient, or spawned here for a local service. */
 static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 {
 	struct held *h = calloc(1, sizeof *h);
@@ -299,6 +346,12 @@ static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	d->list = h;
 
 	payload = job_payload(h, PQgetvalue(res, row, col + 4));
+	for (size_t i = 0; i < d->cfg->nlocal; i++)
+		if (h->service && strcmp(d->cfg->local[i].name, h->service) == 0) {
+			start_local(d, h, &d->cfg->local[i], payload);
+			free(payload);
+			return;
+		}
 	exc_job_spec_init(&spec);
 	spec.job_id = h->job_id;
 	spec.service = h->service;
@@ -329,21 +382,25 @@ static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 
 static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *claimed);
 
-/* Claims up to n rows, writing the pending outcomes in the same statement
- * when there are any.  The number claimed, or -1 (logged). */
-static int claim(struct dispatcher *d, unsigned n)
+/* Claims up to n rows of the local services (local) or of the others,
+ * of priority minprio or more, writing the pending outcomes in the same
+ * statement when there are any (exec-bound claims).  The number claimed,
+ * or -1 (logged). */
+static int claim(struct dispatcher *d, unsigned n, int local, int minprio)
 {
-	char limit[16];
-	const char *params[2] = { d->cfg->instance_id, limit };
+	char limit[16], prio[16];
+	const char *params[5] = { d->cfg->instance_id, limit, d->local_names,
+				  local ? "true" : "false", prio };
 	int away, rows = -1;
 	PGresult *res;
 
-	if (d->pending && finish_batch(d, FINISH_BATCH, n, &rows) > 0)
+	if (!local && d->pending && finish_batch(d, FINISH_BATCH, n, &rows) > 0)
 		return rows;
 	if (d->pending)
 		flush_outcomes(d); /* away, or a batch the database refused */
 	snprintf(limit, sizeof limit, "%u", n);
-	res = db_exec(&d->db, d->q_claim, 2, params, &away);
+	snprintf(prio, sizeof prio, "%d", minprio);
+	res = db_exec(&d->db, d->q_claim, 5, params, &away);
 	d->st.claims++;
 	if (!res) {
 		if (!away)
@@ -358,6 +415,20 @@ static int claim(struct dispatcher *d, unsigned n)
 	}
 	PQclear(res);
 	return rows;
+}
+
+/* Local services: localSlots in all, a quarter of them only for priority
+ * >= 2 (so that interactive work always finds a local slot). */
+static void claim_local(struct dispatcher *d)
+{
+	unsigned slots = (unsigned)d->cfg->local_slots, reserve = slots / 4;
+
+	if (d->local_running + reserve < slots)
+		claim(d, slots - reserve - d->local_running, 1, -1000);
+	if (d->local_running < slots)
+		claim(d, slots - d->local_running, 1, 2);
+	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
+		arm(d->start_ev, START_CHECK_MS);
 }
 
 static void poll_cb(evutil_socket_t fd, short what, void *arg)
@@ -391,7 +462,7 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		unsigned free_ = share - d->at_exec;
 		d->said_no_exec = 0;
 		n = free_ > CLAIM_MAX ? CLAIM_MAX : free_;
-		rows = claim(d, n);
+		rows = claim(d, n, 0, -1000);
 		full = rows >= 0 && (unsigned)rows == n;
 		if (rows > 0)
 			log_debug("claimed %d (share %u, at the execservers %u)", rows, share,
@@ -399,6 +470,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
 			arm(d->start_ev, START_CHECK_MS);
 	}
+	if (d->cfg->nlocal && beat_fresh(d))
+		claim_local(d);
 	if (d->pending)
 		flush_outcomes(d);
 	arm(d->poll_ev, full ? 0 : jittered(d, d->cfg->poll_ms));
@@ -505,10 +578,10 @@ static int collect(struct dispatcher *d, int only_unstarted_running, int64_t *id
 	int n = 0;
 
 	for (struct held *h = d->list; h && n < max; h = h->next) {
-		if (!h->xj || h->lost)
+		if ((!h->xj && !h->lr) || h->lost)
 			continue;
 		if (only_unstarted_running &&
-		    (h->started || strcmp(exc_job_state(h->xj), "running") != 0))
+		    (h->started || (h->xj && strcmp(exc_job_state(h->xj), "running") != 0)))
 			continue;
 		ids[n] = h->id;
 		att[n] = h->attempts;
@@ -615,7 +688,7 @@ static void cancel_cb(evutil_socket_t fd, short what, void *arg)
 			ours = atoi(PQgetvalue(res, row, 1)) == att[i] &&
 			       atoi(PQgetvalue(res, row, 2)) == 1;
 		if (h && ours && !PQgetisnull(res, row, 4) && atoi(PQgetvalue(res, row, 4)) == 1 &&
-		    strcmp(exc_job_state(h->xj), "waiting") == 0)
+		    h->xj && strcmp(exc_job_state(h->xj), "waiting") == 0)
 			exc_query(h->xj); /* someone asked for its position */
 		if (!h || ours)
 			continue;
@@ -664,7 +737,7 @@ static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *
 	PGresult *res;
 
 	for (struct held *h = d->list; h && k < n; h = h->next) {
-		if (h->xj || !h->state)
+		if (h->xj || h->lr || !h->state)
 			continue;
 		batch[k] = h;
 		ids[k] = h->id;
@@ -686,11 +759,13 @@ static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *
 	aerrors = db_text_array(errors, k);
 	areceipts = db_text_array(receipts, k);
 	snprintf(limit, sizeof limit, "%u", claim_limit);
-	const char *params[9] = { d->cfg->instance_id, aids, aatt, astates, aunc, adelay, aerrors,
-				  areceipts,           limit };
+	const char *params[12] = {
+		d->cfg->instance_id, aids,  aatt,           astates, aunc,   adelay, aerrors,
+		areceipts,           limit, d->local_names, "false", "-1000"
+	};
 	res = astates && aerrors && areceipts
 		      ? db_exec(&d->db, claim_limit ? d->q_finish_claim : d->q_finish,
-				claim_limit ? 9 : 8, params, &away)
+				claim_limit ? 12 : 8, params, &away)
 		      : NULL;
 	free(astates);
 	free(aerrors);
@@ -754,7 +829,7 @@ static void flush_outcomes(struct dispatcher *d)
 		}
 		/* the first pending row alone failed */
 		for (struct held *h = d->list; h; h = h->next) {
-			if (h->xj || !h->state)
+			if (h->xj || h->lr || !h->state)
 				continue;
 			if (h->receipt) {
 				log_warn("job %lld: receipt not storable (%s); writing the outcome "
@@ -815,6 +890,21 @@ static void maybe_done_stopping(struct dispatcher *d)
 	if (d->registered)
 		PQclear(db_exec(&d->db, d->q_leave, 3, params, &away));
 	event_base_loopbreak(d->base);
+}
+
+/* Children of local runs: each reaped one goes to its run. */
+static void chld_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+	pid_t pid;
+	int status;
+
+	(void)sig;
+	(void)what;
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		for (struct held *h = d->list; h; h = h->next)
+			if (h->lr && local_reaped(h->lr, pid, status))
+				break;
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
@@ -929,7 +1019,12 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	if (gethostname(d.host, sizeof d.host - 1) < 0)
 		strcpy(d.host, "unknown");
 	snprintf(d.pid, sizeof d.pid, "%ld", (long)getpid());
-	if (expand_all(&d) < 0 || db_init(&d.db, cfg->database) < 0) {
+	const char **names = calloc(cfg->nlocal + 1, sizeof *names);
+	for (size_t i = 0; names && i < cfg->nlocal; i++)
+		names[i] = cfg->local[i].name;
+	d.local_names = names ? db_text_array(names, (int)cfg->nlocal) : NULL;
+	free(names);
+	if (!d.local_names || expand_all(&d) < 0 || db_init(&d.db, cfg->database) < 0) {
 		log_error("out of memory");
 		goto out;
 	}
@@ -961,6 +1056,7 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	d.sig_term = evsignal_new(d.base, SIGTERM, signal_cb, &d);
 	d.sig_int = evsignal_new(d.base, SIGINT, signal_cb, &d);
 	d.sig_hup = evsignal_new(d.base, SIGHUP, signal_cb, &d);
+	d.sig_chld = evsignal_new(d.base, SIGCHLD, chld_cb, &d);
 	if (!d.poll_ev || !d.beat_ev || !d.cancel_ev || !d.start_ev || !d.flush_ev ||
 	    !d.janitor_ev || !d.sig_term || !d.sig_int || !d.sig_hup) {
 		log_error("out of memory");
@@ -969,6 +1065,8 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	evsignal_add(d.sig_term, NULL);
 	evsignal_add(d.sig_int, NULL);
 	evsignal_add(d.sig_hup, NULL);
+	if (d.sig_chld)
+		evsignal_add(d.sig_chld, NULL);
 	arm(d.poll_ev, jittered(&d, cfg->poll_ms));
 	arm(d.beat_ev, cfg->heartbeat_sec * 1000LL);
 	if (cfg->cancel_poll_ms > 0)
@@ -1000,7 +1098,10 @@ out:
 	if (d.client)
 		exc_client_free(d.client);
 	struct event *evs[] = { d.poll_ev,    d.beat_ev,  d.cancel_ev, d.start_ev, d.flush_ev,
-				d.janitor_ev, d.sig_term, d.sig_int,   d.sig_hup };
+				d.janitor_ev, d.sig_term, d.sig_int,   d.sig_hup,  d.sig_chld };
+	for (struct held *h = d.list; h; h = h->next)
+		if (h->lr)
+			local_cancel(h->lr); /* a forced exit: no local job outlives us */
 	for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
 		if (evs[i])
 			event_free(evs[i]);
@@ -1009,6 +1110,7 @@ out:
 	if (d.base)
 		event_base_free(d.base);
 	db_close(&d.db);
+	free(d.local_names);
 	char **qs[] = { &d.q_register, &d.q_heartbeat, &d.q_rescue_own,  &d.q_claim,
 			&d.q_start,    &d.q_finish,    &d.q_held,        &d.q_leave,
 			&d.q_janitor,  &d.q_position,  &d.q_finish_claim };

@@ -51,10 +51,14 @@ const char DQ_RESCUE_OWN[] = "UPDATE @schema@.job j SET " RESCUE_SET(
 
 /* The claim's two halves: the rows picked (LIMIT from the parameter
  * named), and their change to claimed by $1. */
-#define CLAIM_PICK(LIMIT)                                  \
-	"SELECT id FROM @schema@.job"                      \
-	" WHERE state = 'queued' AND start_after <= now()" \
-	" ORDER BY priority DESC, id"                      \
+/* The class of a claim: the services in the array LOCAL (the services
+ * marked local) are claimed when IS_LOCAL is true, the others when false;
+ * MINPRIO bounds the priority from below (the reserved local slots). */
+#define CLAIM_PICK(LIMIT, LOCAL, IS_LOCAL, MINPRIO)                                      \
+	"SELECT id FROM @schema@.job"                                                    \
+	" WHERE state = 'queued' AND start_after <= now()"                               \
+	" AND (service = ANY(" LOCAL "::text[])) = " IS_LOCAL "::bool AND priority >= " \
+	MINPRIO "::int ORDER BY priority DESC, id"                                       \
 	" LIMIT " LIMIT " FOR UPDATE SKIP LOCKED"
 #define CLAIM_SET                                                             \
 	"UPDATE @schema@.job j SET state = 'claimed', runner_instance = $1, " \
@@ -76,7 +80,7 @@ const char DQ_RESCUE_OWN[] = "UPDATE @schema@.job j SET " RESCUE_SET(
 	"WHERE j.id = u.id AND j.runner_instance = $1 AND j.attempts = u.attempts "             \
 	"AND j.state IN " HELD " RETURNING j.id"
 
-const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int") ") " CLAIM_SET;
+const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int", "$3", "$4", "$5") ") " CLAIM_SET;
 
 const char DQ_START[] = "UPDATE @schema@.job j SET state = 'running', started_at = now() "
 			"FROM unnest($2::bigint[], $3::int[]) AS u(id, attempts) "
@@ -90,7 +94,7 @@ const char DQ_FINISH[] = FINISH_SET;
 const char DQ_FINISH_CLAIM[] =
 	"WITH fin AS (" FINISH_SET "), "
 	"picked AS MATERIALIZED (" CLAIM_PICK(
-		"$9::int") "), "
+		"$9::int", "$10", "$11", "$12") "), "
 			   "claimed AS (" CLAIM_SET ") "
 			   "SELECT 'c', id, attempts, priority, service, job FROM claimed "
 			   "UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL FROM fin";

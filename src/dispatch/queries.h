@@ -35,7 +35,8 @@ extern const char DQ_HEARTBEAT[];
  * (same outcome rule as the rescue): ($1 instance, $2 maxAttempts) -> rows */
 extern const char DQ_RESCUE_OWN[];
 
-/* Claim a batch: ($1 instance, $2 limit)
+/* Claim a batch: ($1 instance, $2 limit, $3 the local services text[],
+ * $4 true: claim those, false: the others, $5 the lowest priority)
  * -> (id, attempts, priority, service, job) */
 extern const char DQ_CLAIM[];
 
@@ -49,8 +50,8 @@ extern const char DQ_START[];
  * jsonb[]) -> (id) of the rows whose claim was still ours */
 extern const char DQ_FINISH[];
 
-/* DQ_FINISH and DQ_CLAIM in one statement: ($1..$8 as DQ_FINISH, $9 the
- * claim's limit) -> ('f', id) per outcome written and ('c', id, attempts,
+/* DQ_FINISH and DQ_CLAIM in one statement: ($1..$8 as DQ_FINISH, $9..$12
+ * the claim's $2..$5) -> ('f', id) per outcome written and ('c', id, attempts,
  * priority, service, job) per row claimed */
 extern const char DQ_FINISH_CLAIM[];
 

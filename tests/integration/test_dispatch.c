@@ -441,6 +441,93 @@ static void test_position(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
 }
 
+static long long submit_to(const char *service, const char *job, int priority)
+{
+	return pgtest_int(F.c, "SELECT execdispatch.submit('%s', '%s', %d)", service, job,
+			  priority);
+}
+
+static long long local_running(void)
+{
+	return pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE service = 'hostwork' "
+			       "AND state = 'running'");
+}
+
+static void test_local(void)
+{
+	char buf[256];
+	long long echo, fail, unknown, stream, big, cancel;
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0,
+					"localSlots: 4\n"
+					"services:\n"
+					"  hostwork:\n"
+					"    local: true\n"
+					"    commands:\n"
+					"      echo: {prog: /bin/echo, args: [\"-n\"]}\n"
+					"      false: {prog: /bin/false}\n"
+					"      sleep: {prog: /bin/sleep}\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	echo = submit_to("hostwork", "{\"command\":\"echo\",\"args\":[\"hi\"]}", 0);
+	fail = submit_to("hostwork", "{\"command\":\"false\"}", 0);
+	unknown = submit_to("hostwork", "{\"command\":\"rm\"}", 0);
+	stream = submit_to("hostwork", "{\"command\":\"echo\",\"stdin\":\"http://x/\"}", 0);
+	CU_ASSERT_FATAL(df_wait_final(&F, 10000) == 0);
+	/* run on this host, with the same receipt fields as an execserver's */
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(
+			F.c, buf, sizeof buf,
+			"SELECT state || '/' || "
+			"(receipt->>'stdout') || '/' || (receipt->>'local') FROM execdispatch.job "
+			"WHERE id = %lld",
+			echo),
+		"done/hi/true");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state || '/' || error "
+					   "FROM execdispatch.job WHERE id = %lld",
+					   fail),
+			       "failed/exit_status");
+	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
+						  "SELECT state || '/' || error "
+						  "FROM execdispatch.job WHERE id = %lld",
+						  unknown),
+				      "failed/unknown_command"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
+						  "SELECT state || '/' || error "
+						  "FROM execdispatch.job WHERE id = %lld",
+						  stream),
+				      "failed/bad_job: job.stdin"));
+
+	/* 4 local slots, one of them kept for priority >= 2 */
+	for (int i = 0; i < 5; i++)
+		submit_to("hostwork", "{\"command\":\"sleep\",\"args\":[\"3\"]}", 0);
+	for (int i = 0; i < 100 && local_running() < 3; i++)
+		harness_sleep_ms(20);
+	harness_sleep_ms(400); /* several polls: the fourth slot stays free */
+	CU_ASSERT_EQUAL(local_running(), 3);
+	big = submit_to("hostwork", "{\"command\":\"sleep\",\"args\":[\"3\"]}", 2);
+	for (int i = 0; i < 100 && local_running() < 4; i++)
+		harness_sleep_ms(20);
+	CU_ASSERT_EQUAL(local_running(), 4);
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state FROM execdispatch.job "
+					   "WHERE id = %lld",
+					   big),
+			       "running");
+	/* a cancel reaches a local run too: its process group is killed */
+	cancel = big;
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", cancel),
+		"requested");
+	for (int i = 0; i < 50 && local_running() > 3; i++)
+		harness_sleep_ms(20);
+	CU_ASSERT(local_running() <= 3);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
+	clear_queue();
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+}
+
 static void test_notify(void)
 {
 	long long id, t0, took;
@@ -485,6 +572,8 @@ int main(void)
 		  test_no_execserver },
 		{ "execctl submit, show, wait, cancel, position", test_execctl_db },
 		{ "notify: true starts a submission at once", test_notify },
+		{ "local services: on this host, localSlots with a quarter for priority >= 2",
+		  test_local },
 		{ "position: queued from the database, claimed from the execserver",
 		  test_position },
 		{ "teardown", test_teardown },

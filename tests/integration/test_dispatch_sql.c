@@ -219,8 +219,8 @@ static void test_claim_uses_index(void)
 	PQclear(pgtest_query(F.c, "BEGIN; SET LOCAL enable_seqscan = off"));
 	/* the claim's selection, as the planner sees it inside the statement */
 	snprintf(sql, sizeof sql, "EXPLAIN %s", claim);
-	const char *params[2] = { "x", "10" };
-	r = PQexecParams(F.c, sql, 2, NULL, params, NULL, NULL, 0);
+	const char *params[5] = { "x", "10", "{}", "false", "-1000" };
+	r = PQexecParams(F.c, sql, 5, NULL, params, NULL, NULL, 0);
 	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
 	for (int i = 0; i < PQntuples(r); i++) {
 		found |= strstr(PQgetvalue(r, i, 0), "Index Scan using job_claim") != NULL;
@@ -332,7 +332,7 @@ static void test_race_claim_rescue(void)
 	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
 	long long id = held_row("running");
 	char buf[64];
-	const char *claim[2] = { "third", "10" };
+	const char *claim[5] = { "third", "10", "{}", "false", "-1000" };
 	PGresult *r;
 
 	/* the rescue has requeued the row but not committed: a claim sees
@@ -341,15 +341,15 @@ static void test_race_claim_rescue(void)
 	r = run_stmt(a.c, DQ_HEARTBEAT, 5, rescue_params);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
 	PQclear(r);
-	r = run_stmt(b.c, DQ_CLAIM, 2, claim);
+	r = run_stmt(b.c, DQ_CLAIM, 5, claim);
 	CU_ASSERT_EQUAL(PQntuples(r), 0);
 	PQclear(r);
 	PQclear(pgtest_query(a.c, "COMMIT"));
 	/* after the commit it is claimed exactly once, as the second attempt */
-	r = run_stmt(b.c, DQ_CLAIM, 2, claim);
+	r = run_stmt(b.c, DQ_CLAIM, 5, claim);
 	CU_ASSERT_EQUAL(PQntuples(r), 1);
 	PQclear(r);
-	r = run_stmt(a.c, DQ_CLAIM, 2, claim);
+	r = run_stmt(a.c, DQ_CLAIM, 5, claim);
 	CU_ASSERT_EQUAL(PQntuples(r), 0);
 	PQclear(r);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
@@ -494,7 +494,8 @@ static void test_race_cancel_rescue(void)
 static void test_race_claim_claim(void)
 {
 	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
-	const char *ca[2] = { "one", "6" }, *cb[2] = { "two", "100" };
+	const char *ca[5] = { "one", "6", "{}", "false", "-1000" },
+		   *cb[5] = { "two", "100", "{}", "false", "-1000" };
 	PGresult *r;
 
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
@@ -503,10 +504,10 @@ static void test_race_claim_claim(void)
 	/* the first claim's rows stay locked: the second takes the rest at
 	 * once (SKIP LOCKED), and no row is claimed twice */
 	PQclear(pgtest_query(a.c, "BEGIN"));
-	r = run_stmt(a.c, DQ_CLAIM, 2, ca);
+	r = run_stmt(a.c, DQ_CLAIM, 5, ca);
 	CU_ASSERT_EQUAL(PQntuples(r), 6);
 	PQclear(r);
-	r = run_stmt(b.c, DQ_CLAIM, 2, cb);
+	r = run_stmt(b.c, DQ_CLAIM, 5, cb);
 	CU_ASSERT_EQUAL(PQntuples(r), 4);
 	PQclear(r);
 	PQclear(pgtest_query(a.c, "COMMIT"));

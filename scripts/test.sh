@@ -15,10 +15,13 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/setup.sh"
 cd "$top/build"
 
-# The CUnit run summaries of every test program, added up into one line.
+# The CUnit run summaries of every test program, added up into one line,
+# with the tests that programs left out (the test bed when not root: "prog:
+# N tests left out: why").
 summary() {
 	awk '$1 == "tests" && NF == 6 { passed += $4; failed += $5 }
-	     END { printf "%d passed, %d failed\n", passed, failed }' tests/*/*.log
+	     $3 == "tests" && $4 == "left" && $5 == "out:" { skipped += $2 }
+	     END { printf "%d passed, %d failed, %d skipped\n", passed, failed, skipped }' tests/*/*.log
 }
 
 if ! make -j"$(nproc)" check; then

@@ -41,6 +41,9 @@ int config_take_reloadable(struct es_config *cur, struct es_config *fresh, int k
 	struct addr_rules allow = cur->callback_allow;
 	cur->callback_allow = fresh->callback_allow;
 	fresh->callback_allow = allow;
+	struct addr_rules proxies = cur->trusted_proxies;
+	cur->trusted_proxies = fresh->trusted_proxies;
+	fresh->trusted_proxies = proxies;
 	char *token = cur->auth_token;
 	cur->auth_token = fresh->auth_token;
 	fresh->auth_token = token;

@@ -159,7 +159,7 @@ static long long csv_field(const char *csv, const char *prefix, int column)
 
 /* haproxy's "show stat" columns: pxname,svname,qcur,qmax,scur,smax,slim,
  * stot,bin,bout,... */
-enum { COL_SCUR = 4, COL_BIN = 8, COL_BOUT = 9 };
+enum { COL_SCUR = 4, COL_BIN = 8, COL_BOUT = 9, COL_DREQ = 10 };
 
 int balancer_sessions(const struct es_balancer *b, int index)
 {
@@ -169,6 +169,15 @@ int balancer_sessions(const struct es_balancer *b, int index)
 		return -1;
 	snprintf(prefix, sizeof prefix, "be,s%d,", index + 1);
 	return (int)csv_field(out, prefix, COL_SCUR);
+}
+
+long long balancer_denied(const struct es_balancer *b)
+{
+	static char out[1 << 16];
+	if (balancer_command(b, "show stat", out, sizeof out) < 0)
+		return -1;
+	/* a deny in the backend counts on its line (and the frontend's) */
+	return csv_field(out, "be,BACKEND,", COL_DREQ);
 }
 
 long long balancer_bytes(const struct es_balancer *b)

@@ -86,5 +86,8 @@ int balancer_sessions(const struct es_balancer *b, int index);
 /* Bytes the balancer carried so far, both ways (the frontend's bin + bout:
  * from clients and to them), or -1. */
 long long balancer_bytes(const struct es_balancer *b);
+/* Requests denied in backend be (http-request deny in backend_lines,
+ * HTTP mode), or -1. */
+long long balancer_denied(const struct es_balancer *b);
 
 #endif

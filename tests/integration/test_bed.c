@@ -262,11 +262,5 @@ int main(void)
 		{ "cleanup", test_cleanup },
 		{ NULL, NULL },
 	};
-	if (!bed_usable("test_bed", 5))
-		return 77;
-	if (bed_create(&B, 3) != 0)
-		return 1;
-	int rc = run_suite("bed", cases);
-	bed_destroy(&B);
-	return rc;
+	return bed_run_suite("test_bed", "bed", cases, &B, 3);
 }

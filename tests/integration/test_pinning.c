@@ -164,11 +164,5 @@ int main(void)
 		{ "a balancer that forwards /broker only", test_balancer_forwards_broker_only },
 		{ NULL, NULL },
 	};
-	if (!bed_usable("test_pinning", 2))
-		return 77;
-	if (bed_create(&B, 4) != 0)
-		return 1;
-	int rc = run_suite("pinning", cases);
-	bed_destroy(&B);
-	return rc;
+	return bed_run_suite("test_pinning", "pinning", cases, &B, 4);
 }

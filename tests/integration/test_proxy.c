@@ -297,11 +297,5 @@ int main(void)
 		{ "a header from elsewhere is refused", test_untrusted_header_refused },
 		{ NULL, NULL },
 	};
-	if (!bed_usable("test_proxy", 5))
-		return 77;
-	if (bed_create(&B, 3) != 0)
-		return 1;
-	int rc = run_suite("proxy", cases);
-	bed_destroy(&B);
-	return rc;
+	return bed_run_suite("test_proxy", "proxy", cases, &B, 3);
 }

@@ -14,6 +14,7 @@
 
 #include "bed.h"
 #include "harness.h"
+#include "suite.h"
 
 #define PREFIX "esbed"
 
@@ -64,6 +65,21 @@ int bed_usable(const char *prog, int ntests)
 	printf("%s: %d tests left out: %s\n", prog, ntests, why);
 	fflush(stdout);
 	return 0;
+}
+
+int bed_run_suite(const char *prog, const char *suite, const struct test_case *cases,
+		  struct bed *b, int nhosts)
+{
+	int ncases = 0;
+	while (cases[ncases].name)
+		ncases++;
+	if (!bed_usable(prog, ncases))
+		return 77;
+	if (bed_create(b, nhosts) != 0)
+		return 1;
+	int rc = run_suite(suite, cases);
+	bed_destroy(b);
+	return rc;
 }
 
 /* Kills the processes in namespace ns and removes it (quietly: it may not

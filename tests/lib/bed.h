@@ -7,13 +7,11 @@
  * API in short (a test that uses the bed, see test_bed.c):
  *
  *     static struct bed B;
- *     int main(void) {
- *         if (!bed_usable("test_x", 3))      // one line and exit 77 (SKIP)
- *             return 77;                     // when not root
- *         ...run_suite...
- *     }
- *     bed_create(&B, 4);                     // hosts a, b, c, d:
- *                                            // B.host[i].addr 10.250.0.11+i
+ *     int main(void) {                       // hosts a, b, c, d:
+ *         return bed_run_suite("test_x", "x", cases, &B, 4);
+ *     }                                      // B.host[i].addr 10.250.0.11+i;
+ *                                            // when not root: one line and
+ *                                            // exit 77 (SKIP)
  *     harness_start_on(&d, &B.host[2], 1, body, NULL);  // execserver on c,
  *                                            // listening on c's address;
  *                                            // harness_status(&d) works from
@@ -82,6 +80,13 @@ struct bed {
  * returns 0; the program then exits 77, which make check counts as
  * skipped. */
 int bed_usable(const char *prog, int ntests);
+
+struct test_case;
+/* The main() of a test program on the bed: when bed_usable (the count of
+ * cases is the number left out), creates b with nhosts hosts, runs the
+ * suite, destroys b.  Returns the exit status (77: left out). */
+int bed_run_suite(const char *prog, const char *suite, const struct test_case *cases,
+		  struct bed *b, int nhosts);
 
 /* Creates n hosts (1..BED_MAX_HOSTS) on one bridge.  0, or -1 (what failed
  * is printed, and whatever was made is removed). */

@@ -151,6 +151,7 @@ void config_free(struct es_config *cfg)
 	addr_rules_free(&cfg->callback_allow);
 	addr_rules_free(&cfg->trusted_proxies);
 	free(cfg->auth_token);
+	free(cfg->instance_id);
 	free(cfg->user);
 	free(cfg->group);
 	free(cfg->pid_file);
@@ -720,6 +721,24 @@ static int top_auth_token(struct loader *ld, const struct topkey *tk, const stru
 	return 0;
 }
 
+/* instanceId: 1 to 64 of [A-Za-z0-9_.-] (it goes into URLs unescaped). */
+static int top_instance_id(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
+{
+	char q[80];
+	if (get_opt_string(ld, v, tk->name, &ld->cfg->instance_id) < 0)
+		return -1;
+	const char *id = ld->cfg->instance_id;
+	if (id && strlen(id) > CONFIG_INSTANCE_ID_MAX)
+		return cy_error(&ld->cy, v, "%s: %s is longer than %d characters", tk->name,
+				cy_quote(v, q, sizeof q), CONFIG_INSTANCE_ID_MAX);
+	for (const char *p = id; p && *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || *p == '-'))
+			return cy_error(&ld->cy, v, "%s: %s: only letters, digits, '_', '.' and "
+					"'-' are allowed", tk->name, cy_quote(v, q, sizeof q));
+	return 0;
+}
+
 static int top_user(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
 	return get_opt_string(ld, v, tk->name, &ld->cfg->user);
@@ -895,6 +914,7 @@ static const struct topkey topkeys[] = {
 	{ "trustedProxies", top_trusted_proxies, 0, 0, 0, 0 },
 	{ "allowRootJobs", top_bool, offsetof(struct es_config, allow_root_jobs), 0, 0, 0 },
 	{ "authToken", top_auth_token, 0, 0, 0, 0 },
+	{ "instanceId", top_instance_id, 0, 0, 0, 0 },
 	{ "user", top_user, 0, 0, 0, 0 },
 	{ "group", top_group, 0, 0, 0, 0 },
 	{ "pidFile", top_pid_file, 0, 0, 0, 0 },

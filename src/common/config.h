@@ -31,6 +31,7 @@
 #define CONFIG_NAME_MAX 63 /* longest waitgroup, service or command name */
 #define CONFIG_MAX_PROCESSES 1024 /* most slots (processes) of one waitgroup */
 #define CONFIG_AUTO_POOL "auto"   /* the one waitgroup of auto-balance */
+#define CONFIG_INSTANCE_ID_MAX 64     /* characters of instanceId */
 #define CONFIG_MAX_CALLBACK_ALLOW 256 /* entries of callbackAllow, of trustedProxies */
 
 /* A list of strings (args, env). */
@@ -129,6 +130,7 @@ struct es_config {
 	struct addr_rules trusted_proxies; /* trustedProxies: addresses and CIDR
 					    * blocks only; empty = none */
 	char *auth_token;                 /* NULL = no authentication */
+	char *instance_id;                /* instanceId; NULL = random at start */
 	char *user;                       /* NULL = keep the current user */
 	char *group;                      /* NULL = the user's primary group */
 	int allow_root_jobs;              /* allowRootJobs: jobs may run as root */

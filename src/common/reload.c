@@ -25,7 +25,8 @@ int config_take_reloadable(struct es_config *cur, struct es_config *fresh, int k
 			     cur->heavy_threshold_ms != fresh->heavy_threshold_ms ||
 			     cur->unknown_cap != fresh->unknown_cap ||
 			     cur->min_samples != fresh->min_samples ||
-			     cur->max_jobs_per_client != fresh->max_jobs_per_client;
+			     cur->max_jobs_per_client != fresh->max_jobs_per_client ||
+			     differ(cur->instance_id, fresh->instance_id);
 
 	if (!keep_log_level)
 		cur->log_level = fresh->log_level;

@@ -141,6 +141,40 @@ int balancer_cut(const struct es_balancer *b, int index)
 	return quiet_command(b, cmd);
 }
 
+int balancer_cut_except(const struct es_balancer *b, int index, const int *keep_ports, int nkeep)
+{
+	static char out[1 << 16];
+	char srv[32], cmd[128];
+	int cut = 0;
+	if (!valid_index(b, index) || balancer_command(b, "show sess", out, sizeof out) < 0)
+		return -1;
+	/* one line per session: "0x...: proto=tcpv4 src=127.0.0.1:40000 fe=fe
+	 * be=be srv=s1 ..." */
+	snprintf(srv, sizeof srv, " srv=s%d ", index + 1);
+	for (char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		char *end = strchr(line, '\n'), *colon = strchr(line, ':'), *src;
+		if (end)
+			*end = '\0';
+		if (!colon || !strstr(line, srv) || !(src = strstr(line, " src=")))
+			goto next;
+		char *port = strchr(src + 5, ' ');
+		while (port && port > src && *port != ':')
+			port--;
+		int p = port && *port == ':' ? atoi(port + 1) : -1, keep = 0;
+		for (int i = 0; i < nkeep; i++)
+			keep |= keep_ports[i] == p;
+		if (!keep) {
+			snprintf(cmd, sizeof cmd, "shutdown session %.*s", (int)(colon - line), line);
+			if (quiet_command(b, cmd) == 0)
+				cut++;
+		}
+next:
+		if (end)
+			*end = '\n';
+	}
+	return cut;
+}
+
 /* The value of CSV column `column` (0-based) on the line that starts
  * with prefix, or -1. */
 static long long csv_field(const char *csv, const char *prefix, int column)

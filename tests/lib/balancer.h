@@ -81,6 +81,10 @@ int balancer_set_port(struct es_balancer *b, int index, int port);
  * failure would: the client sees its connection end without a close
  * frame).  0 or -1. */
 int balancer_cut(const struct es_balancer *b, int index);
+/* Cuts the connections through backend index except those whose client
+ * port (as the balancer sees it) is in keep_ports.  Returns how many it
+ * cut, or -1. */
+int balancer_cut_except(const struct es_balancer *b, int index, const int *keep_ports, int nkeep);
 /* Open connections through backend index (haproxy's scur), or -1. */
 int balancer_sessions(const struct es_balancer *b, int index);
 /* Bytes the balancer carried so far, both ways (the frontend's bin + bout:

@@ -24,13 +24,13 @@ static void read_id(struct fleet *f, int i)
 static int start_one(struct fleet *f, int i, const char *body)
 {
 	const struct fleet_place *p = f->placed ? &f->place : NULL;
-	if (!p)
+	if (!p || !p->host[i])
 		return harness_start(&f->d[i], 1, body, NULL);
 	size_t len = strlen(body) + 128;
 	char *full = malloc(len);
 	if (!full)
 		return -1;
-	if (p->server_opts && strstr(p->server_opts, "send-proxy"))
+	if (p->balancer && p->server_opts && strstr(p->server_opts, "send-proxy"))
 		snprintf(full, len, "trustedProxies:\n  - %s\n%s", p->balancer->addr, body);
 	else
 		snprintf(full, len, "%s", body);
@@ -55,8 +55,8 @@ int fleet_start_placed(struct fleet *f, int n, int slots, const char *const *bod
 	if (place) {
 		f->placed = 1;
 		f->place = *place;
-		spec.netns = place->balancer->netns;
-		spec.bind_addr = place->balancer->addr;
+		spec.netns = place->balancer ? place->balancer->netns : NULL;
+		spec.bind_addr = place->balancer ? place->balancer->addr : NULL;
 		spec.server_opts = place->server_opts;
 		spec.backend_lines = place->backend_lines;
 		spec.http = place->http;
@@ -68,7 +68,7 @@ int fleet_start_placed(struct fleet *f, int n, int slots, const char *const *bod
 			return -1;
 		}
 		f->n = i + 1;
-		spec.addr[i] = place ? place->host[i]->addr : NULL;
+		spec.addr[i] = place && place->host[i] ? place->host[i]->addr : NULL;
 		spec.port[i] = f->d[i].port;
 		read_id(f, i);
 	}

@@ -17,11 +17,14 @@
 
 /* Where a fleet runs in a test bed (bed.h), and how its balancer is set. */
 struct fleet_place {
-	const struct bed_host *balancer;                    /* haproxy's host */
-	const struct bed_host *host[BALANCER_MAX_BACKENDS]; /* instance i's */
+	const struct bed_host *balancer;                    /* haproxy's host
+							     * (NULL: loopback) */
+	const struct bed_host *host[BALANCER_MAX_BACKENDS]; /* instance i's
+							     * (NULL: loopback) */
 	const char *server_opts;        /* "send-proxy" or "send-proxy-v2": each
 					 * instance then lists the balancer's
-					 * address in trustedProxies */
+					 * address in trustedProxies (on a bed
+					 * host only) */
 	const char *backend_lines;      /* balancer_spec's */
 	int http;                       /* balancer_spec's */
 };

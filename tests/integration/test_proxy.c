@@ -36,6 +36,8 @@
 #include "pipe_server.h"
 #include "proto.h"
 #include "suite.h"
+#include "testca.h"
+#include "wsclient.h"
 
 static struct bed B;
 #define A (&B.host[0])
@@ -46,20 +48,29 @@ static struct es_daemon D;
 static struct es_balancer L;
 static struct pipe_server P;
 
-/* The execserver on c (trusting b when trust), haproxy on b in front of it
- * with server_opts, and a pipe server on a. */
-static void start(int trust, const char *server_opts)
+/* The execserver on c (trusting b when trust; with TLS when cert, key are
+ * given, signed by ca), haproxy on b in front of it with server_opts, and a
+ * pipe server on a. */
+static void start_tls(int trust, const char *server_opts, const char *cert, const char *key,
+		      const char *ca)
 {
-	char body[4096];
-	snprintf(body, sizeof body, "handshakeTimeoutSec: 2\n%s%s%s%s",
+	char body[4096], tls[512] = "";
+	if (cert)
+		snprintf(tls, sizeof tls, "tls:\n  cert: %s\n  key: %s\n", cert, key);
+	snprintf(body, sizeof body, "handshakeTimeoutSec: 2\n%s%s%s%s%s",
 		 trust ? "trustedProxies:\n  - " : "", trust ? LB->addr : "", trust ? "\n" : "",
-		 harness_default_body(2));
-	CU_ASSERT_FATAL(harness_start_on(&D, C, 1, body, NULL) == 0);
+		 tls, harness_default_body(2));
+	CU_ASSERT_FATAL(harness_start_at(&D, C->netns, C->addr, 1, body, NULL, ca) == 0);
 	struct balancer_spec spec = { .netns = LB->netns, .bind_addr = LB->addr, .n = 1,
 				      .addr = { C->addr }, .port = { D.port },
 				      .server_opts = server_opts };
 	CU_ASSERT_FATAL(balancer_start_at(&L, &spec) == 0);
 	CU_ASSERT_FATAL(pipe_server_start_at(&P, A->netns, A->addr) > 0);
+}
+
+static void start(int trust, const char *server_opts)
+{
+	start_tls(trust, server_opts, NULL, NULL, NULL);
 }
 
 static void stop(void)
@@ -287,6 +298,40 @@ static void test_untrusted_header_refused(void)
 	stop();
 }
 
+/* TLS through a TCP balancer: haproxy puts the PROXY header before the
+ * client's TLS handshake, the execserver reads it before starting TLS, and
+ * the job reaches a's URLs. */
+static void test_tls_behind_proxy(void)
+{
+	struct testca ca;
+	char cert[96], key[96], san[96], path[64];
+	int status = 0;
+	CU_ASSERT_FATAL(testca_new(&ca) == 0);
+	snprintf(san, sizeof san, "IP:%s,IP:%s", LB->addr, C->addr);
+	CU_ASSERT_FATAL(testca_server(&ca, "server", san, cert, key) == 0);
+	start_tls(1, "send-proxy-v2", cert, key, ca.ca);
+
+	struct wsc_connect_opts o = { .tls_ca = ca.ca, .timeout_ms = 5000 };
+	snprintf(path, sizeof path, "/broker?client=tls1");
+	CU_ASSERT_FATAL(bed_enter(A) == 0);
+	struct wsc *ws = wsc_connect_opts(LB->addr, L.port, path, &o, &status);
+	bed_leave();
+	CU_ASSERT_FATAL(ws != NULL);
+	struct tclient *c = tc_from_wsc(ws, "tls1", 5000);
+	CU_ASSERT_FATAL(c != NULL);
+	struct json_object *done = cat_job(c, "j4");
+	CU_ASSERT(done && tc_int(tc_receipt(done), "exit_code") == 0);
+	CU_ASSERT_STRING_EQUAL(error_field(done, "code"), "");
+	json_object_put(done);
+	check_streamed("j4");
+	char line[96];
+	snprintf(line, sizeof line, "PROXY v2 header: client %s:", A->addr);
+	CU_ASSERT(harness_log_contains(&D, line));
+	tc_close(c);
+	stop();
+	testca_remove(&ca);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -295,6 +340,7 @@ int main(void)
 		{ "send-proxy-v2", test_send_proxy_v2 },
 		{ "a trusted proxy must send a header", test_trusted_needs_header },
 		{ "a header from elsewhere is refused", test_untrusted_header_refused },
+		{ "TLS behind the balancer", test_tls_behind_proxy },
 		{ NULL, NULL },
 	};
 	return bed_run_suite("test_proxy", "proxy", cases, &B, 3);

@@ -303,5 +303,5 @@ int bed_delay(const struct bed_host *h, int ms)
 int harness_start_on(struct es_daemon *d, const struct bed_host *h, int handlers,
 		     const char *body, const char *extra_env)
 {
-	return harness_start_at(d, h->netns, h->addr, handlers, body, extra_env);
+	return harness_start_at(d, h->netns, h->addr, handlers, body, extra_env, NULL);
 }

@@ -300,15 +300,13 @@ static int prepare(struct es_daemon *d, const char *netns, const char *host, con
 int harness_start_tls(struct es_daemon *d, int handlers, const char *body, const char *extra_env,
 		      const char *tls_ca)
 {
-	if (prepare(d, NULL, NULL, tls_ca) != 0)
-		return -1;
-	return launch(d, handlers, body, extra_env);
+	return harness_start_at(d, NULL, NULL, handlers, body, extra_env, tls_ca);
 }
 
 int harness_start_at(struct es_daemon *d, const char *netns, const char *host, int handlers,
-		     const char *body, const char *extra_env)
+		     const char *body, const char *extra_env, const char *tls_ca)
 {
-	if (prepare(d, netns, host, NULL) != 0)
+	if (prepare(d, netns, host, tls_ca) != 0)
 		return -1;
 	return launch(d, handlers, body, extra_env);
 }

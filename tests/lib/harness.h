@@ -40,10 +40,11 @@ int harness_start(struct es_daemon *d, int handlers, const char *body, const cha
  * requests go over https, verifying the server against the PEM file tls_ca. */
 int harness_start_tls(struct es_daemon *d, int handlers, const char *body, const char *extra_env,
 		      const char *tls_ca);
-/* harness_start in network namespace netns (NULL: this thread's), listening
- * on host (NULL: 127.0.0.1).  bed.h's harness_start_on wraps it. */
+/* harness_start_tls in network namespace netns (NULL: this thread's),
+ * listening on host (NULL: 127.0.0.1); tls_ca NULL for plain HTTP.
+ * bed.h's harness_start_on wraps it. */
 int harness_start_at(struct es_daemon *d, const char *netns, const char *host, int handlers,
-		     const char *body, const char *extra_env);
+		     const char *body, const char *extra_env, const char *tls_ca);
 /* Starts the daemon again in the same directory (tempDir and log kept, a
  * new port) after harness_stop, with a new configuration body. */
 int harness_restart(struct es_daemon *d, int handlers, const char *body, const char *extra_env);

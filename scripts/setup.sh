@@ -11,8 +11,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # Debian packages: build tools, libraries, and what the tests and the demo
 # use (curl, procps for pgrep, valgrind for the memcheck pass, openssl to
 # make the TLS tests' certificates, clang with libFuzzer for the fuzz pass,
-# haproxy as the load balancer of the multi-instance tests, iproute2 and
-# nftables for the test bed of hosts in network namespaces), and what `make
+# haproxy as the load balancer of the multi-instance tests, iproute2 for
+# the network namespaces of the pipe-address test and of the test bed of
+# hosts, nftables for the bed's lossy links), and what `make
 # bench` needs (the gearmand peer and its library, gnuplot for the plots,
 # util-linux for lscpu, linux-perf where the kernel allows it).
 PACKAGES="build-essential autoconf automake libtool pkg-config

@@ -66,6 +66,7 @@ static void run_jobs(struct run *r)
 	CU_ASSERT_FATAL(data != NULL);
 	fx_options(&o);
 	CU_ASSERT_FATAL(bed_enter(A) == 0);	/* the client's sockets are a's */
+	fx_log_clear();
 	exc_client *c = fx_client(&o, NULL, 0, NULL);
 	CU_ASSERT_FATAL(c != NULL);
 	CU_ASSERT_FATAL(exc_client_add_address(c, F.url) == 0);
@@ -93,6 +94,11 @@ static void run_jobs(struct run *r)
 		CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	}
 	CU_ASSERT(fx_wait_pred(all_done, r, 60000));
+	/* the pipe URLs are on a's address, as the broker connection has it */
+	char pipes[64];
+	snprintf(pipes, sizeof pipes, "pipe server on %s:", A->addr);
+	CU_ASSERT(fx_log_find(pipes) != NULL);
+	CU_ASSERT(fx_log_find("pipe server on 127.") == NULL);
 	CU_ASSERT(fx_wait_pred(all_done, &sl, 10000));
 	CU_ASSERT(sleepers[0].ok && sleepers[1].ok);
 	CU_ASSERT(strcmp(sleepers[0].instance_id, sleepers[1].instance_id) != 0);

@@ -50,6 +50,16 @@ static int have(const char *tool)
 	return system(cmd) == 0;
 }
 
+/* Root in a container may still lack the privilege. */
+static int can_make_netns(void)
+{
+	char cmd[200];
+	snprintf(cmd, sizeof cmd,
+		 "ip netns add " PREFIX "%ld-probe >/dev/null 2>&1 && "
+		 "ip netns del " PREFIX "%ld-probe >/dev/null 2>&1", (long)getpid(), (long)getpid());
+	return system(cmd) == 0;
+}
+
 int bed_usable(const char *prog, int ntests)
 {
 	const char *why = NULL;
@@ -60,6 +70,8 @@ int bed_usable(const char *prog, int ntests)
 		why = "no ip (iproute2)";
 	else if (!have("nft"))
 		why = "no nft (nftables)";
+	else if (!can_make_netns())
+		why = "root, but no network namespace can be made here (ip netns add failed)";
 	if (!why)
 		return 1;
 	printf("%s: %d tests left out: %s\n", prog, ntests, why);

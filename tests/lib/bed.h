@@ -75,7 +75,8 @@ struct bed {
 	struct bed_host host[BED_MAX_HOSTS];
 };
 
-/* Whether this run can build a bed (root, iproute2, nftables).  When it
+/* Whether this run can build a bed (root, iproute2, nftables, and network
+ * namespaces can be made: a container may deny them to root).  When it
  * cannot, prints one line "<prog>: <ntests> tests left out: <why>" and
  * returns 0; the program then exits 77, which make check counts as
  * skipped. */

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "handler/handler.h"
+#include "handler/http_conn.h"
 #include "handler/listener.h"
 #include "handler/proxy_gate.h"
 

@@ -3,10 +3,10 @@
  * from an address in trustedProxies must begin with a PROXY protocol
  * header (net/proxy_header.h), read here from the socket itself, before
  * TLS or the HTTP parser see a byte; the client address it carries then
- * stands for the connection everywhere after (conn.c gets it as the peer:
- * the callback guard, the logs, the legacy token's peer check).  Any
- * other connection goes to conn.c as it is (which refuses a PROXY header
- * there, conn.c).
+ * stands for the connection everywhere after (http_conn.c gets it as the
+ * peer: the callback guard, the logs, the legacy token's peer check).  Any
+ * other connection goes to http_conn.c as it is (which refuses a PROXY
+ * header there).
  *
  * Invariants: no byte after the header is consumed (bytes are peeked, and
  * only those the parser counts as header are read); the header must be
@@ -24,10 +24,10 @@
 
 #include <event2/event.h>
 
-#include "common/addr_rule.h"
+#include "config/addr_rule.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "handler/conn.h"
+#include "handler/http_conn.h"
 #include "handler/handler.h"
 #include "handler/proxy_gate.h"
 #include "net/proxy_header.h"

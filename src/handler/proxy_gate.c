@@ -19,16 +19,16 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
-#include "config/addr_rule.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "handler/http_conn.h"
+#include "config/addr_rule.h"
 #include "handler/handler.h"
+#include "handler/http_conn.h"
 #include "handler/proxy_gate.h"
 #include "net/proxy_header.h"
 
@@ -36,10 +36,10 @@ struct gate {
 	int fd;
 	struct event *ev;
 	uint64_t deadline_ms;
-	struct sockaddr_storage proxy;  /* the connection's own peer */
+	struct sockaddr_storage proxy; /* the connection's own peer */
 	socklen_t proxy_len;
 	char proxy_text[64];
-	size_t have;                    /* header bytes read so far */
+	size_t have; /* header bytes read so far */
 	unsigned char buf[PROXY_HEADER_MAX];
 };
 
@@ -105,7 +105,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 	int r = proxy_header_parse(g->buf, g->have + (size_t)n, &ph, &why);
 	if (r == PROXY_HEADER_ERROR) {
 		log_warn("%s: connection from a trusted proxy refused: %s (trustedProxies: a "
-			 "PROXY protocol header is required)", g->proxy_text, why);
+			 "PROXY protocol header is required)",
+			 g->proxy_text, why);
 		gate_free(g, 1);
 		return;
 	}
@@ -119,13 +120,14 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 			gate_free(g, 1);
 		return;
 	}
-	struct sockaddr *client = ph.local ? (struct sockaddr *)&g->proxy : (struct sockaddr *)&ph.src;
+	struct sockaddr *client = ph.local ? (struct sockaddr *)&g->proxy
+					   : (struct sockaddr *)&ph.src;
 	int client_len = (int)(ph.local ? g->proxy_len : ph.src_len);
 	char client_text[64];
 	conn_format_peer(client, client_text, sizeof client_text);
 	log_debug("%s: PROXY v%d header: client %s%s", g->proxy_text, ph.version, client_text,
 		  ph.local ? " (no client address in it: the proxy's own connection)" : "");
-	handler.nhttp--;	/* conn_accept counts it again */
+	handler.nhttp--; /* conn_accept counts it again */
 	int sock = g->fd;
 	event_free(g->ev);
 	conn_accept(sock, client, client_len, 1);
@@ -144,8 +146,8 @@ void proxy_gate_accept(int fd, struct sockaddr *addr, int socklen)
 		conn_accept(fd, addr, socklen, 0);
 		return;
 	}
-	if (handler.nhttp + handler.nbroker >= (unsigned)cfg->max_connections ||
-	    socklen <= 0 || (size_t)socklen > sizeof g->proxy || !(g = calloc(1, sizeof *g))) {
+	if (handler.nhttp + handler.nbroker >= (unsigned)cfg->max_connections || socklen <= 0 ||
+	    (size_t)socklen > sizeof g->proxy || !(g = calloc(1, sizeof *g))) {
 		close(fd);
 		return;
 	}

@@ -10,8 +10,8 @@
 
 #include "net/proxy_header.h"
 
-#define V1_MAX 107                      /* the longest line, CRLF included */
-#define V2_FIXED 16                     /* signature, ver_cmd, family, length */
+#define V1_MAX 107  /* the longest line, CRLF included */
+#define V2_FIXED 16 /* signature, ver_cmd, family, length */
 
 static const unsigned char v2_sig[12] = { 0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d,
 					  0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a };
@@ -86,7 +86,7 @@ static int parse_v1_line(const char *line, size_t end, struct proxy_header *out,
 	if (next_field(line, end, &pos, &proto, &proto_len) != 0)
 		return fail(why, "v1: no protocol");
 	if (proto_len == 7 && memcmp(proto, "UNKNOWN", 7) == 0) {
-		out->local = 1;         /* the rest of the line is ignored */
+		out->local = 1; /* the rest of the line is ignored */
 		return 0;
 	}
 	int family = proto_len == 4 && memcmp(proto, "TCP4", 4) == 0   ? AF_INET
@@ -161,11 +161,11 @@ static int parse_v2(const unsigned char *buf, size_t len, struct proxy_header *o
 	const unsigned char *a = buf + V2_FIXED;
 	size_t alen = total - V2_FIXED;
 	out->version = 2;
-	if (cmd == 0 || fam == 0x00) {  /* LOCAL, or PROXY with UNSPEC */
+	if (cmd == 0 || fam == 0x00) { /* LOCAL, or PROXY with UNSPEC */
 		out->local = 1;
 		return (int)total;
 	}
-	if (fam == 0x11) {              /* TCP over IPv4 */
+	if (fam == 0x11) { /* TCP over IPv4 */
 		struct sockaddr_in *s4 = (struct sockaddr_in *)&out->src;
 		if (alen < 12)
 			return fail(why, "v2: IPv4 addresses cut short");
@@ -173,7 +173,7 @@ static int parse_v2(const unsigned char *buf, size_t len, struct proxy_header *o
 		memcpy(&s4->sin_addr, a, 4);
 		memcpy(&s4->sin_port, a + 8, 2);
 		out->src_len = sizeof *s4;
-	} else if (fam == 0x21) {       /* TCP over IPv6 */
+	} else if (fam == 0x21) { /* TCP over IPv6 */
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&out->src;
 		if (alen < 36)
 			return fail(why, "v2: IPv6 addresses cut short");

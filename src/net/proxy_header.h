@@ -25,17 +25,17 @@
 #define PROXY_HEADER_MAX 1024
 
 struct proxy_header {
-	int version;                    /* 1 or 2 */
-	int local;                      /* no client address: v2 LOCAL (a
+	int version;                 /* 1 or 2 */
+	int local;                   /* no client address: v2 LOCAL (a
 					 * balancer's health check), v1 UNKNOWN,
 					 * v2 UNSPEC; use the connection's own */
-	struct sockaddr_storage src;    /* the client's address and port */
+	struct sockaddr_storage src; /* the client's address and port */
 	socklen_t src_len;
 };
 
 enum {
-	PROXY_HEADER_ERROR = -1,        /* not a valid header; *why says why */
-	PROXY_HEADER_MORE = 0,          /* a valid beginning: read more */
+	PROXY_HEADER_ERROR = -1, /* not a valid header; *why says why */
+	PROXY_HEADER_MORE = 0,   /* a valid beginning: read more */
 };
 
 /* Parses buf[0..len).  Returns the header's length (> 0, *out filled) when

@@ -35,8 +35,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 #include <event2/event.h>
@@ -115,7 +115,8 @@ static void submit_next(int host)
 	snprintf(cj->id, sizeof cj->id, "h%d-%d", host, njobs);
 	snprintf(job, sizeof job,
 		 "{\"command\":\"mark\",\"args\":[\"-c\",\"echo $1 >> %s; sleep 0.05\",\"mark\","
-		 "\"%s\"]}", ledger, cj->id);
+		 "\"%s\"]}",
+		 ledger, cj->id);
 	fx_spec(&s, "chaos", job, &cj->d);
 	s.on_done = on_done;
 	s.arg = cj;
@@ -206,13 +207,13 @@ static int ledger_count(const struct ledger *l, const char *id)
 {
 	char key[32];
 	snprintf(key, sizeof key, "%s", id);
-	char (*hit)[32] = bsearch(key, l->ids, (size_t)l->n, sizeof *l->ids, cmp_id);
+	char(*hit)[32] = bsearch(key, l->ids, (size_t)l->n, sizeof *l->ids, cmp_id);
 	if (!hit)
 		return 0;
 	int n = 0;
-	for (char (*p)[32] = hit; p >= l->ids && strcmp(*p, id) == 0; p--)
+	for (char(*p)[32] = hit; p >= l->ids && strcmp(*p, id) == 0; p--)
 		n++;
-	for (char (*p)[32] = hit + 1; p < l->ids + l->n && strcmp(*p, id) == 0; p++)
+	for (char(*p)[32] = hit + 1; p < l->ids + l->n && strcmp(*p, id) == 0; p++)
 		n++;
 	return n;
 }
@@ -257,9 +258,11 @@ static void check_client(int host, const struct ledger *l, struct tally *t)
 				t->ran_twice++;
 				fprintf(stderr, "chaos: %s (%s) ran %d times\n", id, code, ran);
 			}
-			if (!strstr(t->codes, code) && strlen(t->codes) + strlen(code) + 2 < sizeof t->codes)
-				snprintf(t->codes + strlen(t->codes), sizeof t->codes - strlen(t->codes),
-					 "%s%s", t->codes[0] ? "," : "", code);
+			if (!strstr(t->codes, code) &&
+			    strlen(t->codes) + strlen(code) + 2 < sizeof t->codes)
+				snprintf(t->codes + strlen(t->codes),
+					 sizeof t->codes - strlen(t->codes), "%s%s",
+					 t->codes[0] ? "," : "", code);
 		} else {
 			t->bad++;
 			fprintf(stderr, "chaos: %s failed, not retryable: %s\n", id, code);
@@ -343,8 +346,8 @@ static void test_chaos_hosts(void)
 		if (action < 2 && !shaped) {
 			/* hosts b..h: the balancer, the servers, the clients */
 			shaped = &B.host[1 + rand_r(&seed) % 7];
-			fprintf(stderr, "chaos: +%lld ms: host %c: %s\n", now - start, shaped->label,
-				action ? "cut" : "loss burst");
+			fprintf(stderr, "chaos: +%lld ms: host %c: %s\n", now - start,
+				shaped->label, action ? "cut" : "loss burst");
 			if (action == 0) {
 				bed_loss(shaped, 20 + (int)(rand_r(&seed) % 40));
 				bursts++;
@@ -386,7 +389,7 @@ static void test_chaos_hosts(void)
 	CU_ASSERT_EQUAL(t.ran_unreported, 0);
 	CU_ASSERT_EQUAL(t.ok + t.retryable, t.jobs);
 	CU_ASSERT(l.n <= t.jobs);
-	CU_ASSERT(t.jobs >= 50 * seconds);	/* it did work under fire */
+	CU_ASSERT(t.jobs >= 50 * seconds); /* it did work under fire */
 	free(l.ids);
 
 	/* nothing held, every slot grantable, masters alive */

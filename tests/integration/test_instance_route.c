@@ -17,12 +17,12 @@
  */
 #include "autoconfig.h"
 
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 #include <event2/event.h>
@@ -186,7 +186,7 @@ static void test_routed_to_owner(void)
  * owner, the receipt arrives. */
 static void test_wrong_route_dropped(void)
 {
-	const int routes[N] = { 1, 2, 0 };	/* exec-1 -> s2, exec-2 -> s3, exec-3 -> s1 */
+	const int routes[N] = { 1, 2, 0 }; /* exec-1 -> s2, exec-2 -> s3, exec-3 -> s1 */
 	start(routes);
 	exc_client *c = client();
 	struct fx_done d = { 0 };

@@ -37,8 +37,10 @@ static struct fleet F;
 
 static void start(const char *backend_lines, int http)
 {
-	struct fleet_place p = { .balancer = &B.host[1], .host = { &B.host[2], &B.host[3] },
-				 .server_opts = "send-proxy-v2", .backend_lines = backend_lines,
+	struct fleet_place p = { .balancer = &B.host[1],
+				 .host = { &B.host[2], &B.host[3] },
+				 .server_opts = "send-proxy-v2",
+				 .backend_lines = backend_lines,
 				 .http = http };
 	CU_ASSERT_FATAL(fleet_start_placed(&F, 2, 1, NULL, &p) == 0);
 }
@@ -65,7 +67,7 @@ static void run_jobs(struct run *r)
 	struct exc_options o;
 	CU_ASSERT_FATAL(data != NULL);
 	fx_options(&o);
-	CU_ASSERT_FATAL(bed_enter(A) == 0);	/* the client's sockets are a's */
+	CU_ASSERT_FATAL(bed_enter(A) == 0); /* the client's sockets are a's */
 	fx_log_clear();
 	exc_client *c = fx_client(&o, NULL, 0, NULL);
 	CU_ASSERT_FATAL(c != NULL);
@@ -103,7 +105,7 @@ static void run_jobs(struct run *r)
 	CU_ASSERT(sleepers[0].ok && sleepers[1].ok);
 	CU_ASSERT(strcmp(sleepers[0].instance_id, sleepers[1].instance_id) != 0);
 	exc_client_free(c);
-	fx_spin(50);	/* the freed connections close */
+	fx_spin(50); /* the freed connections close */
 	bed_leave();
 	free(data);
 	int on[2] = { 0, 0 };
@@ -131,9 +133,9 @@ static void test_streams_bypass_balancer(void)
 	start(NULL, 0);
 	run_jobs(&r);
 	long long carried = balancer_bytes(&F.lb);
-	printf("\n  streams %u MiB, through the balancer %lld bytes ",
-	       2 * JOBS * JOB_BYTES / MIB, carried);
-	CU_ASSERT(carried > 1000);		/* the broker traffic did pass it */
+	printf("\n  streams %u MiB, through the balancer %lld bytes ", 2 * JOBS * JOB_BYTES / MIB,
+	       carried);
+	CU_ASSERT(carried > 1000); /* the broker traffic did pass it */
 	CU_ASSERT(carried < 256 * 1024);
 	char line[96];
 	snprintf(line, sizeof line, "PROXY v2 header: client %s:", A->addr);

@@ -24,9 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -61,8 +61,11 @@ static void start_tls(int trust, const char *server_opts, const char *cert, cons
 		 trust ? "trustedProxies:\n  - " : "", trust ? LB->addr : "", trust ? "\n" : "",
 		 tls, harness_default_body(2));
 	CU_ASSERT_FATAL(harness_start_at(&D, C->netns, C->addr, 1, body, NULL, ca) == 0);
-	struct balancer_spec spec = { .netns = LB->netns, .bind_addr = LB->addr, .n = 1,
-				      .addr = { C->addr }, .port = { D.port },
+	struct balancer_spec spec = { .netns = LB->netns,
+				      .bind_addr = LB->addr,
+				      .n = 1,
+				      .addr = { C->addr },
+				      .port = { D.port },
 				      .server_opts = server_opts };
 	CU_ASSERT_FATAL(balancer_start_at(&L, &spec) == 0);
 	CU_ASSERT_FATAL(pipe_server_start_at(&P, A->netns, A->addr) > 0);

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "bed.h"
 #include "harness.h"
@@ -56,7 +56,8 @@ static int can_make_netns(void)
 	char cmd[200];
 	snprintf(cmd, sizeof cmd,
 		 "ip netns add " PREFIX "%ld-probe >/dev/null 2>&1 && "
-		 "ip netns del " PREFIX "%ld-probe >/dev/null 2>&1", (long)getpid(), (long)getpid());
+		 "ip netns del " PREFIX "%ld-probe >/dev/null 2>&1",
+		 (long)getpid(), (long)getpid());
 	return system(cmd) == 0;
 }
 
@@ -79,8 +80,8 @@ int bed_usable(const char *prog, int ntests)
 	return 0;
 }
 
-int bed_run_suite(const char *prog, const char *suite, const struct test_case *cases,
-		  struct bed *b, int nhosts)
+int bed_run_suite(const char *prog, const char *suite, const struct test_case *cases, struct bed *b,
+		  int nhosts)
 {
 	int ncases = 0;
 	while (cases[ncases].name)
@@ -101,7 +102,8 @@ static void remove_netns(const char *ns)
 	char cmd[256];
 	snprintf(cmd, sizeof cmd,
 		 "pids=$(ip netns pids %s 2>/dev/null); [ -z \"$pids\" ] || kill -9 $pids; "
-		 "ip netns del %s >/dev/null 2>&1", ns, ns);
+		 "ip netns del %s >/dev/null 2>&1",
+		 ns, ns);
 	if (system(cmd) != 0) {
 		/* already gone */
 	}
@@ -177,12 +179,12 @@ static int make_host(struct bed *b, int i)
 	/* the pair is made directly in the two namespaces: no name ever
 	 * appears in the machine's own namespace */
 	return sh("ip netns add %s", h->netns) ||
-	       sh("ip link add %s netns %s type veth peer name eth0 netns %s", h->port_if, b->sw,
-		  h->netns) ||
-	       sh("ip -n %s link set %s master br0 up", b->sw, h->port_if) ||
-	       sh("ip -n %s addr add %s/24 dev eth0", h->netns, h->addr) ||
-	       sh("ip -n %s link set eth0 up", h->netns) ||
-	       sh("ip -n %s link set lo up", h->netns)
+			       sh("ip link add %s netns %s type veth peer name eth0 netns %s",
+				  h->port_if, b->sw, h->netns) ||
+			       sh("ip -n %s link set %s master br0 up", b->sw, h->port_if) ||
+			       sh("ip -n %s addr add %s/24 dev eth0", h->netns, h->addr) ||
+			       sh("ip -n %s link set eth0 up", h->netns) ||
+			       sh("ip -n %s link set lo up", h->netns)
 		       ? -1
 		       : 0;
 }
@@ -270,12 +272,16 @@ int bed_loss(const struct bed_host *h, int percent)
 	/* on eth0 only: the host's loopback traffic (a status request from
 	 * inside) is not the link's */
 	return sh("ip netns exec %s nft add table inet bed", h->netns) ||
-	       sh("ip netns exec %s nft add chain inet bed in "
-		  "\\{ type filter hook input priority 0 \\; \\}", h->netns) ||
-	       sh("ip netns exec %s nft add chain inet bed out "
-		  "\\{ type filter hook output priority 0 \\; \\}", h->netns) ||
-	       sh("ip netns exec %s nft add rule inet bed in iifname eth0 %s", h->netns, rule) ||
-	       sh("ip netns exec %s nft add rule inet bed out oifname eth0 %s", h->netns, rule)
+			       sh("ip netns exec %s nft add chain inet bed in "
+				  "\\{ type filter hook input priority 0 \\; \\}",
+				  h->netns) ||
+			       sh("ip netns exec %s nft add chain inet bed out "
+				  "\\{ type filter hook output priority 0 \\; \\}",
+				  h->netns) ||
+			       sh("ip netns exec %s nft add rule inet bed in iifname eth0 %s",
+				  h->netns, rule) ||
+			       sh("ip netns exec %s nft add rule inet bed out oifname eth0 %s",
+				  h->netns, rule)
 		       ? -1
 		       : 0;
 }
@@ -290,7 +296,8 @@ int bed_has_netem(void)
 	snprintf(cmd, sizeof cmd,
 		 "ns=" PREFIX "%ld-probe; ip netns add $ns >/dev/null 2>&1 || exit 1; "
 		 "tc -n $ns qdisc add dev lo root netem delay 1ms >/dev/null 2>&1; r=$?; "
-		 "ip netns del $ns >/dev/null 2>&1; exit $r", (long)getpid());
+		 "ip netns del $ns >/dev/null 2>&1; exit $r",
+		 (long)getpid());
 	known = system(cmd) == 0;
 	return known;
 }
@@ -307,13 +314,14 @@ int bed_delay(const struct bed_host *h, int ms)
 	if (!bed_has_netem())
 		return -1;
 	return sh("tc -n %s qdisc replace dev eth0 root netem delay %dms", h->netns, ms) ||
-	       sh("tc -n %s qdisc replace dev %s root netem delay %dms", h->sw, h->port_if, ms)
+			       sh("tc -n %s qdisc replace dev %s root netem delay %dms", h->sw,
+				  h->port_if, ms)
 		       ? -1
 		       : 0;
 }
 
-int harness_start_on(struct es_daemon *d, const struct bed_host *h, int handlers,
-		     const char *body, const char *extra_env)
+int harness_start_on(struct es_daemon *d, const struct bed_host *h, int handlers, const char *body,
+		     const char *extra_env)
 {
 	return harness_start_at(d, h->netns, h->addr, handlers, body, extra_env, NULL);
 }

@@ -61,17 +61,17 @@
 #define BED_MAX_HOSTS 8
 
 struct bed_host {
-	char label;             /* 'a', 'b', ... */
-	char netns[40];         /* esbed<pid>-<label> */
-	char addr[16];          /* 10.250.0.<11 + index> */
-	char port_if[16];       /* the host's veth end in the switch: h-<label> */
-	char sw[40];            /* the switch's namespace */
+	char label;       /* 'a', 'b', ... */
+	char netns[40];   /* esbed<pid>-<label> */
+	char addr[16];    /* 10.250.0.<11 + index> */
+	char port_if[16]; /* the host's veth end in the switch: h-<label> */
+	char sw[40];      /* the switch's namespace */
 };
 
 struct bed {
 	int n;
-	pid_t owner;            /* the process that created it */
-	char sw[40];            /* esbed<pid>-sw */
+	pid_t owner; /* the process that created it */
+	char sw[40]; /* esbed<pid>-sw */
 	struct bed_host host[BED_MAX_HOSTS];
 };
 
@@ -86,8 +86,8 @@ struct test_case;
 /* The main() of a test program on the bed: when bed_usable (the count of
  * cases is the number left out), creates b with nhosts hosts, runs the
  * suite, destroys b.  Returns the exit status (77: left out). */
-int bed_run_suite(const char *prog, const char *suite, const struct test_case *cases,
-		  struct bed *b, int nhosts);
+int bed_run_suite(const char *prog, const char *suite, const struct test_case *cases, struct bed *b,
+		  int nhosts);
 
 /* Creates n hosts (1..BED_MAX_HOSTS) on one bridge.  0, or -1 (what failed
  * is printed, and whatever was made is removed). */
@@ -123,7 +123,7 @@ int bed_has_netem(void);
 
 struct es_daemon;
 /* harness_start with the daemon on host h, listening on h->addr. */
-int harness_start_on(struct es_daemon *d, const struct bed_host *h, int handlers,
-		     const char *body, const char *extra_env);
+int harness_start_on(struct es_daemon *d, const struct bed_host *h, int handlers, const char *body,
+		     const char *extra_env);
 
 #endif

@@ -45,7 +45,8 @@ static const char *src_text(const struct proxy_header *ph, unsigned *port)
 
 static void test_v1(void)
 {
-	static const char h4[] = "PROXY TCP4 10.250.0.11 10.250.0.12 40000 8080\r\nGET / HTTP/1.1\r\n";
+	static const char h4[] =
+		"PROXY TCP4 10.250.0.11 10.250.0.12 40000 8080\r\nGET / HTTP/1.1\r\n";
 	static const char h6[] = "PROXY TCP6 2001:db8::1 2001:db8::2 65535 0\r\n";
 	static const char hu[] = "PROXY UNKNOWN whatever follows\r\n";
 	struct proxy_header ph;
@@ -122,8 +123,10 @@ static size_t v2(unsigned char *b, int cmd, int fam, const unsigned char *addr, 
 static void test_v2(void)
 {
 	unsigned char b[2048], a4[12] = { 10, 250, 0, 11, 10, 250, 0, 13, 0x9c, 0x40, 0x1f, 0x90 };
-	unsigned char a6[36] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1, [16] = 0x20, [17] = 0x01,
-				 [31] = 2, [32] = 0x01, [33] = 0xbb, [34] = 0, [35] = 80 };
+	unsigned char a6[36] = {
+		0x20,        0x01,     0x0d,        0xb8,        [15] = 1, [16] = 0x20,
+		[17] = 0x01, [31] = 2, [32] = 0x01, [33] = 0xbb, [34] = 0, [35] = 80
+	};
 	struct proxy_header ph;
 	const char *why;
 	unsigned port;
@@ -188,10 +191,8 @@ static void test_looks_like(void)
 int main(void)
 {
 	static const struct test_case cases[] = {
-		{ "version 1", test_v1 },
-		{ "version 1 errors", test_v1_errors },
-		{ "version 2", test_v2 },
-		{ "looks like a header", test_looks_like },
+		{ "version 1", test_v1 }, { "version 1 errors", test_v1_errors },
+		{ "version 2", test_v2 }, { "looks like a header", test_looks_like },
 		{ NULL, NULL },
 	};
 	return run_suite("proxy_header", cases);

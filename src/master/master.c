@@ -383,7 +383,7 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 	evtimer_add(ev_tick, &tick);
 
 	log_info("execserver %s instance %s, %d handler(s)", PACKAGE_VERSION,
-		 M.inst.instance_hex, nhandlers);
+		 M.inst.instance_name, nhandlers);
 	if (getenv("EXECSERVER_FAULT"))
 		log_warn("EXECSERVER_FAULT=%s is set: handlers will die on purpose (fault "
 			 "injection for the test suite; unset it)", getenv("EXECSERVER_FAULT"));

@@ -102,6 +102,7 @@ struct dispatcher {
 	char **services;           /* exec-bound services seen in claims */
 	size_t nservices;
 	size_t rotate;          /* which service goes first in the next claim */
+	int64_t other_due_ms;   /* the "other" class is looked for from then on */
 	unsigned local_running; /* held rows of local services running */
 	struct event *sig_chld;
 };
@@ -378,7 +379,9 @@ static unsigned held_of(const struct dispatcher *d, const char *service)
  * not seen yet, and those no reached execserver runs (share 0), one row at
  * a time while none of them is at an execserver, outside the overall share
  * (such a want takes no slot that another could: no execserver serves it,
- * or its service is learned from it).  a->total is 0 when
+ * or its service is learned from it).  Looking for those rows walks the
+ * queued rows of the known services, so it is done at most once per
+ * pollMs (and at a notification), not at every outcome.  a->total is 0 when
  * nothing may be claimed; the arrays are freed by admission_free. */
 static int admission(struct dispatcher *d, struct admission *a)
 {
@@ -417,8 +420,11 @@ static int admission(struct dispatcher *d, struct admission *a)
 	}
 	d->rotate = n ? (d->rotate + 1) % n : 0;
 	a->bound = a->total;
-	snprintf(a->other, sizeof a->other, "%d", a->share > 0 && unshared_held == 0);
-	a->total += a->share > 0 && unshared_held == 0;
+	int other = a->share > 0 && unshared_held == 0 && now_ms() >= d->other_due_ms;
+	if (other)
+		d->other_due_ms = now_ms() + d->cfg->poll_ms;
+	snprintf(a->other, sizeof a->other, "%d", other);
+	a->total += (unsigned)other;
 	db_int_array(a->limits, lims, k);
 	a->services = db_text_array(names, k);
 	free(names);
@@ -626,8 +632,10 @@ static void on_submit(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (!d->stopping)
+	if (!d->stopping) {
+		d->other_due_ms = 0; /* it may be of a service not seen yet */
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
+	}
 }
 
 static void beat_cb(evutil_socket_t fd, short what, void *arg)
@@ -894,8 +902,12 @@ static int finish_batch(struct dispatcher *d, int n, const struct admission *a, 
 	free(astates);
 	free(aerrors);
 	free(areceipts);
-	if (!res)
+	if (!res) {
+		if (!away)
+			log_warn("finish: %s (writing the outcomes again, one at a time)",
+				 d->db.last_error);
 		return away ? 0 : -1;
+	}
 	if (claim_limit) {
 		*claimed = 0;
 		d->st.claims++;

@@ -87,8 +87,8 @@ const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int", "$
  * services in the array SVC up to the matching LIM each (their claim
  * order, one index scan per service), and the rows of every other service
  * that is not local (OTHER at most): a service no execserver runs yet,
- * whose rows end unknown_service.  Two CTEs, since FOR UPDATE does not
- * go with UNION. */
+ * whose rows end unknown_service (OTHER 0: not even planned to run, a
+ * one-time filter).  Two CTEs, since FOR UPDATE does not go with UNION. */
 #define CLAIM_PICK_EXEC(SVC, LIM, OTHER, LOCAL)                                         \
 	"picked_s AS MATERIALIZED ("                                                    \
 	" SELECT p.id FROM unnest(" SVC "::text[], " LIM "::int[]) AS s(service, lim)"  \
@@ -96,7 +96,8 @@ const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int", "$
 	"  WHERE state = 'queued' AND start_after <= now() AND service = s.service"     \
 	"  ORDER BY priority DESC, id LIMIT s.lim FOR UPDATE SKIP LOCKED) p), "         \
 	"picked_o AS MATERIALIZED ("                                                    \
-	" SELECT id FROM @schema@.job WHERE state = 'queued' AND start_after <= now()"  \
+	" SELECT id FROM @schema@.job WHERE " OTHER "::int > 0 AND state = 'queued'"    \
+	" AND start_after <= now()"                                                     \
 	" AND service <> ALL(" SVC "::text[]) AND NOT service = ANY(" LOCAL "::text[])" \
 	" ORDER BY priority DESC, id LIMIT " OTHER "::int FOR UPDATE SKIP LOCKED), "    \
 	"picked AS (SELECT id FROM picked_s UNION ALL SELECT id FROM picked_o) "
@@ -113,7 +114,7 @@ const char DQ_FINISH[] = FINISH_SET;
 /* Both in one round trip.  The rows being finished are held (not queued)
  * in the statement's snapshot, so the claim never picks one of them. */
 const char DQ_FINISH_CLAIM[] = "WITH fin AS (" FINISH_SET "), " CLAIM_PICK_EXEC(
-	"$9", "$10", "$11", "$12") "claimed AS (" CLAIM_SET ") "
+	"$9", "$10", "$11", "$12") ", claimed AS (" CLAIM_SET ") "
 				   "SELECT 'c', id, attempts, priority, service, job FROM claimed "
 				   "UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL FROM fin";
 

@@ -510,7 +510,10 @@ static int claim(struct dispatcher *d, const struct admission *a, unsigned n, in
 	int away, rows = -1;
 	PGresult *res;
 
-	if (a && d->pending && finish_batch(d, FINISH_BATCH, a, &rows) > 0)
+	/* the hot path: outcomes and the known services' claims together;
+	 * the other class (a poll at most every pollMs) by itself */
+	if (a && d->pending && strcmp(a->other, "0") == 0 &&
+	    finish_batch(d, FINISH_BATCH, a, &rows) > 0)
 		return rows;
 	if (d->pending)
 		flush_outcomes(d); /* away, or a batch the database refused */
@@ -883,7 +886,7 @@ static int finish_batch(struct dispatcher *d, int n, const struct admission *a, 
 	astates = db_text_array(states, k);
 	aerrors = db_text_array(errors, k);
 	areceipts = db_text_array(receipts, k);
-	const char *params[12] = { d->cfg->instance_id,
+	const char *params[10] = { d->cfg->instance_id,
 				   aids,
 				   aatt,
 				   astates,
@@ -892,12 +895,10 @@ static int finish_batch(struct dispatcher *d, int n, const struct admission *a, 
 				   aerrors,
 				   areceipts,
 				   a ? a->services : NULL,
-				   a ? a->limits : NULL,
-				   a ? a->other : NULL,
-				   d->local_names };
+				   a ? a->limits : NULL };
 	res = astates && aerrors && areceipts
 		      ? db_exec(&d->db, claim_limit ? d->q_finish_claim : d->q_finish,
-				claim_limit ? 12 : 8, params, &away)
+				claim_limit ? 10 : 8, params, &away)
 		      : NULL;
 	free(astates);
 	free(aerrors);

@@ -60,11 +60,12 @@ const char DQ_RESCUE_OWN[] = "UPDATE @schema@.job j SET " RESCUE_SET(
 	" AND (service = ANY(" LOCAL "::text[])) = " IS_LOCAL "::bool AND priority >= " MINPRIO \
 	"::int ORDER BY priority DESC, id"                                                      \
 	" LIMIT " LIMIT " FOR UPDATE SKIP LOCKED"
-#define CLAIM_SET                                                             \
+#define CLAIM_SET_FROM(CTE)                                                   \
 	"UPDATE @schema@.job j SET state = 'claimed', runner_instance = $1, " \
 	"attempts = j.attempts + 1, started_at = NULL "                       \
-	"FROM picked WHERE j.id = picked.id "                                 \
+	"FROM " CTE " WHERE j.id = " CTE ".id "                               \
 	"RETURNING j.id, j.attempts, j.priority, j.service, j.job::text"
+#define CLAIM_SET CLAIM_SET_FROM("picked")
 
 /* Outcomes of claims of $1, from the arrays $2..$8. */
 #define FINISH_SET                                                                              \
@@ -85,19 +86,20 @@ const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int", "$
 
 /* The exec-bound claim, each service up to its own admission: the
  * services in the array SVC up to the matching LIM each (their claim
- * order, one index scan per service), and the rows of every other service
- * that is not local (OTHER at most): a service no execserver runs yet,
- * whose rows end unknown_service (OTHER 0: not even planned to run, a
- * one-time filter).  Two CTEs, since FOR UPDATE does not go with UNION. */
+ * order, one index scan per service)... */
+#define CLAIM_PICK_SERVICES(SVC, LIM)                                                  \
+	"picked_s AS MATERIALIZED ("                                                   \
+	" SELECT p.id FROM unnest(" SVC "::text[], " LIM "::int[]) AS s(service, lim)" \
+	" CROSS JOIN LATERAL (SELECT id FROM @schema@.job"                             \
+	"  WHERE state = 'queued' AND start_after <= now() AND service = s.service"    \
+	"  ORDER BY priority DESC, id LIMIT s.lim FOR UPDATE SKIP LOCKED) p) "
+/* ...and the rows of every other service that is not local (OTHER at
+ * most): a service not seen yet, or one no execserver runs, whose rows end
+ * unknown_service.  Two CTEs, since FOR UPDATE does not go with UNION. */
 #define CLAIM_PICK_EXEC(SVC, LIM, OTHER, LOCAL)                                         \
-	"picked_s AS MATERIALIZED ("                                                    \
-	" SELECT p.id FROM unnest(" SVC "::text[], " LIM "::int[]) AS s(service, lim)"  \
-	" CROSS JOIN LATERAL (SELECT id FROM @schema@.job"                              \
-	"  WHERE state = 'queued' AND start_after <= now() AND service = s.service"     \
-	"  ORDER BY priority DESC, id LIMIT s.lim FOR UPDATE SKIP LOCKED) p), "         \
-	"picked_o AS MATERIALIZED ("                                                    \
-	" SELECT id FROM @schema@.job WHERE " OTHER "::int > 0 AND state = 'queued'"    \
-	" AND start_after <= now()"                                                     \
+	CLAIM_PICK_SERVICES(SVC, LIM)                                                   \
+	", picked_o AS MATERIALIZED ("                                                  \
+	" SELECT id FROM @schema@.job WHERE state = 'queued' AND start_after <= now()"  \
 	" AND service <> ALL(" SVC "::text[]) AND NOT service = ANY(" LOCAL "::text[])" \
 	" ORDER BY priority DESC, id LIMIT " OTHER "::int FOR UPDATE SKIP LOCKED), "    \
 	"picked AS (SELECT id FROM picked_s UNION ALL SELECT id FROM picked_o) "
@@ -111,12 +113,15 @@ const char DQ_START[] = "UPDATE @schema@.job j SET state = 'running', started_at
 
 const char DQ_FINISH[] = FINISH_SET;
 
-/* Both in one round trip.  The rows being finished are held (not queued)
- * in the statement's snapshot, so the claim never picks one of them. */
-const char DQ_FINISH_CLAIM[] = "WITH fin AS (" FINISH_SET "), " CLAIM_PICK_EXEC(
-	"$9", "$10", "$11", "$12") ", claimed AS (" CLAIM_SET ") "
-				   "SELECT 'c', id, attempts, priority, service, job FROM claimed "
-				   "UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL FROM fin";
+/* Both in one round trip (the known services only: the hot path after
+ * outcomes).  The rows being finished are held (not queued) in the
+ * statement's snapshot, so the claim never picks one of them. */
+const char DQ_FINISH_CLAIM[] =
+	"WITH fin AS (" FINISH_SET
+	"), " CLAIM_PICK_SERVICES("$9", "$10") ", claimed AS (" CLAIM_SET_FROM(
+		"picked_s") ") "
+			    "SELECT 'c', id, attempts, priority, service, job FROM claimed "
+			    "UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL FROM fin";
 
 const char DQ_HELD[] =
 	"SELECT id, attempts, (runner_instance = $1 AND state IN " HELD ")::int, "

@@ -56,8 +56,9 @@ extern const char DQ_START[];
  * jsonb[]) -> (id) of the rows whose claim was still ours */
 extern const char DQ_FINISH[];
 
-/* DQ_FINISH and DQ_CLAIM_EXEC in one statement: ($1..$8 as DQ_FINISH,
- * $9..$12 the claim's $2..$5) -> ('f', id) per outcome written and ('c', id, attempts,
+/* DQ_FINISH and DQ_CLAIM_EXEC's claim of the listed services (not the
+ * other class) in one statement: ($1..$8 as DQ_FINISH, $9 services
+ * text[], $10 limits int[]) -> ('f', id) per outcome written and ('c', id, attempts,
  * priority, service, job) per row claimed */
 extern const char DQ_FINISH_CLAIM[];
 

@@ -566,9 +566,9 @@ static void test_claim_per_service(void)
 
 	/* finish a_hi as done and claim b up to 2 in one statement */
 	finish_params(&fa, a_hi, "me", "1");
-	const char *fc[12] = { fa.p[0], fa.p[1], fa.p[2], fa.p[3], fa.p[4], fa.p[5],
-			       fa.p[6], fa.p[7], "{a,b}", "{0,2}", "0",     "{loc}" };
-	r = run_stmt(F.c, DQ_FINISH_CLAIM, 12, fc);
+	const char *fc[10] = { fa.p[0], fa.p[1], fa.p[2], fa.p[3], fa.p[4],
+			       fa.p[5], fa.p[6], fa.p[7], "{a,b}", "{0,2}" };
+	r = run_stmt(F.c, DQ_FINISH_CLAIM, 10, fc);
 	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
 	for (int i = 0; i < PQntuples(r); i++) {
 		id = strtoll(PQgetvalue(r, i, 1), NULL, 10);

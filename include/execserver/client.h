@@ -74,7 +74,8 @@
 extern "C" {
 #endif
 
-#define EXC_API_VERSION 2	/* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY */
+#define EXC_API_VERSION 3	/* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
+				 * 3: exc_claim_share_service, claim shares floor(slots / clients) + 1 */
 
 struct event_base;
 
@@ -117,7 +118,7 @@ enum exc_conn_event {
 
 struct exc_conn_info {
 	const char *address;	/* the address as given to exc_client_add_address */
-	const char *instance_id; /* 32 hex digits, or NULL (FAILED) */
+	const char *instance_id; /* HELLO's (1-64 of A-Za-z0-9_.-), or NULL (FAILED) */
 	int code;		/* DOWN: close code; FAILED: HTTP status, or 0 for
 				 * a network error; else 0 */
 	const char *message;	/* for humans: why */
@@ -168,9 +169,9 @@ struct exc_options {
 	/* Socket connect + websocket upgrade deadline.  Default 10000 ms. */
 	unsigned handshake_timeout_ms;
 	/* Log lines of the library (one line, no newline).  NULL: nothing is
-	 * logged.  Lines above log_level are not produced.  The websocket
-	 * code shared with the daemon logs process-wide: its lines go to the
-	 * newest live client's callback, at that client's level. */
+	 * logged.  Lines above log_level are not produced.  Every line of
+	 * this client, those of its connections' websocket sessions
+	 * included, goes here and to no other client's callback. */
 	void (*log)(void *arg, enum exc_log_level level, const char *line);
 	enum exc_log_level log_level;	/* default EXC_LOG_WARN */
 	/* Connection events, for status displays and tests.  NULL: none. */
@@ -222,15 +223,35 @@ int exc_client_add_address(exc_client *c, const char *url);
 const char *exc_client_id(const exc_client *c);
 
 /*
- * Claim share: how many jobs this client should hold (waiting + running)
- * at most to take its fair part of the reached instances:
- *   sum over distinct reached instances (by instance_id) of
- *   sum over the instance's waitgroups of ceil(processes / clients)
- *   + headroom,
- * where headroom is 1 per reached instance (so that a want is already
- * parked when a slot frees up).  Draining instances count 0.  0 when no
- * instance is connected.  Updated from every HELLO.
+ * Claim share: how many jobs this client should hold at most (waiting +
+ * running) to take its fair part of the reached instances, so that an
+ * application claiming work from a shared queue neither hoards slots nor
+ * leaves one idle (docs/client.md, "Claim share").  Per instance, from its
+ * latest HELLO:
+ *   floor(slots / clients) + 1
+ * where clients is HELLO.clients and the + 1 keeps a want parked for the
+ * moment a slot frees: the clients' shares add up to the slots plus one
+ * per client, never to a slot left idle while work waits.  Summed over the
+ * distinct reached instances (by instance_id); draining instances count 0;
+ * 0 when no instance is connected.  Updated from every HELLO.
+ *
+ * exc_claim_share_service: for jobs of one service.  slots are those of
+ * the waitgroup that runs the service on each instance, and only the
+ * instances whose HELLO lists the service (through addresses that serve
+ * it) count; 0 for a service no reached instance runs.  This is the share
+ * to use with several waitgroups: claim each service's jobs up to its own
+ * share.  Services that share a waitgroup share its slots, so an
+ * application that claims them separately should divide that share (or
+ * claim them as one queue).
+ *
+ * exc_claim_share: for a queue of any services, the same over every
+ * waitgroup of each instance together (slots = their sum).  It says how
+ * much work fits, not which: with one pool per instance (one waitgroup, or
+ * auto-balance) it equals the per-service share; with several waitgroups
+ * it is a bound only, since a client holding that many jobs of one service
+ * waits for that service's waitgroup alone.
  */
+unsigned exc_claim_share_service(const exc_client *c, const char *service);
 unsigned exc_claim_share(const exc_client *c);
 
 /* Pool figures of the address added n-th (0-based); -1 (ENOENT) if none. */

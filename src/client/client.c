@@ -21,7 +21,6 @@
 
 #include <event2/event.h>
 
-#include "common/log.h"
 
 uint64_t client_now_ms(void)
 {
@@ -80,18 +79,6 @@ void client_log(exc_client *c, enum exc_log_level lvl, const char *fmt, ...)
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
 	c->opt.log(c->opt.arg, lvl, line);
-}
-
-/* Lines of the shared code (src/net, src/common) go to one live client's
- * log callback (the newest); the list hands them on when it is freed. */
-static exc_client *live[64];
-static unsigned nlive;
-
-static void net_log(void *arg, enum log_level level, const char *line)
-{
-	exc_client *c = arg;
-
-	client_log(c, (enum exc_log_level)level, "%s", line);
 }
 
 void client_conn_event(exc_client *c, struct exc_addr *a, enum exc_conn_event ev,
@@ -188,10 +175,6 @@ exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
 	tv.tv_sec = c->opt.retry_tick_ms / 1000;
 	tv.tv_usec = (c->opt.retry_tick_ms % 1000) * 1000;
 	event_add(c->tick_ev, &tv);
-	if (nlive < sizeof live / sizeof live[0])
-		live[nlive++] = c;
-	log_set_level((enum log_level)c->opt.log_level);
-	log_set_sink(net_log, c);
 	return c;
 fail:
 	free(c->auth_token);
@@ -239,29 +222,46 @@ const char *exc_client_last_error(const exc_client *c)
 	return c->last_error;
 }
 
-unsigned exc_claim_share(const exc_client *c)
+/* 1 if a connection before k (of address i) reaches k's instance through
+ * an address that serves service (NULL: any). */
+static int counted_before(const exc_client *c, unsigned i, const struct exc_conn *k,
+		const char *service)
+{
+	for (unsigned i2 = 0; i2 <= i; i2++) {
+		if (service && !pool_serves(c->addrs[i2], service))
+			continue;
+		for (struct exc_conn *o = c->addrs[i2]->conns; o && o != k; o = o->next)
+			if (o->state == K_READY && strcmp(o->instance_id, k->instance_id) == 0)
+				return 1;
+	}
+	return 0;
+}
+
+/* The claim shares of the distinct reached instances (each once, however
+ * many connections reach it); for a service, only through the addresses
+ * that serve it. */
+static unsigned share_sum(const exc_client *c, const char *service)
 {
 	unsigned share = 0;
 
-	for (unsigned i = 0; i < c->naddrs; i++)
-		for (struct exc_conn *k = c->addrs[i]->conns; k; k = k->next) {
-			int seen = 0;
-
-			if (k->state != K_READY)
-				continue;
-			/* each instance once, however many connections reach it */
-			for (unsigned i2 = 0; i2 <= i && !seen; i2++)
-				for (struct exc_conn *o = c->addrs[i2]->conns; o && !seen; o = o->next) {
-					if (o == k)
-						break;
-					if (o->state == K_READY &&
-							strcmp(o->instance_id, k->instance_id) == 0)
-						seen = 1;
-				}
-			if (!seen && !k->draining)
-				share += conn_share(k) + 1;	/* +1: headroom */
-		}
+	for (unsigned i = 0; i < c->naddrs; i++) {
+		if (service && !pool_serves(c->addrs[i], service))
+			continue;
+		for (struct exc_conn *k = c->addrs[i]->conns; k; k = k->next)
+			if (k->state == K_READY && !counted_before(c, i, k, service))
+				share += conn_share(k, service);
+	}
 	return share;
+}
+
+unsigned exc_claim_share(const exc_client *c)
+{
+	return share_sum(c, NULL);
+}
+
+unsigned exc_claim_share_service(const exc_client *c, const char *service)
+{
+	return service ? share_sum(c, service) : 0;
 }
 
 int exc_address_stats(const exc_client *c, unsigned n, struct exc_address_stats *st)
@@ -294,15 +294,6 @@ void exc_client_free(exc_client *c)
 	pipes_free_all(c);
 	if (c->tick_ev)
 		event_free(c->tick_ev);
-	for (unsigned i = 0; i < nlive; i++)
-		if (live[i] == c)
-			live[i] = live[--nlive];
-	if (nlive) {
-		log_set_level((enum log_level)live[nlive - 1]->opt.log_level);
-		log_set_sink(net_log, live[nlive - 1]);
-	} else {
-		log_set_sink(NULL, NULL);
-	}
 	tls_client_free(c);
 	free(c->auth_token);
 	free(c->tls_ca_file);

@@ -9,8 +9,8 @@
  * lost, unknown_service, unauthorized and tls_verify.
  */
 #include "autoconfig.h"
+#include "client/fallback.h"
 #include "client/job_impl.h"
-#include "client/legacy.h"
 
 #include <errno.h>
 #include <stdarg.h>

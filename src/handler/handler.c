@@ -19,15 +19,14 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/reload.h"
+#include "config/reload.h"
 #include "handler/broker.h"
-#include "handler/conn.h"
 #include "handler/handler.h"
+#include "handler/http_conn.h"
 #include "handler/listener.h"
 #include "handler/mailbox.h"
 #include "job/job.h"
 #include "job/job_dir.h"
-#include "master/segment.h"
 
 struct handler handler;
 
@@ -58,8 +57,11 @@ void handler_book_unlock(void)
 
 /* EXECSERVER_FAULT=book:<point>[:<n>]: die at the n-th pass (default 1)
  * through <point> inside the book's critical section (first generation of
- * handlers only).  EXECSERVER_FAULT=book:random:<n>: every generation dies
- * at any point with probability 1/n per pass (the chaos test). */
+ * handlers only).  EXECSERVER_FAULT=book:random:<n>[:<seed>]: every
+ * generation dies at any point with probability 1/n per pass (the chaos
+ * test); with a seed, the draws of the handler in slot i come from seed + i,
+ * so that a test run repeats its draws (which pass they meet still depends
+ * on the traffic). */
 static const char *fault_point;
 static long fault_countdown;
 static long fault_one_in;	/* random mode: 1/n per pass; 0: off */
@@ -92,16 +94,19 @@ static void setup_fault_injection(void)
 		return;
 	snprintf(spec, sizeof spec, "%s", env + 5);
 	char *colon = strchr(spec, ':');
+	char *seed = NULL;
 	long n = 1;
 	if (colon) {
 		*colon = '\0';
-		n = strtol(colon + 1, NULL, 10);
+		n = strtol(colon + 1, &seed, 10);
 		if (n < 1)
 			n = 1;
+		seed = *seed == ':' ? seed + 1 : NULL;
 	}
 	if (fault_spec_every_generation(env)) {
 		fault_one_in = n;
-		srandom((unsigned)getpid() ^ (unsigned)clock_mono_ms());
+		srandom(seed ? (unsigned)strtoul(seed, NULL, 10) + (unsigned)handler.slot
+			     : (unsigned)getpid() ^ (unsigned)clock_mono_ms());
 		log_info("fault injection armed: book:random, 1 in %ld passes", n);
 	} else {
 		fault_point = spec;
@@ -109,6 +114,11 @@ static void setup_fault_injection(void)
 		log_info("fault injection armed: book:%s pass %ld", fault_point, n);
 	}
 	book_set_fault_hook(fault_hook);
+}
+
+static int is_draining(void)
+{
+	return handler.draining;
 }
 
 void handler_maybe_exit(void)
@@ -219,7 +229,11 @@ void handler_main(struct instance *inst, int slot)
 	}
 	/* job_init reads the signal dispositions for spawning (spawn.c): no
 	 * sigaction after it */
-	if (job_init() != 0 || listener_start(inst->listen_fd[slot]) != 0)
+	struct job_host host = { .base = handler.base, .cfg = inst->cfg, .slot = slot,
+				 .nslots = inst->nhandlers, .default_nofile = inst->jobs_nofile,
+				 .book_lock = handler_book_lock, .book_unlock = handler_book_unlock,
+				 .draining = is_draining, .job_ended = broker_drain_check };
+	if (job_init(&host) != 0 || listener_start(inst->listen_fd[slot]) != 0)
 		_exit(2);
 
 	/* Mail may have been queued for this slot before we existed. */

@@ -96,6 +96,8 @@ int segment_create(struct instance *inst, struct es_config *cfg, int nhandlers)
 	}
 	for (int i = 0; i < 16; i++)
 		snprintf(inst->instance_hex + 2 * i, 3, "%02x", inst->instance_id[i]);
+	snprintf(inst->instance_name, sizeof inst->instance_name, "%s",
+		 cfg->instance_id ? cfg->instance_id : inst->instance_hex);
 
 	inst->segment_size = book_size(&lim);
 	snprintf(name, sizeof name, "/execserver-%d-%.8s", (int)getpid(), inst->instance_hex);
@@ -217,15 +219,4 @@ int listeners_create(struct instance *inst)
 			 bound_port);
 	log_info("listening on %s (%d handlers)", inst->listen_addr, inst->nhandlers);
 	return 0;
-}
-
-void instance_wake(const struct instance *inst, uint64_t mask)
-{
-	for (int i = 0; mask && i < inst->nhandlers; i++, mask >>= 1) {
-		if (mask & 1) {
-			uint64_t one = 1;
-			ssize_t n = write(inst->wake_fd[i], &one, sizeof one);
-			(void)n; /* EAGAIN: the counter is already non-zero, the handler will look */
-		}
-	}
 }

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/hex.h"
 #include "common/utf8.h"
 
 enum { CUR_NONE, CUR_URL, CUR_FIELD, CUR_VALUE };
@@ -156,6 +157,11 @@ static int on_url(http_parser *hp, const char *at, size_t len)
 	}
 	if (p->used - p->cur_off + len > HTTP_URI_MAX)
 		return fail(p, 414);
+	/* The target's last piece is passed with the byte that ended it; a line
+	 * end there means no HTTP-version, which http-parser takes for an
+	 * HTTP/0.9 request: a malformed request line (RFC 9112 3). */
+	if (at + len < p->feed_end && (at[len] == '\r' || at[len] == '\n'))
+		return fail(p, 400);
 	return store_append(p, at, len);
 }
 
@@ -307,8 +313,6 @@ void http_head_parser_init(struct http_head_parser *p)
 static int map_errno(enum http_errno e)
 {
 	switch (e) {
-	case HPE_INVALID_VERSION:
-		return 505;
 	case HPE_HEADER_OVERFLOW:
 		return 431;
 	default:
@@ -347,6 +351,7 @@ int http_head_feed(struct http_head_parser *p, const char *data, size_t len,
 	n = len < room ? len : room;
 	k = before_bare_cr(p, data, n);
 	/* a zero length would tell http-parser the stream ended */
+	p->feed_end = data + k;
 	done = k > 0 ? http_parser_execute(&p->hp, &settings, data, k) : 0;
 	if (p->result == HTTP_HEAD_DONE) {
 		if (HTTP_PARSER_ERRNO(&p->hp) != HPE_OK || done > k) {
@@ -448,17 +453,6 @@ int http_header_has_token(const struct http_head *h, const char *name,
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * Decodes [s, e) into out (capacity cap, NUL-terminated).  Returns the
  * decoded length, HTTP_QP_INVALID or HTTP_QP_TOO_LONG.
@@ -473,7 +467,7 @@ static int decode_component(const char *s, const char *e, char *out, size_t cap)
 		if (c == '%') {
 			int hi, lo;
 
-			if (e - s < 3 || (hi = hexval(s[1])) < 0 || (lo = hexval(s[2])) < 0)
+			if (e - s < 3 || (hi = hex_digit(s[1])) < 0 || (lo = hex_digit(s[2])) < 0)
 				return HTTP_QP_INVALID;
 			c = (unsigned char)(hi << 4 | lo);
 			s += 3;

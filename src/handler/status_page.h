@@ -1,0 +1,16 @@
+/*
+ * status_page.h - the read-only HTTP views of an instance: GET /status (JSON)
+ * and GET /metrics (Prometheus text format 0.0.4), both documented in
+ * docs/protocol.md.  Any handler answers for the whole instance: the
+ * figures come from the shared book.
+ */
+#ifndef ES_STATUS_PAGE_H
+#define ES_STATUS_PAGE_H
+
+#include <event2/buffer.h>
+
+/* check: include the book's consistency check (costly: on request only). */
+void status_json(struct evbuffer *out, int check);
+void status_metrics(struct evbuffer *out);
+
+#endif

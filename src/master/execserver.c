@@ -1,0 +1,235 @@
+/*
+ * execserver.c - the execserver command line: parse options, load and check the
+ * configuration, daemonize, and hand over to the master cycle (master.c).
+ *
+ * Exit status: 0 ok, 1 configuration error, 2 runtime error.
+ */
+#include "autoconfig.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "common/log.h"
+#include "config/config.h"
+#include "master/master.h"
+#include "master/privileges.h"
+#include "master/startup_check.h"
+#include "master/tls_context.h"
+
+#define DEFAULT_CONFIG SYSCONFDIR "/execserver/execserver.yml"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: execserver [-f] [-c FILE] [-t] [--strict] [-p PIDFILE] [-l LEVEL]\n"
+		"  -f, --foreground     stay in the foreground and log to stderr\n"
+		"  -c, --config FILE    configuration file (default " DEFAULT_CONFIG ")\n"
+		"  -t, --test-config    check the configuration and exit (0 ok, 1 error)\n"
+		"      --strict         a failing startup check is fatal\n"
+		"  -p, --pid-file FILE  pid file (overrides pidFile)\n"
+		"  -l, --log-level LVL  error|warn|info|debug (overrides logLevel)\n"
+		"  -V, --version        print the version\n"
+		"  -h, --help           this text\n");
+}
+
+/* Classic double fork: the daemon is not a session leader and cannot
+ * reacquire a terminal; stdio goes to /dev/null.  The process that was
+ * started waits on a pipe until the master reports that it listens (or
+ * why it could not), and exits with that status, so an init script learns
+ * of a port already in use from the exit code. */
+static int daemonize(int *ready_fd)
+{
+	int pipefd[2];
+	if (pipe2(pipefd, O_CLOEXEC) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid > 0) {
+		unsigned char status = 2;
+		close(pipefd[1]);
+		if (read(pipefd[0], &status, 1) != 1)
+			status = 2; /* the master died before it was ready */
+		_exit(status);
+	}
+	close(pipefd[0]);
+	*ready_fd = pipefd[1];
+	if (setsid() < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid > 0)
+		_exit(0);
+	if (chdir("/") != 0)
+		return -1;
+	umask(022);
+	int fd = open("/dev/null", O_RDWR);
+	if (fd < 0)
+		return -1;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	dup2(fd, STDERR_FILENO);
+	if (fd > STDERR_FILENO)
+		close(fd);
+	return 0;
+}
+
+/* The startup check runs the configured programs: started as root, it runs
+ * them in a child that has dropped to the configured user first, as the
+ * jobs will run.  The child sends back which services stay enabled. */
+static int checked_startup(struct es_config *cfg, const struct privileges *priv, int strict)
+{
+	int fds[2], status;
+	unsigned char enabled[CONFIG_MAX_SERVICES];
+	char why[512];
+
+	if (!priv->drop)
+		return startup_check_run(cfg, strict);
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		if (privileges_drop(priv, why, sizeof why) != 0) {
+			log_error("%s", why);
+			_exit(2);
+		}
+		int rc = startup_check_run(cfg, strict);
+		for (size_t i = 0; i < cfg->nservices; i++)
+			enabled[i] = (unsigned char)cfg->services[i].enabled;
+		if (write(fds[1], enabled, cfg->nservices) != (ssize_t)cfg->nservices)
+			_exit(2);
+		_exit(rc == 0 ? 0 : 1);
+	}
+	close(fds[1]);
+	ssize_t got = 0, n;
+	while ((size_t)got < cfg->nservices &&
+	       (n = read(fds[0], enabled + got, cfg->nservices - (size_t)got)) > 0)
+		got += n;
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || (size_t)got != cfg->nservices)
+		return -1;
+	for (size_t i = 0; i < cfg->nservices; i++)
+		cfg->services[i].enabled = enabled[i];
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "test-config", no_argument, NULL, 't' },
+		{ "strict", no_argument, NULL, 'S' },
+		{ "pid-file", required_argument, NULL, 'p' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct master_options opt = { .config_path = DEFAULT_CONFIG };
+	int test_only = 0, c, log_level = -1;
+	const char *pid_file = NULL;
+
+	while ((c = getopt_long(argc, argv, "fc:tp:l:Vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f': opt.foreground = 1; break;
+		case 'c': opt.config_path = optarg; break;
+		case 't': test_only = 1; break;
+		case 'S': opt.strict = 1; break;
+		case 'p': pid_file = optarg; break;
+		case 'l':
+			log_level = log_level_parse(optarg);
+			if (log_level < 0) {
+				fprintf(stderr, "execserver: unknown log level '%s'\n", optarg);
+				return 1;
+			}
+			break;
+		case 'V': printf("execserver %s\n", PACKAGE_VERSION); return 0;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 1;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 1;
+	}
+
+	log_set_process("master");
+	log_open(0);
+
+	struct es_config *cfg = calloc(1, sizeof *cfg);
+	struct config_error err;
+	if (!cfg || config_load(opt.config_path, cfg, &err) != 0) {
+		fprintf(stderr, "%s\n", cfg ? err.text : "out of memory");
+		free(cfg);
+		return 1;
+	}
+	if (log_level >= 0)
+		cfg->log_level = log_level;
+	if (pid_file) {
+		free(cfg->pid_file);
+		cfg->pid_file = strdup(pid_file);
+	}
+	log_set_level((enum log_level)cfg->log_level);
+
+	struct privileges priv;
+	char why[512];
+	if (privileges_plan(cfg, test_only, &priv, why, sizeof why) != 0) {
+		fprintf(stderr, "%s: %s\n", opt.config_path, why);
+		config_free(cfg);
+		free(cfg);
+		return 1;
+	}
+	opt.priv = &priv;
+
+	if (test_only) {
+		/* -t also checks that every program is found, strictly. */
+		int rc = checked_startup(cfg, &priv, 1);
+		char tls_why[512];
+		struct ssl_ctx_st *tls = tls_context_create(cfg, tls_why, sizeof tls_why);
+		if (tls_why[0]) {
+			fprintf(stderr, "execserver: %s\n", tls_why);
+			rc = -1;
+		}
+		tls_context_free(tls);
+		if (rc == 0)
+			printf("execserver: configuration file %s test is successful\n",
+			       opt.config_path);
+		config_free(cfg);
+		free(cfg);
+		return rc == 0 ? 0 : 1;
+	}
+
+	if (checked_startup(cfg, &priv, opt.strict) != 0) {
+		config_free(cfg);
+		free(cfg);
+		return 1;
+	}
+
+	opt.ready_fd = -1;
+	opt.log_level_override = log_level;
+	if (!opt.foreground) {
+		if (daemonize(&opt.ready_fd) != 0) {
+			log_error("cannot daemonize: %s", strerror(errno));
+			return 2;
+		}
+		log_open(1);
+	}
+	return master_run(&opt, cfg);
+}

@@ -25,6 +25,10 @@
  *   -DMUT_DONE_NO_KEEP     DONE counted delivered when sent (protocol 1)
  *   -DMUT_EXPIRE_NO_FREE   an expired offer keeps its slot
  *   -DMUT_REPAIR_NO_MAIL   repair skips re-queueing mail from the flags
+ * Knobs: WANTS, MAXCRASH, MAXDROP (connections client 0 gives up), UNWANTS
+ * and ELSEWHERE (client 0 may UNWANT job 1 or DECLINE its OFFER), S2C/C2S
+ * (channel bounds, asserted), NO_TIMING (drops the one timing assumption,
+ * see TIMING).  check.sh sets the two configurations it searches.
  */
 
 #define H 2
@@ -32,7 +36,7 @@
 #define NC 3
 #define J 3
 #ifndef WANTS
-#define WANTS 2
+#define WANTS 1
 #endif
 #ifndef MAXCRASH
 #define MAXCRASH 1

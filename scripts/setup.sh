@@ -15,9 +15,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # multi-instance tests, iproute2 for the network namespaces of the
 # pipe-address test and of the test bed of hosts, nftables for the bed's
 # lossy links, systemd for systemd-analyze, which checks the installed
-# unit, spin for the model check of model/), what `make bench` needs (the gearmand peer and its library,
-# gnuplot for the plots, util-linux for lscpu, linux-perf where the kernel
-# allows it), and execdispatch's: libpq to build it, PostgreSQL and
+# unit, spin for the model check of model/), what `make bench` needs (the
+# gearmand peer and its library, gnuplot for the plots, util-linux for lscpu,
+# linux-perf where the kernel allows it), and execdispatch's: libpq to build it, PostgreSQL and
 # PgBouncer for its tests.
 PACKAGES="build-essential autoconf automake libtool pkg-config
 libevent-dev libjson-c-dev libcurl4-openssl-dev libcunit1-dev libyaml-dev

@@ -59,9 +59,11 @@
  *             if the receipt store had room, the receipt text, and stays
  *             in the client's job-id index (WANT of the same id:
  *             duplicate_job).  MAIL_DONE goes to the handler of its owner
- *             conn; that handler sends DONE and calls book_done_delivered,
- *             which frees the want.  It no longer depends on its runner.
- *   (freed)   after book_done_delivered; or silently when its client ends
+ *             conn; that handler sends DONE and calls book_done_delivered
+ *             (protocol 1), which frees the want, or leaves it until the
+ *             client's ACK, book_done_ack (protocol 2).  It no longer
+ *             depends on its runner.
+ *   (freed)   after book_done_delivered or book_done_ack; or silently when its client ends
  *             (anonymous conn closed, resume grace over, client record
  *             reclaimed); a RUNNING job whose client ended first is an
  *             orphan (MAIL_CANCEL to its runner) and is freed when it ends
@@ -87,6 +89,13 @@
  * book_done_delivered; the purge re-homes the job and its next owner is
  * mailed again (the client may have got the first one: at least once
  * across a handler crash, exactly once otherwise).
+ *
+ * Protocol 2 (the client acknowledges): the handler does not call
+ * book_done_delivered; the want stays FINISHED, its mail taken, until
+ * book_done_ack.  A close of its owner conn re-homes and re-mails it as
+ * above, and book_conn_adopt (a new conn of the client) takes it over and
+ * re-mails it at once: the DONE goes out at least once to a client that
+ * comes back within its grace, and the client keeps the first copy.
  *
  * Receipt store: max_receipts slots of receipt_bytes bytes.  A FINISHED
  * want owns at most one slot, holding the receipt text the job layer gave

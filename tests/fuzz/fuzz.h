@@ -18,6 +18,9 @@
 
 /* Runs one input; always returns 0 (libFuzzer's contract). */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/* Optional: libFuzzer calls it once before the first input where a target
+ * defines it (fuzz_json.c). */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 /* Aborts with a message naming the broken property when cond is false.
  * Unlike assert() it is never compiled out. */

@@ -251,6 +251,7 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 	j->owner_pending = 0;
 	j->stale_n = 0;
 	j->resumed = 0;
+	j->resume_queries = 0;
 	snprintf(j->owner_instance, sizeof j->owner_instance, "%s", k->instance_id);
 	if (j->timer)
 		evtimer_del(j->timer);
@@ -294,6 +295,10 @@ void job_on_position(exc_client *c, struct exc_conn *k, struct json_object *o)
 
 	if (j == NULL)
 		return;
+	if (j->state == J_RUNNING && j->owner == k && j->resume_queries) {
+		j->resume_queries--;	/* asked by the library, not the caller */
+		return;
+	}
 	if (j->state == J_RUNNING && j->owner == k && j->owner_pending)
 		j->owner_pending--;
 	if (j->on_position == NULL)

@@ -50,6 +50,7 @@ struct exc_job {
 	struct exc_addr *owner_addr;
 	uint64_t seek_until_ms;
 	int resumed;			/* the owner is not the connection the JOB went on */
+	unsigned resume_queries;	/* the library's QUERYs on resume, unanswered */
 	int cancel_requested;
 	unsigned owner_pending;		/* QUERY/CANCEL sent to the owner since the JOB, unanswered */
 	struct exc_conn *stale_conn;	/* a refused JOB's connection: its */

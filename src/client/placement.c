@@ -45,19 +45,25 @@ void job_place(struct exc_job *j)
 }
 
 /* The running job j reports to k now, another connection than the one
- * its JOB went on: a CANCEL the caller asked for goes out; with protocol
- * 2 a QUERY asks whether the instance still knows the job (POSITION
- * running or finished: its DONE will come; unknown_job: its receipt is
- * gone, job_receipt_gone). */
+ * its JOB went on: a CANCEL the caller asked for goes out; otherwise a
+ * QUERY asks whether the instance still knows the job (POSITION running,
+ * or finished in protocol 2: its DONE will come, and the POSITION is not
+ * passed on; unknown_job: its receipt is gone, job_receipt_gone).  In
+ * protocol 1 a finished job whose DONE is still to come answers
+ * unknown_job too: a DONE for this connection was queued when it opened,
+ * before its HELLO, so it arrives before that answer; one for another
+ * connection of ours went into a connection we gave up for dead, so lost
+ * is the truth for us. */
 static void job_resume_on(struct exc_job *j, struct exc_conn *k)
 {
 	j->owner = k;
 	j->owner_addr = k->a;
 	j->resumed = 1;
-	if (j->cancel_requested)
+	if (j->cancel_requested) {
 		conn_send(k, wire_job_msg(PROTO_CANCEL, j->id));
-	else if (k->protocol >= PROTO_VERSION_ACK)
-		conn_send(k, wire_job_msg(PROTO_QUERY, j->id));
+	} else if (conn_send(k, wire_job_msg(PROTO_QUERY, j->id)) == 0) {
+		j->resume_queries++;
+	}
 }
 
 void job_on_ready(exc_client *c, struct exc_conn *k)

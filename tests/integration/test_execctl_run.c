@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
@@ -863,14 +862,6 @@ int main(void)
 		{ "a silent connection: ping deadline, receipt once, exit status", test_silent_connection },
 		{ NULL, NULL },
 	};
-	const char *bin = getenv("EXECCTL_BIN"), *server = getenv("EXECSERVER_BIN");
-	if (bin) {
-		snprintf(execctl, sizeof execctl, "%s", bin);
-	} else {
-		/* next to the daemon in the build directory */
-		char dir[512];
-		snprintf(dir, sizeof dir, "%s", server ? server : "./execserver");
-		snprintf(execctl, sizeof execctl, "%s/execctl", dirname(dir));
-	}
+	snprintf(execctl, sizeof execctl, "%s", harness_execctl());
 	return run_suite("execctl as a process", cases);
 }

@@ -74,8 +74,9 @@
 extern "C" {
 #endif
 
-#define EXC_API_VERSION 3	/* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
-				 * 3: protocol 2 (each DONE acknowledged), ping_timeout_ms */
+#define EXC_API_VERSION 4	/* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
+				 * 3: exc_claim_share_service, claim shares floor(slots / clients) + 1;
+				 * 4: protocol 2 (each DONE acknowledged), ping_timeout_ms */
 
 struct event_base;
 
@@ -230,15 +231,35 @@ int exc_client_add_address(exc_client *c, const char *url);
 const char *exc_client_id(const exc_client *c);
 
 /*
- * Claim share: how many jobs this client should hold (waiting + running)
- * at most to take its fair part of the reached instances:
- *   sum over distinct reached instances (by instance_id) of
- *   sum over the instance's waitgroups of ceil(processes / clients)
- *   + headroom,
- * where headroom is 1 per reached instance (so that a want is already
- * parked when a slot frees up).  Draining instances count 0.  0 when no
- * instance is connected.  Updated from every HELLO.
+ * Claim share: how many jobs this client should hold at most (waiting +
+ * running) to take its fair part of the reached instances, so that an
+ * application claiming work from a shared queue neither hoards slots nor
+ * leaves one idle (docs/client.md, "Claim share").  Per instance, from its
+ * latest HELLO:
+ *   floor(slots / clients) + 1
+ * where clients is HELLO.clients and the + 1 keeps a want parked for the
+ * moment a slot frees: the clients' shares add up to the slots plus one
+ * per client, never to a slot left idle while work waits.  Summed over the
+ * distinct reached instances (by instance_id); draining instances count 0;
+ * 0 when no instance is connected.  Updated from every HELLO.
+ *
+ * exc_claim_share_service: for jobs of one service.  slots are those of
+ * the waitgroup that runs the service on each instance, and only the
+ * instances whose HELLO lists the service (through addresses that serve
+ * it) count; 0 for a service no reached instance runs.  This is the share
+ * to use with several waitgroups: claim each service's jobs up to its own
+ * share.  Services that share a waitgroup share its slots, so an
+ * application that claims them separately should divide that share (or
+ * claim them as one queue).
+ *
+ * exc_claim_share: for a queue of any services, the same over every
+ * waitgroup of each instance together (slots = their sum).  It says how
+ * much work fits, not which: with one pool per instance (one waitgroup, or
+ * auto-balance) it equals the per-service share; with several waitgroups
+ * it is a bound only, since a client holding that many jobs of one service
+ * waits for that service's waitgroup alone.
  */
+unsigned exc_claim_share_service(const exc_client *c, const char *service);
 unsigned exc_claim_share(const exc_client *c);
 
 /* Pool figures of the address added n-th (0-based); -1 (ENOENT) if none. */

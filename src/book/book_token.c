@@ -6,9 +6,13 @@
  * waitgroups' token counts (wgs[].tokens).  Invariants:
  *  - wgs[g].tokens == the ISSUED + RUNNING tokens of services of g, and
  *    counts in running + offered + tokens <= processes;
- *  - a token is only issued while its waitgroup has a free slot and no
- *    parked want: a legacy client never takes a slot a broker want waits
- *    for (and grants stay eager: no parked want is left beside a free slot);
+ *  - a token is only issued when a want of its service would be offered
+ *    the slot at once (a free slot its class may take): since grants are
+ *    eager, no parked want that may take a free slot exists, so a legacy
+ *    client never takes a slot a broker want waits for; with auto-balance
+ *    a parked want that may not take the free slot (a heavy one beside the
+ *    reserve, an unknown one at its share) does not block the token, as
+ *    it does not block a want (docs/protocol.md section 9);
  *  - a record's state is written last when it is issued and first when it
  *    is freed (then its generation is bumped), so a crash leaves it wholly
  *    old or wholly new; the counts and the free list are derived and
@@ -65,7 +69,7 @@ enum book_rc book_token_issue(struct book *b, uint32_t service, uint64_t now_ms,
 	struct bk_wg *wg = &b->wgs[b->svcs[service].wg];
 	/* with auto-balance a token obeys the service's class like a want:
 	 * a heavy service never takes the reserve for light work */
-	if (wg->waiting > 0 || (uint64_t)wg->running + wg->offered + wg->tokens >= wg->processes ||
+	if ((uint64_t)wg->running + wg->offered + wg->tokens >= wg->processes ||
 	    !bk_eligible(b, service) || b->token_free == BK_NIL)
 		return BOOK_E_BUSY;
 	uint32_t i = b->token_free;

@@ -240,29 +240,46 @@ const char *exc_client_last_error(const exc_client *c)
 	return c->last_error;
 }
 
-unsigned exc_claim_share(const exc_client *c)
+/* 1 if a connection before k (of address i) reaches k's instance through
+ * an address that serves service (NULL: any). */
+static int counted_before(const exc_client *c, unsigned i, const struct exc_conn *k,
+		const char *service)
+{
+	for (unsigned i2 = 0; i2 <= i; i2++) {
+		if (service && !pool_serves(c->addrs[i2], service))
+			continue;
+		for (struct exc_conn *o = c->addrs[i2]->conns; o && o != k; o = o->next)
+			if (o->state == K_READY && strcmp(o->instance_id, k->instance_id) == 0)
+				return 1;
+	}
+	return 0;
+}
+
+/* The claim shares of the distinct reached instances (each once, however
+ * many connections reach it); for a service, only through the addresses
+ * that serve it. */
+static unsigned share_sum(const exc_client *c, const char *service)
 {
 	unsigned share = 0;
 
-	for (unsigned i = 0; i < c->naddrs; i++)
-		for (struct exc_conn *k = c->addrs[i]->conns; k; k = k->next) {
-			int seen = 0;
-
-			if (k->state != K_READY)
-				continue;
-			/* each instance once, however many connections reach it */
-			for (unsigned i2 = 0; i2 <= i && !seen; i2++)
-				for (struct exc_conn *o = c->addrs[i2]->conns; o && !seen; o = o->next) {
-					if (o == k)
-						break;
-					if (o->state == K_READY &&
-							strcmp(o->instance_id, k->instance_id) == 0)
-						seen = 1;
-				}
-			if (!seen && !k->draining)
-				share += conn_share(k) + 1;	/* +1: headroom */
-		}
+	for (unsigned i = 0; i < c->naddrs; i++) {
+		if (service && !pool_serves(c->addrs[i], service))
+			continue;
+		for (struct exc_conn *k = c->addrs[i]->conns; k; k = k->next)
+			if (k->state == K_READY && !counted_before(c, i, k, service))
+				share += conn_share(k, service);
+	}
 	return share;
+}
+
+unsigned exc_claim_share(const exc_client *c)
+{
+	return share_sum(c, NULL);
+}
+
+unsigned exc_claim_share_service(const exc_client *c, const char *service)
+{
+	return service ? share_sum(c, service) : 0;
 }
 
 int exc_address_stats(const exc_client *c, unsigned n, struct exc_address_stats *st)

@@ -115,24 +115,46 @@ int conn_has_service(const struct exc_conn *k, const char *service)
 		json_object_object_get_ex(svc, service, NULL);
 }
 
-unsigned conn_share(const struct exc_conn *k)
+/* Slots of the waitgroup that runs service on k's instance (every
+ * waitgroup's when service is NULL); -1 when it does not run the service. */
+static int64_t slots_for(const struct exc_conn *k, const char *service)
 {
-	struct json_object *wgs;
-	unsigned share = 0;
-	int64_t clients = k->clients > 0 ? k->clients : 1;
+	struct json_object *wgs, *svc, *wg_name, *wg;
+	int64_t slots = 0;
 
-	if (k->state != K_READY || k->draining || k->hello == NULL ||
-			!json_object_object_get_ex(k->hello, "waitgroups", &wgs) ||
+	if (!json_object_object_get_ex(k->hello, "waitgroups", &wgs) ||
 			!json_object_is_type(wgs, json_type_object))
-		return 0;
-	json_object_object_foreach(wgs, name, wg) {
-		int64_t p = wire_int(wg, "processes", 0);
-
-		(void)name;
-		if (p > 0)
-			share += (unsigned)((p + clients - 1) / clients);
+		return -1;
+	if (service == NULL) {
+		json_object_object_foreach(wgs, name, w) {
+			(void)name;
+			slots += wire_int(w, "processes", 0) > 0 ? wire_int(w, "processes", 0) : 0;
+		}
+		return slots;
 	}
-	return share;
+	if (!conn_has_service(k, service) ||
+			!json_object_object_get_ex(k->hello, "services", &svc) ||
+			!json_object_object_get_ex(svc, service, &wg_name) ||
+			!json_object_is_type(wg_name, json_type_string) ||
+			!json_object_object_get_ex(wgs, json_object_get_string(wg_name), &wg))
+		return -1;
+	slots = wire_int(wg, "processes", 0);
+	return slots > 0 ? slots : 0;
+}
+
+unsigned conn_share(const struct exc_conn *k, const char *service)
+{
+	int64_t clients = k->clients > 0 ? k->clients : 1;
+	int64_t slots;
+
+	if (k->state != K_READY || k->draining || k->hello == NULL)
+		return 0;
+	slots = slots_for(k, service);
+	if (slots < 0)
+		return 0;
+	/* floor, not ceil: the clients' shares add up to the slots plus at
+	 * most one parked want per client (docs/client.md, "Claim share") */
+	return (unsigned)(slots / clients) + 1;
 }
 
 /* ---- messages ------------------------------------------------------------ */

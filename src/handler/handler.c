@@ -58,8 +58,11 @@ void handler_book_unlock(void)
 
 /* EXECSERVER_FAULT=book:<point>[:<n>]: die at the n-th pass (default 1)
  * through <point> inside the book's critical section (first generation of
- * handlers only).  EXECSERVER_FAULT=book:random:<n>: every generation dies
- * at any point with probability 1/n per pass (the chaos test). */
+ * handlers only).  EXECSERVER_FAULT=book:random:<n>[:<seed>]: every
+ * generation dies at any point with probability 1/n per pass (the chaos
+ * test); with a seed, the draws of the handler in slot i come from seed + i,
+ * so that a test run repeats its draws (which pass they meet still depends
+ * on the traffic). */
 static const char *fault_point;
 static long fault_countdown;
 static long fault_one_in;	/* random mode: 1/n per pass; 0: off */
@@ -92,16 +95,19 @@ static void setup_fault_injection(void)
 		return;
 	snprintf(spec, sizeof spec, "%s", env + 5);
 	char *colon = strchr(spec, ':');
+	char *seed = NULL;
 	long n = 1;
 	if (colon) {
 		*colon = '\0';
-		n = strtol(colon + 1, NULL, 10);
+		n = strtol(colon + 1, &seed, 10);
 		if (n < 1)
 			n = 1;
+		seed = *seed == ':' ? seed + 1 : NULL;
 	}
 	if (fault_spec_every_generation(env)) {
 		fault_one_in = n;
-		srandom((unsigned)getpid() ^ (unsigned)clock_mono_ms());
+		srandom(seed ? (unsigned)strtoul(seed, NULL, 10) + (unsigned)handler.slot
+			     : (unsigned)getpid() ^ (unsigned)clock_mono_ms());
 		log_info("fault injection armed: book:random, 1 in %ld passes", n);
 	} else {
 		fault_point = spec;

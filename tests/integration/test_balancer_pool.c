@@ -4,6 +4,8 @@
  * behind one address, the deployment the demand-driven pool is made for:
  *  - pool growth under back-pressure reaches every instance, then a
  *    repeated instance_id marks the address covered and growth stops;
+ *  - growth opens at most one connection per grow_interval_ms and stops
+ *    at pool_cap, however many jobs wait;
  *  - a service that only one instance offers is routed there, and a
  *    service no instance offers ends with unknown_service;
  *  - a job parked on two instances whose slots free at the same moment
@@ -120,6 +122,73 @@ static void test_growth_reaches_every_instance_then_stops(void)
 	for (int k = 0; k < 3; k++)
 		CU_ASSERT(per_instance[k] >= 1);
 	CU_ASSERT_EQUAL(fleet_sum(&F, "services", "sleep", "started", NULL), JOBS);
+	exc_client_free(c);
+	CU_ASSERT(fleet_stop(&F) == 0);
+}
+
+/* When the pool opened each connection: the library's log line
+ * "opening connection N", written as the attempt starts. */
+struct opens {
+	long long at[16];
+	int n;
+};
+
+static void record_open(void *arg, enum exc_log_level level, const char *line)
+{
+	struct opens *o = arg;
+	(void)level;
+	if (strstr(line, ": opening connection ") && o->n < 16)
+		o->at[o->n++] = harness_now_ms();
+}
+
+/* The pool's cap and growth rate (docs/client.md, "Several instances
+ * behind one address"): four instances behind the balancer and twelve
+ * jobs waiting, yet at most one new connection per grow_interval_ms, and
+ * never more than pool_cap live or opening, seen by the client and by the
+ * instances.  Without the rate limit the pool grows at every retry tick
+ * (200 ms); without the cap it reaches the fourth instance. */
+static void test_growth_rate_and_cap(void)
+{
+	enum { JOBS = 12, CAP = 3, GROW_MS = 1000 };
+	struct fx_done done[JOBS];
+	struct exc_options o;
+	struct opens opens = { .n = 0 };
+
+	CU_ASSERT_FATAL(fleet_start(&F, 4, 1, NULL) == 0);
+	fx_options(&o);
+	o.pool_cap = CAP;
+	o.grow_interval_ms = GROW_MS;
+	o.reprobe_interval_ms = 600000;
+	o.log = record_open;
+	o.arg = &opens;
+	exc_client *c = lb_client(&o);
+	CU_ASSERT_FATAL(fx_wait_pred(pool_reached, &(struct pool_goal){ c, 1, 1, 0 }, 5000));
+
+	memset(done, 0, sizeof done);
+	for (int i = 0; i < JOBS; i++)
+		submit(c, "sleep", "{\"command\":\"sleep\",\"args\":[\"10\"]}", 0, &done[i]);
+	/* long enough for two more connections at the rate limit, and for
+	 * more than CAP at the tick's pace */
+	unsigned most = 0;
+	for (long long end = harness_now_ms() + (CAP + 1) * GROW_MS + 500; harness_now_ms() < end;) {
+		fx_spin(20);
+		struct exc_address_stats st = fleet_client_stats(c);
+		if (st.connections + st.connecting > most)
+			most = st.connections + st.connecting;
+	}
+	struct exc_address_stats st = fleet_client_stats(c);
+	CU_ASSERT_EQUAL(most, CAP);
+	CU_ASSERT_EQUAL(st.connections, CAP);
+	CU_ASSERT_EQUAL(st.instances, CAP);
+	CU_ASSERT_EQUAL(st.opened, CAP);
+	CU_ASSERT_EQUAL(fleet_sum(&F, "connections", NULL), CAP);	/* as the instances see it */
+	CU_ASSERT_EQUAL(opens.n, CAP);
+	for (int i = 1; i < opens.n; i++) {
+		long long gap = opens.at[i] - opens.at[i - 1];
+		if (gap < GROW_MS - 5)
+			fprintf(stderr, "connection %d opened %lld ms after the one before\n", i + 1, gap);
+		CU_ASSERT(gap >= GROW_MS - 5);	/* two clocks read a moment apart */
+	}
 	exc_client_free(c);
 	CU_ASSERT(fleet_stop(&F) == 0);
 }
@@ -310,6 +379,7 @@ int main(void)
 {
 	static const struct test_case cases[] = {
 		{ "growth reaches every instance, then stops", test_growth_reaches_every_instance_then_stops },
+		{ "growth: one connection per interval, at most pool_cap", test_growth_rate_and_cap },
 		{ "a service of one instance is routed there", test_service_of_one_instance },
 		{ "a surplus OFFER is declined, the job runs once", test_surplus_offer_declined },
 		{ "claim share as instances and clients come and go", test_claim_share },

@@ -3,7 +3,9 @@
  * (stdin from a buffer and from a pipe, stdout to a file and to a pipe,
  * bytes compared), input and output files, placement on a mixed pair,
  * a surplus OFFER declined, connectTimeoutSec -> no_slot, cancel while
- * waiting and while running, query, claim share, reconnect after the
+ * waiting and while running, query, claim share (in all and per service
+ * with several waitgroups), idle silence on the wire, pipe URLs on the
+ * local address when it differs from the one dialled, reconnect after the
  * handler is killed, a lost owner, one-time pipe endpoints (GET and PUT),
  * pool growth stopped by a repeated instance_id and resumed by the
  * re-probe, unknown service, /job/<service> addresses, a refused token,
@@ -26,6 +28,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sched.h>
 #include <sys/wait.h>
 
 #include <CUnit/Basic.h>
@@ -35,8 +38,10 @@
 #include "client_fixture.h"
 #include "harness.h"
 #include "pipe_server.h"
+#include "proto.h"
 #include "suite.h"
 #include "wsclient.h"
+#include "wstap.h"
 
 static const char body_tools[] =
 	"jobRemovalPolicy: all\n"
@@ -577,10 +582,10 @@ static void test_claim_share(void)
 	c = fx_client(NULL, d, 2, NULL);
 	CU_ASSERT_EQUAL(exc_claim_share(c), 0);	/* nothing connected yet */
 	w.c = c;
-	w.want = 3 + 5;		/* (ceil(2/1) + 1) + (ceil(4/1) + 1) */
+	w.want = 3 + 5;		/* (floor(2/1) + 1) + (floor(4/1) + 1) */
 	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
 	c2 = fx_client(NULL, d, 1, NULL);	/* a second client on the first */
-	w.want = 2 + 5;		/* ceil(2/2) + 1 + 5 */
+	w.want = 2 + 5;		/* floor(2/2) + 1 + 5 */
 	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
 	exc_client_free(c2);
 	w.want = 8;
@@ -594,6 +599,176 @@ static void test_claim_share(void)
 	exc_client_free(c);
 	for (int i = 0; i < 2; i++)
 		harness_cleanup(&d[i]);
+}
+
+/* Four one-slot waitgroups (s1..s4) and one of three slots (s5). */
+static const char body_waitgroups[] =
+	"waitgroups:\n"
+	"  a: {processes: 1}\n  b: {processes: 1}\n  c: {processes: 1}\n"
+	"  d: {processes: 1}\n  e: {processes: 3}\n"
+	"services:\n"
+	"  s1: {waitgroup: a, commands: {true: {prog: \"true\"}}}\n"
+	"  s2: {waitgroup: b, commands: {true: {prog: \"true\"}}}\n"
+	"  s3: {waitgroup: c, commands: {true: {prog: \"true\"}}}\n"
+	"  s4: {waitgroup: d, commands: {true: {prog: \"true\"}}}\n"
+	"  s5: {waitgroup: e, commands: {true: {prog: \"true\"}}}\n";
+
+/* Expected shares of n clients: total, s1..s5, and a service nobody runs. */
+struct shares {
+	exc_client **c;
+	int n;
+	unsigned total, svc[5];
+};
+
+static int shares_are(void *arg)
+{
+	const struct shares *w = arg;
+	char name[4];
+
+	for (int i = 0; i < w->n; i++) {
+		if (exc_claim_share(w->c[i]) != w->total ||
+				exc_claim_share_service(w->c[i], "nope") != 0)
+			return 0;
+		for (int k = 0; k < 5; k++) {
+			snprintf(name, sizeof name, "s%d", k + 1);
+			if (exc_claim_share_service(w->c[i], name) != w->svc[k])
+				return 0;
+		}
+	}
+	return 1;
+}
+
+static void print_shares(const struct shares *w)
+{
+	fprintf(stderr, "claim shares: total %u s1 %u s5 %u (expected %u, %u, %u)\n",
+		exc_claim_share(w->c[0]), exc_claim_share_service(w->c[0], "s1"),
+		exc_claim_share_service(w->c[0], "s5"), w->total, w->svc[0], w->svc[4]);
+}
+
+/* Claim shares with several waitgroups (docs/client.md, "Claim share"):
+ * per instance floor(slots / clients) + 1, per service over its own
+ * waitgroup.  Five clients on two instances of four one-slot waitgroups
+ * (and one of three) may hold one job of each one-slot service per
+ * instance: 10 claimed for 2 slots of s1, every slot busy, one want of
+ * each client parked; a ceiling per waitgroup gave each client 2 per
+ * instance, and a total over the waitgroups 5. */
+static void test_claim_share_waitgroups(void)
+{
+	enum { N = 5 };
+	struct es_daemon d[2];
+	exc_client *c[N];
+	char url[64];
+
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_FATAL(harness_start(&d[i], 1, body_waitgroups, NULL) == 0);
+	for (int i = 0; i < N; i++)
+		c[i] = fx_client(NULL, d, 2, NULL);
+	struct shares w = { c, N, 2 * (7 / N + 1), { 2, 2, 2, 2, 2 * (3 / N + 1) } };
+	if (!fx_wait_pred(shares_are, &w, 10000)) {
+		print_shares(&w);
+		CU_FAIL("five clients: 1 + 1 per instance for every service, 2 + 2 in all");
+	}
+	for (int i = 1; i < N; i++)
+		exc_client_free(c[i]);
+	w = (struct shares){ c, 1, 2 * (7 + 1), { 4, 4, 4, 4, 2 * (3 + 1) } };
+	if (!fx_wait_pred(shares_are, &w, 10000)) {
+		print_shares(&w);
+		CU_FAIL("one client: slots + 1 per instance");
+	}
+	/* an address for s1 only counts for s1, and for no other service */
+	c[1] = fx_client(NULL, &d[0], 1, "/job/s1");
+	snprintf(url, sizeof url, "ws://127.0.0.1:%d", d[1].port);
+	CU_ASSERT_FATAL(exc_client_add_address(c[1], url) == 0);
+	w = (struct shares){ c + 1, 1, 2 * (7 / 2 + 1), { 2 * (1 / 2 + 1), 1 / 2 + 1, 1 / 2 + 1,
+						       1 / 2 + 1, 3 / 2 + 1 } };
+	if (!fx_wait_pred(shares_are, &w, 10000)) {
+		print_shares(&w);
+		CU_FAIL("a /job/s1 address: counted for s1 only");
+	}
+	exc_client_free(c[1]);
+	exc_client_free(c[0]);
+	for (int i = 0; i < 2; i++) {
+		harness_stop(&d[i], 10000);
+		harness_cleanup(&d[i]);
+	}
+}
+
+static int wg_waiting_is(struct json_object *st, void *arg)
+{
+	return harness_json_int(st, "waitgroups", "wg", "waiting", NULL) == *(long long *)arg;
+}
+
+/* Idle silence (protocol.md, "An idle connection exchanges nothing but
+ * pings"), observed on the wire by a tap between the client and a real
+ * daemon that pings every second: with no jobs the client sends no
+ * message at all, only pongs; with two wants parked it sends the two
+ * WANTs once, then through fifteen retry ticks again nothing but pongs. */
+static void test_idle_silence(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, b = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+	struct wstap *tap;
+	char url[64];
+	long long two = 2;
+
+	CU_ASSERT_FATAL(start(&d, 1, "pingIntervalSec: 1\npingTimeoutSec: 30\n") == 0);
+	tap = wstap_new(fx_base ? fx_base : (fx_base = event_base_new()), d.port);
+	CU_ASSERT_FATAL(tap != NULL);
+	fx_options(&o);
+	o.pool_cap = 1;		/* the pool's own growth is test_balancer_pool's */
+	exc_client *c = fx_client(&o, NULL, 0, NULL);
+	snprintf(url, sizeof url, "ws://127.0.0.1:%d", wstap_port(tap));
+	CU_ASSERT_FATAL(c != NULL && exc_client_add_address(c, url) == 0);
+	while (exc_claim_share(c) == 0 && wstap_connections(tap) < 5)
+		fx_spin(20);
+	CU_ASSERT_EQUAL_FATAL(exc_claim_share(c), 2);	/* connected, HELLO read */
+
+	/* no jobs: nothing but pongs */
+	wstap_reset(tap);
+	fx_spin(3000);
+	CU_ASSERT_EQUAL(wstap_messages(tap), 0);
+	CU_ASSERT(wstap_frames(tap, 0xA) >= 2);	/* the tap sees the client's frames */
+
+	/* the only slot held elsewhere; two jobs wait */
+	struct tclient *holder = tc_connect(d.port, "holder");
+	CU_ASSERT_FATAL(holder != NULL);
+	const char *token = tc_want_offer(holder, "hold", "tools", 0, 5000);
+	CU_ASSERT_FATAL(token != NULL);
+	CU_ASSERT(tc_send(holder, "{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\","
+			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}", token) == 0);
+	wstap_reset(tap);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &a);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &b);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	for (long long end = harness_now_ms() + 5000;
+	     wstap_frames(tap, 0x1) < 2 && harness_now_ms() < end;)
+		fx_spin(20);
+	CU_ASSERT(harness_wait_status(&d, 5000, wg_waiting_is, &two) == 0);
+	CU_ASSERT_EQUAL(wstap_frames(tap, 0x1), 2);
+	CU_ASSERT(strstr(wstap_last_text(tap), "\"WANT\"") != NULL);
+	wstap_reset(tap);
+	fx_spin(3000);		/* 15 retry ticks of 200 ms */
+	CU_ASSERT_EQUAL(wstap_messages(tap), 0);
+	if (wstap_messages(tap))
+		fprintf(stderr, "the client sent %u messages while its wants were parked, the last %s\n",
+			wstap_messages(tap), wstap_last_text(tap));
+	CU_ASSERT(wstap_frames(tap, 0xA) >= 2);
+	CU_ASSERT_FALSE(a.called || b.called);
+	CU_ASSERT(harness_wait_status(&d, 1000, wg_waiting_is, &two) == 0);	/* still parked */
+
+	exc_client_free(c);
+	CU_ASSERT(tc_send(holder, "{\"type\":\"CANCEL\",\"job_id\":\"hold\"}") == 0);
+	struct json_object *done = tc_expect(holder, "DONE", 10000);
+	CU_ASSERT(done != NULL);	/* so that the stop need not wait for it */
+	json_object_put(done);
+	tc_close(holder);
+	fx_spin(100);
+	wstap_free(tap);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
 }
 
 /* The handler is killed: the client reconnects, parks its waiting want
@@ -877,6 +1052,108 @@ static void test_pipe_once(void)
 	harness_cleanup(&d);
 }
 
+/* The URL of one endpoint from the client's log ("stdin GET at ") into
+ * url; its host into host.  0 or -1. */
+static int endpoint_host(const char *what, char url[200], char host[64])
+{
+	const char *at = fx_log_find(what);
+	int port;
+
+	if (at == NULL || sscanf(at + strlen(what), "%199s", url) != 1 ||
+			sscanf(url, "http://%63[^:]:%d", host, &port) != 2)
+		return -1;
+	return 0;
+}
+
+#define PIN_CHECK(cond) (ok &= (cond) ? 1 : (fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond), 0))
+
+/* Runs in a child with a network namespace of its own, where the route of
+ * 127.0.0.1 has source address 127.0.0.2: the client dials 127.0.0.1 and
+ * its broker socket's local address is 127.0.0.2.  The pipe URLs must
+ * carry 127.0.0.2 (the execserver's callback guard accepts no other host
+ * from that peer, so the job also fails if they do not).  Exit status 0:
+ * all held; 1: a check failed; 2: the namespace could not be made. */
+static int pinned_child(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	char url[200], host[64], out[300];
+	int ok = 1;
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+
+	if (unshare(CLONE_NEWNET) != 0) {	/* not root: as root of a user namespace */
+		char map[64];
+		int fd;
+
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
+			return 2;
+		snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
+		if ((fd = open("/proc/self/uid_map", O_WRONLY)) < 0 || write(fd, map, strlen(map)) < 0)
+			return 2;
+		close(fd);
+		if ((fd = open("/proc/self/setgroups", O_WRONLY)) >= 0) {
+			if (write(fd, "deny", 4) < 0)
+				return 2;
+			close(fd);
+		}
+		snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
+		if ((fd = open("/proc/self/gid_map", O_WRONLY)) < 0 || write(fd, map, strlen(map)) < 0)
+			return 2;
+		close(fd);
+	}
+	if (system("ip link set lo up && ip route replace local 127.0.0.1 dev lo table local "
+		   "proto kernel scope host src 127.0.0.2") != 0)
+		return 2;
+	fx_base = event_base_new();	/* not the parent's: its epoll is shared */
+	if (start(&d, 1, NULL) != 0)
+		return 1;
+	snprintf(out, sizeof out, "%s/pinned.out", d.dir);
+	exc_client *c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &a);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = "pinned\n";
+	s.in.len = 7;
+	s.out.kind = EXC_IO_FILE;
+	s.out.path = out;
+	PIN_CHECK(exc_submit(c, &s) != NULL);
+	PIN_CHECK(fx_wait(&a.called, 15000));
+	PIN_CHECK(a.ok);
+	if (!a.ok)
+		fprintf(stderr, "pinned job: %s: %s\n", a.error_code, a.error_message);
+	PIN_CHECK(endpoint_host("stdin GET at ", url, host) == 0 && strcmp(host, "127.0.0.2") == 0);
+	fprintf(stderr, "pinned: stdin endpoint %s\n", url);
+	PIN_CHECK(endpoint_host("stdout PUT at ", url, host) == 0 && strcmp(host, "127.0.0.2") == 0);
+	size_t len = 0;
+	unsigned char *back = harness_read_file(out, &len);
+	PIN_CHECK(back != NULL && len == 7 && memcmp(back, "pinned\n", 7) == 0);
+	free(back);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+	harness_cleanup(&d);
+	return ok ? 0 : 1;
+}
+
+/* Pipe URL pinning with a local address that differs from the address
+ * dialled (docs/client.md, "Where the execserver connects back"). */
+static void test_pipe_local_address(void)
+{
+	int status = -1;
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0)
+		_exit(pinned_child());
+	CU_ASSERT(waitpid(pid, &status, 0) == pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+		fprintf(stderr, "no network namespace with ip(8) here (needs root or user namespaces)\n");
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 /* A stdout endpoint being streamed refuses a second PUT; the stream
  * itself completes. */
 static void test_pipe_put_once(void)
@@ -1006,6 +1283,9 @@ static const struct test_case cases[] = {
 	{ "surplus offer declined", test_surplus_declined },
 	{ "connect timeout, cancel, query", test_timeout_cancel_query },
 	{ "claim share", test_claim_share },
+	{ "claim share per service with several waitgroups", test_claim_share_waitgroups },
+	{ "idle silence: nothing but pongs, parked wants sent once", test_idle_silence },
+	{ "pipe URLs carry the local address, not the one dialled", test_pipe_local_address },
 	{ "reconnect after a handler is killed", test_reconnect },
 	{ "owner never comes back: lost", test_owner_lost },
 	{ "pool growth stops when covered", test_pool_covered },

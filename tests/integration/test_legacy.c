@@ -1,7 +1,9 @@
 /*
  * test_legacy.c - the legacy token transport (docs/protocol.md section 9)
  * against a real daemon: GET /token reserves a slot, never one a parked
- * broker want waits for (also when a slot frees: it goes to the want); an
+ * broker want waits for (also when a slot frees: it goes to the want;
+ * with auto-balance, parked wants that may not take the free slot block
+ * only their own service's token, not a light one's); an
  * unused token expires and its slot goes to a broker want parked after
  * it; a token issued by one handler is redeemed on another (the book is
  * shared); single use; body mode streams a large stdin through `cat` and
@@ -57,13 +59,19 @@ static void stop(void)
 	harness_cleanup(&D);
 }
 
-static long long wg_field(const char *field)
+/* waitgroups.<wg>.<field> of /status. */
+static long long wg_field_of(const char *wg, const char *field)
 {
 	struct json_object *st = harness_status(&D);
-	long long v = harness_json_int(st, "waitgroups", "wg", field, NULL);
+	long long v = harness_json_int(st, "waitgroups", wg, field, NULL);
 	if (st)
 		json_object_put(st);
 	return v;
+}
+
+static long long wg_field(const char *field)
+{
+	return wg_field_of("wg", field);
 }
 
 /* GET /token/service: the status; the token into tok (33 bytes) on 200. */
@@ -184,6 +192,117 @@ static void test_parked_want_blocks_tokens(void)
 	CU_ASSERT_EQUAL(get_token("cat", NULL), 200);
 	tc_close(a);
 	tc_close(b);
+	stop();
+}
+
+/* A `sleep 30` job of service on c: WANT, OFFER, JOB. */
+static void run_sleep(struct tclient *c, const char *job_id, const char *service)
+{
+	const char *t = tc_want_offer(c, job_id, service, 0, 5000);
+	CU_ASSERT_FATAL(t != NULL);
+	CU_ASSERT(tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
+			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}", job_id, t) == 0);
+}
+
+static int auto_settled(struct json_object *st, void *arg)
+{
+	const long long *want = arg;	/* running, waiting, tokens */
+	return harness_json_int(st, "waitgroups", "auto", "running", NULL) == want[0] &&
+	       harness_json_int(st, "waitgroups", "auto", "waiting", NULL) == want[1] &&
+	       harness_json_int(st, "waitgroups", "auto", "tokens", NULL) == want[2];
+}
+
+static const char *service_class(const char *service)
+{
+	static char out[16];
+	struct json_object *st = harness_status(&D), *v;
+	snprintf(out, sizeof out, "%s",
+		 st && json_object_object_get_ex(st, "services", &v) &&
+		 json_object_object_get_ex(v, service, &v) &&
+		 json_object_object_get_ex(v, "class", &v) ? json_object_get_string(v) : "");
+	if (st)
+		json_object_put(st);
+	return out;
+}
+
+/* Auto-balance (protocol.md section 9, "Parked wants come first"): with
+ * free slots, a parked want that may not take them refuses the token of
+ * its own service (by its class), and only that: a light service's token
+ * gets the free slot none of the parked wants could take, as a light WANT
+ * would.  Capacity alone refuses nothing here: a slot is free each time. */
+static void test_auto_balance_parked_wants(void)
+{
+	long long want[3];
+	CU_ASSERT_FATAL(harness_start(&D, 1,
+		"cpus: 4\n"
+		"fastReserve: 1\n"
+		"heavyThreshold: 400ms\n"
+		"minSamples: 1\n"
+		"unknownShare: 0.25\n"
+		"legacyTokenValiditySec: 1\n"
+		"services:\n"
+		"  quick:\n"
+		"    commands:\n"
+		"      true: {prog: \"true\"}\n"
+		"  slow:\n"
+		"    commands:\n"
+		"      sleep: {prog: sleep}\n"
+		"  fresh:\n"
+		"    commands:\n"
+		"      sleep: {prog: sleep}\n", NULL) == 0);
+	struct tclient *a = tc_connect(D.port, "a");
+	CU_ASSERT_FATAL(a != NULL);
+	/* the classes: quick is light, slow heavy, fresh stays unknown */
+	struct json_object *done = tc_run_job(a, "q", "quick", "{\"command\":\"true\"}", 10000);
+	json_object_put(done);
+	done = tc_run_job(a, "s", "slow", "{\"command\":\"sleep\",\"args\":[\"1\"]}", 10000);
+	json_object_put(done);
+	CU_ASSERT_STRING_EQUAL(service_class("quick"), "light");
+	CU_ASSERT_STRING_EQUAL(service_class("slow"), "heavy");
+	CU_ASSERT_STRING_EQUAL(service_class("fresh"), "unknown");
+
+	/* an unknown service at its share (1 slot), its second want parked,
+	 * three slots free */
+	run_sleep(a, "f1", "fresh");
+	CU_ASSERT(tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"f2\",\"service\":\"fresh\"}") == 0);
+	want[0] = 1, want[1] = 1, want[2] = 0;
+	CU_ASSERT(harness_wait_status(&D, 5000, auto_settled, want) == 0);
+	CU_ASSERT_EQUAL(get_token("fresh", NULL), 503);
+	CU_ASSERT_EQUAL(get_token("quick", NULL), 200);
+	CU_ASSERT_EQUAL(get_token("slow", NULL), 200);	/* 1 + 1 + reserve < 4 */
+	CU_ASSERT_EQUAL(wg_field_of("auto", "tokens"), 2);
+	CU_ASSERT(tc_send(a, "{\"type\":\"CANCEL\",\"job_id\":\"f2\"}") == 0);
+	CU_ASSERT(tc_send(a, "{\"type\":\"CANCEL\",\"job_id\":\"f1\"}") == 0);
+	for (int i = 0; i < 2; i++) {
+		done = tc_expect(a, "DONE", 5000);
+		CU_ASSERT(done != NULL);
+		json_object_put(done);
+	}
+	want[0] = 0, want[1] = 0, want[2] = 0;	/* the tokens expire after 1 s */
+	CU_ASSERT(harness_wait_status(&D, 8000, auto_settled, want) == 0);
+
+	/* three heavy jobs run, a fourth waits beside the reserve */
+	for (int i = 0; i < 3; i++) {
+		char id[8];
+		snprintf(id, sizeof id, "h%d", i);
+		run_sleep(a, id, "slow");
+	}
+	CU_ASSERT(tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"h3\",\"service\":\"slow\"}") == 0);
+	want[0] = 3, want[1] = 1, want[2] = 0;
+	CU_ASSERT(harness_wait_status(&D, 5000, auto_settled, want) == 0);
+	CU_ASSERT_EQUAL(get_token("slow", NULL), 503);	/* the reserve is for light work */
+	CU_ASSERT_EQUAL(get_token("quick", NULL), 200);	/* which a light token is */
+	CU_ASSERT_EQUAL(get_token("quick", NULL), 503);	/* now the pool is full */
+	CU_ASSERT_EQUAL(wg_field_of("auto", "tokens"), 1);
+	CU_ASSERT_EQUAL(wg_field_of("auto", "waiting"), 1);
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT(tc_send(a, "{\"type\":\"CANCEL\",\"job_id\":\"h%d\"}", i) == 0);
+	for (int i = 0; i < 4; i++) {
+		done = tc_expect(a, "DONE", 10000);
+		CU_ASSERT(done != NULL);
+		json_object_put(done);
+	}
+	tc_close(a);
 	stop();
 }
 
@@ -663,6 +782,7 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "GET /token answers", test_token_answers },
 		{ "a parked want blocks tokens", test_parked_want_blocks_tokens },
+		{ "auto-balance: only wants that may take the slot block tokens", test_auto_balance_parked_wants },
 		{ "expiry returns the slot", test_expiry_returns_the_slot },
 		{ "a token redeemed on another handler", test_token_on_another_handler },
 		{ "single use, bound to its service", test_single_use },

@@ -11,7 +11,9 @@ struct test_case {
 };
 
 /* cases ends with { NULL, NULL }.  Ignores SIGPIPE (tests write to peers
- * that may have gone).  Returns the process exit status. */
+ * that may have gone).  With TEST_ONLY=text in the environment only the
+ * tests whose name contains text run (for iterating on one test).
+ * Returns the process exit status. */
 int run_suite(const char *suite, const struct test_case *cases);
 
 #endif

@@ -638,7 +638,9 @@ enum book_rc model_token_issue(struct model *m, uint32_t svc, uint64_t now, uint
 		return BOOK_E_DRAINING;
 	struct book_wg_status st;
 	model_wg(m, wg_of(m, svc), &st);
-	if (st.waiting > 0 || st.running + st.offered + st.tokens >= st.processes ||
+	/* as a new want of svc would be offered at once; a parked want that
+	 * could take the slot would have it already (grants are eager) */
+	if (st.running + st.offered + st.tokens >= st.processes ||
 	    !eligible(m, svc) || live_tokens(m) >= m->lim.max_tokens)
 		return BOOK_E_BUSY;
 	if (m->nt == m->capt) {

@@ -12,7 +12,10 @@
  * OFFER (late, for a running or unknown job) gets DECLINE at once, and
  * the other parked copies get UNWANT.  A refused WANT (limit_reached,
  * draining, ...) is retried on the next tick.  A job never runs twice: a
- * JOB is sent only from WAITING, and only once per OFFER.
+ * JOB is sent only from WAITING, and only once per OFFER; a job goes back
+ * to WAITING only when the connection its JOB went on refused that JOB
+ * (after a resume, unknown_job ends it lost instead).  Protocol 2: every
+ * DONE read is acknowledged (ACK), a second copy of one included.
  *
  * on_done is called exactly once per job, always from the event loop:
  * from a message handler, a timer, or done_ev (receipts the library makes

@@ -6,7 +6,10 @@
  * connections that go away take their copies with them and leave their
  * running jobs seeking.  The tick re-parks refused wants, marks
  * back-pressure for the pools, and gives the verdicts no_slot (timer),
- * lost, unknown_service, unauthorized and tls_verify.
+ * lost, unknown_service, unauthorized and tls_verify.  A job resumed on a
+ * new connection is asked about (QUERY) or cancelled there; a cancel that
+ * could not reach its instance in time is owed to it (sent when a
+ * connection reaches it, for a day).
  */
 #include "autoconfig.h"
 #include "client/job_impl.h"

@@ -502,6 +502,40 @@ static enum url_rc url_host(struct url_info *ui, const char *h)
 	return URL_OK;
 }
 
+/* The normalized URL norm is what libcurl is given and parses again when it
+ * connects.  libcurl 7.88 normalizes numeric IPv4 hosts before it decodes
+ * %-escapes in the host, so a host such as %33 is kept as 3 and written out
+ * as http://3/, which the next parse reads as 0.0.0.3.  So norm is parsed
+ * once more, and the URL is refused unless that parse gives the host and
+ * port of ui: what is checked and recorded is where the connection goes. */
+static enum url_rc url_same_endpoint(const char *norm, struct url_info *ui)
+{
+	struct url_info again;
+	enum url_rc ret = URL_OK;
+	char *part = NULL;
+	CURLU *u;
+	CURLUcode rc;
+	int same = 0, got = 0;
+
+	if (!(u = curl_url()))
+		return URL_NOMEM;
+	rc = curl_url_set(u, CURLUPART_URL, norm, 0);
+	if (rc == CURLUE_OK && (got = url_part(u, CURLUPART_HOST, 0, &part)) > 0 &&
+	    url_host(&again, part) == URL_OK && strcmp(again.host, ui->host) == 0) {
+		curl_free(part);
+		if ((got = url_part(u, CURLUPART_PORT, CURLU_DEFAULT_PORT, &part)) > 0)
+			same = strtoul(part, NULL, 10) == ui->port;
+	}
+	if (rc == CURLUE_OUT_OF_MEMORY || got < 0)
+		ret = URL_NOMEM;
+	else if (!same)
+		ret = refuse(ui, "the host changes when the normalized URL is read again "
+			     "(write the host without %%-escapes)");
+	curl_free(part);
+	curl_url_cleanup(u);
+	return ret;
+}
+
 /* Checks url (len bytes as sent) against the URL rules; fills ui, with
  * ui->norm only when want_norm. */
 static enum url_rc url_check(const char *url, size_t len, int want_norm, struct url_info *ui)
@@ -590,13 +624,15 @@ static enum url_rc url_check(const char *url, size_t len, int want_norm, struct 
 		goto out;
 	}
 	ui->port = (unsigned)port;
-	if (want_norm) {
-		curl_free(part);
-		if ((got = url_part(u, CURLUPART_URL, 0, &part)) == 0)
-			ret = refuse(ui, "not a valid URL");
-		else if (got < 0 || !(ui->norm = strdup(part)))
-			ret = URL_NOMEM;
-	}
+	curl_free(part);
+	if ((got = url_part(u, CURLUPART_URL, 0, &part)) == 0)
+		ret = refuse(ui, "not a valid URL");
+	else if (got < 0)
+		ret = URL_NOMEM;
+	else
+		ret = url_same_endpoint(part, ui);
+	if (ret == URL_OK && want_norm && !(ui->norm = strdup(part)))
+		ret = URL_NOMEM;
 out:
 	curl_free(part);
 	curl_url_cleanup(u);

@@ -156,6 +156,11 @@ static int on_url(http_parser *hp, const char *at, size_t len)
 	}
 	if (p->used - p->cur_off + len > HTTP_URI_MAX)
 		return fail(p, 414);
+	/* The target's last piece is passed with the byte that ended it; a line
+	 * end there means no HTTP-version, which http-parser takes for an
+	 * HTTP/0.9 request: a malformed request line (RFC 9112 3). */
+	if (at + len < p->feed_end && (at[len] == '\r' || at[len] == '\n'))
+		return fail(p, 400);
 	return store_append(p, at, len);
 }
 
@@ -307,8 +312,6 @@ void http_head_parser_init(struct http_head_parser *p)
 static int map_errno(enum http_errno e)
 {
 	switch (e) {
-	case HPE_INVALID_VERSION:
-		return 505;
 	case HPE_HEADER_OVERFLOW:
 		return 431;
 	default:
@@ -347,6 +350,7 @@ int http_head_feed(struct http_head_parser *p, const char *data, size_t len,
 	n = len < room ? len : room;
 	k = before_bare_cr(p, data, n);
 	/* a zero length would tell http-parser the stream ended */
+	p->feed_end = data + k;
 	done = k > 0 ? http_parser_execute(&p->hp, &settings, data, k) : 0;
 	if (p->result == HTTP_HEAD_DONE) {
 		if (HTTP_PARSER_ERRNO(&p->hp) != HPE_OK || done > k) {

@@ -11,6 +11,10 @@
  *    the head fails with 400 (RFC 9112 2.2: a bare CR is invalid, and
  *    reading it as a line end would let the head end elsewhere than a
  *    proxy in front of us thinks);
+ *  - a request line of another shape than METHOD SP target SP HTTP/d.d
+ *    (no version, anything after it, a version not one digit each side of
+ *    the dot) fails with 400 (RFC 9112 3); 505 is only for a well-formed
+ *    version whose major number is not 1;
  *  - a head larger than HTTP_HEAD_MAX bytes (request line, header lines and
  *    the empty line) fails with 431, a request-target longer than
  *    HTTP_URI_MAX with 414, more than HTTP_HEAD_MAX_HEADERS fields with 431;
@@ -71,6 +75,7 @@ struct http_head_parser {
 	size_t total;		/* head bytes consumed so far */
 	int cur;		/* which string is being collected */
 	int after_cr;		/* the last head byte seen was a CR */
+	const char *feed_end;	/* end of the bytes http-parser is given */
 	size_t cur_off;		/* where it starts in store */
 	size_t used;		/* bytes of store in use */
 	struct http_head head;

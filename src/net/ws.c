@@ -28,6 +28,10 @@
  * by its frame layer (control frame longer than 125 bytes or fragmented,
  * non-minimal length) it queues a close frame without a code and fails;
  * that one is replaced here by a close frame with 1002 written directly.
+ * The same happens to a close frame with a 1-byte body (RFC 6455 5.5.1:
+ * the body is empty or starts with a 2-byte code), which wslay takes for
+ * one without a code and answers in kind: msg_cb marks it (bad_close) and
+ * the connection fails with 1002 once wslay_event_recv returns.
  *
  * Re-entrancy: every libevent callback counts itself in busy; owner
  * callbacks run only there, ws_* calls from the owner only queue and kick
@@ -87,6 +91,7 @@ struct ws_session {
 	enum ws_state state;
 	uint16_t code;		/* what on_closed will report */
 	uint16_t peer_code;	/* code of the peer's close frame */
+	int bad_close;		/* the peer's close frame has a 1-byte body */
 	uint64_t last_rx_ms;	/* last frame activity */
 	struct event *tick_ev;	/* pings and the liveness check */
 	struct event *close_ev;	/* deadline once out of OPEN */
@@ -638,7 +643,7 @@ static void ws_process(struct ws_session *s)
 				evbuffer_get_length(in_buf(s)) > 0) {
 			int r = wslay_event_recv(s->ctx);
 
-			if (r != 0) {
+			if (r != 0 || s->bad_close) {
 				fail_raw(s, r == WSLAY_ERR_NOMEM ?
 					WS_CLOSE_INTERNAL_ERROR : WS_CLOSE_PROTOCOL_ERROR);
 				flush(s);
@@ -751,6 +756,11 @@ static void msg_cb(wslay_event_context_ptr ctx,
 		break;
 	case WSLAY_CONNECTION_CLOSE:
 		s->peer_code = arg->status_code;
+		if (arg->msg_length == 1) {
+			/* wslay queued a close without a code: fail_raw replaces it */
+			s->bad_close = 1;
+			wslay_event_shutdown_read(ctx);
+		}
 		break;
 	default:	/* ping (wslay queued the pong) or pong */
 		break;

@@ -157,6 +157,8 @@ heads = {
     "folded": "GET / HTTP/1.1\r\nHost: x\r\nX-A: one\r\n two\r\n\r\n",
     "bare-lf": "GET / HTTP/1.1\nHost: x\n\n",
     "http2-version": "GET / HTTP/2.0\r\nHost: x\r\n\r\n",
+    "word-after-version": "GET /broker HTTP/1.1 extra\r\nHost: x\r\n\r\n",
+    "no-version": "GET /broker\r\nHost: x\r\n\r\n",
     "bad-method": "BREW /pot HTTP/1.1\r\n\r\n",
     "two-hosts": "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
     "query-escapes": "GET /?token=%ZZ&a=%C3%A9&b=%00 HTTP/1.1\r\nHost: x\r\n\r\n",

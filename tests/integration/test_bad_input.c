@@ -452,6 +452,8 @@ static struct row rows[] = {
 		  FR(1, 0, WSC_TEXT, 1, 64, "hello", 5)),
 	FRAME_ROW("close frame with code 999", "close 1002", 1,
 		  FR(1, 0, WSC_CLOSE, 1, 0, "\x03\xE7", 2)),
+	FRAME_ROW("close frame with a 1-byte body", "close 1002", 1,
+		  FR(1, 0, WSC_CLOSE, 1, 0, "\x03", 1)),
 	FRAME_ROW("close frame whose reason is not UTF-8", "close 1007", 1,
 		  FR(1, 0, WSC_CLOSE, 1, 0, "\x03\xE8\xFF", 3)),
 	SCENARIO_ROW("5,000 pings in a burst", "pongs", sc_ping_flood),
@@ -528,6 +530,9 @@ static struct row rows[] = {
 	HTTP_ROW("request line that is not HTTP (a TLS hello)", "HTTP 400",
 		 "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n"),
 	HTTP_ROW("HTTP/2.0 request line", "HTTP 505", "GET /status HTTP/2.0\r\nHost: x\r\n\r\n"),
+	HTTP_ROW("request line with a word after the version", "HTTP 400",
+		 "GET /broker HTTP/1.1 extra\r\nHost: x\r\n\r\n"),
+	HTTP_ROW("request line without a version", "HTTP 400", "GET /broker\r\nHost: x\r\n\r\n"),
 	HTTP_ROW("request head of 64 KiB", "HTTP 431", NULL),
 	SCENARIO_ROW("slowloris: an upgrade head that never ends", "cut", sc_slowloris),
 };

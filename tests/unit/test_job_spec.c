@@ -750,6 +750,18 @@ static const struct url_case url_cases[] = {
 	{ "http://h:/", "h", 80, "http://h/" },
 	{ "http:/h/x", "h", 80, "http://h/x" },
 	{ "http://h/%2e%2e/x y", NULL, 0, "not a valid URL" },
+	/* %-escapes in the host: libcurl 7.88 decodes them after it has
+	 * normalized numeric IPv4 forms, so these would be written out as
+	 * http://3/, http://0x7f.1/, http://2130706433/ and connect to 0.0.0.3
+	 * and 127.0.0.1 (the fuzz finding of issue 17); an escaped host that
+	 * reads the same again is fine */
+	{ "http:/%33/127.0.0.1:8080/1", NULL, 0,
+	  "the host changes when the normalized URL is read again (write the host without "
+	  "%-escapes)" },
+	{ "http://%33/", NULL, 0, "the host changes when the normalized URL is read again" },
+	{ "http://%30x7f.1/", NULL, 0, "the host changes when the normalized URL is read again" },
+	{ "http://%32130706433:81/", NULL, 0, "the host changes when the normalized URL" },
+	{ "http://%31%32%37.0.0.1/x", "127.0.0.1", 80, "http://127.0.0.1/x" },
 	/* refused schemes */
 	{ "file:///etc/passwd", NULL, 0, "the scheme must be http or https" },
 	{ "FILE:///etc/passwd", NULL, 0, "the scheme must be http or https" },
@@ -834,6 +846,9 @@ static void test_urls(void)
 					field == 2 ? s.inputs[0].port : s.outputs[0].port;
 			CU_ASSERT_STRING_EQUAL(h, uc->host);
 			CU_ASSERT_EQUAL(port, uc->port);
+			/* the stored URL, which libcurl connects to, names the same host */
+			CU_ASSERT_EQUAL(job_spec_url_host(url, host, sizeof host), 0);
+			CU_ASSERT_STRING_EQUAL(host, h);
 			if (uc->norm)
 				CU_ASSERT_STRING_EQUAL(url, uc->norm);
 			if (strcmp(h, uc->host) != 0 || port != uc->port ||

@@ -268,11 +268,43 @@ static void test_head_bad_version(void)
 	CU_ASSERT_EQUAL(http_head_status(&hp), 505);
 	CU_ASSERT_EQUAL(parse("GET / HTTP/0.9\r\n\r\n", 1 << 20, NULL), HTTP_HEAD_ERROR);
 	CU_ASSERT_EQUAL(http_head_status(&hp), 505);
-	CU_ASSERT_EQUAL(parse("GET / HTTP/11.1\r\n\r\n", 1 << 20, NULL), HTTP_HEAD_ERROR);
+	CU_ASSERT_EQUAL(parse("GET / HTTP/9.9\r\n\r\n", 1, NULL), HTTP_HEAD_ERROR);
 	CU_ASSERT_EQUAL(http_head_status(&hp), 505);
 	CU_ASSERT_EQUAL(parse("GET / HTTP/1.0\r\n\r\n", 1 << 20, NULL), HTTP_HEAD_DONE);
 	CU_ASSERT_EQUAL(http_head_get(&hp)->version_minor, 0);
 	CU_ASSERT_FALSE(http_head_get(&hp)->keep_alive);
+	CU_ASSERT_EQUAL(parse("GET / HTTP/1.9\r\n\r\n", 1 << 20, NULL), HTTP_HEAD_DONE);
+}
+
+/* A request line of another shape than method SP target SP HTTP/d.d is
+ * malformed (RFC 9112 3): 400, not 505, whatever version it names, however
+ * the bytes are cut into feeds. */
+static void test_head_bad_request_line(void)
+{
+	static const char *bad[] = {
+		"GET /broker HTTP/1.1 extra\r\nHost: h\r\n\r\n",
+		"GET /broker HTTP/1.1 \r\nHost: h\r\n\r\n",
+		"GET /broker\r\nHost: h\r\n\r\n",
+		"GET /broker\r\n\r\n",
+		"GET /broker\n\n",
+		"GET /?a=b\r\n\r\n",
+		"GET / HTTP/11.1\r\n\r\n",
+		"GET / HTTP/1.10\r\n\r\n",
+		"GET / HTTP/1\r\n\r\n",
+		"GET / HTTP/2\r\n\r\n",
+		"GET / HTTP/x.1\r\n\r\n",
+	};
+	static const size_t chunks[] = { 1 << 20, 1, 2, 3, 7 };
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+			int r = parse(bad[i], chunks[c], NULL);
+			CU_ASSERT_EQUAL(r, HTTP_HEAD_ERROR);
+			CU_ASSERT_EQUAL(http_head_status(&hp), 400);
+			if (r != HTTP_HEAD_ERROR || http_head_status(&hp) != 400)
+				fprintf(stderr, "\n  %s (feeds of %zu): %d, status %d\n", bad[i],
+					chunks[c], r, http_head_status(&hp));
+		}
 }
 
 static void test_head_garbage(void)
@@ -1211,6 +1243,7 @@ static const struct bad_input bad_inputs[] = {
 		"\x81\xFF\x80\x00\x00\x00\x00\x01\x00\x00\x12\x34\x56\x78", 14 },
 	{ "close code 1005", 1002, { { 1, 0, WSC_CLOSE, 1, 0, "\x03\xED", 2 } }, 1, NULL, 0 },
 	{ "close code 999", 1002, { { 1, 0, WSC_CLOSE, 1, 0, "\x03\xE7", 2 } }, 1, NULL, 0 },
+	{ "close with a 1-byte body", 1002, { { 1, 0, WSC_CLOSE, 1, 0, "\x03", 1 } }, 1, NULL, 0 },
 	{ "close reason not UTF-8", 1007, { { 1, 0, WSC_CLOSE, 1, 0, "\x03\xE8\xFF", 3 } }, 1, NULL, 0 },
 };
 
@@ -1931,6 +1964,7 @@ int main(void)
 		{ "header count limit: 431", test_head_too_many_headers },
 		{ "long URI: 414", test_head_long_uri },
 		{ "bad version: 505", test_head_bad_version },
+		{ "malformed request line: 400", test_head_bad_request_line },
 		{ "garbage: 400", test_head_garbage },
 		{ "bare CR: 400", test_head_bare_cr },
 		{ "bytes after the head stay", test_head_pipelined },

@@ -11,15 +11,16 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # Debian packages: build tools, libraries, and what the tests and the demo
 # use (curl, procps for pgrep, valgrind for the memcheck pass, openssl to
 # make the TLS tests' certificates, clang with libFuzzer for the fuzz pass,
-# haproxy as the load balancer of the multi-instance tests, iproute2 for
-# the network namespace of the pipe-address test, systemd for
-# systemd-analyze, which checks the installed unit), and what `make
-# bench` needs (the gearmand peer and its library, gnuplot for the plots,
-# util-linux for lscpu, linux-perf where the kernel allows it).
+# clang-format for make check-style, haproxy as the load balancer of the
+# multi-instance tests, iproute2 for the network namespace of the
+# pipe-address test, systemd for systemd-analyze, which checks the
+# installed unit), and what `make bench` needs (the gearmand peer and its
+# library, gnuplot for the plots, util-linux for lscpu, linux-perf where
+# the kernel allows it).
 PACKAGES="build-essential autoconf automake libtool pkg-config
 libevent-dev libjson-c-dev libcurl4-openssl-dev libcunit1-dev libyaml-dev
 libssl-dev libwslay-dev libhttp-parser-dev
-curl procps valgrind openssl clang libclang-rt-14-dev haproxy iproute2 systemd
+curl procps valgrind openssl clang libclang-rt-14-dev clang-format haproxy iproute2 systemd
 gearman-job-server libgearman-dev gnuplot-nox util-linux linux-perf"
 
 missing=""

@@ -170,9 +170,9 @@ struct exc_options {
 	/* Socket connect + websocket upgrade deadline.  Default 10000 ms. */
 	unsigned handshake_timeout_ms;
 	/* Log lines of the library (one line, no newline).  NULL: nothing is
-	 * logged.  Lines above log_level are not produced.  The websocket
-	 * code shared with the daemon logs process-wide: its lines go to the
-	 * newest live client's callback, at that client's level. */
+	 * logged.  Lines above log_level are not produced.  Every line of
+	 * this client, those of its connections' websocket sessions
+	 * included, goes here and to no other client's callback. */
 	void (*log)(void *arg, enum exc_log_level level, const char *line);
 	enum exc_log_level log_level;	/* default EXC_LOG_WARN */
 	/* Connection events, for status displays and tests.  NULL: none. */

@@ -21,7 +21,6 @@
 
 #include <event2/event.h>
 
-#include "common/log.h"
 
 uint64_t client_now_ms(void)
 {
@@ -80,18 +79,6 @@ void client_log(exc_client *c, enum exc_log_level lvl, const char *fmt, ...)
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
 	c->opt.log(c->opt.arg, lvl, line);
-}
-
-/* Lines of the shared code (src/net, src/common) go to one live client's
- * log callback (the newest); the list hands them on when it is freed. */
-static exc_client *live[64];
-static unsigned nlive;
-
-static void net_log(void *arg, enum log_level level, const char *line)
-{
-	exc_client *c = arg;
-
-	client_log(c, (enum exc_log_level)level, "%s", line);
 }
 
 void client_conn_event(exc_client *c, struct exc_addr *a, enum exc_conn_event ev,
@@ -189,10 +176,6 @@ exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
 	tv.tv_sec = c->opt.retry_tick_ms / 1000;
 	tv.tv_usec = (c->opt.retry_tick_ms % 1000) * 1000;
 	event_add(c->tick_ev, &tv);
-	if (nlive < sizeof live / sizeof live[0])
-		live[nlive++] = c;
-	log_set_level((enum log_level)c->opt.log_level);
-	log_set_sink(net_log, c);
 	return c;
 fail:
 	free(c->auth_token);
@@ -312,15 +295,6 @@ void exc_client_free(exc_client *c)
 	pipes_free_all(c);
 	if (c->tick_ev)
 		event_free(c->tick_ev);
-	for (unsigned i = 0; i < nlive; i++)
-		if (live[i] == c)
-			live[i] = live[--nlive];
-	if (nlive) {
-		log_set_level((enum log_level)live[nlive - 1]->opt.log_level);
-		log_set_sink(net_log, live[nlive - 1]);
-	} else {
-		log_set_sink(NULL, NULL);
-	}
 	tls_client_free(c);
 	free(c->auth_token);
 	free(c->tls_ca_file);

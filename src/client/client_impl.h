@@ -8,14 +8,14 @@
  *              one verifying SSL per connection, handshake failure texts
  *   pool.c     the connections of one address: start, growth under
  *              back-pressure, "covered", re-probe, back-off, owner seeking
- *   conn.c     one broker connection: TCP, upgrade, HELLO, message dispatch
+ *   server_conn.c one broker connection: TCP, upgrade, HELLO, message dispatch
  *   wire.c     client messages encoded as JSON text
- *   job.c      exc_job: offers, JOB, DONE, receipts, the job API
+ *   client_job.c exc_job: offers, JOB, DONE, receipts, the job API
  *   placement.c where wants are parked, resume, the retry tick's verdicts
  *   job_files.c a job's sources/sinks and the URLs of its JOB
  *   pipes.c    the one-time HTTP endpoints (GET sources, PUT sinks)
  *   stream.c   local sources and sinks (fds, files, buffers)
- *   legacy.c   the legacy token transport for addresses without /broker
+ *   fallback.c the legacy token transport for addresses without /broker
  *
  * Ownership: the client owns its addresses (array), each address its
  * connections (list), the client its jobs (list) and pipe servers (list);
@@ -129,10 +129,10 @@ struct exc_addr *pool_new(exc_client *c, const char *url, const struct exc_url *
 void pool_free(struct exc_addr *a);
 /* Starts or continues the pool: opens a connection if one is due. */
 void pool_kick(struct exc_addr *a);
-/* Called by conn.c when a connection got its HELLO (0: keep it, -1: it
+/* Called by server_conn.c when a connection got its HELLO (0: keep it, -1: it
  * repeated an instance and was dropped by the pool: do not use it). */
 int pool_on_hello(struct exc_addr *a, struct exc_conn *k, int first_hello);
-/* Called by conn.c when a connection ended (before it is freed). */
+/* Called by server_conn.c when a connection ended (before it is freed). */
 void pool_on_closed(struct exc_addr *a, struct exc_conn *k, int was_ready,
 		int http_status, const char *why);
 /* Live (HELLO received) connections; distinct instances. */
@@ -142,7 +142,7 @@ unsigned pool_connecting(const struct exc_addr *a);
 /* The address may carry wants for service. */
 int pool_serves(const struct exc_addr *a, const char *service);
 
-/* ---- conn.c ------------------------------------------------------------- */
+/* ---- server_conn.c ------------------------------------------------------ */
 
 enum conn_state { K_CONNECTING, K_TLS, K_UPGRADING, K_OPEN, K_READY, K_CLOSING };
 
@@ -191,9 +191,9 @@ const char *wire_str(struct json_object *o, const char *key);
 /* Integer field, or def when absent/not an integer. */
 int64_t wire_int(struct json_object *o, const char *key, int64_t def);
 
-/* ---- job.c -------------------------------------------------------------- */
+/* ---- client_job.c ------------------------------------------------------- */
 
-/* The messages conn.c hands on (o: the whole message). */
+/* The messages server_conn.c hands on (o: the whole message). */
 void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o);
 void job_on_done(exc_client *c, struct exc_conn *k, struct json_object *o);
 void job_on_position(exc_client *c, struct exc_conn *k, struct json_object *o);

@@ -1,5 +1,5 @@
 /*
- * job_impl.h - the inside of exc_job, shared by job.c (life of a job:
+ * job_impl.h - the inside of exc_job, shared by client_job.c (life of a job:
  * messages, receipts, API), placement.c (where its wants are parked, the
  * retry tick, the verdicts) and job_files.c (its sources and sinks and the
  * JOB's URLs).  Not installed.
@@ -61,13 +61,13 @@ struct exc_job {
 	char local_code[32];
 	char local_msg[256];
 	int local_retryable;
-	struct legacy_job *legacy;	/* token polling / legacy PUT (legacy.c) */
+	struct legacy_job *legacy;	/* token polling / legacy PUT (fallback.c) */
 	exc_done_cb on_done;
 	exc_position_cb on_position;
 	void *arg;
 };
 
-/* job.c */
+/* client_job.c */
 struct exc_job *job_find(exc_client *c, const char *id);
 struct copy *job_find_copy(struct exc_job *j, const struct exc_conn *k);
 void job_drop_copy(struct exc_job *j, struct copy *cp);

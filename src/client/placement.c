@@ -12,8 +12,8 @@
  * connection reaches it, for a day).
  */
 #include "autoconfig.h"
+#include "client/fallback.h"
 #include "client/job_impl.h"
-#include "client/legacy.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -6,7 +6,7 @@
  *
  * Rules (docs/architecture.md, "The client library"):
  *  - one connection to start;
- *  - growth only under back-pressure: job.c sets `pressure` when a want of
+ *  - growth only under back-pressure: client_job.c sets `pressure` when a want of
  *    a service the address serves waited a whole retry tick without an
  *    offer (or could not be parked at all); then one more connection is
  *    opened, at most one per grow_interval_ms per address, at most
@@ -15,7 +15,7 @@
  *    closed and the address marked covered: growth stops;
  *  - every reprobe_interval_ms the covered mark is cleared, so instances
  *    added behind the balancer later are found by the next growth;
- *  - owner seeking: while job.c names an instance it needs (`seek`, the
+ *  - owner seeking: while client_job.c names an instance it needs (`seek`, the
  *    instance that runs a job whose connection dropped), connections are
  *    opened (same rate limit, covered or not) until a HELLO shows it;
  *  - a connection that drops is replaced at once (rate limit permitting)
@@ -27,7 +27,7 @@
  */
 #include "autoconfig.h"
 #include "client/client_impl.h"
-#include "client/legacy.h"
+#include "client/fallback.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -217,7 +217,7 @@ void pool_on_closed(struct exc_addr *a, struct exc_conn *k, int was_ready,
 			client_log(c, code == 401 || a->tls_refused ? EXC_LOG_ERROR : EXC_LOG_WARN,
 				   "%s: %s", a->url, why);
 			client_conn_event(c, a, EXC_CONN_FAILED, NULL, code, why);
-		} else if (!a->legacy) {	/* no broker there: legacy.c takes over */
+		} else if (!a->legacy) {	/* no broker there: fallback.c takes over */
 			a->legacy = 1;
 			client_conn_event(c, a, EXC_CONN_LEGACY, NULL, code,
 				"no broker (HTTP 404): using the legacy token transport");

@@ -17,15 +17,6 @@
 static enum log_level current_level = LOG_LVL_INFO;
 static int use_syslog;
 static char process_name[32] = "execserver";
-static void (*sink_fn)(void *arg, enum log_level level, const char *line);
-static void *sink_arg;
-
-void log_set_sink(void (*fn)(void *arg, enum log_level level, const char *line),
-		void *arg)
-{
-	sink_fn = fn;
-	sink_arg = arg;
-}
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
@@ -78,9 +69,7 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	vsnprintf(body, sizeof body, fmt, ap);
 	va_end(ap);
 
-	if (sink_fn) {
-		sink_fn(sink_arg, level, body);
-	} else if (use_syslog) {
+	if (use_syslog) {
 		syslog(syslog_prio[level], "[%s] %s: %s", process_name, level_names[level], body);
 	} else {
 		char line[1200];

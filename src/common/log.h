@@ -4,7 +4,8 @@
  * Each line carries a level and names the process that wrote it ("master",
  * "handler 3").  In the foreground lines go to stderr; a daemon logs to
  * syslog with the daemon facility.  Safe to call after fork: a child sets its
- * own name with log_set_process().
+ * own name with log_set_process().  libexecclient's code never writes here:
+ * its websocket sessions log through their owner (ws_callbacks.on_log).
  */
 #ifndef ES_LOG_H
 #define ES_LOG_H
@@ -24,12 +25,6 @@ void log_open(int to_syslog);
 void log_set_process(const char *name);
 /* Reopens the output (SIGHUP): syslog is closed and opened again. */
 void log_reopen(void);
-
-/* fn non-NULL: every line (the formatted message, no prefix, no newline)
- * goes to fn instead of stderr/syslog (libexecclient hands them to its
- * caller); NULL restores the normal output. */
-void log_set_sink(void (*fn)(void *arg, enum log_level level, const char *line),
-		void *arg);
 
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

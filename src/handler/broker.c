@@ -17,17 +17,17 @@
 #include <string.h>
 
 #include "book/book_class.h"
-#include "common/addr_rule.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "config/addr_rule.h"
 #include "execserver/protocol.h"
 #include "handler/broker.h"
 #include "handler/handler.h"
 #include "handler/mailbox.h"
 #include "handler/messages.h"
-#include "net/ws.h"
 #include "job/job.h"
 #include "job/receipt.h"
+#include "net/ws.h"
 
 #define HELLO_COALESCE_MS 100
 #define MAX_PENDING_OUT (8u << 20) /* a peer that reads nothing is cut off here */
@@ -364,12 +364,10 @@ static void on_cancel(struct broker_conn *c, struct msg_in *in)
 	}
 	if (was == WANT_RUNNING)
 		return; /* the runner answers with DONE {error: cancelled} */
-	struct json_object *receipt = json_object_new_object(), *e = json_object_new_object();
-	json_object_object_add(e, "code", json_object_new_string("cancelled"));
-	json_object_object_add(e, "message", json_object_new_string("cancelled before it ran"));
-	json_object_object_add(e, "retryable", json_object_new_boolean(0));
-	json_object_object_add(receipt, "error", e);
-	send_text(c, msg_encode_done(in->job_id, receipt));
+	size_t len = 0;
+	char *receipt = receipt_cancelled_before_run(&len);
+	send_text(c, receipt ? receipt_done_message(in->job_id, receipt, len) : NULL);
+	free(receipt);
 }
 
 /* ACK (protocol 2): the receipt reached the client; the book forgets it.

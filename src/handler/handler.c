@@ -19,15 +19,14 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/reload.h"
+#include "config/reload.h"
 #include "handler/broker.h"
-#include "handler/conn.h"
 #include "handler/handler.h"
+#include "handler/http_conn.h"
 #include "handler/listener.h"
 #include "handler/mailbox.h"
 #include "job/job.h"
 #include "job/job_dir.h"
-#include "master/segment.h"
 
 struct handler handler;
 
@@ -115,6 +114,11 @@ static void setup_fault_injection(void)
 		log_info("fault injection armed: book:%s pass %ld", fault_point, n);
 	}
 	book_set_fault_hook(fault_hook);
+}
+
+static int is_draining(void)
+{
+	return handler.draining;
 }
 
 void handler_maybe_exit(void)
@@ -225,7 +229,11 @@ void handler_main(struct instance *inst, int slot)
 	}
 	/* job_init reads the signal dispositions for spawning (spawn.c): no
 	 * sigaction after it */
-	if (job_init() != 0 || listener_start(inst->listen_fd[slot]) != 0)
+	struct job_host host = { .base = handler.base, .cfg = inst->cfg, .slot = slot,
+				 .nslots = inst->nhandlers, .default_nofile = inst->jobs_nofile,
+				 .book_lock = handler_book_lock, .book_unlock = handler_book_unlock,
+				 .draining = is_draining, .job_ended = broker_drain_check };
+	if (job_init(&host) != 0 || listener_start(inst->listen_fd[slot]) != 0)
 		_exit(2);
 
 	/* Mail may have been queued for this slot before we existed. */

@@ -14,7 +14,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
-#include "common/instance.h"
+#include "handler/instance.h"
 
 struct broker_conn;
 

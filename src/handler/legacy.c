@@ -17,8 +17,9 @@
 #include <json-c/json.h>
 
 #include "common/clock.h"
-#include "common/config.h"
+#include "common/hex.h"
 #include "common/log.h"
+#include "config/config.h"
 #include "execserver/protocol.h"
 #include "handler/handler.h"
 #include "handler/legacy.h"
@@ -68,17 +69,6 @@ static int service_of(const char *path, const char *prefix)
 	return config_service_index(cfg(), name);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int parse_token(const char *s, struct book_ref *ref, uint64_t *secret)
 {
 	uint64_t v[3] = { 0, 0, 0 };
@@ -87,7 +77,7 @@ static int parse_token(const char *s, struct book_ref *ref, uint64_t *secret)
 		return -1;
 	for (int part = 0, pos = 0; part < 3; part++)
 		for (int i = 0; i < width[part]; i++, pos++) {
-			int d = hexval(s[pos]);
+			int d = hex_digit(s[pos]);
 			if (d < 0)
 				return -1;
 			v[part] = v[part] << 4 | (uint64_t)d;

@@ -17,7 +17,7 @@ struct bufferevent;
 /* 1 when path is a legacy endpoint and legacyToken is on. */
 int legacy_path(const char *path);
 
-/* An answer for conn.c to send (when the request did not start a job). */
+/* An answer for http_conn.c to send (when the request did not start a job). */
 struct legacy_answer {
 	int status;
 	const char *content_type;

@@ -37,6 +37,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "common/hex.h"
 #include "common/log.h"
 #include "execserver/protocol.h"
 #include "handler/handler.h"
@@ -149,14 +150,8 @@ static int chunk_size(const char *line, uint64_t *size)
 	uint64_t v = 0;
 	int digits = 0;
 	for (; *line; line++, digits++) {
-		int d;
-		if (*line >= '0' && *line <= '9')
-			d = *line - '0';
-		else if (*line >= 'a' && *line <= 'f')
-			d = *line - 'a' + 10;
-		else if (*line >= 'A' && *line <= 'F')
-			d = *line - 'A' + 10;
-		else
+		int d = hex_digit(*line);
+		if (d < 0)
 			break;
 		if (v >> 60)
 			return -1;

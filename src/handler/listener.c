@@ -8,8 +8,8 @@
 #include <event2/listener.h>
 
 #include "common/log.h"
-#include "handler/conn.h"
 #include "handler/handler.h"
+#include "handler/http_conn.h"
 #include "handler/listener.h"
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *addr,

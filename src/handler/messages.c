@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hex.h"
 #include "handler/messages.h"
 
 #define JSON_MAX_DEPTH 16
@@ -191,13 +192,6 @@ char *msg_encode_error(const char *code, const char *message, const char *job_id
 	return msg_to_text(o);
 }
 
-char *msg_encode_done(const char *job_id, struct json_object *receipt)
-{
-	struct json_object *o = new_message(PROTO_DONE, job_id);
-	json_object_object_add(o, "receipt", receipt);
-	return msg_to_text(o);
-}
-
 static const char *state_name(enum want_state s)
 {
 	switch (s) {
@@ -230,15 +224,8 @@ int msg_token_parse(const char *text, uint64_t *token)
 {
 	uint64_t v = 0;
 	for (int i = 0; i < 16; i++) {
-		char c = text[i];
-		int d;
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
+		int d = hex_digit(text[i]);
+		if (d < 0)
 			return -1;
 		v = v << 4 | (uint64_t)d;
 	}

@@ -50,8 +50,7 @@ void msg_in_free(struct msg_in *in);
 /* Encoders return a heap string (free()) or NULL on allocation failure. */
 char *msg_encode_offer(const char *job_id, uint64_t token);
 char *msg_encode_error(const char *code, const char *message, const char *job_id);
-/* receipt is consumed (its reference is taken over). */
-char *msg_encode_done(const char *job_id, struct json_object *receipt);
+/* DONE: receipt_done_message (job/receipt.h), around the kept receipt text. */
 char *msg_encode_position(const char *job_id, const struct book_position *pos, uint64_t eta_ms,
 			  int has_eta);
 /* Serializes obj with the settings every message uses (no slashes escaped,

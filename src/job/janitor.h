@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "common/config.h"
+#include "config/config.h"
 
 /* Master, before the handlers start: empties tempDir/job and tempDir/cache
  * (creating them and tempDir if missing).  Returns 0 or -1 (logged). */

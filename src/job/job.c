@@ -40,8 +40,6 @@
 #include "common/log.h"
 #include "common/utf8.h"
 #include "execserver/protocol.h"
-#include "handler/broker.h"
-#include "handler/handler.h"
 #include "job/janitor.h"
 #include "job/job_dir.h"
 #include "job/job_io.h"
@@ -50,7 +48,6 @@
 #include "job/receipt.h"
 #include "job/spawn.h"
 #include "job/transfer.h"
-#include "master/startup_check.h"
 
 #define JOB_STDERR_LINE_CAP 1024
 #define JOB_KILL_GRACE_MS 3000
@@ -98,6 +95,7 @@ struct job {
 				     * family 0: unknown */
 };
 
+static struct job_host host;
 static struct job *jobs;
 static unsigned njobs;
 static struct transfer_loop *transfers;
@@ -119,7 +117,7 @@ static int dir_in_use(const char *name)
 /* A quarter of janitorFileAge, between 1 s and 10 min. */
 static struct timeval janitor_interval(void)
 {
-	uint64_t ms = (uint64_t)handler.inst->cfg->janitor_file_age_ms / 4;
+	uint64_t ms = (uint64_t)host.cfg->janitor_file_age_ms / 4;
 	if (ms < 1000)
 		ms = 1000;
 	if (ms > 600000)
@@ -131,9 +129,9 @@ static struct timeval janitor_interval(void)
 static void janitor_cb(evutil_socket_t fd, short what, void *arg)
 {
 	char path[512];
-	snprintf(path, sizeof path, "%s/job", handler.inst->cfg->temp_dir);
-	unsigned n = janitor_sweep(path, handler.slot, handler.inst->nhandlers,
-				   (uint64_t)handler.inst->cfg->janitor_file_age_ms, clock_wall_ms(),
+	snprintf(path, sizeof path, "%s/job", host.cfg->temp_dir);
+	unsigned n = janitor_sweep(path, host.slot, host.nslots,
+				   (uint64_t)host.cfg->janitor_file_age_ms, clock_wall_ms(),
 				   dir_in_use);
 	if (n)
 		log_info("janitor: removed %u job director%s older than janitorFileAge", n,
@@ -142,11 +140,12 @@ static void janitor_cb(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(janitor_ev, &tv);
 }
 
-int job_init(void)
+int job_init(const struct job_host *h)
 {
+	host = *h;
 	spawn_init();
-	janitor_ev = evtimer_new(handler.base, janitor_cb, NULL);
-	transfers = transfer_loop_new(handler.base);
+	janitor_ev = evtimer_new(host.base, janitor_cb, NULL);
+	transfers = transfer_loop_new(host.base);
 	if (!janitor_ev || !transfers)
 		return -1;
 	struct timeval tv = janitor_interval();
@@ -168,14 +167,14 @@ static struct job *find_job(struct book_ref want)
  * its directory exists (the argv size limit counts the expanded text). */
 static void sample_jobdir(char *out, size_t len)
 {
-	snprintf(out, len, "%s/job/%d-%llu-XXXXXX", handler.inst->cfg->temp_dir,
+	snprintf(out, len, "%s/job/%d-%llu-XXXXXX", host.cfg->temp_dir,
 		 BOOK_MAX_HANDLERS, (unsigned long long)UINT64_MAX);
 }
 
 int job_validate(uint32_t service, struct json_object *job, const char **code, char *msg,
 		 size_t msglen)
 {
-	const struct es_config *cfg = handler.inst->cfg;
+	const struct es_config *cfg = host.cfg;
 	struct job_spec spec;
 	char dir[512];
 
@@ -280,7 +279,7 @@ static int is_running_leader(pid_t pid)
  * handler is not stopping (spares would outlive it). */
 static int may_reuse_dir(const struct job *j)
 {
-	return j->pid > 0 && j->reaped && !j->lingered && !handler.draining &&
+	return j->pid > 0 && j->reaped && !j->lingered && !host.draining() &&
 	       !spawn_other_children(is_running_leader);
 }
 
@@ -310,10 +309,10 @@ static void complete(struct job *j)
 	size_t len = 0;
 	char *text = receipt_build(&parts, &len);
 
-	struct book *b = handler_book_lock();
+	struct book *b = host.book_lock();
 	enum book_rc rc = j->is_body ? book_token_finished(b, j->want, &o)
 				     : book_job_finished(b, j->want, &o, text, text ? len : 0);
-	handler_book_unlock();
+	host.book_unlock();
 	if (!j->is_body) {
 		free(text);
 		text = NULL;
@@ -321,7 +320,7 @@ static void complete(struct job *j)
 	if (rc != BOOK_OK)
 		log_warn("job %s: finished, but the book says %s", j->job_id, book_rc_name(rc));
 
-	enum job_removal_policy pol = handler.inst->cfg->job_removal_policy;
+	enum job_removal_policy pol = host.cfg->job_removal_policy;
 	if (j->dir[0] && (pol == JOB_REMOVAL_ALL || (pol == JOB_REMOVAL_DONE && !o.failed)))
 		job_dir_release(j->dir, may_reuse_dir(j));
 
@@ -343,18 +342,18 @@ static void complete(struct job *j)
 	if (body_done)
 		body_done(body_ctx, &o, text, text ? len : 0, prefix, plen);
 	free(text);
-	broker_drain_check();
+	host.job_ended();
 }
 
 /* The process group of the job, in the book (0: forget it). */
 static void record_pgid(struct job *j, int32_t pgid)
 {
-	struct book *b = handler_book_lock();
+	struct book *b = host.book_lock();
 	if (j->is_body)
 		book_token_set_pgid(b, j->want, pgid);
 	else
 		book_job_set_pgid(b, j->want, pgid);
-	handler_book_unlock();
+	host.book_unlock();
 }
 
 /* Signals the job's process group (if it has one). */
@@ -658,11 +657,11 @@ static void spawn_failed(struct job *j, int err, int in, int out, int errfds[2])
 
 static void spawn_job(struct job *j)
 {
-	const struct es_config *cfg = handler.inst->cfg;
+	const struct es_config *cfg = host.cfg;
 	char path[4096];
 	int in = -1, out = -1, errfds[2] = { -1, -1 };
 
-	if (startup_check_find_program(j->spec.argv[0], path, sizeof path) != 0) {
+	if (spawn_find_program(j->spec.argv[0], path, sizeof path) != 0) {
 		spawn_failed(j, ENOENT, in, out, errfds);
 		return;
 	}
@@ -675,7 +674,7 @@ static void spawn_job(struct job *j)
 	struct spawn_request req = { .path = path, .argv = j->spec.argv, .envp = j->spec.envp,
 				     .cwd = j->dir, .stdin_fd = in, .stdout_fd = out,
 				     .stderr_fd = errfds[1], .limits = limits,
-				     .nlimits = job_limits(&cfg->job_limits, handler.inst->jobs_nofile,
+				     .nlimits = job_limits(&cfg->job_limits, host.default_nofile,
 							   limits),
 				     .nice = (int)cfg->job_limits.nice };
 	int err = 0;
@@ -691,7 +690,7 @@ static void spawn_job(struct job *j)
 	}
 	j->pid = pid;
 	j->err_fd = errfds[0];
-	j->err_ev = event_new(handler.base, j->err_fd, EV_READ | EV_PERSIST, on_stderr, j);
+	j->err_ev = event_new(host.base, j->err_fd, EV_READ | EV_PERSIST, on_stderr, j);
 	event_add(j->err_ev, NULL);
 	/* If the child exited already, the signalfd reports it to job_reap
 	 * once this returns to the loop: the pid is recorded by then. */
@@ -709,7 +708,7 @@ static int job_guard(void *arg, const char *url_host, const struct sockaddr *sa,
 
 	if (ip_addr_from_sockaddr(sa, len, &dest) != 0)
 		return 0;
-	if (addr_rules_allow(&handler.inst->cfg->callback_allow, j->peer.family ? &j->peer : NULL,
+	if (addr_rules_allow(&host.cfg->callback_allow, j->peer.family ? &j->peer : NULL,
 			     url_host, &dest))
 		return 1;
 	log_warn("job %s: callback to %s (%s) refused: not the client's address, not in "
@@ -738,16 +737,16 @@ static struct job *job_new(struct book_ref want, const char *job_id, uint32_t se
 		jobs->prev = j;
 	jobs = j;
 	njobs++;
-	j->kill_ev = evtimer_new(handler.base, kill_timer_cb, j);
-	j->timeout_ev = evtimer_new(handler.base, timeout_cb, j);
-	j->linger_ev = evtimer_new(handler.base, linger_cb, j);
+	j->kill_ev = evtimer_new(host.base, kill_timer_cb, j);
+	j->timeout_ev = evtimer_new(host.base, timeout_cb, j);
+	j->linger_ev = evtimer_new(host.base, linger_cb, j);
 	return j;
 }
 
 /* From the job directory to the spawn (or the input fetches first). */
 static void job_run(struct job *j, struct json_object *desc)
 {
-	const struct es_config *cfg = handler.inst->cfg;
+	const struct es_config *cfg = host.cfg;
 	const char *code;
 	char why[256];
 
@@ -756,7 +755,7 @@ static void job_run(struct job *j, struct json_object *desc)
 		return;
 	}
 
-	if (job_dir_take(cfg->temp_dir, handler.slot, j->dir, sizeof j->dir) != 0) {
+	if (job_dir_take(cfg->temp_dir, host.slot, j->dir, sizeof j->dir) != 0) {
 		int err = errno;
 		j->dir[0] = '\0';
 		not_started(j, err);
@@ -778,7 +777,7 @@ static void job_run(struct job *j, struct json_object *desc)
 	struct job_io_callbacks cb = { .inputs_done = on_inputs_done, .stdin_done = on_stdin_done,
 				       .stdout_done = on_stdout_done,
 				       .outputs_done = on_outputs_done, .arg = j };
-	j->io = job_io_new(handler.base, transfers, &j->spec, j->dir, JOB_INPUT_MAX_BYTES, &cb);
+	j->io = job_io_new(host.base, transfers, &j->spec, j->dir, JOB_INPUT_MAX_BYTES, &cb);
 	if (!j->io || (j->streams && job_io_set_streams(j->io, j->streams, j->body_ctx) != 0)) {
 		not_started(j, ENOMEM);
 		return;
@@ -801,9 +800,9 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service,
 	if (!j) {
 		/* nothing to run it with: give the slot back with a failure */
 		struct book_outcome o = { .exit_code = -1, .error = JOB_ERR_EXEC_FAILED, .failed = 1 };
-		struct book *b = handler_book_lock();
+		struct book *b = host.book_lock();
 		book_job_finished(b, want, &o, NULL, 0);
-		handler_book_unlock();
+		host.book_unlock();
 		return;
 	}
 	job_run(j, desc);
@@ -832,7 +831,7 @@ struct job *job_start_body(struct book_ref token, uint32_t service, struct json_
 		j->streams = streams;
 		j->body_done = done;
 		j->body_ctx = ctx;
-		j->start_ev = evtimer_new(handler.base, body_start_cb, j);
+		j->start_ev = evtimer_new(host.base, body_start_cb, j);
 	}
 	if (!j || !j->start_ev) {
 		struct book_outcome o = { .exit_code = -1, .error = JOB_ERR_EXEC_FAILED, .failed = 1 };
@@ -842,9 +841,9 @@ struct job *job_start_body(struct book_ref token, uint32_t service, struct json_
 			no_process(j);
 			complete(j); /* gives the slot back */
 		} else {
-			struct book *b = handler_book_lock();
+			struct book *b = host.book_lock();
 			book_token_finished(b, token, &o);
-			handler_book_unlock();
+			host.book_unlock();
 		}
 		return NULL;
 	}

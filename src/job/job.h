@@ -16,7 +16,8 @@
 #include <json-c/json.h>
 
 #include "book/book.h"
-#include "common/addr_rule.h"
+#include "config/addr_rule.h"
+#include "config/config.h"
 
 enum job_cancel_reason {
 	JOB_CANCEL_REQUESTED = 1, /* CANCEL, or the client's grace ran out */
@@ -24,7 +25,31 @@ enum job_cancel_reason {
 	JOB_CANCEL_DRAIN,         /* the instance stopped before the job ended */
 };
 
-int job_init(void);
+struct event_base;
+
+/* What job/ needs from the process that runs the jobs (the handler, or a
+ * test): job/ includes nothing of handler/ or master/. */
+struct job_host {
+	struct event_base *base;
+	const struct es_config *cfg; /* stays valid: a reload changes it in place */
+	int slot;                    /* this handler's slot (job directory names) */
+	int nslots;                  /* handler slots of the instance (janitor) */
+	unsigned long long default_nofile; /* RLIMIT_NOFILE of a job without
+					    * jobLimits.openFiles (0: leave it) */
+	/* the want-book, locked and unlocked (waking whom it mailed) */
+	struct book *(*book_lock)(void);
+	void (*book_unlock)(void);
+	/* whether the host stops (an empty job directory is then not kept for
+	 * the next job) */
+	int (*draining)(void);
+	/* a job ended and is gone (its receipt is in the book, or its body-mode
+	 * done ran): the host may have drained */
+	void (*job_ended)(void);
+};
+
+/* Once, before the first job, after the process set its signal
+ * dispositions (spawn_init); the host is copied.  Returns 0 or -1. */
+int job_init(const struct job_host *host);
 
 /* Checks a JOB's description against the service's configuration.
  * Returns 0, or -1 with *code (PROTO_E_*) and a message. */

@@ -29,7 +29,7 @@
 #include <curl/curl.h>
 #include <json-c/json.h>
 
-#include "common/config.h"
+#include "config/config.h"
 #include "execserver/protocol.h"
 #include "job/job_spec.h"
 

@@ -51,6 +51,23 @@ static char *to_text(struct json_object *o, size_t *len)
 	return out;
 }
 
+/* "error": {code, message, retryable}, when code names an error. */
+static void add_error(struct json_object *r, uint8_t code, const char *message, int retryable)
+{
+	const char *name = receipt_error_name(code);
+	if (!name)
+		return;
+	struct json_object *e = json_object_new_object();
+	json_object_object_add(e, "code", json_object_new_string(name));
+	/* messages can quote input names and server text: keep them UTF-8 */
+	const char *m = message ? message : name;
+	char *clean = utf8_sanitize((const unsigned char *)m, strlen(m));
+	json_object_object_add(e, "message", json_object_new_string(clean ? clean : name));
+	free(clean);
+	json_object_object_add(e, "retryable", json_object_new_boolean(retryable));
+	json_object_object_add(r, "error", e);
+}
+
 static void add_outcome(struct json_object *r, const struct book_outcome *o, const char *message)
 {
 	if (o->exit_code >= 0)
@@ -58,18 +75,7 @@ static void add_outcome(struct json_object *r, const struct book_outcome *o, con
 	if (o->signal)
 		json_object_object_add(r, "signal", json_object_new_int(o->signal));
 	json_object_object_add(r, "duration_ms", json_object_new_int64(o->duration_ms));
-	const char *name = receipt_error_name(o->error);
-	if (name) {
-		struct json_object *e = json_object_new_object();
-		json_object_object_add(e, "code", json_object_new_string(name));
-		/* messages can quote input names and server text: keep them UTF-8 */
-		const char *m = message ? message : name;
-		char *clean = utf8_sanitize((const unsigned char *)m, strlen(m));
-		json_object_object_add(e, "message", json_object_new_string(clean ? clean : name));
-		free(clean);
-		json_object_object_add(e, "retryable", json_object_new_boolean(o->retryable));
-		json_object_object_add(r, "error", e);
-	}
+	add_error(r, o->error, message, o->retryable);
 }
 
 static void add_bytes(struct json_object *r, const char *key, const char *bytes, size_t len)
@@ -103,6 +109,15 @@ char *receipt_compact(const struct book_outcome *o, size_t *len)
 						   : NULL);
 	if (o->receipt_lost)
 		json_object_object_add(r, "receipt_lost", json_object_new_boolean(1));
+	return to_text(r, len);
+}
+
+char *receipt_cancelled_before_run(size_t *len)
+{
+	struct json_object *r = json_object_new_object();
+	if (!r)
+		return NULL;
+	add_error(r, JOB_ERR_CANCELLED, "cancelled before it ran", 0);
 	return to_text(r, len);
 }
 

@@ -1,9 +1,10 @@
 /*
- * receipt.h - the receipt of a job (the `receipt` of DONE, docs/protocol.md):
- * built as JSON text by the handler that ran the job, kept in the want-book
- * until its DONE goes out, possibly from another handler.  The compact
- * outcome (struct book_outcome) travels with it, so that a receipt the book
- * had no room for can still be answered in a reduced form.
+ * receipt.h - the receipt of a job (the `receipt` of DONE, docs/protocol.md)
+ * and the DONE around it: every receipt, whatever ended the job, is built
+ * here.  Built as JSON text by the handler that ran the job, kept in the
+ * want-book until its DONE goes out, possibly from another handler.  The
+ * compact outcome (struct book_outcome) travels with it, so that a receipt
+ * the book had no room for can still be answered in a reduced form.
  */
 #ifndef ES_RECEIPT_H
 #define ES_RECEIPT_H
@@ -52,7 +53,10 @@ char *receipt_build(const struct receipt_parts *p, size_t *len);
  * did not fit in the book's store ("receipt_lost": true), or that never had
  * one (lost with its handler). */
 char *receipt_compact(const struct book_outcome *o, size_t *len);
-/* The DONE message around a receipt's JSON text. */
+/* The receipt of a job cancelled before it ran: `error` only
+ * (docs/protocol.md, DONE). */
+char *receipt_cancelled_before_run(size_t *len);
+/* The DONE message around a receipt's JSON text: the one encoder of DONE. */
 char *receipt_done_message(const char *job_id, const char *receipt_json, size_t len);
 
 #endif

@@ -26,9 +26,72 @@
 #include <linux/close_range.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "job/spawn.h"
+
+#define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+static int is_executable_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+int spawn_find_program(const char *prog, char *out, size_t outlen)
+{
+	const char *path, *dir;
+	size_t plen;
+
+	if (!prog || !*prog) {
+		errno = ENOENT;
+		return -1;
+	}
+	plen = strlen(prog);
+	if (strchr(prog, '/')) {
+		if (prog[0] != '/') {
+			errno = EINVAL;
+			return -1;
+		}
+		if (!is_executable_file(prog)) {
+			errno = ENOENT;
+			return -1;
+		}
+		if (plen >= outlen) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(out, prog, plen + 1);
+		return 0;
+	}
+	path = getenv("PATH");
+	if (!path || !*path)
+		path = DEFAULT_PATH;
+	for (dir = path; dir; ) {
+		const char *end = strchr(dir, ':');
+		size_t dlen = end ? (size_t)(end - dir) : strlen(dir);
+
+		/* Empty and relative entries would search the working directory. */
+		if (dlen > 0 && dir[0] == '/') {
+			if (dlen + 1 + plen >= outlen) {
+				errno = ENAMETOOLONG;
+				return -1;
+			}
+			memcpy(out, dir, dlen);
+			out[dlen] = '/';
+			memcpy(out + dlen + 1, prog, plen + 1);
+			if (is_executable_file(out))
+				return 0;
+		}
+		dir = end ? end + 1 : NULL;
+	}
+	if (outlen)
+		out[0] = '\0';
+	errno = ENOENT;
+	return -1;
+}
 
 /* Signals whose disposition is not the default in this process. */
 static sigset_t not_default;

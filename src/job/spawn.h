@@ -1,11 +1,12 @@
 /*
- * spawn.h - starting one job process: its own process group, death with
- * its handler (PR_SET_PDEATHSIG), a working directory, given stdio, an
- * exact argv and environment, never a shell.
+ * spawn.h - finding a program in PATH, and starting one job process: its
+ * own process group, death with its handler (PR_SET_PDEATHSIG), a working
+ * directory, given stdio, an exact argv and environment, never a shell.
  */
 #ifndef ES_SPAWN_H
 #define ES_SPAWN_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 struct spawn_request {
@@ -23,6 +24,13 @@ struct spawn_request {
 	size_t nlimits;
 	int nice;                /* added to the niceness (nice(2)) */
 };
+
+/* Resolves prog: an absolute path to an executable regular file, or a name
+ * without '/' found in the absolute directories of $PATH (default
+ * /usr/local/bin:/usr/bin:/bin; empty and relative entries are skipped).
+ * Writes the full path to out; returns 0, or -1 with errno ENOENT,
+ * ENAMETOOLONG or EINVAL (relative path with '/'). */
+int spawn_find_program(const char *prog, char *out, size_t outlen);
 
 /* Once, before the first spawn, after the process set its signal
  * dispositions (spawn.c says why; none may change afterwards).  Also

@@ -32,14 +32,14 @@
 #include <event2/event.h>
 
 #include "common/clock.h"
-#include "common/instance.h"
 #include "common/log.h"
-#include "common/reload.h"
+#include "config/reload.h"
 #include "handler/handler.h"
+#include "handler/instance.h"
 #include "job/janitor.h"
 #include "master/master.h"
-#include "master/profile_keeper.h"
 #include "master/privileges.h"
+#include "master/profile_keeper.h"
 #include "master/segment.h"
 #include "master/tls_context.h"
 

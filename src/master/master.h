@@ -6,7 +6,7 @@
 #ifndef ES_MASTER_H
 #define ES_MASTER_H
 
-#include "common/config.h"
+#include "config/config.h"
 
 struct privileges;
 

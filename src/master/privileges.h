@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "common/config.h"
+#include "config/config.h"
 
 struct privileges {
 	int drop;              /* 1: switch to uid/gid (started as root) */

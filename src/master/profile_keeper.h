@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "common/instance.h"
+#include "handler/instance.h"
 
 #define PROFILE_SAVE_MS 30000
 

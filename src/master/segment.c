@@ -221,14 +221,3 @@ int listeners_create(struct instance *inst)
 	log_info("listening on %s (%d handlers)", inst->listen_addr, inst->nhandlers);
 	return 0;
 }
-
-void instance_wake(const struct instance *inst, uint64_t mask)
-{
-	for (int i = 0; mask && i < inst->nhandlers; i++, mask >>= 1) {
-		if (mask & 1) {
-			uint64_t one = 1;
-			ssize_t n = write(inst->wake_fd[i], &one, sizeof one);
-			(void)n; /* EAGAIN: the counter is already non-zero, the handler will look */
-		}
-	}
-}

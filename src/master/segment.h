@@ -6,12 +6,10 @@
 #ifndef ES_SEGMENT_H
 #define ES_SEGMENT_H
 
-#include "common/instance.h"
+#include "handler/instance.h"
 
 /* Returns 0, or -1 after logging why (exit status 2 territory). */
 int segment_create(struct instance *inst, struct es_config *cfg, int nhandlers);
 int listeners_create(struct instance *inst);
-/* Wakes every handler whose bit is set in mask (eventfd write). */
-void instance_wake(const struct instance *inst, uint64_t mask);
 
 #endif

@@ -2,10 +2,10 @@
  * startup_check.c - see startup_check.h.
  *
  * Invariants: every child is spawned with posix_spawn from a path resolved
- * here (no shell, no second PATH search), in its own process group, with
- * default signal dispositions and an empty signal mask; every child is
- * reaped before startup_check_command() returns; the parent's pipe ends are
- * close-on-exec so no other child inherits them.
+ * by spawn_find_program (no shell, no second PATH search), in its own
+ * process group, with default signal dispositions and an empty signal
+ * mask; every child is reaped before startup_check_command() returns; the
+ * parent's pipe ends are close-on-exec so no other child inherits them.
  */
 #include "autoconfig.h"
 #include "master/startup_check.h"
@@ -21,76 +21,14 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "job/spawn.h"
 
 extern char **environ;
-
-#define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
-
-static int is_executable_file(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
-}
-
-int startup_check_find_program(const char *prog, char *out, size_t outlen)
-{
-	const char *path, *dir;
-	size_t plen;
-
-	if (!prog || !*prog) {
-		errno = ENOENT;
-		return -1;
-	}
-	plen = strlen(prog);
-	if (strchr(prog, '/')) {
-		if (prog[0] != '/') {
-			errno = EINVAL;
-			return -1;
-		}
-		if (!is_executable_file(prog)) {
-			errno = ENOENT;
-			return -1;
-		}
-		if (plen >= outlen) {
-			errno = ENAMETOOLONG;
-			return -1;
-		}
-		memcpy(out, prog, plen + 1);
-		return 0;
-	}
-	path = getenv("PATH");
-	if (!path || !*path)
-		path = DEFAULT_PATH;
-	for (dir = path; dir; ) {
-		const char *end = strchr(dir, ':');
-		size_t dlen = end ? (size_t)(end - dir) : strlen(dir);
-
-		/* Empty and relative entries would search the working directory. */
-		if (dlen > 0 && dir[0] == '/') {
-			if (dlen + 1 + plen >= outlen) {
-				errno = ENAMETOOLONG;
-				return -1;
-			}
-			memcpy(out, dir, dlen);
-			out[dlen] = '/';
-			memcpy(out + dlen + 1, prog, plen + 1);
-			if (is_executable_file(out))
-				return 0;
-		}
-		dir = end ? end + 1 : NULL;
-	}
-	if (outlen)
-		out[0] = '\0';
-	errno = ENOENT;
-	return -1;
-}
 
 /* environ with each K=V of the lists put in (replacing an entry of the same
  * name); later lists win.  Only the array is allocated. */
@@ -265,7 +203,7 @@ int startup_check_command(const struct es_config *cfg, const struct config_comma
 	regex_t re;
 	int have_re = 0, status = 0, rc = -1;
 
-	if (startup_check_find_program(cmd->prog, path, sizeof path) < 0) {
+	if (spawn_find_program(cmd->prog, path, sizeof path) < 0) {
 		if (strchr(cmd->prog, '/'))
 			snprintf(why, whylen, "program %s is not an executable file", cmd->prog);
 		else

@@ -2,9 +2,10 @@
  * startup_check.h - checks, once at start and before forking, that each
  * service's programs exist and answer as configured (startupCheck).
  *
- * Owns: PATH lookup of programs and running a startupCheck.  A failing
- * command disables its whole service (svc->enabled = 0, with a warning), or
- * makes the strict run fail.  Programs run as argv (never through a shell)
+ * Owns: running a startupCheck (programs are found by spawn_find_program,
+ * job/spawn.h, as for jobs).  A failing command disables its whole
+ * service (svc->enabled = 0, with a warning), or makes the strict run
+ * fail.  Programs run as argv (never through a shell)
  * with stdin from /dev/null, stdout and stderr captured together, the
  * daemon's environment plus the config's env and the command's env, in a
  * process group of their own that is killed with SIGKILL at the timeout.
@@ -17,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "common/config.h"
+#include "config/config.h"
 
 #define STARTUP_CHECK_TIMEOUT_MS 10000
 #define STARTUP_CHECK_MAX_OUTPUT (64 * 1024) /* bytes of output matched; more is read and dropped */
@@ -33,12 +34,5 @@ int startup_check_run(struct es_config *cfg, int strict);
  * Returns 0, or -1 with a one-line reason in why. */
 int startup_check_command(const struct es_config *cfg, const struct config_command *cmd,
 			  int timeout_ms, char *why, size_t whylen);
-
-/* Resolves prog: an absolute path to an executable regular file, or a name
- * without '/' found in the absolute directories of $PATH (default
- * /usr/local/bin:/usr/bin:/bin; empty and relative entries are skipped).
- * Writes the full path to out; returns 0, or -1 with errno ENOENT,
- * ENAMETOOLONG or EINVAL (relative path with '/'). */
-int startup_check_find_program(const char *prog, char *out, size_t outlen);
 
 #endif

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "common/config.h"
+#include "config/config.h"
 
 struct ssl_ctx_st;
 

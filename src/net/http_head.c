@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/hex.h"
 #include "common/utf8.h"
 
 enum { CUR_NONE, CUR_URL, CUR_FIELD, CUR_VALUE };
@@ -452,17 +453,6 @@ int http_header_has_token(const struct http_head *h, const char *name,
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * Decodes [s, e) into out (capacity cap, NUL-terminated).  Returns the
  * decoded length, HTTP_QP_INVALID or HTTP_QP_TOO_LONG.
@@ -477,7 +467,7 @@ static int decode_component(const char *s, const char *e, char *out, size_t cap)
 		if (c == '%') {
 			int hi, lo;
 
-			if (e - s < 3 || (hi = hexval(s[1])) < 0 || (lo = hexval(s[2])) < 0)
+			if (e - s < 3 || (hi = hex_digit(s[1])) < 0 || (lo = hex_digit(s[2])) < 0)
 				return HTTP_QP_INVALID;
 			c = (unsigned char)(hi << 4 | lo);
 			s += 3;

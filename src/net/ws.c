@@ -60,6 +60,8 @@
 
 #include <assert.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
@@ -119,6 +121,26 @@ struct ws_session {
 	size_t reason_len;
 	char reason[124];
 };
+
+/* A line about the session: to the owner's on_log, or else to the
+ * process's log (log.h). */
+static void ws_log(const struct ws_session *s, enum log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void ws_log(const struct ws_session *s, enum log_level level, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	if (!s->cb.on_log && level > log_get_level())
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (s->cb.on_log)
+		s->cb.on_log(s->owner, level, line);
+	else
+		log_msg(level, "%s", line);
+}
 
 static void ws_process(struct ws_session *s);
 static void push_out(struct ws_session *s);
@@ -387,7 +409,7 @@ static void ws_end(struct ws_session *s, uint16_t code)
 	event_del(s->kick_ev);
 	bufferevent_disable(s->bev, EV_READ | EV_WRITE);
 	bufferevent_setcb(s->bev, NULL, NULL, NULL, NULL);
-	log_debug("websocket: session over, code %u", (unsigned)code);
+	ws_log(s, LOG_LVL_DEBUG, "websocket: session over, code %u", (unsigned)code);
 	if (!s->free_pending && s->cb.on_closed)
 		s->cb.on_closed(s->owner, code);
 }
@@ -465,7 +487,7 @@ static void fail_raw(struct ws_session *s, uint16_t code)
 {
 	uint8_t payload[2] = { (uint8_t)(code >> 8), (uint8_t)(code & 0xff) };
 
-	log_debug("websocket: protocol error, closing with %u", (unsigned)code);
+	ws_log(s, LOG_LVL_DEBUG, "websocket: protocol error, closing with %u", (unsigned)code);
 	if (s->ctx)
 		wslay_event_shutdown_read(s->ctx);
 	s->close_pending = 0;
@@ -481,7 +503,7 @@ static void fail_raw(struct ws_session *s, uint16_t code)
 /* Rejects the message being delivered: close with code, read no more. */
 static void fail_msg(struct ws_session *s, uint16_t code)
 {
-	log_debug("websocket: closing with %u", (unsigned)code);
+	ws_log(s, LOG_LVL_DEBUG, "websocket: closing with %u", (unsigned)code);
 	wslay_event_queue_close(s->ctx, code, NULL, 0);
 	wslay_event_shutdown_read(s->ctx);
 }
@@ -575,7 +597,7 @@ static void queue_out(struct ws_session *s)
 	}
 	for (int pass = 0; s->ctx && pass < 2; pass++) {
 		if (wslay_event_want_write(s->ctx) && wslay_event_send(s->ctx) != 0) {
-			log_warn("websocket: cannot queue output");
+			ws_log(s, LOG_LVL_WARN, "websocket: cannot queue output");
 			ws_end(s, WS_CLOSE_INTERNAL_ERROR);
 			return;
 		}
@@ -634,7 +656,7 @@ static void ws_process(struct ws_session *s)
 			return;
 		}
 		if (control == 0 && evbuffer_get_length(in_buf(s)) > 0 && !ctx_get(s)) {
-			log_warn("websocket: out of memory for a frame parser");
+			ws_log(s, LOG_LVL_WARN, "websocket: out of memory for a frame parser");
 			fail_raw(s, WS_CLOSE_INTERNAL_ERROR);
 			flush(s);
 			return;
@@ -667,7 +689,7 @@ static void begin_close(struct ws_session *s, uint16_t code, const char *reason)
 	if (s->state != ST_OPEN || s->free_pending)
 		return;
 	if (!code_sendable(code)) {
-		log_error("websocket: close code %u cannot be sent, using 1011",
+		ws_log(s, LOG_LVL_ERROR, "websocket: close code %u cannot be sent, using 1011",
 			(unsigned)code);
 		code = WS_CLOSE_INTERNAL_ERROR;
 	}
@@ -808,7 +830,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	enter(s);
 	if (s->state == ST_OPEN) {
-		log_debug("websocket: connection lost (%s)",
+		ws_log(s, LOG_LVL_DEBUG, "websocket: connection lost (%s)",
 			(what & BEV_EVENT_EOF) ? "eof" : "error");
 		ws_end(s, WS_CLOSE_ABNORMAL);
 	} else {
@@ -827,7 +849,7 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 
 		if (s->opt.ping_timeout_ms &&
 				now - s->last_rx_ms >= s->opt.ping_timeout_ms) {
-			log_debug("websocket: peer silent for %llu ms",
+			ws_log(s, LOG_LVL_DEBUG, "websocket: peer silent for %llu ms",
 				(unsigned long long)(now - s->last_rx_ms));
 			begin_close(s, WS_CLOSE_GOING_AWAY, "ping timeout");
 		} else if (s->opt.ping_interval_ms) {
@@ -859,7 +881,7 @@ static void close_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 	enter(s);
 	if (s->state == ST_CLOSING || s->state == ST_LINGER) {
-		log_debug("websocket: close timeout");
+		ws_log(s, LOG_LVL_DEBUG, "websocket: close timeout");
 		ws_end(s, s->code);
 	}
 	leave(s);
@@ -946,7 +968,7 @@ struct ws_session *ws_session_new(struct bufferevent *bev,
 
 	fd = bufferevent_getfd(bev);
 	if (fd >= 0 && ws_set_keepalive(fd) != 0)
-		log_debug("websocket: cannot enable keepalive on fd %d", (int)fd);
+		ws_log(s, LOG_LVL_DEBUG, "websocket: cannot enable keepalive on fd %d", (int)fd);
 	bufferevent_setcb(bev, read_cb, write_cb, event_cb, s);
 	bufferevent_setwatermark(bev, EV_READ | EV_WRITE, 0, 0);
 	bufferevent_set_timeouts(bev, NULL, NULL);
@@ -970,7 +992,7 @@ int ws_send_text(struct ws_session *s, const char *msg, size_t len)
 	if (s->state != ST_OPEN || s->free_pending)
 		return -1;
 	if (!utf8_valid((const unsigned char *)msg, len)) {
-		log_error("websocket: refusing to send invalid UTF-8");
+		ws_log(s, LOG_LVL_ERROR, "websocket: refusing to send invalid UTF-8");
 		return -1;
 	}
 	if (!ctx_get(s)) {

@@ -9,9 +9,9 @@
  * the wslay context (allocated only while frames are in flight) and the
  * session's timers.
  * Invariants:
- *  - the owner's callbacks run only from the event loop, never from inside
- *    a ws_* call, so the owner may call any ws_* function (including
- *    ws_session_free) from inside a callback;
+ *  - the owner's callbacks (but on_log) run only from the event loop,
+ *    never from inside a ws_* call, so the owner may call any ws_*
+ *    function (including ws_session_free) from inside a callback;
  *  - on_text gets only complete text messages of valid UTF-8 no longer than
  *    max_msg_len, and only while the session is open;
  *  - on_closed is called exactly once, when the session is over (close
@@ -27,6 +27,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "common/log.h"
 
 struct bufferevent;
 struct ws_session;
@@ -95,6 +97,11 @@ struct ws_callbacks {
 	/* Optional: output was written and has now all been handed to the
 	 * kernel (resume producing after ws_session_pending_out was high). */
 	void (*on_drained)(void *owner);
+	/* Optional: the session's log lines (of every level: the owner
+	 * filters), instead of the process's log (common/log.h).  The one
+	 * callback that may run from inside a ws_* call: it must not call
+	 * ws_* functions. */
+	void (*on_log)(void *owner, enum log_level level, const char *line);
 };
 
 /* Fills opt with the WS_DEFAULT_* values. */

@@ -1,7 +1,7 @@
 /*
  * fuzz_config.c - fuzz target of the YAML configuration loader
- * (config_load_buffer: src/common/config_yaml.c builds the tree,
- * src/common/config.c validates it).  The input is the text of a
+ * (config_load_buffer: src/config/config_yaml.c builds the tree,
+ * src/config/config.c validates it).  The input is the text of a
  * configuration file.
  *
  * Properties checked, beyond "no crash, no leak, no undefined behaviour":
@@ -16,7 +16,7 @@
 
 #include <string.h>
 
-#include "common/config.h"
+#include "config/config.h"
 #include "fuzz.h"
 
 #define NAME "fuzz.yml"

@@ -25,34 +25,17 @@ static struct es_daemon D;
 
 static void start(int handlers, int slots, const char *extra, const char *env)
 {
-	char body[4096];
-	snprintf(body, sizeof body, "%s%s", extra ? extra : "", harness_default_body(slots));
-	CU_ASSERT_FATAL(harness_start(&D, handlers, body, env) == 0);
+	CU_ASSERT_FATAL(harness_start_default(&D, handlers, slots, extra, env) == 0);
 }
 
 static void stop(void)
 {
-	struct json_object *st = harness_status(&D);
-	if (st) {
-		struct json_object *v;
-		CU_ASSERT(json_object_object_get_ex(st, "book_consistent", &v) &&
-			  json_object_get_boolean(v));
-		json_object_put(st);
-	}
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-		harness_dump_log(&D);
-	harness_cleanup(&D);
+	CU_ASSERT(harness_finish(&D, 1) == 0);
 }
 
 static long long wg_field(const char *field)
 {
-	struct json_object *st = harness_status(&D);
-	long long v = harness_json_int(st, "waitgroups", "wg", field, NULL);
-	if (st)
-		json_object_put(st);
-	return v;
+	return harness_wg_field(&D, "wg", field);
 }
 
 /* ---- tests ------------------------------------------------------------ */

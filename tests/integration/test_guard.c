@@ -35,22 +35,13 @@ static struct pipe_server P;
 
 static void start(const char *extra)
 {
-	char body[4096];
-	snprintf(body, sizeof body, "%s%s", extra, harness_default_body(2));
-	CU_ASSERT_FATAL(harness_start(&D, 1, body, NULL) == 0);
+	CU_ASSERT_FATAL(harness_start_default(&D, 1, 2, extra, NULL) == 0);
 	CU_ASSERT_FATAL(pipe_server_start(&P) > 0);
 }
 
 static void stop(void)
 {
-	struct json_object *st = harness_status(&D), *v;
-	CU_ASSERT(st && json_object_object_get_ex(st, "book_consistent", &v) &&
-		  json_object_get_boolean(v));
-	if (st)
-		json_object_put(st);
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(&D);
+	CU_ASSERT(harness_finish(&D, 0) == 0);
 	pipe_server_stop(&P);
 }
 

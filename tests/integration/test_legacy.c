@@ -45,33 +45,12 @@ static void start(int handlers, int slots, const char *extra)
 
 static void stop(void)
 {
-	struct json_object *st = harness_status(&D);
-	if (st) {
-		struct json_object *v;
-		CU_ASSERT(json_object_object_get_ex(st, "book_consistent", &v) &&
-			  json_object_get_boolean(v));
-		json_object_put(st);
-	}
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-		harness_dump_log(&D);
-	harness_cleanup(&D);
-}
-
-/* waitgroups.<wg>.<field> of /status. */
-static long long wg_field_of(const char *wg, const char *field)
-{
-	struct json_object *st = harness_status(&D);
-	long long v = harness_json_int(st, "waitgroups", wg, field, NULL);
-	if (st)
-		json_object_put(st);
-	return v;
+	CU_ASSERT(harness_finish(&D, 1) == 0);
 }
 
 static long long wg_field(const char *field)
 {
-	return wg_field_of("wg", field);
+	return harness_wg_field(&D, "wg", field);
 }
 
 /* GET /token/service: the status; the token into tok (33 bytes) on 200. */
@@ -270,7 +249,7 @@ static void test_auto_balance_parked_wants(void)
 	CU_ASSERT_EQUAL(get_token("fresh", NULL), 503);
 	CU_ASSERT_EQUAL(get_token("quick", NULL), 200);
 	CU_ASSERT_EQUAL(get_token("slow", NULL), 200);	/* 1 + 1 + reserve < 4 */
-	CU_ASSERT_EQUAL(wg_field_of("auto", "tokens"), 2);
+	CU_ASSERT_EQUAL(harness_wg_field(&D, "auto", "tokens"), 2);
 	CU_ASSERT(tc_send(a, "{\"type\":\"CANCEL\",\"job_id\":\"f2\"}") == 0);
 	CU_ASSERT(tc_send(a, "{\"type\":\"CANCEL\",\"job_id\":\"f1\"}") == 0);
 	for (int i = 0; i < 2; i++) {
@@ -293,8 +272,8 @@ static void test_auto_balance_parked_wants(void)
 	CU_ASSERT_EQUAL(get_token("slow", NULL), 503);	/* the reserve is for light work */
 	CU_ASSERT_EQUAL(get_token("quick", NULL), 200);	/* which a light token is */
 	CU_ASSERT_EQUAL(get_token("quick", NULL), 503);	/* now the pool is full */
-	CU_ASSERT_EQUAL(wg_field_of("auto", "tokens"), 1);
-	CU_ASSERT_EQUAL(wg_field_of("auto", "waiting"), 1);
+	CU_ASSERT_EQUAL(harness_wg_field(&D, "auto", "tokens"), 1);
+	CU_ASSERT_EQUAL(harness_wg_field(&D, "auto", "waiting"), 1);
 	for (int i = 0; i < 4; i++)
 		CU_ASSERT(tc_send(a, "{\"type\":\"CANCEL\",\"job_id\":\"h%d\"}", i) == 0);
 	for (int i = 0; i < 4; i++) {

@@ -24,21 +24,12 @@ static struct es_daemon D;
 
 static void start(void)
 {
-	char body[4096];
-	snprintf(body, sizeof body, "resumeGraceSec: 2\n%s", harness_default_body(2));
-	CU_ASSERT_FATAL(harness_start(&D, 2, body, NULL) == 0);
+	CU_ASSERT_FATAL(harness_start_default(&D, 2, 2, "resumeGraceSec: 2\n", NULL) == 0);
 }
 
 static void stop(void)
 {
-	struct json_object *st = harness_status(&D), *v;
-	CU_ASSERT(st && json_object_object_get_ex(st, "book_consistent", &v) &&
-		  json_object_get_boolean(v));
-	if (st)
-		json_object_put(st);
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(&D);
+	CU_ASSERT(harness_finish(&D, 0) == 0);
 }
 
 /* WANT + JOB of `sleep secs` (service sleep) on c. */

@@ -225,6 +225,37 @@ static int daemon_ready(void *arg)
 	return up && (r->handlers <= 0 || n == r->handlers);
 }
 
+int harness_start_default(struct es_daemon *d, int handlers, int slots, const char *extra,
+			  const char *extra_env)
+{
+	char body[4096];
+	snprintf(body, sizeof body, "%s%s", extra ? extra : "", harness_default_body(slots));
+	return harness_start(d, handlers, body, extra_env);
+}
+
+int harness_finish(struct es_daemon *d, int status_optional)
+{
+	struct json_object *st = harness_status(d), *v;
+	int answered = st != NULL, consistent = status_optional, exited_0;
+
+	if (st) {
+		consistent = json_object_object_get_ex(st, "book_consistent", &v) &&
+			     json_object_get_boolean(v);
+		json_object_put(st);
+	}
+	if (!consistent)
+		fprintf(stderr, "harness: %s\n", answered ? "book_consistent is not true" :
+			"/status did not answer");
+	int status = harness_stop(d, 15000);
+	exited_0 = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	if (!exited_0) {
+		fprintf(stderr, "harness: the daemon did not exit 0 (status %d)\n", status);
+		harness_dump_log(d);
+	}
+	harness_cleanup(d);
+	return consistent && exited_0 ? 0 : -1;
+}
+
 int harness_start(struct es_daemon *d, int handlers, const char *body, const char *extra_env)
 {
 	return harness_start_tls(d, handlers, body, extra_env, NULL);
@@ -350,6 +381,15 @@ int harness_wait_status(const struct es_daemon *d, int timeout_ms,
 		harness_sleep_ms(20);
 	} while (harness_now_ms() < end);
 	return -1;
+}
+
+long long harness_wg_field(const struct es_daemon *d, const char *wg, const char *field)
+{
+	struct json_object *st = harness_status(d);
+	long long v = harness_json_int(st, "waitgroups", wg, field, NULL);
+	if (st)
+		json_object_put(st);
+	return v;
 }
 
 long long harness_json_vint(struct json_object *o, va_list ap)

@@ -42,6 +42,15 @@ int harness_restart(struct es_daemon *d, int handlers, const char *body, const c
 int harness_stop(struct es_daemon *d, int timeout_ms);
 /* Kills whatever is left and removes the directory. */
 void harness_cleanup(struct es_daemon *d);
+/* harness_start with harness_default_body(slots), after extra (YAML lines
+ * of the configuration, NULL or "" for none). */
+int harness_start_default(struct es_daemon *d, int handlers, int slots, const char *extra,
+			  const char *extra_env);
+/* The end of a test's daemon: GET /status, then stopped (within 15 s; its
+ * log is printed unless it exited 0) and cleaned up.  Returns 0 when
+ * /status said book_consistent (with status_optional: or did not answer)
+ * and the daemon exited 0; else -1, saying which on stderr. */
+int harness_finish(struct es_daemon *d, int status_optional);
 /* Prints the last lines of the daemon's log to stderr. */
 void harness_dump_log(const struct es_daemon *d);
 /* 1 if the log contains text. */
@@ -62,6 +71,9 @@ int harness_wait_status(const struct es_daemon *d, int timeout_ms,
 			int (*pred)(struct json_object *status, void *arg), void *arg);
 /* Integer at a path of keys in a JSON object ("waitgroups", "wg", "running", NULL). */
 long long harness_json_int(struct json_object *o, ...);
+/* The field of waitgroup wg in GET /status ("running", "offered", ...), or
+ * -1 when /status did not answer or has no such field. */
+long long harness_wg_field(const struct es_daemon *d, const char *wg, const char *field);
 /* The same with the keys in a va_list. */
 long long harness_json_vint(struct json_object *o, va_list ap);
 

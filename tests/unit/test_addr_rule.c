@@ -1,6 +1,6 @@
 /*
  * test_addr_rule.c - unit tests of the callback guard's address matcher
- * (src/common/addr_rule.c) and of the callbackAllow key of the loader.
+ * (src/config/addr_rule.c) and of the callbackAllow key of the loader.
  *
  * Owns: the proof that entries parse as documented (host names, IPv4,
  * IPv6, CIDR, brackets; bad ones refused with a reason), that matching
@@ -16,8 +16,8 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "common/addr_rule.h"
-#include "common/config.h"
+#include "config/addr_rule.h"
+#include "config/config.h"
 #include "suite.h"
 
 static struct ip_addr ip(const char *text)

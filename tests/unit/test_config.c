@@ -22,11 +22,12 @@
 #include <sys/stat.h>
 
 #include "common/clock.h"
-#include "common/config.h"
-#include "failalloc.h"
-#include "common/config_yaml.h"
-#include "common/duration.h"
 #include "common/log.h"
+#include "config/config.h"
+#include "config/config_yaml.h"
+#include "config/duration.h"
+#include "failalloc.h"
+#include "job/spawn.h"
 #include "master/startup_check.h"
 
 #ifndef TEST_TOP_SRCDIR
@@ -1555,27 +1556,27 @@ static void test_find_program(void)
 	char *saved = old_path ? strdup(old_path) : NULL;
 	int fd;
 
-	CU_ASSERT_EQUAL(startup_check_find_program("echo", out, sizeof out), 0);
+	CU_ASSERT_EQUAL(spawn_find_program("echo", out, sizeof out), 0);
 	CU_ASSERT_EQUAL(out[0], '/');
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "/echo"));
 	CU_ASSERT_EQUAL(access(out, X_OK), 0);
-	CU_ASSERT_EQUAL(startup_check_find_program("/bin/echo", out, sizeof out), 0);
+	CU_ASSERT_EQUAL(spawn_find_program("/bin/echo", out, sizeof out), 0);
 	CU_ASSERT_STRING_EQUAL(out, "/bin/echo");
 
 	errno = 0;
-	CU_ASSERT_EQUAL(startup_check_find_program("es-no-such-program-xyz", out, sizeof out), -1);
+	CU_ASSERT_EQUAL(spawn_find_program("es-no-such-program-xyz", out, sizeof out), -1);
 	CU_ASSERT_EQUAL(errno, ENOENT);
-	CU_ASSERT_EQUAL(startup_check_find_program("./echo", out, sizeof out), -1);
+	CU_ASSERT_EQUAL(spawn_find_program("./echo", out, sizeof out), -1);
 	CU_ASSERT_EQUAL(errno, EINVAL);
-	CU_ASSERT_EQUAL(startup_check_find_program("/etc/passwd", out, sizeof out), -1);
-	CU_ASSERT_EQUAL(startup_check_find_program("/bin", out, sizeof out), -1);
-	CU_ASSERT_EQUAL(startup_check_find_program("", out, sizeof out), -1);
-	CU_ASSERT_EQUAL(startup_check_find_program("echo", out, 4), -1);
+	CU_ASSERT_EQUAL(spawn_find_program("/etc/passwd", out, sizeof out), -1);
+	CU_ASSERT_EQUAL(spawn_find_program("/bin", out, sizeof out), -1);
+	CU_ASSERT_EQUAL(spawn_find_program("", out, sizeof out), -1);
+	CU_ASSERT_EQUAL(spawn_find_program("echo", out, 4), -1);
 	CU_ASSERT_EQUAL(errno, ENAMETOOLONG);
 
 	/* PATH: empty and relative entries are skipped, absolute ones searched. */
 	setenv("PATH", "::relative/dir:/nonexistent:/bin", 1);
-	CU_ASSERT_EQUAL(startup_check_find_program("echo", out, sizeof out), 0);
+	CU_ASSERT_EQUAL(spawn_find_program("echo", out, sizeof out), 0);
 	CU_ASSERT_STRING_EQUAL(out, "/bin/echo");
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(tmpl));
@@ -1586,13 +1587,13 @@ static void test_find_program(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof cwd));
 	CU_ASSERT_EQUAL_FATAL(chdir(tmpl), 0);
 	setenv("PATH", ".", 1);
-	CU_ASSERT_EQUAL(startup_check_find_program("es-test-prog", out, sizeof out), -1);
+	CU_ASSERT_EQUAL(spawn_find_program("es-test-prog", out, sizeof out), -1);
 	setenv("PATH", tmpl, 1);
-	CU_ASSERT_EQUAL(startup_check_find_program("es-test-prog", out, sizeof out), 0);
+	CU_ASSERT_EQUAL(spawn_find_program("es-test-prog", out, sizeof out), 0);
 	CU_ASSERT_STRING_EQUAL(out, prog);
 	/* No execute bit at all: not a program, even for root. */
 	CU_ASSERT_EQUAL(chmod(prog, 0644), 0);
-	CU_ASSERT_EQUAL(startup_check_find_program("es-test-prog", out, sizeof out), -1);
+	CU_ASSERT_EQUAL(spawn_find_program("es-test-prog", out, sizeof out), -1);
 	CU_ASSERT_EQUAL(chdir(cwd), 0);
 	unlink(prog);
 	rmdir(tmpl);

@@ -22,7 +22,7 @@
 
 #include <json-c/json.h>
 
-#include "common/config.h"
+#include "config/config.h"
 #include "failalloc.h"
 #include "execserver/protocol.h"
 #include "job/job_spec.h"

@@ -4,7 +4,7 @@
  * server side's own functions, and a client-role session talking to a
  * server-role session over a socketpair (a server session refuses
  * unmasked frames with 1002, so every delivered message proves the
- * client masked it).
+ * client masked it); and that a session's log lines go to its owner.
  */
 #include "autoconfig.h"
 
@@ -74,6 +74,9 @@ struct end {
 	int closed;
 	unsigned code;
 	int echo;
+	int nlog;		/* lines its session logged through it */
+	enum log_level log_level;
+	char log_line[128];	/* the last one */
 };
 
 static void on_text(void *arg, const char *msg, size_t len)
@@ -92,6 +95,15 @@ static void on_closed(void *arg, uint16_t code)
 
 	e->closed = 1;
 	e->code = code;
+}
+
+static void on_log(void *arg, enum log_level level, const char *line)
+{
+	struct end *e = arg;
+
+	e->nlog++;
+	e->log_level = level;
+	snprintf(e->log_line, sizeof e->log_line, "%s", line);
 }
 
 static void run_until(struct event_base *base, const int *flag)
@@ -140,22 +152,33 @@ static void test_client_session(void)
 	event_base_free(base);
 }
 
+/* A client-role session with default options on fd (made non-blocking),
+ * owned by e. */
+static struct ws_session *client_session(struct event_base *base, int fd,
+		const struct ws_callbacks *cb, struct end *e)
+{
+	struct ws_options co;
+
+	evutil_make_socket_nonblocking(fd);
+	ws_options_default(&co);
+	co.client_role = 1;
+	return ws_session_new(bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE),
+		&co, cb, e);
+}
+
+/* A frame from a server, masked: what a client-role session refuses. */
+static const unsigned char masked[] = { 0x81, 0x82, 1, 2, 3, 4, 'h' ^ 1, 'i' ^ 2 };
+
 /* A client-role session refuses a masked frame from the server (1002). */
 static void test_client_refuses_masked(void)
 {
 	static const struct ws_callbacks cb = { .on_text = on_text, .on_closed = on_closed };
-	static const unsigned char masked[] = { 0x81, 0x82, 1, 2, 3, 4, 'h' ^ 1, 'i' ^ 2 };
 	struct event_base *base = event_base_new();
 	struct end cli = { 0 };
-	struct ws_options co;
 	int sv[2];
 
 	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-	evutil_make_socket_nonblocking(sv[1]);
-	ws_options_default(&co);
-	co.client_role = 1;
-	cli.s = ws_session_new(bufferevent_socket_new(base, sv[1], BEV_OPT_CLOSE_ON_FREE),
-		&co, &cb, &cli);
+	cli.s = client_session(base, sv[1], &cb, &cli);
 	CU_ASSERT_FATAL(write(sv[0], masked, sizeof masked) == (ssize_t)sizeof masked);
 	shutdown(sv[0], SHUT_WR);
 	run_until(base, &cli.closed);
@@ -167,10 +190,51 @@ static void test_client_refuses_masked(void)
 	event_base_free(base);
 }
 
+/* A session's log lines go to its own owner (on_log), whatever other
+ * sessions live in the process: here two client-role sessions, one of
+ * which ends on a protocol error while the other refuses to send text
+ * that is not UTF-8. */
+static void test_session_logs_through_owner(void)
+{
+	static const struct ws_callbacks cb = { .on_text = on_text, .on_closed = on_closed,
+		.on_log = on_log };
+	struct event_base *base = event_base_new();
+	struct end a = { 0 }, b = { 0 };
+	int sa[2], sb[2];
+
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sa) == 0);
+	CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sb) == 0);
+	a.s = client_session(base, sa[1], &cb, &a);
+	b.s = client_session(base, sb[1], &cb, &b);
+	CU_ASSERT_FATAL(a.s && b.s);
+
+	CU_ASSERT_FATAL(write(sa[0], masked, sizeof masked) == (ssize_t)sizeof masked);
+	run_until(base, &a.closed);
+	CU_ASSERT_EQUAL(a.code, WS_CLOSE_PROTOCOL_ERROR);
+	CU_ASSERT(a.nlog > 0);
+	CU_ASSERT_EQUAL(b.nlog, 0);
+	CU_ASSERT_EQUAL(a.log_level, LOG_LVL_DEBUG);
+	CU_ASSERT_PTR_NOT_NULL(strstr(a.log_line, "websocket: "));
+
+	int seen = a.nlog;
+	CU_ASSERT_EQUAL(ws_send_text(b.s, "\xff", 1), -1);
+	CU_ASSERT_EQUAL(b.nlog, 1);
+	CU_ASSERT_EQUAL(b.log_level, LOG_LVL_ERROR);
+	CU_ASSERT_STRING_EQUAL(b.log_line, "websocket: refusing to send invalid UTF-8");
+	CU_ASSERT_EQUAL(a.nlog, seen);
+
+	ws_session_free(a.s);
+	ws_session_free(b.s);
+	close(sa[0]);
+	close(sb[0]);
+	event_base_free(base);
+}
+
 static const struct test_case cases[] = {
 	{ "client upgrade request and answer check", test_request_and_answer },
 	{ "client session talks to a server session", test_client_session },
 	{ "client session refuses a masked frame", test_client_refuses_masked },
+	{ "a session logs through its owner", test_session_logs_through_owner },
 	{ NULL, NULL },
 };
 

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/config.h"
+#include "config/config.h"
 
 #define CY_MAX_DEPTH 64 /* deepest nesting accepted */
 

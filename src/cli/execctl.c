@@ -1,5 +1,5 @@
 /*
- * main.c - execctl, the command-line client of execserver (execctl(1)):
+ * execctl.c - execctl, the command-line client of execserver (execctl(1)):
  * dispatches `execctl run` and `execctl status` to their modules.  The
  * option parsing lives in options.c, the commands in run.c and status.c.
  */

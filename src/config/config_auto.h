@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/config.h"
+#include "config/config.h"
 
 /* Most digits after the point of unknownShare (trailing zeros aside):
  * num * CONFIG_MAX_PROCESSES stays far below 2^64. */

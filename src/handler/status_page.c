@@ -1,4 +1,4 @@
-/* status.c - see status.h.  One snapshot under the lock, formatted after. */
+/* status_page.c - see status_page.h.  One snapshot under the lock, formatted after. */
 #include "autoconfig.h"
 
 #include <inttypes.h>
@@ -9,9 +9,9 @@
 #include <json-c/json.h>
 
 #include "book/book_class.h"
-#include "common/config.h"
+#include "config/config.h"
 #include "handler/handler.h"
-#include "handler/status.h"
+#include "handler/status_page.h"
 
 struct snapshot {
 	struct book_status st;

@@ -1,5 +1,5 @@
 /*
- * conn.c - a TCP connection in its HTTP phase: read one request head,
+ * http_conn.c - a TCP connection in its HTTP phase: read one request head,
  * answer it, and either hand the socket to the broker (websocket upgrade
  * at /broker) or to a body-mode job (PUT /job of the legacy transport,
  * legacy.c), or close it after the answer.
@@ -26,16 +26,16 @@
 #include <event2/bufferevent_ssl.h>
 #include <openssl/ssl.h>
 
-#include "common/addr_rule.h"
 #include "common/log.h"
+#include "config/addr_rule.h"
 #include "execserver/protocol.h"
 #include "handler/broker.h"
-#include "handler/conn.h"
 #include "handler/handler.h"
+#include "handler/http_conn.h"
 #include "handler/legacy.h"
 #include "handler/legacy_stream.h"
+#include "handler/status_page.h"
 #include "net/http_head.h"
-#include "handler/status.h"
 #include "net/ws.h"
 #include "net/ws_handshake.h"
 

@@ -1,5 +1,5 @@
 /*
- * main.c - the execserver command line: parse options, load and check the
+ * execserver.c - the execserver command line: parse options, load and check the
  * configuration, daemonize, and hand over to the master cycle (master.c).
  *
  * Exit status: 0 ok, 1 configuration error, 2 runtime error.
@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "common/config.h"
 #include "common/log.h"
+#include "config/config.h"
 #include "master/master.h"
 #include "master/privileges.h"
 #include "master/startup_check.h"

@@ -5,7 +5,7 @@
  * overflow before it is done.
  */
 #include "autoconfig.h"
-#include "common/duration.h"
+#include "config/duration.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "common/reload.h"
+#include "config/reload.h"
 
 /* Two optional strings differ (NULL is a value of its own). */
 static int differ(const char *a, const char *b)

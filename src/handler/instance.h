@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "book/book.h"
-#include "common/config.h"
+#include "config/config.h"
 
 /* What the configuration admits must fit the book's narrow fields. */
 _Static_assert(CONFIG_MAX_HANDLERS <= BOOK_MAX_HANDLERS, "handlers: config above the book");
@@ -43,5 +43,9 @@ struct instance {
 					 * with, for jobs without jobLimits.openFiles
 					 * (0: the daemon did not raise its own) */
 };
+
+/* Wakes every handler whose bit is set in mask (a write to its eventfd;
+ * what woke it is in its mailbox in the book). */
+void instance_wake(const struct instance *inst, uint64_t mask);
 
 #endif

@@ -8,7 +8,7 @@
 #ifndef ES_RELOAD_H
 #define ES_RELOAD_H
 
-#include "common/config.h"
+#include "config/config.h"
 
 /* Moves the reloadable values of fresh into cur (fresh keeps the rest and
  * is freed by the caller).  keep_log_level: a -l on the command line wins.

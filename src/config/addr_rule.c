@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "common/addr_rule.h"
+#include "config/addr_rule.h"
 
 static const uint8_t v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 

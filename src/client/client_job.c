@@ -1,5 +1,5 @@
 /*
- * job.c - exc_job: one submitted job from its WANTs to its receipt (where
+ * client_job.c - exc_job: one submitted job from its WANTs to its receipt (where
  * its wants are parked: placement.c; its files and URLs: job_files.c).
  *
  * States: WAITING (parked as "copies" on every ready connection whose
@@ -22,8 +22,8 @@
  * itself inside an exc_* call are deferred through it).
  */
 #include "autoconfig.h"
+#include "client/fallback.h"
 #include "client/job_impl.h"
-#include "client/legacy.h"
 
 #include <errno.h>
 #include <stdarg.h>

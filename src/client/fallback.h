@@ -1,9 +1,9 @@
 /*
- * legacy.h - the legacy token transport of libexecclient (legacy.c): the
- * calls of job.c, placement.c and pool.c into it.  Not installed.
+ * fallback.h - the legacy token transport of libexecclient (fallback.c): the
+ * calls of client_job.c, placement.c and pool.c into it.  Not installed.
  */
-#ifndef EXC_CLIENT_LEGACY_H
-#define EXC_CLIENT_LEGACY_H
+#ifndef EXC_CLIENT_FALLBACK_H
+#define EXC_CLIENT_FALLBACK_H
 
 #include "client/client_impl.h"
 

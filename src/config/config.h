@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/addr_rule.h"
+#include "config/addr_rule.h"
 
 #define CONFIG_MAX_WAITGROUPS 32
 #define CONFIG_MAX_SERVICES 256

@@ -5,7 +5,7 @@
  * 1 <= unknown_cap <= processes.
  */
 #include "autoconfig.h"
-#include "common/config_auto.h"
+#include "config/config_auto.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,11 +1,11 @@
 /*
- * status.h - the read-only HTTP views of an instance: GET /status (JSON)
+ * status_page.h - the read-only HTTP views of an instance: GET /status (JSON)
  * and GET /metrics (Prometheus text format 0.0.4), both documented in
  * docs/protocol.md.  Any handler answers for the whole instance: the
  * figures come from the shared book.
  */
-#ifndef ES_STATUS_H
-#define ES_STATUS_H
+#ifndef ES_STATUS_PAGE_H
+#define ES_STATUS_PAGE_H
 
 #include <event2/buffer.h>
 

@@ -20,7 +20,7 @@
  * up after an error at any point.
  */
 #include "autoconfig.h"
-#include "common/config.h"
+#include "config/config.h"
 
 #include <errno.h>
 #include <regex.h>
@@ -30,10 +30,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/config_auto.h"
-#include "common/config_yaml.h"
-#include "common/duration.h"
 #include "common/log.h"
+#include "config/config_auto.h"
+#include "config/config_yaml.h"
+#include "config/duration.h"
 
 #define CONFIG_MAX_FILE_BYTES (16 * 1024 * 1024)
 #define WHAT_MAX 320 /* "services.<name>.commands.<name>.startupCheck.args[n]" */

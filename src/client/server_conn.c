@@ -1,7 +1,7 @@
 /*
- * conn.c - one broker connection of an address: TCP connect, the websocket
+ * server_conn.c - one broker connection of an address: TCP connect, the websocket
  * upgrade (client side of net/ws_handshake), the session (net/ws.c in its
- * client role), HELLO, and the dispatch of server messages to job.c.
+ * client role), HELLO, and the dispatch of server messages to client_job.c.
  *
  * States: CONNECTING (TCP) [-> TLS (wss: handshake and verification)]
  * -> UPGRADING (request sent, reading the 101)
@@ -230,11 +230,21 @@ static void on_closed(void *arg, uint16_t code)
 	conn_end(k, code, why);
 }
 
+/* The session's lines go to the client's log callback (the levels are the
+ * same numbers). */
+static void on_log(void *arg, enum log_level level, const char *line)
+{
+	struct exc_conn *k = arg;
+
+	client_log(k->a->c, (enum exc_log_level)level, "%s", line);
+}
+
 /* ---- handshake ------------------------------------------------------------ */
 
 static void start_session(struct exc_conn *k)
 {
-	static const struct ws_callbacks cb = { .on_text = on_text, .on_closed = on_closed };
+	static const struct ws_callbacks cb = { .on_text = on_text, .on_closed = on_closed,
+		.on_log = on_log };
 	struct ws_options opt;
 
 	ws_options_default(&opt);

@@ -1,5 +1,5 @@
 /*
- * legacy.c - the fallback to the legacy token transport (protocol
+ * fallback.c - the fallback to the legacy token transport (protocol
  * section 9) for an address whose GET /broker answered 404 (an execserver
  * without the broker).  pool.c marks such an address `legacy`.
  *
@@ -9,7 +9,7 @@
  * once and then once per second, while the job is WAITING.  The first slot
  * wins, whatever brings it: a token that arrives while the job still waits
  * makes it RUNNING (its broker wants get UNWANT; an OFFER that arrives
- * later is DECLINEd by job.c); a token that arrives after the job got its
+ * later is DECLINEd by client_job.c); a token that arrives after the job got its
  * slot goes to another waiting job of the service that polls the same
  * address, or is not used (it expires on the server and its slot returns
  * to the book).
@@ -32,8 +32,8 @@
  * http_parser_execute (callbacks set flags; feed() acts on them).
  */
 #include "autoconfig.h"
+#include "client/fallback.h"
 #include "client/job_impl.h"
-#include "client/legacy.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * added, so the error points at the second occurrence in document order.
  */
 #include "autoconfig.h"
-#include "common/config_yaml.h"
+#include "config/config_yaml.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -17,7 +17,7 @@
 #include <strings.h>
 #include <yaml.h>
 
-#include "common/duration.h"
+#include "config/duration.h"
 
 int cy_error_at(const struct cy_ctx *ctx, int line, int column, const char *fmt, ...)
 {
@@ -318,11 +318,10 @@ int cy_is_null(const struct cy_node *node)
 	return 0;
 }
 
-const char *cy_kind(const struct cy_node *node)
+/* What a node of the type is called in messages ("a mapping"). */
+static const char *type_name(enum cy_type type)
 {
-	if (!node)
-		return "nothing";
-	switch (node->type) {
+	switch (type) {
 	case CY_MAPPING:
 		return "a mapping";
 	case CY_SEQUENCE:
@@ -330,6 +329,15 @@ const char *cy_kind(const struct cy_node *node)
 	case CY_SCALAR:
 		break;
 	}
+	return "a scalar";
+}
+
+const char *cy_kind(const struct cy_node *node)
+{
+	if (!node)
+		return "nothing";
+	if (node->type != CY_SCALAR)
+		return type_name(node->type);
 	return cy_is_null(node) ? "null" : node->quoted ? "a quoted string" : "a scalar";
 }
 
@@ -394,19 +402,6 @@ const struct cy_node *cy_map_find(const struct cy_node *map, const char *key,
 }
 
 /* ---- typed getters ---- */
-
-static const char *type_name(enum cy_type type)
-{
-	switch (type) {
-	case CY_MAPPING:
-		return "a mapping";
-	case CY_SEQUENCE:
-		return "a sequence";
-	case CY_SCALAR:
-		break;
-	}
-	return "a scalar";
-}
 
 int cy_expect(const struct cy_ctx *ctx, const struct cy_node *node, enum cy_type type,
 	      const char *what)

@@ -50,9 +50,17 @@ int fleet_stop(struct fleet *f)
 	balancer_cleanup(&f->lb);
 	for (int i = 0; i < f->n; i++) {
 		if (f->d[i].pid) {
+			pid_t pid = f->d[i].pid;
 			int status = harness_stop(&f->d[i], 25000);
-			if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+			if (!(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
 				harness_dump_log(&f->d[i]);
+				fprintf(stderr, "fleet_stop: instance %d (pid %d): ", i, (int)pid);
+				if (status == -1)
+					fprintf(stderr, "still running 25 s after SIGTERM: killed\n");
+				else if (WIFEXITED(status))
+					fprintf(stderr, "exit status %d\n", WEXITSTATUS(status));
+				else
+					fprintf(stderr, "ended by signal %d\n", WTERMSIG(status));
 				clean = -1;
 			}
 		}

@@ -92,7 +92,7 @@ void job_finish_local(struct exc_job *j, const char *code, int retryable,
  * instance, within a day (the longest resumeGraceSec). */
 struct owed_cancel {
 	struct owed_cancel *next;
-	char instance_id[33];
+	char instance_id[65];
 	char job_id[65];
 	uint64_t until_ms;
 };

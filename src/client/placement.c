@@ -197,7 +197,9 @@ static int service_unknown(const struct exc_job *j)
 
 		if (!pool_serves(a, j->service))
 			continue;
-		if (!a->reached || pool_connecting(a) ||
+		/* an address with no live connection right now (a cut, a
+		 * restart) is not explored, whatever it was before */
+		if (!a->reached || pool_connecting(a) || pool_ready(a) == 0 ||
 				!(a->covered || pool_ready(a) >= c->opt.pool_cap))
 			return 0;
 		for (struct exc_conn *k = a->conns; k; k = k->next)

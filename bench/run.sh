@@ -36,6 +36,9 @@ if command -v perf >/dev/null 2>&1 && perf stat -e task-clock true >/dev/null 2>
 	perf_env="BENCH_PERF=1"
 fi
 env $perf_env "$build/bench/esbench" $quick -o "$out" -p "$build/bench/peers" 2>&1 | tee "$out/esbench.log"
+# execdispatch's row: a private PostgreSQL, an execserver, the dispatcher
+EXECDISPATCH_BIN="${EXECDISPATCH_BIN:-$build/execdispatch}" \
+	"$build/bench/dispatchbench" $quick -o "$out" 2>&1 | tee "$out/dispatchbench.log"
 
 t1=$(date +%s)
 busy1=$(cpu_busy)
@@ -112,7 +115,7 @@ writes this file.
 | # | measurement | target | result |
 |---|---|---|---|
 EOT
-for n in 1 2 3 4 5a 5b 6 7 8 9; do cat "$out/summary-$n.md"; done
+for n in 1 2 3 4 5a 5b 6 7 8 9 dispatch; do cat "$out/summary-$n.md"; done
 cat <<EOT
 
 ## 1. Hand-over latency
@@ -170,6 +173,10 @@ $(cat "$out/row8.md")
 ![auto-balance](bench/autobalance.png)
 
 $(cat "$out/row9.md")
+
+## execdispatch: a job queue in PostgreSQL (issue 15)
+
+$(cat "$out/row-dispatch.md")
 
 EOT
 cat "$src/bench/notes.md"

@@ -12,6 +12,7 @@
 #include "client/client_impl.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,8 +250,10 @@ static unsigned share_sum(const exc_client *c, const char *service)
 		if (service && !pool_serves(c->addrs[i], service))
 			continue;
 		for (struct exc_conn *k = c->addrs[i]->conns; k; k = k->next)
-			if (k->state == K_READY && !counted_before(c, i, k, service))
-				share += conn_share(k, service);
+			if (k->state == K_READY && !counted_before(c, i, k, service)) {
+				unsigned more = conn_share(k, service);
+				share = share > UINT_MAX - more ? UINT_MAX : share + more;
+			}
 	}
 	return share;
 }

@@ -194,6 +194,12 @@ struct json_object *wire_job(const char *job_id, const char *token,
 const char *wire_str(struct json_object *o, const char *key);
 /* Integer field, or def when absent/not an integer. */
 int64_t wire_int(struct json_object *o, const char *key, int64_t def);
+/* The same, held to [lo, hi]: for counts a server sends that the client
+ * adds up or narrows (a broken or hostile HELLO must not overflow them). */
+int64_t wire_int_in(struct json_object *o, const char *key, int64_t def, int64_t lo, int64_t hi);
+/* The most slots a client believes of one instance's HELLO (one waitgroup,
+ * or all of them): far above any real host, far below any overflow. */
+#define WIRE_SLOTS_MAX 1000000
 
 /* ---- client_job.c ------------------------------------------------------- */
 

@@ -27,6 +27,7 @@
 #include "client/client_impl.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,7 +129,9 @@ static int64_t slots_for(const struct exc_conn *k, const char *service)
 	if (service == NULL) {
 		json_object_object_foreach(wgs, name, w) {
 			(void)name;
-			slots += wire_int(w, "processes", 0) > 0 ? wire_int(w, "processes", 0) : 0;
+			slots += wire_int_in(w, "processes", 0, 0, WIRE_SLOTS_MAX);
+			if (slots > WIRE_SLOTS_MAX)
+				slots = WIRE_SLOTS_MAX;
 		}
 		return slots;
 	}
@@ -138,8 +141,7 @@ static int64_t slots_for(const struct exc_conn *k, const char *service)
 			!json_object_is_type(wg_name, json_type_string) ||
 			!json_object_object_get_ex(wgs, json_object_get_string(wg_name), &wg))
 		return -1;
-	slots = wire_int(wg, "processes", 0);
-	return slots > 0 ? slots : 0;
+	return wire_int_in(wg, "processes", 0, 0, WIRE_SLOTS_MAX);
 }
 
 unsigned conn_share(const struct exc_conn *k, const char *service)
@@ -184,8 +186,8 @@ static void on_hello(struct exc_conn *k, struct json_object *o)
 		json_object_put(k->hello);
 	k->hello = json_object_get(o);
 	snprintf(k->instance_id, sizeof k->instance_id, "%s", id);
-	k->clients = (int)wire_int(o, "clients", 1);
-	k->protocol = (int)wire_int(o, "protocol", 1);
+	k->clients = (int)wire_int_in(o, "clients", 1, 1, INT_MAX);
+	k->protocol = (int)wire_int_in(o, "protocol", 1, 1, INT_MAX);
 	k->draining = json_object_object_get_ex(o, "draining", &dr) &&
 		json_object_get_boolean(dr);
 	if (first) {

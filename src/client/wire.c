@@ -73,3 +73,10 @@ int64_t wire_int(struct json_object *o, const char *key, int64_t def)
 		return def;
 	return json_object_get_int64(v);
 }
+
+int64_t wire_int_in(struct json_object *o, const char *key, int64_t def, int64_t lo, int64_t hi)
+{
+	int64_t v = wire_int(o, key, def);
+
+	return v < lo ? lo : v > hi ? hi : v;
+}

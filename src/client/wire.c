@@ -44,8 +44,7 @@ struct json_object *wire_decline(const char *job_id, const char *token)
 	return o;
 }
 
-struct json_object *wire_job(const char *job_id, const char *token,
-		struct json_object *job)
+struct json_object *wire_job(const char *job_id, const char *token, struct json_object *job)
 {
 	struct json_object *o = msg(PROTO_JOB, job_id);
 

@@ -181,8 +181,11 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 	}
 	if (!o->schema)
 		o->schema = strdup("execdispatch");
-	if (strspn(o->schema, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(o->schema)) {
-		snprintf(err, len, "%s: --schema: a lower-case SQL identifier is required", cmd);
+	if (!dispatch_schema_ok(o->schema)) {
+		snprintf(err, len,
+			 "%s: --schema: a lower-case SQL identifier is required (a-z, 0-9, _, not "
+			 "starting with a digit, at most %d)",
+			 cmd, DISPATCH_SCHEMA_MAX);
 		return CLI_BAD;
 	}
 	if (strcmp(cmd, "submit") == 0) {

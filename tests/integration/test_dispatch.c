@@ -456,7 +456,7 @@ static long long local_running(void)
 static void test_local(void)
 {
 	char buf[256];
-	long long echo, fail, unknown, stream, big, cancel;
+	long long echo, fail, unknown, stream, big, cancel, notarray, nullenv, manyargs;
 
 	clear_queue();
 	CU_ASSERT_FATAL(df_write_config(&F, 0,
@@ -473,7 +473,30 @@ static void test_local(void)
 	fail = submit_to("hostwork", "{\"command\":\"false\"}", 0);
 	unknown = submit_to("hostwork", "{\"command\":\"rm\"}", 0);
 	stream = submit_to("hostwork", "{\"command\":\"echo\",\"stdin\":\"http://x/\"}", 0);
+	/* args and env that are not arrays (json-c aborts on their length) or
+	 * too long: refused, the dispatcher lives on */
+	notarray = submit_to("hostwork", "{\"command\":\"echo\",\"args\":\"hi\"}", 0);
+	nullenv = submit_to("hostwork", "{\"command\":\"echo\",\"env\":null}", 0);
+	manyargs = pgtest_int(F.c,
+			      "SELECT execdispatch.submit('hostwork', jsonb_build_object('command', "
+			      "'echo', 'args', (SELECT jsonb_agg('x'::text) FROM generate_series(1, 300))))");
 	CU_ASSERT_FATAL(df_wait_final(&F, 10000) == 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
+						  "SELECT state || '/' || error "
+						  "FROM execdispatch.job WHERE id = %lld",
+						  notarray),
+				      "failed/bad_job: job.args: an array of at most 254 strings"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
+						  "SELECT state || '/' || error "
+						  "FROM execdispatch.job WHERE id = %lld",
+						  nullenv),
+				      "failed/bad_job: job.env"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
+						  "SELECT state || '/' || error "
+						  "FROM execdispatch.job WHERE id = %lld",
+						  manyargs),
+				      "failed/bad_job: job.args"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT max(attempts) FROM execdispatch.job"), 1);
 	/* run on this host, with the same receipt fields as an execserver's */
 	CU_ASSERT_STRING_EQUAL(
 		pgtest_text(

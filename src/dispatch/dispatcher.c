@@ -601,7 +601,7 @@ static struct held *find(struct dispatcher *d, int64_t id, int attempts)
 static void start_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
-	unsigned cap = d->at_exec ? d->at_exec : 1;
+	unsigned held = d->at_exec + d->local_running, cap = held ? held : 1;
 	int64_t *ids = calloc(cap, sizeof *ids), *att = calloc(cap, sizeof *att);
 	char *aids = malloc(21 * (size_t)cap + 3), *aatt = malloc(21 * (size_t)cap + 3);
 	const char *params[3] = { d->cfg->instance_id, aids, aatt };
@@ -650,7 +650,7 @@ out:
 static void cancel_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
-	unsigned cap = d->at_exec;
+	unsigned cap = d->at_exec + d->local_running; /* what collect() may find */
 	int64_t *ids = NULL, *att = NULL;
 	char *aids = NULL;
 	const char *params[2] = { d->cfg->instance_id, NULL };

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/wait.h>
 
 #include <CUnit/CUnit.h>
@@ -453,8 +454,36 @@ static long long local_running(void)
 			       "AND state = 'running'");
 }
 
+/* Processes on this host whose command line is exactly argv (n words). */
+static int count_processes(const char *const *argv, int n)
+{
+	char want[256], got[256], path[300];
+	size_t len = 0;
+	int count = 0;
+	struct dirent *e;
+	DIR *dir = opendir("/proc");
+
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(want + len, sizeof want - len, "%s", argv[i]) + 1;
+	while (dir && (e = readdir(dir))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t r = fread(got, 1, sizeof got, f);
+		fclose(f);
+		count += r == len && memcmp(got, want, len) == 0;
+	}
+	if (dir)
+		closedir(dir);
+	return count;
+}
+
 static void test_local(void)
 {
+	static const char *const big_run[] = { "/bin/sleep", "7.5" };
 	char buf[256];
 	long long echo, fail, unknown, stream, big, cancel, notarray, nullenv, manyargs;
 
@@ -529,7 +558,7 @@ static void test_local(void)
 		harness_sleep_ms(20);
 	harness_sleep_ms(400); /* several polls: the fourth slot stays free */
 	CU_ASSERT_EQUAL(local_running(), 3);
-	big = submit_to("hostwork", "{\"command\":\"sleep\",\"args\":[\"3\"]}", 2);
+	big = submit_to("hostwork", "{\"command\":\"sleep\",\"args\":[\"7.5\"]}", 2);
 	for (int i = 0; i < 100 && local_running() < 4; i++)
 		harness_sleep_ms(20);
 	CU_ASSERT_EQUAL(local_running(), 4);
@@ -538,6 +567,7 @@ static void test_local(void)
 					   "WHERE id = %lld",
 					   big),
 			       "running");
+	CU_ASSERT_EQUAL(count_processes(big_run, 2), 1);
 	/* a cancel reaches a local run too: its process group is killed */
 	cancel = big;
 	CU_ASSERT_STRING_EQUAL(
@@ -546,6 +576,11 @@ static void test_local(void)
 	for (int i = 0; i < 50 && local_running() > 3; i++)
 		harness_sleep_ms(20);
 	CU_ASSERT(local_running() <= 3);
+	/* the process itself is gone within a few cancel polls (100 ms),
+	 * though no exec-bound row is held */
+	for (int i = 0; i < 100 && count_processes(big_run, 2) > 0; i++)
+		harness_sleep_ms(20);
+	CU_ASSERT_EQUAL(count_processes(big_run, 2), 0);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
 	clear_queue();
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));

@@ -806,10 +806,23 @@ static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *
 	return rc;
 }
 
+/* Replaces the bytes of s outside printable ASCII by '?'; 1 if any was. */
+static int scrub_to_ascii(char *s)
+{
+	int changed = 0;
+
+	for (; s && *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e) {
+			*s = '?';
+			changed = 1;
+		}
+	return changed;
+}
+
 /* Writes every pending outcome, FINISH_BATCH per statement.  The database
  * away: the rest waits for FLUSH_RETRY_MS.  A batch the database refuses
  * is written one row at a time, and a single row whose receipt does not
- * take is written without it. */
+ * take is written without it, then with its error text in ASCII. */
 static void flush_outcomes(struct dispatcher *d)
 {
 	int per = FINISH_BATCH;
@@ -837,6 +850,12 @@ static void flush_outcomes(struct dispatcher *d)
 					 (long long)h->id, d->db.last_error);
 				free(h->receipt);
 				h->receipt = NULL;
+			} else if (scrub_to_ascii(h->error)) {
+				/* e.g. a name cut to a length in the middle of a
+				 * character: not UTF-8, refused as text */
+				log_warn("job %lld: error text not storable (%s); writing it with "
+					 "'?' for its non-ASCII bytes",
+					 (long long)h->id, d->db.last_error);
 			} else {
 				log_error("job %lld attempt %d: outcome %s not written: %s",
 					  (long long)h->id, h->attempts, h->state,

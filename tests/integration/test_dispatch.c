@@ -485,7 +485,7 @@ static void test_local(void)
 {
 	static const char *const big_run[] = { "/bin/sleep", "7.5" };
 	char buf[256];
-	long long echo, fail, unknown, stream, big, cancel, notarray, nullenv, manyargs;
+	long long echo, fail, unknown, stream, big, cancel, notarray, nullenv, manyargs, cut;
 
 	clear_queue();
 	CU_ASSERT_FATAL(df_write_config(&F, 0,
@@ -509,7 +509,20 @@ static void test_local(void)
 	manyargs = pgtest_int(F.c,
 			      "SELECT execdispatch.submit('hostwork', jsonb_build_object('command', "
 			      "'echo', 'args', (SELECT jsonb_agg('x'::text) FROM generate_series(1, 300))))");
+	/* an unknown command of 81 bytes: its name, cut to 64 bytes in the
+	 * error, ends in half a character, which the database refuses as text */
+	cut = submit_to("hostwork",
+			"{\"command\":\"a\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+			"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+			"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+			"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\"}",
+			0);
 	CU_ASSERT_FATAL(df_wait_final(&F, 10000) == 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
+						  "SELECT state || '/' || error "
+						  "FROM execdispatch.job WHERE id = %lld",
+						  cut),
+				      "failed/unknown_command: a"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
 						  "SELECT state || '/' || error "
 						  "FROM execdispatch.job WHERE id = %lld",

@@ -24,6 +24,7 @@
 #include "cli/options.h"
 #include "cli/progress.h"
 #include "cli/queue.h"
+#include "common/clock.h"
 #include "dispatch/dispatch_config.h"
 
 #define WAIT_TICK_MS 250
@@ -392,6 +393,11 @@ static int final_status(PGconn *c, const struct qopts *o, const char *state)
 	r = run(c, sql, 1, params);
 	if (!r)
 		return EXECCTL_FAILED;
+	if (PQntuples(r) == 0) { /* removed since (retainDoneDays) */
+		fprintf(stderr, "execctl: job %lld: %s, then removed\n", o->id, state);
+		PQclear(r);
+		return EXECCTL_NOT_FOUND;
+	}
 	if (strcmp(state, "done") == 0)
 		rc = EXECCTL_OK;
 	else if (strcmp(state, "cancelled") == 0)
@@ -407,7 +413,8 @@ static int final_status(PGconn *c, const struct qopts *o, const char *state)
 static int do_wait(PGconn *c, const struct qopts *o)
 {
 	int tty = !o->quiet && isatty(STDERR_FILENO), shown = 0;
-	time_t end = o->timeout_sec ? time(NULL) + o->timeout_sec : 0;
+	/* monotonic: a step of the wall clock does not shorten the wait */
+	uint64_t end = o->timeout_sec > 0 ? clock_mono_ms() + (uint64_t)o->timeout_sec * 1000 : 0;
 	char state[32], line[128];
 
 	signal(SIGINT, on_signal);
@@ -426,7 +433,7 @@ static int do_wait(PGconn *c, const struct qopts *o)
 			fprintf(stderr, "\r\033[Kexecctl: job %lld: %s", o->id, line);
 			shown = 1;
 		}
-		if (interrupted || (end && time(NULL) >= end)) {
+		if (interrupted || (end && clock_mono_ms() >= end)) {
 			if (shown)
 				fprintf(stderr, "\r\033[K");
 			fprintf(stderr,

@@ -161,7 +161,10 @@ static int parse_v2(const unsigned char *buf, size_t len, struct proxy_header *o
 	const unsigned char *a = buf + V2_FIXED;
 	size_t alen = total - V2_FIXED;
 	out->version = 2;
-	if (cmd == 0 || fam == 0x00) { /* LOCAL, or PROXY with UNSPEC */
+	/* LOCAL, PROXY with UNSPEC, or PROXY over a UNIX stream socket (no
+	 * IP client: taken as UNSPEC, as the specification asks of a
+	 * receiver without UNIX support) */
+	if (cmd == 0 || fam == 0x00 || fam == 0x31) {
 		out->local = 1;
 		return (int)total;
 	}

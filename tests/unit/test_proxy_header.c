@@ -101,6 +101,15 @@ static void test_v1_errors(void)
 	memcpy(longline, "PROXY UNKNOWN ", 14);
 	longline[sizeof longline - 1] = '\0';
 	expect_error(longline, "107");
+	/* exactly 107 bytes with the CRLF is the longest line; 108 is not */
+	struct proxy_header ph;
+	const char *why;
+	memcpy(longline + 105, "\r\n", 3);
+	CU_ASSERT_EQUAL(parse(longline, 107, &ph, &why), 107);
+	CU_ASSERT_EQUAL(ph.local, 1);
+	memcpy(longline + 105, "x\r\n", 4);
+	CU_ASSERT_EQUAL(parse(longline, 107, &ph, &why), PROXY_HEADER_ERROR);
+	expect_error(longline, "107");
 }
 
 /* A version 2 header: command, family, addresses (alen bytes), then tlv

@@ -49,6 +49,8 @@
 #define START_CHECK_MS 100 /* how often held rows are looked at for a started run */
 #define FLUSH_RETRY_MS 250 /* outcomes waiting for the database: retry */
 #define JANITOR_SEC 3600
+#define JANITOR_BATCH 1000    /* DQ_JANITOR's LIMIT */
+#define JANITOR_AGAIN_MS 1000 /* after a full batch */
 #define FINISH_BATCH 100 /* most outcomes written by one statement */
 
 struct held {
@@ -886,9 +888,12 @@ static void janitor_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	arm(d->janitor_ev, JANITOR_SEC * 1000LL);
 	snprintf(days, sizeof days, "%d", d->cfg->retain_done_days);
 	res = db_exec(&d->db, d->q_janitor, 1, params, &away);
+	/* a full batch: more may be due; the next one in a second, so that
+	 * more than a batch an hour of finished rows does not pile up */
+	arm(d->janitor_ev, res && atoi(PQcmdTuples(res)) >= JANITOR_BATCH ? JANITOR_AGAIN_MS
+									  : JANITOR_SEC * 1000LL);
 	if (res && atoi(PQcmdTuples(res)) > 0)
 		log_info("janitor: removed %s finished rows older than %d days", PQcmdTuples(res),
 			 d->cfg->retain_done_days);

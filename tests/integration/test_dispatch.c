@@ -599,6 +599,28 @@ static void test_local(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
 }
 
+/* Retention keeps up with more than one batch (1000 rows) of finished
+ * rows: the janitor goes on while its batches are full. */
+static void test_retention(void)
+{
+	clear_queue();
+	PQclear(pgtest_query(F.c, "INSERT INTO execdispatch.job (service, job, state, finished_at) "
+				  "SELECT 'work', '{}', 'done', now() - interval '3 days' "
+				  "FROM generate_series(1, 2500)"));
+	PQclear(pgtest_query(F.c, "INSERT INTO execdispatch.job (service, job, state, finished_at) "
+				  "SELECT 'work', '{}', 'done', now() FROM generate_series(1, 10)"));
+	CU_ASSERT_FATAL(df_write_config(&F, 0, "retainDoneDays: 1\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	for (int i = 0; i < 100 && pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job") > 10;
+	     i++)
+		harness_sleep_ms(100);
+	/* the old ones gone, the recent ones kept */
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job"), 10);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+}
+
 static void test_notify(void)
 {
 	long long id, t0, took;
@@ -642,6 +664,7 @@ int main(void)
 		{ "no execserver: nothing claimed, only the heartbeat queries",
 		  test_no_execserver },
 		{ "execctl submit, show, wait, cancel, position", test_execctl_db },
+		{ "retention deletes more than one batch", test_retention },
 		{ "notify: true starts a submission at once", test_notify },
 		{ "local services: on this host, localSlots with a quarter for priority >= 2",
 		  test_local },

@@ -110,6 +110,22 @@ static void test_run_outcomes(void)
 			       buf);
 	/* nothing is held any more */
 	CU_ASSERT_EQUAL(df_held(&F, "d0"), 0);
+	/* a request with headers beyond 8 KB is refused, not buffered */
+	char cmd[300];
+	snprintf(cmd, sizeof cmd,
+		 "curl -s -o /dev/null -w '%%{http_code}' -H \"X-Big: $(head -c 20000 /dev/zero | "
+		 "tr '\\0' x)\" http://127.0.0.1:%d/metrics",
+		 mport);
+	FILE *big = popen(cmd, "r");
+	char code[16] = "";
+	if (big) {
+		if (!fgets(code, sizeof code, big))
+			code[0] = '\0';
+		pclose(big);
+	}
+	if (strcmp(code, "400") != 0)
+		fprintf(stderr, "metrics with big headers: %s\n", code);
+	CU_ASSERT_STRING_EQUAL(code, "400");
 	/* the counters of /metrics (the gauges follow at the next poll) */
 	harness_sleep_ms(250);
 	CU_ASSERT_EQUAL(metric(mport, "execdispatch_claimed_total"), 6);

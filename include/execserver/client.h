@@ -74,8 +74,9 @@
 extern "C" {
 #endif
 
-#define EXC_API_VERSION 3	/* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
-				 * 3: exc_claim_share_service, claim shares floor(slots / clients) + 1 */
+#define EXC_API_VERSION 4	/* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
+				 * 3: exc_claim_share_service, claim shares floor(slots / clients) + 1;
+				 * 4: protocol 2 (each DONE acknowledged), ping_timeout_ms */
 
 struct event_base;
 
@@ -189,6 +190,13 @@ struct exc_options {
 	 * is added (exc_client_add_address fails if they cannot be loaded). */
 	const char *tls_ca_file;
 	const char *tls_ca_dir;
+	/* The ping deadline: a connection on which nothing (not even a pong)
+	 * arrived for this long is taken for dead and closed, and its running
+	 * jobs are sought again (owner_grace_sec), so that a server that
+	 * vanished without closing (a half-open connection) is noticed.  The
+	 * library pings every ping_timeout_ms / 3 (at most every 15 s).  At
+	 * least 300.  Default 30000 ms. */
+	unsigned ping_timeout_ms;
 };
 
 /* Fills o with the defaults above (every pointer NULL). */

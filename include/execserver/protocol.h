@@ -7,7 +7,14 @@
 #ifndef EXECSERVER_PROTOCOL_H
 #define EXECSERVER_PROTOCOL_H
 
-#define PROTO_VERSION 1
+/* Versions: a client names the newest it speaks in the upgrade URL
+ * (?protocol=N, absent: 1); HELLO.protocol answers the one in effect, the
+ * smaller of that and PROTO_VERSION.  From PROTO_VERSION_ACK on, the client
+ * acknowledges each DONE with ACK and the execserver keeps the receipt
+ * until then (docs/protocol.md section 6, "Receipts"). */
+#define PROTO_VERSION 2
+#define PROTO_VERSION_ACK 2
+#define PROTO_PARAM_PROTOCOL "protocol"
 #define PROTO_BROKER_PATH "/broker"
 
 /* Message types (the "type" field). */
@@ -22,6 +29,7 @@
 #define PROTO_POSITION "POSITION"
 #define PROTO_CANCEL "CANCEL"
 #define PROTO_ERROR "ERROR"
+#define PROTO_ACK "ACK"                        /* protocol 2: a DONE was received */
 
 /* ERROR codes (the "code" field of ERROR). */
 #define PROTO_E_BAD_JSON "bad_json"            /* not JSON, or not an object */

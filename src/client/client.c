@@ -114,6 +114,7 @@ void exc_options_init(struct exc_options *o)
 	o->reconnect_max_ms = 30000;
 	o->owner_grace_sec = 30;
 	o->handshake_timeout_ms = 10000;
+	o->ping_timeout_ms = 30000;
 	o->log_level = EXC_LOG_WARN;
 }
 
@@ -149,7 +150,7 @@ exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
 		c->opt = *o;
 	if (c->opt.pool_cap == 0 || c->opt.retry_tick_ms == 0 ||
 			c->opt.grow_interval_ms == 0 || c->opt.reprobe_interval_ms == 0 ||
-			c->opt.handshake_timeout_ms == 0 ||
+			c->opt.handshake_timeout_ms == 0 || c->opt.ping_timeout_ms < 300 ||
 			(c->opt.client_id && !client_id_ok(c->opt.client_id))) {
 		free(c);
 		errno = EINVAL;

@@ -50,6 +50,7 @@ struct exc_client {
 	struct exc_addr **addrs;
 	unsigned naddrs;
 	struct exc_job *jobs;		/* list */
+	struct owed_cancel *owed;	/* placement.c: cancels still to send */
 	struct pipe_srv *pipes;		/* list, one per local address */
 	struct event *tick_ev;		/* retry tick */
 	unsigned job_seq;
@@ -161,6 +162,7 @@ struct exc_conn {
 	struct json_object *hello;	/* the last HELLO */
 	int clients;
 	int draining;
+	int protocol;			/* HELLO.protocol: >= PROTO_VERSION_ACK: ACK each DONE */
 	struct sockaddr_storage local;	/* getsockname of the broker socket */
 	socklen_t local_len;
 };

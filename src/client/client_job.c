@@ -12,7 +12,10 @@
  * OFFER (late, for a running or unknown job) gets DECLINE at once, and
  * the other parked copies get UNWANT.  A refused WANT (limit_reached,
  * draining, ...) is retried on the next tick.  A job never runs twice: a
- * JOB is sent only from WAITING, and only once per OFFER.
+ * JOB is sent only from WAITING, and only once per OFFER; a job goes back
+ * to WAITING only when the connection its JOB went on refused that JOB
+ * (after a resume, unknown_job ends it lost instead).  Protocol 2: every
+ * DONE read is acknowledged (ACK), a second copy of one included.
  *
  * on_done is called exactly once per job, always from the event loop:
  * from a message handler, a timer, or done_ev (receipts the library makes
@@ -184,6 +187,18 @@ static void done_ev_cb(evutil_socket_t fd, short what, void *arg)
 	job_finish(arg, NULL);
 }
 
+void job_receipt_gone(struct exc_job *j)
+{
+	if (j->cancel_requested)
+		job_finish_local(j, EXC_E_CANCELLED, 0,
+			"cancelled; instance %s no longer knows the job (its receipt was "
+			"dropped)", j->owner_instance);
+	else
+		job_finish_local(j, EXC_E_LOST, 1,
+			"instance %s no longer knows the job (its receipt was dropped, "
+			"or its JOB never arrived); it may have run", j->owner_instance);
+}
+
 /* A receipt made by the library; delivered from the loop. */
 void job_finish_local(struct exc_job *j, const char *code, int retryable,
 		const char *fmt, ...)
@@ -238,6 +253,8 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 	j->owner_addr = k->a;
 	j->owner_pending = 0;
 	j->stale_n = 0;
+	j->resumed = 0;
+	j->resume_queries = 0;
 	snprintf(j->owner_instance, sizeof j->owner_instance, "%s", k->instance_id);
 	if (j->timer)
 		evtimer_del(j->timer);
@@ -246,14 +263,28 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 
 void job_on_done(exc_client *c, struct exc_conn *k, struct json_object *o)
 {
-	struct exc_job *j = job_find(c, wire_str(o, "job_id"));
+	const char *id = wire_str(o, "job_id");
+	struct exc_job *j = job_find(c, id);
 	struct json_object *rj;
 
-	if (j == NULL || !json_object_object_get_ex(o, "receipt", &rj) ||
+	/* Protocol 2: every DONE read is acknowledged, before it is handed
+	 * on: the server keeps the receipt until then and sends it again on
+	 * the next connection if the ACK does not arrive.  A second copy
+	 * (its job is done here already) is acknowledged and dropped. */
+	if (id && k->protocol >= PROTO_VERSION_ACK)
+		conn_send(k, wire_job_msg(PROTO_ACK, id));
+	if (j == NULL) {
+		client_log(c, EXC_LOG_DEBUG, "%s: DONE of %s, a job done already: dropped",
+			k->a->url, id ? id : "?");
+		return;
+	}
+	if (!json_object_object_get_ex(o, "receipt", &rj) ||
 			!json_object_is_type(rj, json_type_object))
 		return;
 	if (j->state == J_WAITING && !j->cancel_requested)
 		return;		/* a DONE for a parked copy we gave up */
+	if (j->state != J_WAITING && strcmp(j->owner_instance, k->instance_id) != 0)
+		return;		/* another instance's job of the same id */
 	if (!j->owner_instance[0])
 		snprintf(j->owner_instance, sizeof j->owner_instance, "%s", k->instance_id);
 	job_finish(j, rj);
@@ -267,6 +298,10 @@ void job_on_position(exc_client *c, struct exc_conn *k, struct json_object *o)
 
 	if (j == NULL)
 		return;
+	if (j->state == J_RUNNING && j->owner == k && j->resume_queries) {
+		j->resume_queries--;	/* asked by the library, not the caller */
+		return;
+	}
 	if (j->state == J_RUNNING && j->owner == k && j->owner_pending)
 		j->owner_pending--;
 	if (j->on_position == NULL)
@@ -354,6 +389,14 @@ void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o)
 	}
 	if (j->state != J_RUNNING || j->owner != k)
 		return;
+	/* After a resume only a QUERY/CANCEL can be answered here: the JOB
+	 * went on another connection.  unknown_job then means the instance
+	 * no longer has the job; it is never sent again on its own. */
+	if (j->resumed) {
+		if (code_is(code, PROTO_E_UNKNOWN_JOB))
+			job_receipt_gone(j);
+		return;
+	}
 	/*
 	 * Running on k: the server answers in order, so a refusal of the JOB
 	 * comes before any answer to a later QUERY/CANCEL.  bad_job and
@@ -501,8 +544,13 @@ int exc_cancel(exc_job *j)
 		job_unwant_all(j);
 		job_finish_local(j, EXC_E_CANCELLED, 0, "cancelled before it started");
 	} else if (j->owner) {
+		/* if the connection is closing, the CANCEL goes out again when
+		 * the instance is reached (job_resume_on) */
 		j->owner_pending++;
 		conn_send(j->owner, wire_job_msg(PROTO_CANCEL, j->id));
+	} else if (j->state == J_SEEKING) {
+		client_log(j->c, EXC_LOG_INFO, "job %s: cancel held until instance %s is "
+			"reached", j->id, j->owner_instance);
 	} else {
 		legacy_cancel(j);
 	}
@@ -527,6 +575,7 @@ int exc_query(exc_job *j)
 
 void job_free_all(exc_client *c)
 {
+	owed_cancels_free(c);
 	while (c->jobs) {
 		struct exc_job *j = c->jobs;
 

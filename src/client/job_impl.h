@@ -49,6 +49,8 @@ struct exc_job {
 	char owner_instance[65];
 	struct exc_addr *owner_addr;
 	uint64_t seek_until_ms;
+	int resumed;			/* the owner is not the connection the JOB went on */
+	unsigned resume_queries;	/* the library's QUERYs on resume, unanswered */
 	int cancel_requested;
 	unsigned owner_pending;		/* QUERY/CANCEL sent to the owner since the JOB, unanswered */
 	struct exc_conn *stale_conn;	/* a refused JOB's connection: its */
@@ -76,11 +78,25 @@ void job_unlink_free(struct exc_job *j);
 /* Calls on_done with receipt rj (the server's, or NULL for a local one)
  * and frees the job. */
 void job_finish(struct exc_job *j, struct json_object *rj);
+/* The instance that ran j no longer knows it (unknown_job after a resume:
+ * its receipt was dropped, or its JOB never arrived): lost (retryable), or
+ * cancelled when the caller asked for that; never run again. */
+void job_receipt_gone(struct exc_job *j);
 /* A receipt made by the library; delivered from the loop. */
 void job_finish_local(struct exc_job *j, const char *code, int retryable,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* placement.c */
+/* A cancel that could not be sent (the instance was not reached while
+ * the job was sought): CANCEL goes out when a connection reaches the
+ * instance, within a day (the longest resumeGraceSec). */
+struct owed_cancel {
+	struct owed_cancel *next;
+	char instance_id[65];
+	char job_id[65];
+	uint64_t until_ms;
+};
+void owed_cancels_free(exc_client *c);
 void job_place_on(struct exc_job *j, struct exc_conn *k);
 void job_place(struct exc_job *j);
 /* The connect timeout (evtimer callback, arg: the job). */

@@ -185,6 +185,7 @@ static void on_hello(struct exc_conn *k, struct json_object *o)
 	k->hello = json_object_get(o);
 	snprintf(k->instance_id, sizeof k->instance_id, "%s", id);
 	k->clients = (int)wire_int(o, "clients", 1);
+	k->protocol = (int)wire_int(o, "protocol", 1);
 	k->draining = json_object_object_get_ex(o, "draining", &dr) &&
 		json_object_get_boolean(dr);
 	if (first) {
@@ -258,8 +259,8 @@ static void start_session(struct exc_conn *k)
 
 	ws_options_default(&opt);
 	opt.client_role = 1;
-	opt.ping_interval_ms = 15000;
-	opt.ping_timeout_ms = 60000;
+	opt.ping_timeout_ms = k->a->c->opt.ping_timeout_ms;
+	opt.ping_interval_ms = opt.ping_timeout_ms / 3 < 15000 ? opt.ping_timeout_ms / 3 : 15000;
 	k->ws = ws_session_new(k->bev, &opt, &cb, k);
 	if (k->ws == NULL) {
 		conn_end(k, 0, "out of memory");
@@ -365,8 +366,9 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 		}
 		snprintf(host, sizeof host, strchr(k->a->u.host, ':') ? "[%s]" : "%s",
 			k->a->u.host);
-		snprintf(target, sizeof target, "%s?client=%s%s%s", PROTO_BROKER_PATH,
-			k->a->c->client_id, k->hint[0] ? "&instance=" : "", k->hint);
+		snprintf(target, sizeof target, "%s?client=%s&%s=%d%s%s", PROTO_BROKER_PATH,
+			k->a->c->client_id, PROTO_PARAM_PROTOCOL, PROTO_VERSION,
+			k->hint[0] ? "&instance=" : "", k->hint);
 		if (k->a->c->auth_token)
 			snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n",
 				k->a->c->auth_token);

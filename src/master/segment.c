@@ -57,8 +57,11 @@ static uint32_t total_processes(const struct es_config *cfg)
 	return processes;
 }
 
-/* Receipts waiting for their DONE: a few per slot is plenty (they leave as
- * soon as the owner connection is told), never fewer than 64. */
+/* Receipts waiting for their DONE (protocol 2: for its ACK): a few per
+ * slot is plenty (they leave as soon as the client is told, a round trip
+ * later; only a client that is away keeps them longer, at most for its
+ * resume grace), never fewer than 64.  A receipt that finds the store
+ * full is kept compact (receipt_lost), never dropped. */
 static uint32_t receipt_slots(const struct es_config *cfg)
 {
 	uint32_t processes = total_processes(cfg);

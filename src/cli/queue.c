@@ -24,7 +24,6 @@
 #include "cli/options.h"
 #include "cli/progress.h"
 #include "cli/queue.h"
-#include "common/clock.h"
 #include "dispatch/dispatch_config.h"
 
 #define WAIT_TICK_MS 250
@@ -413,8 +412,10 @@ static int final_status(PGconn *c, const struct qopts *o, const char *state)
 static int do_wait(PGconn *c, const struct qopts *o)
 {
 	int tty = !o->quiet && isatty(STDERR_FILENO), shown = 0;
-	/* monotonic: a step of the wall clock does not shorten the wait */
-	uint64_t end = o->timeout_sec > 0 ? clock_mono_ms() + (uint64_t)o->timeout_sec * 1000 : 0;
+	/* monotonic: a step of the wall clock does not move the deadline */
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	time_t end = o->timeout_sec > 0 ? now.tv_sec + o->timeout_sec : 0;
 	char state[32], line[128];
 
 	signal(SIGINT, on_signal);
@@ -433,7 +434,8 @@ static int do_wait(PGconn *c, const struct qopts *o)
 			fprintf(stderr, "\r\033[Kexecctl: job %lld: %s", o->id, line);
 			shown = 1;
 		}
-		if (interrupted || (end && clock_mono_ms() >= end)) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (interrupted || (end && now.tv_sec >= end)) {
 			if (shown)
 				fprintf(stderr, "\r\033[K");
 			fprintf(stderr,

@@ -6,13 +6,17 @@
  * owns nothing reaching the run within cancelPollMs + 200 ms; no claim and
  * no query while no execserver is connected; execctl's database commands.
  */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/CUnit.h>
 
@@ -664,6 +668,51 @@ static void test_notify(void)
 	clear_queue();
 }
 
+/* notify's connection gives up on a server that accepts and never
+ * answers, as the main one does, instead of holding the event loop: the
+ * conninfo names such a server first, then the real one. */
+static void test_notify_silent_server(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t salen = sizeof sa;
+	char conninfo[600], buf[64];
+	const char *saved_conninfo = F.conninfo;
+	long long id, t0;
+	int silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	clear_queue();
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	CU_ASSERT_FATAL(silent >= 0 && bind(silent, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+			listen(silent, 16) == 0 &&
+			getsockname(silent, (struct sockaddr *)&sa, &salen) == 0);
+	snprintf(conninfo, sizeof conninfo,
+		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres",
+		 ntohs(sa.sin_port), F.pg.port);
+	F.conninfo = conninfo;
+	CU_ASSERT_FATAL(df_write_config(&F, 0, "notify: true\npollMs: 60000\n") == 0);
+	F.conninfo = saved_conninfo;
+	/* each connection waits connect_timeout (5 s) on the silent one */
+	df_start_disp(&F, 0);
+	for (int i = 0; i < 300 && pgtest_int(F.c, "SELECT count(*) FROM pg_stat_activity "
+						   "WHERE query LIKE 'LISTEN %%'") == 0;
+	     i++)
+		harness_sleep_ms(50);
+	CU_ASSERT_FATAL(pgtest_int(F.c, "SELECT count(*) FROM pg_stat_activity "
+					"WHERE query LIKE 'LISTEN %%'") == 1);
+	t0 = harness_now_ms();
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	while (strcmp(pgtest_text(F.c, buf, sizeof buf,
+				  "SELECT state FROM execdispatch.job WHERE id = %lld", id),
+		      "done") != 0 &&
+	       harness_now_ms() - t0 < 5000)
+		harness_sleep_ms(20);
+	CU_ASSERT_STRING_EQUAL(buf, "done");
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	close(silent);
+	clear_queue();
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -682,6 +731,7 @@ int main(void)
 		{ "execctl submit, show, wait, cancel, position", test_execctl_db },
 		{ "retention deletes more than one batch", test_retention },
 		{ "notify: true starts a submission at once", test_notify },
+		{ "notify: a silent server does not hold the loop", test_notify_silent_server },
 		{ "local services: on this host, localSlots with a quarter for priority >= 2",
 		  test_local },
 		{ "position: queued from the database, claimed from the execserver",

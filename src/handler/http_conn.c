@@ -245,12 +245,14 @@ static void route(struct http_conn *c, const struct http_head *h)
 /* A PROXY header from an address that is not in trustedProxies would let
  * anyone claim any client address: refused with a 400 that says why.
  * Decided on the first 5 bytes ("PROXY", or the start of version 2's
- * signature); returns 1 when refused. */
+ * signature), waited for while the fewer that came could begin a header
+ * (a request needs more than 5 bytes anyway); returns 1 when refused or
+ * waiting. */
 static int refuse_stray_proxy_header(struct http_conn *c, struct evbuffer *in)
 {
 	size_t len = evbuffer_get_length(in);
 	if (len < 5)
-		return 0;
+		return len > 0 && proxy_header_looks_like(evbuffer_pullup(in, -1), len);
 	c->started = 1;
 	const unsigned char *first = evbuffer_pullup(in, 5);
 	if (!first || !proxy_header_looks_like(first, 5))

@@ -29,9 +29,14 @@
  * book_conn_adopt (protocol 2) moves every job of the client to the new
  * conn; the finished ones are mailed there again, whether or not their
  * DONE went out on the old owner (the client acknowledges, and so
- * recognises, a second copy).
+ * recognises, a second copy).  In the same critical section it withdraws
+ * every offer made on the client's older conns (as if it had expired):
+ * the client gave those conns up, so a JOB still on its way there must
+ * not start a job its resume QUERY on the new conn was told is unknown
+ * (docs/architecture.md, "What it found").  Their parked wants stay.
  *
- * Costs: book_conn_open O(1) (+ O(r) re-adopted jobs), book_conn_close
+ * Costs: book_conn_open O(1) (+ O(r) re-adopted jobs), book_conn_adopt
+ * O(r + the client's wants) + the grant of withdrawn slots, book_conn_close
  * O(w + r + nodes), book_purge_handler O(everything of the handler),
  * HELLO-dirty O(handlers).
  */
@@ -253,6 +258,16 @@ uint32_t book_conn_adopt(struct book *b, struct book_ref conn)
 		if (w->state == WANT_FINISHED)
 			bk_done_mail(b, wi);   /* moves a pending DONE mail here */
 	}
+	/* the older conns' offers: withdrawn, their slots granted again */
+	uint32_t withdrawn = 0;
+	for (uint32_t o = bk_client(b, cn->client)->conn_head; o != BK_NIL; o = bk_conn(b, o)->k_next)
+		for (uint32_t wi = bk_conn(b, o)->want_head; wi != BK_NIL; wi = bk_want(b, wi)->o_next)
+			if (o != c && bk_want(b, wi)->state == WANT_OFFERED) {
+				bk_offer_expire(b, wi);
+				withdrawn++;
+			}
+	if (withdrawn)
+		bk_grant_all(b);
 	return n;
 }
 

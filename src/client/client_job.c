@@ -135,7 +135,7 @@ void job_finish(struct exc_job *j, struct json_object *rj)
 	if (rj) {
 		r.json = json_object_to_json_string_ext(rj, JSON_C_TO_STRING_PLAIN);
 		if (json_object_object_get_ex(rj, "exit_code", &v) &&
-				json_object_is_type(v, json_type_int)) {
+		    json_object_is_type(v, json_type_int)) {
 			r.exited = 1;
 			r.exit_code = json_object_get_int(v);
 		}
@@ -143,16 +143,16 @@ void job_finish(struct exc_job *j, struct json_object *rj)
 		r.duration_ms = wire_int(rj, "duration_ms", -1);
 		r.stdout_text = wire_str(rj, "stdout");
 		r.stdout_truncated = json_object_object_get_ex(rj, "stdout_truncated", &v) &&
-			json_object_get_boolean(v);
+				     json_object_get_boolean(v);
 		r.stderr_line = wire_str(rj, "stderr");
 		r.receipt_lost = json_object_object_get_ex(rj, "receipt_lost", &v) &&
-			json_object_get_boolean(v);
+				 json_object_get_boolean(v);
 		if (json_object_object_get_ex(rj, "error", &err) &&
-				json_object_is_type(err, json_type_object)) {
+		    json_object_is_type(err, json_type_object)) {
 			r.error_code = wire_str(err, "code");
 			r.error_message = wire_str(err, "message");
 			r.retryable = json_object_object_get_ex(err, "retryable", &v) &&
-				json_object_get_boolean(v);
+				      json_object_get_boolean(v);
 			if (r.error_code == NULL)
 				r.error_code = "internal";
 			if (r.error_message == NULL)
@@ -166,7 +166,7 @@ void job_finish(struct exc_job *j, struct json_object *rj)
 	bad = job_failed_stream(j);
 	if (r.error_code == NULL && bad) {
 		snprintf(msg, sizeof msg, "%s: %s", bad->name,
-			bad->why[0] ? bad->why : "stream incomplete");
+			 bad->why[0] ? bad->why : "stream incomplete");
 		r.error_code = EXC_E_LOCAL_IO;
 		r.error_message = msg;
 	}
@@ -191,17 +191,18 @@ void job_receipt_gone(struct exc_job *j)
 {
 	if (j->cancel_requested)
 		job_finish_local(j, EXC_E_CANCELLED, 0,
-			"cancelled; instance %s no longer knows the job (its receipt was "
-			"dropped)", j->owner_instance);
+				 "cancelled; instance %s no longer knows the job (its receipt was "
+				 "dropped)",
+				 j->owner_instance);
 	else
 		job_finish_local(j, EXC_E_LOST, 1,
-			"instance %s no longer knows the job (its receipt was dropped, "
-			"or its JOB never arrived); it may have run", j->owner_instance);
+				 "instance %s no longer knows the job (its receipt was dropped, "
+				 "or its JOB never arrived); it may have run",
+				 j->owner_instance);
 }
 
 /* A receipt made by the library; delivered from the loop. */
-void job_finish_local(struct exc_job *j, const char *code, int retryable,
-		const char *fmt, ...)
+void job_finish_local(struct exc_job *j, const char *code, int retryable, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -243,7 +244,7 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 	if (job == NULL) {
 		conn_send(k, wire_decline(id, token));
 		job_finish_local(j, EXC_E_LOCAL_IO, 0, "cannot serve the job's pipes: %s",
-			strerror(errno ? errno : ENOMEM));
+				 strerror(errno ? errno : ENOMEM));
 		return;
 	}
 	conn_send(k, wire_job(id, token, job));
@@ -275,16 +276,16 @@ void job_on_done(exc_client *c, struct exc_conn *k, struct json_object *o)
 		conn_send(k, wire_job_msg(PROTO_ACK, id));
 	if (j == NULL) {
 		client_log(c, EXC_LOG_DEBUG, "%s: DONE of %s, a job done already: dropped",
-			k->a->url, id ? id : "?");
+			   k->a->url, id ? id : "?");
 		return;
 	}
 	if (!json_object_object_get_ex(o, "receipt", &rj) ||
-			!json_object_is_type(rj, json_type_object))
+	    !json_object_is_type(rj, json_type_object))
 		return;
 	if (j->state == J_WAITING && !j->cancel_requested)
-		return;		/* a DONE for a parked copy we gave up */
+		return; /* a DONE for a parked copy we gave up */
 	if (j->state != J_WAITING && strcmp(j->owner_instance, k->instance_id) != 0)
-		return;		/* another instance's job of the same id */
+		return; /* another instance's job of the same id */
 	if (!j->owner_instance[0])
 		snprintf(j->owner_instance, sizeof j->owner_instance, "%s", k->instance_id);
 	job_finish(j, rj);
@@ -299,7 +300,7 @@ void job_on_position(exc_client *c, struct exc_conn *k, struct json_object *o)
 	if (j == NULL)
 		return;
 	if (j->state == J_RUNNING && j->owner == k && j->resume_queries) {
-		j->resume_queries--;	/* asked by the library, not the caller */
+		j->resume_queries--; /* asked by the library, not the caller */
 		return;
 	}
 	if (j->state == J_RUNNING && j->owner == k && j->owner_pending)
@@ -314,7 +315,9 @@ void job_on_position(exc_client *c, struct exc_conn *k, struct json_object *o)
 	p.ahead = wire_int(o, "ahead", 0);
 	p.capacity = wire_int(o, "capacity", 0);
 	p.eta_ms = json_object_object_get_ex(o, "eta_ms", &v) &&
-		json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+				   json_object_is_type(v, json_type_int)
+			   ? json_object_get_int64(v)
+			   : -1;
 	j->on_position(j, &p, j->arg);
 }
 
@@ -373,16 +376,16 @@ void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o)
 	if (msg == NULL)
 		msg = "";
 	client_log(c, EXC_LOG_DEBUG, "%s: ERROR %s (%s)%s%s", k->a->url, code, msg,
-		j ? " for job " : "", j ? j->id : "");
+		   j ? " for job " : "", j ? j->id : "");
 	if (j == NULL)
 		return;
 	if (j->stale_n && j->stale_conn == k && code_is(code, PROTO_E_UNKNOWN_JOB)) {
-		j->stale_n--;	/* a QUERY/CANCEL sent before the JOB's refusal came */
+		j->stale_n--; /* a QUERY/CANCEL sent before the JOB's refusal came */
 		return;
 	}
 	if (j->state == J_WAITING && (cp = job_find_copy(j, k)) != NULL) {
 		if (code_is(code, PROTO_E_OFFER_EXPIRED))
-			job_drop_copy(j, cp);	/* parked again by the next tick */
+			job_drop_copy(j, cp); /* parked again by the next tick */
 		else
 			cp->state = CP_REFUSED;
 		return;
@@ -411,8 +414,8 @@ void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o)
 		j->local_retryable = 0;
 		job_finish(j, NULL);
 	} else if (code_is(code, PROTO_E_LIMIT_REACHED) || code_is(code, PROTO_E_BAD_TOKEN) ||
-			code_is(code, PROTO_E_NOT_OFFERED) || code_is(code, PROTO_E_BAD_MESSAGE) ||
-			code_is(code, PROTO_E_UNKNOWN_JOB)) {
+		   code_is(code, PROTO_E_NOT_OFFERED) || code_is(code, PROTO_E_BAD_MESSAGE) ||
+		   code_is(code, PROTO_E_UNKNOWN_JOB)) {
 		job_back_to_waiting(j, k);
 	}
 }
@@ -441,7 +444,7 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)
 	struct json_object *cmd;
 
 	if (s == NULL || s->service == NULL || !job_id_ok(s->service, 128) || s->on_done == NULL ||
-			s->job_json == NULL) {
+	    s->job_json == NULL) {
 		client_fail(c, EINVAL, "a job needs service, job_json and on_done");
 		return NULL;
 	}
@@ -458,8 +461,8 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)
 		return NULL;
 	}
 	for (size_t i = 0; i < s->ninputs + s->noutputs; i++) {
-		const struct exc_file *f = i < s->ninputs ? &s->inputs[i] :
-			&s->outputs[i - s->ninputs];
+		const struct exc_file *f = i < s->ninputs ? &s->inputs[i]
+							  : &s->outputs[i - s->ninputs];
 
 		if (!job_name_ok(f->name) || f->io.kind == EXC_IO_NONE) {
 			client_fail(c, EINVAL, "file %zu: a name without '/' and a source/sink", i);
@@ -474,8 +477,8 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)
 	j->c = c;
 	j->payload = json_tokener_parse(s->job_json);
 	if (j->payload == NULL || !json_object_is_type(j->payload, json_type_object) ||
-			!json_object_object_get_ex(j->payload, "command", &cmd) ||
-			!json_object_is_type(cmd, json_type_string)) {
+	    !json_object_object_get_ex(j->payload, "command", &cmd) ||
+	    !json_object_is_type(cmd, json_type_string)) {
 		client_fail(c, EINVAL, "job_json: a JSON object with a string \"command\"");
 		goto fail;
 	}
@@ -501,7 +504,7 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)
 		goto fail;
 	}
 	if (job_file_init(c, &j->files[0], "stdin", 0, &s->in) != 0 ||
-			job_file_init(c, &j->files[1], "stdout", 1, &s->out) != 0)
+	    job_file_init(c, &j->files[1], "stdout", 1, &s->out) != 0)
 		goto fail;
 	for (size_t i = 0; i < s->ninputs + s->noutputs; i++) {
 		int out = i >= s->ninputs;
@@ -513,8 +516,8 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)
 	j->on_done = s->on_done;
 	j->on_position = s->on_position;
 	j->arg = s->arg;
-	j->connect_timeout_sec = s->connect_timeout_sec ? s->connect_timeout_sec :
-		c->opt.connect_timeout_sec;
+	j->connect_timeout_sec = s->connect_timeout_sec ? s->connect_timeout_sec
+							: c->opt.connect_timeout_sec;
 	if (j->connect_timeout_sec) {
 		struct timeval tv = { (time_t)j->connect_timeout_sec, 0 };
 
@@ -525,13 +528,12 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)
 	c->jobs = j;
 	job_place(j);
 	return j;
-fail:
-	{
-		int e = errno;
+fail : {
+	int e = errno;
 
-		job_unlink_free(j);
-		errno = e;
-	}
+	job_unlink_free(j);
+	errno = e;
+}
 	return NULL;
 }
 
@@ -549,8 +551,10 @@ int exc_cancel(exc_job *j)
 		j->owner_pending++;
 		conn_send(j->owner, wire_job_msg(PROTO_CANCEL, j->id));
 	} else if (j->state == J_SEEKING) {
-		client_log(j->c, EXC_LOG_INFO, "job %s: cancel held until instance %s is "
-			"reached", j->id, j->owner_instance);
+		client_log(j->c, EXC_LOG_INFO,
+			   "job %s: cancel held until instance %s is "
+			   "reached",
+			   j->id, j->owner_instance);
 	} else {
 		legacy_cancel(j);
 	}
@@ -564,7 +568,7 @@ int exc_query(exc_job *j)
 	if (j->state == J_WAITING) {
 		for (size_t i = 0; i < j->ncopies; i++)
 			if (j->copies[i].state == CP_PARKED &&
-					conn_send(j->copies[i].k, wire_job_msg(PROTO_QUERY, j->id)) == 0)
+			    conn_send(j->copies[i].k, wire_job_msg(PROTO_QUERY, j->id)) == 0)
 				n++;
 	} else if (j->state == J_RUNNING && j->owner) {
 		j->owner_pending++;
@@ -586,4 +590,3 @@ void job_free_all(exc_client *c)
 		job_unlink_free(j);
 	}
 }
-

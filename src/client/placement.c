@@ -30,10 +30,9 @@ void job_place_on(struct exc_job *j, struct exc_conn *k)
 	if (j->state != J_WAITING || j->cancel_requested || j->local_code[0])
 		return;
 	if (!pool_serves(k->a, j->service) || !conn_has_service(k, j->service) ||
-			job_find_copy(j, k))
+	    job_find_copy(j, k))
 		return;
-	if (conn_send(k, wire_want(j->id, j->service, j->priority)) == 0 &&
-			job_add_copy(j, k) == 0)
+	if (conn_send(k, wire_want(j->id, j->service, j->priority)) == 0 && job_add_copy(j, k) == 0)
 		j->since_ms = client_now_ms();
 }
 
@@ -82,12 +81,11 @@ void job_on_ready(exc_client *c, struct exc_conn *k)
 		}
 		if (j->state == J_WAITING)
 			job_place_on(j, k);
-		else if (j->state == J_SEEKING &&
-				strcmp(j->owner_instance, k->instance_id) == 0) {
+		else if (j->state == J_SEEKING && strcmp(j->owner_instance, k->instance_id) == 0) {
 			/* the server made this connection the owner (same client id) */
 			j->state = J_RUNNING;
-			client_log(c, EXC_LOG_INFO, "job %s: instance %s reached again",
-				j->id, k->instance_id);
+			client_log(c, EXC_LOG_INFO, "job %s: instance %s reached again", j->id,
+				   k->instance_id);
 			job_resume_on(j, k);
 		}
 	}
@@ -99,7 +97,7 @@ void job_on_ready(exc_client *c, struct exc_conn *k)
 			continue;
 		}
 		client_log(c, EXC_LOG_INFO, "job %s: instance %s reached: CANCEL sent now",
-			oc->job_id, k->instance_id);
+			   oc->job_id, k->instance_id);
 		conn_send(k, wire_job_msg(PROTO_CANCEL, oc->job_id));
 		*pp = oc->next;
 		free(oc);
@@ -135,8 +133,7 @@ static struct exc_conn *conn_to(exc_client *c, const char *id, const struct exc_
 {
 	for (unsigned i = 0; i < c->naddrs; i++)
 		for (struct exc_conn *k = c->addrs[i]->conns; k; k = k->next)
-			if (k != except && k->state == K_READY &&
-					strcmp(k->instance_id, id) == 0)
+			if (k != except && k->state == K_READY && strcmp(k->instance_id, id) == 0)
 				return k;
 	return NULL;
 }
@@ -159,9 +156,10 @@ void job_on_conn_gone(exc_client *c, struct exc_conn *k)
 			j->state = J_SEEKING;
 			j->seek_until_ms = client_now_ms() + c->opt.owner_grace_sec * 1000ull;
 			snprintf(j->owner_addr->seek, sizeof j->owner_addr->seek, "%s",
-				j->owner_instance);
-			client_log(c, EXC_LOG_INFO, "job %s: connection to its instance lost, seeking %s",
-				j->id, j->owner_instance);
+				 j->owner_instance);
+			client_log(c, EXC_LOG_INFO,
+				   "job %s: connection to its instance lost, seeking %s", j->id,
+				   j->owner_instance);
 		}
 	}
 }
@@ -183,7 +181,7 @@ void job_connect_timeout(evutil_socket_t fd, short what, void *arg)
 	if (why && c->naddrs)
 		why = " (no instance reachable)";
 	job_finish_local(j, EXC_E_NO_SLOT, 1, "no slot within %u s%s", j->connect_timeout_sec,
-		why ? why : "");
+			 why ? why : "");
 }
 
 /* Every address that serves j's service has been explored to the end
@@ -200,13 +198,13 @@ static int service_unknown(const struct exc_job *j)
 		/* an address with no live connection right now (a cut, a
 		 * restart) is not explored, whatever it was before */
 		if (!a->reached || pool_connecting(a) || pool_ready(a) == 0 ||
-				!(a->covered || pool_ready(a) >= c->opt.pool_cap))
+		    !(a->covered || pool_ready(a) >= c->opt.pool_cap))
 			return 0;
 		for (struct exc_conn *k = a->conns; k; k = k->next)
 			if (k->state == K_READY && (conn_has_service(k, j->service) || k->draining))
 				return 0;
 	}
-	return c->naddrs > 0;	/* no address at all: wait for one */
+	return c->naddrs > 0; /* no address at all: wait for one */
 }
 
 /* Every address that serves the job's service refused it the same way:
@@ -259,19 +257,20 @@ void job_tick(exc_client *c)
 				 * connection reach it before, CANCEL goes out */
 				j->state = J_RUNNING;
 				owe_cancel(j);
-				job_finish_local(j, EXC_E_CANCELLED, 0,
+				job_finish_local(
+					j, EXC_E_CANCELLED, 0,
 					"cancel not confirmed: instance %s not reached again "
 					"within %u s (it cancels the jobs of a client that "
 					"stays away past its resumeGraceSec)",
 					j->owner_instance, c->opt.owner_grace_sec);
 			} else if (now >= j->seek_until_ms) {
-				j->state = J_RUNNING;	/* for finish: it may have run */
+				j->state = J_RUNNING; /* for finish: it may have run */
 				job_finish_local(j, EXC_E_LOST, 1,
-					"instance %s not reached again within %u s",
-					j->owner_instance, c->opt.owner_grace_sec);
+						 "instance %s not reached again within %u s",
+						 j->owner_instance, c->opt.owner_grace_sec);
 			} else {
-				snprintf(j->owner_addr->seek, sizeof j->owner_addr->seek,
-					"%s", j->owner_instance);
+				snprintf(j->owner_addr->seek, sizeof j->owner_addr->seek, "%s",
+					 j->owner_instance);
 			}
 			continue;
 		}
@@ -286,7 +285,7 @@ void job_tick(exc_client *c)
 		job_place(j);
 		if (j->ncopies == 0 && all_refused(j, 0, &why)) {
 			job_finish_local(j, EXC_E_UNAUTHORIZED, 0,
-				"every address refused the token (%s)", why);
+					 "every address refused the token (%s)", why);
 			continue;
 		}
 		if (j->ncopies == 0 && all_refused(j, 1, &why)) {
@@ -295,7 +294,7 @@ void job_tick(exc_client *c)
 		}
 		if (j->ncopies == 0 && service_unknown(j)) {
 			job_finish_local(j, EXC_E_UNKNOWN_SERVICE, 0,
-				"no reached instance offers service \"%s\"", j->service);
+					 "no reached instance offers service \"%s\"", j->service);
 			continue;
 		}
 		if (now - j->since_ms >= c->opt.retry_tick_ms) {
@@ -308,4 +307,3 @@ void job_tick(exc_client *c)
 	for (unsigned i = 0; i < c->naddrs; i++)
 		pool_kick(c->addrs[i]);
 }
-

@@ -12,15 +12,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "job/receipt.h"
@@ -209,8 +209,9 @@ int listeners_create(struct instance *inst)
 			struct sockaddr_storage ss;
 			socklen_t len = sizeof ss;
 			getsockname(inst->listen_fd[0], (struct sockaddr *)&ss, &len);
-			uint16_t p = ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-							     : ((struct sockaddr_in6 *)&ss)->sin6_port;
+			uint16_t p = ss.ss_family == AF_INET
+					     ? ((struct sockaddr_in *)&ss)->sin_port
+					     : ((struct sockaddr_in6 *)&ss)->sin6_port;
 			bound_port = ntohs(p);
 		}
 	}

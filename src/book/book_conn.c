@@ -241,6 +241,25 @@ enum book_rc book_conn_open(struct book *b, uint32_t handler, const char *client
 	return BOOK_OK;
 }
 
+/* The client's offers on its conns other than keep are withdrawn as if they
+ * had expired (book_conn_adopt); returns how many (the caller grants). */
+static uint32_t withdraw_offers_elsewhere(struct book *b, uint32_t ci, uint32_t keep)
+{
+	uint32_t n = 0;
+	for (uint32_t o = bk_client(b, ci)->conn_head; o != BK_NIL; o = bk_conn(b, o)->k_next) {
+		if (o == keep)
+			continue;
+		/* an EXPIRED record stays on the conn's list: o_next holds */
+		for (uint32_t wi = bk_conn(b, o)->want_head; wi != BK_NIL;
+		     wi = bk_want(b, wi)->o_next)
+			if (bk_want(b, wi)->state == WANT_OFFERED) {
+				bk_offer_expire(b, wi);
+				n++;
+			}
+	}
+	return n;
+}
+
 uint32_t book_conn_adopt(struct book *b, struct book_ref conn)
 {
 	uint32_t c = bk_conn_get(b, conn), n = 0;
@@ -258,15 +277,7 @@ uint32_t book_conn_adopt(struct book *b, struct book_ref conn)
 		if (w->state == WANT_FINISHED)
 			bk_done_mail(b, wi);   /* moves a pending DONE mail here */
 	}
-	/* the older conns' offers: withdrawn, their slots granted again */
-	uint32_t withdrawn = 0;
-	for (uint32_t o = bk_client(b, cn->client)->conn_head; o != BK_NIL; o = bk_conn(b, o)->k_next)
-		for (uint32_t wi = bk_conn(b, o)->want_head; wi != BK_NIL; wi = bk_want(b, wi)->o_next)
-			if (o != c && bk_want(b, wi)->state == WANT_OFFERED) {
-				bk_offer_expire(b, wi);
-				withdrawn++;
-			}
-	if (withdrawn)
+	if (withdraw_offers_elsewhere(b, cn->client, c))
 		bk_grant_all(b);
 	return n;
 }

@@ -12,7 +12,8 @@
  *      default timings);
  *   d. the claim-and-finish path alone (the dispatcher's own statements,
  *      no execserver): rows per second with one and with three sessions.
- * Writes OUT/summary-dispatch.md and OUT/row-dispatch.md.  -q: a short run.
+ * Writes OUT/summary-dispatch.md and OUT/row-dispatch.md.  -q: a short run;
+ * -r N: N rounds of a (3); -a: a only, printed, nothing written.
  */
 #include <errno.h>
 #include <signal.h>
@@ -263,12 +264,16 @@ static const char *ok(int pass)
 int main(int argc, char **argv)
 {
 	const char *out = ".";
-	int opt, n, lat_jobs, idle_secs, rows;
+	int opt, n, lat_jobs, idle_secs, rows, rounds = 3, only_a = 0;
 	struct samples rd = { 0 }, rx = { 0 };
 
-	while ((opt = getopt(argc, argv, "qo:")) != -1) {
+	while ((opt = getopt(argc, argv, "qao:r:")) != -1) {
 		if (opt == 'q')
 			quick = 1;
+		else if (opt == 'a')
+			only_a = 1;
+		else if (opt == 'r')
+			rounds = atoi(optarg) > 0 ? atoi(optarg) : 3;
 		else if (opt == 'o')
 			out = optarg;
 	}
@@ -283,8 +288,8 @@ int main(int argc, char **argv)
 	PQclear(pgtest_query(F.c, "CREATE EXTENSION pg_stat_statements; "
 				  "CREATE ROLE idle LOGIN SUPERUSER"));
 
-	/* a: three rounds each, side by side */
-	for (int i = 0; i < 3; i++) {
+	/* a: rounds (3; -r) each, side by side */
+	for (int i = 0; i < rounds; i++) {
 		double a = dispatch_rate(n), b = direct_rate(n);
 		bs_add(&rd, a);
 		bs_add(&rx, b);
@@ -295,6 +300,14 @@ int main(int argc, char **argv)
 		double med, min, max;
 	} sd = { bs_pct(&rd, 0.5), bs_min(&rd), bs_max(&rd) },
 	  sx = { bs_pct(&rx, 0.5), bs_min(&rx), bs_max(&rx) };
+	fprintf(stderr,
+		"dispatchbench: %d rounds of %d jobs: dispatch median %.0f/s (%.0f-%.0f), direct "
+		"median %.0f/s (%.0f-%.0f): %.0f %%\n",
+		rounds, n, sd.med, sd.min, sd.max, sx.med, sx.min, sx.max, 100 * sd.med / sx.med);
+	if (only_a) {
+		df_cleanup(&F, 0);
+		return 0;
+	}
 
 	/* b: poll (default pollMs 1000), then notify */
 	struct samples poll_lat = { 0 }, notify_lat = { 0 };

@@ -9,8 +9,11 @@
  *                                   written (the database may be away)
  * A held row is freed once its outcome is written or found not to be ours
  * any more.  Invariants:
- *  - admission: the rows at the execserver never exceed the claim share
- *    when a claim is made (share - at_exec is the batch limit);
+ *  - admission: when a claim is made, the rows of each service at the
+ *    execservers never exceed that service's claim share
+ *    (exc_claim_share_service), nor all of them together the overall one
+ *    (exc_claim_share); rows of a service no execserver runs (yet) are
+ *    claimed one at a time (struct admission);
  *  - nothing is claimed while the heartbeat is older than staleAfterSec/2
  *    or while no execserver is connected;
  *  - every write to a held row carries (runner_instance, attempts, state):
@@ -79,7 +82,7 @@ struct dispatcher {
 	exc_client *client;
 	struct db db;
 	char *q_register, *q_heartbeat, *q_rescue_own, *q_claim, *q_start, *q_finish, *q_held,
-		*q_leave, *q_janitor, *q_position, *q_finish_claim;
+		*q_leave, *q_janitor, *q_position, *q_finish_claim, *q_claim_exec;
 	char host[65];
 	char pid[16];
 	struct held *list;
@@ -98,8 +101,22 @@ struct dispatcher {
 	struct metrics *metrics;
 	struct listener *listener; /* notify: true */
 	char *local_names;         /* the local services as a text[] literal */
-	unsigned local_running;    /* held rows of local services running */
+	char **services;           /* exec-bound services seen in claims */
+	size_t nservices;
+	size_t rotate;          /* which service goes first in the next claim */
+	int64_t other_due_ms;   /* the "other" class is looked for from then on */
+	unsigned local_running; /* held rows of local services running */
 	struct event *sig_chld;
+};
+
+/* What the next exec-bound claim may take (DQ_CLAIM_EXEC's parameters). */
+struct admission {
+	unsigned total; /* rows in all; 0: no claim */
+	unsigned bound; /* of them, rows of services with a share */
+	unsigned share; /* exc_claim_share, for /metrics */
+	char *services; /* text[] of the services seen, each with its limit in */
+	char *limits;   /* int[] */
+	char other[16]; /* rows of other services: 0 or 1 */
 };
 
 /* ---- small helpers ---- */
@@ -326,6 +343,103 @@ static void start_local(struct dispatcher *d, struct held *h,
 	d->claimed_unstarted++;
 }
 
+/* Remembers an exec-bound service, so that claims bound it by its own
+ * share from now on. */
+static void learn_service(struct dispatcher *d, const char *service)
+{
+	char **more;
+
+	if (!service)
+		return;
+	for (size_t i = 0; i < d->nservices; i++)
+		if (strcmp(d->services[i], service) == 0)
+			return;
+	more = realloc(d->services, (d->nservices + 1) * sizeof *more);
+	if (!more)
+		return; /* stays in the "other" class: claimed one at a time */
+	d->services = more;
+	if ((d->services[d->nservices] = strdup(service)))
+		d->nservices++;
+}
+
+/* The rows of service at the execservers. */
+static unsigned held_of(const struct dispatcher *d, const char *service)
+{
+	unsigned n = 0;
+
+	for (const struct held *h = d->list; h; h = h->next)
+		if (h->xj && strcmp(h->service, service) == 0)
+			n++;
+	return n;
+}
+
+/* Admission for the next exec-bound claim (docs/dispatch.md, "Admission"):
+ * each service seen so far up to its own claim share
+ * (exc_claim_share_service: the slots of its waitgroup), all together up
+ * to the overall claim share (exc_claim_share), handed out from a
+ * rotating start so that no service is always served last; the services
+ * not seen yet, and those no reached execserver runs (share 0), one row at
+ * a time while none of them is at an execserver, outside the overall share
+ * (such a want takes no slot that another could: no execserver serves it,
+ * or its service is learned from it).  Looking for those rows walks the
+ * queued rows of the known services, so it is done at most once per
+ * pollMs (and at a notification), not at every outcome.  a->total is 0 when
+ * nothing may be claimed; the arrays are freed by admission_free. */
+static int admission(struct dispatcher *d, struct admission *a)
+{
+	size_t n = d->nservices;
+	const char **names = calloc(n + 1, sizeof *names);
+	int64_t *lims = calloc(n + 1, sizeof *lims);
+	unsigned left, unshared_held = 0;
+	int k = 0;
+
+	memset(a, 0, sizeof *a);
+	a->share = exc_claim_share(d->client);
+	a->limits = malloc(21 * n + 3);
+	if (!names || !lims || !a->limits) {
+		free(names);
+		free(lims);
+		return -1;
+	}
+	left = a->share > d->at_exec ? a->share - d->at_exec : 0;
+	if (left > CLAIM_MAX)
+		left = CLAIM_MAX;
+	for (size_t i = 0; i < n; i++) {
+		const char *svc = d->services[(d->rotate + i) % n];
+		unsigned share = exc_claim_share_service(d->client, svc);
+		unsigned held = held_of(d, svc), lim;
+		if (share == 0) {
+			unshared_held += held;
+			continue; /* in the other class */
+		}
+		lim = share > held ? share - held : 0;
+		if (lim > left)
+			lim = left;
+		left -= lim;
+		a->total += lim;
+		names[k] = svc;
+		lims[k++] = lim;
+	}
+	d->rotate = n ? (d->rotate + 1) % n : 0;
+	a->bound = a->total;
+	int other = a->share > 0 && unshared_held == 0 && now_ms() >= d->other_due_ms;
+	if (other)
+		d->other_due_ms = now_ms() + d->cfg->poll_ms;
+	snprintf(a->other, sizeof a->other, "%d", other);
+	a->total += (unsigned)other;
+	db_int_array(a->limits, lims, k);
+	a->services = db_text_array(names, k);
+	free(names);
+	free(lims);
+	return a->services ? 0 : -1;
+}
+
+static void admission_free(struct admission *a)
+{
+	free(a->services);
+	free(a->limits);
+}
+
 /* A claimed row (columns id, attempts, priority, service, job from col
  * on) handed to libexecclient, or spawned here for a local service. */
 static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
@@ -354,6 +468,7 @@ static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 			free(payload);
 			return;
 		}
+	learn_service(d, h->service);
 	exc_job_spec_init(&spec);
 	spec.job_id = h->job_id;
 	spec.service = h->service;
@@ -382,27 +497,32 @@ static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 
 /* ---- timers ---- */
 
-static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *claimed);
+static int finish_batch(struct dispatcher *d, int n, const struct admission *a, int *claimed);
 
-/* Claims up to n rows of the local services (local) or of the others,
- * of priority minprio or more, writing the pending outcomes in the same
- * statement when there are any (exec-bound claims).  The number claimed,
- * or -1 (logged). */
-static int claim(struct dispatcher *d, unsigned n, int local, int minprio)
+/* Claims exec-bound rows within admission a (a != NULL), or up to n rows
+ * of the local services of priority minprio or more; an exec-bound claim
+ * writes the pending outcomes in the same statement when there are any.
+ * The number claimed, or -1 (logged). */
+static int claim(struct dispatcher *d, const struct admission *a, unsigned n, int minprio)
 {
 	char limit[16], prio[16];
-	const char *params[5] = { d->cfg->instance_id, limit, d->local_names,
-				  local ? "true" : "false", prio };
+	const char *lparams[5] = { d->cfg->instance_id, limit, d->local_names, "true", prio };
+	const char *xparams[5] = { d->cfg->instance_id, a ? a->services : NULL,
+				   a ? a->limits : NULL, a ? a->other : NULL, d->local_names };
 	int away, rows = -1;
 	PGresult *res;
 
-	if (!local && d->pending && finish_batch(d, FINISH_BATCH, n, &rows) > 0)
+	/* the hot path: outcomes and the known services' claims together;
+	 * the other class (a poll at most every pollMs) by itself */
+	if (a && d->pending && strcmp(a->other, "0") == 0 &&
+	    finish_batch(d, FINISH_BATCH, a, &rows) > 0)
 		return rows;
 	if (d->pending)
 		flush_outcomes(d); /* away, or a batch the database refused */
 	snprintf(limit, sizeof limit, "%u", n);
 	snprintf(prio, sizeof prio, "%d", minprio);
-	res = db_exec(&d->db, d->q_claim, 5, params, &away);
+	res = a ? db_exec(&d->db, d->q_claim_exec, 5, xparams, &away)
+		: db_exec(&d->db, d->q_claim, 5, lparams, &away);
 	d->st.claims++;
 	if (!res) {
 		if (!away)
@@ -426,9 +546,9 @@ static void claim_local(struct dispatcher *d)
 	unsigned slots = (unsigned)d->cfg->local_slots, reserve = slots / 4;
 
 	if (d->local_running + reserve < slots)
-		claim(d, slots - reserve - d->local_running, 1, -1000);
+		claim(d, NULL, slots - reserve - d->local_running, -1000);
 	if (d->local_running < slots)
-		claim(d, slots - d->local_running, 1, 2);
+		claim(d, NULL, slots - d->local_running, 2);
 	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
 		arm(d->start_ev, START_CHECK_MS);
 }
@@ -436,7 +556,7 @@ static void claim_local(struct dispatcher *d)
 static void poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
-	unsigned share, n = 0;
+	struct admission a;
 	int rows, full = 0;
 
 	(void)fd;
@@ -448,8 +568,13 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	evtimer_del(d->poll_ev);
-	share = exc_claim_share(d->client);
-	d->st.share = share;
+	if (admission(d, &a) < 0) {
+		admission_free(&a);
+		log_error("out of memory");
+		arm(d->poll_ev, jittered(d, d->cfg->poll_ms));
+		return;
+	}
+	d->st.share = a.share;
 	d->st.at_exec = d->at_exec;
 	d->st.statements = d->db.statements;
 	d->st.db_up = d->db.conn != NULL;
@@ -457,17 +582,17 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		if (!d->said_stale++)
 			log_warn("heartbeat not written for %d s or more: starting nothing new",
 				 d->cfg->stale_after_sec / 2);
-	} else if (share == 0) {
+	} else if (a.share == 0) {
 		if (!d->said_no_exec++)
 			log_warn("no execserver connected: claiming nothing");
-	} else if (share > d->at_exec) {
-		unsigned free_ = share - d->at_exec;
+	} else if (a.total > 0) {
 		d->said_no_exec = 0;
-		n = free_ > CLAIM_MAX ? CLAIM_MAX : free_;
-		rows = claim(d, n, 0, -1000);
-		full = rows >= 0 && (unsigned)rows == n;
+		rows = claim(d, &a, 0, 0);
+		/* a full batch claims again at once; so does a row of a service
+		 * seen for the first time (now bounded by its own share) */
+		full = rows > 0 && (unsigned)rows >= a.bound;
 		if (rows > 0)
-			log_debug("claimed %d (share %u, at the execservers %u)", rows, share,
+			log_debug("claimed %d (share %u, at the execservers %u)", rows, a.share,
 				  d->at_exec);
 		if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
 			arm(d->start_ev, START_CHECK_MS);
@@ -476,6 +601,7 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		claim_local(d);
 	if (d->pending)
 		flush_outcomes(d);
+	admission_free(&a);
 	arm(d->poll_ev, full ? 0 : jittered(d, d->cfg->poll_ms));
 }
 
@@ -511,8 +637,10 @@ static void on_submit(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (!d->stopping)
+	if (!d->stopping) {
+		d->other_due_ms = 0; /* it may be of a service not seen yet */
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
+	}
 }
 
 static void beat_cb(evutil_socket_t fd, short what, void *arg)
@@ -721,21 +849,21 @@ static void count_outcome(struct dispatcher *d, const struct held *h)
 		d->st.requeued++;
 }
 
-/* Writes up to n of the pending outcomes in one statement; with
- * claim_limit > 0 the same statement claims up to that many rows
- * (DQ_FINISH_CLAIM; *claimed gets their number).  Returns the number of
+/* Writes up to n of the pending outcomes in one statement; with a
+ * the same statement claims within that admission (DQ_FINISH_CLAIM;
+ * *claimed gets their number).  Returns the number of
  * outcomes handled (written, or found not ours and dropped), 0 when the
  * database is away or nothing is pending, -1 when the statement failed (a
  * receipt jsonb does not take, e.g. a \u0000 in a string). */
-static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *claimed)
+static int finish_batch(struct dispatcher *d, int n, const struct admission *a, int *claimed)
 {
 	struct held *batch[FINISH_BATCH];
 	int64_t ids[FINISH_BATCH], att[FINISH_BATCH], unc[FINISH_BATCH], delay[FINISH_BATCH];
 	const char *states[FINISH_BATCH], *errors[FINISH_BATCH], *receipts[FINISH_BATCH];
 	char aids[21 * FINISH_BATCH + 3], aatt[21 * FINISH_BATCH + 3], aunc[21 * FINISH_BATCH + 3],
 		adelay[21 * FINISH_BATCH + 3];
-	char *astates, *aerrors, *areceipts, limit[16];
-	int k = 0, away, rc, idcol = claim_limit ? 1 : 0;
+	char *astates, *aerrors, *areceipts;
+	int k = 0, away, rc, claim_limit = a != NULL, idcol = claim_limit;
 	PGresult *res;
 
 	for (struct held *h = d->list; h && k < n; h = h->next) {
@@ -760,20 +888,29 @@ static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *
 	astates = db_text_array(states, k);
 	aerrors = db_text_array(errors, k);
 	areceipts = db_text_array(receipts, k);
-	snprintf(limit, sizeof limit, "%u", claim_limit);
-	const char *params[12] = {
-		d->cfg->instance_id, aids,  aatt,           astates, aunc,   adelay, aerrors,
-		areceipts,           limit, d->local_names, "false", "-1000"
-	};
+	const char *params[10] = { d->cfg->instance_id,
+				   aids,
+				   aatt,
+				   astates,
+				   aunc,
+				   adelay,
+				   aerrors,
+				   areceipts,
+				   a ? a->services : NULL,
+				   a ? a->limits : NULL };
 	res = astates && aerrors && areceipts
 		      ? db_exec(&d->db, claim_limit ? d->q_finish_claim : d->q_finish,
-				claim_limit ? 12 : 8, params, &away)
+				claim_limit ? 10 : 8, params, &away)
 		      : NULL;
 	free(astates);
 	free(aerrors);
 	free(areceipts);
-	if (!res)
+	if (!res) {
+		if (!away)
+			log_warn("finish: %s (writing the outcomes again, one at a time)",
+				 d->db.last_error);
 		return away ? 0 : -1;
+	}
 	if (claim_limit) {
 		*claimed = 0;
 		d->st.claims++;
@@ -830,7 +967,7 @@ static void flush_outcomes(struct dispatcher *d)
 	int per = FINISH_BATCH;
 
 	while (d->pending) {
-		int rc = finish_batch(d, per, 0, NULL);
+		int rc = finish_batch(d, per, NULL, NULL);
 		if (rc == 0) {
 			if (!evtimer_pending(d->flush_ev, NULL))
 				arm(d->flush_ev, FLUSH_RETRY_MS);
@@ -985,9 +1122,10 @@ static int expand_all(struct dispatcher *d)
 	d->q_janitor = dq_expand(DQ_JANITOR, s);
 	d->q_position = dq_expand(DQ_POSITION, s);
 	d->q_finish_claim = dq_expand(DQ_FINISH_CLAIM, s);
-	return d->q_register && d->q_heartbeat && d->q_rescue_own && d->q_claim && d->q_start &&
-			       d->q_finish && d->q_held && d->q_leave && d->q_janitor &&
-			       d->q_position && d->q_finish_claim
+	d->q_claim_exec = dq_expand(DQ_CLAIM_EXEC, s);
+	return d->q_claim_exec && d->q_register && d->q_heartbeat && d->q_rescue_own &&
+			       d->q_claim && d->q_start && d->q_finish && d->q_held && d->q_leave &&
+			       d->q_janitor && d->q_position && d->q_finish_claim
 		       ? 0
 		       : -1;
 }
@@ -1135,9 +1273,12 @@ out:
 		event_base_free(d.base);
 	db_close(&d.db);
 	free(d.local_names);
-	char **qs[] = { &d.q_register, &d.q_heartbeat, &d.q_rescue_own,  &d.q_claim,
-			&d.q_start,    &d.q_finish,    &d.q_held,        &d.q_leave,
-			&d.q_janitor,  &d.q_position,  &d.q_finish_claim };
+	for (size_t i = 0; i < d.nservices; i++)
+		free(d.services[i]);
+	free(d.services);
+	char **qs[] = { &d.q_register, &d.q_heartbeat, &d.q_rescue_own,   &d.q_claim,
+			&d.q_start,    &d.q_finish,    &d.q_held,         &d.q_leave,
+			&d.q_janitor,  &d.q_position,  &d.q_finish_claim, &d.q_claim_exec };
 	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
 		free(*qs[i]);
 	return rc;

@@ -54,17 +54,18 @@ const char DQ_RESCUE_OWN[] = "UPDATE @schema@.job j SET " RESCUE_SET(
 /* The class of a claim: the services in the array LOCAL (the services
  * marked local) are claimed when IS_LOCAL is true, the others when false;
  * MINPRIO bounds the priority from below (the reserved local slots). */
-#define CLAIM_PICK(LIMIT, LOCAL, IS_LOCAL, MINPRIO)                                      \
-	"SELECT id FROM @schema@.job"                                                    \
-	" WHERE state = 'queued' AND start_after <= now()"                               \
-	" AND (service = ANY(" LOCAL "::text[])) = " IS_LOCAL "::bool AND priority >= " \
-	MINPRIO "::int ORDER BY priority DESC, id"                                       \
+#define CLAIM_PICK(LIMIT, LOCAL, IS_LOCAL, MINPRIO)                                             \
+	"SELECT id FROM @schema@.job"                                                           \
+	" WHERE state = 'queued' AND start_after <= now()"                                      \
+	" AND (service = ANY(" LOCAL "::text[])) = " IS_LOCAL "::bool AND priority >= " MINPRIO \
+	"::int ORDER BY priority DESC, id"                                                      \
 	" LIMIT " LIMIT " FOR UPDATE SKIP LOCKED"
-#define CLAIM_SET                                                             \
+#define CLAIM_SET_FROM(CTE)                                                   \
 	"UPDATE @schema@.job j SET state = 'claimed', runner_instance = $1, " \
 	"attempts = j.attempts + 1, started_at = NULL "                       \
-	"FROM picked WHERE j.id = picked.id "                                 \
+	"FROM " CTE " WHERE j.id = " CTE ".id "                               \
 	"RETURNING j.id, j.attempts, j.priority, j.service, j.job::text"
+#define CLAIM_SET CLAIM_SET_FROM("picked")
 
 /* Outcomes of claims of $1, from the arrays $2..$8. */
 #define FINISH_SET                                                                              \
@@ -80,7 +81,30 @@ const char DQ_RESCUE_OWN[] = "UPDATE @schema@.job j SET " RESCUE_SET(
 	"WHERE j.id = u.id AND j.runner_instance = $1 AND j.attempts = u.attempts "             \
 	"AND j.state IN " HELD " RETURNING j.id"
 
-const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int", "$3", "$4", "$5") ") " CLAIM_SET;
+const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int", "$3", "$4",
+								   "$5") ") " CLAIM_SET;
+
+/* The exec-bound claim, each service up to its own admission: the
+ * services in the array SVC up to the matching LIM each (their claim
+ * order, one index scan per service)... */
+#define CLAIM_PICK_SERVICES(SVC, LIM)                                                  \
+	"picked_s AS MATERIALIZED ("                                                   \
+	" SELECT p.id FROM unnest(" SVC "::text[], " LIM "::int[]) AS s(service, lim)" \
+	" CROSS JOIN LATERAL (SELECT id FROM @schema@.job"                             \
+	"  WHERE state = 'queued' AND start_after <= now() AND service = s.service"    \
+	"  ORDER BY priority DESC, id LIMIT s.lim FOR UPDATE SKIP LOCKED) p) "
+/* ...and the rows of every other service that is not local (OTHER at
+ * most): a service not seen yet, or one no execserver runs, whose rows end
+ * unknown_service.  Two CTEs, since FOR UPDATE does not go with UNION. */
+#define CLAIM_PICK_EXEC(SVC, LIM, OTHER, LOCAL)                                         \
+	CLAIM_PICK_SERVICES(SVC, LIM)                                                   \
+	", picked_o AS MATERIALIZED ("                                                  \
+	" SELECT id FROM @schema@.job WHERE state = 'queued' AND start_after <= now()"  \
+	" AND service <> ALL(" SVC "::text[]) AND NOT service = ANY(" LOCAL "::text[])" \
+	" ORDER BY priority DESC, id LIMIT " OTHER "::int FOR UPDATE SKIP LOCKED), "    \
+	"picked AS (SELECT id FROM picked_s UNION ALL SELECT id FROM picked_o) "
+
+const char DQ_CLAIM_EXEC[] = "WITH " CLAIM_PICK_EXEC("$2", "$3", "$4", "$5") CLAIM_SET;
 
 const char DQ_START[] = "UPDATE @schema@.job j SET state = 'running', started_at = now() "
 			"FROM unnest($2::bigint[], $3::int[]) AS u(id, attempts) "
@@ -89,15 +113,15 @@ const char DQ_START[] = "UPDATE @schema@.job j SET state = 'running', started_at
 
 const char DQ_FINISH[] = FINISH_SET;
 
-/* Both in one round trip.  The rows being finished are held (not queued)
- * in the statement's snapshot, so the claim never picks one of them. */
+/* Both in one round trip (the known services only: the hot path after
+ * outcomes).  The rows being finished are held (not queued) in the
+ * statement's snapshot, so the claim never picks one of them. */
 const char DQ_FINISH_CLAIM[] =
-	"WITH fin AS (" FINISH_SET "), "
-	"picked AS MATERIALIZED (" CLAIM_PICK(
-		"$9::int", "$10", "$11", "$12") "), "
-			   "claimed AS (" CLAIM_SET ") "
-			   "SELECT 'c', id, attempts, priority, service, job FROM claimed "
-			   "UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL FROM fin";
+	"WITH fin AS (" FINISH_SET
+	"), " CLAIM_PICK_SERVICES("$9", "$10") ", claimed AS (" CLAIM_SET_FROM(
+		"picked_s") ") "
+			    "SELECT 'c', id, attempts, priority, service, job FROM claimed "
+			    "UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL FROM fin";
 
 const char DQ_HELD[] =
 	"SELECT id, attempts, (runner_instance = $1 AND state IN " HELD ")::int, "

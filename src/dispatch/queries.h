@@ -40,6 +40,12 @@ extern const char DQ_RESCUE_OWN[];
  * -> (id, attempts, priority, service, job) */
 extern const char DQ_CLAIM[];
 
+/* Claim exec-bound rows, each service up to its admission: ($1 instance,
+ * $2 services text[], $3 their limits int[], $4 at most this many rows of
+ * services not in $2, $5 the local services text[] (never claimed here))
+ * -> (id, attempts, priority, service, job) */
+extern const char DQ_CLAIM_EXEC[];
+
 /* Claimed rows whose run started: ($1 instance, $2 ids[], $3 attempts[])
  * -> (id) of the rows changed */
 extern const char DQ_START[];
@@ -50,8 +56,9 @@ extern const char DQ_START[];
  * jsonb[]) -> (id) of the rows whose claim was still ours */
 extern const char DQ_FINISH[];
 
-/* DQ_FINISH and DQ_CLAIM in one statement: ($1..$8 as DQ_FINISH, $9..$12
- * the claim's $2..$5) -> ('f', id) per outcome written and ('c', id, attempts,
+/* DQ_FINISH and DQ_CLAIM_EXEC's claim of the listed services (not the
+ * other class) in one statement: ($1..$8 as DQ_FINISH, $9 services
+ * text[], $10 limits int[]) -> ('f', id) per outcome written and ('c', id, attempts,
  * priority, service, job) per row claimed */
 extern const char DQ_FINISH_CLAIM[];
 

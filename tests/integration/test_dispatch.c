@@ -2,7 +2,8 @@
  * test_dispatch.c - execdispatch running jobs: real PostgreSQL, real
  * execservers, real dispatchers.  Submit, claim and finish with each
  * outcome; bad input; the claim share of two dispatchers on a 4-slot
- * execserver and its growth when one stops; a cancel from a session that
+ * execserver and its growth when one stops; admission per service (two
+ * waitgroups of one execserver); a cancel from a session that
  * owns nothing reaching the run within cancelPollMs + 200 ms; no claim and
  * no query while no execserver is connected; execctl's database commands.
  */
@@ -526,17 +527,19 @@ static void test_local(void)
 	 * too long: refused, the dispatcher lives on */
 	notarray = submit_to("hostwork", "{\"command\":\"echo\",\"args\":\"hi\"}", 0);
 	nullenv = submit_to("hostwork", "{\"command\":\"echo\",\"env\":null}", 0);
-	manyargs = pgtest_int(F.c,
-			      "SELECT execdispatch.submit('hostwork', jsonb_build_object('command', "
-			      "'echo', 'args', (SELECT jsonb_agg('x'::text) FROM generate_series(1, 300))))");
+	manyargs = pgtest_int(
+		F.c,
+		"SELECT execdispatch.submit('hostwork', jsonb_build_object('command', "
+		"'echo', 'args', (SELECT jsonb_agg('x'::text) FROM generate_series(1, 300))))");
 	/* an unknown command of 81 bytes: its name, cut to 64 bytes in the
 	 * error, ends in half a character, which the database refuses as text */
-	cut = submit_to("hostwork",
-			"{\"command\":\"a\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
-			"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
-			"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
-			"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\"}",
-			0);
+	cut = submit_to(
+		"hostwork",
+		"{\"command\":\"a\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+		"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+		"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+		"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\"}",
+		0);
 	CU_ASSERT_FATAL(df_wait_final(&F, 10000) == 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
 						  "SELECT state || '/' || error "
@@ -627,8 +630,9 @@ static void test_retention(void)
 	PQclear(pgtest_query(F.c, "INSERT INTO execdispatch.job (service, job, state, finished_at) "
 				  "SELECT 'work', '{}', 'done', now() - interval '3 days' "
 				  "FROM generate_series(1, 2500)"));
-	PQclear(pgtest_query(F.c, "INSERT INTO execdispatch.job (service, job, state, finished_at) "
-				  "SELECT 'work', '{}', 'done', now() FROM generate_series(1, 10)"));
+	PQclear(pgtest_query(F.c,
+			     "INSERT INTO execdispatch.job (service, job, state, finished_at) "
+			     "SELECT 'work', '{}', 'done', now() FROM generate_series(1, 10)"));
 	CU_ASSERT_FATAL(df_write_config(&F, 0, "retainDoneDays: 1\n") == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
 	for (int i = 0; i < 100 && pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job") > 10;
@@ -665,6 +669,73 @@ static void test_notify(void)
 	CU_ASSERT_STRING_EQUAL(buf, "done");
 	CU_ASSERT(took < 1000);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
+/* Held rows (claimed + running) of service; the largest count seen over
+ * ms in *max_svc, and of service2 in *max2. */
+static void sample_service(int ms, const char *svc, long long *max_svc, const char *svc2,
+			   long long *max2)
+{
+	long long end = harness_now_ms() + ms;
+
+	*max_svc = *max2 = 0;
+	while (harness_now_ms() < end) {
+		long long a = pgtest_int(F.c,
+					 "SELECT count(*) FROM execdispatch.job WHERE service = "
+					 "'%s' AND state IN ('claimed', 'running')",
+					 svc),
+			  b = pgtest_int(F.c,
+					 "SELECT count(*) FROM execdispatch.job WHERE service = "
+					 "'%s' AND state IN ('claimed', 'running')",
+					 svc2);
+		if (a > *max_svc)
+			*max_svc = a;
+		if (b > *max2)
+			*max2 = b;
+		harness_sleep_ms(20);
+	}
+}
+
+/* Two services in two waitgroups of one execserver: each is claimed up to
+ * its own waitgroup's share, not the execserver's overall one. */
+static void test_admission_per_service(void)
+{
+	static const char body[] =
+		"waitgroups:\n"
+		"  big: {processes: 4}\n"
+		"  small: {processes: 1}\n"
+		"services:\n"
+		"  wide: {waitgroup: big, commands: {sleep: {prog: sleep}}}\n"
+		"  narrow: {waitgroup: small, commands: {sleep: {prog: sleep}}}\n"
+		"logLevel: info\n";
+	static const char job[] = "{\"command\":\"sleep\",\"args\":[\"0.4\"]}";
+	long long narrow, wide;
+
+	clear_queue();
+	CU_ASSERT_FATAL(harness_start(&F.es[1], 1, body, NULL) == 0);
+	F.nes = 2;
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	/* narrow alone: its waitgroup's share, floor(1 / 1) + 1 = 2, while
+	 * the overall share (both execservers) is 5 + 6 = 11 */
+	for (int i = 0; i < 8; i++)
+		submit_to("narrow", job, 0);
+	sample_service(1200, "narrow", &narrow, "wide", &wide);
+	CU_ASSERT_EQUAL(narrow, 2);
+	/* wide next to it: floor(4 / 1) + 1 = 5, narrow still 2 */
+	for (int i = 0; i < 12; i++)
+		submit_to("wide", job, 0);
+	sample_service(1200, "narrow", &narrow, "wide", &wide);
+	CU_ASSERT_EQUAL(narrow, 2);
+	CU_ASSERT(wide >= 4 && wide <= 5);
+	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = "
+					"'done' AND attempts = 1"),
+			20);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	harness_stop(&F.es[1], 5000);
+	F.nes = 1;
 	clear_queue();
 }
 
@@ -725,6 +796,8 @@ int main(void)
 		{ "runs jobs: done, failed, unknown command, unknown service, env",
 		  test_run_outcomes },
 		{ "claim shares of two dispatchers; the survivor's grows", test_claim_shares },
+		{ "admission per service: each up to its waitgroup's share",
+		  test_admission_per_service },
 		{ "cancel from a session that owns nothing", test_cancel_from_elsewhere },
 		{ "no execserver: nothing claimed, only the heartbeat queries",
 		  test_no_execserver },

@@ -91,7 +91,8 @@ static void run_ledger(const char *conninfo)
 			}
 		harness_sleep_ms(40);
 	}
-	CU_ASSERT_FATAL(df_wait_final(&F, 120000) == 0);
+	/* 2 minutes, more for the long run (150 ms a job: slow machines) */
+	CU_ASSERT_FATAL(df_wait_final(&F, n * 150 > 120000 ? n * 150 : 120000) == 0);
 	fprintf(stderr, "%d ledger jobs with %d dispatchers in %lld ms\n", n, DISPATCHERS,
 		harness_now_ms() - t0);
 

@@ -549,6 +549,75 @@ static void test_race_claim_claim(void)
 	PQfinish(b.c);
 }
 
+static long long submit_svc(const char *service, int priority)
+{
+	return pgtest_int(F.c, "SELECT execdispatch.submit('%s', '{\"command\":\"true\"}', %d)",
+			  service, priority);
+}
+
+/* The exec-bound claim: each listed service up to its limit, in its claim
+ * order; other services (not local) up to the "other" limit; local ones
+ * never.  Then the same through the finish-and-claim statement, which
+ * also writes an outcome under its claim. */
+static void test_claim_per_service(void)
+{
+	const char *p[5] = { "me", "{a,b}", "{2,0}", "1", "{loc}" };
+	long long a_hi, id;
+	struct finish_args fa;
+	PGresult *r;
+	int na = 0, nb = 0, nc = 0, nf = 0, nclaimed = 0;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	for (int i = 0; i < 3; i++)
+		submit_svc("a", 0);
+	a_hi = submit_svc("a", 5);
+	for (int i = 0; i < 3; i++) {
+		submit_svc("b", 0);
+		submit_svc("c", 0);
+		submit_svc("loc", 0);
+	}
+	r = run_stmt(F.c, DQ_CLAIM_EXEC, 5, p);
+	CU_ASSERT_EQUAL(PQntuples(r), 3);
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *svc = PQgetvalue(r, i, 3);
+		na += strcmp(svc, "a") == 0;
+		nb += strcmp(svc, "b") == 0;
+		nc += strcmp(svc, "c") == 0;
+		if (strtoll(PQgetvalue(r, i, 0), NULL, 10) == a_hi)
+			na += 100; /* a's highest priority first */
+	}
+	PQclear(r);
+	CU_ASSERT_EQUAL(na, 102);
+	CU_ASSERT_EQUAL(nb, 0);
+	CU_ASSERT_EQUAL(nc, 1);
+
+	/* finish a_hi as done and claim b up to 2 in one statement */
+	finish_params(&fa, a_hi, "me", "1");
+	const char *fc[10] = { fa.p[0], fa.p[1], fa.p[2], fa.p[3], fa.p[4],
+			       fa.p[5], fa.p[6], fa.p[7], "{a,b}", "{0,2}" };
+	r = run_stmt(F.c, DQ_FINISH_CLAIM, 10, fc);
+	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
+	for (int i = 0; i < PQntuples(r); i++) {
+		id = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+		if (PQgetvalue(r, i, 0)[0] == 'f')
+			nf += id == a_hi;
+		else
+			nclaimed += strcmp(PQgetvalue(r, i, 4), "b") == 0;
+	}
+	PQclear(r);
+	CU_ASSERT_EQUAL(nf, 1);
+	CU_ASSERT_EQUAL(nclaimed, 2);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld "
+				   "AND state = 'done'",
+				   a_hi),
+			1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE service = "
+					"'loc' AND state = 'queued'"),
+			3);
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
 static void test_setup(void)
 {
 	CU_ASSERT_FATAL(df_start(&F) == 0);
@@ -570,6 +639,8 @@ int main(void)
 		{ "the longest schema takes submissions", test_longest_schema },
 		{ "submit checks, cancel's three answers, position", test_sql_api },
 		{ "the claim runs on the partial index, in its order", test_claim_uses_index },
+		{ "the exec-bound claim: per service, others, never local; with a finish",
+		  test_claim_per_service },
 		{ "race: claim against rescue", test_race_claim_rescue },
 		{ "race: finish against rescue (both orders), out of attempts",
 		  test_race_finish_rescue },

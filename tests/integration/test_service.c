@@ -15,23 +15,34 @@
  *    0), reloads it (0: the new authToken is in force, same pid; with a
  *    broken file 6 and the daemon untouched) and stops it (0: the process
  *    is gone, the pid file removed, the port closed; status 3).
- * The daemon starts as root and drops to the user nobody, as a service
+ * execdispatch's init script the same way, against a private PostgreSQL
+ * (tests/lib/pgtest) whose schema the installed binary migrates from the
+ * installed SQL files: configtest (0; a broken file 1 naming
+ * file:line:column; restart then refuses before stopping anything),
+ * start (0: the pid file names a live execdispatch running as nobody whose
+ * heartbeat row is in the database; a second start 0, same pid), status 0,
+ * restart (a new pid, a new row), stop (0: the process gone, its row
+ * deleted by the clean stop, the pid file removed; status 3; again 0).  The script has no reload: the daemon rereads nothing on
+ * SIGHUP but its log.
+ * The daemons start as root and drop to the user nobody, as a service
  * does: not root, the test says so in one line and is skipped (exit 77).
  */
 #include "autoconfig.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
 #include "harness.h"
+#include "pgtest.h"
 #include "suite.h"
 #include "wsclient.h"
 
@@ -84,7 +95,7 @@ static int install(void)
 	if (rc >= 0)
 		return rc;
 	snprintf(destdir, sizeof destdir, "DESTDIR=%s", root);
-	unsetenv("MAKEFLAGS");	/* a fresh make, not our caller's jobs */
+	unsetenv("MAKEFLAGS"); /* a fresh make, not our caller's jobs */
 	unsetenv("MFLAGS");
 	unsetenv("MAKELEVEL");
 	rc = run(NULL, make);
@@ -150,8 +161,10 @@ static int status_code(int port, int auth)
 	char req[256];
 	int status = -1;
 
-	snprintf(req, sizeof req, "GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\n%s"
-		 "Connection: close\r\n\r\n", auth ? "Authorization: Bearer " TOKEN "\r\n" : "");
+	snprintf(req, sizeof req,
+		 "GET /status HTTP/1.1\r\nHost: 127.0.0.1\r\n%s"
+		 "Connection: close\r\n\r\n",
+		 auth ? "Authorization: Bearer " TOKEN "\r\n" : "");
 	if (wsc_http_request("127.0.0.1", port, req, 2000, &status, NULL, 0) < 0)
 		return -1;
 	return status;
@@ -182,18 +195,20 @@ static pid_t read_pid(const char *pidfile)
 	return (pid_t)pid;
 }
 
-static int is_execserver(pid_t pid)
+/* The process pid runs the program comm (as /proc/PID/comm shows it). */
+static int runs(pid_t pid, const char *comm)
 {
-	char path[64], comm[32] = "";
+	char path[64], line[32] = "";
 	FILE *f;
 
 	snprintf(path, sizeof path, "/proc/%ld/comm", (long)pid);
 	if (!(f = fopen(path, "r")))
 		return 0;
-	if (!fgets(comm, sizeof comm, f))
-		comm[0] = '\0';
+	if (!fgets(line, sizeof line, f))
+		line[0] = '\0';
 	fclose(f);
-	return strcmp(comm, "execserver\n") == 0;
+	line[strcspn(line, "\n")] = '\0';
+	return strcmp(line, comm) == 0;
 }
 
 static void test_init_script(void)
@@ -217,7 +232,8 @@ static void test_init_script(void)
 		 root, harness_default_body(1));
 	CU_ASSERT_FATAL(write_file(config, "w", text) == 0);
 	snprintf(defaults, sizeof defaults, "%s%s/default/execserver", root, TEST_SYSCONFDIR);
-	snprintf(text, sizeof text, "EXECSERVER_CONFIG=%s\nEXECSERVER_PIDFILE=%s\n", config, pidfile);
+	snprintf(text, sizeof text, "EXECSERVER_CONFIG=%s\nEXECSERVER_PIDFILE=%s\n", config,
+		 pidfile);
 	CU_ASSERT_FATAL(write_file(defaults, "a", text) == 0);
 
 	CU_ASSERT_EQUAL(SCRIPT("configtest"), 0);
@@ -226,7 +242,7 @@ static void test_init_script(void)
 	/* start: a live execserver in the pid file, answering on its port */
 	CU_ASSERT_EQUAL(SCRIPT("start"), 0);
 	pid_t pid = read_pid(pidfile);
-	CU_ASSERT(pid > 0 && kill(pid, 0) == 0 && is_execserver(pid));
+	CU_ASSERT(pid > 0 && kill(pid, 0) == 0 && runs(pid, "execserver"));
 	CU_ASSERT_EQUAL(wait_status_code(port, 0, 200), 200);
 	CU_ASSERT_EQUAL(SCRIPT("start"), 0);
 	CU_ASSERT_EQUAL(read_pid(pidfile), pid);
@@ -260,6 +276,153 @@ static void test_init_script(void)
 #undef SCRIPT
 }
 
+/* The real uid of process pid (/proc/PID/status), or -1. */
+static long uid_of(pid_t pid)
+{
+	char path[64], line[256];
+	long uid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "Uid: %ld", &uid) == 1)
+			break;
+	fclose(f);
+	return uid;
+}
+
+/* Rows of execdispatch.dispatcher for the pid. */
+static long long dispatcher_rows(PGconn *c, pid_t pid)
+{
+	return pgtest_int(c, "SELECT count(*) FROM execdispatch.dispatcher WHERE pid = %ld",
+			  (long)pid);
+}
+
+/* Waits up to 5 s for the dispatcher row of pid to be there (want 1) or
+ * gone (0); the last count. */
+static long long wait_rows(PGconn *c, pid_t pid, long long want)
+{
+	long long got = -1;
+
+	for (int waited = 0; waited < 5000 && got != want; waited += 50) {
+		got = dispatcher_rows(c, pid);
+		if (got != want)
+			harness_sleep_ms(50);
+	}
+	return got;
+}
+
+static void test_init_script_dispatch(void)
+{
+	struct pg_cluster pg;
+	char script[128], config[128], piddir[128], pidfile[160], defaults[300], text[2048],
+		sqlenv[300], migrate_bin[200];
+	const char *env = "SYSTEMCTL_SKIP_REDIRECT=1";
+	char *action[] = { "/bin/sh", script, NULL, NULL };
+	char *migrate[] = { migrate_bin, "--migrate", "-c", config, NULL };
+	PGconn *c = NULL;
+	struct passwd *nobody;
+	pid_t pid, pid2;
+#define SCRIPT(what) (action[2] = (what), run(env, action))
+
+	CU_ASSERT_FATAL(install() == 0);
+	CU_ASSERT_FATAL(pgtest_start(&pg) == 0);
+	snprintf(script, sizeof script, "%s/execdispatch.init", root);
+	CU_ASSERT_FATAL(relocate(TEST_SYSCONFDIR "/init.d/execdispatch", script) == 0);
+	snprintf(config, sizeof config, "%s/dispatch.yml", root);
+	snprintf(piddir, sizeof piddir, "%s/run/execdispatch", root);
+	snprintf(pidfile, sizeof pidfile, "%s/execdispatch.pid", piddir);
+	CU_ASSERT_FATAL(chmod(root, 0711) == 0);
+	/* no execserver needed: the dispatcher registers, beats and waits */
+	snprintf(text, sizeof text,
+		 "database: \"%s\"\nexecservers:\n  - ws://127.0.0.1:9\n"
+		 "instanceId: initd\npollMs: 200\nheartbeatSec: 1\n",
+		 pg.conninfo);
+	CU_ASSERT_FATAL(write_file(config, "w", text) == 0);
+	snprintf(defaults, sizeof defaults, "%s%s/default/execdispatch", root, TEST_SYSCONFDIR);
+	snprintf(text, sizeof text,
+		 "EXECDISPATCH_CONFIG=%s\nEXECDISPATCH_USER=nobody\nPIDDIR=%s\n"
+		 "PIDFILE=%s\nSTOP_TIMEOUT=20\n",
+		 config, piddir, pidfile);
+	CU_ASSERT_FATAL(write_file(defaults, "w", text) == 0);
+	/* the installed binaries, with the installed libexecclient */
+	snprintf(text, sizeof text, "%s%s", root, TEST_LIBDIR);
+	setenv("LD_LIBRARY_PATH", text, 1);
+	/* the installed binary migrates from the installed SQL files */
+	snprintf(migrate_bin, sizeof migrate_bin, "%s%s/execdispatch", root, TEST_SBINDIR);
+	snprintf(sqlenv, sizeof sqlenv, "EXECDISPATCH_SQL_DIR=%s%s/execserver/migrations", root,
+		 TEST_DATADIR);
+	CU_ASSERT_FATAL(run(sqlenv, migrate) == 0);
+	c = pgtest_connect(pg.conninfo);
+	CU_ASSERT_FATAL(c != NULL);
+
+	CU_ASSERT_EQUAL(SCRIPT("configtest"), 0);
+	CU_ASSERT_EQUAL(SCRIPT("status"), 3);
+
+	/* start: a live execdispatch as nobody, registered in the database */
+	CU_ASSERT_EQUAL(SCRIPT("start"), 0);
+	for (int i = 0; i < 100 && read_pid(pidfile) == 0; i++)
+		harness_sleep_ms(50);
+	pid = read_pid(pidfile);
+	CU_ASSERT(pid > 0 && kill(pid, 0) == 0 && runs(pid, "execdispatch"));
+	nobody = getpwnam("nobody"); /* libpq and pgtest use the same buffer */
+	CU_ASSERT(nobody && uid_of(pid) == (long)nobody->pw_uid);
+	CU_ASSERT_EQUAL(wait_rows(c, pid, 1), 1);
+	CU_ASSERT_EQUAL(SCRIPT("start"), 0);
+	CU_ASSERT_EQUAL(read_pid(pidfile), pid);
+	CU_ASSERT_EQUAL(SCRIPT("status"), 0);
+
+	/* a broken file: configtest names where; restart refuses it before
+	 * stopping anything */
+	CU_ASSERT_FATAL(write_file(config, "a", "pollMs: [\n") == 0);
+	CU_ASSERT_EQUAL(SCRIPT("configtest"), 1);
+	snprintf(text, sizeof text, "grep -q '%s:[0-9]*:[0-9]*: ' '%s'", config, logfile);
+	CU_ASSERT_EQUAL(system(text), 0);
+	CU_ASSERT_EQUAL(SCRIPT("restart"), 1);
+	CU_ASSERT(kill(pid, 0) == 0 && read_pid(pidfile) == pid);
+	CU_ASSERT_EQUAL(dispatcher_rows(c, pid), 1);
+	CU_ASSERT_EQUAL(SCRIPT("stop"), 0);
+	CU_ASSERT(kill(pid, 0) == -1 && errno == ESRCH);
+	CU_ASSERT_EQUAL(SCRIPT("status"), 3);
+	CU_ASSERT_EQUAL(dispatcher_rows(c, pid), 0);
+	snprintf(text, sizeof text,
+		 "database: \"%s\"\nexecservers:\n  - ws://127.0.0.1:9\n"
+		 "instanceId: initd\npollMs: 200\nheartbeatSec: 1\n",
+		 pg.conninfo);
+	CU_ASSERT_FATAL(write_file(config, "w", text) == 0);
+
+	/* restart from stopped, then again: a new process and row each time */
+	CU_ASSERT_EQUAL(SCRIPT("restart"), 0);
+	for (int i = 0; i < 100 && read_pid(pidfile) == 0; i++)
+		harness_sleep_ms(50);
+	pid = read_pid(pidfile);
+	CU_ASSERT(pid > 0 && kill(pid, 0) == 0 && runs(pid, "execdispatch"));
+	CU_ASSERT_EQUAL(wait_rows(c, pid, 1), 1);
+	CU_ASSERT_EQUAL(SCRIPT("restart"), 0);
+	for (int i = 0; i < 100 && (read_pid(pidfile) == 0 || read_pid(pidfile) == pid); i++)
+		harness_sleep_ms(50);
+	pid2 = read_pid(pidfile);
+	CU_ASSERT(pid2 > 0 && pid2 != pid && runs(pid2, "execdispatch"));
+	CU_ASSERT(kill(pid, 0) == -1 && errno == ESRCH);
+	CU_ASSERT_EQUAL(wait_rows(c, pid2, 1), 1);
+
+	/* stop: the process gone, its row deleted by the clean stop */
+	CU_ASSERT_EQUAL(SCRIPT("stop"), 0);
+	CU_ASSERT(pid2 > 0 && kill(pid2, 0) == -1 && errno == ESRCH);
+	CU_ASSERT_EQUAL(dispatcher_rows(c, pid2), 0);
+	CU_ASSERT_EQUAL(access(pidfile, F_OK), -1);
+	CU_ASSERT_EQUAL(SCRIPT("status"), 3);
+	CU_ASSERT_EQUAL(SCRIPT("stop"), 0); /* not running: still 0 */
+	if (pid2 > 0 && kill(pid2, 0) == 0)
+		kill(pid2, SIGKILL);
+	PQfinish(c);
+	pgtest_cleanup(&pg);
+	unsetenv("LD_LIBRARY_PATH");
+#undef SCRIPT
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -267,6 +430,8 @@ int main(void)
 		{ "the unit: systemd-analyze verify and security", test_unit },
 		{ "execdispatch's unit: the same", test_unit_dispatch },
 		{ "the init script: configtest, start, status, reload, stop", test_init_script },
+		{ "execdispatch's init script: configtest, start, status, restart, stop",
+		  test_init_script_dispatch },
 		{ NULL, NULL },
 	};
 

@@ -27,6 +27,7 @@
 #include "handler/mailbox.h"
 #include "job/job.h"
 #include "job/job_dir.h"
+#include "net/ws.h"
 
 struct handler handler;
 
@@ -221,6 +222,11 @@ void handler_main(struct instance *inst, int slot)
 	handler.mail_ev = event_new(handler.base, -1, 0, mailbox_on_wake, NULL);
 	handler.hello_ev = evtimer_new(handler.base, broker_hello_cb, NULL);
 	handler.drain_ev = evtimer_new(handler.base, drain_deadline_cb, NULL);
+	handler.pinger = ws_pinger_new(handler.base);
+	if (!handler.pinger) {
+		log_error("out of memory at start");
+		_exit(2);
+	}
 	event_add(handler.wake_ev, NULL);
 	handler.sig_ev = event_new(handler.base, sfd, EV_READ | EV_PERSIST, on_signalfd, NULL);
 	if (sfd < 0 || !handler.sig_ev || event_add(handler.sig_ev, NULL) != 0) {

@@ -107,6 +107,14 @@ int bu_daemon_pids(const struct es_daemon *d, int *pids, int max)
 	return n;
 }
 
+long long bu_self_cpu_us(void)
+{
+	struct rusage r;
+	getrusage(RUSAGE_SELF, &r);
+	return (long long)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1000000LL + r.ru_utime.tv_usec +
+	       r.ru_stime.tv_usec;
+}
+
 long long bu_proc_ticks(int pid)
 {
 	char path[64], buf[1024];

@@ -42,6 +42,8 @@ int bu_conn_handler(const struct es_daemon *d, int client_fd);
 /* pin: this process, d's master and its handlers onto CPU 0 (no wake-up
  * crosses CPUs); 0: back onto every CPU. */
 void bu_pin_all(const struct es_daemon *d, int pin);
+/* This process's own CPU time (utime + stime, getrusage), in microseconds. */
+long long bu_self_cpu_us(void);
 /* utime+stime in clock ticks of pid (its own, not its children's). */
 long long bu_proc_ticks(int pid);
 /* The sum over the daemon's processes of bu_proc_ticks, in microseconds. */

@@ -12,6 +12,7 @@ src=${BENCH_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${BENCH_BUILD:-$(pwd)}
 out="$build/bench-out"
 export EXECSERVER_BIN="${EXECSERVER_BIN:-$build/execserver}" TOP_SRCDIR="$src"
+export EXECSERVER_LOCKSTAT_BIN="${EXECSERVER_LOCKSTAT_BIN:-$build/bench/execserver-lockstat}"
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
 	docs="$out/docs"; quick=-q
 else

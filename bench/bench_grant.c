@@ -135,19 +135,6 @@ static void cycle_body(char *b, size_t len, int slots, int legacy, int max_wants
 			      "      true: {prog: \"true\"}\n", i, i);
 }
 
-static void handler_spread(const struct es_daemon *d, char *out, size_t len)
-{
-	struct json_object *st = harness_status(d), *hs;
-	size_t k = 0;
-	out[0] = '\0';
-	if (st && json_object_object_get_ex(st, "handlers", &hs))
-		for (size_t i = 0; i < json_object_array_length(hs); i++)
-			k += (size_t)snprintf(out + k, len - k, "%s%lld", i ? " / " : "",
-					      tc_int(json_object_array_get_idx(hs, i), "connections"));
-	if (st)
-		json_object_put(st);
-}
-
 /* ---- the legacy poller ---- */
 
 struct legacy_arg {
@@ -230,7 +217,7 @@ void row_handover(const struct bench_opts *o)
 
 	/* broker: one slot, 64 connections over the handlers */
 	struct fleet *f = fleet_open(d.port, 64, "ho", 0, 0);
-	handler_spread(&d, spread, sizeof spread);
+	bu_handler_spread(&d, spread, sizeof spread);
 	for (int i = 0; i < f->n; i++)
 		f->c[i].handler = bu_conn_handler(&d, wsc_fd(f->c[i].tc->ws));
 	struct samples lat = { 0 }, same = { 0 }, across = { 0 };

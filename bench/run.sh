@@ -113,7 +113,7 @@ writes this file.
 | # | measurement | target | result |
 |---|---|---|---|
 EOT
-for n in 1 2 3 4 5a 5b 6 7 8 9; do cat "$out/summary-$n.md"; done
+for n in 1 2 2b 3 4 5a 5b 6 7 8 9; do cat "$out/summary-$n.md"; done
 cat <<EOT
 
 ## 1. Hand-over latency
@@ -125,6 +125,8 @@ $(cat "$out/row1.md")
 ## 2. Idle cost
 
 $(cat "$out/row2.md")
+
+$(cat "$out/row2b.md")
 
 ## 3. Throughput of /bin/true jobs against the host's limit
 

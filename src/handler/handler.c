@@ -179,9 +179,15 @@ static void handle_signal(int sig)
  * handlers, inherited across fork, then never run in a handler. */
 static void on_signalfd(evutil_socket_t fd, short what, void *arg)
 {
-	struct signalfd_siginfo si;
-	while (read(fd, &si, sizeof si) == (ssize_t)sizeof si)
-		handle_signal((int)si.ssi_signo);
+	/* everything pending in one read: a short read means no more (no
+	 * second read to meet EAGAIN) */
+	struct signalfd_siginfo si[8];
+	ssize_t n;
+	do {
+		n = read(fd, si, sizeof si);
+		for (ssize_t i = 0; i < n / (ssize_t)sizeof si[0]; i++)
+			handle_signal((int)si[i].ssi_signo);
+	} while (n == (ssize_t)sizeof si);
 }
 
 void handler_main(struct instance *inst, int slot)

@@ -118,7 +118,7 @@ enum exc_conn_event {
 
 struct exc_conn_info {
 	const char *address;	/* the address as given to exc_client_add_address */
-	const char *instance_id; /* 32 hex digits, or NULL (FAILED) */
+	const char *instance_id; /* HELLO's (1-64 of A-Za-z0-9_.-), or NULL (FAILED) */
 	int code;		/* DOWN: close code; FAILED: HTTP status, or 0 for
 				 * a network error; else 0 */
 	const char *message;	/* for humans: why */

@@ -119,7 +119,10 @@ struct exc_addr {
 	int pressure;			/* a want waited a full tick without offer */
 	int probing;			/* the newest connection is a re-probe */
 	int legacy;			/* GET /broker answered 404: token transport */
-	char seek[33];			/* instance_id sought for a running job */
+	char seek[65];			/* instance_id sought for a running job */
+	char hint_for[65];		/* the sought id that hint_misses count for */
+	unsigned hint_misses;		/* ?instance= connections that did not
+					 * reach it; 2 drop the hint */
 	unsigned opened, duplicates;
 	struct event *timer;
 };
@@ -153,7 +156,8 @@ struct exc_conn {
 	struct ws_session *ws;		/* after it */
 	struct event *timer;		/* handshake deadline */
 	char key[32];			/* Sec-WebSocket-Key */
-	char instance_id[33];
+	char instance_id[65];
+	char hint[65];			/* opened with ?instance=<hint> (seeking) */
 	struct json_object *hello;	/* the last HELLO */
 	int clients;
 	int draining;

@@ -46,7 +46,7 @@ struct exc_job {
 	struct copy *copies;
 	size_t ncopies, capcopies;
 	struct exc_conn *owner;
-	char owner_instance[33];
+	char owner_instance[65];
 	struct exc_addr *owner_addr;
 	uint64_t seek_until_ms;
 	int cancel_requested;

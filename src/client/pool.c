@@ -17,7 +17,10 @@
  *    added behind the balancer later are found by the next growth;
  *  - owner seeking: while client_job.c names an instance it needs (`seek`, the
  *    instance that runs a job whose connection dropped), connections are
- *    opened (same rate limit, covered or not) until a HELLO shows it;
+ *    opened (same rate limit, covered or not) until a HELLO shows it; each
+ *    carries ?instance=<id> for a balancer that routes on it
+ *    (docs/balancers.md), until two of them missed that instance: then the
+ *    hint is dropped and the connections are plain ones;
  *  - a connection that drops is replaced at once (rate limit permitting)
  *    when it was the last one; failed attempts back off from
  *    grow_interval_ms, doubling up to reconnect_max_ms; after 401 or 404,
@@ -126,6 +129,31 @@ static int has_instance(const struct exc_addr *a, const struct exc_conn *except,
 	return 0;
 }
 
+/* The ?instance= hint for the next connection: the sought instance, unless
+ * two hinted connections missed it. */
+static const char *seek_hint(struct exc_addr *a)
+{
+	if (!a->seek[0])
+		return NULL;
+	if (strcmp(a->hint_for, a->seek) != 0) {
+		snprintf(a->hint_for, sizeof a->hint_for, "%s", a->seek);
+		a->hint_misses = 0;
+	}
+	return a->hint_misses < 2 ? a->seek : NULL;
+}
+
+/* A connection opened with a hint did not reach that instance (another
+ * one answered, or none). */
+static void hint_missed(struct exc_addr *a, const struct exc_conn *k)
+{
+	if (!k->hint[0] || strcmp(a->hint_for, k->hint) != 0)
+		return;
+	a->hint_misses++;
+	client_log(a->c, a->hint_misses == 2 ? EXC_LOG_INFO : EXC_LOG_DEBUG,
+		"%s: ?instance=%s did not reach it (%u)%s", a->url, k->hint, a->hint_misses,
+		a->hint_misses == 2 ? ": hint dropped, seeking without it" : "");
+}
+
 void pool_kick(struct exc_addr *a)
 {
 	exc_client *c = a->c;
@@ -159,12 +187,17 @@ void pool_kick(struct exc_addr *a)
 	a->pressure = 0;
 	a->last_open_ms = now;
 	a->opened++;
-	client_log(c, EXC_LOG_DEBUG, "%s: opening connection %u (%s)", a->url, total + 1,
+	const char *hint = seek_hint(a);
+	client_log(c, EXC_LOG_DEBUG, "%s: opening connection %u (%s%s%s)", a->url, total + 1,
 		total == 0 ? (a->opened > 1 ? "reconnect" : "start") :
-		a->seek[0] ? "seeking owner" : "back-pressure");
-	if (conn_open(a) == NULL) {
+		a->seek[0] ? "seeking owner" : "back-pressure",
+		hint ? ", ?instance=" : "", hint ? hint : "");
+	struct exc_conn *k = conn_open(a);
+	if (k == NULL) {
 		a->retry_at_ms = now + a->backoff_ms;
 		schedule(a, a->backoff_ms);
+	} else if (hint) {
+		snprintf(k->hint, sizeof k->hint, "%s", hint);
 	}
 }
 
@@ -178,8 +211,10 @@ int pool_on_hello(struct exc_addr *a, struct exc_conn *k, int first_hello)
 	a->tls_refused = 0;
 	a->backoff_ms = c->opt.grow_interval_ms;
 	a->retry_at_ms = 0;
+	if (k->hint[0] && strcmp(k->hint, k->instance_id) != 0)
+		hint_missed(a, k);
 	if (has_instance(a, k, k->instance_id)) {
-		char id[33];
+		char id[65];
 
 		memcpy(id, k->instance_id, sizeof id);
 		a->duplicates++;
@@ -212,6 +247,7 @@ void pool_on_closed(struct exc_addr *a, struct exc_conn *k, int was_ready,
 		client_conn_event(c, a, EXC_CONN_DOWN, k->instance_id, code, why);
 		a->retry_at_ms = 0;	/* replace it at once (rate limit permitting) */
 	} else {
+		hint_missed(a, k);
 		a->last_status = code;
 		if (code != 404) {
 			client_log(c, code == 401 || a->tls_refused ? EXC_LOG_ERROR : EXC_LOG_WARN,

@@ -159,13 +159,23 @@ unsigned conn_share(const struct exc_conn *k, const char *service)
 
 /* ---- messages ------------------------------------------------------------ */
 
+/* 1 to 64 of [A-Za-z0-9_.-] (an instanceId, or 32 hex digits): safe to
+ * put into the upgrade URL of a ?instance= hint as it is. */
+static int instance_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n > 64)
+		return 0;
+	return strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
 static void on_hello(struct exc_conn *k, struct json_object *o)
 {
 	const char *id = wire_str(o, "instance_id");
 	struct json_object *dr;
 	int first = k->state != K_READY;
 
-	if (id == NULL || strlen(id) != 32) {
+	if (id == NULL || !instance_id_valid(id)) {
 		client_log(k->a->c, EXC_LOG_WARN, "%s: HELLO without a valid instance_id",
 			k->a->url);
 		return;
@@ -338,7 +348,7 @@ static void start_tls(struct exc_conn *k)
 static void hs_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct exc_conn *k = arg;
-	char req[2048], host[300], target[160], auth[600] = "";
+	char req[2048], host[300], target[200], auth[600] = "";
 
 	if (what & BEV_EVENT_CONNECTED) {
 		evutil_socket_t fd = bufferevent_getfd(bev);
@@ -355,8 +365,8 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 		}
 		snprintf(host, sizeof host, strchr(k->a->u.host, ':') ? "[%s]" : "%s",
 			k->a->u.host);
-		snprintf(target, sizeof target, "%s?client=%s", PROTO_BROKER_PATH,
-			k->a->c->client_id);
+		snprintf(target, sizeof target, "%s?client=%s%s%s", PROTO_BROKER_PATH,
+			k->a->c->client_id, k->hint[0] ? "&instance=" : "", k->hint);
 		if (k->a->c->auth_token)
 			snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n",
 				k->a->c->auth_token);

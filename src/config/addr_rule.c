@@ -218,13 +218,20 @@ int addr_rules_match_host(const struct addr_rules *rules, const char *url_host)
 	return 0;
 }
 
+int addr_rules_match_any(const struct addr_rules *rules, const struct ip_addr *addr)
+{
+	for (size_t i = 0; i < rules->count; i++)
+		if (addr_rule_match_addr(&rules->items[i], addr))
+			return 1;
+	return 0;
+}
+
 int addr_rules_allow(const struct addr_rules *rules, const struct ip_addr *peer,
 		     const char *url_host, const struct ip_addr *dest)
 {
 	if (peer && ip_addr_equal(peer, dest))
 		return 1;
-	for (size_t i = 0; i < rules->count; i++)
-		if (addr_rule_match_addr(&rules->items[i], dest))
-			return 1;
+	if (addr_rules_match_any(rules, dest))
+		return 1;
 	return url_host && addr_rules_match_host(rules, url_host);
 }

@@ -1,7 +1,8 @@
 /*
- * addr_rule.h - the address matcher of the callback guard: which network
- * addresses a job's URLs may connect to (docs/security.md, "Callback
- * guard").
+ * addr_rule.h - address rules: the matcher of the callback guard (which
+ * network addresses a job's URLs may connect to, docs/security.md,
+ * "Callback guard") and of trustedProxies (which peers must send a PROXY
+ * protocol header, docs/balancers.md).
  *
  * Owns: parsing one allowlist entry (a host name, an IPv4 or IPv6 address,
  * or a CIDR block) and deciding whether a connection is allowed.
@@ -62,6 +63,8 @@ const char *ip_addr_format(const struct ip_addr *a, char *buf, size_t len);
 
 /* 1 if addr lies in the rule's block (a HOST rule matches no address). */
 int addr_rule_match_addr(const struct addr_rule *rule, const struct ip_addr *addr);
+/* 1 if addr lies in any rule's block (trustedProxies). */
+int addr_rules_match_any(const struct addr_rules *rules, const struct ip_addr *addr);
 /* 1 if url_host (as job_spec records it: lowercased, no brackets, no
  * trailing dot) is named by a HOST rule. */
 int addr_rules_match_host(const struct addr_rules *rules, const char *url_host);

@@ -149,7 +149,9 @@ void config_free(struct es_config *cfg)
 	}
 	free(cfg->services);
 	addr_rules_free(&cfg->callback_allow);
+	addr_rules_free(&cfg->trusted_proxies);
 	free(cfg->auth_token);
+	free(cfg->instance_id);
 	free(cfg->user);
 	free(cfg->group);
 	free(cfg->pid_file);
@@ -719,6 +721,24 @@ static int top_auth_token(struct loader *ld, const struct topkey *tk, const stru
 	return 0;
 }
 
+/* instanceId: 1 to 64 of [A-Za-z0-9_.-] (it goes into URLs unescaped). */
+static int top_instance_id(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
+{
+	char q[80];
+	if (get_opt_string(ld, v, tk->name, &ld->cfg->instance_id) < 0)
+		return -1;
+	const char *id = ld->cfg->instance_id;
+	if (id && strlen(id) > CONFIG_INSTANCE_ID_MAX)
+		return cy_error(&ld->cy, v, "%s: %s is longer than %d characters", tk->name,
+				cy_quote(v, q, sizeof q), CONFIG_INSTANCE_ID_MAX);
+	for (const char *p = id; p && *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || *p == '-'))
+			return cy_error(&ld->cy, v, "%s: %s: only letters, digits, '_', '.' and "
+					"'-' are allowed", tk->name, cy_quote(v, q, sizeof q));
+	return 0;
+}
+
 static int top_user(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
 	return get_opt_string(ld, v, tk->name, &ld->cfg->user);
@@ -734,11 +754,11 @@ static int top_bool(struct loader *ld, const struct topkey *tk, const struct cy_
 	return cy_get_bool(&ld->cy, v, tk->name, (int *)((char *)ld->cfg + tk->off));
 }
 
-/* callbackAllow: host names, IP addresses and CIDR blocks (addr_rule.h). */
-static int top_callback_allow(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
+/* A list of address rules (addr_rule.h) into rules; host names only when
+ * hosts_too. */
+static int get_addr_rules(struct loader *ld, const struct topkey *tk, const struct cy_node *v,
+			  struct addr_rules *rules, int hosts_too)
 {
-	struct addr_rules *rules = &ld->cfg->callback_allow;
-
 	if (cy_is_null(v))
 		return 0;
 	if (cy_expect(&ld->cy, v, CY_SEQUENCE, tk->name) < 0)
@@ -760,12 +780,32 @@ static int top_callback_allow(struct loader *ld, const struct topkey *tk, const 
 			return -1;
 		int rc = addr_rule_parse(s, &rules->items[i], &why);
 		free(s);
+		if (rc == 0 && !hosts_too && rules->items[i].kind == ADDR_RULE_HOST)
+			return cy_error(&ld->cy, item, "%s: %s is not an IP address or CIDR block "
+					"(a proxy is known by the address it connects from)", what,
+					cy_quote(item, q, sizeof q));
 		if (rc < 0)
-			return cy_error(&ld->cy, item, "%s: %s is not a host name, IP address or "
-					"CIDR block: %s", what, cy_quote(item, q, sizeof q), why);
+			return cy_error(&ld->cy, item, "%s: %s is not %s: %s", what,
+					cy_quote(item, q, sizeof q),
+					hosts_too ? "a host name, IP address or CIDR block"
+						  : "an IP address or CIDR block",
+					why);
 		rules->count++;
 	}
 	return 0;
+}
+
+/* callbackAllow: host names, IP addresses and CIDR blocks. */
+static int top_callback_allow(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
+{
+	return get_addr_rules(ld, tk, v, &ld->cfg->callback_allow, 1);
+}
+
+/* trustedProxies: IP addresses and CIDR blocks. */
+static int top_trusted_proxies(struct loader *ld, const struct topkey *tk,
+			       const struct cy_node *v)
+{
+	return get_addr_rules(ld, tk, v, &ld->cfg->trusted_proxies, 0);
 }
 
 static int top_log_level(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
@@ -871,8 +911,10 @@ static const struct topkey topkeys[] = {
 	INTKEY("idleTimeoutSec", idle_timeout_sec, 0, 604800),
 	INTKEY("maxJobsPerClient", max_jobs_per_client, 0, 4194304),
 	{ "callbackAllow", top_callback_allow, 0, 0, 0, 0 },
+	{ "trustedProxies", top_trusted_proxies, 0, 0, 0, 0 },
 	{ "allowRootJobs", top_bool, offsetof(struct es_config, allow_root_jobs), 0, 0, 0 },
 	{ "authToken", top_auth_token, 0, 0, 0, 0 },
+	{ "instanceId", top_instance_id, 0, 0, 0, 0 },
 	{ "user", top_user, 0, 0, 0, 0 },
 	{ "group", top_group, 0, 0, 0, 0 },
 	{ "pidFile", top_pid_file, 0, 0, 0, 0 },

@@ -31,7 +31,8 @@
 #define CONFIG_NAME_MAX 63 /* longest waitgroup, service or command name */
 #define CONFIG_MAX_PROCESSES 1024 /* most slots (processes) of one waitgroup */
 #define CONFIG_AUTO_POOL "auto"   /* the one waitgroup of auto-balance */
-#define CONFIG_MAX_CALLBACK_ALLOW 256 /* entries of callbackAllow */
+#define CONFIG_INSTANCE_ID_MAX 64     /* characters of instanceId */
+#define CONFIG_MAX_CALLBACK_ALLOW 256 /* entries of callbackAllow, of trustedProxies */
 
 /* A list of strings (args, env). */
 struct strlist {
@@ -126,7 +127,10 @@ struct es_config {
 	int idle_timeout_sec;             /* default 0 = off: see execserver.yml(5) */
 	int max_jobs_per_client;          /* default 0 = no limit */
 	struct addr_rules callback_allow; /* callbackAllow; empty = the peer only */
+	struct addr_rules trusted_proxies; /* trustedProxies: addresses and CIDR
+					    * blocks only; empty = none */
 	char *auth_token;                 /* NULL = no authentication */
+	char *instance_id;                /* instanceId; NULL = random at start */
 	char *user;                       /* NULL = keep the current user */
 	char *group;                      /* NULL = the user's primary group */
 	int allow_root_jobs;              /* allowRootJobs: jobs may run as root */

@@ -25,7 +25,8 @@ int config_take_reloadable(struct es_config *cur, struct es_config *fresh, int k
 			     cur->heavy_threshold_ms != fresh->heavy_threshold_ms ||
 			     cur->unknown_cap != fresh->unknown_cap ||
 			     cur->min_samples != fresh->min_samples ||
-			     cur->max_jobs_per_client != fresh->max_jobs_per_client;
+			     cur->max_jobs_per_client != fresh->max_jobs_per_client ||
+			     differ(cur->instance_id, fresh->instance_id);
 
 	if (!keep_log_level)
 		cur->log_level = fresh->log_level;
@@ -41,6 +42,9 @@ int config_take_reloadable(struct es_config *cur, struct es_config *fresh, int k
 	struct addr_rules allow = cur->callback_allow;
 	cur->callback_allow = fresh->callback_allow;
 	fresh->callback_allow = allow;
+	struct addr_rules proxies = cur->trusted_proxies;
+	cur->trusted_proxies = fresh->trusted_proxies;
+	fresh->trusted_proxies = proxies;
 	char *token = cur->auth_token;
 	cur->auth_token = fresh->auth_token;
 	fresh->auth_token = token;

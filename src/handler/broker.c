@@ -129,7 +129,7 @@ static char *encode_hello(void)
 	struct json_object *o = json_object_new_object();
 	struct json_object *svcs = json_object_new_object(), *wgs = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string(PROTO_HELLO));
-	json_object_object_add(o, "instance_id", json_object_new_string(handler.inst->instance_hex));
+	json_object_object_add(o, "instance_id", json_object_new_string(handler.inst->instance_name));
 	json_object_object_add(o, "version", json_object_new_string(PACKAGE_VERSION));
 	json_object_object_add(o, "protocol", json_object_new_int(PROTO_VERSION));
 	for (size_t i = 0; i < cfg->nservices; i++)

@@ -36,6 +36,7 @@
 #include "handler/legacy_stream.h"
 #include "handler/status_page.h"
 #include "net/http_head.h"
+#include "net/proxy_header.h"
 #include "net/ws.h"
 #include "net/ws_handshake.h"
 
@@ -46,6 +47,8 @@ struct http_conn {
 	struct sockaddr_storage peer_addr; /* for the callback guard */
 	socklen_t peer_len;
 	int answered; /* response queued: free once written */
+	int proxied;  /* peer_addr came in a PROXY header (proxy_gate.c) */
+	int started;  /* its first bytes were looked at */
 	struct http_head_parser parser; /* last: initialised by its own init */
 };
 
@@ -212,11 +215,34 @@ static void route(struct http_conn *c, const struct http_head *h)
 	}
 }
 
+/* A PROXY header from an address that is not in trustedProxies would let
+ * anyone claim any client address: refused with a 400 that says why.
+ * Decided on the first 5 bytes ("PROXY", or the start of version 2's
+ * signature); returns 1 when refused. */
+static int refuse_stray_proxy_header(struct http_conn *c, struct evbuffer *in)
+{
+	size_t len = evbuffer_get_length(in);
+	if (len < 5)
+		return 0;
+	c->started = 1;
+	const unsigned char *first = evbuffer_pullup(in, 5);
+	if (!first || !proxy_header_looks_like(first, 5))
+		return 0;
+	log_warn("%s: PROXY protocol header refused: the address is not in trustedProxies%s",
+		 c->peer, c->proxied ? " (a second header behind the trusted proxy's)" : "");
+	respond_text(c, 400, c->proxied ? "a second PROXY protocol header"
+					: "PROXY protocol header refused: not from an address in "
+					  "trustedProxies", NULL);
+	return 1;
+}
+
 static void on_read(struct bufferevent *bev, void *arg)
 {
 	struct http_conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 
+	if (!c->started && refuse_stray_proxy_header(c, in))
+		return;
 	while (!c->answered && evbuffer_get_length(in) > 0) {
 		struct evbuffer_iovec v;
 		size_t used = 0;
@@ -252,7 +278,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 	http_conn_free(c);
 }
 
-static void format_peer(const struct sockaddr *sa, char *out, size_t len)
+void conn_format_peer(const struct sockaddr *sa, char *out, size_t len)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
 	unsigned port = 0;
@@ -296,7 +322,7 @@ static struct bufferevent *new_bufferevent(int fd, int *fd_taken)
 	return bev;
 }
 
-void conn_accept(int fd, struct sockaddr *addr, int socklen)
+void conn_accept(int fd, struct sockaddr *addr, int socklen, int proxied)
 {
 	struct http_conn *c;
 	int one = 1;
@@ -310,7 +336,8 @@ void conn_accept(int fd, struct sockaddr *addr, int socklen)
 	}
 	memset(c, 0, offsetof(struct http_conn, parser));
 	http_head_parser_init(&c->parser);
-	format_peer(addr, c->peer, sizeof c->peer);
+	conn_format_peer(addr, c->peer, sizeof c->peer);
+	c->proxied = proxied;
 	if (socklen > 0 && (size_t)socklen <= sizeof c->peer_addr) {
 		memcpy(&c->peer_addr, addr, (size_t)socklen);
 		c->peer_len = (socklen_t)socklen;

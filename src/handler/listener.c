@@ -11,11 +11,12 @@
 #include "handler/handler.h"
 #include "handler/http_conn.h"
 #include "handler/listener.h"
+#include "handler/proxy_gate.h"
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *addr,
 		      int socklen, void *arg)
 {
-	conn_accept(fd, addr, socklen);
+	proxy_gate_accept(fd, addr, socklen);
 }
 
 static struct event *resume_ev;

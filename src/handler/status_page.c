@@ -91,7 +91,7 @@ void status_json(struct evbuffer *out, int check)
 	struct json_object *o = json_object_new_object(), *hs = json_object_new_array();
 	struct json_object *wgs = json_object_new_object(), *svcs = json_object_new_object();
 
-	json_object_object_add(o, "instance_id", json_object_new_string(handler.inst->instance_hex));
+	json_object_object_add(o, "instance_id", json_object_new_string(handler.inst->instance_name));
 	json_object_object_add(o, "version", json_object_new_string(PACKAGE_VERSION));
 	json_object_object_add(o, "listen", json_object_new_string(handler.inst->listen_addr));
 	json_object_object_add(o, "master_pid", jint((uint64_t)handler.inst->master_pid));

@@ -712,8 +712,11 @@ static int job_guard(void *arg, const char *url_host, const struct sockaddr *sa,
 	if (addr_rules_allow(&host.cfg->callback_allow, j->peer.family ? &j->peer : NULL,
 			     url_host, &dest))
 		return 1;
-	log_warn("job %s: callback to %s (%s) refused: not the client's address, not in "
-		 "callbackAllow", j->job_id, url_host, ip_addr_format(&dest, text, sizeof text));
+	char peer[64];
+	log_warn("job %s: callback to %s (%s) refused: not the client's address (%s; behind a "
+		 "balancer: trustedProxies and the PROXY protocol), not in callbackAllow",
+		 j->job_id, url_host, ip_addr_format(&dest, text, sizeof text),
+		 j->peer.family ? ip_addr_format(&j->peer, peer, sizeof peer) : "unknown");
 	return 0;
 }
 

@@ -92,7 +92,7 @@ struct transfer {
 	void *guard_arg;
 	int refused;              /* the guard refused an address */
 	int allowed;              /* the guard allowed an address */
-	char guard_err[160];
+	char guard_err[256];
 };
 
 struct tsock {
@@ -758,8 +758,11 @@ static curl_socket_t on_opensocket(void *clientp, curlsocktype purpose, struct c
 					  : (const void *)&((struct sockaddr_in *)&a->addr)->sin_addr;
 		inet_ntop(a->family, raw, host, sizeof host);
 		t->refused = 1;
+		/* the two ways out: the client's real address through a
+		 * balancer, or the destination allowed by name */
 		snprintf(t->guard_err, sizeof t->guard_err, "connection to %s refused by the "
-			 "callback guard (not the client's address, not in callbackAllow)", host);
+			 "callback guard: not the client's address (behind a balancer: list it in "
+			 "trustedProxies and send the PROXY protocol), not in callbackAllow", host);
 		return CURL_SOCKET_BAD;
 	}
 	if (t->guard)

@@ -383,7 +383,7 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 	evtimer_add(ev_tick, &tick);
 
 	log_info("execserver %s instance %s, %d handler(s)", PACKAGE_VERSION,
-		 M.inst.instance_hex, nhandlers);
+		 M.inst.instance_name, nhandlers);
 	if (getenv("EXECSERVER_FAULT"))
 		log_warn("EXECSERVER_FAULT=%s is set: handlers will die on purpose (fault "
 			 "injection for the test suite; unset it)", getenv("EXECSERVER_FAULT"));
@@ -402,6 +402,15 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 		unsetenv("EXECSERVER_FAULT");
 
 	event_base_dispatch(M.base);
+	/* Stopped: a second SIGTERM (an init script's retry, a supervisor)
+	 * must not turn the clean exit into a death by signal once the
+	 * events below are freed and libevent puts the default action back. */
+	sigset_t stopping;
+	sigemptyset(&stopping);
+	sigaddset(&stopping, SIGTERM);
+	sigaddset(&stopping, SIGINT);
+	sigaddset(&stopping, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stopping, NULL);
 	reap();
 	profile_keeper_tick(&M.inst, lock_book, clock_mono_ms(), 1);
 	log_info("stopped");

@@ -96,6 +96,8 @@ int segment_create(struct instance *inst, struct es_config *cfg, int nhandlers)
 	}
 	for (int i = 0; i < 16; i++)
 		snprintf(inst->instance_hex + 2 * i, 3, "%02x", inst->instance_id[i]);
+	snprintf(inst->instance_name, sizeof inst->instance_name, "%s",
+		 cfg->instance_id ? cfg->instance_id : inst->instance_hex);
 
 	inst->segment_size = book_size(&lim);
 	snprintf(name, sizeof name, "/execserver-%d-%.8s", (int)getpid(), inst->instance_hex);

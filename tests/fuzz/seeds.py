@@ -6,7 +6,8 @@ owns (named seed-*) and leaves every other file alone, in particular the
 crash-* inputs kept as regression tests.  The seeds are small and each
 stands for one path: valid client frames (masked, fragmented, control
 frames) and each kind of framing error; every message type of
-docs/protocol.md; real request heads; the payloads of docs/job-payload.md;
+docs/protocol.md; real request heads; PROXY protocol headers; the payloads
+of docs/job-payload.md;
 the configurations of etc/ and tests/data/config/.
 """
 import json
@@ -166,6 +167,35 @@ heads = {
 }
 for k, v in heads.items():
     write("http_head", k, v)
+
+# ---- PROXY protocol headers (docs/balancers.md) ----
+
+SIG2 = b"\r\n\r\n\x00\r\nQUIT\n"
+
+
+def proxy2(cmd, fam, addr, tail=b""):
+    return SIG2 + bytes([0x20 | cmd, fam]) + struct.pack(">H", len(addr)) + addr + tail
+
+
+A4 = bytes([10, 250, 0, 11, 10, 250, 0, 13]) + struct.pack(">HH", 40000, 8083)
+A6 = bytes(15) + b"\x01" + bytes(15) + b"\x02" + struct.pack(">HH", 443, 8083)
+proxies = {
+    "v1-tcp4": "PROXY TCP4 10.250.0.11 10.250.0.13 40000 8083\r\nGET /broker HTTP/1.1\r\n",
+    "v1-tcp6": "PROXY TCP6 2001:db8::1 2001:db8::2 443 8083\r\n",
+    "v1-unknown": "PROXY UNKNOWN\r\n",
+    "v1-bad-port": "PROXY TCP4 10.0.0.1 10.0.0.2 65536 1\r\n",
+    "v1-lf": "PROXY TCP4 10.0.0.1 10.0.0.2 1 2\n",
+    "v1-partial": "PROXY TCP4 10.0.0",
+    "v2-tcp4": proxy2(1, 0x11, A4, b"GET"),
+    "v2-tcp6": proxy2(1, 0x21, A6),
+    "v2-local": proxy2(0, 0x00, b""),
+    "v2-tlv": proxy2(1, 0x11, A4 + b"\x04\x00\x01\x00"),
+    "v2-udp": proxy2(1, 0x12, A4),
+    "v2-short": proxy2(1, 0x21, A4),
+    "http": "GET / HTTP/1.1\r\n\r\n",
+}
+for k, v in proxies.items():
+    write("proxy_header", k, v)
 
 # ---- job payloads (docs/job-payload.md) ----
 

@@ -67,7 +67,8 @@ exc_client *fx_client(const struct exc_options *o, struct es_daemon *d, int nd,
 	for (int i = 0; c && i < nd; i++) {
 		char url[200];
 
-		snprintf(url, sizeof url, "ws://127.0.0.1:%d%s", d[i].port, suffix ? suffix : "");
+		snprintf(url, sizeof url, "ws://%s:%d%s", harness_host(&d[i]), d[i].port,
+			 suffix ? suffix : "");
 		if (exc_client_add_address(c, url) != 0) {
 			exc_client_free(c);
 			return NULL;
@@ -152,12 +153,12 @@ void fx_spin(int ms)
 	fx_wait_pred(never, NULL, ms);
 }
 
-void fx_instance_id(const struct es_daemon *d, char out[33])
+void fx_instance_id(const struct es_daemon *d, char out[65])
 {
 	struct json_object *st = harness_status(d), *v;
 
 	out[0] = '\0';
 	if (st && json_object_object_get_ex(st, "instance_id", &v))
-		snprintf(out, 33, "%s", json_object_get_string(v));
+		snprintf(out, 65, "%s", json_object_get_string(v));
 	json_object_put(st);
 }

@@ -17,7 +17,7 @@ struct fx_done {
 	int ok, exited, exit_code, retryable;
 	char error_code[40];
 	char error_message[300];
-	char instance_id[33];
+	char instance_id[65];
 	char stdout_text[4200];
 	uint64_t stdin_bytes, stdout_bytes;
 	/* the last POSITION */
@@ -46,8 +46,8 @@ int fx_wait(const int *flag, int timeout_ms);
 int fx_wait_pred(int (*pred)(void *arg), void *arg, int timeout_ms);
 /* Runs the loop for ms. */
 void fx_spin(int ms);
-/* instance_id of a daemon (from /status) into out[33]. */
-void fx_instance_id(const struct es_daemon *d, char out[33]);
+/* instance_id of a daemon (from /status) into out[65]. */
+void fx_instance_id(const struct es_daemon *d, char out[65]);
 /* The log lines of the last client made with fx_options, searchable. */
 const char *fx_log_find(const char *needle);
 void fx_log_clear(void);

@@ -142,7 +142,7 @@ static void test_restart_backend(void)
 		CU_ASSERT_EQUAL(landed(c), 1);
 		tc_close(c);
 	}
-	char old_id[33];
+	char old_id[65];
 	snprintf(old_id, sizeof old_id, "%s", F.id[0]);
 	CU_ASSERT_FATAL(fleet_restart(&F, 0, harness_default_body(2)) == 0);
 	CU_ASSERT(strcmp(old_id, F.id[0]) != 0);

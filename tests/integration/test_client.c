@@ -404,7 +404,7 @@ static void test_placement_mixed(void)
 	struct es_daemon d[2];
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
-	char id2[33];
+	char id2[65];
 	exc_client *c;
 
 	CU_ASSERT_FATAL(start(&d[0], 1, NULL) == 0);

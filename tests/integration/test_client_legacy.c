@@ -315,7 +315,7 @@ static void test_mixed_pool(void)
 	struct es_daemon d[2];
 	struct fx_done done[6];
 	struct exc_job_spec s;
-	char broker_id[33];
+	char broker_id[65];
 	exc_client *c;
 	int on_broker = 0, on_legacy = 0, all = 0;
 

@@ -1,7 +1,8 @@
 /*
  * test_daemon.c - the daemon's lifecycle against a real process tree:
  * handler count, a killed handler replaced, -t on good and broken files,
- * a clean exit on SIGTERM, no orphans when the master is killed, and a
+ * a clean exit on SIGTERM (also when SIGTERM comes again while it stops),
+ * no orphans when the master is killed, and a
  * SIGHUP reload.
  */
 #include "autoconfig.h"
@@ -115,6 +116,36 @@ static void test_sigterm_clean_exit(void)
 	CU_ASSERT(!process_alive(pids[1]));
 	CU_ASSERT(harness_log_contains(&d, "stopped"));
 	harness_cleanup(&d);
+}
+
+/* A supervisor or an init script may send SIGTERM again while the daemon
+ * stops (start-stop-daemon --retry does): the exit stays a clean exit 0,
+ * also in the moment after the master's event loop has ended and its
+ * signal events are gone.  SIGTERM every 100 us until the master is gone;
+ * several rounds, so that one of them lands in that moment. */
+static void test_sigterm_repeated_while_stopping(void)
+{
+	for (int round = 0; round < 5; round++) {
+		struct es_daemon d;
+		int status = -1, sent = 0;
+
+		CU_ASSERT_FATAL(harness_start(&d, 1, harness_default_body(1), NULL) == 0);
+		for (int spins = 0; spins < 200000 && d.pid; spins++) {
+			kill(d.pid, SIGTERM);
+			sent++;
+			if (waitpid(d.pid, &status, WNOHANG) == d.pid)
+				d.pid = 0;
+			else
+				usleep(100);
+		}
+		CU_ASSERT_EQUAL(d.pid, 0);
+		CU_ASSERT(sent > 1);
+		CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		if (!WIFEXITED(status))
+			printf("\n  round %d: master ended by signal %d after %d SIGTERMs\n", round,
+			       WTERMSIG(status), sent);
+		harness_cleanup(&d);
+	}
 }
 
 static void test_master_killed_no_orphans(void)
@@ -277,6 +308,7 @@ int main(void)
 		{ "handler count and parentage", test_handler_count_and_parentage },
 		{ "a killed handler is replaced", test_killed_handler_is_replaced },
 		{ "SIGTERM: clean exit", test_sigterm_clean_exit },
+		{ "SIGTERM again while stopping: still exit 0", test_sigterm_repeated_while_stopping },
 		{ "master killed: no orphans", test_master_killed_no_orphans },
 		{ "-t on good and broken files", test_check_config },
 		{ "SIGHUP reload", test_sighup_reload },

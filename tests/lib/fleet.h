@@ -12,20 +12,40 @@
 #define ES_FLEET_H
 
 #include "balancer.h"
+#include "bed.h"
 #include "harness.h"
+
+/* Where a fleet runs in a test bed (bed.h), and how its balancer is set. */
+struct fleet_place {
+	const struct bed_host *balancer;                    /* haproxy's host
+							     * (NULL: loopback) */
+	const struct bed_host *host[BALANCER_MAX_BACKENDS]; /* instance i's
+							     * (NULL: loopback) */
+	const char *server_opts;        /* "send-proxy" or "send-proxy-v2": each
+					 * instance then lists the balancer's
+					 * address in trustedProxies (on a bed
+					 * host only) */
+	const char *backend_lines;      /* balancer_spec's */
+	int http;                       /* balancer_spec's */
+};
 
 struct fleet {
 	int n;
 	struct es_daemon d[BALANCER_MAX_BACKENDS];
-	char id[BALANCER_MAX_BACKENDS][33];
+	char id[BALANCER_MAX_BACKENDS][65];
 	struct es_balancer lb;
-	char url[64];		/* ws://127.0.0.1:<balancer port> */
+	char url[64];		/* ws://<balancer address>:<balancer port> */
+	int placed;
+	struct fleet_place place;
 };
 
 /* Starts n instances (1 handler each; bodies[i] or, when bodies or
  * bodies[i] is NULL, harness_default_body(slots)) and haproxy in front.
  * 0, or -1 (everything started is stopped again). */
 int fleet_start(struct fleet *f, int n, int slots, const char *const *bodies);
+/* The same on the hosts of a test bed (place; NULL: fleet_start). */
+int fleet_start_placed(struct fleet *f, int n, int slots, const char *const *bodies,
+		       const struct fleet_place *place);
 /* Stops the balancer and every instance (SIGTERM, then their directories
  * are removed).  Returns 0 when every instance exited with status 0. */
 int fleet_stop(struct fleet *f);

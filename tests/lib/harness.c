@@ -3,7 +3,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -92,11 +94,55 @@ void harness_dump_log(const struct es_daemon *d)
 	harness_tail("execserver log", d->log, 40);
 }
 
+int harness_netns_enter(const char *netns)
+{
+	char path[96];
+
+	if (!netns || !netns[0])
+		return -2;
+	snprintf(path, sizeof path, "/run/netns/%s", netns);
+	int prev = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (prev < 0 || fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+		fprintf(stderr, "harness: cannot enter network namespace %s: %s\n", netns,
+			strerror(errno));
+		if (prev >= 0)
+			close(prev);
+		prev = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return prev;
+}
+
+void harness_netns_return(int handle)
+{
+	if (handle < 0)
+		return;
+	if (setns(handle, CLONE_NEWNET) != 0)
+		fprintf(stderr, "harness: cannot return to the network namespace: %s\n",
+			strerror(errno));
+	close(handle);
+}
+
+const char *harness_host(const struct es_daemon *d)
+{
+	return d->host[0] ? d->host : "127.0.0.1";
+}
+
 pid_t harness_spawn(const char *log, const char *extra_env, char *const argv[])
+{
+	return harness_spawn_in(NULL, log, extra_env, argv);
+}
+
+pid_t harness_spawn_in(const char *netns, const char *log, const char *extra_env,
+		       char *const argv[])
 {
 	pid_t pid = fork();
 	if (pid != 0)
 		return pid;
+	if (harness_netns_enter(netns) == -1)
+		_exit(127);
 	FILE *f = freopen(log, "a", stderr);
 	(void)f;
 	dup2(STDERR_FILENO, STDOUT_FILENO);
@@ -162,14 +208,14 @@ static int write_config(struct es_daemon *d, int handlers, const char *body)
 	}
 	/* debug logging unless the body sets its own level */
 	fprintf(f,
-		"addr: 127.0.0.1:%d\n"
+		"addr: %s:%d\n"
 		"tempDir: %s/tmp\n"
 		"pidFile: %s/execserver.pid\n"
 		"handlers: %d\n"
 		"%s"
 		"%s"
 		"%s",
-		d->port, d->dir, d->dir, handlers,
+		harness_host(d), d->port, d->dir, d->dir, handlers,
 		strstr(body, "logLevel:") ? "" : "logLevel: debug\n",
 		as_root ? "allowRootJobs: true\n" : "", body);
 	return fclose(f);
@@ -183,12 +229,19 @@ struct json_object *harness_status(const struct es_daemon *d)
 	char body[1 << 16], req[512];
 	int status = 0;
 
-	snprintf(req, sizeof req, "GET /status?check=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-		 "Connection: close\r\n%s%s%s\r\n", harness_auth_token ? "Authorization: Bearer " : "",
+	snprintf(req, sizeof req, "GET /status?check=1 HTTP/1.1\r\nHost: %s\r\n"
+		 "Connection: close\r\n%s%s%s\r\n", harness_host(d),
+		 harness_auth_token ? "Authorization: Bearer " : "",
 		 harness_auth_token ? harness_auth_token : "", harness_auth_token ? "\r\n" : "");
-	if (wsc_https_request("127.0.0.1", d->port, d->tls_ca[0] ? d->tls_ca : NULL, req, 2000,
-			      &status, body, sizeof body) < 0 ||
-	    status != 200)
+	/* from the daemon's own host: its link may be cut, and a bed address
+	 * is never dialled from outside the bed */
+	int home = harness_netns_enter(d->netns);
+	if (home == -1)
+		return NULL;
+	int r = wsc_https_request(harness_host(d), d->port, d->tls_ca[0] ? d->tls_ca : NULL, req,
+				  2000, &status, body, sizeof body);
+	harness_netns_return(home);
+	if (r < 0 || status != 200)
 		return NULL;
 	return json_tokener_parse(body);
 }
@@ -260,18 +313,44 @@ int harness_start(struct es_daemon *d, int handlers, const char *body, const cha
 	return harness_start_tls(d, handlers, body, extra_env, NULL);
 }
 
-int harness_start_tls(struct es_daemon *d, int handlers, const char *body, const char *extra_env,
-		      const char *tls_ca)
+/* A fresh d with its private directory. */
+static int prepare(struct es_daemon *d, const char *netns, const char *host, const char *tls_ca)
 {
 	memset(d, 0, sizeof *d);
-	if (tls_ca)
-		snprintf(d->tls_ca, sizeof d->tls_ca, "%s", tls_ca);
+	snprintf(d->tls_ca, sizeof d->tls_ca, "%s", tls_ca ? tls_ca : "");
+	snprintf(d->netns, sizeof d->netns, "%s", netns ? netns : "");
+	snprintf(d->host, sizeof d->host, "%s", host ? host : "");
 	snprintf(d->dir, sizeof d->dir, "/tmp/es-test-XXXXXX");
 	if (!mkdtemp(d->dir))
 		return -1;
 	snprintf(d->config, sizeof d->config, "%s/execserver.yml", d->dir);
 	snprintf(d->log, sizeof d->log, "%s/execserver.log", d->dir);
+	return 0;
+}
+
+int harness_start_tls(struct es_daemon *d, int handlers, const char *body, const char *extra_env,
+		      const char *tls_ca)
+{
+	return harness_start_at(d, NULL, NULL, handlers, body, extra_env, tls_ca);
+}
+
+int harness_start_at(struct es_daemon *d, const char *netns, const char *host, int handlers,
+		     const char *body, const char *extra_env, const char *tls_ca)
+{
+	if (prepare(d, netns, host, tls_ca) != 0)
+		return -1;
 	return launch(d, handlers, body, extra_env);
+}
+
+/* A port free on the daemon's host a moment ago. */
+static int free_port_of(const struct es_daemon *d)
+{
+	int home = harness_netns_enter(d->netns);
+	if (home == -1)
+		return -1;
+	int port = harness_free_port();
+	harness_netns_return(home);
+	return port;
 }
 
 int harness_restart(struct es_daemon *d, int handlers, const char *body, const char *extra_env)
@@ -289,11 +368,11 @@ static int launch(struct es_daemon *d, int handlers, const char *body, const cha
 		bin = "./execserver";
 
 	for (int attempt = 0; attempt < 5; attempt++) {
-		d->port = harness_free_port();
+		d->port = free_port_of(d);
 		if (d->port < 0 || write_config(d, handlers, body) != 0)
 			return -1;
 		char *argv[] = { (char *)bin, "-f", "-c", d->config, NULL };
-		d->pid = harness_spawn(d->log, extra_env, argv);
+		d->pid = harness_spawn_in(d->netns, d->log, extra_env, argv);
 		if (d->pid < 0)
 			return -1;
 		struct ready ready = { d, handlers };

@@ -20,7 +20,13 @@ struct es_daemon {
 	char log[300];
 	char tls_ca[256];   /* the listener has TLS: /status over https, verified
 			     * against this PEM file; "" for plain HTTP */
+	char host[16];      /* the address it listens on; "" is 127.0.0.1 */
+	char netns[40];     /* the network namespace it runs in (a bed host,
+			     * bed.h); "" for the test's own */
 };
+
+/* The address d listens on (d->host, or 127.0.0.1). */
+const char *harness_host(const struct es_daemon *d);
 
 /* A configuration body with one waitgroup "wg" of `slots` processes and
  * services "cat" (commands cat, true, false, sh-free helpers) and "sleep". */
@@ -34,6 +40,11 @@ int harness_start(struct es_daemon *d, int handlers, const char *body, const cha
  * requests go over https, verifying the server against the PEM file tls_ca. */
 int harness_start_tls(struct es_daemon *d, int handlers, const char *body, const char *extra_env,
 		      const char *tls_ca);
+/* harness_start_tls in network namespace netns (NULL: this thread's),
+ * listening on host (NULL: 127.0.0.1); tls_ca NULL for plain HTTP.
+ * bed.h's harness_start_on wraps it. */
+int harness_start_at(struct es_daemon *d, const char *netns, const char *host, int handlers,
+		     const char *body, const char *extra_env, const char *tls_ca);
 /* Starts the daemon again in the same directory (tempDir and log kept, a
  * new port) after harness_stop, with a new configuration body. */
 int harness_restart(struct es_daemon *d, int handlers, const char *body, const char *extra_env);
@@ -80,6 +91,15 @@ long long harness_json_vint(struct json_object *o, va_list ap);
 /* Forks and execs argv (PATH searched) with stdout and stderr appended to
  * log and extra_env ("K=V" or NULL) added.  Returns the pid, or -1. */
 pid_t harness_spawn(const char *log, const char *extra_env, char *const argv[]);
+/* harness_spawn in network namespace netns (NULL or "": the caller's). */
+pid_t harness_spawn_in(const char *netns, const char *log, const char *extra_env,
+		       char *const argv[]);
+/* Moves the calling thread into network namespace netns (/run/netns/NAME;
+ * NULL or "": stays).  Returns a handle on the namespace it was in, for
+ * harness_netns_return, or -1 (then it did not move); -2 when it stayed. */
+int harness_netns_enter(const char *netns);
+/* Moves the calling thread back (handle from harness_netns_enter). */
+void harness_netns_return(int handle);
 /* Sends sig (0: none) to *pid, waits up to timeout_ms for it to exit, else
  * kills it (SIGKILL).  Returns the wait status, or -1 on timeout or when
  * *pid is 0; *pid becomes 0. */

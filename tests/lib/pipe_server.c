@@ -39,6 +39,7 @@
 #include <json-c/json.h>
 #include <openssl/evp.h>
 
+#include "harness.h"
 #include "pipe_server.h"
 
 #define CHUNK (256 * 1024)
@@ -144,6 +145,7 @@ struct ep {
 	int put_chunked;
 	int64_t content_length;
 	char user_agent[128];   /* of the last request */
+	char peer[48];          /* its peer's address */
 };
 
 struct serve {
@@ -158,6 +160,7 @@ struct serve {
 static struct event_base *srv_base;
 static struct ep *eps;
 static int main_port;
+static char srv_host[16] = "127.0.0.1";	/* the address it listens on */
 
 static int valid_name(const char *s, size_t n)
 {
@@ -292,6 +295,10 @@ static void note_agent(struct evhttp_request *req, struct ep *e)
 	const char *ua = evhttp_find_header(evhttp_request_get_input_headers(req), "User-Agent");
 
 	snprintf(e->user_agent, sizeof e->user_agent, "%s", ua ? ua : "");
+	const char *peer = NULL;
+	ev_uint16_t port;
+	evhttp_connection_get_peer(evhttp_request_get_connection(req), (char **)&peer, &port);
+	snprintf(e->peer, sizeof e->peer, "%s", peer ? peer : "");
 }
 
 static void handle_in(struct evhttp_request *req, struct ep *e)
@@ -412,6 +419,7 @@ static void handle_result(struct evhttp_request *req, struct ep *e)
 	json_object_object_add(o, "content_length", json_object_new_int64(e->content_length));
 	json_object_object_add(o, "sent", json_object_new_int64((int64_t)e->sent));
 	json_object_object_add(o, "user_agent", json_object_new_string(e->user_agent));
+	json_object_object_add(o, "peer", json_object_new_string(e->peer));
 	reply_json(req, 200, o);
 	json_object_put(o);
 }
@@ -447,7 +455,7 @@ static int limited_listener(uint64_t rate)
 		return -1;
 	evhttp_set_bevcb(h, limited_bev, cfg);
 	evhttp_set_gencb(h, handle, NULL);
-	bs = evhttp_bind_socket_with_handle(h, "127.0.0.1", 0);
+	bs = evhttp_bind_socket_with_handle(h, srv_host, 0);
 	if (bs == NULL ||
 	    getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&sa, &sl) != 0)
 		return -1;
@@ -528,13 +536,14 @@ static void handle_control(struct evhttp_request *req)
 	e->put_chunked = 0;
 	e->content_length = -1;
 	e->user_agent[0] = '\0';
+	e->peer[0] = '\0';
 	e->port = e->rate ? limited_listener(e->rate) : main_port;
 	json_object_put(o);
 	if (e->port < 0) {
 		reply_text(req, 500, "cannot open a listener\n");
 		return;
 	}
-	snprintf(url, sizeof url, "http://127.0.0.1:%d/%s/%s", e->port, is_in ? "in" : "out",
+	snprintf(url, sizeof url, "http://%s:%d/%s/%s", srv_host, e->port, is_in ? "in" : "out",
 		 e->name);
 	ans = json_object_new_object();
 	json_object_object_add(ans, "url", json_object_new_string(url));
@@ -609,7 +618,7 @@ static void server_main(int report_fd, pid_t parent)
 	h = srv_base ? evhttp_new(srv_base) : NULL;
 	if (h) {
 		evhttp_set_gencb(h, handle, NULL);
-		bs = evhttp_bind_socket_with_handle(h, "127.0.0.1", 0);
+		bs = evhttp_bind_socket_with_handle(h, srv_host, 0);
 		if (bs && getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&sa,
 				      &sl) == 0)
 			port = ntohs(sa.sin_port);
@@ -628,12 +637,19 @@ static void server_main(int report_fd, pid_t parent)
 
 int pipe_server_start(struct pipe_server *ps)
 {
+	return pipe_server_start_at(ps, NULL, NULL);
+}
+
+int pipe_server_start_at(struct pipe_server *ps, const char *netns, const char *host)
+{
 	int fds[2], port = -1;
 	pid_t parent = getpid();
 	ssize_t r;
 
 	ps->pid = -1;
 	ps->port = -1;
+	snprintf(ps->netns, sizeof ps->netns, "%s", netns ? netns : "");
+	snprintf(ps->host, sizeof ps->host, "%s", host ? host : "127.0.0.1");
 	if (pipe2(fds, O_CLOEXEC) != 0)
 		return -1;
 	fflush(NULL);
@@ -645,6 +661,9 @@ int pipe_server_start(struct pipe_server *ps)
 	}
 	if (ps->pid == 0) {
 		close(fds[0]);
+		snprintf(srv_host, sizeof srv_host, "%s", ps->host);
+		if (harness_netns_enter(ps->netns) == -1)
+			_exit(1);
 		server_main(fds[1], parent);
 	}
 	close(fds[1]);
@@ -672,8 +691,8 @@ void pipe_server_stop(struct pipe_server *ps)
 }
 
 /* One blocking HTTP/1.0 exchange; returns the status (body in resp) or -1. */
-static int http_call(int port, const char *method, const char *path, const char *body,
-		     char *resp, size_t cap)
+static int http_call(const struct pipe_server *ps, const char *method, const char *path,
+		     const char *body, char *resp, size_t cap)
 {
 	struct sockaddr_in sa;
 	struct timeval tv = { 10, 0 };
@@ -681,20 +700,28 @@ static int http_call(int port, const char *method, const char *path, const char 
 	size_t got = 0, blen = body ? strlen(body) : 0;
 	int fd, status = -1, n;
 
+	/* from the server's own host, like harness_status */
+	int home = harness_netns_enter(ps->netns);
+	if (home == -1)
+		return -1;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	harness_netns_return(home);
 	if (fd < 0)
 		return -1;
 	memset(&sa, 0, sizeof sa);
 	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)port);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((uint16_t)ps->port);
+	if (inet_pton(AF_INET, ps->host, &sa.sin_addr) != 1) {
+		close(fd);
+		return -1;
+	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
 		goto out;
 	n = snprintf(head, sizeof head,
-		     "%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-		     "Content-Length: %zu\r\n\r\n", method, path, blen);
+		     "%s %s HTTP/1.0\r\nHost: %s\r\nContent-Type: application/json\r\n"
+		     "Content-Length: %zu\r\n\r\n", method, path, ps->host, blen);
 	if (n < 0 || (size_t)n >= sizeof head || write(fd, head, (size_t)n) != n ||
 	    (blen && write(fd, body, blen) != (ssize_t)blen))
 		goto out;
@@ -741,7 +768,7 @@ static int register_ep(const struct pipe_server *ps, const char *op, const char 
 		json_object_object_add(o, "drop_after", json_object_new_int64(e->drop_after));
 		json_object_object_add(o, "stall_after", json_object_new_int64(e->stall_after));
 	}
-	status = http_call(ps->port, "POST", "/control",
+	status = http_call(ps, "POST", "/control",
 			   json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), resp,
 			   sizeof resp);
 	json_object_put(o);
@@ -776,7 +803,7 @@ int pipe_server_result(const struct pipe_server *ps, const char *name, struct pi
 	memset(r, 0, sizeof *r);
 	r->content_length = -1;
 	snprintf(path, sizeof path, "/result/%s", name);
-	status = http_call(ps->port, "GET", path, NULL, resp, sizeof resp);
+	status = http_call(ps, "GET", path, NULL, resp, sizeof resp);
 	if (status != 200)
 		return -1;
 	o = json_tokener_parse(resp);
@@ -796,6 +823,8 @@ int pipe_server_result(const struct pipe_server *ps, const char *name, struct pi
 		r->sent = (uint64_t)json_object_get_int64(v);
 	if (json_object_object_get_ex(o, "user_agent", &v))
 		snprintf(r->user_agent, sizeof r->user_agent, "%s", json_object_get_string(v));
+	if (json_object_object_get_ex(o, "peer", &v))
+		snprintf(r->peer, sizeof r->peer, "%s", json_object_get_string(v));
 	json_object_put(o);
 	return 0;
 }

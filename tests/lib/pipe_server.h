@@ -4,7 +4,8 @@
  * a test may block (or drive a daemon) while it serves; it dies with the
  * test process.
  *
- * Endpoints (all on 127.0.0.1):
+ * Endpoints (all on 127.0.0.1, or on the address given to
+ * pipe_server_start_at):
  *   GET  /in/<name>      serves the bytes registered for name: a file, or
  *                        `size` pseudo-random bytes from a seed (so 100 MiB+
  *                        need no file), Content-Length or chunked; it may
@@ -16,13 +17,13 @@
  *                        status (200 by default; any name is accepted).
  *   GET  /result/<name>  {"requests":K,"length":N,"sha256":"hex",
  *                        "chunked":true,"content_length":N|-1,"sent":N,
- *                        "user_agent":"..."}:
+ *                        "user_agent":"...","peer":"10.250.0.13"}:
  *                        requests counts every request for name (GET /in
  *                        and PUT /out alike, so "each pipe URL is used
  *                        exactly once" is requests == 1); length/sha256/
  *                        chunked/content_length describe the last PUT body;
  *                        sent is the body bytes the last GET wrote;
- *                        user_agent that of the last request.  404 if
+ *                        user_agent and peer those of the last request.  404 if
  *                        the name was never registered nor used.
  *   POST /control        JSON {"op":"in"|"out","name":...} plus the fields
  *                        of struct pipe_endpoint below; answers {"url":...},
@@ -48,6 +49,8 @@
 struct pipe_server {
 	pid_t pid;
 	int port;
+	char host[16];          /* the address it listens on */
+	char netns[40];         /* its network namespace ("": the test's) */
 };
 
 struct pipe_endpoint {
@@ -73,10 +76,14 @@ struct pipe_result {
 	int64_t content_length; /* its Content-Length, -1 if none */
 	uint64_t sent;          /* body bytes written by the last GET */
 	char user_agent[128];   /* User-Agent of the last request */
+	char peer[48];          /* the address the last request came from */
 };
 
 /* Forks the server; returns its port, or -1. */
 int pipe_server_start(struct pipe_server *ps);
+/* The same in network namespace netns (a bed host, bed.h; NULL: the
+ * test's), listening on host (NULL: 127.0.0.1). */
+int pipe_server_start_at(struct pipe_server *ps, const char *netns, const char *host);
 /* Kills and reaps it. */
 void pipe_server_stop(struct pipe_server *ps);
 

@@ -16,6 +16,11 @@ struct tclient *tc_connect(int port, const char *client_id)
 
 struct tclient *tc_connect_within(int port, const char *client_id, int timeout_ms)
 {
+	return tc_connect_at("127.0.0.1", port, client_id, timeout_ms);
+}
+
+struct tclient *tc_connect_at(const char *host, int port, const char *client_id, int timeout_ms)
+{
 	char path[128];
 	int status = 0;
 	struct wsc *ws;
@@ -24,7 +29,7 @@ struct tclient *tc_connect_within(int port, const char *client_id, int timeout_m
 		snprintf(path, sizeof path, "/broker?client=%s", client_id);
 	else
 		snprintf(path, sizeof path, "/broker");
-	ws = wsc_connect("127.0.0.1", port, path, NULL, timeout_ms, &status);
+	ws = wsc_connect(host, port, path, NULL, timeout_ms, &status);
 	return ws ? tc_from_wsc(ws, client_id, timeout_ms) : NULL;
 }
 

@@ -21,6 +21,8 @@ struct tclient {
 struct tclient *tc_connect(int port, const char *client_id);
 /* The same, giving up after timeout_ms (tc_connect: 5 s). */
 struct tclient *tc_connect_within(int port, const char *client_id, int timeout_ms);
+/* The same to host:port (a bed host's address, from a thread on the bed). */
+struct tclient *tc_connect_at(const char *host, int port, const char *client_id, int timeout_ms);
 /* Wraps an upgraded websocket (e.g. a TLS one) and waits for HELLO; takes
  * ws.  NULL on failure. */
 struct tclient *tc_from_wsc(struct wsc *ws, const char *name, int timeout_ms);

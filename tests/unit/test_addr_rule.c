@@ -231,6 +231,43 @@ static void test_config_key(void)
 	config_free(&cfg);
 }
 
+/* trustedProxies: addresses and blocks, matched by addr_rules_match_any;
+ * a host name is refused (a proxy is known by its address) at its
+ * position. */
+static void test_trusted_proxies_key(void)
+{
+	static const char base[] = "waitgroups: {wg: {processes: 1}}\n";
+	struct es_config cfg;
+	struct config_error err;
+	char text[512];
+
+	snprintf(text, sizeof text, "%strustedProxies:\n  - 10.250.0.12\n  - 192.168.7.0/24\n", base);
+	CU_ASSERT_FATAL(config_load_buffer("t.yml", text, strlen(text), &cfg, &err) == 0);
+	CU_ASSERT_EQUAL(cfg.trusted_proxies.count, 2);
+	struct ip_addr a = ip("10.250.0.12"), b = ip("192.168.7.200"), c = ip("10.250.0.13");
+	CU_ASSERT(addr_rules_match_any(&cfg.trusted_proxies, &a));
+	CU_ASSERT(addr_rules_match_any(&cfg.trusted_proxies, &b));
+	CU_ASSERT(!addr_rules_match_any(&cfg.trusted_proxies, &c));
+	CU_ASSERT_EQUAL(cfg.callback_allow.count, 0);
+	config_free(&cfg);
+
+	CU_ASSERT_FATAL(config_load_buffer("t.yml", base, strlen(base), &cfg, &err) == 0);
+	CU_ASSERT_EQUAL(cfg.trusted_proxies.count, 0);
+	config_free(&cfg);
+
+	snprintf(text, sizeof text, "%strustedProxies:\n  - 10.0.0.1\n  - lb.example.com\n", base);
+	CU_ASSERT(config_load_buffer("t.yml", text, strlen(text), &cfg, &err) == -1);
+	CU_ASSERT(strstr(err.text, "t.yml:4:5:") != NULL);
+	CU_ASSERT(strstr(err.text, "trustedProxies[1]") != NULL);
+	CU_ASSERT(strstr(err.text, "not an IP address or CIDR block") != NULL);
+	snprintf(text, sizeof text, "%strustedProxies:\n  - 10.0.0.0/33\n", base);
+	CU_ASSERT(config_load_buffer("t.yml", text, strlen(text), &cfg, &err) == -1);
+	CU_ASSERT(strstr(err.text, "t.yml:3:5:") != NULL);
+	snprintf(text, sizeof text, "%strustedProxies: 10.0.0.1\n", base);
+	CU_ASSERT(config_load_buffer("t.yml", text, strlen(text), &cfg, &err) == -1);
+	CU_ASSERT(strstr(err.text, "t.yml:2:17:") != NULL);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -238,6 +275,7 @@ int main(void)
 		{ "address matching: mapped, /0, /32, 0.0.0.0", test_match },
 		{ "socket addresses", test_sockaddr },
 		{ "the guard's decision", test_allow },
+		{ "trustedProxies", test_trusted_proxies_key },
 		{ "configuration keys", test_config_key },
 		{ NULL, NULL },
 	};

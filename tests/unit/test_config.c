@@ -1770,6 +1770,40 @@ static void test_run_all_good(void)
 
 /* ---- runner ---- */
 
+/* instanceId: 1 to 64 of [A-Za-z0-9_.-]; absent means random at start
+ * (NULL here); errors name the position. */
+static void test_instance_id(void)
+{
+	static const char base[] = "waitgroups: {wg: {processes: 1}}\n";
+	struct es_config cfg;
+	struct config_error err;
+	char text[512], id[80];
+
+	snprintf(text, sizeof text, "%sinstanceId: exec-1.rack_2\n", base);
+	CU_ASSERT_FATAL(load(text, &cfg, &err) == 0);
+	CU_ASSERT_STRING_EQUAL(cfg.instance_id, "exec-1.rack_2");
+	config_free(&cfg);
+	CU_ASSERT_FATAL(load(base, &cfg, &err) == 0);
+	CU_ASSERT_PTR_NULL(cfg.instance_id);
+	config_free(&cfg);
+	memset(id, 'a', 64);
+	id[64] = '\0';
+	snprintf(text, sizeof text, "%sinstanceId: %s\n", base, id);
+	CU_ASSERT_FATAL(load(text, &cfg, &err) == 0);
+	config_free(&cfg);
+
+	snprintf(text, sizeof text, "%sinstanceId: %sa\n", base, id);
+	expect_error(text, 2, 13, "longer than 64");
+	snprintf(text, sizeof text, "%sinstanceId: \"exec 1\"\n", base);
+	expect_error(text, 2, 13, "only letters, digits");
+	snprintf(text, sizeof text, "%sinstanceId: exec/1\n", base);
+	expect_error(text, 2, 13, "only letters, digits");
+	snprintf(text, sizeof text, "%sinstanceId: \"\"\n", base);
+	expect_error(text, 2, 13, "must not be empty");
+	snprintf(text, sizeof text, "%sinstanceId: [a]\n", base);
+	expect_error(text, 2, 13, "instanceId");
+}
+
 int main(void)
 {
 	static const struct {
@@ -1811,6 +1845,7 @@ int main(void)
 		{ "startup: run disables services", test_run_disables_services },
 		{ "startup: run all good", test_run_all_good },
 		{ "jobLimits", test_job_limits },
+		{ "instanceId", test_instance_id },
 	};
 	CU_pSuite errors, others;
 	unsigned failures;

@@ -2,6 +2,7 @@
 #include "autoconfig.h"
 
 #include <stdarg.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +35,9 @@ struct fleet *fleet_open_from(int port, int n, const char *prefix, int groups, i
 	for (int i = 0; i < n; i++) {
 		char id[64];
 		snprintf(id, sizeof id, "%s%d", prefix, groups ? i % groups : i);
-		struct tclient *tc = tc_connect_within(port, id, 20000);
+		struct tclient *tc = tc_connect_within(port, id, 60000);
 		if (!tc) {
-			fprintf(stderr, "esbench: connection %d of %d failed\n", i, n);
+			fprintf(stderr, "esbench: connection %d of %d failed (%s)\n", i, n, strerror(errno));
 			exit(1);
 		}
 		if (report_pings)

@@ -382,6 +382,7 @@ struct grant_run {
 	struct spread rate;     /* cycles/s over the repeats */
 	double cpu_per_cycle;   /* execserver, us */
 	double client_cpu;      /* the load generator's share of one CPU */
+	double switches;        /* the daemon's context switches per cycle */
 	int has_lock;
 	struct lockfig lock;    /* over the repeats */
 	double sec;
@@ -411,6 +412,9 @@ static struct grant_run grant_run(const struct bench_opts *o, int handlers, cons
 	struct lockfig l0;
 	run_cycles(f, "bk", 0, 0.5, NULL);  /* warm-up */
 	g.has_lock = lock_read(&d, &l0) == 0;
+	/* (bu_daemon_kib sums any numeric field of /proc/PID/status) */
+	long sw0 = bu_daemon_kib(&d, "voluntary_ctxt_switches") +
+		   bu_daemon_kib(&d, "nonvoluntary_ctxt_switches");
 	long long cpu0 = bu_daemon_cpu_us(&d), self0 = bu_self_cpu_us(), cyc = 0,
 		  t0 = bu_now_ns();
 	for (int i = 0; i < o->repeats; i++) {
@@ -420,6 +424,9 @@ static struct grant_run grant_run(const struct bench_opts *o, int handlers, cons
 	g.sec = (double)(bu_now_ns() - t0) / 1e9;
 	g.cpu_per_cycle = (double)(bu_daemon_cpu_us(&d) - cpu0) / (double)(cyc ? cyc : 1);
 	g.client_cpu = (double)(bu_self_cpu_us() - self0) / (g.sec * 1e6);
+	g.switches = (double)(bu_daemon_kib(&d, "voluntary_ctxt_switches") +
+			      bu_daemon_kib(&d, "nonvoluntary_ctxt_switches") - sw0) /
+		     (double)(cyc ? cyc : 1);
 	if (g.has_lock && lock_read(&d, &g.lock) == 0)
 		lock_diff(&g.lock, &l0);
 	g.rate = spread_of(r, o->repeats);
@@ -463,22 +470,25 @@ void row_grant_rate(const struct bench_opts *o)
 	const int handlers[] = { 1, 2, 4 };
 	const char *lockbin = getenv("EXECSERVER_LOCKSTAT_BIN");
 	fprintf(md, "| handlers | placement | cycles/s median | min–max (%d × %.0f s) | execserver CPU per cycle | "
-		"load generator's CPU |\n|---|---|---|---|---|---|\n", o->repeats, o->rate_sec);
-	double best = 0, by_h[3] = { 0 }, apart_h[2] = { 0 };
+		"the daemon's context switches per cycle | load generator's CPU |\n|---|---|---|---|---|---|---|\n",
+		o->repeats, o->rate_sec);
+	double best = 0, by_h[3] = { 0 }, apart_h[2] = { 0 }, apart_cpu[2] = { 0 };
 	for (size_t h = 0; h < sizeof handlers / sizeof handlers[0]; h++) {
 		struct grant_run g = grant_run(o, handlers[h], NULL, 0);
 		if (g.rate.med > best)
 			best = g.rate.med;
 		by_h[h] = g.rate.med;
-		fprintf(md, "| %d | unpinned (2 CPUs shared by all) | **%.0f** | %.0f–%.0f | %.1f µs | %.0f %% of a CPU |\n",
-			handlers[h], g.rate.med, g.rate.min, g.rate.max, g.cpu_per_cycle, 100 * g.client_cpu);
+		fprintf(md, "| %d | unpinned (2 CPUs shared by all) | **%.0f** | %.0f–%.0f | %.1f µs | %.2f | %.0f %% of a CPU |\n",
+			handlers[h], g.rate.med, g.rate.min, g.rate.max, g.cpu_per_cycle, g.switches,
+			100 * g.client_cpu);
 		fprintf(stderr, "row4: handlers %d: %.0f cycles/s\n", handlers[h], g.rate.med);
 	}
 	for (int h = 1; h <= 2; h++) {
 		struct grant_run g = grant_run(o, h, NULL, 1);
 		apart_h[h - 1] = g.rate.med;
-		fprintf(md, "| %d | daemon on CPU 0, load generator on CPU 1 | **%.0f** | %.0f–%.0f | %.1f µs | %.0f %% of a CPU |\n",
-			h, g.rate.med, g.rate.min, g.rate.max, g.cpu_per_cycle, 100 * g.client_cpu);
+		apart_cpu[h - 1] = g.cpu_per_cycle;
+		fprintf(md, "| %d | daemon on CPU 0, load generator on CPU 1 | **%.0f** | %.0f–%.0f | %.1f µs | %.2f | %.0f %% of a CPU |\n",
+			h, g.rate.med, g.rate.min, g.rate.max, g.cpu_per_cycle, g.switches, 100 * g.client_cpu);
 		fprintf(stderr, "row4: handlers %d pinned apart: %.0f cycles/s\n", h, g.rate.med);
 	}
 	fprintf(md, "\nBest: %.0f cycles/s (target ≥ 50,000: %s).\n", best, best >= 50000 ? "met" : "missed");
@@ -488,6 +498,7 @@ void row_grant_rate(const struct bench_opts *o)
 			"| handlers | placement | cycles/s | lock sections per cycle | hold p50 | hold p99 | hold mean | "
 			"lock held (share of the time) | sections that waited | mean wait | ceiling: cycles/s the lock allows |\n"
 			"|---|---|---|---|---|---|---|---|---|---|---|\n", o->repeats, o->rate_sec);
+		double k_max = 0, h_max = 0, p99_max = 0;
 		for (int h = 1; h <= 2; h++)
 			for (int apart = 0; apart <= 1; apart++) {
 				struct grant_run g = grant_run(o, h, lockbin, apart);
@@ -496,6 +507,14 @@ void row_grant_rate(const struct bench_opts *o)
 					continue;
 				}
 				lock_line(md, apart ? "daemon on CPU 0, load generator on CPU 1" : "unpinned", h, &g);
+				double cyc = g.rate.med * g.sec, per = (double)g.lock.ops / (cyc > 0 ? cyc : 1);
+				double mean = g.lock.ops ? (double)g.lock.hold_ns / (double)g.lock.ops : 0;
+				if (per > k_max)
+					k_max = per;
+				if (mean > h_max)
+					h_max = mean;
+				if ((double)lock_pct(&g.lock, 0.99) > p99_max)
+					p99_max = (double)lock_pct(&g.lock, 0.99);
 				char name[64];
 				snprintf(name, sizeof name, "lock_h%d_%s.dat", h, apart ? "apart" : "free");
 				char path[512];
@@ -511,6 +530,37 @@ void row_grant_rate(const struct bench_opts *o)
 					fclose(dat);
 				}
 			}
+		/* the model: N cores each run a handler at the rate one handler
+		 * reaches on a CPU of its own (the load generator elsewhere), up
+		 * to what the one lock allows: k sections per cycle, each held
+		 * h ns on average (the largest of the runs above) */
+		double per_core = apart_cpu[0] > 0 ? 1e6 / apart_cpu[0] : 0, ceiling = 1e9 / (k_max * h_max);
+		fprintf(md, "\nThe ceiling, modelled: the lock serialises every critical section, so at most "
+			"1 / (k × h) cycles/s pass it, with k = %.2f sections per cycle and h = %.0f ns "
+			"(the largest mean above; p99 up to %.0f ns): **%.0f cycles/s**.  A handler on a CPU "
+			"of its own needs %.1f µs of execserver CPU per cycle (the pinned run of 1 handler "
+			"above): %.0f cycles/s per core.  With N cores, min(N × %.0f, %.0f):\n\n"
+			"| cores | cycles/s the CPUs allow | the lock's ceiling | projection | lock busy |\n"
+			"|---|---|---|---|---|\n", k_max, h_max, p99_max, ceiling, apart_cpu[0], per_core,
+			per_core, ceiling);
+		const int cores[] = { 2, 8, 32, 64 };
+		double at32 = 0;
+		for (int i = 0; i < 4; i++) {
+			double cpu = cores[i] * per_core, x = cpu < ceiling ? cpu : ceiling;
+			if (cores[i] == 32)
+				at32 = x;
+			fprintf(md, "| %d | %.0f | %.0f | **%.0f** | %.0f %% |\n", cores[i], cpu, ceiling, x,
+				100 * x / ceiling);
+		}
+		fprintf(md, "\nA 32-core host: %.0f cycles/s projected (%s 1,000,000).\n", at32,
+			at32 >= 1e6 ? "at or above" : "below");
+		FILE *mdl = bu_out(o->out, "summary-4b");
+		fprintf(mdl, "| 4 | the book lock: hold time per section; the ceiling it sets | (measured; issue 18) "
+			"| %.2f sections per cycle, mean hold ≤ %.0f ns, p99 ≤ %.0f ns; ceiling %.0f cycles/s; "
+			"projected 8 / 32 / 64 cores: %.0f / %.0f / %.0f |\n", k_max, h_max, p99_max, ceiling,
+			8 * per_core < ceiling ? 8 * per_core : ceiling, at32,
+			64 * per_core < ceiling ? 64 * per_core : ceiling);
+		fclose(mdl);
 	}
 	fclose(md);
 	md = bu_out(o->out, "summary-4");

@@ -247,6 +247,8 @@ static void idle_big(const struct bench_opts *o)
 	sleep((unsigned)win);
 	double el = (double)(bu_now_ns() - t0) / 1e9;
 	long long cpu = bu_daemon_cpu_us(&d) - cpu0, pings = 0;
+	char spread[256];
+	bu_handler_spread(&d, spread, sizeof spread);
 	for (int p = 0; p < procs; p++) {
 		long long k = 0;
 		if (write(ch[p].cmd, "q", 1) == 1 && read(ch[p].rep, &k, sizeof k) == (ssize_t)sizeof k)
@@ -256,8 +258,6 @@ static void idle_big(const struct bench_opts *o)
 		close(ch[p].rep);
 	}
 	double pct = 100.0 * (double)cpu / (el * 1e6), per_conn = (double)(anon1 - anon0) * 1024.0 / n;
-	char spread[256];
-	bu_handler_spread(&d, spread, sizeof spread);
 	fprintf(md, "| %d idle connections (100 client ids), window %.0f s | value |\n|---|---|\n", n, el);
 	fprintf(md, "| execserver CPU (master + handlers, utime+stime) | **%.2f %%** of one CPU (%.0f ms; "
 		"%.1f µs per ping and its pong) |\n", pct, (double)cpu / 1000.0,

@@ -34,9 +34,10 @@ struct handler handler;
 struct book *handler_book_lock(void)
 {
 	struct book *b = handler.inst->book;
+	uint64_t now = clock_mono_ms();	/* read before, not while holding the lock */
 	int rc = book_lock(b);
 	if (rc >= 0)
-		book_set_now(b, clock_mono_ms());
+		book_set_now(b, now);
 	if (rc == 1)
 		log_warn("want-book repaired: a process died inside the critical section");
 	else if (rc < 0) {

@@ -84,6 +84,8 @@
 
 enum ws_state { ST_OPEN, ST_CLOSING, ST_LINGER, ST_ENDED };
 
+struct ping_queue;
+
 struct ws_session {
 	struct bufferevent *bev;
 	wslay_event_context_ptr ctx;
@@ -97,8 +99,9 @@ struct ws_session {
 	uint64_t last_rx_ms;	/* last frame activity */
 	/* pings and the liveness check: a place in the pinger's queue */
 	struct ws_pinger *pinger;
+	struct ping_queue *due_q;	/* the queue s is in; NULL: none */
 	struct ws_session *due_prev, *due_next;
-	uint64_t due_ms;	/* the next tick; 0: not queued */
+	uint64_t due_ms;	/* the next tick */
 	unsigned period_ms;	/* between ticks; 0: no ticks */
 	struct event *close_ev;	/* deadline once out of OPEN */
 	struct event *kick_ev;	/* run ws_process from the loop */
@@ -353,23 +356,32 @@ static int take_control_frames(struct ws_session *s)
 /* ---- the ping sweep ------------------------------------------------------ */
 
 /*
- * One timer for many sessions: the pinger keeps its sessions in a queue
- * ordered by the time of their next tick (due_ms), and its one timer fires
- * for the head.  A sweep ticks every session whose tick is due within its
- * slack (an eighth of its period, at most a second) and queues it again
- * one period after the sweep, at the tail, which keeps the order while
- * every session has the same period (a session with a shorter one, after a
- * reload, walks back from the tail to its place).  The sessions of one
- * sweep stay in one batch and batches closer than the slack merge, so the
- * timer fires at most about period / slack + 1 times per period however
- * many sessions there are: a handler with 10,000 idle connections wakes up
- * a few times per ping interval, not 10,000 times, sends the pings in
- * bursts and reads the pongs with few epoll_wait calls.  Between two pings
- * of a session: at least its period minus the slack.
+ * One timer for many sessions: the pinger keeps a queue of sessions per
+ * tick period (sessions made under an older configuration keep theirs),
+ * each ordered by the time of the next tick (due_ms) simply by appending:
+ * a session is queued at "now + its period", and now only grows.  The
+ * timer fires for the earliest head.  A sweep ticks every session whose
+ * tick is due within its slack (an eighth of its period, at most a second)
+ * and queues it again one period after the sweep, so the sessions of one
+ * sweep stay in one batch and batches closer than the slack merge: the
+ * timer fires at most about period / slack + 1 times per period and queue
+ * however many sessions there are.  A handler with 10,000 idle
+ * connections wakes up a few times per ping interval, not 10,000 times,
+ * sends the pings in bursts and reads the pongs with few epoll_wait calls.
+ * Between two pings of a session: at least its period minus the slack.
+ * More distinct periods than queues (reload after reload) share the last
+ * queue, where a session then walks back from the tail to its place.
  */
+#define PINGER_QUEUES 4
+
+struct ping_queue {
+	unsigned period_ms;	/* 0: unused */
+	struct ws_session *head, *tail;
+};
+
 struct ws_pinger {
 	struct event *ev;
-	struct ws_session *head, *tail;
+	struct ping_queue q[PINGER_QUEUES];
 	unsigned refs;
 	uint64_t sweeps;
 };
@@ -383,14 +395,27 @@ static unsigned tick_slack(const struct ws_session *s)
 	return slack < 1000 ? slack : 1000;
 }
 
-/* Arms the timer for the head of the queue (or disarms it). */
+/* The session whose tick comes first, or NULL. */
+static struct ws_session *pinger_first(const struct ws_pinger *p)
+{
+	struct ws_session *first = NULL;
+
+	for (int i = 0; i < PINGER_QUEUES; i++)
+		if (p->q[i].head && (!first || p->q[i].head->due_ms < first->due_ms))
+			first = p->q[i].head;
+	return first;
+}
+
+/* Arms the timer for the first tick (or disarms it). */
 static void pinger_arm(struct ws_pinger *p)
 {
-	if (!p->head) {
+	struct ws_session *first = pinger_first(p);
+
+	if (!first) {
 		evtimer_del(p->ev);
 		return;
 	}
-	uint64_t now = clock_mono_ms(), due = p->head->due_ms;
+	uint64_t now = clock_mono_ms(), due = first->due_ms;
 	uint64_t in = due > now ? due - now : 0;
 	struct timeval tv = { .tv_sec = (time_t)(in / 1000),
 		.tv_usec = (suseconds_t)(in % 1000) * 1000 };
@@ -398,58 +423,75 @@ static void pinger_arm(struct ws_pinger *p)
 	evtimer_add(p->ev, &tv);
 }
 
-/* Puts s (due_ms set) at its place, from the tail. */
+/* The queue of s's period: the one that has it, else a free one, else
+ * the last. */
+static struct ping_queue *queue_of(struct ws_pinger *p, unsigned period_ms)
+{
+	for (int i = 0; i < PINGER_QUEUES; i++)
+		if (p->q[i].period_ms == period_ms)
+			return &p->q[i];
+	for (int i = 0; i < PINGER_QUEUES; i++)
+		if (!p->q[i].head) {
+			p->q[i].period_ms = period_ms;
+			return &p->q[i];
+		}
+	return &p->q[PINGER_QUEUES - 1];
+}
+
+/* Puts s (due_ms set) at its place in its queue, from the tail. */
 static void enqueue(struct ws_session *s)
 {
 	struct ws_pinger *p = s->pinger;
-	struct ws_session *after = p->tail;
+	struct ping_queue *q = queue_of(p, s->period_ms);
+	struct ws_session *after = q->tail, *first = pinger_first(p);
+
+	s->due_q = q;
 
 	while (after && after->due_ms > s->due_ms)
 		after = after->due_prev;
 	s->due_prev = after;
-	s->due_next = after ? after->due_next : p->head;
+	s->due_next = after ? after->due_next : q->head;
 	if (s->due_next)
 		s->due_next->due_prev = s;
 	else
-		p->tail = s;
-	if (after) {
+		q->tail = s;
+	if (after)
 		after->due_next = s;
-	} else {
-		p->head = s;
+	else
+		q->head = s;
+	if (!first || s->due_ms < first->due_ms)
 		pinger_arm(p);
-	}
 }
 
-/* Takes s out of the queue: no more ticks.  Harmless if it is not in. */
+/* Takes s out of its queue: no more ticks.  Harmless if it is not in. */
 static void unqueue(struct ws_session *s)
 {
-	struct ws_pinger *p = s->pinger;
+	struct ping_queue *q = s->due_q;
 
-	if (!s->due_ms)
+	if (!q)
 		return;
 	if (s->due_prev)
 		s->due_prev->due_next = s->due_next;
 	else
-		p->head = s->due_next;
+		q->head = s->due_next;
 	if (s->due_next)
 		s->due_next->due_prev = s->due_prev;
 	else
-		p->tail = s->due_prev;
+		q->tail = s->due_prev;
 	s->due_prev = s->due_next = NULL;
-	s->due_ms = 0;
+	s->due_q = NULL;
 }
 
 static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct ws_pinger *p = arg;
 	uint64_t now = clock_mono_ms();
+	struct ws_session *s;
 
 	p->refs++;	/* a tick may free the last session, and the owner
 			 * may have let go of p already */
 	p->sweeps++;
-	while (p->head && p->head->due_ms <= now + tick_slack(p->head)) {
-		struct ws_session *s = p->head;
-
+	while ((s = pinger_first(p)) && s->due_ms <= now + tick_slack(s)) {
 		/* one period from this sweep, not from the due time: the
 		 * sessions of one sweep stay together, and a stalled loop
 		 * pings once, not once per missed period */

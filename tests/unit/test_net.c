@@ -1716,6 +1716,32 @@ static void test_ws_pinger_shared(void)
 	for (int i = 0; i < SHARED; i++)
 		bufferevent_free(pair[i][1]);
 
+	/* two periods on one pinger (sessions made before and after a
+	 * reload): each keeps its own rate */
+	p = ws_pinger_new(base);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	opt.pinger = p;
+	memset(o, 0, sizeof o);
+	for (int i = 0; i < 16; i++) {
+		opt.ping_interval_ms = i < 8 ? 100 : 60;
+		CU_ASSERT_FATAL(bufferevent_pair_new(base, 0, pair[i]) == 0);
+		bufferevent_enable(pair[i][1], EV_READ);
+		o[i].s = ws_session_new(pair[i][0], &opt, &cb, &o[i]);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o[i].s);
+	}
+	loop_for(base, 1030);
+	for (int i = 0; i < 16; i++) {
+		int n = pings_written(pair[i][1]);
+		if (i < 8) {
+			CU_ASSERT(n >= 9 && n <= 11);
+		} else {
+			CU_ASSERT(n >= 15 && n <= 18);
+		}
+		ws_session_free(o[i].s);
+		bufferevent_free(pair[i][1]);
+	}
+	ws_pinger_release(p);
+
 	/* liveness through the shared timer: nobody answers, 1001 after the
 	 * timeout and at most an interval and its slack later */
 	p = ws_pinger_new(base);

@@ -37,6 +37,9 @@ if command -v perf >/dev/null 2>&1 && perf stat -e task-clock true >/dev/null 2>
 	perf_env="BENCH_PERF=1"
 fi
 env $perf_env "$build/bench/esbench" $quick -o "$out" -p "$build/bench/peers" 2>&1 | tee "$out/esbench.log"
+# execdispatch's row: a private PostgreSQL, an execserver, the dispatcher
+EXECDISPATCH_BIN="${EXECDISPATCH_BIN:-$build/execdispatch}" \
+	"$build/bench/dispatchbench" $quick -o "$out" 2>&1 | tee "$out/dispatchbench.log"
 
 t1=$(date +%s)
 busy1=$(cpu_busy)
@@ -113,7 +116,7 @@ writes this file.
 | # | measurement | target | result |
 |---|---|---|---|
 EOT
-for n in 1 2 2b 3 4 4b 5a 5b 6 7 8 9; do cat "$out/summary-$n.md" 2>/dev/null || true; done
+for n in 1 2 2b 3 4 4b 5a 5b 6 7 8 9 dispatch; do cat "$out/summary-$n.md" 2>/dev/null || true; done
 cat <<EOT
 
 ## 1. Hand-over latency
@@ -173,6 +176,10 @@ $(cat "$out/row8.md")
 ![auto-balance](bench/autobalance.png)
 
 $(cat "$out/row9.md")
+
+## execdispatch: a job queue in PostgreSQL (issue 15)
+
+$(cat "$out/row-dispatch.md")
 
 EOT
 cat "$src/bench/notes.md"

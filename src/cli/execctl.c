@@ -1,6 +1,7 @@
 /*
  * execctl.c - execctl, the command-line client of execserver (execctl(1)):
- * dispatches `execctl run` and `execctl status` to their modules.  The
+ * dispatches `execctl run` and `execctl status` to their modules, and the
+ * database commands (submit, show, wait, cancel, position) to queue.c.  The
  * option parsing lives in options.c, the commands in run.c and status.c.
  */
 #include "autoconfig.h"
@@ -14,6 +15,7 @@
 
 #include "cli/exit_codes.h"
 #include "cli/options.h"
+#include "cli/queue.h"
 #include "cli/run.h"
 #include "cli/status.h"
 
@@ -81,7 +83,10 @@ int main(int argc, char **argv)
 		cli_status_free(&o);
 		return rc;
 	}
-	fprintf(stderr, "execctl: unknown command '%s' (run or status)\n", cmd);
+	if (cli_is_queue_command(cmd))
+		return cli_queue_main(argc - 1, argv + 1);
+	fprintf(stderr, "execctl: unknown command '%s' (run, status, submit, show, wait, "
+		"cancel or position)\n", cmd);
 	cli_usage(stderr);
 	return EXECCTL_USAGE;
 }

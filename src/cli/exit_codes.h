@@ -32,6 +32,10 @@ enum execctl_exit {
 					 * not verify (untrusted issuer, expired,
 					 * or not for the host given); see
 					 * --cacert */
+	EXECCTL_CANCELLED = 120,	/* wait: the job was cancelled */
+	EXECCTL_WAIT_TIMEOUT = 121,	/* wait: not finished within --timeout */
+	EXECCTL_NOT_FOUND = 122,	/* show/wait/position: no such job; cancel:
+					 * not_found_or_finished */
 	EXECCTL_INTERRUPTED = 130,	/* SIGINT/SIGTERM: the job was cancelled */
 };
 

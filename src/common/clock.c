@@ -11,6 +11,15 @@ static uint64_t read_clock_us(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-uint64_t clock_mono_us(void) { return read_clock_us(CLOCK_MONOTONIC); }
-uint64_t clock_mono_ms(void) { return read_clock_us(CLOCK_MONOTONIC) / 1000u; }
-uint64_t clock_wall_ms(void) { return read_clock_us(CLOCK_REALTIME) / 1000u; }
+uint64_t clock_mono_us(void)
+{
+	return read_clock_us(CLOCK_MONOTONIC);
+}
+uint64_t clock_mono_ms(void)
+{
+	return read_clock_us(CLOCK_MONOTONIC) / 1000u;
+}
+uint64_t clock_wall_ms(void)
+{
+	return read_clock_us(CLOCK_REALTIME) / 1000u;
+}

@@ -9,10 +9,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/time.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/time.h>
 
 static enum log_level current_level = LOG_LVL_INFO;
 static int use_syslog;
@@ -33,8 +33,14 @@ const char *log_level_name(enum log_level level)
 	return level_names[level];
 }
 
-void log_set_level(enum log_level level) { current_level = level; }
-enum log_level log_get_level(void) { return current_level; }
+void log_set_level(enum log_level level)
+{
+	current_level = level;
+}
+enum log_level log_get_level(void)
+{
+	return current_level;
+}
 
 void log_open(int to_syslog)
 {
@@ -77,10 +83,11 @@ void log_msg(enum log_level level, const char *fmt, ...)
 		struct tm tm;
 		gettimeofday(&tv, NULL);
 		localtime_r(&tv.tv_sec, &tm);
-		int n = snprintf(line, sizeof line, "%04d-%02d-%02d %02d:%02d:%02d.%03d [%s %d] %s: %s\n",
-				 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-				 tm.tm_sec, (int)(tv.tv_usec / 1000), process_name, (int)getpid(),
-				 level_names[level], body);
+		int n = snprintf(line, sizeof line,
+				 "%04d-%02d-%02d %02d:%02d:%02d.%03d [%s %d] %s: %s\n",
+				 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+				 tm.tm_min, tm.tm_sec, (int)(tv.tv_usec / 1000), process_name,
+				 (int)getpid(), level_names[level], body);
 		if (n > (int)sizeof line - 1) {
 			n = (int)sizeof line - 1;
 			line[n - 1] = '\n';

@@ -12,7 +12,12 @@
 
 #include <stdarg.h>
 
-enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+enum log_level {
+	LOG_LVL_ERROR,
+	LOG_LVL_WARN,
+	LOG_LVL_INFO,
+	LOG_LVL_DEBUG
+};
 
 /* Parses "error", "warn", "info", "debug"; returns -1 for anything else. */
 int log_level_parse(const char *name);
@@ -26,13 +31,15 @@ void log_set_process(const char *name);
 /* Reopens the output (SIGHUP): syslog is closed and opened again. */
 void log_reopen(void);
 
-void log_msg(enum log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_LVL_INFO, __VA_ARGS__)
-#define log_debug(...) \
-	do { if (log_get_level() >= LOG_LVL_DEBUG) log_msg(LOG_LVL_DEBUG, __VA_ARGS__); } while (0)
+#define log_debug(...)                                       \
+	do {                                                 \
+		if (log_get_level() >= LOG_LVL_DEBUG)        \
+			log_msg(LOG_LVL_DEBUG, __VA_ARGS__); \
+	} while (0)
 
 #endif

@@ -20,15 +20,15 @@ static size_t sequence_length(const unsigned char *s, size_t len, size_t i)
 	} else if (c >= 0xE0 && c <= 0xEF) {
 		need = 2;
 		if (c == 0xE0)
-			lo = 0xA0;      /* no overlongs */
+			lo = 0xA0; /* no overlongs */
 		else if (c == 0xED)
-			hi = 0x9F;      /* no surrogates */
+			hi = 0x9F; /* no surrogates */
 	} else if (c >= 0xF0 && c <= 0xF4) {
 		need = 3;
 		if (c == 0xF0)
-			lo = 0x90;      /* no overlongs */
+			lo = 0x90; /* no overlongs */
 		else if (c == 0xF4)
-			hi = 0x8F;      /* nothing above U+10FFFF */
+			hi = 0x8F; /* nothing above U+10FFFF */
 	} else {
 		return 0;
 	}

@@ -60,8 +60,7 @@ int ip_addr_from_sockaddr(const struct sockaddr *sa, socklen_t len, struct ip_ad
 
 int ip_addr_equal(const struct ip_addr *a, const struct ip_addr *b)
 {
-	return a->family == b->family &&
-	       memcmp(a->b, b->b, a->family == AF_INET ? 4 : 16) == 0;
+	return a->family == b->family && memcmp(a->b, b->b, a->family == AF_INET ? 4 : 16) == 0;
 }
 
 const char *ip_addr_format(const struct ip_addr *a, char *buf, size_t len)
@@ -157,7 +156,8 @@ int addr_rule_parse(const char *text, struct addr_rule *out, const char **why)
 			return -1;
 		}
 		if (parse_prefix(slash + 1, &prefix) != 0 || prefix > (v6 ? 128 : 32)) {
-			*why = v6 ? "the prefix length must be 0 to 128" : "the prefix length must be 0 to 32";
+			*why = v6 ? "the prefix length must be 0 to 128"
+				  : "the prefix length must be 0 to 32";
 			return -1;
 		}
 		if (v6 && out->net.family == AF_INET) {

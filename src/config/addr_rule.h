@@ -33,12 +33,15 @@ struct ip_addr {
 	uint8_t b[16];
 };
 
-enum addr_rule_kind { ADDR_RULE_NET = 1, ADDR_RULE_HOST };
+enum addr_rule_kind {
+	ADDR_RULE_NET = 1,
+	ADDR_RULE_HOST
+};
 
 struct addr_rule {
 	enum addr_rule_kind kind;
-	struct ip_addr net;         /* NET: network address, host bits zero */
-	int prefix;                 /* NET: 0..32 (IPv4) or 0..128 (IPv6) */
+	struct ip_addr net;            /* NET: network address, host bits zero */
+	int prefix;                    /* NET: 0..32 (IPv4) or 0..128 (IPv6) */
 	char host[ADDR_RULE_HOST_MAX]; /* HOST: lowercased, no trailing dot */
 };
 

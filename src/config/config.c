@@ -50,16 +50,16 @@ enum {
 
 /* What pass 2 needs of each service besides the es_config itself. */
 struct service_extra {
-	const struct cy_node *wg_node;  /* the `waitgroup` value */
-	unsigned char *given;           /* per command, GIVEN_* */
+	const struct cy_node *wg_node; /* the `waitgroup` value */
+	unsigned char *given;          /* per command, GIVEN_* */
 };
 
 struct loader {
 	struct cy_ctx cy;
 	struct es_config *cfg;
-	const struct cy_node *block;        /* the execserver mapping */
-	const struct cy_node *block_at;     /* where "missing key" errors point */
-	const struct cy_node *waitgroups;   /* NULL if the key is absent */
+	const struct cy_node *block;      /* the execserver mapping */
+	const struct cy_node *block_at;   /* where "missing key" errors point */
+	const struct cy_node *waitgroups; /* NULL if the key is absent */
 	const struct cy_node *ping_interval, *ping_timeout;
 	const struct cy_node *max_wants, *max_wants_per_conn;
 	const struct cy_node *ab_key;       /* first auto-balance key, or NULL */
@@ -188,8 +188,10 @@ static int check_name(struct loader *ld, const struct cy_node *key, const char *
 	if (key->len >= 1 && key->len <= CONFIG_NAME_MAX &&
 	    strspn(key->value, NAME_CHARS) == key->len)
 		return 0;
-	return cy_error(&ld->cy, key, "%s: invalid name %s: use 1 to %d of the characters "
-			"A-Z a-z 0-9 _ . -", what, cy_quote(key, q, sizeof q), CONFIG_NAME_MAX);
+	return cy_error(&ld->cy, key,
+			"%s: invalid name %s: use 1 to %d of the characters "
+			"A-Z a-z 0-9 _ . -",
+			what, cy_quote(key, q, sizeof q), CONFIG_NAME_MAX);
 }
 
 static int env_name_len(const char *entry)
@@ -219,22 +221,24 @@ static int get_env(struct loader *ld, const struct cy_node *node, const char *wh
 		int n = env_name_len(out->items[i]);
 
 		if (n < 0)
-			return cy_error(&ld->cy, item, "%s[%zu]: invalid environment entry %s: "
+			return cy_error(&ld->cy, item,
+					"%s[%zu]: invalid environment entry %s: "
 					"expected NAME=value with NAME of A-Z a-z 0-9 _ not "
-					"starting with a digit", what, i,
-					cy_quote(item, q, sizeof q));
+					"starting with a digit",
+					what, i, cy_quote(item, q, sizeof q));
 		for (size_t j = 0; j < i; j++)
 			if (strncmp(out->items[j], out->items[i], (size_t)n + 1) == 0)
-				return cy_error(&ld->cy, item, "%s[%zu]: duplicate environment "
-						"name %.*s (first at line %d column %d)", what, i,
-						n, out->items[i], node->kids[j]->line,
+				return cy_error(&ld->cy, item,
+						"%s[%zu]: duplicate environment "
+						"name %.*s (first at line %d column %d)",
+						what, i, n, out->items[i], node->kids[j]->line,
 						node->kids[j]->column);
 	}
 	return 0;
 }
 
-static int get_int(struct loader *ld, const struct cy_node *node, const char *what,
-		   long long min, long long max, int *out)
+static int get_int(struct loader *ld, const struct cy_node *node, const char *what, long long min,
+		   long long max, int *out)
 {
 	long long v;
 
@@ -244,8 +248,7 @@ static int get_int(struct loader *ld, const struct cy_node *node, const char *wh
 	return 0;
 }
 
-static int get_abs_path(struct loader *ld, const struct cy_node *node, const char *what,
-			char **out)
+static int get_abs_path(struct loader *ld, const struct cy_node *node, const char *what, char **out)
 {
 	char *s;
 
@@ -319,8 +322,7 @@ int config_addr_split(const char *addr, char *host, size_t hostlen, int *port, c
 		zone = memchr(h, '%', hl); /* fe80::1%eth0 */
 		al = zone ? (size_t)(zone - h) : hl;
 		if (al == 0 || strspn(h, "0123456789abcdefABCDEF:.") < al ||
-		    (zone && (al + 1 == hl ||
-			      strspn(zone + 1, NAME_CHARS) < hl - al - 1))) {
+		    (zone && (al + 1 == hl || strspn(zone + 1, NAME_CHARS) < hl - al - 1))) {
 			*why = "invalid IPv6 address";
 			return -1;
 		}
@@ -408,9 +410,10 @@ static int parse_command(struct loader *ld, const struct cy_node *key, const str
 			if (cmd->prog[0] == '\0')
 				return cy_error(&ld->cy, v, "%s: must not be empty", sub);
 			if (strchr(cmd->prog, '/') && cmd->prog[0] != '/')
-				return cy_error(&ld->cy, v, "%s: %s must be a program name (looked "
-						"up in PATH) or an absolute path", sub,
-						cy_quote(v, q, sizeof q));
+				return cy_error(&ld->cy, v,
+						"%s: %s must be a program name (looked "
+						"up in PATH) or an absolute path",
+						sub, cy_quote(v, q, sizeof q));
 			*given |= GIVEN_PROG;
 		} else if (cy_key_is(k, "args")) {
 			if (cy_get_strlist(&ld->cy, v, sub, &cmd->args) < 0)
@@ -592,8 +595,8 @@ static int parse_services(struct loader *ld, const struct cy_node *node)
 		if (check_name(ld, k, "services") < 0)
 			return -1;
 		cfg->nservices++;
-		if (parse_service(ld, k, cy_map_value(node, i), &cfg->services[i],
-				  &ld->extra[i]) < 0)
+		if (parse_service(ld, k, cy_map_value(node, i), &cfg->services[i], &ld->extra[i]) <
+		    0)
 			return -1;
 	}
 	return 0;
@@ -607,9 +610,9 @@ typedef int (*topkey_fn)(struct loader *ld, const struct topkey *tk, const struc
 struct topkey {
 	const char *name;
 	topkey_fn fn;
-	size_t off;              /* int fields: offset in es_config */
-	long long min, max;      /* int fields: range */
-	int auto_balance;        /* 1: only without a waitgroups block */
+	size_t off;         /* int fields: offset in es_config */
+	long long min, max; /* int fields: range */
+	int auto_balance;   /* 1: only without a waitgroups block */
 };
 
 static int top_int(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
@@ -702,10 +705,11 @@ static int top_unknown_share(struct loader *ld, const struct topkey *tk, const s
 	if (cy_expect(&ld->cy, v, CY_SCALAR, tk->name) < 0)
 		return -1;
 	if (config_share_parse(v->value, v->len, &ld->unknown_share) < 0)
-		return cy_error(&ld->cy, v, "%s: invalid value %s: expected a number above 0 and at "
+		return cy_error(&ld->cy, v,
+				"%s: invalid value %s: expected a number above 0 and at "
 				"most 1 (the share of the pool, like 0.5; at most %d digits after "
-				"the point)", tk->name, cy_quote(v, q, sizeof q),
-				CONFIG_SHARE_MAX_DIGITS);
+				"the point)",
+				tk->name, cy_quote(v, q, sizeof q), CONFIG_SHARE_MAX_DIGITS);
 	ld->cfg->unknown_share = config_share_value(ld->unknown_share);
 	return 0;
 }
@@ -716,8 +720,10 @@ static int top_auth_token(struct loader *ld, const struct topkey *tk, const stru
 		return -1;
 	for (const char *p = ld->cfg->auth_token; p && *p; p++)
 		if (*p < 0x21 || *p > 0x7e)
-			return cy_error(&ld->cy, v, "%s: only visible ASCII characters (no spaces) "
-					"are allowed in a token", tk->name);
+			return cy_error(&ld->cy, v,
+					"%s: only visible ASCII characters (no spaces) "
+					"are allowed in a token",
+					tk->name);
 	return 0;
 }
 
@@ -734,8 +740,10 @@ static int top_instance_id(struct loader *ld, const struct topkey *tk, const str
 	for (const char *p = id; p && *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
 		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || *p == '-'))
-			return cy_error(&ld->cy, v, "%s: %s: only letters, digits, '_', '.' and "
-					"'-' are allowed", tk->name, cy_quote(v, q, sizeof q));
+			return cy_error(&ld->cy, v,
+					"%s: %s: only letters, digits, '_', '.' and "
+					"'-' are allowed",
+					tk->name, cy_quote(v, q, sizeof q));
 	return 0;
 }
 
@@ -781,9 +789,10 @@ static int get_addr_rules(struct loader *ld, const struct topkey *tk, const stru
 		int rc = addr_rule_parse(s, &rules->items[i], &why);
 		free(s);
 		if (rc == 0 && !hosts_too && rules->items[i].kind == ADDR_RULE_HOST)
-			return cy_error(&ld->cy, item, "%s: %s is not an IP address or CIDR block "
-					"(a proxy is known by the address it connects from)", what,
-					cy_quote(item, q, sizeof q));
+			return cy_error(&ld->cy, item,
+					"%s: %s is not an IP address or CIDR block "
+					"(a proxy is known by the address it connects from)",
+					what, cy_quote(item, q, sizeof q));
 		if (rc < 0)
 			return cy_error(&ld->cy, item, "%s: %s is not %s: %s", what,
 					cy_quote(item, q, sizeof q),
@@ -802,8 +811,7 @@ static int top_callback_allow(struct loader *ld, const struct topkey *tk, const 
 }
 
 /* trustedProxies: IP addresses and CIDR blocks. */
-static int top_trusted_proxies(struct loader *ld, const struct topkey *tk,
-			       const struct cy_node *v)
+static int top_trusted_proxies(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
 	return get_addr_rules(ld, tk, v, &ld->cfg->trusted_proxies, 0);
 }
@@ -817,8 +825,10 @@ static int top_log_level(struct loader *ld, const struct topkey *tk, const struc
 		return -1;
 	level = strlen(v->value) == v->len ? log_level_parse(v->value) : -1;
 	if (level < 0)
-		return cy_error(&ld->cy, v, "%s: invalid value %s: expected error, warn, info or "
-				"debug", tk->name, cy_quote(v, q, sizeof q));
+		return cy_error(&ld->cy, v,
+				"%s: invalid value %s: expected error, warn, info or "
+				"debug",
+				tk->name, cy_quote(v, q, sizeof q));
 	ld->cfg->log_level = level;
 	return 0;
 }
@@ -826,7 +836,7 @@ static int top_log_level(struct loader *ld, const struct topkey *tk, const struc
 static int top_job_limits(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
 	static const char *const allowed[] = { "cpuSec", "memoryMB", "fileSizeMB", "openFiles",
-					       "coreMB", "nice", NULL };
+					       "coreMB", "nice",     NULL };
 	static const struct {
 		const char *key;
 		size_t off;
@@ -875,18 +885,24 @@ static int top_tls(struct loader *ld, const struct topkey *tk, const struct cy_n
 	cert = cy_map_find(v, "cert", NULL);
 	key = cy_map_find(v, "key", NULL);
 	if (!cert || !key)
-		return cy_error(&ld->cy, v, "%s: needs both cert (the certificate chain, PEM) and "
-				"key (its private key, PEM)", tk->name);
+		return cy_error(&ld->cy, v,
+				"%s: needs both cert (the certificate chain, PEM) and "
+				"key (its private key, PEM)",
+				tk->name);
 	if (get_opt_string(ld, cert, "tls.cert", &ld->cfg->tls_cert) < 0 ||
 	    get_opt_string(ld, key, "tls.key", &ld->cfg->tls_key) < 0)
 		return -1;
 	return 0;
 }
 
-#define INTKEY(name, field, min, max) \
-	{ name, top_int, offsetof(struct es_config, field), min, max, 0 }
-#define AB_INTKEY(name, field, min, max) \
-	{ name, top_int, offsetof(struct es_config, field), min, max, 1 }
+#define INTKEY(name, field, min, max)                                         \
+	{                                                                     \
+		name, top_int, offsetof(struct es_config, field), min, max, 0 \
+	}
+#define AB_INTKEY(name, field, min, max)                                      \
+	{                                                                     \
+		name, top_int, offsetof(struct es_config, field), min, max, 1 \
+	}
 
 static const struct topkey topkeys[] = {
 	{ "addr", top_addr, 0, 0, 0, 0 },
@@ -931,7 +947,6 @@ static const struct topkey topkeys[] = {
 	{ "unknownShare", top_unknown_share, 0, 0, 0, 1 },
 	AB_INTKEY("minSamples", min_samples, 1, 1000),
 };
-
 
 #define NTOPKEYS (sizeof topkeys / sizeof topkeys[0])
 
@@ -993,10 +1008,11 @@ static int inherit(struct loader *ld, const struct config_service *svc, struct c
 		return 0;
 	common = find_common(ld->cfg, cmd->name);
 	if (!common)
-		return cy_error_at(&ld->cy, cmd->line, cmd->column, "services.%s.commands.%s: no "
+		return cy_error_at(&ld->cy, cmd->line, cmd->column,
+				   "services.%s.commands.%s: no "
 				   "\"prog\", and no common command \"%s\" under the top-level "
-				   "\"commands\" to inherit it from", svc->name, cmd->name,
-				   cmd->name);
+				   "\"commands\" to inherit it from",
+				   svc->name, cmd->name, cmd->name);
 	cmd->prog = strdup(common->prog);
 	if (!cmd->prog)
 		return oom(ld);
@@ -1027,25 +1043,31 @@ static int resolve_services(struct loader *ld)
 		char q[64];
 
 		if (cfg->auto_balance && svc->waitgroup)
-			return cy_error(&ld->cy, x->wg_node, "services.%s.waitgroup: there is no "
-					"\"waitgroups\" block, so all services share one auto-balanced "
-					"pool; remove this key, or define the waitgroups", svc->name);
+			return cy_error(
+				&ld->cy, x->wg_node,
+				"services.%s.waitgroup: there is no "
+				"\"waitgroups\" block, so all services share one auto-balanced "
+				"pool; remove this key, or define the waitgroups",
+				svc->name);
 		if (cfg->auto_balance) {
 			svc->waitgroup = strdup(CONFIG_AUTO_POOL);
 			if (!svc->waitgroup)
 				return oom(ld);
 		}
 		if (!svc->waitgroup)
-			return cy_error_at(&ld->cy, svc->line, svc->column, "services.%s: missing "
+			return cy_error_at(&ld->cy, svc->line, svc->column,
+					   "services.%s: missing "
 					   "required key \"waitgroup\" (a \"waitgroups\" block is "
-					   "defined, so every service names its waitgroup)", svc->name);
+					   "defined, so every service names its waitgroup)",
+					   svc->name);
 		for (size_t w = 0; w < cfg->nwaitgroups; w++)
 			if (strcmp(cfg->waitgroups[w].name, svc->waitgroup) == 0)
 				svc->wg_index = (int)w;
 		if (svc->wg_index < 0)
-			return cy_error(&ld->cy, x->wg_node, "services.%s.waitgroup: no waitgroup "
-					"named %s is defined under \"waitgroups\"", svc->name,
-					cy_quote(x->wg_node, q, sizeof q));
+			return cy_error(&ld->cy, x->wg_node,
+					"services.%s.waitgroup: no waitgroup "
+					"named %s is defined under \"waitgroups\"",
+					svc->name, cy_quote(x->wg_node, q, sizeof q));
 		for (size_t c = 0; c < svc->ncommands; c++)
 			if (inherit(ld, svc, &svc->commands[c], x->given[c]) < 0)
 				return -1;
@@ -1059,9 +1081,11 @@ static int make_pool(struct loader *ld)
 	long pool;
 	int rc = config_auto_make_pool(ld->cfg, ld->unknown_share, &pool);
 	if (rc == -2)
-		return cy_error(&ld->cy, ld->fast_reserve, "fastReserve (%d) must be smaller than "
+		return cy_error(&ld->cy, ld->fast_reserve,
+				"fastReserve (%d) must be smaller than "
 				"the pool (%ld slots%s), or heavy jobs could never run",
-				ld->cfg->fast_reserve, pool, ld->cfg->cpus ? "" : ": the number of CPUs");
+				ld->cfg->fast_reserve, pool,
+				ld->cfg->cpus ? "" : ": the number of CPUs");
 	return rc < 0 ? oom(ld) : 0;
 }
 
@@ -1073,7 +1097,8 @@ static int check_relations(struct loader *ld)
 		if (make_pool(ld) < 0)
 			return -1;
 	} else if (ld->ab_key) {
-		return cy_error(&ld->cy, ld->ab_key, "%s: an auto-balance key, but the "
+		return cy_error(&ld->cy, ld->ab_key,
+				"%s: an auto-balance key, but the "
 				"\"waitgroups\" block turns auto-balance off; remove one of them",
 				ld->ab_key->value);
 	}
@@ -1084,8 +1109,8 @@ static int check_relations(struct loader *ld)
 				"pingTimeoutSec (%d) must be greater than pingIntervalSec (%d)",
 				cfg->ping_timeout_sec, cfg->ping_interval_sec);
 	if (cfg->max_wants_per_connection > cfg->max_wants)
-		return cy_error(&ld->cy, ld->max_wants_per_conn ? ld->max_wants_per_conn
-								: ld->max_wants,
+		return cy_error(&ld->cy,
+				ld->max_wants_per_conn ? ld->max_wants_per_conn : ld->max_wants,
 				"maxWantsPerConnection (%d) must not exceed maxWants (%d)",
 				cfg->max_wants_per_connection, cfg->max_wants);
 	return 0;
@@ -1107,13 +1132,15 @@ static int find_block(struct loader *ld, const struct cy_node *root)
 		return -1;
 	services = cy_map_find(fylr, "services", &services_key);
 	if (!services)
-		return cy_error(&ld->cy, fylr_key, "fylr: no \"services\" key, so no "
+		return cy_error(&ld->cy, fylr_key,
+				"fylr: no \"services\" key, so no "
 				"fylr.services.execserver block to read");
 	if (cy_expect(&ld->cy, services, CY_MAPPING, "fylr.services") < 0)
 		return -1;
 	block = cy_map_find(services, "execserver", &block_key);
 	if (!block)
-		return cy_error(&ld->cy, services_key, "fylr.services: no \"execserver\" key, "
+		return cy_error(&ld->cy, services_key,
+				"fylr.services: no \"execserver\" key, "
 				"so no fylr.services.execserver block to read");
 	if (cy_expect(&ld->cy, block, CY_MAPPING, "fylr.services.execserver") < 0)
 		return -1;
@@ -1144,7 +1171,8 @@ int config_load_buffer(const char *name, const char *text, size_t len, struct es
 	if (cy_parse(&ld.cy, text, len, &root) < 0)
 		goto out;
 	if (!root) {
-		cy_error_at(&ld.cy, 1, 1, "the file is empty: expected a mapping of configuration "
+		cy_error_at(&ld.cy, 1, 1,
+			    "the file is empty: expected a mapping of configuration "
 			    "keys (at least \"services\")");
 		goto out;
 	}
@@ -1227,8 +1255,7 @@ const struct config_service *config_find_service(const struct es_config *cfg, co
 	return i < 0 ? NULL : &cfg->services[i];
 }
 
-const struct config_command *config_find_command(const struct config_service *svc,
-						 const char *name)
+const struct config_command *config_find_command(const struct config_service *svc, const char *name)
 {
 	for (size_t i = 0; i < svc->ncommands; i++)
 		if (strcmp(svc->commands[i].name, name) == 0)

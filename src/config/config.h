@@ -28,9 +28,9 @@
 #define CONFIG_MAX_WAITGROUPS 32
 #define CONFIG_MAX_SERVICES 256
 #define CONFIG_MAX_HANDLERS 64
-#define CONFIG_NAME_MAX 63 /* longest waitgroup, service or command name */
-#define CONFIG_MAX_PROCESSES 1024 /* most slots (processes) of one waitgroup */
-#define CONFIG_AUTO_POOL "auto"   /* the one waitgroup of auto-balance */
+#define CONFIG_NAME_MAX 63            /* longest waitgroup, service or command name */
+#define CONFIG_MAX_PROCESSES 1024     /* most slots (processes) of one waitgroup */
+#define CONFIG_AUTO_POOL "auto"       /* the one waitgroup of auto-balance */
 #define CONFIG_INSTANCE_ID_MAX 64     /* characters of instanceId */
 #define CONFIG_MAX_CALLBACK_ALLOW 256 /* entries of callbackAllow, of trustedProxies */
 
@@ -41,52 +41,52 @@ struct strlist {
 };
 
 struct config_startup_check {
-	int present;          /* the startupCheck block was given */
+	int present; /* the startupCheck block was given */
 	struct strlist args;
-	char *regex;          /* POSIX extended regex matched against stdout+stderr, or NULL */
+	char *regex; /* POSIX extended regex matched against stdout+stderr, or NULL */
 };
 
 struct config_command {
 	char *name;
-	char *prog;           /* program name (looked up in PATH) or absolute path */
-	struct strlist args;  /* configured args, before the job's own */
-	struct strlist env;   /* K=V */
+	char *prog;          /* program name (looked up in PATH) or absolute path */
+	struct strlist args; /* configured args, before the job's own */
+	struct strlist env;  /* K=V */
 	struct config_startup_check startup_check;
-	int line, column;     /* where it was defined, for messages */
+	int line, column; /* where it was defined, for messages */
 };
 
 struct config_service {
 	char *name;
-	char *waitgroup;      /* name as written */
-	int wg_index;         /* index into config.waitgroups */
+	char *waitgroup; /* name as written */
+	int wg_index;    /* index into config.waitgroups */
 	struct config_command *commands;
 	size_t ncommands;
-	int enabled;          /* cleared by the startup check */
+	int enabled; /* cleared by the startup check */
 	int line, column;
 };
 
 struct config_waitgroup {
 	char *name;
-	int processes;        /* slots; >= 1 */
+	int processes; /* slots; >= 1 */
 	int line, column;
 };
 
 enum job_removal_policy {
-	JOB_REMOVAL_NONE,     /* keep every job directory */
-	JOB_REMOVAL_DONE,     /* remove directories of successful jobs */
-	JOB_REMOVAL_ALL,      /* remove every job directory when the job ends */
+	JOB_REMOVAL_NONE, /* keep every job directory */
+	JOB_REMOVAL_DONE, /* remove directories of successful jobs */
+	JOB_REMOVAL_ALL,  /* remove every job directory when the job ends */
 };
 
 /* jobLimits: resource limits of every job process (setrlimit, soft = hard).
  * 0 = not set (the job inherits the daemon's limit). */
 struct config_job_limits {
-	long long cpu_sec;        /* RLIMIT_CPU */
-	long long memory_mb;      /* RLIMIT_AS */
-	long long file_size_mb;   /* RLIMIT_FSIZE */
-	long long open_files;     /* RLIMIT_NOFILE */
-	long long core_mb;        /* RLIMIT_CORE; default 0 = no core files */
-	int core_given;           /* coreMB was written (0 is meaningful) */
-	long long nice;           /* added to the daemon's niceness for every
+	long long cpu_sec;      /* RLIMIT_CPU */
+	long long memory_mb;    /* RLIMIT_AS */
+	long long file_size_mb; /* RLIMIT_FSIZE */
+	long long open_files;   /* RLIMIT_NOFILE */
+	long long core_mb;      /* RLIMIT_CORE; default 0 = no core files */
+	int core_given;         /* coreMB was written (0 is meaningful) */
+	long long nice;         /* added to the daemon's niceness for every
 				   * job, 0-19; default CONFIG_JOB_NICE_DEFAULT */
 };
 
@@ -97,15 +97,15 @@ struct config_job_limits {
 #define CONFIG_JOB_NICE_DEFAULT 0
 
 struct es_config {
-	char *file;                       /* path it was loaded from */
+	char *file; /* path it was loaded from */
 
 	/* keys shared with fylr.yml's services.execserver block */
-	char *addr;                       /* "host:port", default 127.0.0.1:8083 */
-	char *temp_dir;                   /* default /var/lib/execserver */
+	char *addr;                                 /* "host:port", default 127.0.0.1:8083 */
+	char *temp_dir;                             /* default /var/lib/execserver */
 	enum job_removal_policy job_removal_policy; /* default done */
-	int64_t janitor_file_age_ms;      /* default 24h */
-	struct strlist env;               /* K=V for every program */
-	struct config_command *commands;  /* common definitions */
+	int64_t janitor_file_age_ms;                /* default 24h */
+	struct strlist env;                         /* K=V for every program */
+	struct config_command *commands;            /* common definitions */
 	size_t ncommands;
 	struct config_waitgroup *waitgroups;
 	size_t nwaitgroups;
@@ -113,45 +113,45 @@ struct es_config {
 	size_t nservices;
 
 	/* this project's keys */
-	int handlers;                     /* 0 = number of CPUs */
-	int offer_timeout_sec;            /* default 10 */
-	int resume_grace_sec;             /* default 30 */
-	int drain_timeout_sec;            /* default 20 */
-	int ping_interval_sec;            /* default 15 */
-	int ping_timeout_sec;             /* default 45: silence past this closes */
-	int max_connections;              /* default 4096 */
-	int max_wants;                    /* default 65536 */
-	int max_wants_per_connection;     /* default 4096 */
-	int max_frame_bytes;              /* default 1 MiB */
-	int handshake_timeout_sec;        /* default 10: whole HTTP phase, from accept */
-	int idle_timeout_sec;             /* default 0 = off: see execserver.yml(5) */
-	int max_jobs_per_client;          /* default 0 = no limit */
-	struct addr_rules callback_allow; /* callbackAllow; empty = the peer only */
+	int handlers;                      /* 0 = number of CPUs */
+	int offer_timeout_sec;             /* default 10 */
+	int resume_grace_sec;              /* default 30 */
+	int drain_timeout_sec;             /* default 20 */
+	int ping_interval_sec;             /* default 15 */
+	int ping_timeout_sec;              /* default 45: silence past this closes */
+	int max_connections;               /* default 4096 */
+	int max_wants;                     /* default 65536 */
+	int max_wants_per_connection;      /* default 4096 */
+	int max_frame_bytes;               /* default 1 MiB */
+	int handshake_timeout_sec;         /* default 10: whole HTTP phase, from accept */
+	int idle_timeout_sec;              /* default 0 = off: see execserver.yml(5) */
+	int max_jobs_per_client;           /* default 0 = no limit */
+	struct addr_rules callback_allow;  /* callbackAllow; empty = the peer only */
 	struct addr_rules trusted_proxies; /* trustedProxies: addresses and CIDR
 					    * blocks only; empty = none */
-	char *auth_token;                 /* NULL = no authentication */
-	char *instance_id;                /* instanceId; NULL = random at start */
-	char *user;                       /* NULL = keep the current user */
-	char *group;                      /* NULL = the user's primary group */
-	int allow_root_jobs;              /* allowRootJobs: jobs may run as root */
-	char *pid_file;                   /* default /run/execserver.pid */
-	int log_level;                    /* enum log_level, default info */
+	char *auth_token;                  /* NULL = no authentication */
+	char *instance_id;                 /* instanceId; NULL = random at start */
+	char *user;                        /* NULL = keep the current user */
+	char *group;                       /* NULL = the user's primary group */
+	int allow_root_jobs;               /* allowRootJobs: jobs may run as root */
+	char *pid_file;                    /* default /run/execserver.pid */
+	int log_level;                     /* enum log_level, default info */
 	struct config_job_limits job_limits;
-	char *tls_cert;                   /* PEM chain; NULL = plain TCP */
-	char *tls_key;                    /* PEM private key (with tls_cert) */
+	char *tls_cert; /* PEM chain; NULL = plain TCP */
+	char *tls_key;  /* PEM private key (with tls_cert) */
 
 	/* auto-balance: the file has no `waitgroups` block */
-	int auto_balance;                 /* 1: one pool, services classed by runtime */
-	int cpus;                         /* as written; 0 = number of CPUs */
-	int fast_reserve;                 /* resolved: slots only light jobs take */
-	int64_t heavy_threshold_ms;       /* default 10 s */
-	double unknown_share;             /* default 0.5, in (0, 1] */
-	int unknown_cap;                  /* resolved: max(1, floor(share * pool)) */
-	int min_samples;                  /* default 3 */
+	int auto_balance;           /* 1: one pool, services classed by runtime */
+	int cpus;                   /* as written; 0 = number of CPUs */
+	int fast_reserve;           /* resolved: slots only light jobs take */
+	int64_t heavy_threshold_ms; /* default 10 s */
+	double unknown_share;       /* default 0.5, in (0, 1] */
+	int unknown_cap;            /* resolved: max(1, floor(share * pool)) */
+	int min_samples;            /* default 3 */
 
-	int broker;                       /* broker: serve /broker (off: 404); default on */
-	int legacy_token;                 /* legacyToken: GET /token, PUT /job; default on */
-	int legacy_token_validity_sec;    /* legacyTokenValiditySec: default 10 */
+	int broker;                    /* broker: serve /broker (off: 404); default on */
+	int legacy_token;              /* legacyToken: GET /token, PUT /job; default on */
+	int legacy_token_validity_sec; /* legacyTokenValiditySec: default 10 */
 };
 
 /* Error reporting: "file:line:column: message".  Loaders fill this in and
@@ -166,14 +166,15 @@ void config_defaults(struct es_config *cfg);
  * first error; *cfg is then left empty, so config_free on it is harmless). */
 int config_load(const char *path, struct es_config *cfg, struct config_error *err);
 /* Same from a buffer; `name` stands for the file in messages. */
-int config_load_buffer(const char *name, const char *text, size_t len,
-		       struct es_config *cfg, struct config_error *err);
+int config_load_buffer(const char *name, const char *text, size_t len, struct es_config *cfg,
+		       struct config_error *err);
 void config_free(struct es_config *cfg);
 
 /* Lookups; NULL / -1 when absent. */
 const struct config_service *config_find_service(const struct es_config *cfg, const char *name);
 int config_service_index(const struct es_config *cfg, const char *name);
-const struct config_command *config_find_command(const struct config_service *svc, const char *name);
+const struct config_command *config_find_command(const struct config_service *svc,
+						 const char *name);
 /* The number of handlers to fork: cfg->handlers, or the CPU count for 0. */
 int config_effective_handlers(const struct es_config *cfg);
 

@@ -36,12 +36,12 @@ int config_share_parse(const char *text, size_t len, struct config_share *out)
 		digits++;
 		if (!point) {
 			if (num > 1)
-				return -1;      /* above 1 whatever follows */
+				return -1; /* above 1 whatever follows */
 			num = num * 10 + (uint64_t)(ch - '0');
 			continue;
 		}
 		if (ch == '0') {
-			zeros++;            /* kept only if a non-zero digit follows */
+			zeros++; /* kept only if a non-zero digit follows */
 			continue;
 		}
 		if (scale + zeros + 1 > CONFIG_SHARE_MAX_DIGITS)

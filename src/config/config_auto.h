@@ -24,7 +24,7 @@ struct config_share {
 	uint64_t num;
 	unsigned scale;
 };
-#define CONFIG_SHARE_DEFAULT ((struct config_share){ 5, 1 })   /* 0.5 */
+#define CONFIG_SHARE_DEFAULT ((struct config_share){ 5, 1 }) /* 0.5 */
 
 /* Parses text[0..len) as a plain decimal number (digits with at most one
  * point, at most CONFIG_SHARE_MAX_DIGITS significant digits after it) above

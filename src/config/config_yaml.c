@@ -134,17 +134,17 @@ static int attach(struct builder *b, struct cy_node *node)
 }
 
 /* Anchors, aliases and tags are refused (see config_yaml.h). */
-static int check_properties(struct builder *b, const yaml_mark_t *mark,
-			    const yaml_char_t *anchor, const yaml_char_t *tag)
+static int check_properties(struct builder *b, const yaml_mark_t *mark, const yaml_char_t *anchor,
+			    const yaml_char_t *tag)
 {
 	int line = (int)mark->line + 1, column = (int)mark->column + 1;
 
 	if (anchor)
-		return cy_error_at(b->ctx, line, column,
-				   "YAML anchors (&%.40s) are not supported", (const char *)anchor);
+		return cy_error_at(b->ctx, line, column, "YAML anchors (&%.40s) are not supported",
+				   (const char *)anchor);
 	if (tag)
-		return cy_error_at(b->ctx, line, column,
-				   "YAML tags (%.40s) are not supported", (const char *)tag);
+		return cy_error_at(b->ctx, line, column, "YAML tags (%.40s) are not supported",
+				   (const char *)tag);
 	return 0;
 }
 
@@ -168,11 +168,8 @@ static int on_event(struct builder *b, const yaml_event_t *ev, int *done)
 	switch (ev->type) {
 	case YAML_STREAM_START_EVENT:
 	case YAML_DOCUMENT_END_EVENT:
-	case YAML_NO_EVENT:
-		return 0;
-	case YAML_STREAM_END_EVENT:
-		*done = 1;
-		return 0;
+	case YAML_NO_EVENT: return 0;
+	case YAML_STREAM_END_EVENT: *done = 1; return 0;
 	case YAML_DOCUMENT_START_EVENT:
 		if (b->documents++ > 0)
 			return cy_error_at(b->ctx, (int)mark->line + 1, (int)mark->column + 1,
@@ -251,8 +248,7 @@ static int parser_error(const struct cy_ctx *ctx, const yaml_parser_t *p, const 
 	const char *problem = p->problem ? p->problem : "unknown error";
 
 	switch (p->error) {
-	case YAML_MEMORY_ERROR:
-		return out_of_memory(ctx);
+	case YAML_MEMORY_ERROR: return out_of_memory(ctx);
 	case YAML_READER_ERROR:
 		offset_position(text, len, p->problem_offset, &line, &column);
 		return cy_error_at(ctx, line, column, "invalid YAML input: %s", problem);
@@ -322,12 +318,9 @@ int cy_is_null(const struct cy_node *node)
 static const char *type_name(enum cy_type type)
 {
 	switch (type) {
-	case CY_MAPPING:
-		return "a mapping";
-	case CY_SEQUENCE:
-		return "a sequence";
-	case CY_SCALAR:
-		break;
+	case CY_MAPPING: return "a mapping";
+	case CY_SEQUENCE: return "a sequence";
+	case CY_SCALAR: break;
 	}
 	return "a scalar";
 }
@@ -437,9 +430,10 @@ int cy_unknown_key(const struct cy_ctx *ctx, const struct cy_node *key, const ch
 		int w = snprintf(list + used, sizeof list - used, "%s%s", j ? ", " : "",
 				 allowed[j]);
 		if (w < 0 || (size_t)w >= sizeof list - used)
-			return cy_error(ctx, key, "%s%sunknown key %s (the keys are listed in "
-					"execserver.yml(5))", nz(what), pfx(what),
-					cy_quote(key, q, sizeof q));
+			return cy_error(ctx, key,
+					"%s%sunknown key %s (the keys are listed in "
+					"execserver.yml(5))",
+					nz(what), pfx(what), cy_quote(key, q, sizeof q));
 		used += (size_t)w;
 	}
 	return cy_error(ctx, key, "%s%sunknown key %s (expected one of: %s)", nz(what), pfx(what),
@@ -555,8 +549,10 @@ int cy_get_duration_ms(const struct cy_ctx *ctx, const struct cy_node *node, con
 	int64_t ms;
 
 	if (node->type != CY_SCALAR || cy_is_null(node))
-		return cy_error(ctx, node, "%s%sexpected a duration (like 90s, 1h30m or 500ms), "
-				"found %s", nz(what), pfx(what), cy_kind(node));
+		return cy_error(ctx, node,
+				"%s%sexpected a duration (like 90s, 1h30m or 500ms), "
+				"found %s",
+				nz(what), pfx(what), cy_kind(node));
 	if (strlen(node->value) != node->len || duration_parse_ms(node->value, &ms, &why) < 0) {
 		if (strlen(node->value) != node->len)
 			why = "contains a NUL character";

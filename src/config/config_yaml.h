@@ -26,20 +26,24 @@
 
 #define CY_MAX_DEPTH 64 /* deepest nesting accepted */
 
-enum cy_type { CY_SCALAR, CY_SEQUENCE, CY_MAPPING };
+enum cy_type {
+	CY_SCALAR,
+	CY_SEQUENCE,
+	CY_MAPPING
+};
 
 struct cy_node {
 	enum cy_type type;
-	int line, column;        /* 1-based */
-	char *value;             /* scalar: NUL-terminated text */
-	size_t len;              /* scalar: bytes (differs from strlen if it holds NUL) */
-	int quoted;              /* scalar was quoted or a block scalar (never null) */
-	struct cy_node **kids;   /* sequence: items; mapping: key, value, key, value... */
+	int line, column;      /* 1-based */
+	char *value;           /* scalar: NUL-terminated text */
+	size_t len;            /* scalar: bytes (differs from strlen if it holds NUL) */
+	int quoted;            /* scalar was quoted or a block scalar (never null) */
+	struct cy_node **kids; /* sequence: items; mapping: key, value, key, value... */
 	size_t nkids;
 };
 
 struct cy_ctx {
-	const char *file;        /* name used in messages */
+	const char *file; /* name used in messages */
 	struct config_error *err;
 };
 

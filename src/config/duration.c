@@ -123,8 +123,14 @@ int duration_parse_ms(const char *s, int64_t *ms, const char **why)
 
 char *duration_format_ms(int64_t ms, char *buf, size_t len)
 {
-	static const struct { int64_t ms; const char *unit; } units[] = {
-		{ MS_PER_H, "h" }, { MS_PER_M, "m" }, { MS_PER_S, "s" }, { 1, "ms" },
+	static const struct {
+		int64_t ms;
+		const char *unit;
+	} units[] = {
+		{ MS_PER_H, "h" },
+		{ MS_PER_M, "m" },
+		{ MS_PER_S, "s" },
+		{ 1, "ms" },
 	};
 	size_t used = 0;
 

@@ -13,20 +13,18 @@ static int differ(const char *a, const char *b)
 
 int config_take_reloadable(struct es_config *cur, struct es_config *fresh, int keep_log_level)
 {
-	int restart_needed = strcmp(cur->addr, fresh->addr) != 0 ||
-			     differ(cur->tls_cert, fresh->tls_cert) ||
-			     differ(cur->tls_key, fresh->tls_key) ||
-			     cur->nwaitgroups != fresh->nwaitgroups ||
-			     cur->nservices != fresh->nservices ||
-			     cur->max_connections != fresh->max_connections ||
-			     cur->max_wants != fresh->max_wants || cur->handlers != fresh->handlers ||
-			     cur->auto_balance != fresh->auto_balance || cur->cpus != fresh->cpus ||
-			     cur->fast_reserve != fresh->fast_reserve ||
-			     cur->heavy_threshold_ms != fresh->heavy_threshold_ms ||
-			     cur->unknown_cap != fresh->unknown_cap ||
-			     cur->min_samples != fresh->min_samples ||
-			     cur->max_jobs_per_client != fresh->max_jobs_per_client ||
-			     differ(cur->instance_id, fresh->instance_id);
+	int restart_needed =
+		strcmp(cur->addr, fresh->addr) != 0 || differ(cur->tls_cert, fresh->tls_cert) ||
+		differ(cur->tls_key, fresh->tls_key) || cur->nwaitgroups != fresh->nwaitgroups ||
+		cur->nservices != fresh->nservices ||
+		cur->max_connections != fresh->max_connections ||
+		cur->max_wants != fresh->max_wants || cur->handlers != fresh->handlers ||
+		cur->auto_balance != fresh->auto_balance || cur->cpus != fresh->cpus ||
+		cur->fast_reserve != fresh->fast_reserve ||
+		cur->heavy_threshold_ms != fresh->heavy_threshold_ms ||
+		cur->unknown_cap != fresh->unknown_cap || cur->min_samples != fresh->min_samples ||
+		cur->max_jobs_per_client != fresh->max_jobs_per_client ||
+		differ(cur->instance_id, fresh->instance_id);
 
 	if (!keep_log_level)
 		cur->log_level = fresh->log_level;

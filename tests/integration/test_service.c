@@ -4,7 +4,7 @@
  * and init script name the configured paths, so each is moved into that
  * tree (every path under sbindir, sysconfdir and the unit directory gets
  * the tree in front, nothing else changes) and then:
- *  - the unit passes `systemd-analyze verify` with exit status 0 and not a
+ *  - the unit (and execdispatch's) passes `systemd-analyze verify` with exit status 0 and not a
  *    word of output (a stray line outside a section is only a warning
  *    there), its man pages found in the tree, and systemd reads
  *    NoNewPrivileges= as set (`systemd-analyze security --offline`);
@@ -96,13 +96,16 @@ static void test_install(void)
 	CU_ASSERT_EQUAL(install(), 0);
 }
 
-static void test_unit(void)
+/* The installed unit name: systemd-analyze verify says nothing and exits 0,
+ * and systemd reads NoNewPrivileges= as set. */
+static void check_unit(const char *name)
 {
-	char unit[128], man[300], cmd[600], out[4096];
+	char unit[128], path[200], man[300], cmd[600], out[4096];
 
 	CU_ASSERT_FATAL(install() == 0);
-	snprintf(unit, sizeof unit, "%s/execserver.service", root);
-	CU_ASSERT_FATAL(relocate(TEST_UNITDIR "/execserver.service", unit) == 0);
+	snprintf(unit, sizeof unit, "%s/%s", root, name);
+	snprintf(path, sizeof path, "%s/%s", TEST_UNITDIR, name);
+	CU_ASSERT_FATAL(relocate(path, unit) == 0);
 	snprintf(man, sizeof man, "MANPATH=%s%s", root, TEST_MANDIR);
 	putenv(man);
 
@@ -115,7 +118,7 @@ static void test_unit(void)
 	CU_ASSERT_EQUAL(pclose(p), 0);
 	CU_ASSERT_EQUAL(n, 0);
 	if (n)
-		fprintf(stderr, "\n  systemd-analyze verify: %s", out);
+		fprintf(stderr, "\n  systemd-analyze verify %s: %s", name, out);
 
 	/* the settings as systemd reads them */
 	snprintf(cmd, sizeof cmd, "systemd-analyze security --offline=yes '%s' 2>&1", unit);
@@ -127,6 +130,16 @@ static void test_unit(void)
 			nnp = strncmp(out, "\xE2\x9C\x93 ", 4) == 0 ? 1 : -1; /* a check mark */
 	pclose(p);
 	CU_ASSERT_EQUAL(nnp, 1);
+}
+
+static void test_unit(void)
+{
+	check_unit("execserver.service");
+}
+
+static void test_unit_dispatch(void)
+{
+	check_unit("execdispatch.service");
 }
 
 /* The HTTP status of GET /status (with the token when auth), or -1. */
@@ -250,6 +263,7 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "make install DESTDIR", test_install },
 		{ "the unit: systemd-analyze verify and security", test_unit },
+		{ "execdispatch's unit: the same", test_unit_dispatch },
 		{ "the init script: configtest, start, status, reload, stop", test_init_script },
 		{ NULL, NULL },
 	};

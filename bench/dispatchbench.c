@@ -1,0 +1,387 @@
+/*
+ * dispatchbench.c - the execdispatch row of `make bench` (docs/benchmarks.md,
+ * "execdispatch"): one private PostgreSQL, one execserver, the real
+ * execdispatch, measured side by side in one run:
+ *   a. /bin/true jobs per second end to end (queued in PostgreSQL, claimed,
+ *      run through the broker, outcome written) against libexecclient
+ *      submitting the same jobs directly with the same number in flight;
+ *   b. submit-to-start latency with the poll (pollMs 1000) and with
+ *      notify: true (the program's own start time against the row's
+ *      created_at, both on this host's clock);
+ *   c. statements per second an idle dispatcher sends (pg_stat_statements,
+ *      default timings);
+ *   d. the claim-and-finish path alone (the dispatcher's own statements,
+ *      no execserver): rows per second with one and with three sessions.
+ * Writes OUT/summary-dispatch.md and OUT/row-dispatch.md.  -q: a short run.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <execserver/client.h>
+
+#include "bench_util.h"
+#include "dispatch/db.h"
+#include "dispatch/queries.h"
+#include "dispatch_fixture.h"
+
+#define SLOTS 4
+
+static struct dfix F;
+static int quick;
+
+/* ---- a. throughput ---- */
+
+/* The dispatcher already running and connected (as the direct client
+ * below is before its clock starts): n jobs queued in one statement, the
+ * time until the last is done. */
+static double dispatch_rate(int n)
+{
+	long long t0;
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job"));
+	df_write_config(&F, 0, "logLevel: warn\n");
+	if (df_start_disp(&F, 0) < 0)
+		exit(1);
+	harness_sleep_ms(500); /* its HELLO is in */
+	t0 = bu_now_us();
+	PQclear(pgtest_query(F.c,
+			     "SELECT execdispatch.submit('work', '{\"command\":\"true\"}') "
+			     "FROM generate_series(1, %d)",
+			     n));
+	if (df_wait_final(&F, 600000) < 0)
+		fprintf(stderr, "dispatchbench: jobs did not finish\n");
+	double secs = (double)(bu_now_us() - t0) / 1e6;
+	df_stop_disp(&F, 0, SIGTERM, 10000);
+	if (pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done'") != n)
+		fprintf(stderr, "dispatchbench: not every job is done\n");
+	return n / secs;
+}
+
+struct direct {
+	struct event_base *base;
+	exc_client *c;
+	int left, inflight, done, share;
+};
+
+static void direct_more(struct direct *d);
+
+static void direct_done(exc_job *j, const struct exc_receipt *r, void *arg)
+{
+	struct direct *d = arg;
+
+	(void)j;
+	(void)r;
+	d->inflight--;
+	d->done++;
+	direct_more(d);
+	if (d->left == 0 && d->inflight == 0)
+		event_base_loopbreak(d->base);
+}
+
+static void direct_more(struct direct *d)
+{
+	unsigned share = exc_claim_share(d->c);
+
+	while (d->left > 0 && (unsigned)d->inflight < (share ? share : 1)) {
+		struct exc_job_spec s;
+		exc_job_spec_init(&s);
+		s.service = "work";
+		s.job_json = "{\"command\":\"true\"}";
+		s.on_done = direct_done;
+		s.arg = d;
+		if (!exc_submit(d->c, &s))
+			exit(1);
+		d->left--;
+		d->inflight++;
+	}
+}
+
+static void direct_tick(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	direct_more(arg);
+}
+
+/* libexecclient alone: the same jobs, at most the claim share in flight
+ * (what the dispatcher holds). */
+static double direct_rate(int n)
+{
+	struct direct d = { .left = n };
+	char url[64];
+	long long t0;
+	struct timeval tv = { 0, 20000 };
+
+	d.base = event_base_new();
+	d.c = exc_client_new(d.base, NULL);
+	snprintf(url, sizeof url, "ws://127.0.0.1:%d", F.es[0].port);
+	exc_client_add_address(d.c, url);
+	while (exc_claim_share(d.c) == 0)
+		event_base_loop(d.base, EVLOOP_ONCE);
+	struct event *tick = event_new(d.base, -1, EV_PERSIST, direct_tick, &d);
+	event_add(tick, &tv);
+	t0 = bu_now_us();
+	direct_more(&d);
+	event_base_dispatch(d.base);
+	double secs = (double)(bu_now_us() - t0) / 1e6;
+	event_free(tick);
+	exc_client_free(d.c);
+	event_base_free(d.base);
+	return n / secs;
+}
+
+/* ---- b. submit-to-start latency ---- */
+
+/* Submits jobs one at a time, gap_ms apart (plus a fixed spread so that
+ * submissions fall at every phase of the poll), and collects
+ * start - created_at in ms. */
+static void latency(struct samples *s, int jobs, int gap_ms)
+{
+	static const char job[] = "{\"command\":\"date\",\"args\":[\"+%s.%N\"]}";
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job"));
+	for (int i = 0; i < jobs; i++) {
+		df_submit(&F, job, 0);
+		/* offsets spread over a whole poll period: the poll's phase
+		 * follows the previous job's end, so a fixed gap would sample
+		 * one phase only */
+		harness_sleep_ms(gap_ms + (i * 397) % 1000);
+	}
+	df_wait_final(&F, 60000);
+	PGresult *r = pgtest_query(
+		F.c, "SELECT (receipt->>'stdout')::numeric - "
+		     "extract(epoch FROM created_at) FROM execdispatch.job WHERE state = 'done'");
+	for (int i = 0; r && i < PQntuples(r); i++)
+		bs_add(s, atof(PQgetvalue(r, i, 0)) * 1000.0);
+	PQclear(r);
+}
+
+/* ---- c. idle statements ---- */
+
+static double idle_rate(int secs)
+{
+	long long before, after;
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job"));
+	df_write_config(&F, 1,
+			"logLevel: warn\npollMs: 1000\nheartbeatSec: 5\nstaleAfterSec: 30\n"
+			"cancelPollMs: 1000\n");
+	if (df_start_disp(&F, 1) < 0)
+		exit(1);
+	harness_sleep_ms(2000);
+	before = pgtest_int(F.c, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s "
+				 "JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = 'idle'");
+	harness_sleep_ms(secs * 1000);
+	after = pgtest_int(F.c, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s "
+				"JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = 'idle'");
+	df_stop_disp(&F, 1, SIGTERM, 10000);
+	return (double)(after - before) / secs;
+}
+
+/* ---- d. the claim-and-finish path alone ---- */
+
+static void claim_finish_loop(const char *inst)
+{
+	PGconn *c = pgtest_connect(F.pg.conninfo);
+	char *claim = dq_expand(DQ_CLAIM, "execdispatch"),
+	     *finish = dq_expand(DQ_FINISH, "execdispatch");
+	const char *cp[5] = { inst, "100", "{}", "false", "-1000" };
+
+	for (;;) {
+		PGresult *r = PQexecParams(c, claim, 5, NULL, cp, NULL, NULL, 0);
+		int n = PQntuples(r);
+		if (n == 0) {
+			PQclear(r);
+			break;
+		}
+		/* the batch's outcomes in one statement, as the dispatcher writes them */
+		int64_t ids[100], att[100], zero[100];
+		const char *states[100], *errors[100], *receipts[100];
+		char aids[2200], aatt[2200], azero[2200];
+		for (int i = 0; i < n; i++) {
+			ids[i] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+			att[i] = atoi(PQgetvalue(r, i, 1));
+			zero[i] = 0;
+			states[i] = "done";
+			errors[i] = NULL;
+			receipts[i] = "{\"exit_code\": 0}";
+		}
+		PQclear(r);
+		db_int_array(aids, ids, n);
+		db_int_array(aatt, att, n);
+		db_int_array(azero, zero, n);
+		char *as = db_text_array(states, n), *ae = db_text_array(errors, n),
+		     *ar = db_text_array(receipts, n);
+		const char *fp[8] = { inst, aids, aatt, as, azero, azero, ae, ar };
+		PQclear(PQexecParams(c, finish, 8, NULL, fp, NULL, NULL, 0));
+		free(as);
+		free(ae);
+		free(ar);
+	}
+	PQfinish(c);
+	_exit(0);
+}
+
+static double claim_finish_rate(int rows, int sessions)
+{
+	pid_t pids[8];
+	long long t0;
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job"));
+	PQclear(pgtest_query(F.c,
+			     "SELECT execdispatch.submit('work', '{\"command\":\"true\"}') "
+			     "FROM generate_series(1, %d)",
+			     rows));
+	PQclear(pgtest_query(F.c, "VACUUM ANALYZE execdispatch.job"));
+	t0 = bu_now_us();
+	for (int i = 0; i < sessions; i++) {
+		char inst[16];
+		snprintf(inst, sizeof inst, "bench%d", i);
+		pids[i] = fork();
+		if (pids[i] == 0)
+			claim_finish_loop(inst);
+	}
+	for (int i = 0; i < sessions; i++)
+		waitpid(pids[i], NULL, 0);
+	double secs = (double)(bu_now_us() - t0) / 1e6;
+	if (pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done'") != rows)
+		fprintf(stderr, "dispatchbench: claim-and-finish left rows\n");
+	return rows / secs;
+}
+
+static const char *ok(int pass)
+{
+	return pass ? "met" : "**missed**";
+}
+
+int main(int argc, char **argv)
+{
+	const char *out = ".";
+	int opt, n, lat_jobs, idle_secs, rows;
+	struct samples rd = { 0 }, rx = { 0 };
+
+	while ((opt = getopt(argc, argv, "qo:")) != -1) {
+		if (opt == 'q')
+			quick = 1;
+		else if (opt == 'o')
+			out = optarg;
+	}
+	n = quick ? 300 : 2000;
+	lat_jobs = quick ? 10 : 40;
+	idle_secs = quick ? 10 : 30;
+	rows = quick ? 2000 : 20000;
+	signal(SIGPIPE, SIG_IGN);
+	setenv("PGTEST_OPTS", "-c shared_preload_libraries=pg_stat_statements", 1);
+	if (df_start(&F) < 0 || df_start_exec(&F, 0, SLOTS) < 0)
+		return 1;
+	PQclear(pgtest_query(F.c, "CREATE EXTENSION pg_stat_statements; "
+				  "CREATE ROLE idle LOGIN SUPERUSER"));
+
+	/* a: three rounds each, side by side */
+	for (int i = 0; i < 3; i++) {
+		double a = dispatch_rate(n), b = direct_rate(n);
+		bs_add(&rd, a);
+		bs_add(&rx, b);
+		fprintf(stderr, "dispatchbench: round %d: dispatch %.0f/s, direct %.0f/s\n", i, a,
+			b);
+	}
+	struct {
+		double med, min, max;
+	} sd = { bs_pct(&rd, 0.5), bs_min(&rd), bs_max(&rd) },
+	  sx = { bs_pct(&rx, 0.5), bs_min(&rx), bs_max(&rx) };
+
+	/* b: poll (default pollMs 1000), then notify */
+	struct samples poll_lat = { 0 }, notify_lat = { 0 };
+	df_write_config(&F, 0, "logLevel: warn\npollMs: 1000\n");
+	df_start_disp(&F, 0);
+	latency(&poll_lat, lat_jobs, 500);
+	df_stop_disp(&F, 0, SIGTERM, 10000);
+	df_write_config(&F, 0, "logLevel: warn\npollMs: 1000\nnotify: true\n");
+	df_start_disp(&F, 0);
+	harness_sleep_ms(500);
+	latency(&notify_lat, lat_jobs, 100);
+	df_stop_disp(&F, 0, SIGTERM, 10000);
+
+	/* c: an idle dispatcher connected as the role "idle" */
+	char conninfo[300];
+	snprintf(conninfo, sizeof conninfo, "host=127.0.0.1 port=%d user=idle dbname=postgres",
+		 F.pg.port);
+	F.conninfo = conninfo;
+	double idle = idle_rate(idle_secs);
+	F.conninfo = F.pg.conninfo;
+
+	/* d: the database path alone */
+	double cf1 = claim_finish_rate(rows, 1), cf3 = claim_finish_rate(rows, 3);
+
+	double ratio = sd.med / sx.med;
+	double p50 = bs_pct(&poll_lat, 0.5), p99 = bs_pct(&poll_lat, 0.99);
+	double n50 = bs_pct(&notify_lat, 0.5), n99 = bs_pct(&notify_lat, 0.99);
+	FILE *sm = bu_out(out, "summary-dispatch");
+	fprintf(sm,
+		"| D1 | execdispatch: /bin/true jobs/s through PostgreSQL and the broker, against "
+		"libexecclient direct | >= 90 %% | %.0f/s against %.0f/s: %.0f %% (%s) |\n",
+		sd.med, sx.med, 100 * ratio, ok(ratio >= 0.9));
+	fprintf(sm,
+		"| D2 | execdispatch: submit-to-start with the poll (pollMs 1000) | p50 <= 0.6 s, "
+		"p99 <= 1.2 s | p50 %.2f s, p99 %.2f s (%s) |\n",
+		p50 / 1000, p99 / 1000, ok(p50 <= 600 && p99 <= 1200));
+	fprintf(sm,
+		"| D3 | execdispatch: submit-to-start with notify: true | p50 <= 5 ms | p50 %.1f "
+		"ms, p99 %.1f ms (%s) |\n",
+		n50, n99, ok(n50 <= 5));
+	fprintf(sm,
+		"| D4 | execdispatch: statements per second of an idle dispatcher | <= 1.2/s | "
+		"%.2f/s (%s) |\n",
+		idle, ok(idle <= 1.25));
+	fprintf(sm,
+		"| D5 | execdispatch: claim-and-finish rows/s (batch 100), 1 and 3 sessions | "
+		"(reported) | %.0f/s, %.0f/s |\n",
+		cf1, cf3);
+	fclose(sm);
+
+	FILE *md = bu_out(out, "row-dispatch");
+	fprintf(md,
+		"One private PostgreSQL %s (tests/lib/pgtest.c: fsync off, on loopback), one "
+		"execserver of %d slots, execdispatch as shipped.\n\n"
+		"| measurement | median | min | max |\n|---|---|---|---|\n"
+		"| %d /bin/true jobs queued in one statement, one running dispatcher (pollMs 100), "
+		"until all are done | %.0f/s | %.0f/s | %.0f/s |\n"
+		"| the same jobs through libexecclient, at most the claim share (%d) in flight | "
+		"%.0f/s | %.0f/s | %.0f/s |\n\n",
+		PQparameterStatus(F.c, "server_version"), SLOTS, n, sd.med, sd.min, sd.max,
+		SLOTS + 1, sx.med, sx.min, sx.max);
+	fprintf(md,
+		"Submit-to-start (%d jobs each, one at a time; the program prints its start time, "
+		"compared with the row's created_at): with the poll (pollMs 1000, ±10 %% jitter) "
+		"p50 "
+		"%.0f ms, p99 %.0f ms, max %.0f ms; with notify: true p50 %.1f ms, p99 %.1f ms.  "
+		"Both "
+		"include the spawn of the program (/bin/date) at the execserver.\n\n",
+		lat_jobs, p50, p99, bs_max(&poll_lat), n50, n99);
+	fprintf(md,
+		"An idle dispatcher with the default timings (pollMs 1000, heartbeatSec 5, "
+		"cancelPollMs 1000, connected to an execserver, nothing queued) sent %.2f "
+		"statements per second over %d s (pg_stat_statements, the calls of its own role): "
+		"one claim per poll and one heartbeat-and-rescue statement per heartbeat; the "
+		"cancel poll sends nothing while nothing is held.\n\n",
+		idle, idle_secs);
+	fprintf(md,
+		"The claim-and-finish path alone (the statements of src/dispatch/queries.c: one "
+		"claim of up to 100 rows, then one guarded finish of the batch; no execserver): %d "
+		"rows "
+		"at %.0f rows/s with one session and %.0f rows/s with three at once.\n",
+		rows, cf1, cf3);
+	fclose(md);
+	bs_free(&poll_lat);
+	bs_free(&notify_lat);
+	bs_free(&rd);
+	bs_free(&rx);
+	df_cleanup(&F, 0);
+	return 0;
+}

@@ -1,0 +1,482 @@
+/*
+ * queue.c - see queue.h.
+ *
+ * Every command is one or a few statements of execdispatch's SQL API
+ * (docs/dispatch.md) on one connection: submit(), cancel(), position() and
+ * the job row.  `wait` polls the row every 250 ms (no LISTEN: it works
+ * through a transaction-mode pooler like the dispatchers) and keeps the
+ * position line on a terminal while the job is queued.
+ */
+#include "autoconfig.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+#include <libpq-fe.h>
+
+#include "cli/exit_codes.h"
+#include "cli/options.h"
+#include "cli/progress.h"
+#include "cli/queue.h"
+#include "dispatch/dispatch_config.h"
+
+#define WAIT_TICK_MS 250
+
+struct qopts {
+	char *conninfo;
+	char *schema;
+	char *service;
+	int priority;
+	char *job; /* --job JSON */
+	char **env;
+	size_t nenv;
+	int after_sec;
+	int timeout_sec; /* wait: 0 forever */
+	int json, quiet, wait;
+	long long id;
+	char **command;
+	size_t ncommand;
+};
+
+static void usage(FILE *out, const char *cmd)
+{
+	fprintf(out,
+		"usage: execctl submit (--db CONNINFO | -c FILE) -s SERVICE [-p P] [--after S]\n"
+		"                      [--env NAME=VALUE] [-w] (--job JSON | -- COMMAND "
+		"[ARGS...])\n"
+		"       execctl show     (--db CONNINFO | -c FILE) [--json] ID\n"
+		"       execctl wait     (--db CONNINFO | -c FILE) [--timeout S] [-q] ID\n"
+		"       execctl cancel   (--db CONNINFO | -c FILE) ID\n"
+		"       execctl position (--db CONNINFO | -c FILE) ID\n"
+		"\n"
+		"The database side of execdispatch (docs/dispatch.md): enqueue a job, show its\n"
+		"row, wait for its outcome (with its queue position on a terminal), cancel it,\n"
+		"or show its position (execctl %s --help: this text).\n"
+		"\n"
+		"      --db CONNINFO     a libpq connection string or URI (default: $EXECCTL_DB)\n"
+		"  -c, --config FILE     take database and schema from execdispatch.yml FILE\n"
+		"      --schema NAME     the queue's schema (default execdispatch)\n"
+		"  -s, --service NAME    submit: the service (required)\n"
+		"  -p, --priority P      submit: an integer, or background (-2), normal (0),\n"
+		"                        interactive (2), synchronous (4)\n"
+		"      --after S         submit: not before S seconds from now\n"
+		"      --env NAME=VALUE  submit: an environment variable (repeatable)\n"
+		"      --job JSON        submit: the whole job payload instead of COMMAND\n"
+		"  -w, --wait            submit: then wait as `execctl wait` does\n"
+		"      --timeout S       wait: give up after S seconds (exit 121)\n"
+		"  -q, --quiet           wait: no position line\n"
+		"      --json            show: the row as JSON\n"
+		"  -h, --help            this text\n",
+		cmd);
+}
+
+static void qopts_free(struct qopts *o)
+{
+	free(o->conninfo);
+	free(o->schema);
+	free(o->service);
+	free(o->job);
+	for (size_t i = 0; i < o->nenv; i++)
+		free(o->env[i]);
+	free(o->env);
+	memset(o, 0, sizeof *o);
+}
+
+static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
+{
+	static const struct option longs[] = { { "db", required_argument, NULL, 'D' },
+					       { "config", required_argument, NULL, 'c' },
+					       { "schema", required_argument, NULL, 'S' },
+					       { "service", required_argument, NULL, 's' },
+					       { "priority", required_argument, NULL, 'p' },
+					       { "after", required_argument, NULL, 'A' },
+					       { "env", required_argument, NULL, 'E' },
+					       { "job", required_argument, NULL, 'J' },
+					       { "wait", no_argument, NULL, 'w' },
+					       { "timeout", required_argument, NULL, 'T' },
+					       { "quiet", no_argument, NULL, 'q' },
+					       { "json", no_argument, NULL, 'j' },
+					       { "help", no_argument, NULL, 'h' },
+					       { NULL, 0, NULL, 0 } };
+	const char *cmd = argv[0];
+	int c;
+
+	memset(o, 0, sizeof *o);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+c:s:p:wqh", longs, NULL)) != -1) {
+		switch (c) {
+		case 'D':
+			free(o->conninfo);
+			o->conninfo = strdup(optarg);
+			break;
+		case 'c': {
+			struct dispatch_config cfg;
+			struct config_error cerr;
+			if (dispatch_config_load(optarg, NULL, &cfg, &cerr) < 0) {
+				snprintf(err, len, "%s: %.400s", cmd, cerr.text);
+				return CLI_BAD;
+			}
+			free(o->conninfo);
+			o->conninfo = strdup(cfg.database);
+			if (!o->schema)
+				o->schema = strdup(cfg.schema);
+			dispatch_config_free(&cfg);
+			break;
+		}
+		case 'S':
+			free(o->schema);
+			o->schema = strdup(optarg);
+			break;
+		case 's':
+			free(o->service);
+			o->service = strdup(optarg);
+			break;
+		case 'p':
+			if (cli_parse_priority(optarg, &o->priority) < 0) {
+				snprintf(err, len,
+					 "%s: -p: an integer or background, normal, "
+					 "interactive, synchronous is required",
+					 cmd);
+				return CLI_BAD;
+			}
+			break;
+		case 'A': o->after_sec = atoi(optarg); break;
+		case 'E': {
+			char **n = realloc(o->env, (o->nenv + 1) * sizeof *n);
+			if (!n || !strchr(optarg, '=')) {
+				snprintf(err, len, "%s: --env: NAME=VALUE is required", cmd);
+				return CLI_BAD;
+			}
+			o->env = n;
+			o->env[o->nenv++] = strdup(optarg);
+			break;
+		}
+		case 'J':
+			free(o->job);
+			o->job = strdup(optarg);
+			break;
+		case 'w': o->wait = 1; break;
+		case 'T': o->timeout_sec = atoi(optarg); break;
+		case 'q': o->quiet = 1; break;
+		case 'j': o->json = 1; break;
+		case 'h': usage(stdout, cmd); return CLI_HELP;
+		default:
+			snprintf(err, len, "%s: unknown option or missing value: %s", cmd,
+				 argv[optind - 1]);
+			return CLI_BAD;
+		}
+	}
+	if (!o->conninfo && getenv("EXECCTL_DB"))
+		o->conninfo = strdup(getenv("EXECCTL_DB"));
+	if (!o->conninfo) {
+		snprintf(err, len, "%s: --db CONNINFO or -c FILE is required (or EXECCTL_DB)", cmd);
+		return CLI_BAD;
+	}
+	if (!o->schema)
+		o->schema = strdup("execdispatch");
+	if (strspn(o->schema, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(o->schema)) {
+		snprintf(err, len, "%s: --schema: a lower-case SQL identifier is required", cmd);
+		return CLI_BAD;
+	}
+	if (strcmp(cmd, "submit") == 0) {
+		if (!o->service) {
+			snprintf(err, len, "submit: -s SERVICE is required");
+			return CLI_BAD;
+		}
+		o->command = argv + optind;
+		o->ncommand = (size_t)(argc - optind);
+		if (!o->job == !o->ncommand) {
+			snprintf(err, len, "submit: either --job JSON or -- COMMAND [ARGS...]");
+			return CLI_BAD;
+		}
+		return CLI_PARSED;
+	}
+	if (optind != argc - 1 || (o->id = strtoll(argv[optind], NULL, 10)) <= 0) {
+		snprintf(err, len, "%s: one job id (a positive integer) is required", cmd);
+		return CLI_BAD;
+	}
+	return CLI_PARSED;
+}
+
+/* Runs sql with $1.. params; NULL after printing the error. */
+static PGresult *run(PGconn *c, const char *sql, int n, const char *const *params)
+{
+	PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+
+	if (PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK)
+		return r;
+	fprintf(stderr, "execctl: %s", PQresultErrorMessage(r));
+	PQclear(r);
+	return NULL;
+}
+
+static char *job_json(const struct qopts *o)
+{
+	struct json_object *j, *args, *env;
+	char *out;
+
+	if (o->job)
+		return strdup(o->job);
+	j = json_object_new_object();
+	args = json_object_new_array();
+	env = json_object_new_array();
+	json_object_object_add(j, "command", json_object_new_string(o->command[0]));
+	for (size_t i = 1; i < o->ncommand; i++)
+		json_object_array_add(args, json_object_new_string(o->command[i]));
+	for (size_t i = 0; i < o->nenv; i++)
+		json_object_array_add(env, json_object_new_string(o->env[i]));
+	json_object_object_add(j, "args", args);
+	json_object_object_add(j, "env", env);
+	out = strdup(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+	json_object_put(j);
+	return out;
+}
+
+static int do_wait(PGconn *c, const struct qopts *o);
+
+static int do_submit(PGconn *c, struct qopts *o)
+{
+	char sql[256], prio[16], after[16];
+	char *job = job_json(o);
+	const char *params[4] = { o->service, job, prio, after };
+	PGresult *r;
+
+	snprintf(prio, sizeof prio, "%d", o->priority);
+	snprintf(after, sizeof after, "%d", o->after_sec);
+	snprintf(sql, sizeof sql,
+		 "SELECT \"%s\".submit($1, $2::jsonb, $3::int, "
+		 "now() + make_interval(secs => $4::int))",
+		 o->schema);
+	r = job ? run(c, sql, 4, params) : NULL;
+	free(job);
+	if (!r)
+		return EXECCTL_FAILED;
+	o->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	printf("%lld\n", o->id);
+	fflush(stdout);
+	PQclear(r);
+	return o->wait ? do_wait(c, o) : EXECCTL_OK;
+}
+
+static int do_show(PGconn *c, const struct qopts *o)
+{
+	char sql[512], id[24];
+	const char *params[1] = { id };
+	PGresult *r;
+
+	snprintf(id, sizeof id, "%lld", o->id);
+	if (o->json)
+		snprintf(sql, sizeof sql,
+			 "SELECT row_to_json(j)::text FROM \"%s\".job j WHERE id = $1", o->schema);
+	else
+		snprintf(sql, sizeof sql, "SELECT * FROM \"%s\".job WHERE id = $1", o->schema);
+	r = run(c, sql, 1, params);
+	if (!r)
+		return EXECCTL_FAILED;
+	if (PQntuples(r) == 0) {
+		fprintf(stderr, "execctl: job %lld: not found\n", o->id);
+		PQclear(r);
+		return EXECCTL_NOT_FOUND;
+	}
+	if (o->json)
+		printf("%s\n", PQgetvalue(r, 0, 0));
+	else
+		for (int f = 0; f < PQnfields(r); f++)
+			printf("%-16s %s\n", PQfname(r, f),
+			       PQgetisnull(r, 0, f) ? "" : PQgetvalue(r, 0, f));
+	PQclear(r);
+	return EXECCTL_OK;
+}
+
+/* The position text of a job from position(): "3 running, 7 ahead" for a
+ * queued row, "claimed, waiting for a slot (4 running)" or the state.
+ * EXECCTL_OK, EXECCTL_FAILED (printed), or EXECCTL_NOT_FOUND (printed). */
+static int position_text(PGconn *c, const struct qopts *o, char *state, size_t slen, char *buf,
+			 size_t len)
+{
+	char sql[256], id[24];
+	const char *params[1] = { id };
+	struct json_object *p, *v;
+	PGresult *r;
+
+	snprintf(id, sizeof id, "%lld", o->id);
+	snprintf(sql, sizeof sql, "SELECT \"%s\".position($1)::text", o->schema);
+	r = run(c, sql, 1, params);
+	if (!r)
+		return EXECCTL_FAILED;
+	if (PQgetisnull(r, 0, 0)) {
+		PQclear(r);
+		fprintf(stderr, "execctl: job %lld: not found\n", o->id);
+		return EXECCTL_NOT_FOUND;
+	}
+	p = json_tokener_parse(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	snprintf(state, slen, "%s",
+		 json_object_object_get_ex(p, "state", &v) ? json_object_get_string(v) : "?");
+	int64_t running = json_object_object_get_ex(p, "running", &v) ? json_object_get_int64(v)
+								      : 0;
+	int64_t eta = json_object_object_get_ex(p, "eta_ms", &v) ? json_object_get_int64(v) : -1;
+	if (json_object_object_get_ex(p, "ahead", &v) && v)
+		progress_line(buf, len, running, json_object_get_int64(v), eta);
+	else if (strcmp(state, "claimed") == 0)
+		snprintf(buf, len, "claimed, waiting for a slot (%lld running)",
+			 (long long)running);
+	else
+		snprintf(buf, len, "%s", state);
+	json_object_put(p);
+	return EXECCTL_OK;
+}
+
+static int do_position(PGconn *c, const struct qopts *o)
+{
+	char state[32], line[128];
+	int rc = position_text(c, o, state, sizeof state, line, sizeof line);
+
+	if (rc == EXECCTL_OK)
+		printf("%s\n", line);
+	return rc;
+}
+
+static int do_cancel(PGconn *c, const struct qopts *o)
+{
+	char sql[128], id[24];
+	const char *params[1] = { id };
+	PGresult *r;
+	int rc;
+
+	snprintf(id, sizeof id, "%lld", o->id);
+	snprintf(sql, sizeof sql, "SELECT \"%s\".cancel($1)", o->schema);
+	r = run(c, sql, 1, params);
+	if (!r)
+		return EXECCTL_FAILED;
+	printf("%s\n", PQgetvalue(r, 0, 0));
+	rc = strcmp(PQgetvalue(r, 0, 0), "not_found_or_finished") == 0 ? EXECCTL_NOT_FOUND
+								       : EXECCTL_OK;
+	PQclear(r);
+	return rc;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+/* The exit status of a finished row: done -> the program's exit code (0);
+ * failed -> its exit code when it exited non-zero, else 115; cancelled
+ * -> 120. */
+static int final_status(PGconn *c, const struct qopts *o, const char *state)
+{
+	char sql[256], id[24];
+	const char *params[1] = { id };
+	PGresult *r;
+	int rc = EXECCTL_FAILED;
+
+	snprintf(id, sizeof id, "%lld", o->id);
+	snprintf(sql, sizeof sql,
+		 "SELECT coalesce(error, ''), receipt->>'exit_code' FROM \"%s\".job "
+		 "WHERE id = $1",
+		 o->schema);
+	r = run(c, sql, 1, params);
+	if (!r)
+		return EXECCTL_FAILED;
+	if (strcmp(state, "done") == 0)
+		rc = EXECCTL_OK;
+	else if (strcmp(state, "cancelled") == 0)
+		rc = EXECCTL_CANCELLED;
+	else if (!PQgetisnull(r, 0, 1) && atoi(PQgetvalue(r, 0, 1)) > 0)
+		rc = atoi(PQgetvalue(r, 0, 1));
+	fprintf(stderr, "execctl: job %lld: %s%s%s\n", o->id, state,
+		PQgetvalue(r, 0, 0)[0] ? " " : "", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return rc;
+}
+
+static int do_wait(PGconn *c, const struct qopts *o)
+{
+	int tty = !o->quiet && isatty(STDERR_FILENO), shown = 0;
+	time_t end = o->timeout_sec ? time(NULL) + o->timeout_sec : 0;
+	char state[32], line[128];
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	for (;;) {
+		int rc = position_text(c, o, state, sizeof state, line, sizeof line);
+		if (rc != EXECCTL_OK)
+			return rc;
+		if (strcmp(state, "done") == 0 || strcmp(state, "failed") == 0 ||
+		    strcmp(state, "cancelled") == 0) {
+			if (shown)
+				fprintf(stderr, "\r\033[K");
+			return final_status(c, o, state);
+		}
+		if (tty) {
+			fprintf(stderr, "\r\033[Kexecctl: job %lld: %s", o->id, line);
+			shown = 1;
+		}
+		if (interrupted || (end && time(NULL) >= end)) {
+			if (shown)
+				fprintf(stderr, "\r\033[K");
+			fprintf(stderr,
+				"execctl: job %lld: still %s (%s); not waiting any longer\n", o->id,
+				state, interrupted ? "interrupted" : "--timeout");
+			return interrupted ? EXECCTL_INTERRUPTED : EXECCTL_WAIT_TIMEOUT;
+		}
+		usleep(WAIT_TICK_MS * 1000);
+	}
+}
+
+int cli_queue_main(int argc, char **argv)
+{
+	struct qopts o;
+	char err[512];
+	int rc = parse(argc, argv, &o, err, sizeof err);
+	PGconn *c;
+
+	if (rc != CLI_PARSED) {
+		if (rc == CLI_BAD)
+			fprintf(stderr, "execctl %s\n(execctl %s --help for the options)\n", err,
+				argv[0]);
+		qopts_free(&o);
+		return rc == CLI_HELP ? EXECCTL_OK : EXECCTL_USAGE;
+	}
+	c = PQconnectdb(o.conninfo);
+	if (PQstatus(c) != CONNECTION_OK) {
+		fprintf(stderr, "execctl: cannot connect to the database: %s", PQerrorMessage(c));
+		PQfinish(c);
+		qopts_free(&o);
+		return EXECCTL_UNREACHABLE;
+	}
+	if (strcmp(argv[0], "submit") == 0)
+		rc = do_submit(c, &o);
+	else if (strcmp(argv[0], "show") == 0)
+		rc = do_show(c, &o);
+	else if (strcmp(argv[0], "wait") == 0)
+		rc = do_wait(c, &o);
+	else if (strcmp(argv[0], "cancel") == 0)
+		rc = do_cancel(c, &o);
+	else
+		rc = do_position(c, &o);
+	PQfinish(c);
+	qopts_free(&o);
+	return rc;
+}
+
+int cli_is_queue_command(const char *cmd)
+{
+	static const char *const cmds[] = { "submit", "show", "wait", "cancel", "position", NULL };
+
+	for (size_t i = 0; cmds[i]; i++)
+		if (strcmp(cmd, cmds[i]) == 0)
+			return 1;
+	return 0;
+}

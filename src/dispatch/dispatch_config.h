@@ -1,0 +1,69 @@
+/*
+ * dispatch_config.h - execdispatch's configuration (execdispatch.yml(5)):
+ * the keys, their defaults and their checks.  Parsed with the project's
+ * YAML tree (config/config_yaml.h), so every error names file:line:column.
+ *
+ * Invariants of a loaded configuration: database and at least one
+ * execserver address are set; every number is inside its documented
+ * range; schema is a plain lower-case SQL identifier; instance_id is
+ * always set (configured, from EXECDISPATCH_INSTANCE_ID, or made of the
+ * host name, the pid and a random part at load time).
+ */
+#ifndef ES_DISPATCH_CONFIG_H
+#define ES_DISPATCH_CONFIG_H
+
+#include "config/config.h"
+
+#define DISPATCH_CONFIG_DEFAULT SYSCONFDIR "/execserver/execdispatch.yml"
+#define DISPATCH_INSTANCE_MAX 64 /* longest instanceId */
+
+/* A command of a local service: prog (absolute, or looked up nowhere:
+ * execve takes it as given) and the args placed before the job's. */
+struct dispatch_local_command {
+	char *name;
+	char *prog;
+	struct strlist args;
+};
+
+/* A service marked local: run on the dispatcher's own host. */
+struct dispatch_local_service {
+	char *name;
+	struct dispatch_local_command *commands;
+	size_t ncommands;
+};
+
+struct dispatch_config {
+	char *file;                 /* the path it was loaded from */
+	char *database;             /* libpq connection string or URI */
+	struct strlist execservers; /* ws:// or wss:// addresses */
+	char *auth_token;           /* NULL: none */
+	char *instance_id;
+	int instance_configured;              /* 1: from the file or the environment */
+	char *schema;                         /* default "execdispatch" */
+	int poll_ms;                          /* 1000 */
+	int heartbeat_sec;                    /* 5 */
+	int stale_after_sec;                  /* 30 */
+	int cancel_poll_ms;                   /* 1000; 0: no cancel poll */
+	int max_attempts;                     /* 3 */
+	int retry_delay_sec;                  /* 60 */
+	int connect_timeout_sec;              /* 120 */
+	int retain_done_days;                 /* 7; 0: finished rows are kept */
+	int log_level;                        /* enum log_level, default info */
+	char *metrics;                        /* host:port of /metrics, or NULL */
+	int notify;                           /* LISTEN for submissions (direct connections only) */
+	struct dispatch_local_service *local; /* services marked local */
+	size_t nlocal;
+	int local_slots; /* localSlots: default the CPU count */
+};
+
+/* Loads and checks path; 0, or -1 with err->text "file:line:column: ...".
+ * env_instance: the value of EXECDISPATCH_INSTANCE_ID or NULL. */
+int dispatch_config_load(const char *path, const char *env_instance, struct dispatch_config *cfg,
+			 struct config_error *err);
+/* The same from a buffer; name stands for the file in messages. */
+int dispatch_config_load_buffer(const char *name, const char *text, size_t len,
+				const char *env_instance, struct dispatch_config *cfg,
+				struct config_error *err);
+void dispatch_config_free(struct dispatch_config *cfg);
+
+#endif

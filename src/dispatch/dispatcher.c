@@ -1,0 +1,1120 @@
+/*
+ * dispatcher.c - see dispatcher.h.
+ *
+ * One event loop, one database connection, one libexecclient client.  The
+ * rows this dispatcher holds are a list of `struct held`; each is in one
+ * of these phases:
+ *   at the execserver  (xj set)     its want is parked or its run goes on
+ *   outcome pending    (xj NULL)    the run ended; the outcome waits to be
+ *                                   written (the database may be away)
+ * A held row is freed once its outcome is written or found not to be ours
+ * any more.  Invariants:
+ *  - admission: the rows at the execserver never exceed the claim share
+ *    when a claim is made (share - at_exec is the batch limit);
+ *  - nothing is claimed while the heartbeat is older than staleAfterSec/2
+ *    or while no execserver is connected;
+ *  - every write to a held row carries (runner_instance, attempts, state):
+ *    a row that is not ours any more is never written, its run is
+ *    cancelled at the execserver and its result dropped;
+ *  - our dispatcher row exists as long as we hold rows (it is deleted
+ *    only at a clean stop with nothing held), so every held row can be
+ *    rescued if we die.
+ */
+#include "autoconfig.h"
+#include "dispatch/dispatcher.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <json-c/json.h>
+
+#include <execserver/client.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "dispatch/db.h"
+#include "dispatch/listen.h"
+#include "dispatch/local_run.h"
+#include "dispatch/metrics.h"
+#include "dispatch/migrate.h"
+#include "dispatch/queries.h"
+
+#define CLAIM_MAX 100      /* most rows of one claim */
+#define START_CHECK_MS 100 /* how often held rows are looked at for a started run */
+#define FLUSH_RETRY_MS 250 /* outcomes waiting for the database: retry */
+#define JANITOR_SEC 3600
+#define FINISH_BATCH 100 /* most outcomes written by one statement */
+
+struct held {
+	struct held *next, *prev;
+	struct dispatcher *d;
+	int64_t id;
+	int attempts;
+	int priority;
+	char *service;
+	exc_job *xj;          /* NULL once the run ended */
+	struct local_run *lr; /* a local service's run, or NULL */
+	int started;          /* written as running */
+	int lost;             /* not ours any more: cancelled at the execserver, dropped */
+	int releasing;        /* given back at a stop */
+	/* the outcome, once xj is NULL */
+	const char *state; /* "done", "failed", "queued" */
+	int uncount;       /* 1: the attempt does not count (no slot) */
+	char *error;
+	char *receipt; /* JSON text or NULL */
+	char job_id[48];
+};
+
+struct dispatcher {
+	const struct dispatch_config *cfg;
+	struct event_base *base;
+	exc_client *client;
+	struct db db;
+	char *q_register, *q_heartbeat, *q_rescue_own, *q_claim, *q_start, *q_finish, *q_held,
+		*q_leave, *q_janitor, *q_position, *q_finish_claim;
+	char host[65];
+	char pid[16];
+	struct held *list;
+	unsigned at_exec;           /* held rows whose xj is set */
+	unsigned claimed_unstarted; /* at the execserver, not yet written running */
+	unsigned pending;           /* outcomes waiting to be written */
+	struct event *poll_ev, *beat_ev, *cancel_ev, *start_ev, *flush_ev, *janitor_ev;
+	struct event *sig_term, *sig_int, *sig_hup;
+	int64_t beat_ok_ms; /* monotonic time of the last written heartbeat */
+	int registered;
+	int stopping;
+	int exit_status;
+	int said_stale, said_no_exec;
+	unsigned rnd;
+	struct dispatch_stats st;
+	struct metrics *metrics;
+	struct listener *listener; /* notify: true */
+	char *local_names;         /* the local services as a text[] literal */
+	unsigned local_running;    /* held rows of local services running */
+	struct event *sig_chld;
+};
+
+/* ---- small helpers ---- */
+
+static int64_t now_ms(void)
+{
+	return (int64_t)clock_mono_ms();
+}
+
+static void arm(struct event *ev, int64_t ms)
+{
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
+
+	evtimer_add(ev, &tv);
+}
+
+/* pollMs with +-10 % jitter, so that dispatchers started together spread. */
+static int64_t jittered(struct dispatcher *d, int ms)
+{
+	int span = ms / 5;
+
+	d->rnd = d->rnd * 1103515245u + 12345u;
+	return span ? ms - span / 2 + (int64_t)((d->rnd >> 8) % (unsigned)(span + 1)) : ms;
+}
+
+static int beat_fresh(const struct dispatcher *d)
+{
+	return d->registered && now_ms() - d->beat_ok_ms < d->cfg->stale_after_sec * 1000LL / 2;
+}
+
+static void held_free(struct dispatcher *d, struct held *h)
+{
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		d->list = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	free(h->service);
+	free(h->error);
+	free(h->receipt);
+	free(h);
+}
+
+static void maybe_done_stopping(struct dispatcher *d);
+static void flush_outcomes(struct dispatcher *d);
+
+/* ---- running a claimed row ---- */
+
+/* The row's job with EXECDISPATCH_JOB_ID and EXECDISPATCH_ATTEMPT set in
+ * its env (replacing entries of those names): a program can tell its runs
+ * apart.  NULL when the payload is not a JSON object. */
+static char *job_payload(const struct held *h, const char *text)
+{
+	struct json_object *job = json_tokener_parse(text), *env, *nenv;
+	char buf[64];
+	char *out = NULL;
+
+	if (!job || !json_object_is_type(job, json_type_object))
+		goto out;
+	nenv = json_object_new_array();
+	if (json_object_object_get_ex(job, "env", &env) &&
+	    json_object_is_type(env, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(env); i++) {
+			struct json_object *e = json_object_array_get_idx(env, i);
+			const char *s = json_object_get_string(e);
+			if (json_object_is_type(e, json_type_string) &&
+			    (strncmp(s, "EXECDISPATCH_JOB_ID=", 20) == 0 ||
+			     strncmp(s, "EXECDISPATCH_ATTEMPT=", 21) == 0))
+				continue;
+			json_object_array_add(nenv, json_object_get(e));
+		}
+	else if (json_object_object_get_ex(job, "env", &env)) {
+		/* not an array: left for the execserver to refuse (bad_job) */
+		json_object_put(nenv);
+		out = strdup(text);
+		goto out;
+	}
+	snprintf(buf, sizeof buf, "EXECDISPATCH_JOB_ID=%lld", (long long)h->id);
+	json_object_array_add(nenv, json_object_new_string(buf));
+	snprintf(buf, sizeof buf, "EXECDISPATCH_ATTEMPT=%d", h->attempts);
+	json_object_array_add(nenv, json_object_new_string(buf));
+	json_object_object_add(job, "env", nenv);
+	out = strdup(json_object_to_json_string_ext(job, JSON_C_TO_STRING_PLAIN));
+out:
+	json_object_put(job);
+	return out;
+}
+
+/* The outcome of a run from its receipt (docs/dispatch.md, "Outcomes"). */
+static void set_outcome(struct held *h, const struct exc_receipt *r)
+{
+	const struct dispatch_config *cfg = h->d->cfg;
+	char buf[64];
+
+	if (!r->error_code && r->ok) {
+		h->state = "done";
+	} else if (r->error_code && strcmp(r->error_code, EXC_E_NO_SLOT) == 0) {
+		h->state = "queued";
+		h->uncount = 1;
+	} else if (r->error_code && r->retryable && h->attempts < cfg->max_attempts) {
+		h->state = "queued";
+	} else {
+		h->state = "failed";
+	}
+	if (r->error_code) {
+		h->error = strdup(r->error_code);
+	} else if (!r->ok) {
+		if (r->exited)
+			snprintf(buf, sizeof buf, "exit_status");
+		else if (r->signal)
+			snprintf(buf, sizeof buf, "signal");
+		else
+			snprintf(buf, sizeof buf, "failed");
+		h->error = strdup(buf);
+	}
+	h->receipt = r->json ? strdup(r->json) : NULL;
+}
+
+/* The run of h ended (at an execserver or locally) with receipt r. */
+static void run_ended(struct held *h, const struct exc_receipt *r)
+{
+	struct dispatcher *d = h->d;
+
+	if (!h->started)
+		d->claimed_unstarted--;
+	if (h->lost) {
+		d->st.dropped++;
+		log_info("job %lld attempt %d: ended (%s) after its claim was lost; result dropped",
+			 (long long)h->id, h->attempts, r->error_code ? r->error_code : "ok");
+		held_free(d, h);
+		maybe_done_stopping(d);
+		return;
+	}
+	if (h->releasing && r->error_code && strcmp(r->error_code, EXC_E_CANCELLED) == 0) {
+		h->state = "queued"; /* given back at a stop: the attempt does not count */
+		h->uncount = 1;
+	} else {
+		set_outcome(h, r);
+	}
+	log_debug("job %lld attempt %d: %s%s%s", (long long)h->id, h->attempts, h->state,
+		  h->error ? " " : "", h->error ? h->error : "");
+	d->pending++;
+	/* written after this loop iteration, with the other outcomes that
+	 * arrived in it, in one statement that also claims for the share's
+	 * free places (poll_cb); when stopping, only written */
+	event_active(d->stopping ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
+}
+
+static void on_done(exc_job *xj, const struct exc_receipt *r, void *arg)
+{
+	struct held *h = arg;
+
+	(void)xj;
+	h->xj = NULL;
+	h->d->at_exec--;
+	run_ended(h, r);
+}
+
+static void on_local_done(struct local_run *lr, const struct exc_receipt *r, void *arg)
+{
+	struct held *h = arg;
+
+	(void)lr;
+	h->lr = NULL;
+	h->d->local_running--;
+	run_ended(h, r);
+}
+
+/* A POSITION for a claimed row someone asked about: into the row, under
+ * its claim, for position() on any host. */
+static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
+{
+	struct held *h = arg;
+	struct dispatcher *d = h->d;
+	char id[24], att[16], json[256];
+	const char *params[4] = { id, d->cfg->instance_id, att, json };
+	int away;
+
+	(void)xj;
+	if (h->lost || h->started)
+		return;
+	snprintf(id, sizeof id, "%lld", (long long)h->id);
+	snprintf(att, sizeof att, "%d", h->attempts);
+	snprintf(json, sizeof json,
+		 "{\"running\": %lld, \"ahead\": %lld, \"capacity\": %lld, "
+		 "\"eta_ms\": %lld, \"instance_id\": \"%.64s\"}",
+		 (long long)p->running, (long long)p->ahead, (long long)p->capacity,
+		 (long long)p->eta_ms, p->instance_id ? p->instance_id : "");
+	PQclear(db_exec(&d->db, d->q_position, 4, params, &away));
+}
+
+/* The row's claim was lost (cancelled or rescued): stop its run. */
+static void drop_claim(struct dispatcher *d, struct held *h, const char *why)
+{
+	if (h->lost || (!h->xj && !h->lr))
+		return;
+	h->lost = 1;
+	log_info("job %lld attempt %d: %s; stopping its run", (long long)h->id, h->attempts, why);
+	if (h->xj)
+		exc_cancel(h->xj);
+	else
+		local_cancel(h->lr);
+}
+
+/* A claimed row of a local service, spawned here. */
+static void start_local(struct dispatcher *d, struct held *h,
+			const struct dispatch_local_service *ls, const char *payload)
+{
+	char err[300];
+
+	h->lr = payload ? local_start(d->base, ls, payload, on_local_done, h, err, sizeof err)
+			: NULL;
+	if (!h->lr) {
+		if (!payload)
+			snprintf(err, sizeof err, "bad_job: the job is not a JSON object");
+		log_warn("job %lld attempt %d: refused: %s", (long long)h->id, h->attempts, err);
+		h->state = "failed";
+		h->error = strdup(err);
+		d->pending++;
+		return;
+	}
+	d->local_running++;
+	d->claimed_unstarted++;
+}
+
+/* A claimed row (columns id, attempts, priority, service, job from col
+ * on) handed to libexecclient, or spawned here for a local service. */
+static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
+{
+	struct held *h = calloc(1, sizeof *h);
+	struct exc_job_spec spec;
+	char *payload;
+
+	if (!h)
+		return; /* out of memory: the claim goes stale and is rescued */
+	h->d = d;
+	h->id = strtoll(PQgetvalue(res, row, col), NULL, 10);
+	h->attempts = atoi(PQgetvalue(res, row, col + 1));
+	h->priority = atoi(PQgetvalue(res, row, col + 2));
+	h->service = strdup(PQgetvalue(res, row, col + 3));
+	snprintf(h->job_id, sizeof h->job_id, "j%lld.%d", (long long)h->id, h->attempts);
+	h->next = d->list;
+	if (d->list)
+		d->list->prev = h;
+	d->list = h;
+
+	payload = job_payload(h, PQgetvalue(res, row, col + 4));
+	for (size_t i = 0; i < d->cfg->nlocal; i++)
+		if (h->service && strcmp(d->cfg->local[i].name, h->service) == 0) {
+			start_local(d, h, &d->cfg->local[i], payload);
+			free(payload);
+			return;
+		}
+	exc_job_spec_init(&spec);
+	spec.job_id = h->job_id;
+	spec.service = h->service;
+	spec.priority = h->priority;
+	spec.job_json = payload;
+	spec.connect_timeout_sec = (unsigned)d->cfg->connect_timeout_sec;
+	spec.on_done = on_done;
+	spec.on_position = on_position;
+	spec.arg = h;
+	h->xj = payload && h->service ? exc_submit(d->client, &spec) : NULL;
+	if (!h->xj) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "bad_job: %s",
+			 payload ? exc_client_last_error(d->client)
+				 : "the job is not a JSON object");
+		log_warn("job %lld attempt %d: refused: %s", (long long)h->id, h->attempts, msg);
+		h->state = "failed";
+		h->error = strdup(msg);
+		d->pending++;
+	} else {
+		d->at_exec++;
+		d->claimed_unstarted++;
+	}
+	free(payload);
+}
+
+/* ---- timers ---- */
+
+static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *claimed);
+
+/* Claims up to n rows of the local services (local) or of the others,
+ * of priority minprio or more, writing the pending outcomes in the same
+ * statement when there are any (exec-bound claims).  The number claimed,
+ * or -1 (logged). */
+static int claim(struct dispatcher *d, unsigned n, int local, int minprio)
+{
+	char limit[16], prio[16];
+	const char *params[5] = { d->cfg->instance_id, limit, d->local_names,
+				  local ? "true" : "false", prio };
+	int away, rows = -1;
+	PGresult *res;
+
+	if (!local && d->pending && finish_batch(d, FINISH_BATCH, n, &rows) > 0)
+		return rows;
+	if (d->pending)
+		flush_outcomes(d); /* away, or a batch the database refused */
+	snprintf(limit, sizeof limit, "%u", n);
+	snprintf(prio, sizeof prio, "%d", minprio);
+	res = db_exec(&d->db, d->q_claim, 5, params, &away);
+	d->st.claims++;
+	if (!res) {
+		if (!away)
+			log_error("claim: %s", d->db.last_error);
+		return -1;
+	}
+	rows = PQntuples(res);
+	d->st.claimed += (uint64_t)rows;
+	for (int i = 0; i < rows; i++) {
+		d->st.attempts += (uint64_t)atoi(PQgetvalue(res, i, 1));
+		start_row(d, res, i, 0);
+	}
+	PQclear(res);
+	return rows;
+}
+
+/* Local services: localSlots in all, a quarter of them only for priority
+ * >= 2 (so that interactive work always finds a local slot). */
+static void claim_local(struct dispatcher *d)
+{
+	unsigned slots = (unsigned)d->cfg->local_slots, reserve = slots / 4;
+
+	if (d->local_running + reserve < slots)
+		claim(d, slots - reserve - d->local_running, 1, -1000);
+	if (d->local_running < slots)
+		claim(d, slots - d->local_running, 1, 2);
+	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
+		arm(d->start_ev, START_CHECK_MS);
+}
+
+static void poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+	unsigned share, n = 0;
+	int rows, full = 0;
+
+	(void)fd;
+	(void)what;
+	if (d->stopping) {
+		/* an outcome that arrived before the stop began */
+		if (d->pending)
+			flush_outcomes(d);
+		return;
+	}
+	evtimer_del(d->poll_ev);
+	share = exc_claim_share(d->client);
+	d->st.share = share;
+	d->st.at_exec = d->at_exec;
+	d->st.statements = d->db.statements;
+	d->st.db_up = d->db.conn != NULL;
+	if (!beat_fresh(d)) {
+		if (!d->said_stale++)
+			log_warn("heartbeat not written for %d s or more: starting nothing new",
+				 d->cfg->stale_after_sec / 2);
+	} else if (share == 0) {
+		if (!d->said_no_exec++)
+			log_warn("no execserver connected: claiming nothing");
+	} else if (share > d->at_exec) {
+		unsigned free_ = share - d->at_exec;
+		d->said_no_exec = 0;
+		n = free_ > CLAIM_MAX ? CLAIM_MAX : free_;
+		rows = claim(d, n, 0, -1000);
+		full = rows >= 0 && (unsigned)rows == n;
+		if (rows > 0)
+			log_debug("claimed %d (share %u, at the execservers %u)", rows, share,
+				  d->at_exec);
+		if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
+			arm(d->start_ev, START_CHECK_MS);
+	}
+	if (d->cfg->nlocal && beat_fresh(d))
+		claim_local(d);
+	if (d->pending)
+		flush_outcomes(d);
+	arm(d->poll_ev, full ? 0 : jittered(d, d->cfg->poll_ms));
+}
+
+static void lose_everything(struct dispatcher *d, const char *why)
+{
+	for (struct held *h = d->list; h; h = h->next)
+		drop_claim(d, h, why);
+}
+
+static int do_register(struct dispatcher *d)
+{
+	char stale[16];
+	const char *params[4] = { d->cfg->instance_id, d->host, d->pid, stale };
+	int away, ok;
+	PGresult *res;
+
+	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
+	res = db_exec(&d->db, d->q_register, 4, params, &away);
+	if (!res)
+		return away ? -2 : -1;
+	ok = PQntuples(res) == 1;
+	PQclear(res);
+	if (!ok)
+		return -3;
+	d->registered = 1;
+	d->beat_ok_ms = now_ms();
+	return 0;
+}
+
+/* notify: a submission was committed: claim now (poll_cb decides whether
+ * admission allows a query at all). */
+static void on_submit(void *arg)
+{
+	struct dispatcher *d = arg;
+
+	if (!d->stopping)
+		event_active(d->poll_ev, EV_TIMEOUT, 0);
+}
+
+static void beat_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+	char stale[16], maxa[16];
+	const char *params[5] = { d->cfg->instance_id, d->host, d->pid, stale, maxa };
+	int away;
+	PGresult *res;
+
+	(void)fd;
+	(void)what;
+	arm(d->beat_ev, d->cfg->heartbeat_sec * 1000LL);
+	if (d->listener)
+		listener_keep(d->listener);
+	if (!d->registered) {
+		int rc = do_register(d);
+		if (rc == -3)
+			log_error(
+				"instance %s is held by another live dispatcher: starting nothing "
+				"until its heartbeat is older than %d s",
+				d->cfg->instance_id, d->cfg->stale_after_sec);
+		else if (rc == -1)
+			log_error("heartbeat: %s", d->db.last_error);
+		if (rc < 0)
+			return;
+		log_info("registered again as %s", d->cfg->instance_id);
+	}
+	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
+	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
+	res = db_exec(&d->db, d->q_heartbeat, 5, params, &away);
+	if (!res) {
+		if (!away)
+			log_error("heartbeat: %s", d->db.last_error);
+		return;
+	}
+	if (atoi(PQgetvalue(res, 0, 0)) == 1) {
+		d->beat_ok_ms = now_ms();
+		if (d->said_stale)
+			log_info("heartbeat written again: claiming");
+		d->said_stale = 0;
+	} else {
+		/* Another dispatcher found us silent for staleAfterSec and
+		 * requeued everything we held. */
+		log_warn("our dispatcher row was removed by a rescue: every claim we held was "
+			 "requeued; dropping their runs and registering again");
+		d->registered = 0;
+		lose_everything(d, "its claim was rescued by another dispatcher");
+		event_active(d->beat_ev, EV_TIMEOUT, 0);
+	}
+	d->st.rescued_requeued += (uint64_t)atoi(PQgetvalue(res, 0, 1));
+	d->st.rescued_failed += (uint64_t)atoi(PQgetvalue(res, 0, 2));
+	if (atoi(PQgetvalue(res, 0, 1)) || atoi(PQgetvalue(res, 0, 2)))
+		log_warn("rescue: requeued %s and failed %s rows of silent dispatchers",
+			 PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2));
+	PQclear(res);
+	if (d->pending)
+		flush_outcomes(d);
+}
+
+/* Claims and ids of the held rows at the execserver, for DQ_START/DQ_HELD. */
+static int collect(struct dispatcher *d, int only_unstarted_running, int64_t *ids, int64_t *att,
+		   int max)
+{
+	int n = 0;
+
+	for (struct held *h = d->list; h && n < max; h = h->next) {
+		if ((!h->xj && !h->lr) || h->lost)
+			continue;
+		if (only_unstarted_running &&
+		    (h->started || (h->xj && strcmp(exc_job_state(h->xj), "running") != 0)))
+			continue;
+		ids[n] = h->id;
+		att[n] = h->attempts;
+		n++;
+	}
+	return n;
+}
+
+static struct held *find(struct dispatcher *d, int64_t id, int attempts)
+{
+	for (struct held *h = d->list; h; h = h->next)
+		if (h->id == id && h->attempts == attempts)
+			return h;
+	return NULL;
+}
+
+static void start_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+	unsigned cap = d->at_exec ? d->at_exec : 1;
+	int64_t *ids = calloc(cap, sizeof *ids), *att = calloc(cap, sizeof *att);
+	char *aids = malloc(21 * (size_t)cap + 3), *aatt = malloc(21 * (size_t)cap + 3);
+	const char *params[3] = { d->cfg->instance_id, aids, aatt };
+	int n, away;
+	PGresult *res;
+
+	(void)fd;
+	(void)what;
+	if (!ids || !att || !aids || !aatt)
+		goto out;
+	n = collect(d, 1, ids, att, (int)cap);
+	if (n == 0)
+		goto out;
+	db_int_array(aids, ids, n);
+	db_int_array(aatt, att, n);
+	res = db_exec(&d->db, d->q_start, 3, params, &away);
+	if (!res) {
+		if (!away)
+			log_error("start: %s", d->db.last_error);
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		struct held *h = find(d, ids[i], (int)att[i]);
+		int found = 0;
+		for (int r = 0; r < PQntuples(res) && !found; r++)
+			found = strtoll(PQgetvalue(res, r, 0), NULL, 10) == ids[i];
+		if (!h)
+			continue;
+		if (found) {
+			h->started = 1;
+			d->claimed_unstarted--;
+		} else {
+			drop_claim(d, h, "its claim was lost before it started");
+		}
+	}
+	PQclear(res);
+out:
+	free(ids);
+	free(att);
+	free(aids);
+	free(aatt);
+	if (d->claimed_unstarted)
+		arm(d->start_ev, START_CHECK_MS);
+}
+
+static void cancel_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+	unsigned cap = d->at_exec;
+	int64_t *ids = NULL, *att = NULL;
+	char *aids = NULL;
+	const char *params[2] = { d->cfg->instance_id, NULL };
+	int n, away;
+	PGresult *res;
+
+	(void)fd;
+	(void)what;
+	arm(d->cancel_ev, d->cfg->cancel_poll_ms);
+	if (cap == 0)
+		return; /* nothing held: no query */
+	ids = calloc(cap, sizeof *ids);
+	att = calloc(cap, sizeof *att);
+	aids = malloc(21 * (size_t)cap + 3);
+	if (!ids || !att || !aids)
+		goto out;
+	n = collect(d, 0, ids, att, (int)cap);
+	if (n == 0)
+		goto out;
+	db_int_array(aids, ids, n);
+	params[1] = aids;
+	res = db_exec(&d->db, d->q_held, 2, params, &away);
+	if (!res) {
+		if (!away)
+			log_error("cancel poll: %s", d->db.last_error);
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		struct held *h = find(d, ids[i], (int)att[i]);
+		int ours = 0, row = -1;
+		for (int r = 0; r < PQntuples(res) && row < 0; r++)
+			if (strtoll(PQgetvalue(res, r, 0), NULL, 10) == ids[i])
+				row = r;
+		if (row >= 0)
+			ours = atoi(PQgetvalue(res, row, 1)) == att[i] &&
+			       atoi(PQgetvalue(res, row, 2)) == 1;
+		if (h && ours && !PQgetisnull(res, row, 4) && atoi(PQgetvalue(res, row, 4)) == 1 &&
+		    h->xj && strcmp(exc_job_state(h->xj), "waiting") == 0)
+			exc_query(h->xj); /* someone asked for its position */
+		if (!h || ours)
+			continue;
+		if (row >= 0 && !PQgetisnull(res, row, 3)) {
+			d->st.cancels++;
+			d->st.cancel_latency_ms += strtoull(PQgetvalue(res, row, 3), NULL, 10);
+			drop_claim(d, h, "cancelled");
+		} else {
+			drop_claim(d, h, "its claim was rescued by another dispatcher");
+		}
+	}
+	PQclear(res);
+out:
+	free(ids);
+	free(att);
+	free(aids);
+}
+
+static void count_outcome(struct dispatcher *d, const struct held *h)
+{
+	if (strcmp(h->state, "done") == 0)
+		d->st.done++;
+	else if (strcmp(h->state, "failed") == 0)
+		d->st.failed++;
+	else if (h->uncount)
+		d->st.no_slot++;
+	else
+		d->st.requeued++;
+}
+
+/* Writes up to n of the pending outcomes in one statement; with
+ * claim_limit > 0 the same statement claims up to that many rows
+ * (DQ_FINISH_CLAIM; *claimed gets their number).  Returns the number of
+ * outcomes handled (written, or found not ours and dropped), 0 when the
+ * database is away or nothing is pending, -1 when the statement failed (a
+ * receipt jsonb does not take, e.g. a \u0000 in a string). */
+static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *claimed)
+{
+	struct held *batch[FINISH_BATCH];
+	int64_t ids[FINISH_BATCH], att[FINISH_BATCH], unc[FINISH_BATCH], delay[FINISH_BATCH];
+	const char *states[FINISH_BATCH], *errors[FINISH_BATCH], *receipts[FINISH_BATCH];
+	char aids[21 * FINISH_BATCH + 3], aatt[21 * FINISH_BATCH + 3], aunc[21 * FINISH_BATCH + 3],
+		adelay[21 * FINISH_BATCH + 3];
+	char *astates, *aerrors, *areceipts, limit[16];
+	int k = 0, away, rc, idcol = claim_limit ? 1 : 0;
+	PGresult *res;
+
+	for (struct held *h = d->list; h && k < n; h = h->next) {
+		if (h->xj || h->lr || !h->state)
+			continue;
+		batch[k] = h;
+		ids[k] = h->id;
+		att[k] = h->attempts;
+		unc[k] = h->uncount;
+		delay[k] = h->releasing ? 0 : d->cfg->retry_delay_sec;
+		states[k] = h->state;
+		errors[k] = h->error;
+		receipts[k] = h->receipt;
+		k++;
+	}
+	if (k == 0)
+		return 0;
+	db_int_array(aids, ids, k);
+	db_int_array(aatt, att, k);
+	db_int_array(aunc, unc, k);
+	db_int_array(adelay, delay, k);
+	astates = db_text_array(states, k);
+	aerrors = db_text_array(errors, k);
+	areceipts = db_text_array(receipts, k);
+	snprintf(limit, sizeof limit, "%u", claim_limit);
+	const char *params[12] = {
+		d->cfg->instance_id, aids,  aatt,           astates, aunc,   adelay, aerrors,
+		areceipts,           limit, d->local_names, "false", "-1000"
+	};
+	res = astates && aerrors && areceipts
+		      ? db_exec(&d->db, claim_limit ? d->q_finish_claim : d->q_finish,
+				claim_limit ? 12 : 8, params, &away)
+		      : NULL;
+	free(astates);
+	free(aerrors);
+	free(areceipts);
+	if (!res)
+		return away ? 0 : -1;
+	if (claim_limit) {
+		*claimed = 0;
+		d->st.claims++;
+		for (int r = 0; r < PQntuples(res); r++)
+			if (PQgetvalue(res, r, 0)[0] == 'c') {
+				d->st.claimed++;
+				d->st.attempts += (uint64_t)atoi(PQgetvalue(res, r, 2));
+				start_row(d, res, r, 1);
+				(*claimed)++;
+			}
+	}
+	for (int i = 0; i < k; i++) {
+		struct held *h = batch[i];
+		int ours = 0;
+		for (int r = 0; r < PQntuples(res) && !ours; r++)
+			ours = (!claim_limit || PQgetvalue(res, r, 0)[0] == 'f') &&
+			       strtoll(PQgetvalue(res, r, idcol), NULL, 10) == h->id;
+		if (ours) {
+			count_outcome(d, h);
+		} else {
+			d->st.dropped++;
+			log_info("job %lld attempt %d: claim lost before its outcome (%s) was "
+				 "written "
+				 "(cancelled or rescued); dropped",
+				 (long long)h->id, h->attempts, h->state);
+		}
+		d->pending--;
+		held_free(d, h);
+	}
+	rc = k;
+	PQclear(res);
+	return rc;
+}
+
+/* Writes every pending outcome, FINISH_BATCH per statement.  The database
+ * away: the rest waits for FLUSH_RETRY_MS.  A batch the database refuses
+ * is written one row at a time, and a single row whose receipt does not
+ * take is written without it. */
+static void flush_outcomes(struct dispatcher *d)
+{
+	int per = FINISH_BATCH;
+
+	while (d->pending) {
+		int rc = finish_batch(d, per, 0, NULL);
+		if (rc == 0) {
+			if (!evtimer_pending(d->flush_ev, NULL))
+				arm(d->flush_ev, FLUSH_RETRY_MS);
+			return;
+		}
+		if (rc > 0)
+			continue;
+		if (per > 1) {
+			per = 1;
+			continue;
+		}
+		/* the first pending row alone failed */
+		for (struct held *h = d->list; h; h = h->next) {
+			if (h->xj || h->lr || !h->state)
+				continue;
+			if (h->receipt) {
+				log_warn("job %lld: receipt not storable (%s); writing the outcome "
+					 "without it",
+					 (long long)h->id, d->db.last_error);
+				free(h->receipt);
+				h->receipt = NULL;
+			} else {
+				log_error("job %lld attempt %d: outcome %s not written: %s",
+					  (long long)h->id, h->attempts, h->state,
+					  d->db.last_error);
+				d->pending--;
+				held_free(d, h);
+			}
+			break;
+		}
+	}
+	maybe_done_stopping(d);
+}
+
+static void flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	flush_outcomes(arg);
+}
+
+static void janitor_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+	char days[16];
+	const char *params[1] = { days };
+	int away;
+	PGresult *res;
+
+	(void)fd;
+	(void)what;
+	arm(d->janitor_ev, JANITOR_SEC * 1000LL);
+	snprintf(days, sizeof days, "%d", d->cfg->retain_done_days);
+	res = db_exec(&d->db, d->q_janitor, 1, params, &away);
+	if (res && atoi(PQcmdTuples(res)) > 0)
+		log_info("janitor: removed %s finished rows older than %d days", PQcmdTuples(res),
+			 d->cfg->retain_done_days);
+	else if (!res && !away)
+		log_error("janitor: %s", d->db.last_error);
+	PQclear(res);
+}
+
+/* ---- stopping ---- */
+
+static void maybe_done_stopping(struct dispatcher *d)
+{
+	const char *params[3] = { d->cfg->instance_id, d->host, d->pid };
+	int away;
+
+	if (!d->stopping || d->list)
+		return;
+	if (d->registered)
+		PQclear(db_exec(&d->db, d->q_leave, 3, params, &away));
+	event_base_loopbreak(d->base);
+}
+
+/* Children of local runs: each reaped one goes to its run. */
+static void chld_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+	pid_t pid;
+	int status;
+
+	(void)sig;
+	(void)what;
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		for (struct held *h = d->list; h; h = h->next)
+			if (h->lr && local_reaped(h->lr, pid, status))
+				break;
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+
+	(void)what;
+	if (sig == SIGHUP) {
+		log_reopen();
+		return;
+	}
+	if (d->stopping) {
+		log_warn("second signal: exiting now; the rows still held are rescued after %d s",
+			 d->cfg->stale_after_sec);
+		event_base_loopbreak(d->base);
+		return;
+	}
+	d->stopping = 1;
+	log_info("stopping: giving back claims not started, waiting for %u running jobs",
+		 d->at_exec - d->claimed_unstarted);
+	evtimer_del(d->poll_ev);
+	for (struct held *h = d->list; h; h = h->next)
+		if (h->xj && strcmp(exc_job_state(h->xj), "waiting") == 0) {
+			h->releasing = 1;
+			exc_cancel(h->xj);
+		}
+	maybe_done_stopping(d);
+}
+
+/* ---- setup ---- */
+
+static void client_log(void *arg, enum exc_log_level level, const char *line)
+{
+	(void)arg;
+	log_msg(level == EXC_LOG_ERROR  ? LOG_LVL_ERROR
+		: level == EXC_LOG_WARN ? LOG_LVL_WARN
+		: level == EXC_LOG_INFO ? LOG_LVL_INFO
+					: LOG_LVL_DEBUG,
+		"client: %s", line);
+}
+
+static int expand_all(struct dispatcher *d)
+{
+	const char *s = d->cfg->schema;
+
+	d->q_register = dq_expand(DQ_REGISTER, s);
+	d->q_heartbeat = dq_expand(DQ_HEARTBEAT, s);
+	d->q_rescue_own = dq_expand(DQ_RESCUE_OWN, s);
+	d->q_claim = dq_expand(DQ_CLAIM, s);
+	d->q_start = dq_expand(DQ_START, s);
+	d->q_finish = dq_expand(DQ_FINISH, s);
+	d->q_held = dq_expand(DQ_HELD, s);
+	d->q_leave = dq_expand(DQ_LEAVE, s);
+	d->q_janitor = dq_expand(DQ_JANITOR, s);
+	d->q_position = dq_expand(DQ_POSITION, s);
+	d->q_finish_claim = dq_expand(DQ_FINISH_CLAIM, s);
+	return d->q_register && d->q_heartbeat && d->q_rescue_own && d->q_claim && d->q_start &&
+			       d->q_finish && d->q_held && d->q_leave && d->q_janitor &&
+			       d->q_position && d->q_finish_claim
+		       ? 0
+		       : -1;
+}
+
+/* The first contact: the schema's version, our row, our previous life's
+ * claims.  Returns 0, or -1 (logged) when the daemon must not start. */
+static int first_contact(struct dispatcher *d)
+{
+	char msg[600], maxa[16];
+	const char *params[2] = { d->cfg->instance_id, maxa };
+	int rc, away;
+	PGresult *res;
+
+	for (int tries = 0;; tries++) {
+		rc = migrate_check(&d->db, d->cfg->schema, d->cfg->file, msg, sizeof msg);
+		if (rc != -2 || tries == 20)
+			break;
+		usleep(250 * 1000);
+	}
+	if (rc < 0) {
+		log_error("%s", msg);
+		return -1;
+	}
+	rc = do_register(d);
+	if (rc == -3) {
+		log_error("instance %s is held by another live dispatcher (heartbeat younger than "
+			  "%d s): give each dispatcher its own instanceId",
+			  d->cfg->instance_id, d->cfg->stale_after_sec);
+		return -1;
+	}
+	if (rc < 0) {
+		log_error("registering: %s", d->db.last_error);
+		return -1;
+	}
+	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
+	res = db_exec(&d->db, d->q_rescue_own, 2, params, &away);
+	if (res && PQntuples(res) > 0)
+		log_warn("requeued %d rows an earlier run of instance %s still held",
+			 PQntuples(res), d->cfg->instance_id);
+	PQclear(res);
+	return 0;
+}
+
+int dispatcher_run(const struct dispatch_config *cfg)
+{
+	struct dispatcher d;
+	struct exc_options o;
+	int rc = 1;
+
+	memset(&d, 0, sizeof d);
+	d.cfg = cfg;
+	d.rnd = (unsigned)getpid() ^ (unsigned)clock_mono_us();
+	if (gethostname(d.host, sizeof d.host - 1) < 0)
+		strcpy(d.host, "unknown");
+	snprintf(d.pid, sizeof d.pid, "%ld", (long)getpid());
+	const char **names = calloc(cfg->nlocal + 1, sizeof *names);
+	for (size_t i = 0; names && i < cfg->nlocal; i++)
+		names[i] = cfg->local[i].name;
+	d.local_names = names ? db_text_array(names, (int)cfg->nlocal) : NULL;
+	free(names);
+	if (!d.local_names || expand_all(&d) < 0 || db_init(&d.db, cfg->database) < 0) {
+		log_error("out of memory");
+		goto out;
+	}
+	if (first_contact(&d) < 0)
+		goto out;
+	d.base = event_base_new();
+	exc_options_init(&o);
+	o.auth_token = cfg->auth_token;
+	o.connect_timeout_sec = (unsigned)cfg->connect_timeout_sec;
+	o.log = client_log;
+	o.log_level = (enum exc_log_level)cfg->log_level;
+	o.client_id = cfg->instance_id;
+	d.client = d.base ? exc_client_new(d.base, &o) : NULL;
+	if (!d.client) {
+		log_error("cannot create the client: %s", strerror(errno));
+		goto out;
+	}
+	for (size_t i = 0; i < cfg->execservers.count; i++)
+		if (exc_client_add_address(d.client, cfg->execservers.items[i]) < 0) {
+			log_error("execservers[%zu]: %s", i, exc_client_last_error(d.client));
+			goto out;
+		}
+	d.poll_ev = evtimer_new(d.base, poll_cb, &d);
+	d.beat_ev = evtimer_new(d.base, beat_cb, &d);
+	d.cancel_ev = evtimer_new(d.base, cancel_cb, &d);
+	d.start_ev = evtimer_new(d.base, start_cb, &d);
+	d.flush_ev = evtimer_new(d.base, flush_cb, &d);
+	d.janitor_ev = evtimer_new(d.base, janitor_cb, &d);
+	d.sig_term = evsignal_new(d.base, SIGTERM, signal_cb, &d);
+	d.sig_int = evsignal_new(d.base, SIGINT, signal_cb, &d);
+	d.sig_hup = evsignal_new(d.base, SIGHUP, signal_cb, &d);
+	d.sig_chld = evsignal_new(d.base, SIGCHLD, chld_cb, &d);
+	if (!d.poll_ev || !d.beat_ev || !d.cancel_ev || !d.start_ev || !d.flush_ev ||
+	    !d.janitor_ev || !d.sig_term || !d.sig_int || !d.sig_hup) {
+		log_error("out of memory");
+		goto out;
+	}
+	evsignal_add(d.sig_term, NULL);
+	evsignal_add(d.sig_int, NULL);
+	evsignal_add(d.sig_hup, NULL);
+	if (d.sig_chld)
+		evsignal_add(d.sig_chld, NULL);
+	arm(d.poll_ev, jittered(&d, cfg->poll_ms));
+	arm(d.beat_ev, cfg->heartbeat_sec * 1000LL);
+	if (cfg->cancel_poll_ms > 0)
+		arm(d.cancel_ev, cfg->cancel_poll_ms);
+	if (cfg->notify &&
+	    !(d.listener = listener_new(d.base, cfg->database, cfg->schema, on_submit, &d))) {
+		log_error("out of memory");
+		goto out;
+	}
+	if (cfg->metrics) {
+		char err[300];
+		d.metrics = metrics_start(d.base, cfg->metrics, &d.st, cfg->instance_id, err,
+					  sizeof err);
+		if (!d.metrics) {
+			log_error("%s", err);
+			goto out;
+		}
+	}
+	if (cfg->retain_done_days > 0)
+		event_active(d.janitor_ev, EV_TIMEOUT, 0); /* at the start, then hourly */
+	log_info("execdispatch %s: instance %s, schema %s, %zu execserver address%s",
+		 PACKAGE_VERSION, cfg->instance_id, cfg->schema, cfg->execservers.count,
+		 cfg->execservers.count == 1 ? "" : "es");
+	event_base_dispatch(d.base);
+	rc = 0;
+out:
+	metrics_stop(d.metrics);
+	listener_free(d.listener);
+	if (d.client)
+		exc_client_free(d.client);
+	struct event *evs[] = { d.poll_ev,    d.beat_ev,  d.cancel_ev, d.start_ev, d.flush_ev,
+				d.janitor_ev, d.sig_term, d.sig_int,   d.sig_hup,  d.sig_chld };
+	for (struct held *h = d.list; h; h = h->next)
+		if (h->lr)
+			local_cancel(h->lr); /* a forced exit: no local job outlives us */
+	for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
+		if (evs[i])
+			event_free(evs[i]);
+	while (d.list)
+		held_free(&d, d.list);
+	if (d.base)
+		event_base_free(d.base);
+	db_close(&d.db);
+	free(d.local_names);
+	char **qs[] = { &d.q_register, &d.q_heartbeat, &d.q_rescue_own,  &d.q_claim,
+			&d.q_start,    &d.q_finish,    &d.q_held,        &d.q_leave,
+			&d.q_janitor,  &d.q_position,  &d.q_finish_claim };
+	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
+		free(*qs[i]);
+	return rc;
+}

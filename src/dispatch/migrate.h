@@ -1,0 +1,34 @@
+/*
+ * migrate.h - the schema's versions: applying the SQL files of the
+ * migrations directory (`execdispatch --migrate`) and checking, at the
+ * daemon's start, that the database holds the version this program knows.
+ *
+ * A migration is a file NNN_name.sql (NNN its version, from 001, without
+ * gaps); @schema@ in it stands for the configured schema.  All pending
+ * files are applied in one transaction, each followed by its row in
+ * SCHEMA.schema_version, under a transaction-scoped advisory lock so that
+ * two concurrent --migrate runs apply each file once.  Running it again
+ * applies nothing (idempotent).
+ */
+#ifndef ES_DISPATCH_MIGRATE_H
+#define ES_DISPATCH_MIGRATE_H
+
+#include "dispatch/db.h"
+
+/* The newest schema version this program was built for. */
+#define DISPATCH_SCHEMA_VERSION 3
+
+/* The directory of the SQL files: $EXECDISPATCH_SQL_DIR, else the
+ * installed one (DATADIR/execserver/migrations). */
+const char *migrate_dir(void);
+
+/* Applies the pending migrations of dir to schema.  Returns the number
+ * applied (0: already current), or -1 with the reason in msg. */
+int migrate_apply(struct db *db, const char *schema, const char *dir, char *msg, size_t len);
+
+/* 0 when the database holds exactly DISPATCH_SCHEMA_VERSION; -1 with a
+ * message naming the command to run; -2 when the database is unreachable. */
+int migrate_check(struct db *db, const char *schema, const char *config_file, char *msg,
+		  size_t len);
+
+#endif

@@ -1,0 +1,149 @@
+/*
+ * queries.c - see queries.h.  The statements as the database sees them;
+ * docs/dispatch.md explains each against the state machine.
+ */
+#include "autoconfig.h"
+#include "dispatch/queries.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define HELD "('claimed', 'running')"
+
+/* What a rescue does to one held row of a vanished dispatcher: requeued
+ * (the attempt it used stays counted), or failed when it has no attempt
+ * left.  $MAX is the parameter holding maxAttempts. */
+#define RESCUE_SET(MAX)                                                                  \
+	"state = CASE WHEN j.attempts >= " MAX " THEN 'failed' ELSE 'queued' END, "      \
+	"runner_instance = CASE WHEN j.attempts >= " MAX " THEN j.runner_instance END, " \
+	"finished_at = CASE WHEN j.attempts >= " MAX " THEN now() END, "                 \
+	"error = CASE WHEN j.attempts >= " MAX " THEN 'dispatcher_lost' END, "           \
+	"start_after = now() "
+
+const char DQ_SCHEMA_VERSION[] = "SELECT max(version) FROM @schema@.schema_version";
+
+const char DQ_REGISTER[] =
+	"INSERT INTO @schema@.dispatcher (instance, host, pid) VALUES ($1, $2, $3::int) "
+	"ON CONFLICT (instance) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, "
+	"started_at = now(), heartbeat_at = now() "
+	"WHERE @schema@.dispatcher.heartbeat_at < now() - make_interval(secs => $4::int) "
+	"OR (@schema@.dispatcher.host = EXCLUDED.host AND @schema@.dispatcher.pid = EXCLUDED.pid) "
+	"RETURNING 1";
+
+const char DQ_HEARTBEAT[] =
+	"WITH beat AS ("
+	" UPDATE @schema@.dispatcher SET heartbeat_at = now()"
+	" WHERE instance = $1 AND host = $2 AND pid = $3::int RETURNING 1), "
+	"stale AS ("
+	" DELETE FROM @schema@.dispatcher"
+	" WHERE heartbeat_at < now() - make_interval(secs => $4::int) AND instance <> $1"
+	" RETURNING instance), "
+	"moved AS ("
+	" UPDATE @schema@.job j SET " RESCUE_SET(
+		"$5::int") " FROM stale WHERE j.runner_instance = stale.instance AND j.state "
+			   "IN " HELD " RETURNING j.state) "
+			   "SELECT (SELECT count(*) FROM beat), "
+			   "(SELECT count(*) FROM moved WHERE state = 'queued'), "
+			   "(SELECT count(*) FROM moved WHERE state = 'failed')";
+
+const char DQ_RESCUE_OWN[] = "UPDATE @schema@.job j SET " RESCUE_SET(
+	"$2::int") "WHERE j.runner_instance = $1 AND j.state IN " HELD " RETURNING j.id";
+
+/* The claim's two halves: the rows picked (LIMIT from the parameter
+ * named), and their change to claimed by $1. */
+/* The class of a claim: the services in the array LOCAL (the services
+ * marked local) are claimed when IS_LOCAL is true, the others when false;
+ * MINPRIO bounds the priority from below (the reserved local slots). */
+#define CLAIM_PICK(LIMIT, LOCAL, IS_LOCAL, MINPRIO)                                      \
+	"SELECT id FROM @schema@.job"                                                    \
+	" WHERE state = 'queued' AND start_after <= now()"                               \
+	" AND (service = ANY(" LOCAL "::text[])) = " IS_LOCAL "::bool AND priority >= " \
+	MINPRIO "::int ORDER BY priority DESC, id"                                       \
+	" LIMIT " LIMIT " FOR UPDATE SKIP LOCKED"
+#define CLAIM_SET                                                             \
+	"UPDATE @schema@.job j SET state = 'claimed', runner_instance = $1, " \
+	"attempts = j.attempts + 1, started_at = NULL "                       \
+	"FROM picked WHERE j.id = picked.id "                                 \
+	"RETURNING j.id, j.attempts, j.priority, j.service, j.job::text"
+
+/* Outcomes of claims of $1, from the arrays $2..$8. */
+#define FINISH_SET                                                                              \
+	"UPDATE @schema@.job j SET state = u.state, "                                           \
+	"runner_instance = CASE WHEN u.state = 'queued' THEN NULL ELSE j.runner_instance END, " \
+	"attempts = j.attempts - u.uncount, "                                                   \
+	"start_after = CASE WHEN u.state = 'queued' "                                           \
+	" THEN now() + make_interval(secs => u.delay) ELSE j.start_after END, "                 \
+	"finished_at = CASE WHEN u.state = 'queued' THEN NULL ELSE now() END, "                 \
+	"error = u.error, receipt = u.receipt "                                                 \
+	"FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], "   \
+	" $8::jsonb[]) AS u(id, attempts, state, uncount, delay, error, receipt) "              \
+	"WHERE j.id = u.id AND j.runner_instance = $1 AND j.attempts = u.attempts "             \
+	"AND j.state IN " HELD " RETURNING j.id"
+
+const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int", "$3", "$4", "$5") ") " CLAIM_SET;
+
+const char DQ_START[] = "UPDATE @schema@.job j SET state = 'running', started_at = now() "
+			"FROM unnest($2::bigint[], $3::int[]) AS u(id, attempts) "
+			"WHERE j.id = u.id AND j.attempts = u.attempts AND j.runner_instance = $1 "
+			"AND j.state = 'claimed' RETURNING j.id";
+
+const char DQ_FINISH[] = FINISH_SET;
+
+/* Both in one round trip.  The rows being finished are held (not queued)
+ * in the statement's snapshot, so the claim never picks one of them. */
+const char DQ_FINISH_CLAIM[] =
+	"WITH fin AS (" FINISH_SET "), "
+	"picked AS MATERIALIZED (" CLAIM_PICK(
+		"$9::int", "$10", "$11", "$12") "), "
+			   "claimed AS (" CLAIM_SET ") "
+			   "SELECT 'c', id, attempts, priority, service, job FROM claimed "
+			   "UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL FROM fin";
+
+const char DQ_HELD[] =
+	"SELECT id, attempts, (runner_instance = $1 AND state IN " HELD ")::int, "
+	"CASE WHEN state = 'cancelled' THEN "
+	" floor(extract(epoch FROM clock_timestamp() - finished_at) * 1000)::bigint END, "
+	"(position_wanted_at > now() - interval '5 seconds')::int "
+	"FROM @schema@.job WHERE id = ANY($2::bigint[])";
+
+const char DQ_POSITION[] = "UPDATE @schema@.job SET exec_position = $4::jsonb "
+			   "WHERE id = $1::bigint AND runner_instance = $2 AND attempts = $3::int "
+			   "AND state = 'claimed'";
+
+const char DQ_LEAVE[] =
+	"DELETE FROM @schema@.dispatcher WHERE instance = $1 AND host = $2 AND pid = $3::int";
+
+const char DQ_JANITOR[] =
+	"DELETE FROM @schema@.job WHERE id IN ("
+	" SELECT id FROM @schema@.job WHERE state IN ('done', 'failed', 'cancelled')"
+	" AND finished_at < now() - make_interval(days => $1::int) LIMIT 1000)";
+
+char *dq_expand(const char *text, const char *schema)
+{
+	static const char mark[] = "@schema@";
+	size_t n = 0, slen = strlen(schema) + 2;
+	const char *p;
+	char *out, *o;
+
+	for (p = text; (p = strstr(p, mark)); p += sizeof mark - 1)
+		n++;
+	out = malloc(strlen(text) + n * slen + 1);
+	if (!out)
+		return NULL;
+	o = out;
+	for (p = text;;) {
+		const char *m = strstr(p, mark);
+		size_t len = m ? (size_t)(m - p) : strlen(p);
+		memcpy(o, p, len);
+		o += len;
+		if (!m)
+			break;
+		*o++ = '"';
+		memcpy(o, schema, slen - 2);
+		o += slen - 2;
+		*o++ = '"';
+		p = m + sizeof mark - 1;
+	}
+	*o = '\0';
+	return out;
+}

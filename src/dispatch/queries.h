@@ -1,0 +1,73 @@
+/*
+ * queries.h - every statement execdispatch sends, as text with the
+ * placeholder @schema@ (dq_expand puts in the configured schema).  The
+ * race tests send these very texts from two sessions, so what they prove
+ * is about the daemon's own statements.
+ *
+ * Each statement is one unnamed PQexecParams: no session state (no SET,
+ * no advisory lock, no prepared statement, no LISTEN), so they run through
+ * a transaction-mode pooler.  Every change of a held row carries its claim
+ * (runner_instance, attempts, state) in its WHERE clause.
+ */
+#ifndef ES_DISPATCH_QUERIES_H
+#define ES_DISPATCH_QUERIES_H
+
+/* The text with every @schema@ replaced by "schema" (double-quoted);
+ * malloc'd, NULL when out of memory. */
+char *dq_expand(const char *text, const char *schema);
+
+/* Highest applied migration: () -> (version) */
+extern const char DQ_SCHEMA_VERSION[];
+
+/* Register this dispatcher, or take over a stale row of the same
+ * instance: ($1 instance, $2 host, $3 pid, $4 staleAfterSec) -> one row,
+ * or none when a live dispatcher holds the instance. */
+extern const char DQ_REGISTER[];
+
+/* Heartbeat and rescue in one statement: refresh our row; delete the rows
+ * of dispatchers silent for staleAfterSec and requeue their held jobs
+ * (failed with error dispatcher_lost once attempts >= maxAttempts).
+ * ($1 instance, $2 host, $3 pid, $4 staleAfterSec, $5 maxAttempts)
+ * -> (beat 0|1, requeued, failed) */
+extern const char DQ_HEARTBEAT[];
+
+/* At start: requeue the held rows a previous life of this instance left
+ * (same outcome rule as the rescue): ($1 instance, $2 maxAttempts) -> rows */
+extern const char DQ_RESCUE_OWN[];
+
+/* Claim a batch: ($1 instance, $2 limit, $3 the local services text[],
+ * $4 true: claim those, false: the others, $5 the lowest priority)
+ * -> (id, attempts, priority, service, job) */
+extern const char DQ_CLAIM[];
+
+/* Claimed rows whose run started: ($1 instance, $2 ids[], $3 attempts[])
+ * -> (id) of the rows changed */
+extern const char DQ_START[];
+
+/* The outcomes of claims, a batch in one statement: ($1 instance, $2 ids[],
+ * $3 attempts[], $4 states[] (done, failed, queued), $5 uncount[] (1: the
+ * attempt does not count), $6 retry delay sec[], $7 errors[], $8 receipts
+ * jsonb[]) -> (id) of the rows whose claim was still ours */
+extern const char DQ_FINISH[];
+
+/* DQ_FINISH and DQ_CLAIM in one statement: ($1..$8 as DQ_FINISH, $9..$12
+ * the claim's $2..$5) -> ('f', id) per outcome written and ('c', id, attempts,
+ * priority, service, job) per row claimed */
+extern const char DQ_FINISH_CLAIM[];
+
+/* Which held rows are still ours: ($1 instance, $2 ids[]) -> (id,
+ * attempts, ours 0|1, ms since the cancel's commit for a cancelled row,
+ * position asked for in the last 5 s 0|1) */
+extern const char DQ_HELD[];
+
+/* The execserver's POSITION of a claimed row, under its claim:
+ * ($1 id, $2 instance, $3 attempts, $4 position jsonb) */
+extern const char DQ_POSITION[];
+
+/* Leave: delete our row: ($1 instance, $2 host, $3 pid) */
+extern const char DQ_LEAVE[];
+
+/* Retention janitor: ($1 days) delete at most 1000 finished rows older */
+extern const char DQ_JANITOR[];
+
+#endif

@@ -1,0 +1,583 @@
+/*
+ * test_dispatch.c - execdispatch running jobs: real PostgreSQL, real
+ * execservers, real dispatchers.  Submit, claim and finish with each
+ * outcome; bad input; the claim share of two dispatchers on a 4-slot
+ * execserver and its growth when one stops; a cancel from a session that
+ * owns nothing reaching the run within cancelPollMs + 200 ms; no claim and
+ * no query while no execserver is connected; execctl's database commands.
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <CUnit/CUnit.h>
+
+#include "dispatch_fixture.h"
+#include "suite.h"
+
+static struct dfix F;
+
+static void test_setup(void)
+{
+	CU_ASSERT_FATAL(df_start(&F) == 0);
+	CU_ASSERT_FATAL(df_start_exec(&F, 0, 4) == 0);
+}
+
+static void clear_queue(void)
+{
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
+/* The value of a metric of dispatcher /metrics on port, or -1. */
+static long long metric(int port, const char *name)
+{
+	char cmd[200], line[512];
+	long long v = -1;
+	FILE *p;
+
+	snprintf(cmd, sizeof cmd, "curl -sf http://127.0.0.1:%d/metrics", port);
+	p = popen(cmd, "r");
+	while (p && fgets(line, sizeof line, p))
+		if (strncmp(line, name, strlen(name)) == 0 && line[strlen(name)] == '{')
+			v = atoll(strchr(line, ' ') + 1);
+	if (p)
+		pclose(p);
+	return v;
+}
+
+static void test_run_outcomes(void)
+{
+	long long ok, bad, slow, unknown, badjob, env;
+	char buf[256], extra[64];
+	int mport = harness_free_port();
+
+	clear_queue();
+	snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport);
+	CU_ASSERT_FATAL(df_write_config(&F, 0, extra) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	ok = df_submit(&F, "{\"command\":\"true\"}", 0);
+	bad = df_submit(&F, "{\"command\":\"false\"}", 0);
+	slow = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.3\"]}", 2);
+	badjob = df_submit(&F, "{\"command\":\"nosuch\"}", 0);
+	env = df_submit(&F,
+			"{\"command\":\"sh\",\"args\":[\"-c\",\"echo $EXECDISPATCH_JOB_ID/"
+			"$EXECDISPATCH_ATTEMPT\"],\"env\":[\"EXECDISPATCH_ATTEMPT=9\"]}",
+			0);
+	/* an unknown service: not offered by any execserver */
+	unknown = pgtest_int(F.c, "SELECT execdispatch.submit('nope', '{\"command\":\"true\"}')");
+	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
+
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state || '/' || attempts || "
+			    "'/' || (receipt->>'exit_code') FROM execdispatch.job WHERE id = %lld",
+			    ok),
+		"done/1/0");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state || '/' || error || "
+			    "'/' || (receipt->>'exit_code') FROM execdispatch.job WHERE id = %lld",
+			    bad),
+		"failed/exit_status/1");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(
+			F.c, buf, sizeof buf,
+			"SELECT state FROM execdispatch.job "
+			"WHERE id = %lld AND started_at IS NOT NULL AND finished_at > started_at",
+			slow),
+		"done");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state || '/' || error FROM "
+					   "execdispatch.job WHERE id = %lld",
+					   badjob),
+			       "failed/unknown_command");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state || '/' || error FROM "
+					   "execdispatch.job WHERE id = %lld",
+					   unknown),
+			       "failed/unknown_service");
+	/* the program sees its row and attempt (the job's own entry replaced) */
+	snprintf(buf, sizeof buf, "%lld/1\n", env);
+	char got[256];
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, got, sizeof got,
+					   "SELECT receipt->>'stdout' FROM "
+					   "execdispatch.job WHERE id = %lld",
+					   env),
+			       buf);
+	/* nothing is held any more */
+	CU_ASSERT_EQUAL(df_held(&F, "d0"), 0);
+	/* the counters of /metrics (the gauges follow at the next poll) */
+	harness_sleep_ms(250);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_claimed_total"), 6);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_done_total"), 3);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_failed_total"), 3);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_held"), 0);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_admission"), 5);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_database_up"), 1);
+	CU_ASSERT(metric(mport, "execdispatch_statements_total") > 6);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+
+	/* the retention janitor (retainDoneDays 7) removes old finished rows
+	 * only, at the start */
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET finished_at = now() - interval '8 days' "
+			     "WHERE id IN (%lld, %lld)",
+			     ok, bad));
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET finished_at = now() - interval '6 days' "
+			     "WHERE id = %lld",
+			     slow));
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	for (int i = 0; i < 100 && pgtest_int(F.c,
+					      "SELECT count(*) FROM execdispatch.job WHERE "
+					      "id IN (%lld, %lld)",
+					      ok, bad) > 0;
+	     i++)
+		harness_sleep_ms(50);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id IN "
+				   "(%lld, %lld)",
+				   ok, bad),
+			0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job"), 4);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	/* a clean stop removes the dispatcher's row */
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 0);
+}
+
+/* Samples the held rows of d0 and d1 for ms; the largest counts seen. */
+static void sample_held(int ms, long long *max0, long long *max1)
+{
+	long long end = harness_now_ms() + ms;
+
+	*max0 = *max1 = 0;
+	while (harness_now_ms() < end) {
+		long long a = df_held(&F, "d0"), b = df_held(&F, "d1");
+		if (a > *max0)
+			*max0 = a;
+		if (b > *max1)
+			*max1 = b;
+		harness_sleep_ms(20);
+	}
+}
+
+static int two_clients(struct json_object *st, void *arg)
+{
+	(void)arg;
+	return harness_json_int(st, "clients", NULL) == (long long)(size_t)arg;
+}
+
+static void test_claim_shares(void)
+{
+	long long m0, m1;
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_write_config(&F, 1, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 1) == 0);
+	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, two_clients, (void *)2) == 0);
+	harness_sleep_ms(300); /* both have the HELLO with clients 2 */
+	for (int i = 0; i < 24; i++)
+		df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.5\"]}", 0);
+	/* 4 slots, 2 clients: ceil(4/2) + 1 headroom = 3 each */
+	sample_held(1500, &m0, &m1);
+	CU_ASSERT(m0 <= 3 && m1 <= 3);
+	CU_ASSERT(m0 >= 2 && m1 >= 2);
+	/* one leaves: the survivor's share becomes 4 + 1 */
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 10000), 0);
+	CU_ASSERT_EQUAL(df_held(&F, "d0"), 0);
+	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, two_clients, (void *)1) == 0);
+	sample_held(1500, &m0, &m1);
+	CU_ASSERT_EQUAL(m0, 0);
+	CU_ASSERT(m1 >= 4 && m1 <= 5);
+	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE state = 'done' "
+				   "AND attempts = 1"),
+			24);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 1, SIGTERM, 5000), 0);
+}
+
+static int running_n(struct json_object *st, void *arg)
+{
+	return harness_json_int(st, "waitgroups", "wg", "running", NULL) == (long long)(size_t)arg;
+}
+
+static void test_cancel_from_elsewhere(void)
+{
+	long long id, t0, took;
+	char buf[64], extra[64];
+	int mport = harness_free_port();
+
+	clear_queue();
+	snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport);
+	CU_ASSERT_FATAL(df_write_config(&F, 0, extra) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	id = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"30\"]}", 0);
+	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)1) == 0);
+	for (int i = 0; i < 100 && strcmp(pgtest_text(F.c, buf, sizeof buf,
+						      "SELECT state FROM "
+						      "execdispatch.job WHERE id = %lld",
+						      id),
+					  "running") != 0;
+	     i++)
+		harness_sleep_ms(20);
+	CU_ASSERT_STRING_EQUAL(buf, "running");
+	/* the test's session owns nothing: the row is the only transport */
+	t0 = harness_now_ms();
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
+		"requested");
+	CU_ASSERT_EQUAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)0), 0);
+	took = harness_now_ms() - t0;
+	fprintf(stderr,
+		"cancel: the execserver's slot was free %lld ms after the commit "
+		"(cancelPollMs 100)\n",
+		took);
+	/* the process is gone and the slot free soon after (the execserver's
+	 * kill and the /status polling add to it; loose under load) */
+	CU_ASSERT(took <= 1000);
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state FROM execdispatch.job "
+					   "WHERE id = %lld",
+					   id),
+			       "cancelled");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
+		"not_found_or_finished");
+	/* the dispatcher dropped the run's result: the row stays cancelled */
+	harness_sleep_ms(300);
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state || coalesce(receipt::text, "
+					   "'') FROM execdispatch.job WHERE id = %lld",
+					   id),
+			       "cancelled");
+	/* the cancel reached the run (the dispatcher noticed it and sent
+	 * CANCEL at once) within cancelPollMs + 200 ms of its commit, measured
+	 * on the database's clock */
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_cancels_total"), 1);
+	long long lat = metric(mport, "execdispatch_cancel_latency_ms_total");
+	fprintf(stderr, "cancel: noticed %lld ms after the commit\n", lat);
+	CU_ASSERT(lat >= 0 && lat <= 100 + 200);
+	CU_ASSERT_EQUAL(metric(mport, "execdispatch_dropped_total"), 1);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+}
+
+/* Lines of the server log that record a statement (only the role
+ * "probe" has log_statement = all). */
+static int logged_statements(void)
+{
+	char path[300];
+	size_t len;
+	unsigned char *txt;
+	int n = 0;
+
+	snprintf(path, sizeof path, "%s/postgres.log", F.pg.dir);
+	txt = harness_read_file(path, &len);
+	for (char *p = (char *)txt; p && (p = strstr(p, "LOG:  execute <unnamed>")); p++)
+		n++;
+	free(txt);
+	return n;
+}
+
+static void test_no_execserver(void)
+{
+	char buf[64], conninfo[600];
+	int before, after;
+	const char *saved_conninfo = F.conninfo;
+	int saved_nes = F.nes;
+
+	clear_queue();
+	/* a dispatcher whose only execserver address answers nothing,
+	 * connected as a role whose statements the server logs */
+	PQclear(pgtest_query(F.c, "CREATE ROLE probe LOGIN SUPERUSER; "
+				  "ALTER ROLE probe SET log_statement = 'all'"));
+	snprintf(conninfo, sizeof conninfo, "host=127.0.0.1 port=%d user=probe dbname=postgres",
+		 F.pg.port);
+	F.conninfo = conninfo;
+	F.nes = 0;
+	CU_ASSERT_FATAL(df_write_config(&F, 2, NULL) == 0);
+	F.nes = saved_nes;
+	F.conninfo = saved_conninfo;
+	CU_ASSERT_FATAL(df_start_disp(&F, 2) == 0);
+	long long id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	harness_sleep_ms(300);
+	before = logged_statements();
+	harness_sleep_ms(2000);
+	after = logged_statements();
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state FROM execdispatch.job "
+					   "WHERE id = %lld",
+					   id),
+			       "queued");
+	/* the heartbeat (1 s) only: no claim every 100 ms, no cancel poll */
+	fprintf(stderr, "statements in 2 s without an execserver: %d\n", after - before);
+	CU_ASSERT(after - before >= 1 && after - before <= 3);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 2, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
+/* Runs execctl with args (a shell fragment); its stdout+stderr into out;
+ * the exit status. */
+static int execctl(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int execctl(char *out, size_t len, const char *fmt, ...)
+{
+	char args[1024], cmd[1400];
+	const char *bin = getenv("EXECDISPATCH_BIN");
+	va_list ap;
+	FILE *p;
+	size_t n;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	/* execctl sits next to execdispatch in the build directory */
+	snprintf(cmd, sizeof cmd, "%.*sexecctl %s 2>&1",
+		 bin ? (int)(strrchr(bin, '/') + 1 - bin) : 2, bin ? bin : "./", args);
+	p = popen(cmd, "r");
+	n = p ? fread(out, 1, len - 1, p) : 0;
+	out[n] = '\0';
+	st = p ? pclose(p) : -1;
+	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_execctl_db(void)
+{
+	char out[2048], id[32];
+	long long qid;
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	/* submit -w: the id, then the outcome; exit status of the program */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work -w -- true", F.cfg[0]), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, ": done"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work -w -- false", F.cfg[0]), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, ": failed exit_status"));
+	/* show, with --db instead of the file */
+	CU_ASSERT_EQUAL(
+		execctl(out, sizeof out, "submit --db '%s' -s work -- sleep 0.1", F.conninfo), 0);
+	snprintf(id, sizeof id, "%lld", atoll(out));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s %s", F.cfg[0], id), 0);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s %s", F.cfg[0], id), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "runner_instance  d0"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s --json %s", F.cfg[0], id), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"state\":\"done\""));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "cancel -c %s %s", F.cfg[0], id), 122);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "not_found_or_finished"));
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+
+	/* no dispatcher: queued; position, wait --timeout, cancel */
+	qid = df_submit(&F, "{\"command\":\"true\"}", 0);
+	df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT_EQUAL(
+		execctl(out, sizeof out, "submit -c %s -s work -p interactive -- true", F.cfg[0]),
+		0);
+	snprintf(id, sizeof id, "%lld", qid + 1);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position -c %s %s", F.cfg[0], id), 0);
+	CU_ASSERT_STRING_EQUAL(out, "0 running, 2 ahead\n"); /* the interactive one and qid */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s --timeout 1 %s", F.cfg[0], id), 121);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "cancel -c %s %s", F.cfg[0], id), 0);
+	CU_ASSERT_STRING_EQUAL(out, "cancelled\n");
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s %s", F.cfg[0], id), 120);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s 999999", F.cfg[0]), 122);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s 'bad name' -- true", F.cfg[0]),
+			115);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "service must be 1 to 64"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -- true", F.cfg[0]), 2);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position --db 'host=127.0.0.1 port=1' 1"), 111);
+	clear_queue();
+}
+
+static void test_position(void)
+{
+	long long ids[7];
+	char buf[256], state[32];
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	for (int i = 0; i < 7; i++)
+		ids[i] = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"3\"]}", 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	/* 4 slots: 4 running, 1 claimed (share 4 + 1), 2 queued */
+	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)4) == 0);
+	for (int i = 0;
+	     i < 100 && pgtest_int(F.c, "SELECT count(*) FILTER (WHERE state = 'running') "
+					"* 10 + count(*) FILTER (WHERE state = 'claimed') FROM "
+					"execdispatch.job") != 41;
+	     i++)
+		harness_sleep_ms(20);
+	long long claimed = pgtest_int(F.c,
+				       "SELECT id FROM execdispatch.job WHERE state = 'claimed'");
+	CU_ASSERT_FATAL(claimed > 0);
+	/* the first ask: no execserver figure yet; the dispatcher sees the ask
+	 * in its next cancel poll and writes the POSITION into the row */
+	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text", claimed);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"state\": \"claimed\""));
+	for (int i = 0; i < 50 && !strstr(buf, "capacity"); i++) {
+		harness_sleep_ms(50);
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text",
+			    claimed);
+	}
+	fprintf(stderr, "position of the claimed row: %s\n", buf);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"ahead\": 0"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"running\": 4"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"capacity\": 4"));
+	/* a queued row: the claimed one and the queued ones before it */
+	pgtest_text(F.c, state, sizeof state, "SELECT state FROM execdispatch.job WHERE id = %lld",
+		    ids[6]);
+	CU_ASSERT_STRING_EQUAL(state, "queued");
+	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text", ids[6]);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"ahead\": 2"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"running\": 4"));
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
+	clear_queue();
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+}
+
+static long long submit_to(const char *service, const char *job, int priority)
+{
+	return pgtest_int(F.c, "SELECT execdispatch.submit('%s', '%s', %d)", service, job,
+			  priority);
+}
+
+static long long local_running(void)
+{
+	return pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE service = 'hostwork' "
+			       "AND state = 'running'");
+}
+
+static void test_local(void)
+{
+	char buf[256];
+	long long echo, fail, unknown, stream, big, cancel;
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0,
+					"localSlots: 4\n"
+					"services:\n"
+					"  hostwork:\n"
+					"    local: true\n"
+					"    commands:\n"
+					"      echo: {prog: /bin/echo, args: [\"-n\"]}\n"
+					"      false: {prog: /bin/false}\n"
+					"      sleep: {prog: /bin/sleep}\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	echo = submit_to("hostwork", "{\"command\":\"echo\",\"args\":[\"hi\"]}", 0);
+	fail = submit_to("hostwork", "{\"command\":\"false\"}", 0);
+	unknown = submit_to("hostwork", "{\"command\":\"rm\"}", 0);
+	stream = submit_to("hostwork", "{\"command\":\"echo\",\"stdin\":\"http://x/\"}", 0);
+	CU_ASSERT_FATAL(df_wait_final(&F, 10000) == 0);
+	/* run on this host, with the same receipt fields as an execserver's */
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(
+			F.c, buf, sizeof buf,
+			"SELECT state || '/' || "
+			"(receipt->>'stdout') || '/' || (receipt->>'local') FROM execdispatch.job "
+			"WHERE id = %lld",
+			echo),
+		"done/hi/true");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state || '/' || error "
+					   "FROM execdispatch.job WHERE id = %lld",
+					   fail),
+			       "failed/exit_status");
+	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
+						  "SELECT state || '/' || error "
+						  "FROM execdispatch.job WHERE id = %lld",
+						  unknown),
+				      "failed/unknown_command"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
+						  "SELECT state || '/' || error "
+						  "FROM execdispatch.job WHERE id = %lld",
+						  stream),
+				      "failed/bad_job: job.stdin"));
+
+	/* 4 local slots, one of them kept for priority >= 2 */
+	for (int i = 0; i < 5; i++)
+		submit_to("hostwork", "{\"command\":\"sleep\",\"args\":[\"3\"]}", 0);
+	for (int i = 0; i < 100 && local_running() < 3; i++)
+		harness_sleep_ms(20);
+	harness_sleep_ms(400); /* several polls: the fourth slot stays free */
+	CU_ASSERT_EQUAL(local_running(), 3);
+	big = submit_to("hostwork", "{\"command\":\"sleep\",\"args\":[\"3\"]}", 2);
+	for (int i = 0; i < 100 && local_running() < 4; i++)
+		harness_sleep_ms(20);
+	CU_ASSERT_EQUAL(local_running(), 4);
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state FROM execdispatch.job "
+					   "WHERE id = %lld",
+					   big),
+			       "running");
+	/* a cancel reaches a local run too: its process group is killed */
+	cancel = big;
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", cancel),
+		"requested");
+	for (int i = 0; i < 50 && local_running() > 3; i++)
+		harness_sleep_ms(20);
+	CU_ASSERT(local_running() <= 3);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
+	clear_queue();
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+}
+
+static void test_notify(void)
+{
+	long long id, t0, took;
+	char buf[64];
+
+	clear_queue();
+	/* the poll alone would take a minute */
+	CU_ASSERT_FATAL(df_write_config(&F, 0, "notify: true\npollMs: 60000\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	harness_sleep_ms(300); /* connected to the execserver */
+	t0 = harness_now_ms();
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	while (strcmp(pgtest_text(F.c, buf, sizeof buf,
+				  "SELECT state FROM execdispatch.job WHERE "
+				  "id = %lld",
+				  id),
+		      "done") != 0 &&
+	       harness_now_ms() - t0 < 5000)
+		harness_sleep_ms(5);
+	took = harness_now_ms() - t0;
+	fprintf(stderr, "notify: submitted to done in %lld ms (pollMs 60000)\n", took);
+	CU_ASSERT_STRING_EQUAL(buf, "done");
+	CU_ASSERT(took < 1000);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
+static void test_teardown(void)
+{
+	df_cleanup(&F, CU_get_number_of_failures() > 0);
+}
+
+int main(void)
+{
+	static const struct test_case cases[] = {
+		{ "setup: PostgreSQL, one execserver of 4 slots", test_setup },
+		{ "runs jobs: done, failed, unknown command, unknown service, env",
+		  test_run_outcomes },
+		{ "claim shares of two dispatchers; the survivor's grows", test_claim_shares },
+		{ "cancel from a session that owns nothing", test_cancel_from_elsewhere },
+		{ "no execserver: nothing claimed, only the heartbeat queries",
+		  test_no_execserver },
+		{ "execctl submit, show, wait, cancel, position", test_execctl_db },
+		{ "notify: true starts a submission at once", test_notify },
+		{ "local services: on this host, localSlots with a quarter for priority >= 2",
+		  test_local },
+		{ "position: queued from the database, claimed from the execserver",
+		  test_position },
+		{ "teardown", test_teardown },
+		{ NULL, NULL }
+	};
+	return run_suite("dispatch", cases);
+}

@@ -1,0 +1,223 @@
+/*
+ * test_dispatch_faults.c - execdispatch when things break, with the
+ * ledger's program (each run recorded, UNIQUE (job_id, attempt)) and a
+ * trigger that records any change of a finished row:
+ *  - SIGKILL of a dispatcher in mid-run: the other rescues its rows within
+ *    staleAfterSec plus one sweep and finishes them;
+ *  - SIGSTOP beyond staleAfterSec, then SIGCONT: the stopped one notices
+ *    it lost its claims and writes nothing over the rescuer's outcomes;
+ *  - pg_terminate_backend of the dispatchers' sessions and a PostgreSQL
+ *    restart in mid-run: running jobs go on, their outcomes are written
+ *    once the database is back, nothing runs twice;
+ *  - a handler of the execserver killed: its jobs come back as exec_lost
+ *    and are requeued, counting the attempt.
+ * Timings: heartbeatSec 1, staleAfterSec 3, pollMs 100, retryDelaySec 1.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/CUnit.h>
+
+#include "dispatch_fixture.h"
+#include "suite.h"
+
+static struct dfix F;
+
+static void test_setup(void)
+{
+	CU_ASSERT_FATAL(df_start(&F) == 0);
+	/* two handlers, so that one can be killed (exec_lost) */
+	CU_ASSERT_FATAL(harness_start(&F.es[0], 2, df_exec_body(4), NULL) == 0);
+	F.nes = 1;
+	CU_ASSERT_FATAL(df_make_ledger(&F) == 0);
+}
+
+static void fresh(int dispatchers)
+{
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+				  "violations"));
+	for (int i = 0; i < dispatchers; i++) {
+		CU_ASSERT_FATAL(df_write_config(&F, i, NULL) == 0);
+		CU_ASSERT_FATAL(df_start_disp(&F, i) == 0);
+	}
+}
+
+static void submit_ledger(int n, int ms)
+{
+	char job[3072];
+
+	df_ledger_job(&F, job, sizeof job, ms, 1);
+	for (int i = 0; i < n; i++)
+		CU_ASSERT(df_submit(&F, job, 0) > 0);
+}
+
+/* Every job done, its last attempt's run finished in the ledger, no final
+ * row ever changed, no overlapping runs but across a rescue. */
+static void check_all_done(int n)
+{
+	CU_ASSERT_FATAL(df_wait_final(&F, 60000) == 0);
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done'"), n);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM violations"), 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job j WHERE NOT EXISTS ("
+					"SELECT 1 FROM ledger l WHERE l.job_id = j.id AND "
+					"l.attempt = j.attempts AND l.finished_at IS NOT NULL)"),
+			0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM ledger l JOIN execdispatch.job j "
+					"ON j.id = l.job_id WHERE l.attempt > j.attempts"),
+			0);
+}
+
+static int wait_held_running(const char *inst, int min, int timeout_ms)
+{
+	long long end = harness_now_ms() + timeout_ms;
+
+	while (harness_now_ms() < end) {
+		if (pgtest_int(F.c,
+			       "SELECT count(*) FROM execdispatch.job WHERE runner_instance = '%s' "
+			       "AND state = 'running'",
+			       inst) >= min)
+			return 0;
+		harness_sleep_ms(20);
+	}
+	return -1;
+}
+
+static void stop_all(int dispatchers)
+{
+	for (int i = 0; i < dispatchers; i++)
+		if (F.disp[i])
+			CU_ASSERT_EQUAL(df_stop_disp(&F, i, SIGTERM, 10000), 0);
+}
+
+static void test_sigkill(void)
+{
+	long long t0, took, held;
+
+	fresh(2);
+	submit_ledger(8, 1500);
+	CU_ASSERT_FATAL(wait_held_running("d0", 1, 10000) == 0);
+	held = df_held(&F, "d0");
+	t0 = harness_now_ms();
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 2000), SIGKILL);
+	while (df_held(&F, "d0") > 0 && harness_now_ms() - t0 < 15000)
+		harness_sleep_ms(50);
+	took = harness_now_ms() - t0;
+	fprintf(stderr, "%lld rows of the killed dispatcher rescued after %lld ms\n", held, took);
+	/* staleAfterSec (3 s) + one sweep (heartbeatSec 1 s) + scheduling */
+	CU_ASSERT(took <= 3000 + 1000 + 500);
+	check_all_done(8);
+	CU_ASSERT(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE attempts = 2") >= 1);
+	stop_all(2);
+}
+
+static void test_sigstop(void)
+{
+	char path[300];
+	long long t0;
+
+	fresh(2);
+	submit_ledger(6, 2500);
+	CU_ASSERT_FATAL(wait_held_running("d0", 1, 10000) == 0);
+	CU_ASSERT_EQUAL(kill(F.disp[0], SIGSTOP), 0);
+	t0 = harness_now_ms();
+	while (df_held(&F, "d0") > 0 && harness_now_ms() - t0 < 15000)
+		harness_sleep_ms(50);
+	CU_ASSERT_EQUAL(df_held(&F, "d0"), 0);
+	/* let its runs end at the execserver while it sleeps, then wake it:
+	 * its receipts arrive for claims that are not its own any more */
+	harness_sleep_ms(2500);
+	CU_ASSERT_EQUAL(kill(F.disp[0], SIGCONT), 0);
+	check_all_done(6);
+	snprintf(path, sizeof path, "%s", F.log[0]);
+	size_t len;
+	unsigned char *log = harness_read_file(path, &len);
+	CU_ASSERT(log && strstr((char *)log, "our dispatcher row was removed by a rescue"));
+	free(log);
+	/* the stopped one registered again and still works */
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance = 'd0'"),
+			1);
+	stop_all(2);
+}
+
+static void test_db_sessions_killed(void)
+{
+	fresh(2);
+	submit_ledger(6, 1200);
+	CU_ASSERT_FATAL(wait_held_running("d0", 1, 10000) == 0);
+	CU_ASSERT(pgtest_int(F.c, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+				  "WHERE application_name = 'execdispatch'") >= 2);
+	check_all_done(6);
+	/* nothing ran twice: the runs went on and their outcomes were written */
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE attempts <> 1"), 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM ledger"), 6);
+	stop_all(2);
+}
+
+static void test_db_restart(void)
+{
+	fresh(2);
+	submit_ledger(6, 2000);
+	CU_ASSERT_FATAL(wait_held_running("d0", 1, 10000) == 0);
+	harness_sleep_ms(200);
+	PQfinish(F.c);
+	F.c = NULL;
+	CU_ASSERT_FATAL(pgtest_stop(&F.pg) == 0);
+	harness_sleep_ms(1000);
+	CU_ASSERT_FATAL(pgtest_restart(&F.pg) == 0);
+	F.c = pgtest_connect(F.pg.conninfo);
+	CU_ASSERT_FATAL(F.c != NULL);
+	check_all_done(6);
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE attempts <> 1"), 0);
+	stop_all(2);
+}
+
+static void test_exec_lost(void)
+{
+	int pids[8], n;
+
+	fresh(1);
+	submit_ledger(4, 3000);
+	CU_ASSERT_FATAL(wait_held_running("d0", 4, 10000) == 0);
+	harness_sleep_ms(300);
+	/* kill every handler: each running job ends with exec_lost */
+	n = harness_handler_pids(&F.es[0], pids, 8);
+	CU_ASSERT(n >= 1);
+	for (int i = 0; i < n; i++)
+		if (pids[i] > 0)
+			kill(pids[i], SIGKILL);
+	check_all_done(4);
+	/* requeued through exec_lost, counting the attempt */
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE attempts >= 2"), 4);
+	size_t len;
+	unsigned char *log = harness_read_file(F.log[0], &len);
+	CU_ASSERT(log && strstr((char *)log, "attempt 1: queued exec_lost"));
+	free(log);
+	stop_all(1);
+}
+
+static void test_teardown(void)
+{
+	df_cleanup(&F, CU_get_number_of_failures() > 0);
+}
+
+int main(void)
+{
+	static const struct test_case cases[] = {
+		{ "setup: PostgreSQL, an execserver of 4 slots, the ledger", test_setup },
+		{ "SIGKILL in mid-run: rescued within staleAfterSec + one sweep", test_sigkill },
+		{ "SIGSTOP beyond staleAfterSec, SIGCONT: nothing written over", test_sigstop },
+		{ "pg_terminate_backend of the dispatchers' sessions", test_db_sessions_killed },
+		{ "PostgreSQL restarted in mid-run", test_db_restart },
+		{ "execserver handlers killed: exec_lost, requeued", test_exec_lost },
+		{ "teardown", test_teardown },
+		{ NULL, NULL }
+	};
+	return run_suite("dispatch-faults", cases);
+}

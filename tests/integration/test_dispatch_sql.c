@@ -1,0 +1,555 @@
+/*
+ * test_dispatch_sql.c - execdispatch's database side against a real
+ * PostgreSQL, no execserver: the configuration's errors, the migrations
+ * (idempotent; a daemon refuses an unknown schema and names the command),
+ * the SQL API (submit's checks, cancel's three answers, position), the
+ * claim's index, and the races of the daemon's own statements, each
+ * forced by holding one session's transaction open while the other's
+ * statement runs into its lock.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <CUnit/CUnit.h>
+
+#include "dispatch/queries.h"
+#include "dispatch_fixture.h"
+#include "suite.h"
+
+static struct dfix F;
+
+/* ---- configuration ---- */
+
+static int check_config(const char *text, char *out, size_t len)
+{
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/check.yml", F.dir);
+	f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+	const char *args[] = { "-t", "-c", path, NULL };
+	return df_run_tool(out, len, args);
+}
+
+static void test_config_errors(void)
+{
+	static const struct {
+		const char *text, *expect;
+	} cases[] = {
+		{ "database: x\nexecservers: [ws://h:1]\npollMs: 5\n", "check.yml:3:9: pollMs" },
+		{ "database: x\nexecservers: [http://h:1]\n", "check.yml:2:15: execservers[0]" },
+		{ "database: x\nexecservers: [ws://h:1]\npolMs: 100\n", "check.yml:3:1:" },
+		{ "execservers: [ws://h:1]\n", "database: a libpq connection string" },
+		{ "database: x\nexecservers: [ws://h:1]\nschema: Bad-Name\n",
+		  "check.yml:3:9: schema" },
+		{ "database: x\nexecservers: [ws://h:1]\nheartbeatSec: 5\nstaleAfterSec: 6\n",
+		  "check.yml:4:16: staleAfterSec (6) must be at least twice heartbeatSec" },
+		{ "database: x\nexecservers: [ws://h:1]\ninstanceId: \"a b\"\n",
+		  "check.yml:3:13: instanceId" },
+		{ "database: x\nexecservers: [ws://h:1]\nmetrics: nope\n",
+		  "check.yml:3:10: metrics" },
+	};
+	char out[1024];
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int rc = check_config(cases[i].text, out, sizeof out);
+		CU_ASSERT_EQUAL(rc, 1);
+		if (!strstr(out, cases[i].expect)) {
+			fprintf(stderr, "case %zu: expected \"%s\" in: %s\n", i, cases[i].expect,
+				out);
+			CU_FAIL("config error text");
+		}
+	}
+	CU_ASSERT_EQUAL(check_config("database: x\nexecservers: [ws://h:1]\n", out, sizeof out), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "test is successful"));
+}
+
+/* ---- migrations ---- */
+
+static void test_migrate_idempotent(void)
+{
+	char out[2048];
+	const char *args[] = { "--migrate", "-c", F.cfg[0], NULL };
+
+	/* df_start migrated once; again changes nothing */
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, args), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is current (version 3)"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 3);
+	/* the table's settings and the indexes */
+	char buf[256];
+	pgtest_text(F.c, buf, sizeof buf,
+		    "SELECT array_to_string(reloptions, ',') FROM pg_class "
+		    "WHERE oid = 'execdispatch.job'::regclass");
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "fillfactor=70"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "autovacuum_vacuum_scale_factor=0.02"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM pg_indexes WHERE schemaname = "
+					"'execdispatch' AND tablename = 'job'"),
+			4);
+}
+
+static void test_daemon_refuses_schema(void)
+{
+	char out[2048], cfg[300];
+	FILE *f;
+
+	/* a schema that was never migrated */
+	snprintf(cfg, sizeof cfg, "%s/other.yml", F.dir);
+	f = fopen(cfg, "w");
+	fprintf(f, "database: \"%s\"\nexecservers: [ws://127.0.0.1:9]\nschema: other\n",
+		F.conninfo);
+	fclose(f);
+	const char *run[] = { "-f", "-c", cfg, NULL };
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "run execdispatch --migrate -c"));
+	/* migrated, then a version this program does not know */
+	const char *mig[] = { "--migrate", "-c", cfg, NULL };
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 3 (3 migrations applied)"));
+	/* an older version: the daemon names --migrate, which upgrades it */
+	PQclear(pgtest_query(
+		F.c,
+		"DELETE FROM other.schema_version WHERE version = 3; "
+		"ALTER TABLE other.job DROP COLUMN position_wanted_at, DROP COLUMN exec_position"));
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(out, "at version 2, this execdispatch needs 3: run execdispatch --migrate"));
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 3 (1 migration applied)"));
+	PQclear(pgtest_query(F.c,
+			     "INSERT INTO other.schema_version VALUES (99, '099_future.sql')"));
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "version 99, which this execdispatch does not know"));
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "newer than this execdispatch"));
+	PQclear(pgtest_query(F.c, "DROP SCHEMA other CASCADE"));
+}
+
+/* ---- the SQL API ---- */
+
+static void expect_error(const char *sql, const char *text)
+{
+	PGresult *r = PQexec(F.c, sql);
+	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_FATAL_ERROR);
+	if (!strstr(PQresultErrorMessage(r), text)) {
+		fprintf(stderr, "%s: expected \"%s\", got %s", sql, text, PQresultErrorMessage(r));
+		CU_FAIL("error text");
+	}
+	PQclear(r);
+}
+
+static void test_sql_api(void)
+{
+	char buf[256];
+	long long a, b, c;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	expect_error("SELECT execdispatch.submit('work', '{\"command\":\"true\"}', 1001)",
+		     "priority must be between -1000 and 1000");
+	expect_error("SELECT execdispatch.submit('no such', '{\"command\":\"true\"}')",
+		     "service must be 1 to 64");
+	expect_error("SELECT execdispatch.submit('work', '{\"args\":[]}')", "string \"command\"");
+	expect_error("SELECT execdispatch.submit('work', '[1]')", "string \"command\"");
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job"), 0);
+
+	a = df_submit(&F, "{\"command\":\"true\"}", 0);
+	b = df_submit(&F, "{\"command\":\"true\"}", 0);
+	c = df_submit(&F, "{\"command\":\"true\"}", 2);
+	CU_ASSERT(a > 0 && b > a && c > b);
+	/* claim order is priority then id: c, a, b */
+	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text", b);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"ahead\": 2"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"state\": \"queued\""));
+	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text", c);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"ahead\": 0"));
+	pgtest_text(F.c, buf, sizeof buf,
+		    "SELECT coalesce(execdispatch.position(-5)::text, 'null')");
+	CU_ASSERT_STRING_EQUAL(buf, "null");
+
+	/* cancel: queued -> cancelled; again and unknown -> not_found_or_finished */
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", a),
+		"cancelled");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", a),
+		"not_found_or_finished");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(987654)"),
+		"not_found_or_finished");
+	/* held -> requested; a finished row keeps its outcome */
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET state = 'running', "
+			     "runner_instance = 'x', attempts = 1 WHERE id = %lld",
+			     b));
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", b),
+		"requested");
+	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET state = 'done' WHERE id = %lld", c));
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", c),
+		"not_found_or_finished");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state FROM execdispatch.job "
+					   "WHERE id = %lld",
+					   c),
+			       "done");
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
+/* ---- the claim's plan ---- */
+
+static char *q(const char *text)
+{
+	return dq_expand(text, "execdispatch");
+}
+
+static void test_claim_uses_index(void)
+{
+	char *claim = q(DQ_CLAIM), sql[4096];
+	PGresult *r;
+	int found = 0, sorted = 0;
+
+	for (int i = 0; i < 50; i++)
+		df_submit(&F, "{\"command\":\"true\"}", i % 3);
+	PQclear(pgtest_query(F.c, "ANALYZE execdispatch.job"));
+	PQclear(pgtest_query(F.c, "BEGIN; SET LOCAL enable_seqscan = off"));
+	/* the claim's selection, as the planner sees it inside the statement */
+	snprintf(sql, sizeof sql, "EXPLAIN %s", claim);
+	const char *params[5] = { "x", "10", "{}", "false", "-1000" };
+	r = PQexecParams(F.c, sql, 5, NULL, params, NULL, NULL, 0);
+	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
+	for (int i = 0; i < PQntuples(r); i++) {
+		found |= strstr(PQgetvalue(r, i, 0), "Index Scan using job_claim") != NULL;
+		sorted |= strstr(PQgetvalue(r, i, 0), "Sort") != NULL;
+	}
+	CU_ASSERT(found);
+	CU_ASSERT(!sorted); /* the index gives the order: no sort step */
+	PQclear(r);
+	PQclear(pgtest_query(F.c, "ROLLBACK"));
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	free(claim);
+}
+
+/* ---- forced races ---- */
+
+struct sess {
+	PGconn *c;
+};
+
+static PGresult *run_stmt(PGconn *c, const char *text, int n, const char *const *params)
+{
+	char *sql = q(text);
+	PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+	free(sql);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK && PQresultStatus(r) != PGRES_COMMAND_OK)
+		fprintf(stderr, "statement failed: %s", PQresultErrorMessage(r));
+	return r;
+}
+
+/* Sends the statement and returns once it waits for a lock (seen from
+ * the test's third session in pg_stat_activity). */
+static void send_blocked(PGconn *c, const char *text, int n, const char *const *params)
+{
+	char *sql = q(text);
+	int pid = PQbackendPID(c);
+
+	CU_ASSERT_EQUAL(PQsendQueryParams(c, sql, n, NULL, params, NULL, NULL, 0), 1);
+	free(sql);
+	for (int i = 0; i < 500; i++) {
+		if (pgtest_int(F.c,
+			       "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND "
+			       "wait_event_type = 'Lock'",
+			       pid) == 1)
+			return;
+		harness_sleep_ms(10);
+	}
+	CU_FAIL("the second session never waited for the first one's lock");
+}
+
+static PGresult *collect(PGconn *c)
+{
+	PGresult *r = PQgetResult(c), *extra;
+	while ((extra = PQgetResult(c)))
+		PQclear(extra);
+	return r;
+}
+
+/* A row held by dispatcher "stale" (heartbeat an hour old) and the
+ * dispatcher rows of "live" and "stale". */
+static long long held_row(const char *state)
+{
+	long long id;
+
+	PQclear(pgtest_query(
+		F.c,
+		"DELETE FROM execdispatch.job; DELETE FROM execdispatch.dispatcher; "
+		"INSERT INTO execdispatch.dispatcher (instance, host, pid, heartbeat_at) "
+		"VALUES ('stale', 'h', 1, now() - interval '1 hour'), ('live', 'h', 2, now())"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET state = '%s', runner_instance = 'stale', "
+			     "attempts = 1 WHERE id = %lld",
+			     state, id));
+	return id;
+}
+
+static const char *rescue_params[5] = { "live", "h", "2", "30", "3" };
+
+/* The parameters of DQ_FINISH for one row: "done" with a receipt. */
+struct finish_args {
+	char ids[32], att[16];
+	const char *p[8];
+};
+
+static void finish_params(struct finish_args *f, long long id, const char *inst, const char *att)
+{
+	snprintf(f->ids, sizeof f->ids, "{%lld}", id);
+	snprintf(f->att, sizeof f->att, "{%s}", att);
+	f->p[0] = inst;
+	f->p[1] = f->ids;
+	f->p[2] = f->att;
+	f->p[3] = "{done}";
+	f->p[4] = "{0}";
+	f->p[5] = "{0}";
+	f->p[6] = "{NULL}";
+	f->p[7] = "{\"{\\\"exit_code\\\": 0}\"}";
+}
+
+static char *state_of(long long id, char *buf)
+{
+	return (char *)pgtest_text(F.c, buf, 64,
+				   "SELECT state || '/' || attempts FROM "
+				   "execdispatch.job WHERE id = %lld",
+				   id);
+}
+
+static void test_race_claim_rescue(void)
+{
+	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
+	long long id = held_row("running");
+	char buf[64];
+	const char *claim[5] = { "third", "10", "{}", "false", "-1000" };
+	PGresult *r;
+
+	/* the rescue has requeued the row but not committed: a claim sees
+	 * nothing to take (the row is locked, and claimed in its snapshot) */
+	PQclear(pgtest_query(a.c, "BEGIN"));
+	r = run_stmt(a.c, DQ_HEARTBEAT, 5, rescue_params);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
+	PQclear(r);
+	r = run_stmt(b.c, DQ_CLAIM, 5, claim);
+	CU_ASSERT_EQUAL(PQntuples(r), 0);
+	PQclear(r);
+	PQclear(pgtest_query(a.c, "COMMIT"));
+	/* after the commit it is claimed exactly once, as the second attempt */
+	r = run_stmt(b.c, DQ_CLAIM, 5, claim);
+	CU_ASSERT_EQUAL(PQntuples(r), 1);
+	PQclear(r);
+	r = run_stmt(a.c, DQ_CLAIM, 5, claim);
+	CU_ASSERT_EQUAL(PQntuples(r), 0);
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
+	/* the stale dispatcher's late finish changes nothing */
+	struct finish_args fa;
+	finish_params(&fa, id, "stale", "1");
+	r = run_stmt(a.c, DQ_FINISH, 8, fa.p);
+	CU_ASSERT_EQUAL(PQntuples(r), 0);
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
+	PQfinish(a.c);
+	PQfinish(b.c);
+}
+
+static void test_race_finish_rescue(void)
+{
+	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
+	char buf[64];
+	struct finish_args fa;
+	PGresult *r;
+	long long id;
+
+	/* finish first: the rescue waits, then finds the row done */
+	id = held_row("running");
+	finish_params(&fa, id, "stale", "1");
+	PQclear(pgtest_query(a.c, "BEGIN"));
+	r = run_stmt(a.c, DQ_FINISH, 8, fa.p);
+	CU_ASSERT_EQUAL(PQntuples(r), 1);
+	PQclear(r);
+	send_blocked(b.c, DQ_HEARTBEAT, 5, rescue_params);
+	PQclear(pgtest_query(a.c, "COMMIT"));
+	r = collect(b.c);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "0");
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 2), "0");
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "done/1");
+
+	/* rescue first: the finish waits, then changes nothing */
+	id = held_row("running");
+	finish_params(&fa, id, "stale", "1");
+	PQclear(pgtest_query(a.c, "BEGIN"));
+	r = run_stmt(a.c, DQ_HEARTBEAT, 5, rescue_params);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
+	PQclear(r);
+	send_blocked(b.c, DQ_FINISH, 8, fa.p);
+	PQclear(pgtest_query(a.c, "COMMIT"));
+	r = collect(b.c);
+	CU_ASSERT_EQUAL(PQntuples(r), 0);
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/1");
+
+	/* out of attempts: the rescue fails the row with dispatcher_lost */
+	id = held_row("running");
+	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET attempts = 3 WHERE id = %lld", id));
+	r = run_stmt(a.c, DQ_HEARTBEAT, 5, rescue_params);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 2), "1");
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, 64,
+					   "SELECT state || '/' || error FROM "
+					   "execdispatch.job WHERE id = %lld",
+					   id),
+			       "failed/dispatcher_lost");
+	PQfinish(a.c);
+	PQfinish(b.c);
+}
+
+static void test_race_cancel_finish(void)
+{
+	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
+	char buf[64];
+	struct finish_args fa;
+	PGresult *r;
+	long long id;
+
+	/* cancel first: the finish waits, then changes nothing */
+	id = held_row("running");
+	finish_params(&fa, id, "stale", "1");
+	PQclear(pgtest_query(a.c, "BEGIN"));
+	CU_ASSERT_STRING_EQUAL(pgtest_text(a.c, buf, 64, "SELECT execdispatch.cancel(%lld)", id),
+			       "requested");
+	send_blocked(b.c, DQ_FINISH, 8, fa.p);
+	PQclear(pgtest_query(a.c, "COMMIT"));
+	r = collect(b.c);
+	CU_ASSERT_EQUAL(PQntuples(r), 0);
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "cancelled/1");
+
+	/* finish first: the cancel waits, then answers not_found_or_finished */
+	id = held_row("running");
+	finish_params(&fa, id, "stale", "1");
+	PQclear(pgtest_query(a.c, "BEGIN"));
+	r = run_stmt(a.c, DQ_FINISH, 8, fa.p);
+	CU_ASSERT_EQUAL(PQntuples(r), 1);
+	PQclear(r);
+	snprintf(buf, sizeof buf, "SELECT @schema@.cancel(%lld)", id);
+	send_blocked(b.c, buf, 0, NULL);
+	PQclear(pgtest_query(a.c, "COMMIT"));
+	r = collect(b.c);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "not_found_or_finished");
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "done/1");
+	PQfinish(a.c);
+	PQfinish(b.c);
+}
+
+static void test_race_cancel_rescue(void)
+{
+	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
+	char buf[64], sql[64];
+	PGresult *r;
+	long long id;
+
+	/* cancel first: the rescue waits, then leaves the row cancelled */
+	id = held_row("running");
+	PQclear(pgtest_query(a.c, "BEGIN"));
+	CU_ASSERT_STRING_EQUAL(pgtest_text(a.c, buf, 64, "SELECT execdispatch.cancel(%lld)", id),
+			       "requested");
+	send_blocked(b.c, DQ_HEARTBEAT, 5, rescue_params);
+	PQclear(pgtest_query(a.c, "COMMIT"));
+	r = collect(b.c);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "0");
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "cancelled/1");
+
+	/* rescue first: the cancel waits, then cancels the requeued row */
+	id = held_row("running");
+	PQclear(pgtest_query(a.c, "BEGIN"));
+	r = run_stmt(a.c, DQ_HEARTBEAT, 5, rescue_params);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
+	PQclear(r);
+	snprintf(sql, sizeof sql, "SELECT @schema@.cancel(%lld)", id);
+	send_blocked(b.c, sql, 0, NULL);
+	PQclear(pgtest_query(a.c, "COMMIT"));
+	r = collect(b.c);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "cancelled");
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "cancelled/1");
+	PQfinish(a.c);
+	PQfinish(b.c);
+}
+
+static void test_race_claim_claim(void)
+{
+	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
+	const char *ca[5] = { "one", "6", "{}", "false", "-1000" },
+		   *cb[5] = { "two", "100", "{}", "false", "-1000" };
+	PGresult *r;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	for (int i = 0; i < 10; i++)
+		df_submit(&F, "{\"command\":\"true\"}", 0);
+	/* the first claim's rows stay locked: the second takes the rest at
+	 * once (SKIP LOCKED), and no row is claimed twice */
+	PQclear(pgtest_query(a.c, "BEGIN"));
+	r = run_stmt(a.c, DQ_CLAIM, 5, ca);
+	CU_ASSERT_EQUAL(PQntuples(r), 6);
+	PQclear(r);
+	r = run_stmt(b.c, DQ_CLAIM, 5, cb);
+	CU_ASSERT_EQUAL(PQntuples(r), 4);
+	PQclear(r);
+	PQclear(pgtest_query(a.c, "COMMIT"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE state = 'claimed' "
+				   "AND attempts = 1"),
+			10);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE "
+					"runner_instance = 'one'"),
+			6);
+	PQfinish(a.c);
+	PQfinish(b.c);
+}
+
+static void test_setup(void)
+{
+	CU_ASSERT_FATAL(df_start(&F) == 0);
+}
+
+static void test_teardown(void)
+{
+	df_cleanup(&F, CU_get_number_of_failures() > 0);
+}
+
+int main(void)
+{
+	static const struct test_case cases[] = {
+		{ "setup: PostgreSQL, migrated", test_setup },
+		{ "configuration errors name file:line:column", test_config_errors },
+		{ "migrations are idempotent; table settings and indexes",
+		  test_migrate_idempotent },
+		{ "the daemon refuses a missing or unknown schema", test_daemon_refuses_schema },
+		{ "submit checks, cancel's three answers, position", test_sql_api },
+		{ "the claim runs on the partial index, in its order", test_claim_uses_index },
+		{ "race: claim against rescue", test_race_claim_rescue },
+		{ "race: finish against rescue (both orders), out of attempts",
+		  test_race_finish_rescue },
+		{ "race: cancel against finish (both orders)", test_race_cancel_finish },
+		{ "race: cancel against rescue (both orders)", test_race_cancel_rescue },
+		{ "race: two claims take disjoint rows", test_race_claim_claim },
+		{ "teardown", test_teardown },
+		{ NULL, NULL }
+	};
+	return run_suite("dispatch-sql", cases);
+}

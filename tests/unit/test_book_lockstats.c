@@ -51,9 +51,9 @@ static void test_bucket_edges(void)
 {
 	CU_ASSERT_EQUAL(book_lock_bucket_ns(0), 7);
 	CU_ASSERT_EQUAL(book_lock_bucket_ns(7), 63);
-	CU_ASSERT_EQUAL(book_lock_bucket_ns(8), 71);    /* 64..71 */
-	CU_ASSERT_EQUAL(book_lock_bucket_ns(15), 127);  /* 120..127 */
-	CU_ASSERT_EQUAL(book_lock_bucket_ns(16), 143);  /* 128..143 */
+	CU_ASSERT_EQUAL(book_lock_bucket_ns(8), 71);   /* 64..71 */
+	CU_ASSERT_EQUAL(book_lock_bucket_ns(15), 127); /* 120..127 */
+	CU_ASSERT_EQUAL(book_lock_bucket_ns(16), 143); /* 128..143 */
 	for (unsigned i = 1; i < BOOK_LOCK_BUCKETS; i++)
 		CU_ASSERT(book_lock_bucket_ns(i) > book_lock_bucket_ns(i - 1));
 	/* a step is at most an eighth of the values it covers */
@@ -113,7 +113,7 @@ static void test_wait_counted(void)
 	}
 	char c;
 	CU_ASSERT_EQUAL(read(ready[0], &c, 1), 1);
-	fx_lock(&f);    /* the child holds it for 60 ms */
+	fx_lock(&f); /* the child holds it for 60 ms */
 	fx_unlock(&f);
 	int status = 0;
 	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);

@@ -15,14 +15,14 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # multi-instance tests, iproute2 for the network namespaces of the
 # pipe-address test and of the test bed of hosts, nftables for the bed's
 # lossy links, systemd for systemd-analyze, which checks the installed
-# unit), what `make bench` needs (the gearmand peer and its library,
-# gnuplot for the plots, util-linux for lscpu, linux-perf where the kernel
-# allows it), and execdispatch's: libpq to build it, PostgreSQL and
+# unit, spin for the model check of model/), what `make bench` needs (the
+# gearmand peer and its library, gnuplot for the plots, util-linux for lscpu,
+# linux-perf where the kernel allows it), and execdispatch's: libpq to build it, PostgreSQL and
 # PgBouncer for its tests.
 PACKAGES="build-essential autoconf automake libtool pkg-config
 libevent-dev libjson-c-dev libcurl4-openssl-dev libcunit1-dev libyaml-dev
 libssl-dev libwslay-dev libhttp-parser-dev
-curl procps valgrind openssl clang libclang-rt-14-dev clang-format haproxy iproute2 nftables systemd
+curl procps valgrind openssl clang libclang-rt-14-dev clang-format haproxy iproute2 nftables systemd spin
 gearman-job-server libgearman-dev gnuplot-nox util-linux linux-perf
 libpq-dev postgresql postgresql-contrib pgbouncer"
 

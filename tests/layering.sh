@@ -5,9 +5,13 @@
 # files may include besides their own).  Prints each include that breaks
 # it as FILE:LINE and exits 1; exits 0 when there is none.
 #
-# Run by make check.  It first proves that it can fail: a copy of the
-# tree with one include that climbs (job/ including handler/) must be
-# refused, naming that file and line.
+# An include that walks up with "../" is refused too: it would reach
+# another folder without naming it.
+#
+# Run by make check (and so by make distcheck, where the sources are read
+# only: the scratch copy is made writable).  It first proves that it can
+# fail: a copy of the tree with two includes that climb (job/ including
+# handler/, by name and by "../") must be refused, naming each file and line.
 #
 # Usage: layering.sh [TOP]   (default: $TOP_SRCDIR, else this file's ../)
 set -eu
@@ -47,6 +51,15 @@ check_tree() {
 			bad = 1
 		}
 	}
+	# a header reached by walking up: its folder is not named
+	/^[ \t]*#[ \t]*include[ \t]*["<][^">]*\.\.\// {
+		inc = $0
+		sub(/^[^"<]*["<]/, "", inc)
+		sub(/[">].*/, "", inc)
+		printf "%s:%d: includes %s: no \"../\" in an include (name the folder: docs/architecture.md, Layering)\n",
+			FILENAME, FNR, inc
+		bad = 1
+	}
 	# project headers: "dir/x.h", or <execserver/x.h>
 	/^[ \t]*#[ \t]*include[ \t]*("[a-z_]+\/|<execserver\/)/ {
 		inc = $0
@@ -70,16 +83,19 @@ trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/docs"
 cp "$top/docs/architecture.md" "$scratch/docs/"
 cp -R "$top/src" "$top/include" "$scratch/"
+chmod -R u+w "$scratch"
 printf '#include "handler/handler.h"\n' >>"$scratch/src/job/job.c"
 lines=$(wc -l <"$scratch/src/job/job.c" | tr -d ' ')
+printf '#include "../handler/handler.h"\n' >>"$scratch/src/job/spawn.c"
+up=$(wc -l <"$scratch/src/job/spawn.c" | tr -d ' ')
 if out=$(check_tree "$scratch"); then
 	echo "layering.sh: FAIL: an include of handler/ from job/ was not refused" >&2
 	exit 1
 fi
 case "$out" in
-*"src/job/job.c:$lines: includes handler/handler.h"*) ;;
+*"src/job/job.c:$lines: includes handler/handler.h"*"src/job/spawn.c:$up: includes ../handler/handler.h"*) ;;
 *)
-	echo "layering.sh: FAIL: the climbing include was not named:" >&2
+	echo "layering.sh: FAIL: the climbing includes were not both named:" >&2
 	echo "$out" >&2
 	exit 1
 	;;

@@ -74,8 +74,10 @@
 extern "C" {
 #endif
 
-#define EXC_API_VERSION 3	/* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
-				 * 3: exc_claim_share_service, claim shares floor(slots / clients) + 1 */
+#define EXC_API_VERSION \
+	4 /* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
+				 * 3: exc_claim_share_service, claim shares floor(slots / clients) + 1;
+				 * 4: protocol 2 (each DONE acknowledged), ping_timeout_ms */
 
 struct event_base;
 
@@ -95,19 +97,19 @@ enum exc_log_level {
 
 /* What happened to a connection (on_conn). */
 enum exc_conn_event {
-	EXC_CONN_UP,		/* HELLO received: instance_id, services known */
-	EXC_CONN_DOWN,		/* an established connection closed (close code in
+	EXC_CONN_UP,        /* HELLO received: instance_id, services known */
+	EXC_CONN_DOWN,      /* an established connection closed (close code in
 				 * info->code; 1006 when it just dropped) */
-	EXC_CONN_FAILED,	/* connecting failed: TCP error, timeout, or an
+	EXC_CONN_FAILED,    /* connecting failed: TCP error, timeout, or an
 				 * HTTP answer other than 101 (info->code holds
 				 * the HTTP status: 401 wrong token, 503
 				 * draining/full); the address is retried with
 				 * back-off, except after 401 (retried every
 				 * re-probe only); 404 is EXC_CONN_LEGACY */
-	EXC_CONN_DUPLICATE,	/* a new connection reached an instance already in
+	EXC_CONN_DUPLICATE, /* a new connection reached an instance already in
 				 * the pool; it was closed and the address is
 				 * "covered" (pool growth stops until re-probe) */
-	EXC_CONN_LEGACY,	/* GET /broker answered 404 (code 404): an
+	EXC_CONN_LEGACY,    /* GET /broker answered 404 (code 404): an
 				 * execserver without the broker.  From now on
 				 * the address is served by the legacy token
 				 * transport (see "Legacy fallback" below); the
@@ -117,14 +119,14 @@ enum exc_conn_event {
 };
 
 struct exc_conn_info {
-	const char *address;	/* the address as given to exc_client_add_address */
+	const char *address;     /* the address as given to exc_client_add_address */
 	const char *instance_id; /* HELLO's (1-64 of A-Za-z0-9_.-), or NULL (FAILED) */
-	int code;		/* DOWN: close code; FAILED: HTTP status, or 0 for
+	int code;                /* DOWN: close code; FAILED: HTTP status, or 0 for
 				 * a network error; else 0 */
-	const char *message;	/* for humans: why */
-	unsigned connections;	/* live connections of the address, after the event */
-	unsigned instances;	/* distinct instances among them */
-	int covered;		/* the address is marked covered */
+	const char *message;     /* for humans: why */
+	unsigned connections;    /* live connections of the address, after the event */
+	unsigned instances;      /* distinct instances among them */
+	int covered;             /* the address is marked covered */
 	/* FAILED on a wss:// address: 1 when the server's certificate did not
 	 * verify (untrusted issuer, expired, or not issued for the host of
 	 * the address); message then reads "certificate verify failed: ...".
@@ -173,11 +175,10 @@ struct exc_options {
 	 * this client, those of its connections' websocket sessions
 	 * included, goes here and to no other client's callback. */
 	void (*log)(void *arg, enum exc_log_level level, const char *line);
-	enum exc_log_level log_level;	/* default EXC_LOG_WARN */
+	enum exc_log_level log_level; /* default EXC_LOG_WARN */
 	/* Connection events, for status displays and tests.  NULL: none. */
-	void (*on_conn)(void *arg, enum exc_conn_event ev,
-			const struct exc_conn_info *info);
-	void *arg;		/* passed to log and on_conn */
+	void (*on_conn)(void *arg, enum exc_conn_event ev, const struct exc_conn_info *info);
+	void *arg; /* passed to log and on_conn */
 	/* wss:// addresses: the certificates trusted to sign the servers'
 	 * certificates, as a PEM file (one or more CA certificates) and/or a
 	 * directory prepared with `openssl rehash`.  Both NULL: the system's
@@ -189,6 +190,13 @@ struct exc_options {
 	 * is added (exc_client_add_address fails if they cannot be loaded). */
 	const char *tls_ca_file;
 	const char *tls_ca_dir;
+	/* The ping deadline: a connection on which nothing (not even a pong)
+	 * arrived for this long is taken for dead and closed, and its running
+	 * jobs are sought again (owner_grace_sec), so that a server that
+	 * vanished without closing (a half-open connection) is noticed.  The
+	 * library pings every ping_timeout_ms / 3 (at most every 15 s).  At
+	 * least 300.  Default 30000 ms. */
+	unsigned ping_timeout_ms;
 };
 
 /* Fills o with the defaults above (every pointer NULL). */
@@ -256,13 +264,13 @@ unsigned exc_claim_share(const exc_client *c);
 
 /* Pool figures of the address added n-th (0-based); -1 (ENOENT) if none. */
 struct exc_address_stats {
-	unsigned connections;	/* live websocket connections (HELLO received) */
-	unsigned connecting;	/* connections being opened */
-	unsigned instances;	/* distinct instance_ids among the live ones */
-	int covered;		/* growth stopped: a new connection repeated an
+	unsigned connections; /* live websocket connections (HELLO received) */
+	unsigned connecting;  /* connections being opened */
+	unsigned instances;   /* distinct instance_ids among the live ones */
+	int covered;          /* growth stopped: a new connection repeated an
 				 * instance_id */
-	unsigned opened;	/* connections opened since the start (attempts) */
-	unsigned duplicates;	/* connections closed for a repeated instance_id */
+	unsigned opened;      /* connections opened since the start (attempts) */
+	unsigned duplicates;  /* connections closed for a repeated instance_id */
 };
 int exc_address_stats(const exc_client *c, unsigned n, struct exc_address_stats *st);
 
@@ -283,33 +291,33 @@ void exc_client_free(exc_client *c);
 /* ---- job sources and sinks ---------------------------------------------- */
 
 enum exc_io_kind {
-	EXC_IO_NONE = 0,	/* stdin: empty.  stdout: not streamed; the receipt
+	EXC_IO_NONE = 0, /* stdin: empty.  stdout: not streamed; the receipt
 				 * carries its first 4000 bytes, the rest is
 				 * discarded.  Not valid for files. */
-	EXC_IO_FD,		/* fd: read until EOF (source) or written (sink) */
-	EXC_IO_BUFFER,		/* source only: len bytes at data (copied at
+	EXC_IO_FD,       /* fd: read until EOF (source) or written (sink) */
+	EXC_IO_BUFFER,   /* source only: len bytes at data (copied at
 				 * exc_submit) */
-	EXC_IO_FILE,		/* path of a local file: opened at exc_submit
+	EXC_IO_FILE,     /* path of a local file: opened at exc_submit
 				 * (source: read; sink: created/truncated, 0644) */
-	EXC_IO_URL,		/* a URL the execserver fetches/PUTs itself; the
+	EXC_IO_URL,      /* a URL the execserver fetches/PUTs itself; the
 				 * library serves nothing for it */
-	EXC_IO_DISCARD,		/* sink only: streamed and thrown away (the
+	EXC_IO_DISCARD,  /* sink only: streamed and thrown away (the
 				 * receipt then has no stdout) */
 };
 
 struct exc_io {
 	enum exc_io_kind kind;
-	int fd;			/* EXC_IO_FD */
-	const void *data;	/* EXC_IO_BUFFER */
-	size_t len;		/* EXC_IO_BUFFER */
-	const char *path;	/* EXC_IO_FILE */
-	const char *url;	/* EXC_IO_URL */
+	int fd;           /* EXC_IO_FD */
+	const void *data; /* EXC_IO_BUFFER */
+	size_t len;       /* EXC_IO_BUFFER */
+	const char *path; /* EXC_IO_FILE */
+	const char *url;  /* EXC_IO_URL */
 };
 
 /* A named file of the job's directory (job-payload.md inputs/outputs). */
 struct exc_file {
-	const char *name;	/* file name in the job directory (no '/') */
-	struct exc_io io;	/* input: FD, BUFFER, FILE or URL;
+	const char *name; /* file name in the job directory (no '/') */
+	struct exc_io io; /* input: FD, BUFFER, FILE or URL;
 				 * output: FD, FILE, URL or DISCARD */
 };
 
@@ -321,59 +329,65 @@ struct exc_file {
  * stdin_failed, stdout_failed, output_failed, exec_lost), the refusals of
  * the JOB (bad_job, unknown_command, with retryable 0), and the library's:
  */
-#define EXC_E_NO_SLOT "no_slot"		/* no slot within connect_timeout_sec
+#define EXC_E_NO_SLOT \
+	"no_slot" /* no slot within connect_timeout_sec
 					 * (retryable) */
-#define EXC_E_LOST "lost"		/* the instance running the job was not
+#define EXC_E_LOST \
+	"lost" /* the instance running the job was not
 					 * reached again within owner_grace_sec
 					 * (retryable: it may have run) */
-#define EXC_E_UNKNOWN_SERVICE "unknown_service"	/* no address serves the
+#define EXC_E_UNKNOWN_SERVICE \
+	"unknown_service" /* no address serves the
 					 * service, or every one that does was
 					 * explored to the end (reached, and
 					 * covered or full) and no instance
 					 * offers it (not retryable) */
-#define EXC_E_UNAUTHORIZED "unauthorized"	/* every address refused the
+#define EXC_E_UNAUTHORIZED \
+	"unauthorized" /* every address refused the
 					 * token (401; not retryable) */
-#define EXC_E_TLS_VERIFY "tls_verify"	/* every wss:// address serving the
+#define EXC_E_TLS_VERIFY \
+	"tls_verify" /* every wss:// address serving the
 					 * service presented a certificate that
 					 * did not verify (not retryable; the
 					 * job never ran) */
-#define EXC_E_LOCAL_IO "local_io"	/* a local source or sink failed (a read
+#define EXC_E_LOCAL_IO \
+	"local_io"                  /* a local source or sink failed (a read
 					 * or write error on a caller fd or
 					 * file, or a stream ended early); the
 					 * message names it; not retryable */
-#define EXC_E_CANCELLED "cancelled"	/* exc_cancel (also the server's code) */
+#define EXC_E_CANCELLED "cancelled" /* exc_cancel (also the server's code) */
 
 struct exc_receipt {
 	const char *job_id;
-	const char *instance_id;	/* where it ran; NULL if it never ran or ran
+	const char *instance_id; /* where it ran; NULL if it never ran or ran
 					 * over the legacy fallback */
-	int ok;			/* 1: exited 0, no error, every local stream
+	int ok;                  /* 1: exited 0, no error, every local stream
 				 * complete */
-	int exited;		/* 1: exit_code is valid */
+	int exited;              /* 1: exit_code is valid */
 	int exit_code;
-	int signal;		/* 0: none */
-	int64_t duration_ms;	/* -1 unknown */
-	const char *stdout_text;	/* receipt "stdout", or NULL */
+	int signal;              /* 0: none */
+	int64_t duration_ms;     /* -1 unknown */
+	const char *stdout_text; /* receipt "stdout", or NULL */
 	int stdout_truncated;
-	const char *stderr_line;	/* the decisive stderr line, or NULL */
-	const char *error_code;	/* NULL: no error */
-	const char *error_message;	/* NULL when error_code is NULL */
-	int retryable;		/* 1: requeue the job (no_slot, lost,
+	const char *stderr_line;   /* the decisive stderr line, or NULL */
+	const char *error_code;    /* NULL: no error */
+	const char *error_message; /* NULL when error_code is NULL */
+	int retryable;             /* 1: requeue the job (no_slot, lost,
 				 * exec_lost, exec_stopped, ...) */
 	int receipt_lost;
-	uint64_t stdin_bytes;	/* bytes served to the stdin endpoint */
-	uint64_t stdout_bytes;	/* bytes received on the stdout endpoint */
-	const char *json;	/* the server's receipt object as JSON text,
+	uint64_t stdin_bytes;  /* bytes served to the stdin endpoint */
+	uint64_t stdout_bytes; /* bytes received on the stdout endpoint */
+	const char *json;      /* the server's receipt object as JSON text,
 				 * or NULL for a receipt made by the library */
 };
 
 struct exc_position {
-	const char *instance_id;	/* which instance answered */
-	const char *state;	/* "waiting", "offered" or "running" */
-	int64_t running;	/* slots of the waitgroup in use */
-	int64_t ahead;		/* wants served before this one */
-	int64_t capacity;	/* slots of the waitgroup */
-	int64_t eta_ms;		/* -1: unknown */
+	const char *instance_id; /* which instance answered */
+	const char *state;       /* "waiting", "offered" or "running" */
+	int64_t running;         /* slots of the waitgroup in use */
+	int64_t ahead;           /* wants served before this one */
+	int64_t capacity;        /* slots of the waitgroup */
+	int64_t eta_ms;          /* -1: unknown */
 };
 
 /* The job ended (any way).  r and its strings are valid during the call;
@@ -385,22 +399,24 @@ typedef void (*exc_position_cb)(exc_job *job, const struct exc_position *p, void
 /* ---- jobs --------------------------------------------------------------- */
 
 struct exc_job_spec {
-	const char *job_id;	/* NULL: generated (unique in the client) */
-	const char *service;	/* required */
-	int priority;		/* protocol WANT priority (default 0) */
+	const char *job_id;  /* NULL: generated (unique in the client) */
+	const char *service; /* required */
+	int priority;        /* protocol WANT priority (default 0) */
 	/* The job description, a JSON object as in docs/job-payload.md
 	 * (command, args, env, timeout_sec, ...).  The library sets "stdin"
 	 * and "stdout" from in/out (unless they are EXC_IO_NONE, when a value
 	 * given here stays) and appends its entries to "inputs"/"outputs". */
 	const char *job_json;
-	struct exc_io in;	/* stdin source */
-	struct exc_io out;	/* stdout sink */
-	const struct exc_file *inputs;	size_t ninputs;
-	const struct exc_file *outputs;	size_t noutputs;
+	struct exc_io in;  /* stdin source */
+	struct exc_io out; /* stdout sink */
+	const struct exc_file *inputs;
+	size_t ninputs;
+	const struct exc_file *outputs;
+	size_t noutputs;
 	/* 0: the client's connect_timeout_sec. */
 	unsigned connect_timeout_sec;
-	exc_done_cb on_done;		/* required */
-	exc_position_cb on_position;	/* NULL: POSITIONs are dropped */
+	exc_done_cb on_done;         /* required */
+	exc_position_cb on_position; /* NULL: POSITIONs are dropped */
 	void *arg;
 };
 

@@ -59,9 +59,11 @@
  *             if the receipt store had room, the receipt text, and stays
  *             in the client's job-id index (WANT of the same id:
  *             duplicate_job).  MAIL_DONE goes to the handler of its owner
- *             conn; that handler sends DONE and calls book_done_delivered,
- *             which frees the want.  It no longer depends on its runner.
- *   (freed)   after book_done_delivered; or silently when its client ends
+ *             conn; that handler sends DONE and calls book_done_delivered
+ *             (protocol 1), which frees the want, or leaves it until the
+ *             client's ACK, book_done_ack (protocol 2).  It no longer
+ *             depends on its runner.
+ *   (freed)   after book_done_delivered or book_done_ack; or silently when its client ends
  *             (anonymous conn closed, resume grace over, client record
  *             reclaimed); a RUNNING job whose client ended first is an
  *             orphan (MAIL_CANCEL to its runner) and is freed when it ends
@@ -87,6 +89,13 @@
  * book_done_delivered; the purge re-homes the job and its next owner is
  * mailed again (the client may have got the first one: at least once
  * across a handler crash, exactly once otherwise).
+ *
+ * Protocol 2 (the client acknowledges): the handler does not call
+ * book_done_delivered; the want stays FINISHED, its mail taken, until
+ * book_done_ack.  A close of its owner conn re-homes and re-mails it as
+ * above, and book_conn_adopt (a new conn of the client) takes it over and
+ * re-mails it at once: the DONE goes out at least once to a client that
+ * comes back within its grace, and the client keeps the first copy.
  *
  * Receipt store: max_receipts slots of receipt_bytes bytes.  A FINISHED
  * want owns at most one slot, holding the receipt text the job layer gave
@@ -153,7 +162,7 @@ struct book_limits {
 	uint32_t max_connections;        /* conns and clients tables */
 	uint32_t max_wants;              /* wants table (parked + offered + running + finished) */
 	uint32_t max_wants_per_connection;
-	uint32_t max_jobs_per_client;    /* RUNNING jobs of one client; 0 = no limit */
+	uint32_t max_jobs_per_client;    /* RUNNING + FINISHED jobs of one client; 0 = no limit */
 	uint32_t nhandlers;              /* <= BOOK_MAX_HANDLERS */
 	uint32_t offer_timeout_ms;
 	uint32_t resume_grace_ms;
@@ -344,7 +353,8 @@ enum book_rc book_unwant(struct book *b, struct book_ref conn, const char *job_i
  * saying cancelled).  *was tells which (and *want names the running job).
  * Visibility as for book_unwant/book_query: a job of another client, or
  * one already FINISHED (its outcome is decided; its one DONE is on its
- * way), is BOOK_E_UNKNOWN_JOB. */
+ * way), is BOOK_E_UNKNOWN_JOB; for a FINISHED one *was says WANT_FINISHED
+ * (protocol 2 answers nothing then: the DONE is the answer). */
 enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_id,
 			 enum want_state *was, struct book_ref *want);
 /* JOB: the offered want becomes RUNNING on `runner` (the handler that got
@@ -404,11 +414,30 @@ enum book_rc book_job_finished(struct book *b, struct book_ref want, const struc
  * want is gone; BOOK_E_BAD_STATE unless FINISHED.  Changes nothing. */
 enum book_rc book_done_read(const struct book *b, struct book_ref want, struct book_outcome *o,
 			    char *buf, size_t cap, size_t *len);
+/* ACK (protocol 2): the client acknowledged the DONE of job_id, on any of
+ * its conns: the FINISHED want is freed exactly as by book_done_delivered
+ * (a DONE mail still pending for it, e.g. after book_conn_adopt, is
+ * dropped).  BOOK_E_UNKNOWN_JOB when the client has no such job (never
+ * existed, or acknowledged already), BOOK_E_BAD_STATE when it has not
+ * ended; nothing changes then. */
+enum book_rc book_done_ack(struct book *b, struct book_ref conn, const char *job_id);
 /* The DONE went out on conn: frees the want (and its receipt slot), forgets
  * the id (the client may WANT it again), drops a MAIL_DONE still pending
  * for it (never a second DONE).  BOOK_E_STALE if the want is gone (then
  * nothing happens), BOOK_E_BAD_STATE unless FINISHED. */
 enum book_rc book_done_delivered(struct book *b, struct book_ref want);
+
+/* A conn of protocol 2 (its client acknowledges each DONE) takes over
+ * every RUNNING and FINISHED job of its client that another live conn
+ * owns: the client reconnected, most likely because it lost that other
+ * conn without the book knowing yet (a half-open connection, closed only
+ * at its ping deadline).  Each FINISHED one is mailed to this conn, also
+ * when its DONE was sent on the other conn already and is not
+ * acknowledged (the client recognises the second copy and acknowledges
+ * it); a DONE mail still pending for the old owner is withdrawn.  Call
+ * right after book_conn_open.  Returns the number of jobs taken over; 0
+ * for a stale ref. */
+uint32_t book_conn_adopt(struct book *b, struct book_ref conn);
 
 /* Who should receive the DONE of a running or finished job: the connection
  * that placed it, or after a resume the connection that re-adopted it

@@ -26,6 +26,11 @@
  * outcome BOOK_ERROR_LOST), then drops its conns oldest first: a lost job
  * owned by one of them is re-homed by the drop like any finished job.
  *
+ * book_conn_adopt (protocol 2) moves every job of the client to the new
+ * conn; the finished ones are mailed there again, whether or not their
+ * DONE went out on the old owner (the client acknowledges, and so
+ * recognises, a second copy).
+ *
  * Costs: book_conn_open O(1) (+ O(r) re-adopted jobs), book_conn_close
  * O(w + r + nodes), book_purge_handler O(everything of the handler),
  * HELLO-dirty O(handlers).
@@ -229,6 +234,26 @@ enum book_rc book_conn_open(struct book *b, uint32_t handler, const char *client
 		conn->gen = cn->gen;
 	}
 	return BOOK_OK;
+}
+
+uint32_t book_conn_adopt(struct book *b, struct book_ref conn)
+{
+	uint32_t c = bk_conn_get(b, conn), n = 0;
+	if (c == BK_NIL)
+		return 0;
+	struct bk_conn *cn = bk_conn(b, c);
+	for (uint32_t wi = bk_client(b, cn->client)->job_head; wi != BK_NIL;
+	     wi = bk_want(b, wi)->o_next) {
+		struct bk_want *w = bk_want(b, wi);
+		if (w->conn == c)
+			continue;
+		w->conn = c;
+		w->conn_gen = cn->gen;
+		n++;
+		if (w->state == WANT_FINISHED)
+			bk_done_mail(b, wi);   /* moves a pending DONE mail here */
+	}
+	return n;
 }
 
 void book_conn_close(struct book *b, struct book_ref conn, uint64_t now_ms)

@@ -403,9 +403,9 @@ enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_i
 	if (rc != BOOK_OK)
 		return rc;
 	struct bk_want *w = bk_want(b, wi);
+	*was = (enum want_state)w->state;
 	if (w->state == WANT_FINISHED)
 		return BOOK_E_UNKNOWN_JOB;   /* ended: its outcome stands */
-	*was = (enum want_state)w->state;
 	if (w->state != WANT_RUNNING)
 		return book_unwant(b, conn, job_id);
 	if (want) {
@@ -436,8 +436,10 @@ enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_i
 		return BOOK_E_BAD_STATE;
 	if (w->token != token)
 		return BOOK_E_BAD_TOKEN;
+	/* the limit counts the client's jobs that are not done with: running,
+	 * or finished with their DONE still to be delivered (acknowledged) */
 	if (b->lim.max_jobs_per_client &&
-	    bk_client_running(b, w->client) >= b->lim.max_jobs_per_client)
+	    bk_client(b, w->client)->njobs >= b->lim.max_jobs_per_client)
 		return BOOK_E_LIMIT_JOBS;
 	w->runner = runner;
 	w->pgid = 0;
@@ -614,6 +616,18 @@ enum book_rc book_done_delivered(struct book *b, struct book_ref want)
 	uint32_t wi = bk_want_get(b, want);
 	if (wi == BK_NIL)
 		return BOOK_E_STALE;
+	if (bk_want(b, wi)->state != WANT_FINISHED)
+		return BOOK_E_BAD_STATE;
+	bk_want_free(b, wi, "delivered.mid");
+	return BOOK_OK;
+}
+
+enum book_rc book_done_ack(struct book *b, struct book_ref conn, const char *job_id)
+{
+	uint32_t c, wi;
+	enum book_rc rc = find_job(b, conn, job_id, &c, &wi);
+	if (rc != BOOK_OK)
+		return rc;
 	if (bk_want(b, wi)->state != WANT_FINISHED)
 		return BOOK_E_BAD_STATE;
 	bk_want_free(b, wi, "delivered.mid");

@@ -49,6 +49,8 @@ void cli_run_usage(FILE *out)
 	      "  -n, --no-stdin          the job's stdin is empty (do not read this stdin)\n"
 	      "  -q, --quiet             no queue position on the terminal while waiting\n"
 	      "      --client ID         client id (default: a random one)\n"
+	      "      --ping-timeout S    a connection silent for S seconds is taken for\n"
+	      "                          dead and replaced (1-3600; default 30)\n"
 	      "      --token-file FILE   bearer token in FILE's first line (default:\n"
 	      "                          $EXECCTL_TOKEN)\n"
 	      "      --cacert FILE       verify wss:// servers against the CA certificates\n"
@@ -219,7 +221,7 @@ static int push_file_arg(struct cli_file_arg **list, size_t *n, const char *opt,
 
 enum {
 	OPT_TIMEOUT = 256, OPT_JOB_TIMEOUT, OPT_INPUT, OPT_OUTPUT, OPT_ENV, OPT_CLIENT,
-	OPT_TOKEN_FILE, OPT_JSON, OPT_CACERT,
+	OPT_TOKEN_FILE, OPT_JSON, OPT_CACERT, OPT_PING_TIMEOUT,
 };
 
 /* The options both commands take; 0 handled, 1 not one of them, -1 error. */
@@ -355,6 +357,11 @@ static int run_option(void *arg, int opt, const char *optarg_, char *err, size_t
 			return OWN_BAD;
 		}
 		return push(&o->env, &o->nenv, optarg_) == 0 ? OWN_DONE : OWN_BAD;
+	case OPT_PING_TIMEOUT:
+		if (parse_uint(optarg_, 1, 3600, &o->ping_timeout_sec) == 0)
+			return OWN_DONE;
+		say(err, errlen, "run: --ping-timeout %s: expected seconds, 1 to 3600", optarg_);
+		return OWN_BAD;
 	case OPT_CLIENT:
 		free(o->client_id);
 		return (o->client_id = strdup(optarg_)) ? OWN_DONE : OWN_BAD;
@@ -382,6 +389,7 @@ int cli_parse_run(int argc, char **argv, struct cli_run *o,
 		{ "output", required_argument, NULL, OPT_OUTPUT },
 		{ "env", required_argument, NULL, OPT_ENV },
 		{ "client", required_argument, NULL, OPT_CLIENT },
+		{ "ping-timeout", required_argument, NULL, OPT_PING_TIMEOUT },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 		{ "cacert", required_argument, NULL, OPT_CACERT },
 		{ "no-stdin", no_argument, NULL, 'n' },

@@ -39,6 +39,7 @@ struct cli_run {
 	unsigned timeout_sec;		/* --timeout: slot wait; 0 forever */
 	unsigned job_timeout_sec;	/* --job-timeout: the job's timeout_sec */
 	char *client_id;		/* --client */
+	unsigned ping_timeout_sec;	/* --ping-timeout; 0: the library's default */
 	struct cli_file_arg *inputs;
 	size_t ninputs;
 	struct cli_file_arg *outputs;

@@ -181,8 +181,11 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 	}
 	if (!o->schema)
 		o->schema = strdup("execdispatch");
-	if (strspn(o->schema, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(o->schema)) {
-		snprintf(err, len, "%s: --schema: a lower-case SQL identifier is required", cmd);
+	if (!dispatch_schema_ok(o->schema)) {
+		snprintf(err, len,
+			 "%s: --schema: a lower-case SQL identifier is required (a-z, 0-9, _, not "
+			 "starting with a digit, at most %d)",
+			 cmd, DISPATCH_SCHEMA_MAX);
 		return CLI_BAD;
 	}
 	if (strcmp(cmd, "submit") == 0) {
@@ -389,6 +392,11 @@ static int final_status(PGconn *c, const struct qopts *o, const char *state)
 	r = run(c, sql, 1, params);
 	if (!r)
 		return EXECCTL_FAILED;
+	if (PQntuples(r) == 0) { /* removed since (retainDoneDays) */
+		fprintf(stderr, "execctl: job %lld: %s, then removed\n", o->id, state);
+		PQclear(r);
+		return EXECCTL_NOT_FOUND;
+	}
 	if (strcmp(state, "done") == 0)
 		rc = EXECCTL_OK;
 	else if (strcmp(state, "cancelled") == 0)
@@ -404,7 +412,10 @@ static int final_status(PGconn *c, const struct qopts *o, const char *state)
 static int do_wait(PGconn *c, const struct qopts *o)
 {
 	int tty = !o->quiet && isatty(STDERR_FILENO), shown = 0;
-	time_t end = o->timeout_sec ? time(NULL) + o->timeout_sec : 0;
+	/* monotonic: a step of the wall clock does not move the deadline */
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	time_t end = o->timeout_sec > 0 ? now.tv_sec + o->timeout_sec : 0;
 	char state[32], line[128];
 
 	signal(SIGINT, on_signal);
@@ -423,7 +434,8 @@ static int do_wait(PGconn *c, const struct qopts *o)
 			fprintf(stderr, "\r\033[Kexecctl: job %lld: %s", o->id, line);
 			shown = 1;
 		}
-		if (interrupted || (end && time(NULL) >= end)) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (interrupted || (end && now.tv_sec >= end)) {
 			if (shown)
 				fprintf(stderr, "\r\033[K");
 			fprintf(stderr,

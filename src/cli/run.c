@@ -248,6 +248,8 @@ static exc_client *new_client(struct run *r)
 	opt.auth_token = r->o->c.token;
 	opt.tls_ca_file = r->o->c.cacert;
 	opt.connect_timeout_sec = r->o->timeout_sec;
+	if (r->o->ping_timeout_sec)
+		opt.ping_timeout_ms = r->o->ping_timeout_sec * 1000u;
 	opt.on_conn = on_conn;
 	opt.arg = r;
 	if (r->o->c.verbose) {

@@ -12,6 +12,7 @@
 #include "client/client_impl.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,6 @@
 #include <time.h>
 
 #include <event2/event.h>
-
 
 uint64_t client_now_ms(void)
 {
@@ -82,7 +82,7 @@ void client_log(exc_client *c, enum exc_log_level lvl, const char *fmt, ...)
 }
 
 void client_conn_event(exc_client *c, struct exc_addr *a, enum exc_conn_event ev,
-		const char *instance_id, int code, const char *message)
+		       const char *instance_id, int code, const char *message)
 {
 	struct exc_conn_info info;
 
@@ -114,6 +114,7 @@ void exc_options_init(struct exc_options *o)
 	o->reconnect_max_ms = 30000;
 	o->owner_grace_sec = 30;
 	o->handshake_timeout_ms = 10000;
+	o->ping_timeout_ms = 30000;
 	o->log_level = EXC_LOG_WARN;
 }
 
@@ -125,8 +126,8 @@ static int client_id_ok(const char *s)
 		return 0;
 	for (; *s; s++)
 		/* printable ASCII that needs no percent-encoding in a query */
-		if (*s < 0x21 || *s > 0x7e || *s == '&' || *s == '%' || *s == '#' ||
-				*s == '+' || *s == '=')
+		if (*s < 0x21 || *s > 0x7e || *s == '&' || *s == '%' || *s == '#' || *s == '+' ||
+		    *s == '=')
 			return 0;
 	return 1;
 }
@@ -147,10 +148,9 @@ exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
 	exc_options_init(&c->opt);
 	if (o)
 		c->opt = *o;
-	if (c->opt.pool_cap == 0 || c->opt.retry_tick_ms == 0 ||
-			c->opt.grow_interval_ms == 0 || c->opt.reprobe_interval_ms == 0 ||
-			c->opt.handshake_timeout_ms == 0 ||
-			(c->opt.client_id && !client_id_ok(c->opt.client_id))) {
+	if (c->opt.pool_cap == 0 || c->opt.retry_tick_ms == 0 || c->opt.grow_interval_ms == 0 ||
+	    c->opt.reprobe_interval_ms == 0 || c->opt.handshake_timeout_ms == 0 ||
+	    c->opt.ping_timeout_ms < 300 || (c->opt.client_id && !client_id_ok(c->opt.client_id))) {
 		free(c);
 		errno = EINVAL;
 		return NULL;
@@ -166,7 +166,7 @@ exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
 		goto fail;
 	c->opt.auth_token = NULL;
 	if ((c->opt.tls_ca_file && (c->tls_ca_file = strdup(c->opt.tls_ca_file)) == NULL) ||
-			(c->opt.tls_ca_dir && (c->tls_ca_dir = strdup(c->opt.tls_ca_dir)) == NULL))
+	    (c->opt.tls_ca_dir && (c->tls_ca_dir = strdup(c->opt.tls_ca_dir)) == NULL))
 		goto fail;
 	c->opt.tls_ca_file = c->opt.tls_ca_dir = NULL;
 	c->tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, c);
@@ -191,8 +191,9 @@ int exc_client_add_address(exc_client *c, const char *url)
 	struct exc_addr *a, **n;
 
 	if (url_parse(url, &u) != 0) {
-		client_fail(c, EINVAL, "%s: not ws[s]://host:port or ws[s]://host:port/job/<service>",
-			url ? url : "(null)");
+		client_fail(c, EINVAL,
+			    "%s: not ws[s]://host:port or ws[s]://host:port/job/<service>",
+			    url ? url : "(null)");
 		return -1;
 	}
 	if (u.tls && tls_client_ctx(c) != 0)
@@ -225,7 +226,7 @@ const char *exc_client_last_error(const exc_client *c)
 /* 1 if a connection before k (of address i) reaches k's instance through
  * an address that serves service (NULL: any). */
 static int counted_before(const exc_client *c, unsigned i, const struct exc_conn *k,
-		const char *service)
+			  const char *service)
 {
 	for (unsigned i2 = 0; i2 <= i; i2++) {
 		if (service && !pool_serves(c->addrs[i2], service))
@@ -248,8 +249,10 @@ static unsigned share_sum(const exc_client *c, const char *service)
 		if (service && !pool_serves(c->addrs[i], service))
 			continue;
 		for (struct exc_conn *k = c->addrs[i]->conns; k; k = k->next)
-			if (k->state == K_READY && !counted_before(c, i, k, service))
-				share += conn_share(k, service);
+			if (k->state == K_READY && !counted_before(c, i, k, service)) {
+				unsigned more = conn_share(k, service);
+				share = share > UINT_MAX - more ? UINT_MAX : share + more;
+			}
 	}
 	return share;
 }

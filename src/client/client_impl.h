@@ -26,9 +26,9 @@
 #ifndef EXC_CLIENT_IMPL_H
 #define EXC_CLIENT_IMPL_H
 
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <netinet/in.h>
 
 #include <json-c/json.h>
 
@@ -49,14 +49,15 @@ struct exc_client {
 	char *auth_token;
 	struct exc_addr **addrs;
 	unsigned naddrs;
-	struct exc_job *jobs;		/* list */
-	struct pipe_srv *pipes;		/* list, one per local address */
-	struct event *tick_ev;		/* retry tick */
+	struct exc_job *jobs;     /* list */
+	struct owed_cancel *owed; /* placement.c: cancels still to send */
+	struct pipe_srv *pipes;   /* list, one per local address */
+	struct event *tick_ev;    /* retry tick */
 	unsigned job_seq;
 	int freeing;
 	char last_error[256];
-	char *tls_ca_file, *tls_ca_dir;	/* copies of the options */
-	struct ssl_ctx_st *tls_ctx;	/* tls.c: NULL until a wss address */
+	char *tls_ca_file, *tls_ca_dir; /* copies of the options */
+	struct ssl_ctx_st *tls_ctx;     /* tls.c: NULL until a wss address */
 };
 
 /* Records the message of a failed call and sets errno. */
@@ -66,7 +67,7 @@ void client_log(exc_client *c, enum exc_log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* on_conn for a connection of a; duplicate/failed etc. */
 void client_conn_event(exc_client *c, struct exc_addr *a, enum exc_conn_event ev,
-		const char *instance_id, int code, const char *message);
+		       const char *instance_id, int code, const char *message);
 /* Random bytes (getrandom); 0 or -1. */
 int client_random(void *buf, size_t len);
 /* 2*len lowercase hex digits of random bytes into out (2*len+1 bytes). */
@@ -76,10 +77,10 @@ uint64_t client_now_ms(void);
 /* ---- addr.c ------------------------------------------------------------- */
 
 struct exc_url {
-	char host[256];		/* without brackets */
+	char host[256]; /* without brackets */
 	int port;
-	char service[128];	/* "" unless /job/<service> */
-	int tls;		/* wss:// */
+	char service[128]; /* "" unless /job/<service> */
+	int tls;           /* wss:// */
 };
 /* Parses an address; 0 or -1. */
 int url_parse(const char *url, struct exc_url *u);
@@ -104,24 +105,24 @@ void tls_client_free(exc_client *c);
 
 struct exc_addr {
 	exc_client *c;
-	char *url;			/* as given */
+	char *url; /* as given */
 	struct exc_url u;
-	struct exc_conn *conns;		/* list */
+	struct exc_conn *conns; /* list */
 	int covered;
 	uint64_t covered_at_ms;
-	uint64_t last_open_ms;		/* last connection attempt */
-	unsigned backoff_ms;		/* next reconnect delay after a failure */
-	uint64_t retry_at_ms;		/* no attempt before this (back-off) */
-	int last_status;		/* HTTP status of the last failed attempt */
-	int tls_refused;		/* the last attempt's certificate did not verify */
-	char tls_why[400];		/* ... and why ("certificate verify failed: ...") */
-	int reached;			/* a HELLO came at least once */
-	int pressure;			/* a want waited a full tick without offer */
-	int probing;			/* the newest connection is a re-probe */
-	int legacy;			/* GET /broker answered 404: token transport */
-	char seek[65];			/* instance_id sought for a running job */
-	char hint_for[65];		/* the sought id that hint_misses count for */
-	unsigned hint_misses;		/* ?instance= connections that did not
+	uint64_t last_open_ms; /* last connection attempt */
+	unsigned backoff_ms;   /* next reconnect delay after a failure */
+	uint64_t retry_at_ms;  /* no attempt before this (back-off) */
+	int last_status;       /* HTTP status of the last failed attempt */
+	int tls_refused;       /* the last attempt's certificate did not verify */
+	char tls_why[400];     /* ... and why ("certificate verify failed: ...") */
+	int reached;           /* a HELLO came at least once */
+	int pressure;          /* a want waited a full tick without offer */
+	int probing;           /* the newest connection is a re-probe */
+	int legacy;            /* GET /broker answered 404: token transport */
+	char seek[65];         /* instance_id sought for a running job */
+	char hint_for[65];     /* the sought id that hint_misses count for */
+	unsigned hint_misses;  /* ?instance= connections that did not
 					 * reach it; 2 drop the hint */
 	unsigned opened, duplicates;
 	struct event *timer;
@@ -135,8 +136,8 @@ void pool_kick(struct exc_addr *a);
  * repeated an instance and was dropped by the pool: do not use it). */
 int pool_on_hello(struct exc_addr *a, struct exc_conn *k, int first_hello);
 /* Called by server_conn.c when a connection ended (before it is freed). */
-void pool_on_closed(struct exc_addr *a, struct exc_conn *k, int was_ready,
-		int http_status, const char *why);
+void pool_on_closed(struct exc_addr *a, struct exc_conn *k, int was_ready, int http_status,
+		    const char *why);
 /* Live (HELLO received) connections; distinct instances. */
 unsigned pool_ready(const struct exc_addr *a);
 unsigned pool_instances(const struct exc_addr *a);
@@ -146,22 +147,30 @@ int pool_serves(const struct exc_addr *a, const char *service);
 
 /* ---- server_conn.c ------------------------------------------------------ */
 
-enum conn_state { K_CONNECTING, K_TLS, K_UPGRADING, K_OPEN, K_READY, K_CLOSING };
+enum conn_state {
+	K_CONNECTING,
+	K_TLS,
+	K_UPGRADING,
+	K_OPEN,
+	K_READY,
+	K_CLOSING
+};
 
 struct exc_conn {
 	struct exc_addr *a;
 	struct exc_conn *next;
 	enum conn_state state;
-	struct bufferevent *bev;	/* until the upgrade is done */
-	struct ws_session *ws;		/* after it */
-	struct event *timer;		/* handshake deadline */
-	char key[32];			/* Sec-WebSocket-Key */
+	struct bufferevent *bev; /* until the upgrade is done */
+	struct ws_session *ws;   /* after it */
+	struct event *timer;     /* handshake deadline */
+	char key[32];            /* Sec-WebSocket-Key */
 	char instance_id[65];
-	char hint[65];			/* opened with ?instance=<hint> (seeking) */
-	struct json_object *hello;	/* the last HELLO */
+	char hint[65];             /* opened with ?instance=<hint> (seeking) */
+	struct json_object *hello; /* the last HELLO */
 	int clients;
 	int draining;
-	struct sockaddr_storage local;	/* getsockname of the broker socket */
+	int protocol;                  /* HELLO.protocol: >= PROTO_VERSION_ACK: ACK each DONE */
+	struct sockaddr_storage local; /* getsockname of the broker socket */
 	socklen_t local_len;
 };
 
@@ -186,12 +195,17 @@ struct json_object *wire_job_msg(const char *type, const char *job_id);
 /* DECLINE */
 struct json_object *wire_decline(const char *job_id, const char *token);
 /* JOB (takes a reference to job) */
-struct json_object *wire_job(const char *job_id, const char *token,
-		struct json_object *job);
+struct json_object *wire_job(const char *job_id, const char *token, struct json_object *job);
 /* String field of a message, or NULL. */
 const char *wire_str(struct json_object *o, const char *key);
 /* Integer field, or def when absent/not an integer. */
 int64_t wire_int(struct json_object *o, const char *key, int64_t def);
+/* The same, held to [lo, hi]: for counts a server sends that the client
+ * adds up or narrows (a broken or hostile HELLO must not overflow them). */
+int64_t wire_int_in(struct json_object *o, const char *key, int64_t def, int64_t lo, int64_t hi);
+/* The most slots a client believes of one instance's HELLO (one waitgroup,
+ * or all of them): far above any real host, far below any overflow. */
+#define WIRE_SLOTS_MAX 1000000
 
 /* ---- client_job.c ------------------------------------------------------- */
 
@@ -223,9 +237,9 @@ typedef void (*endpoint_done_fn)(void *arg, int ok, uint64_t bytes, const char *
  * endpoint_free).  NULL on failure.
  */
 struct stream;
-struct endpoint *endpoint_new(exc_client *c, const struct sockaddr_storage *local,
-		int is_sink, struct stream *st, endpoint_done_fn done, void *arg,
-		char *url, size_t urlcap);
+struct endpoint *endpoint_new(exc_client *c, const struct sockaddr_storage *local, int is_sink,
+			      struct stream *st, endpoint_done_fn done, void *arg, char *url,
+			      size_t urlcap);
 /* Forgets the endpoint; an ongoing transfer is cut. */
 void endpoint_free(struct endpoint *e);
 /* 1 once a request took the endpoint. */
@@ -252,15 +266,14 @@ int64_t stream_length(const struct stream *s);
  * nothing is ready now (then ready() is called when it is), -1 on error,
  * -2 at EOF.
  */
-long stream_read(struct stream *s, struct evbuffer *out, size_t max,
-		void (*ready)(void *arg), void *arg);
+long stream_read(struct stream *s, struct evbuffer *out, size_t max, void (*ready)(void *arg),
+		 void *arg);
 /*
  * Sink: takes all of in (queued); returns the bytes still queued after
  * writing what the fd took, or -1 on a write error.  drained() is called
  * when the queue empties again.
  */
-long stream_write(struct stream *s, struct evbuffer *in,
-		void (*drained)(void *arg), void *arg);
+long stream_write(struct stream *s, struct evbuffer *in, void (*drained)(void *arg), void *arg);
 /* Forgets the ready/drained callback (its owner goes away); the stream
  * stays usable. */
 void stream_detach(struct stream *s);

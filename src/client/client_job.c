@@ -12,7 +12,10 @@
  * OFFER (late, for a running or unknown job) gets DECLINE at once, and
  * the other parked copies get UNWANT.  A refused WANT (limit_reached,
  * draining, ...) is retried on the next tick.  A job never runs twice: a
- * JOB is sent only from WAITING, and only once per OFFER.
+ * JOB is sent only from WAITING, and only once per OFFER; a job goes back
+ * to WAITING only when the connection its JOB went on refused that JOB
+ * (after a resume, unknown_job ends it lost instead).  Protocol 2: every
+ * DONE read is acknowledged (ACK), a second copy of one included.
  *
  * on_done is called exactly once per job, always from the event loop:
  * from a message handler, a timer, or done_ev (receipts the library makes
@@ -132,7 +135,7 @@ void job_finish(struct exc_job *j, struct json_object *rj)
 	if (rj) {
 		r.json = json_object_to_json_string_ext(rj, JSON_C_TO_STRING_PLAIN);
 		if (json_object_object_get_ex(rj, "exit_code", &v) &&
-				json_object_is_type(v, json_type_int)) {
+		    json_object_is_type(v, json_type_int)) {
 			r.exited = 1;
 			r.exit_code = json_object_get_int(v);
 		}
@@ -140,16 +143,16 @@ void job_finish(struct exc_job *j, struct json_object *rj)
 		r.duration_ms = wire_int(rj, "duration_ms", -1);
 		r.stdout_text = wire_str(rj, "stdout");
 		r.stdout_truncated = json_object_object_get_ex(rj, "stdout_truncated", &v) &&
-			json_object_get_boolean(v);
+				     json_object_get_boolean(v);
 		r.stderr_line = wire_str(rj, "stderr");
 		r.receipt_lost = json_object_object_get_ex(rj, "receipt_lost", &v) &&
-			json_object_get_boolean(v);
+				 json_object_get_boolean(v);
 		if (json_object_object_get_ex(rj, "error", &err) &&
-				json_object_is_type(err, json_type_object)) {
+		    json_object_is_type(err, json_type_object)) {
 			r.error_code = wire_str(err, "code");
 			r.error_message = wire_str(err, "message");
 			r.retryable = json_object_object_get_ex(err, "retryable", &v) &&
-				json_object_get_boolean(v);
+				      json_object_get_boolean(v);
 			if (r.error_code == NULL)
 				r.error_code = "internal";
 			if (r.error_message == NULL)
@@ -163,7 +166,7 @@ void job_finish(struct exc_job *j, struct json_object *rj)
 	bad = job_failed_stream(j);
 	if (r.error_code == NULL && bad) {
 		snprintf(msg, sizeof msg, "%s: %s", bad->name,
-			bad->why[0] ? bad->why : "stream incomplete");
+			 bad->why[0] ? bad->why : "stream incomplete");
 		r.error_code = EXC_E_LOCAL_IO;
 		r.error_message = msg;
 	}
@@ -184,9 +187,22 @@ static void done_ev_cb(evutil_socket_t fd, short what, void *arg)
 	job_finish(arg, NULL);
 }
 
+void job_receipt_gone(struct exc_job *j)
+{
+	if (j->cancel_requested)
+		job_finish_local(j, EXC_E_CANCELLED, 0,
+				 "cancelled; instance %s no longer knows the job (its receipt was "
+				 "dropped)",
+				 j->owner_instance);
+	else
+		job_finish_local(j, EXC_E_LOST, 1,
+				 "instance %s no longer knows the job (its receipt was dropped, "
+				 "or its JOB never arrived); it may have run",
+				 j->owner_instance);
+}
+
 /* A receipt made by the library; delivered from the loop. */
-void job_finish_local(struct exc_job *j, const char *code, int retryable,
-		const char *fmt, ...)
+void job_finish_local(struct exc_job *j, const char *code, int retryable, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -228,7 +244,7 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 	if (job == NULL) {
 		conn_send(k, wire_decline(id, token));
 		job_finish_local(j, EXC_E_LOCAL_IO, 0, "cannot serve the job's pipes: %s",
-			strerror(errno ? errno : ENOMEM));
+				 strerror(errno ? errno : ENOMEM));
 		return;
 	}
 	conn_send(k, wire_job(id, token, job));
@@ -238,6 +254,8 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 	j->owner_addr = k->a;
 	j->owner_pending = 0;
 	j->stale_n = 0;
+	j->resumed = 0;
+	j->resume_queries = 0;
 	snprintf(j->owner_instance, sizeof j->owner_instance, "%s", k->instance_id);
 	if (j->timer)
 		evtimer_del(j->timer);
@@ -246,14 +264,28 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 
 void job_on_done(exc_client *c, struct exc_conn *k, struct json_object *o)
 {
-	struct exc_job *j = job_find(c, wire_str(o, "job_id"));
+	const char *id = wire_str(o, "job_id");
+	struct exc_job *j = job_find(c, id);
 	struct json_object *rj;
 
-	if (j == NULL || !json_object_object_get_ex(o, "receipt", &rj) ||
-			!json_object_is_type(rj, json_type_object))
+	/* Protocol 2: every DONE read is acknowledged, before it is handed
+	 * on: the server keeps the receipt until then and sends it again on
+	 * the next connection if the ACK does not arrive.  A second copy
+	 * (its job is done here already) is acknowledged and dropped. */
+	if (id && k->protocol >= PROTO_VERSION_ACK)
+		conn_send(k, wire_job_msg(PROTO_ACK, id));
+	if (j == NULL) {
+		client_log(c, EXC_LOG_DEBUG, "%s: DONE of %s, a job done already: dropped",
+			   k->a->url, id ? id : "?");
+		return;
+	}
+	if (!json_object_object_get_ex(o, "receipt", &rj) ||
+	    !json_object_is_type(rj, json_type_object))
 		return;
 	if (j->state == J_WAITING && !j->cancel_requested)
-		return;		/* a DONE for a parked copy we gave up */
+		return; /* a DONE for a parked copy we gave up */
+	if (j->state != J_WAITING && strcmp(j->owner_instance, k->instance_id) != 0)
+		return; /* another instance's job of the same id */
 	if (!j->owner_instance[0])
 		snprintf(j->owner_instance, sizeof j->owner_instance, "%s", k->instance_id);
 	job_finish(j, rj);
@@ -267,6 +299,10 @@ void job_on_position(exc_client *c, struct exc_conn *k, struct json_object *o)
 
 	if (j == NULL)
 		return;
+	if (j->state == J_RUNNING && j->owner == k && j->resume_queries) {
+		j->resume_queries--; /* asked by the library, not the caller */
+		return;
+	}
 	if (j->state == J_RUNNING && j->owner == k && j->owner_pending)
 		j->owner_pending--;
 	if (j->on_position == NULL)
@@ -279,7 +315,9 @@ void job_on_position(exc_client *c, struct exc_conn *k, struct json_object *o)
 	p.ahead = wire_int(o, "ahead", 0);
 	p.capacity = wire_int(o, "capacity", 0);
 	p.eta_ms = json_object_object_get_ex(o, "eta_ms", &v) &&
-		json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+				   json_object_is_type(v, json_type_int)
+			   ? json_object_get_int64(v)
+			   : -1;
 	j->on_position(j, &p, j->arg);
 }
 
@@ -338,22 +376,30 @@ void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o)
 	if (msg == NULL)
 		msg = "";
 	client_log(c, EXC_LOG_DEBUG, "%s: ERROR %s (%s)%s%s", k->a->url, code, msg,
-		j ? " for job " : "", j ? j->id : "");
+		   j ? " for job " : "", j ? j->id : "");
 	if (j == NULL)
 		return;
 	if (j->stale_n && j->stale_conn == k && code_is(code, PROTO_E_UNKNOWN_JOB)) {
-		j->stale_n--;	/* a QUERY/CANCEL sent before the JOB's refusal came */
+		j->stale_n--; /* a QUERY/CANCEL sent before the JOB's refusal came */
 		return;
 	}
 	if (j->state == J_WAITING && (cp = job_find_copy(j, k)) != NULL) {
 		if (code_is(code, PROTO_E_OFFER_EXPIRED))
-			job_drop_copy(j, cp);	/* parked again by the next tick */
+			job_drop_copy(j, cp); /* parked again by the next tick */
 		else
 			cp->state = CP_REFUSED;
 		return;
 	}
 	if (j->state != J_RUNNING || j->owner != k)
 		return;
+	/* After a resume only a QUERY/CANCEL can be answered here: the JOB
+	 * went on another connection.  unknown_job then means the instance
+	 * no longer has the job; it is never sent again on its own. */
+	if (j->resumed) {
+		if (code_is(code, PROTO_E_UNKNOWN_JOB))
+			job_receipt_gone(j);
+		return;
+	}
 	/*
 	 * Running on k: the server answers in order, so a refusal of the JOB
 	 * comes before any answer to a later QUERY/CANCEL.  bad_job and
@@ -368,8 +414,8 @@ void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o)
 		j->local_retryable = 0;
 		job_finish(j, NULL);
 	} else if (code_is(code, PROTO_E_LIMIT_REACHED) || code_is(code, PROTO_E_BAD_TOKEN) ||
-			code_is(code, PROTO_E_NOT_OFFERED) || code_is(code, PROTO_E_BAD_MESSAGE) ||
-			code_is(code, PROTO_E_UNKNOWN_JOB)) {
+		   code_is(code, PROTO_E_NOT_OFFERED) || code_is(code, PROTO_E_BAD_MESSAGE) ||
+		   code_is(code, PROTO_E_UNKNOWN_JOB)) {
 		job_back_to_waiting(j, k);
 	}
 }
@@ -398,7 +444,7 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)
 	struct json_object *cmd;
 
 	if (s == NULL || s->service == NULL || !job_id_ok(s->service, 128) || s->on_done == NULL ||
-			s->job_json == NULL) {
+	    s->job_json == NULL) {
 		client_fail(c, EINVAL, "a job needs service, job_json and on_done");
 		return NULL;
 	}
@@ -415,8 +461,8 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)
 		return NULL;
 	}
 	for (size_t i = 0; i < s->ninputs + s->noutputs; i++) {
-		const struct exc_file *f = i < s->ninputs ? &s->inputs[i] :
-			&s->outputs[i - s->ninputs];
+		const struct exc_file *f = i < s->ninputs ? &s->inputs[i]
+							  : &s->outputs[i - s->ninputs];
 
 		if (!job_name_ok(f->name) || f->io.kind == EXC_IO_NONE) {
 			client_fail(c, EINVAL, "file %zu: a name without '/' and a source/sink", i);
@@ -431,8 +477,8 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)
 	j->c = c;
 	j->payload = json_tokener_parse(s->job_json);
 	if (j->payload == NULL || !json_object_is_type(j->payload, json_type_object) ||
-			!json_object_object_get_ex(j->payload, "command", &cmd) ||
-			!json_object_is_type(cmd, json_type_string)) {
+	    !json_object_object_get_ex(j->payload, "command", &cmd) ||
+	    !json_object_is_type(cmd, json_type_string)) {
 		client_fail(c, EINVAL, "job_json: a JSON object with a string \"command\"");
 		goto fail;
 	}
@@ -458,7 +504,7 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)
 		goto fail;
 	}
 	if (job_file_init(c, &j->files[0], "stdin", 0, &s->in) != 0 ||
-			job_file_init(c, &j->files[1], "stdout", 1, &s->out) != 0)
+	    job_file_init(c, &j->files[1], "stdout", 1, &s->out) != 0)
 		goto fail;
 	for (size_t i = 0; i < s->ninputs + s->noutputs; i++) {
 		int out = i >= s->ninputs;
@@ -470,8 +516,8 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)
 	j->on_done = s->on_done;
 	j->on_position = s->on_position;
 	j->arg = s->arg;
-	j->connect_timeout_sec = s->connect_timeout_sec ? s->connect_timeout_sec :
-		c->opt.connect_timeout_sec;
+	j->connect_timeout_sec = s->connect_timeout_sec ? s->connect_timeout_sec
+							: c->opt.connect_timeout_sec;
 	if (j->connect_timeout_sec) {
 		struct timeval tv = { (time_t)j->connect_timeout_sec, 0 };
 
@@ -482,13 +528,12 @@ exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)
 	c->jobs = j;
 	job_place(j);
 	return j;
-fail:
-	{
-		int e = errno;
+fail : {
+	int e = errno;
 
-		job_unlink_free(j);
-		errno = e;
-	}
+	job_unlink_free(j);
+	errno = e;
+}
 	return NULL;
 }
 
@@ -501,8 +546,15 @@ int exc_cancel(exc_job *j)
 		job_unwant_all(j);
 		job_finish_local(j, EXC_E_CANCELLED, 0, "cancelled before it started");
 	} else if (j->owner) {
+		/* if the connection is closing, the CANCEL goes out again when
+		 * the instance is reached (job_resume_on) */
 		j->owner_pending++;
 		conn_send(j->owner, wire_job_msg(PROTO_CANCEL, j->id));
+	} else if (j->state == J_SEEKING) {
+		client_log(j->c, EXC_LOG_INFO,
+			   "job %s: cancel held until instance %s is "
+			   "reached",
+			   j->id, j->owner_instance);
 	} else {
 		legacy_cancel(j);
 	}
@@ -516,7 +568,7 @@ int exc_query(exc_job *j)
 	if (j->state == J_WAITING) {
 		for (size_t i = 0; i < j->ncopies; i++)
 			if (j->copies[i].state == CP_PARKED &&
-					conn_send(j->copies[i].k, wire_job_msg(PROTO_QUERY, j->id)) == 0)
+			    conn_send(j->copies[i].k, wire_job_msg(PROTO_QUERY, j->id)) == 0)
 				n++;
 	} else if (j->state == J_RUNNING && j->owner) {
 		j->owner_pending++;
@@ -527,6 +579,7 @@ int exc_query(exc_job *j)
 
 void job_free_all(exc_client *c)
 {
+	owed_cancels_free(c);
 	while (c->jobs) {
 		struct exc_job *j = c->jobs;
 
@@ -537,4 +590,3 @@ void job_free_all(exc_client *c)
 		job_unlink_free(j);
 	}
 }
-

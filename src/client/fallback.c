@@ -48,11 +48,11 @@
 #include <http_parser.h>
 
 #define LJ_POLL_MS 1000
-#define LJ_SMALL_MAX 4096		/* token answers, error bodies */
-#define LJ_KEEP_MAX 4000		/* stdout kept for the receipt (EXC_IO_NONE) */
-#define LJ_OUT_MAX (64 * 1024)		/* upload: socket output bound */
+#define LJ_SMALL_MAX 4096      /* token answers, error bodies */
+#define LJ_KEEP_MAX 4000       /* stdout kept for the receipt (EXC_IO_NONE) */
+#define LJ_OUT_MAX (64 * 1024) /* upload: socket output bound */
 #define LJ_CHUNK 65536
-#define LJ_SINK_MAX (256 * 1024)	/* download: sink queue bound */
+#define LJ_SINK_MAX (256 * 1024) /* download: sink queue bound */
 #define LJ_TARGET_MAX 4096
 
 struct lreq {
@@ -62,19 +62,19 @@ struct lreq {
 	int is_put;
 	struct bufferevent *bev;
 	http_parser hp;
-	int status;			/* final status (not 1xx) */
-	int continued;			/* 100 Continue seen: upload runs */
+	int status;    /* final status (not 1xx) */
+	int continued; /* 100 Continue seen: upload runs */
 	int upload_done;
-	int header_is;			/* the field being read: 1 receipt */
-	int body_is_output;		/* the body goes to stdout */
-	int complete;			/* the final answer was read */
-	int paused;			/* sink queue full: not reading */
-	int failed_local;		/* a local stream failed */
-	int eof;			/* the server closed (or the socket failed) */
-	int ended;			/* finishing: waits for the sink to drain */
-	char token[PROTO_LEGACY_TOKEN_HEX + 1];	/* PUT: the token to redeem */
-	char *receipt;			/* X-Execserver-Receipt value */
-	struct evbuffer *small;		/* token answer / error body */
+	int header_is;                          /* the field being read: 1 receipt */
+	int body_is_output;                     /* the body goes to stdout */
+	int complete;                           /* the final answer was read */
+	int paused;                             /* sink queue full: not reading */
+	int failed_local;                       /* a local stream failed */
+	int eof;                                /* the server closed (or the socket failed) */
+	int ended;                              /* finishing: waits for the sink to drain */
+	char token[PROTO_LEGACY_TOKEN_HEX + 1]; /* PUT: the token to redeem */
+	char *receipt;                          /* X-Execserver-Receipt value */
+	struct evbuffer *small;                 /* token answer / error body */
 	struct evbuffer *tmp;
 	char keep[LJ_KEEP_MAX + 1];
 	size_t kept;
@@ -85,15 +85,15 @@ struct lreq {
 struct legacy_job {
 	struct exc_job *j;
 	struct event *timer;
-	struct lreq *gets;		/* token requests in flight */
-	struct lreq *put;		/* the running job */
+	struct lreq *gets; /* token requests in flight */
+	struct lreq *put;  /* the running job */
 };
 
 static void req_free(struct lreq *r)
 {
 	if (r == NULL)
 		return;
-	if (r->is_put) {	/* the streams outlive the request */
+	if (r->is_put) { /* the streams outlive the request */
 		stream_detach(r->lj->j->files[0].st);
 		stream_detach(r->lj->j->files[1].st);
 	}
@@ -126,9 +126,9 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
 	struct lreq *r = p->data;
 
 	int is = len == strlen(PROTO_LEGACY_RECEIPT) &&
-		strncasecmp(at, PROTO_LEGACY_RECEIPT, len) == 0;
+		 strncasecmp(at, PROTO_LEGACY_RECEIPT, len) == 0;
 
-	if (is && !r->header_is && r->receipt) {	/* a second field: the last counts */
+	if (is && !r->header_is && r->receipt) { /* a second field: the last counts */
 		free(r->receipt);
 		r->receipt = NULL;
 	}
@@ -184,8 +184,8 @@ static int on_body(http_parser *p, const char *at, size_t len)
 		size_t have = evbuffer_get_length(r->small);
 
 		if (have < LJ_SMALL_MAX)
-			evbuffer_add(r->small, at, len < LJ_SMALL_MAX - have ? len :
-				LJ_SMALL_MAX - have);
+			evbuffer_add(r->small, at,
+				     len < LJ_SMALL_MAX - have ? len : LJ_SMALL_MAX - have);
 		return 0;
 	}
 	out = &r->lj->j->files[1];
@@ -243,8 +243,8 @@ static void back_to_waiting(struct legacy_job *lj, const char *why)
 {
 	struct exc_job *j = lj->j;
 
-	client_log(j->c, EXC_LOG_INFO, "job %s: legacy PUT not taken (%s): waiting again",
-		j->id, why);
+	client_log(j->c, EXC_LOG_INFO, "job %s: legacy PUT not taken (%s): waiting again", j->id,
+		   why);
 	req_free(lj->put);
 	lj->put = NULL;
 	job_free_pipes(j);
@@ -254,7 +254,7 @@ static void back_to_waiting(struct legacy_job *lj, const char *why)
 	if (j->connect_timeout_sec && !evtimer_pending(j->timer, NULL)) {
 		/* its connect timeout passed while the PUT was tried */
 		job_finish_local(j, EXC_E_NO_SLOT, 1, "no slot within %u s",
-			j->connect_timeout_sec);
+				 j->connect_timeout_sec);
 		return;
 	}
 	job_place(j);
@@ -277,8 +277,8 @@ static void refusal(struct lreq *r)
 		code = EXC_E_UNKNOWN_SERVICE;
 	else if (r->status == 401)
 		code = EXC_E_UNAUTHORIZED;
-	else if (strncmp(body, PROTO_E_UNKNOWN_COMMAND ": ",
-			strlen(PROTO_E_UNKNOWN_COMMAND) + 2) == 0) {
+	else if (strncmp(body, PROTO_E_UNKNOWN_COMMAND ": ", strlen(PROTO_E_UNKNOWN_COMMAND) + 2) ==
+		 0) {
 		code = PROTO_E_UNKNOWN_COMMAND;
 		msg = body + strlen(code) + 2;
 	} else if (strncmp(body, PROTO_E_BAD_JOB ": ", strlen(PROTO_E_BAD_JOB) + 2) == 0) {
@@ -296,9 +296,10 @@ static void put_finish(struct lreq *r)
 	struct json_object *rj = NULL;
 
 	if (r->receipt == NULL && !r->continued &&
-			(r->status == 403 || r->status == 503 || r->status == 0)) {
-		back_to_waiting(lj, r->status == 403 ? "token gone" :
-			r->status ? "HTTP 503" : "connection failed");
+	    (r->status == 403 || r->status == 503 || r->status == 0)) {
+		back_to_waiting(lj, r->status == 403 ? "token gone"
+				    : r->status      ? "HTTP 503"
+						     : "connection failed");
 		return;
 	}
 	if (r->receipt && r->complete) {
@@ -329,13 +330,13 @@ static void put_finish(struct lreq *r)
 	} else if (rj == NULL) {
 		snprintf(j->local_code, sizeof j->local_code, "%s", EXC_E_LOST);
 		snprintf(j->local_msg, sizeof j->local_msg,
-			"the legacy PUT to %s ended without an outcome (it may have run)",
-			r->a->url);
+			 "the legacy PUT to %s ended without an outcome (it may have run)",
+			 r->a->url);
 		j->local_retryable = 1;
 	}
 	lj->put = NULL;
 	req_free(r);
-	job_finish(j, rj);	/* frees the job and lj */
+	job_finish(j, rj); /* frees the job and lj */
 	json_object_put(rj);
 }
 
@@ -364,8 +365,8 @@ static void settle(struct lreq *r)
 	bufferevent_disable(r->bev, EV_READ | EV_WRITE);
 	r->ended = 1;
 	if (r->lj->j->files[1].st && !r->failed_local &&
-			stream_write(r->lj->j->files[1].st, NULL, sink_drained, r) > 0)
-		return;	/* sink_drained finishes */
+	    stream_write(r->lj->j->files[1].st, NULL, sink_drained, r) > 0)
+		return; /* sink_drained finishes */
 	put_finish(r);
 }
 
@@ -385,9 +386,9 @@ static void feed(struct lreq *r)
 		used = http_parser_execute(&r->hp, &settings, v.iov_base, v.iov_len);
 		evbuffer_drain(in, used);
 		if (HTTP_PARSER_ERRNO(&r->hp) != HPE_OK &&
-				HTTP_PARSER_ERRNO(&r->hp) != HPE_PAUSED) {
+		    HTTP_PARSER_ERRNO(&r->hp) != HPE_PAUSED) {
 			client_log(r->lj->j->c, EXC_LOG_WARN, "%s: bad legacy answer: %s",
-				r->a->url, http_errno_description(HTTP_PARSER_ERRNO(&r->hp)));
+				   r->a->url, http_errno_description(HTTP_PARSER_ERRNO(&r->hp)));
 			r->eof = 1;
 			r->complete = 0;
 			settle(r);
@@ -443,7 +444,7 @@ static void upload(struct lreq *r)
 		if (n == -1) {
 			snprintf(in->why, sizeof in->why, "%s", stream_error(in->st));
 			r->failed_local = 1;
-			r->upload_done = 1;	/* no last chunk: the server sees a cut body */
+			r->upload_done = 1; /* no last chunk: the server sees a cut body */
 			bufferevent_disable(r->bev, EV_WRITE);
 			shutdown(bufferevent_getfd(r->bev), SHUT_WR);
 			return;
@@ -470,7 +471,7 @@ static void pct_encode(struct evbuffer *b, const char *s)
 		unsigned char ch = (unsigned char)*s;
 
 		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-				(ch >= '0' && ch <= '9') || strchr("-._~", ch))
+		    (ch >= '0' && ch <= '9') || strchr("-._~", ch))
 			evbuffer_add(b, s, 1);
 		else
 			evbuffer_add_printf(b, "%%%c%c", hex[ch >> 4], hex[ch & 15]);
@@ -480,7 +481,7 @@ static void pct_encode(struct evbuffer *b, const char *s)
 static void host_header(struct evbuffer *b, const struct exc_addr *a)
 {
 	evbuffer_add_printf(b, strchr(a->u.host, ':') ? "Host: [%s]:%d\r\n" : "Host: %s:%d\r\n",
-		a->u.host, a->u.port);
+			    a->u.host, a->u.port);
 	if (a->c->auth_token)
 		evbuffer_add_printf(b, "Authorization: Bearer %s\r\n", a->c->auth_token);
 }
@@ -498,12 +499,12 @@ static int put_head(struct lreq *r)
 	if (head == NULL)
 		return -1;
 	if (getsockname(bufferevent_getfd(r->bev), (struct sockaddr *)&local, &len) != 0 ||
-			(job = job_build(j, &local, 1)) == NULL) {
+	    (job = job_build(j, &local, 1)) == NULL) {
 		evbuffer_free(head);
 		return -1;
 	}
 	evbuffer_add_printf(head, "PUT %s%s?token=%s&job=", PROTO_LEGACY_JOB_PREFIX, j->service,
-		r->token);
+			    r->token);
 	pct_encode(head, json_object_to_json_string_ext(job, JSON_C_TO_STRING_PLAIN));
 	json_object_put(job);
 	if (evbuffer_get_length(head) > LJ_TARGET_MAX) {
@@ -514,7 +515,7 @@ static int put_head(struct lreq *r)
 	evbuffer_add_printf(head, " HTTP/1.1\r\n");
 	host_header(head, r->a);
 	evbuffer_add_printf(head, "Transfer-Encoding: chunked\r\nExpect: 100-continue\r\n"
-		"TE: trailers\r\nConnection: TE, close\r\n\r\n");
+				  "TE: trailers\r\nConnection: TE, close\r\n\r\n");
 	rc = bufferevent_write_buffer(r->bev, head);
 	evbuffer_free(head);
 	return rc;
@@ -543,8 +544,7 @@ static struct lreq *req_open(struct legacy_job *lj, struct exc_addr *a, int is_p
 	r->hp.data = r;
 	bufferevent_setcb(r->bev, on_read, on_write, on_event, r);
 	bufferevent_setwatermark(r->bev, EV_WRITE, LJ_OUT_MAX / 2, 0);
-	if (bufferevent_socket_connect_hostname(r->bev, NULL, AF_UNSPEC, a->u.host,
-			a->u.port) != 0)
+	if (bufferevent_socket_connect_hostname(r->bev, NULL, AF_UNSPEC, a->u.host, a->u.port) != 0)
 		client_log(c, EXC_LOG_DEBUG, "%s: legacy connect failed at once", a->url);
 	return r;
 }
@@ -559,7 +559,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 			struct evbuffer *out = bufferevent_get_output(bev);
 
 			evbuffer_add_printf(out, "GET %s%s HTTP/1.1\r\n", PROTO_LEGACY_TOKEN_PREFIX,
-				j->service);
+					    j->service);
 			host_header(out, r->a);
 			evbuffer_add_printf(out, "Connection: close\r\n\r\n");
 		} else if (put_head(r) != 0) {
@@ -568,9 +568,10 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 			job_free_pipes(j);
 			snprintf(j->local_code, sizeof j->local_code, "%s", EXC_E_LOCAL_IO);
 			snprintf(j->local_msg, sizeof j->local_msg,
-				"cannot send the legacy PUT: %s", e == E2BIG ?
-				"the job description is longer than the 4 KiB request target" :
-				strerror(e ? e : ENOMEM));
+				 "cannot send the legacy PUT: %s",
+				 e == E2BIG ? "the job description is longer than the 4 KiB "
+					      "request target"
+					    : strerror(e ? e : ENOMEM));
 			j->local_retryable = 0;
 			r->lj->put = NULL;
 			req_free(r);
@@ -583,7 +584,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 	if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
 		r->eof = 1;
 		bufferevent_disable(bev, EV_WRITE);
-		feed(r);	/* r may be gone after this */
+		feed(r); /* r may be gone after this */
 	}
 }
 
@@ -591,7 +592,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 static int can_take(const struct exc_job *j)
 {
 	return j->state == J_WAITING && !j->cancel_requested && !j->local_code[0] &&
-		!(j->legacy && j->legacy->put);
+	       !(j->legacy && j->legacy->put);
 }
 
 /* The token wins: the job's broker wants go, its PUT starts. */
@@ -602,7 +603,8 @@ static void start_put(struct exc_job *j, struct exc_addr *a, const char *token)
 	legacy_job_wait(j);
 	lj = j->legacy;
 	if (lj == NULL) {
-		job_finish_local(j, EXC_E_LOCAL_IO, 0, "cannot start the legacy PUT: out of memory");
+		job_finish_local(j, EXC_E_LOCAL_IO, 0,
+				 "cannot start the legacy PUT: out of memory");
 		return;
 	}
 	job_unwant_all(j);
@@ -636,13 +638,13 @@ static void get_finish(struct lreq *r, int ok)
 		body[n] = '\0';
 		o = json_tokener_parse(body);
 		t = o ? wire_str(o, "token") : NULL;
-		if (t && strlen(t) == PROTO_LEGACY_TOKEN_HEX && strspn(t,
-				"0123456789abcdefABCDEF") == PROTO_LEGACY_TOKEN_HEX)
+		if (t && strlen(t) == PROTO_LEGACY_TOKEN_HEX &&
+		    strspn(t, "0123456789abcdefABCDEF") == PROTO_LEGACY_TOKEN_HEX)
 			memcpy(token, t, sizeof token);
 		json_object_put(o);
 	} else if (ok) {
-		client_log(j->c, EXC_LOG_DEBUG, "job %s: GET /token at %s: HTTP %d", j->id,
-			a->url, r->status);
+		client_log(j->c, EXC_LOG_DEBUG, "job %s: GET /token at %s: HTTP %d", j->id, a->url,
+			   r->status);
 	}
 	unlink_get(lj, r);
 	req_free(r);
@@ -654,10 +656,10 @@ static void get_finish(struct lreq *r, int ok)
 		struct exc_job *o = j->c->jobs;
 
 		while (o && !(o != j && can_take(o) && strcmp(o->service, j->service) == 0 &&
-				pool_serves(a, o->service)))
+			      pool_serves(a, o->service)))
 			o = o->next;
 		client_log(j->c, EXC_LOG_DEBUG, "job %s: token of %s not needed (%s)", j->id,
-			a->url, o ? "handed to another job" : "it expires");
+			   a->url, o ? "handed to another job" : "it expires");
 		if (o == NULL)
 			return;
 		j = o;
@@ -735,7 +737,7 @@ void legacy_job_wait(struct exc_job *j)
 void legacy_address_found(exc_client *c, struct exc_addr *a)
 {
 	client_log(c, EXC_LOG_INFO, "%s: no broker (404): using the legacy token transport",
-		a->url);
+		   a->url);
 	for (struct exc_job *j = c->jobs; j; j = j->next) {
 		if (j->legacy)
 			poll_now(j->legacy);
@@ -750,7 +752,7 @@ int legacy_cancel(struct exc_job *j)
 
 	if (lj == NULL || lj->put == NULL)
 		return -1;
-	req_free(lj->put);	/* the server cancels the job when we go away */
+	req_free(lj->put); /* the server cancels the job when we go away */
 	lj->put = NULL;
 	job_finish_local(j, EXC_E_CANCELLED, 0, "cancelled (legacy PUT closed)");
 	return 0;

@@ -24,7 +24,6 @@ void job_free_pipes(struct exc_job *j)
 	}
 }
 
-
 /* The first local stream that failed, or NULL.  An output that did not
  * arrive whole failed; an input (stdin, a file the job reads) failed only
  * when our own source did: the execserver may close an input's connection
@@ -43,7 +42,6 @@ const struct jfile *job_failed_stream(const struct exc_job *j)
 	return NULL;
 }
 
-
 /* ---- pipes ------------------------------------------------------------------ */
 
 static void file_done(void *arg, int ok, uint64_t bytes, const char *why)
@@ -60,7 +58,7 @@ static void file_done(void *arg, int ok, uint64_t bytes, const char *why)
 	/* our own source or sink failed (a closed reader, a full disk): the
 	 * job cannot deliver, so it is cancelled now and ends local_io */
 	if (!ok && f->st && stream_error(f->st)[0] && j && j->state == J_RUNNING &&
-			!j->local_code[0]) {
+	    !j->local_code[0]) {
 		if (j->owner)
 			conn_send(j->owner, wire_job_msg(PROTO_CANCEL, j->id));
 		job_finish_local(j, EXC_E_LOCAL_IO, 0, "%s: %s", f->name, f->why);
@@ -70,7 +68,7 @@ static void file_done(void *arg, int ok, uint64_t bytes, const char *why)
 /* A URL for f: an endpoint on k's local address, or the caller's URL.
  * NULL: nothing to send (EXC_IO_NONE). */
 static struct json_object *file_url(struct exc_job *j, struct jfile *f,
-		const struct sockaddr_storage *local)
+				    const struct sockaddr_storage *local)
 {
 	char url[160];
 
@@ -85,7 +83,7 @@ static struct json_object *file_url(struct exc_job *j, struct jfile *f,
 	if (f->ep == NULL)
 		return NULL;
 	client_log(j->c, EXC_LOG_DEBUG, "job %s: %s %s at %s", j->id, f->name,
-		f->is_out ? "PUT" : "GET", url);
+		   f->is_out ? "PUT" : "GET", url);
 	return json_object_new_string(url);
 }
 
@@ -100,19 +98,23 @@ static struct json_object *file_entry(const char *name, struct json_object *url)
 
 /* The JOB's job object (creates the endpoints on local). */
 struct json_object *job_build(struct exc_job *j, const struct sockaddr_storage *local,
-		int body_mode)
+			      int body_mode)
 {
 	struct json_object *o = json_object_new_object(), *in, *out, *v;
 
 	if (o == NULL)
 		return NULL;
-	json_object_object_foreach(j->payload, key, val)
-		if (strcmp(key, "inputs") != 0 && strcmp(key, "outputs") != 0)
-			json_object_object_add(o, key, json_object_get(val));
+	json_object_object_foreach(j->payload, key, val) if (strcmp(key, "inputs") != 0 &&
+							     strcmp(key, "outputs") != 0)
+		json_object_object_add(o, key, json_object_get(val));
 	in = json_object_object_get_ex(j->payload, "inputs", &v) &&
-		json_object_is_type(v, json_type_array) ? json_object_get(v) : json_object_new_array();
+			     json_object_is_type(v, json_type_array)
+		     ? json_object_get(v)
+		     : json_object_new_array();
 	out = json_object_object_get_ex(j->payload, "outputs", &v) &&
-		json_object_is_type(v, json_type_array) ? json_object_get(v) : json_object_new_array();
+			      json_object_is_type(v, json_type_array)
+		      ? json_object_get(v)
+		      : json_object_new_array();
 	json_object_object_add(o, "inputs", in);
 	json_object_object_add(o, "outputs", out);
 	for (size_t i = 0; i < j->nfiles; i++) {
@@ -148,13 +150,12 @@ int job_id_ok(const char *s, size_t max)
 
 int job_name_ok(const char *s)
 {
-	return s && *s && strchr(s, '/') == NULL && strcmp(s, ".") != 0 &&
-		strcmp(s, "..") != 0;
+	return s && *s && strchr(s, '/') == NULL && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
 /* Sets up files[i] from io; -1 with the client's error set. */
 int job_file_init(exc_client *c, struct jfile *f, const char *name, int is_out,
-		const struct exc_io *io)
+		  const struct exc_io *io)
 {
 	f->is_out = is_out;
 	f->io.kind = io->kind;
@@ -162,11 +163,10 @@ int job_file_init(exc_client *c, struct jfile *f, const char *name, int is_out,
 	if (f->name == NULL)
 		return -1;
 	switch (io->kind) {
-	case EXC_IO_NONE:
-		return 0;
+	case EXC_IO_NONE: return 0;
 	case EXC_IO_URL:
-		if (io->url == NULL || (strncmp(io->url, "http://", 7) != 0 &&
-				strncmp(io->url, "https://", 8) != 0)) {
+		if (io->url == NULL ||
+		    (strncmp(io->url, "http://", 7) != 0 && strncmp(io->url, "https://", 8) != 0)) {
 			client_fail(c, EINVAL, "%s: not an http(s) URL", name);
 			return -1;
 		}
@@ -191,17 +191,13 @@ int job_file_init(exc_client *c, struct jfile *f, const char *name, int is_out,
 			return -1;
 		}
 		break;
-	default:
-		client_fail(c, EINVAL, "%s: unknown source/sink kind", name);
-		return -1;
+	default: client_fail(c, EINVAL, "%s: unknown source/sink kind", name); return -1;
 	}
 	f->st = is_out ? stream_sink(c->base, io) : stream_source(c->base, io);
 	if (f->st == NULL) {
 		client_fail(c, errno, "%s: %s%s%s", name, io->path ? io->path : "",
-			io->path ? ": " : "", strerror(errno));
+			    io->path ? ": " : "", strerror(errno));
 		return -1;
 	}
 	return 0;
 }
-
-

@@ -11,8 +11,16 @@
 
 #include <event2/util.h>
 
-enum jstate { J_WAITING, J_RUNNING, J_SEEKING, J_DONE };
-enum copy_state { CP_PARKED, CP_REFUSED };
+enum jstate {
+	J_WAITING,
+	J_RUNNING,
+	J_SEEKING,
+	J_DONE
+};
+enum copy_state {
+	CP_PARKED,
+	CP_REFUSED
+};
 
 struct copy {
 	struct exc_conn *k;
@@ -20,10 +28,10 @@ struct copy {
 };
 
 struct jfile {
-	struct exc_job *job;	/* set when its endpoint is made */
+	struct exc_job *job; /* set when its endpoint is made */
 	char *name;
 	int is_out;
-	struct exc_io io;	/* kind, and url (copied) for EXC_IO_URL */
+	struct exc_io io; /* kind, and url (copied) for EXC_IO_URL */
 	struct stream *st;
 	struct endpoint *ep;
 	int finished, ok;
@@ -38,28 +46,30 @@ struct exc_job {
 	char id[65];
 	char *service;
 	int priority;
-	struct json_object *payload;	/* the caller's job object */
-	struct jfile *files;		/* [0] stdin, [1] stdout, then named files */
+	struct json_object *payload; /* the caller's job object */
+	struct jfile *files;         /* [0] stdin, [1] stdout, then named files */
 	size_t nfiles;
 	unsigned connect_timeout_sec;
-	uint64_t since_ms;		/* last placement progress (back-pressure) */
+	uint64_t since_ms; /* last placement progress (back-pressure) */
 	struct copy *copies;
 	size_t ncopies, capcopies;
 	struct exc_conn *owner;
 	char owner_instance[65];
 	struct exc_addr *owner_addr;
 	uint64_t seek_until_ms;
+	int resumed;             /* the owner is not the connection the JOB went on */
+	unsigned resume_queries; /* the library's QUERYs on resume, unanswered */
 	int cancel_requested;
-	unsigned owner_pending;		/* QUERY/CANCEL sent to the owner since the JOB, unanswered */
-	struct exc_conn *stale_conn;	/* a refused JOB's connection: its */
-	unsigned stale_n;		/* unknown_job answers still to come */
-	uint64_t submit_ms;		/* when exc_submit ran (connect timeout) */
-	struct event *timer;		/* connect timeout */
-	struct event *done_ev;		/* deferred local receipt */
+	unsigned owner_pending;      /* QUERY/CANCEL sent to the owner since the JOB, unanswered */
+	struct exc_conn *stale_conn; /* a refused JOB's connection: its */
+	unsigned stale_n;            /* unknown_job answers still to come */
+	uint64_t submit_ms;          /* when exc_submit ran (connect timeout) */
+	struct event *timer;         /* connect timeout */
+	struct event *done_ev;       /* deferred local receipt */
 	char local_code[32];
 	char local_msg[256];
 	int local_retryable;
-	struct legacy_job *legacy;	/* token polling / legacy PUT (fallback.c) */
+	struct legacy_job *legacy; /* token polling / legacy PUT (fallback.c) */
 	exc_done_cb on_done;
 	exc_position_cb on_position;
 	void *arg;
@@ -76,11 +86,25 @@ void job_unlink_free(struct exc_job *j);
 /* Calls on_done with receipt rj (the server's, or NULL for a local one)
  * and frees the job. */
 void job_finish(struct exc_job *j, struct json_object *rj);
+/* The instance that ran j no longer knows it (unknown_job after a resume:
+ * its receipt was dropped, or its JOB never arrived): lost (retryable), or
+ * cancelled when the caller asked for that; never run again. */
+void job_receipt_gone(struct exc_job *j);
 /* A receipt made by the library; delivered from the loop. */
-void job_finish_local(struct exc_job *j, const char *code, int retryable,
-		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void job_finish_local(struct exc_job *j, const char *code, int retryable, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* placement.c */
+/* A cancel that could not be sent (the instance was not reached while
+ * the job was sought): CANCEL goes out when a connection reaches the
+ * instance, within a day (the longest resumeGraceSec). */
+struct owed_cancel {
+	struct owed_cancel *next;
+	char instance_id[65];
+	char job_id[65];
+	uint64_t until_ms;
+};
+void owed_cancels_free(exc_client *c);
 void job_place_on(struct exc_job *j, struct exc_conn *k);
 void job_place(struct exc_job *j);
 /* The connect timeout (evtimer callback, arg: the job). */
@@ -95,10 +119,10 @@ const struct jfile *job_failed_stream(const struct exc_job *j);
  * legacy PUT): stdin and stdout are the request and response bodies, so
  * only a URL kind of them goes into the object. */
 struct json_object *job_build(struct exc_job *j, const struct sockaddr_storage *local,
-		int body_mode);
+			      int body_mode);
 /* Sets up f from io; -1 with the client's error set. */
 int job_file_init(exc_client *c, struct jfile *f, const char *name, int is_out,
-		const struct exc_io *io);
+		  const struct exc_io *io);
 /* 1-max printable ASCII characters. */
 int job_id_ok(const char *s, size_t max);
 /* A plain file name (no '/', not . or ..). */

@@ -57,13 +57,13 @@
 struct pipe_srv {
 	exc_client *c;
 	struct pipe_srv *next;
-	struct sockaddr_storage addr;	/* port 0 */
+	struct sockaddr_storage addr; /* port 0 */
 	struct evconnlistener *lis;
-	char host[INET6_ADDRSTRLEN + 2];	/* for URLs: a.b.c.d or [v6] */
+	char host[INET6_ADDRSTRLEN + 2]; /* for URLs: a.b.c.d or [v6] */
 	int port;
 	struct endpoint *eps;
-	struct pipe_req *reqs;		/* newest first */
-	struct event *pause;		/* re-enables the listener after EMFILE */
+	struct pipe_req *reqs; /* newest first */
+	struct event *pause;   /* re-enables the listener after EMFILE */
 	int paused;
 };
 
@@ -80,8 +80,19 @@ struct endpoint {
 	uint64_t bytes;
 };
 
-enum req_state { R_HEAD, R_GET, R_PUT, R_FINISH };
-enum chunk_state { C_SIZE, C_DATA, C_DATA_END, C_TRAILER, C_END };
+enum req_state {
+	R_HEAD,
+	R_GET,
+	R_PUT,
+	R_FINISH
+};
+enum chunk_state {
+	C_SIZE,
+	C_DATA,
+	C_DATA_END,
+	C_TRAILER,
+	C_END
+};
 
 struct pipe_req {
 	struct pipe_srv *srv;
@@ -90,13 +101,13 @@ struct pipe_req {
 	struct http_head_parser *hp;
 	struct endpoint *ep;
 	enum req_state state;
-	int chunked;		/* GET: answer chunked; PUT: body chunked */
+	int chunked; /* GET: answer chunked; PUT: body chunked */
 	enum chunk_state cs;
-	uint64_t left;		/* PUT: body or chunk bytes still to come */
-	int body_done;		/* PUT: the whole body arrived */
-	int src_eof;		/* GET: the source ended */
+	uint64_t left; /* PUT: body or chunk bytes still to come */
+	int body_done; /* PUT: the whole body arrived */
+	int src_eof;   /* GET: the source ended */
 	struct evbuffer *tmp;
-	struct event *head_deadline;	/* R_HEAD: the head must be in by then */
+	struct event *head_deadline; /* R_HEAD: the head must be in by then */
 };
 
 static void req_free(struct pipe_req *r);
@@ -151,9 +162,9 @@ static void req_finish(struct pipe_req *r)
 static void respond(struct pipe_req *r, int status, const char *body)
 {
 	evbuffer_add_printf(bufferevent_get_output(r->bev),
-		"HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
-		"Connection: close\r\n\r\n%s", status, http_reason(status),
-		strlen(body), body);
+			    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+			    "Connection: close\r\n\r\n%s",
+			    status, http_reason(status), strlen(body), body);
 	req_finish(r);
 }
 
@@ -220,7 +231,7 @@ static void start_get(struct pipe_req *r)
 	r->state = R_GET;
 	r->chunked = len < 0;
 	evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
-		"Connection: close\r\n");
+				 "Connection: close\r\n");
 	if (r->chunked)
 		evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n\r\n");
 	else
@@ -276,7 +287,7 @@ static int put_decode(struct pipe_req *r)
 					return -1;
 				}
 				r->cs = C_SIZE;
-			} else if (len == 0) {	/* C_TRAILER: the empty line ends it */
+			} else if (len == 0) { /* C_TRAILER: the empty line ends it */
 				r->cs = C_END;
 				r->body_done = 1;
 			}
@@ -344,7 +355,7 @@ static void start_put(struct pipe_req *r, const struct http_head *h)
 	}
 	if (expect && strcasecmp(expect, "100-continue") == 0)
 		evbuffer_add_printf(bufferevent_get_output(r->bev),
-			"HTTP/1.1 100 Continue\r\n\r\n");
+				    "HTTP/1.1 100 Continue\r\n\r\n");
 	put_pump(r);
 }
 
@@ -378,7 +389,7 @@ static void route(struct pipe_req *r, const struct http_head *h)
 	e->req = r;
 	r->ep = e;
 	client_log(r->srv->c, EXC_LOG_DEBUG, "pipe endpoint %s: %s taken", e->id,
-		e->is_sink ? "PUT" : "GET");
+		   e->is_sink ? "PUT" : "GET");
 	if (e->is_sink)
 		start_put(r, h);
 	else
@@ -424,8 +435,7 @@ static void req_write(struct bufferevent *bev, void *arg)
 
 	if (r->state == R_GET)
 		get_pump(r);
-	else if (r->state == R_FINISH &&
-			evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+	else if (r->state == R_FINISH && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
 		struct endpoint *e = r->ep;
 		int ok = r->src_eof;
 
@@ -440,8 +450,8 @@ static void req_event(struct bufferevent *bev, short what, void *arg)
 	struct pipe_req *r = arg;
 
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
-		req_abort(r, what & BEV_EVENT_TIMEOUT ? "pipe connection timed out" :
-			"pipe connection closed early");
+		req_abort(r, what & BEV_EVENT_TIMEOUT ? "pipe connection timed out"
+						      : "pipe connection closed early");
 }
 
 static void head_deadline(evutil_socket_t fd, short what, void *arg)
@@ -450,7 +460,7 @@ static void head_deadline(evutil_socket_t fd, short what, void *arg)
 
 	if (r->state == R_HEAD) {
 		client_log(r->srv->c, EXC_LOG_DEBUG, "pipe server: no request head within %d s",
-			HEAD_TIMEOUT_SEC);
+			   HEAD_TIMEOUT_SEC);
 		req_free(r);
 	}
 }
@@ -518,8 +528,8 @@ static void on_accept_error(struct evconnlistener *lis, void *arg)
 	evtimer_add(srv->pause, &tv);
 }
 
-static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
-		struct sockaddr *sa, int salen, void *arg)
+static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
+		      int salen, void *arg)
 {
 	struct pipe_srv *srv = arg;
 	struct pipe_req *r;
@@ -529,10 +539,9 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
 		close_oldest_head(srv);
 	r = calloc(1, sizeof *r);
 	if (r == NULL || (r->hp = malloc(sizeof *r->hp)) == NULL ||
-			(r->tmp = evbuffer_new()) == NULL ||
-			(r->head_deadline = evtimer_new(srv->c->base, head_deadline, r)) == NULL ||
-			(r->bev = bufferevent_socket_new(srv->c->base, fd,
-				BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+	    (r->tmp = evbuffer_new()) == NULL ||
+	    (r->head_deadline = evtimer_new(srv->c->base, head_deadline, r)) == NULL ||
+	    (r->bev = bufferevent_socket_new(srv->c->base, fd, BEV_OPT_CLOSE_ON_FREE)) == NULL) {
 		evutil_closesocket(fd);
 		if (r) {
 			free(r->hp);
@@ -561,9 +570,9 @@ static int same_ip(const struct sockaddr_storage *a, const struct sockaddr_stora
 		return 0;
 	if (a->ss_family == AF_INET)
 		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-			((const struct sockaddr_in *)b)->sin_addr.s_addr;
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
 	return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-		&((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
+		      &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
 }
 
 static struct pipe_srv *srv_get(exc_client *c, const struct sockaddr_storage *local)
@@ -585,13 +594,15 @@ static struct pipe_srv *srv_get(exc_client *c, const struct sockaddr_storage *lo
 		((struct sockaddr_in *)&srv->addr)->sin_port = 0;
 	else
 		((struct sockaddr_in6 *)&srv->addr)->sin6_port = 0;
-	srv->lis = evconnlistener_new_bind(c->base, on_accept, srv,
+	srv->lis = evconnlistener_new_bind(
+		c->base, on_accept, srv,
 		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE, 64,
-		(struct sockaddr *)&srv->addr, local->ss_family == AF_INET ?
-			sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+		(struct sockaddr *)&srv->addr,
+		local->ss_family == AF_INET ? sizeof(struct sockaddr_in)
+					    : sizeof(struct sockaddr_in6));
 	srv->pause = evtimer_new(c->base, pause_over, srv);
 	if (srv->lis == NULL || srv->pause == NULL ||
-			getsockname(evconnlistener_get_fd(srv->lis), (struct sockaddr *)&bound, &blen) != 0) {
+	    getsockname(evconnlistener_get_fd(srv->lis), (struct sockaddr *)&bound, &blen) != 0) {
 		client_log(c, EXC_LOG_ERROR, "pipe server: cannot listen: %s", strerror(errno));
 		if (srv->lis)
 			evconnlistener_free(srv->lis);
@@ -616,9 +627,9 @@ static struct pipe_srv *srv_get(exc_client *c, const struct sockaddr_storage *lo
 	return srv;
 }
 
-struct endpoint *endpoint_new(exc_client *c, const struct sockaddr_storage *local,
-		int is_sink, struct stream *st, endpoint_done_fn done, void *arg,
-		char *url, size_t urlcap)
+struct endpoint *endpoint_new(exc_client *c, const struct sockaddr_storage *local, int is_sink,
+			      struct stream *st, endpoint_done_fn done, void *arg, char *url,
+			      size_t urlcap)
 {
 	struct pipe_srv *srv = srv_get(c, local);
 	struct endpoint *e;

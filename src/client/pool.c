@@ -120,8 +120,7 @@ int pool_serves(const struct exc_addr *a, const char *service)
 	return a->u.service[0] == '\0' || strcmp(a->u.service, service) == 0;
 }
 
-static int has_instance(const struct exc_addr *a, const struct exc_conn *except,
-		const char *id)
+static int has_instance(const struct exc_addr *a, const struct exc_conn *except, const char *id)
 {
 	for (struct exc_conn *k = a->conns; k; k = k->next)
 		if (k != except && k->state == K_READY && strcmp(k->instance_id, id) == 0)
@@ -150,8 +149,8 @@ static void hint_missed(struct exc_addr *a, const struct exc_conn *k)
 		return;
 	a->hint_misses++;
 	client_log(a->c, a->hint_misses == 2 ? EXC_LOG_INFO : EXC_LOG_DEBUG,
-		"%s: ?instance=%s did not reach it (%u)%s", a->url, k->hint, a->hint_misses,
-		a->hint_misses == 2 ? ": hint dropped, seeking without it" : "");
+		   "%s: ?instance=%s did not reach it (%u)%s", a->url, k->hint, a->hint_misses,
+		   a->hint_misses == 2 ? ": hint dropped, seeking without it" : "");
 }
 
 void pool_kick(struct exc_addr *a)
@@ -164,16 +163,15 @@ void pool_kick(struct exc_addr *a)
 	if (c->freeing)
 		return;
 	if (a->covered && now - a->covered_at_ms >= c->opt.reprobe_interval_ms) {
-		a->covered = 0;		/* re-probe: the next growth may find more */
+		a->covered = 0; /* re-probe: the next growth may find more */
 		client_log(c, EXC_LOG_DEBUG, "%s: covered mark cleared (re-probe)", a->url);
 	}
 	if (a->seek[0] && has_instance(a, NULL, a->seek))
 		a->seek[0] = '\0';
 	if (pool_connecting(a) > 0)
-		return;		/* one attempt at a time; its end kicks again */
-	want = total == 0 ||
-		(total < c->opt.pool_cap && a->pressure && !a->covered) ||
-		(total < c->opt.pool_cap && a->seek[0]);
+		return; /* one attempt at a time; its end kicks again */
+	want = total == 0 || (total < c->opt.pool_cap && a->pressure && !a->covered) ||
+	       (total < c->opt.pool_cap && a->seek[0]);
 	if (!want)
 		return;
 	if (now < a->retry_at_ms) {
@@ -189,9 +187,10 @@ void pool_kick(struct exc_addr *a)
 	a->opened++;
 	const char *hint = seek_hint(a);
 	client_log(c, EXC_LOG_DEBUG, "%s: opening connection %u (%s%s%s)", a->url, total + 1,
-		total == 0 ? (a->opened > 1 ? "reconnect" : "start") :
-		a->seek[0] ? "seeking owner" : "back-pressure",
-		hint ? ", ?instance=" : "", hint ? hint : "");
+		   total == 0   ? (a->opened > 1 ? "reconnect" : "start")
+		   : a->seek[0] ? "seeking owner"
+				: "back-pressure",
+		   hint ? ", ?instance=" : "", hint ? hint : "");
 	struct exc_conn *k = conn_open(a);
 	if (k == NULL) {
 		a->retry_at_ms = now + a->backoff_ms;
@@ -206,7 +205,7 @@ int pool_on_hello(struct exc_addr *a, struct exc_conn *k, int first_hello)
 	exc_client *c = a->c;
 
 	a->reached = 1;
-	a->legacy = 0;		/* the broker is there (again) */
+	a->legacy = 0; /* the broker is there (again) */
 	a->last_status = 0;
 	a->tls_refused = 0;
 	a->backoff_ms = c->opt.grow_interval_ms;
@@ -223,7 +222,7 @@ int pool_on_hello(struct exc_addr *a, struct exc_conn *k, int first_hello)
 		conn_free(k, 1);
 		client_log(c, EXC_LOG_DEBUG, "%s: instance %s reached twice: covered", a->url, id);
 		client_conn_event(c, a, EXC_CONN_DUPLICATE, id, 0,
-			"instance already in the pool: connection closed, growth stops");
+				  "instance already in the pool: connection closed, growth stops");
 		schedule(a, 0);
 		return -1;
 	}
@@ -234,8 +233,8 @@ int pool_on_hello(struct exc_addr *a, struct exc_conn *k, int first_hello)
 	return 0;
 }
 
-void pool_on_closed(struct exc_addr *a, struct exc_conn *k, int was_ready,
-		int code, const char *why)
+void pool_on_closed(struct exc_addr *a, struct exc_conn *k, int was_ready, int code,
+		    const char *why)
 {
 	exc_client *c = a->c;
 	uint64_t now = client_now_ms();
@@ -245,7 +244,7 @@ void pool_on_closed(struct exc_addr *a, struct exc_conn *k, int was_ready,
 	if (was_ready) {
 		client_log(c, EXC_LOG_INFO, "%s: %s", a->url, why);
 		client_conn_event(c, a, EXC_CONN_DOWN, k->instance_id, code, why);
-		a->retry_at_ms = 0;	/* replace it at once (rate limit permitting) */
+		a->retry_at_ms = 0; /* replace it at once (rate limit permitting) */
 	} else {
 		hint_missed(a, k);
 		a->last_status = code;
@@ -253,10 +252,10 @@ void pool_on_closed(struct exc_addr *a, struct exc_conn *k, int was_ready,
 			client_log(c, code == 401 || a->tls_refused ? EXC_LOG_ERROR : EXC_LOG_WARN,
 				   "%s: %s", a->url, why);
 			client_conn_event(c, a, EXC_CONN_FAILED, NULL, code, why);
-		} else if (!a->legacy) {	/* no broker there: fallback.c takes over */
+		} else if (!a->legacy) { /* no broker there: fallback.c takes over */
 			a->legacy = 1;
 			client_conn_event(c, a, EXC_CONN_LEGACY, NULL, code,
-				"no broker (HTTP 404): using the legacy token transport");
+					  "no broker (HTTP 404): using the legacy token transport");
 			legacy_address_found(c, a);
 		}
 		if (code == 401 || code == 404 || a->tls_refused) {

@@ -27,6 +27,7 @@
 #include "client/client_impl.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,8 @@ int conn_has_service(const struct exc_conn *k, const char *service)
 	if (k->state != K_READY || k->draining || k->hello == NULL)
 		return 0;
 	return json_object_object_get_ex(k->hello, "services", &svc) &&
-		json_object_is_type(svc, json_type_object) &&
-		json_object_object_get_ex(svc, service, NULL);
+	       json_object_is_type(svc, json_type_object) &&
+	       json_object_object_get_ex(svc, service, NULL);
 }
 
 /* Slots of the waitgroup that runs service on k's instance (every
@@ -123,23 +124,25 @@ static int64_t slots_for(const struct exc_conn *k, const char *service)
 	int64_t slots = 0;
 
 	if (!json_object_object_get_ex(k->hello, "waitgroups", &wgs) ||
-			!json_object_is_type(wgs, json_type_object))
+	    !json_object_is_type(wgs, json_type_object))
 		return -1;
 	if (service == NULL) {
-		json_object_object_foreach(wgs, name, w) {
+		json_object_object_foreach(wgs, name, w)
+		{
 			(void)name;
-			slots += wire_int(w, "processes", 0) > 0 ? wire_int(w, "processes", 0) : 0;
+			slots += wire_int_in(w, "processes", 0, 0, WIRE_SLOTS_MAX);
+			if (slots > WIRE_SLOTS_MAX)
+				slots = WIRE_SLOTS_MAX;
 		}
 		return slots;
 	}
 	if (!conn_has_service(k, service) ||
-			!json_object_object_get_ex(k->hello, "services", &svc) ||
-			!json_object_object_get_ex(svc, service, &wg_name) ||
-			!json_object_is_type(wg_name, json_type_string) ||
-			!json_object_object_get_ex(wgs, json_object_get_string(wg_name), &wg))
+	    !json_object_object_get_ex(k->hello, "services", &svc) ||
+	    !json_object_object_get_ex(svc, service, &wg_name) ||
+	    !json_object_is_type(wg_name, json_type_string) ||
+	    !json_object_object_get_ex(wgs, json_object_get_string(wg_name), &wg))
 		return -1;
-	slots = wire_int(wg, "processes", 0);
-	return slots > 0 ? slots : 0;
+	return wire_int_in(wg, "processes", 0, 0, WIRE_SLOTS_MAX);
 }
 
 unsigned conn_share(const struct exc_conn *k, const char *service)
@@ -177,22 +180,22 @@ static void on_hello(struct exc_conn *k, struct json_object *o)
 
 	if (id == NULL || !instance_id_valid(id)) {
 		client_log(k->a->c, EXC_LOG_WARN, "%s: HELLO without a valid instance_id",
-			k->a->url);
+			   k->a->url);
 		return;
 	}
 	if (k->hello)
 		json_object_put(k->hello);
 	k->hello = json_object_get(o);
 	snprintf(k->instance_id, sizeof k->instance_id, "%s", id);
-	k->clients = (int)wire_int(o, "clients", 1);
-	k->draining = json_object_object_get_ex(o, "draining", &dr) &&
-		json_object_get_boolean(dr);
+	k->clients = (int)wire_int_in(o, "clients", 1, 1, INT_MAX);
+	k->protocol = (int)wire_int_in(o, "protocol", 1, 1, INT_MAX);
+	k->draining = json_object_object_get_ex(o, "draining", &dr) && json_object_get_boolean(dr);
 	if (first) {
 		k->state = K_READY;
 		if (k->timer)
 			evtimer_del(k->timer);
 		if (pool_on_hello(k->a, k, 1) != 0)
-			return;	/* a duplicate: the pool closed it */
+			return; /* a duplicate: the pool closed it */
 	}
 	job_on_ready(k->a->c, k);
 }
@@ -208,7 +211,7 @@ static void on_text(void *arg, const char *msg, size_t len)
 	if (tok)
 		json_tokener_free(tok);
 	if (o == NULL || !json_object_is_type(o, json_type_object) ||
-			(type = wire_str(o, "type")) == NULL) {
+	    (type = wire_str(o, "type")) == NULL) {
 		client_log(c, EXC_LOG_WARN, "%s: unreadable message from the server", k->a->url);
 		json_object_put(o);
 		return;
@@ -252,20 +255,21 @@ static void on_log(void *arg, enum log_level level, const char *line)
 
 static void start_session(struct exc_conn *k)
 {
-	static const struct ws_callbacks cb = { .on_text = on_text, .on_closed = on_closed,
-		.on_log = on_log };
+	static const struct ws_callbacks cb = { .on_text = on_text,
+						.on_closed = on_closed,
+						.on_log = on_log };
 	struct ws_options opt;
 
 	ws_options_default(&opt);
 	opt.client_role = 1;
-	opt.ping_interval_ms = 15000;
-	opt.ping_timeout_ms = 60000;
+	opt.ping_timeout_ms = k->a->c->opt.ping_timeout_ms;
+	opt.ping_interval_ms = opt.ping_timeout_ms / 3 < 15000 ? opt.ping_timeout_ms / 3 : 15000;
 	k->ws = ws_session_new(k->bev, &opt, &cb, k);
 	if (k->ws == NULL) {
 		conn_end(k, 0, "out of memory");
 		return;
 	}
-	k->bev = NULL;	/* the session owns it */
+	k->bev = NULL; /* the session owns it */
 	k->state = K_OPEN;
 }
 
@@ -295,9 +299,9 @@ static void hs_read(struct bufferevent *bev, void *arg)
 		return;
 	}
 	hlen = (size_t)end.pos + 4;
-	k->a->tls_refused = 0;	/* an HTTP answer: TLS, if any, was fine */
-	if (ws_handshake_client_check((const char *)evbuffer_pullup(in, (ssize_t)hlen),
-			hlen, k->key, &status) != 0) {
+	k->a->tls_refused = 0; /* an HTTP answer: TLS, if any, was fine */
+	if (ws_handshake_client_check((const char *)evbuffer_pullup(in, (ssize_t)hlen), hlen,
+				      k->key, &status) != 0) {
 		if (status == 101)
 			snprintf(why, sizeof why, "bad websocket upgrade answer");
 		else if (status == 401)
@@ -332,8 +336,8 @@ static void start_tls(struct exc_conn *k)
 	k->bev = NULL;
 	/* libevent owns ssl and fd from here; when this fails (out of
 	 * memory only) it frees ssl, the socket may stay open */
-	tls = bufferevent_openssl_socket_new(k->a->c->base, fd, ssl,
-		BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
+	tls = bufferevent_openssl_socket_new(k->a->c->base, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
+					     BEV_OPT_CLOSE_ON_FREE);
 	if (tls == NULL) {
 		conn_end(k, 0, "cannot start TLS: out of memory");
 		return;
@@ -364,15 +368,16 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 			return;
 		}
 		snprintf(host, sizeof host, strchr(k->a->u.host, ':') ? "[%s]" : "%s",
-			k->a->u.host);
-		snprintf(target, sizeof target, "%s?client=%s%s%s", PROTO_BROKER_PATH,
-			k->a->c->client_id, k->hint[0] ? "&instance=" : "", k->hint);
+			 k->a->u.host);
+		snprintf(target, sizeof target, "%s?client=%s&%s=%d%s%s", PROTO_BROKER_PATH,
+			 k->a->c->client_id, PROTO_PARAM_PROTOCOL, PROTO_VERSION,
+			 k->hint[0] ? "&instance=" : "", k->hint);
 		if (k->a->c->auth_token)
 			snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n",
-				k->a->c->auth_token);
+				 k->a->c->auth_token);
 		if (ws_handshake_client_key(k->key) != 0 ||
-				ws_handshake_client_request(host, k->a->u.port, target, k->key,
-					auth, req, sizeof req) < 0) {
+		    ws_handshake_client_request(host, k->a->u.port, target, k->key, auth, req,
+						sizeof req) < 0) {
 			conn_end(k, 0, "cannot build the upgrade request");
 			return;
 		}
@@ -389,16 +394,16 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 		k->a->tls_refused = 0;
 		if (dns)
 			snprintf(why, sizeof why, "cannot resolve %s: %s", k->a->u.host,
-				evutil_gai_strerror(dns));
+				 evutil_gai_strerror(dns));
 		else if (k->state == K_TLS)
-			k->a->tls_refused = tls_failure(bev, what & BEV_EVENT_ERROR ? err : 0,
-				why, sizeof why);
+			k->a->tls_refused = tls_failure(bev, what & BEV_EVENT_ERROR ? err : 0, why,
+							sizeof why);
 		else if (k->state == K_UPGRADING)
 			snprintf(why, sizeof why, "connection %s during the upgrade%s%s%s",
-				what & BEV_EVENT_EOF ? "closed" : "lost",
-				what & BEV_EVENT_EOF ? "" : ": ",
-				what & BEV_EVENT_EOF ? "" : strerror(err),
-				k->a->u.tls ? "" : " (a TLS port? then use wss://)");
+				 what & BEV_EVENT_EOF ? "closed" : "lost",
+				 what & BEV_EVENT_EOF ? "" : ": ",
+				 what & BEV_EVENT_EOF ? "" : strerror(err),
+				 k->a->u.tls ? "" : " (a TLS port? then use wss://)");
 		else
 			snprintf(why, sizeof why, "cannot connect: %s", strerror(err));
 		if (k->a->tls_refused)
@@ -420,7 +425,7 @@ struct exc_conn *conn_open(struct exc_addr *a)
 	exc_client *c = a->c;
 	struct exc_conn *k = calloc(1, sizeof *k);
 	struct timeval tv = { c->opt.handshake_timeout_ms / 1000,
-		(c->opt.handshake_timeout_ms % 1000) * 1000 };
+			      (c->opt.handshake_timeout_ms % 1000) * 1000 };
 
 	if (k == NULL)
 		return NULL;
@@ -440,8 +445,8 @@ struct exc_conn *conn_open(struct exc_addr *a)
 	a->conns = k;
 	bufferevent_setcb(k->bev, hs_read, NULL, hs_event, k);
 	evtimer_add(k->timer, &tv);
-	if (bufferevent_socket_connect_hostname(k->bev, NULL, AF_UNSPEC,
-			a->u.host, a->u.port) != 0) {
+	if (bufferevent_socket_connect_hostname(k->bev, NULL, AF_UNSPEC, a->u.host, a->u.port) !=
+	    0) {
 		/* reported through hs_event in most cases; else end now from the loop */
 		client_log(c, EXC_LOG_DEBUG, "%s: connect failed at once", a->url);
 	}

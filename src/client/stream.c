@@ -34,13 +34,13 @@ struct stream {
 	int is_sink;
 	enum exc_io_kind kind;
 	int fd;
-	int own_fd;		/* opened here (EXC_IO_FILE): closed at free */
-	int regular;		/* a regular file or unpollable device: no polling */
-	int failed;		/* a read/write error happened: err says which */
-	int nonblock;		/* the fd is O_NONBLOCK: write what it takes */
-	int ready;		/* a pollable fd is readable/writable now */
+	int own_fd;   /* opened here (EXC_IO_FILE): closed at free */
+	int regular;  /* a regular file or unpollable device: no polling */
+	int failed;   /* a read/write error happened: err says which */
+	int nonblock; /* the fd is O_NONBLOCK: write what it takes */
+	int ready;    /* a pollable fd is readable/writable now */
 	int64_t length;
-	struct evbuffer *buf;	/* source: the copied buffer; sink: the queue */
+	struct evbuffer *buf; /* source: the copied buffer; sink: the queue */
 	struct event *ev;
 	void (*cb)(void *arg);
 	void *cb_arg;
@@ -56,7 +56,7 @@ static void fd_ready(evutil_socket_t fd, short what, void *arg)
 		long left = stream_write(s, NULL, s->cb, s->cb_arg);
 
 		if (left > 0)
-			return;	/* still queued: the next readiness goes on */
+			return; /* still queued: the next readiness goes on */
 	}
 	/* drained, or failed: the owner's next stream_write says which */
 	if (s->cb)
@@ -78,8 +78,7 @@ static int wait_ready(struct stream *s)
 	return -1;
 }
 
-static struct stream *stream_new(struct event_base *base, const struct exc_io *io,
-		int is_sink)
+static struct stream *stream_new(struct event_base *base, const struct exc_io *io, int is_sink)
 {
 	struct stream *s = calloc(1, sizeof *s);
 	struct stat st;
@@ -104,8 +103,10 @@ static struct stream *stream_new(struct event_base *base, const struct exc_io *i
 			goto fail;
 		return s;
 	case EXC_IO_FILE:
-		s->fd = open(io->path, is_sink ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC :
-			O_RDONLY | O_CLOEXEC, 0644);
+		s->fd = open(io->path,
+			     is_sink ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC
+				     : O_RDONLY | O_CLOEXEC,
+			     0644);
 		if (s->fd < 0)
 			goto fail;
 		s->own_fd = 1;
@@ -117,16 +118,14 @@ static struct stream *stream_new(struct event_base *base, const struct exc_io *i
 		}
 		s->fd = io->fd;
 		break;
-	default:
-		errno = EINVAL;
-		goto fail;
+	default: errno = EINVAL; goto fail;
 	}
 	if (fstat(s->fd, &st) != 0)
 		goto fail;
 	/* a character device but a terminal (/dev/null, /dev/zero) cannot be
 	 * polled by epoll (EPERM) and never blocks: direct I/O, no warning */
 	s->regular = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) ||
-		(S_ISCHR(st.st_mode) && !isatty(s->fd));
+		     (S_ISCHR(st.st_mode) && !isatty(s->fd));
 	if (S_ISREG(st.st_mode) && !is_sink)
 		s->length = (int64_t)st.st_size - (int64_t)lseek(s->fd, 0, SEEK_CUR);
 	if (s->length < -1)
@@ -138,13 +137,12 @@ static struct stream *stream_new(struct event_base *base, const struct exc_io *i
 			goto fail;
 	}
 	return s;
-fail:
-	{
-		int e = errno ? errno : EINVAL;
+fail : {
+	int e = errno ? errno : EINVAL;
 
-		stream_free(s);
-		errno = e;
-	}
+	stream_free(s);
+	errno = e;
+}
 	return NULL;
 }
 
@@ -187,8 +185,8 @@ static void set_err(struct stream *s, const char *what)
 	snprintf(s->err, sizeof s->err, "%s: %s", what, strerror(errno));
 }
 
-long stream_read(struct stream *s, struct evbuffer *out, size_t max,
-		void (*ready)(void *arg), void *arg)
+long stream_read(struct stream *s, struct evbuffer *out, size_t max, void (*ready)(void *arg),
+		 void *arg)
 {
 	int n;
 
@@ -220,8 +218,7 @@ long stream_read(struct stream *s, struct evbuffer *out, size_t max,
 	return -1;
 }
 
-long stream_write(struct stream *s, struct evbuffer *in,
-		void (*drained)(void *arg), void *arg)
+long stream_write(struct stream *s, struct evbuffer *in, void (*drained)(void *arg), void *arg)
 {
 	s->cb = drained;
 	s->cb_arg = arg;
@@ -250,8 +247,7 @@ long stream_write(struct stream *s, struct evbuffer *in,
 		}
 		if (!s->regular)
 			s->ready = 0;
-		n = evbuffer_write_atmost(s->buf, s->fd,
-			s->regular || s->nonblock ? -1 : PIPE_BUF);
+		n = evbuffer_write_atmost(s->buf, s->fd, s->regular || s->nonblock ? -1 : PIPE_BUF);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 				continue;
@@ -259,7 +255,7 @@ long stream_write(struct stream *s, struct evbuffer *in,
 			return -1;
 		}
 		if (!s->regular && !s->nonblock)
-			continue;	/* wait for the next readiness */
+			continue; /* wait for the next readiness */
 	}
 	return (long)evbuffer_get_length(s->buf);
 }

@@ -55,7 +55,7 @@ int tls_client_ctx(exc_client *c)
 	ctx = SSL_CTX_new(TLS_client_method());
 	if (ctx == NULL) {
 		client_fail(c, ENOMEM, "cannot create a TLS context: %s",
-			queued_reason(why, sizeof why, "out of memory"));
+			    queued_reason(why, sizeof why, "out of memory"));
 		return -1;
 	}
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
@@ -67,10 +67,10 @@ int tls_client_ctx(exc_client *c)
 		ok = SSL_CTX_set_default_verify_paths(ctx) == 1;
 	if (!ok) {
 		client_fail(c, EINVAL, "cannot load the trusted CA certificates (%s%s%s): %s",
-			c->tls_ca_file ? c->tls_ca_file : "",
-			c->tls_ca_file && c->tls_ca_dir ? ", " : "",
-			c->tls_ca_dir ? c->tls_ca_dir : (c->tls_ca_file ? "" : "system store"),
-			queued_reason(why, sizeof why, "unknown reason"));
+			    c->tls_ca_file ? c->tls_ca_file : "",
+			    c->tls_ca_file && c->tls_ca_dir ? ", " : "",
+			    c->tls_ca_dir ? c->tls_ca_dir : (c->tls_ca_file ? "" : "system store"),
+			    queued_reason(why, sizeof why, "unknown reason"));
 		SSL_CTX_free(ctx);
 		return -1;
 	}
@@ -90,7 +90,7 @@ struct ssl_st *tls_new_ssl(exc_client *c, const char *host, char *why, size_t wh
 	ssl = SSL_new(c->tls_ctx);
 	if (ssl == NULL) {
 		snprintf(why, whylen, "cannot start TLS: %s",
-			queued_reason(reason, sizeof reason, "out of memory"));
+			 queued_reason(reason, sizeof reason, "out of memory"));
 		return NULL;
 	}
 	/* an IP literal is checked against the certificate's IP entries;
@@ -103,7 +103,7 @@ struct ssl_st *tls_new_ssl(exc_client *c, const char *host, char *why, size_t wh
 	}
 	if (!ok) {
 		snprintf(why, whylen, "cannot set up TLS for %s: %s", host,
-			queued_reason(reason, sizeof reason, "unknown reason"));
+			 queued_reason(reason, sizeof reason, "unknown reason"));
 		SSL_free(ssl);
 		return NULL;
 	}
@@ -129,7 +129,7 @@ int tls_failure(struct bufferevent *bev, int sock_err, char *why, size_t whylen)
 	ERR_clear_error();
 	if (vr != X509_V_OK) {
 		snprintf(why, whylen, "certificate verify failed: %s",
-			X509_verify_cert_error_string(vr));
+			 X509_verify_cert_error_string(vr));
 		return 1;
 	}
 	if (last && ERR_GET_LIB(last) == ERR_LIB_SYS) {
@@ -145,8 +145,9 @@ int tls_failure(struct bufferevent *bev, int sock_err, char *why, size_t whylen)
 	} else if (code == SSL_ERROR_SYSCALL && sock_err) {
 		snprintf(why, whylen, "TLS handshake failed: %s", strerror(sock_err));
 	} else {
-		snprintf(why, whylen, "TLS handshake failed: the connection closed "
-			"(not a TLS port?)");
+		snprintf(why, whylen,
+			 "TLS handshake failed: the connection closed "
+			 "(not a TLS port?)");
 	}
 	return 0;
 }

@@ -44,8 +44,7 @@ struct json_object *wire_decline(const char *job_id, const char *token)
 	return o;
 }
 
-struct json_object *wire_job(const char *job_id, const char *token,
-		struct json_object *job)
+struct json_object *wire_job(const char *job_id, const char *token, struct json_object *job)
 {
 	struct json_object *o = msg(PROTO_JOB, job_id);
 
@@ -72,4 +71,11 @@ int64_t wire_int(struct json_object *o, const char *key, int64_t def)
 	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
 		return def;
 	return json_object_get_int64(v);
+}
+
+int64_t wire_int_in(struct json_object *o, const char *key, int64_t def, int64_t lo, int64_t hi)
+{
+	int64_t v = wire_int(o, key, def);
+
+	return v < lo ? lo : v > hi ? hi : v;
 }

@@ -107,11 +107,11 @@ static char *made_instance_id(void)
 	return strdup(buf);
 }
 
-static int schema_ok(const char *s)
+int dispatch_schema_ok(const char *s)
 {
 	size_t n = strlen(s);
 
-	return n > 0 && n <= 63 && strchr("abcdefghijklmnopqrstuvwxyz_", s[0]) &&
+	return n > 0 && n <= DISPATCH_SCHEMA_MAX && strchr("abcdefghijklmnopqrstuvwxyz_", s[0]) &&
 	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
 }
 
@@ -234,10 +234,11 @@ static int parse_key(const struct cy_ctx *cy, const struct cy_node *key, const s
 	if (strcmp(k, "schema") == 0) {
 		if (cy_get_string(cy, val, k, &cfg->schema) < 0)
 			return -1;
-		if (!schema_ok(cfg->schema))
+		if (!dispatch_schema_ok(cfg->schema))
 			return cy_error(cy, val,
 					"schema: a lower-case SQL identifier is required "
-					"(a-z, 0-9, _, not starting with a digit, at most 63)");
+					"(a-z, 0-9, _, not starting with a digit, at most %d)",
+					DISPATCH_SCHEMA_MAX);
 		return 0;
 	}
 	if (strcmp(k, "logLevel") == 0) {

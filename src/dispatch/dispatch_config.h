@@ -16,6 +16,9 @@
 
 #define DISPATCH_CONFIG_DEFAULT SYSCONFDIR "/execserver/execdispatch.yml"
 #define DISPATCH_INSTANCE_MAX 64 /* longest instanceId */
+/* longest schema: "<schema>_submit" must fit a PostgreSQL name (63
+ * bytes), or pg_notify in migration 002's trigger fails every insert */
+#define DISPATCH_SCHEMA_MAX 56
 
 /* A command of a local service: prog (absolute, or looked up nowhere:
  * execve takes it as given) and the args placed before the job's. */
@@ -65,5 +68,9 @@ int dispatch_config_load_buffer(const char *name, const char *text, size_t len,
 				const char *env_instance, struct dispatch_config *cfg,
 				struct config_error *err);
 void dispatch_config_free(struct dispatch_config *cfg);
+/* 1 if s is a schema name: a-z, 0-9, _, not starting with a digit, 1 to
+ * DISPATCH_SCHEMA_MAX characters (it is put into SQL between double
+ * quotes, so nothing else may be in it). */
+int dispatch_schema_ok(const char *s);
 
 #endif

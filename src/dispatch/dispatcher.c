@@ -49,6 +49,8 @@
 #define START_CHECK_MS 100 /* how often held rows are looked at for a started run */
 #define FLUSH_RETRY_MS 250 /* outcomes waiting for the database: retry */
 #define JANITOR_SEC 3600
+#define JANITOR_BATCH 1000    /* DQ_JANITOR's LIMIT */
+#define JANITOR_AGAIN_MS 1000 /* after a full batch */
 #define FINISH_BATCH 100 /* most outcomes written by one statement */
 
 struct held {
@@ -601,7 +603,7 @@ static struct held *find(struct dispatcher *d, int64_t id, int attempts)
 static void start_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
-	unsigned cap = d->at_exec ? d->at_exec : 1;
+	unsigned held = d->at_exec + d->local_running, cap = held ? held : 1;
 	int64_t *ids = calloc(cap, sizeof *ids), *att = calloc(cap, sizeof *att);
 	char *aids = malloc(21 * (size_t)cap + 3), *aatt = malloc(21 * (size_t)cap + 3);
 	const char *params[3] = { d->cfg->instance_id, aids, aatt };
@@ -650,7 +652,7 @@ out:
 static void cancel_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
-	unsigned cap = d->at_exec;
+	unsigned cap = d->at_exec + d->local_running; /* what collect() may find */
 	int64_t *ids = NULL, *att = NULL;
 	char *aids = NULL;
 	const char *params[2] = { d->cfg->instance_id, NULL };
@@ -806,10 +808,23 @@ static int finish_batch(struct dispatcher *d, int n, unsigned claim_limit, int *
 	return rc;
 }
 
+/* Replaces the bytes of s outside printable ASCII by '?'; 1 if any was. */
+static int scrub_to_ascii(char *s)
+{
+	int changed = 0;
+
+	for (; s && *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e) {
+			*s = '?';
+			changed = 1;
+		}
+	return changed;
+}
+
 /* Writes every pending outcome, FINISH_BATCH per statement.  The database
  * away: the rest waits for FLUSH_RETRY_MS.  A batch the database refuses
  * is written one row at a time, and a single row whose receipt does not
- * take is written without it. */
+ * take is written without it, then with its error text in ASCII. */
 static void flush_outcomes(struct dispatcher *d)
 {
 	int per = FINISH_BATCH;
@@ -837,6 +852,12 @@ static void flush_outcomes(struct dispatcher *d)
 					 (long long)h->id, d->db.last_error);
 				free(h->receipt);
 				h->receipt = NULL;
+			} else if (scrub_to_ascii(h->error)) {
+				/* e.g. a name cut to a length in the middle of a
+				 * character: not UTF-8, refused as text */
+				log_warn("job %lld: error text not storable (%s); writing it with "
+					 "'?' for its non-ASCII bytes",
+					 (long long)h->id, d->db.last_error);
 			} else {
 				log_error("job %lld attempt %d: outcome %s not written: %s",
 					  (long long)h->id, h->attempts, h->state,
@@ -867,9 +888,12 @@ static void janitor_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	arm(d->janitor_ev, JANITOR_SEC * 1000LL);
 	snprintf(days, sizeof days, "%d", d->cfg->retain_done_days);
 	res = db_exec(&d->db, d->q_janitor, 1, params, &away);
+	/* a full batch: more may be due; the next one in a second, so that
+	 * more than a batch an hour of finished rows does not pile up */
+	arm(d->janitor_ev, res && atoi(PQcmdTuples(res)) >= JANITOR_BATCH ? JANITOR_AGAIN_MS
+									  : JANITOR_SEC * 1000LL);
 	if (res && atoi(PQcmdTuples(res)) > 0)
 		log_info("janitor: removed %s finished rows older than %d days", PQcmdTuples(res),
 			 d->cfg->retain_done_days);

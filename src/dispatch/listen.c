@@ -63,9 +63,14 @@ void listener_keep(struct listener *l)
 	char sql[128];
 	PGresult *r;
 
+	/* as db.c's connection: without connect_timeout a server that
+	 * accepts and never answers would hold the event loop for ever */
+	const char *keys[] = { "connect_timeout", "keepalives_idle", "dbname", NULL };
+	const char *vals[] = { "5", "30", l->conninfo, NULL };
+
 	if (l->conn)
 		return;
-	l->conn = PQconnectdb(l->conninfo);
+	l->conn = PQconnectdbParams(keys, vals, 1);
 	if (PQstatus(l->conn) != CONNECTION_OK) {
 		drop(l, "cannot connect");
 		return;

@@ -25,6 +25,7 @@
 #define STDOUT_MAX 4000
 #define STDERR_LINE_MAX 512
 #define MAX_ARGS 256
+#define MAX_ENV 64
 
 struct local_run {
 	struct event_base *base;
@@ -205,6 +206,14 @@ static int build(const struct dispatch_local_service *svc, struct json_object *j
 	argv[n++] = cmd->prog;
 	for (size_t i = 0; i < cmd->args.count && n < MAX_ARGS; i++)
 		argv[n++] = cmd->args.items[i];
+	/* json-c aborts on the length of what is not an array */
+	if (json_object_object_get_ex(job, "args", &v) &&
+	    (!json_object_is_type(v, json_type_array) ||
+	     json_object_array_length(v) > (size_t)(MAX_ARGS - n))) {
+		snprintf(err, errlen, "bad_job: job.args: an array of at most %d strings is required",
+			 MAX_ARGS - n);
+		return -1;
+	}
 	if (json_object_object_get_ex(job, "args", &v))
 		for (size_t i = 0; i < json_object_array_length(v) && n < MAX_ARGS; i++) {
 			struct json_object *a = json_object_array_get_idx(v, i);
@@ -216,8 +225,14 @@ static int build(const struct dispatch_local_service *svc, struct json_object *j
 			argv[n++] = (char *)json_object_get_string(a);
 		}
 	argv[n] = NULL;
+	if (json_object_object_get_ex(job, "env", &v) &&
+	    (!json_object_is_type(v, json_type_array) || json_object_array_length(v) > MAX_ENV)) {
+		snprintf(err, errlen, "bad_job: job.env: an array of at most %d strings is required",
+			 MAX_ENV);
+		return -1;
+	}
 	if (json_object_object_get_ex(job, "env", &v))
-		for (size_t i = 0; i < json_object_array_length(v) && e < 64; i++) {
+		for (size_t i = 0; i < json_object_array_length(v) && e < MAX_ENV; i++) {
 			struct json_object *a = json_object_array_get_idx(v, i);
 			if (!json_object_is_type(a, json_type_string) ||
 			    !strchr(json_object_get_string(a), '=')) {
@@ -238,7 +253,7 @@ struct local_run *local_start(struct event_base *base, const struct dispatch_loc
 			      size_t errlen)
 {
 	struct json_object *job = json_tokener_parse(payload);
-	char *argv[MAX_ARGS + 1], *envp[65];
+	char *argv[MAX_ARGS + 1], *envp[MAX_ENV + 1];
 	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, timeout_sec = 0;
 	struct local_run *r = NULL;
 

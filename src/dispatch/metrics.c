@@ -14,6 +14,9 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
+#define METRICS_HEADERS_MAX 8192 /* request line and headers */
+#define METRICS_TIMEOUT_SEC 10
+
 struct metrics {
 	struct evhttp *http;
 	const struct dispatch_stats *st;
@@ -128,6 +131,11 @@ struct metrics *metrics_start(struct event_base *base, const char *addr,
 	m->st = st;
 	snprintf(m->instance, sizeof m->instance, "%s", instance);
 	m->http = evhttp_new(base);
+	if (m->http) { /* a request is a short GET: bounded in size and time */
+		evhttp_set_max_headers_size(m->http, METRICS_HEADERS_MAX);
+		evhttp_set_max_body_size(m->http, 0);
+		evhttp_set_timeout(m->http, METRICS_TIMEOUT_SEC);
+	}
 	if (!m->http || evhttp_bind_socket(m->http, host, (unsigned short)port) != 0) {
 		snprintf(err, errlen, "metrics: cannot listen on %s", addr);
 		metrics_stop(m);

@@ -40,6 +40,7 @@ struct broker_conn {
 	char peer[64];
 	struct ip_addr peer_ip;   /* family 0 when unknown (callback guard) */
 	struct event *idle_ev;    /* idleTimeoutSec, re-armed by activity */
+	int protocol;             /* in effect (HELLO.protocol); >= PROTO_VERSION_ACK: DONEs are acknowledged */
 	uint64_t hello_hash;   /* of the last HELLO sent: unchanged ones are not re-sent */
 };
 
@@ -118,7 +119,7 @@ static void send_error(struct broker_conn *c, const char *code, const char *mess
 
 /* ---- HELLO ---------------------------------------------------------- */
 
-static char *encode_hello(void)
+static char *encode_hello(int protocol)
 {
 	const struct es_config *cfg = handler.inst->cfg;
 	struct book_status st;
@@ -131,7 +132,7 @@ static char *encode_hello(void)
 	json_object_object_add(o, "type", json_object_new_string(PROTO_HELLO));
 	json_object_object_add(o, "instance_id", json_object_new_string(handler.inst->instance_name));
 	json_object_object_add(o, "version", json_object_new_string(PACKAGE_VERSION));
-	json_object_object_add(o, "protocol", json_object_new_int(PROTO_VERSION));
+	json_object_object_add(o, "protocol", json_object_new_int(protocol));
 	for (size_t i = 0; i < cfg->nservices; i++)
 		if (cfg->services[i].enabled)
 			json_object_object_add(svcs, cfg->services[i].name,
@@ -175,20 +176,28 @@ void broker_schedule_hello(void)
 
 void broker_hello_cb(evutil_socket_t fd, short what, void *arg)
 {
-	char *hello = encode_hello();
-	if (!hello)
-		return;
-	for (struct broker_conn *c = conns; c; c = c->next)
-		send_hello(c, hello);
-	free(hello);
+	char *hello[PROTO_VERSION + 1] = { NULL };
+	for (struct broker_conn *c = conns; c; c = c->next) {
+		if (!hello[c->protocol])
+			hello[c->protocol] = encode_hello(c->protocol);
+		if (hello[c->protocol])
+			send_hello(c, hello[c->protocol]);
+	}
+	for (int v = 0; v <= PROTO_VERSION; v++)
+		free(hello[v]);
 }
 
 /* ---- connection lifetime --------------------------------------------- */
 
-int broker_register(const char *client_id, struct book_ref *ref)
+int broker_register(const char *client_id, int protocol, struct book_ref *ref)
 {
 	struct book *b = handler_book_lock();
 	enum book_rc rc = book_conn_open(b, (uint32_t)handler.slot, client_id, clock_mono_ms(), ref);
+	/* A client that acknowledges receipts takes its jobs (and their
+	 * unacknowledged DONEs) over from its older connections, which may
+	 * be half-open: it reconnected because it no longer hears them. */
+	if (rc == BOOK_OK && protocol >= PROTO_VERSION_ACK)
+		book_conn_adopt(b, *ref);
 	handler_book_unlock();
 	if (rc != BOOK_OK) {
 		log_warn("connection refused: %s", book_rc_name(rc));
@@ -311,9 +320,11 @@ static void on_query(struct broker_conn *c, struct msg_in *in)
 
 	struct book *b = handler_book_lock();
 	enum book_rc rc = book_query(b, c->ref, in->job_id, &pos);
-	/* A finished job is answered like one that never existed: its DONE
-	 * is the only thing still to say about it. */
-	if (rc == BOOK_OK && pos.state == WANT_FINISHED)
+	/* Protocol 1: a finished job is answered like one that never existed
+	 * (its DONE is the only thing still to say about it).  Protocol 2:
+	 * "finished" until its DONE is acknowledged, so that a client that
+	 * lost a DONE knows it comes again. */
+	if (rc == BOOK_OK && pos.state == WANT_FINISHED && c->protocol < PROTO_VERSION_ACK)
 		rc = BOOK_E_UNKNOWN_JOB;
 	if (rc == BOOK_OK)
 		book_service_status(b, pos.service, &ss);
@@ -339,12 +350,14 @@ static void on_query(struct broker_conn *c, struct msg_in *in)
 
 static void on_cancel(struct broker_conn *c, struct msg_in *in)
 {
-	enum want_state was;
+	enum want_state was = WANT_FREE;
 	struct book_ref want;
 
 	struct book *b = handler_book_lock();
 	enum book_rc rc = book_cancel(b, c->ref, in->job_id, &was, &want);
 	handler_book_unlock();
+	if (rc == BOOK_E_UNKNOWN_JOB && was == WANT_FINISHED && c->protocol >= PROTO_VERSION_ACK)
+		return; /* its DONE (sent, or on its way) is the answer */
 	if (rc != BOOK_OK) {
 		reply_book_error(c, rc, in);
 		return;
@@ -357,6 +370,18 @@ static void on_cancel(struct broker_conn *c, struct msg_in *in)
 	free(receipt);
 }
 
+/* ACK (protocol 2): the receipt reached the client; the book forgets it.
+ * No answer, whatever the book says: an ACK is idempotent (a second one,
+ * or one for a DONE that came twice, finds nothing and changes nothing). */
+static void on_ack(struct broker_conn *c, struct msg_in *in)
+{
+	struct book *b = handler_book_lock();
+	enum book_rc rc = book_done_ack(b, c->ref, in->job_id);
+	handler_book_unlock();
+	if (rc != BOOK_OK)
+		log_debug("%s: ACK of %s: %s (ignored)", c->peer, in->job_id, book_rc_name(rc));
+}
+
 static void on_text(void *owner, const char *text, size_t len)
 {
 	struct broker_conn *c = owner;
@@ -365,7 +390,7 @@ static void on_text(void *owner, const char *text, size_t len)
 	char detail[256];
 
 	idle_touch(c);
-	if (msg_decode(text, len, &in, &code, detail, sizeof detail) != 0) {
+	if (msg_decode(text, len, c->protocol, &in, &code, detail, sizeof detail) != 0) {
 		send_error(c, code, detail, in.job_id);
 		msg_in_free(&in);
 		return;
@@ -377,12 +402,14 @@ static void on_text(void *owner, const char *text, size_t len)
 	case MSG_DECLINE: on_decline(c, &in); break;
 	case MSG_QUERY: on_query(c, &in); break;
 	case MSG_CANCEL: on_cancel(c, &in); break;
+	case MSG_ACK: on_ack(c, &in); break;
 	}
 	msg_in_free(&in);
 }
 
 int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *client_id,
-		  const char *peer, const struct sockaddr *peer_sa, socklen_t peer_len)
+		  int protocol, const char *peer, const struct sockaddr *peer_sa,
+		  socklen_t peer_len)
 {
 	const struct es_config *cfg = handler.inst->cfg;
 	struct broker_conn *c = calloc(1, sizeof *c);
@@ -397,6 +424,7 @@ int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *clie
 	if (!c)
 		return -1;
 	c->ref = ref;
+	c->protocol = protocol;
 	snprintf(c->client_id, sizeof c->client_id, "%s", client_id ? client_id : "");
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
 	if (!peer_sa || ip_addr_from_sockaddr(peer_sa, peer_len, &c->peer_ip) != 0)
@@ -419,7 +447,7 @@ int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *clie
 		conns->prev = c;
 	conns = c;
 	handler.nbroker++;
-	char *hello = encode_hello();
+	char *hello = encode_hello(protocol);
 	if (hello)
 		send_hello(c, hello);
 	free(hello);
@@ -470,7 +498,10 @@ void broker_deliver_done(struct book_ref ref, struct book_ref want, const char *
 	}
 	char *msg = receipt_done_message(job_id, compact ? compact : kept, len);
 	free(compact);
-	if (send_text(c, msg) == 0) {
+	/* Protocol 2 keeps the receipt until the client's ACK (on_ack): a
+	 * DONE queued on a connection that turns out half-open is sent again
+	 * on the client's next one.  Protocol 1 counts it delivered here. */
+	if (send_text(c, msg) == 0 && c->protocol < PROTO_VERSION_ACK) {
 		b = handler_book_lock();
 		book_done_delivered(b, want);
 		handler_book_unlock();

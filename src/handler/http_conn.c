@@ -99,6 +99,28 @@ static void respond_text(struct http_conn *c, int status, const char *text,
 	evbuffer_free(body);
 }
 
+/* The protocol version in effect for an upgrade: the smaller of the
+ * client's ?protocol=N (absent: 1) and ours; -1 when N is not a decimal
+ * integer from 1 to 999999999. */
+static int negotiate_protocol(const struct http_head *h)
+{
+	char v[16];
+	int n = http_query_param(h->query, PROTO_PARAM_PROTOCOL, v, sizeof v);
+	if (n == HTTP_QP_ABSENT)
+		return 1;
+	if (n < 1 || n > 9)
+		return -1;
+	long asked = 0;
+	for (int i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -1;
+		asked = asked * 10 + (v[i] - '0');
+	}
+	if (asked < 1)
+		return -1;
+	return asked < PROTO_VERSION ? (int)asked : PROTO_VERSION;
+}
+
 static void upgrade(struct http_conn *c, const struct http_head *h)
 {
 	const struct es_config *cfg = handler.inst->cfg;
@@ -129,11 +151,16 @@ static void upgrade(struct http_conn *c, const struct http_head *h)
 				return;
 			}
 	}
+	int protocol = negotiate_protocol(h);
+	if (protocol < 0) {
+		respond_text(c, 400, "protocol: a version number from 1 up", NULL);
+		return;
+	}
 	if (handler.draining) {
 		respond_text(c, 503, "the execserver is stopping", "Retry-After: 1\r\n");
 		return;
 	}
-	status = broker_register(n > 0 ? client_id : NULL, &ref);
+	status = broker_register(n > 0 ? client_id : NULL, protocol, &ref);
 	if (status != 0) {
 		respond_text(c, status, "connection limit reached", "Retry-After: 1\r\n");
 		return;
@@ -144,7 +171,7 @@ static void upgrade(struct http_conn *c, const struct http_head *h)
 	 * belongs to the websocket session. */
 	struct bufferevent *bev = c->bev;
 	c->bev = NULL;
-	if (broker_attach(bev, ref, n > 0 ? client_id : NULL, c->peer,
+	if (broker_attach(bev, ref, n > 0 ? client_id : NULL, protocol, c->peer,
 			  (const struct sockaddr *)&c->peer_addr, c->peer_len) != 0) {
 		broker_unregister(ref);
 		bufferevent_free(bev);
@@ -218,12 +245,14 @@ static void route(struct http_conn *c, const struct http_head *h)
 /* A PROXY header from an address that is not in trustedProxies would let
  * anyone claim any client address: refused with a 400 that says why.
  * Decided on the first 5 bytes ("PROXY", or the start of version 2's
- * signature); returns 1 when refused. */
+ * signature), waited for while the fewer that came could begin a header
+ * (a request needs more than 5 bytes anyway); returns 1 when refused or
+ * waiting. */
 static int refuse_stray_proxy_header(struct http_conn *c, struct evbuffer *in)
 {
 	size_t len = evbuffer_get_length(in);
 	if (len < 5)
-		return 0;
+		return len > 0 && proxy_header_looks_like(evbuffer_pullup(in, -1), len);
 	c->started = 1;
 	const unsigned char *first = evbuffer_pullup(in, 5);
 	if (!first || !proxy_header_looks_like(first, 5))

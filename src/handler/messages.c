@@ -22,9 +22,12 @@
 static const struct {
 	const char *name;
 	enum msg_type type;
+	int since;      /* protocol version that introduced it */
 } msg_types[] = {
-	{ PROTO_WANT, MSG_WANT },     { PROTO_UNWANT, MSG_UNWANT }, { PROTO_JOB, MSG_JOB },
-	{ PROTO_DECLINE, MSG_DECLINE }, { PROTO_QUERY, MSG_QUERY }, { PROTO_CANCEL, MSG_CANCEL },
+	{ PROTO_WANT, MSG_WANT, 1 },       { PROTO_UNWANT, MSG_UNWANT, 1 },
+	{ PROTO_JOB, MSG_JOB, 1 },         { PROTO_DECLINE, MSG_DECLINE, 1 },
+	{ PROTO_QUERY, MSG_QUERY, 1 },     { PROTO_CANCEL, MSG_CANCEL, 1 },
+	{ PROTO_ACK, MSG_ACK, PROTO_VERSION_ACK },
 };
 
 /* Job ids: 1..64 bytes of printable ASCII without space. */
@@ -102,8 +105,8 @@ static int decode_fields(struct msg_in *in, const char **code, char *detail, siz
 	return 0;
 }
 
-int msg_decode(const char *text, size_t len, struct msg_in *in, const char **code, char *detail,
-	       size_t detail_len)
+int msg_decode(const char *text, size_t len, int protocol, struct msg_in *in, const char **code,
+	       char *detail, size_t detail_len)
 {
 	struct json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
 	const char *type;
@@ -134,7 +137,8 @@ int msg_decode(const char *text, size_t len, struct msg_in *in, const char **cod
 	if (get_string(in->root, "type", &type, &tlen) != 0)
 		FAIL(PROTO_E_BAD_MESSAGE, "type: a string is required");
 	for (size_t i = 0; i < sizeof msg_types / sizeof msg_types[0]; i++)
-		if (strlen(type) == tlen && strcmp(type, msg_types[i].name) == 0)
+		if (strlen(type) == tlen && strcmp(type, msg_types[i].name) == 0 &&
+		    protocol >= msg_types[i].since)
 			in->type = msg_types[i].type;
 	if (!in->type)
 		FAIL(PROTO_E_UNKNOWN_TYPE, "unknown message type");
@@ -194,6 +198,7 @@ static const char *state_name(enum want_state s)
 	case WANT_PARKED: return "waiting";
 	case WANT_OFFERED: return "offered";
 	case WANT_RUNNING: return "running";
+	case WANT_FINISHED: return "finished";
 	default: return "unknown";
 	}
 }

@@ -24,6 +24,7 @@ enum msg_type {
 	MSG_DECLINE,
 	MSG_QUERY,
 	MSG_CANCEL,
+	MSG_ACK,        /* protocol 2 */
 };
 
 struct msg_in {
@@ -36,10 +37,12 @@ struct msg_in {
 	struct json_object *root;  /* free with msg_in_free */
 };
 
-/* Decodes one text frame.  On failure returns -1 and sets *code (a
+/* Decodes one text frame of a connection speaking `protocol` (a type of
+ * a newer version is unknown_type there, as it was before that version
+ * existed).  On failure returns -1 and sets *code (a
  * PROTO_E_* string) and detail (human-readable, names the field); when the
  * message carried a readable job_id it is copied to in->job_id. */
-int msg_decode(const char *text, size_t len, struct msg_in *in, const char **code,
+int msg_decode(const char *text, size_t len, int protocol, struct msg_in *in, const char **code,
 	       char *detail, size_t detail_len);
 /* Always call after msg_decode, whatever it returned. */
 void msg_in_free(struct msg_in *in);

@@ -473,7 +473,10 @@ static int url_part(CURLU *u, CURLUPart part, unsigned flags, char **out)
 
 /* The host as curl gives it -> ui->host: no brackets, lowercase, ASCII
  * letters, digits, '.', '-', '_' (':' too for IPv6), one trailing dot
- * removed. */
+ * removed, no empty label: "files.example.com.." would be recorded as
+ * "files.example.com." and then match callbackAllow's files.example.com
+ * (which removes a trailing dot too) while libcurl resolves another
+ * name. */
 static enum url_rc url_host(struct url_info *ui, const char *h)
 {
 	size_t len = strlen(h);
@@ -499,6 +502,8 @@ static enum url_rc url_host(struct url_info *ui, const char *h)
 		ui->host[--len] = '\0';
 	if (!len)
 		return refuse(ui, "the host is empty");
+	if (!v6 && (ui->host[0] == '.' || ui->host[len - 1] == '.' || strstr(ui->host, "..")))
+		return refuse(ui, "the host has an empty label (a leading dot or two dots in a row)");
 	return URL_OK;
 }
 

@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "config/config.h"
@@ -27,16 +27,15 @@
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"usage: execserver [-f] [-c FILE] [-t] [--strict] [-p PIDFILE] [-l LEVEL]\n"
-		"  -f, --foreground     stay in the foreground and log to stderr\n"
-		"  -c, --config FILE    configuration file (default " DEFAULT_CONFIG ")\n"
-		"  -t, --test-config    check the configuration and exit (0 ok, 1 error)\n"
-		"      --strict         a failing startup check is fatal\n"
-		"  -p, --pid-file FILE  pid file (overrides pidFile)\n"
-		"  -l, --log-level LVL  error|warn|info|debug (overrides logLevel)\n"
-		"  -V, --version        print the version\n"
-		"  -h, --help           this text\n");
+	fprintf(out, "usage: execserver [-f] [-c FILE] [-t] [--strict] [-p PIDFILE] [-l LEVEL]\n"
+		     "  -f, --foreground     stay in the foreground and log to stderr\n"
+		     "  -c, --config FILE    configuration file (default " DEFAULT_CONFIG ")\n"
+		     "  -t, --test-config    check the configuration and exit (0 ok, 1 error)\n"
+		     "      --strict         a failing startup check is fatal\n"
+		     "  -p, --pid-file FILE  pid file (overrides pidFile)\n"
+		     "  -l, --log-level LVL  error|warn|info|debug (overrides logLevel)\n"
+		     "  -V, --version        print the version\n"
+		     "  -h, --help           this text\n");
 }
 
 /* Classic double fork: the daemon is not a session leader and cannot

@@ -24,10 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -49,10 +49,10 @@
 #define QUICK_DEATH_MS 1000
 
 struct handler_slot {
-	pid_t pid;               /* 0 while not running */
+	pid_t pid; /* 0 while not running */
 	uint64_t started_ms;
-	uint32_t backoff_ms;     /* delay before the next respawn */
-	struct event *respawn;   /* pending delayed respawn */
+	uint32_t backoff_ms;   /* delay before the next respawn */
+	struct event *respawn; /* pending delayed respawn */
 	unsigned restarts;
 };
 
@@ -63,7 +63,7 @@ static struct master {
 	struct handler_slot slots[BOOK_MAX_HANDLERS];
 	int stopping;
 	struct event *stop_deadline;
-	struct tls_files tls_files;  /* what the TLS context was made from */
+	struct tls_files tls_files; /* what the TLS context was made from */
 } M;
 
 static int spawn_handler(int slot);
@@ -201,7 +201,8 @@ static void reap(void)
 			spawn_handler(slot);
 		} else {
 			struct timeval tv = { s->backoff_ms / 1000, (s->backoff_ms % 1000) * 1000 };
-			log_warn("handler %d dies quickly; replacing it in %u ms", slot, s->backoff_ms);
+			log_warn("handler %d dies quickly; replacing it in %u ms", slot,
+				 s->backoff_ms);
 			evtimer_add(s->respawn, &tv);
 		}
 	}
@@ -209,7 +210,10 @@ static void reap(void)
 		event_base_loopexit(M.base, NULL);
 }
 
-static void on_sigchld(evutil_socket_t sig, short what, void *arg) { reap(); }
+static void on_sigchld(evutil_socket_t sig, short what, void *arg)
+{
+	reap();
+}
 
 static void stop_deadline_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -357,8 +361,9 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 	}
 	/* Everything that needs root is done: tempDir goes to the user, then
 	 * the master becomes that user before it forks anything. */
-	if (opt->priv && (privileges_give_temp_dir(opt->priv, cfg->temp_dir, why, sizeof why) != 0 ||
-			  privileges_drop(opt->priv, why, sizeof why) != 0)) {
+	if (opt->priv &&
+	    (privileges_give_temp_dir(opt->priv, cfg->temp_dir, why, sizeof why) != 0 ||
+	     privileges_drop(opt->priv, why, sizeof why) != 0)) {
 		log_error("%s; not starting", why);
 		report_ready(2);
 		goto out;
@@ -382,11 +387,12 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 	evsignal_add(ev_hup, NULL);
 	evtimer_add(ev_tick, &tick);
 
-	log_info("execserver %s instance %s, %d handler(s)", PACKAGE_VERSION,
-		 M.inst.instance_name, nhandlers);
+	log_info("execserver %s instance %s, %d handler(s)", PACKAGE_VERSION, M.inst.instance_name,
+		 nhandlers);
 	if (getenv("EXECSERVER_FAULT"))
 		log_warn("EXECSERVER_FAULT=%s is set: handlers will die on purpose (fault "
-			 "injection for the test suite; unset it)", getenv("EXECSERVER_FAULT"));
+			 "injection for the test suite; unset it)",
+			 getenv("EXECSERVER_FAULT"));
 	/* Listening: the starting process may exit now (and no handler keeps
 	 * the pipe open). */
 	report_ready(0);

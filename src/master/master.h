@@ -14,8 +14,8 @@ struct master_options {
 	const char *config_path;
 	int foreground;
 	int strict;
-	int ready_fd;           /* daemon: write one status byte when listening, -1: none */
-	int log_level_override; /* -l given: keeps it across reloads; -1: none */
+	int ready_fd;                  /* daemon: write one status byte when listening, -1: none */
+	int log_level_override;        /* -l given: keeps it across reloads; -1: none */
 	const struct privileges *priv; /* the user to drop to once bound */
 };
 

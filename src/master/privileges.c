@@ -62,8 +62,8 @@ static int lookup_group(const char *name, gid_t *gid)
 	return 0;
 }
 
-int privileges_plan(const struct es_config *cfg, int check_only, struct privileges *p,
-		    char *why, size_t len)
+int privileges_plan(const struct es_config *cfg, int check_only, struct privileges *p, char *why,
+		    size_t len)
 {
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
@@ -83,14 +83,18 @@ int privileges_plan(const struct es_config *cfg, int check_only, struct privileg
 			return -1;
 		}
 		if (p->uid == 0 && !cfg->allow_root_jobs) {
-			snprintf(why, len, "user: \"%s\" is root, so jobs would run as root: name "
-				 "another user, or set allowRootJobs: true to allow it", cfg->user);
+			snprintf(why, len,
+				 "user: \"%s\" is root, so jobs would run as root: name "
+				 "another user, or set allowRootJobs: true to allow it",
+				 cfg->user);
 			return -1;
 		}
 		if (uid != 0) {
 			if (!check_only && (p->uid != uid || p->gid != gid)) {
-				snprintf(why, len, "user/group: cannot switch to %s: execserver was "
-					 "not started as root", cfg->user);
+				snprintf(why, len,
+					 "user/group: cannot switch to %s: execserver was "
+					 "not started as root",
+					 cfg->user);
 				return -1;
 			}
 			return 0; /* already that user */
@@ -99,7 +103,8 @@ int privileges_plan(const struct es_config *cfg, int check_only, struct privileg
 		return 0;
 	}
 	if (uid == 0 && !cfg->allow_root_jobs) {
-		snprintf(why, len, "started as root without a user to switch to: set user (and "
+		snprintf(why, len,
+			 "started as root without a user to switch to: set user (and "
 			 "group) to the account the daemon and its jobs should run as, or set "
 			 "allowRootJobs: true to run everything, jobs included, as root");
 		return -1;

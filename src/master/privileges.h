@@ -25,18 +25,18 @@
 #include "config/config.h"
 
 struct privileges {
-	int drop;              /* 1: switch to uid/gid (started as root) */
+	int drop; /* 1: switch to uid/gid (started as root) */
 	uid_t uid;
 	gid_t gid;
-	char user[64];         /* for initgroups and messages */
+	char user[64]; /* for initgroups and messages */
 };
 
 /* Decides what to do.  Returns 0, or -1 with why ("user: no such user
  * \"x\"", "... set user or allowRootJobs: true").  check_only (-t): a
  * user other than the current one is no error when not root (only the
  * start is, where the switch would be needed); p->drop stays 0 then. */
-int privileges_plan(const struct es_config *cfg, int check_only, struct privileges *p,
-		    char *why, size_t len);
+int privileges_plan(const struct es_config *cfg, int check_only, struct privileges *p, char *why,
+		    size_t len);
 
 /* Gives tempDir and its job/ and cache/ directories (which janitor_prepare
  * created empty) to the planned user, so that the dropped processes can

@@ -15,9 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -28,7 +28,7 @@
 
 const char *profile_arch(void)
 {
-	static char machine[sizeof ((struct utsname *)0)->machine];
+	static char machine[sizeof((struct utsname *)0)->machine];
 	struct utsname u;
 	if (!machine[0])
 		snprintf(machine, sizeof machine, "%s", uname(&u) == 0 ? u.machine : "unknown");
@@ -54,7 +54,8 @@ static struct json_object *encode(const char *arch, uint32_t pool, const struct 
 		const char *cls = class_name(e[i].p.klass);
 		json_object_object_add(s, "class", json_object_new_string(cls ? cls : "unknown"));
 		json_object_object_add(s, "mean_runtime_ms", json_object_new_double(e[i].p.ema_ms));
-		json_object_object_add(s, "samples", json_object_new_int64((int64_t)e[i].p.samples));
+		json_object_object_add(s, "samples",
+				       json_object_new_int64((int64_t)e[i].p.samples));
 		json_object_object_add(svcs, e[i].name, s);
 	}
 	json_object_object_add(o, "services", svcs);
@@ -105,8 +106,8 @@ static int write_all(int fd, const char *text, size_t len)
  * or symbolic link of that name is never opened), is synced, renamed over
  * path (rename replaces a symbolic link at path, it does not follow it)
  * and the directory is synced. */
-int profile_write(const char *path, const char *arch, uint32_t pool,
-		  const struct profile_entry *e, size_t n, char *why, size_t whylen)
+int profile_write(const char *path, const char *arch, uint32_t pool, const struct profile_entry *e,
+		  size_t n, char *why, size_t whylen)
 {
 	char tmp[4096];
 	if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp)
@@ -118,8 +119,8 @@ int profile_write(const char *path, const char *arch, uint32_t pool,
 		return -1;
 	}
 	struct json_object *o = encode(arch, pool, e, n);
-	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-							   JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *text = json_object_to_json_string_ext(
+		o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 	int rc = -1;
 	if (write_all(fd, text, strlen(text)) != 0 || write_all(fd, "\n", 1) != 0 ||
 	    fsync(fd) != 0) {
@@ -135,8 +136,10 @@ int profile_write(const char *path, const char *arch, uint32_t pool,
 		goto out;
 	}
 	if (fsync_dir_of(path) != 0) {
-		snprintf(why, whylen, "%s written, but syncing its directory failed (it may not "
-			 "survive a power loss): %s", path, strerror(errno));
+		snprintf(why, whylen,
+			 "%s written, but syncing its directory failed (it may not "
+			 "survive a power loss): %s",
+			 path, strerror(errno));
 		goto out;
 	}
 	rc = 0;
@@ -158,12 +161,13 @@ static int decode_entry(const char *name, struct json_object *s, struct profile_
 	    !get(s, "class", json_type_string, &cls) || !get(s, "samples", json_type_int, &samples))
 		return -1;
 	if (!json_object_object_get_ex(s, "mean_runtime_ms", &mean) ||
-	    !(json_object_is_type(mean, json_type_double) || json_object_is_type(mean, json_type_int)))
+	    !(json_object_is_type(mean, json_type_double) ||
+	      json_object_is_type(mean, json_type_int)))
 		return -1;
 	int k = class_parse(json_object_get_string(cls));
 	double ms = json_object_get_double(mean);
 	int64_t n = json_object_get_int64(samples);
-	if (k < 0 || !class_ema_valid(ms) || n < 0)   /* at most UINT32_MAX ms */
+	if (k < 0 || !class_ema_valid(ms) || n < 0) /* at most UINT32_MAX ms */
 		return -1;
 	snprintf(e->name, sizeof e->name, "%s", name);
 	e->p.klass = (uint32_t)k;
@@ -172,8 +176,8 @@ static int decode_entry(const char *name, struct json_object *s, struct profile_
 	return 0;
 }
 
-int profile_read(const char *path, const char *arch, uint32_t pool,
-		 struct profile_entry **out, size_t *n, char *why, size_t whylen)
+int profile_read(const char *path, const char *arch, uint32_t pool, struct profile_entry **out,
+		 size_t *n, char *why, size_t whylen)
 {
 	*out = NULL;
 	*n = 0;
@@ -204,7 +208,7 @@ int profile_read(const char *path, const char *arch, uint32_t pool,
 		else if (r == 0)
 			break;
 		else if ((len += (size_t)r) > PROFILE_MAX_BYTES)
-			big = 1;   /* it grew while we read */
+			big = 1; /* it grew while we read */
 	}
 	close(fd);
 	if (big)
@@ -215,7 +219,8 @@ int profile_read(const char *path, const char *arch, uint32_t pool,
 	struct json_object *o = json_tokener_parse(buf), *v = NULL, *svcs;
 	int rc = -1;
 	if (!o || !json_object_is_type(o, json_type_object) ||
-	    !get(o, "format", json_type_string, &v) || strcmp(json_object_get_string(v), FORMAT_NAME)) {
+	    !get(o, "format", json_type_string, &v) ||
+	    strcmp(json_object_get_string(v), FORMAT_NAME)) {
 		fail(why, whylen, "", "not an execserver profile snapshot");
 		goto out;
 	}
@@ -225,14 +230,17 @@ int profile_read(const char *path, const char *arch, uint32_t pool,
 	}
 	if (!get(o, "arch", json_type_string, &v) || strcmp(json_object_get_string(v), arch) != 0) {
 		snprintf(why, whylen, "taken on another architecture (%s, this host is %s)",
-			 v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "?",
+			 v && json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+								       : "?",
 			 arch);
 		goto out;
 	}
 	if (!get(o, "pool", json_type_int, &v) || json_object_get_int64(v) != (int64_t)pool) {
 		snprintf(why, whylen, "taken with a pool of %lld slots, this pool has %u",
-			 v && json_object_is_type(v, json_type_int) ? (long long)json_object_get_int64(v)
-								    : -1LL, pool);
+			 v && json_object_is_type(v, json_type_int)
+				 ? (long long)json_object_get_int64(v)
+				 : -1LL,
+			 pool);
 		goto out;
 	}
 	if (!get(o, "services", json_type_object, &svcs)) {
@@ -245,7 +253,8 @@ int profile_read(const char *path, const char *arch, uint32_t pool,
 		fail(why, whylen, "", "out of memory");
 		goto out;
 	}
-	json_object_object_foreach(svcs, name, s) {
+	json_object_object_foreach(svcs, name, s)
+	{
 		if (decode_entry(name, s, &(*out)[*n]) != 0) {
 			snprintf(why, whylen, "service \"%.64s\": malformed entry", name);
 			free(*out);

@@ -39,8 +39,8 @@ const char *profile_arch(void);
  * filled: the old file, if any, is left as it was, except when only the
  * final fsync of the directory failed (the new snapshot is in place but
  * may not survive a power loss; why says so). */
-int profile_write(const char *path, const char *arch, uint32_t pool,
-		  const struct profile_entry *e, size_t n, char *why, size_t whylen);
+int profile_write(const char *path, const char *arch, uint32_t pool, const struct profile_entry *e,
+		  size_t n, char *why, size_t whylen);
 
 /* Reads path into *out (malloc'ed, *n entries; free it).  Returns 1 when
  * loaded, 0 when there is no file, -1 when it is discarded: a symbolic
@@ -49,7 +49,7 @@ int profile_write(const char *path, const char *arch, uint32_t pool,
  * version, another architecture or another pool size, a malformed entry
  * (a mean runtime that is negative, not finite or above UINT32_MAX ms)
  * (why says which, for the log). */
-int profile_read(const char *path, const char *arch, uint32_t pool,
-		 struct profile_entry **out, size_t *n, char *why, size_t whylen);
+int profile_read(const char *path, const char *arch, uint32_t pool, struct profile_entry **out,
+		 size_t *n, char *why, size_t whylen);
 
 #endif

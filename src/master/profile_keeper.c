@@ -15,7 +15,7 @@
 #include "master/profile.h"
 
 static struct {
-	uint64_t samples, class_changes;   /* book counters at the last write */
+	uint64_t samples, class_changes; /* book counters at the last write */
 	uint64_t written_ms;
 	int started;
 } K;
@@ -42,7 +42,8 @@ void profile_keeper_restore(const struct instance *inst, keeper_lock_fn lock)
 	path_of(inst, path, sizeof path);
 	int rc = profile_read(path, profile_arch(), pool_of(inst), &e, &n, why, sizeof why);
 	if (rc < 0) {
-		log_warn("profile snapshot %s discarded: %s; every service starts unknown", path, why);
+		log_warn("profile snapshot %s discarded: %s; every service starts unknown", path,
+			 why);
 		return;
 	}
 	if (rc == 0) {

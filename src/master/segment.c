@@ -12,15 +12,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "job/receipt.h"
@@ -57,8 +57,11 @@ static uint32_t total_processes(const struct es_config *cfg)
 	return processes;
 }
 
-/* Receipts waiting for their DONE: a few per slot is plenty (they leave as
- * soon as the owner connection is told), never fewer than 64. */
+/* Receipts waiting for their DONE (protocol 2: for its ACK): a few per
+ * slot is plenty (they leave as soon as the client is told, a round trip
+ * later; only a client that is away keeps them longer, at most for its
+ * resume grace), never fewer than 64.  A receipt that finds the store
+ * full is kept compact (receipt_lost), never dropped. */
 static uint32_t receipt_slots(const struct es_config *cfg)
 {
 	uint32_t processes = total_processes(cfg);
@@ -206,8 +209,9 @@ int listeners_create(struct instance *inst)
 			struct sockaddr_storage ss;
 			socklen_t len = sizeof ss;
 			getsockname(inst->listen_fd[0], (struct sockaddr *)&ss, &len);
-			uint16_t p = ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-							     : ((struct sockaddr_in6 *)&ss)->sin6_port;
+			uint16_t p = ss.ss_family == AF_INET
+					     ? ((struct sockaddr_in *)&ss)->sin_port
+					     : ((struct sockaddr_in6 *)&ss)->sin6_port;
 			bound_port = ntohs(p);
 		}
 	}

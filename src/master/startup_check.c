@@ -19,10 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -166,7 +166,7 @@ static int run_captured(const char *path, char **argv, char **envp, int timeout_
 	posix_spawnattr_setsigdefault(&attr, &all);
 	posix_spawnattr_setpgroup(&attr, 0);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-				 POSIX_SPAWN_SETPGROUP);
+						POSIX_SPAWN_SETPGROUP);
 	rc = posix_spawn(&pid, path, &fa, &attr, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);

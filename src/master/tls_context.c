@@ -55,7 +55,8 @@ struct ssl_ctx_st *tls_context_create(const struct es_config *cfg, char *err, si
 	}
 	if (SSL_CTX_use_PrivateKey_file(ctx, cfg->tls_key, SSL_FILETYPE_PEM) != 1 &&
 	    ERR_GET_REASON(ERR_peek_last_error()) != X509_R_KEY_VALUES_MISMATCH) {
-		snprintf(err, errlen, "tls.key: %s: %s", cfg->tls_key, last_reason(why, sizeof why));
+		snprintf(err, errlen, "tls.key: %s: %s", cfg->tls_key,
+			 last_reason(why, sizeof why));
 		goto fail;
 	}
 	if (SSL_CTX_check_private_key(ctx) != 1) {

@@ -126,7 +126,8 @@ static int parse_v1_line(const char *line, size_t end, struct proxy_header *out,
 static int parse_v1(const unsigned char *buf, size_t len, struct proxy_header *out,
 		    const char **why)
 {
-	size_t limit = min_size(len, V1_MAX);
+	/* the CR is at most at V1_MAX - 2, the LF after it at V1_MAX - 1 */
+	size_t limit = min_size(len, V1_MAX - 1);
 	for (size_t i = 0; i < limit; i++) {
 		if (buf[i] == '\n')
 			return fail(why, "v1: line does not end with CRLF");
@@ -140,7 +141,7 @@ static int parse_v1(const unsigned char *buf, size_t len, struct proxy_header *o
 		int rc = parse_v1_line((const char *)buf, i, out, why);
 		return rc < 0 ? rc : (int)(i + 2);
 	}
-	return len >= V1_MAX ? fail(why, "v1: line longer than 107 bytes") : PROXY_HEADER_MORE;
+	return len >= V1_MAX - 1 ? fail(why, "v1: line longer than 107 bytes") : PROXY_HEADER_MORE;
 }
 
 static int parse_v2(const unsigned char *buf, size_t len, struct proxy_header *out,
@@ -161,7 +162,10 @@ static int parse_v2(const unsigned char *buf, size_t len, struct proxy_header *o
 	const unsigned char *a = buf + V2_FIXED;
 	size_t alen = total - V2_FIXED;
 	out->version = 2;
-	if (cmd == 0 || fam == 0x00) { /* LOCAL, or PROXY with UNSPEC */
+	/* LOCAL, PROXY with UNSPEC, or PROXY over a UNIX stream socket (no
+	 * IP client: taken as UNSPEC, as the specification asks of a
+	 * receiver without UNIX support) */
+	if (cmd == 0 || fam == 0x00 || fam == 0x31) {
 		out->local = 1;
 		return (int)total;
 	}

@@ -28,7 +28,8 @@ struct proxy_header {
 	int version;                 /* 1 or 2 */
 	int local;                   /* no client address: v2 LOCAL (a
 					 * balancer's health check), v1 UNKNOWN,
-					 * v2 UNSPEC; use the connection's own */
+					 * v2 UNSPEC or UNIX stream; use the
+					 * connection's own */
 	struct sockaddr_storage src; /* the client's address and port */
 	socklen_t src_len;
 };

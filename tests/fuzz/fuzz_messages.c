@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char detail[256] = "";
 	struct json_object *v;
 
-	if (msg_decode((const char *)data, size, &in, &code, detail, sizeof detail) != 0) {
+	if (msg_decode((const char *)data, size, PROTO_VERSION, &in, &code, detail, sizeof detail) != 0) {
 		FUZZ_CHECK(is_decode_error(code));
 		FUZZ_CHECK(detail[0] != '\0');
 		FUZZ_CHECK(in.job_id[0] == '\0' || valid_id(in.job_id));
@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		msg_in_free(&in);
 		return 0;
 	}
-	FUZZ_CHECK(in.type >= MSG_WANT && in.type <= MSG_CANCEL);
+	FUZZ_CHECK(in.type >= MSG_WANT && in.type <= MSG_ACK);
 	FUZZ_CHECK(valid_id(in.job_id));
 	FUZZ_CHECK(in.root != NULL);
 	/* the type was the whole string, not a prefix up to a NUL */

@@ -112,6 +112,7 @@ msgs = {
     "decline": '{"type":"DECLINE","job_id":"42","token":"%s"}' % TOKEN,
     "query": '{"type":"QUERY","job_id":"42"}',
     "cancel": '{"type":"CANCEL","job_id":"42"}',
+    "ack": '{"type":"ACK","job_id":"42"}',
     "hello": '{"type":"HELLO","instance_id":"5f0c","version":"0.1.0","protocol":1,'
              '"services":{"demo":"light"},"waitgroups":{"light":{"processes":4}},'
              '"clients":1,"draining":false}',

@@ -8,7 +8,11 @@
  *    instance; the pool keeps opening connections until one reaches the
  *    owner again, and the job's DONE arrives (it ran exactly once);
  *  - when the owner never comes back within the grace, the job is
- *    reported lost and retryable.
+ *    reported lost and retryable;
+ *  - exc_cancel while the owner is sought: the CANCEL goes out once the
+ *    owner is reached (the server's DONE says cancelled); when it is not
+ *    reached within the grace, the job ends cancelled ("not confirmed")
+ *    and the CANCEL goes out when a connection reaches the owner later.
  */
 #include "autoconfig.h"
 
@@ -136,13 +140,13 @@ static int job_state_is(void *arg)
 /* Starts a 2-instance fleet and a client "seeker" with a running job of
  * `seconds`; returns the instance running it (*job, *c set). */
 static int start_running_job(exc_client **c, exc_job **job, struct fx_done *done,
-			     unsigned grace_sec, const char *seconds)
+			     unsigned grace_sec, const char *seconds, int slots)
 {
 	struct exc_options o;
 	char json[128];
 	struct exc_job_spec s;
 
-	CU_ASSERT_FATAL(fleet_start(&F, 2, 2, NULL) == 0);
+	CU_ASSERT_FATAL(fleet_start(&F, 2, slots, NULL) == 0);
 	fx_options(&o);
 	o.client_id = "seeker";
 	o.owner_grace_sec = grace_sec;
@@ -175,7 +179,7 @@ static void test_owner_seeking_reconnect(void)
 	exc_client *c;
 	exc_job *job;
 	struct fx_done done;
-	int owner = start_running_job(&c, &job, &done, 30, "4"), other = 1 - owner;
+	int owner = start_running_job(&c, &job, &done, 30, "4", 2), other = 1 - owner;
 
 	lose_owner(owner);
 	CU_ASSERT(fx_wait_pred(job_state_is, &(struct state_goal){ job, "seeking" }, 3000));
@@ -213,7 +217,7 @@ static void test_owner_never_back(void)
 	exc_client *c;
 	exc_job *job;
 	struct fx_done done;
-	int owner = start_running_job(&c, &job, &done, 2, "5");
+	int owner = start_running_job(&c, &job, &done, 2, "5", 2);
 
 	long long t0 = harness_now_ms();
 	lose_owner(owner);
@@ -227,12 +231,93 @@ static void test_owner_never_back(void)
 	CU_ASSERT(fleet_stop(&F) == 0);
 }
 
+/* ---- cancel while the owner is sought ------------------------------------------- */
+
+/* exc_cancel while seeking: held, sent when the owner is reached; the
+ * server's DONE says cancelled, long before the job would have ended. */
+static void test_cancel_while_seeking_reaches_job(void)
+{
+	exc_client *c;
+	exc_job *job;
+	struct fx_done done;
+	int owner = start_running_job(&c, &job, &done, 30, "30", 2);
+
+	lose_owner(owner);
+	CU_ASSERT(fx_wait_pred(job_state_is, &(struct state_goal){ job, "seeking" }, 3000));
+	CU_ASSERT_EQUAL(exc_cancel(job), 0);
+	CU_ASSERT(fx_log_find("cancel held until instance") != NULL);
+	fx_spin(500);
+	CU_ASSERT_FALSE(done.called);
+	long long t0 = harness_now_ms();
+	CU_ASSERT(balancer_set_state(&F.lb, owner, "ready") == 0);
+	CU_ASSERT(fx_wait(&done.called, 10000));
+	CU_ASSERT(harness_now_ms() - t0 < 8000);
+	CU_ASSERT_FALSE(done.ok);
+	CU_ASSERT_STRING_EQUAL(done.error_code, "cancelled");
+	CU_ASSERT_FALSE(done.retryable);
+	CU_ASSERT_STRING_EQUAL(done.instance_id, F.id[owner]);
+	/* the server's receipt (the job got SIGTERM), not one of the library */
+	CU_ASSERT(strstr(done.error_message, "not confirmed") == NULL);
+	CU_ASSERT_EQUAL(fleet_status_int(&F, owner, "waitgroups", "wg", "running", NULL), 0);
+	CU_ASSERT_EQUAL(fleet_status_int(&F, owner, "services", "sleep", "failed", NULL), 1);
+	exc_client_free(c);
+	CU_ASSERT(fleet_stop(&F) == 0);
+}
+
+static void submit_sleep(exc_client *c, const char *secs, struct fx_done *d)
+{
+	char json[128];
+	struct exc_job_spec s;
+	snprintf(json, sizeof json, "{\"command\":\"sleep\",\"args\":[\"%s\"]}", secs);
+	memset(d, 0, sizeof *d);
+	fx_spec(&s, "sleep", json, d);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+}
+
+/* The owner is not reached within the client's grace: the job ends
+ * cancelled (not confirmed, not retryable) at once; when a connection
+ * reaches the owner later (here: the pool grows under back-pressure), the
+ * CANCEL goes out and the job stops, long before the server's own
+ * resumeGraceSec (30 s) would have stopped it. */
+static void test_cancel_while_seeking_owner_away(void)
+{
+	exc_client *c;
+	exc_job *job;
+	struct fx_done done, more[2];
+	int owner = start_running_job(&c, &job, &done, 2, "60", 1);
+
+	lose_owner(owner);
+	CU_ASSERT(fx_wait_pred(job_state_is, &(struct state_goal){ job, "seeking" }, 3000));
+	CU_ASSERT_EQUAL(exc_cancel(job), 0);
+	CU_ASSERT(fx_wait(&done.called, 6000));
+	CU_ASSERT_FALSE(done.ok);
+	CU_ASSERT_STRING_EQUAL(done.error_code, "cancelled");
+	CU_ASSERT_FALSE(done.retryable);
+	CU_ASSERT(strstr(done.error_message, "cancel not confirmed") != NULL);
+	CU_ASSERT_EQUAL(fleet_status_int(&F, owner, "waitgroups", "wg", "running", NULL), 1);
+	/* two more jobs for the other instance's one slot: the second waits,
+	 * the pool grows (once the address's re-probe is due: 3 s) and the
+	 * owner, back in the balancer, is reached */
+	CU_ASSERT(balancer_set_state(&F.lb, owner, "ready") == 0);
+	submit_sleep(c, "6", &more[0]);
+	submit_sleep(c, "0.1", &more[1]);
+	CU_ASSERT(fx_wait(&more[1].called, 15000));
+	CU_ASSERT(fx_log_find("CANCEL sent now") != NULL);
+	CU_ASSERT_EQUAL(fleet_status_int(&F, owner, "services", "sleep", "failed", NULL), 1);
+	CU_ASSERT(fx_wait(&more[0].called, 10000));
+	CU_ASSERT(more[0].ok && more[1].ok);
+	exc_client_free(c);
+	CU_ASSERT(fleet_stop(&F) == 0);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
 		{ "interactive want of B beats A's earlier background wants", test_priority_across_clients },
 		{ "owner-seeking reconnect through the balancer", test_owner_seeking_reconnect },
 		{ "owner never back within the grace: lost", test_owner_never_back },
+		{ "cancel while seeking reaches the job", test_cancel_while_seeking_reaches_job },
+		{ "cancel while seeking, owner away: cancelled, sent later", test_cancel_while_seeking_owner_away },
 		{ NULL, NULL },
 	};
 	int rc = run_suite("libexecclient: clients and reconnects behind a load balancer", cases);

@@ -931,8 +931,19 @@ static void test_unknown_service(void)
 	CU_ASSERT(fx_wait(&a.called, 10000));
 	CU_ASSERT_STRING_EQUAL(a.error_code, "unknown_service");
 	CU_ASSERT(!a.retryable);
-	exc_client_free(c);
+	/* the address, covered, loses its connection: a job of a service it
+	 * had is not unknown_service while nothing is up to ask, it waits
+	 * (here until its connect timeout) */
 	harness_stop(&d, 10000);
+	fx_spin(300);
+	memset(&a, 0, sizeof a);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &a);
+	s.connect_timeout_sec = 2;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 6000));
+	CU_ASSERT_STRING_EQUAL(a.error_code, "no_slot");
+	CU_ASSERT(a.retryable);
+	exc_client_free(c);
 	harness_cleanup(&d);
 }
 

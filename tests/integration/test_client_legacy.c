@@ -12,7 +12,6 @@
 #include "autoconfig.h"
 
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,17 +429,9 @@ int main(void)
 		{ "execctl run against a legacy-only address", test_execctl_legacy },
 		{ NULL, NULL },
 	};
-	const char *bin = getenv("EXECCTL_BIN"), *server = getenv("EXECSERVER_BIN");
 	int rc;
 
-	if (bin) {
-		snprintf(execctl, sizeof execctl, "%s", bin);
-	} else {
-		char dir[512];
-
-		snprintf(dir, sizeof dir, "%s", server ? server : "./execserver");
-		snprintf(execctl, sizeof execctl, "%s/execctl", dirname(dir));
-	}
+	snprintf(execctl, sizeof execctl, "%s", harness_execctl());
 	rc = run_suite("libexecclient legacy fallback", cases);
 	if (fx_base)
 		event_base_free(fx_base);

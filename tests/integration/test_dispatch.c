@@ -6,12 +6,17 @@
  * owns nothing reaching the run within cancelPollMs + 200 ms; no claim and
  * no query while no execserver is connected; execctl's database commands.
  */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/CUnit.h>
 
@@ -109,6 +114,22 @@ static void test_run_outcomes(void)
 			       buf);
 	/* nothing is held any more */
 	CU_ASSERT_EQUAL(df_held(&F, "d0"), 0);
+	/* a request with headers beyond 8 KB is refused, not buffered */
+	char cmd[300];
+	snprintf(cmd, sizeof cmd,
+		 "curl -s -o /dev/null -w '%%{http_code}' -H \"X-Big: $(head -c 20000 /dev/zero | "
+		 "tr '\\0' x)\" http://127.0.0.1:%d/metrics",
+		 mport);
+	FILE *big = popen(cmd, "r");
+	char code[16] = "";
+	if (big) {
+		if (!fgets(code, sizeof code, big))
+			code[0] = '\0';
+		pclose(big);
+	}
+	if (strcmp(code, "400") != 0)
+		fprintf(stderr, "metrics with big headers: %s\n", code);
+	CU_ASSERT_STRING_EQUAL(code, "400");
 	/* the counters of /metrics (the gauges follow at the next poll) */
 	harness_sleep_ms(250);
 	CU_ASSERT_EQUAL(metric(mport, "execdispatch_claimed_total"), 6);
@@ -453,10 +474,38 @@ static long long local_running(void)
 			       "AND state = 'running'");
 }
 
+/* Processes on this host whose command line is exactly argv (n words). */
+static int count_processes(const char *const *argv, int n)
+{
+	char want[256], got[256], path[300];
+	size_t len = 0;
+	int count = 0;
+	struct dirent *e;
+	DIR *dir = opendir("/proc");
+
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(want + len, sizeof want - len, "%s", argv[i]) + 1;
+	while (dir && (e = readdir(dir))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t r = fread(got, 1, sizeof got, f);
+		fclose(f);
+		count += r == len && memcmp(got, want, len) == 0;
+	}
+	if (dir)
+		closedir(dir);
+	return count;
+}
+
 static void test_local(void)
 {
+	static const char *const big_run[] = { "/bin/sleep", "7.5" };
 	char buf[256];
-	long long echo, fail, unknown, stream, big, cancel;
+	long long echo, fail, unknown, stream, big, cancel, notarray, nullenv, manyargs, cut;
 
 	clear_queue();
 	CU_ASSERT_FATAL(df_write_config(&F, 0,
@@ -473,7 +522,43 @@ static void test_local(void)
 	fail = submit_to("hostwork", "{\"command\":\"false\"}", 0);
 	unknown = submit_to("hostwork", "{\"command\":\"rm\"}", 0);
 	stream = submit_to("hostwork", "{\"command\":\"echo\",\"stdin\":\"http://x/\"}", 0);
+	/* args and env that are not arrays (json-c aborts on their length) or
+	 * too long: refused, the dispatcher lives on */
+	notarray = submit_to("hostwork", "{\"command\":\"echo\",\"args\":\"hi\"}", 0);
+	nullenv = submit_to("hostwork", "{\"command\":\"echo\",\"env\":null}", 0);
+	manyargs = pgtest_int(F.c,
+			      "SELECT execdispatch.submit('hostwork', jsonb_build_object('command', "
+			      "'echo', 'args', (SELECT jsonb_agg('x'::text) FROM generate_series(1, 300))))");
+	/* an unknown command of 81 bytes: its name, cut to 64 bytes in the
+	 * error, ends in half a character, which the database refuses as text */
+	cut = submit_to("hostwork",
+			"{\"command\":\"a\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+			"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+			"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+			"\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\"}",
+			0);
 	CU_ASSERT_FATAL(df_wait_final(&F, 10000) == 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
+						  "SELECT state || '/' || error "
+						  "FROM execdispatch.job WHERE id = %lld",
+						  cut),
+				      "failed/unknown_command: a"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
+						  "SELECT state || '/' || error "
+						  "FROM execdispatch.job WHERE id = %lld",
+						  notarray),
+				      "failed/bad_job: job.args: an array of at most 254 strings"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
+						  "SELECT state || '/' || error "
+						  "FROM execdispatch.job WHERE id = %lld",
+						  nullenv),
+				      "failed/bad_job: job.env"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
+						  "SELECT state || '/' || error "
+						  "FROM execdispatch.job WHERE id = %lld",
+						  manyargs),
+				      "failed/bad_job: job.args"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT max(attempts) FROM execdispatch.job"), 1);
 	/* run on this host, with the same receipt fields as an execserver's */
 	CU_ASSERT_STRING_EQUAL(
 		pgtest_text(
@@ -506,7 +591,7 @@ static void test_local(void)
 		harness_sleep_ms(20);
 	harness_sleep_ms(400); /* several polls: the fourth slot stays free */
 	CU_ASSERT_EQUAL(local_running(), 3);
-	big = submit_to("hostwork", "{\"command\":\"sleep\",\"args\":[\"3\"]}", 2);
+	big = submit_to("hostwork", "{\"command\":\"sleep\",\"args\":[\"7.5\"]}", 2);
 	for (int i = 0; i < 100 && local_running() < 4; i++)
 		harness_sleep_ms(20);
 	CU_ASSERT_EQUAL(local_running(), 4);
@@ -515,6 +600,7 @@ static void test_local(void)
 					   "WHERE id = %lld",
 					   big),
 			       "running");
+	CU_ASSERT_EQUAL(count_processes(big_run, 2), 1);
 	/* a cancel reaches a local run too: its process group is killed */
 	cancel = big;
 	CU_ASSERT_STRING_EQUAL(
@@ -523,7 +609,34 @@ static void test_local(void)
 	for (int i = 0; i < 50 && local_running() > 3; i++)
 		harness_sleep_ms(20);
 	CU_ASSERT(local_running() <= 3);
+	/* the process itself is gone within a few cancel polls (100 ms),
+	 * though no exec-bound row is held */
+	for (int i = 0; i < 100 && count_processes(big_run, 2) > 0; i++)
+		harness_sleep_ms(20);
+	CU_ASSERT_EQUAL(count_processes(big_run, 2), 0);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
+	clear_queue();
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+}
+
+/* Retention keeps up with more than one batch (1000 rows) of finished
+ * rows: the janitor goes on while its batches are full. */
+static void test_retention(void)
+{
+	clear_queue();
+	PQclear(pgtest_query(F.c, "INSERT INTO execdispatch.job (service, job, state, finished_at) "
+				  "SELECT 'work', '{}', 'done', now() - interval '3 days' "
+				  "FROM generate_series(1, 2500)"));
+	PQclear(pgtest_query(F.c, "INSERT INTO execdispatch.job (service, job, state, finished_at) "
+				  "SELECT 'work', '{}', 'done', now() FROM generate_series(1, 10)"));
+	CU_ASSERT_FATAL(df_write_config(&F, 0, "retainDoneDays: 1\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	for (int i = 0; i < 100 && pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job") > 10;
+	     i++)
+		harness_sleep_ms(100);
+	/* the old ones gone, the recent ones kept */
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job"), 10);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 	clear_queue();
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
 }
@@ -555,6 +668,51 @@ static void test_notify(void)
 	clear_queue();
 }
 
+/* notify's connection gives up on a server that accepts and never
+ * answers, as the main one does, instead of holding the event loop: the
+ * conninfo names such a server first, then the real one. */
+static void test_notify_silent_server(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t salen = sizeof sa;
+	char conninfo[600], buf[64];
+	const char *saved_conninfo = F.conninfo;
+	long long id, t0;
+	int silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	clear_queue();
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	CU_ASSERT_FATAL(silent >= 0 && bind(silent, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+			listen(silent, 16) == 0 &&
+			getsockname(silent, (struct sockaddr *)&sa, &salen) == 0);
+	snprintf(conninfo, sizeof conninfo,
+		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres",
+		 ntohs(sa.sin_port), F.pg.port);
+	F.conninfo = conninfo;
+	CU_ASSERT_FATAL(df_write_config(&F, 0, "notify: true\npollMs: 60000\n") == 0);
+	F.conninfo = saved_conninfo;
+	/* each connection waits connect_timeout (5 s) on the silent one */
+	df_start_disp(&F, 0);
+	for (int i = 0; i < 300 && pgtest_int(F.c, "SELECT count(*) FROM pg_stat_activity "
+						   "WHERE query LIKE 'LISTEN %%'") == 0;
+	     i++)
+		harness_sleep_ms(50);
+	CU_ASSERT_FATAL(pgtest_int(F.c, "SELECT count(*) FROM pg_stat_activity "
+					"WHERE query LIKE 'LISTEN %%'") == 1);
+	t0 = harness_now_ms();
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	while (strcmp(pgtest_text(F.c, buf, sizeof buf,
+				  "SELECT state FROM execdispatch.job WHERE id = %lld", id),
+		      "done") != 0 &&
+	       harness_now_ms() - t0 < 5000)
+		harness_sleep_ms(20);
+	CU_ASSERT_STRING_EQUAL(buf, "done");
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	close(silent);
+	clear_queue();
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -571,7 +729,9 @@ int main(void)
 		{ "no execserver: nothing claimed, only the heartbeat queries",
 		  test_no_execserver },
 		{ "execctl submit, show, wait, cancel, position", test_execctl_db },
+		{ "retention deletes more than one batch", test_retention },
 		{ "notify: true starts a submission at once", test_notify },
+		{ "notify: a silent server does not hold the loop", test_notify_silent_server },
 		{ "local services: on this host, localSlots with a quarter for priority >= 2",
 		  test_local },
 		{ "position: queued from the database, claimed from the execserver",

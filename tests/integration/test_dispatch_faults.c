@@ -34,14 +34,20 @@ static void test_setup(void)
 	CU_ASSERT_FATAL(df_make_ledger(&F) == 0);
 }
 
-static void fresh(int dispatchers)
+/* extra: configuration lines of every dispatcher (NULL: the defaults) */
+static void fresh_with(int dispatchers, const char *extra)
 {
 	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
 				  "violations"));
 	for (int i = 0; i < dispatchers; i++) {
-		CU_ASSERT_FATAL(df_write_config(&F, i, NULL) == 0);
+		CU_ASSERT_FATAL(df_write_config(&F, i, extra) == 0);
 		CU_ASSERT_FATAL(df_start_disp(&F, i) == 0);
 	}
+}
+
+static void fresh(int dispatchers)
+{
+	fresh_with(dispatchers, NULL);
 }
 
 static void submit_ledger(int n, int ms)
@@ -160,7 +166,11 @@ static void test_db_sessions_killed(void)
 
 static void test_db_restart(void)
 {
-	fresh(2);
+	/* While the database is away no heartbeat is written; staleAfterSec
+	 * well beyond the outage (a restart takes seconds on a loaded machine),
+	 * so that what is tested is the outcomes written afterwards, not a
+	 * rescue racing the owner's reconnect (which the SIGSTOP test covers). */
+	fresh_with(2, "staleAfterSec: 30\n");
 	submit_ledger(6, 2000);
 	CU_ASSERT_FATAL(wait_held_running("d0", 1, 10000) == 0);
 	harness_sleep_ms(200);

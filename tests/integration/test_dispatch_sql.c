@@ -47,6 +47,12 @@ static void test_config_errors(void)
 		{ "execservers: [ws://h:1]\n", "database: a libpq connection string" },
 		{ "database: x\nexecservers: [ws://h:1]\nschema: Bad-Name\n",
 		  "check.yml:3:9: schema" },
+		/* 57 characters: "<schema>_submit" would not be a PostgreSQL name,
+		 * and migration 002's pg_notify would fail every insert */
+		{ "database: x\nexecservers: [ws://h:1]\nschema: "
+		  "a23456789012345678901234567890123456789012345678901234567\n",
+		  "check.yml:3:9: schema: a lower-case SQL identifier is required (a-z, 0-9, _, "
+		  "not starting with a digit, at most 56)" },
 		{ "database: x\nexecservers: [ws://h:1]\nheartbeatSec: 5\nstaleAfterSec: 6\n",
 		  "check.yml:4:16: staleAfterSec (6) must be at least twice heartbeatSec" },
 		{ "database: x\nexecservers: [ws://h:1]\ninstanceId: \"a b\"\n",
@@ -127,6 +133,27 @@ static void test_daemon_refuses_schema(void)
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "newer than this execdispatch"));
 	PQclear(pgtest_query(F.c, "DROP SCHEMA other CASCADE"));
+}
+
+/* The longest schema the configuration takes still has a notification
+ * channel PostgreSQL accepts: a submit fires migration 002's trigger. */
+static void test_longest_schema(void)
+{
+	static const char schema[] = "s2345678901234567890123456789012345678901234567890123456";
+	char out[2048], cfg[300];
+	FILE *f;
+
+	CU_ASSERT_EQUAL(strlen(schema), 56);
+	snprintf(cfg, sizeof cfg, "%s/long.yml", F.dir);
+	f = fopen(cfg, "w");
+	fprintf(f, "database: \"%s\"\nexecservers: [ws://127.0.0.1:9]\nschema: %s\n",
+		F.conninfo, schema);
+	fclose(f);
+	const char *mig[] = { "--migrate", "-c", cfg, NULL };
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	CU_ASSERT(pgtest_int(F.c, "SELECT %s.submit('work', '{\"command\": \"true\"}')", schema) >
+		  0);
+	PQclear(pgtest_query(F.c, "DROP SCHEMA %s CASCADE", schema));
 }
 
 /* ---- the SQL API ---- */
@@ -540,6 +567,7 @@ int main(void)
 		{ "migrations are idempotent; table settings and indexes",
 		  test_migrate_idempotent },
 		{ "the daemon refuses a missing or unknown schema", test_daemon_refuses_schema },
+		{ "the longest schema takes submissions", test_longest_schema },
 		{ "submit checks, cancel's three answers, position", test_sql_api },
 		{ "the claim runs on the partial index, in its order", test_claim_uses_index },
 		{ "race: claim against rescue", test_race_claim_rescue },

@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
@@ -30,6 +29,7 @@
 #include "fleet.h"
 #include "harness.h"
 #include "proto.h"
+#include "relay.h"
 #include "suite.h"
 #include "testca.h"
 
@@ -45,6 +45,7 @@ static const char body[] =
 	"      cat: {prog: cat}\n"
 	"      cp: {prog: cp}\n"
 	"      fail3: {prog: sh, args: [\"-c\", \"echo partial; echo oops >&2; exit 3\"]}\n"
+	"      slow5: {prog: sh, args: [\"-c\", \"sleep 1.5; echo slow; exit 5\"]}\n"
 	"  sleep:\n"
 	"    waitgroup: wg\n"
 	"    commands:\n"
@@ -466,6 +467,45 @@ static void test_exit_code(void)
 	stop();
 }
 
+/* The connection goes silent right after the JOB (a relay freezes it: no
+ * byte, no FIN, no RST): execctl notices by its ping deadline, reconnects,
+ * gets the receipt once and exits with the job's status; the job ran
+ * once. */
+static struct relay R;
+
+static void freeze(void)
+{
+	CU_ASSERT_EQUAL(relay_freeze(&R), 1);
+}
+
+static void test_silent_connection(void)
+{
+	struct proc p;
+	char via[64];
+	start(NULL);
+	CU_ASSERT_FATAL(relay_start(&R, D.port) == 0);
+	snprintf(via, sizeof via, "ws://127.0.0.1:%d", R.port);
+	struct run_opts o = { .during = freeze, .during_ms = 700 };
+	run(&p, &o, ARGS("run", "-a", via, "-s", "cat", "-n", "-q", "--ping-timeout", "1", "--",
+			 "slow5"));
+	expect(&p, 5, "execctl: the job exited with status 5\n");
+	CU_ASSERT_STRING_EQUAL(p.out, "slow\n");
+	CU_ASSERT(relay_accepted(&R) >= 2);
+	struct json_object *st = harness_status(&D), *v, *c, *n;
+	CU_ASSERT(st && json_object_object_get_ex(st, "services", &v) &&
+		  json_object_object_get_ex(v, "cat", &c) &&
+		  json_object_object_get_ex(c, "started", &n) && json_object_get_int(n) == 1);
+	if (st)
+		json_object_put(st);
+	release(&p);
+	/* a bad value is a usage error */
+	run(&p, NULL, ARGS("run", "-a", via, "-s", "cat", "--ping-timeout", "0", "--", "cat"));
+	expect(&p, 2, "--ping-timeout 0: expected seconds, 1 to 3600");
+	release(&p);
+	relay_stop(&R);
+	stop();
+}
+
 /* --input and --output: local files in and out of the job's directory. */
 static void test_files(void)
 {
@@ -819,16 +859,9 @@ int main(void)
 		{ "behind a load balancer", test_behind_balancer },
 		{ "/dev/null and a closed stdout", test_devnull_and_closed },
 		{ "a reader that goes away", test_reader_goes_away },
+		{ "a silent connection: ping deadline, receipt once, exit status", test_silent_connection },
 		{ NULL, NULL },
 	};
-	const char *bin = getenv("EXECCTL_BIN"), *server = getenv("EXECSERVER_BIN");
-	if (bin) {
-		snprintf(execctl, sizeof execctl, "%s", bin);
-	} else {
-		/* next to the daemon in the build directory */
-		char dir[512];
-		snprintf(dir, sizeof dir, "%s", server ? server : "./execserver");
-		snprintf(execctl, sizeof execctl, "%s/execctl", dirname(dir));
-	}
+	snprintf(execctl, sizeof execctl, "%s", harness_execctl());
 	return run_suite("execctl as a process", cases);
 }

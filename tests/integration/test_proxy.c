@@ -188,12 +188,13 @@ static void test_send_proxy_v2(void)
 	proxied_job("send-proxy-v2", 2);
 }
 
-/* Bytes to c's listener from host h; the answer (up to cap - 1 bytes,
- * until the server closes or wait_ms pass) into out; returns its length,
- * or -1 when the connection could not be made.  *closed: the server ended
- * the connection. */
-static int raw_exchange(const struct bed_host *h, const void *bytes, size_t len, int wait_ms,
-			char *out, size_t cap, int *closed)
+/* Bytes to c's listener from host h (the first `split` of them in a
+ * segment of their own, 200 ms before the rest, when split > 0); the
+ * answer (up to cap - 1 bytes, until the server closes or wait_ms pass)
+ * into out; returns its length, or -1 when the connection could not be
+ * made.  *closed: the server ended the connection. */
+static int raw_exchange(const struct bed_host *h, const void *bytes, size_t len, size_t split,
+			int wait_ms, char *out, size_t cap, int *closed)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)D.port) };
 	inet_pton(AF_INET, C->addr, &sa.sin_addr);
@@ -204,6 +205,15 @@ static int raw_exchange(const struct bed_host *h, const void *bytes, size_t len,
 		if (fd >= 0)
 			close(fd);
 		return -1;
+	}
+	if (split > 0 && split < len) {
+		if (send(fd, bytes, split, MSG_NOSIGNAL) != (ssize_t)split) {
+			close(fd);
+			return -1;
+		}
+		harness_sleep_ms(200);
+		bytes = (const char *)bytes + split;
+		len -= split;
 	}
 	if (len && send(fd, bytes, len, MSG_NOSIGNAL) != (ssize_t)len) {
 		close(fd);
@@ -244,7 +254,7 @@ static void test_trusted_needs_header(void)
 	/* from b itself: a partial header, then nothing: closed at the
 	 * deadline (2 s), not before */
 	long long t0 = harness_now_ms();
-	CU_ASSERT(raw_exchange(LB, "PROXY TCP4 10.", 14, 6000, out, sizeof out, &closed) == 0);
+	CU_ASSERT(raw_exchange(LB, "PROXY TCP4 10.", 14, 0, 6000, out, sizeof out, &closed) == 0);
 	long long waited = harness_now_ms() - t0;
 	CU_ASSERT(closed);
 	CU_ASSERT(waited >= 1800 && waited < 5000);
@@ -253,7 +263,7 @@ static void test_trusted_needs_header(void)
 	static const unsigned char big[16] = { 0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51,
 					       0x55, 0x49, 0x54, 0x0a, 0x21, 0x11, 0x08, 0x00 };
 	t0 = harness_now_ms();
-	CU_ASSERT(raw_exchange(LB, big, sizeof big, 6000, out, sizeof out, &closed) == 0);
+	CU_ASSERT(raw_exchange(LB, big, sizeof big, 0, 6000, out, sizeof out, &closed) == 0);
 	CU_ASSERT(closed && harness_now_ms() - t0 < 1500);
 	CU_ASSERT(harness_log_contains(&D, "longer than 1024 bytes"));
 
@@ -279,18 +289,28 @@ static void test_untrusted_header_refused(void)
 	start(1, "send-proxy");
 	static const char v1[] = "PROXY TCP4 10.9.9.9 10.250.0.13 1234 80\r\n"
 				 "GET /status HTTP/1.1\r\nHost: x\r\n\r\n";
-	CU_ASSERT(raw_exchange(A, v1, strlen(v1), 3000, out, sizeof out, &closed) > 0);
+	CU_ASSERT(raw_exchange(A, v1, strlen(v1), 0, 3000, out, sizeof out, &closed) > 0);
 	CU_ASSERT(strncmp(out, "HTTP/1.1 400 ", 13) == 0);
 	CU_ASSERT(strstr(out, "trustedProxies") != NULL);
 	static const unsigned char v2[28] = { 0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a,
 					      0x51, 0x55, 0x49, 0x54, 0x0a, 0x21, 0x11,
 					      0x00, 0x0c, 10,   9,    9,    9,    10,
 					      250,  0,    13,   4,    210,  0,    80 };
-	CU_ASSERT(raw_exchange(A, v2, sizeof v2, 3000, out, sizeof out, &closed) > 0);
+	CU_ASSERT(raw_exchange(A, v2, sizeof v2, 0, 3000, out, sizeof out, &closed) > 0);
 	CU_ASSERT(strncmp(out, "HTTP/1.1 400 ", 13) == 0);
 	CU_ASSERT(strstr(out, "trustedProxies") != NULL);
 	CU_ASSERT(harness_log_count(&D, "PROXY protocol header refused: the address is not in "
 					"trustedProxies") == 2);
+	/* the same with the header's first bytes in a segment of their own:
+	 * still told apart from a request, not fed to the HTTP parser */
+	CU_ASSERT(raw_exchange(A, v1, strlen(v1), 3, 3000, out, sizeof out, &closed) > 0);
+	CU_ASSERT(strncmp(out, "HTTP/1.1 400 ", 13) == 0);
+	CU_ASSERT(strstr(out, "trustedProxies") != NULL);
+	CU_ASSERT(raw_exchange(A, v2, sizeof v2, 2, 3000, out, sizeof out, &closed) > 0);
+	CU_ASSERT(strncmp(out, "HTTP/1.1 400 ", 13) == 0);
+	CU_ASSERT(strstr(out, "trustedProxies") != NULL);
+	CU_ASSERT(harness_log_count(&D, "PROXY protocol header refused: the address is not in "
+					"trustedProxies") == 4);
 	/* the proxied path still works beside it */
 	struct tclient *c = via_balancer("a1");
 	CU_ASSERT_FATAL(c != NULL);

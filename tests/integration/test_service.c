@@ -106,8 +106,10 @@ static void check_unit(const char *name)
 	snprintf(unit, sizeof unit, "%s/%s", root, name);
 	snprintf(path, sizeof path, "%s/%s", TEST_UNITDIR, name);
 	CU_ASSERT_FATAL(relocate(path, unit) == 0);
-	snprintf(man, sizeof man, "MANPATH=%s%s", root, TEST_MANDIR);
-	putenv(man);
+	/* setenv copies: putenv would leave the environment pointing into
+	 * this frame once it returns (and every later spawn reading it) */
+	snprintf(man, sizeof man, "%s%s", root, TEST_MANDIR);
+	CU_ASSERT_FATAL(setenv("MANPATH", man, 1) == 0);
 
 	/* verify: exit status 0 and nothing said (warnings included) */
 	snprintf(cmd, sizeof cmd, "systemd-analyze verify '%s' 2>&1", unit);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <libgen.h>
 #include <sched.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -428,6 +429,21 @@ int harness_handler_pids(const struct es_daemon *d, int *pids, int max)
 	}
 	json_object_put(st);
 	return n;
+}
+
+const char *harness_execctl(void)
+{
+	static char path[512];
+	const char *bin = getenv("EXECCTL_BIN"), *server = getenv("EXECSERVER_BIN");
+	char dir[512];
+
+	if (bin) {
+		snprintf(path, sizeof path, "%s", bin);
+	} else {
+		snprintf(dir, sizeof dir, "%s", server ? server : "./execserver");
+		snprintf(path, sizeof path, "%s/execctl", dirname(dir));
+	}
+	return path;
 }
 
 int harness_wait_status(const struct es_daemon *d, int timeout_ms,

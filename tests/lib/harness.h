@@ -114,6 +114,10 @@ void harness_tail(const char *what, const char *file, int lines);
 /* A loopback TCP port that was free a moment ago, or -1. */
 int harness_free_port(void);
 
+/* The execctl program under test: $EXECCTL_BIN, else the one next to
+ * $EXECSERVER_BIN (the build directory), else ./execctl. */
+const char *harness_execctl(void);
+
 /* Runs `execserver -t -c config`; its output (stdout and stderr) goes to
  * out.  Returns its exit status, or -1. */
 int harness_check_config(const char *config, char *out, size_t outlen);

@@ -33,6 +33,16 @@ struct tclient *tc_connect_at(const char *host, int port, const char *client_id,
 	return ws ? tc_from_wsc(ws, client_id, timeout_ms) : NULL;
 }
 
+struct tclient *tc_connect_query(int port, const char *query, const char *name)
+{
+	char path[256];
+	int status = 0;
+
+	snprintf(path, sizeof path, "/broker?%s", query);
+	struct wsc *ws = wsc_connect("127.0.0.1", port, path, NULL, 5000, &status);
+	return ws ? tc_from_wsc(ws, name, 5000) : NULL;
+}
+
 struct tclient *tc_from_wsc(struct wsc *ws, const char *name, int timeout_ms)
 {
 	struct tclient *c = calloc(1, sizeof *c);

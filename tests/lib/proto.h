@@ -19,6 +19,9 @@ struct tclient {
 
 /* Connects to /broker[?client=id] and waits for HELLO.  NULL on failure. */
 struct tclient *tc_connect(int port, const char *client_id);
+/* Connects to /broker?<query> (e.g. "client=a&protocol=2") and waits for
+ * HELLO; name is for messages.  NULL on failure. */
+struct tclient *tc_connect_query(int port, const char *query, const char *name);
 /* The same, giving up after timeout_ms (tc_connect: 5 s). */
 struct tclient *tc_connect_within(int port, const char *client_id, int timeout_ms);
 /* The same to host:port (a bed host's address, from a thread on the bed). */

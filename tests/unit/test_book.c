@@ -1715,6 +1715,129 @@ static void test_purge_runner_keeps_finished(void)
 	done(&f);
 }
 
+/* ---- protocol 2: DONE kept until ACK, taken over by a new conn ---- */
+
+static enum book_rc ack(struct fx *f, struct book_ref c, const char *job)
+{
+	fx_lock(f);
+	enum book_rc rc = book_done_ack(f->b, c, job);
+	fx_unlock(f);
+	return rc;
+}
+
+static uint32_t adopt(struct fx *f, struct book_ref c)
+{
+	fx_lock(f);
+	uint32_t n = book_conn_adopt(f->b, c);
+	fx_unlock(f);
+	return n;
+}
+
+/* A DONE sent on a conn that went half-open (the mail was taken, no ACK
+ * came): the client's new conn takes the job over and gets the DONE again;
+ * the ACK frees it; a second ACK, or one of a running job, changes
+ * nothing. */
+static void test_ack_and_adopt(void)
+{
+	struct fx f;
+	struct book_ref c1, c2, c3, m, r1, r2, r3;
+	struct book_position p;
+	enum want_state was = WANT_FREE;
+	mk(&f, 4, 1);
+	OK(fx_open(&f, 0, "N", 0, &c1));
+	OK(fx_open(&f, 0, "M", 0, &m));
+	OK(fx_want(&f, c1, "j1", 0, 0, 0));
+	OK(fx_want(&f, c1, "j2", 0, 0, 0));
+	OK(fx_want(&f, c1, "j3", 0, 0, 0));
+	r1 = run_on(&f, c1, "j1", 0);
+	r2 = run_on(&f, c1, "j2", 0);
+	r3 = run_on(&f, c1, "j3", 0);
+	OK(fx_finished(&f, r1, 0, 1, "r1"));
+	fx_log_clear(&f);
+	fx_pump(&f);                                /* the DONE went out on c1 ... */
+	done_to(&f, "j1", c1, 0, r1);
+	OK(fx_finished(&f, r2, 3, 1, "r2"));        /* ... j2's is still queued there */
+	RC(ack(&f, c1, "j3"), BOOK_E_BAD_STATE);    /* running: nothing happens */
+	RC(ack(&f, m, "j1"), BOOK_E_UNKNOWN_JOB);   /* another client's */
+	/* still known, finished, until acknowledged */
+	OK(fx_query(&f, c1, "j1", &p));
+	CU_ASSERT_EQUAL(p.state, WANT_FINISHED);
+	RC(fx_cancel(&f, c1, "j1", &was), BOOK_E_UNKNOWN_JOB);
+	CU_ASSERT_EQUAL(was, WANT_FINISHED);
+	RC(fx_want(&f, c1, "j1", 0, 0, 0), BOOK_E_DUPLICATE);
+	checked(&f);
+	/* the client comes back on h2 while c1 still looks alive */
+	OK(fx_open(&f, 2, "N", 10, &c2));
+	CU_ASSERT_EQUAL(adopt(&f, c2), 3);
+	CU_ASSERT_EQUAL(adopt(&f, c2), 0);          /* all its jobs are here already */
+	CU_ASSERT_EQUAL(adopt(&f, m), 0);           /* nothing of another client */
+	fx_log_clear(&f);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 2);    /* j1 again, j2 moved: both at h2 */
+	done_to(&f, "j1", c2, 2, r1);
+	done_to(&f, "j2", c2, 2, r2);
+	CU_ASSERT_EQUAL(dones(&f, NULL, 0), 0);
+	struct book_ref oc;
+	uint32_t oh;
+	fx_lock(&f);
+	OK(book_job_owner(f.b, r3, &oc, &oh));      /* the running one reports here too */
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(oc.idx, c2.idx);
+	CU_ASSERT_EQUAL(oh, 2);
+	checked(&f);
+	/* acknowledged on the old conn (its ACK was under way): freed */
+	OK(ack(&f, c1, "j1"));
+	RC(ack(&f, c2, "j1"), BOOK_E_UNKNOWN_JOB);  /* the second copy's ACK */
+	RC(fx_query(&f, c2, "j1", &p), BOOK_E_UNKNOWN_JOB);
+	OK(fx_want(&f, c2, "j1", 0, 0, 0));         /* the id is free again */
+	OK(ack(&f, c2, "j2"));
+	/* the old conn's late close re-homes nothing: it owns nothing */
+	fx_close(&f, c1, 20);
+	fx_log_clear(&f);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
+	/* c2 goes half-open too; the grace keeps j3's DONE for c3 */
+	OK(fx_finished(&f, r3, 0, 1, "r3"));
+	fx_pump(&f);
+	done_to(&f, "j3", c2, 2, r3);
+	fx_close(&f, c2, 30);                       /* its ping deadline */
+	OK(fx_open(&f, 1, "N", 40, &c3));
+	CU_ASSERT_EQUAL(adopt(&f, c3), 0);          /* book_conn_open re-homed it */
+	fx_log_clear(&f);
+	fx_pump(&f);
+	done_to(&f, "j3", c3, 1, r3);
+	OK(ack(&f, c3, "j3"));
+	struct book_status st = status_of(&f);
+	CU_ASSERT_EQUAL(st.finished, 0);
+	CU_ASSERT_EQUAL(st.receipts, 0);
+	done(&f);
+}
+
+/* maxJobsPerClient counts finished jobs whose DONE is not acknowledged:
+ * a client that never acknowledges is stopped there, visibly. */
+static void test_unacked_count_against_job_limit(void)
+{
+	struct fx f;
+	struct book_limits l;
+	struct book_ref c, r1, r2, rx;
+	fx_limits(&l);
+	l.max_jobs_per_client = 2;
+	mk_lim(&f, &l, 4, 1);
+	OK(fx_open(&f, 0, "N", 0, &c));
+	OK(fx_want(&f, c, "a", 0, 0, 0));
+	OK(fx_want(&f, c, "b", 0, 0, 0));
+	OK(fx_want(&f, c, "x", 0, 0, 0));
+	r1 = run_on(&f, c, "a", 0);
+	r2 = run_on(&f, c, "b", 0);
+	OK(fx_finished(&f, r1, 0, 1, "a"));
+	OK(fx_finished(&f, r2, 0, 1, "b"));
+	fx_pump(&f);
+	RC(fx_accept(&f, c, "x", fx_token(&f, "x"), 0, &rx), BOOK_E_LIMIT_JOBS);
+	OK(ack(&f, c, "a"));
+	OK(fx_accept(&f, c, "x", fx_token(&f, "x"), 0, &rx));
+	done(&f);
+}
+
 static void test_purge_owner_handler_rehomes(void)
 {
 	struct fx f;
@@ -2800,6 +2923,8 @@ int main(void)
 		{ "duplicate, cancel, limits while finished", test_duplicate_and_limits_while_finished },
 		{ "purge of the runner keeps finished jobs", test_purge_runner_keeps_finished },
 		{ "purge of the owner's handler re-homes", test_purge_owner_handler_rehomes },
+		{ "protocol 2: ACK frees, a new conn adopts", test_ack_and_adopt },
+		{ "protocol 2: unacknowledged DONEs count as jobs", test_unacked_count_against_job_limit },
 		{ "purge: lost job's DONE to the owner elsewhere", test_purge_lost_owner_elsewhere },
 		{ "purge: lost job adopted by another conn", test_purge_lost_owner_on_purged_handler },
 		{ "purge: lost job kept for the grace", test_purge_lost_named_grace },

@@ -2,7 +2,8 @@
  * test_book_usage.c - unit tests of what the book tells the handlers for
  * the limits (src/book/book_usage.c, book_accept's maxJobsPerClient):
  * the running jobs of a client across its connections and handlers, the
- * JOB refused beyond max_jobs_per_client with the offer left standing, the
+ * JOB refused beyond max_jobs_per_client (running jobs and finished ones
+ * whose DONE is not delivered) with the offer left standing, the
  * count right after a crash inside book_accept (repair), and when a
  * connection is busy for the idle timeout.
  */
@@ -87,9 +88,12 @@ static void test_limit_across_conns(void)
 	/* another client is not affected */
 	RC(fx_take_job(&f, m, "x", &wm), BOOK_OK);
 	CU_ASSERT_EQUAL(running(&f, m), 1);
-	/* a finished job (DONE not delivered yet) does not count */
+	/* a finished job counts until its DONE is delivered (protocol 2:
+	 * acknowledged), so a client that never acknowledges is stopped here */
 	RC(fx_finished(&f, wa, 0, 5, NULL), BOOK_OK);
 	CU_ASSERT_EQUAL(running(&f, k1), 1);
+	RC(fx_take_job(&f, k1, "c", &wc), BOOK_E_LIMIT_JOBS);
+	RC(fx_delivered(&f, wa), BOOK_OK);
 	RC(fx_take_job(&f, k1, "c", &wc), BOOK_OK);
 	CU_ASSERT_EQUAL(running(&f, k2), 2);
 	checked(&f);

@@ -762,6 +762,13 @@ static const struct url_case url_cases[] = {
 	{ "http://%30x7f.1/", NULL, 0, "the host changes when the normalized URL is read again" },
 	{ "http://%32130706433:81/", NULL, 0, "the host changes when the normalized URL" },
 	{ "http://%31%32%37.0.0.1/x", "127.0.0.1", 80, "http://127.0.0.1/x" },
+	/* an empty label: with one trailing dot removed here and one more by
+	 * callbackAllow's name match, files.example.com.. would pass as
+	 * files.example.com, a name libcurl does not resolve */
+	{ "http://files.example.com../", NULL, 0, "the host has an empty label" },
+	{ "http://files..example.com/", NULL, 0, "the host has an empty label" },
+	{ "http://.example.com/", NULL, 0, "the host has an empty label" },
+	{ "http://%2eexample.com./", NULL, 0, "the host has an empty label" },
 	/* refused schemes */
 	{ "file:///etc/passwd", NULL, 0, "the scheme must be http or https" },
 	{ "FILE:///etc/passwd", NULL, 0, "the scheme must be http or https" },

@@ -101,6 +101,15 @@ static void test_v1_errors(void)
 	memcpy(longline, "PROXY UNKNOWN ", 14);
 	longline[sizeof longline - 1] = '\0';
 	expect_error(longline, "107");
+	/* exactly 107 bytes with the CRLF is the longest line; 108 is not */
+	struct proxy_header ph;
+	const char *why;
+	memcpy(longline + 105, "\r\n", 3);
+	CU_ASSERT_EQUAL(parse(longline, 107, &ph, &why), 107);
+	CU_ASSERT_EQUAL(ph.local, 1);
+	memcpy(longline + 105, "x\r\n", 4);
+	CU_ASSERT_EQUAL(parse(longline, 107, &ph, &why), PROXY_HEADER_ERROR);
+	expect_error(longline, "107");
 }
 
 /* A version 2 header: command, family, addresses (alen bytes), then tlv
@@ -158,7 +167,21 @@ static void test_v2(void)
 	CU_ASSERT_EQUAL(parse(b, n, &ph, &why), (int)n);
 	CU_ASSERT_EQUAL(ph.local, 1);
 
+	/* PROXY over a UNIX stream socket (haproxy with a unix@ bind): a
+	 * valid combination without an IP client, taken as UNSPEC is, as
+	 * the specification asks of a receiver that does not support it */
+	unsigned char unix_addrs[216] = "/run/client.sock";
+	n = v2(b, 1, 0x31, unix_addrs, sizeof unix_addrs, 0);
+	memcpy(b + n, "GET", 3);
+	CU_ASSERT_EQUAL(parse(b, n + 3, &ph, &why), (int)n);
+	CU_ASSERT_EQUAL(ph.local, 1);
+	prefixes_need_more(b, n);
+
 	/* errors */
+	n = v2(b, 1, 0x41, a4, sizeof a4, 0); /* no such family */
+	CU_ASSERT_EQUAL(parse(b, n, &ph, &why), PROXY_HEADER_ERROR);
+	n = v2(b, 1, 0x13, a4, sizeof a4, 0); /* no such transport */
+	CU_ASSERT_EQUAL(parse(b, n, &ph, &why), PROXY_HEADER_ERROR);
 	n = v2(b, 1, 0x11, a4, 8, 0);
 	CU_ASSERT_EQUAL(parse(b, n, &ph, &why), PROXY_HEADER_ERROR);
 	CU_ASSERT(strstr(why, "cut short") != NULL);

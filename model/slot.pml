@@ -25,10 +25,13 @@
  *   -DMUT_DONE_NO_KEEP     DONE counted delivered when sent (protocol 1)
  *   -DMUT_EXPIRE_NO_FREE   an expired offer keeps its slot
  *   -DMUT_REPAIR_NO_MAIL   repair skips re-queueing mail from the flags
+ *   -DMUT_ADOPT_KEEPS_OFFERS  protocol 2's adopt leaves the offers on the
+ *                          client's older conns (the code before the
+ *                          late-job fix)
  * Knobs: WANTS, MAXCRASH, MAXDROP (connections client 0 gives up), UNWANTS
  * and ELSEWHERE (client 0 may UNWANT job 1 or DECLINE its OFFER), S2C/C2S
- * (channel bounds, asserted), NO_TIMING (drops the one timing assumption,
- * see TIMING).  check.sh sets the two configurations it searches.
+ * (channel bounds, asserted).  check.sh sets the two configurations it
+ * searches.  No timing assumption: a client reconnects at any moment.
  */
 
 #define H 2
@@ -254,7 +257,7 @@ inline job_end(j) {
 	fi
 }
 
-/* expire_offer */
+/* bk_offer_expire (book_expire, book_conn_adopt) */
 inline expire_offer(j) {
 	o = wconn[j];
 	xst[XI(j, o)] = 1;                            /* one record: state EXPIRED */
@@ -287,7 +290,23 @@ inline conn_open(c) {
 	:: jj < J && !(JCLIENT(jj) == k && (wst[jj] == W_RUNNING || wst[jj] == W_FINISHED) &&
 	   (o == NIL || wconn[jj] != c)) -> jj++
 	:: jj == J -> break
-	od
+	od;
+#ifndef MUT_ADOPT_KEEPS_OFFERS
+	/* protocol 2's adopt also withdraws the offers on the client's other
+	 * conns (bk_offer_expire), in the same critical section, and grants
+	 * their slots again (expire_offer clobbers o: the branch is taken) */
+	if
+	:: o != NIL ->
+		jj = 0;
+		do
+		:: jj < J && JCLIENT(jj) == k && wst[jj] == W_OFFERED -> expire_offer(jj); jj++
+		:: jj < J && !(JCLIENT(jj) == k && wst[jj] == W_OFFERED) -> jj++
+		:: jj == J -> break
+		od;
+		grant()
+	:: else
+	fi
+#endif
 }
 
 /* bk_conn_drop + book_conn_close's grant */
@@ -434,14 +453,6 @@ inline repair() {
 	:: else -> assert(nfull(s2c[c])); s2c[c]!m, a, b \
 	fi
 
-/* the client reconnects only after its ping deadline (30 s without a
- * frame), so an offer it answered on the conn it gave up has expired on
- * the server by then (offerTimeoutSec, 10 s); -DNO_TIMING drops this */
-#ifdef NO_TIMING
-#define TIMING(j) true
-#else
-#define TIMING(j) !(wst[j] == W_OFFERED && cj[j] == C_SENT)
-#endif
 
 /* a message to the server: lost when the server side is gone */
 #define CSEND(m, a, b) \
@@ -659,11 +670,10 @@ proctype client(byte me; byte first; byte last; byte j0; byte j1)
 	bool ready;
 
 	do
-	/* connect (again): conn_open; the timing of the real system:
-	 * an offer made on the conn it gave up has expired by then
-	 * (offerTimeoutSec 10 s < its ping deadline 30 s) */
-	:: atomic { kc == NIL && nxt <= last &&
-	            TIMING(j0) && TIMING(j1) ->
+	/* connect (again): conn_open, at any moment after it gave the
+	 * last conn up (no timing assumption: an offer it answered there
+	 * may still be open on the server, its JOB still on the way) */
+	:: atomic { kc == NIL && nxt <= last ->
 		kc = nxt; nxt++; ready = 0; pend[kc] = 1
 	   }
 	/* place a job that needs a slot (job_place, WANT) */

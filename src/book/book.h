@@ -434,9 +434,13 @@ enum book_rc book_done_delivered(struct book *b, struct book_ref want);
  * at its ping deadline).  Each FINISHED one is mailed to this conn, also
  * when its DONE was sent on the other conn already and is not
  * acknowledged (the client recognises the second copy and acknowledges
- * it); a DONE mail still pending for the old owner is withdrawn.  Call
- * right after book_conn_open.  Returns the number of jobs taken over; 0
- * for a stale ref. */
+ * it); a DONE mail still pending for the old owner is withdrawn.  Every
+ * OFFERED want of the client on another conn is withdrawn as if its offer
+ * had expired (OFFER_EXPIRED mailed to that conn, slot granted again): a
+ * JOB for it still on its way on the old conn then gets
+ * BOOK_E_UNKNOWN_JOB, as does a QUERY for it; parked wants stay.  Call
+ * right after book_conn_open.  Returns the number of jobs taken over
+ * (withdrawn offers not counted); 0 for a stale ref. */
 uint32_t book_conn_adopt(struct book *b, struct book_ref conn);
 
 /* Who should receive the DONE of a running or finished job: the connection

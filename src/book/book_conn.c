@@ -29,9 +29,14 @@
  * book_conn_adopt (protocol 2) moves every job of the client to the new
  * conn; the finished ones are mailed there again, whether or not their
  * DONE went out on the old owner (the client acknowledges, and so
- * recognises, a second copy).
+ * recognises, a second copy).  In the same critical section it withdraws
+ * every offer made on the client's older conns (as if it had expired):
+ * the client gave those conns up, so a JOB still on its way there must
+ * not start a job its resume QUERY on the new conn was told is unknown
+ * (docs/architecture.md, "What it found").  Their parked wants stay.
  *
- * Costs: book_conn_open O(1) (+ O(r) re-adopted jobs), book_conn_close
+ * Costs: book_conn_open O(1) (+ O(r) re-adopted jobs), book_conn_adopt
+ * O(r + the client's wants) + the grant of withdrawn slots, book_conn_close
  * O(w + r + nodes), book_purge_handler O(everything of the handler),
  * HELLO-dirty O(handlers).
  */
@@ -236,6 +241,25 @@ enum book_rc book_conn_open(struct book *b, uint32_t handler, const char *client
 	return BOOK_OK;
 }
 
+/* The client's offers on its conns other than keep are withdrawn as if they
+ * had expired (book_conn_adopt); returns how many (the caller grants). */
+static uint32_t withdraw_offers_elsewhere(struct book *b, uint32_t ci, uint32_t keep)
+{
+	uint32_t n = 0;
+	for (uint32_t o = bk_client(b, ci)->conn_head; o != BK_NIL; o = bk_conn(b, o)->k_next) {
+		if (o == keep)
+			continue;
+		/* an EXPIRED record stays on the conn's list: o_next holds */
+		for (uint32_t wi = bk_conn(b, o)->want_head; wi != BK_NIL;
+		     wi = bk_want(b, wi)->o_next)
+			if (bk_want(b, wi)->state == WANT_OFFERED) {
+				bk_offer_expire(b, wi);
+				n++;
+			}
+	}
+	return n;
+}
+
 uint32_t book_conn_adopt(struct book *b, struct book_ref conn)
 {
 	uint32_t c = bk_conn_get(b, conn), n = 0;
@@ -253,6 +277,8 @@ uint32_t book_conn_adopt(struct book *b, struct book_ref conn)
 		if (w->state == WANT_FINISHED)
 			bk_done_mail(b, wi);   /* moves a pending DONE mail here */
 	}
+	if (withdraw_offers_elsewhere(b, cn->client, c))
+		bk_grant_all(b);
 	return n;
 }
 

@@ -142,9 +142,10 @@ void bk_grant_all(struct book *b)
 		bk_grant(b, g);
 }
 
-/* An offer ran out: the want is gone (the client must WANT again), the
- * record stays as EXPIRED until its OFFER_EXPIRED mail is taken. */
-static void expire_offer(struct book *b, uint32_t wi)
+/* An offer ran out or was superseded (book_conn_adopt): the want is gone
+ * (the client must WANT again), the record stays as EXPIRED until its
+ * OFFER_EXPIRED mail is taken. */
+void bk_offer_expire(struct book *b, uint32_t wi)
 {
 	struct bk_want *w = bk_want(b, wi);
 	int queued = w->m_handler != BK_NIL8;
@@ -176,7 +177,7 @@ uint32_t book_expire(struct book *b, uint64_t now_ms)
 			const struct bk_want *w = bk_want(b, wi);
 			if (!(w->flags & BKW_STAMPED) || w->deadline > b->clock)
 				break;
-			expire_offer(b, wi);
+			bk_offer_expire(b, wi);
 			n++;
 		}
 		if (n != before)

@@ -111,6 +111,10 @@ void bk_grant(struct book *b, uint32_t wg);
 void bk_grant_all(struct book *b);
 void bk_offered_append(struct book *b, uint32_t wi);
 void bk_offered_unlink(struct book *b, uint32_t wi);
+/* An OFFERED want's offer is withdrawn (it ran out, or its client's newer
+ * conn superseded the conn): the want is gone, its slot free (the caller
+ * grants), the record stays EXPIRED until its OFFER_EXPIRED mail is taken. */
+void bk_offer_expire(struct book *b, uint32_t wi);
 
 /* Auto-balance eligibility of service s's wants for a free slot of its
  * waitgroup now (book.h, struct book_autobalance); 1 without auto-balance. */

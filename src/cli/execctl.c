@@ -43,7 +43,7 @@ static void fill_closed_stdio(void)
 			int n = open("/dev/null", O_RDWR);
 
 			if (n >= 0 && n != fd)
-				close(n);	/* not the lowest free fd: cannot happen */
+				close(n); /* not the lowest free fd: cannot happen */
 		}
 }
 
@@ -85,8 +85,10 @@ int main(int argc, char **argv)
 	}
 	if (cli_is_queue_command(cmd))
 		return cli_queue_main(argc - 1, argv + 1);
-	fprintf(stderr, "execctl: unknown command '%s' (run, status, submit, show, wait, "
-		"cancel or position)\n", cmd);
+	fprintf(stderr,
+		"execctl: unknown command '%s' (run, status, submit, show, wait, "
+		"cancel or position)\n",
+		cmd);
 	cli_usage(stderr);
 	return EXECCTL_USAGE;
 }

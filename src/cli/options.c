@@ -19,12 +19,14 @@ void cli_usage(FILE *out)
 {
 	fputs("usage: execctl run -a URL [-a URL ...] -s SERVICE [options] -- COMMAND [ARGS...]\n"
 	      "       execctl status -a URL [-a URL ...] [--json]\n"
-	      "       execctl submit|show|wait|cancel|position --db CONNINFO ... (execdispatch's queue)\n"
+	      "       execctl submit|show|wait|cancel|position --db CONNINFO ... (execdispatch's "
+	      "queue)\n"
 	      "       execctl --help | --version\n"
 	      "\n"
 	      "Runs one job on an execserver (its stdin and stdout streamed through it), or\n"
 	      "shows an instance's slots and queues.  `execctl COMMAND --help` for the\n"
-	      "options of a command; execctl(1) for everything.\n", out);
+	      "options of a command; execctl(1) for everything.\n",
+	      out);
 }
 
 void cli_run_usage(FILE *out)
@@ -57,7 +59,8 @@ void cli_run_usage(FILE *out)
 	      "                          in FILE (PEM; default: $EXECCTL_CACERT, else the\n"
 	      "                          system's trust store); exit 119 if one fails\n"
 	      "  -v, --verbose           connection events and the library's log on stderr\n"
-	      "  -h, --help              this text\n", out);
+	      "  -h, --help              this text\n",
+	      out);
 }
 
 void cli_status_usage(FILE *out)
@@ -77,12 +80,14 @@ void cli_status_usage(FILE *out)
 	      "                          in FILE (PEM; default: $EXECCTL_CACERT, else the\n"
 	      "                          system's trust store); exit 119 if one fails\n"
 	      "  -v, --verbose           say which address is asked\n"
-	      "  -h, --help              this text\n", out);
+	      "  -h, --help              this text\n",
+	      out);
 }
 
 /* ---- small parsers ---------------------------------------------------------- */
 
-static void say(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static void say(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -107,8 +112,14 @@ static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
 
 int cli_parse_priority(const char *s, int *out)
 {
-	static const struct { const char *name; int value; } names[] = {
-		{ "background", -2 }, { "normal", 0 }, { "interactive", 2 }, { "synchronous", 4 },
+	static const struct {
+		const char *name;
+		int value;
+	} names[] = {
+		{ "background", -2 },
+		{ "normal", 0 },
+		{ "interactive", 2 },
+		{ "synchronous", 4 },
 	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
 		if (strcmp(s, names[i].name) == 0) {
@@ -204,7 +215,8 @@ static int push_file_arg(struct cli_file_arg **list, size_t *n, const char *opt,
 		return -1;
 	}
 	if (memchr(arg, '/', (size_t)(eq - arg))) {
-		say(err, errlen, "%s %s: NAME is a file name in the job's directory (no '/')", opt, arg);
+		say(err, errlen, "%s %s: NAME is a file name in the job's directory (no '/')", opt,
+		    arg);
 		return -1;
 	}
 	struct cli_file_arg *grown = realloc(*list, (*n + 1) * sizeof **list);
@@ -220,8 +232,16 @@ static int push_file_arg(struct cli_file_arg **list, size_t *n, const char *opt,
 /* ---- the common part ------------------------------------------------------------ */
 
 enum {
-	OPT_TIMEOUT = 256, OPT_JOB_TIMEOUT, OPT_INPUT, OPT_OUTPUT, OPT_ENV, OPT_CLIENT,
-	OPT_TOKEN_FILE, OPT_JSON, OPT_CACERT, OPT_PING_TIMEOUT,
+	OPT_TIMEOUT = 256,
+	OPT_JOB_TIMEOUT,
+	OPT_INPUT,
+	OPT_OUTPUT,
+	OPT_ENV,
+	OPT_CLIENT,
+	OPT_TOKEN_FILE,
+	OPT_JSON,
+	OPT_CACERT,
+	OPT_PING_TIMEOUT,
 };
 
 /* The options both commands take; 0 handled, 1 not one of them, -1 error. */
@@ -234,8 +254,7 @@ static int common_option(struct cli_common *c, int opt, const char *arg, char *e
 			return -1;
 		}
 		return push_address(c, arg) == 0 ? 0 : -1;
-	case OPT_TOKEN_FILE:
-		return read_token_file(c, arg, err, errlen);
+	case OPT_TOKEN_FILE: return read_token_file(c, arg, err, errlen);
 	case OPT_CACERT:
 		if (!*arg) {
 			say(err, errlen, "--cacert: empty file name");
@@ -243,11 +262,8 @@ static int common_option(struct cli_common *c, int opt, const char *arg, char *e
 		}
 		free(c->cacert);
 		return (c->cacert = strdup(arg)) ? 0 : -1;
-	case 'v':
-		c->verbose++;
-		return 0;
-	default:
-		return 1;
+	case 'v': c->verbose++; return 0;
+	default: return 1;
 	}
 }
 
@@ -278,7 +294,12 @@ static void common_free(struct cli_common *c)
 }
 
 /* What a command's own option handler answers. */
-enum { OWN_DONE = 0, OWN_HELP = 1, OWN_BAD = -1, OWN_UNKNOWN = 2 };
+enum {
+	OWN_DONE = 0,
+	OWN_HELP = 1,
+	OWN_BAD = -1,
+	OWN_UNKNOWN = 2
+};
 
 /*
  * The scan both commands share: getopt_long over argv (argv[0] is the
@@ -287,8 +308,9 @@ enum { OWN_DONE = 0, OWN_HELP = 1, OWN_BAD = -1, OWN_UNKNOWN = 2 };
  * operand.  Returns CLI_PARSED, CLI_HELP (usage printed) or CLI_BAD.
  */
 static int scan(int argc, char **argv, const char *shortopts, const struct option *longopts,
-		struct cli_common *c, int (*own)(void *o, int opt, const char *arg, char *err, size_t errlen),
-		void *o, void (*usage)(FILE *), char *err, size_t errlen)
+		struct cli_common *c,
+		int (*own)(void *o, int opt, const char *arg, char *err, size_t errlen), void *o,
+		void (*usage)(FILE *), char *err, size_t errlen)
 {
 	const char *cmd = argv[0];
 	int opt;
@@ -334,13 +356,16 @@ static int run_option(void *arg, int opt, const char *optarg_, char *err, size_t
 	case 'p':
 		if (cli_parse_priority(optarg_, &o->priority) == 0)
 			return OWN_DONE;
-		say(err, errlen, "run: -p %s: not an integer nor background, normal, "
-		    "interactive, synchronous", optarg_);
+		say(err, errlen,
+		    "run: -p %s: not an integer nor background, normal, "
+		    "interactive, synchronous",
+		    optarg_);
 		return OWN_BAD;
 	case OPT_TIMEOUT:
 		if (parse_uint(optarg_, 0, 10000000, &o->timeout_sec) == 0)
 			return OWN_DONE;
-		say(err, errlen, "run: --timeout %s: expected seconds, 0 (no limit) to 10000000", optarg_);
+		say(err, errlen, "run: --timeout %s: expected seconds, 0 (no limit) to 10000000",
+		    optarg_);
 		return OWN_BAD;
 	case OPT_JOB_TIMEOUT:
 		if (parse_uint(optarg_, 1, 86400, &o->job_timeout_sec) == 0)
@@ -365,19 +390,14 @@ static int run_option(void *arg, int opt, const char *optarg_, char *err, size_t
 	case OPT_CLIENT:
 		free(o->client_id);
 		return (o->client_id = strdup(optarg_)) ? OWN_DONE : OWN_BAD;
-	case 'n':
-		o->no_stdin = 1;
-		return OWN_DONE;
-	case 'q':
-		o->quiet = 1;
-		return OWN_DONE;
-	default:
-		return OWN_UNKNOWN;
+	case 'n': o->no_stdin = 1; return OWN_DONE;
+	case 'q': o->quiet = 1; return OWN_DONE;
+	default: return OWN_UNKNOWN;
 	}
 }
 
-int cli_parse_run(int argc, char **argv, struct cli_run *o,
-		  const char *(*env)(const char *name), char *err, size_t errlen)
+int cli_parse_run(int argc, char **argv, struct cli_run *o, const char *(*env)(const char *name),
+		  char *err, size_t errlen)
 {
 	static const struct option longopts[] = {
 		{ "address", required_argument, NULL, 'a' },
@@ -462,9 +482,10 @@ char *cli_run_job_json(const struct cli_run *o)
 	if (o->nenv)
 		json_object_object_add(job, "env", string_array(o->env, o->nenv));
 	if (o->job_timeout_sec)
-		json_object_object_add(job, "timeout_sec", json_object_new_int64(o->job_timeout_sec));
-	const char *text = json_object_to_json_string_ext(job, JSON_C_TO_STRING_PLAIN |
-							   JSON_C_TO_STRING_NOSLASHESCAPE);
+		json_object_object_add(job, "timeout_sec",
+				       json_object_new_int64(o->job_timeout_sec));
+	const char *text = json_object_to_json_string_ext(
+		job, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	char *copy = text ? strdup(text) : NULL;
 	json_object_put(job);
 	return copy;

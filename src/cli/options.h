@@ -23,32 +23,32 @@ struct cli_file_arg {
 };
 
 struct cli_common {
-	char **addresses;	/* ws:// URLs (a bare host:port gets ws://) */
+	char **addresses; /* ws:// URLs (a bare host:port gets ws://) */
 	size_t naddresses;
-	char *token;		/* --token-file's first line, or EXECCTL_TOKEN */
-	char *cacert;		/* --cacert FILE or EXECCTL_CACERT: the CA
+	char *token;  /* --token-file's first line, or EXECCTL_TOKEN */
+	char *cacert; /* --cacert FILE or EXECCTL_CACERT: the CA
 				 * certificates (PEM) that wss/https servers are
 				 * verified against; NULL: the system's store */
-	int verbose;		/* -v: library log and connection events on stderr */
+	int verbose;  /* -v: library log and connection events on stderr */
 };
 
 struct cli_run {
 	struct cli_common c;
 	char *service;
 	int priority;
-	unsigned timeout_sec;		/* --timeout: slot wait; 0 forever */
-	unsigned job_timeout_sec;	/* --job-timeout: the job's timeout_sec */
-	char *client_id;		/* --client */
-	unsigned ping_timeout_sec;	/* --ping-timeout; 0: the library's default */
+	unsigned timeout_sec;      /* --timeout: slot wait; 0 forever */
+	unsigned job_timeout_sec;  /* --job-timeout: the job's timeout_sec */
+	char *client_id;           /* --client */
+	unsigned ping_timeout_sec; /* --ping-timeout; 0: the library's default */
 	struct cli_file_arg *inputs;
 	size_t ninputs;
 	struct cli_file_arg *outputs;
 	size_t noutputs;
-	char **env;			/* --env NAME=VALUE */
+	char **env; /* --env NAME=VALUE */
 	size_t nenv;
-	int no_stdin;			/* -n: the job's stdin is empty */
-	int quiet;			/* -q: no position line */
-	char **command;			/* COMMAND [ARGS...], NULL-terminated */
+	int no_stdin;   /* -n: the job's stdin is empty */
+	int quiet;      /* -q: no position line */
+	char **command; /* COMMAND [ARGS...], NULL-terminated */
 	size_t ncommand;
 };
 
@@ -59,15 +59,15 @@ struct cli_status {
 
 /* What a parse function returns. */
 enum cli_parse_result {
-	CLI_PARSED = 0,		/* go on */
-	CLI_HELP = 1,		/* --help was printed to stdout: exit 0 */
-	CLI_BAD = -1,		/* err holds the message: exit EXECCTL_USAGE */
+	CLI_PARSED = 0, /* go on */
+	CLI_HELP = 1,   /* --help was printed to stdout: exit 0 */
+	CLI_BAD = -1,   /* err holds the message: exit EXECCTL_USAGE */
 };
 
 /* argv[0] is the subcommand ("run").  env: getenv, or a stand-in for
  * tests.  err gets one line without a newline. */
-int cli_parse_run(int argc, char **argv, struct cli_run *o,
-		  const char *(*env)(const char *name), char *err, size_t errlen);
+int cli_parse_run(int argc, char **argv, struct cli_run *o, const char *(*env)(const char *name),
+		  char *err, size_t errlen);
 int cli_parse_status(int argc, char **argv, struct cli_status *o,
 		     const char *(*env)(const char *name), char *err, size_t errlen);
 void cli_run_free(struct cli_run *o);

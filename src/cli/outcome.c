@@ -8,7 +8,8 @@
 #include "cli/exit_codes.h"
 #include "cli/outcome.h"
 
-static void add(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char *msg, size_t msglen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static void add(char *msg, size_t msglen, const char *fmt, ...)
 {
 	size_t used = strlen(msg);
@@ -47,13 +48,14 @@ static int error_exit(const struct exc_receipt *r, int interrupted)
 const char *outcome_tls_hint(const char *reason, int have_cacert)
 {
 	if (reason && (strstr(reason, "mismatch") || strstr(reason, "host name")))
-		return "the certificate is not for this host: give the name or address it was issued for";
+		return "the certificate is not for this host: give the name or address it was "
+		       "issued for";
 	return have_cacert ? "is --cacert the CA that signed the server's certificate?"
 			   : "a private CA? give its certificate with --cacert or EXECCTL_CACERT";
 }
 
-int outcome_exit(const struct exc_receipt *r, int interrupted, const char *service,
-		 char *msg, size_t msglen)
+int outcome_exit(const struct exc_receipt *r, int interrupted, const char *service, char *msg,
+		 size_t msglen)
 {
 	int status;
 
@@ -67,14 +69,15 @@ int outcome_exit(const struct exc_receipt *r, int interrupted, const char *servi
 			add(msg, msglen, "execctl: unknown service '%s': %s\n", service,
 			    "no instance reached offers it");
 		else if (is(r->error_code, EXC_E_NO_SLOT))
-			add(msg, msglen, "execctl: no slot for service '%s' within the timeout%s%s\n",
-			    service, r->error_message ? ": " : "",
-			    r->error_message ? r->error_message : "");
+			add(msg, msglen,
+			    "execctl: no slot for service '%s' within the timeout%s%s\n", service,
+			    r->error_message ? ": " : "", r->error_message ? r->error_message : "");
 		else if (is(r->error_code, EXC_E_TLS_VERIFY))
 			add(msg, msglen, "execctl: %s\n",
 			    r->error_message ? r->error_message : "certificate verify failed");
 		else if (is(r->error_code, EXC_E_UNAUTHORIZED))
-			add(msg, msglen, "execctl: the server refused the token (give the right one "
+			add(msg, msglen,
+			    "execctl: the server refused the token (give the right one "
 			    "with --token-file or EXECCTL_TOKEN): %s\n",
 			    r->error_message ? r->error_message : "401");
 		else
@@ -88,7 +91,7 @@ int outcome_exit(const struct exc_receipt *r, int interrupted, const char *servi
 	} else if (r->exited) {
 		status = r->exit_code;
 		add(msg, msglen, "execctl: the job exited with status %d\n", r->exit_code);
-		if (status == 0)	/* exit 0 but not ok: a local stream broke */
+		if (status == 0) /* exit 0 but not ok: a local stream broke */
 			status = EXECCTL_LOCAL_IO;
 	} else {
 		status = EXECCTL_FAILED;

@@ -22,8 +22,8 @@
 /* Exit status for r.  interrupted: the user asked to stop (SIGINT/SIGTERM).
  * msg gets the failure's lines (each ending in '\n', each starting with
  * "execctl: "), or "" on success.  service names the service in messages. */
-int outcome_exit(const struct exc_receipt *r, int interrupted, const char *service,
-		 char *msg, size_t msglen);
+int outcome_exit(const struct exc_receipt *r, int interrupted, const char *service, char *msg,
+		 size_t msglen);
 
 /* What to try after "certificate verify failed: <reason>" (wss or https):
  * a certificate not issued for the host, or one from an untrusted CA

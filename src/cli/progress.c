@@ -12,7 +12,7 @@ void progress_eta(char *buf, size_t len, int64_t eta_ms)
 		snprintf(buf, len, "%s", "");
 		return;
 	}
-	int64_t s = (eta_ms + 999) / 1000;	/* never "about 0 s" */
+	int64_t s = (eta_ms + 999) / 1000; /* never "about 0 s" */
 	if (s < 1)
 		s = 1;
 	if (s < 60)

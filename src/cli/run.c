@@ -26,13 +26,13 @@
 #include "cli/progress.h"
 #include "cli/run.h"
 
-#define TICK_MS 200		/* state check (erase the line in time) */
-#define QUERY_EVERY 5		/* ticks between QUERYs: once a second */
+#define TICK_MS 200   /* state check (erase the line in time) */
+#define QUERY_EVERY 5 /* ticks between QUERYs: once a second */
 
 struct address_state {
-	int failed;		/* connecting failed at least once */
-	int code;		/* the last failure's HTTP status (0: network) */
-	int tls_verify;		/* ... was a certificate that did not verify */
+	int failed;     /* connecting failed at least once */
+	int code;       /* the last failure's HTTP status (0: network) */
+	int tls_verify; /* ... was a certificate that did not verify */
 	char message[256];
 };
 
@@ -42,10 +42,10 @@ struct run {
 	exc_client *client;
 	exc_job *job;
 	struct address_state *addr;
-	int ever_up;		/* some connection got its HELLO */
-	int status;		/* the exit status once decided, else -1 */
+	int ever_up; /* some connection got its HELLO */
+	int status;  /* the exit status once decided, else -1 */
 	int interrupted;
-	int tty;		/* stderr is a terminal and not -q */
+	int tty; /* stderr is a terminal and not -q */
 	int line_shown;
 	unsigned ticks;
 	/* the best (fewest ahead) POSITION of the current round */
@@ -83,7 +83,8 @@ static void on_log(void *arg, enum exc_log_level level, const char *line)
 	struct run *r = arg;
 	static const char *const names[] = { "error", "warn", "info", "debug" };
 	erase_line(r);
-	fprintf(stderr, "execctl: [%s] %s\n", names[level <= EXC_LOG_DEBUG ? level : EXC_LOG_DEBUG], line);
+	fprintf(stderr, "execctl: [%s] %s\n", names[level <= EXC_LOG_DEBUG ? level : EXC_LOG_DEBUG],
+		line);
 }
 
 static int address_index(const struct run *r, const char *address)
@@ -110,19 +111,25 @@ static void give_up_if_nothing_reachable(struct run *r)
 	for (size_t i = 0; i < r->o->c.naddresses; i++) {
 		const struct address_state *a = &r->addr[i];
 		if (a->code == 401)
-			fprintf(stderr, "execctl: %s refused the token (401)%s\n", r->o->c.addresses[i],
-				r->o->c.token ? "" : ": it needs one (--token-file or EXECCTL_TOKEN)");
+			fprintf(stderr, "execctl: %s refused the token (401)%s\n",
+				r->o->c.addresses[i],
+				r->o->c.token ? ""
+					      : ": it needs one (--token-file or EXECCTL_TOKEN)");
 		else if (a->tls_verify)
 			fprintf(stderr, "execctl: %s: %s (%s)\n", r->o->c.addresses[i], a->message,
 				outcome_tls_hint(a->message, r->o->c.cacert != NULL));
 		else if (a->code)
-			fprintf(stderr, "execctl: %s answered HTTP %d to the websocket upgrade: "
-				"not an execserver broker? %s\n", r->o->c.addresses[i], a->code, a->message);
+			fprintf(stderr,
+				"execctl: %s answered HTTP %d to the websocket upgrade: "
+				"not an execserver broker? %s\n",
+				r->o->c.addresses[i], a->code, a->message);
 		else
-			fprintf(stderr, "execctl: cannot reach %s: %s\n", r->o->c.addresses[i], a->message);
+			fprintf(stderr, "execctl: cannot reach %s: %s\n", r->o->c.addresses[i],
+				a->message);
 	}
-	finish(r, refused ? EXECCTL_UNAUTHORIZED
-		  : untrusted ? EXECCTL_TLS_VERIFY : EXECCTL_UNREACHABLE);
+	finish(r, refused     ? EXECCTL_UNAUTHORIZED
+		  : untrusted ? EXECCTL_TLS_VERIFY
+			      : EXECCTL_UNREACHABLE);
 }
 
 static void on_conn(void *arg, enum exc_conn_event ev, const struct exc_conn_info *info)
@@ -131,16 +138,18 @@ static void on_conn(void *arg, enum exc_conn_event ev, const struct exc_conn_inf
 	int i = address_index(r, info->address);
 
 	if (r->o->c.verbose) {
-		static const char *const names[] = { "up", "down", "failed", "duplicate", "legacy" };
+		static const char *const names[] = { "up", "down", "failed", "duplicate",
+						     "legacy" };
 		erase_line(r);
-		fprintf(stderr, "execctl: %s: connection %s%s%s (code %d; %u live, %u instances%s)%s%s\n",
+		fprintf(stderr,
+			"execctl: %s: connection %s%s%s (code %d; %u live, %u instances%s)%s%s\n",
 			info->address, names[ev], info->instance_id ? " to instance " : "",
 			info->instance_id ? info->instance_id : "", info->code, info->connections,
 			info->instances, info->covered ? ", covered" : "",
 			info->message ? ": " : "", info->message ? info->message : "");
 	}
 	if (ev == EXC_CONN_UP || ev == EXC_CONN_LEGACY)
-		r->ever_up = 1;	/* a legacy address (no /broker) is reachable too */
+		r->ever_up = 1; /* a legacy address (no /broker) is reachable too */
 	if (ev != EXC_CONN_FAILED || i < 0)
 		return;
 	/* 5xx (draining, full) is an instance that is there: keep trying */
@@ -183,7 +192,8 @@ static void on_done(exc_job *job, const struct exc_receipt *rc, void *arg)
 		if (fwrite(rc->stdout_text, 1, len, stdout) != len || fflush(stdout) != 0)
 			status = status ? status : EXECCTL_LOCAL_IO;
 		if (rc->stdout_truncated)
-			fputs("execctl: (standard output cut after its first 4000 bytes)\n", stderr);
+			fputs("execctl: (standard output cut after its first 4000 bytes)\n",
+			      stderr);
 	}
 	fputs(msg, stderr);
 	if (r->o->c.verbose && rc->json)
@@ -208,7 +218,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	r->have_position = 0;
 	if (exc_query(r->job) == 0 && !r->line_shown) {
 		char line[160];
-		snprintf(line, sizeof line, "waiting for an instance that offers '%s'", r->o->service);
+		snprintf(line, sizeof line, "waiting for an instance that offers '%s'",
+			 r->o->service);
 		draw_line(r, line);
 	}
 }
@@ -345,7 +356,7 @@ out:
 		event_free(sigint);
 	if (sigterm)
 		event_free(sigterm);
-	exc_client_free(r.client);	/* UNWANTs or CANCELs a job still open */
+	exc_client_free(r.client); /* UNWANTs or CANCELs a job still open */
 	if (r.base)
 		event_base_free(r.base);
 	free(in);

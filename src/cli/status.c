@@ -19,9 +19,13 @@
 
 char *status_url(const char *address)
 {
-	static const struct { const char *prefix, *scheme; } schemes[] = {
-		{ "ws://", "http" }, { "http://", "http" },
-		{ "wss://", "https" }, { "https://", "https" },
+	static const struct {
+		const char *prefix, *scheme;
+	} schemes[] = {
+		{ "ws://", "http" },
+		{ "http://", "http" },
+		{ "wss://", "https" },
+		{ "https://", "https" },
 	};
 	const char *rest = NULL, *scheme = NULL;
 	for (size_t i = 0; i < sizeof schemes / sizeof schemes[0] && !rest; i++)
@@ -81,7 +85,8 @@ static void print_waitgroups(FILE *out, struct json_object *wgs)
 	static const char *const head[] = { "WAITGROUP", "SLOTS", "RUNNING", "OFFERED", "WAITING" };
 	static const char *const keys[] = { "processes", "running", "offered", "waiting" };
 	struct table *t = table_new(5, head, 0);
-	json_object_object_foreach(wgs, name, wg) {
+	json_object_object_foreach(wgs, name, wg)
+	{
 		char v[4][24];
 		const char *row[5] = { name, v[0], v[1], v[2], v[3] };
 		for (int i = 0; i < 4; i++)
@@ -96,23 +101,33 @@ static void print_services(FILE *out, struct json_object *svcs)
 {
 	/* SAMPLES and CLASS: what auto-balance learned (class "-" with
 	 * fixed waitgroups) */
-	static const char *const head[] = { "SERVICE", "WAITGROUP", "ENABLED", "RUNNING", "WAITING",
-					    "STARTED", "FINISHED", "FAILED", "MEAN", "SAMPLES",
-					    "CLASS" };
-	static const char *const keys[] = { "running", "waiting", "started", "finished", "failed",
-					    "samples" };
+	static const char *const head[] = { "SERVICE", "WAITGROUP", "ENABLED",  "RUNNING",
+					    "WAITING", "STARTED",   "FINISHED", "FAILED",
+					    "MEAN",    "SAMPLES",   "CLASS" };
+	static const char *const keys[] = { "running",  "waiting", "started",
+					    "finished", "failed",  "samples" };
 	struct table *t = table_new(11, head, (1u << 1) | (1u << 2) | (1u << 10));
-	json_object_object_foreach(svcs, name, svc) {
+	json_object_object_foreach(svcs, name, svc)
+	{
 		char v[6][24], mean[32] = "-";
 		const char *klass = str_field(svc, "class");
-		const char *row[11] = { name, str_field(svc, "waitgroup"),
+		const char *row[11] = { name,
+					str_field(svc, "waitgroup"),
 					bool_field(svc, "enabled") ? "yes" : "no",
-					v[0], v[1], v[2], v[3], v[4], mean, v[5], klass ? klass : "-" };
+					v[0],
+					v[1],
+					v[2],
+					v[3],
+					v[4],
+					mean,
+					v[5],
+					klass ? klass : "-" };
 		for (int i = 0; i < 6; i++)
 			num_field(v[i], sizeof v[i], svc, keys[i]);
 		struct json_object *m;
 		int64_t ms = json_object_object_get_ex(svc, "mean_runtime_ms", &m) && m
-			? json_object_get_int64(m) : -1;
+				     ? json_object_get_int64(m)
+				     : -1;
 		if (ms >= 1000)
 			snprintf(mean, sizeof mean, "%.1f s", (double)ms / 1000.0);
 		else if (ms >= 0)
@@ -131,13 +146,16 @@ void status_print_tables(FILE *out, struct json_object *st)
 		str_field(st, "version") ? str_field(st, "version") : "?",
 		str_field(st, "listen") ? str_field(st, "listen") : "?",
 		bool_field(st, "draining") ? "  DRAINING" : "");
-	fprintf(out, "clients %" PRId64 "  connections %" PRId64 "  jobs %" PRId64
-		"  grants %" PRId64 "\n\n",
+	fprintf(out,
+		"clients %" PRId64 "  connections %" PRId64 "  jobs %" PRId64 "  grants %" PRId64
+		"\n\n",
 		int_field(st, "clients"), int_field(st, "connections"), int_field(st, "wants"),
 		int_field(st, "grants"));
-	if (json_object_object_get_ex(st, "waitgroups", &wgs) && json_object_is_type(wgs, json_type_object))
+	if (json_object_object_get_ex(st, "waitgroups", &wgs) &&
+	    json_object_is_type(wgs, json_type_object))
 		print_waitgroups(out, wgs);
-	if (json_object_object_get_ex(st, "services", &svcs) && json_object_is_type(svcs, json_type_object)) {
+	if (json_object_object_get_ex(st, "services", &svcs) &&
+	    json_object_is_type(svcs, json_type_object)) {
 		fputc('\n', out);
 		print_services(out, svcs);
 	}
@@ -234,22 +252,28 @@ static int status_one(const struct cli_status *o, const char *address)
 		rc = EXECCTL_UNREACHABLE;
 	} else if (code == 401) {
 		fprintf(stderr, "execctl: %s refused the request (401): %s\n", address,
-			o->c.token ? "the token is wrong" : "it needs a token (--token-file or EXECCTL_TOKEN)");
+			o->c.token ? "the token is wrong"
+				   : "it needs a token (--token-file or EXECCTL_TOKEN)");
 		rc = EXECCTL_UNAUTHORIZED;
 	} else if (code != 200 || body.too_big) {
-		fprintf(stderr, "execctl: %s answered HTTP %ld to GET /status%s: not an execserver?\n",
+		fprintf(stderr,
+			"execctl: %s answered HTTP %ld to GET /status%s: not an execserver?\n",
 			address, code, body.too_big ? " (too large)" : "");
 		rc = EXECCTL_BAD_ANSWER;
 	} else {
 		struct json_object *st = json_tokener_parse(body.data ? body.data : "");
-		if (!st || !json_object_is_type(st, json_type_object) || !str_field(st, "instance_id")) {
-			fprintf(stderr, "execctl: %s: GET /status did not answer an execserver status object\n",
+		if (!st || !json_object_is_type(st, json_type_object) ||
+		    !str_field(st, "instance_id")) {
+			fprintf(stderr,
+				"execctl: %s: GET /status did not answer an execserver status "
+				"object\n",
 				address);
 			rc = EXECCTL_BAD_ANSWER;
 		} else {
 			if (o->json)
-				printf("%s\n", json_object_to_json_string_ext(st, JSON_C_TO_STRING_PLAIN |
-									 JSON_C_TO_STRING_NOSLASHESCAPE));
+				printf("%s\n", json_object_to_json_string_ext(
+						       st, JSON_C_TO_STRING_PLAIN |
+								   JSON_C_TO_STRING_NOSLASHESCAPE));
 			else
 				status_print_tables(stdout, st);
 			rc = EXECCTL_OK;

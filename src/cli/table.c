@@ -12,8 +12,8 @@
 struct table {
 	int ncols;
 	unsigned text_cols;
-	size_t nrows;		/* row 0 is the header */
-	char **cells;		/* nrows * ncols */
+	size_t nrows; /* row 0 is the header */
+	char **cells; /* nrows * ncols */
 };
 
 /* A copy of s with its control characters as \xNN. */

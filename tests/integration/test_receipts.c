@@ -8,6 +8,8 @@
  *    client's next connection gets the DONE again, exactly once;
  *  - the same before the server has noticed: the new connection takes the
  *    job over at once;
+ *  - a JOB that arrives on a connection after the client's newer one
+ *    adopted its jobs is refused (its offer was withdrawn), never run;
  *  - an acknowledged receipt is never delivered again (the id is free);
  *  - QUERY of an unacknowledged job says "finished", CANCEL of it is
  *    answered by nothing but its DONE;
@@ -192,6 +194,66 @@ static void test_new_connection_takes_over(void)
 	stop();
 }
 
+/* The waitgroup's running and offered counts from /status. */
+static void wg_counts(long long *running, long long *offered)
+{
+	struct json_object *st = harness_status(&D), *wgs, *wg;
+	*running = *offered = -1;
+	if (st && json_object_object_get_ex(st, "waitgroups", &wgs) &&
+	    json_object_object_get_ex(wgs, "wg", &wg)) {
+		*running = tc_int(wg, "running");
+		*offered = tc_int(wg, "offered");
+	}
+	if (st)
+		json_object_put(st);
+}
+
+/* The late JOB (docs/architecture.md, "What it found"): the client answers
+ * an OFFER with JOB on A, gives A up before the server reads it and
+ * resumes on B, whose QUERY answers unknown_job.  The JOB that then
+ * arrives on A is refused (unknown_job, after the OFFER_EXPIRED the
+ * adoption sent there), the job never runs, and its slot is free. */
+static void test_late_job_on_superseded_connection(void)
+{
+	start(60);     /* the server will not notice that A was given up */
+	struct tclient *a = v2("late");
+	CU_ASSERT_FATAL(a != NULL);
+	const char *t = tc_want_offer(a, "j", "sleep", 0, 3000);
+	CU_ASSERT_FATAL(t != NULL);
+	char token[64];
+	snprintf(token, sizeof token, "%s", t);
+	struct tclient *b = v2("late");
+	CU_ASSERT_FATAL(b != NULL);
+	tc_send(b, "{\"type\":\"QUERY\",\"job_id\":\"j\"}");
+	struct json_object *e = tc_expect(b, NULL, 3000);
+	CU_ASSERT(e && strcmp(tc_str(e, "type"), "ERROR") == 0 &&
+		  strcmp(tc_str(e, "code"), "unknown_job") == 0);
+	if (e)
+		json_object_put(e);
+	/* the JOB that was on its way on A */
+	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"j\",\"token\":\"%s\",\"job\":{\"command\":"
+		   "\"sleep\",\"args\":[\"5\"]}}", token);
+	const char *want[2] = { "offer_expired", "unknown_job" };
+	for (int i = 0; i < 2; i++) {
+		e = tc_expect(a, "ERROR", 3000);
+		CU_ASSERT(e && strcmp(tc_str(e, "code"), want[i]) == 0 &&
+			  strcmp(tc_str(e, "job_id"), "j") == 0);
+		if (e)
+			json_object_put(e);
+	}
+	long long running, offered;
+	wg_counts(&running, &offered);
+	CU_ASSERT_EQUAL(running, 0);
+	CU_ASSERT_EQUAL(offered, 0);
+	CU_ASSERT(tc_quiet(b, 500));   /* no DONE: it never ran */
+	/* both slots are free: two WANTs on B are offered at once */
+	CU_ASSERT(tc_want_offer(b, "j", "cat", 0, 3000) != NULL);
+	CU_ASSERT(tc_want_offer(b, "k", "cat", 0, 3000) != NULL);
+	tc_close(a);
+	tc_close(b);
+	stop();
+}
+
 static void test_owner_handler_crash_before_ack(void)
 {
 	start(60);
@@ -270,6 +332,7 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "a silent client gets its DONE on its next connection", test_silent_client_gets_done_on_return },
 		{ "a new connection takes over from a silent one", test_new_connection_takes_over },
+		{ "a late JOB on a superseded connection is refused", test_late_job_on_superseded_connection },
 		{ "the owner's handler crashes before the ACK", test_owner_handler_crash_before_ack },
 		{ "negotiation; protocol 1 unchanged", test_negotiation_and_protocol_1 },
 		{ NULL, NULL },

@@ -1813,6 +1813,55 @@ static void test_ack_and_adopt(void)
 	done(&f);
 }
 
+/* The late JOB the model found (docs/architecture.md, "What it found"):
+ * the client answered an OFFER with JOB on conn A, gave A up before the
+ * server read it and resumed on B; B's QUERY answers unknown_job (the
+ * library ends the job lost), so the JOB arriving on A afterwards must not
+ * start it.  The adoption withdraws A's offer and grants its slot again,
+ * and leaves A's parked wants and the other clients' offers alone. */
+static void test_adopt_withdraws_older_offers(void)
+{
+	struct fx f;
+	struct book_ref a, b, m, r;
+	struct book_position p;
+	mk(&f, 1, 1);
+	OK(fx_open(&f, 0, "N", 0, &a));
+	OK(fx_open(&f, 1, "M", 0, &m));
+	OK(fx_want(&f, a, "j0", 0, 0, 0));          /* wg 0's slot: offered on A */
+	OK(fx_want(&f, a, "j1", 0, 0, 0));          /* parked on A */
+	OK(fx_want(&f, m, "k0", 2, 0, 0));          /* wg 1's slot: offered to M */
+	uint64_t tok = fx_token(&f, "j0");          /* the OFFER reached the client */
+	uint64_t mtok = fx_token(&f, "k0");
+	CU_ASSERT_NOT_EQUAL(tok, 0);
+	wg0(&f, 0, 1, 1);
+	/* JOB j0 sent on A, A given up, B opened: protocol 2 adopts */
+	OK(fx_open(&f, 1, "N", 10, &b));
+	fx_log_clear(&f);
+	CU_ASSERT_EQUAL(adopt(&f, b), 0);           /* no job to take over ... */
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER_EXPIRED, "j0"), 1);   /* ... the offer is withdrawn */
+	CU_ASSERT_EQUAL(mail_handler(&f, MAIL_OFFER_EXPIRED, "j0"), 0);
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER, "j1"), 1);   /* the slot went on: A's parked want */
+	CU_ASSERT_EQUAL(mail_handler(&f, MAIL_OFFER, "j1"), 0);
+	wg0(&f, 0, 1, 0);
+	checked(&f);
+	/* the resume QUERY on B, then the late JOB on A: both unknown */
+	RC(fx_query(&f, b, "j0", &p), BOOK_E_UNKNOWN_JOB);
+	RC(fx_accept(&f, a, "j0", tok, 0, &r), BOOK_E_UNKNOWN_JOB);
+	wg0(&f, 0, 1, 0);
+	/* another client's offer is untouched */
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER_EXPIRED, "k0"), 0);
+	OK(fx_accept(&f, m, "k0", mtok, 1, &r));
+	OK(fx_finish(&f, r, 20, 0));
+	/* A's late close frees j1's slot; nothing is left over */
+	fx_close(&f, a, 30);
+	wg0(&f, 0, 0, 0);
+	struct book_status st = status_of(&f);
+	CU_ASSERT_EQUAL(st.wants, 0);
+	OK(fx_want(&f, b, "j0", 0, 0, 40));         /* the id is free again */
+	done(&f);
+}
+
 /* maxJobsPerClient counts finished jobs whose DONE is not acknowledged:
  * a client that never acknowledges is stopped there, visibly. */
 static void test_unacked_count_against_job_limit(void)
@@ -2924,6 +2973,7 @@ int main(void)
 		{ "purge of the runner keeps finished jobs", test_purge_runner_keeps_finished },
 		{ "purge of the owner's handler re-homes", test_purge_owner_handler_rehomes },
 		{ "protocol 2: ACK frees, a new conn adopts", test_ack_and_adopt },
+		{ "protocol 2: adoption withdraws older conns' offers", test_adopt_withdraws_older_offers },
 		{ "protocol 2: unacknowledged DONEs count as jobs", test_unacked_count_against_job_limit },
 		{ "purge: lost job's DONE to the owner elsewhere", test_purge_lost_owner_elsewhere },
 		{ "purge: lost job adopted by another conn", test_purge_lost_owner_on_purged_handler },

@@ -2,6 +2,7 @@
 #include "autoconfig.h"
 
 #include <stdarg.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,18 +19,25 @@
 
 struct fleet *fleet_open(int port, int n, const char *prefix, int groups, int report_pings)
 {
+	return fleet_open_from(port, n, prefix, groups, report_pings, NULL);
+}
+
+struct fleet *fleet_open_from(int port, int n, const char *prefix, int groups, int report_pings,
+			      const char *source)
+{
 	struct fleet *f = calloc(1, sizeof *f);
 	if (!f || !(f->c = calloc((size_t)n, sizeof *f->c)) || (f->ep = epoll_create1(0)) < 0) {
 		perror("fleet");
 		exit(1);
 	}
 	f->n = n;
+	wsc_set_source_addr(source);
 	for (int i = 0; i < n; i++) {
 		char id[64];
 		snprintf(id, sizeof id, "%s%d", prefix, groups ? i % groups : i);
-		struct tclient *tc = tc_connect_within(port, id, 20000);
+		struct tclient *tc = tc_connect_within(port, id, 60000);
 		if (!tc) {
-			fprintf(stderr, "esbench: connection %d of %d failed\n", i, n);
+			fprintf(stderr, "esbench: connection %d of %d failed (%s)\n", i, n, strerror(errno));
 			exit(1);
 		}
 		if (report_pings)
@@ -42,6 +50,7 @@ struct fleet *fleet_open(int port, int n, const char *prefix, int groups, int re
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &f->c[i] };
 		epoll_ctl(f->ep, EPOLL_CTL_ADD, wsc_fd(tc->ws), &ev);
 	}
+	wsc_set_source_addr(NULL);
 	return f;
 }
 

@@ -59,6 +59,10 @@ struct fleet {
  * (groups 0: each its own id).  report_pings: pings are handed to on_msg
  * too (still answered).  Exits the program when a connection fails. */
 struct fleet *fleet_open(int port, int n, const char *prefix, int groups, int report_pings);
+/* The same from the IPv4 source address source (NULL: the kernel's
+ * choice); each source address has its own ephemeral ports. */
+struct fleet *fleet_open_from(int port, int n, const char *prefix, int groups, int report_pings,
+			      const char *source);
 void fleet_close(struct fleet *f);
 /* Handles traffic until f->stop or until the deadline (ns, monotonic);
  * tick (may be NULL) is called at least every tick_ms. */

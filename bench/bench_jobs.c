@@ -101,14 +101,6 @@ static void limit_tick(struct fleet *f)
 		f->stop = 1;
 }
 
-static long long self_cpu_us(void)
-{
-	struct rusage r;
-	getrusage(RUSAGE_SELF, &r);
-	return (long long)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1000000LL + r.ru_utime.tv_usec +
-	       r.ru_stime.tv_usec;
-}
-
 /* Runs jobs on every connection of f (service s, depth wants each) for
  * sec seconds after a short warm-up; returns jobs/s, the daemon's CPU per
  * job (us) in *cpu_per_job and this load generator's in *client_cpu_per_job
@@ -126,7 +118,7 @@ static double run_jobs(struct fleet *f, const struct es_daemon *d, struct jobrun
 			job_want(jr, &f->c[i]);
 	}
 	fleet_run(f, bu_now_ns() + 300000000LL, 0, NULL);
-	long long d0 = jr->done, t0 = bu_now_ns(), cpu0 = bu_daemon_cpu_us(d), self0 = self_cpu_us();
+	long long d0 = jr->done, t0 = bu_now_ns(), cpu0 = bu_daemon_cpu_us(d), self0 = bu_self_cpu_us();
 	if (jr->lat)
 		jr->lat->n = 0;
 	fleet_run(f, t0 + (long long)(sec * 1e9), 0, NULL);
@@ -135,7 +127,7 @@ static double run_jobs(struct fleet *f, const struct es_daemon *d, struct jobrun
 	if (cpu_per_job)
 		*cpu_per_job = (double)(bu_daemon_cpu_us(d) - cpu0) / (double)(jobs ? jobs : 1);
 	if (client_cpu_per_job)
-		*client_cpu_per_job = (double)(self_cpu_us() - self0) / (double)(jobs ? jobs : 1);
+		*client_cpu_per_job = (double)(bu_self_cpu_us() - self0) / (double)(jobs ? jobs : 1);
 	jr->stop_new = 1;
 	f->stop = 0;
 	fleet_run(f, bu_now_ns() + 30000000000LL, 20, drain_tick);

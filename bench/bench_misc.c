@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 
 #include <json-c/json.h>
 
@@ -117,6 +119,175 @@ static void holder_tick(struct fleet *f)
 	(void)f;
 	while (g_holder && wsc_recv(g_holder->ws, 0, &m) > 0)
 		wsc_msg_free(&m);
+}
+
+/* Kernel memory of TCP buffers (pages, /proc/net/sockstat "TCP: ... mem"). */
+static long tcp_mem_pages(void)
+{
+	FILE *f = fopen("/proc/net/sockstat", "r");
+	char line[256];
+	long pages = -1;
+	while (f && fgets(line, sizeof line, f)) {
+		const char *m = strstr(line, " mem ");
+		if (strncmp(line, "TCP:", 4) == 0 && m)
+			pages = atol(m + 5);
+	}
+	if (f)
+		fclose(f);
+	return pages;
+}
+
+/* One client process of the large row: its share of the connections from
+ * a source address of its own, answering pings until told to stop.  Pipes:
+ * cmd (from the parent: 'w' opens the window, 'q' ends it) and rep (to the
+ * parent: 'c' once connected, then the pings answered in the window). */
+struct idle_child {
+	pid_t pid;
+	int cmd, rep;
+};
+
+static int g_cmd;       /* the child's end of cmd */
+static int g_counting;
+
+static void child_tick(struct fleet *f)
+{
+	char c;
+	while (read(g_cmd, &c, 1) == 1) {
+		struct idle_count *ic = f->user;
+		if (c == 'w') {
+			ic->msgs[0] = 0;
+			g_counting = 1;
+		} else {
+			f->stop = 1;
+		}
+	}
+}
+
+static struct idle_child idle_spawn(int port, int n, const char *source)
+{
+	int cmd[2], rep[2];
+	struct idle_child ch = { -1, -1, -1 };
+	if (pipe(cmd) != 0 || pipe(rep) != 0)
+		return ch;
+	fflush(NULL);
+	ch.pid = fork();
+	if (ch.pid == 0) {
+		close(cmd[1]);
+		close(rep[0]);
+		fcntl(cmd[0], F_SETFL, O_NONBLOCK);
+		g_cmd = cmd[0];
+		struct fleet *f = fleet_open_from(port, n, "c", 100, 1, source);
+		struct idle_count ic = { 0 };
+		f->user = &ic;
+		f->on_msg = idle_msg;
+		if (write(rep[1], "c", 1) != 1)
+			_exit(1);
+		fleet_run(f, bu_now_ns() + 600000000000LL, 100, child_tick);
+		long long pings = ic.msgs[0];
+		if (write(rep[1], &pings, sizeof pings) != (ssize_t)sizeof pings)
+			_exit(1);
+		_exit(0);   /* the kernel closes the connections */
+	}
+	close(cmd[0]);
+	close(rep[1]);
+	ch.cmd = cmd[1];
+	ch.rep = rep[0];
+	return ch;
+}
+
+/* Row 2, 100,000 idle connections: the daemon's memory per connection and
+ * its CPU over two ping intervals.  Every process here may hold at most
+ * RLIMIT_NOFILE descriptors, so the client ends are spread over processes
+ * (each from its own source address) and, when the limit is below what one
+ * handler would need, over more handlers. */
+static void idle_big(const struct bench_opts *o)
+{
+	int n = o->idle_big;
+	if (n <= 0)
+		return;
+	FILE *md = bu_out(o->out, "row2b"), *sm = bu_out(o->out, "summary-2b");
+	long nofile = bu_nofile_at_least(n + 1000);
+	/* client processes of at most 15,000 connections (and under the
+	 * limit); handlers enough for 1.3 times their even share */
+	int per_proc = nofile - 1000 < 15000 ? (int)nofile - 1000 : 15000;
+	int procs = (n + per_proc - 1) / per_proc;
+	int handlers = o->handlers ? o->handlers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	while ((double)n * 1.3 / handlers > (double)(nofile - 500) && handlers < 64)
+		handlers++;
+	if (procs > 250) {
+		fprintf(md, "| %d idle connections | not measured: descriptor limit %ld |\n|---|---|\n", n, nofile);
+		fclose(md);
+		fclose(sm);
+		return;
+	}
+	struct es_daemon d;
+	/* a client process answers pings only once all its connections are
+	 * open, which on a loaded machine can take longer than the default
+	 * pingTimeoutSec (45 s): the row raises it (the pings stay every 15 s) */
+	char body[2048];
+	snprintf(body, sizeof body, "pingTimeoutSec: 600\n%s", idle_body(n + 500, 65536));
+	bu_start(&d, handlers, body);
+	sleep(1);
+	long anon0 = bu_daemon_kib(&d, "RssAnon"), tcp0 = tcp_mem_pages();
+	long long tc0 = bu_now_ns();
+	struct idle_child ch[256];
+	for (int p = 0; p < procs; p++) {
+		char src[32];
+		snprintf(src, sizeof src, "127.0.0.%d", 2 + p);
+		ch[p] = idle_spawn(d.port, p < procs - 1 ? per_proc : n - per_proc * (procs - 1), src);
+	}
+	int connected = 0;
+	for (int p = 0; p < procs; p++) {
+		char c;
+		connected += ch[p].pid > 0 && read(ch[p].rep, &c, 1) == 1 && c == 'c';
+	}
+	double connect_sec = (double)(bu_now_ns() - tc0) / 1e9;
+	sleep(3);
+	long anon1 = bu_daemon_kib(&d, "RssAnon"), tcp1 = tcp_mem_pages();
+	int win = o->idle_sec / 2 > 30 ? 30 : (o->idle_sec / 2 > 15 ? o->idle_sec / 2 : 15);
+	for (int p = 0; p < procs; p++)
+		if (write(ch[p].cmd, "w", 1) != 1)
+			fprintf(stderr, "esbench: client process %d is gone\n", p);
+	long long cpu0 = bu_daemon_cpu_us(&d), t0 = bu_now_ns();
+	sleep((unsigned)win);
+	double el = (double)(bu_now_ns() - t0) / 1e9;
+	long long cpu = bu_daemon_cpu_us(&d) - cpu0, pings = 0;
+	char spread[256];
+	bu_handler_spread(&d, spread, sizeof spread);
+	for (int p = 0; p < procs; p++) {
+		long long k = 0;
+		if (write(ch[p].cmd, "q", 1) == 1 && read(ch[p].rep, &k, sizeof k) == (ssize_t)sizeof k)
+			pings += k;
+		waitpid(ch[p].pid, NULL, 0);
+		close(ch[p].cmd);
+		close(ch[p].rep);
+	}
+	double pct = 100.0 * (double)cpu / (el * 1e6), per_conn = (double)(anon1 - anon0) * 1024.0 / n;
+	fprintf(md, "| %d idle connections (100 client ids), window %.0f s | value |\n|---|---|\n", n, el);
+	fprintf(md, "| execserver CPU (master + handlers, utime+stime) | **%.2f %%** of one CPU (%.0f ms; "
+		"%.1f µs per ping and its pong) |\n", pct, (double)cpu / 1000.0,
+		pings ? (double)cpu / (double)pings : 0.0);
+	fprintf(md, "| pings answered in the window | %lld (one per connection per pingIntervalSec, 15 s) |\n",
+		pings);
+	fprintf(md, "| daemon memory per connection: Δ(RssAnon of master + handlers) / %d (%ld KiB → %ld KiB) "
+		"| **%.0f bytes** |\n", n, anon0, anon1, per_conn);
+	fprintf(md, "| kernel TCP buffers of the machine, both ends (/proc/net/sockstat `mem`) "
+		"| %ld → %ld pages |\n", tcp0, tcp1);
+	fprintf(md, "| connecting them (%d client processes side by side, %d connected) | %.1f s |\n", procs,
+		connected, connect_sec);
+	fprintf(md, "\nLimits for this row: `maxConnections: %d`, `pingTimeoutSec: 600` (a client process "
+		"answers pings once all its connections are open); `RLIMIT_NOFILE` %ld for every process (the "
+		"hard limit here; raising it needs CAP_SYS_RESOURCE, which this machine's root lacks), so "
+		"the daemon runs %d handlers (holding %s connections) and the client ends come from %d "
+		"processes of at most %d connections, each bound to a source address of its own "
+		"(127.0.0.2–127.0.0.%d, `IP_BIND_ADDRESS_NO_PORT`: every source address has the 28,232 "
+		"ephemeral ports of net.ipv4.ip_local_port_range).\n", n + 500, nofile, handlers, spread,
+		procs, per_proc, 1 + procs);
+	fprintf(sm, "| 2 | %d idle connections: CPU; daemon memory per connection | (measured; issue 18) "
+		"| %.2f %% of one CPU, %.0f bytes per connection (%d handlers) |\n", n, pct, per_conn, handlers);
+	fclose(md);
+	fclose(sm);
+	bu_stop(&d);
 }
 
 void row_idle(const struct bench_opts *o)
@@ -234,6 +405,7 @@ void row_idle(const struct bench_opts *o)
 	fprintf(sm, "| 5 | memory per idle connection; per want (segment) | ≤ 8 KiB; ≤ 256 bytes | %.0f bytes; %.0f bytes — **%s** |\n",
 		per_conn, per_want, per_conn <= 8192 && per_want <= 256 ? "met" : "missed");
 	fclose(sm);
+	idle_big(o);
 }
 
 /* ---- row 6: streaming ---- */

@@ -15,6 +15,7 @@ struct bench_opts {
 	int legacy_samples;     /* legacy hand-overs in row 1 */
 	int idle_sec;           /* the window of row 2's traffic count */
 	int idle_conns;         /* idle connections of row 2's CPU figure */
+	int idle_big;           /* ... and of its large row (0: none) */
 	int repeats;            /* repeats of each rate */
 	double rate_sec;        /* length of one rate measurement */
 	long long stream_bytes; /* row 6 */

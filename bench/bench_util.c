@@ -107,6 +107,28 @@ int bu_daemon_pids(const struct es_daemon *d, int *pids, int max)
 	return n;
 }
 
+void bu_handler_spread(const struct es_daemon *d, char *out, size_t len)
+{
+	struct json_object *st = harness_status(d), *hs;
+	size_t k = 0;
+	out[0] = '\0';
+	if (st && json_object_object_get_ex(st, "handlers", &hs))
+		for (size_t i = 0; i < json_object_array_length(hs) && k < len; i++)
+			k += (size_t)snprintf(out + k, len - k, "%s%lld", i ? " / " : "",
+					      harness_json_int(json_object_array_get_idx(hs, i),
+							       "connections", NULL));
+	if (st)
+		json_object_put(st);
+}
+
+long long bu_self_cpu_us(void)
+{
+	struct rusage r;
+	getrusage(RUSAGE_SELF, &r);
+	return (long long)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1000000LL + r.ru_utime.tv_usec +
+	       r.ru_stime.tv_usec;
+}
+
 long long bu_proc_ticks(int pid)
 {
 	char path[64], buf[1024];
@@ -150,8 +172,34 @@ long bu_raise_nofile(void)
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return -1;
-	rl.rlim_cur = rl.rlim_max;
+	rlim_t soft = rl.rlim_max;
+	/* the hard limit too, as far as fs.nr_open allows (root only); the
+	 * soft one stays at the old hard limit: bu_nofile_at_least raises it
+	 * where a row needs more, and daemons raise theirs (master.c) */
+	FILE *f = fopen("/proc/sys/fs/nr_open", "r");
+	unsigned long long nr_open = 0;
+	if (f && fscanf(f, "%llu", &nr_open) == 1 && nr_open > rl.rlim_max) {
+		struct rlimit up = { soft, (rlim_t)nr_open };
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			rl = up;
+	}
+	if (f)
+		fclose(f);
+	rl.rlim_cur = soft;
 	setrlimit(RLIMIT_NOFILE, &rl);
+	return (long)rl.rlim_cur;
+}
+
+long bu_nofile_at_least(long n)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return -1;
+	if ((long)rl.rlim_cur < n) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || (long)rl.rlim_max >= n ? (rlim_t)n : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
 	return (long)rl.rlim_cur;
 }
 

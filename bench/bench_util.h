@@ -42,6 +42,10 @@ int bu_conn_handler(const struct es_daemon *d, int client_fd);
 /* pin: this process, d's master and its handlers onto CPU 0 (no wake-up
  * crosses CPUs); 0: back onto every CPU. */
 void bu_pin_all(const struct es_daemon *d, int pin);
+/* The connections each handler of d holds, "a / b / ...", from /status. */
+void bu_handler_spread(const struct es_daemon *d, char *out, size_t len);
+/* This process's own CPU time (utime + stime, getrusage), in microseconds. */
+long long bu_self_cpu_us(void);
 /* utime+stime in clock ticks of pid (its own, not its children's). */
 long long bu_proc_ticks(int pid);
 /* The sum over the daemon's processes of bu_proc_ticks, in microseconds. */
@@ -50,8 +54,11 @@ long long bu_daemon_cpu_us(const struct es_daemon *d);
 long bu_daemon_kib(const struct es_daemon *d, const char *field);
 
 
-/* Raises RLIMIT_NOFILE's soft limit to the hard limit; returns the limit. */
+/* Raises RLIMIT_NOFILE's hard limit to fs.nr_open where allowed (root),
+ * then the soft limit to the hard limit; returns the limit. */
 long bu_raise_nofile(void);
+/* Raises the soft RLIMIT_NOFILE to n (up to the hard limit); returns it. */
+long bu_nofile_at_least(long n);
 
 /* The output: the fragment file every row writes markdown to, and the
  * directory for data files.  bu_out opens OUTDIR/<name>.md. */

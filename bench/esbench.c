@@ -62,7 +62,7 @@ int main(int argc, char **argv)
 {
 	struct bench_opts o = {
 		.out = "bench-out", .peers = "bench/peers", .handlers = 0,
-		.grants = 10000, .legacy_samples = 320, .idle_sec = 60, .idle_conns = 10000,
+		.grants = 10000, .legacy_samples = 320, .idle_sec = 60, .idle_conns = 10000, .idle_big = 100000,
 		.repeats = 3, .rate_sec = 3.0, .stream_bytes = 1LL << 30, .fair_jobs = 10000,
 		.ks = { 1, 2, 4, 8 }, .nk = 4,
 	};
@@ -81,6 +81,7 @@ int main(int argc, char **argv)
 			o.legacy_samples = 32;
 			o.idle_sec = 16;
 			o.idle_conns = 2000;
+			o.idle_big = 20000;
 			o.repeats = 1;
 			o.rate_sec = 1.0;
 			o.stream_bytes = 1LL << 27;

@@ -12,6 +12,7 @@ src=${BENCH_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${BENCH_BUILD:-$(pwd)}
 out="$build/bench-out"
 export EXECSERVER_BIN="${EXECSERVER_BIN:-$build/execserver}" TOP_SRCDIR="$src"
+export EXECSERVER_LOCKSTAT_BIN="${EXECSERVER_LOCKSTAT_BIN:-$build/bench/execserver-lockstat}"
 if [ "${BENCH_QUICK:-0}" = 1 ]; then
 	docs="$out/docs"; quick=-q
 else
@@ -115,7 +116,7 @@ writes this file.
 | # | measurement | target | result |
 |---|---|---|---|
 EOT
-for n in 1 2 3 4 5a 5b 6 7 8 9 dispatch; do cat "$out/summary-$n.md"; done
+for n in 1 2 2b 3 4 4b 5a 5b 6 7 8 9 dispatch; do cat "$out/summary-$n.md" 2>/dev/null || true; done
 cat <<EOT
 
 ## 1. Hand-over latency
@@ -127,6 +128,8 @@ $(cat "$out/row1.md")
 ## 2. Idle cost
 
 $(cat "$out/row2.md")
+
+$(cat "$out/row2b.md")
 
 ## 3. Throughput of /bin/true jobs against the host's limit
 

@@ -565,6 +565,28 @@ struct book_status {
 };
 /* wants = PARKED + OFFERED + RUNNING + FINISHED; grants = offers made so far. */
 void book_status(const struct book *b, struct book_status *st);
+
+/*
+ * The lock's own figures, kept only by a build compiled with
+ * BOOK_LOCK_STATS (bench/execserver-lockstat of `make bench`; the daemon
+ * of a normal build reads no clock here): critical sections, how many had
+ * to wait for the lock (trylock failed) and for how long, and a histogram
+ * of the time the lock was held, in ns.  Bucket i counts holds of at most
+ * book_lock_bucket_ns(i) ns (and more than bucket i - 1's): 8 ns steps up
+ * to 64 ns, then 8 steps per power of two.  Returns 0 with the figures in
+ * st (call it with the lock held, or accept a torn read), -1 when the
+ * build keeps none.
+ */
+#define BOOK_LOCK_BUCKETS 256
+struct book_lock_stats {
+	uint64_t ops;               /* critical sections (book_lock calls) */
+	uint64_t waits;             /* ... that found the lock taken */
+	uint64_t wait_ns;           /* time those spent waiting */
+	uint64_t hold_ns;           /* time the lock was held, in total */
+	uint64_t hold_hist[BOOK_LOCK_BUCKETS];
+};
+int book_lock_stats(const struct book *b, struct book_lock_stats *st);
+uint64_t book_lock_bucket_ns(unsigned i);
 void book_wg_status(const struct book *b, uint32_t wg, struct book_wg_status *st);
 void book_service_status(const struct book *b, uint32_t svc, struct book_service_status *st);
 const struct book_topology *book_topology(const struct book *b);

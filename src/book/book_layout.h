@@ -266,6 +266,9 @@ struct book {
 	struct bk_handler handlers[BOOK_MAX_HANDLERS];
 	struct bk_wg wgs[BOOK_MAX_WAITGROUPS];
 	struct bk_service svcs[BOOK_MAX_SERVICES];
+
+	/* written only by a BOOK_LOCK_STATS build (book.h); zero otherwise */
+	struct book_lock_stats lockstats;
 };
 
 static inline struct bk_want *bk_want(const struct book *b, uint32_t i)

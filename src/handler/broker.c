@@ -418,6 +418,7 @@ int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *clie
 	opt.max_msg_len = (size_t)cfg->max_frame_bytes;
 	opt.ping_interval_ms = (unsigned)cfg->ping_interval_sec * 1000u;
 	opt.ping_timeout_ms = (unsigned)cfg->ping_timeout_sec * 1000u;
+	opt.pinger = handler.pinger;
 	struct ws_callbacks cb = { .on_text = on_text, .on_closed = on_closed };
 
 	if (!c)

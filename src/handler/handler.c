@@ -27,15 +27,17 @@
 #include "handler/mailbox.h"
 #include "job/job.h"
 #include "job/job_dir.h"
+#include "net/ws.h"
 
 struct handler handler;
 
 struct book *handler_book_lock(void)
 {
 	struct book *b = handler.inst->book;
+	uint64_t now = clock_mono_ms();	/* read before, not while holding the lock */
 	int rc = book_lock(b);
 	if (rc >= 0)
-		book_set_now(b, clock_mono_ms());
+		book_set_now(b, now);
 	if (rc == 1)
 		log_warn("want-book repaired: a process died inside the critical section");
 	else if (rc < 0) {
@@ -178,9 +180,15 @@ static void handle_signal(int sig)
  * handlers, inherited across fork, then never run in a handler. */
 static void on_signalfd(evutil_socket_t fd, short what, void *arg)
 {
-	struct signalfd_siginfo si;
-	while (read(fd, &si, sizeof si) == (ssize_t)sizeof si)
-		handle_signal((int)si.ssi_signo);
+	/* everything pending in one read: a short read means no more (no
+	 * second read to meet EAGAIN) */
+	struct signalfd_siginfo si[8];
+	ssize_t n;
+	do {
+		n = read(fd, si, sizeof si);
+		for (ssize_t i = 0; i < n / (ssize_t)sizeof si[0]; i++)
+			handle_signal((int)si[i].ssi_signo);
+	} while (n == (ssize_t)sizeof si);
 }
 
 void handler_main(struct instance *inst, int slot)
@@ -221,6 +229,11 @@ void handler_main(struct instance *inst, int slot)
 	handler.mail_ev = event_new(handler.base, -1, 0, mailbox_on_wake, NULL);
 	handler.hello_ev = evtimer_new(handler.base, broker_hello_cb, NULL);
 	handler.drain_ev = evtimer_new(handler.base, drain_deadline_cb, NULL);
+	handler.pinger = ws_pinger_new(handler.base);
+	if (!handler.pinger) {
+		log_error("out of memory at start");
+		_exit(2);
+	}
 	event_add(handler.wake_ev, NULL);
 	handler.sig_ev = event_new(handler.base, sfd, EV_READ | EV_PERSIST, on_signalfd, NULL);
 	if (sfd < 0 || !handler.sig_ev || event_add(handler.sig_ev, NULL) != 0) {

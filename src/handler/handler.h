@@ -17,6 +17,7 @@
 #include "handler/instance.h"
 
 struct broker_conn;
+struct ws_pinger;
 
 struct handler {
 	struct instance *inst;
@@ -29,6 +30,7 @@ struct handler {
 	struct event *hello_ev;        /* coalesced HELLO re-send */
 	struct event *drain_ev;        /* drain deadline */
 	struct event *sig_ev;          /* signalfd: TERM, INT, HUP, CHLD */
+	struct ws_pinger *pinger;      /* the one ping timer of all our websockets */
 	struct broker_conn **by_book_idx; /* local broker conns by book conn index */
 	unsigned nbroker;              /* live broker connections here */
 	unsigned nhttp;                /* connections still in their HTTP phase */

@@ -19,6 +19,8 @@ struct snapshot {
 	struct book_service_status svc[BOOK_MAX_SERVICES];
 	int consistent;
 	char why[256];
+	int has_lock;              /* a BOOK_LOCK_STATS build: lock figures */
+	struct book_lock_stats lock;
 };
 
 /* check: also run the book's consistency check, which is O(table sizes)
@@ -37,11 +39,33 @@ static struct snapshot *take_snapshot(int check)
 		book_service_status(b, (uint32_t)i, &s->svc[i]);
 	if (check)
 		s->consistent = book_check(b, s->why, sizeof s->why) == 0;
+	s->has_lock = book_lock_stats(b, &s->lock) == 0;
 	handler_book_unlock();
 	return s;
 }
 
 static struct json_object *jint(uint64_t v) { return json_object_new_int64((int64_t)v); }
+
+/* The book lock's figures (a bench build only): totals, and the hold-time
+ * histogram as [upper edge in ns, count] pairs of its non-empty buckets. */
+static struct json_object *lock_json(const struct book_lock_stats *st)
+{
+	struct json_object *l = json_object_new_object(), *h = json_object_new_array();
+	json_object_object_add(l, "ops", jint(st->ops));
+	json_object_object_add(l, "waits", jint(st->waits));
+	json_object_object_add(l, "wait_ns", jint(st->wait_ns));
+	json_object_object_add(l, "hold_ns", jint(st->hold_ns));
+	for (unsigned i = 0; i < BOOK_LOCK_BUCKETS; i++) {
+		if (!st->hold_hist[i])
+			continue;
+		struct json_object *pair = json_object_new_array();
+		json_object_array_add(pair, jint(book_lock_bucket_ns(i)));
+		json_object_array_add(pair, jint(st->hold_hist[i]));
+		json_object_array_add(h, pair);
+	}
+	json_object_object_add(l, "hold_hist", h);
+	return l;
+}
 
 /* The auto-balance parameters in effect, or null with fixed waitgroups. */
 static struct json_object *auto_balance_json(const struct es_config *cfg)
@@ -118,6 +142,8 @@ void status_json(struct evbuffer *out, int check)
 		json_object_object_add(svcs, cfg->services[i].name, v);
 	}
 	json_object_object_add(o, "services", svcs);
+	if (s->has_lock)
+		json_object_object_add(o, "lock", lock_json(&s->lock));
 	evbuffer_add_printf(out, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 		JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);

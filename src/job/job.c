@@ -77,6 +77,7 @@ struct job {
 	int status, reaped;
 	enum job_cancel_reason cancelled;
 	char dir[512];
+	struct job_dir_seen dir_seen;  /* what dir looked like, empty (job_dir.h) */
 	struct event *err_ev, *kill_ev, *timeout_ev, *linger_ev;
 	int err_fd;
 	char err_line[JOB_STDERR_LINE_CAP]; /* last complete non-empty line */
@@ -322,7 +323,7 @@ static void complete(struct job *j)
 
 	enum job_removal_policy pol = host.cfg->job_removal_policy;
 	if (j->dir[0] && (pol == JOB_REMOVAL_ALL || (pol == JOB_REMOVAL_DONE && !o.failed)))
-		job_dir_release(j->dir, may_reuse_dir(j));
+		job_dir_release(j->dir, may_reuse_dir(j), &j->dir_seen);
 
 	if (j->prev)
 		j->prev->next = j->next;
@@ -758,7 +759,7 @@ static void job_run(struct job *j, struct json_object *desc)
 		return;
 	}
 
-	if (job_dir_take(cfg->temp_dir, host.slot, j->dir, sizeof j->dir) != 0) {
+	if (job_dir_take(cfg->temp_dir, host.slot, j->dir, sizeof j->dir, &j->dir_seen) != 0) {
 		int err = errno;
 		j->dir[0] = '\0';
 		not_started(j, err);

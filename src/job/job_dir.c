@@ -8,29 +8,60 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
 #include "job/janitor.h"
 #include "job/job_dir.h"
 
-static char spares[JOB_DIR_SPARES][512];
+static struct spare {
+	char path[512];
+	struct job_dir_seen seen;
+} spares[JOB_DIR_SPARES];
 static unsigned nspares;
 static uint64_t dir_counter;
 static uid_t owner = (uid_t)-1; /* ours, once known */
+static unsigned long reads;     /* job_dir_reads */
+
+#define TRUST_MARGIN_SEC 3	/* job_dir.h: when a record may be trusted */
+
+static int ours(const struct stat *st)
+{
+	if (owner == (uid_t)-1)
+		owner = geteuid();
+	return S_ISDIR(st->st_mode) && st->st_uid == owner && (st->st_mode & 07777) == 0700;
+}
+
+static int same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* Whether path is, by one lstat, still the directory seen empty. */
+static int unchanged(const char *path, const struct job_dir_seen *seen)
+{
+	struct stat st;
+	return seen->trusted && lstat(path, &st) == 0 && ours(&st) && st.st_dev == seen->dev &&
+	       st.st_ino == seen->ino && st.st_nlink == seen->nlink && st.st_size == seen->size &&
+	       same_time(&st.st_mtim, &seen->mtime) && same_time(&st.st_ctim, &seen->ctime);
+}
 
 /* Whether path is a directory of ours (not a symlink, our user, mode
- * 0700) with nothing in it but "." and "..". */
-static int usable_empty(const char *path)
+ * 0700) with nothing in it but "." and ".."; what it looked like into
+ * seen. */
+static int usable_empty(const char *path, struct job_dir_seen *seen)
 {
+	struct timespec now;
+	if (clock_gettime(CLOCK_REALTIME_COARSE, &now) != 0)
+		now.tv_sec = 0;
+	memset(seen, 0, sizeof *seen);
+	reads++;
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	struct stat st;
-	if (owner == (uid_t)-1)
-		owner = geteuid();
-	int ok = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == owner &&
-		 (st.st_mode & 07777) == 0700;
+	int ok = fstat(fd, &st) == 0 && ours(&st);
 	/* One small read of the entries: a third entry, or a name too long
 	 * for the buffer (EINVAL), means not empty. */
 	union {
@@ -49,17 +80,31 @@ static int usable_empty(const char *path)
 	if (n < 0)
 		ok = 0;
 	close(fd);
+	if (ok) {
+		*seen = (struct job_dir_seen){ .dev = st.st_dev, .ino = st.st_ino,
+					       .nlink = st.st_nlink, .size = st.st_size,
+					       .mtime = st.st_mtim, .ctime = st.st_ctim };
+		seen->trusted = now.tv_sec >= st.st_mtim.tv_sec + TRUST_MARGIN_SEC &&
+				now.tv_sec >= st.st_ctim.tv_sec + TRUST_MARGIN_SEC;
+	}
 	return ok;
 }
 
-int job_dir_take(const char *temp_dir, int slot, char *out, size_t len)
+int job_dir_take(const char *temp_dir, int slot, char *out, size_t len,
+		 struct job_dir_seen *seen)
 {
 	while (nspares > 0) {
-		const char *dir = spares[--nspares];
-		if (usable_empty(dir) && snprintf(out, len, "%s", dir) < (int)len)
+		struct spare *sp = &spares[--nspares];
+		int ok = unchanged(sp->path, &sp->seen);
+		if (ok)
+			*seen = sp->seen;
+		else
+			ok = usable_empty(sp->path, seen);
+		if (ok && snprintf(out, len, "%s", sp->path) < (int)len)
 			return 0;
-		janitor_remove_tree(dir);
+		janitor_remove_tree(sp->path);
 	}
+	memset(seen, 0, sizeof *seen);	/* a new directory: read at release */
 	/* mkdtemp: unique even across handler restarts and leftovers */
 	if (snprintf(out, len, "%s/job/%d-%llu-XXXXXX", temp_dir, slot,
 		     (unsigned long long)++dir_counter) >= (int)len) {
@@ -69,20 +114,33 @@ int job_dir_take(const char *temp_dir, int slot, char *out, size_t len)
 	return mkdtemp(out) ? 0 : -1;
 }
 
-void job_dir_release(const char *path, int reuse)
+void job_dir_release(const char *path, int reuse, const struct job_dir_seen *seen)
 {
-	if (reuse && nspares < JOB_DIR_SPARES && strlen(path) < sizeof spares[0] &&
-	    usable_empty(path)) {
-		snprintf(spares[nspares++], sizeof spares[0], "%s", path);
-		return;
+	if (reuse && nspares < JOB_DIR_SPARES && strlen(path) < sizeof spares[0].path) {
+		struct spare *sp = &spares[nspares];
+		int ok = unchanged(path, seen);
+		if (ok)
+			sp->seen = *seen;
+		else
+			ok = usable_empty(path, &sp->seen);
+		if (ok) {
+			snprintf(sp->path, sizeof sp->path, "%s", path);
+			nspares++;
+			return;
+		}
 	}
 	janitor_remove_tree(path);
+}
+
+unsigned long job_dir_reads(void)
+{
+	return reads;
 }
 
 int job_dir_is_spare(const char *name)
 {
 	for (unsigned i = 0; i < nspares; i++) {
-		const char *base = strrchr(spares[i], '/');
+		const char *base = strrchr(spares[i].path, '/');
 		if (base && strcmp(base + 1, name) == 0)
 			return 1;
 	}
@@ -92,5 +150,5 @@ int job_dir_is_spare(const char *name)
 void job_dir_drop_spares(void)
 {
 	while (nspares > 0)
-		janitor_remove_tree(spares[--nspares]);
+		janitor_remove_tree(spares[--nspares].path);
 }

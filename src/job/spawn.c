@@ -96,6 +96,9 @@ int spawn_find_program(const char *prog, char *out, size_t outlen)
 /* Signals whose disposition is not the default in this process. */
 static sigset_t not_default;
 static int initialised;
+/* /dev/null for reading and for writing, open once (close-on-exec): the
+ * stdio of a job that has none, without an open in every child */
+static int devnull[2] = { -1, -1 };
 
 void spawn_init(void)
 {
@@ -111,6 +114,10 @@ void spawn_init(void)
 		if (sa.sa_handler != SIG_DFL)
 			sigaddset(&not_default, sig);
 	}
+	if (devnull[0] < 0)
+		devnull[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull[1] < 0)
+		devnull[1] = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	initialised = 1;
 }
 
@@ -125,6 +132,8 @@ static void child(const struct spawn_request *req, volatile int *report)
 		goto fail;
 	for (int i = 0; i < 3; i++) {
 		int fd = fds[i], opened = 0;
+		if (fd < 0)
+			fd = devnull[i == 0 ? 0 : 1];
 		if (fd < 0) {
 			fd = open("/dev/null", (i == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
 			if (fd < 0)
@@ -207,8 +216,9 @@ int spawn_other_children(int (*is_job)(pid_t pid))
 	size_t len = 0;
 	ssize_t n;
 
-	/* the process's main thread is where orphans are reparented */
-	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+	/* the process's main thread is where orphans are reparented; the
+	 * handler calls this from it (thread-self: no getpid) */
+	snprintf(path, sizeof path, "/proc/thread-self/children");
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 1; /* cannot tell: assume the worst */

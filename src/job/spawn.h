@@ -34,12 +34,14 @@ int spawn_find_program(const char *prog, char *out, size_t outlen);
 
 /* Once, before the first spawn, after the process set its signal
  * dispositions (spawn.c says why; none may change afterwards).  Also
- * makes this process the reaper of its jobs' orphans. */
+ * makes this process the reaper of its jobs' orphans, and opens /dev/null
+ * (close-on-exec) for the stdio of jobs that have none. */
 void spawn_init(void);
 
 /* Whether this process has a child, alive or not yet reaped, that
  * is_job(pid) does not claim as a running job's leader: a process a job
- * left behind.  1 also when it cannot tell. */
+ * left behind.  1 also when it cannot tell.  From the main thread (where
+ * orphans are reparented) only. */
 int spawn_other_children(int (*is_job)(pid_t pid));
 
 /* Returns the pid (== its process group id), or -1 with *err = errno of

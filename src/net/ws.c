@@ -84,6 +84,8 @@
 
 enum ws_state { ST_OPEN, ST_CLOSING, ST_LINGER, ST_ENDED };
 
+struct ping_queue;
+
 struct ws_session {
 	struct bufferevent *bev;
 	wslay_event_context_ptr ctx;
@@ -95,7 +97,12 @@ struct ws_session {
 	uint16_t peer_code;	/* code of the peer's close frame */
 	int bad_close;		/* the peer's close frame has a 1-byte body */
 	uint64_t last_rx_ms;	/* last frame activity */
-	struct event *tick_ev;	/* pings and the liveness check */
+	/* pings and the liveness check: a place in the pinger's queue */
+	struct ws_pinger *pinger;
+	struct ping_queue *due_q;	/* the queue s is in; NULL: none */
+	struct ws_session *due_prev, *due_next;
+	uint64_t due_ms;	/* the next tick */
+	unsigned period_ms;	/* between ticks; 0: no ticks */
 	struct event *close_ev;	/* deadline once out of OPEN */
 	struct event *kick_ev;	/* run ws_process from the loop */
 	int busy;		/* libevent callbacks of ours on the stack */
@@ -346,10 +353,191 @@ static int take_control_frames(struct ws_session *s)
 	return 0;
 }
 
+/* ---- the ping sweep ------------------------------------------------------ */
+
+/*
+ * One timer for many sessions: the pinger keeps a queue of sessions per
+ * tick period (sessions made under an older configuration keep theirs),
+ * each ordered by the time of the next tick (due_ms) simply by appending:
+ * a session is queued at "now + its period", and now only grows.  The
+ * timer fires for the earliest head.  A sweep ticks every session whose
+ * tick is due within its slack (an eighth of its period, at most a second)
+ * and queues it again one period after the sweep, so the sessions of one
+ * sweep stay in one batch and batches closer than the slack merge: the
+ * timer fires at most about period / slack + 1 times per period and queue
+ * however many sessions there are.  A handler with 10,000 idle
+ * connections wakes up a few times per ping interval, not 10,000 times,
+ * sends the pings in bursts and reads the pongs with few epoll_wait calls.
+ * Between two pings of a session: at least its period minus the slack.
+ * More distinct periods than queues (reload after reload) share the last
+ * queue, where a session then walks back from the tail to its place.
+ */
+#define PINGER_QUEUES 4
+
+struct ping_queue {
+	unsigned period_ms;	/* 0: unused */
+	struct ws_session *head, *tail;
+};
+
+struct ws_pinger {
+	struct event *ev;
+	struct ping_queue q[PINGER_QUEUES];
+	unsigned refs;
+	uint64_t sweeps;
+};
+
+static void tick(struct ws_session *s);
+
+static unsigned tick_slack(const struct ws_session *s)
+{
+	unsigned slack = s->period_ms / 8;
+
+	return slack < 1000 ? slack : 1000;
+}
+
+/* The session whose tick comes first, or NULL. */
+static struct ws_session *pinger_first(const struct ws_pinger *p)
+{
+	struct ws_session *first = NULL;
+
+	for (int i = 0; i < PINGER_QUEUES; i++)
+		if (p->q[i].head && (!first || p->q[i].head->due_ms < first->due_ms))
+			first = p->q[i].head;
+	return first;
+}
+
+/* Arms the timer for the first tick (or disarms it). */
+static void pinger_arm(struct ws_pinger *p)
+{
+	struct ws_session *first = pinger_first(p);
+
+	if (!first) {
+		evtimer_del(p->ev);
+		return;
+	}
+	uint64_t now = clock_mono_ms(), due = first->due_ms;
+	uint64_t in = due > now ? due - now : 0;
+	struct timeval tv = { .tv_sec = (time_t)(in / 1000),
+		.tv_usec = (suseconds_t)(in % 1000) * 1000 };
+
+	evtimer_add(p->ev, &tv);
+}
+
+/* The queue of s's period: the one that has it, else a free one, else
+ * the last. */
+static struct ping_queue *queue_of(struct ws_pinger *p, unsigned period_ms)
+{
+	for (int i = 0; i < PINGER_QUEUES; i++)
+		if (p->q[i].period_ms == period_ms)
+			return &p->q[i];
+	for (int i = 0; i < PINGER_QUEUES; i++)
+		if (!p->q[i].head) {
+			p->q[i].period_ms = period_ms;
+			return &p->q[i];
+		}
+	return &p->q[PINGER_QUEUES - 1];
+}
+
+/* Puts s (due_ms set) at its place in its queue, from the tail. */
+static void enqueue(struct ws_session *s)
+{
+	struct ws_pinger *p = s->pinger;
+	struct ping_queue *q = queue_of(p, s->period_ms);
+	struct ws_session *after = q->tail, *first = pinger_first(p);
+
+	s->due_q = q;
+
+	while (after && after->due_ms > s->due_ms)
+		after = after->due_prev;
+	s->due_prev = after;
+	s->due_next = after ? after->due_next : q->head;
+	if (s->due_next)
+		s->due_next->due_prev = s;
+	else
+		q->tail = s;
+	if (after)
+		after->due_next = s;
+	else
+		q->head = s;
+	if (!first || s->due_ms < first->due_ms)
+		pinger_arm(p);
+}
+
+/* Takes s out of its queue: no more ticks.  Harmless if it is not in. */
+static void unqueue(struct ws_session *s)
+{
+	struct ping_queue *q = s->due_q;
+
+	if (!q)
+		return;
+	if (s->due_prev)
+		s->due_prev->due_next = s->due_next;
+	else
+		q->head = s->due_next;
+	if (s->due_next)
+		s->due_next->due_prev = s->due_prev;
+	else
+		q->tail = s->due_prev;
+	s->due_prev = s->due_next = NULL;
+	s->due_q = NULL;
+}
+
+static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct ws_pinger *p = arg;
+	uint64_t now = clock_mono_ms();
+	struct ws_session *s;
+
+	p->refs++;	/* a tick may free the last session, and the owner
+			 * may have let go of p already */
+	p->sweeps++;
+	while ((s = pinger_first(p)) && s->due_ms <= now + tick_slack(s)) {
+		/* one period from this sweep, not from the due time: the
+		 * sessions of one sweep stay together, and a stalled loop
+		 * pings once, not once per missed period */
+		unqueue(s);
+		s->due_ms = now + s->period_ms;
+		enqueue(s);
+		tick(s);	/* may take s out again, or free it */
+	}
+	pinger_arm(p);
+	ws_pinger_release(p);
+}
+
+struct ws_pinger *ws_pinger_new(struct event_base *base)
+{
+	struct ws_pinger *p = calloc(1, sizeof *p);
+
+	if (!p)
+		return NULL;
+	p->ev = evtimer_new(base, sweep_cb, p);
+	if (!p->ev) {
+		free(p);
+		return NULL;
+	}
+	p->refs = 1;
+	return p;
+}
+
+void ws_pinger_release(struct ws_pinger *p)
+{
+	if (p && --p->refs == 0) {
+		event_free(p->ev);
+		free(p);
+	}
+}
+
+uint64_t ws_pinger_sweeps(const struct ws_pinger *p)
+{
+	return p->sweeps;
+}
+
 static void destroy(struct ws_session *s)
 {
-	if (s->tick_ev)
-		event_free(s->tick_ev);
+	if (s->pinger) {
+		unqueue(s);
+		ws_pinger_release(s->pinger);
+	}
 	if (s->close_ev)
 		event_free(s->close_ev);
 	if (s->kick_ev)
@@ -404,7 +592,7 @@ static void ws_end(struct ws_session *s, uint16_t code)
 		return;
 	s->state = ST_ENDED;
 	s->code = code;
-	evtimer_del(s->tick_ev);
+	unqueue(s);
 	evtimer_del(s->close_ev);
 	event_del(s->kick_ev);
 	bufferevent_disable(s->bev, EV_READ | EV_WRITE);
@@ -466,7 +654,7 @@ static void linger(struct ws_session *s)
 	if (s->ctx)
 		wslay_event_shutdown_read(s->ctx);
 	arm_close_timer(s);
-	evtimer_del(s->tick_ev);
+	unqueue(s);
 	if (s->read_paused) {
 		s->read_paused = 0;
 		bufferevent_enable(s->bev, EV_READ);
@@ -703,7 +891,7 @@ static void begin_close(struct ws_session *s, uint16_t code, const char *reason)
 	s->close_pending = 1;	/* flush() queues it behind pending messages */
 	s->code = code;
 	s->state = ST_CLOSING;
-	evtimer_del(s->tick_ev);
+	unqueue(s);
 	arm_close_timer(s);
 }
 
@@ -839,9 +1027,9 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	leave(s);
 }
 
-static void tick_cb(evutil_socket_t fd, short what, void *arg)
+/* A tick of the pinger: the liveness check, or a ping. */
+static void tick(struct ws_session *s)
 {
-	struct ws_session *s = arg;
 
 	enter(s);
 	if (s->state == ST_OPEN && !s->free_pending) {
@@ -907,6 +1095,7 @@ void ws_options_default(struct ws_options *opt)
 	opt->close_timeout_ms = WS_DEFAULT_CLOSE_TIMEOUT_MS;
 	opt->out_high_water = WS_DEFAULT_OUT_HIGH_WATER;
 	opt->client_role = 0;
+	opt->pinger = NULL;
 }
 
 int ws_set_keepalive(int fd)
@@ -950,20 +1139,23 @@ struct ws_session *ws_session_new(struct bufferevent *bev,
 	s->last_rx_ms = clock_mono_ms();
 
 	/* wslay's context is created on demand (ctx_get) */
-	s->tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, s);
+	if (s->opt.pinger) {
+		s->pinger = s->opt.pinger;
+		s->pinger->refs++;
+	} else {
+		s->pinger = ws_pinger_new(base);
+	}
 	s->close_ev = evtimer_new(base, close_timer_cb, s);
 	s->kick_ev = event_new(base, -1, 0, kick_cb, s);
-	if (!s->tick_ev || !s->close_ev || !s->kick_ev)
+	if (!s->pinger || !s->close_ev || !s->kick_ev)
 		goto fail;
 	period = s->opt.ping_interval_ms;
 	if (s->opt.ping_timeout_ms && (period == 0 || s->opt.ping_timeout_ms < period))
 		period = s->opt.ping_timeout_ms;
+	s->period_ms = period;
 	if (period) {
-		struct timeval tv = { .tv_sec = period / 1000,
-			.tv_usec = (period % 1000) * 1000 };
-
-		if (event_add(s->tick_ev, &tv) != 0)
-			goto fail;
+		s->due_ms = clock_mono_ms() + period;
+		enqueue(s);
 	}
 
 	fd = bufferevent_getfd(bev);

@@ -7,7 +7,9 @@
  * Owns: the bufferevent handed to ws_session_new() (freed, and its socket
  * closed if it was created with BEV_OPT_CLOSE_ON_FREE, by ws_session_free),
  * the wslay context (allocated only while frames are in flight) and the
- * session's timers.
+ * session's timers.  The pings of many sessions run from one shared timer,
+ * a struct ws_pinger (one per event loop, made by the owner of the loop);
+ * a session given none gets one of its own.
  * Invariants:
  *  - the owner's callbacks (but on_log) run only from the event loop,
  *    never from inside a ws_* call, so the owner may call any ws_*
@@ -71,9 +73,12 @@ struct ws_options {
 					 * (pongs included) arrived for this
 					 * long; 0: no liveness check.  Checked
 					 * every ping interval (or every
-					 * timeout if that is shorter), so a
+					 * timeout if that is shorter; the
+					 * pinger may do it up to an eighth
+					 * of that, at most 1 s, early), so a
 					 * dead peer is noticed between
-					 * timeout and timeout + interval. */
+					 * timeout and timeout + interval +
+					 * min(interval / 8, 1 s). */
 	unsigned close_timeout_ms;	/* from leaving the open state to the
 					 * end: wait for the peer's close frame
 					 * and for our last bytes to drain */
@@ -81,6 +86,9 @@ struct ws_options {
 					 * waiting to be sent */
 	int client_role;		/* 1: we are the client (mask our
 					 * frames; the peer must not mask) */
+	struct ws_pinger *pinger;	/* the shared ping timer of the
+					 * session's event loop; NULL: one of
+					 * the session's own */
 };
 
 #define WS_DEFAULT_MAX_MSG_LEN (1024 * 1024)
@@ -104,7 +112,21 @@ struct ws_callbacks {
 	void (*on_log)(void *owner, enum log_level level, const char *line);
 };
 
-/* Fills opt with the WS_DEFAULT_* values. */
+/*
+ * The ping sweep of one event loop: one timer that, when it fires, pings
+ * (or finds silent) every session whose tick is due within an eighth of
+ * its period (at most 1 s), instead of one timer per session waking the
+ * process for each.  Sessions given it in ws_options hold a reference;
+ * ws_pinger_release drops the creator's, and the pinger goes with the last.
+ */
+struct event_base;
+struct ws_pinger;
+struct ws_pinger *ws_pinger_new(struct event_base *base);
+void ws_pinger_release(struct ws_pinger *p);
+/* How often the pinger's timer has fired (for tests and measurements). */
+uint64_t ws_pinger_sweeps(const struct ws_pinger *p);
+
+/* Fills opt with the WS_DEFAULT_* values (no shared pinger). */
 void ws_options_default(struct ws_options *opt);
 
 /*

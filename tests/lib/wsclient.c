@@ -18,6 +18,8 @@
 #include <unistd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
@@ -162,6 +164,25 @@ static int start_tls(struct wsc *c, const char *host, const char *ca, int64_t de
 	}
 }
 
+static struct in_addr source_addr;	/* wsc_set_source_addr; 0: none */
+
+void wsc_set_source_addr(const char *ipv4)
+{
+	if (!ipv4 || inet_pton(AF_INET, ipv4, &source_addr) != 1)
+		source_addr.s_addr = 0;
+}
+
+/* Binds fd to the source address, its port left to connect(). */
+static int bind_source(int fd)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr = source_addr };
+	int one = 1;
+
+	if (setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one) != 0)
+		return -1;
+	return bind(fd, (struct sockaddr *)&sa, sizeof sa);
+}
+
 int wsc_tcp_connect(const char *host, int port, int timeout_ms)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
@@ -180,6 +201,11 @@ int wsc_tcp_connect(const char *host, int port, int timeout_ms)
 			ai->ai_protocol);
 		if (fd < 0)
 			continue;
+		if (source_addr.s_addr && ai->ai_family == AF_INET && bind_source(fd) != 0) {
+			close(fd);
+			fd = -1;
+			continue;
+		}
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
 			break;
 		if (errno == EINPROGRESS && wait_fd(fd, POLLOUT, deadline) == 1 &&

@@ -54,6 +54,12 @@ void wsc_msg_free(struct wsc_msg *m);
  */
 int wsc_tcp_connect(const char *host, int port, int timeout_ms);
 
+/* The IPv4 source address of the connections wsc_tcp_connect makes from
+ * now on (NULL: the kernel's choice): bound with IP_BIND_ADDRESS_NO_PORT,
+ * so that each source address has its own ephemeral ports (the benchmark's
+ * 100,000 connections to one port).  Process-wide; not thread-safe. */
+void wsc_set_source_addr(const char *ipv4);
+
 struct wsc_connect_opts {
 	const char *extra_headers;	/* NULL or CRLF-terminated lines */
 	int timeout_ms;			/* for the whole handshake; 0: 5000 */

@@ -116,6 +116,24 @@ static void test_siphash_vectors(void)
 	CU_ASSERT_EQUAL(bk_siphash24(key, msg, 15), 0xa129ca6149be45e5ULL);
 }
 
+/* The lock's figures are kept only by a BOOK_LOCK_STATS build
+ * (test_book_lockstats); this one reads no clock in book_lock. */
+static void test_no_lock_figures(void)
+{
+	struct fx f;
+	struct book_limits l;
+	struct book_topology t;
+	uint32_t procs[1] = { 1 }, wgs[1] = { 0 };
+	struct book_lock_stats st;
+	fx_limits(&l);
+	fx_topo(&t, 1, procs, 1, wgs);
+	CU_ASSERT_FATAL(fx_init(&f, &l, &t, 1) == 0);
+	fx_lock(&f);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(book_lock_stats(f.b, &st), -1);
+	fx_fini(&f);
+}
+
 static void test_init_limits(void)
 {
 	struct book_limits l;
@@ -2918,6 +2936,7 @@ int main(void)
 	} tests[] = {
 		{ "siphash reference vectors", test_siphash_vectors },
 		{ "init limits", test_init_limits },
+		{ "no lock figures in a normal build", test_no_lock_figures },
 		{ "priority beats arrival", test_priority_beats_arrival },
 		{ "round robin: fresh conn first", test_round_robin_fresh_conn },
 		{ "ties by arrival, FIFO per conn", test_tie_by_arrival_and_fifo },

@@ -1644,6 +1644,131 @@ static void test_ws_send_checks(void)
 	event_base_free(base);
 }
 
+/* Pings counted in what a session wrote to its end of a pair (the raw
+ * server frames: 0x89, length 4, 4 bytes of payload); drains it. */
+static int pings_written(struct bufferevent *peer)
+{
+	struct evbuffer *in = bufferevent_get_input(peer);
+	unsigned char f[2];
+	int pings = 0;
+
+	while (evbuffer_copyout(in, f, 2) == 2) {
+		CU_ASSERT_EQUAL(f[0], 0x89);
+		CU_ASSERT_EQUAL(f[1], 4);
+		if (f[0] != 0x89 || f[1] != 4)
+			break;
+		evbuffer_drain(in, 6);
+		pings++;
+	}
+	return pings;
+}
+
+#define SHARED 40
+
+/* One pinger for many sessions (what a handler does): every session gets
+ * its pings, from one timer that fires about once per interval (per-session
+ * timers would fire SHARED times as often); a session freed leaves the
+ * queue; the pinger lives on while sessions hold it after its creator let
+ * go; and a silent peer is found by the sweep's liveness check. */
+static void test_ws_pinger_shared(void)
+{
+	struct event_base *base = event_base_new();
+	struct ws_pinger *p = ws_pinger_new(base);
+	struct bufferevent *pair[SHARED][2];
+	struct owner o[SHARED];
+	struct ws_callbacks cb = { .on_text = o_text, .on_closed = o_closed };
+	struct ws_options opt;
+	int pings[SHARED];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	test_opts(&opt);
+	opt.ping_interval_ms = 100;
+	opt.pinger = p;
+	memset(o, 0, sizeof o);
+	for (int i = 0; i < SHARED; i++) {
+		CU_ASSERT_FATAL(bufferevent_pair_new(base, 0, pair[i]) == 0);
+		bufferevent_enable(pair[i][1], EV_READ);
+		o[i].s = ws_session_new(pair[i][0], &opt, &cb, &o[i]);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o[i].s);
+	}
+	ws_pinger_release(p);	/* the sessions keep it */
+	loop_for(base, 1050);
+	uint64_t sweeps = ws_pinger_sweeps(p);
+	for (int i = 0; i < SHARED; i++) {
+		pings[i] = pings_written(pair[i][1]);
+		CU_ASSERT(pings[i] >= 9 && pings[i] <= 11);
+	}
+	CU_ASSERT(sweeps >= 9 && sweeps <= 12);
+	/* half of them go; the others keep their pings */
+	for (int i = 0; i < SHARED; i += 2) {
+		ws_session_free(o[i].s);
+		o[i].s = NULL;
+	}
+	loop_for(base, 520);
+	for (int i = 1; i < SHARED; i += 2) {
+		int n = pings_written(pair[i][1]);
+		CU_ASSERT(n >= 4 && n <= 6);
+	}
+	for (int i = 0; i < SHARED; i++)
+		CU_ASSERT_EQUAL(o[i].closed_calls, 0);
+	for (int i = 1; i < SHARED; i += 2)
+		ws_session_free(o[i].s);
+	for (int i = 0; i < SHARED; i++)
+		bufferevent_free(pair[i][1]);
+
+	/* two periods on one pinger (sessions made before and after a
+	 * reload): each keeps its own rate */
+	p = ws_pinger_new(base);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	opt.pinger = p;
+	memset(o, 0, sizeof o);
+	for (int i = 0; i < 16; i++) {
+		opt.ping_interval_ms = i < 8 ? 100 : 60;
+		CU_ASSERT_FATAL(bufferevent_pair_new(base, 0, pair[i]) == 0);
+		bufferevent_enable(pair[i][1], EV_READ);
+		o[i].s = ws_session_new(pair[i][0], &opt, &cb, &o[i]);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o[i].s);
+	}
+	loop_for(base, 1030);
+	for (int i = 0; i < 16; i++) {
+		int n = pings_written(pair[i][1]);
+		if (i < 8) {
+			CU_ASSERT(n >= 9 && n <= 11);
+		} else {
+			CU_ASSERT(n >= 15 && n <= 18);
+		}
+		ws_session_free(o[i].s);
+		bufferevent_free(pair[i][1]);
+	}
+	ws_pinger_release(p);
+
+	/* liveness through the shared timer: nobody answers, 1001 after the
+	 * timeout and at most an interval and its slack later */
+	p = ws_pinger_new(base);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	opt.ping_interval_ms = 100;
+	opt.ping_timeout_ms = 300;
+	opt.pinger = p;
+	memset(o, 0, sizeof o);
+	for (int i = 0; i < 4; i++) {
+		CU_ASSERT_FATAL(bufferevent_pair_new(base, 0, pair[i]) == 0);
+		bufferevent_enable(pair[i][1], EV_READ);
+		o[i].t0 = mono_ms();
+		o[i].s = ws_session_new(pair[i][0], &opt, &cb, &o[i]);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o[i].s);
+	}
+	loop_for(base, 1200);
+	for (int i = 0; i < 4; i++) {
+		CU_ASSERT_EQUAL(o[i].closed_calls, 1);
+		CU_ASSERT_EQUAL(o[i].code, 1001);
+		CU_ASSERT(o[i].closed_ms >= 300 - 100 / 8);
+		CU_ASSERT(o[i].closed_ms < 300 + 100 + 100 / 8 + 400 + 100);
+		bufferevent_free(pair[i][1]);
+	}
+	ws_pinger_release(p);
+	event_base_free(base);
+}
+
 static void test_keepalive(void)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0), v = 0;
@@ -2002,6 +2127,7 @@ int main(void)
 		{ "on_closed exactly once", test_ws_closed_once },
 		{ "back-pressure and on_drained", test_ws_backpressure },
 		{ "send checks on a bufferevent pair", test_ws_send_checks },
+		{ "one pinger for many sessions", test_ws_pinger_shared },
 		{ "TCP keepalive", test_keepalive },
 	};
 	static const struct test_def e2e_tests[] = {

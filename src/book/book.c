@@ -28,7 +28,7 @@
 #include "book/book_impl.h"
 #include "book/book_index.h"
 
-static book_fault_fn fault_hook;  /* process-local on purpose */
+static book_fault_fn fault_hook; /* process-local on purpose */
 
 void book_set_fault_hook(book_fault_fn fn)
 {
@@ -66,8 +66,8 @@ const char *book_rc_name(enum book_rc rc)
 /* ---- sizing ---- */
 
 struct layout {
-	uint64_t conns, clients, wants, nodes, scratch, qconn, widx, cidx, nidx, rslots, rbytes, tokens,
-		end;
+	uint64_t conns, clients, wants, nodes, scratch, qconn, widx, cidx, nidx, rslots, rbytes,
+		tokens, end;
 	uint32_t nclient_tab, scratch_len;
 };
 
@@ -274,13 +274,13 @@ static uint64_t lock_clock_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t held_since;	/* process-local: when this process took the lock */
+static uint64_t held_since; /* process-local: when this process took the lock */
 
 static unsigned lock_bucket(uint64_t ns)
 {
 	if (ns < 64)
 		return (unsigned)(ns >> 3);
-	unsigned e = 63u - (unsigned)__builtin_clzll(ns);	/* 6 and up */
+	unsigned e = 63u - (unsigned)__builtin_clzll(ns); /* 6 and up */
 	unsigned i = 8 + (e - 6) * 8 + (unsigned)((ns >> (e - 3)) & 7);
 	return i < BOOK_LOCK_BUCKETS ? i : BOOK_LOCK_BUCKETS - 1;
 }
@@ -438,8 +438,7 @@ void book_status(const struct book *b, struct book_status *st)
 	st->draining = b->draining;
 	st->grants = b->grants;
 	st->repairs = b->repairs;
-	for (uint32_t h = 0; h < BOOK_MAX_HANDLERS; h++)
-	{
+	for (uint32_t h = 0; h < BOOK_MAX_HANDLERS; h++) {
 		st->handler_pids[h] = b->handlers[h].pid;
 		st->handler_conns[h] = b->handlers[h].nconns;
 	}

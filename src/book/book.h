@@ -110,31 +110,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BOOK_ID_MAX 64          /* job_id and client_id: at most 64 bytes */
+#define BOOK_ID_MAX 64 /* job_id and client_id: at most 64 bytes */
 #define BOOK_MAX_HANDLERS 64
 #define BOOK_MAX_WAITGROUPS 32
 #define BOOK_MAX_SERVICES 256
-#define BOOK_NAME_MAX 64        /* service / waitgroup names incl. NUL */
+#define BOOK_NAME_MAX 64 /* service / waitgroup names incl. NUL */
 
 /* Result codes.  Each maps to one protocol ERROR code (docs/protocol.md). */
 enum book_rc {
 	BOOK_OK = 0,
-	BOOK_E_UNKNOWN_SERVICE,   /* unknown_service */
-	BOOK_E_DUPLICATE,         /* duplicate_job: job_id already known for this client */
-	BOOK_E_UNKNOWN_JOB,       /* unknown_job: no such job_id for this client */
-	BOOK_E_BAD_STATE,         /* not_offered / already_running: wrong state for the request */
-	BOOK_E_BAD_TOKEN,         /* bad_token: token does not match the current offer */
-	BOOK_E_LIMIT_CONN,        /* limit_reached: maxWantsPerConnection */
-	BOOK_E_LIMIT_WANTS,       /* limit_reached: maxWants (book full) */
-	BOOK_E_LIMIT_CONNS,       /* limit_reached: maxConnections */
-	BOOK_E_DRAINING,          /* draining: no new wants while the instance drains */
-	BOOK_E_STALE,             /* a ref whose generation no longer matches */
-	BOOK_E_DISABLED,          /* service_disabled: failed its startup check */
-	BOOK_E_LIMIT_JOBS,        /* limit_reached: maxJobsPerClient (book_accept) */
-	BOOK_E_INVALID,           /* bad_request: job/client id empty or > BOOK_ID_MAX
+	BOOK_E_UNKNOWN_SERVICE, /* unknown_service */
+	BOOK_E_DUPLICATE,       /* duplicate_job: job_id already known for this client */
+	BOOK_E_UNKNOWN_JOB,     /* unknown_job: no such job_id for this client */
+	BOOK_E_BAD_STATE,       /* not_offered / already_running: wrong state for the request */
+	BOOK_E_BAD_TOKEN,       /* bad_token: token does not match the current offer */
+	BOOK_E_LIMIT_CONN,      /* limit_reached: maxWantsPerConnection */
+	BOOK_E_LIMIT_WANTS,     /* limit_reached: maxWants (book full) */
+	BOOK_E_LIMIT_CONNS,     /* limit_reached: maxConnections */
+	BOOK_E_DRAINING,        /* draining: no new wants while the instance drains */
+	BOOK_E_STALE,           /* a ref whose generation no longer matches */
+	BOOK_E_DISABLED,        /* service_disabled: failed its startup check */
+	BOOK_E_LIMIT_JOBS,      /* limit_reached: maxJobsPerClient (book_accept) */
+	BOOK_E_INVALID,         /* bad_request: job/client id empty or > BOOK_ID_MAX
 				   * bytes, handler or runner out of range (the
 				   * protocol layer should have refused it) */
-	BOOK_E_BUSY,              /* legacy token: no free slot, or wants are parked */
+	BOOK_E_BUSY,            /* legacy token: no free slot, or wants are parked */
 };
 const char *book_rc_name(enum book_rc rc);
 
@@ -149,7 +149,7 @@ enum want_state {
 	WANT_PARKED,
 	WANT_OFFERED,
 	WANT_RUNNING,
-	WANT_FINISHED,   /* ended, its DONE not delivered yet (holds no slot) */
+	WANT_FINISHED, /* ended, its DONE not delivered yet (holds no slot) */
 };
 
 /* book_outcome.error of a job whose runner was purged: the handler running
@@ -159,16 +159,16 @@ enum want_state {
 
 /* Sizing, fixed at book_init. */
 struct book_limits {
-	uint32_t max_connections;        /* conns and clients tables */
-	uint32_t max_wants;              /* wants table (parked + offered + running + finished) */
+	uint32_t max_connections; /* conns and clients tables */
+	uint32_t max_wants;       /* wants table (parked + offered + running + finished) */
 	uint32_t max_wants_per_connection;
-	uint32_t max_jobs_per_client;    /* RUNNING + FINISHED jobs of one client; 0 = no limit */
-	uint32_t nhandlers;              /* <= BOOK_MAX_HANDLERS */
+	uint32_t max_jobs_per_client; /* RUNNING + FINISHED jobs of one client; 0 = no limit */
+	uint32_t nhandlers;           /* <= BOOK_MAX_HANDLERS */
 	uint32_t offer_timeout_ms;
 	uint32_t resume_grace_ms;
-	uint32_t max_receipts;           /* receipt store slots; 0 = compact outcomes only */
-	uint32_t receipt_bytes;          /* bytes per slot, 1..BOOK_RECEIPT_MAX (if max_receipts) */
-	uint32_t max_tokens;             /* legacy token table (book_token_*); 0 = no tokens */
+	uint32_t max_receipts;  /* receipt store slots; 0 = compact outcomes only */
+	uint32_t receipt_bytes; /* bytes per slot, 1..BOOK_RECEIPT_MAX (if max_receipts) */
+	uint32_t max_tokens;    /* legacy token table (book_token_*); 0 = no tokens */
 };
 #define BOOK_RECEIPT_MAX (1u << 20)  /* largest receipt_bytes */
 #define BOOK_MAX_RECEIPTS (1u << 22) /* largest max_receipts */
@@ -183,8 +183,8 @@ struct book_topology {
 	uint32_t nservices;
 	struct {
 		char name[BOOK_NAME_MAX];
-		uint32_t waitgroup;      /* index into waitgroups */
-		int enabled;             /* 0: startup check failed, WANT refused */
+		uint32_t waitgroup; /* index into waitgroups */
+		int enabled;        /* 0: startup check failed, WANT refused */
 	} services[BOOK_MAX_SERVICES];
 	/* Auto-balance (the configuration has no waitgroups block, so there is
 	 * one waitgroup, the pool).  When enabled, a parked want is eligible
@@ -206,7 +206,7 @@ struct book_topology {
 	} autobalance;
 };
 
-struct book;  /* opaque; layout in book_layout.h for the book's own files */
+struct book; /* opaque; layout in book_layout.h for the book's own files */
 
 /* ---- lifecycle (master) ------------------------------------------------ */
 
@@ -342,8 +342,8 @@ void book_conn_close(struct book *b, struct book_ref conn, uint64_t now_ms);
  * The requests below name a job by (conn, job_id): a PARKED or OFFERED
  * want is only visible to the conn that placed it (else UNKNOWN_JOB); a
  * RUNNING or FINISHED job to every conn of its client. */
-enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
-		       uint32_t service, int32_t priority, uint64_t now_ms);
+enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id, uint32_t service,
+		       int32_t priority, uint64_t now_ms);
 /* Removes a parked want, or frees the slot of an offered one (the want is
  * gone either way).  RUNNING or FINISHED: BOOK_E_BAD_STATE. */
 enum book_rc book_unwant(struct book *b, struct book_ref conn, const char *job_id);
@@ -365,22 +365,21 @@ enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_i
  * FINISHED: BOOK_E_BAD_STATE (not_offered / already_running); after the offer
  * expired the want is gone: BOOK_E_UNKNOWN_JOB (or BOOK_E_BAD_TOKEN if the
  * job_id was wanted and offered again). */
-enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_id,
-			 uint64_t token, uint32_t runner, struct book_ref *want);
+enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_id, uint64_t token,
+			 uint32_t runner, struct book_ref *want);
 /* DECLINE: frees the offered slot at once; the want is gone.  Not OFFERED:
  * BOOK_E_BAD_STATE. */
-enum book_rc book_decline(struct book *b, struct book_ref conn, const char *job_id,
-			  uint64_t token);
+enum book_rc book_decline(struct book *b, struct book_ref conn, const char *job_id, uint64_t token);
 /* Records the process group of a running job (for kill on handler crash). */
 void book_job_set_pgid(struct book *b, struct book_ref want, int32_t pgid);
 
 /* The compact outcome of a finished job, kept in the want record. */
 struct book_outcome {
-	int32_t exit_code;      /* -1 if none */
-	uint8_t signal;         /* 0 if none */
-	uint8_t error;          /* job layer's code, 0 = none */
+	int32_t exit_code; /* -1 if none */
+	uint8_t signal;    /* 0 if none */
+	uint8_t error;     /* job layer's code, 0 = none */
 	uint8_t retryable;
-	uint8_t failed;         /* for the statistics */
+	uint8_t failed; /* for the statistics */
 	uint32_t duration_ms;
 	/* out only (book_done_read; ignored by book_job_finished): 1 when a
 	 * receipt text was given but not kept (store full, or longer than
@@ -449,8 +448,8 @@ uint32_t book_conn_adopt(struct book *b, struct book_ref conn);
  * newest of them adopts the job at once).  BOOK_E_STALE when the client has
  * no live connection (grace running) or the job was cancelled (client
  * gone). */
-enum book_rc book_job_owner(const struct book *b, struct book_ref want,
-			    struct book_ref *conn, uint32_t *handler);
+enum book_rc book_job_owner(const struct book *b, struct book_ref want, struct book_ref *conn,
+			    uint32_t *handler);
 
 /* For the idle timeout: 1 when conn has parked or offered wants, or owns a
  * RUNNING or FINISHED job (its DONE not delivered yet); 0 when it has none,
@@ -487,10 +486,10 @@ void book_set_now(struct book *b, uint64_t now_ms);
 
 struct book_position {
 	enum want_state state;
-	uint32_t running;     /* slots in use in the waitgroup (offered + running + tokens) */
-	uint32_t ahead;       /* parked wants granted before this one by the grant rule
+	uint32_t running;  /* slots in use in the waitgroup (offered + running + tokens) */
+	uint32_t ahead;    /* parked wants granted before this one by the grant rule
 			       * (replayed as if slots kept freeing); 0 unless PARKED */
-	uint32_t capacity;    /* processes of the waitgroup */
+	uint32_t capacity; /* processes of the waitgroup */
 	uint32_t service;
 };
 /* Position of a job the conn can see (book_want's visibility rule).  A
@@ -508,18 +507,18 @@ int book_is_draining(const struct book *b);
 /* ---- mail --------------------------------------------------------------- */
 
 enum book_mail_kind {
-	MAIL_OFFER = 1,        /* send OFFER {job_id, token} on conn */
-	MAIL_OFFER_EXPIRED,    /* send ERROR offer_expired {job_id} on conn */
-	MAIL_CANCEL,           /* runner: stop the running job `want` */
-	MAIL_HELLO,            /* re-send HELLO on every conn of the handler */
-	MAIL_DONE,             /* send DONE of the finished job `want` on conn
+	MAIL_OFFER = 1,     /* send OFFER {job_id, token} on conn */
+	MAIL_OFFER_EXPIRED, /* send ERROR offer_expired {job_id} on conn */
+	MAIL_CANCEL,        /* runner: stop the running job `want` */
+	MAIL_HELLO,         /* re-send HELLO on every conn of the handler */
+	MAIL_DONE,          /* send DONE of the finished job `want` on conn
 				* (book_done_read, then book_done_delivered) */
 };
 
 struct book_mail {
 	enum book_mail_kind kind;
-	struct book_ref conn;   /* OFFER, OFFER_EXPIRED, DONE */
-	struct book_ref want;   /* OFFER, CANCEL, DONE */
+	struct book_ref conn; /* OFFER, OFFER_EXPIRED, DONE */
+	struct book_ref want; /* OFFER, CANCEL, DONE */
 	char job_id[BOOK_ID_MAX + 1];
 	uint64_t token;
 };
@@ -546,22 +545,23 @@ struct book_wg_status {
 };
 struct book_service_status {
 	uint64_t started, finished, failed;
-	uint64_t mean_runtime_ms;  /* exponential moving average, rounded, <= UINT32_MAX; 0 = no sample */
-	uint64_t samples;          /* finished jobs in the average (class_takes_sample) */
+	uint64_t
+		mean_runtime_ms; /* exponential moving average, rounded, <= UINT32_MAX; 0 = no sample */
+	uint64_t samples;        /* finished jobs in the average (class_takes_sample) */
 	uint32_t waiting, running, offered;
-	uint32_t klass;            /* enum svc_class (book_class.h); SVC_UNKNOWN unless auto-balance */
+	uint32_t klass; /* enum svc_class (book_class.h); SVC_UNKNOWN unless auto-balance */
 };
 struct book_status {
 	uint8_t instance_id[16];
-	uint32_t clients;          /* distinct clients with a live connection */
+	uint32_t clients; /* distinct clients with a live connection */
 	uint32_t connections;
-	uint32_t wants;            /* records in use */
+	uint32_t wants; /* records in use */
 	uint32_t draining;
 	uint64_t grants, repairs;
 	int32_t handler_pids[BOOK_MAX_HANDLERS];
 	uint32_t handler_conns[BOOK_MAX_HANDLERS]; /* live connections per handler */
-	uint32_t finished;         /* FINISHED wants (DONE not delivered yet) */
-	uint32_t receipts;         /* receipt store slots in use (of max_receipts) */
+	uint32_t finished;                         /* FINISHED wants (DONE not delivered yet) */
+	uint32_t receipts; /* receipt store slots in use (of max_receipts) */
 };
 /* wants = PARKED + OFFERED + RUNNING + FINISHED; grants = offers made so far. */
 void book_status(const struct book *b, struct book_status *st);
@@ -579,10 +579,10 @@ void book_status(const struct book *b, struct book_status *st);
  */
 #define BOOK_LOCK_BUCKETS 256
 struct book_lock_stats {
-	uint64_t ops;               /* critical sections (book_lock calls) */
-	uint64_t waits;             /* ... that found the lock taken */
-	uint64_t wait_ns;           /* time those spent waiting */
-	uint64_t hold_ns;           /* time the lock was held, in total */
+	uint64_t ops;     /* critical sections (book_lock calls) */
+	uint64_t waits;   /* ... that found the lock taken */
+	uint64_t wait_ns; /* time those spent waiting */
+	uint64_t hold_ns; /* time the lock was held, in total */
 	uint64_t hold_hist[BOOK_LOCK_BUCKETS];
 };
 int book_lock_stats(const struct book *b, struct book_lock_stats *st);
@@ -603,7 +603,7 @@ const struct book_topology *book_topology(const struct book *b);
 struct book_profile {
 	double ema_ms;
 	uint64_t samples;
-	uint32_t klass;            /* enum svc_class */
+	uint32_t klass; /* enum svc_class */
 };
 void book_profile_get(const struct book *b, uint32_t svc, struct book_profile *p);
 /* Restores a service's profile (the master, from a snapshot, before any
@@ -635,22 +635,21 @@ void book_profile_changes(const struct book *b, uint64_t *samples, uint64_t *cla
  * in order: UNKNOWN_SERVICE, DISABLED, DRAINING, BUSY (the waitgroup has a
  * parked want, or no free slot, or auto-balance's class rule keeps the
  * service from taking one (as for a want), or the token table is full). */
-enum book_rc book_token_issue(struct book *b, uint32_t service, uint64_t now_ms,
-			      uint32_t valid_ms, struct book_ref *tok, uint64_t *secret);
+enum book_rc book_token_issue(struct book *b, uint32_t service, uint64_t now_ms, uint32_t valid_ms,
+			      struct book_ref *tok, uint64_t *secret);
 /* Redeems an ISSUED token whose deadline is still ahead, for service, on
  * runner: it becomes RUNNING (single use).  UNKNOWN_JOB when there is no
  * such token (never issued, expired, used, or the secret differs),
  * BAD_TOKEN when it was issued for another service (it stays ISSUED),
  * INVALID for a runner out of range. */
-enum book_rc book_token_use(struct book *b, struct book_ref tok, uint64_t secret,
-			    uint32_t service, uint32_t runner, uint64_t now_ms);
+enum book_rc book_token_use(struct book *b, struct book_ref tok, uint64_t secret, uint32_t service,
+			    uint32_t runner, uint64_t now_ms);
 /* Records the process group of a token's running job (0: none any more). */
 void book_token_set_pgid(struct book *b, struct book_ref tok, int32_t pgid);
 /* The token's job ended: the token is freed, its slot granted; the
  * service statistics count it like a broker job.  STALE if the token is
  * gone (its runner was purged), BAD_STATE unless RUNNING. */
-enum book_rc book_token_finished(struct book *b, struct book_ref tok,
-				 const struct book_outcome *o);
+enum book_rc book_token_finished(struct book *b, struct book_ref tok, const struct book_outcome *o);
 
 /* ---- consistency -------------------------------------------------------- */
 

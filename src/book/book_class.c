@@ -25,7 +25,7 @@ int class_takes_sample(unsigned error, uint32_t duration_ms, double ema_ms, uint
 
 int class_ema_valid(double ema_ms)
 {
-	return ema_ms >= 0 && ema_ms <= CLASS_EMA_MAX;   /* false for NaN */
+	return ema_ms >= 0 && ema_ms <= CLASS_EMA_MAX; /* false for NaN */
 }
 
 uint64_t class_ema_round(double ema_ms)
@@ -52,12 +52,9 @@ enum svc_class class_next(enum svc_class cur, double ema_ms, uint64_t nsamples,
 	if (nsamples < p->min_samples)
 		return SVC_UNKNOWN;
 	switch (cur) {
-	case SVC_LIGHT:
-		return ema_ms > upper_edge(p) ? SVC_HEAVY : SVC_LIGHT;
-	case SVC_HEAVY:
-		return ema_ms < lower_edge(p) ? SVC_LIGHT : SVC_HEAVY;
-	default:
-		return ema_ms > (double)p->heavy_threshold_ms ? SVC_HEAVY : SVC_LIGHT;
+	case SVC_LIGHT: return ema_ms > upper_edge(p) ? SVC_HEAVY : SVC_LIGHT;
+	case SVC_HEAVY: return ema_ms < lower_edge(p) ? SVC_LIGHT : SVC_HEAVY;
+	default: return ema_ms > (double)p->heavy_threshold_ms ? SVC_HEAVY : SVC_LIGHT;
 	}
 }
 

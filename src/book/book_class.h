@@ -33,7 +33,7 @@
 
 #define CLASS_EMA_ALPHA 0.2
 #define CLASS_HYSTERESIS 0.2
-#define CLASS_EMA_MAX 4294967295.0   /* UINT32_MAX ms */
+#define CLASS_EMA_MAX 4294967295.0 /* UINT32_MAX ms */
 
 enum svc_class {
 	SVC_UNKNOWN = 0,
@@ -42,8 +42,8 @@ enum svc_class {
 };
 
 struct class_params {
-	uint64_t heavy_threshold_ms;  /* > 0 */
-	uint32_t min_samples;         /* >= 1 */
+	uint64_t heavy_threshold_ms; /* > 0 */
+	uint32_t min_samples;        /* >= 1 */
 };
 
 /* The EMA after one more sample (nsamples: samples before this one). */

@@ -160,7 +160,8 @@ void bk_conn_drop(struct book *b, uint32_t c)
 			k->grace_deadline = b->clock + b->lim.resume_grace_ms;
 			k->grace_seq = ++b->grace_seq;
 			bk_set_state(&k->state, BKK_GRACE);
-			BK_DL_APPEND(bk_client, b, b->grace_head, b->grace_tail, ci, g_prev, g_next);
+			BK_DL_APPEND(bk_client, b, b->grace_head, b->grace_tail, ci, g_prev,
+				     g_next);
 		} else {
 			bk_client_free(b, ci);
 		}
@@ -275,7 +276,7 @@ uint32_t book_conn_adopt(struct book *b, struct book_ref conn)
 		w->conn_gen = cn->gen;
 		n++;
 		if (w->state == WANT_FINISHED)
-			bk_done_mail(b, wi);   /* moves a pending DONE mail here */
+			bk_done_mail(b, wi); /* moves a pending DONE mail here */
 	}
 	if (withdraw_offers_elsewhere(b, cn->client, c))
 		bk_grant_all(b);
@@ -304,7 +305,10 @@ size_t book_purge_handler(struct book *b, uint32_t handler, int32_t *pgids, size
 	 * longer depend on it.  The grant waits for the end of the purge, when
 	 * the wants of its conns are gone. */
 	static const struct book_outcome lost = {
-		.exit_code = -1, .error = BOOK_ERROR_LOST, .retryable = 1, .failed = 1,
+		.exit_code = -1,
+		.error = BOOK_ERROR_LOST,
+		.retryable = 1,
+		.failed = 1,
 	};
 	while (hd->run_head != BK_NIL) {
 		uint32_t wi = hd->run_head;
@@ -318,7 +322,7 @@ size_t book_purge_handler(struct book *b, uint32_t handler, int32_t *pgids, size
 	}
 	n += bk_token_purge(b, handler, pgids ? pgids + n : NULL, pgids ? max - n : 0);
 	bk_fault("purge.mid");
-	while (hd->conn_head != BK_NIL)   /* oldest first */
+	while (hd->conn_head != BK_NIL) /* oldest first */
 		bk_conn_drop(b, hd->conn_head);
 	/* nothing it should still say: empty its mailbox */
 	while (hd->mail_head != BK_NIL) {
@@ -328,7 +332,7 @@ size_t book_purge_handler(struct book *b, uint32_t handler, int32_t *pgids, size
 		if (w->state == BK_WANT_EXPIRED)
 			bk_want_free(b, wi, NULL);
 		else
-			w->flags &= (uint8_t)~(BKW_OFFER_MAIL | BKW_CANCEL_MAIL);
+			w->flags &= (uint8_t) ~(BKW_OFFER_MAIL | BKW_CANCEL_MAIL);
 	}
 	hd->hello = 0;
 	hd->pid = 0;

@@ -46,11 +46,10 @@ int bk_eligible(const struct book *b, uint32_t s)
 	const struct bk_wg *wg = &b->wgs[sv->wg];
 	switch (sv->klass) {
 	case SVC_HEAVY:
-		return (uint64_t)wg->running + wg->offered + wg->tokens + ab->reserve < wg->processes;
-	case SVC_UNKNOWN:
-		return (uint64_t)sv->running + sv->offered < ab->unknown_cap;
-	default:
-		return 1;
+		return (uint64_t)wg->running + wg->offered + wg->tokens + ab->reserve <
+		       wg->processes;
+	case SVC_UNKNOWN: return (uint64_t)sv->running + sv->offered < ab->unknown_cap;
+	default: return 1;
 	}
 }
 
@@ -131,8 +130,7 @@ void bk_grant(struct book *b, uint32_t g)
 	if (b->draining)
 		return;
 	struct bk_wg *wg = &b->wgs[g];
-	while ((uint64_t)wg->running + wg->offered + wg->tokens < wg->processes &&
-	       grant_one(b, g))
+	while ((uint64_t)wg->running + wg->offered + wg->tokens < wg->processes && grant_one(b, g))
 		;
 }
 

@@ -43,7 +43,7 @@ static uint32_t meld(struct book *b, uint32_t wg, uint32_t x, uint32_t y)
 /* Two-pass pairing of a sibling list starting at first; returns a root. */
 static uint32_t merge_pairs(struct book *b, uint32_t wg, uint32_t first)
 {
-	uint32_t acc = BK_NIL;   /* pair results, reversed, linked by sibling */
+	uint32_t acc = BK_NIL; /* pair results, reversed, linked by sibling */
 	while (first != BK_NIL) {
 		uint32_t x = first, y = bk_node(b, x)->sibling, next = BK_NIL;
 		if (y != BK_NIL) {

@@ -16,52 +16,56 @@
 
 /* Append record i to a list with head and tail; ACC(b, i) yields the record,
  * P/N are its link fields. */
-#define BK_DL_APPEND(ACC, b, head, tail, i, P, N) do { \
-	uint32_t i_ = (i); \
-	ACC(b, i_)->P = (tail); \
-	ACC(b, i_)->N = BK_NIL; \
-	if ((tail) != BK_NIL) \
-		ACC(b, (tail))->N = i_; \
-	else \
-		(head) = i_; \
-	(tail) = i_; \
-} while (0)
+#define BK_DL_APPEND(ACC, b, head, tail, i, P, N) \
+	do {                                      \
+		uint32_t i_ = (i);                \
+		ACC(b, i_)->P = (tail);           \
+		ACC(b, i_)->N = BK_NIL;           \
+		if ((tail) != BK_NIL)             \
+			ACC(b, (tail))->N = i_;   \
+		else                              \
+			(head) = i_;              \
+		(tail) = i_;                      \
+	} while (0)
 
-#define BK_DL_UNLINK(ACC, b, head, tail, i, P, N) do { \
-	uint32_t i_ = (i), p_ = ACC(b, i_)->P, n_ = ACC(b, i_)->N; \
-	if (p_ != BK_NIL) \
-		ACC(b, p_)->N = n_; \
-	else \
-		(head) = n_; \
-	if (n_ != BK_NIL) \
-		ACC(b, n_)->P = p_; \
-	else \
-		(tail) = p_; \
-	ACC(b, i_)->P = BK_NIL; \
-	ACC(b, i_)->N = BK_NIL; \
-} while (0)
+#define BK_DL_UNLINK(ACC, b, head, tail, i, P, N)                          \
+	do {                                                               \
+		uint32_t i_ = (i), p_ = ACC(b, i_)->P, n_ = ACC(b, i_)->N; \
+		if (p_ != BK_NIL)                                          \
+			ACC(b, p_)->N = n_;                                \
+		else                                                       \
+			(head) = n_;                                       \
+		if (n_ != BK_NIL)                                          \
+			ACC(b, n_)->P = p_;                                \
+		else                                                       \
+			(tail) = p_;                                       \
+		ACC(b, i_)->P = BK_NIL;                                    \
+		ACC(b, i_)->N = BK_NIL;                                    \
+	} while (0)
 
 /* Lists that keep only a head: push in front, unlink anywhere. */
-#define BK_DL_PUSH(ACC, b, head, i, P, N) do { \
-	uint32_t i_ = (i); \
-	ACC(b, i_)->P = BK_NIL; \
-	ACC(b, i_)->N = (head); \
-	if ((head) != BK_NIL) \
-		ACC(b, (head))->P = i_; \
-	(head) = i_; \
-} while (0)
+#define BK_DL_PUSH(ACC, b, head, i, P, N)       \
+	do {                                    \
+		uint32_t i_ = (i);              \
+		ACC(b, i_)->P = BK_NIL;         \
+		ACC(b, i_)->N = (head);         \
+		if ((head) != BK_NIL)           \
+			ACC(b, (head))->P = i_; \
+		(head) = i_;                    \
+	} while (0)
 
-#define BK_DL_UNLINK_H(ACC, b, head, i, P, N) do { \
-	uint32_t i_ = (i), p_ = ACC(b, i_)->P, n_ = ACC(b, i_)->N; \
-	if (p_ != BK_NIL) \
-		ACC(b, p_)->N = n_; \
-	else \
-		(head) = n_; \
-	if (n_ != BK_NIL) \
-		ACC(b, n_)->P = p_; \
-	ACC(b, i_)->P = BK_NIL; \
-	ACC(b, i_)->N = BK_NIL; \
-} while (0)
+#define BK_DL_UNLINK_H(ACC, b, head, i, P, N)                              \
+	do {                                                               \
+		uint32_t i_ = (i), p_ = ACC(b, i_)->P, n_ = ACC(b, i_)->N; \
+		if (p_ != BK_NIL)                                          \
+			ACC(b, p_)->N = n_;                                \
+		else                                                       \
+			(head) = n_;                                       \
+		if (n_ != BK_NIL)                                          \
+			ACC(b, n_)->P = p_;                                \
+		ACC(b, i_)->P = BK_NIL;                                    \
+		ACC(b, i_)->N = BK_NIL;                                    \
+	} while (0)
 
 static inline uint32_t bk_want_wg(const struct book *b, const struct bk_want *w)
 {

@@ -52,8 +52,8 @@ void bk_index_clear(struct book *b, struct bk_index *ix)
 	ix->count = 0;
 }
 
-static uint32_t ix_find(const struct book *b, const struct bk_index *ix, uint32_t hash,
-			eq_fn eq, const void *key)
+static uint32_t ix_find(const struct book *b, const struct bk_index *ix, uint32_t hash, eq_fn eq,
+			const void *key)
 {
 	const struct bk_slot *s = bk_slots(b, ix);
 	for (uint32_t i = ix_home(ix, hash);; i = ix_next(ix, i)) {
@@ -164,7 +164,8 @@ static int want_eq(const struct book *b, uint32_t idx, const void *key)
 {
 	const struct want_key *k = key;
 	const struct bk_want *w = bk_want(b, idx);
-	return w->client == k->client && w->idlen == k->len && memcmp(w->job_id, k->id, k->len) == 0;
+	return w->client == k->client && w->idlen == k->len &&
+	       memcmp(w->job_id, k->id, k->len) == 0;
 }
 
 uint32_t bk_find_want(const struct book *b, uint32_t client, const char *id, size_t len)

@@ -50,10 +50,10 @@
 #include "book/book.h"
 
 #define BK_NIL UINT32_MAX
-#define BK_NIL8 UINT8_MAX     /* none, in a one-byte handler index */
+#define BK_NIL8 UINT8_MAX /* none, in a one-byte handler index */
 _Static_assert(BOOK_MAX_HANDLERS < BK_NIL8, "handler indices fit a byte besides BK_NIL8");
 _Static_assert(BOOK_MAX_SERVICES <= UINT16_MAX, "service indices fit 16 bits");
-#define BK_MAGIC 0x4b4f4f4258455345ULL   /* "ESEXBOOK" little endian */
+#define BK_MAGIC 0x4b4f4f4258455345ULL /* "ESEXBOOK" little endian */
 #define BK_VERSION 4u
 #define BK_MAX_CONNECTIONS (1u << 20)
 #define BK_MAX_WANTS (1u << 22)
@@ -68,33 +68,41 @@ _Static_assert(BOOK_MAX_SERVICES <= UINT16_MAX, "service indices fit 16 bits");
 #define BK_WANT_EXPIRED 5
 
 /* want flags (P) */
-#define BKW_OFFER_MAIL 0x01   /* OFFERED: the OFFER mail was not taken yet */
-#define BKW_CANCEL_MAIL 0x02  /* RUNNING: the CANCEL mail was not taken yet */
-#define BKW_STAMPED 0x04      /* OFFERED: deadline is set (see bk_tick) */
-#define BKW_OWNER_CANCEL 0x08 /* RUNNING: its own client asked to cancel it; the
+#define BKW_OFFER_MAIL 0x01  /* OFFERED: the OFFER mail was not taken yet */
+#define BKW_CANCEL_MAIL 0x02 /* RUNNING: the CANCEL mail was not taken yet */
+#define BKW_STAMPED 0x04     /* OFFERED: deadline is set (see bk_tick) */
+#define BKW_OWNER_CANCEL \
+	0x08                  /* RUNNING: its own client asked to cancel it; the
 			       * pending CANCEL mail does not make it an orphan */
 #define BKW_DONE_MAIL 0x10    /* FINISHED: the DONE mail was not taken yet */
 #define BKW_RECEIPT_LOST 0x20 /* FINISHED: a receipt text was given but not kept */
 
-enum bk_conn_state { BKC_FREE = 0, BKC_LIVE };
-enum bk_client_state { BKK_FREE = 0, BKK_LIVE, BKK_GRACE };
+enum bk_conn_state {
+	BKC_FREE = 0,
+	BKC_LIVE
+};
+enum bk_client_state {
+	BKK_FREE = 0,
+	BKK_LIVE,
+	BKK_GRACE
+};
 
 struct bk_want {
-	uint32_t gen;            /* (P) bumped on free */
-	uint8_t state;           /* (P) enum want_state or BK_WANT_EXPIRED */
-	uint8_t flags;           /* (P) BKW_* */
-	uint8_t idlen;           /* (P) */
-	uint8_t m_handler;       /* (D) mailbox it is queued in, or BK_NIL8 */
-	uint16_t service;        /* (P) < BOOK_MAX_SERVICES */
-	uint8_t runner;          /* (P) RUNNING: handler that runs it (else BK_NIL8) */
+	uint32_t gen;      /* (P) bumped on free */
+	uint8_t state;     /* (P) enum want_state or BK_WANT_EXPIRED */
+	uint8_t flags;     /* (P) BKW_* */
+	uint8_t idlen;     /* (P) */
+	uint8_t m_handler; /* (D) mailbox it is queued in, or BK_NIL8 */
+	uint16_t service;  /* (P) < BOOK_MAX_SERVICES */
+	uint8_t runner;    /* (P) RUNNING: handler that runs it (else BK_NIL8) */
 	uint8_t pad;
-	int32_t priority;        /* (P) */
-	uint32_t conn, conn_gen; /* (P) placing conn; RUNNING: current owner or BK_NIL */
+	int32_t priority;            /* (P) */
+	uint32_t conn, conn_gen;     /* (P) placing conn; RUNNING: current owner or BK_NIL */
 	uint32_t client, client_gen; /* (P) BK_NIL: orphaned running job */
-	int32_t pgid;            /* (P) RUNNING: process group, 0 = unknown */
-	uint32_t node;           /* (D) PARKED: its node */
-	uint64_t seq;            /* (P) book-wide arrival number */
-	uint64_t token;          /* (P) OFFERED/RUNNING: the offer's token */
+	int32_t pgid;                /* (P) RUNNING: process group, 0 = unknown */
+	uint32_t node;               /* (D) PARKED: its node */
+	uint64_t seq;                /* (P) book-wide arrival number */
+	uint64_t token;              /* (P) OFFERED/RUNNING: the offer's token */
 	/* The offer's fields and the outcome share their bytes: an offer
 	 * means nothing once the want RUNs, and only RUNNING turns FINISHED
 	 * (bk_job_end writes the outcome while the state still says RUNNING,
@@ -102,126 +110,130 @@ struct bk_want {
 	 * any crash point as before.  book_want zeroes both. */
 	union {
 		struct {
-			uint64_t deadline;  /* (P) OFFERED with BKW_STAMPED */
-			uint64_t offer_no;  /* (P) OFFERED: book-wide grant number */
+			uint64_t deadline; /* (P) OFFERED with BKW_STAMPED */
+			uint64_t offer_no; /* (P) OFFERED: book-wide grant number */
 		};
 		struct {
-			int32_t exit_code;  /* (P) FINISHED: the compact outcome */
+			int32_t exit_code;    /* (P) FINISHED: the compact outcome */
 			uint32_t duration_ms; /* (P) FINISHED */
 			uint8_t signal, error, retryable, failed; /* (P) FINISHED */
 		};
 	};
 	char job_id[BOOK_ID_MAX]; /* (P) not NUL-terminated, idlen bytes */
-	uint32_t receipt;        /* (P) FINISHED: its receipt slot, or BK_NIL */
-	uint32_t receipt_len;    /* (P) FINISHED with a slot: bytes of text */
-	uint32_t q_prev, q_next; /* (D) see the table above */
-	uint32_t o_prev, o_next; /* (D) */
-	uint32_t m_prev, m_next; /* (D) */
+	uint32_t receipt;         /* (P) FINISHED: its receipt slot, or BK_NIL */
+	uint32_t receipt_len;     /* (P) FINISHED with a slot: bytes of text */
+	uint32_t q_prev, q_next;  /* (D) see the table above */
+	uint32_t o_prev, o_next;  /* (D) */
+	uint32_t m_prev, m_next;  /* (D) */
 };
 
 /* A node: the parked wants of one (conn, service, priority), FIFO by seq,
  * and its place in the service's pairing heap.  All (D). */
 struct bk_node {
 	uint16_t used;
-	uint16_t service;        /* < BOOK_MAX_SERVICES */
+	uint16_t service; /* < BOOK_MAX_SERVICES */
 	uint32_t conn;
 	int32_t priority;
 	uint32_t count;
-	uint32_t head, tail;             /* FIFO through want q_prev/q_next */
-	uint32_t child, sibling, prev;   /* pairing heap; prev = parent when leftmost child */
-	uint32_t c_prev, c_next;         /* conn's node list; c_next = free list */
+	uint32_t head, tail;           /* FIFO through want q_prev/q_next */
+	uint32_t child, sibling, prev; /* pairing heap; prev = parent when leftmost child */
+	uint32_t c_prev, c_next;       /* conn's node list; c_next = free list */
 };
 
 struct bk_conn {
-	uint32_t gen;            /* (P) */
-	uint8_t state;           /* (P) enum bk_conn_state */
+	uint32_t gen;  /* (P) */
+	uint8_t state; /* (P) enum bk_conn_state */
 	uint8_t pad[3];
-	uint32_t handler;        /* (P) */
+	uint32_t handler;            /* (P) */
 	uint32_t client, client_gen; /* (P) */
-	uint64_t open_seq;       /* (P) book-wide open number (newest conn of a client) */
+	uint64_t open_seq;           /* (P) book-wide open number (newest conn of a client) */
 	uint64_t stamp[BOOK_MAX_WAITGROUPS]; /* (P) grant counter at its last offer per wg */
-	uint32_t nwants;         /* (D) PARKED + OFFERED wants it placed */
-	uint32_t want_head, want_tail; /* (D) PARKED/OFFERED/EXPIRED wants (o links) */
-	uint32_t node_head;      /* (D) its nodes (c links) */
+	uint32_t nwants;                     /* (D) PARKED + OFFERED wants it placed */
+	uint32_t want_head, want_tail;       /* (D) PARKED/OFFERED/EXPIRED wants (o links) */
+	uint32_t node_head;                  /* (D) its nodes (c links) */
 	uint32_t h_prev, h_next; /* (D) handler's conns (open order); h_next = free list */
 	uint32_t k_prev, k_next; /* (D) client's conns */
 };
 
 struct bk_client {
-	uint32_t gen;            /* (P) */
-	uint8_t state;           /* (P) enum bk_client_state */
-	uint8_t named;           /* (P) 0 = anonymous (one conn, freed with it) */
-	uint8_t stamped;         /* (P) GRACE: grace_deadline is set */
-	uint8_t idlen;           /* (P) */
-	uint64_t grace_deadline; /* (P) */
-	uint64_t grace_seq;      /* (P) order of entering the grace */
-	char id[BOOK_ID_MAX];    /* (P) */
-	uint32_t nconns, njobs;  /* (D) njobs: RUNNING + FINISHED wants it owns */
-	uint32_t conn_head;      /* (D) k links */
+	uint32_t gen;                /* (P) */
+	uint8_t state;               /* (P) enum bk_client_state */
+	uint8_t named;               /* (P) 0 = anonymous (one conn, freed with it) */
+	uint8_t stamped;             /* (P) GRACE: grace_deadline is set */
+	uint8_t idlen;               /* (P) */
+	uint64_t grace_deadline;     /* (P) */
+	uint64_t grace_seq;          /* (P) order of entering the grace */
+	char id[BOOK_ID_MAX];        /* (P) */
+	uint32_t nconns, njobs;      /* (D) njobs: RUNNING + FINISHED wants it owns */
+	uint32_t conn_head;          /* (D) k links */
 	uint32_t job_head, job_tail; /* (D) its RUNNING and FINISHED wants (o links) */
-	uint32_t g_prev, g_next; /* (D) grace list; g_next = free list */
+	uint32_t g_prev, g_next;     /* (D) grace list; g_next = free list */
 };
 
 struct bk_handler {
-	int32_t pid;             /* (P) */
-	uint32_t hello;          /* (P) a MAIL_HELLO is pending */
-	uint32_t nconns;         /* (D) */
+	int32_t pid;                   /* (P) */
+	uint32_t hello;                /* (P) a MAIL_HELLO is pending */
+	uint32_t nconns;               /* (D) */
 	uint32_t conn_head, conn_tail; /* (D) h links, in open order */
 	uint32_t mail_head, mail_tail; /* (D) m links */
 	uint32_t run_head, run_tail;   /* (D) wants it runs (q links) */
 };
 
 struct bk_wg {
-	uint32_t processes;      /* (P) from the topology */
-	uint32_t tokens;         /* (D) legacy tokens held (ISSUED + RUNNING) */
+	uint32_t processes;                 /* (P) from the topology */
+	uint32_t tokens;                    /* (D) legacy tokens held (ISSUED + RUNNING) */
 	uint32_t running, offered, waiting; /* (D) */
-	uint32_t svc_head;       /* (P) services of this wg (static, set at init) */
-	uint64_t grant_counter;  /* (P) >= every conn stamp of this wg */
-	uint32_t off_head, off_tail; /* (D) offered wants by offer_no (q links) */
+	uint32_t svc_head;                  /* (P) services of this wg (static, set at init) */
+	uint64_t grant_counter;             /* (P) >= every conn stamp of this wg */
+	uint32_t off_head, off_tail;        /* (D) offered wants by offer_no (q links) */
 };
 
 struct bk_service {
-	uint32_t wg, enabled;    /* (P) static */
-	uint32_t wg_next;        /* (P) static: next service of the same wg */
-	uint32_t root;           /* (D) pairing heap of its nodes */
+	uint32_t wg, enabled;               /* (P) static */
+	uint32_t wg_next;                   /* (P) static: next service of the same wg */
+	uint32_t root;                      /* (D) pairing heap of its nodes */
 	uint32_t waiting, running, offered; /* (D) */
 	uint64_t started, finished, failed; /* (P) statistics */
-	uint64_t nsamples;       /* (P) */
-	double ema_ms;           /* (P) runtime EMA (book_class.h) */
-	uint32_t klass;          /* (P) enum svc_class; written after ema_ms and
+	uint64_t nsamples;                  /* (P) */
+	double ema_ms;                      /* (P) runtime EMA (book_class.h) */
+	uint32_t klass;                     /* (P) enum svc_class; written after ema_ms and
 				  * nsamples, repaired when not consistent with them */
 };
 
 /* A legacy token (book_token_*): holds one slot of its service's
  * waitgroup while ISSUED or RUNNING. */
-enum bk_token_state { BKT_FREE = 0, BKT_ISSUED, BKT_RUNNING };
+enum bk_token_state {
+	BKT_FREE = 0,
+	BKT_ISSUED,
+	BKT_RUNNING
+};
 struct bk_token {
-	uint32_t gen;            /* (P) bumped on free */
-	uint8_t state;           /* (P) enum bk_token_state */
+	uint32_t gen;  /* (P) bumped on free */
+	uint8_t state; /* (P) enum bk_token_state */
 	uint8_t pad[3];
-	uint32_t service;        /* (P) */
-	uint32_t runner;         /* (P) RUNNING: handler running its job */
-	int32_t pgid;            /* (P) RUNNING: process group, 0 = unknown */
-	uint32_t next;           /* (D) free list */
-	uint64_t secret;         /* (P) */
-	uint64_t deadline;       /* (P) ISSUED: expires at */
+	uint32_t service;  /* (P) */
+	uint32_t runner;   /* (P) RUNNING: handler running its job */
+	int32_t pgid;      /* (P) RUNNING: process group, 0 = unknown */
+	uint32_t next;     /* (D) free list */
+	uint64_t secret;   /* (P) */
+	uint64_t deadline; /* (P) ISSUED: expires at */
 };
 
 /* One slot of the receipt store; the text lives in the byte area. */
 struct bk_rslot {
-	uint32_t next;           /* (D) free list link */
-	uint32_t owner;          /* (D) FINISHED want holding it, or BK_NIL */
+	uint32_t next;  /* (D) free list link */
+	uint32_t owner; /* (D) FINISHED want holding it, or BK_NIL */
 };
 
 /* Open-addressing hash index: n slots (any n), linear probing,
  * backward-shift deletion, at most 3/4 full (book_index.c). */
 struct bk_slot {
-	uint32_t hash;           /* low 32 bits of the keyed hash */
-	uint32_t idx;            /* BK_NIL = empty */
+	uint32_t hash; /* low 32 bits of the keyed hash */
+	uint32_t idx;  /* BK_NIL = empty */
 };
 struct bk_index {
-	uint64_t off;            /* byte offset of the slot array */
-	uint32_t n, count;       /* slots, slots in use */
+	uint64_t off;      /* byte offset of the slot array */
+	uint32_t n, count; /* slots, slots in use */
 };
 
 /* The header; the tables follow at the recorded offsets. */
@@ -230,24 +242,24 @@ struct book {
 	uint32_t version, pad0;
 	uint64_t size;
 	struct book_limits lim;
-	uint32_t nclient_tab;    /* max_connections + sum of processes */
-	uint32_t scratch_len;    /* entries of scratch array 0 */
+	uint32_t nclient_tab; /* max_connections + sum of processes */
+	uint32_t scratch_len; /* entries of scratch array 0 */
 	struct book_topology topo;
 	uint8_t instance_id[16];
-	uint64_t rng[4];         /* (P) xoshiro256** state for tokens */
-	uint64_t sipkey[2];      /* (P) SipHash key */
+	uint64_t rng[4];    /* (P) xoshiro256** state for tokens */
+	uint64_t sipkey[2]; /* (P) SipHash key */
 	pthread_mutex_t mtx;
 
 	/* primary scalars */
-	uint64_t clock;          /* (P) latest now_ms seen (time never goes back) */
-	uint32_t now_valid;      /* clock is "now" for this critical section */
-	uint32_t draining;       /* (P) */
-	uint64_t seq, open_seq, grace_seq; /* (P) */
-	uint64_t grants, repairs; /* (P) */
+	uint64_t clock;                          /* (P) latest now_ms seen (time never goes back) */
+	uint32_t now_valid;                      /* clock is "now" for this critical section */
+	uint32_t draining;                       /* (P) */
+	uint64_t seq, open_seq, grace_seq;       /* (P) */
+	uint64_t grants, repairs;                /* (P) */
 	uint64_t profile_samples, class_changes; /* (P) book_profile_changes */
 
 	/* derived */
-	uint64_t mail_mask;      /* handlers mailed since book_lock */
+	uint64_t mail_mask; /* handlers mailed since book_lock */
 	uint32_t nconns, nclients_live, nwants, nfinished;
 	uint32_t want_free, node_free, conn_free, client_free;
 	uint32_t rc_free, rc_used;       /* receipt store free list, slots owned */
@@ -256,12 +268,12 @@ struct book {
 
 	uint64_t off_conns, off_clients, off_wants, off_nodes, off_scratch, off_qconn;
 	uint64_t off_rslots, off_rbytes; /* receipt store */
-	uint64_t off_tokens;     /* legacy tokens, lim.max_tokens records */
-	uint32_t token_free;     /* (D) free list of tokens */
+	uint64_t off_tokens;             /* legacy tokens, lim.max_tokens records */
+	uint32_t token_free;             /* (D) free list of tokens */
 	uint32_t pad1;
-	struct bk_index widx;    /* (client idx, job_id) -> want */
-	struct bk_index cidx;    /* client_id -> named client */
-	struct bk_index nidx;    /* (conn, service, priority) -> node */
+	struct bk_index widx; /* (client idx, job_id) -> want */
+	struct bk_index cidx; /* client_id -> named client */
+	struct bk_index nidx; /* (conn, service, priority) -> node */
 
 	struct bk_handler handlers[BOOK_MAX_HANDLERS];
 	struct bk_wg wgs[BOOK_MAX_WAITGROUPS];
@@ -314,10 +326,10 @@ static inline uint32_t *bk_scratch(const struct book *b, int which)
 
 /* Per-conn scratch of book_query's replay (one entry per conn slot). */
 struct bk_qconn {
-	uint64_t vs;             /* virtual stamp during the replay */
-	uint64_t head;           /* smallest seq of its wants in the current phase */
-	uint32_t n;              /* its wants in the current phase */
-	uint32_t pos;            /* its turn in the phase's first round */
+	uint64_t vs;   /* virtual stamp during the replay */
+	uint64_t head; /* smallest seq of its wants in the current phase */
+	uint32_t n;    /* its wants in the current phase */
+	uint32_t pos;  /* its turn in the phase's first round */
 };
 static inline struct bk_qconn *bk_qconn(const struct book *b, uint32_t c)
 {

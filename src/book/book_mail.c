@@ -35,7 +35,6 @@
 
 #include "book/book_impl.h"
 
-
 void bk_mail_push(struct book *b, uint32_t h, uint32_t wi)
 {
 	struct bk_handler *hd = &b->handlers[h];

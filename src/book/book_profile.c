@@ -83,7 +83,7 @@ void bk_class_repair(struct book *b)
 			s->nsamples = 0;
 		}
 		if (!bk_class_ok(b, i))
-			set_class(b, s, fresh_class(b, s));  /* counted: the snapshot follows */
+			set_class(b, s, fresh_class(b, s)); /* counted: the snapshot follows */
 	}
 }
 

@@ -135,7 +135,7 @@ uint32_t bk_query_ahead(const struct book *b, uint32_t wi)
 			if (before && nc >= k)
 				ahead++;
 		}
-		ahead += k - 1;   /* its own conn's older wants */
+		ahead += k - 1; /* its own conn's older wants */
 		break;
 	}
 	return ahead;

@@ -155,7 +155,7 @@ static void repair_conns(struct book *b)
 		int ok = cn->state == BKC_LIVE && cn->handler < b->lim.nhandlers &&
 			 client_ok(b, cn->client, cn->client_gen);
 		if (ok && !bk_client(b, cn->client)->named && bk_client(b, cn->client)->nconns > 0)
-			ok = 0;   /* an anonymous client has one conn */
+			ok = 0; /* an anonymous client has one conn */
 		if (!ok) {
 			if (cn->state != BKC_FREE) {
 				bk_set_state(&cn->state, BKC_FREE);
@@ -234,9 +234,9 @@ static size_t repair_want_records(struct book *b)
 				break;
 			w->flags &= BKW_CANCEL_MAIL | BKW_OWNER_CANCEL;
 			if (w->client != BK_NIL && !client_ok(b, w->client, w->client_gen))
-				w->flags |= BKW_CANCEL_MAIL;   /* its client vanished */
+				w->flags |= BKW_CANCEL_MAIL; /* its client vanished */
 			if ((w->flags & BKW_CANCEL_MAIL) && !(w->flags & BKW_OWNER_CANCEL))
-				w->client = BK_NIL;    /* cancel decided: an orphan */
+				w->client = BK_NIL; /* cancel decided: an orphan */
 			if (w->client == BK_NIL || !conn_ok(b, w->conn, w->conn_gen) ||
 			    bk_conn(b, w->conn)->client != w->client)
 				w->conn = BK_NIL;
@@ -247,7 +247,8 @@ static size_t repair_want_records(struct book *b)
 			if (!ok)
 				break;
 			w->flags &= BKW_DONE_MAIL | BKW_RECEIPT_LOST;
-			if (!conn_ok(b, w->conn, w->conn_gen) || bk_conn(b, w->conn)->client != w->client)
+			if (!conn_ok(b, w->conn, w->conn_gen) ||
+			    bk_conn(b, w->conn)->client != w->client)
 				w->conn = BK_NIL;
 			if (w->receipt != BK_NIL &&
 			    (w->receipt >= b->lim.max_receipts || w->receipt_len == 0 ||
@@ -257,8 +258,7 @@ static size_t repair_want_records(struct book *b)
 				w->flags |= BKW_RECEIPT_LOST;
 			}
 			break;
-		default:
-			ok = 0;
+		default: ok = 0;
 		}
 		if (!ok) {
 			drop_want(w);

@@ -20,12 +20,23 @@ static inline uint64_t load_le64(const uint8_t *p)
 	return v;
 }
 
-#define SIP_ROUND do { \
-	v0 += v1; v1 = rotl64(v1, 13); v1 ^= v0; v0 = rotl64(v0, 32); \
-	v2 += v3; v3 = rotl64(v3, 16); v3 ^= v2; \
-	v0 += v3; v3 = rotl64(v3, 21); v3 ^= v0; \
-	v2 += v1; v1 = rotl64(v1, 17); v1 ^= v2; v2 = rotl64(v2, 32); \
-} while (0)
+#define SIP_ROUND                    \
+	do {                         \
+		v0 += v1;            \
+		v1 = rotl64(v1, 13); \
+		v1 ^= v0;            \
+		v0 = rotl64(v0, 32); \
+		v2 += v3;            \
+		v3 = rotl64(v3, 16); \
+		v3 ^= v2;            \
+		v0 += v3;            \
+		v3 = rotl64(v3, 21); \
+		v3 ^= v0;            \
+		v2 += v1;            \
+		v1 = rotl64(v1, 17); \
+		v1 ^= v2;            \
+		v2 = rotl64(v2, 32); \
+	} while (0)
 
 uint64_t bk_siphash24(const uint64_t key[2], const void *data, size_t len)
 {

@@ -56,8 +56,8 @@ static void token_free(struct book *b, uint32_t i)
 	b->token_free = i;
 }
 
-enum book_rc book_token_issue(struct book *b, uint32_t service, uint64_t now_ms,
-			      uint32_t valid_ms, struct book_ref *tok, uint64_t *secret)
+enum book_rc book_token_issue(struct book *b, uint32_t service, uint64_t now_ms, uint32_t valid_ms,
+			      struct book_ref *tok, uint64_t *secret)
 {
 	bk_tick(b, now_ms);
 	if (service >= b->topo.nservices)
@@ -90,8 +90,8 @@ enum book_rc book_token_issue(struct book *b, uint32_t service, uint64_t now_ms,
 	return BOOK_OK;
 }
 
-enum book_rc book_token_use(struct book *b, struct book_ref tok, uint64_t secret,
-			    uint32_t service, uint32_t runner, uint64_t now_ms)
+enum book_rc book_token_use(struct book *b, struct book_ref tok, uint64_t secret, uint32_t service,
+			    uint32_t runner, uint64_t now_ms)
 {
 	bk_tick(b, now_ms);
 	uint32_t i = token_get(b, tok);
@@ -119,8 +119,7 @@ void book_token_set_pgid(struct book *b, struct book_ref tok, int32_t pgid)
 		bk_tok(b, i)->pgid = pgid;
 }
 
-enum book_rc book_token_finished(struct book *b, struct book_ref tok,
-				 const struct book_outcome *o)
+enum book_rc book_token_finished(struct book *b, struct book_ref tok, const struct book_outcome *o)
 {
 	if (!o)
 		return BOOK_E_INVALID;
@@ -132,7 +131,7 @@ enum book_rc book_token_finished(struct book *b, struct book_ref tok,
 		return BOOK_E_BAD_STATE;
 	uint32_t g = token_wg(b, t), svc = t->service;
 	token_free(b, i);
-	bk_service_sample(b, svc, o);   /* after the end, before the grant */
+	bk_service_sample(b, svc, o); /* after the end, before the grant */
 	bk_grant(b, g);
 	return BOOK_OK;
 }
@@ -207,8 +206,8 @@ void bk_token_repair(struct book *b)
 	}
 }
 
-__attribute__((format(printf, 3, 4)))
-static void say(char *why, size_t whylen, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void say(char *why, size_t whylen, const char *fmt,
+						      ...)
 {
 	if (!why || !whylen)
 		return;
@@ -227,8 +226,8 @@ int bk_token_check(const struct book *b, char *why, size_t whylen)
 			continue;
 		if (t->state > BKT_RUNNING || t->service >= b->topo.nservices ||
 		    (t->state == BKT_RUNNING && t->runner >= b->lim.nhandlers)) {
-			say(why, whylen, "token %u: state %u, service %u, runner %u", i,
-				 t->state, t->service, t->runner);
+			say(why, whylen, "token %u: state %u, service %u, runner %u", i, t->state,
+			    t->service, t->runner);
 			return -1;
 		}
 		held[token_wg(b, t)]++;
@@ -245,13 +244,12 @@ int bk_token_check(const struct book *b, char *why, size_t whylen)
 		used += held[g];
 		if (b->wgs[g].tokens != held[g]) {
 			say(why, whylen, "wg %u: %u tokens counted, %u in the table", g,
-				 b->wgs[g].tokens, held[g]);
+			    b->wgs[g].tokens, held[g]);
 			return -1;
 		}
 	}
 	if (used + nfree != b->lim.max_tokens) {
-		say(why, whylen, "tokens: %u used + %u free of %u", used, nfree,
-			 b->lim.max_tokens);
+		say(why, whylen, "tokens: %u used + %u free of %u", used, nfree, b->lim.max_tokens);
 		return -1;
 	}
 	return 0;

@@ -315,8 +315,8 @@ void bk_done_mail(struct book *b, uint32_t wi)
 
 /* ---- requests ---- */
 
-enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
-		       uint32_t service, int32_t priority, uint64_t now_ms)
+enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id, uint32_t service,
+		       int32_t priority, uint64_t now_ms)
 {
 	size_t len;
 	bk_tick(b, now_ms);
@@ -405,7 +405,7 @@ enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_i
 	struct bk_want *w = bk_want(b, wi);
 	*was = (enum want_state)w->state;
 	if (w->state == WANT_FINISHED)
-		return BOOK_E_UNKNOWN_JOB;   /* ended: its outcome stands */
+		return BOOK_E_UNKNOWN_JOB; /* ended: its outcome stands */
 	if (w->state != WANT_RUNNING)
 		return book_unwant(b, conn, job_id);
 	if (want) {
@@ -422,8 +422,8 @@ enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_i
 	return BOOK_OK;
 }
 
-enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_id,
-			 uint64_t token, uint32_t runner, struct book_ref *want)
+enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_id, uint64_t token,
+			 uint32_t runner, struct book_ref *want)
 {
 	uint32_t c, wi;
 	if (runner >= b->lim.nhandlers)
@@ -443,7 +443,7 @@ enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_i
 		return BOOK_E_LIMIT_JOBS;
 	w->runner = runner;
 	w->pgid = 0;
-	w->flags &= (uint8_t)~(BKW_OFFER_MAIL | BKW_CANCEL_MAIL);
+	w->flags &= (uint8_t) ~(BKW_OFFER_MAIL | BKW_CANCEL_MAIL);
 	bk_set_state(&w->state, WANT_RUNNING);
 	bk_fault("accept.mid");
 	bk_mail_unlink(b, wi);
@@ -469,8 +469,7 @@ enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_i
 	return BOOK_OK;
 }
 
-enum book_rc book_decline(struct book *b, struct book_ref conn, const char *job_id,
-			  uint64_t token)
+enum book_rc book_decline(struct book *b, struct book_ref conn, const char *job_id, uint64_t token)
 {
 	uint32_t c, wi;
 	enum book_rc rc = find_job(b, conn, job_id, &c, &wi);
@@ -541,7 +540,7 @@ uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, c
 		bk_fault(point);
 
 	/* derived: a CANCEL not taken yet is moot; the slot is free */
-	w->flags &= (uint8_t)~(BKW_CANCEL_MAIL | BKW_OWNER_CANCEL);
+	w->flags &= (uint8_t) ~(BKW_CANCEL_MAIL | BKW_OWNER_CANCEL);
 	bk_mail_unlink(b, wi);
 	struct bk_handler *hd = &b->handlers[w->runner];
 	BK_DL_UNLINK(bk_want, b, hd->run_head, hd->run_tail, wi, q_prev, q_next);

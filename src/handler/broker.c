@@ -38,10 +38,10 @@ struct broker_conn {
 	struct book_ref ref;
 	char client_id[BOOK_ID_MAX + 1];
 	char peer[64];
-	struct ip_addr peer_ip;   /* family 0 when unknown (callback guard) */
-	struct event *idle_ev;    /* idleTimeoutSec, re-armed by activity */
-	int protocol;             /* in effect (HELLO.protocol); >= PROTO_VERSION_ACK: DONEs are acknowledged */
-	uint64_t hello_hash;   /* of the last HELLO sent: unchanged ones are not re-sent */
+	struct ip_addr peer_ip; /* family 0 when unknown (callback guard) */
+	struct event *idle_ev;  /* idleTimeoutSec, re-armed by activity */
+	int protocol; /* in effect (HELLO.protocol); >= PROTO_VERSION_ACK: DONEs are acknowledged */
+	uint64_t hello_hash; /* of the last HELLO sent: unchanged ones are not re-sent */
 };
 
 static struct broker_conn *conns;
@@ -67,8 +67,8 @@ static int send_text(struct broker_conn *c, char *text)
 		return -1;
 	}
 	if (ws_session_pending_out(c->ws) > MAX_PENDING_OUT) {
-		log_warn("%s: peer reads nothing (%zu bytes pending); closing",
-			 c->peer, ws_session_pending_out(c->ws));
+		log_warn("%s: peer reads nothing (%zu bytes pending); closing", c->peer,
+			 ws_session_pending_out(c->ws));
 		ws_close(c->ws, PROTO_CLOSE_POLICY, "not reading");
 	} else {
 		rc = ws_send_text(c->ws, text, strlen(text));
@@ -130,7 +130,8 @@ static char *encode_hello(int protocol)
 	struct json_object *o = json_object_new_object();
 	struct json_object *svcs = json_object_new_object(), *wgs = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string(PROTO_HELLO));
-	json_object_object_add(o, "instance_id", json_object_new_string(handler.inst->instance_name));
+	json_object_object_add(o, "instance_id",
+			       json_object_new_string(handler.inst->instance_name));
 	json_object_object_add(o, "version", json_object_new_string(PACKAGE_VERSION));
 	json_object_object_add(o, "protocol", json_object_new_int(protocol));
 	for (size_t i = 0; i < cfg->nservices; i++)
@@ -139,8 +140,9 @@ static char *encode_hello(int protocol)
 					       json_object_new_string(cfg->services[i].waitgroup));
 	for (size_t i = 0; i < cfg->nwaitgroups; i++) {
 		struct json_object *wg = json_object_new_object();
-		json_object_object_add(wg, "processes",
-				       json_object_new_int(st.draining ? 0 : cfg->waitgroups[i].processes));
+		json_object_object_add(
+			wg, "processes",
+			json_object_new_int(st.draining ? 0 : cfg->waitgroups[i].processes));
 		json_object_object_add(wgs, cfg->waitgroups[i].name, wg);
 	}
 	json_object_object_add(o, "services", svcs);
@@ -192,7 +194,8 @@ void broker_hello_cb(evutil_socket_t fd, short what, void *arg)
 int broker_register(const char *client_id, int protocol, struct book_ref *ref)
 {
 	struct book *b = handler_book_lock();
-	enum book_rc rc = book_conn_open(b, (uint32_t)handler.slot, client_id, clock_mono_ms(), ref);
+	enum book_rc rc = book_conn_open(b, (uint32_t)handler.slot, client_id, clock_mono_ms(),
+					 ref);
 	/* A client that acknowledges receipts takes its jobs (and their
 	 * unacknowledged DONEs) over from its older connections, which may
 	 * be half-open: it reconnected because it no longer hears them. */
@@ -339,7 +342,9 @@ static void on_query(struct broker_conn *c, struct msg_in *in)
 	 * mean runtime (the average auto-balance classifies by). */
 	const struct es_config *cfg = handler.inst->cfg;
 	uint32_t slots = cfg->auto_balance ? class_usable_slots(ss.klass, pos.capacity,
-				(uint32_t)cfg->fast_reserve, (uint32_t)cfg->unknown_cap) : pos.capacity;
+								(uint32_t)cfg->fast_reserve,
+								(uint32_t)cfg->unknown_cap)
+					   : pos.capacity;
 	int has_eta = pos.state == WANT_PARKED && ss.mean_runtime_ms > 0 && slots > 0;
 	/* the mean is at most UINT32_MAX ms (book_service_status), so the
 	 * product stays below 2^64 for any number of wants ahead */
@@ -407,9 +412,8 @@ static void on_text(void *owner, const char *text, size_t len)
 	msg_in_free(&in);
 }
 
-int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *client_id,
-		  int protocol, const char *peer, const struct sockaddr *peer_sa,
-		  socklen_t peer_len)
+int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *client_id, int protocol,
+		  const char *peer, const struct sockaddr *peer_sa, socklen_t peer_len)
 {
 	const struct es_config *cfg = handler.inst->cfg;
 	struct broker_conn *c = calloc(1, sizeof *c);

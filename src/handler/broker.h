@@ -30,9 +30,8 @@ void broker_unregister(struct book_ref ref);
 /* Takes over bev (the 101 is already queued on it) and sends HELLO.
  * peer_sa: the peer's socket address (jobs placed on this connection may
  * call back to it, see the callback guard). */
-int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *client_id,
-		  int protocol, const char *peer, const struct sockaddr *peer_sa,
-		  socklen_t peer_len);
+int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *client_id, int protocol,
+		  const char *peer, const struct sockaddr *peer_sa, socklen_t peer_len);
 
 /* Mail from the book. */
 void broker_deliver_offer(struct book_ref conn, const char *job_id, uint64_t token);

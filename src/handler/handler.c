@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/signalfd.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -34,7 +34,7 @@ struct handler handler;
 struct book *handler_book_lock(void)
 {
 	struct book *b = handler.inst->book;
-	uint64_t now = clock_mono_ms();	/* read before, not while holding the lock */
+	uint64_t now = clock_mono_ms(); /* read before, not while holding the lock */
 	int rc = book_lock(b);
 	if (rc >= 0)
 		book_set_now(b, now);
@@ -66,7 +66,7 @@ void handler_book_unlock(void)
  * on the traffic). */
 static const char *fault_point;
 static long fault_countdown;
-static long fault_one_in;	/* random mode: 1/n per pass; 0: off */
+static long fault_one_in; /* random mode: 1/n per pass; 0: off */
 
 static void fault_hook(const char *point)
 {
@@ -154,9 +154,7 @@ static void handle_signal(int sig)
 {
 	switch (sig) {
 	case SIGTERM:
-	case SIGINT:
-		start_drain();
-		break;
+	case SIGINT: start_drain(); break;
 	case SIGHUP: {
 		struct es_config fresh;
 		struct config_error err;
@@ -170,9 +168,7 @@ static void handle_signal(int sig)
 		config_free(&fresh);
 		break;
 	}
-	case SIGCHLD:
-		job_reap();
-		break;
+	case SIGCHLD: job_reap(); break;
 	}
 }
 
@@ -219,7 +215,8 @@ void handler_main(struct instance *inst, int slot)
 			close(inst->listen_fd[i]);
 
 	handler.base = event_base_new();
-	handler.by_book_idx = calloc((size_t)inst->cfg->max_connections, sizeof *handler.by_book_idx);
+	handler.by_book_idx = calloc((size_t)inst->cfg->max_connections,
+				     sizeof *handler.by_book_idx);
 	if (!handler.base || !handler.by_book_idx) {
 		log_error("out of memory at start");
 		_exit(2);
@@ -242,10 +239,15 @@ void handler_main(struct instance *inst, int slot)
 	}
 	/* job_init reads the signal dispositions for spawning (spawn.c): no
 	 * sigaction after it */
-	struct job_host host = { .base = handler.base, .cfg = inst->cfg, .slot = slot,
-				 .nslots = inst->nhandlers, .default_nofile = inst->jobs_nofile,
-				 .book_lock = handler_book_lock, .book_unlock = handler_book_unlock,
-				 .draining = is_draining, .job_ended = broker_drain_check };
+	struct job_host host = { .base = handler.base,
+				 .cfg = inst->cfg,
+				 .slot = slot,
+				 .nslots = inst->nhandlers,
+				 .default_nofile = inst->jobs_nofile,
+				 .book_lock = handler_book_lock,
+				 .book_unlock = handler_book_unlock,
+				 .draining = is_draining,
+				 .job_ended = broker_drain_check };
 	if (job_init(&host) != 0 || listener_start(inst->listen_fd[slot]) != 0)
 		_exit(2);
 

@@ -22,18 +22,18 @@ struct ws_pinger;
 struct handler {
 	struct instance *inst;
 	int slot;
-	char name[32];                 /* "handler N" */
+	char name[32]; /* "handler N" */
 	struct event_base *base;
 	struct evconnlistener *listener;
-	struct event *wake_ev;         /* our eventfd: another process mailed us */
-	struct event *mail_ev;         /* activated when we mailed ourselves */
-	struct event *hello_ev;        /* coalesced HELLO re-send */
-	struct event *drain_ev;        /* drain deadline */
-	struct event *sig_ev;          /* signalfd: TERM, INT, HUP, CHLD */
-	struct ws_pinger *pinger;      /* the one ping timer of all our websockets */
+	struct event *wake_ev;            /* our eventfd: another process mailed us */
+	struct event *mail_ev;            /* activated when we mailed ourselves */
+	struct event *hello_ev;           /* coalesced HELLO re-send */
+	struct event *drain_ev;           /* drain deadline */
+	struct event *sig_ev;             /* signalfd: TERM, INT, HUP, CHLD */
+	struct ws_pinger *pinger;         /* the one ping timer of all our websockets */
 	struct broker_conn **by_book_idx; /* local broker conns by book conn index */
-	unsigned nbroker;              /* live broker connections here */
-	unsigned nhttp;                /* connections still in their HTTP phase */
+	unsigned nbroker;                 /* live broker connections here */
+	unsigned nhttp;                   /* connections still in their HTTP phase */
 	int draining;
 };
 

@@ -42,13 +42,13 @@
 
 struct http_conn {
 	struct bufferevent *bev;
-	struct event *deadline;     /* the whole HTTP phase, from accept */
+	struct event *deadline; /* the whole HTTP phase, from accept */
 	char peer[64];
 	struct sockaddr_storage peer_addr; /* for the callback guard */
 	socklen_t peer_len;
-	int answered; /* response queued: free once written */
-	int proxied;  /* peer_addr came in a PROXY header (proxy_gate.c) */
-	int started;  /* its first bytes were looked at */
+	int answered;                   /* response queued: free once written */
+	int proxied;                    /* peer_addr came in a PROXY header (proxy_gate.c) */
+	int started;                    /* its first bytes were looked at */
 	struct http_head_parser parser; /* last: initialised by its own init */
 };
 
@@ -66,7 +66,7 @@ static void on_write_done(struct bufferevent *bev, void *arg)
 {
 	struct http_conn *c = arg;
 	if (c->answered && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-		ws_tls_close_notify(bev);	/* TLS: the answer ends cleanly */
+		ws_tls_close_notify(bev); /* TLS: the answer ends cleanly */
 		http_conn_free(c);
 	}
 }
@@ -128,7 +128,8 @@ static void upgrade(struct http_conn *c, const struct http_head *h)
 	struct book_ref ref;
 	int status;
 
-	if (cfg->auth_token && !ws_bearer_ok(http_header_get(h, "Authorization"), cfg->auth_token)) {
+	if (cfg->auth_token &&
+	    !ws_bearer_ok(http_header_get(h, "Authorization"), cfg->auth_token)) {
 		respond_text(c, 401, "a valid Authorization: Bearer token is required",
 			     "WWW-Authenticate: Bearer realm=\"execserver\"\r\n");
 		return;
@@ -146,7 +147,8 @@ static void upgrade(struct http_conn *c, const struct http_head *h)
 	}
 	if (n > 0) {
 		for (int i = 0; i < n; i++)
-			if ((unsigned char)client_id[i] < 0x21 || (unsigned char)client_id[i] > 0x7e) {
+			if ((unsigned char)client_id[i] < 0x21 ||
+			    (unsigned char)client_id[i] > 0x7e) {
 				respond_text(c, 400, "client: 1 to 64 printable characters", NULL);
 				return;
 			}
@@ -218,9 +220,11 @@ static void route(struct http_conn *c, const struct http_head *h)
 			respond_text(c, 405, "GET only", "Allow: GET\r\n");
 		else
 			upgrade(c, h);
-	} else if ((strcmp(h->path, "/status") == 0 || strcmp(h->path, "/metrics") == 0 || legacy) &&
+	} else if ((strcmp(h->path, "/status") == 0 || strcmp(h->path, "/metrics") == 0 ||
+		    legacy) &&
 		   handler.inst->cfg->auth_token &&
-		   !ws_bearer_ok(http_header_get(h, "Authorization"), handler.inst->cfg->auth_token)) {
+		   !ws_bearer_ok(http_header_get(h, "Authorization"),
+				 handler.inst->cfg->auth_token)) {
 		respond_text(c, 401, "a valid Authorization: Bearer token is required",
 			     "WWW-Authenticate: Bearer realm=\"execserver\"\r\n");
 	} else if (strcmp(h->path, "/status") == 0 && is_get) {
@@ -259,9 +263,11 @@ static int refuse_stray_proxy_header(struct http_conn *c, struct evbuffer *in)
 		return 0;
 	log_warn("%s: PROXY protocol header refused: the address is not in trustedProxies%s",
 		 c->peer, c->proxied ? " (a second header behind the trusted proxy's)" : "");
-	respond_text(c, 400, c->proxied ? "a second PROXY protocol header"
-					: "PROXY protocol header refused: not from an address in "
-					  "trustedProxies", NULL);
+	respond_text(c, 400,
+		     c->proxied ? "a second PROXY protocol header"
+				: "PROXY protocol header refused: not from an address in "
+				  "trustedProxies",
+		     NULL);
 	return 1;
 }
 
@@ -293,7 +299,7 @@ static void on_read(struct bufferevent *bev, void *arg)
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
 	if (what & BEV_EVENT_CONNECTED)
-		return;	/* TLS: the handshake is done; the request follows */
+		return; /* TLS: the handshake is done; the request follows */
 	http_conn_free(arg);
 }
 

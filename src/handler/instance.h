@@ -33,10 +33,10 @@ struct instance {
 	int nhandlers;
 	int wake_fd[BOOK_MAX_HANDLERS];
 	int listen_fd[BOOK_MAX_HANDLERS];
-	char listen_addr[128];          /* "host:port" actually bound */
-	uint8_t instance_id[16];        /* random at each start (the book's) */
-	char instance_hex[33];          /* ... in hex (the segment's name) */
-	char instance_name[65];         /* the id clients see (HELLO, /status):
+	char listen_addr[128];   /* "host:port" actually bound */
+	uint8_t instance_id[16]; /* random at each start (the book's) */
+	char instance_hex[33];   /* ... in hex (the segment's name) */
+	char instance_name[65];  /* the id clients see (HELLO, /status):
 					 * instanceId, or instance_hex */
 	int32_t master_pid;
 	int log_level_fixed;            /* -l given: reloads keep the log level */

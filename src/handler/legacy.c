@@ -28,7 +28,7 @@
 
 #define TOKEN_PREFIX PROTO_LEGACY_TOKEN_PREFIX
 #define JOB_PREFIX PROTO_LEGACY_JOB_PREFIX
-#define TOKEN_HEX PROTO_LEGACY_TOKEN_HEX  /* 8 hex index, 8 hex generation, 16 hex secret */
+#define TOKEN_HEX PROTO_LEGACY_TOKEN_HEX /* 8 hex index, 8 hex generation, 16 hex secret */
 
 static const struct es_config *cfg(void)
 {
@@ -42,7 +42,8 @@ static int has_prefix(const char *s, const char *prefix)
 
 int legacy_path(const char *path)
 {
-	return cfg()->legacy_token && (has_prefix(path, TOKEN_PREFIX) || has_prefix(path, JOB_PREFIX));
+	return cfg()->legacy_token &&
+	       (has_prefix(path, TOKEN_PREFIX) || has_prefix(path, JOB_PREFIX));
 }
 
 static int answer(struct legacy_answer *a, int status, const char *extra, const char *fmt, ...)
@@ -102,7 +103,8 @@ static int token_answer(struct legacy_answer *a, struct book_ref ref, uint64_t s
 	json_object_object_add(o, "valid_ms", json_object_new_int64(valid_ms));
 	a->status = 200;
 	a->content_type = "application/json";
-	evbuffer_add_printf(a->body, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	evbuffer_add_printf(a->body, "%s\n",
+			    json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	return 0;
 }
@@ -118,21 +120,19 @@ static int get_token(const struct http_head *h, struct legacy_answer *a)
 	uint64_t secret;
 	uint32_t valid_ms = (uint32_t)cfg()->legacy_token_validity_sec * 1000u;
 	struct book *b = handler_book_lock();
-	enum book_rc rc = book_token_issue(b, (uint32_t)svc, clock_mono_ms(), valid_ms, &ref, &secret);
+	enum book_rc rc = book_token_issue(b, (uint32_t)svc, clock_mono_ms(), valid_ms, &ref,
+					   &secret);
 	handler_book_unlock();
 	switch (rc) {
 	case BOOK_OK:
 		log_debug("legacy token %08x%08x issued for %s", ref.idx, ref.gen,
 			  cfg()->services[svc].name);
 		return token_answer(a, ref, secret, cfg()->services[svc].name, valid_ms);
-	case BOOK_E_BUSY:
-		return answer(a, 503, "Retry-After: 1\r\n", PROTO_LEGACY_BUSY);
+	case BOOK_E_BUSY: return answer(a, 503, "Retry-After: 1\r\n", PROTO_LEGACY_BUSY);
 	case BOOK_E_DRAINING:
 		return answer(a, 503, "Retry-After: 1\r\n", "the execserver is stopping");
-	case BOOK_E_DISABLED:
-		return answer(a, 503, NULL, "the service failed its startup check");
-	default:
-		return answer(a, 500, NULL, "internal error: %s", book_rc_name(rc));
+	case BOOK_E_DISABLED: return answer(a, 503, NULL, "the service failed its startup check");
+	default: return answer(a, 500, NULL, "internal error: %s", book_rc_name(rc));
 	}
 }
 
@@ -146,7 +146,8 @@ static struct json_object *job_of(const struct http_head *h, int svc, struct leg
 		return NULL;
 	}
 	if (n < 0) {
-		answer(a, 400, NULL, "job: bad percent-encoding, a control character or invalid UTF-8");
+		answer(a, 400, NULL,
+		       "job: bad percent-encoding, a control character or invalid UTF-8");
 		return NULL;
 	}
 	enum json_tokener_error jerr;
@@ -161,8 +162,10 @@ static struct json_object *job_of(const struct http_head *h, int svc, struct leg
 	for (int i = 0; i < 2; i++) {
 		struct json_object *v;
 		if (json_object_object_get_ex(desc, body_fields[i], &v) && v) {
-			answer(a, 400, NULL, "bad_job: %s: not in body mode (the request body is stdin, "
-			       "the response body stdout)", body_fields[i]);
+			answer(a, 400, NULL,
+			       "bad_job: %s: not in body mode (the request body is stdin, "
+			       "the response body stdout)",
+			       body_fields[i]);
 			json_object_put(desc);
 			return NULL;
 		}

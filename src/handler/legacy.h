@@ -21,8 +21,8 @@ int legacy_path(const char *path);
 struct legacy_answer {
 	int status;
 	const char *content_type;
-	struct evbuffer *body;     /* the caller's, filled here */
-	char extra_headers[128];   /* "Name: value\r\n"... */
+	struct evbuffer *body;   /* the caller's, filled here */
+	char extra_headers[128]; /* "Name: value\r\n"... */
 };
 
 /* Handles a request on a legacy path (authorized already).  Returns 1

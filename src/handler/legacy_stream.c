@@ -50,19 +50,27 @@
 #define LS_READ_MAX (256 * 1024)
 #define LS_WRITE_MAX (64 * 1024)
 #define LS_CHUNK 16384
-#define LS_LINE_MAX 1024        /* chunk-size and trailer lines */
-#define LS_LINGER_S 2           /* reading what the client still sends, after the answer */
+#define LS_LINE_MAX 1024 /* chunk-size and trailer lines */
+#define LS_LINGER_S 2    /* reading what the client still sends, after the answer */
 
-enum body_state { B_LENGTH, B_CHUNK_SIZE, B_CHUNK_DATA, B_CHUNK_CRLF, B_TRAILERS, B_END, B_ERROR };
+enum body_state {
+	B_LENGTH,
+	B_CHUNK_SIZE,
+	B_CHUNK_DATA,
+	B_CHUNK_CRLF,
+	B_TRAILERS,
+	B_END,
+	B_ERROR
+};
 
 struct lstream;
 
 /* One direction: job_io's handle is a pointer to this. */
 struct lside {
 	struct lstream *ls;
-	int open;                  /* between open and done/abort */
-	int paused;                /* waits for resume */
-	int ended;                 /* done is due: ok unless failed */
+	int open;   /* between open and done/abort */
+	int paused; /* waits for resume */
+	int ended;  /* done is due: ok unless failed */
 	int failed;
 	union {
 		struct transfer_sink sink;
@@ -74,19 +82,19 @@ struct lside {
 };
 
 struct lstream {
-	struct bufferevent *bev;   /* NULL once the connection is finished or gone */
+	struct bufferevent *bev; /* NULL once the connection is finished or gone */
 	char peer[64];
-	struct job *job;           /* NULL once the job's done came */
-	int gone;                  /* the client went away while the job ran */
+	struct job *job; /* NULL once the job's done came */
+	int gone;        /* the client went away while the job ran */
 	int cancel_sent;
 	int te_trailers, expect_continue;
 	enum body_state body;
-	uint64_t left;             /* B_LENGTH: body bytes; B_CHUNK_DATA: chunk bytes */
+	uint64_t left; /* B_LENGTH: body bytes; B_CHUNK_DATA: chunk bytes */
 	char body_why[128];
-	int eof;                   /* the client's side of the connection ended */
-	int committed;             /* the 200 head with a chunked body went out */
-	int closing;               /* the answer is queued */
-	struct evbuffer *small;    /* a sized output, answered at the end */
+	int eof;                /* the client's side of the connection ended */
+	int committed;          /* the 200 head with a chunked body went out */
+	int closing;            /* the answer is queued */
+	struct evbuffer *small; /* a sized output, answered at the end */
 	struct event *pump_ev, *linger_ev;
 	struct lside in, out;
 };
@@ -173,16 +181,14 @@ static int body_frame(struct lstream *ls, struct evbuffer *in)
 	for (;;) {
 		switch (ls->body) {
 		case B_END:
-		case B_ERROR:
-			return -1;
+		case B_ERROR: return -1;
 		case B_LENGTH:
 		case B_CHUNK_DATA:
 			if (ls->left > 0)
 				return 1;
 			ls->body = ls->body == B_LENGTH ? B_END : B_CHUNK_CRLF;
 			continue;
-		default:
-			break;
+		default: break;
 		}
 		size_t n;
 		char *line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
@@ -206,7 +212,7 @@ static int body_frame(struct lstream *ls, struct evbuffer *in)
 				body_fail(ls, "chunked body: chunk data longer than its size");
 			else
 				ls->body = B_CHUNK_SIZE;
-		} else if (n == 0) {      /* B_TRAILERS: the empty line ends them */
+		} else if (n == 0) { /* B_TRAILERS: the empty line ends them */
 			ls->body = B_END;
 		}
 		free(line);
@@ -241,10 +247,11 @@ static void feed_stdin(struct lstream *ls)
 		/* evbuffer_peek may report an empty chain (libevent keeps one
 		 * after EOF): no bytes is "nothing there yet", never a write of
 		 * 0 bytes, which would loop here forever */
-		if (r == 0 || evbuffer_get_length(in) == 0 || evbuffer_peek(in, -1, NULL, &v, 1) < 1 ||
-		    v.iov_len == 0) {
+		if (r == 0 || evbuffer_get_length(in) == 0 ||
+		    evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0) {
 			if (ls->eof)
-				side_end(s, "the client closed the connection before the end of the body");
+				side_end(s, "the client closed the connection before the end of "
+					    "the body");
 			return; /* more when the client sends it */
 		}
 		size_t n = v.iov_len < ls->left ? v.iov_len : (size_t)ls->left;
@@ -301,7 +308,9 @@ static void deliver(struct lside *s)
 		return;
 	s->open = 0;
 	struct transfer_result r = {
-		.ok = !s->failed, .error = s->failed ? s->err : "", .bytes = s->bytes,
+		.ok = !s->failed,
+		.error = s->failed ? s->err : "",
+		.bytes = s->bytes,
 	};
 	if (s == &s->ls->in)
 		s->cb.sink.done(s->arg, &r);
@@ -389,7 +398,8 @@ static void *open_in(void *ctx, const struct transfer_sink *sink, void *arg)
 	ls->in.cb.sink = *sink;
 	ls->in.arg = arg;
 	if (ls->expect_continue && ls->bev) {
-		evbuffer_add_printf(bufferevent_get_output(ls->bev), "HTTP/1.1 100 Continue\r\n\r\n");
+		evbuffer_add_printf(bufferevent_get_output(ls->bev),
+				    "HTTP/1.1 100 Continue\r\n\r\n");
 		ls->expect_continue = 0;
 	}
 	pump_later(ls);
@@ -414,12 +424,13 @@ static void *open_out(void *ctx, const struct transfer_source *src, void *arg, i
 		}
 	} else if (ls->bev) {
 		ls->committed = 1;
-		evbuffer_add_printf(bufferevent_get_output(ls->bev),
-				    "HTTP/1.1 200 OK\r\nServer: execserver/%s\r\nConnection: close\r\n"
-				    "Content-Type: application/octet-stream\r\n"
-				    "Transfer-Encoding: chunked\r\n"
-				    "Trailer: " PROTO_LEGACY_EXIT_CODE ", " PROTO_LEGACY_RECEIPT "\r\n\r\n",
-				    PACKAGE_VERSION);
+		evbuffer_add_printf(
+			bufferevent_get_output(ls->bev),
+			"HTTP/1.1 200 OK\r\nServer: execserver/%s\r\nConnection: close\r\n"
+			"Content-Type: application/octet-stream\r\n"
+			"Transfer-Encoding: chunked\r\n"
+			"Trailer: " PROTO_LEGACY_EXIT_CODE ", " PROTO_LEGACY_RECEIPT "\r\n\r\n",
+			PACKAGE_VERSION);
 	}
 	pump_later(ls);
 	return &ls->out;
@@ -484,10 +495,12 @@ static void job_done(void *ctx, const struct book_outcome *oc, const char *recei
 	} else {
 		int status = !oc->failed ? 200 : oc->retryable ? 503 : 422;
 		size_t blen = ls->small ? evbuffer_get_length(ls->small) : ulen;
-		evbuffer_add_printf(o, "HTTP/1.1 %d %s\r\nServer: execserver/%s\r\nConnection: close\r\n"
-				    "Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n%s",
-				    status, http_reason(status), PACKAGE_VERSION, blen,
-				    status == 503 ? "Retry-After: 1\r\n" : "");
+		evbuffer_add_printf(
+			o,
+			"HTTP/1.1 %d %s\r\nServer: execserver/%s\r\nConnection: close\r\n"
+			"Content-Type: application/octet-stream\r\nContent-Length: %zu\r\n%s",
+			status, http_reason(status), PACKAGE_VERSION, blen,
+			status == 503 ? "Retry-After: 1\r\n" : "");
 		outcome_fields(o, oc, receipt, len);
 		evbuffer_add(o, "\r\n", 2);
 		if (ls->small)

@@ -43,7 +43,8 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
 int listener_start(int fd)
 {
 	handler.listener = evconnlistener_new(handler.base, on_accept, NULL,
-					      LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_CLOSE_ON_FREE, -1, fd);
+					      LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_CLOSE_ON_FREE, -1,
+					      fd);
 	if (!handler.listener) {
 		log_error("cannot watch the listening socket");
 		return -1;

@@ -15,21 +15,11 @@
 static void deliver(const struct book_mail *m)
 {
 	switch (m->kind) {
-	case MAIL_OFFER:
-		broker_deliver_offer(m->conn, m->job_id, m->token);
-		break;
-	case MAIL_OFFER_EXPIRED:
-		broker_deliver_offer_expired(m->conn, m->job_id);
-		break;
-	case MAIL_CANCEL:
-		job_cancel(m->want, JOB_CANCEL_REQUESTED);
-		break;
-	case MAIL_HELLO:
-		broker_schedule_hello();
-		break;
-	case MAIL_DONE:
-		broker_deliver_done(m->conn, m->want, m->job_id);
-		break;
+	case MAIL_OFFER: broker_deliver_offer(m->conn, m->job_id, m->token); break;
+	case MAIL_OFFER_EXPIRED: broker_deliver_offer_expired(m->conn, m->job_id); break;
+	case MAIL_CANCEL: job_cancel(m->want, JOB_CANCEL_REQUESTED); break;
+	case MAIL_HELLO: broker_schedule_hello(); break;
+	case MAIL_DONE: broker_deliver_done(m->conn, m->want, m->job_id); break;
 	}
 }
 

@@ -22,11 +22,14 @@
 static const struct {
 	const char *name;
 	enum msg_type type;
-	int since;      /* protocol version that introduced it */
+	int since; /* protocol version that introduced it */
 } msg_types[] = {
-	{ PROTO_WANT, MSG_WANT, 1 },       { PROTO_UNWANT, MSG_UNWANT, 1 },
-	{ PROTO_JOB, MSG_JOB, 1 },         { PROTO_DECLINE, MSG_DECLINE, 1 },
-	{ PROTO_QUERY, MSG_QUERY, 1 },     { PROTO_CANCEL, MSG_CANCEL, 1 },
+	{ PROTO_WANT, MSG_WANT, 1 },
+	{ PROTO_UNWANT, MSG_UNWANT, 1 },
+	{ PROTO_JOB, MSG_JOB, 1 },
+	{ PROTO_DECLINE, MSG_DECLINE, 1 },
+	{ PROTO_QUERY, MSG_QUERY, 1 },
+	{ PROTO_CANCEL, MSG_CANCEL, 1 },
 	{ PROTO_ACK, MSG_ACK, PROTO_VERSION_ACK },
 };
 
@@ -51,11 +54,11 @@ static int get_string(struct json_object *root, const char *key, const char **ou
 	return 0;
 }
 
-#define FAIL(c, ...)                                              \
-	do {                                                      \
-		*code = (c);                                      \
-		snprintf(detail, detail_len, __VA_ARGS__);        \
-		return -1;                                        \
+#define FAIL(c, ...)                                       \
+	do {                                               \
+		*code = (c);                               \
+		snprintf(detail, detail_len, __VA_ARGS__); \
+		return -1;                                 \
 	} while (0)
 
 static int decode_fields(struct msg_in *in, const char **code, char *detail, size_t detail_len)
@@ -79,13 +82,15 @@ static int decode_fields(struct msg_in *in, const char **code, char *detail, siz
 			FAIL(PROTO_E_UNKNOWN_SERVICE, "service: no such service");
 		memcpy(in->service, s, len + 1);
 		in->priority = 0;
-		if (json_object_object_get_ex(in->root, "priority", &v) && !json_object_is_type(v, json_type_null)) {
+		if (json_object_object_get_ex(in->root, "priority", &v) &&
+		    !json_object_is_type(v, json_type_null)) {
 			if (!json_object_is_type(v, json_type_int))
 				FAIL(PROTO_E_BAD_MESSAGE, "priority: an integer is required");
 			errno = 0;
 			int64_t p = json_object_get_int64(v);
 			if (errno != 0 || p < INT32_MIN || p > INT32_MAX)
-				FAIL(PROTO_E_BAD_MESSAGE, "priority: out of range (32-bit signed integer)");
+				FAIL(PROTO_E_BAD_MESSAGE,
+				     "priority: out of range (32-bit signed integer)");
 			in->priority = (int32_t)p;
 		}
 		break;
@@ -96,11 +101,12 @@ static int decode_fields(struct msg_in *in, const char **code, char *detail, siz
 		/* JOB carries the offer's token too */
 		__attribute__((fallthrough));
 	case MSG_DECLINE:
-		if (get_string(in->root, "token", &s, &len) != 0 || msg_token_parse(s, &in->token) != 0)
-			FAIL(PROTO_E_BAD_MESSAGE, "token: the 16 hex digits of the OFFER are required");
+		if (get_string(in->root, "token", &s, &len) != 0 ||
+		    msg_token_parse(s, &in->token) != 0)
+			FAIL(PROTO_E_BAD_MESSAGE,
+			     "token: the 16 hex digits of the OFFER are required");
 		break;
-	default:
-		break;
+	default: break;
 	}
 	return 0;
 }
@@ -125,7 +131,8 @@ int msg_decode(const char *text, size_t len, int protocol, struct msg_in *in, co
 	json_tokener_free(tok);
 	if (!in->root || jerr != json_tokener_success || used != len) {
 		FAIL(PROTO_E_BAD_JSON, "not a single JSON document (%s)",
-		     jerr != json_tokener_success ? json_tokener_error_desc(jerr) : "trailing data");
+		     jerr != json_tokener_success ? json_tokener_error_desc(jerr)
+						  : "trailing data");
 	}
 	if (!json_object_is_type(in->root, json_type_object))
 		FAIL(PROTO_E_BAD_JSON, "a JSON object is required");
@@ -158,7 +165,7 @@ char *msg_to_text(struct json_object *obj)
 	if (!obj)
 		return NULL;
 	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
-							       JSON_C_TO_STRING_NOSLASHESCAPE);
+								    JSON_C_TO_STRING_NOSLASHESCAPE);
 	char *out = s ? strdup(s) : NULL;
 	json_object_put(obj);
 	return out;
@@ -211,7 +218,8 @@ char *msg_encode_position(const char *job_id, const struct book_position *pos, u
 	json_object_object_add(o, "running", json_object_new_int64(pos->running));
 	json_object_object_add(o, "ahead", json_object_new_int64(pos->ahead));
 	json_object_object_add(o, "capacity", json_object_new_int64(pos->capacity));
-	json_object_object_add(o, "eta_ms", has_eta ? json_object_new_int64((int64_t)eta_ms) : NULL);
+	json_object_object_add(o, "eta_ms",
+			       has_eta ? json_object_new_int64((int64_t)eta_ms) : NULL);
 	return msg_to_text(o);
 }
 
@@ -242,7 +250,8 @@ const char *msg_book_message(enum book_rc rc, enum msg_type about)
 	case BOOK_E_DUPLICATE: return "this client already has a job with this job_id";
 	case BOOK_E_UNKNOWN_JOB:
 		return about == MSG_JOB || about == MSG_DECLINE
-			       ? "no offer for this job_id on this connection (expired or never made)"
+			       ? "no offer for this job_id on this connection (expired or never "
+				 "made)"
 			       : "no job with this job_id for this connection or client";
 	case BOOK_E_BAD_STATE:
 		return about == MSG_UNWANT ? "the job is running: use CANCEL"

@@ -24,7 +24,7 @@ enum msg_type {
 	MSG_DECLINE,
 	MSG_QUERY,
 	MSG_CANCEL,
-	MSG_ACK,        /* protocol 2 */
+	MSG_ACK, /* protocol 2 */
 };
 
 struct msg_in {
@@ -33,8 +33,8 @@ struct msg_in {
 	char service[BOOK_NAME_MAX];
 	int32_t priority;
 	uint64_t token;
-	struct json_object *job;   /* JOB only; owned by root */
-	struct json_object *root;  /* free with msg_in_free */
+	struct json_object *job;  /* JOB only; owned by root */
+	struct json_object *root; /* free with msg_in_free */
 };
 
 /* Decodes one text frame of a connection speaking `protocol` (a type of

@@ -19,7 +19,7 @@ struct snapshot {
 	struct book_service_status svc[BOOK_MAX_SERVICES];
 	int consistent;
 	char why[256];
-	int has_lock;              /* a BOOK_LOCK_STATS build: lock figures */
+	int has_lock; /* a BOOK_LOCK_STATS build: lock figures */
 	struct book_lock_stats lock;
 };
 
@@ -44,7 +44,10 @@ static struct snapshot *take_snapshot(int check)
 	return s;
 }
 
-static struct json_object *jint(uint64_t v) { return json_object_new_int64((int64_t)v); }
+static struct json_object *jint(uint64_t v)
+{
+	return json_object_new_int64((int64_t)v);
+}
 
 /* The book lock's figures (a bench build only): totals, and the hold-time
  * histogram as [upper edge in ns, count] pairs of its non-empty buckets. */
@@ -91,7 +94,8 @@ void status_json(struct evbuffer *out, int check)
 	struct json_object *o = json_object_new_object(), *hs = json_object_new_array();
 	struct json_object *wgs = json_object_new_object(), *svcs = json_object_new_object();
 
-	json_object_object_add(o, "instance_id", json_object_new_string(handler.inst->instance_name));
+	json_object_object_add(o, "instance_id",
+			       json_object_new_string(handler.inst->instance_name));
 	json_object_object_add(o, "version", json_object_new_string(PACKAGE_VERSION));
 	json_object_object_add(o, "listen", json_object_new_string(handler.inst->listen_addr));
 	json_object_object_add(o, "master_pid", jint((uint64_t)handler.inst->master_pid));
@@ -102,9 +106,11 @@ void status_json(struct evbuffer *out, int check)
 	json_object_object_add(o, "grants", jint(s->st.grants));
 	json_object_object_add(o, "book_repairs", jint(s->st.repairs));
 	if (check) {
-		json_object_object_add(o, "book_consistent", json_object_new_boolean(s->consistent));
+		json_object_object_add(o, "book_consistent",
+				       json_object_new_boolean(s->consistent));
 		if (!s->consistent)
-			json_object_object_add(o, "book_inconsistency", json_object_new_string(s->why));
+			json_object_object_add(o, "book_inconsistency",
+					       json_object_new_string(s->why));
 	}
 	for (int i = 0; i < handler.inst->nhandlers; i++) {
 		struct json_object *h = json_object_new_object();
@@ -127,25 +133,31 @@ void status_json(struct evbuffer *out, int check)
 	json_object_object_add(o, "auto_balance", auto_balance_json(cfg));
 	for (size_t i = 0; i < cfg->nservices; i++) {
 		struct json_object *v = json_object_new_object();
-		json_object_object_add(v, "waitgroup", json_object_new_string(cfg->services[i].waitgroup));
-		json_object_object_add(v, "enabled", json_object_new_boolean(cfg->services[i].enabled));
+		json_object_object_add(v, "waitgroup",
+				       json_object_new_string(cfg->services[i].waitgroup));
+		json_object_object_add(v, "enabled",
+				       json_object_new_boolean(cfg->services[i].enabled));
 		json_object_object_add(v, "waiting", jint(s->svc[i].waiting));
 		json_object_object_add(v, "running", jint(s->svc[i].running));
 		json_object_object_add(v, "started", jint(s->svc[i].started));
 		json_object_object_add(v, "finished", jint(s->svc[i].finished));
 		json_object_object_add(v, "failed", jint(s->svc[i].failed));
-		json_object_object_add(v, "mean_runtime_ms", s->svc[i].mean_runtime_ms
-					? jint(s->svc[i].mean_runtime_ms) : NULL);
+		json_object_object_add(v, "mean_runtime_ms",
+				       s->svc[i].mean_runtime_ms ? jint(s->svc[i].mean_runtime_ms)
+								 : NULL);
 		json_object_object_add(v, "samples", jint(s->svc[i].samples));
-		json_object_object_add(v, "class", cfg->auto_balance
-				       ? json_object_new_string(class_name(s->svc[i].klass)) : NULL);
+		json_object_object_add(v, "class",
+				       cfg->auto_balance
+					       ? json_object_new_string(class_name(s->svc[i].klass))
+					       : NULL);
 		json_object_object_add(svcs, cfg->services[i].name, v);
 	}
 	json_object_object_add(o, "services", svcs);
 	if (s->has_lock)
 		json_object_object_add(o, "lock", lock_json(&s->lock));
-	evbuffer_add_printf(out, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-		JSON_C_TO_STRING_NOSLASHESCAPE));
+	evbuffer_add_printf(out, "%s\n",
+			    json_object_to_json_string_ext(
+				    o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 	free(s);
 }
@@ -182,7 +194,8 @@ void status_metrics(struct evbuffer *out)
 	evbuffer_add_printf(out, "execserver_clients %" PRIu32 "\n", s->st.clients);
 	metric(out, "execserver_connections", "gauge", "Broker websocket connections.");
 	evbuffer_add_printf(out, "execserver_connections %" PRIu32 "\n", s->st.connections);
-	metric(out, "execserver_wants", "gauge", "Jobs known to the want-book (parked, offered, running).");
+	metric(out, "execserver_wants", "gauge",
+	       "Jobs known to the want-book (parked, offered, running).");
 	evbuffer_add_printf(out, "execserver_wants %" PRIu32 "\n", s->st.wants);
 	metric(out, "execserver_grants_total", "counter", "Slots offered since start.");
 	evbuffer_add_printf(out, "execserver_grants_total %" PRIu64 "\n", s->st.grants);
@@ -196,35 +209,43 @@ void status_metrics(struct evbuffer *out)
 		for (size_t i = 0; i < cfg->nwaitgroups; i++) {
 			uint32_t v;
 			memcpy(&v, (const char *)&s->wg[i] + wg_fields[f].off, sizeof v);
-			evbuffer_add_printf(out, "%s{waitgroup=\"%s\"} %" PRIu32 "\n", wg_fields[f].name,
-					    cfg->waitgroups[i].name, v);
+			evbuffer_add_printf(out, "%s{waitgroup=\"%s\"} %" PRIu32 "\n",
+					    wg_fields[f].name, cfg->waitgroups[i].name, v);
 		}
 	}
 	metric(out, "execserver_service_jobs_total", "counter", "Jobs by service and outcome.");
 	for (size_t i = 0; i < cfg->nservices; i++) {
 		const char *n = cfg->services[i].name;
-		evbuffer_add_printf(out,
-				    "execserver_service_jobs_total{service=\"%s\",outcome=\"started\"} %" PRIu64 "\n"
-				    "execserver_service_jobs_total{service=\"%s\",outcome=\"finished\"} %" PRIu64 "\n"
-				    "execserver_service_jobs_total{service=\"%s\",outcome=\"failed\"} %" PRIu64 "\n",
-				    n, s->svc[i].started, n, s->svc[i].finished, n, s->svc[i].failed);
+		evbuffer_add_printf(
+			out,
+			"execserver_service_jobs_total{service=\"%s\",outcome=\"started\"} %" PRIu64
+			"\n"
+			"execserver_service_jobs_total{service=\"%s\",outcome=\"finished\"} "
+			"%" PRIu64 "\n"
+			"execserver_service_jobs_total{service=\"%s\",outcome=\"failed\"} %" PRIu64
+			"\n",
+			n, s->svc[i].started, n, s->svc[i].finished, n, s->svc[i].failed);
 	}
 	metric(out, "execserver_service_mean_runtime_seconds", "gauge",
 	       "Moving average of the service's job runtime.");
 	for (size_t i = 0; i < cfg->nservices; i++)
-		evbuffer_add_printf(out, "execserver_service_mean_runtime_seconds{service=\"%s\"} %.3f\n",
-				    cfg->services[i].name, (double)s->svc[i].mean_runtime_ms / 1000.0);
+		evbuffer_add_printf(
+			out, "execserver_service_mean_runtime_seconds{service=\"%s\"} %.3f\n",
+			cfg->services[i].name, (double)s->svc[i].mean_runtime_ms / 1000.0);
 	metric(out, "execserver_service_runtime_samples", "gauge",
 	       "Finished jobs in the service's runtime average.");
 	for (size_t i = 0; i < cfg->nservices; i++)
-		evbuffer_add_printf(out, "execserver_service_runtime_samples{service=\"%s\"} %" PRIu64 "\n",
-				    cfg->services[i].name, s->svc[i].samples);
+		evbuffer_add_printf(
+			out, "execserver_service_runtime_samples{service=\"%s\"} %" PRIu64 "\n",
+			cfg->services[i].name, s->svc[i].samples);
 	if (cfg->auto_balance) {
 		metric(out, "execserver_service_class", "gauge",
 		       "Auto-balance class of the service: 1 for its class, 0 for the others.");
 		for (size_t i = 0; i < cfg->nservices; i++)
 			for (unsigned k = SVC_UNKNOWN; k <= SVC_HEAVY; k++)
-				evbuffer_add_printf(out, "execserver_service_class{service=\"%s\",class=\"%s\"} %d\n",
+				evbuffer_add_printf(out,
+						    "execserver_service_class{service=\"%s\",class="
+						    "\"%s\"} %d\n",
 						    cfg->services[i].name, class_name(k),
 						    s->svc[i].klass == k);
 		metric(out, "execserver_fast_reserve", "gauge",

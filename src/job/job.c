@@ -29,10 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -41,9 +41,9 @@
 #include "common/utf8.h"
 #include "execserver/protocol.h"
 #include "job/janitor.h"
+#include "job/job.h"
 #include "job/job_dir.h"
 #include "job/job_io.h"
-#include "job/job.h"
 #include "job/job_spec.h"
 #include "job/receipt.h"
 #include "job/spawn.h"
@@ -60,24 +60,24 @@
 
 struct job {
 	struct job *next, *prev;
-	struct book_ref want;       /* the want, or in body mode the legacy token */
+	struct book_ref want; /* the want, or in body mode the legacy token */
 	/* body mode (PUT /job): the streams and whom to tell the end */
 	int is_body;
 	const struct job_stream_ops *streams;
 	void *body_ctx;
 	job_body_done_fn body_done;
-	struct event *start_ev;     /* body mode: the deferred start */
-	struct json_object *desc;   /* body mode: the description until then */
+	struct event *start_ev;   /* body mode: the deferred start */
+	struct json_object *desc; /* body mode: the description until then */
 	char job_id[BOOK_ID_MAX + 1];
 	uint32_t service;
 	struct job_spec spec;
 	struct job_io *io;
-	pid_t pid;                  /* 0 until spawned */
+	pid_t pid; /* 0 until spawned */
 	uint64_t start_ms;
 	int status, reaped;
 	enum job_cancel_reason cancelled;
 	char dir[512];
-	struct job_dir_seen dir_seen;  /* what dir looked like, empty (job_dir.h) */
+	struct job_dir_seen dir_seen; /* what dir looked like, empty (job_dir.h) */
 	struct event *err_ev, *kill_ev, *timeout_ev, *linger_ev;
 	int err_fd;
 	char err_line[JOB_STDERR_LINE_CAP]; /* last complete non-empty line */
@@ -85,14 +85,14 @@ struct job {
 	size_t err_cur_len;
 	int spawn_errno;
 	int stdin_done, stdout_done, outputs_started, outputs_done, completing;
-	int stopped_for_io;         /* we stopped the program: a stream failed */
-	int lingered;               /* output outlived the leader: a descendant
+	int stopped_for_io; /* we stopped the program: a stream failed */
+	int lingered;       /* output outlived the leader: a descendant
 				     * may still use the directory */
 	/* the first failure around the process */
-	uint8_t io_error;           /* JOB_ERR_* */
+	uint8_t io_error; /* JOB_ERR_* */
 	uint8_t io_retryable;
 	char io_message[256];
-	struct ip_addr peer;        /* of the placing connection (callback guard);
+	struct ip_addr peer; /* of the placing connection (callback guard);
 				     * family 0: unknown */
 };
 
@@ -154,7 +154,10 @@ int job_init(const struct job_host *h)
 	return 0;
 }
 
-unsigned job_running_count(void) { return njobs; }
+unsigned job_running_count(void)
+{
+	return njobs;
+}
 
 static struct job *find_job(struct book_ref want)
 {
@@ -168,8 +171,8 @@ static struct job *find_job(struct book_ref want)
  * its directory exists (the argv size limit counts the expanded text). */
 static void sample_jobdir(char *out, size_t len)
 {
-	snprintf(out, len, "%s/job/%d-%llu-XXXXXX", host.cfg->temp_dir,
-		 BOOK_MAX_HANDLERS, (unsigned long long)UINT64_MAX);
+	snprintf(out, len, "%s/job/%d-%llu-XXXXXX", host.cfg->temp_dir, BOOK_MAX_HANDLERS,
+		 (unsigned long long)UINT64_MAX);
 }
 
 int job_validate(uint32_t service, struct json_object *job, const char **code, char *msg,
@@ -191,8 +194,8 @@ int job_validate(uint32_t service, struct json_object *job, const char **code, c
 /* A job's process exited by itself with status 0 (no cancel). */
 static int process_succeeded(const struct job *j)
 {
-	return j->pid > 0 && j->reaped && !j->spawn_errno && !j->cancelled && WIFEXITED(j->status) &&
-	       WEXITSTATUS(j->status) == 0;
+	return j->pid > 0 && j->reaped && !j->spawn_errno && !j->cancelled &&
+	       WIFEXITED(j->status) && WEXITSTATUS(j->status) == 0;
 }
 
 /* The compact outcome of an ended job (the receipt's decisive fields):
@@ -301,11 +304,13 @@ static void complete(struct job *j)
 	 * in body mode it is the response body */
 	int show_stdout = !j->is_body && (!streamed || o.failed);
 	struct receipt_parts parts = {
-		.outcome = &o, .error_message = message,
+		.outcome = &o,
+		.error_message = message,
 		.stdout_prefix = show_stdout ? out : NULL,
 		.stdout_len = show_stdout ? out_len : 0,
 		.stdout_truncated = show_stdout && truncated,
-		.stderr_line = line, .stderr_len = strlen(line),
+		.stderr_line = line,
+		.stderr_len = strlen(line),
 	};
 	size_t len = 0;
 	char *text = receipt_build(&parts, &len);
@@ -363,7 +368,8 @@ static void stop_process(struct job *j, int sig)
 	if (j->pid > 0) {
 		kill(-j->pid, sig);
 		if (sig != SIGKILL) {
-			struct timeval tv = { JOB_KILL_GRACE_MS / 1000, (JOB_KILL_GRACE_MS % 1000) * 1000 };
+			struct timeval tv = { JOB_KILL_GRACE_MS / 1000,
+					      (JOB_KILL_GRACE_MS % 1000) * 1000 };
 			evtimer_add(j->kill_ev, &tv);
 		}
 	}
@@ -623,12 +629,14 @@ static size_t job_limits(const struct config_job_limits *l, unsigned long long d
 	if (l->cpu_sec)
 		out[n++] = (struct spawn_rlimit){ RLIMIT_CPU, (unsigned long long)l->cpu_sec };
 	if (l->memory_mb)
-		out[n++] = (struct spawn_rlimit){ RLIMIT_AS, (unsigned long long)l->memory_mb * mb };
+		out[n++] = (struct spawn_rlimit){ RLIMIT_AS,
+						  (unsigned long long)l->memory_mb * mb };
 	if (l->file_size_mb)
 		out[n++] = (struct spawn_rlimit){ RLIMIT_FSIZE,
 						  (unsigned long long)l->file_size_mb * mb };
 	if (l->open_files)
-		out[n++] = (struct spawn_rlimit){ RLIMIT_NOFILE, (unsigned long long)l->open_files };
+		out[n++] = (struct spawn_rlimit){ RLIMIT_NOFILE,
+						  (unsigned long long)l->open_files };
 	else if (default_nofile)
 		out[n++] = (struct spawn_rlimit){ RLIMIT_NOFILE, default_nofile };
 	out[n++] = (struct spawn_rlimit){ RLIMIT_CORE, (unsigned long long)l->core_mb * mb };
@@ -672,9 +680,14 @@ static void spawn_job(struct job *j)
 	}
 	fcntl(errfds[0], F_SETFL, O_NONBLOCK);
 	struct spawn_rlimit limits[5];
-	struct spawn_request req = { .path = path, .argv = j->spec.argv, .envp = j->spec.envp,
-				     .cwd = j->dir, .stdin_fd = in, .stdout_fd = out,
-				     .stderr_fd = errfds[1], .limits = limits,
+	struct spawn_request req = { .path = path,
+				     .argv = j->spec.argv,
+				     .envp = j->spec.envp,
+				     .cwd = j->dir,
+				     .stdin_fd = in,
+				     .stdout_fd = out,
+				     .stderr_fd = errfds[1],
+				     .limits = limits,
 				     .nlimits = job_limits(&cfg->job_limits, host.default_nofile,
 							   limits),
 				     .nice = (int)cfg->job_limits.nice };
@@ -709,8 +722,8 @@ static int job_guard(void *arg, const char *url_host, const struct sockaddr *sa,
 
 	if (ip_addr_from_sockaddr(sa, len, &dest) != 0)
 		return 0;
-	if (addr_rules_allow(&host.cfg->callback_allow, j->peer.family ? &j->peer : NULL,
-			     url_host, &dest))
+	if (addr_rules_allow(&host.cfg->callback_allow, j->peer.family ? &j->peer : NULL, url_host,
+			     &dest))
 		return 1;
 	char peer[64];
 	log_warn("job %s: callback to %s (%s) refused: not the client's address (%s; behind a "
@@ -778,9 +791,11 @@ static void job_run(struct job *j, struct json_object *desc)
 		struct timeval tv = { (time_t)j->spec.timeout_sec, 0 };
 		evtimer_add(j->timeout_ev, &tv);
 	}
-	struct job_io_callbacks cb = { .inputs_done = on_inputs_done, .stdin_done = on_stdin_done,
+	struct job_io_callbacks cb = { .inputs_done = on_inputs_done,
+				       .stdin_done = on_stdin_done,
 				       .stdout_done = on_stdout_done,
-				       .outputs_done = on_outputs_done, .arg = j };
+				       .outputs_done = on_outputs_done,
+				       .arg = j };
 	j->io = job_io_new(host.base, transfers, &j->spec, j->dir, JOB_INPUT_MAX_BYTES, &cb);
 	if (!j->io || (j->streams && job_io_set_streams(j->io, j->streams, j->body_ctx) != 0)) {
 		not_started(j, ENOMEM);
@@ -796,14 +811,16 @@ static void job_run(struct job *j, struct json_object *desc)
 	spawn_job(j);
 }
 
-void job_start(struct book_ref want, const char *job_id, uint32_t service,
-	       struct json_object *desc, const struct ip_addr *peer)
+void job_start(struct book_ref want, const char *job_id, uint32_t service, struct json_object *desc,
+	       const struct ip_addr *peer)
 {
 	struct job *j = job_new(want, job_id, service, peer);
 
 	if (!j) {
 		/* nothing to run it with: give the slot back with a failure */
-		struct book_outcome o = { .exit_code = -1, .error = JOB_ERR_EXEC_FAILED, .failed = 1 };
+		struct book_outcome o = { .exit_code = -1,
+					  .error = JOB_ERR_EXEC_FAILED,
+					  .failed = 1 };
 		struct book *b = host.book_lock();
 		book_job_finished(b, want, &o, NULL, 0);
 		host.book_unlock();
@@ -838,7 +855,9 @@ struct job *job_start_body(struct book_ref token, uint32_t service, struct json_
 		j->start_ev = evtimer_new(host.base, body_start_cb, j);
 	}
 	if (!j || !j->start_ev) {
-		struct book_outcome o = { .exit_code = -1, .error = JOB_ERR_EXEC_FAILED, .failed = 1 };
+		struct book_outcome o = { .exit_code = -1,
+					  .error = JOB_ERR_EXEC_FAILED,
+					  .failed = 1 };
 		if (j) {
 			j->body_done = NULL;
 			j->completing = 1;

@@ -31,9 +31,9 @@ struct event_base;
  * test): job/ includes nothing of handler/ or master/. */
 struct job_host {
 	struct event_base *base;
-	const struct es_config *cfg; /* stays valid: a reload changes it in place */
-	int slot;                    /* this handler's slot (job directory names) */
-	int nslots;                  /* handler slots of the instance (janitor) */
+	const struct es_config *cfg;       /* stays valid: a reload changes it in place */
+	int slot;                          /* this handler's slot (job directory names) */
+	int nslots;                        /* handler slots of the instance (janitor) */
 	unsigned long long default_nofile; /* RLIMIT_NOFILE of a job without
 					    * jobLimits.openFiles (0: leave it) */
 	/* the want-book, locked and unlocked (waking whom it mailed) */
@@ -60,8 +60,8 @@ int job_validate(uint32_t service, struct json_object *job, const char **code, c
  * failure to spawn — exactly one DONE follows.  peer: the address of the
  * broker connection that placed it (its URLs may call back there, see the
  * callback guard), NULL if unknown. */
-void job_start(struct book_ref want, const char *job_id, uint32_t service,
-	       struct json_object *job, const struct ip_addr *peer);
+void job_start(struct book_ref want, const char *job_id, uint32_t service, struct json_object *job,
+	       const struct ip_addr *peer);
 
 /* Body mode (PUT /job of the legacy token transport, handler/legacy.c):
  * runs desc (validated by job_validate) on the slot of the RUNNING legacy

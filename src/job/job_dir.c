@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/stat.h>
 
 #include "job/janitor.h"
 #include "job/job_dir.h"
@@ -24,7 +24,7 @@ static uint64_t dir_counter;
 static uid_t owner = (uid_t)-1; /* ours, once known */
 static unsigned long reads;     /* job_dir_reads */
 
-#define TRUST_MARGIN_SEC 3	/* job_dir.h: when a record may be trusted */
+#define TRUST_MARGIN_SEC 3 /* job_dir.h: when a record may be trusted */
 
 static int ours(const struct stat *st)
 {
@@ -81,17 +81,19 @@ static int usable_empty(const char *path, struct job_dir_seen *seen)
 		ok = 0;
 	close(fd);
 	if (ok) {
-		*seen = (struct job_dir_seen){ .dev = st.st_dev, .ino = st.st_ino,
-					       .nlink = st.st_nlink, .size = st.st_size,
-					       .mtime = st.st_mtim, .ctime = st.st_ctim };
+		*seen = (struct job_dir_seen){ .dev = st.st_dev,
+					       .ino = st.st_ino,
+					       .nlink = st.st_nlink,
+					       .size = st.st_size,
+					       .mtime = st.st_mtim,
+					       .ctime = st.st_ctim };
 		seen->trusted = now.tv_sec >= st.st_mtim.tv_sec + TRUST_MARGIN_SEC &&
 				now.tv_sec >= st.st_ctim.tv_sec + TRUST_MARGIN_SEC;
 	}
 	return ok;
 }
 
-int job_dir_take(const char *temp_dir, int slot, char *out, size_t len,
-		 struct job_dir_seen *seen)
+int job_dir_take(const char *temp_dir, int slot, char *out, size_t len, struct job_dir_seen *seen)
 {
 	while (nspares > 0) {
 		struct spare *sp = &spares[--nspares];
@@ -104,7 +106,7 @@ int job_dir_take(const char *temp_dir, int slot, char *out, size_t len,
 			return 0;
 		janitor_remove_tree(sp->path);
 	}
-	memset(seen, 0, sizeof *seen);	/* a new directory: read at release */
+	memset(seen, 0, sizeof *seen); /* a new directory: read at release */
 	/* mkdtemp: unique even across handler restarts and leftovers */
 	if (snprintf(out, len, "%s/job/%d-%llu-XXXXXX", temp_dir, slot,
 		     (unsigned long long)++dir_counter) >= (int)len) {

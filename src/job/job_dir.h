@@ -43,14 +43,13 @@ struct job_dir_seen {
 	nlink_t nlink;
 	off_t size;
 	struct timespec mtime, ctime;
-	int trusted;    /* an lstat showing the same means still empty */
+	int trusted; /* an lstat showing the same means still empty */
 };
 
 /* An empty job directory for handler slot (a spare, or a new one under
  * temp_dir/job) into out, and what it looked like into seen (for
  * job_dir_release).  Returns 0, or -1 with errno. */
-int job_dir_take(const char *temp_dir, int slot, char *out, size_t len,
-		 struct job_dir_seen *seen);
+int job_dir_take(const char *temp_dir, int slot, char *out, size_t len, struct job_dir_seen *seen);
 
 /* The job of path ended and its directory is to go: kept as a spare when
  * the caller allows reuse (job.c: no process a job left behind is alive,

@@ -33,9 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <event2/event.h>
@@ -47,8 +47,19 @@
 #define MSG_MAX 768
 #define DISCARD_CHUNK 16384
 
-enum phase { PH_INPUTS, PH_STDIN, PH_STDOUT, PH_OUTPUTS, PH_COUNT };
-enum pstate { P_IDLE, P_RUNNING, P_PENDING, P_DONE };
+enum phase {
+	PH_INPUTS,
+	PH_STDIN,
+	PH_STDOUT,
+	PH_OUTPUTS,
+	PH_COUNT
+};
+enum pstate {
+	P_IDLE,
+	P_RUNNING,
+	P_PENDING,
+	P_DONE
+};
 
 struct phase_rec {
 	enum pstate state;
@@ -71,10 +82,10 @@ struct xfile {
 	size_t idx;
 	int fd;
 	struct transfer *t;
-	uint64_t n;              /* bytes written (input) or read (output) */
-	uint64_t size;           /* output: its size when opened */
-	int created;             /* input: we created the file */
-	int complete;            /* its transfer succeeded */
+	uint64_t n;                 /* bytes written (input) or read (output) */
+	uint64_t size;              /* output: its size when opened */
+	int created;                /* input: we created the file */
+	int complete;               /* its transfer succeeded */
 	int local, local_retryable; /* our side failed the transfer */
 };
 
@@ -99,40 +110,40 @@ struct job_io {
 	const struct job_stream_ops *streams;
 	void *streams_ctx;
 	int has_in, has_out;
-	int proc;                  /* 0: running, 1: success, -1: failure */
-	job_io_guard_fn guard_fn;  /* NULL: no callback guard */
+	int proc;                 /* 0: running, 1: success, -1: failure */
+	job_io_guard_fn guard_fn; /* NULL: no callback guard */
 	void *guard_arg;
 	struct guard_ctx in_guard, out_guard;
 	struct event *report_ev;
 	struct phase_rec ph[PH_COUNT];
 
 	/* inputs / outputs */
-	struct xfile *files[2];    /* [0] inputs, [1] outputs */
+	struct xfile *files[2]; /* [0] inputs, [1] outputs */
 	size_t files_left[2];
 	uint64_t files_bytes[2];
 
 	/* stdin */
 	int fds_made;
-	int in_fd;                 /* parent's write end, or -1 */
-	struct event *in_ev;       /* EV_WRITE: resume the download */
-	void *in_t;                /* the stdin stream (a transfer for a URL) */
+	int in_fd;           /* parent's write end, or -1 */
+	struct event *in_ev; /* EV_WRITE: resume the download */
+	void *in_t;          /* the stdin stream (a transfer for a URL) */
 	uint64_t in_bytes;
 	int in_reader_gone, in_local, in_local_retryable;
 
 	/* stdout */
-	int out_fd;                /* parent's read end, or -1 */
-	struct event *out_ev;      /* EV_READ|EV_PERSIST */
+	int out_fd;           /* parent's read end, or -1 */
+	struct event *out_ev; /* EV_READ|EV_PERSIST */
 	enum out_mode out_mode;
-	void *out_t;               /* the stdout stream (a transfer for a URL) */
-	int out_eof;               /* EOF read, or job_io_stdout_close */
-	int out_streamed;          /* a PUT was started */
+	void *out_t;      /* the stdout stream (a transfer for a URL) */
+	int out_eof;      /* EOF read, or job_io_stdout_close */
+	int out_streamed; /* a PUT was started */
 	int out_have_extra;
 	char out_extra;
 	int out_failed_after_commit; /* the process failed: report at EOF */
 	int out_local, out_local_retryable;
-	size_t out_put_off;        /* bytes of out_buf given to the PUT */
-	uint64_t out_total;        /* bytes read from the pipe */
-	uint64_t out_sent;         /* bytes given to the PUT */
+	size_t out_put_off; /* bytes of out_buf given to the PUT */
+	uint64_t out_total; /* bytes read from the pipe */
+	uint64_t out_sent;  /* bytes given to the PUT */
 	size_t out_len;
 	char out_buf[JOB_IO_STDOUT_CAP];
 };
@@ -181,9 +192,9 @@ static void report_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Queues the completion of phase ph (only once, only while it runs). */
-__attribute__((format(printf, 7, 8)))
-static void report(struct job_io *io, enum phase ph, int ok, const char *code, int retryable,
-		   uint64_t bytes, const char *fmt, ...)
+__attribute__((format(printf, 7, 8))) static void report(struct job_io *io, enum phase ph, int ok,
+							 const char *code, int retryable,
+							 uint64_t bytes, const char *fmt, ...)
 {
 	struct phase_rec *p = &io->ph[ph];
 	va_list ap;
@@ -217,8 +228,8 @@ static int retryable_status(long s)
 }
 
 /* The reason a transfer failed, and whether it is retryable. */
-static int describe(const struct transfer_result *r, int local, int local_retryable,
-		    char *reason, size_t len)
+static int describe(const struct transfer_result *r, int local, int local_retryable, char *reason,
+		    size_t len)
 {
 	long s = r->http_status;
 
@@ -240,10 +251,8 @@ static int describe(const struct transfer_result *r, int local, int local_retrya
 	case CURLE_UNSUPPORTED_PROTOCOL:
 	case CURLE_URL_MALFORMAT:
 	case CURLE_NOT_BUILT_IN:
-	case CURLE_FILESIZE_EXCEEDED:
-		return 0;
-	default:
-		return 1; /* the network: connect, reset, timeout, stall, TLS */
+	case CURLE_FILESIZE_EXCEEDED: return 0;
+	default: return 1; /* the network: connect, reset, timeout, stall, TLS */
 	}
 }
 
@@ -271,8 +280,16 @@ static void *url_open_out(void *ctx, const struct transfer_source *src, void *ar
 	return t;
 }
 
-static void url_resume(void *ctx, void *h) { (void)ctx; transfer_resume(h); }
-static void url_abort(void *ctx, void *h) { (void)ctx; transfer_abort(h); }
+static void url_resume(void *ctx, void *h)
+{
+	(void)ctx;
+	transfer_resume(h);
+}
+static void url_abort(void *ctx, void *h)
+{
+	(void)ctx;
+	transfer_abort(h);
+}
 static void url_set_error(void *ctx, void *h, const char *msg)
 {
 	(void)ctx;
@@ -283,10 +300,16 @@ static const struct job_stream_ops url_streams = {
 	url_open_in, url_open_out, url_resume, url_abort, url_set_error,
 };
 
-static void st_resume(struct job_io *io, void *h) { io->streams->resume(io->streams_ctx, h); }
-static void st_abort(struct job_io *io, void *h) { io->streams->abort(io->streams_ctx, h); }
-__attribute__((format(printf, 3, 4)))
-static void st_error(struct job_io *io, void *h, const char *fmt, ...)
+static void st_resume(struct job_io *io, void *h)
+{
+	io->streams->resume(io->streams_ctx, h);
+}
+static void st_abort(struct job_io *io, void *h)
+{
+	io->streams->abort(io->streams_ctx, h);
+}
+__attribute__((format(printf, 3, 4))) static void st_error(struct job_io *io, void *h,
+							   const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
@@ -311,8 +334,8 @@ int job_io_set_streams(struct job_io *io, const struct job_stream_ops *ops, void
 /* ---- creation, abort, free -------------------------------------------------- */
 
 struct job_io *job_io_new(struct event_base *base, struct transfer_loop *loop,
-			  const struct job_spec *spec, const char *jobdir,
-			  uint64_t input_max_bytes, const struct job_io_callbacks *cb)
+			  const struct job_spec *spec, const char *jobdir, uint64_t input_max_bytes,
+			  const struct job_io_callbacks *cb)
 {
 	struct job_io *io;
 	int e;
@@ -451,12 +474,15 @@ void job_io_free(struct job_io *io)
 
 /* ---- input and output files ------------------------------------------------ */
 
-static const char *phase_word(int which) { return which ? "outputs" : "inputs"; }
+static const char *phase_word(int which)
+{
+	return which ? "outputs" : "inputs";
+}
 
 /* Fails file phase `which` because of file i (reason already formatted);
  * code NULL: the phase's own. */
-static void files_fail_as(struct job_io *io, int which, size_t i, int retryable,
-			  const char *reason, const char *code)
+static void files_fail_as(struct job_io *io, int which, size_t i, int retryable, const char *reason,
+			  const char *code)
 {
 	size_t n;
 	const struct job_file *jf = spec_files(io, which, &n);
@@ -526,8 +552,8 @@ static void file_done(struct xfile *f, int which, const struct transfer_result *
 		io->files_bytes[which] += f->n;
 		if (--io->files_left[which] == 0) {
 			files_end(io, which);
-			report(io, which ? PH_OUTPUTS : PH_INPUTS, 1, NULL, 0, io->files_bytes[which],
-			       "%s", "");
+			report(io, which ? PH_OUTPUTS : PH_INPUTS, 1, NULL, 0,
+			       io->files_bytes[which], "%s", "");
 		}
 		return;
 	}
@@ -648,15 +674,18 @@ static int files_start(struct job_io *io, int which)
 			return 0;
 		}
 		if (which == 0)
-			f->fd = openat(io->dirfd, jf[i].name, O_WRONLY | O_CREAT | O_EXCL |
-				       O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+			f->fd = openat(io->dirfd, jf[i].name,
+				       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+					       O_NOCTTY,
+				       0644);
 		else /* O_NONBLOCK: a FIFO must not make us wait for a writer */
-			f->fd = openat(io->dirfd, jf[i].name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-				       O_CLOEXEC | O_NOCTTY);
+			f->fd = openat(io->dirfd, jf[i].name,
+				       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 		if (f->fd < 0) {
 			e = errno;
 			if (which == 0 && e == EEXIST)
-				snprintf(reason, sizeof reason, "cannot create the file: it exists "
+				snprintf(reason, sizeof reason,
+					 "cannot create the file: it exists "
 					 "already (never overwritten or followed)");
 			else if (which == 0)
 				snprintf(reason, sizeof reason, "cannot create the file: %s",
@@ -691,7 +720,8 @@ static int files_start(struct job_io *io, int which)
 		if (f->t == NULL) {
 			int e = errno;
 
-			snprintf(reason, sizeof reason, "cannot start the transfer: %s", strerror(e));
+			snprintf(reason, sizeof reason, "cannot start the transfer: %s",
+				 strerror(e));
 			files_fail(io, which, i, resource_errno(e), reason);
 			return 0;
 		}
@@ -768,8 +798,11 @@ static void in_done(void *arg, const struct transfer_result *r)
 	/* The pipe stays open: the program must not take what it got for the
 	 * whole input.  The runner stops it; process_ended closes the pipe. */
 	retryable = describe(r, io->in_local, io->in_local_retryable, reason, sizeof reason);
-	report(io, PH_STDIN, 0, r->refused ? JOB_IO_E_REFUSED : JOB_IO_E_STDIN, retryable, io->in_bytes, "stdin: %s (after %llu "
-	       "bytes)", reason, (unsigned long long)io->in_bytes);
+	report(io, PH_STDIN, 0, r->refused ? JOB_IO_E_REFUSED : JOB_IO_E_STDIN, retryable,
+	       io->in_bytes,
+	       "stdin: %s (after %llu "
+	       "bytes)",
+	       reason, (unsigned long long)io->in_bytes);
 }
 
 /* ---- stdout ----------------------------------------------------------------- */
@@ -838,8 +871,7 @@ static void out_ended(struct job_io *io)
 			out_report_aborted(io);
 		io->out_mode = O_DONE; /* a PUT failure was reported already */
 		break;
-	default:
-		break;
+	default: break;
 	}
 }
 
@@ -886,8 +918,8 @@ static void out_read_cb(evutil_socket_t fd, short what, void *arg)
 		close_out(io);
 		io->out_eof = 1;
 		io->out_mode = O_DONE;
-		report(io, PH_STDOUT, 0, JOB_IO_E_STDOUT, 1, io->out_total,
-		       "stdout: read: %s", strerror(e));
+		report(io, PH_STDOUT, 0, JOB_IO_E_STDOUT, 1, io->out_total, "stdout: read: %s",
+		       strerror(e));
 		return;
 	}
 	out_ended(io);
@@ -958,8 +990,8 @@ static void out_put_done(void *arg, const struct transfer_result *r)
 	}
 	retryable = describe(r, io->out_local, io->out_local_retryable, reason, sizeof reason);
 	report(io, PH_STDOUT, 0, r->refused ? JOB_IO_E_REFUSED : JOB_IO_E_STDOUT, retryable,
-	       io->out_total,
-	       "stdout: %s (after %llu bytes)", reason, (unsigned long long)io->out_sent);
+	       io->out_total, "stdout: %s (after %llu bytes)", reason,
+	       (unsigned long long)io->out_sent);
 	/* reported at once (the runner stops the program); until then the
 	 * pipe is drained so that the program does not block on it */
 	if (io->out_eof)
@@ -1083,8 +1115,7 @@ void job_io_process_ended(struct job_io *io, int success)
 		else
 			out_discard(io);
 		break;
-	default:
-		break;
+	default: break;
 	}
 }
 

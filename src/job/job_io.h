@@ -114,8 +114,8 @@ struct job_io_callbacks {
  * why jobdir cannot be opened).
  */
 struct job_io *job_io_new(struct event_base *base, struct transfer_loop *loop,
-			  const struct job_spec *spec, const char *jobdir,
-			  uint64_t input_max_bytes, const struct job_io_callbacks *cb);
+			  const struct job_spec *spec, const char *jobdir, uint64_t input_max_bytes,
+			  const struct job_io_callbacks *cb);
 
 /*
  * Fetches every input, in parallel, url -> the file name in the job
@@ -177,8 +177,7 @@ int job_io_stdout_close(struct job_io *io);
  * is stdout_done's).  Any pointer may be NULL.  Valid until job_io_free;
  * final once stdout_done was called (or after job_io_abort).
  */
-const char *job_io_stdout_prefix(struct job_io *io, size_t *len, int *truncated,
-				 int *streamed);
+const char *job_io_stdout_prefix(struct job_io *io, size_t *len, int *truncated, int *streamed);
 
 /*
  * Uploads every output, in parallel: the regular file name of the job

@@ -72,7 +72,8 @@ static int oom(struct ctx *c)
 static int get_opt(struct json_object *job, const char *key, struct json_object **v)
 {
 	*v = NULL;
-	return json_object_object_get_ex(job, key, v) && *v && !json_object_is_type(*v, json_type_null);
+	return json_object_object_get_ex(job, key, v) && *v &&
+	       !json_object_is_type(*v, json_type_null);
 }
 
 /* A JSON string without NUL inside: 1, and its length in *len. */
@@ -186,11 +187,15 @@ static int argv_add(struct ctx *c, struct argv_builder *b, const char *arg, cons
 	size_t len = expand(arg, c->jobdir, c->jobdir_len, NULL);
 
 	if (b->vec.n + 1 > JOB_SPEC_MAX_ARGV)
-		return fail(c, PROTO_E_BAD_JOB, "%s: the command line would have more than %d "
-			    "entries", label, JOB_SPEC_MAX_ARGV);
+		return fail(c, PROTO_E_BAD_JOB,
+			    "%s: the command line would have more than %d "
+			    "entries",
+			    label, JOB_SPEC_MAX_ARGV);
 	if (len + 1 > JOB_SPEC_MAX_ARGV_BYTES - b->bytes)
-		return fail(c, PROTO_E_BAD_JOB, "%s: the command line would be longer than %d "
-			    "bytes", label, JOB_SPEC_MAX_ARGV_BYTES);
+		return fail(c, PROTO_E_BAD_JOB,
+			    "%s: the command line would be longer than %d "
+			    "bytes",
+			    label, JOB_SPEC_MAX_ARGV_BYTES);
 	char *s = malloc(len + 1);
 	if (!s)
 		return oom(c);
@@ -211,7 +216,8 @@ static int parse_argv(struct ctx *c, const struct config_command *cmd, struct js
 
 	if (get_opt(job, "args", &args)) {
 		if (!json_object_is_type(args, json_type_array))
-			return fail(c, PROTO_E_BAD_JOB, "job.args: an array of strings is required");
+			return fail(c, PROTO_E_BAD_JOB,
+				    "job.args: an array of strings is required");
 		n = json_object_array_length(args);
 	}
 	/* argv[0] is the program as configured: no placeholders there. */
@@ -257,7 +263,11 @@ err:
 
 /* ---- environment ---------------------------------------------------------- */
 
-enum match { EXACT, PREFIX, SUFFIX };
+enum match {
+	EXACT,
+	PREFIX,
+	SUFFIX
+};
 
 /* Names a job may not set (compared without regard to case): they change
  * how programs are found, loaded or run, not what they do.  The reasons are
@@ -374,8 +384,10 @@ static int check_job_env(struct ctx *c, struct json_object *env, size_t n)
 		size_t len;
 
 		if (!json_object_is_type(e, json_type_string))
-			return fail(c, PROTO_E_BAD_JOB, "job.env[%zu]: a string NAME=value is "
-				    "required", i);
+			return fail(c, PROTO_E_BAD_JOB,
+				    "job.env[%zu]: a string NAME=value is "
+				    "required",
+				    i);
 		if (!plain_string(e, &len))
 			return fail(c, PROTO_E_BAD_JOB, "job.env[%zu]: must not contain NUL", i);
 		if (len > JOB_SPEC_MAX_ENV_BYTES)
@@ -384,17 +396,24 @@ static int check_job_env(struct ctx *c, struct json_object *env, size_t n)
 		const char *entry = json_object_get_string(e);
 		long nl = env_name_len(entry);
 		if (nl < 0)
-			return fail(c, PROTO_E_BAD_JOB, "job.env[%zu]: NAME=value is required, "
-				    "NAME of A-Z a-z 0-9 _ not starting with a digit", i);
+			return fail(c, PROTO_E_BAD_JOB,
+				    "job.env[%zu]: NAME=value is required, "
+				    "NAME of A-Z a-z 0-9 _ not starting with a digit",
+				    i);
 		const struct refused_env *r = env_refused(entry, (size_t)nl);
 		if (r)
-			return fail(c, PROTO_E_BAD_JOB, "job.env[%zu]: %.*s may not be set by a "
-				    "job (%s)", i, (int)nl, entry, r->why);
+			return fail(c, PROTO_E_BAD_JOB,
+				    "job.env[%zu]: %.*s may not be set by a "
+				    "job (%s)",
+				    i, (int)nl, entry, r->why);
 		for (size_t j = 0; j < i; j++) {
-			const char *prev = json_object_get_string(json_object_array_get_idx(env, j));
+			const char *prev = json_object_get_string(
+				json_object_array_get_idx(env, j));
 			if (strncmp(prev, entry, (size_t)nl + 1) == 0)
-				return fail(c, PROTO_E_BAD_JOB, "job.env[%zu]: duplicate name "
-					    "%.*s (first at job.env[%zu])", i, (int)nl, entry, j);
+				return fail(c, PROTO_E_BAD_JOB,
+					    "job.env[%zu]: duplicate name "
+					    "%.*s (first at job.env[%zu])",
+					    i, (int)nl, entry, j);
 		}
 	}
 	return 0;
@@ -409,11 +428,13 @@ static int parse_env(struct ctx *c, const struct config_command *cmd, struct jso
 
 	if (get_opt(job, "env", &env)) {
 		if (!json_object_is_type(env, json_type_array))
-			return fail(c, PROTO_E_BAD_JOB, "job.env: an array of NAME=value strings "
+			return fail(c, PROTO_E_BAD_JOB,
+				    "job.env: an array of NAME=value strings "
 				    "is required");
 		n = json_object_array_length(env);
 		if (n > JOB_SPEC_MAX_ENV)
-			return fail(c, PROTO_E_BAD_JOB, "job.env: at most %d entries", JOB_SPEC_MAX_ENV);
+			return fail(c, PROTO_E_BAD_JOB, "job.env: at most %d entries",
+				    JOB_SPEC_MAX_ENV);
 		if (check_job_env(c, env, n) != 0)
 			return -1;
 	}
@@ -438,13 +459,17 @@ nomem:
 
 /* ---- URLs ------------------------------------------------------------------ */
 
-enum url_rc { URL_OK = 0, URL_REFUSED = -1, URL_NOMEM = -2 };
+enum url_rc {
+	URL_OK = 0,
+	URL_REFUSED = -1,
+	URL_NOMEM = -2
+};
 
 struct url_info {
 	char host[JOB_SPEC_HOST_MAX];
 	unsigned port;
-	char *norm;               /* malloc'd normalized URL, when asked for */
-	char why[160];            /* when refused */
+	char *norm;    /* malloc'd normalized URL, when asked for */
+	char why[160]; /* when refused */
 };
 
 static enum url_rc refuse(struct url_info *ui, const char *fmt, ...)
@@ -494,7 +519,7 @@ static enum url_rc url_host(struct url_info *ui, const char *h)
 			 (v6 ? ch == ':' : (ch == '-' || ch == '_'));
 		if (!ok)
 			return refuse(ui, "the host must be an ASCII host name (punycode for "
-				      "international names) or an IP address");
+					  "international names) or an IP address");
 		ui->host[i] = ch;
 	}
 	ui->host[len] = '\0';
@@ -503,7 +528,8 @@ static enum url_rc url_host(struct url_info *ui, const char *h)
 	if (!len)
 		return refuse(ui, "the host is empty");
 	if (!v6 && (ui->host[0] == '.' || ui->host[len - 1] == '.' || strstr(ui->host, "..")))
-		return refuse(ui, "the host has an empty label (a leading dot or two dots in a row)");
+		return refuse(ui,
+			      "the host has an empty label (a leading dot or two dots in a row)");
 	return URL_OK;
 }
 
@@ -535,7 +561,7 @@ static enum url_rc url_same_endpoint(const char *norm, struct url_info *ui)
 		ret = URL_NOMEM;
 	else if (!same)
 		ret = refuse(ui, "the host changes when the normalized URL is read again "
-			     "(write the host without %%-escapes)");
+				 "(write the host without %%-escapes)");
 	curl_free(part);
 	curl_url_cleanup(u);
 	return ret;
@@ -563,19 +589,12 @@ static enum url_rc url_check(const char *url, size_t len, int want_norm, struct 
 		return URL_NOMEM;
 	rc = curl_url_set(u, CURLUPART_URL, url, 0);
 	switch (rc) {
-	case CURLUE_OK:
-		break;
-	case CURLUE_OUT_OF_MEMORY:
-		ret = URL_NOMEM;
-		goto out;
+	case CURLUE_OK: break;
+	case CURLUE_OUT_OF_MEMORY: ret = URL_NOMEM; goto out;
 	case CURLUE_UNSUPPORTED_SCHEME:
 	case CURLUE_BAD_SCHEME:
-	case CURLUE_NO_SCHEME:
-		ret = refuse(ui, "the scheme must be http or https");
-		goto out;
-	default:
-		ret = refuse(ui, "not a valid URL (%s)", curl_url_strerror(rc));
-		goto out;
+	case CURLUE_NO_SCHEME: ret = refuse(ui, "the scheme must be http or https"); goto out;
+	default: ret = refuse(ui, "not a valid URL (%s)", curl_url_strerror(rc)); goto out;
 	}
 	if ((got = url_part(u, CURLUPART_SCHEME, 0, &part)) < 0) {
 		ret = URL_NOMEM;
@@ -653,14 +672,9 @@ int job_spec_url_host(const char *url, char *host, size_t hostlen)
 		return -1;
 	}
 	switch (url_check(url, strlen(url), 0, &ui)) {
-	case URL_OK:
-		break;
-	case URL_NOMEM:
-		errno = ENOMEM;
-		return -1;
-	default:
-		errno = EINVAL;
-		return -1;
+	case URL_OK: break;
+	case URL_NOMEM: errno = ENOMEM; return -1;
+	default: errno = EINVAL; return -1;
 	}
 	if (strlen(ui.host) >= hostlen) {
 		errno = ERANGE;
@@ -681,12 +695,9 @@ static int parse_url(struct ctx *c, struct json_object *v, const char *label, ch
 		return fail(c, PROTO_E_BAD_JOB, "%s: a URL string is required", label);
 	switch (url_check(json_object_get_string(v), (size_t)json_object_get_string_len(v), 1,
 			  &ui)) {
-	case URL_OK:
-		break;
-	case URL_NOMEM:
-		return oom(c);
-	default:
-		return fail(c, PROTO_E_BAD_JOB, "%s: %s", label, ui.why);
+	case URL_OK: break;
+	case URL_NOMEM: return oom(c);
+	default: return fail(c, PROTO_E_BAD_JOB, "%s: %s", label, ui.why);
 	}
 	*url = ui.norm;
 	memcpy(host, ui.host, sizeof ui.host);
@@ -757,7 +768,8 @@ static int parse_files(struct ctx *c, struct json_object *job, const char *key,
 		return fail(c, PROTO_E_BAD_JOB, "job.%s: an array of {name, url} is required", key);
 	n = json_object_array_length(arr);
 	if (n > JOB_SPEC_MAX_FILES)
-		return fail(c, PROTO_E_BAD_JOB, "job.%s: at most %d entries", key, JOB_SPEC_MAX_FILES);
+		return fail(c, PROTO_E_BAD_JOB, "job.%s: at most %d entries", key,
+			    JOB_SPEC_MAX_FILES);
 	if (n == 0)
 		return 0;
 	if (!(files = calloc(n, sizeof *files)))
@@ -784,8 +796,8 @@ static int parse_files(struct ctx *c, struct json_object *job, const char *key,
 		}
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(files[j].name, nm) == 0) {
-				fail(c, PROTO_E_BAD_JOB, "job.%s[%zu].name: duplicate of job.%s[%zu]",
-				     key, i, key, j);
+				fail(c, PROTO_E_BAD_JOB,
+				     "job.%s[%zu].name: duplicate of job.%s[%zu]", key, i, key, j);
 				goto err;
 			}
 		if (!(files[i].name = strdup(nm))) {
@@ -838,8 +850,10 @@ static int parse_command(struct ctx *c, struct json_object *job, struct job_spec
 		return fail(c, PROTO_E_BAD_JOB, "job.command: must not contain NUL");
 	s->command = config_find_command(c->svc, json_object_get_string(v));
 	if (!s->command)
-		return fail(c, PROTO_E_UNKNOWN_COMMAND, "job.command: not configured for "
-			    "service %s", c->svc->name);
+		return fail(c, PROTO_E_UNKNOWN_COMMAND,
+			    "job.command: not configured for "
+			    "service %s",
+			    c->svc->name);
 	return 0;
 }
 
@@ -859,8 +873,7 @@ int job_spec_parse(const struct es_config *cfg, const struct config_service *svc
 	c.jobdir_len = strlen(jobdir);
 	if (!json_object_is_type(job, json_type_object))
 		return fail(&c, PROTO_E_BAD_JOB, "job: an object is required");
-	if (parse_command(&c, job, &s) != 0 ||
-	    parse_argv(&c, s.command, job, &s) != 0 ||
+	if (parse_command(&c, job, &s) != 0 || parse_argv(&c, s.command, job, &s) != 0 ||
 	    parse_env(&c, s.command, job, &s) != 0 ||
 	    parse_stdio(&c, job, "stdin", &s.stdin_url, s.stdin_host, &s.stdin_port) != 0 ||
 	    parse_stdio(&c, job, "stdout", &s.stdout_url, s.stdout_host, &s.stdout_port) != 0 ||

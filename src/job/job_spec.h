@@ -30,35 +30,35 @@ struct config_command;
 
 #define JOB_SPEC_DEFAULT_PATH "PATH=/usr/local/bin:/usr/bin:/bin"
 
-#define JOB_SPEC_MAX_ARGV 256           /* argv entries, argv[0] included */
-#define JOB_SPEC_MAX_ARGV_BYTES 131072  /* sum of strlen + 1 over argv */
-#define JOB_SPEC_MAX_ENV 64             /* entries of job.env */
-#define JOB_SPEC_MAX_ENV_BYTES 4096     /* bytes of one job.env entry "K=V" */
-#define JOB_SPEC_MAX_URL 4096           /* bytes of a URL as sent */
-#define JOB_SPEC_MAX_FILES 64           /* entries of job.inputs, of job.outputs */
-#define JOB_SPEC_MAX_NAME 255           /* bytes of a file name */
-#define JOB_SPEC_MAX_TIMEOUT 86400      /* seconds */
-#define JOB_SPEC_HOST_MAX 256           /* size of a host buffer, NUL included */
+#define JOB_SPEC_MAX_ARGV 256          /* argv entries, argv[0] included */
+#define JOB_SPEC_MAX_ARGV_BYTES 131072 /* sum of strlen + 1 over argv */
+#define JOB_SPEC_MAX_ENV 64            /* entries of job.env */
+#define JOB_SPEC_MAX_ENV_BYTES 4096    /* bytes of one job.env entry "K=V" */
+#define JOB_SPEC_MAX_URL 4096          /* bytes of a URL as sent */
+#define JOB_SPEC_MAX_FILES 64          /* entries of job.inputs, of job.outputs */
+#define JOB_SPEC_MAX_NAME 255          /* bytes of a file name */
+#define JOB_SPEC_MAX_TIMEOUT 86400     /* seconds */
+#define JOB_SPEC_HOST_MAX 256          /* size of a host buffer, NUL included */
 
 struct job_file {
-	char *name;                     /* plain file name in the job directory */
-	char *url;                      /* normalized http(s) URL */
-	char host[JOB_SPEC_HOST_MAX];   /* its host (see job_spec_url_host) */
-	unsigned port;                  /* its port, the scheme's default if none */
+	char *name;                   /* plain file name in the job directory */
+	char *url;                    /* normalized http(s) URL */
+	char host[JOB_SPEC_HOST_MAX]; /* its host (see job_spec_url_host) */
+	unsigned port;                /* its port, the scheme's default if none */
 };
 
 struct job_spec {
 	const struct config_command *command;
-	char **argv;                    /* NULL-terminated; argv[0] = configured prog */
+	char **argv; /* NULL-terminated; argv[0] = configured prog */
 	size_t argc;
-	char **envp;                    /* NULL-terminated, merged */
+	char **envp; /* NULL-terminated, merged */
 	size_t envc;
-	char *stdin_url, *stdout_url;   /* NULL when absent or null */
+	char *stdin_url, *stdout_url; /* NULL when absent or null */
 	char stdin_host[JOB_SPEC_HOST_MAX], stdout_host[JOB_SPEC_HOST_MAX];
 	unsigned stdin_port, stdout_port;
 	struct job_file *inputs, *outputs;
 	size_t ninputs, noutputs;
-	unsigned timeout_sec;           /* 0 = none */
+	unsigned timeout_sec; /* 0 = none */
 };
 
 /*

@@ -40,8 +40,8 @@ const char *receipt_error_name(uint8_t code)
 static char *to_text(struct json_object *o, size_t *len)
 {
 	size_t n;
-	const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN |
-							  JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+	const char *s = json_object_to_json_string_length(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
 	char *out = s ? malloc(n + 1) : NULL;
 	if (out) {
 		memcpy(out, s, n + 1);
@@ -105,8 +105,9 @@ char *receipt_compact(const struct book_outcome *o, size_t *len)
 	struct json_object *r = json_object_new_object();
 	if (!r)
 		return NULL;
-	add_outcome(r, o, o->error == JOB_ERR_LOST ? "the execserver process running the job died"
-						   : NULL);
+	add_outcome(r, o,
+		    o->error == JOB_ERR_LOST ? "the execserver process running the job died"
+					     : NULL);
 	if (o->receipt_lost)
 		json_object_object_add(r, "receipt_lost", json_object_new_boolean(1));
 	return to_text(r, len);

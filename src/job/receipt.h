@@ -21,16 +21,16 @@
 /* book_outcome.error values; 0 = none.  Names are the protocol's codes. */
 enum job_error_code {
 	JOB_ERR_NONE = 0,
-	JOB_ERR_EXEC_FAILED,    /* exec_failed */
-	JOB_ERR_CANCELLED,      /* cancelled */
-	JOB_ERR_TIMEOUT,        /* timeout */
-	JOB_ERR_EXEC_STOPPED,   /* exec_stopped (retryable) */
-	JOB_ERR_INPUT_FAILED,   /* input_failed: an input file could not be fetched */
-	JOB_ERR_STDIN_FAILED,   /* stdin_failed: the in-pipe GET failed */
-	JOB_ERR_STDOUT_FAILED,  /* stdout_failed: the out-pipe PUT failed */
-	JOB_ERR_OUTPUT_FAILED,  /* output_failed: an output file could not be uploaded */
+	JOB_ERR_EXEC_FAILED,      /* exec_failed */
+	JOB_ERR_CANCELLED,        /* cancelled */
+	JOB_ERR_TIMEOUT,          /* timeout */
+	JOB_ERR_EXEC_STOPPED,     /* exec_stopped (retryable) */
+	JOB_ERR_INPUT_FAILED,     /* input_failed: an input file could not be fetched */
+	JOB_ERR_STDIN_FAILED,     /* stdin_failed: the in-pipe GET failed */
+	JOB_ERR_STDOUT_FAILED,    /* stdout_failed: the out-pipe PUT failed */
+	JOB_ERR_OUTPUT_FAILED,    /* output_failed: an output file could not be uploaded */
 	JOB_ERR_CALLBACK_REFUSED, /* callback_refused: a URL's address is not allowed */
-	JOB_ERR_LOST = 255,     /* exec_lost (retryable): the book's BOOK_ERROR_LOST */
+	JOB_ERR_LOST = 255,       /* exec_lost (retryable): the book's BOOK_ERROR_LOST */
 };
 
 /* The protocol name of a code, or NULL for none/unknown. */
@@ -38,11 +38,11 @@ const char *receipt_error_name(uint8_t code);
 
 struct receipt_parts {
 	const struct book_outcome *outcome;
-	const char *error_message;        /* with outcome->error */
-	const char *stdout_prefix;        /* raw bytes; NULL: no "stdout" field */
+	const char *error_message; /* with outcome->error */
+	const char *stdout_prefix; /* raw bytes; NULL: no "stdout" field */
 	size_t stdout_len;
 	int stdout_truncated;
-	const char *stderr_line;          /* raw bytes, may be NULL */
+	const char *stderr_line; /* raw bytes, may be NULL */
 	size_t stderr_len;
 };
 

@@ -18,16 +18,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <linux/close_range.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "job/spawn.h"
 
@@ -69,7 +69,7 @@ int spawn_find_program(const char *prog, char *out, size_t outlen)
 	path = getenv("PATH");
 	if (!path || !*path)
 		path = DEFAULT_PATH;
-	for (dir = path; dir; ) {
+	for (dir = path; dir;) {
 		const char *end = strchr(dir, ':');
 		size_t dlen = end ? (size_t)(end - dir) : strlen(dir);
 
@@ -126,7 +126,8 @@ static void child(const struct spawn_request *req, volatile int *report)
 	int fds[3] = { req->stdin_fd, req->stdout_fd, req->stderr_fd };
 
 	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP && (!initialised || sigismember(&not_default, sig)))
+		if (sig != SIGKILL && sig != SIGSTOP &&
+		    (!initialised || sigismember(&not_default, sig)))
 			signal(sig, SIG_DFL);
 	if (setpgid(0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
 		goto fail;

@@ -10,19 +10,19 @@
 #include <sys/types.h>
 
 struct spawn_request {
-	const char *path;        /* absolute path of the program */
+	const char *path; /* absolute path of the program */
 	char *const *argv;
 	char *const *envp;
-	const char *cwd;         /* NULL: inherit */
+	const char *cwd;                    /* NULL: inherit */
 	int stdin_fd, stdout_fd, stderr_fd; /* -1: /dev/null */
 	/* setrlimit(resource, value) for each (soft = hard); value is in the
 	 * resource's own unit (bytes, seconds, count) */
 	const struct spawn_rlimit {
 		int resource;
 		unsigned long long value;
-	} *limits;
+	} * limits;
 	size_t nlimits;
-	int nice;                /* added to the niceness (nice(2)) */
+	int nice; /* added to the niceness (nice(2)) */
 };
 
 /* Resolves prog: an absolute path to an executable regular file, or a name

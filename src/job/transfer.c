@@ -27,18 +27,18 @@
  */
 #include "autoconfig.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 #include <event2/event.h>
@@ -52,7 +52,11 @@
 
 #define TRANSFER_UA_DEFAULT "execserver/" PACKAGE_VERSION
 
-enum { K_ADD = 1, K_RESUME = 2, K_REAP = 4 };
+enum {
+	K_ADD = 1,
+	K_RESUME = 2,
+	K_REAP = 4
+};
 
 enum tstate {
 	T_QUEUED,    /* created, not yet in the multi */
@@ -66,32 +70,32 @@ struct transfer {
 	struct transfer_loop *loop;
 	TAILQ_ENTRY(transfer) all_link;
 	TAILQ_ENTRY(transfer) kick_link;
-	unsigned kick;            /* K_* pending; non-zero iff on the kick queue */
+	unsigned kick; /* K_* pending; non-zero iff on the kick queue */
 	enum tstate state;
 	CURL *easy;
-	int attached;             /* easy is in the multi */
+	int attached; /* easy is in the multi */
 	int is_put;
 	struct transfer_sink sink;
 	struct transfer_source src;
 	void *arg;
 	int64_t put_size;
-	int paused;               /* curl was told to pause (by a callback) */
+	int paused; /* curl was told to pause (by a callback) */
 	int status_checked;
 	char *held;
 	size_t held_off, held_len, held_cap;
-	CURLcode code;            /* curl's result, kept while T_DRAINING */
+	CURLcode code; /* curl's result, kept while T_DRAINING */
 	uint64_t bytes, start_ms, last_move_ms;
 	unsigned pauses;
 	long stall_ms;
 	struct event *stall_ev;
-	void *helper;             /* helper state, freed with the transfer */
+	void *helper; /* helper state, freed with the transfer */
 	int (*helper_end)(void *helper, int ok);
 	char errbuf[CURL_ERROR_SIZE];
 	char local_err[512];
-	transfer_guard_fn guard;  /* NULL: every address */
+	transfer_guard_fn guard; /* NULL: every address */
 	void *guard_arg;
-	int refused;              /* the guard refused an address */
-	int allowed;              /* the guard allowed an address */
+	int refused; /* the guard refused an address */
+	int allowed; /* the guard allowed an address */
 	char guard_err[256];
 };
 
@@ -498,8 +502,9 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *p)
 		if (status < 200 || status > 299) {
 			/* e.g. a 3xx: its body must not reach the sink */
 			transfer_set_error(t, "HTTP status %ld%s", status,
-					   status >= 300 && status <= 399 ?
-					   " (redirects are not followed)" : "");
+					   status >= 300 && status <= 399
+						   ? " (redirects are not followed)"
+						   : "");
 			return 0;
 		}
 	}
@@ -691,7 +696,11 @@ static void check_done(struct transfer_loop *loop)
 
 /* ---- creating transfers ------------------------------------------------ */
 
-#define SETOPT(e, o, v) do { if (curl_easy_setopt((e), (o), (v)) != CURLE_OK) goto bad; } while (0)
+#define SETOPT(e, o, v)                                          \
+	do {                                                     \
+		if (curl_easy_setopt((e), (o), (v)) != CURLE_OK) \
+			goto bad;                                \
+	} while (0)
 
 static int setup_easy(struct transfer_loop *loop, struct transfer *t, const char *url)
 {
@@ -753,16 +762,19 @@ static curl_socket_t on_opensocket(void *clientp, curlsocktype purpose, struct c
 	(void)purpose;
 	if (t->guard && !t->guard(t->guard_arg, &a->addr, a->addrlen)) {
 		char host[INET6_ADDRSTRLEN] = "?";
-		const void *raw = a->family == AF_INET6
-					  ? (const void *)&((struct sockaddr_in6 *)&a->addr)->sin6_addr
-					  : (const void *)&((struct sockaddr_in *)&a->addr)->sin_addr;
+		const void *raw =
+			a->family == AF_INET6
+				? (const void *)&((struct sockaddr_in6 *)&a->addr)->sin6_addr
+				: (const void *)&((struct sockaddr_in *)&a->addr)->sin_addr;
 		inet_ntop(a->family, raw, host, sizeof host);
 		t->refused = 1;
 		/* the two ways out: the client's real address through a
 		 * balancer, or the destination allowed by name */
-		snprintf(t->guard_err, sizeof t->guard_err, "connection to %s refused by the "
+		snprintf(t->guard_err, sizeof t->guard_err,
+			 "connection to %s refused by the "
 			 "callback guard: not the client's address (behind a balancer: list it in "
-			 "trustedProxies and send the PROXY protocol), not in callbackAllow", host);
+			 "trustedProxies and send the PROXY protocol), not in callbackAllow",
+			 host);
 		return CURL_SOCKET_BAD;
 	}
 	if (t->guard)
@@ -1022,9 +1034,8 @@ static struct file_helper *file_helper_new(const char *path, transfer_done_fn do
 	return h;
 }
 
-struct transfer *transfer_get_file(struct transfer_loop *loop, const char *url,
-				   const char *path, uint64_t max_bytes,
-				   transfer_done_fn done, void *arg)
+struct transfer *transfer_get_file(struct transfer_loop *loop, const char *url, const char *path,
+				   uint64_t max_bytes, transfer_done_fn done, void *arg)
 {
 	static const struct transfer_sink sink = { file_write, file_done };
 	struct file_helper *h;
@@ -1064,8 +1075,8 @@ struct transfer *transfer_get_file(struct transfer_loop *loop, const char *url,
 	return t;
 }
 
-struct transfer *transfer_put_file(struct transfer_loop *loop, const char *url,
-				   const char *path, transfer_done_fn done, void *arg)
+struct transfer *transfer_put_file(struct transfer_loop *loop, const char *url, const char *path,
+				   transfer_done_fn done, void *arg)
 {
 	static const struct transfer_source src = { file_read, file_done };
 	struct file_helper *h;
@@ -1108,7 +1119,7 @@ struct transfer *transfer_put_file(struct transfer_loop *loop, const char *url,
 struct fd_helper {
 	struct transfer *t;
 	int fd;
-	struct event *ev;  /* EV_WRITE for a download, EV_READ for an upload */
+	struct event *ev; /* EV_WRITE for a download, EV_READ for an upload */
 	transfer_done_fn done;
 	void *arg;
 };
@@ -1238,8 +1249,8 @@ struct transfer *transfer_get_fd(struct transfer_loop *loop, const char *url, in
 	return fd_attach(transfer_get(loop, url, &sink, h), h);
 }
 
-struct transfer *transfer_put_fd(struct transfer_loop *loop, const char *url, int fd,
-				 int64_t size, transfer_done_fn done, void *arg)
+struct transfer *transfer_put_fd(struct transfer_loop *loop, const char *url, int fd, int64_t size,
+				 transfer_done_fn done, void *arg)
 {
 	static const struct transfer_source src = { fd_read, fd_done };
 	struct fd_helper *h = fd_helper_new(loop, fd, EV_READ, done, arg);

@@ -55,14 +55,14 @@ struct transfer;
 #define TRANSFER_SINK_ERROR ((size_t)-1)
 
 struct transfer_result {
-	int ok;                /* 1: completed, status 2xx, every byte delivered */
-	long http_status;      /* final status, 0 when no response was read */
-	int curl_code;         /* CURLcode; CURLE_OK if curl itself succeeded */
-	const char *error;     /* "" when ok; valid during the done call only */
-	uint64_t bytes;        /* body bytes taken by the sink / given by the source */
-	unsigned pauses;       /* times the transfer waited for its sink/source */
-	uint64_t duration_ms;  /* from creation to done */
-	int refused;           /* 1: failed because the guard refused every address */
+	int ok;               /* 1: completed, status 2xx, every byte delivered */
+	long http_status;     /* final status, 0 when no response was read */
+	int curl_code;        /* CURLcode; CURLE_OK if curl itself succeeded */
+	const char *error;    /* "" when ok; valid during the done call only */
+	uint64_t bytes;       /* body bytes taken by the sink / given by the source */
+	unsigned pauses;      /* times the transfer waited for its sink/source */
+	uint64_t duration_ms; /* from creation to done */
+	int refused;          /* 1: failed because the guard refused every address */
 };
 
 typedef void (*transfer_done_fn)(void *arg, const struct transfer_result *r);
@@ -82,16 +82,16 @@ struct transfer_source {
 };
 
 struct transfer_options {
-	long connect_timeout_ms;    /* TCP + TLS connect; default 10000 */
-	long stall_timeout_ms;      /* no byte moved while waiting for the
+	long connect_timeout_ms; /* TCP + TLS connect; default 10000 */
+	long stall_timeout_ms;   /* no byte moved while waiting for the
 				     * network; 0 = off; default 60000 */
-	long total_timeout_ms;      /* whole transfer; 0 = off (default) */
-	long keepalive_idle_sec;    /* TCP keepalive idle and interval; 60 */
-	const char *user_agent;     /* NULL: "execserver/<version>" */
-	const char *proxy;          /* NULL: none (the environment is ignored) */
-	const char *ca_file;        /* NULL: the system's CA store */
+	long total_timeout_ms;   /* whole transfer; 0 = off (default) */
+	long keepalive_idle_sec; /* TCP keepalive idle and interval; 60 */
+	const char *user_agent;  /* NULL: "execserver/<version>" */
+	const char *proxy;       /* NULL: none (the environment is ignored) */
+	const char *ca_file;     /* NULL: the system's CA store */
 	const char *ca_path;
-	int insecure;               /* 1: no TLS peer/host verification */
+	int insecure; /* 1: no TLS peer/host verification */
 	/* Called last on each new easy handle (a CURL *), for anything else
 	 * TLS may need; returns 0, or -1 to refuse the transfer. */
 	int (*setup)(void *easy, void *setup_arg);
@@ -126,12 +126,11 @@ struct transfer *transfer_put(struct transfer_loop *loop, const char *url,
 
 /* Downloads url into path (created 0644 or truncated).  More than max_bytes
  * fails the transfer.  On any failure or abort the file is removed. */
-struct transfer *transfer_get_file(struct transfer_loop *loop, const char *url,
-				   const char *path, uint64_t max_bytes,
-				   transfer_done_fn done, void *arg);
+struct transfer *transfer_get_file(struct transfer_loop *loop, const char *url, const char *path,
+				   uint64_t max_bytes, transfer_done_fn done, void *arg);
 /* Uploads the regular file path with its size as Content-Length. */
-struct transfer *transfer_put_file(struct transfer_loop *loop, const char *url,
-				   const char *path, transfer_done_fn done, void *arg);
+struct transfer *transfer_put_file(struct transfer_loop *loop, const char *url, const char *path,
+				   transfer_done_fn done, void *arg);
 
 /* Streams the body of a GET into fd (a pipe), and a PUT body from fd, with
  * back-pressure both ways: a full pipe pauses the download until fd is
@@ -142,8 +141,8 @@ struct transfer *transfer_put_file(struct transfer_loop *loop, const char *url,
  * size: as for transfer_put. */
 struct transfer *transfer_get_fd(struct transfer_loop *loop, const char *url, int fd,
 				 transfer_done_fn done, void *arg);
-struct transfer *transfer_put_fd(struct transfer_loop *loop, const char *url, int fd,
-				 int64_t size, transfer_done_fn done, void *arg);
+struct transfer *transfer_put_fd(struct transfer_loop *loop, const char *url, int fd, int64_t size,
+				 transfer_done_fn done, void *arg);
 
 /* The callback guard of one transfer: called with every address curl is
  * about to connect to (after name resolution); 1 allows it, 0 refuses it

@@ -27,7 +27,12 @@
 #include "common/hex.h"
 #include "common/utf8.h"
 
-enum { CUR_NONE, CUR_URL, CUR_FIELD, CUR_VALUE };
+enum {
+	CUR_NONE,
+	CUR_URL,
+	CUR_FIELD,
+	CUR_VALUE
+};
 
 static struct http_head_parser *parser_of(http_parser *hp)
 {
@@ -69,8 +74,8 @@ static int is_blank(char c)
 /* RFC 7230 3.2.6 tchar */
 static int is_tchar(unsigned char c)
 {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-		(c >= 'A' && c <= 'Z') || (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
 /*
@@ -131,17 +136,14 @@ static int finish_value(struct http_head_parser *p)
 static int finish_current(struct http_head_parser *p)
 {
 	switch (p->cur) {
-	case CUR_URL:
-		return finish_target(p);
+	case CUR_URL: return finish_target(p);
 	case CUR_FIELD:
 		/* a name without a value callback: treat as empty value */
 		if (finish_name(p) != 0)
 			return 1;
 		return finish_value(p);
-	case CUR_VALUE:
-		return finish_value(p);
-	default:
-		return 0;
+	case CUR_VALUE: return finish_value(p);
+	default: return 0;
 	}
 }
 
@@ -216,13 +218,12 @@ static int split_target(struct http_head_parser *p)
 	if (http_parser_parse_url(t, tlen, 0, &u) != 0)
 		return fail(p, 400);
 	if (u.field_set & (1 << UF_PATH))
-		h->path = store_copy(p, t + u.field_data[UF_PATH].off,
-				u.field_data[UF_PATH].len);
+		h->path = store_copy(p, t + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len);
 	else
 		h->path = store_copy(p, "/", 1);
 	if (u.field_set & (1 << UF_QUERY))
 		h->query = store_copy(p, t + u.field_data[UF_QUERY].off,
-				u.field_data[UF_QUERY].len);
+				      u.field_data[UF_QUERY].len);
 	else
 		h->query = store_copy(p, "", 0);
 	if (h->path == NULL || h->query == NULL)
@@ -283,7 +284,7 @@ static int on_headers_complete(http_parser *hp)
 	h->method_id = hp->method;
 	h->method = http_method_str(hp->method);
 	h->keep_alive = http_should_keep_alive(hp);
-	if (http_header_count(h, "Host") > 1) {	/* RFC 7230 5.4 */
+	if (http_header_count(h, "Host") > 1) { /* RFC 7230 5.4 */
 		fail(p, 400);
 		return -1;
 	}
@@ -313,10 +314,8 @@ void http_head_parser_init(struct http_head_parser *p)
 static int map_errno(enum http_errno e)
 {
 	switch (e) {
-	case HPE_HEADER_OVERFLOW:
-		return 431;
-	default:
-		return 400;
+	case HPE_HEADER_OVERFLOW: return 431;
+	default: return 400;
 	}
 }
 
@@ -335,8 +334,7 @@ static size_t before_bare_cr(const struct http_head_parser *p, const char *data,
 	return n;
 }
 
-int http_head_feed(struct http_head_parser *p, const char *data, size_t len,
-		size_t *consumed)
+int http_head_feed(struct http_head_parser *p, const char *data, size_t len, size_t *consumed)
 {
 	size_t room, n, k, done;
 
@@ -443,12 +441,11 @@ int http_token_list_has(const char *list, const char *token)
 	return 0;
 }
 
-int http_header_has_token(const struct http_head *h, const char *name,
-		const char *token)
+int http_header_has_token(const struct http_head *h, const char *name, const char *token)
 {
 	for (size_t i = 0; i < h->nheaders; i++)
 		if (strcasecmp(h->headers[i].name, name) == 0 &&
-				http_token_list_has(h->headers[i].value, token))
+		    http_token_list_has(h->headers[i].value, token))
 			return 1;
 	return 0;
 }
@@ -488,8 +485,7 @@ static int decode_component(const char *s, const char *e, char *out, size_t cap)
 	return (int)n;
 }
 
-int http_query_param(const char *query, const char *name, char *out,
-		size_t outlen)
+int http_query_param(const char *query, const char *name, char *out, size_t outlen)
 {
 	char key[256];
 	const char *s = query;

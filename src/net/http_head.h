@@ -34,35 +34,35 @@
 
 #include <http_parser.h>
 
-#define HTTP_HEAD_MAX 8192		/* whole head, bytes */
-#define HTTP_URI_MAX 4096		/* request-target, bytes */
-#define HTTP_HEAD_MAX_HEADERS 64	/* header fields */
+#define HTTP_HEAD_MAX 8192       /* whole head, bytes */
+#define HTTP_URI_MAX 4096        /* request-target, bytes */
+#define HTTP_HEAD_MAX_HEADERS 64 /* header fields */
 /* Strings of the head (each NUL-terminated) plus copies of path and query. */
 #define HTTP_HEAD_STORE (HTTP_HEAD_MAX + HTTP_URI_MAX + 64)
 
 /* Results of http_head_feed(). */
 enum {
-	HTTP_HEAD_ERROR = -1,	/* bad head; http_head_status() says what to answer */
+	HTTP_HEAD_ERROR = -1, /* bad head; http_head_status() says what to answer */
 	HTTP_HEAD_NEED_MORE = 0,
 	HTTP_HEAD_DONE = 1,
 };
 
 struct http_header {
-	const char *name;	/* as received; compare case-insensitively */
-	const char *value;	/* leading and trailing blanks removed */
+	const char *name;  /* as received; compare case-insensitively */
+	const char *value; /* leading and trailing blanks removed */
 };
 
 struct http_head {
-	const char *method;	/* "GET", "POST"... (http_method_str) */
-	int method_id;		/* enum http_method */
-	const char *target;	/* the raw request-target */
-	const char *path;	/* raw path: no query, not percent-decoded */
-	const char *query;	/* raw query without '?', "" if none */
+	const char *method; /* "GET", "POST"... (http_method_str) */
+	int method_id;      /* enum http_method */
+	const char *target; /* the raw request-target */
+	const char *path;   /* raw path: no query, not percent-decoded */
+	const char *query;  /* raw query without '?', "" if none */
 	int version_major, version_minor;
-	int keep_alive;		/* http_should_keep_alive() */
+	int keep_alive; /* http_should_keep_alive() */
 	int has_content_length;
-	uint64_t content_length;	/* valid when has_content_length */
-	int chunked;		/* Transfer-Encoding ends with chunked */
+	uint64_t content_length; /* valid when has_content_length */
+	int chunked;             /* Transfer-Encoding ends with chunked */
 	size_t nheaders;
 	struct http_header headers[HTTP_HEAD_MAX_HEADERS];
 };
@@ -70,14 +70,14 @@ struct http_head {
 /* Opaque in spirit: use the functions below, not the fields. */
 struct http_head_parser {
 	http_parser hp;
-	int result;		/* HTTP_HEAD_* */
-	int status;		/* HTTP status to answer when result is ERROR */
-	size_t total;		/* head bytes consumed so far */
-	int cur;		/* which string is being collected */
-	int after_cr;		/* the last head byte seen was a CR */
-	const char *feed_end;	/* end of the bytes http-parser is given */
-	size_t cur_off;		/* where it starts in store */
-	size_t used;		/* bytes of store in use */
+	int result;           /* HTTP_HEAD_* */
+	int status;           /* HTTP status to answer when result is ERROR */
+	size_t total;         /* head bytes consumed so far */
+	int cur;              /* which string is being collected */
+	int after_cr;         /* the last head byte seen was a CR */
+	const char *feed_end; /* end of the bytes http-parser is given */
+	size_t cur_off;       /* where it starts in store */
+	size_t used;          /* bytes of store in use */
 	struct http_head head;
 	char store[HTTP_HEAD_STORE];
 };
@@ -90,8 +90,7 @@ void http_head_parser_init(struct http_head_parser *p);
  * on DONE the bytes after the head are left to the caller).  After DONE or
  * ERROR further calls return the same result and consume nothing.
  */
-int http_head_feed(struct http_head_parser *p, const char *data, size_t len,
-		size_t *consumed);
+int http_head_feed(struct http_head_parser *p, const char *data, size_t len, size_t *consumed);
 
 /* The HTTP status to answer after ERROR: 400, 414, 431 or 505. */
 int http_head_status(const struct http_head_parser *p);
@@ -113,14 +112,13 @@ size_t http_header_count(const struct http_head *h, const char *name);
 int http_token_list_has(const char *list, const char *token);
 
 /* 1 if any header field called name has token in its list value. */
-int http_header_has_token(const struct http_head *h, const char *name,
-		const char *token);
+int http_header_has_token(const struct http_head *h, const char *name, const char *token);
 
 /* Results of http_query_param() other than a length. */
 enum {
-	HTTP_QP_ABSENT = -1,	/* no such parameter */
-	HTTP_QP_INVALID = -2,	/* bad %-escape, control character or bad UTF-8 */
-	HTTP_QP_TOO_LONG = -3,	/* decoded value does not fit in out */
+	HTTP_QP_ABSENT = -1,   /* no such parameter */
+	HTTP_QP_INVALID = -2,  /* bad %-escape, control character or bad UTF-8 */
+	HTTP_QP_TOO_LONG = -3, /* decoded value does not fit in out */
 };
 
 /*
@@ -132,8 +130,7 @@ enum {
  * A value that decodes to NUL, another control character (below 0x20, or
  * 0x7F) or invalid UTF-8 gives HTTP_QP_INVALID.
  */
-int http_query_param(const char *query, const char *name, char *out,
-		size_t outlen);
+int http_query_param(const char *query, const char *name, char *out, size_t outlen);
 
 /* The reason phrase of an HTTP status ("Bad Request"), "" if unknown. */
 const char *http_reason(int status);

@@ -60,12 +60,12 @@
 
 #include <assert.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -82,7 +82,12 @@
 #include "common/log.h"
 #include "common/utf8.h"
 
-enum ws_state { ST_OPEN, ST_CLOSING, ST_LINGER, ST_ENDED };
+enum ws_state {
+	ST_OPEN,
+	ST_CLOSING,
+	ST_LINGER,
+	ST_ENDED
+};
 
 struct ping_queue;
 
@@ -93,28 +98,28 @@ struct ws_session {
 	struct ws_callbacks cb;
 	void *owner;
 	enum ws_state state;
-	uint16_t code;		/* what on_closed will report */
-	uint16_t peer_code;	/* code of the peer's close frame */
-	int bad_close;		/* the peer's close frame has a 1-byte body */
-	uint64_t last_rx_ms;	/* last frame activity */
+	uint16_t code;       /* what on_closed will report */
+	uint16_t peer_code;  /* code of the peer's close frame */
+	int bad_close;       /* the peer's close frame has a 1-byte body */
+	uint64_t last_rx_ms; /* last frame activity */
 	/* pings and the liveness check: a place in the pinger's queue */
 	struct ws_pinger *pinger;
-	struct ping_queue *due_q;	/* the queue s is in; NULL: none */
+	struct ping_queue *due_q; /* the queue s is in; NULL: none */
 	struct ws_session *due_prev, *due_next;
-	uint64_t due_ms;	/* the next tick */
-	unsigned period_ms;	/* between ticks; 0: no ticks */
-	struct event *close_ev;	/* deadline once out of OPEN */
-	struct event *kick_ev;	/* run ws_process from the loop */
-	int busy;		/* libevent callbacks of ours on the stack */
-	int free_pending;	/* ws_session_free called while busy */
-	int read_paused;	/* back-pressure: EV_READ disabled */
-	int direct;		/* plain socket: output written from flush, EV_WRITE
+	uint64_t due_ms;        /* the next tick */
+	unsigned period_ms;     /* between ticks; 0: no ticks */
+	struct event *close_ev; /* deadline once out of OPEN */
+	struct event *kick_ev;  /* run ws_process from the loop */
+	int busy;               /* libevent callbacks of ours on the stack */
+	int free_pending;       /* ws_session_free called while busy */
+	int read_paused;        /* back-pressure: EV_READ disabled */
+	int direct;             /* plain socket: output written from flush, EV_WRITE
 				 * only while a rest waits (see push_out) */
-	int wr_shut;		/* LINGER: write side shut down */
+	int wr_shut;            /* LINGER: write side shut down */
 	uint32_t ping_seq;
-	int out_dirty;		/* output written since the last on_drained */
-	int close_pending;	/* CLOSING: our close frame still to queue */
-	int in_flush_now;	/* ws_session_flush_now runs: it writes itself,
+	int out_dirty;     /* output written since the last on_drained */
+	int close_pending; /* CLOSING: our close frame still to queue */
+	int in_flush_now;  /* ws_session_flush_now runs: it writes itself,
 				 * push_out must not (no callback from there) */
 	/* Input handed to wslay, scanned for frame boundaries (rx_scan):
 	 * header bytes of the frame under way, payload bytes still to come,
@@ -151,18 +156,17 @@ static void ws_log(const struct ws_session *s, enum log_level level, const char 
 
 static void ws_process(struct ws_session *s);
 static void push_out(struct ws_session *s);
-static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
-		int flags, void *user);
-static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data,
-		size_t len, int flags, void *user);
+static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
+		       void *user);
+static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
+		       void *user);
 static void frame_start_cb(wslay_event_context_ptr ctx,
-		const struct wslay_event_on_frame_recv_start_arg *arg, void *user);
+			   const struct wslay_event_on_frame_recv_start_arg *arg, void *user);
 static void frame_chunk_cb(wslay_event_context_ptr ctx,
-		const struct wslay_event_on_frame_recv_chunk_arg *arg, void *user);
-static void msg_cb(wslay_event_context_ptr ctx,
-		const struct wslay_event_on_msg_recv_arg *arg, void *user);
-static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
-		void *user);
+			   const struct wslay_event_on_frame_recv_chunk_arg *arg, void *user);
+static void msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg,
+		   void *user);
+static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user);
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -194,12 +198,12 @@ static wslay_event_context_ptr ctx_get(struct ws_session *s)
 	if (s->ctx)
 		return s->ctx;
 	if ((s->opt.client_role ? wslay_event_context_client_init(&s->ctx, &wcb, s)
-			: wslay_event_context_server_init(&s->ctx, &wcb, s)) != 0) {
+				: wslay_event_context_server_init(&s->ctx, &wcb, s)) != 0) {
 		s->ctx = NULL;
 		return NULL;
 	}
 	wslay_event_config_set_max_recv_msg_length(s->ctx, s->opt.max_msg_len);
-	s->rx_starved = 1;	/* a new context has parsed all it was given */
+	s->rx_starved = 1; /* a new context has parsed all it was given */
 	return s->ctx;
 }
 
@@ -235,7 +239,7 @@ static void rx_scan(struct ws_session *s, const uint8_t *p, size_t n)
 			for (unsigned i = 0; i < ext; i++)
 				len = (len << 8) | s->rx_hdr[2 + i];
 		}
-		if ((s->rx_hdr[0] & 0x0fu) < 8)	/* continuation, text, binary */
+		if ((s->rx_hdr[0] & 0x0fu) < 8) /* continuation, text, binary */
 			s->rx_in_msg = !(s->rx_hdr[0] & 0x80u);
 		s->rx_left = len;
 		s->rx_hdr_len = 0;
@@ -245,14 +249,11 @@ static void rx_scan(struct ws_session *s, const uint8_t *p, size_t n)
 /* Frees wslay's context when it holds nothing (see the top of the file). */
 static void release_ctx_if_idle(struct ws_session *s)
 {
-	if (!s->ctx || s->state != ST_OPEN || s->close_pending || !s->rx_starved ||
-			s->rx_hdr_len || s->rx_left || s->rx_in_msg ||
-			evbuffer_get_length(in_buf(s)) > 0 ||
-			wslay_event_want_write(s->ctx) ||
-			wslay_event_get_queued_msg_count(s->ctx) > 0 ||
-			!wslay_event_get_read_enabled(s->ctx) ||
-			wslay_event_get_close_received(s->ctx) ||
-			wslay_event_get_close_sent(s->ctx))
+	if (!s->ctx || s->state != ST_OPEN || s->close_pending || !s->rx_starved || s->rx_hdr_len ||
+	    s->rx_left || s->rx_in_msg || evbuffer_get_length(in_buf(s)) > 0 ||
+	    wslay_event_want_write(s->ctx) || wslay_event_get_queued_msg_count(s->ctx) > 0 ||
+	    !wslay_event_get_read_enabled(s->ctx) || wslay_event_get_close_received(s->ctx) ||
+	    wslay_event_get_close_sent(s->ctx))
 		return;
 	wslay_event_context_free(s->ctx);
 	s->ctx = NULL;
@@ -285,7 +286,7 @@ static int mask_key(uint8_t *buf, size_t len)
  * masked exactly when this is the client side.
  */
 static int add_control_frame(struct ws_session *s, uint8_t opcode, const uint8_t *payload,
-		size_t len)
+			     size_t len)
 {
 	uint8_t frame[2 + 4 + 125], *p = frame + 2;
 
@@ -375,7 +376,7 @@ static int take_control_frames(struct ws_session *s)
 #define PINGER_QUEUES 4
 
 struct ping_queue {
-	unsigned period_ms;	/* 0: unused */
+	unsigned period_ms; /* 0: unused */
 	struct ws_session *head, *tail;
 };
 
@@ -418,7 +419,7 @@ static void pinger_arm(struct ws_pinger *p)
 	uint64_t now = clock_mono_ms(), due = first->due_ms;
 	uint64_t in = due > now ? due - now : 0;
 	struct timeval tv = { .tv_sec = (time_t)(in / 1000),
-		.tv_usec = (suseconds_t)(in % 1000) * 1000 };
+			      .tv_usec = (suseconds_t)(in % 1000) * 1000 };
 
 	evtimer_add(p->ev, &tv);
 }
@@ -488,7 +489,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 	uint64_t now = clock_mono_ms();
 	struct ws_session *s;
 
-	p->refs++;	/* a tick may free the last session, and the owner
+	p->refs++; /* a tick may free the last session, and the owner
 			 * may have let go of p already */
 	p->sweeps++;
 	while ((s = pinger_first(p)) && s->due_ms <= now + tick_slack(s)) {
@@ -498,7 +499,7 @@ static void sweep_cb(evutil_socket_t fd, short what, void *arg)
 		unqueue(s);
 		s->due_ms = now + s->period_ms;
 		enqueue(s);
-		tick(s);	/* may take s out again, or free it */
+		tick(s); /* may take s out again, or free it */
 	}
 	pinger_arm(p);
 	ws_pinger_release(p);
@@ -570,7 +571,7 @@ static void kick(struct ws_session *s)
 static int code_sendable(unsigned code)
 {
 	return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1011) ||
-		(code >= 3000 && code <= 4999);
+	       (code >= 3000 && code <= 4999);
 }
 
 static void arm_close_timer(struct ws_session *s)
@@ -640,7 +641,7 @@ static void shut_write(struct ws_session *s)
 {
 	evutil_socket_t fd = bufferevent_getfd(s->bev);
 
-	ws_tls_close_notify(s->bev);	/* TLS: close_notify before the FIN */
+	ws_tls_close_notify(s->bev); /* TLS: close_notify before the FIN */
 	s->wr_shut = 1;
 	bufferevent_disable(s->bev, EV_WRITE);
 	if (fd < 0 || shutdown(fd, SHUT_WR) != 0)
@@ -706,11 +707,9 @@ static void output_drained(struct ws_session *s)
 		s->read_paused = 0;
 		bufferevent_enable(s->bev, EV_READ);
 	}
-	if (s->state == ST_LINGER && !s->wr_shut &&
-			evbuffer_get_length(out_buf(s)) == 0) {
+	if (s->state == ST_LINGER && !s->wr_shut && evbuffer_get_length(out_buf(s)) == 0) {
 		shut_write(s);
-	} else if (s->state == ST_OPEN && s->out_dirty &&
-			evbuffer_get_length(out_buf(s)) == 0) {
+	} else if (s->state == ST_OPEN && s->out_dirty && evbuffer_get_length(out_buf(s)) == 0) {
 		s->out_dirty = 0;
 		if (!s->free_pending && s->cb.on_drained)
 			s->cb.on_drained(s->owner);
@@ -737,7 +736,7 @@ static void push_out(struct ws_session *s)
 	int n;
 
 	if (!s->direct || s->wr_shut || s->state == ST_ENDED || s->in_flush_now ||
-			evbuffer_get_length(out) == 0 || fd < 0)
+	    evbuffer_get_length(out) == 0 || fd < 0)
 		return;
 	n = evbuffer_peek(out, -1, NULL, vec, 16);
 	if (n > 16)
@@ -793,11 +792,10 @@ static void queue_out(struct ws_session *s)
 			break;
 		s->close_pending = 0;
 		/* fails only if wslay queued a close itself: settle() follows */
-		wslay_event_queue_close(s->ctx, s->code, (const uint8_t *)s->reason,
-			s->reason_len);
+		wslay_event_queue_close(s->ctx, s->code, (const uint8_t *)s->reason, s->reason_len);
 	}
 	if (s->state != ST_LINGER && !s->read_paused &&
-			evbuffer_get_length(out_buf(s)) > s->opt.out_high_water) {
+	    evbuffer_get_length(out_buf(s)) > s->opt.out_high_water) {
 		s->read_paused = 1;
 		bufferevent_disable(s->bev, EV_READ);
 	}
@@ -822,14 +820,14 @@ static void settle(struct ws_session *s)
 {
 	if ((s->state != ST_OPEN && s->state != ST_CLOSING) || !s->ctx)
 		return;
-	if (!wslay_event_get_close_received(s->ctx) &&
-			wslay_event_get_read_enabled(s->ctx))
+	if (!wslay_event_get_close_received(s->ctx) && wslay_event_get_read_enabled(s->ctx))
 		return;
 	if (wslay_event_get_close_sent(s->ctx))
 		s->code = wslay_event_get_status_code_sent(s->ctx);
 	else if (s->state == ST_OPEN)
-		s->code = wslay_event_get_close_received(s->ctx) && s->peer_code ?
-			s->peer_code : WS_CLOSE_ABNORMAL;
+		s->code = wslay_event_get_close_received(s->ctx) && s->peer_code
+				  ? s->peer_code
+				  : WS_CLOSE_ABNORMAL;
 	linger(s);
 }
 
@@ -850,12 +848,12 @@ static void ws_process(struct ws_session *s)
 			return;
 		}
 		if (s->ctx && wslay_event_get_read_enabled(s->ctx) &&
-				evbuffer_get_length(in_buf(s)) > 0) {
+		    evbuffer_get_length(in_buf(s)) > 0) {
 			int r = wslay_event_recv(s->ctx);
 
 			if (r != 0 || s->bad_close) {
-				fail_raw(s, r == WSLAY_ERR_NOMEM ?
-					WS_CLOSE_INTERNAL_ERROR : WS_CLOSE_PROTOCOL_ERROR);
+				fail_raw(s, r == WSLAY_ERR_NOMEM ? WS_CLOSE_INTERNAL_ERROR
+								 : WS_CLOSE_PROTOCOL_ERROR);
 				flush(s);
 				return;
 			}
@@ -878,7 +876,7 @@ static void begin_close(struct ws_session *s, uint16_t code, const char *reason)
 		return;
 	if (!code_sendable(code)) {
 		ws_log(s, LOG_LVL_ERROR, "websocket: close code %u cannot be sent, using 1011",
-			(unsigned)code);
+		       (unsigned)code);
 		code = WS_CLOSE_INTERNAL_ERROR;
 	}
 	if (rlen > 123)
@@ -888,7 +886,7 @@ static void begin_close(struct ws_session *s, uint16_t code, const char *reason)
 		rlen--;
 	memcpy(s->reason, reason ? reason : "", rlen);
 	s->reason_len = rlen;
-	s->close_pending = 1;	/* flush() queues it behind pending messages */
+	s->close_pending = 1; /* flush() queues it behind pending messages */
 	s->code = code;
 	s->state = ST_CLOSING;
 	unqueue(s);
@@ -897,8 +895,7 @@ static void begin_close(struct ws_session *s, uint16_t code, const char *reason)
 
 /* ---- wslay callbacks ---------------------------------------------------- */
 
-static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
-		int flags, void *user)
+static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *user)
 {
 	struct ws_session *s = user;
 	int n = evbuffer_remove(in_buf(s), buf, len);
@@ -913,8 +910,8 @@ static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
 	return n;
 }
 
-static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data,
-		size_t len, int flags, void *user)
+static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
+		       void *user)
 {
 	struct ws_session *s = user;
 
@@ -927,7 +924,7 @@ static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data,
 }
 
 static void frame_start_cb(wslay_event_context_ptr ctx,
-		const struct wslay_event_on_frame_recv_start_arg *arg, void *user)
+			   const struct wslay_event_on_frame_recv_start_arg *arg, void *user)
 {
 	struct ws_session *s = user;
 
@@ -935,15 +932,15 @@ static void frame_start_cb(wslay_event_context_ptr ctx,
 }
 
 static void frame_chunk_cb(wslay_event_context_ptr ctx,
-		const struct wslay_event_on_frame_recv_chunk_arg *arg, void *user)
+			   const struct wslay_event_on_frame_recv_chunk_arg *arg, void *user)
 {
 	struct ws_session *s = user;
 
 	s->last_rx_ms = clock_mono_ms();
 }
 
-static void msg_cb(wslay_event_context_ptr ctx,
-		const struct wslay_event_on_msg_recv_arg *arg, void *user)
+static void msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg,
+		   void *user)
 {
 	struct ws_session *s = user;
 	const char *msg = arg->msg ? (const char *)arg->msg : "";
@@ -972,14 +969,12 @@ static void msg_cb(wslay_event_context_ptr ctx,
 			wslay_event_shutdown_read(ctx);
 		}
 		break;
-	default:	/* ping (wslay queued the pong) or pong */
-		break;
+	default: /* ping (wslay queued the pong) or pong */ break;
 	}
 }
 
 /* Masking keys of a client session (RFC 6455 5.3: unpredictable). */
-static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
-		void *user)
+static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user)
 {
 	if (mask_key(buf, len) != 0) {
 		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
@@ -1019,7 +1014,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	enter(s);
 	if (s->state == ST_OPEN) {
 		ws_log(s, LOG_LVL_DEBUG, "websocket: connection lost (%s)",
-			(what & BEV_EVENT_EOF) ? "eof" : "error");
+		       (what & BEV_EVENT_EOF) ? "eof" : "error");
 		ws_end(s, WS_CLOSE_ABNORMAL);
 	} else {
 		ws_end(s, s->code);
@@ -1030,20 +1025,18 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 /* A tick of the pinger: the liveness check, or a ping. */
 static void tick(struct ws_session *s)
 {
-
 	enter(s);
 	if (s->state == ST_OPEN && !s->free_pending) {
 		uint64_t now = clock_mono_ms();
 
-		if (s->opt.ping_timeout_ms &&
-				now - s->last_rx_ms >= s->opt.ping_timeout_ms) {
+		if (s->opt.ping_timeout_ms && now - s->last_rx_ms >= s->opt.ping_timeout_ms) {
 			ws_log(s, LOG_LVL_DEBUG, "websocket: peer silent for %llu ms",
-				(unsigned long long)(now - s->last_rx_ms));
+			       (unsigned long long)(now - s->last_rx_ms));
 			begin_close(s, WS_CLOSE_GOING_AWAY, "ping timeout");
 		} else if (s->opt.ping_interval_ms) {
-			uint8_t payload[4] = {
-				(uint8_t)(s->ping_seq >> 24), (uint8_t)(s->ping_seq >> 16),
-				(uint8_t)(s->ping_seq >> 8), (uint8_t)s->ping_seq };
+			uint8_t payload[4] = { (uint8_t)(s->ping_seq >> 24),
+					       (uint8_t)(s->ping_seq >> 16),
+					       (uint8_t)(s->ping_seq >> 8), (uint8_t)s->ping_seq };
 			struct wslay_event_msg m = { WSLAY_PING, payload, sizeof payload };
 
 			s->ping_seq++;
@@ -1111,9 +1104,8 @@ int ws_set_keepalive(int fd)
 	return 0;
 }
 
-struct ws_session *ws_session_new(struct bufferevent *bev,
-		const struct ws_options *opt, const struct ws_callbacks *cb,
-		void *owner)
+struct ws_session *ws_session_new(struct bufferevent *bev, const struct ws_options *opt,
+				  const struct ws_callbacks *cb, void *owner)
 {
 	struct event_base *base = bufferevent_get_base(bev);
 	struct ws_session *s = calloc(1, sizeof *s);
@@ -1173,7 +1165,7 @@ struct ws_session *ws_session_new(struct bufferevent *bev,
 	event_active(s->kick_ev, EV_TIMEOUT, 1);
 	return s;
 fail:
-	destroy(s);	/* s->bev is still NULL: bev stays the caller's */
+	destroy(s); /* s->bev is still NULL: bev stays the caller's */
 	return NULL;
 }
 
@@ -1222,13 +1214,13 @@ void ws_session_free(struct ws_session *s)
 size_t ws_session_pending_out(const struct ws_session *s)
 {
 	return evbuffer_get_length(bufferevent_get_output(s->bev)) +
-		(s->ctx ? wslay_event_get_queued_msg_length(s->ctx) : 0);
+	       (s->ctx ? wslay_event_get_queued_msg_length(s->ctx) : 0);
 }
 
 int ws_session_is_open(const struct ws_session *s)
 {
 	return s->state == ST_OPEN && !s->free_pending &&
-		(!s->ctx || wslay_event_get_read_enabled(s->ctx));
+	       (!s->ctx || wslay_event_get_read_enabled(s->ctx));
 }
 
 int ws_session_has_parser(const struct ws_session *s)
@@ -1248,7 +1240,7 @@ void ws_session_flush_now(struct ws_session *s)
 		return;
 	enter(s);
 	s->in_flush_now = 1;
-	queue_out(s);	/* not flush: no callback from here (ws.h) */
+	queue_out(s); /* not flush: no callback from here (ws.h) */
 	s->in_flush_now = 0;
 	fd = bufferevent_getfd(s->bev);
 	if (bufferevent_openssl_get_ssl(s->bev)) {

@@ -41,24 +41,24 @@ struct ws_session;
  * first, the peer's when it did), or 1005/1006 as described.
  */
 enum ws_close_code {
-	WS_CLOSE_NORMAL = 1000,		/* orderly end, either side */
-	WS_CLOSE_GOING_AWAY = 1001,	/* server stopping, or the peer went
+	WS_CLOSE_NORMAL = 1000,           /* orderly end, either side */
+	WS_CLOSE_GOING_AWAY = 1001,       /* server stopping, or the peer went
 					 * silent for ping_timeout_ms */
-	WS_CLOSE_PROTOCOL_ERROR = 1002,	/* bad framing: unmasked frame, bad
+	WS_CLOSE_PROTOCOL_ERROR = 1002,   /* bad framing: unmasked frame, bad
 					 * opcode, control frame > 125 bytes or
 					 * fragmented, broken fragmentation,
 					 * RSV bits, non-minimal length, bad
 					 * close code */
-	WS_CLOSE_UNSUPPORTED_DATA = 1003,	/* a binary message */
-	WS_CLOSE_NO_STATUS = 1005,	/* reported only: the peer's close frame
+	WS_CLOSE_UNSUPPORTED_DATA = 1003, /* a binary message */
+	WS_CLOSE_NO_STATUS = 1005,        /* reported only: the peer's close frame
 					 * carried no code; never sent */
-	WS_CLOSE_ABNORMAL = 1006,	/* reported only: the connection ended
+	WS_CLOSE_ABNORMAL = 1006,         /* reported only: the connection ended
 					 * without a close frame; never sent */
-	WS_CLOSE_INVALID_PAYLOAD = 1007,	/* text that is not UTF-8 */
-	WS_CLOSE_POLICY_VIOLATION = 1008,	/* generic refusal (e.g. auth
+	WS_CLOSE_INVALID_PAYLOAD = 1007,  /* text that is not UTF-8 */
+	WS_CLOSE_POLICY_VIOLATION = 1008, /* generic refusal (e.g. auth
 						 * lost, rate limits) */
-	WS_CLOSE_MESSAGE_TOO_BIG = 1009,	/* message > max_msg_len */
-	WS_CLOSE_INTERNAL_ERROR = 1011,	/* out of memory, internal failure */
+	WS_CLOSE_MESSAGE_TOO_BIG = 1009,  /* message > max_msg_len */
+	WS_CLOSE_INTERNAL_ERROR = 1011,   /* out of memory, internal failure */
 	/* 4000-4999: private use; the broker protocol layer defines them
 	 * (messages.h).  Nothing below 4000 is defined by this layer. */
 	WS_CLOSE_APP_MIN = 4000,
@@ -66,10 +66,10 @@ enum ws_close_code {
 };
 
 struct ws_options {
-	size_t max_msg_len;		/* largest message accepted, bytes
+	size_t max_msg_len;        /* largest message accepted, bytes
 					 * (reassembled); bigger closes 1009 */
-	unsigned ping_interval_ms;	/* send a ping this often; 0: never */
-	unsigned ping_timeout_ms;	/* close 1001 when no frame at all
+	unsigned ping_interval_ms; /* send a ping this often; 0: never */
+	unsigned ping_timeout_ms;  /* close 1001 when no frame at all
 					 * (pongs included) arrived for this
 					 * long; 0: no liveness check.  Checked
 					 * every ping interval (or every
@@ -79,14 +79,14 @@ struct ws_options {
 					 * dead peer is noticed between
 					 * timeout and timeout + interval +
 					 * min(interval / 8, 1 s). */
-	unsigned close_timeout_ms;	/* from leaving the open state to the
+	unsigned close_timeout_ms; /* from leaving the open state to the
 					 * end: wait for the peer's close frame
 					 * and for our last bytes to drain */
-	size_t out_high_water;		/* stop reading while more than this is
+	size_t out_high_water;     /* stop reading while more than this is
 					 * waiting to be sent */
-	int client_role;		/* 1: we are the client (mask our
+	int client_role;           /* 1: we are the client (mask our
 					 * frames; the peer must not mask) */
-	struct ws_pinger *pinger;	/* the shared ping timer of the
+	struct ws_pinger *pinger;  /* the shared ping timer of the
 					 * session's event loop; NULL: one of
 					 * the session's own */
 };
@@ -138,9 +138,8 @@ void ws_options_default(struct ws_options *opt);
  * the default too.  TCP keepalive is switched on for bev's socket.
  * Returns NULL (bev still the caller's) if out of memory.
  */
-struct ws_session *ws_session_new(struct bufferevent *bev,
-		const struct ws_options *opt, const struct ws_callbacks *cb,
-		void *owner);
+struct ws_session *ws_session_new(struct bufferevent *bev, const struct ws_options *opt,
+				  const struct ws_callbacks *cb, void *owner);
 
 /*
  * Queues a text message (must be valid UTF-8; checked, -1 if not).  Sent

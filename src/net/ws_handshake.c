@@ -18,8 +18,8 @@ static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
 static int b64_char(char c)
 {
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-		(c >= '0' && c <= '9') || c == '+' || c == '/';
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '+' || c == '/';
 }
 
 /* A key is base64 of exactly 16 bytes: 22 characters and "==". */
@@ -48,8 +48,8 @@ int ws_handshake_accept(const char *key, char accept[WS_ACCEPT_LEN + 1])
 		return -1;
 	memcpy(in, key, WS_KEY_LEN);
 	memcpy(in + WS_KEY_LEN, ws_guid, sizeof ws_guid - 1);
-	if (EVP_Digest(in, WS_KEY_LEN + sizeof ws_guid - 1, md, &mdlen,
-			EVP_sha1(), NULL) != 1 || mdlen != 20)
+	if (EVP_Digest(in, WS_KEY_LEN + sizeof ws_guid - 1, md, &mdlen, EVP_sha1(), NULL) != 1 ||
+	    mdlen != 20)
 		return -1;
 	if (EVP_EncodeBlock((unsigned char *)accept, md, 20) != WS_ACCEPT_LEN)
 		return -1;
@@ -73,8 +73,7 @@ int ws_handshake_check(const struct http_head *h, char *accept)
 	if (!http_header_has_token(h, "Connection", "upgrade"))
 		return 400;
 	version = http_header_get(h, "Sec-WebSocket-Version");
-	if (http_header_count(h, "Sec-WebSocket-Version") != 1 ||
-			strcmp(version, "13") != 0)
+	if (http_header_count(h, "Sec-WebSocket-Version") != 1 || strcmp(version, "13") != 0)
 		return 426;
 	if (http_header_count(h, "Sec-WebSocket-Key") != 1)
 		return 400;
@@ -89,8 +88,7 @@ static int token_char(char c)
 	return c > 0x20 && c < 0x7f && strchr("()<>@,;:\\\"/[]?={}", c) == NULL;
 }
 
-int ws_handshake_response(const char *accept, const char *subprotocol,
-		char *buf, size_t buflen)
+int ws_handshake_response(const char *accept, const char *subprotocol, char *buf, size_t buflen)
 {
 	int n;
 
@@ -105,23 +103,20 @@ int ws_handshake_response(const char *accept, const char *subprotocol,
 				return -1;
 	}
 	n = snprintf(buf, buflen,
-		"HTTP/1.1 101 Switching Protocols\r\n"
-		"Upgrade: websocket\r\n"
-		"Connection: Upgrade\r\n"
-		"Sec-WebSocket-Accept: %s\r\n"
-		"%s%s%s"
-		"\r\n",
-		accept,
-		subprotocol ? "Sec-WebSocket-Protocol: " : "",
-		subprotocol ? subprotocol : "",
-		subprotocol ? "\r\n" : "");
+		     "HTTP/1.1 101 Switching Protocols\r\n"
+		     "Upgrade: websocket\r\n"
+		     "Connection: Upgrade\r\n"
+		     "Sec-WebSocket-Accept: %s\r\n"
+		     "%s%s%s"
+		     "\r\n",
+		     accept, subprotocol ? "Sec-WebSocket-Protocol: " : "",
+		     subprotocol ? subprotocol : "", subprotocol ? "\r\n" : "");
 	if (n < 0 || (size_t)n >= buflen)
 		return -1;
 	return n;
 }
 
-int ws_handshake_error_response(int status, const char *extra_headers,
-		char *buf, size_t buflen)
+int ws_handshake_error_response(int status, const char *extra_headers, char *buf, size_t buflen)
 {
 	const char *reason = http_reason(status);
 	const char *special = "";
@@ -136,15 +131,15 @@ int ws_handshake_error_response(int status, const char *extra_headers,
 	else if (status == 405)
 		special = "Allow: GET\r\n";
 	n = snprintf(buf, buflen,
-		"HTTP/1.1 %d %s\r\n"
-		"Content-Type: text/plain; charset=utf-8\r\n"
-		"Content-Length: %zu\r\n"
-		"Connection: close\r\n"
-		"%s%s"
-		"\r\n"
-		"%s\n",
-		status, reason, strlen(reason) + 1, special,
-		extra_headers ? extra_headers : "", reason);
+		     "HTTP/1.1 %d %s\r\n"
+		     "Content-Type: text/plain; charset=utf-8\r\n"
+		     "Content-Length: %zu\r\n"
+		     "Connection: close\r\n"
+		     "%s%s"
+		     "\r\n"
+		     "%s\n",
+		     status, reason, strlen(reason) + 1, special,
+		     extra_headers ? extra_headers : "", reason);
 	if (n < 0 || (size_t)n >= buflen)
 		return -1;
 	return n;
@@ -166,7 +161,7 @@ int ws_bearer_ok(const char *authorization, const char *token)
 	if (authorization == NULL || token == NULL || token[0] == '\0')
 		return 0;
 	if (strncasecmp(authorization, "Bearer", 6) != 0 ||
-			(authorization[6] != ' ' && authorization[6] != '\t'))
+	    (authorization[6] != ' ' && authorization[6] != '\t'))
 		return 0;
 	cred = authorization + 6;
 	while (*cred == ' ' || *cred == '\t')

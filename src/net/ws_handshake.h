@@ -13,8 +13,8 @@
 
 #include "net/http_head.h"
 
-#define WS_KEY_LEN 24		/* base64 of 16 bytes */
-#define WS_ACCEPT_LEN 28	/* base64 of a SHA-1 digest */
+#define WS_KEY_LEN 24    /* base64 of 16 bytes */
+#define WS_ACCEPT_LEN 28 /* base64 of a SHA-1 digest */
 
 /*
  * Checks that head is a valid websocket upgrade request (RFC 6455 4.2.1):
@@ -39,8 +39,7 @@ int ws_handshake_accept(const char *key, char accept[WS_ACCEPT_LEN + 1]);
  * must have picked it from the client's list).  Returns the length
  * (excluding the NUL), or -1 if buf is too small.
  */
-int ws_handshake_response(const char *accept, const char *subprotocol,
-		char *buf, size_t buflen);
+int ws_handshake_response(const char *accept, const char *subprotocol, char *buf, size_t buflen);
 
 /*
  * Writes a complete error response for status (plain-text body, the
@@ -49,8 +48,7 @@ int ws_handshake_response(const char *accept, const char *subprotocol,
  * lines, e.g. a WWW-Authenticate) are inserted as given.  Returns the
  * length, or -1 if buf is too small.
  */
-int ws_handshake_error_response(int status, const char *extra_headers,
-		char *buf, size_t buflen);
+int ws_handshake_error_response(int status, const char *extra_headers, char *buf, size_t buflen);
 
 /*
  * 1 if authorization (the Authorization header value, may be NULL) is
@@ -72,8 +70,8 @@ int ws_handshake_client_key(char key[WS_KEY_LEN + 1]);
  * extra_headers NULL or CRLF-terminated lines (Authorization).  Returns
  * the length, or -1 if buf is too small.
  */
-int ws_handshake_client_request(const char *host, int port, const char *target,
-		const char *key, const char *extra_headers, char *buf, size_t buflen);
+int ws_handshake_client_request(const char *host, int port, const char *target, const char *key,
+				const char *extra_headers, char *buf, size_t buflen);
 
 /*
  * Checks a complete response head (status line to the empty line, len
@@ -83,7 +81,6 @@ int ws_handshake_client_request(const char *host, int port, const char *target,
  * status (0 if the status line is unreadable; 101 when the 101 lacked
  * something).
  */
-int ws_handshake_client_check(const char *head, size_t len, const char *key,
-		int *status);
+int ws_handshake_client_check(const char *head, size_t len, const char *key, int *status);
 
 #endif

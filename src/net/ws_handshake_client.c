@@ -26,14 +26,14 @@ int ws_handshake_client_key(char key[WS_KEY_LEN + 1])
 	return 0;
 }
 
-int ws_handshake_client_request(const char *host, int port, const char *target,
-		const char *key, const char *extra_headers, char *buf, size_t buflen)
+int ws_handshake_client_request(const char *host, int port, const char *target, const char *key,
+				const char *extra_headers, char *buf, size_t buflen)
 {
 	int n = snprintf(buf, buflen,
-		"GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\n"
-		"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-		"Sec-WebSocket-Key: %s\r\n%s\r\n", target, host, port, key,
-		extra_headers ? extra_headers : "");
+			 "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\n"
+			 "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+			 "Sec-WebSocket-Key: %s\r\n%s\r\n",
+			 target, host, port, key, extra_headers ? extra_headers : "");
 
 	return n < 0 || (size_t)n >= buflen ? -1 : n;
 }
@@ -42,8 +42,7 @@ int ws_handshake_client_request(const char *host, int port, const char *target,
  * Finds header name in head (lines after the status line); copies its
  * value without surrounding blanks into out.  1 if found.
  */
-static int header_value(const char *head, size_t len, const char *name,
-		char *out, size_t cap)
+static int header_value(const char *head, size_t len, const char *name, char *out, size_t cap)
 {
 	const char *p = memchr(head, '\n', len), *end = head + len;
 	size_t nlen = strlen(name);
@@ -54,8 +53,7 @@ static int header_value(const char *head, size_t len, const char *name,
 
 		if (eol == NULL)
 			eol = end;
-		if ((size_t)(eol - p) > nlen && strncasecmp(p, name, nlen) == 0 &&
-				p[nlen] == ':') {
+		if ((size_t)(eol - p) > nlen && strncasecmp(p, name, nlen) == 0 && p[nlen] == ':') {
 			v = p + nlen + 1;
 			ve = eol;
 			while (v < ve && (*v == ' ' || *v == '\t'))
@@ -73,8 +71,7 @@ static int header_value(const char *head, size_t len, const char *name,
 	return 0;
 }
 
-int ws_handshake_client_check(const char *head, size_t len, const char *key,
-		int *status)
+int ws_handshake_client_check(const char *head, size_t len, const char *key, int *status)
 {
 	char val[256], want[WS_ACCEPT_LEN + 1], line[64];
 	int major, minor, code;
@@ -90,14 +87,14 @@ int ws_handshake_client_check(const char *head, size_t len, const char *key,
 	if (code != 101)
 		return -1;
 	if (!header_value(head, len, "Upgrade", val, sizeof val) ||
-			!http_token_list_has(val, "websocket"))
+	    !http_token_list_has(val, "websocket"))
 		return -1;
 	if (!header_value(head, len, "Connection", val, sizeof val) ||
-			!http_token_list_has(val, "upgrade"))
+	    !http_token_list_has(val, "upgrade"))
 		return -1;
 	if (ws_handshake_accept(key, want) != 0 ||
-			!header_value(head, len, "Sec-WebSocket-Accept", val, sizeof val) ||
-			strcmp(val, want) != 0)
+	    !header_value(head, len, "Sec-WebSocket-Accept", val, sizeof val) ||
+	    strcmp(val, want) != 0)
 		return -1;
 	return 0;
 }

@@ -54,7 +54,7 @@
 #define JANITOR_SEC 3600
 #define JANITOR_BATCH 1000    /* DQ_JANITOR's LIMIT */
 #define JANITOR_AGAIN_MS 1000 /* after a full batch */
-#define FINISH_BATCH 100 /* most outcomes written by one statement */
+#define FINISH_BATCH 100      /* most outcomes written by one statement */
 
 struct held {
 	struct held *next, *prev;

@@ -210,7 +210,8 @@ static int build(const struct dispatch_local_service *svc, struct json_object *j
 	if (json_object_object_get_ex(job, "args", &v) &&
 	    (!json_object_is_type(v, json_type_array) ||
 	     json_object_array_length(v) > (size_t)(MAX_ARGS - n))) {
-		snprintf(err, errlen, "bad_job: job.args: an array of at most %d strings is required",
+		snprintf(err, errlen,
+			 "bad_job: job.args: an array of at most %d strings is required",
 			 MAX_ARGS - n);
 		return -1;
 	}
@@ -227,8 +228,8 @@ static int build(const struct dispatch_local_service *svc, struct json_object *j
 	argv[n] = NULL;
 	if (json_object_object_get_ex(job, "env", &v) &&
 	    (!json_object_is_type(v, json_type_array) || json_object_array_length(v) > MAX_ENV)) {
-		snprintf(err, errlen, "bad_job: job.env: an array of at most %d strings is required",
-			 MAX_ENV);
+		snprintf(err, errlen,
+			 "bad_job: job.env: an array of at most %d strings is required", MAX_ENV);
 		return -1;
 	}
 	if (json_object_object_get_ex(job, "env", &v))

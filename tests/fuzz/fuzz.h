@@ -24,13 +24,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 /* Aborts with a message naming the broken property when cond is false.
  * Unlike assert() it is never compiled out. */
-#define FUZZ_CHECK(cond)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "%s:%d: fuzz check failed: %s\n", \
-				__FILE__, __LINE__, #cond);                \
-			abort();                                           \
-		}                                                          \
+#define FUZZ_CHECK(cond)                                                                      \
+	do {                                                                                  \
+		if (!(cond)) {                                                                \
+			fprintf(stderr, "%s:%d: fuzz check failed: %s\n", __FILE__, __LINE__, \
+				#cond);                                                       \
+			abort();                                                              \
+		}                                                                             \
 	} while (0)
 
 #endif

@@ -54,8 +54,8 @@ static void setup(void)
 
 	if (svc)
 		return;
-	if (config_load_buffer("fuzz_job_spec.yml", config_text, strlen(config_text), &cfg,
-			       &err) != 0) {
+	if (config_load_buffer("fuzz_job_spec.yml", config_text, strlen(config_text), &cfg, &err) !=
+	    0) {
 		fprintf(stderr, "fuzz_job_spec: fixture: %s\n", err.text);
 		abort();
 	}
@@ -99,7 +99,8 @@ static void check_spec(const struct job_spec *s)
 
 		FUZZ_CHECK(eq != NULL && eq != s->envp[i]);
 		for (size_t j = 0; j < i; j++)
-			FUZZ_CHECK(strncmp(s->envp[j], s->envp[i], (size_t)(eq - s->envp[i]) + 1) != 0);
+			FUZZ_CHECK(strncmp(s->envp[j], s->envp[i], (size_t)(eq - s->envp[i]) + 1) !=
+				   0);
 	}
 	check_url(s->stdin_url, s->stdin_host, s->stdin_port);
 	check_url(s->stdout_url, s->stdout_host, s->stdout_port);

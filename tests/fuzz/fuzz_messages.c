@@ -24,7 +24,8 @@
 static int is_decode_error(const char *code)
 {
 	static const char *const codes[] = { PROTO_E_BAD_JSON, PROTO_E_BAD_MESSAGE,
-		PROTO_E_UNKNOWN_TYPE, PROTO_E_UNKNOWN_SERVICE, PROTO_E_INTERNAL };
+					     PROTO_E_UNKNOWN_TYPE, PROTO_E_UNKNOWN_SERVICE,
+					     PROTO_E_INTERNAL };
 
 	for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
 		if (code && strcmp(code, codes[i]) == 0)
@@ -65,7 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char detail[256] = "";
 	struct json_object *v;
 
-	if (msg_decode((const char *)data, size, PROTO_VERSION, &in, &code, detail, sizeof detail) != 0) {
+	if (msg_decode((const char *)data, size, PROTO_VERSION, &in, &code, detail,
+		       sizeof detail) != 0) {
 		FUZZ_CHECK(is_decode_error(code));
 		FUZZ_CHECK(detail[0] != '\0');
 		FUZZ_CHECK(in.job_id[0] == '\0' || valid_id(in.job_id));

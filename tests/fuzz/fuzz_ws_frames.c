@@ -27,8 +27,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -39,21 +39,21 @@
 #include "fuzz.h"
 #include "net/ws.h"
 
-#define MAX_MSG 1024		/* small, so that 1009 is reachable */
+#define MAX_MSG 1024 /* small, so that 1009 is reachable */
 #define CLOSE_TIMEOUT_MS 200
 #define DEADLINE_MS 5000
 
 struct run {
 	struct event_base *base;
 	struct ws_session *s;
-	int peer;		/* the client's end of the socketpair */
+	int peer; /* the client's end of the socketpair */
 	const uint8_t *in;
 	size_t in_len, in_off;
 	struct event *peer_rd, *peer_wr, *deadline;
-	struct evbuffer *from_server;	/* every byte the server sent */
-	int closed;		/* on_closed calls */
+	struct evbuffer *from_server; /* every byte the server sent */
+	int closed;                   /* on_closed calls */
 	uint16_t code;
-	int freed;		/* the owner freed the session in a callback */
+	int freed; /* the owner freed the session in a callback */
 	int timed_out;
 };
 
@@ -62,7 +62,7 @@ struct run {
 static int documented_code(unsigned code)
 {
 	return (code >= 1000 && code <= 1003) || code == 1005 || code == 1006 ||
-		(code >= 1007 && code <= 1011) || (code >= 3000 && code <= 4999);
+	       (code >= 1007 && code <= 1011) || (code >= 3000 && code <= 4999);
 }
 
 static void on_text(void *owner, const char *msg, size_t len)
@@ -106,7 +106,7 @@ static void peer_write_cb(evutil_socket_t fd, short what, void *arg)
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				return; /* EV_PERSIST: called again when writable */
-			break;  /* the server closed its end: the rest is lost */
+			break;          /* the server closed its end: the rest is lost */
 		}
 		r->in_off += (size_t)n;
 	}
@@ -140,9 +140,9 @@ static void check_server_frames(struct run *r)
 		uint64_t n = p[off + 1] & 0x7f;
 		size_t head = 2;
 
-		FUZZ_CHECK(!closed);			/* nothing after close */
-		FUZZ_CHECK((p[off] & 0x70) == 0);	/* no RSV bits */
-		FUZZ_CHECK((p[off + 1] & 0x80) == 0);	/* servers never mask */
+		FUZZ_CHECK(!closed);                  /* nothing after close */
+		FUZZ_CHECK((p[off] & 0x70) == 0);     /* no RSV bits */
+		FUZZ_CHECK((p[off + 1] & 0x80) == 0); /* servers never mask */
 		FUZZ_CHECK(op == 0x1 || op == 0x8 || op == 0x9 || op == 0xA);
 		if (n == 126 || n == 127) {
 			size_t ext = n == 126 ? 2 : 8;
@@ -157,8 +157,8 @@ static void check_server_frames(struct run *r)
 		if (len - off - head < n)
 			break;
 		if (op == 0x8) {
-			uint16_t code = n >= 2 ? (uint16_t)(p[off + head] << 8 | p[off + head + 1]) :
-				WS_CLOSE_NO_STATUS;
+			uint16_t code = n >= 2 ? (uint16_t)(p[off + head] << 8 | p[off + head + 1])
+					       : WS_CLOSE_NO_STATUS;
 
 			FUZZ_CHECK(n != 1 && n <= 125);
 			closed = 1;
@@ -194,7 +194,7 @@ static void setup(void)
 	if (done)
 		return;
 	done = 1;
-	signal(SIGPIPE, SIG_IGN);	/* as the daemon does */
+	signal(SIGPIPE, SIG_IGN); /* as the daemon does */
 	log_set_level(LOG_LVL_ERROR);
 }
 
@@ -213,7 +213,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r.in_len = size;
 	ws_options_default(&opt);
 	opt.max_msg_len = MAX_MSG;
-	opt.ping_interval_ms = 0;	/* no timers but the close timeout */
+	opt.ping_interval_ms = 0; /* no timers but the close timeout */
 	opt.ping_timeout_ms = 0;
 	opt.close_timeout_ms = CLOSE_TIMEOUT_MS;
 
@@ -238,9 +238,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	while (!r.closed && !r.freed && !r.timed_out)
 		FUZZ_CHECK(event_base_loop(r.base, EVLOOP_ONCE) != -1);
-	FUZZ_CHECK(!r.timed_out);	/* every session ends after EOF */
+	FUZZ_CHECK(!r.timed_out); /* every session ends after EOF */
 
-	ws_session_free(r.s);		/* NULL when the owner freed it */
+	ws_session_free(r.s); /* NULL when the owner freed it */
 	drain_peer(&r);
 	check_server_frames(&r);
 	evbuffer_free(r.from_server);

@@ -51,8 +51,7 @@ void fx_options(struct exc_options *o)
 	o->log_level = EXC_LOG_DEBUG;
 }
 
-exc_client *fx_client(const struct exc_options *o, struct es_daemon *d, int nd,
-		const char *suffix)
+exc_client *fx_client(const struct exc_options *o, struct es_daemon *d, int nd, const char *suffix)
 {
 	struct exc_options def;
 	exc_client *c;
@@ -88,7 +87,7 @@ void fx_on_done(exc_job *j, const struct exc_receipt *r, void *arg)
 	d->retryable = r->retryable;
 	snprintf(d->error_code, sizeof d->error_code, "%s", r->error_code ? r->error_code : "");
 	snprintf(d->error_message, sizeof d->error_message, "%s",
-		r->error_message ? r->error_message : "");
+		 r->error_message ? r->error_message : "");
 	snprintf(d->instance_id, sizeof d->instance_id, "%s", r->instance_id ? r->instance_id : "");
 	snprintf(d->stdout_text, sizeof d->stdout_text, "%s", r->stdout_text ? r->stdout_text : "");
 	d->stdin_bytes = r->stdin_bytes;
@@ -109,8 +108,7 @@ void fx_on_position(exc_job *j, const struct exc_position *p, void *arg)
 	d->pos_capacity = p->capacity;
 }
 
-void fx_spec(struct exc_job_spec *s, const char *service, const char *job_json,
-		struct fx_done *d)
+void fx_spec(struct exc_job_spec *s, const char *service, const char *job_json, struct fx_done *d)
 {
 	exc_job_spec_init(s);
 	s->service = service;

@@ -32,14 +32,12 @@ extern struct event_base *fx_base;
 void fx_options(struct exc_options *o);
 /* A client on fx_base with o (NULL: fx_options) and one address per
  * daemon ("ws://127.0.0.1:port" + suffix). */
-exc_client *fx_client(const struct exc_options *o, struct es_daemon *d, int nd,
-		const char *suffix);
+exc_client *fx_client(const struct exc_options *o, struct es_daemon *d, int nd, const char *suffix);
 /* The on_done / on_position callbacks: arg is a struct fx_done. */
 void fx_on_done(exc_job *j, const struct exc_receipt *r, void *arg);
 void fx_on_position(exc_job *j, const struct exc_position *p, void *arg);
 /* A spec for service running job_json, done into d. */
-void fx_spec(struct exc_job_spec *s, const char *service, const char *job_json,
-		struct fx_done *d);
+void fx_spec(struct exc_job_spec *s, const char *service, const char *job_json, struct fx_done *d);
 /* Runs the loop until *flag != 0 or timeout_ms; returns *flag. */
 int fx_wait(const int *flag, int timeout_ms);
 /* Runs the loop until pred(arg) or timeout_ms; returns pred(arg). */

@@ -21,10 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -33,9 +33,9 @@
 #include "suite.h"
 
 #define POOL 4
-#define HEAVY_SEC "2"          /* one heavy job */
-#define FLOOD_WANTS 8          /* heavy wants the flood keeps in the book */
-#define ROUNDS 5               /* light jobs measured per mode */
+#define HEAVY_SEC "2" /* one heavy job */
+#define FLOOD_WANTS 8 /* heavy wants the flood keeps in the book */
+#define ROUNDS 5      /* light jobs measured per mode */
 
 static const char *services_body(void)
 {
@@ -60,7 +60,8 @@ static const char *auto_body(int cpus)
 		 "heavyThreshold: 500ms\n"
 		 "minSamples: 2\n"
 		 "unknownShare: 0.5\n"
-		 "%s", cpus, services_body());
+		 "%s",
+		 cpus, services_body());
 	return b;
 }
 
@@ -78,7 +79,8 @@ static const char *fixed_body(void)
 		 "  light:\n"
 		 "    waitgroup: pool\n"
 		 "    commands:\n"
-		 "      true: {prog: \"true\"}\n", POOL);
+		 "      true: {prog: \"true\"}\n",
+		 POOL);
 	return b;
 }
 
@@ -103,8 +105,7 @@ static const char *class_of(const struct es_daemon *d, const char *svc)
 	return g_class;
 }
 
-static long long status_int(const struct es_daemon *d, const char *a, const char *b,
-			    const char *c)
+static long long status_int(const struct es_daemon *d, const char *a, const char *b, const char *c)
 {
 	struct json_object *st = harness_status(d);
 	long long v = harness_json_int(st, a, b, c, NULL);
@@ -134,9 +135,9 @@ static int file_contains(const char *path, const char *text)
 
 struct flood {
 	struct tclient *c;
-	int next;                /* job number */
-	int offers;              /* OFFERs answered so far */
-	int running;             /* JOBs sent and not DONE yet */
+	int next;    /* job number */
+	int offers;  /* OFFERs answered so far */
+	int running; /* JOBs sent and not DONE yet */
 };
 
 static int flood_want(struct flood *f)
@@ -160,7 +161,8 @@ static void flood_pump(struct flood *f, int ms)
 			return;
 		const char *type = tc_str(o, "type"), *id = tc_str(o, "job_id");
 		if (type && id && strcmp(type, "OFFER") == 0) {
-			tc_send(f->c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
+			tc_send(f->c,
+				"{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
 				"\"job\":{\"command\":\"sleep\",\"args\":[\"" HEAVY_SEC "\"]}}",
 				id, tc_str(o, "token"));
 			f->offers++;
@@ -214,7 +216,8 @@ static int measure_light(struct flood *f, int port, struct latency *lat)
 	if (!l)
 		return -1;
 	for (int r = 0; r < ROUNDS; r++) {
-		flood_pump(f, 300 + 170 * r);  /* rounds land at different points of the heavy jobs */
+		flood_pump(f,
+			   300 + 170 * r); /* rounds land at different points of the heavy jobs */
 		char id[16];
 		snprintf(id, sizeof id, "l%d", r);
 		long long t0 = harness_now_us();
@@ -222,8 +225,10 @@ static int measure_light(struct flood *f, int port, struct latency *lat)
 		long long t1 = harness_now_us();
 		if (!token)
 			goto fail;
-		tc_send(l, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
-			"\"job\":{\"command\":\"true\"}}", id, token);
+		tc_send(l,
+			"{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
+			"\"job\":{\"command\":\"true\"}}",
+			id, token);
 		struct json_object *done = tc_expect(l, "DONE", 10000);
 		long long t2 = harness_now_us();
 		if (!done)
@@ -304,12 +309,16 @@ static void test_classification(void)
 	/* two heavy jobs side by side (the unknown cap is 2), two light ones */
 	const char *t0 = tc_want_offer(c, "s0", "heavy", 0, 2000);
 	CU_ASSERT_FATAL(t0 != NULL);
-	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"s0\",\"token\":\"%s\","
-		"\"job\":{\"command\":\"sleep\",\"args\":[\"0.8\"]}}", t0);
+	tc_send(c,
+		"{\"type\":\"JOB\",\"job_id\":\"s0\",\"token\":\"%s\","
+		"\"job\":{\"command\":\"sleep\",\"args\":[\"0.8\"]}}",
+		t0);
 	const char *t1 = tc_want_offer(c, "s1", "heavy", 0, 2000);
 	CU_ASSERT_FATAL(t1 != NULL);
-	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"s1\",\"token\":\"%s\","
-		"\"job\":{\"command\":\"sleep\",\"args\":[\"0.8\"]}}", t1);
+	tc_send(c,
+		"{\"type\":\"JOB\",\"job_id\":\"s1\",\"token\":\"%s\","
+		"\"job\":{\"command\":\"sleep\",\"args\":[\"0.8\"]}}",
+		t1);
 	for (int i = 0; i < 2; i++) {
 		char id[8];
 		snprintf(id, sizeof id, "t%d", i);
@@ -319,7 +328,7 @@ static void test_classification(void)
 			json_object_put(d);
 	}
 	CU_ASSERT_STRING_EQUAL(class_of(&D, "light"), "light");
-	CU_ASSERT_STRING_EQUAL(class_of(&D, "heavy"), "unknown");  /* still running */
+	CU_ASSERT_STRING_EQUAL(class_of(&D, "heavy"), "unknown"); /* still running */
 	for (int i = 0; i < 2; i++) {
 		struct json_object *d = tc_expect(c, "DONE", 5000);
 		CU_ASSERT_PTR_NOT_NULL(d);
@@ -338,10 +347,14 @@ static void test_classification(void)
 		json_object_put(st);
 	char body[1 << 15];
 	int status = 0;
-	CU_ASSERT(wsc_http_get("127.0.0.1", D.port, "/metrics", 2000, &status, body, sizeof body) >= 0);
-	CU_ASSERT(strstr(body, "execserver_service_class{service=\"heavy\",class=\"heavy\"} 1") != NULL);
-	CU_ASSERT(strstr(body, "execserver_service_class{service=\"heavy\",class=\"light\"} 0") != NULL);
-	CU_ASSERT(strstr(body, "execserver_service_class{service=\"light\",class=\"light\"} 1") != NULL);
+	CU_ASSERT(wsc_http_get("127.0.0.1", D.port, "/metrics", 2000, &status, body, sizeof body) >=
+		  0);
+	CU_ASSERT(strstr(body, "execserver_service_class{service=\"heavy\",class=\"heavy\"} 1") !=
+		  NULL);
+	CU_ASSERT(strstr(body, "execserver_service_class{service=\"heavy\",class=\"light\"} 0") !=
+		  NULL);
+	CU_ASSERT(strstr(body, "execserver_service_class{service=\"light\",class=\"light\"} 1") !=
+		  NULL);
 	CU_ASSERT(strstr(body, "execserver_service_runtime_samples{service=\"heavy\"} 2") != NULL);
 	/* a class change is written to the snapshot at once (next tick) */
 	char path[400];
@@ -369,7 +382,7 @@ static void test_flood_keeps_reserve(void)
 	/* the reserve held throughout: never more than 3 heavy at once */
 	flood_pump(&f, 100);
 	CU_ASSERT(f.running <= POOL - 1);
-	tc_close(f.c);   /* its running jobs end within HEAVY_SEC, inside the drain */
+	tc_close(f.c); /* its running jobs end within HEAVY_SEC, inside the drain */
 }
 
 static void test_snapshot_restored(void)
@@ -412,7 +425,8 @@ static void test_snapshot_discarded_on_pool_change(void)
 	int st = harness_stop(&D, 30000);
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	CU_ASSERT_FATAL(harness_restart(&D, 2, auto_body(POOL + 2), NULL) == 0);
-	CU_ASSERT(harness_log_contains(&D, "discarded: taken with a pool of 4 slots, this pool has 6"));
+	CU_ASSERT(harness_log_contains(&D,
+				       "discarded: taken with a pool of 4 slots, this pool has 6"));
 	CU_ASSERT_STRING_EQUAL(class_of(&D, "heavy"), "unknown");
 	CU_ASSERT_EQUAL(status_int(&D, "services", "heavy", "samples"), 0);
 	st = harness_stop(&D, 30000);
@@ -451,9 +465,11 @@ static void test_hostile_snapshot(void)
 	CU_ASSERT_FATAL(uname(&u) == 0);
 	FILE *f = fopen(path, "w");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-	fprintf(f, "{\"format\":\"execserver-profile\",\"version\":1,\"arch\":\"%s\","
+	fprintf(f,
+		"{\"format\":\"execserver-profile\",\"version\":1,\"arch\":\"%s\","
 		"\"pool\":%d,\"services\":{\"heavy\":{\"class\":\"heavy\","
-		"\"mean_runtime_ms\":1e300,\"samples\":5}}}\n", u.machine, POOL);
+		"\"mean_runtime_ms\":1e300,\"samples\":5}}}\n",
+		u.machine, POOL);
 	fclose(f);
 	CU_ASSERT_FATAL(harness_restart(&A, 1, auto_body(POOL), NULL) == 0);
 	CU_ASSERT(harness_log_contains(&A, "service \"heavy\": malformed entry"));
@@ -472,7 +488,7 @@ static void test_fixed_pool_comparison(void)
 	struct flood f;
 	CU_ASSERT_FATAL(flood_start(&f, F.port) != NULL);
 	flood_pump(&f, 700);
-	CU_ASSERT_EQUAL(f.running, POOL);   /* heavy jobs take every slot */
+	CU_ASSERT_EQUAL(f.running, POOL); /* heavy jobs take every slot */
 	g_have_fixed = measure_light(&f, F.port, &g_fixed) == 0;
 	CU_ASSERT(g_have_fixed);
 	/* the light job waits for a heavy one to end (never a free slot: the
@@ -489,7 +505,8 @@ static void test_fixed_pool_comparison(void)
 	harness_stop(&F, 30000);
 	harness_cleanup(&F);
 	if (g_have_auto && g_have_fixed) {
-		printf("\n  light-job start latency during a flood of %d heavy jobs (sleep %s s), pool %d:",
+		printf("\n  light-job start latency during a flood of %d heavy jobs (sleep %s s), "
+		       "pool %d:",
 		       FLOOD_WANTS, HEAVY_SEC, POOL);
 		summary("auto-balance (fastReserve 1)", "WANT->OFFER", g_auto.offer_us);
 		summary("auto-balance (fastReserve 1)", "WANT->DONE", g_auto.done_us);
@@ -516,8 +533,8 @@ static void test_cancels_keep_heavy(void)
 	for (int i = 0; i < 2; i++) {
 		char id[16];
 		snprintf(id, sizeof id, "w%d", i);
-		struct json_object *d = tc_run_job(c, id, "heavy",
-						   "{\"command\":\"sleep\",\"args\":[\"0.8\"]}", 5000);
+		struct json_object *d = tc_run_job(
+			c, id, "heavy", "{\"command\":\"sleep\",\"args\":[\"0.8\"]}", 5000);
 		CU_ASSERT_PTR_NOT_NULL(d);
 		if (d)
 			json_object_put(d);
@@ -530,8 +547,10 @@ static void test_cancels_keep_heavy(void)
 		snprintf(id, sizeof id, "c%d", i);
 		const char *tok = tc_want_offer(c, id, "heavy", 0, 3000);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
-		tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
-			"\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}", id, tok);
+		tc_send(c,
+			"{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
+			"\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}",
+			id, tok);
 		harness_sleep_ms(30);
 		tc_send(c, "{\"type\":\"CANCEL\",\"job_id\":\"%s\"}", id);
 		struct json_object *d = tc_expect(c, "DONE", 5000);
@@ -553,13 +572,15 @@ static void test_cancels_keep_heavy(void)
 		json_object_put(o);
 	}
 	CU_ASSERT_EQUAL(offers, 3);
-	for (int i = 4; i-- > 0;)   /* the parked one first: no new OFFER */
+	for (int i = 4; i-- > 0;) /* the parked one first: no new OFFER */
 		tc_send(c, "{\"type\":\"UNWANT\",\"job_id\":\"f%d\"}", i);
 	/* cancelled after running longer than the average: a sample */
 	const char *tok = tc_want_offer(c, "long", "heavy", 0, 3000);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
-	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"long\",\"token\":\"%s\","
-		"\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}", tok);
+	tc_send(c,
+		"{\"type\":\"JOB\",\"job_id\":\"long\",\"token\":\"%s\","
+		"\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}",
+		tok);
 	harness_sleep_ms((int)mean + 700);
 	tc_send(c, "{\"type\":\"CANCEL\",\"job_id\":\"long\"}");
 	struct json_object *d = tc_expect(c, "DONE", 5000);

@@ -21,9 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -45,8 +45,7 @@ struct answer {
 	char text[64];
 };
 
-static void answer(struct answer *a, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+static void answer(struct answer *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void answer(struct answer *a, const char *fmt, ...)
 {
 	char tmp[sizeof a->text];
@@ -116,16 +115,21 @@ static int still_works(struct tclient *c)
 
 /* ---- row kinds -------------------------------------------------------- */
 
-enum kind { FRAMES, MESSAGE, HTTP, SCENARIO };
+enum kind {
+	FRAMES,
+	MESSAGE,
+	HTTP,
+	SCENARIO
+};
 
 struct row {
-	const char *input;	/* for the table */
-	const char *expect;	/* the answer, as observe() writes it */
+	const char *input;  /* for the table */
+	const char *expect; /* the answer, as observe() writes it */
 	enum kind kind;
-	struct wsc_frame f[3];	/* FRAMES */
+	struct wsc_frame f[3]; /* FRAMES */
 	int nframes;
-	const char *text;	/* MESSAGE: the text; HTTP: the request */
-	void (*run)(struct answer *a);	/* SCENARIO */
+	const char *text;              /* MESSAGE: the text; HTTP: the request */
+	void (*run)(struct answer *a); /* SCENARIO */
 };
 
 static char big[MAX_FRAME + 1], half[MAX_FRAME / 2 + 8], p126[126];
@@ -202,8 +206,10 @@ static void sc_disallowed_host(struct answer *a)
 {
 	struct tclient *c = fresh();
 	const char *t = offer(c, "g");
-	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"g\",\"token\":\"%s\",\"job\":{\"command\":"
-		   "\"true\",\"inputs\":[{\"name\":\"a\",\"url\":\"http://192.0.2.1:8080/x\"}]}}", t);
+	tc_send(c,
+		"{\"type\":\"JOB\",\"job_id\":\"g\",\"token\":\"%s\",\"job\":{\"command\":"
+		"\"true\",\"inputs\":[{\"name\":\"a\",\"url\":\"http://192.0.2.1:8080/x\"}]}}",
+		t);
 	struct json_object *d = tc_expect(c, "DONE", 5000), *e;
 	if (d && json_object_object_get_ex(tc_receipt(d), "error", &e))
 		answer(a, "DONE %s", tc_str(e, "code"));
@@ -251,7 +257,9 @@ static void sc_stale_token(struct answer *a)
 	char wrong[17];
 	snprintf(wrong, sizeof wrong, "%s", t);
 	wrong[0] = wrong[0] == '0' ? '1' : '0';
-	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"s\",\"token\":\"%s\",\"job\":{\"command\":\"true\"}}",
+	tc_send(c,
+		"{\"type\":\"JOB\",\"job_id\":\"s\",\"token\":\"%s\",\"job\":{\"command\":\"true\"}"
+		"}",
 		wrong);
 	observe_error(c, a);
 	tc_close(c);
@@ -262,8 +270,10 @@ static void sc_stale_token(struct answer *a)
 static void owner_offer_intact(struct tclient *owner, const char *id, const char *token,
 			       struct answer *a)
 {
-	tc_send(owner, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
-		       "\"job\":{\"command\":\"true\"}}", id, token);
+	tc_send(owner,
+		"{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
+		"\"job\":{\"command\":\"true\"}}",
+		id, token);
 	struct json_object *d = tc_expect(owner, "DONE", 5000);
 	if (!d || tc_int(tc_receipt(d), "exit_code") != 0)
 		answer(a, "%s, and the owner's offer was lost", a->text);
@@ -284,7 +294,8 @@ static void sc_decline_other(struct answer *a)
 
 static void sc_cancel_other(struct answer *a)
 {
-	struct tclient *owner = tc_connect(D.port, "owner-x"), *other = tc_connect(D.port, "other-y");
+	struct tclient *owner = tc_connect(D.port, "owner-x"),
+		       *other = tc_connect(D.port, "other-y");
 	CU_ASSERT_FATAL(owner && other);
 	const char *t = offer(owner, "x");
 	tc_send(other, "{\"type\":\"CANCEL\",\"job_id\":\"x\"}");
@@ -380,7 +391,7 @@ static void sc_unread_ping_flood(struct answer *a)
 	if (getenv("BAD_INPUT_ROW"))
 		fprintf(stderr, "sent %lld bytes, handlers grew %ld KiB\n", sent, grew);
 #ifdef __SANITIZE_ADDRESS__
-	grew = 0;	/* ASan's quarantine keeps freed memory: RSS says nothing */
+	grew = 0; /* ASan's quarantine keeps freed memory: RSS says nothing */
 #endif
 	if (sent < 40LL << 20 && grew < 32 * 1024)
 		answer(a, "stops reading");
@@ -405,7 +416,8 @@ static void sc_truncated(struct answer *a)
 static void sc_slowloris(struct answer *a)
 {
 	int fd = wsc_slow_connect("127.0.0.1", D.port,
-				  "GET /broker HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n", 2000);
+				  "GET /broker HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n",
+				  2000);
 	CU_ASSERT_FATAL(fd >= 0);
 	/* the head must be complete within the handshake deadline */
 	int r = wsc_wait_closed(fd, 15000);
@@ -415,12 +427,30 @@ static void sc_slowloris(struct answer *a)
 
 /* ---- the table -------------------------------------------------------- */
 
-#define FR(fin, rsv, op, masked, lenform, p, n) { fin, rsv, op, masked, lenform, p, n }
-#define FRAME_ROW(input, expect, n, ...) { input, expect, FRAMES, { __VA_ARGS__ }, n, NULL, NULL }
-#define MSG_ROW(input, expect, text) { input, expect, MESSAGE, { { 0 } }, 0, text, NULL }
-#define JOB_ROW(input, expect, job) { input, expect, SCENARIO, { { 0 } }, 0, job, NULL }
-#define HTTP_ROW(input, expect, request) { input, expect, HTTP, { { 0 } }, 0, request, NULL }
-#define SCENARIO_ROW(input, expect, fn) { input, expect, SCENARIO, { { 0 } }, 0, NULL, fn }
+#define FR(fin, rsv, op, masked, lenform, p, n)     \
+	{                                           \
+		fin, rsv, op, masked, lenform, p, n \
+	}
+#define FRAME_ROW(input, expect, n, ...)                              \
+	{                                                             \
+		input, expect, FRAMES, { __VA_ARGS__ }, n, NULL, NULL \
+	}
+#define MSG_ROW(input, expect, text)                             \
+	{                                                        \
+		input, expect, MESSAGE, { { 0 } }, 0, text, NULL \
+	}
+#define JOB_ROW(input, expect, job)                              \
+	{                                                        \
+		input, expect, SCENARIO, { { 0 } }, 0, job, NULL \
+	}
+#define HTTP_ROW(input, expect, request)                         \
+	{                                                        \
+		input, expect, HTTP, { { 0 } }, 0, request, NULL \
+	}
+#define SCENARIO_ROW(input, expect, fn)                         \
+	{                                                       \
+		input, expect, SCENARIO, { { 0 } }, 0, NULL, fn \
+	}
 #define WANT_WITH(fields) "{\"type\":\"WANT\",\"job_id\":\"a\",\"service\":\"cat\"," fields "}"
 
 static struct row rows[] = {
@@ -447,7 +477,8 @@ static struct row rows[] = {
 		  FR(1, 0, 0, 1, 0, "x", 1)),
 	FRAME_ROW("new text frame inside a fragmented message", "close 1002", 2,
 		  FR(0, 0, WSC_TEXT, 1, 0, "a", 1), FR(1, 0, WSC_TEXT, 1, 0, "b", 1)),
-	FRAME_ROW("RSV1 bit without an extension", "close 1002", 1, FR(1, 4, WSC_TEXT, 1, 0, "{}", 2)),
+	FRAME_ROW("RSV1 bit without an extension", "close 1002", 1,
+		  FR(1, 4, WSC_TEXT, 1, 0, "{}", 2)),
 	FRAME_ROW("64-bit length field for a 5-byte payload", "close 1002", 1,
 		  FR(1, 0, WSC_TEXT, 1, 64, "hello", 5)),
 	FRAME_ROW("close frame with code 999", "close 1002", 1,
@@ -472,7 +503,8 @@ static struct row rows[] = {
 	MSG_ROW("unknown type `FETCH`", "ERROR unknown_type", "{\"type\":\"FETCH\"}"),
 	MSG_ROW("a server message type (`OFFER`) from the client", "ERROR unknown_type",
 		"{\"type\":\"OFFER\",\"job_id\":\"a\",\"token\":\"0123456789abcdef\"}"),
-	MSG_ROW("WANT without `job_id`", "ERROR bad_message", "{\"type\":\"WANT\",\"service\":\"cat\"}"),
+	MSG_ROW("WANT without `job_id`", "ERROR bad_message",
+		"{\"type\":\"WANT\",\"service\":\"cat\"}"),
 	MSG_ROW("WANT with a numeric `job_id`", "ERROR bad_message",
 		"{\"type\":\"WANT\",\"job_id\":5,\"service\":\"cat\"}"),
 	MSG_ROW("WANT with an empty `job_id`", "ERROR bad_message",
@@ -496,7 +528,8 @@ static struct row rows[] = {
 	SCENARIO_ROW("JOB without any WANT or OFFER", "ERROR unknown_job", sc_job_without_offer),
 	SCENARIO_ROW("JOB for a want that is still parked", "ERROR not_offered", sc_job_parked),
 	SCENARIO_ROW("JOB with a stale token", "ERROR bad_token", sc_stale_token),
-	SCENARIO_ROW("DECLINE of another connection's offer", "ERROR unknown_job", sc_decline_other),
+	SCENARIO_ROW("DECLINE of another connection's offer", "ERROR unknown_job",
+		     sc_decline_other),
 	SCENARIO_ROW("CANCEL of another client's job", "ERROR unknown_job", sc_cancel_other),
 	JOB_ROW("JOB whose `job` is a string", "ERROR bad_message", "\"true\""),
 	JOB_ROW("JOB with a command that is not configured", "ERROR unknown_command",
@@ -504,13 +537,16 @@ static struct row rows[] = {
 	JOB_ROW("JOB with `args` holding a number", "ERROR bad_job",
 		"{\"command\":\"true\",\"args\":[1]}"),
 	JOB_ROW("JOB with an input named `../escape`", "ERROR bad_job",
-		"{\"command\":\"true\",\"inputs\":[{\"name\":\"../escape\",\"url\":\"http://127.0.0.1:1/x\"}]}"),
+		"{\"command\":\"true\",\"inputs\":[{\"name\":\"../escape\",\"url\":\"http://"
+		"127.0.0.1:1/x\"}]}"),
 	JOB_ROW("JOB with an output named `/etc/passwd`", "ERROR bad_job",
-		"{\"command\":\"true\",\"outputs\":[{\"name\":\"/etc/passwd\",\"url\":\"http://127.0.0.1:1/x\"}]}"),
+		"{\"command\":\"true\",\"outputs\":[{\"name\":\"/etc/passwd\",\"url\":\"http://"
+		"127.0.0.1:1/x\"}]}"),
 	JOB_ROW("JOB with `stdin` at `file:///etc/shadow`", "ERROR bad_job",
 		"{\"command\":\"true\",\"stdin\":\"file:///etc/shadow\"}"),
 	JOB_ROW("JOB with an input at `gopher://`", "ERROR bad_job",
-		"{\"command\":\"true\",\"inputs\":[{\"name\":\"a\",\"url\":\"gopher://127.0.0.1/x\"}]}"),
+		"{\"command\":\"true\",\"inputs\":[{\"name\":\"a\",\"url\":\"gopher://127.0.0.1/"
+		"x\"}]}"),
 	SCENARIO_ROW("JOB with an input on a host that is not the client (192.0.2.1)",
 		     "DONE callback_refused", sc_disallowed_host),
 	JOB_ROW("JOB setting `LD_PRELOAD` in `env`", "ERROR bad_job",
@@ -569,15 +605,9 @@ static void run_row(const struct row *r, struct answer *a)
 {
 	memset(a, 0, sizeof *a);
 	switch (r->kind) {
-	case FRAMES:
-		run_frames(r, a);
-		break;
-	case MESSAGE:
-		run_message(r, a);
-		break;
-	case HTTP:
-		run_http(r, a);
-		break;
+	case FRAMES: run_frames(r, a); break;
+	case MESSAGE: run_message(r, a); break;
+	case HTTP: run_http(r, a); break;
 	case SCENARIO:
 		if (r->run)
 			r->run(a);
@@ -603,14 +633,16 @@ static int bystander_ok(void)
 static void test_rows(void)
 {
 	char body[4096];
-	snprintf(body, sizeof body, "maxFrameBytes: %d\nmaxWantsPerConnection: %d\n"
-		 "handshakeTimeoutSec: 2\n%s", MAX_FRAME, MAX_WANTS_PER_CONN, harness_default_body(2));
+	snprintf(body, sizeof body,
+		 "maxFrameBytes: %d\nmaxWantsPerConnection: %d\n"
+		 "handshakeTimeoutSec: 2\n%s",
+		 MAX_FRAME, MAX_WANTS_PER_CONN, harness_default_body(2));
 	CU_ASSERT_FATAL(harness_start(&D, 2, body, NULL) == 0);
 	bystander = tc_connect(D.port, "bystander");
 	CU_ASSERT_FATAL(bystander != NULL);
 
 	int failed = 0;
-	const char *only = getenv("BAD_INPUT_ROW");	/* one row, for debugging */
+	const char *only = getenv("BAD_INPUT_ROW"); /* one row, for debugging */
 	for (int i = 0; i < NROWS; i++) {
 		struct answer a;
 		if (only && atoi(only) != i + 1)
@@ -622,11 +654,13 @@ static void test_rows(void)
 		int others = bystander_ok();
 		/* no handler died on the way (a replacement would hide it) */
 		harness_handler_pids(&D, pids_after, 2);
-		others = others && pids_before[0] == pids_after[0] && pids_before[1] == pids_after[1];
+		others = others && pids_before[0] == pids_after[0] &&
+			 pids_before[1] == pids_after[1];
 		if (!match || !others) {
 			fprintf(stderr, "row %d (%s): expected \"%s\", got \"%s\"%s\n", i + 1,
 				rows[i].input, rows[i].expect, a.text,
-				others ? "" : "; the bystander's job failed or a handler was replaced");
+				others ? ""
+				       : "; the bystander's job failed or a handler was replaced");
 			failed++;
 		}
 		CU_ASSERT(match);
@@ -637,7 +671,8 @@ static void test_rows(void)
 
 	struct json_object *st = harness_status(&D), *v;
 	CU_ASSERT_FATAL(st != NULL);
-	CU_ASSERT(json_object_object_get_ex(st, "book_consistent", &v) && json_object_get_boolean(v));
+	CU_ASSERT(json_object_object_get_ex(st, "book_consistent", &v) &&
+		  json_object_get_boolean(v));
 	json_object_put(st);
 	if (CU_get_number_of_failures() > 0)
 		harness_dump_log(&D);
@@ -665,7 +700,8 @@ static size_t print_table(char *out, size_t cap)
 		else if (strcmp(e, "pongs") == 0)
 			snprintf(answer, sizeof answer, "every ping answered, connection open");
 		else if (strcmp(e, "stops reading") == 0)
-			snprintf(answer, sizeof answer, "the server stops reading once 4 MiB of "
+			snprintf(answer, sizeof answer,
+				 "the server stops reading once 4 MiB of "
 				 "answers wait (memory bounded)");
 		else
 			snprintf(answer, sizeof answer, "%s", e);

@@ -66,7 +66,8 @@ static void test_spread(void)
 	CU_ASSERT_EQUAL(balancer_sessions(&F.lb, 1), 1);
 
 	/* the protocol passes through: a job runs via the balancer */
-	struct json_object *done = tc_run_job(a, "j1", "cat", "{\"command\":\"echo\",\"args\":[\"hi\"]}", 10000);
+	struct json_object *done = tc_run_job(a, "j1", "cat",
+					      "{\"command\":\"echo\",\"args\":[\"hi\"]}", 10000);
 	CU_ASSERT_FATAL(done != NULL);
 	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(done), "stdout"), "hi\n");
 	json_object_put(done);

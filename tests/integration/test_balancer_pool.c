@@ -71,7 +71,9 @@ static exc_job *submit(exc_client *c, const char *service, const char *job_json,
 
 static void test_growth_reaches_every_instance_then_stops(void)
 {
-	enum { JOBS = 5 };
+	enum {
+		JOBS = 5
+	};
 	struct fx_done done[JOBS];
 	struct exc_options o;
 
@@ -149,7 +151,11 @@ static void record_open(void *arg, enum exc_log_level level, const char *line)
  * (200 ms); without the cap it reaches the fourth instance. */
 static void test_growth_rate_and_cap(void)
 {
-	enum { JOBS = 12, CAP = 3, GROW_MS = 1000 };
+	enum {
+		JOBS = 12,
+		CAP = 3,
+		GROW_MS = 1000
+	};
 	struct fx_done done[JOBS];
 	struct exc_options o;
 	struct opens opens = { .n = 0 };
@@ -170,7 +176,8 @@ static void test_growth_rate_and_cap(void)
 	/* long enough for two more connections at the rate limit, and for
 	 * more than CAP at the tick's pace */
 	unsigned most = 0;
-	for (long long end = harness_now_ms() + (CAP + 1) * GROW_MS + 500; harness_now_ms() < end;) {
+	for (long long end = harness_now_ms() + (CAP + 1) * GROW_MS + 500;
+	     harness_now_ms() < end;) {
 		fx_spin(20);
 		struct exc_address_stats st = fleet_client_stats(c);
 		if (st.connections + st.connecting > most)
@@ -181,13 +188,14 @@ static void test_growth_rate_and_cap(void)
 	CU_ASSERT_EQUAL(st.connections, CAP);
 	CU_ASSERT_EQUAL(st.instances, CAP);
 	CU_ASSERT_EQUAL(st.opened, CAP);
-	CU_ASSERT_EQUAL(fleet_sum(&F, "connections", NULL), CAP);	/* as the instances see it */
+	CU_ASSERT_EQUAL(fleet_sum(&F, "connections", NULL), CAP); /* as the instances see it */
 	CU_ASSERT_EQUAL(opens.n, CAP);
 	for (int i = 1; i < opens.n; i++) {
 		long long gap = opens.at[i] - opens.at[i - 1];
 		if (gap < GROW_MS - 5)
-			fprintf(stderr, "connection %d opened %lld ms after the one before\n", i + 1, gap);
-		CU_ASSERT(gap >= GROW_MS - 5);	/* two clocks read a moment apart */
+			fprintf(stderr, "connection %d opened %lld ms after the one before\n",
+				i + 1, gap);
+		CU_ASSERT(gap >= GROW_MS - 5); /* two clocks read a moment apart */
 	}
 	exc_client_free(c);
 	CU_ASSERT(fleet_stop(&F) == 0);
@@ -202,11 +210,13 @@ static void test_service_of_one_instance(void)
 	struct exc_options o;
 
 	/* instance 1 also offers "only" */
-	snprintf(only_body, sizeof only_body, "%s"
+	snprintf(only_body, sizeof only_body,
+		 "%s"
 		 "  only:\n"
 		 "    waitgroup: wg\n"
 		 "    commands:\n"
-		 "      echo: {prog: echo}\n", harness_default_body(2));
+		 "      echo: {prog: echo}\n",
+		 harness_default_body(2));
 	const char *bodies[2] = { NULL, only_body };
 	CU_ASSERT_FATAL(fleet_start(&F, 2, 2, bodies) == 0);
 
@@ -248,8 +258,10 @@ static struct tclient *block_slot(int i, const char *job_id)
 	CU_ASSERT_FATAL(b != NULL);
 	const char *token = tc_want_offer(b, job_id, "sleep", 0, 5000);
 	CU_ASSERT_FATAL(token != NULL);
-	CU_ASSERT(tc_send(b, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
-			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}", job_id, token) == 0);
+	CU_ASSERT(tc_send(b,
+			  "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
+			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}",
+			  job_id, token) == 0);
 	return b;
 }
 
@@ -378,8 +390,10 @@ static void test_claim_share(void)
 int main(void)
 {
 	static const struct test_case cases[] = {
-		{ "growth reaches every instance, then stops", test_growth_reaches_every_instance_then_stops },
-		{ "growth: one connection per interval, at most pool_cap", test_growth_rate_and_cap },
+		{ "growth reaches every instance, then stops",
+		  test_growth_reaches_every_instance_then_stops },
+		{ "growth: one connection per interval, at most pool_cap",
+		  test_growth_rate_and_cap },
 		{ "a service of one instance is routed there", test_service_of_one_instance },
 		{ "a surplus OFFER is declined, the job runs once", test_surplus_offer_declined },
 		{ "claim share as instances and clients come and go", test_claim_share },

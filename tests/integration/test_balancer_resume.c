@@ -82,8 +82,10 @@ static void test_priority_across_clients(void)
 	CU_ASSERT_FATAL(blocker != NULL);
 	const char *token = tc_want_offer(blocker, "x", "sleep", 0, 5000);
 	CU_ASSERT_FATAL(token != NULL);
-	CU_ASSERT(tc_send(blocker, "{\"type\":\"JOB\",\"job_id\":\"x\",\"token\":\"%s\","
-			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}", token) == 0);
+	CU_ASSERT(tc_send(blocker,
+			  "{\"type\":\"JOB\",\"job_id\":\"x\",\"token\":\"%s\","
+			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}",
+			  token) == 0);
 	CU_ASSERT(fx_wait_pred(wg_reached, &(struct wg_goal){ &F, 0, "running", 1 }, 5000));
 
 	/* client A parks three background wants first ... */
@@ -313,11 +315,13 @@ static void test_cancel_while_seeking_owner_away(void)
 int main(void)
 {
 	static const struct test_case cases[] = {
-		{ "interactive want of B beats A's earlier background wants", test_priority_across_clients },
+		{ "interactive want of B beats A's earlier background wants",
+		  test_priority_across_clients },
 		{ "owner-seeking reconnect through the balancer", test_owner_seeking_reconnect },
 		{ "owner never back within the grace: lost", test_owner_never_back },
 		{ "cancel while seeking reaches the job", test_cancel_while_seeking_reaches_job },
-		{ "cancel while seeking, owner away: cancelled, sent later", test_cancel_while_seeking_owner_away },
+		{ "cancel while seeking, owner away: cancelled, sent later",
+		  test_cancel_while_seeking_owner_away },
 		{ NULL, NULL },
 	};
 	int rc = run_suite("libexecclient: clients and reconnects behind a load balancer", cases);

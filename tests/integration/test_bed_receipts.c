@@ -16,8 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 #include <event2/event.h>
@@ -106,7 +106,7 @@ static void test_library_cut_after_job(void)
 	CU_ASSERT_EQUAL(done.called, 1);
 	struct json_object *st = harness_status(&d);
 	CU_ASSERT(st && harness_json_int(st, "services", "slow", "started", NULL) == 1);
-	CU_ASSERT(st && harness_json_int(st, "wants", NULL) == 0);   /* acknowledged */
+	CU_ASSERT(st && harness_json_int(st, "wants", NULL) == 0); /* acknowledged */
 	if (st)
 		json_object_put(st);
 	exc_client_free(c);
@@ -122,15 +122,28 @@ static void test_execctl_cut_after_job(void)
 	CU_ASSERT_FATAL(harness_start_on(&d, S, 1, body, NULL) == 0);
 	snprintf(url, sizeof url, "ws://%s:%d", S->addr, d.port);
 	snprintf(log, sizeof log, "%s/execctl.log", d.dir);
-	char *argv[] = { (char *)harness_execctl(), "run", "-a", url, "-s", "slow", "-n", "-q", "--client", "bed-cli",
-			 "--ping-timeout", "2", "--", "slow5", NULL };
+	char *argv[] = { (char *)harness_execctl(),
+			 "run",
+			 "-a",
+			 url,
+			 "-s",
+			 "slow",
+			 "-n",
+			 "-q",
+			 "--client",
+			 "bed-cli",
+			 "--ping-timeout",
+			 "2",
+			 "--",
+			 "slow5",
+			 NULL };
 	pid_t pid = bed_spawn(A, log, NULL, argv);
 	CU_ASSERT_FATAL(pid > 0);
 	struct count_goal started = { &d, "started", 1 }, finished = { &d, "finished", 1 };
 	CU_ASSERT_FATAL(harness_wait_status(&d, 10000, count_in, &started) == 0);
 	CU_ASSERT_FATAL(bed_cut(A) == 0);
 	CU_ASSERT(harness_wait_status(&d, 10000, count_in, &finished) == 0);
-	harness_sleep_ms(4000);         /* execctl's deadline (2 s) fires */
+	harness_sleep_ms(4000); /* execctl's deadline (2 s) fires */
 	CU_ASSERT(bed_mend(A) == 0);
 	int status = harness_reap(&pid, 0, 30000);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 5);
@@ -140,15 +153,17 @@ static void test_execctl_cut_after_job(void)
 	if (!(WIFEXITED(status) && WEXITSTATUS(status) == 5))
 		harness_tail("execctl", log, 30);
 	free(out);
-	CU_ASSERT(count_is(&started));   /* run once */
+	CU_ASSERT(count_is(&started)); /* run once */
 	stop_daemon(&d);
 }
 
 int main(void)
 {
 	static const struct test_case cases[] = {
-		{ "libexecclient: link cut after the JOB, receipt once", test_library_cut_after_job },
-		{ "execctl: link cut after the JOB, exit status right", test_execctl_cut_after_job },
+		{ "libexecclient: link cut after the JOB, receipt once",
+		  test_library_cut_after_job },
+		{ "execctl: link cut after the JOB, exit status right",
+		  test_execctl_cut_after_job },
 		{ NULL, NULL },
 	};
 	int rc = bed_run_suite("test_bed_receipts", "receipts across a cut link", cases, &B, 2);

@@ -12,14 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
 #include "harness.h"
-#include "suite.h"
 #include "proto.h"
+#include "suite.h"
 
 static struct es_daemon D;
 
@@ -54,7 +54,8 @@ static void test_hello(void)
 		  strcmp(json_object_get_string(v), "wg") == 0);
 	CU_ASSERT(json_object_object_get_ex(a->hello, "waitgroups", &wgs));
 	CU_ASSERT_EQUAL(harness_json_int(a->hello, "waitgroups", "wg", "processes", NULL), 2);
-	CU_ASSERT(json_object_object_get_ex(a->hello, "draining", &v) && !json_object_get_boolean(v));
+	CU_ASSERT(json_object_object_get_ex(a->hello, "draining", &v) &&
+		  !json_object_get_boolean(v));
 	/* nothing changed: no second HELLO */
 	struct wsc_msg m;
 	CU_ASSERT_EQUAL(wsc_recv(a->ws, 400, &m), WSC_TIMEOUT);
@@ -89,8 +90,10 @@ static void test_job_round_trip(void)
 	CU_ASSERT_FATAL(a != NULL);
 	const char *token = tc_want_offer(a, "j1", "cat", 0, 3000);
 	CU_ASSERT_FATAL(token != NULL);
-	CU_ASSERT(tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"j1\",\"token\":\"%s\","
-			  "\"job\":{\"command\":\"echo\",\"args\":[\"hello\",\"world\"]}}", token) == 0);
+	CU_ASSERT(tc_send(a,
+			  "{\"type\":\"JOB\",\"job_id\":\"j1\",\"token\":\"%s\","
+			  "\"job\":{\"command\":\"echo\",\"args\":[\"hello\",\"world\"]}}",
+			  token) == 0);
 	struct json_object *done = tc_expect(a, "DONE", 5000), *r;
 	CU_ASSERT_FATAL(done != NULL);
 	CU_ASSERT_STRING_EQUAL(tc_str(done, "job_id"), "j1");
@@ -102,8 +105,10 @@ static void test_job_round_trip(void)
 	/* a failing command: exit code and the decisive stderr line */
 	token = tc_want_offer(a, "j2", "cat", 0, 3000);
 	CU_ASSERT_FATAL(token != NULL);
-	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"j2\",\"token\":\"%s\","
-		   "\"job\":{\"command\":\"cat\",\"args\":[\"/no/such/file\"]}}", token);
+	tc_send(a,
+		"{\"type\":\"JOB\",\"job_id\":\"j2\",\"token\":\"%s\","
+		"\"job\":{\"command\":\"cat\",\"args\":[\"/no/such/file\"]}}",
+		token);
 	done = tc_expect(a, "DONE", 5000);
 	CU_ASSERT_FATAL(done != NULL);
 	json_object_object_get_ex(done, "receipt", &r);
@@ -151,15 +156,21 @@ static void test_done_before_offer_of_its_slot(void)
 		CU_ASSERT_FATAL(t != NULL);
 		snprintf(token, sizeof token, "%s", t);
 		/* b waits for the only slot, which a's job holds */
-		tc_send(c, "{\"type\":\"WANT\",\"job_id\":\"%s\",\"service\":\"cat\",\"priority\":0}", b);
-		tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":{\"command\":\"true\"}}",
+		tc_send(c,
+			"{\"type\":\"WANT\",\"job_id\":\"%s\",\"service\":\"cat\",\"priority\":0}",
+			b);
+		tc_send(c,
+			"{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":{\"command\":"
+			"\"true\"}}",
 			a, token);
-		struct json_object *first = tc_expect(c, NULL, 5000), *second = tc_expect(c, NULL, 5000);
+		struct json_object *first = tc_expect(c, NULL, 5000),
+				   *second = tc_expect(c, NULL, 5000);
 		CU_ASSERT_FATAL(first != NULL && second != NULL);
 		CU_ASSERT_STRING_EQUAL(tc_str(first, "type"), "DONE");
 		CU_ASSERT_STRING_EQUAL(tc_str(first, "job_id"), a);
 		CU_ASSERT_STRING_EQUAL(tc_str(second, "type"), "OFFER");
-		struct json_object *offer = strcmp(tc_str(second, "type"), "OFFER") == 0 ? second : first;
+		struct json_object *offer = strcmp(tc_str(second, "type"), "OFFER") == 0 ? second
+											 : first;
 		tc_send(c, "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", b,
 			tc_str(offer, "token"));
 		json_object_put(first);
@@ -189,13 +200,16 @@ static void test_refusals_keep_connection(void)
 	expect_error(a, "unknown_type", "x");
 	tc_send(a, "{\"type\":\"WANT\",\"job_id\":7,\"service\":\"cat\"}");
 	expect_error(a, "bad_message", NULL);
-	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"cat\",\"priority\":\"high\"}");
+	tc_send(a,
+		"{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"cat\",\"priority\":\"high\"}");
 	expect_error(a, "bad_message", "x");
-	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"cat\",\"priority\":99999999999}");
+	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"cat\",\"priority\":"
+		   "99999999999}");
 	expect_error(a, "bad_message", "x");
 	tc_send(a, "{\"type\":\"UNWANT\",\"job_id\":\"never\"}");
 	expect_error(a, "unknown_job", "never");
-	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"never\",\"token\":\"0000000000000001\",\"job\":{}}");
+	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"never\",\"token\":\"0000000000000001\",\"job\":{"
+		   "}}");
 	expect_error(a, "unknown_job", "never");
 
 	const char *token = tc_want_offer(a, "x", "cat", 0, 3000);
@@ -204,13 +218,18 @@ static void test_refusals_keep_connection(void)
 	snprintf(tok, sizeof tok, "%s", token);
 	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"cat\"}");
 	expect_error(a, "duplicate_job", "x");
-	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"x\",\"token\":\"%016x\",\"job\":{\"command\":\"true\"}}", 12345);
+	tc_send(a,
+		"{\"type\":\"JOB\",\"job_id\":\"x\",\"token\":\"%016x\",\"job\":{\"command\":"
+		"\"true\"}}",
+		12345);
 	expect_error(a, "bad_token", "x");
 	/* b cannot decline a's offer: job ids are scoped to their client */
 	tc_send(b, "{\"type\":\"DECLINE\",\"job_id\":\"x\",\"token\":\"%s\"}", tok);
 	expect_error(b, "unknown_job", "x");
 	/* an unconfigured command withdraws the offer */
-	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"x\",\"token\":\"%s\",\"job\":{\"command\":\"rm\"}}", tok);
+	tc_send(a,
+		"{\"type\":\"JOB\",\"job_id\":\"x\",\"token\":\"%s\",\"job\":{\"command\":\"rm\"}}",
+		tok);
 	expect_error(a, "unknown_command", "x");
 	/* ... so the slot is free again and b gets it at once */
 	CU_ASSERT(tc_want_offer(b, "y", "cat", 0, 3000) != NULL);
@@ -226,14 +245,21 @@ static void test_priority_across_clients(void)
 {
 	start(2, 1, NULL, NULL);
 	/* a and b on different handlers: priority is global across them */
-	struct tclient *a = tc_connect_on_handler(&D, 2, 0, "a"), *b = tc_connect_on_handler(&D, 2, 1, "b");
+	struct tclient *a = tc_connect_on_handler(&D, 2, 0, "a"),
+		       *b = tc_connect_on_handler(&D, 2, 1, "b");
 	CU_ASSERT_FATAL(a && b);
 	/* a holds the only slot with a running job */
 	const char *token = tc_want_offer(a, "hold", "sleep", 0, 3000);
 	CU_ASSERT_FATAL(token != NULL);
-	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\",\"args\":[\"0.5\"]}}", token);
+	tc_send(a,
+		"{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\",\"job\":{\"command\":"
+		"\"sleep\",\"args\":[\"0.5\"]}}",
+		token);
 	for (int i = 0; i < 5; i++)
-		tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"bg%d\",\"service\":\"cat\",\"priority\":-2}", i);
+		tc_send(a,
+			"{\"type\":\"WANT\",\"job_id\":\"bg%d\",\"service\":\"cat\",\"priority\":-"
+			"2}",
+			i);
 	harness_sleep_ms(100);
 	tc_send(b, "{\"type\":\"WANT\",\"job_id\":\"urgent\",\"service\":\"cat\",\"priority\":2}");
 	/* QUERY: b's want is first in line, a's background wants behind it */
@@ -280,7 +306,8 @@ static void test_round_robin_within_class(void)
 	snprintf(tok, sizeof tok, "%s", t);
 	for (int i = 0; i < 3; i++) {
 		for (int k = 0; k < 20; k++)
-			tc_send(c[i], "{\"type\":\"WANT\",\"job_id\":\"w%d\",\"service\":\"cat\"}", k);
+			tc_send(c[i], "{\"type\":\"WANT\",\"job_id\":\"w%d\",\"service\":\"cat\"}",
+				k);
 		/* a round trip, so the next client's wants arrive after these */
 		tc_send(c[i], "{\"type\":\"QUERY\",\"job_id\":\"w19\"}");
 		struct json_object *p = tc_expect(c[i], "POSITION", 3000);
@@ -338,7 +365,9 @@ static int cmp_ll(const void *x, const void *y)
 
 static void test_handover_across_handlers(void)
 {
-	enum { ROUNDS = 400 };
+	enum {
+		ROUNDS = 400
+	};
 	static long long us[ROUNDS];
 	char held[16], parked[16], tok[32];
 
@@ -359,7 +388,8 @@ static void test_handover_across_handlers(void)
 	 * and the eventfd. */
 	for (int i = 0; i < ROUNDS; i++) {
 		long long t0 = harness_now_us();
-		tc_send(holder, "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", held, tok);
+		tc_send(holder, "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", held,
+			tok);
 		struct json_object *o = tc_expect(waiter, "OFFER", 3000);
 		us[i] = harness_now_us() - t0;
 		CU_ASSERT_FATAL(o != NULL);
@@ -370,7 +400,8 @@ static void test_handover_across_handlers(void)
 		 * sure it is parked before the next DECLINE */
 		snprintf(held, sizeof held, "%s", parked);
 		snprintf(parked, sizeof parked, "r%d", i + 2);
-		tc_send(holder, "{\"type\":\"WANT\",\"job_id\":\"%s\",\"service\":\"cat\"}", parked);
+		tc_send(holder, "{\"type\":\"WANT\",\"job_id\":\"%s\",\"service\":\"cat\"}",
+			parked);
 		tc_send(holder, "{\"type\":\"QUERY\",\"job_id\":\"%s\"}", parked);
 		struct json_object *p = tc_expect(holder, "POSITION", 3000);
 		CU_ASSERT_FATAL(p != NULL);
@@ -381,9 +412,10 @@ static void test_handover_across_handlers(void)
 		waiter = swap;
 	}
 	qsort(us, ROUNDS, sizeof us[0], cmp_ll);
-	fprintf(stderr, "  cross-handler hand-over (DECLINE sent -> OFFER received, %d rounds): "
-		"median %lld us, p99 %lld us, max %lld us\n", ROUNDS, us[ROUNDS / 2],
-		us[ROUNDS - 1 - ROUNDS / 100], us[ROUNDS - 1]);
+	fprintf(stderr,
+		"  cross-handler hand-over (DECLINE sent -> OFFER received, %d rounds): "
+		"median %lld us, p99 %lld us, max %lld us\n",
+		ROUNDS, us[ROUNDS / 2], us[ROUNDS - 1 - ROUNDS / 100], us[ROUNDS - 1]);
 	tc_close(holder);
 	tc_close(waiter);
 	stop();
@@ -403,14 +435,20 @@ static void test_handler_crash_under_load(void)
 	char dur[32], pattern[96];
 	snprintf(dur, sizeof dur, "30.%d", (int)getpid());
 	snprintf(pattern, sizeof pattern, "pgrep -f '^sleep %s$' > /dev/null", dur);
-	tc_send(victim, "{\"type\":\"JOB\",\"job_id\":\"v1\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\",\"args\":[\"%s\"]}}", t, dur);
+	tc_send(victim,
+		"{\"type\":\"JOB\",\"job_id\":\"v1\",\"token\":\"%s\",\"job\":{\"command\":"
+		"\"sleep\",\"args\":[\"%s\"]}}",
+		t, dur);
 	harness_sleep_ms(200);
 	int pg = system(pattern);
 	CU_ASSERT(WIFEXITED(pg) && WEXITSTATUS(pg) == 0); /* it runs */
 	for (int i = 2; i < 50; i++)
 		tc_send(victim, "{\"type\":\"WANT\",\"job_id\":\"v%d\",\"service\":\"cat\"}", i);
 	for (int i = 0; i < 10; i++)
-		tc_send(survivor, "{\"type\":\"WANT\",\"job_id\":\"s%d\",\"service\":\"cat\",\"priority\":-2}", i);
+		tc_send(survivor,
+			"{\"type\":\"WANT\",\"job_id\":\"s%d\",\"service\":\"cat\",\"priority\":-"
+			"2}",
+			i);
 	harness_sleep_ms(300);
 	CU_ASSERT_EQUAL(wg_field("waiting"), 58);
 
@@ -452,8 +490,10 @@ static void test_handler_crash_under_load(void)
 	/* the survivor still works, and saw a HELLO with one client */
 	CU_ASSERT(tc_quiet(survivor, 300));
 	CU_ASSERT(survivor->hello && tc_int(survivor->hello, "clients") == 1);
-	tc_send(survivor, "{\"type\":\"WANT\",\"job_id\":\"after\",\"service\":\"cat\",\"priority\":5}");
-	tc_send(survivor, "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", held_id[0], held_tok[0]);
+	tc_send(survivor,
+		"{\"type\":\"WANT\",\"job_id\":\"after\",\"service\":\"cat\",\"priority\":5}");
+	tc_send(survivor, "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", held_id[0],
+		held_tok[0]);
 	struct json_object *o = tc_expect(survivor, "OFFER", 3000);
 	CU_ASSERT(o && strcmp(tc_str(o, "job_id"), "after") == 0);
 	if (o)
@@ -489,7 +529,8 @@ static void test_fault_switch_repair(void)
 	CU_ASSERT(tc_want_offer(b, "ok", "cat", 0, 3000) != NULL);
 	struct json_object *st = harness_status(&D), *v;
 	CU_ASSERT(harness_json_int(st, "book_repairs", NULL) >= 1);
-	CU_ASSERT(json_object_object_get_ex(st, "book_consistent", &v) && json_object_get_boolean(v));
+	CU_ASSERT(json_object_object_get_ex(st, "book_consistent", &v) &&
+		  json_object_get_boolean(v));
 	CU_ASSERT(harness_log_contains(&D, "fault injection: dying at want.mid"));
 	CU_ASSERT(harness_log_contains(&D, "repaired"));
 	if (st)
@@ -505,10 +546,16 @@ static void test_drain(void)
 	CU_ASSERT_FATAL(a != NULL);
 	const char *t = tc_want_offer(a, "short", "sleep", 0, 3000);
 	CU_ASSERT_FATAL(t != NULL);
-	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"short\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\",\"args\":[\"1\"]}}", t);
+	tc_send(a,
+		"{\"type\":\"JOB\",\"job_id\":\"short\",\"token\":\"%s\",\"job\":{\"command\":"
+		"\"sleep\",\"args\":[\"1\"]}}",
+		t);
 	t = tc_want_offer(a, "long", "sleep", 0, 3000);
 	CU_ASSERT_FATAL(t != NULL);
-	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"long\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}", t);
+	tc_send(a,
+		"{\"type\":\"JOB\",\"job_id\":\"long\",\"token\":\"%s\",\"job\":{\"command\":"
+		"\"sleep\",\"args\":[\"30\"]}}",
+		t);
 	harness_sleep_ms(200);
 	long long t0 = harness_now_ms();
 	kill(D.pid, SIGTERM);
@@ -526,7 +573,8 @@ static void test_drain(void)
 	if (late)
 		wsc_free(late);
 	struct json_object *st = harness_status(&D);
-	CU_ASSERT(st && json_object_object_get_ex(st, "draining", &v) && json_object_get_boolean(v));
+	CU_ASSERT(st && json_object_object_get_ex(st, "draining", &v) &&
+		  json_object_get_boolean(v));
 	if (st)
 		json_object_put(st);
 	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"more\",\"service\":\"cat\"}");

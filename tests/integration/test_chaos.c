@@ -28,8 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -57,7 +57,7 @@ static void sample_status(void)
 	int status = 0;
 	if (wsc_http_get("127.0.0.1", D.port, "/status", 2000, &status, body, sizeof body) < 0 ||
 	    status != 200)
-		return;	/* the handler that took it may have died: fine */
+		return; /* the handler that took it may have died: fine */
 	struct json_object *st = json_tokener_parse(body);
 	if (!st)
 		return;
@@ -137,11 +137,13 @@ static void test_chaos(void)
 
 	struct loadgen_tally t;
 	loadgen_tally(lg, &t);
-	fprintf(stderr, "chaos: %d s, %d connections, %d kills, %d reconnects, %d wants, %d offers, "
-		"%d declines, %d DONEs, %d JOBs on dropped connections: %d got exec_lost, %d no DONE "
-		"(their handler died before it took them), %d status samples\n", seconds, nconns,
-		kills, t.reconnects, t.wants, t.offers, t.declines, t.done_jobs, t.dropped,
-		t.exec_lost, t.lost, samples);
+	fprintf(stderr,
+		"chaos: %d s, %d connections, %d kills, %d reconnects, %d wants, %d offers, "
+		"%d declines, %d DONEs, %d JOBs on dropped connections: %d got exec_lost, %d no "
+		"DONE "
+		"(their handler died before it took them), %d status samples\n",
+		seconds, nconns, kills, t.reconnects, t.wants, t.offers, t.declines, t.done_jobs,
+		t.dropped, t.exec_lost, t.lost, samples);
 	CU_ASSERT_EQUAL(t.errors, 0);
 	CU_ASSERT_EQUAL(t.unknown_dones, 0);
 	CU_ASSERT_EQUAL(t.doubled, 0);

@@ -16,20 +16,20 @@
  */
 #include "autoconfig.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <dirent.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sched.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 #include <event2/event.h>
@@ -43,18 +43,17 @@
 #include "wsclient.h"
 #include "wstap.h"
 
-static const char body_tools[] =
-	"jobRemovalPolicy: all\n"
-	"waitgroups:\n"
-	"  wg: {processes: %d}\n"
-	"services:\n"
-	"  tools:\n"
-	"    waitgroup: wg\n"
-	"    commands:\n"
-	"      cat: {prog: cat}\n"
-	"      cp: {prog: cp}\n"
-	"      sleep: {prog: sleep}\n"
-	"%s";
+static const char body_tools[] = "jobRemovalPolicy: all\n"
+				 "waitgroups:\n"
+				 "  wg: {processes: %d}\n"
+				 "services:\n"
+				 "  tools:\n"
+				 "    waitgroup: wg\n"
+				 "    commands:\n"
+				 "      cat: {prog: cat}\n"
+				 "      cp: {prog: cp}\n"
+				 "      sleep: {prog: sleep}\n"
+				 "%s";
 
 static int start(struct es_daemon *d, int slots, const char *extra)
 {
@@ -65,8 +64,8 @@ static int start(struct es_daemon *d, int slots, const char *extra)
 }
 
 /* A cat job: stdin n bytes of data, stdout into the caller's fd. */
-static void cat_spec(struct exc_job_spec *s, struct fx_done *done,
-		const unsigned char *data, size_t n, int out_fd)
+static void cat_spec(struct exc_job_spec *s, struct fx_done *done, const unsigned char *data,
+		     size_t n, int out_fd)
 {
 	fx_spec(s, "tools", "{\"command\":\"cat\"}", done);
 	s->in.kind = EXC_IO_BUFFER;
@@ -147,7 +146,7 @@ static void test_pipe_fds(void)
 		close(in[0]);
 		close(in[1]);
 		while ((r = read(out[0], buf, sizeof buf)) > 0) {
-			usleep(200);	/* a slow consumer: back-pressure */
+			usleep(200); /* a slow consumer: back-pressure */
 			if (write(fd, buf, (size_t)r) != r)
 				_exit(1);
 		}
@@ -248,8 +247,9 @@ static void test_devnull_and_broken_pipe(void)
 /* A TCP connection to 127.0.0.1:port (non-blocking connect), or -1. */
 static int connect_local(int port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno != EINPROGRESS) {
@@ -315,7 +315,7 @@ static void test_pipe_dawdlers(void)
 		sleep(15);
 		_exit(0);
 	}
-	fx_spin(500);	/* the flood is in */
+	fx_spin(500); /* the flood is in */
 	cat_spec(&s, &b, data, 200000, -1);
 	s.out.kind = EXC_IO_DISCARD;
 	s.connect_timeout_sec = 5;
@@ -326,11 +326,11 @@ static void test_pipe_dawdlers(void)
 	setrlimit(RLIMIT_NOFILE, &old);
 	kill(flood, SIGKILL);
 	waitpid(flood, &status, 0);
-	fx_spin(1500);	/* what is left of the flood is accepted and closed */
+	fx_spin(1500); /* what is left of the flood is accepted and closed */
 	drip = fork();
 	if (drip == 0) {
 		static const char head[] = "GET /p/00000000000000000000000000000000 HTTP/1.1\r\n"
-			"X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+					   "X-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 		long long t0 = harness_now_ms();
 		int fd = connect_local(port);
 
@@ -361,7 +361,8 @@ static void test_files(void)
 	struct es_daemon d;
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
-	struct exc_file in = { "a.txt", { .kind = EXC_IO_BUFFER, .data = "hello files\n", .len = 12 } };
+	struct exc_file in = { "a.txt",
+			       { .kind = EXC_IO_BUFFER, .data = "hello files\n", .len = 12 } };
 	struct exc_file out = { "b.txt", { .kind = EXC_IO_FILE } };
 	char path[300];
 	size_t got = 0;
@@ -388,7 +389,6 @@ static void test_files(void)
 	harness_cleanup(&d);
 }
 
-
 static int status_int(const struct es_daemon *d, const char *a, const char *b, const char *c2)
 {
 	struct json_object *st = harness_status(d);
@@ -408,8 +408,9 @@ static void test_placement_mixed(void)
 	exc_client *c;
 
 	CU_ASSERT_FATAL(start(&d[0], 1, NULL) == 0);
-	CU_ASSERT_FATAL(start(&d[1], 1, "  special:\n    waitgroup: wg\n    commands:\n"
-		"      echo: {prog: echo}\n") == 0);
+	CU_ASSERT_FATAL(start(&d[1], 1,
+			      "  special:\n    waitgroup: wg\n    commands:\n"
+			      "      echo: {prog: echo}\n") == 0);
 	fx_instance_id(&d[1], id2);
 	c = fx_client(NULL, d, 2, NULL);
 	fx_spec(&s, "special", "{\"command\":\"echo\",\"args\":[\"routed\"]}", &done);
@@ -442,7 +443,7 @@ static void test_surplus_declined(void)
 	/* both connections up before the job, so that it is parked on both */
 	for (int i = 0; i < 100 && exc_claim_share(c) < 4; i++)
 		fx_spin(50);
-	CU_ASSERT_EQUAL(exc_claim_share(c), 4);	/* 2 x (ceil(1/1) + 1) */
+	CU_ASSERT_EQUAL(exc_claim_share(c), 4); /* 2 x (ceil(1/1) + 1) */
 	fx_log_clear();
 	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
 	s.in.kind = EXC_IO_BUFFER;
@@ -580,12 +581,12 @@ static void test_claim_share(void)
 	CU_ASSERT_FATAL(start(&d[0], 2, NULL) == 0);
 	CU_ASSERT_FATAL(start(&d[1], 4, NULL) == 0);
 	c = fx_client(NULL, d, 2, NULL);
-	CU_ASSERT_EQUAL(exc_claim_share(c), 0);	/* nothing connected yet */
+	CU_ASSERT_EQUAL(exc_claim_share(c), 0); /* nothing connected yet */
 	w.c = c;
-	w.want = 3 + 5;		/* (floor(2/1) + 1) + (floor(4/1) + 1) */
+	w.want = 3 + 5; /* (floor(2/1) + 1) + (floor(4/1) + 1) */
 	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
-	c2 = fx_client(NULL, d, 1, NULL);	/* a second client on the first */
-	w.want = 2 + 5;		/* floor(2/2) + 1 + 5 */
+	c2 = fx_client(NULL, d, 1, NULL); /* a second client on the first */
+	w.want = 2 + 5;                   /* floor(2/2) + 1 + 5 */
 	CU_ASSERT(fx_wait_pred(share_is, &w, 5000));
 	exc_client_free(c2);
 	w.want = 8;
@@ -627,7 +628,7 @@ static int shares_are(void *arg)
 
 	for (int i = 0; i < w->n; i++) {
 		if (exc_claim_share(w->c[i]) != w->total ||
-				exc_claim_share_service(w->c[i], "nope") != 0)
+		    exc_claim_share_service(w->c[i], "nope") != 0)
 			return 0;
 		for (int k = 0; k < 5; k++) {
 			snprintf(name, sizeof name, "s%d", k + 1);
@@ -654,7 +655,9 @@ static void print_shares(const struct shares *w)
  * instance, and a total over the waitgroups 5. */
 static void test_claim_share_waitgroups(void)
 {
-	enum { N = 5 };
+	enum {
+		N = 5
+	};
 	struct es_daemon d[2];
 	exc_client *c[N];
 	char url[64];
@@ -679,8 +682,10 @@ static void test_claim_share_waitgroups(void)
 	c[1] = fx_client(NULL, &d[0], 1, "/job/s1");
 	snprintf(url, sizeof url, "ws://127.0.0.1:%d", d[1].port);
 	CU_ASSERT_FATAL(exc_client_add_address(c[1], url) == 0);
-	w = (struct shares){ c + 1, 1, 2 * (7 / 2 + 1), { 2 * (1 / 2 + 1), 1 / 2 + 1, 1 / 2 + 1,
-						       1 / 2 + 1, 3 / 2 + 1 } };
+	w = (struct shares){ c + 1,
+			     1,
+			     2 * (7 / 2 + 1),
+			     { 2 * (1 / 2 + 1), 1 / 2 + 1, 1 / 2 + 1, 1 / 2 + 1, 3 / 2 + 1 } };
 	if (!fx_wait_pred(shares_are, &w, 10000)) {
 		print_shares(&w);
 		CU_FAIL("a /job/s1 address: counted for s1 only");
@@ -717,27 +722,29 @@ static void test_idle_silence(void)
 	tap = wstap_new(fx_base ? fx_base : (fx_base = event_base_new()), d.port);
 	CU_ASSERT_FATAL(tap != NULL);
 	fx_options(&o);
-	o.pool_cap = 1;		/* the pool's own growth is test_balancer_pool's */
+	o.pool_cap = 1; /* the pool's own growth is test_balancer_pool's */
 	exc_client *c = fx_client(&o, NULL, 0, NULL);
 	snprintf(url, sizeof url, "ws://127.0.0.1:%d", wstap_port(tap));
 	CU_ASSERT_FATAL(c != NULL && exc_client_add_address(c, url) == 0);
 	while (exc_claim_share(c) == 0 && wstap_connections(tap) < 5)
 		fx_spin(20);
-	CU_ASSERT_EQUAL_FATAL(exc_claim_share(c), 2);	/* connected, HELLO read */
+	CU_ASSERT_EQUAL_FATAL(exc_claim_share(c), 2); /* connected, HELLO read */
 
 	/* no jobs: nothing but pongs */
 	wstap_reset(tap);
 	fx_spin(3000);
 	CU_ASSERT_EQUAL(wstap_messages(tap), 0);
-	CU_ASSERT(wstap_frames(tap, 0xA) >= 2);	/* the tap sees the client's frames */
+	CU_ASSERT(wstap_frames(tap, 0xA) >= 2); /* the tap sees the client's frames */
 
 	/* the only slot held elsewhere; two jobs wait */
 	struct tclient *holder = tc_connect(d.port, "holder");
 	CU_ASSERT_FATAL(holder != NULL);
 	const char *token = tc_want_offer(holder, "hold", "tools", 0, 5000);
 	CU_ASSERT_FATAL(token != NULL);
-	CU_ASSERT(tc_send(holder, "{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\","
-			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}", token) == 0);
+	CU_ASSERT(tc_send(holder,
+			  "{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\","
+			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}",
+			  token) == 0);
 	wstap_reset(tap);
 	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &a);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
@@ -750,19 +757,20 @@ static void test_idle_silence(void)
 	CU_ASSERT_EQUAL(wstap_frames(tap, 0x1), 2);
 	CU_ASSERT(strstr(wstap_last_text(tap), "\"WANT\"") != NULL);
 	wstap_reset(tap);
-	fx_spin(3000);		/* 15 retry ticks of 200 ms */
+	fx_spin(3000); /* 15 retry ticks of 200 ms */
 	CU_ASSERT_EQUAL(wstap_messages(tap), 0);
 	if (wstap_messages(tap))
-		fprintf(stderr, "the client sent %u messages while its wants were parked, the last %s\n",
+		fprintf(stderr,
+			"the client sent %u messages while its wants were parked, the last %s\n",
 			wstap_messages(tap), wstap_last_text(tap));
 	CU_ASSERT(wstap_frames(tap, 0xA) >= 2);
 	CU_ASSERT_FALSE(a.called || b.called);
-	CU_ASSERT(harness_wait_status(&d, 1000, wg_waiting_is, &two) == 0);	/* still parked */
+	CU_ASSERT(harness_wait_status(&d, 1000, wg_waiting_is, &two) == 0); /* still parked */
 
 	exc_client_free(c);
 	CU_ASSERT(tc_send(holder, "{\"type\":\"CANCEL\",\"job_id\":\"hold\"}") == 0);
 	struct json_object *done = tc_expect(holder, "DONE", 10000);
-	CU_ASSERT(done != NULL);	/* so that the stop need not wait for it */
+	CU_ASSERT(done != NULL); /* so that the stop need not wait for it */
 	json_object_put(done);
 	tc_close(holder);
 	fx_spin(100);
@@ -825,7 +833,7 @@ static void test_owner_lost(void)
 	long long t0;
 
 	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
-	c = fx_client(NULL, &d, 1, NULL);	/* owner grace 5 s */
+	c = fx_client(NULL, &d, 1, NULL); /* owner grace 5 s */
 	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &a);
 	ja = exc_submit(c, &s);
 	while (strcmp(exc_job_state(ja), "running") != 0 && !a.called)
@@ -846,8 +854,8 @@ static void test_owner_lost(void)
 static int nothing_held(struct json_object *st, void *arg)
 {
 	return harness_json_int(st, "waitgroups", "wg", "running", NULL) == 0 &&
-		harness_json_int(st, "waitgroups", "wg", "offered", NULL) == 0 &&
-		harness_json_int(st, "waitgroups", "wg", "waiting", NULL) == 0;
+	       harness_json_int(st, "waitgroups", "wg", "offered", NULL) == 0 &&
+	       harness_json_int(st, "waitgroups", "wg", "waiting", NULL) == 0;
 }
 
 struct covered_wait {
@@ -876,11 +884,11 @@ static void test_pool_covered(void)
 	long long t0;
 
 	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
-	c = fx_client(NULL, &d, 1, NULL);	/* cap 8, growth 300 ms, re-probe 3 s */
+	c = fx_client(NULL, &d, 1, NULL); /* cap 8, growth 300 ms, re-probe 3 s */
 	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &a);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &b);
-	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);	/* waits: back-pressure */
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL); /* waits: back-pressure */
 	w.c = c;
 	w.duplicates = 1;
 	t0 = harness_now_ms();
@@ -965,7 +973,7 @@ static void test_address_filter_and_token(void)
 	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &a);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&a.called, 5000));
-	CU_ASSERT_STRING_EQUAL(a.error_code, "unknown_service");	/* no address for it */
+	CU_ASSERT_STRING_EQUAL(a.error_code, "unknown_service"); /* no address for it */
 	exc_client_free(c);
 	c = fx_client(&o, &d, 1, "/job/tools");
 	memset(&a, 0, sizeof a);
@@ -1000,14 +1008,16 @@ static int status_async(const char *method, const char *host, int port, const ch
 		char body[256], req[512];
 		int status = 0;
 
-		snprintf(req, sizeof req, "%s %s HTTP/1.1\r\nHost: %s:%d\r\n"
-			"Content-Length: 0\r\nConnection: close\r\n\r\n", method, path, host, port);
+		snprintf(req, sizeof req,
+			 "%s %s HTTP/1.1\r\nHost: %s:%d\r\n"
+			 "Content-Length: 0\r\nConnection: close\r\n\r\n",
+			 method, path, host, port);
 		if (wsc_http_request(host, port, req, 10000, &status, body, sizeof body) < 0)
 			_exit(0);
 		_exit(status >= 300 && status < 556 ? status - 300 : 0);
 	}
 	for (long long end = harness_now_ms() + 15000;
-			waitpid(pid, &st, WNOHANG) == 0 && harness_now_ms() < end;)
+	     waitpid(pid, &st, WNOHANG) == 0 && harness_now_ms() < end;)
 		fx_spin(20);
 	return WIFEXITED(st) && WEXITSTATUS(st) ? WEXITSTATUS(st) + 300 : -1;
 }
@@ -1050,8 +1060,8 @@ static void test_pipe_once(void)
 	CU_ASSERT_FATAL(at != NULL);
 	CU_ASSERT_FATAL(sscanf(at + strlen("stdin GET at "), "%199s", url) == 1);
 	CU_ASSERT_FATAL(sscanf(url, "http://%63[^:]:%d%159s", host, &port, path) == 3);
-	CU_ASSERT_STRING_EQUAL(host, "127.0.0.1");	/* the broker connection's local address */
-	CU_ASSERT(wait_taken(url));	/* the execserver fetched it */
+	CU_ASSERT_STRING_EQUAL(host, "127.0.0.1"); /* the broker connection's local address */
+	CU_ASSERT(wait_taken(url));                /* the execserver fetched it */
 	CU_ASSERT_EQUAL(status_async("GET", host, port, path), 410);
 	path[strlen(path) - 1] = path[strlen(path) - 1] == '0' ? '1' : '0';
 	CU_ASSERT_EQUAL(status_async("GET", host, port, path), 404);
@@ -1071,12 +1081,13 @@ static int endpoint_host(const char *what, char url[200], char host[64])
 	int port;
 
 	if (at == NULL || sscanf(at + strlen(what), "%199s", url) != 1 ||
-			sscanf(url, "http://%63[^:]:%d", host, &port) != 2)
+	    sscanf(url, "http://%63[^:]:%d", host, &port) != 2)
 		return -1;
 	return 0;
 }
 
-#define PIN_CHECK(cond) (ok &= (cond) ? 1 : (fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond), 0))
+#define PIN_CHECK(cond) \
+	(ok &= (cond) ? 1 : (fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond), 0))
 
 /* Runs in a child with a network namespace of its own, where the route of
  * 127.0.0.1 has source address 127.0.0.2: the client dials 127.0.0.1 and
@@ -1094,14 +1105,15 @@ static int pinned_child(void)
 	uid_t uid = getuid();
 	gid_t gid = getgid();
 
-	if (unshare(CLONE_NEWNET) != 0) {	/* not root: as root of a user namespace */
+	if (unshare(CLONE_NEWNET) != 0) { /* not root: as root of a user namespace */
 		char map[64];
 		int fd;
 
 		if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
 			return 2;
 		snprintf(map, sizeof map, "0 %u 1", (unsigned)uid);
-		if ((fd = open("/proc/self/uid_map", O_WRONLY)) < 0 || write(fd, map, strlen(map)) < 0)
+		if ((fd = open("/proc/self/uid_map", O_WRONLY)) < 0 ||
+		    write(fd, map, strlen(map)) < 0)
 			return 2;
 		close(fd);
 		if ((fd = open("/proc/self/setgroups", O_WRONLY)) >= 0) {
@@ -1110,14 +1122,15 @@ static int pinned_child(void)
 			close(fd);
 		}
 		snprintf(map, sizeof map, "0 %u 1", (unsigned)gid);
-		if ((fd = open("/proc/self/gid_map", O_WRONLY)) < 0 || write(fd, map, strlen(map)) < 0)
+		if ((fd = open("/proc/self/gid_map", O_WRONLY)) < 0 ||
+		    write(fd, map, strlen(map)) < 0)
 			return 2;
 		close(fd);
 	}
 	if (system("ip link set lo up && ip route replace local 127.0.0.1 dev lo table local "
 		   "proto kernel scope host src 127.0.0.2") != 0)
 		return 2;
-	fx_base = event_base_new();	/* not the parent's: its epoll is shared */
+	fx_base = event_base_new(); /* not the parent's: its epoll is shared */
 	if (start(&d, 1, NULL) != 0)
 		return 1;
 	snprintf(out, sizeof out, "%s/pinned.out", d.dir);
@@ -1136,7 +1149,8 @@ static int pinned_child(void)
 		fprintf(stderr, "pinned job: %s: %s\n", a.error_code, a.error_message);
 	PIN_CHECK(endpoint_host("stdin GET at ", url, host) == 0 && strcmp(host, "127.0.0.2") == 0);
 	fprintf(stderr, "pinned: stdin endpoint %s\n", url);
-	PIN_CHECK(endpoint_host("stdout PUT at ", url, host) == 0 && strcmp(host, "127.0.0.2") == 0);
+	PIN_CHECK(endpoint_host("stdout PUT at ", url, host) == 0 &&
+		  strcmp(host, "127.0.0.2") == 0);
 	size_t len = 0;
 	unsigned char *back = harness_read_file(out, &len);
 	PIN_CHECK(back != NULL && len == 7 && memcmp(back, "pinned\n", 7) == 0);
@@ -1161,7 +1175,8 @@ static void test_pipe_local_address(void)
 		_exit(pinned_child());
 	CU_ASSERT(waitpid(pid, &status, 0) == pid);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
-		fprintf(stderr, "no network namespace with ip(8) here (needs root or user namespaces)\n");
+		fprintf(stderr,
+			"no network namespace with ip(8) here (needs root or user namespaces)\n");
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
@@ -1198,9 +1213,9 @@ static void test_pipe_put_once(void)
 	CU_ASSERT_FATAL(at != NULL);
 	CU_ASSERT_FATAL(sscanf(at + strlen("stdout PUT at "), "%199s", url) == 1);
 	CU_ASSERT_FATAL(sscanf(url, "http://%63[^:]:%d%159s", host, &port, path) == 3);
-	CU_ASSERT(wait_taken(url));	/* 6000 bytes > 4000: the PUT is streaming */
+	CU_ASSERT(wait_taken(url)); /* 6000 bytes > 4000: the PUT is streaming */
 	CU_ASSERT_EQUAL(status_async("PUT", host, port, path), 410);
-	CU_ASSERT(!a.called);	/* stdin is still open: the job still runs */
+	CU_ASSERT(!a.called); /* stdin is still open: the job still runs */
 	close(in[1]);
 	CU_ASSERT(fx_wait(&a.called, 10000));
 	CU_ASSERT(a.ok);
@@ -1244,7 +1259,7 @@ static void test_url_passthrough(void)
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&done.called, 20000));
 	CU_ASSERT(done.ok);
-	CU_ASSERT_EQUAL(done.stdin_bytes, 0);	/* nothing went through the library */
+	CU_ASSERT_EQUAL(done.stdin_bytes, 0); /* nothing went through the library */
 	CU_ASSERT(fx_log_find(" GET at ") == NULL);
 	CU_ASSERT(pipe_server_result(&ps, "dst", &res) == 0);
 	pipe_random_sha256(7, 1 << 20, want);
@@ -1275,7 +1290,7 @@ static void test_owner_found_again(void)
 	ja = exc_submit(c, &s);
 	while (strcmp(exc_job_state(ja), "running") != 0 && !a.called)
 		fx_spin(50);
-	harness_sleep_ms(3500);		/* no loop: no pong; the server closes */
+	harness_sleep_ms(3500); /* no loop: no pong; the server closes */
 	CU_ASSERT(fx_wait(&a.called, 15000));
 	CU_ASSERT(a.ok);
 	CU_ASSERT_EQUAL(a.exit_code, 0);

@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 #include <event2/event.h>
@@ -26,19 +26,18 @@
 #include "harness.h"
 #include "suite.h"
 
-static const char body_tools[] =
-	"jobRemovalPolicy: all\n"
-	"%s"
-	"waitgroups:\n"
-	"  wg: {processes: %d}\n"
-	"services:\n"
-	"  tools:\n"
-	"    waitgroup: wg\n"
-	"    commands:\n"
-	"      cat: {prog: cat}\n"
-	"      cp: {prog: cp}\n"
-	"      sh: {prog: sh}\n"
-	"      sleep: {prog: sleep}\n";
+static const char body_tools[] = "jobRemovalPolicy: all\n"
+				 "%s"
+				 "waitgroups:\n"
+				 "  wg: {processes: %d}\n"
+				 "services:\n"
+				 "  tools:\n"
+				 "    waitgroup: wg\n"
+				 "    commands:\n"
+				 "      cat: {prog: cat}\n"
+				 "      cp: {prog: cp}\n"
+				 "      sh: {prog: sh}\n"
+				 "      sleep: {prog: sleep}\n";
 
 /* legacy: 1 starts the instance without the broker. */
 static int start(struct es_daemon *d, int slots, int legacy)
@@ -46,7 +45,7 @@ static int start(struct es_daemon *d, int slots, int legacy)
 	char body[2048];
 
 	snprintf(body, sizeof body, body_tools,
-		legacy ? "broker: off\nlegacyTokenValiditySec: 3\n" : "", slots);
+		 legacy ? "broker: off\nlegacyTokenValiditySec: 3\n" : "", slots);
 	return harness_start(d, 1, body, NULL);
 }
 
@@ -56,8 +55,7 @@ static void stop(struct es_daemon *d)
 	harness_cleanup(d);
 }
 
-static long long status_int(const struct es_daemon *d, const char *a, const char *b,
-		const char *c)
+static long long status_int(const struct es_daemon *d, const char *a, const char *b, const char *c)
 {
 	struct json_object *st = harness_status(d);
 	long long v = st ? harness_json_int(st, a, b, c, NULL) : -1;
@@ -132,20 +130,24 @@ static void test_fallback_receipt(void)
 
 	CU_ASSERT_FATAL(start(&d, 2, 1) == 0);
 	c = fx_client(NULL, &d, 1, NULL);
-	fx_spec(&s, "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
-		"\"echo some output; echo the decisive line >&2; exit 3\"]}", &a);
+	fx_spec(&s, "tools",
+		"{\"command\":\"sh\",\"args\":[\"-c\","
+		"\"echo some output; echo the decisive line >&2; exit 3\"]}",
+		&a);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&a.called, 20000));
 	CU_ASSERT(!a.ok);
 	CU_ASSERT(a.exited);
 	CU_ASSERT_EQUAL(a.exit_code, 3);
 	CU_ASSERT_STRING_EQUAL(a.stdout_text, "some output\n");
-	CU_ASSERT_EQUAL(a.stdout_bytes, 0);	/* not streamed: kept in the receipt */
+	CU_ASSERT_EQUAL(a.stdout_bytes, 0); /* not streamed: kept in the receipt */
 
 	/* 100000 bytes, then a failure: streamed, outcome in the trailer
 	 * (exit code 7 can only come from there) */
-	fx_spec(&s, "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
-		"\"head -c 100000 /dev/zero; echo broken >&2; exit 7\"]}", &b);
+	fx_spec(&s, "tools",
+		"{\"command\":\"sh\",\"args\":[\"-c\","
+		"\"head -c 100000 /dev/zero; echo broken >&2; exit 7\"]}",
+		&b);
 	s.out.kind = EXC_IO_DISCARD;
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&b.called, 20000));
@@ -193,7 +195,7 @@ static void test_fallback_stderr_line(void)
 	exc_job_spec_init(&s);
 	s.service = "tools";
 	s.job_json = "{\"command\":\"sh\",\"args\":[\"-c\",\"echo first >&2; "
-		"echo the decisive line >&2; exit 2\"]}";
+		     "echo the decisive line >&2; exit 2\"]}";
 	s.on_done = on_done_stderr;
 	s.arg = &seen;
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
@@ -210,8 +212,8 @@ static void test_fallback_files(void)
 	struct es_daemon d;
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
-	struct exc_file in = { "a.txt", { .kind = EXC_IO_BUFFER, .data = "hello files\n",
-		.len = 12 } };
+	struct exc_file in = { "a.txt",
+			       { .kind = EXC_IO_BUFFER, .data = "hello files\n", .len = 12 } };
 	struct exc_file out = { "b.txt", { .kind = EXC_IO_FILE } };
 	char path[300];
 	size_t got = 0;
@@ -362,20 +364,21 @@ static char execctl[512];
 /* execctl run -a addr -s tools -- cat, stdin from a file; returns its exit
  * status, stdout into outpath. */
 static int run_execctl(const char *addr, const char *inpath, const char *outpath,
-		const char *errpath)
+		       const char *errpath)
 {
 	int status;
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		int in = open(inpath, O_RDONLY), out = open(outpath, O_WRONLY | O_CREAT | O_TRUNC,
-			0644), err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int in = open(inpath, O_RDONLY),
+		    out = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0644),
+		    err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		dup2(in, 0);
 		dup2(out, 1);
 		dup2(err, 2);
-		execl(execctl, execctl, "run", "--timeout", "20", "-a", addr, "-s", "tools", "--", "cat",
-			(char *)NULL);
+		execl(execctl, execctl, "run", "--timeout", "20", "-a", addr, "-s", "tools", "--",
+		      "cat", (char *)NULL);
 		_exit(127);
 	}
 	if (pid < 0 || waitpid(pid, &status, 0) != pid)

@@ -49,7 +49,8 @@ static long long started(void)
 	struct json_object *st = harness_status(&D), *v, *s, *n;
 	long long x = -1;
 	if (st && json_object_object_get_ex(st, "services", &v) &&
-	    json_object_object_get_ex(v, "sleep", &s) && json_object_object_get_ex(s, "started", &n))
+	    json_object_object_get_ex(v, "sleep", &s) &&
+	    json_object_object_get_ex(s, "started", &n))
 		x = json_object_get_int64(n);
 	if (st)
 		json_object_put(st);
@@ -81,7 +82,7 @@ static exc_client *running_job(unsigned ping_ms, const char *secs, struct fx_don
 	for (int i = 0; i < 100 && strcmp(exc_job_state(*job), "running") != 0; i++)
 		fx_spin(50);
 	CU_ASSERT_FATAL(strcmp(exc_job_state(*job), "running") == 0);
-	fx_spin(100);                   /* the JOB is out */
+	fx_spin(100); /* the JOB is out */
 	return c;
 }
 
@@ -90,7 +91,7 @@ static void test_silent_server_receipt_once(void)
 	struct fx_done done;
 	exc_job *job;
 
-	start("");                      /* the server's ping deadline: 45 s */
+	start(""); /* the server's ping deadline: 45 s */
 	exc_client *c = running_job(1000, "1", &done, &job);
 	CU_ASSERT_EQUAL(relay_freeze(&R), 1);
 	long long t0 = harness_now_ms();
@@ -101,7 +102,8 @@ static void test_silent_server_receipt_once(void)
 	long long ms = harness_now_ms() - t0;
 	CU_ASSERT(ms >= 900 && ms < 8000);
 	printf("\n    receipt %lld ms after the freeze (job 1 s, ping deadline 1 s, "
-	       "close timeout 2 s) ", ms);
+	       "close timeout 2 s) ",
+	       ms);
 	CU_ASSERT_EQUAL(done.called, 1);
 	CU_ASSERT(done.ok);
 	CU_ASSERT_EQUAL(done.exit_code, 0);
@@ -136,7 +138,7 @@ static void test_receipt_dropped_is_lost_not_rerun(void)
 	CU_ASSERT(done.retryable);
 	CU_ASSERT(strstr(done.error_message, "no longer knows the job") != NULL);
 	fx_spin(500);
-	CU_ASSERT_EQUAL(started(), 1);   /* never sent again */
+	CU_ASSERT_EQUAL(started(), 1); /* never sent again */
 	exc_client_free(c);
 	stop();
 }
@@ -144,8 +146,10 @@ static void test_receipt_dropped_is_lost_not_rerun(void)
 int main(void)
 {
 	static const struct test_case cases[] = {
-		{ "a silent server: ping deadline, reconnect, receipt once", test_silent_server_receipt_once },
-		{ "a receipt the server dropped: lost, not run again", test_receipt_dropped_is_lost_not_rerun },
+		{ "a silent server: ping deadline, reconnect, receipt once",
+		  test_silent_server_receipt_once },
+		{ "a receipt the server dropped: lost, not run again",
+		  test_receipt_dropped_is_lost_not_rerun },
 		{ NULL, NULL },
 	};
 	int rc = run_suite("libexecclient: receipts across silent connections", cases);

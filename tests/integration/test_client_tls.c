@@ -17,14 +17,14 @@
  */
 #include "autoconfig.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <arpa/inet.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 #include <event2/event.h>
@@ -37,18 +37,17 @@
 #include "suite.h"
 #include "testca.h"
 
-static const char body[] =
-	"tls:\n"
-	"  cert: %s\n"
-	"  key: %s\n"
-	"jobRemovalPolicy: all\n"
-	"waitgroups:\n"
-	"  wg: {processes: 2}\n"
-	"services:\n"
-	"  tools:\n"
-	"    waitgroup: wg\n"
-	"    commands:\n"
-	"      cat: {prog: cat}\n";
+static const char body[] = "tls:\n"
+			   "  cert: %s\n"
+			   "  key: %s\n"
+			   "jobRemovalPolicy: all\n"
+			   "waitgroups:\n"
+			   "  wg: {processes: 2}\n"
+			   "services:\n"
+			   "  tools:\n"
+			   "    waitgroup: wg\n"
+			   "    commands:\n"
+			   "      cat: {prog: cat}\n";
 
 static struct testca CA, OTHER;
 static struct es_daemon D;
@@ -218,7 +217,8 @@ static int localhost_is_127(void)
 	if (getaddrinfo("localhost", NULL, &hints, &res) != 0)
 		return 0;
 	if (res->ai_family == AF_INET)
-		inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, text, sizeof text);
+		inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, text,
+			  sizeof text);
 	freeaddrinfo(res);
 	return strcmp(text, "127.0.0.1") == 0;
 }
@@ -366,12 +366,15 @@ int main(void)
 {
 	static const struct test_case cases[] = {
 		{ "a job end to end over wss (3 MiB through cat)", test_job_over_wss },
-		{ "other CA, system store, wrong name: certificate verify failed", test_verify_failures },
+		{ "other CA, system store, wrong name: certificate verify failed",
+		  test_verify_failures },
 		{ "a CA directory (openssl rehash) instead of a file", test_ca_dir },
 		{ "stale errors on OpenSSL's thread queue fail no connection", test_stale_errors },
-		{ "an unreadable CA file is refused when the wss address is added", test_bad_ca_file },
+		{ "an unreadable CA file is refused when the wss address is added",
+		  test_bad_ca_file },
 		{ "a ws:// client on the TLS port fails cleanly", test_plain_client_on_tls_port },
-		{ "a wss:// client on a plain port: handshake failed", test_tls_client_on_plain_port },
+		{ "a wss:// client on a plain port: handshake failed",
+		  test_tls_client_on_plain_port },
 		{ NULL, NULL },
 	};
 	if (start() != 0) {

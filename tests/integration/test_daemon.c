@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -213,11 +213,13 @@ static void test_check_config(void)
 	CU_ASSERT(strstr(out, expect) != NULL);
 
 	/* a program that does not exist is an error for -t */
-	snprintf(good, sizeof good, "%swaitgroups: {wg: {processes: 1}}\n"
+	snprintf(good, sizeof good,
+		 "%swaitgroups: {wg: {processes: 1}}\n"
 		 "services:\n"
 		 "  x:\n"
 		 "    waitgroup: wg\n"
-		 "    commands: {x: {prog: no-such-program-anywhere}}\n", root_ok);
+		 "    commands: {x: {prog: no-such-program-anywhere}}\n",
+		 root_ok);
 	write_file(path, good);
 	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 1);
 	CU_ASSERT(strstr(out, "no-such-program-anywhere") != NULL);
@@ -285,7 +287,8 @@ static void test_descriptor_limit(void)
 	low.rlim_cur = 256;
 	CU_ASSERT_FATAL(setrlimit(RLIMIT_NOFILE, &low) == 0);
 	/* (the default body ends inside `services`: one more service) */
-	snprintf(body, sizeof body, "maxConnections: 2000\n%s"
+	snprintf(body, sizeof body,
+		 "maxConnections: 2000\n%s"
 		 "  shell:\n    waitgroup: wg\n    commands:\n      sh: {prog: sh}\n",
 		 harness_default_body(2));
 	int started = harness_start(&d, 1, body, NULL);
@@ -298,8 +301,8 @@ static void test_descriptor_limit(void)
 	/* jobs get the limit the daemon was started with */
 	struct tclient *c = tc_connect(d.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	struct json_object *done = tc_run_job(c, "n", "shell",
-					      "{\"command\":\"sh\",\"args\":[\"-c\",\"ulimit -n\"]}", 5000);
+	struct json_object *done = tc_run_job(
+		c, "n", "shell", "{\"command\":\"sh\",\"args\":[\"-c\",\"ulimit -n\"]}", 5000);
 	CU_ASSERT_FATAL(done != NULL);
 	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(done), "stdout"), "256\n");
 	json_object_put(done);
@@ -314,7 +317,8 @@ int main(void)
 		{ "handler count and parentage", test_handler_count_and_parentage },
 		{ "a killed handler is replaced", test_killed_handler_is_replaced },
 		{ "SIGTERM: clean exit", test_sigterm_clean_exit },
-		{ "SIGTERM again while stopping: still exit 0", test_sigterm_repeated_while_stopping },
+		{ "SIGTERM again while stopping: still exit 0",
+		  test_sigterm_repeated_while_stopping },
 		{ "master killed: no orphans", test_master_killed_no_orphans },
 		{ "-t on good and broken files", test_check_config },
 		{ "SIGHUP reload", test_sighup_reload },

@@ -146,8 +146,8 @@ static void test_longest_schema(void)
 	CU_ASSERT_EQUAL(strlen(schema), 56);
 	snprintf(cfg, sizeof cfg, "%s/long.yml", F.dir);
 	f = fopen(cfg, "w");
-	fprintf(f, "database: \"%s\"\nexecservers: [ws://127.0.0.1:9]\nschema: %s\n",
-		F.conninfo, schema);
+	fprintf(f, "database: \"%s\"\nexecservers: [ws://127.0.0.1:9]\nschema: %s\n", F.conninfo,
+		schema);
 	fclose(f);
 	const char *mig[] = { "--migrate", "-c", cfg, NULL };
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);

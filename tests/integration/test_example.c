@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -127,7 +127,7 @@ static void test_install_build_run(void)
 	snprintf(exe, sizeof exe, "%s/run_job", root);
 	snprintf(src, sizeof src, "%s/docs/examples/run_job.c", TEST_TOP_SRCDIR);
 	argv[argc++] = TEST_CC;
-	char san[] = TEST_SAN_CFLAGS;	/* the sanitizer build's library needs its runtime */
+	char san[] = TEST_SAN_CFLAGS; /* the sanitizer build's library needs its runtime */
 	for (char *t = strtok(san, " "); t && argc < 40; t = strtok(NULL, " "))
 		argv[argc++] = t;
 	argv[argc++] = src;
@@ -199,7 +199,8 @@ static void test_document_listing(void)
 int main(void)
 {
 	static const struct test_case cases[] = {
-		{ "the example builds against the installed library and runs", test_install_build_run },
+		{ "the example builds against the installed library and runs",
+		  test_install_build_run },
 		{ "docs/client.md lists the example verbatim", test_document_listing },
 		{ NULL, NULL },
 	};

@@ -20,8 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 #include <json-c/json.h>
@@ -73,20 +73,20 @@ static void stop(void)
 /* ---- running execctl ----------------------------------------------------------- */
 
 struct proc {
-	int status;		/* exit status, or 128+signal */
-	char *out;		/* stdout, NUL-terminated */
+	int status; /* exit status, or 128+signal */
+	char *out;  /* stdout, NUL-terminated */
 	size_t outlen;
-	char err[16384];	/* stderr (or the pty's output), cut */
-	long long ms;		/* how long it ran */
+	char err[16384]; /* stderr (or the pty's output), cut */
+	long long ms;    /* how long it ran */
 };
 
 struct run_opts {
-	const void *in;		/* stdin bytes; NULL: /dev/null */
+	const void *in; /* stdin bytes; NULL: /dev/null */
 	size_t inlen;
-	const char *env[4];	/* "K=V" added to the environment */
-	int stderr_pty;		/* stderr is a terminal (read from its master) */
-	int interrupt_after_ms;	/* > 0: SIGINT then */
-	void (*during)(void);	/* called once, during_ms after the start */
+	const char *env[4];     /* "K=V" added to the environment */
+	int stderr_pty;         /* stderr is a terminal (read from its master) */
+	int interrupt_after_ms; /* > 0: SIGINT then */
+	void (*during)(void);   /* called once, during_ms after the start */
 	int during_ms;
 };
 
@@ -222,7 +222,8 @@ static void expect(struct proc *p, int status, const char *err_text)
 	if (err_text)
 		CU_ASSERT_PTR_NOT_NULL(strstr(p->err, err_text));
 	if (p->status != status || (err_text && !strstr(p->err, err_text)))
-		fprintf(stderr, "\nexecctl exited %d, expected %d; stderr:\n%s\n", p->status, status, p->err);
+		fprintf(stderr, "\nexecctl exited %d, expected %d; stderr:\n%s\n", p->status,
+			status, p->err);
 }
 
 static void release(struct proc *p)
@@ -242,8 +243,10 @@ static void block_slot_at(int port)
 	CU_ASSERT_FATAL(blocker != NULL);
 	const char *token = tc_want_offer(blocker, "hold", "sleep", 0, 5000);
 	CU_ASSERT_FATAL(token != NULL);
-	CU_ASSERT(tc_send(blocker, "{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\","
-			  "\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}", token) == 0);
+	CU_ASSERT(tc_send(blocker,
+			  "{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\","
+			  "\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}",
+			  token) == 0);
 }
 
 static void block_slot(void)
@@ -275,13 +278,12 @@ static int wg_waiting_is(struct json_object *st, void *arg)
 	       harness_json_int(st, "connections", NULL) == 1;
 }
 
-
 /* Runs execctl with stdin in_fd and stdout out_fd (-1: closed when it
  * starts; both closed here after the fork), stderr into err.  head_rd >= 0:
  * the read end of out_fd's pipe, read for 10 bytes and then closed (as
  * `| head -c 10`).  Returns the exit status (-1: not within 30 s). */
-static int run_fds(const char *const *args, int in_fd, int out_fd, int head_rd,
-		   long long *ms, char *err, size_t errcap)
+static int run_fds(const char *const *args, int in_fd, int out_fd, int head_rd, long long *ms,
+		   char *err, size_t errcap)
 {
 	char *argv[16] = { execctl };
 	int argc = 1, e[2];
@@ -374,8 +376,8 @@ static void test_devnull_and_closed(void)
 	free(data);
 	int in = open(path, O_RDONLY);
 	CU_ASSERT_FATAL(in >= 0);
-	st = run_fds(ARGS("run", "-a", addr, "-s", "cat", "--", "cat"), in, -1, -1,
-		     &ms, err, sizeof err);
+	st = run_fds(ARGS("run", "-a", addr, "-s", "cat", "--", "cat"), in, -1, -1, &ms, err,
+		     sizeof err);
 	CU_ASSERT_EQUAL(st, 0);
 	CU_ASSERT(ms < 10000);
 	if (st != 0 || ms >= 10000)
@@ -404,8 +406,8 @@ static void test_reader_goes_away(void)
 	CU_ASSERT_FATAL(in >= 0);
 	CU_ASSERT_FATAL(pipe(p) == 0);
 	long long t0 = harness_now_ms();
-	int st = run_fds(ARGS("run", "-a", addr, "-s", "cat", "--", "cat"), in, p[1], p[0],
-			 &ms, err, sizeof err);
+	int st = run_fds(ARGS("run", "-a", addr, "-s", "cat", "--", "cat"), in, p[1], p[0], &ms,
+			 err, sizeof err);
 	(void)t0;
 	CU_ASSERT_EQUAL(st, EXECCTL_LOCAL_IO);
 	CU_ASSERT(ms < 4000);
@@ -413,8 +415,8 @@ static void test_reader_goes_away(void)
 	if (st != EXECCTL_LOCAL_IO || ms >= 4000)
 		fprintf(stderr, "\nhead -c 10: status %d after %lld ms: %s\n", st, ms, err);
 	/* the slot is free again at once: the job was cancelled */
-	st = run_fds(ARGS("run", "-a", addr, "-s", "cat", "--timeout", "5", "--", "fail3"), devnull(),
-		     devnull(), -1, &ms, err, sizeof err);
+	st = run_fds(ARGS("run", "-a", addr, "-s", "cat", "--timeout", "5", "--", "fail3"),
+		     devnull(), devnull(), -1, &ms, err, sizeof err);
 	CU_ASSERT_EQUAL(st, 3);
 	stop();
 }
@@ -486,8 +488,8 @@ static void test_silent_connection(void)
 	CU_ASSERT_FATAL(relay_start(&R, D.port) == 0);
 	snprintf(via, sizeof via, "ws://127.0.0.1:%d", R.port);
 	struct run_opts o = { .during = freeze, .during_ms = 700 };
-	run(&p, &o, ARGS("run", "-a", via, "-s", "cat", "-n", "-q", "--ping-timeout", "1", "--",
-			 "slow5"));
+	run(&p, &o,
+	    ARGS("run", "-a", via, "-s", "cat", "-n", "-q", "--ping-timeout", "1", "--", "slow5"));
 	expect(&p, 5, "execctl: the job exited with status 5\n");
 	CU_ASSERT_STRING_EQUAL(p.out, "slow\n");
 	CU_ASSERT(relay_accepted(&R) >= 2);
@@ -521,8 +523,9 @@ static void test_files(void)
 	char in_arg[500], out_arg[500];
 	snprintf(in_arg, sizeof in_arg, "a.txt=%s", in_path);
 	snprintf(out_arg, sizeof out_arg, "b.txt=%s", out_path);
-	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "--input", in_arg, "--output", out_arg,
-			   "--", "cp", "a.txt", "b.txt"));
+	run(&p, NULL,
+	    ARGS("run", "-a", addr, "-s", "cat", "--input", in_arg, "--output", out_arg, "--", "cp",
+		 "a.txt", "b.txt"));
 	expect(&p, 0, NULL);
 	release(&p);
 	char back[100] = "";
@@ -532,7 +535,9 @@ static void test_files(void)
 	fclose(f);
 	CU_ASSERT_STRING_EQUAL(back, "file contents\n");
 	/* an input that does not exist: a local error, nothing runs */
-	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "--input", "x=/nonexistent/file", "--", "cat", "x"));
+	run(&p, NULL,
+	    ARGS("run", "-a", addr, "-s", "cat", "--input", "x=/nonexistent/file", "--", "cat",
+		 "x"));
 	expect(&p, EXECCTL_LOCAL_IO, "/nonexistent/file");
 	release(&p);
 	struct json_object *st = harness_status(&D);
@@ -597,7 +602,9 @@ static void test_token(void)
 	run(&p, &wrong, ARGS("status", "-a", addr));
 	expect(&p, EXECCTL_UNAUTHORIZED, "the token is wrong");
 	release(&p);
-	struct run_opts right = { .in = "tok\n", .inlen = 4, .env = { "EXECCTL_TOKEN=s3cret-token" } };
+	struct run_opts right = { .in = "tok\n",
+				  .inlen = 4,
+				  .env = { "EXECCTL_TOKEN=s3cret-token" } };
 	run(&p, &right, ARGS("run", "-a", addr, "-s", "cat", "--", "cat"));
 	expect(&p, 0, NULL);
 	CU_ASSERT_STRING_EQUAL(p.out, "tok\n");
@@ -682,7 +689,8 @@ static void test_status(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "\nclients 1  connections 1  jobs 1  grants 1\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "\nWAITGROUP  SLOTS  RUNNING  OFFERED  WAITING\n"
 					     "wg             1        1        0        0\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(p.out, "\nsleep    wg         yes            1        0        1"));
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(p.out, "\nsleep    wg         yes            1        0        1"));
 	release(&p);
 
 	run(&p, NULL, ARGS("status", "-a", addr, "--json"));
@@ -820,8 +828,10 @@ static void test_behind_balancer(void)
 	/* execctl's first connection can only reach instance 0; instance 1
 	 * is back before its want has waited a retry tick (1 s) */
 	CU_ASSERT(balancer_set_state(&LB.lb, 1, "maint") == 0);
-	struct run_opts o = { .in = "via the balancer\n", .inlen = 17,
-			      .during = second_instance_ready, .during_ms = 500 };
+	struct run_opts o = { .in = "via the balancer\n",
+			      .inlen = 17,
+			      .during = second_instance_ready,
+			      .during_ms = 500 };
 	run(&p, &o, ARGS("run", "-a", LB.url, "-s", "cat", "-v", "--", "cat"));
 	expect(&p, 0, NULL);
 	CU_ASSERT_STRING_EQUAL(p.out, "via the balancer\n");
@@ -859,7 +869,8 @@ int main(void)
 		{ "behind a load balancer", test_behind_balancer },
 		{ "/dev/null and a closed stdout", test_devnull_and_closed },
 		{ "a reader that goes away", test_reader_goes_away },
-		{ "a silent connection: ping deadline, receipt once, exit status", test_silent_connection },
+		{ "a silent connection: ping deadline, receipt once, exit status",
+		  test_silent_connection },
 		{ NULL, NULL },
 	};
 	snprintf(execctl, sizeof execctl, "%s", harness_execctl());

@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -65,9 +65,11 @@ static struct tclient *connect_from(const char *src, const char *client_id)
 		close(fd);
 		return NULL;
 	}
-	snprintf(req, sizeof req, "GET /broker?client=%s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+	snprintf(req, sizeof req,
+		 "GET /broker?client=%s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 		 "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-		 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", client_id);
+		 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+		 client_id);
 	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
 		close(fd);
 		return NULL;
@@ -116,8 +118,10 @@ static unsigned requests(const char *name)
 static struct json_object *fetch_job(struct tclient *c, const char *job_id, const char *url)
 {
 	char job[1024];
-	snprintf(job, sizeof job, "{\"command\":\"cat\",\"args\":[\"in\"],\"inputs\":"
-		 "[{\"name\":\"in\",\"url\":\"%s\"}]}", url);
+	snprintf(job, sizeof job,
+		 "{\"command\":\"cat\",\"args\":[\"in\"],\"inputs\":"
+		 "[{\"name\":\"in\",\"url\":\"%s\"}]}",
+		 url);
 	return tc_run_job(c, job_id, "cat", job, 10000);
 }
 
@@ -270,8 +274,10 @@ static void test_schemes_and_redirects(void)
 		snprintf(id, sizeof id, "f%zu", i);
 		const char *tok = tc_want_offer(c, id, "cat", 0, 3000);
 		CU_ASSERT_FATAL(tok != NULL);
-		snprintf(job, sizeof job, "{\"command\":\"cat\",\"inputs\":[{\"name\":\"x\","
-			 "\"url\":\"%s\"}]}", urls[i]);
+		snprintf(job, sizeof job,
+			 "{\"command\":\"cat\",\"inputs\":[{\"name\":\"x\","
+			 "\"url\":\"%s\"}]}",
+			 urls[i]);
 		tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":%s}", id,
 			tok, job);
 		struct json_object *e = tc_expect(c, "ERROR", 3000);

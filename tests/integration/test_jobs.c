@@ -10,16 +10,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
 #include "harness.h"
-#include "suite.h"
 #include "proto.h"
+#include "suite.h"
 
 static struct es_daemon D;
 
@@ -56,7 +56,6 @@ static void stop(void)
 	harness_cleanup(&D);
 }
 
-
 static long long slots_in_use(void)
 {
 	struct json_object *st = harness_status(&D);
@@ -72,7 +71,9 @@ static void test_placeholders_and_args(void)
 	start(1);
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	struct json_object *d = tc_run_job(c, "p1", "tools", "{\"command\":\"echo\",\"args\":[\"A=%jobdir%:B=%jobdir%\"]}", 5000);
+	struct json_object *d = tc_run_job(
+		c, "p1", "tools", "{\"command\":\"echo\",\"args\":[\"A=%jobdir%:B=%jobdir%\"]}",
+		5000);
 	const char *out = tc_str(tc_receipt(d), "stdout");
 	CU_ASSERT_FATAL(out != NULL);
 	/* both placeholders replaced by the same directory under tempDir/job */
@@ -89,7 +90,10 @@ static void test_placeholders_and_args(void)
 	/* an argument with NUL is refused, and the offer goes back */
 	const char *token = tc_want_offer(c, "p2", "tools", 0, 3000);
 	CU_ASSERT_FATAL(token != NULL);
-	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"p2\",\"token\":\"%s\",\"job\":{\"command\":\"echo\",\"args\":[\"a\\u0000b\"]}}", token);
+	tc_send(c,
+		"{\"type\":\"JOB\",\"job_id\":\"p2\",\"token\":\"%s\",\"job\":{\"command\":"
+		"\"echo\",\"args\":[\"a\\u0000b\"]}}",
+		token);
 	struct json_object *e = tc_expect(c, "ERROR", 3000);
 	CU_ASSERT(e && strcmp(tc_str(e, "code"), "bad_job") == 0);
 	if (e)
@@ -128,18 +132,23 @@ static void test_environment_and_percent(void)
 	CU_ASSERT(strstr(out, "GLOBALV=g\n") != NULL);
 	json_object_put(d);
 	/* then the job's env */
-	d = tc_run_job(c, "e2", "tools", "{\"command\":\"printenv\",\"args\":[\"SHARED\"],\"env\":[\"SHARED=job\"]}", 5000);
+	d = tc_run_job(c, "e2", "tools",
+		       "{\"command\":\"printenv\",\"args\":[\"SHARED\"],\"env\":[\"SHARED=job\"]}",
+		       5000);
 	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), "job\n");
 	json_object_put(d);
 	/* names that change how programs load are refused */
-	expect_bad_job(c, "e3", "{\"command\":\"printenv\",\"env\":[\"LD_PRELOAD=/tmp/x.so\"]}", "LD_PRELOAD");
+	expect_bad_job(c, "e3", "{\"command\":\"printenv\",\"env\":[\"LD_PRELOAD=/tmp/x.so\"]}",
+		       "LD_PRELOAD");
 	expect_bad_job(c, "e4", "{\"command\":\"printenv\",\"env\":[\"PATH=/tmp\"]}", "PATH");
 	/* '%' other than %jobdir% is the tools' own syntax: passed as is */
-	d = tc_run_job(c, "e5", "tools", "{\"command\":\"echo\",\"args\":[\"frame%03d.png\",\"50%\",\"%%\"]}", 5000);
+	d = tc_run_job(c, "e5", "tools",
+		       "{\"command\":\"echo\",\"args\":[\"frame%03d.png\",\"50%\",\"%%\"]}", 5000);
 	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), "frame%03d.png 50% %%\n");
 	json_object_put(d);
 	/* only http and https URLs */
-	expect_bad_job(c, "e7", "{\"command\":\"echo\",\"stdout\":\"file:///etc/passwd\"}", "job.stdout");
+	expect_bad_job(c, "e7", "{\"command\":\"echo\",\"stdout\":\"file:///etc/passwd\"}",
+		       "job.stdout");
 	CU_ASSERT_EQUAL(slots_in_use(), 0);
 	tc_close(c);
 	stop();
@@ -157,14 +166,18 @@ static void test_job_limits(void)
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
 	/* sh's ulimit -f counts 512-byte blocks: 1 MiB = 2048; no core files */
-	struct json_object *d = tc_run_job(c, "l1", "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
-				    "\"ulimit -n; ulimit -f; ulimit -t; ulimit -c; nice\"]}", 5000);
+	struct json_object *d = tc_run_job(c, "l1", "tools",
+					   "{\"command\":\"sh\",\"args\":[\"-c\","
+					   "\"ulimit -n; ulimit -f; ulimit -t; ulimit -c; nice\"]}",
+					   5000);
 	snprintf(expect, sizeof expect, "64\n2048\n30\n0\n%d\n", own + 3 > 19 ? 19 : own + 3);
 	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), expect);
 	json_object_put(d);
 	/* and the limit bites: writing 2 MiB fails with SIGXFSZ */
-	d = tc_run_job(c, "l2", "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
-		    "\"head -c 2097152 /dev/zero > big\"]}", 5000);
+	d = tc_run_job(c, "l2", "tools",
+		       "{\"command\":\"sh\",\"args\":[\"-c\","
+		       "\"head -c 2097152 /dev/zero > big\"]}",
+		       5000);
 	CU_ASSERT(tc_int(tc_receipt(d), "exit_code") != 0);
 	json_object_put(d);
 	tc_close(c);
@@ -188,7 +201,9 @@ static void test_timeout(void)
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
 	long long t0 = harness_now_ms();
-	struct json_object *d = tc_run_job(c, "t1", "tools", "{\"command\":\"sleep\",\"args\":[\"30\"],\"timeout_sec\":1}", 8000);
+	struct json_object *d = tc_run_job(
+		c, "t1", "tools", "{\"command\":\"sleep\",\"args\":[\"30\"],\"timeout_sec\":1}",
+		8000);
 	long long took = harness_now_ms() - t0;
 	CU_ASSERT_FATAL(d != NULL);
 	struct json_object *err;
@@ -209,7 +224,8 @@ static void test_leader_exits_children_left(void)
 	CU_ASSERT_FATAL(c != NULL);
 	/* the leader prints and exits; its background child holds stdout */
 	char job[160], pattern[96];
-	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"sleep 25.%d & echo started\"]}",
+	snprintf(job, sizeof job,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"sleep 25.%d & echo started\"]}",
 		 (int)getpid());
 	snprintf(pattern, sizeof pattern, "pgrep -f '^sleep 25.%d$' > /dev/null", (int)getpid());
 	long long t0 = harness_now_ms();
@@ -233,7 +249,8 @@ static void test_no_descriptor_leaks(void)
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
 	/* ls opens the directory as fd 3 itself: nothing else may be open */
-	struct json_object *d = tc_run_job(c, "f1", "tools", "{\"command\":\"ls\",\"args\":[\"/proc/self/fd\"]}", 5000);
+	struct json_object *d = tc_run_job(
+		c, "f1", "tools", "{\"command\":\"ls\",\"args\":[\"/proc/self/fd\"]}", 5000);
 	CU_ASSERT_FATAL(d != NULL);
 	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), "0\n1\n2\n3\n");
 	json_object_put(d);
@@ -337,7 +354,10 @@ static void test_removal_policy_and_janitor(void)
 	/* but not the directory of a job still running */
 	const char *token = tc_want_offer(c, "r3", "tools", 0, 3000);
 	CU_ASSERT_FATAL(token != NULL);
-	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"r3\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\",\"args\":[\"4\"]}}", token);
+	tc_send(c,
+		"{\"type\":\"JOB\",\"job_id\":\"r3\",\"token\":\"%s\",\"job\":{\"command\":"
+		"\"sleep\",\"args\":[\"4\"]}}",
+		token);
 	harness_sleep_ms(3500);
 	CU_ASSERT_EQUAL(job_dir_entries(), 1);
 	d = tc_expect(c, "DONE", 5000);
@@ -379,15 +399,20 @@ static void test_dir_not_reused_under_a_stray(void)
 	CU_ASSERT_FATAL(harness_start(&D, 1, b, NULL) == 0);
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	struct json_object *d = tc_run_job(c, "s1", "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
-		"\"pwd; setsid sh -c 'sleep 1; echo from-s1 > planted' </dev/null >/dev/null 2>&1 & sleep 0.3\"]}", 5000);
+	struct json_object *d = tc_run_job(c, "s1", "tools",
+					   "{\"command\":\"sh\",\"args\":[\"-c\","
+					   "\"pwd; setsid sh -c 'sleep 1; echo from-s1 > planted' "
+					   "</dev/null >/dev/null 2>&1 & sleep 0.3\"]}",
+					   5000);
 	const char *out = d ? tc_str(tc_receipt(d), "stdout") : NULL;
 	CU_ASSERT_FATAL(out != NULL);
 	char first[400];
 	snprintf(first, sizeof first, "%.*s", (int)strcspn(out, "\n"), out);
 	json_object_put(d);
-	d = tc_run_job(c, "s2", "tools", "{\"command\":\"sh\",\"args\":[\"-c\","
-		"\"pwd; sleep 1.5; ls -A\"]}", 8000);
+	d = tc_run_job(c, "s2", "tools",
+		       "{\"command\":\"sh\",\"args\":[\"-c\","
+		       "\"pwd; sleep 1.5; ls -A\"]}",
+		       8000);
 	out = d ? tc_str(tc_receipt(d), "stdout") : NULL;
 	CU_ASSERT_FATAL(out != NULL);
 	/* (the leader waits so that the stray is in its own session before the

@@ -13,11 +13,11 @@
  */
 #include "autoconfig.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,7 +34,8 @@ static struct es_daemon D;
 static void start(int handlers, int slots, const char *extra)
 {
 	char body[4096];
-	snprintf(body, sizeof body, "%s%s"
+	snprintf(body, sizeof body,
+		 "%s%s"
 		 "  sh:\n"
 		 "    waitgroup: wg\n"
 		 "    commands:\n"
@@ -115,12 +116,13 @@ static void test_token_answers(void)
 	struct json_object *o = json_tokener_parse(r.body);
 	CU_ASSERT(tc_str(o, "token") && strlen(tc_str(o, "token")) == 32);
 	CU_ASSERT(tc_str(o, "service") && strcmp(tc_str(o, "service"), "cat") == 0);
-	CU_ASSERT_EQUAL(tc_int(o, "valid_ms"), 10000);   /* the default */
+	CU_ASSERT_EQUAL(tc_int(o, "valid_ms"), 10000); /* the default */
 	json_object_put(o);
 	httpc_free(&r);
 	CU_ASSERT_EQUAL(wg_field("tokens"), 1);
 	/* the one slot is held: busy, for every service of the waitgroup */
-	CU_ASSERT_EQUAL(httpc_request(D.port, "GET", "/token/sleep", NULL, NULL, 0, 0, 5000, &r), 0);
+	CU_ASSERT_EQUAL(httpc_request(D.port, "GET", "/token/sleep", NULL, NULL, 0, 0, 5000, &r),
+			0);
 	CU_ASSERT_EQUAL(r.status, 503);
 	CU_ASSERT(body_is(&r, "All workers busy\n"));
 	CU_ASSERT(httpc_field(r.head, "Retry-After", v, sizeof v) && strcmp(v, "1") == 0);
@@ -149,8 +151,10 @@ static void test_parked_want_blocks_tokens(void)
 	CU_ASSERT_FATAL(a && b);
 	const char *t = tc_want_offer(a, "run", "sleep", 0, 5000);
 	CU_ASSERT_FATAL(t != NULL);
-	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"run\",\"token\":\"%s\","
-		"\"job\":{\"command\":\"sleep\",\"args\":[\"1\"]}}", t);
+	tc_send(a,
+		"{\"type\":\"JOB\",\"job_id\":\"run\",\"token\":\"%s\","
+		"\"job\":{\"command\":\"sleep\",\"args\":[\"1\"]}}",
+		t);
 	tc_send(b, "{\"type\":\"WANT\",\"job_id\":\"parked\",\"service\":\"cat\"}");
 	CU_ASSERT(tc_quiet(b, 200));
 	CU_ASSERT_EQUAL(wg_field("waiting"), 1);
@@ -179,13 +183,15 @@ static void run_sleep(struct tclient *c, const char *job_id, const char *service
 {
 	const char *t = tc_want_offer(c, job_id, service, 0, 5000);
 	CU_ASSERT_FATAL(t != NULL);
-	CU_ASSERT(tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
-			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}", job_id, t) == 0);
+	CU_ASSERT(tc_send(c,
+			  "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
+			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}",
+			  job_id, t) == 0);
 }
 
 static int auto_settled(struct json_object *st, void *arg)
 {
-	const long long *want = arg;	/* running, waiting, tokens */
+	const long long *want = arg; /* running, waiting, tokens */
 	return harness_json_int(st, "waitgroups", "auto", "running", NULL) == want[0] &&
 	       harness_json_int(st, "waitgroups", "auto", "waiting", NULL) == want[1] &&
 	       harness_json_int(st, "waitgroups", "auto", "tokens", NULL) == want[2];
@@ -197,8 +203,10 @@ static const char *service_class(const char *service)
 	struct json_object *st = harness_status(&D), *v;
 	snprintf(out, sizeof out, "%s",
 		 st && json_object_object_get_ex(st, "services", &v) &&
-		 json_object_object_get_ex(v, service, &v) &&
-		 json_object_object_get_ex(v, "class", &v) ? json_object_get_string(v) : "");
+				 json_object_object_get_ex(v, service, &v) &&
+				 json_object_object_get_ex(v, "class", &v)
+			 ? json_object_get_string(v)
+			 : "");
 	if (st)
 		json_object_put(st);
 	return out;
@@ -213,22 +221,23 @@ static void test_auto_balance_parked_wants(void)
 {
 	long long want[3];
 	CU_ASSERT_FATAL(harness_start(&D, 1,
-		"cpus: 4\n"
-		"fastReserve: 1\n"
-		"heavyThreshold: 400ms\n"
-		"minSamples: 1\n"
-		"unknownShare: 0.25\n"
-		"legacyTokenValiditySec: 1\n"
-		"services:\n"
-		"  quick:\n"
-		"    commands:\n"
-		"      true: {prog: \"true\"}\n"
-		"  slow:\n"
-		"    commands:\n"
-		"      sleep: {prog: sleep}\n"
-		"  fresh:\n"
-		"    commands:\n"
-		"      sleep: {prog: sleep}\n", NULL) == 0);
+				      "cpus: 4\n"
+				      "fastReserve: 1\n"
+				      "heavyThreshold: 400ms\n"
+				      "minSamples: 1\n"
+				      "unknownShare: 0.25\n"
+				      "legacyTokenValiditySec: 1\n"
+				      "services:\n"
+				      "  quick:\n"
+				      "    commands:\n"
+				      "      true: {prog: \"true\"}\n"
+				      "  slow:\n"
+				      "    commands:\n"
+				      "      sleep: {prog: sleep}\n"
+				      "  fresh:\n"
+				      "    commands:\n"
+				      "      sleep: {prog: sleep}\n",
+				      NULL) == 0);
 	struct tclient *a = tc_connect(D.port, "a");
 	CU_ASSERT_FATAL(a != NULL);
 	/* the classes: quick is light, slow heavy, fresh stays unknown */
@@ -248,7 +257,7 @@ static void test_auto_balance_parked_wants(void)
 	CU_ASSERT(harness_wait_status(&D, 5000, auto_settled, want) == 0);
 	CU_ASSERT_EQUAL(get_token("fresh", NULL), 503);
 	CU_ASSERT_EQUAL(get_token("quick", NULL), 200);
-	CU_ASSERT_EQUAL(get_token("slow", NULL), 200);	/* 1 + 1 + reserve < 4 */
+	CU_ASSERT_EQUAL(get_token("slow", NULL), 200); /* 1 + 1 + reserve < 4 */
 	CU_ASSERT_EQUAL(harness_wg_field(&D, "auto", "tokens"), 2);
 	CU_ASSERT(tc_send(a, "{\"type\":\"CANCEL\",\"job_id\":\"f2\"}") == 0);
 	CU_ASSERT(tc_send(a, "{\"type\":\"CANCEL\",\"job_id\":\"f1\"}") == 0);
@@ -257,7 +266,7 @@ static void test_auto_balance_parked_wants(void)
 		CU_ASSERT(done != NULL);
 		json_object_put(done);
 	}
-	want[0] = 0, want[1] = 0, want[2] = 0;	/* the tokens expire after 1 s */
+	want[0] = 0, want[1] = 0, want[2] = 0; /* the tokens expire after 1 s */
 	CU_ASSERT(harness_wait_status(&D, 8000, auto_settled, want) == 0);
 
 	/* three heavy jobs run, a fourth waits beside the reserve */
@@ -269,9 +278,9 @@ static void test_auto_balance_parked_wants(void)
 	CU_ASSERT(tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"h3\",\"service\":\"slow\"}") == 0);
 	want[0] = 3, want[1] = 1, want[2] = 0;
 	CU_ASSERT(harness_wait_status(&D, 5000, auto_settled, want) == 0);
-	CU_ASSERT_EQUAL(get_token("slow", NULL), 503);	/* the reserve is for light work */
-	CU_ASSERT_EQUAL(get_token("quick", NULL), 200);	/* which a light token is */
-	CU_ASSERT_EQUAL(get_token("quick", NULL), 503);	/* now the pool is full */
+	CU_ASSERT_EQUAL(get_token("slow", NULL), 503);  /* the reserve is for light work */
+	CU_ASSERT_EQUAL(get_token("quick", NULL), 200); /* which a light token is */
+	CU_ASSERT_EQUAL(get_token("quick", NULL), 503); /* now the pool is full */
 	CU_ASSERT_EQUAL(harness_wg_field(&D, "auto", "tokens"), 1);
 	CU_ASSERT_EQUAL(harness_wg_field(&D, "auto", "waiting"), 1);
 	for (int i = 0; i < 4; i++)
@@ -300,8 +309,8 @@ static void test_expiry_returns_the_slot(void)
 	struct json_object *offer = tc_expect(c, "OFFER", 4000);
 	long long waited = harness_now_ms() - t0;
 	CU_ASSERT(offer != NULL);
-	CU_ASSERT(waited >= 900);      /* not before the token's second ran out */
-	CU_ASSERT(waited < 2500);      /* expiry runs every 100 ms */
+	CU_ASSERT(waited >= 900); /* not before the token's second ran out */
+	CU_ASSERT(waited < 2500); /* expiry runs every 100 ms */
 	json_object_put(offer);
 	CU_ASSERT_EQUAL(wg_field("tokens"), 0);
 	CU_ASSERT_EQUAL(put_job("cat", tok, "{\"command\":\"true\"}", NULL, NULL, 0, 0, &r), 0);
@@ -341,8 +350,10 @@ static void test_token_on_another_handler(void)
 	for (int round = 0; round < 40 && !crossed; round++) {
 		struct httpc_resp r;
 		CU_ASSERT_EQUAL_FATAL(get_token("cat", tok), 200);
-		CU_ASSERT_EQUAL_FATAL(put_job("cat", tok, "{\"command\":\"echo\",\"args\":[\"hi\"]}", NULL,
-					      NULL, 0, 0, &r), 0);
+		CU_ASSERT_EQUAL_FATAL(put_job("cat", tok,
+					      "{\"command\":\"echo\",\"args\":[\"hi\"]}", NULL,
+					      NULL, 0, 0, &r),
+				      0);
 		CU_ASSERT_EQUAL(r.status, 200);
 		CU_ASSERT(body_is(&r, "hi\n"));
 		httpc_free(&r);
@@ -363,7 +374,8 @@ static void test_single_use(void)
 	CU_ASSERT_EQUAL_FATAL(get_token("cat", tok), 200);
 	CU_ASSERT_EQUAL(put_job("cat", tok, "{\"command\":\"true\"}", NULL, NULL, 0, 0, &r), 0);
 	CU_ASSERT_EQUAL(r.status, 200);
-	CU_ASSERT(httpc_field(r.head, "X-Execserver-Exit-Code", v, sizeof v) && strcmp(v, "0") == 0);
+	CU_ASSERT(httpc_field(r.head, "X-Execserver-Exit-Code", v, sizeof v) &&
+		  strcmp(v, "0") == 0);
 	httpc_free(&r);
 	CU_ASSERT_EQUAL(put_job("cat", tok, "{\"command\":\"true\"}", NULL, NULL, 0, 0, &r), 0);
 	CU_ASSERT_EQUAL(r.status, 403);
@@ -374,8 +386,9 @@ static void test_single_use(void)
 	CU_ASSERT_EQUAL(put_job("cat", tok, "{\"command\":\"true\"}", NULL, NULL, 0, 0, &r), 0);
 	CU_ASSERT_EQUAL(r.status, 403);
 	httpc_free(&r);
-	CU_ASSERT_EQUAL(put_job("sleep", tok, "{\"command\":\"sleep\",\"args\":[\"0\"]}", NULL, NULL,
-				0, 0, &r), 0);
+	CU_ASSERT_EQUAL(put_job("sleep", tok, "{\"command\":\"sleep\",\"args\":[\"0\"]}", NULL,
+				NULL, 0, 0, &r),
+			0);
 	CU_ASSERT_EQUAL(r.status, 200);
 	httpc_free(&r);
 	CU_ASSERT_EQUAL(wg_field("tokens"), 0);
@@ -404,7 +417,8 @@ static void test_body_mode(void)
 		CU_ASSERT_EQUAL_FATAL(get_token("cat", tok), 200);
 		CU_ASSERT_EQUAL_FATAL(put_job("cat", tok, "{\"command\":\"cat\"}",
 					      "TE: trailers\r\nExpect: 100-continue\r\n", data, len,
-					      chunked ? 100000 : 0, &r), 0);
+					      chunked ? 100000 : 0, &r),
+				      0);
 		CU_ASSERT_EQUAL(r.status, 200);
 		CU_ASSERT(r.interim_100);
 		CU_ASSERT(r.chunked && r.complete);
@@ -420,12 +434,15 @@ static void test_body_mode(void)
 
 	/* a small failure: 422, body = its output, the stderr line in the receipt */
 	CU_ASSERT_EQUAL_FATAL(get_token("sh", tok), 200);
-	CU_ASSERT_EQUAL(put_job("sh", tok, "{\"command\":\"sh\",\"args\":[\"-c\",\"echo hi; echo "
-				"first >&2; echo 'the decisive line' >&2; exit 3\"]}", NULL, NULL, 0, 0,
-				&r), 0);
+	CU_ASSERT_EQUAL(put_job("sh", tok,
+				"{\"command\":\"sh\",\"args\":[\"-c\",\"echo hi; echo "
+				"first >&2; echo 'the decisive line' >&2; exit 3\"]}",
+				NULL, NULL, 0, 0, &r),
+			0);
 	CU_ASSERT_EQUAL(r.status, 422);
 	CU_ASSERT(body_is(&r, "hi\n"));
-	CU_ASSERT(httpc_field(r.head, "X-Execserver-Exit-Code", v, sizeof v) && strcmp(v, "3") == 0);
+	CU_ASSERT(httpc_field(r.head, "X-Execserver-Exit-Code", v, sizeof v) &&
+		  strcmp(v, "3") == 0);
 	struct json_object *rc = receipt_of(&r);
 	CU_ASSERT(rc && tc_int(rc, "exit_code") == 3 && tc_str(rc, "stderr") &&
 		  strcmp(tc_str(rc, "stderr"), "the decisive line") == 0);
@@ -451,7 +468,8 @@ static void test_body_mode(void)
 			CU_FAIL("not a prefix of the output");
 			break;
 		}
-	CU_ASSERT(httpc_field(r.trailers, "X-Execserver-Exit-Code", v, sizeof v) && strcmp(v, "2") == 0);
+	CU_ASSERT(httpc_field(r.trailers, "X-Execserver-Exit-Code", v, sizeof v) &&
+		  strcmp(v, "2") == 0);
 	rc = receipt_of(&r);
 	CU_ASSERT(rc && tc_str(rc, "stderr") && strcmp(tc_str(rc, "stderr"), "broken") == 0);
 	json_object_put(rc);
@@ -459,8 +477,11 @@ static void test_body_mode(void)
 
 	/* a program that cannot start */
 	CU_ASSERT_EQUAL_FATAL(get_token("cat", tok), 200);
-	CU_ASSERT_EQUAL(put_job("cat", tok, "{\"command\":\"cat\",\"inputs\":[{\"name\":\"x\","
-				"\"url\":\"http://127.0.0.1:1/nothing\"}]}", NULL, NULL, 0, 0, &r), 0);
+	CU_ASSERT_EQUAL(put_job("cat", tok,
+				"{\"command\":\"cat\",\"inputs\":[{\"name\":\"x\","
+				"\"url\":\"http://127.0.0.1:1/nothing\"}]}",
+				NULL, NULL, 0, 0, &r),
+			0);
 	CU_ASSERT(r.status == 422 || r.status == 503);
 	rc = receipt_of(&r);
 	struct json_object *err = NULL;
@@ -487,8 +508,10 @@ static void test_bad_requests(void)
 		{ "[1]", 400, "bad_job: job: not a JSON object" },
 		{ "{\"command\":\"rm\"}", 400, "unknown_command: " },
 		{ "{\"args\":[]}", 400, "bad_job: " },
-		{ "{\"command\":\"cat\",\"stdin\":\"http://127.0.0.1:1/\"}", 400, "bad_job: stdin: " },
-		{ "{\"command\":\"cat\",\"stdout\":\"http://127.0.0.1:1/\"}", 400, "bad_job: stdout: " },
+		{ "{\"command\":\"cat\",\"stdin\":\"http://127.0.0.1:1/\"}", 400,
+		  "bad_job: stdin: " },
+		{ "{\"command\":\"cat\",\"stdout\":\"http://127.0.0.1:1/\"}", 400,
+		  "bad_job: stdout: " },
 	};
 	start(2, 1, NULL);
 	CU_ASSERT_EQUAL_FATAL(get_token("cat", tok), 200);
@@ -514,8 +537,10 @@ static void test_bad_requests(void)
 	char *body = calloc(1, big);
 	CU_ASSERT_FATAL(body != NULL);
 	for (int chunked = 0; chunked < 2; chunked++) {
-		CU_ASSERT_EQUAL(put_job("cat", "ffffffffffffffffffffffffffffffff", "{\"command\":\"cat\"}",
-					NULL, body, big, chunked ? 65536 : 0, &r), 0);
+		CU_ASSERT_EQUAL(put_job("cat", "ffffffffffffffffffffffffffffffff",
+					"{\"command\":\"cat\"}", NULL, body, big,
+					chunked ? 65536 : 0, &r),
+				0);
 		CU_ASSERT_EQUAL(r.status, 403);
 		CU_ASSERT(body_is(&r, "Token not found\n"));
 		httpc_free(&r);
@@ -555,7 +580,8 @@ static pid_t find_sleep_job(pid_t *handler)
 		FILE *f = fopen(path, "r");
 		if (!f)
 			continue;
-		if (fscanf(f, "%*d (%63[^)]) %*c %d", comm, &ppid) == 2 && strcmp(comm, "sleep") == 0)
+		if (fscanf(f, "%*d (%63[^)]) %*c %d", comm, &ppid) == 2 &&
+		    strcmp(comm, "sleep") == 0)
 			for (int i = 0; i < n; i++)
 				if (pids[i] > 0 && pids[i] == ppid) {
 					found = (pid_t)atoi(e->d_name);
@@ -606,8 +632,8 @@ static pid_t put_sleep_in_child(const char *tok)
 	pid_t child = fork();
 	if (child == 0) {
 		struct httpc_resp r;
-		int rc = put_job("sleep", tok, "{\"command\":\"sleep\",\"args\":[\"30\"]}", NULL, NULL,
-				 0, 0, &r);
+		int rc = put_job("sleep", tok, "{\"command\":\"sleep\",\"args\":[\"30\"]}", NULL,
+				 NULL, 0, 0, &r);
 		_exit(rc != 0 ? 0 : 1);
 	}
 	return child;
@@ -632,7 +658,7 @@ static void test_handler_crash(void)
 	CU_ASSERT_EQUAL(waitpid(child, &status, 0), child);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	harness_sleep_ms(200);
-	CU_ASSERT(!alive(job));      /* the job died with its handler */
+	CU_ASSERT(!alive(job)); /* the job died with its handler */
 	CU_ASSERT_EQUAL(get_token("sleep", tok), 200);
 	stop();
 }
@@ -647,8 +673,10 @@ static void test_client_gone(void)
 	start(2, 1, NULL);
 	CU_ASSERT_EQUAL_FATAL(get_token("sleep", tok), 200);
 	char req[512];
-	snprintf(req, sizeof req, "PUT /job/sleep?token=%s&job=%s HTTP/1.1\r\nHost: x\r\n"
-		 "Content-Length: 0\r\n\r\n", tok, httpc_qs("{\"command\":\"sleep\",\"args\":[\"30\"]}"));
+	snprintf(req, sizeof req,
+		 "PUT /job/sleep?token=%s&job=%s HTTP/1.1\r\nHost: x\r\n"
+		 "Content-Length: 0\r\n\r\n",
+		 tok, httpc_qs("{\"command\":\"sleep\",\"args\":[\"30\"]}"));
 	int fd = wsc_tcp_connect("127.0.0.1", D.port, 2000);
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT_EQUAL(write(fd, req, strlen(req)), (ssize_t)strlen(req));
@@ -681,8 +709,8 @@ static void test_body_cut(void)
 	for (int i = 0; i < 2; i++) {
 		char tok[33], req[1024];
 		CU_ASSERT_EQUAL_FATAL(get_token("cat", tok), 200);
-		snprintf(req, sizeof req, "PUT /job/cat?token=%s&job=%s HTTP/1.1\r\nHost: x\r\n%s", tok,
-			 httpc_qs("{\"command\":\"cat\"}"), cuts[i]);
+		snprintf(req, sizeof req, "PUT /job/cat?token=%s&job=%s HTTP/1.1\r\nHost: x\r\n%s",
+			 tok, httpc_qs("{\"command\":\"cat\"}"), cuts[i]);
 		int fd = wsc_tcp_connect("127.0.0.1", D.port, 2000);
 		CU_ASSERT_FATAL(fd >= 0);
 		CU_ASSERT_EQUAL(write(fd, req, strlen(req)), (ssize_t)strlen(req));
@@ -711,7 +739,8 @@ static void reload_with(const char *line, const char *headers, int want)
 	for (int i = 0; i < 100 && status != want; i++) {
 		struct httpc_resp r;
 		harness_sleep_ms(50);
-		if (httpc_request(D.port, "GET", "/token/cat", headers, NULL, 0, 0, 5000, &r) == 0) {
+		if (httpc_request(D.port, "GET", "/token/cat", headers, NULL, 0, 0, 5000, &r) ==
+		    0) {
 			status = r.status;
 			httpc_free(&r);
 		}
@@ -728,7 +757,8 @@ static void test_auth_and_reload(void)
 	start(1, 1, "legacyTokenValiditySec: 1\n");
 	reload_with("authToken: s3cret\n", NULL, 401);
 	CU_ASSERT_EQUAL(put_job("cat", "00000000000000000000000000000000", "{\"command\":\"true\"}",
-				NULL, NULL, 0, 0, &r), 0);
+				NULL, NULL, 0, 0, &r),
+			0);
 	CU_ASSERT_EQUAL(r.status, 401);
 	httpc_free(&r);
 	CU_ASSERT_EQUAL(httpc_request(D.port, "GET", "/token/cat", auth, NULL, 0, 0, 5000, &r), 0);
@@ -736,7 +766,7 @@ static void test_auth_and_reload(void)
 	CU_ASSERT(r.status == 200 || r.status == 503);
 	httpc_free(&r);
 	reload_with("legacyToken: off\n", auth, 404);
-	harness_sleep_ms(1200);           /* the issued tokens expire all the same */
+	harness_sleep_ms(1200); /* the issued tokens expire all the same */
 	int status = harness_stop(&D, 15000);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	harness_cleanup(&D);
@@ -749,7 +779,8 @@ static void test_switched_off(void)
 	start(1, 1, "legacyToken: off\n");
 	CU_ASSERT_EQUAL(get_token("cat", tok), 404);
 	CU_ASSERT_EQUAL(put_job("cat", "00000000000000000000000000000000", "{\"command\":\"true\"}",
-				NULL, NULL, 0, 0, &r), 0);
+				NULL, NULL, 0, 0, &r),
+			0);
 	CU_ASSERT_EQUAL(r.status, 404);
 	httpc_free(&r);
 	CU_ASSERT_EQUAL(wg_field("tokens"), 0);
@@ -761,7 +792,8 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "GET /token answers", test_token_answers },
 		{ "a parked want blocks tokens", test_parked_want_blocks_tokens },
-		{ "auto-balance: only wants that may take the slot block tokens", test_auto_balance_parked_wants },
+		{ "auto-balance: only wants that may take the slot block tokens",
+		  test_auto_balance_parked_wants },
 		{ "expiry returns the slot", test_expiry_returns_the_slot },
 		{ "a token redeemed on another handler", test_token_on_another_handler },
 		{ "single use, bound to its service", test_single_use },

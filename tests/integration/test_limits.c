@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -149,7 +149,8 @@ static void test_max_frame_bytes(void)
 	if (e)
 		json_object_put(e);
 	/* one byte more closes with 1009 */
-	snprintf(msg, sizeof msg, "{\"type\":\"QUERY\",\"job_id\":\"q\",\"x\":\"%0*d\"}", pad + 1, 0);
+	snprintf(msg, sizeof msg, "{\"type\":\"QUERY\",\"job_id\":\"q\",\"x\":\"%0*d\"}", pad + 1,
+		 0);
 	CU_ASSERT(wsc_send_text(big->ws, msg, strlen(msg)) == 0);
 	CU_ASSERT_EQUAL(close_code(big, 3000), 1009);
 	CU_ASSERT(works(other, "o1"));
@@ -234,16 +235,21 @@ static void test_idle_timeout(void)
 	tc_close(pinger);
 
 	/* a parked want keeps a connection open, however quiet */
-	struct tclient *holder = tc_connect(D.port, "holder"), *parked = tc_connect(D.port, "parked");
+	struct tclient *holder = tc_connect(D.port, "holder"),
+		       *parked = tc_connect(D.port, "parked");
 	CU_ASSERT_FATAL(holder && parked);
 	const char *tok = tc_want_offer(holder, "s1", "sleep", 0, 3000);
 	CU_ASSERT_FATAL(tok != NULL);
-	tc_send(holder, "{\"type\":\"JOB\",\"job_id\":\"s1\",\"token\":\"%s\",\"job\":"
-		"{\"command\":\"sleep\",\"args\":[\"3\"]}}", tok);
+	tc_send(holder,
+		"{\"type\":\"JOB\",\"job_id\":\"s1\",\"token\":\"%s\",\"job\":"
+		"{\"command\":\"sleep\",\"args\":[\"3\"]}}",
+		tok);
 	tok = tc_want_offer(parked, "s2", "sleep", 0, 3000);
 	CU_ASSERT_FATAL(tok != NULL);
-	tc_send(parked, "{\"type\":\"JOB\",\"job_id\":\"s2\",\"token\":\"%s\",\"job\":"
-		"{\"command\":\"sleep\",\"args\":[\"3\"]}}", tok);
+	tc_send(parked,
+		"{\"type\":\"JOB\",\"job_id\":\"s2\",\"token\":\"%s\",\"job\":"
+		"{\"command\":\"sleep\",\"args\":[\"3\"]}}",
+		tok);
 	struct tclient *waiter = tc_connect(D.port, "waiter");
 	CU_ASSERT_FATAL(waiter != NULL);
 	tc_send(waiter, "{\"type\":\"WANT\",\"job_id\":\"p1\",\"service\":\"cat\"}");
@@ -263,8 +269,10 @@ static void test_idle_timeout(void)
 	char token[32];
 	snprintf(token, sizeof token, "%s", tc_str(o, "token"));
 	json_object_put(o);
-	tc_send(waiter, "{\"type\":\"JOB\",\"job_id\":\"p1\",\"token\":\"%s\",\"job\":"
-		"{\"command\":\"true\"}}", token);
+	tc_send(waiter,
+		"{\"type\":\"JOB\",\"job_id\":\"p1\",\"token\":\"%s\",\"job\":"
+		"{\"command\":\"true\"}}",
+		token);
 	d = tc_expect(waiter, "DONE", 3000);
 	CU_ASSERT(d != NULL);
 	if (d)
@@ -285,14 +293,18 @@ static void test_max_jobs_per_client(void)
 	CU_ASSERT_FATAL(k1 && k2 && m);
 	const char *t = tc_want_offer(k1, "a", "sleep", 0, 3000);
 	CU_ASSERT_FATAL(t != NULL);
-	tc_send(k1, "{\"type\":\"JOB\",\"job_id\":\"a\",\"token\":\"%s\",\"job\":"
-		"{\"command\":\"sleep\",\"args\":[\"2\"]}}", t);
+	tc_send(k1,
+		"{\"type\":\"JOB\",\"job_id\":\"a\",\"token\":\"%s\",\"job\":"
+		"{\"command\":\"sleep\",\"args\":[\"2\"]}}",
+		t);
 	harness_sleep_ms(200);
 	/* the same client on the other handler: a second JOB is refused */
 	t = tc_want_offer(k2, "b", "cat", 0, 3000);
 	CU_ASSERT_FATAL(t != NULL);
-	tc_send(k2, "{\"type\":\"JOB\",\"job_id\":\"b\",\"token\":\"%s\",\"job\":"
-		"{\"command\":\"true\"}}", t);
+	tc_send(k2,
+		"{\"type\":\"JOB\",\"job_id\":\"b\",\"token\":\"%s\",\"job\":"
+		"{\"command\":\"true\"}}",
+		t);
 	struct json_object *e = tc_expect(k2, "ERROR", 3000);
 	CU_ASSERT(e && strcmp(tc_str(e, "code"), "limit_reached") == 0 &&
 		  strcmp(tc_str(e, "job_id"), "b") == 0 &&
@@ -334,8 +346,10 @@ static void test_max_jobs_repaired(void)
 	CU_ASSERT_FATAL(c != NULL);
 	const char *t = tc_want_offer(c, "x", "sleep", 0, 3000);
 	CU_ASSERT_FATAL(t != NULL);
-	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"x\",\"token\":\"%s\",\"job\":"
-		"{\"command\":\"sleep\",\"args\":[\"5\"]}}", t);
+	tc_send(c,
+		"{\"type\":\"JOB\",\"job_id\":\"x\",\"token\":\"%s\",\"job\":"
+		"{\"command\":\"sleep\",\"args\":[\"5\"]}}",
+		t);
 	CU_ASSERT(close_code(c, 5000) >= 0); /* its handler died */
 	tc_close(c);
 	struct tclient *again = NULL;

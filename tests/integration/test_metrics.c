@@ -26,7 +26,7 @@
 struct doc_metric {
 	char name[96];
 	char labels[160];
-	int auto_only;		/* listed after "with auto-balance also" */
+	int auto_only; /* listed after "with auto-balance also" */
 };
 
 static struct doc_metric doc[64];
@@ -66,8 +66,9 @@ static void doc_expand(const char *span, size_t len, int auto_only)
 			char name[200];
 			if (end == NULL)
 				end = close;
-			int n = snprintf(name, sizeof name, "%.*s%.*s%.*s", (int)(open - span), span,
-					 (int)(end - alt), alt, (int)(len - (size_t)(close + 1 - span)), close + 1);
+			int n = snprintf(name, sizeof name, "%.*s%.*s%.*s", (int)(open - span),
+					 span, (int)(end - alt), alt,
+					 (int)(len - (size_t)(close + 1 - span)), close + 1);
 			doc_expand(name, (size_t)n, auto_only);
 			alt = end + 1;
 		}
@@ -102,7 +103,7 @@ static void doc_load(void)
 		p = q + 1;
 	}
 	free(md);
-	CU_ASSERT(ndoc >= 16);	/* what the section listed when this test was written */
+	CU_ASSERT(ndoc >= 16); /* what the section listed when this test was written */
 }
 
 /* 1 if body has a sample of name (whose line contains label_text, when
@@ -138,14 +139,17 @@ static void check_documented(const char *body, int with_auto)
 		snprintf(text, sizeof text, "# TYPE %.95s ", m->name);
 		if (m->auto_only && !with_auto) {
 			if (strstr(body, text))
-				fprintf(stderr, "%s: an auto-balance metric with fixed waitgroups\n", m->name);
+				fprintf(stderr,
+					"%s: an auto-balance metric with fixed waitgroups\n",
+					m->name);
 			CU_ASSERT(strstr(body, text) == NULL);
 			continue;
 		}
 		int ok = strstr(body, text) != NULL && has_sample(body, m->name, NULL);
 		char labels[160];
 		snprintf(labels, sizeof labels, "%s", m->labels);
-		for (char *save, *lab = strtok_r(labels, ",", &save); lab; lab = strtok_r(NULL, ",", &save)) {
+		for (char *save, *lab = strtok_r(labels, ",", &save); lab;
+		     lab = strtok_r(NULL, ",", &save)) {
 			char *eq = strchr(lab, '=');
 			if (eq == NULL) {
 				snprintf(text, sizeof text, "%s=\"", lab);
@@ -155,13 +159,15 @@ static void check_documented(const char *body, int with_auto)
 			*eq = '\0';
 			char *vals = eq + 1 + (eq[1] == '"');
 			vals[strcspn(vals, "\"")] = '\0';
-			for (char *s2, *v = strtok_r(vals, "|", &s2); v; v = strtok_r(NULL, "|", &s2)) {
+			for (char *s2, *v = strtok_r(vals, "|", &s2); v;
+			     v = strtok_r(NULL, "|", &s2)) {
 				snprintf(text, sizeof text, "%s=\"%s\"", lab, v);
 				ok = ok && has_sample(body, m->name, text);
 			}
 		}
 		if (!ok)
-			fprintf(stderr, "/metrics lacks %s{%s} as protocol.md lists it\n", m->name, m->labels);
+			fprintf(stderr, "/metrics lacks %s{%s} as protocol.md lists it\n", m->name,
+				m->labels);
 		CU_ASSERT(ok);
 	}
 	for (const char *t = strstr(body, "# TYPE "); t; t = strstr(t + 1, "# TYPE ")) {
@@ -182,7 +188,8 @@ static void get_metrics(const struct es_daemon *d)
 {
 	int status = 0;
 	body[0] = '\0';
-	CU_ASSERT(wsc_http_get("127.0.0.1", d->port, "/metrics", 5000, &status, body, sizeof body) >= 0);
+	CU_ASSERT(wsc_http_get("127.0.0.1", d->port, "/metrics", 5000, &status, body,
+			       sizeof body) >= 0);
 	CU_ASSERT_EQUAL(status, 200);
 }
 
@@ -213,12 +220,15 @@ static void start_sleep(const struct es_daemon *d, struct tclient *c, const char
 	long long one = 1;
 	const char *token = tc_want_offer(c, job_id, "sleep", 0, 5000);
 	CU_ASSERT_FATAL(token != NULL);
-	CU_ASSERT(tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
-			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}", job_id, token) == 0);
+	CU_ASSERT(tc_send(c,
+			  "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
+			  "\"job\":{\"command\":\"sleep\",\"args\":[\"30\"]}}",
+			  job_id, token) == 0);
 	CU_ASSERT(harness_wait_status(d, 5000, running_is, &one) == 0);
 }
 
-static void expect_done(struct tclient *c, const char *job_id, long long exit_code, const char *error)
+static void expect_done(struct tclient *c, const char *job_id, long long exit_code,
+			const char *error)
 {
 	struct json_object *done = tc_expect(c, "DONE", 10000), *r = tc_receipt(done);
 	CU_ASSERT_FATAL(done != NULL);
@@ -257,7 +267,8 @@ static void test_fixed(void)
 	/* an offer declined, a service that does not exist */
 	const char *token = tc_want_offer(a, "j3", "cat", 0, 5000);
 	CU_ASSERT_FATAL(token != NULL);
-	CU_ASSERT(tc_send(a, "{\"type\":\"DECLINE\",\"job_id\":\"j3\",\"token\":\"%s\"}", token) == 0);
+	CU_ASSERT(tc_send(a, "{\"type\":\"DECLINE\",\"job_id\":\"j3\",\"token\":\"%s\"}", token) ==
+		  0);
 	CU_ASSERT(tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"j4\",\"service\":\"nosuch\"}") == 0);
 	struct json_object *err = tc_expect(a, "ERROR", 5000);
 	CU_ASSERT(err != NULL && strcmp(tc_str(err, "code"), "unknown_service") == 0);
@@ -275,8 +286,8 @@ static void test_fixed(void)
 	check_documented(body, 0);
 	CU_ASSERT_EQUAL(value("execserver_clients"), 2);
 	CU_ASSERT_EQUAL(value("execserver_connections"), 2);
-	CU_ASSERT_EQUAL(value("execserver_wants"), 2);	/* h running, j6 parked */
-	CU_ASSERT_EQUAL(value("execserver_grants_total"), 5);	/* j1 j2 j3 j5 h */
+	CU_ASSERT_EQUAL(value("execserver_wants"), 2);        /* h running, j6 parked */
+	CU_ASSERT_EQUAL(value("execserver_grants_total"), 5); /* j1 j2 j3 j5 h */
 	CU_ASSERT_EQUAL(value("execserver_book_repairs_total"), 0);
 	CU_ASSERT_EQUAL(value("execserver_draining"), 0);
 	CU_ASSERT_EQUAL(value("execserver_waitgroup_processes{waitgroup=\"wg\"}"), 1);
@@ -284,12 +295,18 @@ static void test_fixed(void)
 	CU_ASSERT_EQUAL(value("execserver_waitgroup_offered{waitgroup=\"wg\"}"), 0);
 	CU_ASSERT_EQUAL(value("execserver_waitgroup_waiting{waitgroup=\"wg\"}"), 1);
 	CU_ASSERT_EQUAL(value("execserver_waitgroup_tokens{waitgroup=\"wg\"}"), 0);
-	CU_ASSERT_EQUAL(value("execserver_service_jobs_total{service=\"cat\",outcome=\"started\"}"), 2);
-	CU_ASSERT_EQUAL(value("execserver_service_jobs_total{service=\"cat\",outcome=\"finished\"}"), 2);
-	CU_ASSERT_EQUAL(value("execserver_service_jobs_total{service=\"cat\",outcome=\"failed\"}"), 1);
-	CU_ASSERT_EQUAL(value("execserver_service_jobs_total{service=\"sleep\",outcome=\"started\"}"), 2);
-	CU_ASSERT_EQUAL(value("execserver_service_jobs_total{service=\"sleep\",outcome=\"finished\"}"), 1);
-	CU_ASSERT_EQUAL(value("execserver_service_jobs_total{service=\"sleep\",outcome=\"failed\"}"), 1);
+	CU_ASSERT_EQUAL(value("execserver_service_jobs_total{service=\"cat\",outcome=\"started\"}"),
+			2);
+	CU_ASSERT_EQUAL(
+		value("execserver_service_jobs_total{service=\"cat\",outcome=\"finished\"}"), 2);
+	CU_ASSERT_EQUAL(value("execserver_service_jobs_total{service=\"cat\",outcome=\"failed\"}"),
+			1);
+	CU_ASSERT_EQUAL(
+		value("execserver_service_jobs_total{service=\"sleep\",outcome=\"started\"}"), 2);
+	CU_ASSERT_EQUAL(
+		value("execserver_service_jobs_total{service=\"sleep\",outcome=\"finished\"}"), 1);
+	CU_ASSERT_EQUAL(
+		value("execserver_service_jobs_total{service=\"sleep\",outcome=\"failed\"}"), 1);
 	CU_ASSERT_EQUAL(value("execserver_service_runtime_samples{service=\"cat\"}"), 2);
 	double mean = value("execserver_service_mean_runtime_seconds{service=\"cat\"}");
 	CU_ASSERT(mean >= 0 && mean < 1.0);
@@ -301,7 +318,7 @@ static void test_fixed(void)
 	json_object_put(st);
 
 	CU_ASSERT(tc_send(b, "{\"type\":\"CANCEL\",\"job_id\":\"h\"}") == 0);
-	expect_done(b, "h", 0, "cancelled");	/* so that the stop need not wait for it */
+	expect_done(b, "h", 0, "cancelled"); /* so that the stop need not wait for it */
 	tc_close(a);
 	tc_close(b);
 	CU_ASSERT_EQUAL(harness_stop(&d, 10000), 0);
@@ -315,12 +332,13 @@ static void test_auto_balance(void)
 
 	doc_load();
 	CU_ASSERT_FATAL(harness_start(&d, 1,
-		"cpus: 3\n"
-		"fastReserve: 1\n"
-		"services:\n"
-		"  light:\n"
-		"    commands:\n"
-		"      true: {prog: \"true\"}\n", NULL) == 0);
+				      "cpus: 3\n"
+				      "fastReserve: 1\n"
+				      "services:\n"
+				      "  light:\n"
+				      "    commands:\n"
+				      "      true: {prog: \"true\"}\n",
+				      NULL) == 0);
 	get_metrics(&d);
 	check_documented(body, 1);
 	CU_ASSERT_EQUAL(value("execserver_fast_reserve"), 1);
@@ -334,8 +352,10 @@ static void test_auto_balance(void)
 int main(void)
 {
 	static const struct test_case cases[] = {
-		{ "fixed waitgroups: every documented metric, the values of a known sequence", test_fixed },
-		{ "auto-balance: every documented metric, the class and reserve", test_auto_balance },
+		{ "fixed waitgroups: every documented metric, the values of a known sequence",
+		  test_fixed },
+		{ "auto-balance: every documented metric, the class and reserve",
+		  test_auto_balance },
 		{ NULL, NULL },
 	};
 	return run_suite("metrics", cases);

@@ -18,9 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -30,18 +30,17 @@
 
 static struct es_daemon D;
 
-static const char body_tools[] =
-	"waitgroups:\n"
-	"  wg:\n"
-	"    processes: 2\n"
-	"env: [FOO=bar, LANG=C]\n"
-	"services:\n"
-	"  tools:\n"
-	"    waitgroup: wg\n"
-	"    commands:\n"
-	"      id: {prog: id}\n"
-	"      env: {prog: env}\n"
-	"      touch: {prog: touch}\n";
+static const char body_tools[] = "waitgroups:\n"
+				 "  wg:\n"
+				 "    processes: 2\n"
+				 "env: [FOO=bar, LANG=C]\n"
+				 "services:\n"
+				 "  tools:\n"
+				 "    waitgroup: wg\n"
+				 "    commands:\n"
+				 "      id: {prog: id}\n"
+				 "      env: {prog: env}\n"
+				 "      touch: {prog: touch}\n";
 
 /* The value of a "Key:\t..." line of /proc/<pid>/status, or "" (static). */
 static const char *proc_status(int pid, const char *key)

@@ -28,8 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -44,8 +44,8 @@ static void start(int ping_timeout_sec)
 {
 	char body[4096];
 	snprintf(body, sizeof body,
-		 "resumeGraceSec: 10\npingIntervalSec: 1\npingTimeoutSec: %d\n%s",
-		 ping_timeout_sec, harness_default_body(2));
+		 "resumeGraceSec: 10\npingIntervalSec: 1\npingTimeoutSec: %d\n%s", ping_timeout_sec,
+		 harness_default_body(2));
 	CU_ASSERT_FATAL(harness_start(&D, 2, body, NULL) == 0);
 }
 
@@ -76,8 +76,11 @@ static void start_sleep(struct tclient *c, const char *id, const char *secs)
 {
 	const char *t = tc_want_offer(c, id, "sleep", 0, 3000);
 	CU_ASSERT_FATAL(t != NULL);
-	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\","
-		   "\"args\":[\"%s\"]}}", id, t, secs);
+	tc_send(c,
+		"{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":{\"command\":"
+		"\"sleep\","
+		"\"args\":[\"%s\"]}}",
+		id, t, secs);
 }
 
 /* The next DONE on c is job id's, exit code 0 (or error code `error`). */
@@ -151,7 +154,7 @@ static void test_silent_client_gets_done_on_return(void)
 	CU_ASSERT_FATAL(b != NULL);
 	expect_done(b, "j", NULL, 3000);
 	ack(b, "j");
-	CU_ASSERT(tc_quiet(b, 300));    /* exactly once */
+	CU_ASSERT(tc_quiet(b, 300)); /* exactly once */
 	silent_got_done_then_1001(a, "j");
 	tc_close(a);
 	tc_close(b);
@@ -161,13 +164,13 @@ static void test_silent_client_gets_done_on_return(void)
 
 static void test_new_connection_takes_over(void)
 {
-	start(60);     /* the server will not notice the silence in this test */
+	start(60); /* the server will not notice the silence in this test */
 	struct tclient *a = v2("rc2");
 	CU_ASSERT_FATAL(a != NULL);
 	wsc_set_options(a->ws, WSC_OPT_NO_AUTO_PONG);
 	start_sleep(a, "j", "0.3");
 	start_sleep(a, "k", "1.5");
-	harness_sleep_ms(800);          /* j ended, its DONE went to a */
+	harness_sleep_ms(800); /* j ended, its DONE went to a */
 	struct tclient *b = v2("rc2");
 	CU_ASSERT_FATAL(b != NULL);
 	/* j's DONE again, and k's when it ends: b owns both now */
@@ -184,8 +187,8 @@ static void test_new_connection_takes_over(void)
 	tc_send(b, "{\"type\":\"CANCEL\",\"job_id\":\"k\"}");
 	CU_ASSERT(tc_quiet(b, 300));
 	ack(b, "k");
-	ack(b, "k");                    /* a second ACK changes nothing */
-	ack(b, "nope");                 /* nor one of an unknown job */
+	ack(b, "k");    /* a second ACK changes nothing */
+	ack(b, "nope"); /* nor one of an unknown job */
 	CU_ASSERT(tc_quiet(b, 300));
 	tc_close(b);
 	tc_close(a);
@@ -215,7 +218,7 @@ static void wg_counts(long long *running, long long *offered)
  * adoption sent there), the job never runs, and its slot is free. */
 static void test_late_job_on_superseded_connection(void)
 {
-	start(60);     /* the server will not notice that A was given up */
+	start(60); /* the server will not notice that A was given up */
 	struct tclient *a = v2("late");
 	CU_ASSERT_FATAL(a != NULL);
 	const char *t = tc_want_offer(a, "j", "sleep", 0, 3000);
@@ -231,8 +234,10 @@ static void test_late_job_on_superseded_connection(void)
 	if (e)
 		json_object_put(e);
 	/* the JOB that was on its way on A */
-	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"j\",\"token\":\"%s\",\"job\":{\"command\":"
-		   "\"sleep\",\"args\":[\"5\"]}}", token);
+	tc_send(a,
+		"{\"type\":\"JOB\",\"job_id\":\"j\",\"token\":\"%s\",\"job\":{\"command\":"
+		"\"sleep\",\"args\":[\"5\"]}}",
+		token);
 	const char *want[2] = { "offer_expired", "unknown_job" };
 	for (int i = 0; i < 2; i++) {
 		e = tc_expect(a, "ERROR", 3000);
@@ -245,7 +250,7 @@ static void test_late_job_on_superseded_connection(void)
 	wg_counts(&running, &offered);
 	CU_ASSERT_EQUAL(running, 0);
 	CU_ASSERT_EQUAL(offered, 0);
-	CU_ASSERT(tc_quiet(b, 500));   /* no DONE: it never ran */
+	CU_ASSERT(tc_quiet(b, 500)); /* no DONE: it never ran */
 	/* both slots are free: two WANTs on B are offered at once */
 	CU_ASSERT(tc_want_offer(b, "j", "cat", 0, 3000) != NULL);
 	CU_ASSERT(tc_want_offer(b, "k", "cat", 0, 3000) != NULL);
@@ -272,7 +277,7 @@ static void test_owner_handler_crash_before_ack(void)
 	ack(b, "j");
 	CU_ASSERT(tc_quiet(b, 300));
 	/* now the runner of "lost" dies: exec_lost, exactly once */
-	CU_ASSERT(tc_quiet(b, 1000));   /* the master restarted handler 0 */
+	CU_ASSERT(tc_quiet(b, 1000)); /* the master restarted handler 0 */
 	struct tclient *c = tc_connect_on_handler(&D, 2, 0, "rc3&protocol=2");
 	CU_ASSERT_FATAL(c != NULL);
 	CU_ASSERT_EQUAL_FATAL(harness_handler_pids(&D, pids, 2), 2);
@@ -312,10 +317,10 @@ static void test_negotiation_and_protocol_1(void)
 		json_object_put(e);
 	wsc_set_options(a->ws, WSC_OPT_NO_AUTO_PONG);
 	start_sleep(a, "j", "0.3");
-	harness_sleep_ms(3500);         /* DONE sent into the silence; 1001 */
+	harness_sleep_ms(3500); /* DONE sent into the silence; 1001 */
 	struct tclient *b = tc_connect(D.port, "rc4");
 	CU_ASSERT_FATAL(b != NULL);
-	CU_ASSERT(tc_quiet(b, 500));    /* the known limit of protocol 1 */
+	CU_ASSERT(tc_quiet(b, 500)); /* the known limit of protocol 1 */
 	tc_send(b, "{\"type\":\"QUERY\",\"job_id\":\"j\"}");
 	e = tc_expect(b, NULL, 3000);
 	CU_ASSERT(e && strcmp(tc_str(e, "code"), "unknown_job") == 0);
@@ -330,10 +335,13 @@ static void test_negotiation_and_protocol_1(void)
 int main(void)
 {
 	static const struct test_case cases[] = {
-		{ "a silent client gets its DONE on its next connection", test_silent_client_gets_done_on_return },
+		{ "a silent client gets its DONE on its next connection",
+		  test_silent_client_gets_done_on_return },
 		{ "a new connection takes over from a silent one", test_new_connection_takes_over },
-		{ "a late JOB on a superseded connection is refused", test_late_job_on_superseded_connection },
-		{ "the owner's handler crashes before the ACK", test_owner_handler_crash_before_ack },
+		{ "a late JOB on a superseded connection is refused",
+		  test_late_job_on_superseded_connection },
+		{ "the owner's handler crashes before the ACK",
+		  test_owner_handler_crash_before_ack },
 		{ "negotiation; protocol 1 unchanged", test_negotiation_and_protocol_1 },
 		{ NULL, NULL },
 	};

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -37,11 +37,13 @@ static void start_sleep(struct tclient *c, const char *id, const char *secs)
 {
 	const char *t = tc_want_offer(c, id, "sleep", 0, 3000);
 	CU_ASSERT_FATAL(t != NULL);
-	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":{\"command\":\"sleep\","
-		   "\"args\":[\"%s\"]}}", id, t, secs);
+	tc_send(c,
+		"{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":{\"command\":"
+		"\"sleep\","
+		"\"args\":[\"%s\"]}}",
+		id, t, secs);
 	harness_sleep_ms(100);
 }
-
 
 static void expect_done(struct tclient *c, const char *id, int exit_code, const char *error,
 			int timeout_ms)
@@ -173,7 +175,7 @@ static void test_runner_crash(void)
 	struct tclient *a = tc_connect_on_handler(&D, 2, 0, "res6");
 	struct tclient *b = tc_connect_on_handler(&D, 2, 1, "res6");
 	CU_ASSERT_FATAL(a && b);
-	start_sleep(a, "j", "30");   /* runs on handler 0, a's handler */
+	start_sleep(a, "j", "30"); /* runs on handler 0, a's handler */
 	int pids[2];
 	CU_ASSERT_EQUAL_FATAL(harness_handler_pids(&D, pids, 2), 2);
 	kill(pids[0], SIGKILL);

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -26,16 +26,15 @@ static struct pipe_server P;
 
 static void start(void)
 {
-	static const char body[] =
-		"jobRemovalPolicy: all\n"
-		"waitgroups:\n"
-		"  wg: {processes: 2}\n"
-		"services:\n"
-		"  tools:\n"
-		"    waitgroup: wg\n"
-		"    commands:\n"
-		"      cat: {prog: cat}\n"
-		"      sh: {prog: sh}\n";
+	static const char body[] = "jobRemovalPolicy: all\n"
+				   "waitgroups:\n"
+				   "  wg: {processes: 2}\n"
+				   "services:\n"
+				   "  tools:\n"
+				   "    waitgroup: wg\n"
+				   "    commands:\n"
+				   "      cat: {prog: cat}\n"
+				   "      sh: {prog: sh}\n";
 	CU_ASSERT_FATAL(harness_start(&D, 2, body, NULL) == 0);
 	CU_ASSERT_FATAL(pipe_server_start(&P) > 0);
 }
@@ -47,7 +46,6 @@ static void stop(void)
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	harness_cleanup(&D);
 }
-
 
 static const char *error_code(struct json_object *done)
 {
@@ -71,8 +69,8 @@ static void test_cat_round_trip_100mib(void)
 	CU_ASSERT_FATAL(pipe_server_out(&P, "out", &out, out_url, sizeof out_url) == 0);
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	snprintf(job, sizeof job, "{\"command\":\"cat\",\"stdin\":\"%s\",\"stdout\":\"%s\"}", in_url,
-		 out_url);
+	snprintf(job, sizeof job, "{\"command\":\"cat\",\"stdin\":\"%s\",\"stdout\":\"%s\"}",
+		 in_url, out_url);
 	long long t0 = harness_now_ms();
 	struct json_object *d = tc_run_job(c, "big", "tools", job, 120000);
 	long long ms = harness_now_ms() - t0;
@@ -90,8 +88,9 @@ static void test_cat_round_trip_100mib(void)
 	CU_ASSERT_EQUAL(r.requests, 1);
 	CU_ASSERT_FATAL(pipe_server_result(&P, "in", &r) == 0);
 	CU_ASSERT_EQUAL(r.requests, 1);
-	fprintf(stderr, "  100 MiB stdin -> cat -> stdout through the pipes: %lld ms (%.0f MiB/s)\n",
-		ms, 100.0 * 1000.0 / (double)(ms ? ms : 1));
+	fprintf(stderr,
+		"  100 MiB stdin -> cat -> stdout through the pipes: %lld ms (%.0f MiB/s)\n", ms,
+		100.0 * 1000.0 / (double)(ms ? ms : 1));
 	tc_close(c);
 	stop();
 }
@@ -106,8 +105,10 @@ static void test_small_failure_puts_nothing(void)
 	CU_ASSERT_FATAL(pipe_server_out(&P, "o", &out, out_url, sizeof out_url) == 0);
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"echo partial; echo "
-		 "'convert: no such format' >&2; exit 2\"],\"stdout\":\"%s\"}", out_url);
+	snprintf(job, sizeof job,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"echo partial; echo "
+		 "'convert: no such format' >&2; exit 2\"],\"stdout\":\"%s\"}",
+		 out_url);
 	struct json_object *d = tc_run_job(c, "f", "tools", job, 10000);
 	CU_ASSERT_FATAL(d != NULL);
 	CU_ASSERT_EQUAL(tc_int(tc_receipt(d), "exit_code"), 2);
@@ -118,8 +119,10 @@ static void test_small_failure_puts_nothing(void)
 	CU_ASSERT(pipe_server_result(&P, "o", &r) != 0 || r.requests == 0);
 
 	/* the same with success: the small output is PUT, with its length */
-	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"echo fine\"],"
-		 "\"stdout\":\"%s\"}", out_url);
+	snprintf(job, sizeof job,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"echo fine\"],"
+		 "\"stdout\":\"%s\"}",
+		 out_url);
 	d = tc_run_job(c, "s", "tools", job, 10000);
 	CU_ASSERT(d && tc_int(tc_receipt(d), "exit_code") == 0);
 	if (d)
@@ -146,9 +149,11 @@ static void test_inputs_and_outputs(void)
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
 	/* the input is in the job directory before start; the output goes up after */
-	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"cat a.bin a.bin > r.out\"],"
+	snprintf(job, sizeof job,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"cat a.bin a.bin > r.out\"],"
 		 "\"inputs\":[{\"name\":\"a.bin\",\"url\":\"%s\"}],"
-		 "\"outputs\":[{\"name\":\"r.out\",\"url\":\"%s\"}]}", in_url, out_url);
+		 "\"outputs\":[{\"name\":\"r.out\",\"url\":\"%s\"}]}",
+		 in_url, out_url);
 	struct json_object *d = tc_run_job(c, "io", "tools", job, 10000);
 	CU_ASSERT_FATAL(d != NULL);
 	CU_ASSERT_EQUAL(tc_int(tc_receipt(d), "exit_code"), 0);
@@ -158,8 +163,10 @@ static void test_inputs_and_outputs(void)
 	CU_ASSERT_EQUAL(r.length, 2 * 12345);
 
 	/* an input answering 404: the program never runs */
-	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"echo ran\"],"
-		 "\"inputs\":[{\"name\":\"x\",\"url\":\"http://127.0.0.1:%d/in/missing\"}]}", P.port);
+	snprintf(job, sizeof job,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"echo ran\"],"
+		 "\"inputs\":[{\"name\":\"x\",\"url\":\"http://127.0.0.1:%d/in/missing\"}]}",
+		 P.port);
 	d = tc_run_job(c, "miss", "tools", job, 10000);
 	CU_ASSERT_FATAL(d != NULL);
 	CU_ASSERT_STRING_EQUAL(error_code(d), "input_failed");
@@ -167,8 +174,10 @@ static void test_inputs_and_outputs(void)
 	json_object_put(d);
 
 	/* an output the program did not write */
-	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"true\"],"
-		 "\"outputs\":[{\"name\":\"nothing\",\"url\":\"%s\"}]}", out_url);
+	snprintf(job, sizeof job,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"true\"],"
+		 "\"outputs\":[{\"name\":\"nothing\",\"url\":\"%s\"}]}",
+		 out_url);
 	d = tc_run_job(c, "nout", "tools", job, 10000);
 	CU_ASSERT_FATAL(d != NULL);
 	CU_ASSERT_STRING_EQUAL(error_code(d), "output_failed");
@@ -191,8 +200,8 @@ static void test_in_pipe_drops_mid_stream(void)
 	CU_ASSERT_FATAL(pipe_server_out(&P, "out", &out, out_url, sizeof out_url) == 0);
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	snprintf(job, sizeof job, "{\"command\":\"cat\",\"stdin\":\"%s\",\"stdout\":\"%s\"}", in_url,
-		 out_url);
+	snprintf(job, sizeof job, "{\"command\":\"cat\",\"stdin\":\"%s\",\"stdout\":\"%s\"}",
+		 in_url, out_url);
 	struct json_object *d = tc_run_job(c, "drop", "tools", job, 20000);
 	CU_ASSERT_FATAL(d != NULL);
 	CU_ASSERT_STRING_EQUAL(error_code(d), "stdin_failed");
@@ -214,8 +223,10 @@ static void test_slow_consumer_gets_everything(void)
 	CU_ASSERT_FATAL(pipe_server_out(&P, "slow", &out, out_url, sizeof out_url) == 0);
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"head -c 60000 /dev/zero\"],"
-		 "\"stdout\":\"%s\"}", out_url);
+	snprintf(job, sizeof job,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"head -c 60000 /dev/zero\"],"
+		 "\"stdout\":\"%s\"}",
+		 out_url);
 	struct json_object *d = tc_run_job(c, "slow", "tools", job, 20000);
 	CU_ASSERT_FATAL(d != NULL);
 	CU_ASSERT_EQUAL(tc_int(tc_receipt(d), "exit_code"), 0);
@@ -240,7 +251,8 @@ static void test_stream_failures_and_deadlines(void)
 	/* the out-pipe cannot be reached while the program writes endlessly:
 	 * the program is stopped, and the receipt says why */
 	(void)out;
-	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"yes\"],"
+	snprintf(job, sizeof job,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"yes\"],"
 		 "\"stdout\":\"http://127.0.0.1:1/out\"}");
 	d = tc_run_job(c, "o500", "tools", job, 10000);
 	CU_ASSERT_FATAL(d != NULL);
@@ -252,8 +264,10 @@ static void test_stream_failures_and_deadlines(void)
 	in.size = 100000;
 	in.rate = 200;
 	CU_ASSERT_FATAL(pipe_server_in(&P, "trickle", &in, in_url, sizeof in_url) == 0);
-	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"true\"],\"timeout_sec\":1,"
-		 "\"inputs\":[{\"name\":\"t\",\"url\":\"%s\"}]}", in_url);
+	snprintf(job, sizeof job,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"true\"],\"timeout_sec\":1,"
+		 "\"inputs\":[{\"name\":\"t\",\"url\":\"%s\"}]}",
+		 in_url);
 	long long t0 = harness_now_ms();
 	d = tc_run_job(c, "tmo", "tools", job, 10000);
 	CU_ASSERT_FATAL(d != NULL);
@@ -265,8 +279,10 @@ static void test_stream_failures_and_deadlines(void)
 	struct pipe_endpoint slow = PIPE_ENDPOINT_INIT;
 	slow.rate = 100000;
 	CU_ASSERT_FATAL(pipe_server_out(&P, "up", &slow, out_url, sizeof out_url) == 0);
-	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"head -c 3000000 /dev/zero > f\"],"
-		 "\"outputs\":[{\"name\":\"f\",\"url\":\"%s\"}]}", out_url);
+	snprintf(job, sizeof job,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"head -c 3000000 /dev/zero > f\"],"
+		 "\"outputs\":[{\"name\":\"f\",\"url\":\"%s\"}]}",
+		 out_url);
 	const char *token = tc_want_offer(c, "up", "tools", 0, 3000);
 	CU_ASSERT_FATAL(token != NULL);
 	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"up\",\"token\":\"%s\",\"job\":%s}", token, job);
@@ -286,8 +302,10 @@ static void test_stream_failures_and_deadlines(void)
 		p += 3;
 	}
 	*p = '\0';
-	snprintf(job, sizeof job, "{\"command\":\"sh\",\"args\":[\"-c\",\"true\"],"
-		 "\"inputs\":[{\"name\":\"%s\",\"url\":\"http://127.0.0.1:%d/in/none\"}]}", name, P.port);
+	snprintf(job, sizeof job,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"true\"],"
+		 "\"inputs\":[{\"name\":\"%s\",\"url\":\"http://127.0.0.1:%d/in/none\"}]}",
+		 name, P.port);
 	d = tc_run_job(c, "utf", "tools", job, 5000);
 	CU_ASSERT_FATAL(d != NULL);
 	CU_ASSERT_STRING_EQUAL(error_code(d), "input_failed");

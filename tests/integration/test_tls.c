@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -31,7 +31,8 @@ static int make_cert(const char *crt, const char *k)
 	snprintf(cmd, sizeof cmd,
 		 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
 		 "-keyout '%s' -out '%s' -days 2 -subj /CN=execserver-test "
-		 "-addext subjectAltName=IP:127.0.0.1,DNS:localhost >/dev/null 2>&1", k, crt);
+		 "-addext subjectAltName=IP:127.0.0.1,DNS:localhost >/dev/null 2>&1",
+		 k, crt);
 	return system(cmd) == 0 ? 0 : -1;
 }
 

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "balancer.h"
 #include "harness.h"
@@ -151,7 +151,8 @@ int balancer_cut_except(const struct es_balancer *b, int index, const int *keep_
 	/* one line per session: "0x...: proto=tcpv4 src=127.0.0.1:40000 fe=fe
 	 * be=be srv=s1 ..." */
 	snprintf(srv, sizeof srv, " srv=s%d ", index + 1);
-	for (char *line = out; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+	for (char *line = out; line && *line;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		char *end = strchr(line, '\n'), *colon = strchr(line, ':'), *src;
 		if (end)
 			*end = '\0';
@@ -164,7 +165,8 @@ int balancer_cut_except(const struct es_balancer *b, int index, const int *keep_
 		for (int i = 0; i < nkeep; i++)
 			keep |= keep_ports[i] == p;
 		if (!keep) {
-			snprintf(cmd, sizeof cmd, "shutdown session %.*s", (int)(colon - line), line);
+			snprintf(cmd, sizeof cmd, "shutdown session %.*s", (int)(colon - line),
+				 line);
 			if (quiet_command(b, cmd) == 0)
 				cut++;
 		}
@@ -193,7 +195,12 @@ static long long csv_field(const char *csv, const char *prefix, int column)
 
 /* haproxy's "show stat" columns: pxname,svname,qcur,qmax,scur,smax,slim,
  * stot,bin,bout,... */
-enum { COL_SCUR = 4, COL_BIN = 8, COL_BOUT = 9, COL_DREQ = 10 };
+enum {
+	COL_SCUR = 4,
+	COL_BIN = 8,
+	COL_BOUT = 9,
+	COL_DREQ = 10
+};
 
 int balancer_sessions(const struct es_balancer *b, int index)
 {

@@ -27,18 +27,18 @@
 
 struct es_balancer {
 	pid_t pid;
-	int port;                       /* the one address clients dial */
-	char bind_addr[16];             /* ... on this address */
-	char netns[40];                 /* its network namespace ("": the test's) */
+	int port;           /* the one address clients dial */
+	char bind_addr[16]; /* ... on this address */
+	char netns[40];     /* its network namespace ("": the test's) */
 	int nbackends;
 	int backend_port[BALANCER_MAX_BACKENDS];
 	char backend_addr[BALANCER_MAX_BACKENDS][16];
-	char server_opts[64];           /* after each server line's address */
-	char backend_lines[1024];       /* extra lines in backend be */
-	int http;                       /* mode http instead of tcp */
-	char dir[256];                  /* private directory, removed by balancer_cleanup */
+	char server_opts[64];     /* after each server line's address */
+	char backend_lines[1024]; /* extra lines in backend be */
+	int http;                 /* mode http instead of tcp */
+	char dir[256];            /* private directory, removed by balancer_cleanup */
 	char config[300];
-	char socket[300];               /* runtime API (stats socket, level admin) */
+	char socket[300]; /* runtime API (stats socket, level admin) */
 	char log[300];
 };
 
@@ -49,14 +49,14 @@ int balancer_start(struct es_balancer *b, const int *ports, int n);
 
 /* The same, placed and configured (a field left 0 or NULL is as above). */
 struct balancer_spec {
-	const char *netns;              /* a bed host's namespace (bed.h) */
-	const char *bind_addr;          /* the address it listens on */
-	int n;                          /* backends s1..sn */
+	const char *netns;     /* a bed host's namespace (bed.h) */
+	const char *bind_addr; /* the address it listens on */
+	int n;                 /* backends s1..sn */
 	const char *addr[BALANCER_MAX_BACKENDS];
 	int port[BALANCER_MAX_BACKENDS];
-	const char *server_opts;        /* e.g. "send-proxy-v2" */
-	const char *backend_lines;      /* e.g. "    use-server s2 if { urlp(instance) -m str x }\n" */
-	int http;                       /* mode http (websockets pass through;
+	const char *server_opts;   /* e.g. "send-proxy-v2" */
+	const char *backend_lines; /* e.g. "    use-server s2 if { urlp(instance) -m str x }\n" */
+	int http;                  /* mode http (websockets pass through;
 					 * needed for urlp() routing) */
 };
 int balancer_start_at(struct es_balancer *b, const struct balancer_spec *spec);

@@ -93,7 +93,8 @@ int fleet_stop(struct fleet *f)
 				harness_dump_log(&f->d[i]);
 				fprintf(stderr, "fleet_stop: instance %d (pid %d): ", i, (int)pid);
 				if (status == -1)
-					fprintf(stderr, "still running 25 s after SIGTERM: killed\n");
+					fprintf(stderr,
+						"still running 25 s after SIGTERM: killed\n");
 				else if (WIFEXITED(status))
 					fprintf(stderr, "exit status %d\n", WEXITSTATUS(status));
 				else

@@ -21,12 +21,12 @@ struct fleet_place {
 							     * (NULL: loopback) */
 	const struct bed_host *host[BALANCER_MAX_BACKENDS]; /* instance i's
 							     * (NULL: loopback) */
-	const char *server_opts;        /* "send-proxy" or "send-proxy-v2": each
+	const char *server_opts;                            /* "send-proxy" or "send-proxy-v2": each
 					 * instance then lists the balancer's
 					 * address in trustedProxies (on a bed
 					 * host only) */
-	const char *backend_lines;      /* balancer_spec's */
-	int http;                       /* balancer_spec's */
+	const char *backend_lines;                          /* balancer_spec's */
+	int http;                                           /* balancer_spec's */
 };
 
 struct fleet {
@@ -34,7 +34,7 @@ struct fleet {
 	struct es_daemon d[BALANCER_MAX_BACKENDS];
 	char id[BALANCER_MAX_BACKENDS][65];
 	struct es_balancer lb;
-	char url[64];		/* ws://<balancer address>:<balancer port> */
+	char url[64]; /* ws://<balancer address>:<balancer port> */
 	int placed;
 	struct fleet_place place;
 };

@@ -6,18 +6,18 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <libgen.h>
-#include <sched.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "wsclient.h"
@@ -45,7 +45,8 @@ long long harness_now_us(void)
 
 int harness_free_port(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof sa;
 	int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
 
@@ -230,9 +231,10 @@ struct json_object *harness_status(const struct es_daemon *d)
 	char body[1 << 16], req[512];
 	int status = 0;
 
-	snprintf(req, sizeof req, "GET /status?check=1 HTTP/1.1\r\nHost: %s\r\n"
-		 "Connection: close\r\n%s%s%s\r\n", harness_host(d),
-		 harness_auth_token ? "Authorization: Bearer " : "",
+	snprintf(req, sizeof req,
+		 "GET /status?check=1 HTTP/1.1\r\nHost: %s\r\n"
+		 "Connection: close\r\n%s%s%s\r\n",
+		 harness_host(d), harness_auth_token ? "Authorization: Bearer " : "",
 		 harness_auth_token ? harness_auth_token : "", harness_auth_token ? "\r\n" : "");
 	/* from the daemon's own host: its link may be cut, and a bed address
 	 * is never dialled from outside the bed */
@@ -297,8 +299,8 @@ int harness_finish(struct es_daemon *d, int status_optional)
 		json_object_put(st);
 	}
 	if (!consistent)
-		fprintf(stderr, "harness: %s\n", answered ? "book_consistent is not true" :
-			"/status did not answer");
+		fprintf(stderr, "harness: %s\n",
+			answered ? "book_consistent is not true" : "/status did not answer");
 	int status = harness_stop(d, 15000);
 	exited_0 = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 	if (!exited_0) {

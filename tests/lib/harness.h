@@ -15,13 +15,13 @@
 struct es_daemon {
 	pid_t pid;
 	int port;
-	char dir[256];      /* private directory, removed by harness_cleanup */
+	char dir[256]; /* private directory, removed by harness_cleanup */
 	char config[300];
 	char log[300];
-	char tls_ca[256];   /* the listener has TLS: /status over https, verified
+	char tls_ca[256]; /* the listener has TLS: /status over https, verified
 			     * against this PEM file; "" for plain HTTP */
-	char host[16];      /* the address it listens on; "" is 127.0.0.1 */
-	char netns[40];     /* the network namespace it runs in (a bed host,
+	char host[16];    /* the address it listens on; "" is 127.0.0.1 */
+	char netns[40];   /* the network namespace it runs in (a bed host,
 			     * bed.h); "" for the test's own */
 };
 

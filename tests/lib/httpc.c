@@ -65,7 +65,8 @@ static int build(struct buf *out, const char *method, const char *target, const 
 			size_t k = len - off < chunk ? len - off : chunk;
 			n = snprintf(head, sizeof head, "%zx\r\n", k);
 			if (buf_add(out, head, (size_t)n) < 0 ||
-			    buf_add(out, (const char *)body + off, k) < 0 || buf_add(out, "\r\n", 2) < 0)
+			    buf_add(out, (const char *)body + off, k) < 0 ||
+			    buf_add(out, "\r\n", 2) < 0)
 				return -1;
 		}
 		return buf_add(out, "0\r\n\r\n", 5);
@@ -149,7 +150,8 @@ static int parse(struct buf *in, struct httpc_resp *r)
 	char v[64];
 	buf_add(&trailers, "", 0);
 	buf_add(&body, "", 0);
-	if (httpc_field(r->head, "Transfer-Encoding", v, sizeof v) && strcasecmp(v, "chunked") == 0) {
+	if (httpc_field(r->head, "Transfer-Encoding", v, sizeof v) &&
+	    strcasecmp(v, "chunked") == 0) {
 		r->chunked = 1;
 		while (p < end) {
 			char *eol = strstr(p, "\r\n");
@@ -168,7 +170,8 @@ static int parse(struct buf *in, struct httpc_resp *r)
 				break;
 			}
 			if ((size_t)(end - p) < size + 2) {
-				buf_add(&body, p, (size_t)(end - p) < size ? (size_t)(end - p) : size);
+				buf_add(&body, p,
+					(size_t)(end - p) < size ? (size_t)(end - p) : size);
 				break;
 			}
 			buf_add(&body, p, size);
@@ -191,8 +194,7 @@ static int parse(struct buf *in, struct httpc_resp *r)
 }
 
 int httpc_request(int port, const char *method, const char *target, const char *headers,
-		  const void *body, size_t len, size_t chunk, int timeout_ms,
-		  struct httpc_resp *r)
+		  const void *body, size_t len, size_t chunk, int timeout_ms, struct httpc_resp *r)
 {
 	struct buf out = { 0 }, in = { 0 };
 	memset(r, 0, sizeof *r);

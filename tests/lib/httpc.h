@@ -13,14 +13,14 @@
 #include <stddef.h>
 
 struct httpc_resp {
-	int status;               /* 0: no status line */
-	char *head;               /* the header block of the final answer, NUL-terminated */
-	char *trailers;           /* trailer fields of a chunked body, "" if none */
-	char *body;               /* decoded body, NUL-terminated (may hold NULs) */
+	int status;     /* 0: no status line */
+	char *head;     /* the header block of the final answer, NUL-terminated */
+	char *trailers; /* trailer fields of a chunked body, "" if none */
+	char *body;     /* decoded body, NUL-terminated (may hold NULs) */
 	size_t body_len;
-	int chunked;              /* the body was chunked */
-	int complete;             /* Content-Length reached, or the last chunk seen */
-	int interim_100;          /* a 100 Continue came first */
+	int chunked;     /* the body was chunked */
+	int complete;    /* Content-Length reached, or the last chunk seen */
+	int interim_100; /* a 100 Continue came first */
 };
 
 /*
@@ -32,8 +32,7 @@ struct httpc_resp {
  * timeout_ms).
  */
 int httpc_request(int port, const char *method, const char *target, const char *headers,
-		  const void *body, size_t len, size_t chunk, int timeout_ms,
-		  struct httpc_resp *r);
+		  const void *body, size_t len, size_t chunk, int timeout_ms, struct httpc_resp *r);
 void httpc_free(struct httpc_resp *r);
 /* Value of a header field of head (or trailers), case-insensitive, copied
  * into out; NULL when absent. */

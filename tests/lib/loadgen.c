@@ -10,22 +10,27 @@
 #include "loadgen.h"
 #include "proto.h"
 
-enum cstate { IDLE, WANTED, RUNNING, DOWN };
+enum cstate {
+	IDLE,
+	WANTED,
+	RUNNING,
+	DOWN
+};
 
 struct job {
-	int conn;		/* owner client index */
-	int sleepy;		/* service "sleep" (else "cat", command "true") */
-	int sent_job;		/* the JOB was sent */
-	int dropped;		/* its connection dropped before its DONE */
+	int conn;     /* owner client index */
+	int sleepy;   /* service "sleep" (else "cat", command "true") */
+	int sent_job; /* the JOB was sent */
+	int dropped;  /* its connection dropped before its DONE */
 	int dones;
-	int lost;		/* a DONE with exec_lost came */
+	int lost; /* a DONE with exec_lost came */
 };
 
 struct client {
-	struct tclient *tc;	/* NULL while down */
+	struct tclient *tc; /* NULL while down */
 	enum cstate state;
-	int job;		/* index in jobs[] of the current want or job */
-	long long down_since;	/* ms, while down */
+	int job;              /* index in jobs[] of the current want or job */
+	long long down_since; /* ms, while down */
 	char id[48];
 };
 
@@ -122,7 +127,8 @@ static void on_offer(struct loadgen *lg, struct client *c, struct json_object *m
 		return;
 	lg->tokens[lg->ntokens++] = strtoull(token, NULL, 16);
 	if (random() % 10 == 0) {
-		tc_send(c->tc, "{\"type\":\"DECLINE\",\"job_id\":\"%d\",\"token\":\"%s\"}", j, token);
+		tc_send(c->tc, "{\"type\":\"DECLINE\",\"job_id\":\"%d\",\"token\":\"%s\"}", j,
+			token);
 		lg->declines++;
 		c->state = IDLE;
 		return;
@@ -187,7 +193,7 @@ static void read_client(struct loadgen *lg, int ci)
 			wsc_msg_free(&m);
 			return;
 		}
-		if (t != WSC_TEXT) {	/* EOF, close (1006 is no frame), error */
+		if (t != WSC_TEXT) { /* EOF, close (1006 is no frame), error */
 			wsc_msg_free(&m);
 			loadgen_drop(lg, ci);
 			return;
@@ -298,7 +304,7 @@ void loadgen_settle(struct loadgen *lg, int wait_ms)
 	for (int round = 0; round < 200 && loadgen_down(lg); round++)
 		loadgen_turn(lg, 20);
 	for (int round = 0; round < 25; round++)
-		loadgen_turn(lg, 20);	/* 0.5 s for late DONEs */
+		loadgen_turn(lg, 20); /* 0.5 s for late DONEs */
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -353,7 +359,8 @@ int loadgen_query_lost(struct loadgen *lg)
 		}
 		type = m ? tc_str(m, "type") : NULL;
 		const char *code = m ? tc_str(m, "code") : NULL;
-		if (!type || strcmp(type, "ERROR") != 0 || !code || strcmp(code, "unknown_job") != 0) {
+		if (!type || strcmp(type, "ERROR") != 0 || !code ||
+		    strcmp(code, "unknown_job") != 0) {
 			fprintf(stderr, "loadgen: job %d without DONE is still known: %s\n", j,
 				m ? json_object_to_json_string(m) : "(no answer)");
 			known++;

@@ -18,18 +18,18 @@ struct loadgen;
 /* What a run came to (loadgen_tally). */
 struct loadgen_tally {
 	int wants, offers, declines, reconnects;
-	int done_jobs;		/* JOBs with exactly one DONE */
-	int dropped;		/* JOBs whose connection dropped before the DONE */
-	int lost;		/* of those, with no DONE at all */
-	int missing;		/* JOBs on connections that never dropped, no DONE */
-	int doubled;		/* jobs with more than one DONE */
-	int stray;		/* DONEs for wants that never became a JOB */
-	int dup_tokens;		/* OFFER tokens given more than once */
-	int errors;		/* ERROR messages and protocol surprises */
-	int unknown_dones;	/* DONEs for jobs the client does not know */
-	int exec_lost;		/* DONEs with error exec_lost (jobs on dropped
+	int done_jobs;     /* JOBs with exactly one DONE */
+	int dropped;       /* JOBs whose connection dropped before the DONE */
+	int lost;          /* of those, with no DONE at all */
+	int missing;       /* JOBs on connections that never dropped, no DONE */
+	int doubled;       /* jobs with more than one DONE */
+	int stray;         /* DONEs for wants that never became a JOB */
+	int dup_tokens;    /* OFFER tokens given more than once */
+	int errors;        /* ERROR messages and protocol surprises */
+	int unknown_dones; /* DONEs for jobs the client does not know */
+	int exec_lost;     /* DONEs with error exec_lost (jobs on dropped
 				 * connections whose handler died) */
-	int bad_receipts;	/* DONEs that are neither exit 0 without an
+	int bad_receipts;  /* DONEs that are neither exit 0 without an
 				 * error nor exec_lost of a dropped job */
 };
 

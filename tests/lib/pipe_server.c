@@ -16,20 +16,20 @@
  */
 #include "autoconfig.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -144,8 +144,8 @@ struct ep {
 	char sha256[65];
 	int put_chunked;
 	int64_t content_length;
-	char user_agent[128];   /* of the last request */
-	char peer[48];          /* its peer's address */
+	char user_agent[128]; /* of the last request */
+	char peer[48];        /* its peer's address */
 };
 
 struct serve {
@@ -160,7 +160,7 @@ struct serve {
 static struct event_base *srv_base;
 static struct ep *eps;
 static int main_port;
-static char srv_host[16] = "127.0.0.1";	/* the address it listens on */
+static char srv_host[16] = "127.0.0.1"; /* the address it listens on */
 
 static int valid_name(const char *s, size_t n)
 {
@@ -169,8 +169,8 @@ static int valid_name(const char *s, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
 
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
 			return 0;
 	}
 	return 1;
@@ -402,8 +402,8 @@ static void handle_out(struct evhttp_request *req, struct ep *e)
 	evbuffer_drain(in, evbuffer_get_length(in));
 	if (e->location)
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Location", e->location);
-	reply_text(req, e->status ? e->status : 200, e->status && e->status != 200 ?
-		   "refused\n" : "stored\n");
+	reply_text(req, e->status ? e->status : 200,
+		   e->status && e->status != 200 ? "refused\n" : "stored\n");
 }
 
 /* ---- GET /result/<name> ------------------------------------------------- */
@@ -619,8 +619,8 @@ static void server_main(int report_fd, pid_t parent)
 	if (h) {
 		evhttp_set_gencb(h, handle, NULL);
 		bs = evhttp_bind_socket_with_handle(h, srv_host, 0);
-		if (bs && getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&sa,
-				      &sl) == 0)
+		if (bs &&
+		    getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&sa, &sl) == 0)
 			port = ntohs(sa.sin_port);
 	}
 	main_port = port;
@@ -721,7 +721,8 @@ static int http_call(const struct pipe_server *ps, const char *method, const cha
 		goto out;
 	n = snprintf(head, sizeof head,
 		     "%s %s HTTP/1.0\r\nHost: %s\r\nContent-Type: application/json\r\n"
-		     "Content-Length: %zu\r\n\r\n", method, path, ps->host, blen);
+		     "Content-Length: %zu\r\n\r\n",
+		     method, path, ps->host, blen);
 	if (n < 0 || (size_t)n >= sizeof head || write(fd, head, (size_t)n) != n ||
 	    (blen && write(fd, body, blen) != (ssize_t)blen))
 		goto out;
@@ -782,14 +783,14 @@ static int register_ep(const struct pipe_server *ps, const char *op, const char 
 	return rc;
 }
 
-int pipe_server_in(const struct pipe_server *ps, const char *name,
-		   const struct pipe_endpoint *e, char *url, size_t urllen)
+int pipe_server_in(const struct pipe_server *ps, const char *name, const struct pipe_endpoint *e,
+		   char *url, size_t urllen)
 {
 	return register_ep(ps, "in", name, e, url, urllen);
 }
 
-int pipe_server_out(const struct pipe_server *ps, const char *name,
-		    const struct pipe_endpoint *e, char *url, size_t urllen)
+int pipe_server_out(const struct pipe_server *ps, const char *name, const struct pipe_endpoint *e,
+		    char *url, size_t urllen)
 {
 	return register_ep(ps, "out", name, e, url, urllen);
 }

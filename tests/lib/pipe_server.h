@@ -49,24 +49,27 @@
 struct pipe_server {
 	pid_t pid;
 	int port;
-	char host[16];          /* the address it listens on */
-	char netns[40];         /* its network namespace ("": the test's) */
+	char host[16];  /* the address it listens on */
+	char netns[40]; /* its network namespace ("": the test's) */
 };
 
 struct pipe_endpoint {
-	const char *file;      /* GET: serve this file, or else: */
-	uint64_t seed;         /* GET: `size` pseudo-random bytes from seed */
+	const char *file; /* GET: serve this file, or else: */
+	uint64_t seed;    /* GET: `size` pseudo-random bytes from seed */
 	uint64_t size;
-	int status;            /* 0: 200 */
-	const char *location;  /* a Location header (redirects), or NULL */
-	uint64_t rate;         /* bytes per second both ways; 0: unlimited */
-	int64_t drop_after;    /* GET: close the connection after this many
+	int status;           /* 0: 200 */
+	const char *location; /* a Location header (redirects), or NULL */
+	uint64_t rate;        /* bytes per second both ways; 0: unlimited */
+	int64_t drop_after;   /* GET: close the connection after this many
 				* body bytes; -1: never */
-	int64_t stall_after;   /* GET: stop sending after this many body bytes
+	int64_t stall_after;  /* GET: stop sending after this many body bytes
 				* but keep the connection; -1: never */
-	int chunked;           /* GET: chunked instead of Content-Length */
+	int chunked;          /* GET: chunked instead of Content-Length */
 };
-#define PIPE_ENDPOINT_INIT { .drop_after = -1, .stall_after = -1 }
+#define PIPE_ENDPOINT_INIT                          \
+	{                                           \
+		.drop_after = -1, .stall_after = -1 \
+	}
 
 struct pipe_result {
 	unsigned requests;
@@ -89,10 +92,10 @@ void pipe_server_stop(struct pipe_server *ps);
 
 /* Registers GET /in/<name> or PUT /out/<name>; url gets the URL to use.
  * Returns 0 or -1. */
-int pipe_server_in(const struct pipe_server *ps, const char *name,
-		   const struct pipe_endpoint *e, char *url, size_t urllen);
-int pipe_server_out(const struct pipe_server *ps, const char *name,
-		    const struct pipe_endpoint *e, char *url, size_t urllen);
+int pipe_server_in(const struct pipe_server *ps, const char *name, const struct pipe_endpoint *e,
+		   char *url, size_t urllen);
+int pipe_server_out(const struct pipe_server *ps, const char *name, const struct pipe_endpoint *e,
+		    char *url, size_t urllen);
 /* GET /result/<name>.  Returns 0, or -1 (unknown name, no server). */
 int pipe_server_result(const struct pipe_server *ps, const char *name, struct pipe_result *r);
 

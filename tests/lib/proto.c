@@ -70,7 +70,8 @@ static void handler_conns(const struct es_daemon *d, int *counts, int n)
 		counts[i] = -1;
 	if (st && json_object_object_get_ex(st, "handlers", &hs))
 		for (int i = 0; i < n && i < (int)json_object_array_length(hs); i++)
-			counts[i] = (int)tc_int(json_object_array_get_idx(hs, (size_t)i), "connections");
+			counts[i] = (int)tc_int(json_object_array_get_idx(hs, (size_t)i),
+						"connections");
 	if (st)
 		json_object_put(st);
 }
@@ -120,7 +121,8 @@ int tc_send(struct tclient *c, const char *fmt, ...)
 const char *tc_str(struct json_object *o, const char *key)
 {
 	struct json_object *v;
-	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+	if (!o || !json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
 		return NULL;
 	return json_object_get_string(v);
 }
@@ -186,8 +188,8 @@ int tc_quiet(struct tclient *c, int ms)
 	return 1;
 }
 
-const char *tc_want_offer(struct tclient *c, const char *job_id, const char *service,
-			  int priority, int timeout_ms)
+const char *tc_want_offer(struct tclient *c, const char *job_id, const char *service, int priority,
+			  int timeout_ms)
 {
 	static char token[32];
 	if (tc_send(c, "{\"type\":\"WANT\",\"job_id\":\"%s\",\"service\":\"%s\",\"priority\":%d}",

@@ -13,7 +13,7 @@
 
 struct tclient {
 	struct wsc *ws;
-	struct json_object *hello;   /* the latest HELLO */
+	struct json_object *hello; /* the latest HELLO */
 	char name[32];
 };
 
@@ -51,8 +51,8 @@ const char *tc_str(struct json_object *o, const char *key);
 long long tc_int(struct json_object *o, const char *key);
 
 /* WANT, then wait for its OFFER; returns the token (static buffer) or NULL. */
-const char *tc_want_offer(struct tclient *c, const char *job_id, const char *service,
-			  int priority, int timeout_ms);
+const char *tc_want_offer(struct tclient *c, const char *job_id, const char *service, int priority,
+			  int timeout_ms);
 
 /* WANT, OFFER, JOB (job_json is the job object) on service; returns the
  * DONE, or NULL. */

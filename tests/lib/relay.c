@@ -9,18 +9,18 @@
  */
 #include "autoconfig.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "relay.h"
@@ -30,7 +30,7 @@
 #define RELAY_BUF 65536
 
 struct pair {
-	int fd[2];              /* client side, backend side; -1: closed */
+	int fd[2]; /* client side, backend side; -1: closed */
 	int frozen;
 };
 
@@ -76,7 +76,8 @@ static void relay_main(int lfd, int backend_port, int ctl, int reply)
 		for (int i = 0; i < npairs; i++)
 			if (!p[i].frozen && p[i].fd[0] >= 0)
 				for (int side = 0; side < 2; side++) {
-					pf[n] = (struct pollfd){ .fd = p[i].fd[side], .events = POLLIN };
+					pf[n] = (struct pollfd){ .fd = p[i].fd[side],
+								 .events = POLLIN };
 					map[n++] = 2 * i + side;
 				}
 		if (poll(pf, (nfds_t)n, -1) < 0) {
@@ -90,7 +91,7 @@ static void relay_main(int lfd, int backend_port, int ctl, int reply)
 			if (map[k] == -1) {
 				char cmd;
 				if (read(ctl, &cmd, 1) != 1)
-					_exit(0);     /* the test is gone */
+					_exit(0); /* the test is gone */
 				int frozen = 0;
 				if (cmd == 'f')
 					for (int i = 0; i < npairs; i++)
@@ -103,8 +104,9 @@ static void relay_main(int lfd, int backend_port, int ctl, int reply)
 				int c = accept(lfd, NULL, NULL);
 				if (c < 0)
 					continue;
-				int b = npairs < RELAY_MAX_PAIRS ?
-					wsc_tcp_connect("127.0.0.1", backend_port, 3000) : -1;
+				int b = npairs < RELAY_MAX_PAIRS
+						? wsc_tcp_connect("127.0.0.1", backend_port, 3000)
+						: -1;
 				if (b < 0) {
 					close(c);
 					continue;

@@ -19,8 +19,8 @@
 
 struct relay {
 	pid_t pid;
-	int port;               /* where clients connect */
-	int ctl_out, ctl_in;    /* commands to the relay, its answers */
+	int port;            /* where clients connect */
+	int ctl_out, ctl_in; /* commands to the relay, its answers */
 };
 
 /* Starts a relay to 127.0.0.1:backend_port.  0, or -1. */

@@ -34,8 +34,7 @@ int testca_new(struct testca *ca)
 	return sh(cmd);
 }
 
-int testca_server(const struct testca *ca, const char *name, const char *san, char *cert,
-		  char *key)
+int testca_server(const struct testca *ca, const char *name, const char *san, char *cert, char *key)
 {
 	char cmd[2048];
 

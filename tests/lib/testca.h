@@ -10,7 +10,7 @@
 
 struct testca {
 	char dir[32];
-	char ca[96], ca_key[96];	/* the CA certificate (PEM) and its key */
+	char ca[96], ca_key[96]; /* the CA certificate (PEM) and its key */
 };
 
 /* Makes the directory and the CA; 0 or -1. */

@@ -7,39 +7,39 @@
 #include "autoconfig.h"
 #include "wsclient.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
-#include <unistd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
-#include <openssl/err.h>
 #include <openssl/x509v3.h>
 
-#define WSC_MAX_BUF (64u * 1024 * 1024)	/* refuse to buffer more */
+#define WSC_MAX_BUF (64u * 1024 * 1024) /* refuse to buffer more */
 #define WSC_MAX_HEAD 16384
 
 struct wsc {
 	int fd;
-	SSL_CTX *ssl_ctx;	/* TLS (wss://, https://): both set */
+	SSL_CTX *ssl_ctx; /* TLS (wss://, https://): both set */
 	SSL *ssl;
 	int options;
 	int send_timeout_ms;
 	int eof;
 	int close_replied;
-	unsigned char *buf;	/* received, not yet parsed */
+	unsigned char *buf; /* received, not yet parsed */
 	size_t len, cap;
-	int frag_type;		/* 0: no fragmented message in progress */
+	int frag_type; /* 0: no fragmented message in progress */
 	char *frag;
 	size_t frag_len;
 };
@@ -104,12 +104,9 @@ static int send_all_fd(int fd, const void *data, size_t len, int timeout_ms)
 static int tls_wait(struct wsc *c, int r, int64_t deadline)
 {
 	switch (SSL_get_error(c->ssl, r)) {
-	case SSL_ERROR_WANT_READ:
-		return wait_fd(c->fd, POLLIN, deadline) == 1 ? 0 : -1;
-	case SSL_ERROR_WANT_WRITE:
-		return wait_fd(c->fd, POLLOUT, deadline) == 1 ? 0 : -1;
-	default:
-		return -1;
+	case SSL_ERROR_WANT_READ: return wait_fd(c->fd, POLLIN, deadline) == 1 ? 0 : -1;
+	case SSL_ERROR_WANT_WRITE: return wait_fd(c->fd, POLLOUT, deadline) == 1 ? 0 : -1;
+	default: return -1;
 	}
 }
 
@@ -122,7 +119,7 @@ static int send_all(struct wsc *c, const void *data, size_t len, int timeout_ms)
 	if (!c->ssl)
 		return send_all_fd(c->fd, data, len, timeout_ms);
 	while (len > 0) {
-		ERR_clear_error();	/* SSL_get_error reads the thread's queue */
+		ERR_clear_error(); /* SSL_get_error reads the thread's queue */
 		int n = SSL_write(c->ssl, p, len > INT32_MAX ? INT32_MAX : (int)len);
 
 		if (n > 0) {
@@ -150,8 +147,7 @@ static int start_tls(struct wsc *c, const char *host, const char *ca, int64_t de
 		return -1;
 	if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) != 1) {
 		/* not an address: a name, also sent as SNI */
-		if (SSL_set1_host(c->ssl, host) != 1 ||
-		    SSL_set_tlsext_host_name(c->ssl, host) != 1)
+		if (SSL_set1_host(c->ssl, host) != 1 || SSL_set_tlsext_host_name(c->ssl, host) != 1)
 			return -1;
 	}
 	for (;;) {
@@ -164,7 +160,7 @@ static int start_tls(struct wsc *c, const char *host, const char *ca, int64_t de
 	}
 }
 
-static struct in_addr source_addr;	/* wsc_set_source_addr; 0: none */
+static struct in_addr source_addr; /* wsc_set_source_addr; 0: none */
 
 void wsc_set_source_addr(const char *ipv4)
 {
@@ -198,7 +194,7 @@ int wsc_tcp_connect(const char *host, int port, int timeout_ms)
 		socklen_t elen = sizeof err;
 
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			ai->ai_protocol);
+			    ai->ai_protocol);
 		if (fd < 0)
 			continue;
 		if (source_addr.s_addr && ai->ai_family == AF_INET && bind_source(fd) != 0) {
@@ -209,8 +205,7 @@ int wsc_tcp_connect(const char *host, int port, int timeout_ms)
 		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
 			break;
 		if (errno == EINPROGRESS && wait_fd(fd, POLLOUT, deadline) == 1 &&
-				getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) == 0 &&
-				err == 0)
+		    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) == 0 && err == 0)
 			break;
 		close(fd);
 		fd = -1;
@@ -299,8 +294,9 @@ static int fill(struct wsc *c, int64_t deadline)
 			return r;
 		}
 		int e = SSL_get_error(c->ssl, r);
-		if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)) {
-			c->eof = 1;	/* close_notify, or the TCP end without it */
+		if (e == SSL_ERROR_ZERO_RETURN ||
+		    (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)) {
+			c->eof = 1; /* close_notify, or the TCP end without it */
 			return 0;
 		}
 		if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
@@ -354,7 +350,7 @@ size_t wsc_build_frame(const struct wsc_frame *f, unsigned char *out, size_t cap
 	if (form == 0)
 		form = f->len < 126 ? 7 : f->len < 65536 ? 16 : 64;
 	if ((form == 7 && f->len > 125) || (form == 16 && f->len > 65535) ||
-			(form != 7 && form != 16 && form != 64))
+	    (form != 7 && form != 16 && form != 64))
 		return 0;
 	h += form == 16 ? 2 : form == 64 ? 8 : 0;
 	h += f->masked ? 4 : 0;
@@ -404,11 +400,12 @@ int wsc_send_frame(struct wsc *c, const struct wsc_frame *f)
 	return r;
 }
 
-int wsc_send_raw_frame(struct wsc *c, int fin, int opcode, int masked,
-		const void *payload, size_t len)
+int wsc_send_raw_frame(struct wsc *c, int fin, int opcode, int masked, const void *payload,
+		       size_t len)
 {
-	struct wsc_frame f = { .fin = fin, .opcode = opcode, .masked = masked,
-		.payload = payload, .len = len };
+	struct wsc_frame f = {
+		.fin = fin, .opcode = opcode, .masked = masked, .payload = payload, .len = len
+	};
 
 	return wsc_send_frame(c, &f);
 }
@@ -448,8 +445,7 @@ int wsc_send_close(struct wsc *c, uint16_t code, const char *reason)
  * Parses one server frame at the start of the buffer: 1 complete (fields
  * set), 0 incomplete, -1 not a valid server frame.
  */
-static int parse_frame(struct wsc *c, int *fin, int *op, size_t *hlen,
-		uint64_t *plen)
+static int parse_frame(struct wsc *c, int *fin, int *op, size_t *hlen, uint64_t *plen)
 {
 	const unsigned char *b = c->buf;
 	uint64_t len;
@@ -459,7 +455,7 @@ static int parse_frame(struct wsc *c, int *fin, int *op, size_t *hlen,
 		return 0;
 	*fin = b[0] >> 7;
 	*op = b[0] & 0xf;
-	if ((b[0] & 0x70) || (b[1] & 0x80))	/* RSV bits, masked */
+	if ((b[0] & 0x70) || (b[1] & 0x80)) /* RSV bits, masked */
 		return -1;
 	len = b[1] & 0x7f;
 	if (len == 126) {
@@ -557,12 +553,14 @@ int wsc_recv(struct wsc *c, int timeout_ms, struct wsc_msg *m)
 			case WSC_CLOSE:
 				m->type = WSC_CLOSE;
 				m->close_code = len >= 2 ? (uint16_t)(p[0] << 8 | p[1]) : 1005;
-				m->data = dup_payload(p + (len >= 2 ? 2 : 0), len >= 2 ? len - 2 : 0);
+				m->data = dup_payload(p + (len >= 2 ? 2 : 0),
+						      len >= 2 ? len - 2 : 0);
 				m->len = len >= 2 ? len - 2 : 0;
 				consume(c, h + len);
 				if (!(c->options & WSC_OPT_NO_CLOSE_REPLY) && !c->close_replied) {
 					c->close_replied = 1;
-					wsc_send_close(c, m->close_code == 1005 ? 0 : m->close_code, NULL);
+					wsc_send_close(c, m->close_code == 1005 ? 0 : m->close_code,
+						       NULL);
 				}
 				return m->type;
 			case WSC_PING:
@@ -585,8 +583,7 @@ int wsc_recv(struct wsc *c, int timeout_ms, struct wsc_msg *m)
 					return m->type;
 				}
 				break;
-			default:
-				return m->type = WSC_ERROR;
+			default: return m->type = WSC_ERROR;
 			}
 			consume(c, h + len);
 			continue;
@@ -601,13 +598,12 @@ int wsc_recv(struct wsc *c, int timeout_ms, struct wsc_msg *m)
 	}
 }
 
-int wsc_slow_connect(const char *host, int port, const char *partial,
-		int timeout_ms)
+int wsc_slow_connect(const char *host, int port, const char *partial, int timeout_ms)
 {
 	int fd = wsc_tcp_connect(host, port, timeout_ms);
 
 	if (fd >= 0 && partial != NULL &&
-			send_all_fd(fd, partial, strlen(partial), timeout_ms) != 0) {
+	    send_all_fd(fd, partial, strlen(partial), timeout_ms) != 0) {
 		close(fd);
 		return -1;
 	}
@@ -649,7 +645,7 @@ static void expected_accept(const char *key, char out[29])
 
 	out[0] = '\0';
 	if (n < 0 || (size_t)n >= sizeof in ||
-			EVP_Digest(in, (size_t)n, md, &mdlen, EVP_sha1(), NULL) != 1)
+	    EVP_Digest(in, (size_t)n, md, &mdlen, EVP_sha1(), NULL) != 1)
 		return;
 	EVP_EncodeBlock((unsigned char *)out, md, (int)mdlen);
 }
@@ -711,9 +707,8 @@ static int parse_status(const char *head)
 	return status;
 }
 
-struct wsc *wsc_connect_opts(const char *host, int port,
-		const char *path_and_query, const struct wsc_connect_opts *o,
-		int *status)
+struct wsc *wsc_connect_opts(const char *host, int port, const char *path_and_query,
+			     const struct wsc_connect_opts *o, int *status)
 {
 	int timeout = o->timeout_ms ? o->timeout_ms : 5000;
 	int64_t deadline = now_ms() + timeout;
@@ -740,24 +735,23 @@ struct wsc *wsc_connect_opts(const char *host, int port,
 	if (o->tls_ca && start_tls(c, o->tls_name ? o->tls_name : host, o->tls_ca, deadline) != 0)
 		goto fail;
 	reqcap = 512 + strlen(path_and_query) + strlen(host) + strlen(key) +
-		(o->extra_headers ? strlen(o->extra_headers) : 0) + o->early_len;
+		 (o->extra_headers ? strlen(o->extra_headers) : 0) + o->early_len;
 	req = malloc(reqcap);
 	if (req == NULL)
 		goto fail;
 	n = snprintf(req, reqcap,
-		"GET %s HTTP/1.1\r\n"
-		"Host: %s:%d\r\n"
-		"Upgrade: websocket\r\n"
-		"Connection: Upgrade\r\n"
-		"%s%s%s"
-		"Sec-WebSocket-Version: %s\r\n"
-		"%s"
-		"\r\n",
-		path_and_query, host, port,
-		o->omit_key ? "" : "Sec-WebSocket-Key: ", o->omit_key ? "" : key,
-		o->omit_key ? "" : "\r\n",
-		o->version ? o->version : "13",
-		o->extra_headers ? o->extra_headers : "");
+		     "GET %s HTTP/1.1\r\n"
+		     "Host: %s:%d\r\n"
+		     "Upgrade: websocket\r\n"
+		     "Connection: Upgrade\r\n"
+		     "%s%s%s"
+		     "Sec-WebSocket-Version: %s\r\n"
+		     "%s"
+		     "\r\n",
+		     path_and_query, host, port,
+		     o->omit_key ? "" : "Sec-WebSocket-Key: ", o->omit_key ? "" : key,
+		     o->omit_key ? "" : "\r\n", o->version ? o->version : "13",
+		     o->extra_headers ? o->extra_headers : "");
 	if (n < 0 || (size_t)n + o->early_len >= reqcap)
 		goto fail;
 	if (o->early_len)
@@ -775,9 +769,9 @@ struct wsc *wsc_connect_opts(const char *host, int port,
 		goto fail;
 	expected_accept(key, accept);
 	if (!find_header(head, "Sec-WebSocket-Accept", got, sizeof got) ||
-			strcmp(got, accept) != 0 || o->omit_key)
+	    strcmp(got, accept) != 0 || o->omit_key)
 		goto fail;
-	consume(c, (size_t)hlen);	/* frames that came with the 101 stay */
+	consume(c, (size_t)hlen); /* frames that came with the 101 stay */
 	free(head);
 	free(req);
 	*status = st;
@@ -791,10 +785,9 @@ fail:
 }
 
 struct wsc *wsc_connect(const char *host, int port, const char *path_and_query,
-		const char *extra_headers, int timeout_ms, int *status)
+			const char *extra_headers, int timeout_ms, int *status)
 {
-	struct wsc_connect_opts o = { .extra_headers = extra_headers,
-		.timeout_ms = timeout_ms };
+	struct wsc_connect_opts o = { .extra_headers = extra_headers, .timeout_ms = timeout_ms };
 
 	return wsc_connect_opts(host, port, path_and_query, &o, status);
 }
@@ -827,14 +820,14 @@ static long dechunk(char *body, size_t len)
 	}
 }
 
-int wsc_http_request(const char *host, int port, const char *request,
-		int timeout_ms, int *status, char *body, size_t bodycap)
+int wsc_http_request(const char *host, int port, const char *request, int timeout_ms, int *status,
+		     char *body, size_t bodycap)
 {
 	return wsc_https_request(host, port, NULL, request, timeout_ms, status, body, bodycap);
 }
 
 int wsc_https_request(const char *host, int port, const char *tls_ca, const char *request,
-		int timeout_ms, int *status, char *body, size_t bodycap)
+		      int timeout_ms, int *status, char *body, size_t bodycap)
 {
 	int64_t deadline = now_ms() + timeout_ms;
 	struct wsc *c;
@@ -879,7 +872,7 @@ int wsc_https_request(const char *host, int port, const char *tls_ca, const char
 			goto out;
 		blen = (long)c->len;
 		if (find_header(head, "Transfer-Encoding", val, sizeof val) &&
-				strcasecmp(val, "chunked") == 0)
+		    strcasecmp(val, "chunked") == 0)
 			blen = dechunk((char *)c->buf, c->len);
 		if (blen < 0)
 			goto out;
@@ -897,13 +890,13 @@ out:
 	return ret;
 }
 
-int wsc_http_get(const char *host, int port, const char *path, int timeout_ms,
-		int *status, char *body, size_t bodycap)
+int wsc_http_get(const char *host, int port, const char *path, int timeout_ms, int *status,
+		 char *body, size_t bodycap)
 {
 	char req[2048];
 	int n = snprintf(req, sizeof req,
-		"GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n",
-		path, host, port);
+			 "GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n", path, host,
+			 port);
 
 	if (n < 0 || (size_t)n >= sizeof req)
 		return -1;

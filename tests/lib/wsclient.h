@@ -21,28 +21,28 @@ struct wsc;
 
 /* wsc_recv() results (the opcodes for messages). */
 enum wsc_type {
-	WSC_ERROR = -2,		/* I/O error or server broke the protocol */
-	WSC_EOF = -1,		/* the server closed the connection */
+	WSC_ERROR = -2, /* I/O error or server broke the protocol */
+	WSC_EOF = -1,   /* the server closed the connection */
 	WSC_TIMEOUT = 0,
 	WSC_TEXT = 0x1,
 	WSC_BINARY = 0x2,
-	WSC_CLOSE = 0x8,	/* close_code set (1005 if none) */
-	WSC_PING = 0x9,		/* only with WSC_OPT_REPORT_PINGS */
-	WSC_PONG = 0xA,		/* only with WSC_OPT_REPORT_PONGS */
+	WSC_CLOSE = 0x8, /* close_code set (1005 if none) */
+	WSC_PING = 0x9,  /* only with WSC_OPT_REPORT_PINGS */
+	WSC_PONG = 0xA,  /* only with WSC_OPT_REPORT_PONGS */
 };
 
 /* Options (wsc_set_options). */
 enum {
-	WSC_OPT_NO_AUTO_PONG = 1 << 0,	/* do not answer pings */
-	WSC_OPT_REPORT_PINGS = 1 << 1,	/* return pings from wsc_recv */
-	WSC_OPT_REPORT_PONGS = 1 << 2,	/* return pongs from wsc_recv */
-	WSC_OPT_NO_CLOSE_REPLY = 1 << 3,	/* do not answer a close frame */
+	WSC_OPT_NO_AUTO_PONG = 1 << 0,   /* do not answer pings */
+	WSC_OPT_REPORT_PINGS = 1 << 1,   /* return pings from wsc_recv */
+	WSC_OPT_REPORT_PONGS = 1 << 2,   /* return pongs from wsc_recv */
+	WSC_OPT_NO_CLOSE_REPLY = 1 << 3, /* do not answer a close frame */
 };
 
 struct wsc_msg {
-	int type;		/* enum wsc_type */
-	uint16_t close_code;	/* WSC_CLOSE */
-	char *data;		/* payload (close: the reason), NUL-terminated, malloc'd */
+	int type;            /* enum wsc_type */
+	uint16_t close_code; /* WSC_CLOSE */
+	char *data;          /* payload (close: the reason), NUL-terminated, malloc'd */
 	size_t len;
 };
 
@@ -61,16 +61,16 @@ int wsc_tcp_connect(const char *host, int port, int timeout_ms);
 void wsc_set_source_addr(const char *ipv4);
 
 struct wsc_connect_opts {
-	const char *extra_headers;	/* NULL or CRLF-terminated lines */
-	int timeout_ms;			/* for the whole handshake; 0: 5000 */
-	const char *version;		/* Sec-WebSocket-Version; NULL: "13" */
-	const char *key;		/* Sec-WebSocket-Key; NULL: random */
-	int omit_key;			/* send no Sec-WebSocket-Key */
-	const void *early;		/* bytes sent in the same write as the */
-	size_t early_len;		/* request (e.g. a first frame) */
-	const char *tls_ca;		/* wss: verify the server against this
+	const char *extra_headers; /* NULL or CRLF-terminated lines */
+	int timeout_ms;            /* for the whole handshake; 0: 5000 */
+	const char *version;       /* Sec-WebSocket-Version; NULL: "13" */
+	const char *key;           /* Sec-WebSocket-Key; NULL: random */
+	int omit_key;              /* send no Sec-WebSocket-Key */
+	const void *early;         /* bytes sent in the same write as the */
+	size_t early_len;          /* request (e.g. a first frame) */
+	const char *tls_ca;        /* wss: verify the server against this
 					 * PEM file and the host; NULL: plain */
-	const char *tls_name;		/* the name (or address) to verify;
+	const char *tls_name;      /* the name (or address) to verify;
 					 * NULL: the host dialled */
 };
 
@@ -81,10 +81,9 @@ struct wsc_connect_opts {
  * Returns the client, or NULL.
  */
 struct wsc *wsc_connect(const char *host, int port, const char *path_and_query,
-		const char *extra_headers, int timeout_ms, int *status);
-struct wsc *wsc_connect_opts(const char *host, int port,
-		const char *path_and_query, const struct wsc_connect_opts *opts,
-		int *status);
+			const char *extra_headers, int timeout_ms, int *status);
+struct wsc *wsc_connect_opts(const char *host, int port, const char *path_and_query,
+			     const struct wsc_connect_opts *opts, int *status);
 
 /* A client on an already connected socket (no handshake); takes fd. */
 struct wsc *wsc_from_fd(int fd);
@@ -114,10 +113,10 @@ int wsc_send_close(struct wsc *c, uint16_t code, const char *reason);
 /* A frame exactly as described: nothing is checked. */
 struct wsc_frame {
 	int fin;
-	int rsv;		/* the three RSV bits, 0-7 */
-	int opcode;		/* 0-15 */
+	int rsv;    /* the three RSV bits, 0-7 */
+	int opcode; /* 0-15 */
 	int masked;
-	int len_form;		/* 0: shortest; 7, 16 or 64: that length field */
+	int len_form; /* 0: shortest; 7, 16 or 64: that length field */
 	const void *payload;
 	size_t len;
 };
@@ -128,8 +127,8 @@ struct wsc_frame {
  */
 size_t wsc_build_frame(const struct wsc_frame *f, unsigned char *out, size_t cap);
 int wsc_send_frame(struct wsc *c, const struct wsc_frame *f);
-int wsc_send_raw_frame(struct wsc *c, int fin, int opcode, int masked,
-		const void *payload, size_t len);
+int wsc_send_raw_frame(struct wsc *c, int fin, int opcode, int masked, const void *payload,
+		       size_t len);
 /* Sends raw bytes. */
 int wsc_send_bytes(struct wsc *c, const void *data, size_t len);
 
@@ -137,8 +136,7 @@ int wsc_send_bytes(struct wsc *c, const void *data, size_t len);
  * Slowloris helper: connects and sends partial (e.g. the first lines of a
  * request) without ever finishing it.  Returns the socket, or -1.
  */
-int wsc_slow_connect(const char *host, int port, const char *partial,
-		int timeout_ms);
+int wsc_slow_connect(const char *host, int port, const char *partial, int timeout_ms);
 
 /*
  * Waits until the peer closes the connection (EOF or reset), discarding
@@ -153,14 +151,14 @@ int wsc_wait_closed(int fd, int timeout_ms);
  * status goes to *status, the body (de-chunked, truncated to bodycap - 1,
  * NUL-terminated) to body (may be NULL).  Returns the body length, or -1.
  */
-int wsc_http_request(const char *host, int port, const char *request,
-		int timeout_ms, int *status, char *body, size_t bodycap);
+int wsc_http_request(const char *host, int port, const char *request, int timeout_ms, int *status,
+		     char *body, size_t bodycap);
 /* The same over TLS, verifying the server against the PEM file tls_ca
  * (NULL: plain, as wsc_http_request). */
 int wsc_https_request(const char *host, int port, const char *tls_ca, const char *request,
-		int timeout_ms, int *status, char *body, size_t bodycap);
+		      int timeout_ms, int *status, char *body, size_t bodycap);
 /* GET path with Host and Connection: close. */
-int wsc_http_get(const char *host, int port, const char *path, int timeout_ms,
-		int *status, char *body, size_t bodycap);
+int wsc_http_get(const char *host, int port, const char *path, int timeout_ms, int *status,
+		 char *body, size_t bodycap);
 
 #endif

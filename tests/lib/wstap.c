@@ -17,8 +17,8 @@ struct relay {
 	struct wstap *t;
 	struct relay *next;
 	struct bufferevent *client, *server;
-	struct evbuffer *seen;	/* client bytes not yet decoded */
-	int head_done;		/* the upgrade request has passed */
+	struct evbuffer *seen; /* client bytes not yet decoded */
+	int head_done;         /* the upgrade request has passed */
 };
 
 struct wstap {
@@ -78,7 +78,8 @@ static void decode(struct relay *r)
 			return;
 		t->frames[h[0] & 0x0f]++;
 		if ((h[0] & 0x0f) == 0x1) {
-			size_t n = len < sizeof t->last_text - 1 ? (size_t)len : sizeof t->last_text - 1;
+			size_t n = len < sizeof t->last_text - 1 ? (size_t)len
+								 : sizeof t->last_text - 1;
 			unsigned char *p = evbuffer_pullup(r->seen, (ev_ssize_t)(hdr + n));
 			const unsigned char *mask = (h[1] & 0x80) ? h + hdr - 4 : NULL;
 
@@ -135,7 +136,8 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 {
 	struct wstap *t = arg;
 	struct relay *r = calloc(1, sizeof *r);
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)t->server_port) };
+	struct sockaddr_in to = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)t->server_port) };
 
 	(void)lis;
 	(void)sa;
@@ -153,7 +155,7 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	t->relays = r;
 	t->accepted++;
 	if (r->seen == NULL || r->client == NULL || r->server == NULL ||
-			bufferevent_socket_connect(r->server, (struct sockaddr *)&to, sizeof to) != 0) {
+	    bufferevent_socket_connect(r->server, (struct sockaddr *)&to, sizeof to) != 0) {
 		relay_free(r);
 		return;
 	}
@@ -175,10 +177,11 @@ struct wstap *wstap_new(struct event_base *base, int server_port)
 	t->server_port = server_port;
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	t->lis = evconnlistener_new_bind(base, on_accept, t,
-		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE, 16,
-		(struct sockaddr *)&sa, sizeof sa);
+					 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
+						 LEV_OPT_REUSEABLE,
+					 16, (struct sockaddr *)&sa, sizeof sa);
 	if (t->lis == NULL ||
-			getsockname(evconnlistener_get_fd(t->lis), (struct sockaddr *)&sa, &len) != 0) {
+	    getsockname(evconnlistener_get_fd(t->lis), (struct sockaddr *)&sa, &len) != 0) {
 		wstap_free(t);
 		return NULL;
 	}

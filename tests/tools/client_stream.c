@@ -94,8 +94,8 @@ int main(int argc, char **argv)
 	t0 = now_s() - t0;
 	fstat(out, &st_out);
 	getrusage(RUSAGE_SELF, &ru);
-	fprintf(stderr, "bytes %llu in, %llu out; %.2f s; %.1f MiB/s; peak RSS %ld KiB\n",
-		bytes_in, bytes_out, t0, (double)bytes_out / 1048576.0 / t0, ru.ru_maxrss);
+	fprintf(stderr, "bytes %llu in, %llu out; %.2f s; %.1f MiB/s; peak RSS %ld KiB\n", bytes_in,
+		bytes_out, t0, (double)bytes_out / 1048576.0 / t0, ru.ru_maxrss);
 	exc_client_free(c);
 	event_base_free(base);
 	close(in);

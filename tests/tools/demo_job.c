@@ -30,7 +30,8 @@ static struct json_object *recv_message(struct wsc *c, const char *want_type)
 		struct wsc_msg m;
 		int t = wsc_recv(c, 30000, &m);
 		if (t != WSC_TEXT) {
-			fprintf(stderr, "demo_job: connection ended while waiting for %s\n", want_type);
+			fprintf(stderr, "demo_job: connection ended while waiting for %s\n",
+				want_type);
 			wsc_msg_free(&m);
 			return NULL;
 		}
@@ -51,8 +52,8 @@ static struct json_object *recv_message(struct wsc *c, const char *want_type)
 
 static int send_message(struct wsc *c, struct json_object *o)
 {
-	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-							     JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *text = json_object_to_json_string_ext(
+		o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	printf("> %s\n", text);
 	int rc = wsc_send_text(c, text, strlen(text));
 	json_object_put(o);

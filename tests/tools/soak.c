@@ -23,8 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "loadgen.h"
@@ -33,8 +33,8 @@
 
 struct proc_usage {
 	int pid;
-	long anon_kib;		/* private resident memory (RssAnon) */
-	long shmem_kib;		/* resident pages of the shared segment (RssShmem) */
+	long anon_kib;  /* private resident memory (RssAnon) */
+	long shmem_kib; /* resident pages of the shared segment (RssShmem) */
 	int fds;
 };
 
@@ -98,8 +98,8 @@ static void load(const struct es_daemon *d, struct loadgen *lg, int seconds, int
 		if (now >= next_report) {
 			struct loadgen_tally t;
 			loadgen_tally(lg, &t);
-			fprintf(stderr, "%s: %lld s: %d connected, %d jobs done, %d reconnects\n", what,
-				(now - start) / 1000, nconns - loadgen_down(lg), t.done_jobs,
+			fprintf(stderr, "%s: %lld s: %d connected, %d jobs done, %d reconnects\n",
+				what, (now - start) / 1000, nconns - loadgen_down(lg), t.done_jobs,
 				t.reconnects);
 			next_report += 10000;
 		}
@@ -109,7 +109,6 @@ static void load(const struct es_daemon *d, struct loadgen *lg, int seconds, int
 	if (harness_wait_status(d, 30000, idle, NULL) != 0)
 		fprintf(stderr, "%s: the daemon did not become idle\n", what);
 }
-
 
 int main(int argc, char **argv)
 {
@@ -121,7 +120,8 @@ int main(int argc, char **argv)
 		case 'c': churn = atoi(optarg); break;
 		case 'H': handlers = atoi(optarg); break;
 		default:
-			fprintf(stderr, "usage: soak [-s SECONDS] [-n CONNECTIONS] [-c CHURN] [-H HANDLERS]\n");
+			fprintf(stderr, "usage: soak [-s SECONDS] [-n CONNECTIONS] [-c CHURN] [-H "
+					"HANDLERS]\n");
 			return 2;
 		}
 	}

@@ -5,8 +5,8 @@
 #include "autoconfig.h"
 #include "book_fixture.h"
 
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 

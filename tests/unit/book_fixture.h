@@ -25,16 +25,17 @@ struct fx {
 	struct book *b;
 	struct book_limits lim;
 	struct book_topology topo;
-	uint64_t mask;          /* returned by the last unlock */
-	int last_lock;          /* returned by the last lock */
-	struct fx_mail *log;    /* every mail taken by fx_pump, in order */
+	uint64_t mask;       /* returned by the last unlock */
+	int last_lock;       /* returned by the last lock */
+	struct fx_mail *log; /* every mail taken by fx_pump, in order */
 	size_t nlog;
 };
 
 void fx_topo(struct book_topology *t, uint32_t nwg, const uint32_t *procs, uint32_t nsvc,
 	     const uint32_t *svc_wg);
 void fx_limits(struct book_limits *l);
-int fx_init(struct fx *f, const struct book_limits *l, const struct book_topology *t, uint64_t seed);
+int fx_init(struct fx *f, const struct book_limits *l, const struct book_topology *t,
+	    uint64_t seed);
 void fx_fini(struct fx *f);
 
 void fx_lock(struct fx *f);
@@ -84,6 +85,7 @@ size_t fx_count(const struct fx *f, enum book_mail_kind kind, const char *job);
 /* Token of the newest logged OFFER for job (pumps first), 0 if none. */
 uint64_t fx_token(struct fx *f, const char *job);
 /* Accepts job with its logged token on the conn's handler; returns rc. */
-enum book_rc fx_take_job(struct fx *f, struct book_ref conn, const char *job, struct book_ref *want);
+enum book_rc fx_take_job(struct fx *f, struct book_ref conn, const char *job,
+			 struct book_ref *want);
 
 #endif

@@ -11,14 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GROW(arr, n, cap) do { \
-	if ((n) == (cap)) { \
-		(cap) = (cap) ? 2 * (cap) : 64; \
-		(arr) = realloc((arr), (cap) * sizeof *(arr)); \
-		if (!(arr)) \
-			abort(); \
-	} \
-} while (0)
+#define GROW(arr, n, cap)                                              \
+	do {                                                           \
+		if ((n) == (cap)) {                                    \
+			(cap) = (cap) ? 2 * (cap) : 64;                \
+			(arr) = realloc((arr), (cap) * sizeof *(arr)); \
+			if (!(arr))                                    \
+				abort();                               \
+		}                                                      \
+	} while (0)
 
 struct model *model_new(const struct book_limits *l, const struct book_topology *t)
 {
@@ -396,7 +397,7 @@ static void orphan(struct model *m, int wi)
 	struct m_want *w = &m->w[wi];
 	w->client = -1;
 	w->conn = -1;
-	mail_drop_want(m, wi);   /* an owner's CANCEL still pending moves */
+	mail_drop_want(m, wi); /* an owner's CANCEL still pending moves */
 	mail_push(m, w->runner, MAIL_CANCEL, wi, -1, w->id);
 }
 
@@ -435,11 +436,13 @@ enum book_rc model_want(struct model *m, int conn, const char *job, uint32_t svc
 		return BOOK_E_DISABLED;
 	int ci = m->c[conn].client;
 	for (size_t i = 0; i < m->nw; i++)
-		if (m->w[i].state != MW_FREE && m->w[i].client == ci && strcmp(m->w[i].id, job) == 0)
+		if (m->w[i].state != MW_FREE && m->w[i].client == ci &&
+		    strcmp(m->w[i].id, job) == 0)
 			return BOOK_E_DUPLICATE;
 	uint32_t mine = 0;
 	for (size_t i = 0; i < m->nw; i++)
-		mine += (m->w[i].state == MW_PARKED || m->w[i].state == MW_OFFERED) && m->w[i].conn == conn;
+		mine += (m->w[i].state == MW_PARKED || m->w[i].state == MW_OFFERED) &&
+			m->w[i].conn == conn;
 	if (mine >= m->lim.max_wants_per_connection)
 		return BOOK_E_LIMIT_CONN;
 	size_t live = live_wants(m);
@@ -542,16 +545,16 @@ static void sample(struct model *m, uint32_t svc, const struct book_outcome *o)
 	s->klass = classify(m, s->klass, s);
 }
 
-static uint32_t job_end(struct model *m, int wi, const struct book_outcome *o,
-			const char *receipt, size_t len)
+static uint32_t job_end(struct model *m, int wi, const struct book_outcome *o, const char *receipt,
+			size_t len)
 {
 	struct m_want *w = &m->w[wi];
 	uint32_t g = wg_of(m, w->svc);
-	if (w->client < 0) {   /* an orphan: nobody to tell */
+	if (w->client < 0) { /* an orphan: nobody to tell */
 		want_free(m, wi);
 		return g;
 	}
-	mail_drop_want(m, wi);   /* a CANCEL not taken yet */
+	mail_drop_want(m, wi); /* a CANCEL not taken yet */
 	w->out = *o;
 	w->out.receipt_lost = 0;
 	w->kept = 0;
@@ -640,8 +643,8 @@ enum book_rc model_token_issue(struct model *m, uint32_t svc, uint64_t now, uint
 	model_wg(m, wg_of(m, svc), &st);
 	/* as a new want of svc would be offered at once; a parked want that
 	 * could take the slot would have it already (grants are eager) */
-	if (st.running + st.offered + st.tokens >= st.processes ||
-	    !eligible(m, svc) || live_tokens(m) >= m->lim.max_tokens)
+	if (st.running + st.offered + st.tokens >= st.processes || !eligible(m, svc) ||
+	    live_tokens(m) >= m->lim.max_tokens)
 		return BOOK_E_BUSY;
 	if (m->nt == m->capt) {
 		m->capt = m->capt ? 2 * m->capt : 16;
@@ -658,12 +661,11 @@ enum book_rc model_token_issue(struct model *m, uint32_t svc, uint64_t now, uint
 	return BOOK_OK;
 }
 
-enum book_rc model_token_use(struct model *m, int tok, int secret_ok, uint32_t svc,
-			     uint32_t runner, uint64_t now)
+enum book_rc model_token_use(struct model *m, int tok, int secret_ok, uint32_t svc, uint32_t runner,
+			     uint64_t now)
 {
 	tick(m, now);
-	if (tok < 0 || m->t[tok].state != MT_ISSUED || !secret_ok ||
-	    m->t[tok].deadline <= m->clock)
+	if (tok < 0 || m->t[tok].state != MT_ISSUED || !secret_ok || m->t[tok].deadline <= m->clock)
 		return BOOK_E_UNKNOWN_JOB;
 	struct m_token *t = &m->t[tok];
 	if (t->svc != svc)
@@ -746,7 +748,7 @@ enum book_rc model_cancel(struct model *m, int conn, const char *job, enum want_
 	*want = wi;
 	for (size_t i = 0; i < m->nmail[w->runner]; i++)
 		if (m->mail[w->runner][i].kind == MAIL_CANCEL && m->mail[w->runner][i].want == wi)
-			return BOOK_OK;   /* asked already, not taken yet */
+			return BOOK_OK; /* asked already, not taken yet */
 	mail_push(m, w->runner, MAIL_CANCEL, wi, -1, w->id);
 	return BOOK_OK;
 }
@@ -795,7 +797,8 @@ enum book_rc model_conn_open(struct model *m, uint32_t h, const char *client, ui
 	int ci = -1;
 	if (len)
 		for (size_t i = 0; i < m->nk; i++)
-			if (m->k[i].state != MK_FREE && m->k[i].named && strcmp(m->k[i].id, client) == 0)
+			if (m->k[i].state != MK_FREE && m->k[i].named &&
+			    strcmp(m->k[i].id, client) == 0)
 				ci = (int)i;
 	if (ci < 0) {
 		ci = new_client(m);
@@ -835,7 +838,8 @@ static void conn_drop(struct model *m, int c)
 	int ci = m->c[c].client;
 	m->c[c].live = 0;
 	for (size_t i = 0; i < m->nw; i++)
-		if ((m->w[i].state == MW_PARKED || m->w[i].state == MW_OFFERED) && m->w[i].conn == c)
+		if ((m->w[i].state == MW_PARKED || m->w[i].state == MW_OFFERED) &&
+		    m->w[i].conn == c)
 			want_free(m, (int)i);
 	for (uint32_t h = 0; h < BOOK_MAX_HANDLERS; h++)
 		for (size_t i = m->nmail[h]; i-- > 0;)
@@ -890,7 +894,10 @@ size_t model_purge(struct model *m, uint32_t h, int32_t *pgids, size_t max)
 	 * book_job_finished with the lost outcome, no runtime sample, no
 	 * grant until the end */
 	static const struct book_outcome lost = {
-		.exit_code = -1, .error = BOOK_ERROR_LOST, .retryable = 1, .failed = 1,
+		.exit_code = -1,
+		.error = BOOK_ERROR_LOST,
+		.retryable = 1,
+		.failed = 1,
 	};
 	size_t n = 0, nrun = 0;
 	uint64_t *pairs = malloc((m->nw + 1) * 2 * sizeof *pairs);
@@ -913,7 +920,7 @@ size_t model_purge(struct model *m, uint32_t h, int32_t *pgids, size_t max)
 		job_end(m, wi, &lost, NULL, 0);
 	}
 	free(pairs);
-	for (size_t i = 0; i < m->nt; i++) {   /* its running tokens, by book index */
+	for (size_t i = 0; i < m->nt; i++) { /* its running tokens, by book index */
 		struct m_token *t = &m->t[i];
 		if (t->state != MT_RUNNING || t->runner != h)
 			continue;
@@ -923,7 +930,7 @@ size_t model_purge(struct model *m, uint32_t h, int32_t *pgids, size_t max)
 		m->svc[t->svc].failed++;
 		t->state = MT_FREE;
 	}
-	for (;;) {   /* oldest conn first */
+	for (;;) { /* oldest conn first */
 		int oldest = -1;
 		for (size_t i = 0; i < m->nc; i++)
 			if (m->c[i].live && m->c[i].h == h &&
@@ -992,7 +999,8 @@ uint32_t model_expire(struct model *m, uint64_t now)
 	for (;;) {
 		int best = -1;
 		for (size_t i = 0; i < m->nk; i++)
-			if (m->k[i].state == MK_GRACE && m->k[i].stamped && m->k[i].deadline <= m->clock &&
+			if (m->k[i].state == MK_GRACE && m->k[i].stamped &&
+			    m->k[i].deadline <= m->clock &&
 			    (best < 0 || m->k[i].grace_seq < m->k[best].grace_seq))
 				best = (int)i;
 		if (best < 0)

@@ -14,33 +14,39 @@
 
 #include "book/book.h"
 
-enum { MW_FREE = 0, MW_PARKED, MW_OFFERED, MW_RUNNING, MW_FINISHED };
+enum {
+	MW_FREE = 0,
+	MW_PARKED,
+	MW_OFFERED,
+	MW_RUNNING,
+	MW_FINISHED
+};
 
-#define M_RECEIPT_MAX 256        /* longest receipt text the tests give */
+#define M_RECEIPT_MAX 256 /* longest receipt text the tests give */
 
 struct m_want {
 	int state;
-	int conn;                /* placing conn; RUNNING: owner or -1 */
-	int client;              /* -1: orphaned running job */
+	int conn;   /* placing conn; RUNNING: owner or -1 */
+	int client; /* -1: orphaned running job */
 	char id[BOOK_ID_MAX + 1];
 	uint32_t svc;
 	int32_t prio;
 	uint64_t seq;
-	uint64_t token;          /* known once the OFFER mail was taken */
+	uint64_t token; /* known once the OFFER mail was taken */
 	int token_known;
-	struct book_ref ref;     /* the book's ref, known from OFFER mail or JOB */
+	struct book_ref ref; /* the book's ref, known from OFFER mail or JOB */
 	int ref_known;
 	int stamped;
 	uint64_t deadline, offer_no;
 	uint32_t runner;
 	int32_t pgid;
-	uint64_t jorder;         /* RUNNING/FINISHED: place in its client's job list */
+	uint64_t jorder; /* RUNNING/FINISHED: place in its client's job list */
 	/* FINISHED */
 	struct book_outcome out; /* receipt_lost included */
 	int kept;                /* the receipt text is in the store */
 	size_t rlen;
 	char rtext[M_RECEIPT_MAX];
-	int done_taken;          /* test bookkeeping: a DONE mail of it was taken */
+	int done_taken; /* test bookkeeping: a DONE mail of it was taken */
 };
 
 struct m_conn {
@@ -49,10 +55,14 @@ struct m_conn {
 	int client;
 	uint64_t open_seq;
 	uint64_t stamp[BOOK_MAX_WAITGROUPS];
-	struct book_ref ref;     /* the book's ref of this conn */
+	struct book_ref ref; /* the book's ref of this conn */
 };
 
-enum { MK_FREE = 0, MK_LIVE, MK_GRACE };
+enum {
+	MK_FREE = 0,
+	MK_LIVE,
+	MK_GRACE
+};
 
 struct m_client {
 	int state;
@@ -73,7 +83,11 @@ struct m_mail {
 };
 
 /* A legacy token (book_token_*), never reused; ref/secret are the book's. */
-enum { MT_FREE = 0, MT_ISSUED, MT_RUNNING };
+enum {
+	MT_FREE = 0,
+	MT_ISSUED,
+	MT_RUNNING
+};
 struct m_token {
 	int state;
 	uint32_t svc;
@@ -87,7 +101,7 @@ struct m_token {
 struct m_svc {
 	uint64_t started, finished, failed, nsamples;
 	double ema;
-	unsigned klass;          /* enum svc_class (auto-balance) */
+	unsigned klass; /* enum svc_class (auto-balance) */
 };
 
 struct model {
@@ -150,8 +164,8 @@ enum book_rc model_profile_set(struct model *m, uint32_t svc, const struct book_
  * a stale ref, secret_ok 0 = a wrong secret. */
 enum book_rc model_token_issue(struct model *m, uint32_t svc, uint64_t now, uint32_t valid_ms,
 			       int *tok);
-enum book_rc model_token_use(struct model *m, int tok, int secret_ok, uint32_t svc,
-			     uint32_t runner, uint64_t now);
+enum book_rc model_token_use(struct model *m, int tok, int secret_ok, uint32_t svc, uint32_t runner,
+			     uint64_t now);
 enum book_rc model_token_finished(struct model *m, int tok, const struct book_outcome *o);
 /* Earliest deadline of an issued token, or UINT64_MAX. */
 uint64_t model_token_deadline(const struct model *m);

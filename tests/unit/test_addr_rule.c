@@ -72,9 +72,23 @@ static void test_parse(void)
 	CU_ASSERT_EQUAL(r.kind, ADDR_RULE_HOST);
 
 	static const char *const bad[] = {
-		"", ".", "10.0.0.0/33", "::/129", "10.0.0.0/", "10.0.0.0/-1", "10.0.0.0/x",
-		"fe80::1::2", "host name", "exa*mple.com", "10.1", "2130706433", "[10.0.0.1]",
-		"[fe80::1", "::ffff:10.0.0.0/95", "a/8", "fe80::1%eth0",
+		"",
+		".",
+		"10.0.0.0/33",
+		"::/129",
+		"10.0.0.0/",
+		"10.0.0.0/-1",
+		"10.0.0.0/x",
+		"fe80::1::2",
+		"host name",
+		"exa*mple.com",
+		"10.1",
+		"2130706433",
+		"[10.0.0.1]",
+		"[fe80::1",
+		"::ffff:10.0.0.0/95",
+		"a/8",
+		"fe80::1%eth0",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		why = NULL;
@@ -188,8 +202,10 @@ static void test_config_key(void)
 	struct config_error err;
 	char text[512];
 
-	snprintf(text, sizeof text, "%scallbackAllow:\n  - 10.0.0.0/8\n  - files.example.com\n"
-		 "  - \"[::1]\"\n", base);
+	snprintf(text, sizeof text,
+		 "%scallbackAllow:\n  - 10.0.0.0/8\n  - files.example.com\n"
+		 "  - \"[::1]\"\n",
+		 base);
 	CU_ASSERT_FATAL(config_load_buffer("t.yml", text, strlen(text), &cfg, &err) == 0);
 	CU_ASSERT_EQUAL(cfg.callback_allow.count, 3);
 	CU_ASSERT_EQUAL(cfg.callback_allow.items[1].kind, ADDR_RULE_HOST);
@@ -221,8 +237,10 @@ static void test_config_key(void)
 	CU_ASSERT(strstr(err.text, "t.yml:2:22:") != NULL);
 	snprintf(text, sizeof text, "%smaxJobsPerClient: -1\n", base);
 	CU_ASSERT(config_load_buffer("t.yml", text, strlen(text), &cfg, &err) == -1);
-	snprintf(text, sizeof text, "%sidleTimeoutSec: 5\nmaxJobsPerClient: 3\nallowRootJobs: "
-		 "true\nhandshakeTimeoutSec: 2\n", base);
+	snprintf(text, sizeof text,
+		 "%sidleTimeoutSec: 5\nmaxJobsPerClient: 3\nallowRootJobs: "
+		 "true\nhandshakeTimeoutSec: 2\n",
+		 base);
 	CU_ASSERT_FATAL(config_load_buffer("t.yml", text, strlen(text), &cfg, &err) == 0);
 	CU_ASSERT_EQUAL(cfg.idle_timeout_sec, 5);
 	CU_ASSERT_EQUAL(cfg.max_jobs_per_client, 3);
@@ -241,7 +259,8 @@ static void test_trusted_proxies_key(void)
 	struct config_error err;
 	char text[512];
 
-	snprintf(text, sizeof text, "%strustedProxies:\n  - 10.250.0.12\n  - 192.168.7.0/24\n", base);
+	snprintf(text, sizeof text, "%strustedProxies:\n  - 10.250.0.12\n  - 192.168.7.0/24\n",
+		 base);
 	CU_ASSERT_FATAL(config_load_buffer("t.yml", text, strlen(text), &cfg, &err) == 0);
 	CU_ASSERT_EQUAL(cfg.trusted_proxies.count, 2);
 	struct ip_addr a = ip("10.250.0.12"), b = ip("192.168.7.200"), c = ip("10.250.0.13");

@@ -26,12 +26,13 @@
 #define OK(x) CU_ASSERT_EQUAL((x), BOOK_OK)
 #define RC(x, rc) CU_ASSERT_EQUAL((x), (rc))
 /* a sequence of job ids, printed when it differs */
-#define SEQ_EQ(got, want) do { \
-	const char *g_ = (got); \
-	if (strcmp(g_, (want)) != 0) \
-		printf("\n  line %d: got \"%s\", want \"%s\"\n", __LINE__, g_, (want)); \
-	CU_ASSERT_STRING_EQUAL(g_, (want)); \
-} while (0)
+#define SEQ_EQ(got, want)                                                                       \
+	do {                                                                                    \
+		const char *g_ = (got);                                                         \
+		if (strcmp(g_, (want)) != 0)                                                    \
+			printf("\n  line %d: got \"%s\", want \"%s\"\n", __LINE__, g_, (want)); \
+		CU_ASSERT_STRING_EQUAL(g_, (want));                                             \
+	} while (0)
 
 /* wg0: services 0, 1 (and 3, disabled); wg1: service 2 */
 static void mk_lim(struct fx *f, const struct book_limits *l, uint32_t p0, uint32_t p1)
@@ -152,7 +153,7 @@ static void test_init_limits(void)
 	l.receipt_bytes = 0;
 	size_t bare = book_size(&l);
 	CU_ASSERT(bare > 0);
-	l.receipt_bytes = 16384;                 /* ignored without slots */
+	l.receipt_bytes = 16384; /* ignored without slots */
 	CU_ASSERT_EQUAL(book_size(&l), bare);
 	l.max_receipts = 64;
 	CU_ASSERT(book_size(&l) >= bare + 64 * 16384);
@@ -168,7 +169,7 @@ static void test_init_limits(void)
 	CU_ASSERT_EQUAL(book_size(&l), 0);
 	fx_limits(&l);
 	struct book_topology t;
-	uint32_t procs[1] = { 1 }, wgs[1] = { 1 };   /* service in a missing wg */
+	uint32_t procs[1] = { 1 }, wgs[1] = { 1 }; /* service in a missing wg */
 	fx_topo(&t, 1, procs, 1, wgs);
 	size_t sz = book_size(&l);
 	void *mem = calloc(1, sz);
@@ -193,7 +194,7 @@ static void test_priority_beats_arrival(void)
 	OK(fx_open(&f, 0, NULL, 0, &a));
 	OK(fx_open(&f, 1, NULL, 0, &b));
 	OK(fx_want(&f, a, "a0", 0, 0, 0));
-	SEQ_EQ(offers(&f, 0), "a0");   /* idle: granted at once */
+	SEQ_EQ(offers(&f, 0), "a0"); /* idle: granted at once */
 	OK(fx_want(&f, a, "a1", 0, 0, 1));
 	OK(fx_want(&f, a, "a2", 1, 3, 2));
 	OK(fx_want(&f, b, "b1", 0, 5, 3));
@@ -225,9 +226,9 @@ static void test_round_robin_fresh_conn(void)
 	}
 	OK(fx_want(&f, b, "b0", 0, 0, 1));
 	SEQ_EQ(offers(&f, 0), "a0");
-	run_finish(&f, a, "a0");   /* a was just served: b's one want goes first */
+	run_finish(&f, a, "a0"); /* a was just served: b's one want goes first */
 	SEQ_EQ(offers(&f, 0), "a0,b0");
-	OK(fx_want(&f, c, "c0", 0, 0, 2));   /* fresh conn: before a and b */
+	OK(fx_want(&f, c, "c0", 0, 0, 2)); /* fresh conn: before a and b */
 	run_finish(&f, b, "b0");
 	run_finish(&f, c, "c0");
 	run_finish(&f, a, "a1");
@@ -243,7 +244,7 @@ static void test_tie_by_arrival_and_fifo(void)
 	OK(fx_open(&f, 0, NULL, 0, &x));
 	OK(fx_open(&f, 0, NULL, 0, &a));
 	OK(fx_open(&f, 0, NULL, 0, &b));
-	OK(fx_want(&f, x, "x", 0, 0, 0));   /* holds the slot */
+	OK(fx_want(&f, x, "x", 0, 0, 0)); /* holds the slot */
 	/* never-served conns tie on stamp 0: the older want goes first */
 	OK(fx_want(&f, b, "b1", 1, 0, 1));
 	OK(fx_want(&f, a, "a1", 0, 0, 2));
@@ -383,18 +384,18 @@ static void test_unwant_states(void)
 	mk(&f, 1, 1);
 	OK(fx_open(&f, 0, NULL, 0, &a));
 	OK(fx_open(&f, 1, NULL, 0, &b));
-	OK(fx_want(&f, a, "o", 0, 0, 0));      /* offered */
-	OK(fx_want(&f, a, "p", 0, 0, 1));      /* parked */
-	OK(fx_want(&f, b, "q", 0, 0, 2));      /* parked */
+	OK(fx_want(&f, a, "o", 0, 0, 0)); /* offered */
+	OK(fx_want(&f, a, "p", 0, 0, 1)); /* parked */
+	OK(fx_want(&f, b, "q", 0, 0, 2)); /* parked */
 	OK(fx_unwant(&f, a, "p"));
 	RC(fx_unwant(&f, a, "p"), BOOK_E_UNKNOWN_JOB);
-	RC(fx_unwant(&f, b, "o"), BOOK_E_UNKNOWN_JOB);   /* other client's job */
+	RC(fx_unwant(&f, b, "o"), BOOK_E_UNKNOWN_JOB); /* other client's job */
 	RC(fx_unwant(&f, a, "nope"), BOOK_E_UNKNOWN_JOB);
 	fx_wg(&f, 0, &st);
 	CU_ASSERT_EQUAL(st.waiting, 1);
 	CU_ASSERT_EQUAL(st.offered, 1);
 	uint64_t tok = fx_token(&f, "o");
-	OK(fx_unwant(&f, a, "o"));             /* frees the slot: q next */
+	OK(fx_unwant(&f, a, "o")); /* frees the slot: q next */
 	SEQ_EQ(offers(&f, 0), "o,q");
 	RC(fx_accept(&f, a, "o", tok, 0, &r), BOOK_E_UNKNOWN_JOB);
 	OK(fx_take_job(&f, b, "q", &r));
@@ -421,15 +422,15 @@ static void test_decline(void)
 	CU_ASSERT(tok != 0);
 	RC(fx_decline(&f, a, "o", tok ^ 1), BOOK_E_BAD_TOKEN);
 	RC(fx_decline(&f, a, "o", 0), BOOK_E_BAD_TOKEN);
-	RC(fx_decline(&f, b, "q", tok), BOOK_E_BAD_STATE);   /* parked: not offered */
+	RC(fx_decline(&f, b, "q", tok), BOOK_E_BAD_STATE); /* parked: not offered */
 	CU_ASSERT_EQUAL(pos_of(&f, a, "o").state, WANT_OFFERED);
 	OK(fx_decline(&f, a, "o", tok));
-	RC(fx_query(&f, a, "o", &p), BOOK_E_UNKNOWN_JOB);     /* the want is gone */
+	RC(fx_query(&f, a, "o", &p), BOOK_E_UNKNOWN_JOB); /* the want is gone */
 	RC(fx_decline(&f, a, "o", tok), BOOK_E_UNKNOWN_JOB);
 	SEQ_EQ(offers(&f, 0), "o,q");
 	uint64_t tq = fx_token(&f, "q");
 	OK(fx_accept(&f, b, "q", tq, 1, &r));
-	RC(fx_decline(&f, b, "q", tq), BOOK_E_BAD_STATE);     /* running */
+	RC(fx_decline(&f, b, "q", tq), BOOK_E_BAD_STATE);       /* running */
 	RC(fx_accept(&f, b, "q", tq, 1, &r), BOOK_E_BAD_STATE); /* already running */
 	done(&f);
 }
@@ -443,15 +444,15 @@ static void test_accept_states_and_stale_token(void)
 	OK(fx_open(&f, 1, NULL, 0, &b));
 	OK(fx_want(&f, a, "o", 0, 0, 0));
 	OK(fx_want(&f, a, "p", 0, 0, 0));
-	RC(fx_accept(&f, a, "p", 1, 0, &r), BOOK_E_BAD_STATE);   /* not offered */
+	RC(fx_accept(&f, a, "p", 1, 0, &r), BOOK_E_BAD_STATE); /* not offered */
 	RC(fx_accept(&f, a, "o", fx_token(&f, "o"), 99, &r), BOOK_E_INVALID);
 	uint64_t old = fx_token(&f, "o");
 	CU_ASSERT_EQUAL(fx_expire(&f, 999), 0);
-	CU_ASSERT_EQUAL(fx_expire(&f, 1000), 1);                 /* deadline <= now */
+	CU_ASSERT_EQUAL(fx_expire(&f, 1000), 1); /* deadline <= now */
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER_EXPIRED, "o"), 1);
 	CU_ASSERT_EQUAL(mail_handler(&f, MAIL_OFFER_EXPIRED, "o"), 0);
-	RC(fx_accept(&f, a, "o", old, 0, &r), BOOK_E_UNKNOWN_JOB);   /* the want is gone */
+	RC(fx_accept(&f, a, "o", old, 0, &r), BOOK_E_UNKNOWN_JOB); /* the want is gone */
 	/* p got the slot; o is wanted again and offered with a new token */
 	run_finish(&f, a, "p");
 	OK(fx_want(&f, a, "o", 0, 0, 1500));
@@ -470,8 +471,8 @@ static void test_expiry_regrants(void)
 	OK(fx_open(&f, 0, NULL, 0, &a));
 	OK(fx_open(&f, 1, NULL, 0, &b));
 	OK(fx_open(&f, 2, NULL, 0, &c));
-	OK(fx_want(&f, a, "a1", 0, 0, 0));      /* deadline 1000 */
-	OK(fx_want(&f, b, "b1", 0, 0, 500));    /* deadline 1500 */
+	OK(fx_want(&f, a, "a1", 0, 0, 0));   /* deadline 1000 */
+	OK(fx_want(&f, b, "b1", 0, 0, 500)); /* deadline 1500 */
 	OK(fx_want(&f, c, "c1", 0, 0, 600));
 	OK(fx_want(&f, c, "c2", 0, 0, 600));
 	fx_lock(&f);
@@ -480,7 +481,7 @@ static void test_expiry_regrants(void)
 	fx_pump(&f);
 	size_t from = f.nlog;
 	CU_ASSERT_EQUAL(fx_expire(&f, 1200), 1);
-	SEQ_EQ(offers(&f, from), "c1");   /* deadline 2200 */
+	SEQ_EQ(offers(&f, from), "c1"); /* deadline 2200 */
 	fx_lock(&f);
 	CU_ASSERT_EQUAL(book_next_deadline(f.b), 1500);
 	fx_unlock(&f);
@@ -518,12 +519,12 @@ static void test_expired_mail_in_place_and_reuse(void)
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER_EXPIRED, "o1"), 1);
 	/* table full of live wants + undelivered OFFER_EXPIRED: the oldest
 	 * such mail gives up its record */
-	OK(fx_want(&f, a, "o2", 0, 0, 2000));   /* offered */
-	OK(fx_want(&f, a, "p2", 0, 0, 2000));   /* parked: 2 live, table full */
+	OK(fx_want(&f, a, "o2", 0, 0, 2000)); /* offered */
+	OK(fx_want(&f, a, "p2", 0, 0, 2000)); /* parked: 2 live, table full */
 	RC(fx_want(&f, a, "p3", 0, 0, 2000), BOOK_E_LIMIT_WANTS);
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(fx_expire(&f, 3000), 1); /* o2 expired, p2 offered */
-	OK(fx_want(&f, a, "p3", 0, 0, 3000));   /* takes o2's record */
+	OK(fx_want(&f, a, "p3", 0, 0, 3000));    /* takes o2's record */
 	size_t from = f.nlog;
 	fx_pump(&f);
 	SEQ_EQ(offers(&f, from), "p2");
@@ -546,7 +547,7 @@ static void test_index_full(void)
 	const uint32_t n = 97;
 	fx_limits(&l);
 	l.max_wants = n;
-	l.max_wants_per_connection = n + 1;   /* the book is the limit */
+	l.max_wants_per_connection = n + 1; /* the book is the limit */
 	mk_lim(&f, &l, 0, 1);
 	OK(fx_open(&f, 0, NULL, 0, &a));
 	for (int round = 0; round < 2; round++) {
@@ -558,7 +559,7 @@ static void test_index_full(void)
 		RC(fx_want(&f, a, "one-more", 0, 0, 0), BOOK_E_LIMIT_WANTS);
 		checked(&f);
 		for (uint32_t i = 0; i < n; i++) {
-			snprintf(id, sizeof id, "j%u", (i * 37) % n);   /* 37 and 97 are coprime */
+			snprintf(id, sizeof id, "j%u", (i * 37) % n); /* 37 and 97 are coprime */
 			OK(fx_unwant(&f, a, id));
 			RC(fx_unwant(&f, a, id), BOOK_E_UNKNOWN_JOB);
 			if (i % 10 == 0)
@@ -583,7 +584,7 @@ static void test_limits(void)
 	OK(fx_open(&f, 1, "named", 0, &b));
 	RC(fx_open(&f, 2, NULL, 0, &c), BOOK_E_LIMIT_CONNS);
 	RC(fx_open(&f, 2, "named", 0, &c), BOOK_E_LIMIT_CONNS);
-	OK(fx_want(&f, a, "a1", 0, 0, 0));   /* offered */
+	OK(fx_want(&f, a, "a1", 0, 0, 0)); /* offered */
 	OK(fx_want(&f, a, "a2", 0, 0, 0));
 	OK(fx_want(&f, a, "a3", 0, 0, 0));
 	RC(fx_want(&f, a, "a4", 0, 0, 0), BOOK_E_LIMIT_CONN);
@@ -591,8 +592,8 @@ static void test_limits(void)
 	OK(fx_take_job(&f, a, "a1", &r));
 	OK(fx_want(&f, a, "a4", 0, 0, 0));
 	OK(fx_want(&f, b, "b1", 0, 0, 0));
-	RC(fx_want(&f, b, "b2", 0, 0, 0), BOOK_E_LIMIT_WANTS);   /* 5 in the book */
-	OK(fx_finish(&f, r, 5, 0));                              /* a2 offered */
+	RC(fx_want(&f, b, "b2", 0, 0, 0), BOOK_E_LIMIT_WANTS); /* 5 in the book */
+	OK(fx_finish(&f, r, 5, 0));                            /* a2 offered */
 	OK(fx_want(&f, b, "b2", 0, 0, 0));
 	RC(fx_want(&f, b, "b3", 2, 0, 0), BOOK_E_LIMIT_WANTS);
 	/* unknown and disabled services, bad ids */
@@ -605,7 +606,7 @@ static void test_limits(void)
 	RC(fx_want(&f, b, longid, 0, 0, 0), BOOK_E_INVALID);
 	longid[BOOK_ID_MAX] = '\0';
 	fx_close(&f, a, 0);
-	OK(fx_want(&f, b, longid, 0, 0, 0));   /* exactly 64 bytes */
+	OK(fx_want(&f, b, longid, 0, 0, 0)); /* exactly 64 bytes */
 	OK(fx_open(&f, 2, NULL, 0, &c));
 	RC(fx_open(&f, 9, NULL, 0, &c), BOOK_E_INVALID);
 	done(&f);
@@ -617,13 +618,13 @@ static void test_duplicates(void)
 	struct book_ref a, a2, b, r;
 	mk(&f, 1, 1);
 	OK(fx_open(&f, 0, "client-A", 0, &a));
-	OK(fx_open(&f, 1, "client-A", 0, &a2));   /* same client, second conn */
+	OK(fx_open(&f, 1, "client-A", 0, &a2)); /* same client, second conn */
 	OK(fx_open(&f, 1, NULL, 0, &b));
 	OK(fx_want(&f, a, "j", 0, 0, 0));
 	RC(fx_want(&f, a, "j", 0, 0, 0), BOOK_E_DUPLICATE);
 	RC(fx_want(&f, a, "j", 2, 7, 0), BOOK_E_DUPLICATE);
-	RC(fx_want(&f, a2, "j", 0, 0, 0), BOOK_E_DUPLICATE);   /* job_ids are per client */
-	OK(fx_want(&f, b, "j", 0, 0, 0));                      /* another client */
+	RC(fx_want(&f, a2, "j", 0, 0, 0), BOOK_E_DUPLICATE); /* job_ids are per client */
+	OK(fx_want(&f, b, "j", 0, 0, 0));                    /* another client */
 	OK(fx_want(&f, a2, "k", 0, 0, 0));
 	/* parked/offered wants belong to their conn */
 	RC(fx_unwant(&f, a2, "j"), BOOK_E_UNKNOWN_JOB);
@@ -631,12 +632,12 @@ static void test_duplicates(void)
 	RC(fx_query(&f, a, "k", &p), BOOK_E_UNKNOWN_JOB);
 	uint64_t tok = fx_token(&f, "j");
 	OK(fx_accept(&f, a, "j", tok, 0, &r));
-	RC(fx_want(&f, a2, "j", 0, 0, 0), BOOK_E_DUPLICATE);   /* running */
+	RC(fx_want(&f, a2, "j", 0, 0, 0), BOOK_E_DUPLICATE); /* running */
 	/* a running job belongs to the client: every conn of it sees it */
 	CU_ASSERT_EQUAL(pos_of(&f, a2, "j").state, WANT_RUNNING);
 	RC(fx_unwant(&f, a2, "j"), BOOK_E_BAD_STATE);
 	OK(fx_finish(&f, r, 1, 0));
-	OK(fx_want(&f, a2, "j", 0, 0, 0));                     /* forgotten */
+	OK(fx_want(&f, a2, "j", 0, 0, 0)); /* forgotten */
 	done(&f);
 }
 
@@ -648,24 +649,24 @@ static void test_conn_close(void)
 	mk(&f, 2, 1);
 	OK(fx_open(&f, 0, NULL, 0, &a));
 	OK(fx_open(&f, 1, NULL, 0, &b));
-	OK(fx_want(&f, a, "a1", 0, 0, 0));   /* offered */
-	OK(fx_want(&f, a, "a2", 0, 0, 0));   /* offered */
+	OK(fx_want(&f, a, "a1", 0, 0, 0)); /* offered */
+	OK(fx_want(&f, a, "a2", 0, 0, 0)); /* offered */
 	OK(fx_want(&f, a, "a3", 0, 0, 0));
-	OK(fx_want(&f, a, "a4", 2, 0, 0));   /* offered, wg1 */
+	OK(fx_want(&f, a, "a4", 2, 0, 0)); /* offered, wg1 */
 	OK(fx_want(&f, b, "b1", 0, 0, 0));
 	OK(fx_want(&f, b, "b2", 0, 0, 0));
 	OK(fx_want(&f, b, "b3", 2, 0, 0));
 	fx_pump(&f);
-	CU_ASSERT_EQUAL(fx_expire(&f, 5000), 3);   /* a1 a2 a4 expire */
+	CU_ASSERT_EQUAL(fx_expire(&f, 5000), 3); /* a1 a2 a4 expire */
 	/* now b1, a3, b3 were offered: close a with a3 offered and the
 	 * OFFER_EXPIRED mails still pending */
 	fx_lock(&f);
 	struct book_mail m[8];
-	CU_ASSERT_EQUAL(book_mail_take(f.b, 1, m, 8), 2);   /* b1, b3 */
+	CU_ASSERT_EQUAL(book_mail_take(f.b, 1, m, 8), 2); /* b1, b3 */
 	fx_unlock(&f);
 	fx_log_clear(&f);
 	fx_close(&f, a, 6000);
-	CU_ASSERT_EQUAL(f.mask & 1, 0);     /* nothing left for a's handler */
+	CU_ASSERT_EQUAL(f.mask & 1, 0); /* nothing left for a's handler */
 	SEQ_EQ(offers(&f, 0), "b2");
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER_EXPIRED, NULL), 0);
 	fx_wg(&f, 0, &st);
@@ -695,13 +696,13 @@ static void test_purge_handler(void)
 	OK(fx_want(&f, a, "a1", 0, 0, 0));
 	OK(fx_want(&f, c, "c1", 0, 0, 0));
 	OK(fx_want(&f, n, "n1", 0, 0, 0));
-	OK(fx_want(&f, c, "c2", 0, 0, 0));   /* offered (4th slot) */
-	OK(fx_want(&f, c, "c3", 0, 0, 0));   /* parked */
-	OK(fx_want(&f, w, "w1", 0, 0, 0));   /* parked */
+	OK(fx_want(&f, c, "c2", 0, 0, 0)); /* offered (4th slot) */
+	OK(fx_want(&f, c, "c3", 0, 0, 0)); /* parked */
+	OK(fx_want(&f, w, "w1", 0, 0, 0)); /* parked */
 	fx_pump(&f);
-	OK(fx_accept(&f, a, "a1", fx_token(&f, "a1"), 1, &ra));   /* runs on handler 1 */
+	OK(fx_accept(&f, a, "a1", fx_token(&f, "a1"), 1, &ra)); /* runs on handler 1 */
 	OK(fx_accept(&f, c, "c1", fx_token(&f, "c1"), 1, &rc1));
-	OK(fx_accept(&f, n, "n1", fx_token(&f, "n1"), 2, &rn));   /* runs on handler 2 */
+	OK(fx_accept(&f, n, "n1", fx_token(&f, "n1"), 2, &rn)); /* runs on handler 2 */
 	fx_lock(&f);
 	book_job_set_pgid(f.b, ra, 777);
 	book_job_set_pgid(f.b, rc1, 888);
@@ -728,7 +729,7 @@ static void test_purge_handler(void)
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
 	CU_ASSERT_EQUAL(dones(&f, "a1", 0), 1);
 	is_lost(&f, ra);
-	RC(fx_finish(&f, ra, 1, 0), BOOK_E_BAD_STATE);   /* ended already */
+	RC(fx_finish(&f, ra, 1, 0), BOOK_E_BAD_STATE); /* ended already */
 	struct book_outcome lo;
 	size_t ll;
 	RC(fx_done_read(&f, rc1, &lo, NULL, 0, &ll), BOOK_E_STALE);
@@ -754,7 +755,7 @@ static void test_purge_handler(void)
 	CU_ASSERT_EQUAL(oc.idx, n2.idx);
 	CU_ASSERT_EQUAL(oh, 3);
 	RC(fx_want(&f, c, "c9", 0, 0, 0), BOOK_E_STALE);
-	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 8), 0);   /* idempotent */
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 8), 0); /* idempotent */
 	OK(fx_finish(&f, rn, 1, 0));
 	OK(fx_delivered(&f, ra));
 	done(&f);
@@ -769,7 +770,7 @@ static void test_resume_grace(void)
 	OK(fx_open(&f, 0, "N", 0, &n));
 	OK(fx_want(&f, n, "j", 0, 0, 0));
 	OK(fx_take_job(&f, n, "j", &r));
-	fx_close(&f, n, 100);                    /* grace until 5100 */
+	fx_close(&f, n, 100); /* grace until 5100 */
 	fx_lock(&f);
 	RC(book_job_owner(f.b, r, NULL, NULL), BOOK_E_STALE);
 	CU_ASSERT_EQUAL(book_next_deadline(f.b), 5100);
@@ -778,7 +779,7 @@ static void test_resume_grace(void)
 	CU_ASSERT_EQUAL(st.clients, 0);
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(fx_expire(&f, 5099), 0);
-	OK(fx_open(&f, 2, "N", 5099, &n2));      /* resume: re-adopts j */
+	OK(fx_open(&f, 2, "N", 5099, &n2)); /* resume: re-adopts j */
 	fx_lock(&f);
 	OK(book_job_owner(f.b, r, &oc, &oh));
 	CU_ASSERT_EQUAL(book_next_deadline(f.b), UINT64_MAX);
@@ -805,14 +806,14 @@ static void test_resume_grace(void)
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(oc.idx, n3.idx);
 	CU_ASSERT_EQUAL(oh, 3);
-	fx_close(&f, n3, 6000);                  /* grace until 11000 */
+	fx_close(&f, n3, 6000); /* grace until 11000 */
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, NULL), 0);
 	CU_ASSERT_EQUAL(fx_expire(&f, 10999), 0);
 	CU_ASSERT_EQUAL(fx_expire(&f, 11000), 1);
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "j"), 1);
-	CU_ASSERT_EQUAL(mail_handler(&f, MAIL_CANCEL, "j"), 0);   /* its runner */
+	CU_ASSERT_EQUAL(mail_handler(&f, MAIL_CANCEL, "j"), 0); /* its runner */
 	CU_ASSERT_EQUAL(mail_want_idx(&f, MAIL_CANCEL, "j"), r.idx);
 	fx_lock(&f);
 	RC(book_job_owner(f.b, r, NULL, NULL), BOOK_E_STALE);
@@ -847,11 +848,11 @@ static void test_grace_ends_with_its_jobs(void)
 	fx_close(&f, n, 10);
 	OK(fx_finish(&f, r1, 1, 0));
 	fx_lock(&f);
-	CU_ASSERT_EQUAL(book_next_deadline(f.b), 5010);   /* j2 still kept */
+	CU_ASSERT_EQUAL(book_next_deadline(f.b), 5010); /* j2 still kept */
 	fx_unlock(&f);
 	OK(fx_finish(&f, r2, 1, 0));
 	fx_lock(&f);
-	CU_ASSERT_EQUAL(book_next_deadline(f.b), UINT64_MAX);   /* nothing to keep */
+	CU_ASSERT_EQUAL(book_next_deadline(f.b), UINT64_MAX); /* nothing to keep */
 	book_status(f.b, &st);
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(st.wants, 0);
@@ -877,7 +878,7 @@ static void test_anonymous_close_cancels(void)
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "a"), 1);
 	CU_ASSERT_EQUAL(mail_handler(&f, MAIL_CANCEL, "a"), 2);
-	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "b"), 0);   /* named: grace */
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "b"), 0); /* named: grace */
 	/* finishing before the CANCEL was taken: the mail is dropped */
 	struct book_ref n2;
 	OK(fx_open(&f, 1, "N", 20, &n2));
@@ -945,19 +946,19 @@ static void test_mail_and_mask(void)
 	struct book_mail m[8];
 	mk(&f, 1, 1);
 	OK(fx_open(&f, 0, NULL, 0, &a));
-	CU_ASSERT_EQUAL(f.mask, 1);              /* HELLO: 1 client now */
+	CU_ASSERT_EQUAL(f.mask, 1); /* HELLO: 1 client now */
 	OK(fx_open(&f, 2, NULL, 0, &b));
-	CU_ASSERT_EQUAL(f.mask, 5);              /* HELLO to handlers 0 and 2 */
+	CU_ASSERT_EQUAL(f.mask, 5); /* HELLO to handlers 0 and 2 */
 	OK(fx_open(&f, 2, "N", 0, &c));
-	OK(fx_open(&f, 3, "N", 0, &d));          /* same client: no HELLO */
+	OK(fx_open(&f, 3, "N", 0, &d)); /* same client: no HELLO */
 	CU_ASSERT_EQUAL(f.mask, 0);
 	OK(fx_want(&f, b, "b1", 0, 0, 0));
-	CU_ASSERT_EQUAL(f.mask, 4);              /* OFFER to handler 2 only */
+	CU_ASSERT_EQUAL(f.mask, 4); /* OFFER to handler 2 only */
 	OK(fx_want(&f, a, "a1", 0, 0, 0));
-	CU_ASSERT_EQUAL(f.mask, 0);              /* parked: no mail */
+	CU_ASSERT_EQUAL(f.mask, 0); /* parked: no mail */
 	fx_lock(&f);
 	CU_ASSERT_EQUAL(book_mail_take(f.b, 2, m, 1), 1);
-	CU_ASSERT_EQUAL(m[0].kind, MAIL_HELLO);  /* HELLO first, coalesced */
+	CU_ASSERT_EQUAL(m[0].kind, MAIL_HELLO); /* HELLO first, coalesced */
 	CU_ASSERT_EQUAL(book_mail_take(f.b, 2, m, 8), 1);
 	CU_ASSERT_EQUAL(m[0].kind, MAIL_OFFER);
 	CU_ASSERT_STRING_EQUAL(m[0].job_id, "b1");
@@ -971,7 +972,7 @@ static void test_mail_and_mask(void)
 	CU_ASSERT_EQUAL(book_mail_take(f.b, 77, m, 8), 0);
 	fx_unlock(&f);
 	/* an OFFER for a want freed before the mail was taken is not delivered */
-	OK(fx_unwant(&f, b, "b1"));              /* a1 offered to handler 0 */
+	OK(fx_unwant(&f, b, "b1")); /* a1 offered to handler 0 */
 	CU_ASSERT_EQUAL(f.mask, 1);
 	OK(fx_unwant(&f, a, "a1"));
 	fx_log_clear(&f);
@@ -980,7 +981,7 @@ static void test_mail_and_mask(void)
 	/* closing the last conn of a client: HELLO to the handlers left */
 	fx_close(&f, a, 0);
 	CU_ASSERT_EQUAL(f.mask, 4 | 8);
-	fx_close(&f, c, 0);                      /* N still has d */
+	fx_close(&f, c, 0); /* N still has d */
 	CU_ASSERT_EQUAL(f.mask, 0);
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_HELLO, NULL), 2);
@@ -1006,8 +1007,8 @@ static void test_draining(void)
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(f.mask, 3);
 	RC(fx_want(&f, a, "a2", 0, 0, 0), BOOK_E_DRAINING);
-	OK(fx_accept(&f, a, "a1", ta1, 0, &r));  /* offers still count */
-	OK(fx_finish(&f, r, 1, 0));               /* but nothing more is granted */
+	OK(fx_accept(&f, a, "a1", ta1, 0, &r)); /* offers still count */
+	OK(fx_finish(&f, r, 1, 0));             /* but nothing more is granted */
 	SEQ_EQ(offers(&f, 0), "");
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_HELLO, NULL), 2);
 	OK(fx_decline(&f, b, "b2", tb2));
@@ -1032,19 +1033,19 @@ static void test_stale_refs(void)
 	OK(fx_accept(&f, a, "j", tok, 0, &r));
 	fx_close(&f, a, 0);
 	OK(fx_open(&f, 0, NULL, 0, &a2));
-	CU_ASSERT_EQUAL(a2.idx, a.idx);           /* the slot is reused ... */
-	CU_ASSERT(a2.gen != a.gen);               /* ... under a new generation */
+	CU_ASSERT_EQUAL(a2.idx, a.idx); /* the slot is reused ... */
+	CU_ASSERT(a2.gen != a.gen);     /* ... under a new generation */
 	RC(fx_want(&f, a, "k", 0, 0, 0), BOOK_E_STALE);
 	RC(fx_unwant(&f, a, "j"), BOOK_E_STALE);
 	RC(fx_accept(&f, a, "j", tok, 0, &oc), BOOK_E_STALE);
 	RC(fx_decline(&f, a, "j", tok), BOOK_E_STALE);
 	RC(fx_query(&f, a, "j", &p), BOOK_E_STALE);
-	fx_close(&f, a, 0);                       /* ignored */
+	fx_close(&f, a, 0); /* ignored */
 	OK(fx_finish(&f, r, 3, 0));
 	RC(fx_finish(&f, r, 3, 0), BOOK_E_STALE);
 	fx_lock(&f);
 	RC(book_job_owner(f.b, r, &oc, NULL), BOOK_E_STALE);
-	book_job_set_pgid(f.b, r, 5);             /* ignored */
+	book_job_set_pgid(f.b, r, 5); /* ignored */
 	struct book_ref bad = { 1u << 30, 0 };
 	struct book_outcome out = { .exit_code = 0 };
 	RC(book_job_finished(f.b, bad, &out, NULL, 0), BOOK_E_STALE);
@@ -1070,17 +1071,17 @@ static void test_time_without_now(void)
 	OK(fx_want(&f, a, "a1", 0, 0, 0));
 	OK(fx_want(&f, b, "b1", 0, 0, 10));
 	OK(fx_take_job(&f, a, "a1", &r));
-	OK(fx_finish(&f, r, 100, 0));            /* grants b1 with no time known */
+	OK(fx_finish(&f, r, 100, 0)); /* grants b1 with no time known */
 	fx_lock(&f);
-	CU_ASSERT_EQUAL(book_next_deadline(f.b), 10);   /* due: stamp it now */
+	CU_ASSERT_EQUAL(book_next_deadline(f.b), 10); /* due: stamp it now */
 	fx_unlock(&f);
-	CU_ASSERT_EQUAL(fx_expire(&f, 50000), 0);        /* its timeout starts here */
+	CU_ASSERT_EQUAL(fx_expire(&f, 50000), 0); /* its timeout starts here */
 	fx_lock(&f);
 	CU_ASSERT_EQUAL(book_next_deadline(f.b), 51000);
 	fx_unlock(&f);
-	CU_ASSERT_EQUAL(fx_expire(&f, 40000), 0);        /* time never goes back */
+	CU_ASSERT_EQUAL(fx_expire(&f, 40000), 0); /* time never goes back */
 	OK(fx_want(&f, a, "a2", 0, 0, 50500));
-	CU_ASSERT_EQUAL(fx_expire(&f, 51000), 1);        /* b1 out, a2 offered at 51000 */
+	CU_ASSERT_EQUAL(fx_expire(&f, 51000), 1); /* b1 out, a2 offered at 51000 */
 	/* with book_set_now, grants inside the section are stamped at once */
 	OK(fx_take_job(&f, a, "a2", &r2));
 	OK(fx_want(&f, b, "b2", 0, 0, 51000));
@@ -1095,7 +1096,7 @@ static void test_time_without_now(void)
 	CU_ASSERT_EQUAL(ss.started, 2);
 	CU_ASSERT_EQUAL(ss.finished, 2);
 	CU_ASSERT_EQUAL(ss.failed, 1);
-	CU_ASSERT_EQUAL(ss.mean_runtime_ms, 140);   /* 100, then +0.2*(300-100) */
+	CU_ASSERT_EQUAL(ss.mean_runtime_ms, 140); /* 100, then +0.2*(300-100) */
 	CU_ASSERT_EQUAL(ss.running, 0);
 	book_service_status(f.b, 2, &ss);
 	CU_ASSERT_EQUAL(ss.mean_runtime_ms, 0);
@@ -1155,7 +1156,8 @@ static size_t dones(const struct fx *f, const char *job, int h)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < f->nlog; i++)
-		if (f->log[i].m.kind == MAIL_DONE && (!job || strcmp(f->log[i].m.job_id, job) == 0) &&
+		if (f->log[i].m.kind == MAIL_DONE &&
+		    (!job || strcmp(f->log[i].m.job_id, job) == 0) &&
 		    (h < 0 || (int)f->log[i].handler == h))
 			n++;
 	return n;
@@ -1230,19 +1232,19 @@ static void test_done_to_runner_handler(void)
 	OK(fx_open(&f, 0, NULL, 0, &a));
 	OK(fx_open(&f, 1, NULL, 0, &b));
 	OK(fx_want(&f, a, "j", 0, 0, 0));
-	OK(fx_want(&f, b, "k", 0, 0, 0));          /* parked */
-	r = run_on(&f, a, "j", 0);                  /* runs on its conn's handler */
+	OK(fx_want(&f, b, "k", 0, 0, 0)); /* parked */
+	r = run_on(&f, a, "j", 0);        /* runs on its conn's handler */
 	fx_lock(&f);
 	book_job_set_pgid(f.b, r, 4711);
 	fx_unlock(&f);
 	fx_log_clear(&f);
 	OK(fx_finished(&f, r, 0, 250, "{\"exit_code\":0}"));
-	CU_ASSERT_EQUAL(f.mask, 3);                 /* DONE to h0, OFFER k to h1 */
+	CU_ASSERT_EQUAL(f.mask, 3); /* DONE to h0, OFFER k to h1 */
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(dones(&f, "j", 0), 1);
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
 	done_to(&f, "j", a, 0, r);
-	SEQ_EQ(offers(&f, 0), "k");                 /* the slot was re-granted at once */
+	SEQ_EQ(offers(&f, 0), "k"); /* the slot was re-granted at once */
 	uint64_t tk = fx_token(&f, "k");
 	wg0(&f, 0, 1, 0);
 	/* the finished job: still known, in no slot, outcome decided */
@@ -1255,13 +1257,13 @@ static void test_done_to_runner_handler(void)
 	RC(fx_unwant(&f, a, "j"), BOOK_E_BAD_STATE);
 	RC(fx_accept(&f, a, "j", 1, 0, &oc), BOOK_E_BAD_STATE);
 	RC(fx_decline(&f, a, "j", 1), BOOK_E_BAD_STATE);
-	RC(fx_cancel(&f, b, "j", &was), BOOK_E_UNKNOWN_JOB);   /* another client's */
+	RC(fx_cancel(&f, b, "j", &was), BOOK_E_UNKNOWN_JOB); /* another client's */
 	RC(fx_finished(&f, r, 1, 1, NULL), BOOK_E_BAD_STATE);
 	RC(fx_finish(&f, r, 1, 1), BOOK_E_BAD_STATE);
 	fx_lock(&f);
 	RC(book_job_finished(f.b, r, NULL, NULL, 0), BOOK_E_INVALID);
 	OK(book_job_owner(f.b, r, &oc, &oh));
-	book_job_set_pgid(f.b, r, 1);              /* ignored */
+	book_job_set_pgid(f.b, r, 1); /* ignored */
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(oc.idx, a.idx);
 	CU_ASSERT_EQUAL(oh, 0);
@@ -1300,7 +1302,7 @@ static void test_done_to_runner_handler(void)
 	CU_ASSERT_EQUAL(st.wants, 1);
 	CU_ASSERT_EQUAL(st.finished, 0);
 	CU_ASSERT_EQUAL(st.receipts, 0);
-	OK(fx_want(&f, a, "j", 0, 0, 0));           /* the id is free again */
+	OK(fx_want(&f, a, "j", 0, 0, 0)); /* the id is free again */
 	fx_log_clear(&f);
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
@@ -1316,12 +1318,12 @@ static void test_done_to_runner_handler(void)
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(ss.finished, 2);
 	CU_ASSERT_EQUAL(ss.failed, 1);
-	CU_ASSERT_EQUAL(ss.mean_runtime_ms, 350);   /* 250 + 0.2 * 500 */
+	CU_ASSERT_EQUAL(ss.mean_runtime_ms, 350); /* 250 + 0.2 * 500 */
 	OK(fx_done_read(&f, rk, &o, NULL, 0, &len));
 	CU_ASSERT_EQUAL(len, 0);
 	CU_ASSERT_EQUAL(o.exit_code, 2);
 	CU_ASSERT_EQUAL(o.failed, 1);
-	CU_ASSERT_EQUAL(o.receipt_lost, 0);          /* none given: none lost */
+	CU_ASSERT_EQUAL(o.receipt_lost, 0); /* none given: none lost */
 	deliver(&f, rk, "");
 	done(&f);
 }
@@ -1334,11 +1336,11 @@ static void test_done_to_other_handler(void)
 	OK(fx_open(&f, 1, "N", 0, &n));
 	OK(fx_want(&f, n, "j1", 0, 0, 0));
 	OK(fx_want(&f, n, "j2", 0, 0, 0));
-	r1 = run_on(&f, n, "j1", 3);                /* runner h3, owner conn on h1 */
+	r1 = run_on(&f, n, "j1", 3); /* runner h3, owner conn on h1 */
 	r2 = run_on(&f, n, "j2", 3);
 	fx_log_clear(&f);
 	OK(fx_finished(&f, r1, 0, 1, "one"));
-	CU_ASSERT_EQUAL(f.mask, 2);                 /* the owner's handler, not the runner's */
+	CU_ASSERT_EQUAL(f.mask, 2); /* the owner's handler, not the runner's */
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(dones(&f, "j1", 1), 1);
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
@@ -1366,7 +1368,7 @@ static void test_done_owner_closes_before_delivery(void)
 	mk(&f, 2, 1);
 	OK(fx_open(&f, 0, "N", 0, &c1));
 	OK(fx_open(&f, 1, "N", 0, &c2));
-	OK(fx_open(&f, 2, "N", 0, &c3));            /* the newest */
+	OK(fx_open(&f, 2, "N", 0, &c3)); /* the newest */
 	OK(fx_want(&f, c1, "j1", 0, 0, 0));
 	OK(fx_want(&f, c1, "j2", 0, 0, 0));
 	r1 = run_on(&f, c1, "j1", 3);
@@ -1416,7 +1418,7 @@ static void test_done_owner_closes_before_delivery(void)
 	CU_ASSERT_EQUAL(st.clients, 0);
 	CU_ASSERT_EQUAL(st.wants, 0);
 	fx_lock(&f);
-	CU_ASSERT_EQUAL(book_next_deadline(f.b), UINT64_MAX);   /* nothing kept */
+	CU_ASSERT_EQUAL(book_next_deadline(f.b), UINT64_MAX); /* nothing kept */
 	fx_unlock(&f);
 	done(&f);
 }
@@ -1436,7 +1438,7 @@ static void test_done_resume_within_grace(void)
 	OK(fx_finished(&f, r1, 0, 5, "r1"));
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(dones(&f, "j1", 0), 1);
-	fx_close(&f, n, 100);                       /* grace until 5100 */
+	fx_close(&f, n, 100); /* grace until 5100 */
 	fx_log_clear(&f);
 	/* j2 ends during the grace: kept, nobody to mail */
 	OK(fx_finished(&f, r2, 0, 7, "r2"));
@@ -1469,7 +1471,7 @@ static void test_done_resume_within_grace(void)
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(pos_of(&f, n2, "j2").state, WANT_FINISHED);
 	RC(fx_want(&f, n2, "j1", 0, 0, 5099), BOOK_E_DUPLICATE);
-	CU_ASSERT_EQUAL(fx_expire(&f, 100000), 0);  /* the grace is over for good */
+	CU_ASSERT_EQUAL(fx_expire(&f, 100000), 0); /* the grace is over for good */
 	deliver(&f, r1, "r1");
 	deliver(&f, r2, "r2");
 	OK(fx_want(&f, n2, "j1", 0, 0, 100000));
@@ -1491,19 +1493,19 @@ static void test_done_grace_ends(void)
 	OK(fx_want(&f, n, "j2", 0, 0, 0));
 	r1 = run_on(&f, n, "j1", 1);
 	r2 = run_on(&f, n, "j2", 1);
-	OK(fx_finished(&f, r2, 0, 1, "kept"));      /* DONE pending at h0 */
-	fx_close(&f, n, 0);                         /* grace until 5000: withdrawn */
+	OK(fx_finished(&f, r2, 0, 1, "kept")); /* DONE pending at h0 */
+	fx_close(&f, n, 0);                    /* grace until 5000: withdrawn */
 	fx_log_clear(&f);
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
 	CU_ASSERT_EQUAL(fx_expire(&f, 5000), 1);
 	fx_pump(&f);
-	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);   /* freed silently */
-	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "j1"), 1);   /* the running one */
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);             /* freed silently */
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "j1"), 1); /* the running one */
 	RC(fx_done_read(&f, r2, &o, NULL, 0, &len), BOOK_E_STALE);
 	RC(fx_delivered(&f, r2), BOOK_E_STALE);
 	struct book_status st = status_of(&f);
-	CU_ASSERT_EQUAL(st.wants, 1);               /* j1: an orphan, still running */
+	CU_ASSERT_EQUAL(st.wants, 1); /* j1: an orphan, still running */
 	CU_ASSERT_EQUAL(st.finished, 0);
 	CU_ASSERT_EQUAL(st.receipts, 0);
 	/* the ids are free again */
@@ -1535,14 +1537,14 @@ static void test_done_anonymous(void)
 	OK(fx_want(&f, a, "j2", 0, 0, 0));
 	r1 = run_on(&f, a, "j1", 1);
 	r2 = run_on(&f, a, "j2", 1);
-	OK(fx_finished(&f, r1, 0, 1, "r1"));        /* DONE pending at h0 */
+	OK(fx_finished(&f, r1, 0, 1, "r1")); /* DONE pending at h0 */
 	fx_log_clear(&f);
 	fx_close(&f, a, 10);
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "j2"), 1);
 	RC(fx_done_read(&f, r1, &o, NULL, 0, &len), BOOK_E_STALE);
-	OK(fx_finished(&f, r2, 143, 1, "r2"));       /* the orphan: freed */
+	OK(fx_finished(&f, r2, 143, 1, "r2")); /* the orphan: freed */
 	RC(fx_done_read(&f, r2, &o, NULL, 0, &len), BOOK_E_STALE);
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
@@ -1572,18 +1574,18 @@ static void test_receipt_store(void)
 		r[i] = run_on(&f, a, id, 1);
 	}
 	OK(fx_finished(&f, r[0], 0, 1, "AAAA"));
-	OK(fx_finished(&f, r[1], 0, 1, "BBBBBBBB"));   /* exactly receipt_bytes */
-	OK(fx_finished(&f, r[2], 3, 9, "CC"));          /* store full */
-	OK(fx_finished(&f, r[3], 0, 1, NULL));          /* nothing to keep */
+	OK(fx_finished(&f, r[1], 0, 1, "BBBBBBBB")); /* exactly receipt_bytes */
+	OK(fx_finished(&f, r[2], 3, 9, "CC"));       /* store full */
+	OK(fx_finished(&f, r[3], 0, 1, NULL));       /* nothing to keep */
 	CU_ASSERT_EQUAL(status_of(&f).receipts, 2);
 	OK(fx_done_read(&f, r[0], &o, buf, sizeof buf, &len));
 	CU_ASSERT_EQUAL(len, 4);
 	CU_ASSERT_STRING_EQUAL(buf, "AAAA");
 	CU_ASSERT_EQUAL(o.receipt_lost, 0);
-	OK(fx_done_read(&f, r[1], &o, buf, 4, &len));   /* truncated copy, full length */
+	OK(fx_done_read(&f, r[1], &o, buf, 4, &len)); /* truncated copy, full length */
 	CU_ASSERT_EQUAL(len, 8);
 	CU_ASSERT_STRING_EQUAL(buf, "BBB");
-	OK(fx_done_read(&f, r[1], &o, NULL, 0, &len));  /* just the length */
+	OK(fx_done_read(&f, r[1], &o, NULL, 0, &len)); /* just the length */
 	CU_ASSERT_EQUAL(len, 8);
 	OK(fx_done_read(&f, r[1], &o, buf, 1, &len));
 	CU_ASSERT_STRING_EQUAL(buf, "");
@@ -1591,7 +1593,7 @@ static void test_receipt_store(void)
 	OK(fx_done_read(&f, r[2], &o, buf, sizeof buf, &len));
 	CU_ASSERT_EQUAL(len, 0);
 	CU_ASSERT_STRING_EQUAL(buf, "");
-	CU_ASSERT_EQUAL(o.receipt_lost, 1);               /* compact only, and flagged */
+	CU_ASSERT_EQUAL(o.receipt_lost, 1); /* compact only, and flagged */
 	CU_ASSERT_EQUAL(o.exit_code, 3);
 	CU_ASSERT_EQUAL(o.failed, 1);
 	CU_ASSERT_EQUAL(o.duration_ms, 9);
@@ -1602,7 +1604,7 @@ static void test_receipt_store(void)
 	/* a slot given back is taken by the next receipt */
 	deliver(&f, r[0], "AAAA");
 	CU_ASSERT_EQUAL(status_of(&f).receipts, 1);
-	OK(fx_finished(&f, r[4], 0, 1, "DDDDDDDDD"));    /* longer than a slot: never cut */
+	OK(fx_finished(&f, r[4], 0, 1, "DDDDDDDDD")); /* longer than a slot: never cut */
 	OK(fx_done_read(&f, r[4], &o, buf, sizeof buf, &len));
 	CU_ASSERT_EQUAL(len, 0);
 	CU_ASSERT_EQUAL(o.receipt_lost, 1);
@@ -1615,7 +1617,7 @@ static void test_receipt_store(void)
 	deliver(&f, r[5], "EEEE");
 	deliver(&f, r[1], "BBBBBBBB");
 	CU_ASSERT_EQUAL(status_of(&f).receipts, 0);
-	fx_close(&f, a, 0);                               /* the rest freed with the conn */
+	fx_close(&f, a, 0); /* the rest freed with the conn */
 	struct book_status st = status_of(&f);
 	CU_ASSERT_EQUAL(st.wants, 0);
 	CU_ASSERT_EQUAL(st.finished, 0);
@@ -1624,7 +1626,7 @@ static void test_receipt_store(void)
 	/* no store at all: compact outcomes only */
 	fx_limits(&l);
 	l.max_receipts = 0;
-	l.receipt_bytes = 12345;                          /* ignored */
+	l.receipt_bytes = 12345; /* ignored */
 	mk_lim(&f, &l, 1, 1);
 	OK(fx_open(&f, 0, NULL, 0, &a));
 	OK(fx_want(&f, a, "j", 0, 0, 0));
@@ -1670,7 +1672,7 @@ static void test_duplicate_and_limits_while_finished(void)
 	OK(fx_finished(&f, r2, -1, 3, "{\"error\":\"cancelled\"}"));
 	fx_log_clear(&f);
 	fx_pump(&f);
-	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "k"), 0);   /* moot: it ended */
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "k"), 0); /* moot: it ended */
 	CU_ASSERT_EQUAL(dones(&f, "k", 0), 1);
 	RC(fx_cancel(&f, a2, "k", &was), BOOK_E_UNKNOWN_JOB);
 	deliver(&f, r2, "{\"error\":\"cancelled\"}");
@@ -1692,14 +1694,14 @@ static void test_purge_runner_keeps_finished(void)
 	book_job_set_pgid(f.b, r1, 101);
 	book_job_set_pgid(f.b, r2, 102);
 	fx_unlock(&f);
-	OK(fx_finished(&f, r2, 0, 1, "r2"));        /* DONE pending at h0 */
+	OK(fx_finished(&f, r2, 0, 1, "r2")); /* DONE pending at h0 */
 	fx_log_clear(&f);
-	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 1);  /* the running one only */
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 1); /* the running one only */
 	CU_ASSERT_EQUAL(pg[0], 101);
-	fx_pump(&f);                                 /* h0's DONE still there, */
+	fx_pump(&f); /* h0's DONE still there, */
 	CU_ASSERT_EQUAL(dones(&f, "j2", 0), 1);
 	done_to(&f, "j2", a, 0, r2);
-	CU_ASSERT_EQUAL(dones(&f, "j1", 0), 1);     /* then j1's: lost */
+	CU_ASSERT_EQUAL(dones(&f, "j1", 0), 1); /* then j1's: lost */
 	done_to(&f, "j1", a, 0, r1);
 	CU_ASSERT_EQUAL(f.nlog, 2);
 	CU_ASSERT_STRING_EQUAL(f.log[0].m.job_id, "j2");
@@ -1754,11 +1756,11 @@ static void test_ack_and_adopt(void)
 	r3 = run_on(&f, c1, "j3", 0);
 	OK(fx_finished(&f, r1, 0, 1, "r1"));
 	fx_log_clear(&f);
-	fx_pump(&f);                                /* the DONE went out on c1 ... */
+	fx_pump(&f); /* the DONE went out on c1 ... */
 	done_to(&f, "j1", c1, 0, r1);
-	OK(fx_finished(&f, r2, 3, 1, "r2"));        /* ... j2's is still queued there */
-	RC(ack(&f, c1, "j3"), BOOK_E_BAD_STATE);    /* running: nothing happens */
-	RC(ack(&f, m, "j1"), BOOK_E_UNKNOWN_JOB);   /* another client's */
+	OK(fx_finished(&f, r2, 3, 1, "r2"));      /* ... j2's is still queued there */
+	RC(ack(&f, c1, "j3"), BOOK_E_BAD_STATE);  /* running: nothing happens */
+	RC(ack(&f, m, "j1"), BOOK_E_UNKNOWN_JOB); /* another client's */
 	/* still known, finished, until acknowledged */
 	OK(fx_query(&f, c1, "j1", &p));
 	CU_ASSERT_EQUAL(p.state, WANT_FINISHED);
@@ -1769,27 +1771,27 @@ static void test_ack_and_adopt(void)
 	/* the client comes back on h2 while c1 still looks alive */
 	OK(fx_open(&f, 2, "N", 10, &c2));
 	CU_ASSERT_EQUAL(adopt(&f, c2), 3);
-	CU_ASSERT_EQUAL(adopt(&f, c2), 0);          /* all its jobs are here already */
-	CU_ASSERT_EQUAL(adopt(&f, m), 0);           /* nothing of another client */
+	CU_ASSERT_EQUAL(adopt(&f, c2), 0); /* all its jobs are here already */
+	CU_ASSERT_EQUAL(adopt(&f, m), 0);  /* nothing of another client */
 	fx_log_clear(&f);
 	fx_pump(&f);
-	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 2);    /* j1 again, j2 moved: both at h2 */
+	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 2); /* j1 again, j2 moved: both at h2 */
 	done_to(&f, "j1", c2, 2, r1);
 	done_to(&f, "j2", c2, 2, r2);
 	CU_ASSERT_EQUAL(dones(&f, NULL, 0), 0);
 	struct book_ref oc;
 	uint32_t oh;
 	fx_lock(&f);
-	OK(book_job_owner(f.b, r3, &oc, &oh));      /* the running one reports here too */
+	OK(book_job_owner(f.b, r3, &oc, &oh)); /* the running one reports here too */
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(oc.idx, c2.idx);
 	CU_ASSERT_EQUAL(oh, 2);
 	checked(&f);
 	/* acknowledged on the old conn (its ACK was under way): freed */
 	OK(ack(&f, c1, "j1"));
-	RC(ack(&f, c2, "j1"), BOOK_E_UNKNOWN_JOB);  /* the second copy's ACK */
+	RC(ack(&f, c2, "j1"), BOOK_E_UNKNOWN_JOB); /* the second copy's ACK */
 	RC(fx_query(&f, c2, "j1", &p), BOOK_E_UNKNOWN_JOB);
-	OK(fx_want(&f, c2, "j1", 0, 0, 0));         /* the id is free again */
+	OK(fx_want(&f, c2, "j1", 0, 0, 0)); /* the id is free again */
 	OK(ack(&f, c2, "j2"));
 	/* the old conn's late close re-homes nothing: it owns nothing */
 	fx_close(&f, c1, 20);
@@ -1800,9 +1802,9 @@ static void test_ack_and_adopt(void)
 	OK(fx_finished(&f, r3, 0, 1, "r3"));
 	fx_pump(&f);
 	done_to(&f, "j3", c2, 2, r3);
-	fx_close(&f, c2, 30);                       /* its ping deadline */
+	fx_close(&f, c2, 30); /* its ping deadline */
 	OK(fx_open(&f, 1, "N", 40, &c3));
-	CU_ASSERT_EQUAL(adopt(&f, c3), 0);          /* book_conn_open re-homed it */
+	CU_ASSERT_EQUAL(adopt(&f, c3), 0); /* book_conn_open re-homed it */
 	fx_log_clear(&f);
 	fx_pump(&f);
 	done_to(&f, "j3", c3, 1, r3);
@@ -1827,21 +1829,21 @@ static void test_adopt_withdraws_older_offers(void)
 	mk(&f, 1, 1);
 	OK(fx_open(&f, 0, "N", 0, &a));
 	OK(fx_open(&f, 1, "M", 0, &m));
-	OK(fx_want(&f, a, "j0", 0, 0, 0));          /* wg 0's slot: offered on A */
-	OK(fx_want(&f, a, "j1", 0, 0, 0));          /* parked on A */
-	OK(fx_want(&f, m, "k0", 2, 0, 0));          /* wg 1's slot: offered to M */
-	uint64_t tok = fx_token(&f, "j0");          /* the OFFER reached the client */
+	OK(fx_want(&f, a, "j0", 0, 0, 0)); /* wg 0's slot: offered on A */
+	OK(fx_want(&f, a, "j1", 0, 0, 0)); /* parked on A */
+	OK(fx_want(&f, m, "k0", 2, 0, 0)); /* wg 1's slot: offered to M */
+	uint64_t tok = fx_token(&f, "j0"); /* the OFFER reached the client */
 	uint64_t mtok = fx_token(&f, "k0");
 	CU_ASSERT_NOT_EQUAL(tok, 0);
 	wg0(&f, 0, 1, 1);
 	/* JOB j0 sent on A, A given up, B opened: protocol 2 adopts */
 	OK(fx_open(&f, 1, "N", 10, &b));
 	fx_log_clear(&f);
-	CU_ASSERT_EQUAL(adopt(&f, b), 0);           /* no job to take over ... */
+	CU_ASSERT_EQUAL(adopt(&f, b), 0); /* no job to take over ... */
 	fx_pump(&f);
-	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER_EXPIRED, "j0"), 1);   /* ... the offer is withdrawn */
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER_EXPIRED, "j0"), 1); /* ... the offer is withdrawn */
 	CU_ASSERT_EQUAL(mail_handler(&f, MAIL_OFFER_EXPIRED, "j0"), 0);
-	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER, "j1"), 1);   /* the slot went on: A's parked want */
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER, "j1"), 1); /* the slot went on: A's parked want */
 	CU_ASSERT_EQUAL(mail_handler(&f, MAIL_OFFER, "j1"), 0);
 	wg0(&f, 0, 1, 0);
 	checked(&f);
@@ -1858,7 +1860,7 @@ static void test_adopt_withdraws_older_offers(void)
 	wg0(&f, 0, 0, 0);
 	struct book_status st = status_of(&f);
 	CU_ASSERT_EQUAL(st.wants, 0);
-	OK(fx_want(&f, b, "j0", 0, 0, 40));         /* the id is free again */
+	OK(fx_want(&f, b, "j0", 0, 0, 40)); /* the id is free again */
 	done(&f);
 }
 
@@ -1905,11 +1907,11 @@ static void test_purge_owner_handler_rehomes(void)
 	r3 = run_on(&f, c1, "j3", 2);
 	k1 = run_on(&f, m1, "k1", 2);
 	OK(fx_finished(&f, r2, 0, 1, "r2"));
-	fx_pump(&f);                                 /* h0 took j2's DONE ... */
-	OK(fx_finished(&f, r1, 0, 1, "r1"));         /* ... not j1's yet */
+	fx_pump(&f);                         /* h0 took j2's DONE ... */
+	OK(fx_finished(&f, r1, 0, 1, "r1")); /* ... not j1's yet */
 	OK(fx_finished(&f, k1, 0, 1, "k1"));
 	fx_log_clear(&f);
-	CU_ASSERT_EQUAL(fx_purge(&f, 0, pg, 4), 0);  /* it ran nothing */
+	CU_ASSERT_EQUAL(fx_purge(&f, 0, pg, 4), 0); /* it ran nothing */
 	fx_pump(&f);
 	/* N's jobs: to its conn on h1; M had only h0: grace */
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 2);
@@ -1919,7 +1921,7 @@ static void test_purge_owner_handler_rehomes(void)
 	struct book_ref oc;
 	uint32_t oh;
 	fx_lock(&f);
-	OK(book_job_owner(f.b, r3, &oc, &oh));      /* the running one too */
+	OK(book_job_owner(f.b, r3, &oc, &oh)); /* the running one too */
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(oc.idx, c2.idx);
 	CU_ASSERT_EQUAL(oh, 1);
@@ -1958,39 +1960,39 @@ static void test_purge_lost_owner_elsewhere(void)
 	int32_t pg[4];
 	enum want_state was;
 	mk(&f, 1, 1);
-	OK(fx_open(&f, 0, "N", 0, &a));          /* the owner conn, on h0 */
+	OK(fx_open(&f, 0, "N", 0, &a)); /* the owner conn, on h0 */
 	OK(fx_open(&f, 2, NULL, 0, &b));
 	OK(fx_want(&f, a, "j", 0, 0, 0));
-	OK(fx_want(&f, b, "k", 0, 0, 0));         /* parked: one slot */
-	r = run_on(&f, a, "j", 1);                /* runs on h1 */
+	OK(fx_want(&f, b, "k", 0, 0, 0)); /* parked: one slot */
+	r = run_on(&f, a, "j", 1);        /* runs on h1 */
 	fx_lock(&f);
 	book_job_set_pgid(f.b, r, 4711);
 	book_handler_started(f.b, 1, 99);
 	fx_unlock(&f);
-	OK(fx_cancel(&f, a, "j", &was));          /* a CANCEL pending at h1: moot */
+	OK(fx_cancel(&f, a, "j", &was)); /* a CANCEL pending at h1: moot */
 	CU_ASSERT_EQUAL(was, WANT_RUNNING);
 	fx_log_clear(&f);
 	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 1);
 	CU_ASSERT_EQUAL(pg[0], 4711);
-	CU_ASSERT_EQUAL(f.mask, 1 | 4);           /* DONE to h0, OFFER k to h2 */
+	CU_ASSERT_EQUAL(f.mask, 1 | 4); /* DONE to h0, OFFER k to h2 */
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(dones(&f, "j", 0), 1);
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 1);
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, NULL), 0);
 	done_to(&f, "j", a, 0, r);
-	SEQ_EQ(offers(&f, 0), "k");               /* the slot was re-granted */
+	SEQ_EQ(offers(&f, 0), "k"); /* the slot was re-granted */
 	wg0(&f, 0, 1, 0);
 	is_lost(&f, r);
 	/* a finished job like any other: known until its DONE is delivered */
 	CU_ASSERT_EQUAL(pos_of(&f, a, "j").state, WANT_FINISHED);
 	RC(fx_want(&f, a, "j", 0, 0, 0), BOOK_E_DUPLICATE);
 	RC(fx_cancel(&f, a, "j", &was), BOOK_E_UNKNOWN_JOB);
-	RC(fx_finished(&f, r, 0, 5, "late"), BOOK_E_BAD_STATE);   /* ended already */
+	RC(fx_finished(&f, r, 0, 5, "late"), BOOK_E_BAD_STATE); /* ended already */
 	struct book_service_status ss = svc_of(&f, 0);
 	CU_ASSERT_EQUAL(ss.started, 1);
 	CU_ASSERT_EQUAL(ss.finished, 1);
 	CU_ASSERT_EQUAL(ss.failed, 1);
-	CU_ASSERT_EQUAL(ss.mean_runtime_ms, 0);   /* no runtime sample */
+	CU_ASSERT_EQUAL(ss.mean_runtime_ms, 0); /* no runtime sample */
 	CU_ASSERT_EQUAL(ss.running, 0);
 	struct book_status st = status_of(&f);
 	CU_ASSERT_EQUAL(st.finished, 1);
@@ -2005,7 +2007,7 @@ static void test_purge_lost_owner_elsewhere(void)
 	deliver(&f, r, "");
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
-	OK(fx_want(&f, a, "j", 0, 0, 0));         /* the client requeues it */
+	OK(fx_want(&f, a, "j", 0, 0, 0)); /* the client requeues it */
 	done(&f);
 }
 
@@ -2021,13 +2023,13 @@ static void test_purge_lost_owner_on_purged_handler(void)
 	mk(&f, 4, 1);
 	OK(fx_open(&f, 1, "N", 0, &c1));
 	OK(fx_open(&f, 2, "N", 0, &c2));
-	OK(fx_open(&f, 1, "N", 0, &c3));          /* the newest, on h1 too */
+	OK(fx_open(&f, 1, "N", 0, &c3)); /* the newest, on h1 too */
 	OK(fx_want(&f, c1, "j1", 0, 0, 0));
 	OK(fx_want(&f, c1, "j2", 0, 0, 0));
 	OK(fx_want(&f, c2, "j3", 0, 0, 0));
-	r1 = run_on(&f, c1, "j1", 1);             /* lost, owner on h1 */
-	r2 = run_on(&f, c1, "j2", 0);             /* survives, owner on h1 */
-	r3 = run_on(&f, c2, "j3", 1);             /* lost, owner on h2 */
+	r1 = run_on(&f, c1, "j1", 1); /* lost, owner on h1 */
+	r2 = run_on(&f, c1, "j2", 0); /* survives, owner on h1 */
+	r3 = run_on(&f, c2, "j3", 1); /* lost, owner on h2 */
 	fx_lock(&f);
 	book_job_set_pgid(f.b, r1, 11);
 	book_job_set_pgid(f.b, r3, 33);
@@ -2049,7 +2051,7 @@ static void test_purge_lost_owner_on_purged_handler(void)
 	is_lost(&f, r1);
 	is_lost(&f, r3);
 	fx_lock(&f);
-	OK(book_job_owner(f.b, r2, &oc, &oh));    /* the survivor reports to c2 */
+	OK(book_job_owner(f.b, r2, &oc, &oh)); /* the survivor reports to c2 */
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(oc.idx, c2.idx);
 	CU_ASSERT_EQUAL(oh, 2);
@@ -2061,7 +2063,7 @@ static void test_purge_lost_owner_on_purged_handler(void)
 	checked(&f);
 	fx_log_clear(&f);
 	fx_pump(&f);
-	CU_ASSERT_EQUAL(f.nlog, 0);               /* once */
+	CU_ASSERT_EQUAL(f.nlog, 0); /* once */
 	deliver(&f, r1, "");
 	deliver(&f, r3, "");
 	OK(fx_finished(&f, r2, 0, 1, "r2"));
@@ -2087,7 +2089,7 @@ static void test_purge_lost_named_grace(void)
 	r = run_on(&f, n, "j", 1);
 	rm = run_on(&f, m, "k", 1);
 	fx_log_clear(&f);
-	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 0);   /* no pgids known */
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 0); /* no pgids known */
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
 	wg0(&f, 0, 0, 0);
@@ -2097,9 +2099,9 @@ static void test_purge_lost_named_grace(void)
 	CU_ASSERT_EQUAL(st.finished, 2);
 	fx_lock(&f);
 	RC(book_job_owner(f.b, r, &oc, NULL), BOOK_E_STALE);
-	CU_ASSERT_EQUAL(book_next_deadline(f.b), 0);  /* graces begun without time */
+	CU_ASSERT_EQUAL(book_next_deadline(f.b), 0); /* graces begun without time */
 	fx_unlock(&f);
-	CU_ASSERT_EQUAL(fx_expire(&f, 1000), 0);       /* ... start now: until 6000 */
+	CU_ASSERT_EQUAL(fx_expire(&f, 1000), 0); /* ... start now: until 6000 */
 	fx_lock(&f);
 	CU_ASSERT_EQUAL(book_next_deadline(f.b), 6000);
 	fx_unlock(&f);
@@ -2114,7 +2116,7 @@ static void test_purge_lost_named_grace(void)
 	is_lost(&f, r);
 	RC(fx_want(&f, n2, "j", 0, 0, 5999), BOOK_E_DUPLICATE);
 	deliver(&f, r, "");
-	OK(fx_want(&f, n2, "j", 0, 0, 5999));         /* requeued */
+	OK(fx_want(&f, n2, "j", 0, 0, 5999)); /* requeued */
 	/* M is not: its grace ends, the lost job goes without DONE */
 	fx_log_clear(&f);
 	CU_ASSERT_EQUAL(fx_expire(&f, 6000), 1);
@@ -2154,7 +2156,7 @@ static void test_purge_lost_anonymous(void)
 	book_job_set_pgid(f.b, ra, 21);
 	book_job_set_pgid(f.b, rb, 22);
 	fx_unlock(&f);
-	fx_close(&f, b, 10);                      /* y: an orphan, CANCEL to h1 */
+	fx_close(&f, b, 10); /* y: an orphan, CANCEL to h1 */
 	fx_log_clear(&f);
 	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 2);
 	CU_ASSERT_EQUAL(pg[0], 21);
@@ -2202,9 +2204,9 @@ static void test_repair_receipt_claims(void)
 	fx_lock(&f);
 	struct bk_want *w0 = bk_want(f.b, r[0].idx), *w1 = bk_want(f.b, r[1].idx);
 	struct bk_want *w2 = bk_want(f.b, r[2].idx), *w3 = bk_want(f.b, r[3].idx);
-	w1->receipt = w0->receipt;                 /* a second claim (j1 is newer) */
-	w2->receipt = f.lim.max_receipts + 3;      /* out of range */
-	w3->receipt = 1;                           /* RUNNING with a slot */
+	w1->receipt = w0->receipt;            /* a second claim (j1 is newer) */
+	w2->receipt = f.lim.max_receipts + 3; /* out of range */
+	w3->receipt = 1;                      /* RUNNING with a slot */
 	char why[256];
 	CU_ASSERT_EQUAL(book_check(f.b, why, sizeof why), -1);
 	book_repair(f.b);
@@ -2271,7 +2273,7 @@ static void crash_at(struct fx *f, const char *point, void (*op)(struct fx *, st
 		if (book_lock(f->b) < 0)
 			_exit(2);
 		op(f, cx);
-		_exit(3);   /* the point was not reached */
+		_exit(3); /* the point was not reached */
 	}
 	int status = 0;
 	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
@@ -2291,7 +2293,7 @@ static void crash_at(struct fx *f, const char *point, void (*op)(struct fx *, st
 	CU_ASSERT(st.repairs >= 1);
 	fx_unlock(f);
 	fx_lock(f);
-	CU_ASSERT_EQUAL(f->last_lock, 0);   /* consistent again */
+	CU_ASSERT_EQUAL(f->last_lock, 0); /* consistent again */
 	fx_unlock(f);
 }
 
@@ -2398,7 +2400,7 @@ static void op_take_mail0(struct fx *f, struct fctx *cx)
 
 static void op_nothing(struct fx *f, struct fctx *cx)
 {
-	_exit(0);   /* crash holding the lock, between operations */
+	_exit(0); /* crash holding the lock, between operations */
 }
 
 static void test_fault_open(void)
@@ -2414,8 +2416,8 @@ static void test_fault_open(void)
 	CU_ASSERT_EQUAL(st.connections, 2);
 	CU_ASSERT_EQUAL(st.clients, 2);
 	fx_pump(&f);
-	CU_ASSERT_EQUAL(fx_count(&f, MAIL_HELLO, NULL), 2);   /* repair re-sends HELLO */
-	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER, NULL), 0);   /* o's OFFER was taken */
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_HELLO, NULL), 2); /* repair re-sends HELLO */
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER, NULL), 0); /* o's OFFER was taken */
 	OK(fx_open(&f, 2, "newcomer", 0, &cx.n));
 	OK(fx_want(&f, cx.n, "n1", 0, 0, 0));
 	wg0(&f, 0, 1, 3);
@@ -2428,7 +2430,7 @@ static void test_fault_close(void)
 	struct fctx cx;
 	fault_setup(&f, &cx);
 	crash_at(&f, "close.mid", op_close_a, &cx);
-	SEQ_EQ(offers(&f, 0), "q");   /* a's wants gone, q granted */
+	SEQ_EQ(offers(&f, 0), "q"); /* a's wants gone, q granted */
 	wg0(&f, 0, 1, 0);
 	RC(fx_want(&f, cx.a, "x", 0, 0, 0), BOOK_E_STALE);
 	run_finish(&f, cx.b, "q");
@@ -2443,7 +2445,7 @@ static void test_fault_want(void)
 	fault_setup(&f, &cx);
 	crash_at(&f, "want.mid", op_want, &cx);
 	wg0(&f, 0, 1, 3);
-	RC(fx_want(&f, cx.b, "w", 0, 0, 0), BOOK_E_DUPLICATE);   /* w is indexed */
+	RC(fx_want(&f, cx.b, "w", 0, 0, 0), BOOK_E_DUPLICATE); /* w is indexed */
 	run_finish_o(&f, &cx);
 	run_finish(&f, cx.b, "q");
 	run_finish(&f, cx.a, "p");
@@ -2459,7 +2461,7 @@ static void test_fault_grant(void)
 	struct fctx cx;
 	fault_setup(&f, &cx);
 	OK(fx_accept(&f, cx.a, "o", cx.tok, 0, &cx.r));
-	crash_at(&f, "grant.mid", op_finish_r, &cx);   /* finish frees, grant crashes */
+	crash_at(&f, "grant.mid", op_finish_r, &cx); /* finish frees, grant crashes */
 	/* q was being offered: its OFFER is delivered exactly once */
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER, "q"), 1);
@@ -2480,7 +2482,7 @@ static void test_fault_unwant(void)
 	crash_at(&f, "unwant.mid", op_unwant_o, &cx);
 	struct book_position p;
 	RC(fx_query(&f, cx.a, "o", &p), BOOK_E_UNKNOWN_JOB);
-	SEQ_EQ(offers(&f, 0), "q");   /* b never served: q first */
+	SEQ_EQ(offers(&f, 0), "q"); /* b never served: q first */
 	wg0(&f, 0, 1, 1);
 	done(&f);
 }
@@ -2551,7 +2553,7 @@ static void test_fault_finished_orphan(void)
 	struct fctx cx;
 	fault_setup(&f, &cx);
 	OK(fx_accept(&f, cx.a, "o", cx.tok, 2, &cx.r));
-	fx_close(&f, cx.a, 0);                    /* anonymous: o orphaned; q offered */
+	fx_close(&f, cx.a, 0); /* anonymous: o orphaned; q offered */
 	fx_pump(&f);
 	fx_log_clear(&f);
 	crash_at(&f, "finished.mid", op_finished_r, &cx);
@@ -2581,11 +2583,11 @@ static void test_fault_delivered(void)
 	RC(fx_done_read(&f, cx.r, &o, NULL, 0, &len), BOOK_E_STALE);
 	RC(fx_delivered(&f, cx.r), BOOK_E_STALE);
 	fx_pump(&f);
-	CU_ASSERT_EQUAL(dones(&f, "o", -1), 1);    /* not again */
+	CU_ASSERT_EQUAL(dones(&f, "o", -1), 1); /* not again */
 	struct book_status st = status_of(&f);
 	CU_ASSERT_EQUAL(st.receipts, 0);
 	CU_ASSERT_EQUAL(st.finished, 0);
-	OK(fx_want(&f, cx.a, "o", 0, 0, 0));       /* the id is free */
+	OK(fx_want(&f, cx.a, "o", 0, 0, 0)); /* the id is free */
 	done(&f);
 }
 
@@ -2595,10 +2597,10 @@ static void test_fault_mail_done(void)
 	struct fctx cx;
 	fault_setup(&f, &cx);
 	OK(fx_accept(&f, cx.a, "o", cx.tok, 0, &cx.r));
-	OK(fx_finished(&f, cx.r, 0, 1, "receipt-o"));   /* DONE for h0 (and OFFER q for h1) */
+	OK(fx_finished(&f, cx.r, 0, 1, "receipt-o")); /* DONE for h0 (and OFFER q for h1) */
 	crash_at(&f, "mail.mid", op_take_mail0, &cx);
 	fx_pump(&f);
-	CU_ASSERT_EQUAL(dones(&f, "o", 0), 1);    /* not lost, not doubled */
+	CU_ASSERT_EQUAL(dones(&f, "o", 0), 1); /* not lost, not doubled */
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(dones(&f, "o", -1), 1);
 	deliver(&f, cx.r, "receipt-o");
@@ -2616,8 +2618,8 @@ static void test_fault_close_rehomes_done(void)
 	fault_setup(&f, &cx);
 	OK(fx_open(&f, 2, "N", 0, &cx.n));
 	OK(fx_open(&f, 3, "N", 0, &n2));
-	OK(fx_unwant(&f, cx.a, "o"));            /* q offered to h1 */
-	OK(fx_decline(&f, cx.b, "q", fx_token(&f, "q")));   /* p offered to h0 */
+	OK(fx_unwant(&f, cx.a, "o"));                     /* q offered to h1 */
+	OK(fx_decline(&f, cx.b, "q", fx_token(&f, "q"))); /* p offered to h0 */
 	OK(fx_unwant(&f, cx.a, "p"));
 	OK(fx_want(&f, cx.n, "j", 0, 0, 0));
 	cx.r = run_on(&f, cx.n, "j", 1);
@@ -2645,12 +2647,12 @@ static void test_fault_grace_finished(void)
 	struct book_ref r2;
 	fault_setup(&f, &cx);
 	OK(fx_open(&f, 2, "N", 0, &cx.n));
-	OK(fx_want(&f, cx.n, "j", 2, 0, 0));     /* wg1 */
+	OK(fx_want(&f, cx.n, "j", 2, 0, 0)); /* wg1 */
 	cx.r = run_on(&f, cx.n, "j", 2);
-	OK(fx_finished(&f, cx.r, 0, 1, "rj"));   /* finished first: first on its list */
+	OK(fx_finished(&f, cx.r, 0, 1, "rj")); /* finished first: first on its list */
 	OK(fx_want(&f, cx.n, "k", 2, 0, 0));
 	r2 = run_on(&f, cx.n, "k", 3);
-	fx_close(&f, cx.n, 0);                   /* grace until 5000 */
+	fx_close(&f, cx.n, 0); /* grace until 5000 */
 	fx_log_clear(&f);
 	crash_at(&f, "grace.mid", op_expire, &cx);
 	/* j was forgotten when the crash came; the client is still in its
@@ -2670,7 +2672,7 @@ static void test_fault_grace_finished(void)
 	struct book_status st = status_of(&f);
 	CU_ASSERT_EQUAL(st.finished, 0);
 	CU_ASSERT_EQUAL(st.receipts, 0);
-	OK(fx_finished(&f, r2, 0, 1, NULL));      /* the orphan ends */
+	OK(fx_finished(&f, r2, 0, 1, NULL)); /* the orphan ends */
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "k"), 1);
@@ -2689,17 +2691,17 @@ static void test_fault_purge_finished(void)
 	OK(fx_open(&f, 1, "N", 0, &cx.n));
 	OK(fx_open(&f, 2, "N", 0, &n2));
 	OK(fx_want(&f, cx.n, "j", 2, 0, 0));
-	cx.r = run_on(&f, cx.n, "j", 1);          /* runs on h1 */
+	cx.r = run_on(&f, cx.n, "j", 1); /* runs on h1 */
 	OK(fx_finished(&f, cx.r, 0, 1, "rj"));
-	fx_pump(&f);                               /* h1 took the DONE */
+	fx_pump(&f); /* h1 took the DONE */
 	OK(fx_want(&f, n2, "k", 2, 0, 0));
 	r2 = run_on(&f, n2, "k", 1);
-	OK(fx_finished(&f, r2, 0, 1, "rk"));      /* DONE pending at h2 */
+	OK(fx_finished(&f, r2, 0, 1, "rk")); /* DONE pending at h2 */
 	fx_log_clear(&f);
 	crash_at(&f, "purge.mid", op_purge1, &cx);
-	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 0);   /* finish the purge */
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 0); /* finish the purge */
 	fx_pump(&f);
-	CU_ASSERT_EQUAL(dones(&f, "j", 2), 1);    /* re-homed to n2 */
+	CU_ASSERT_EQUAL(dones(&f, "j", 2), 1); /* re-homed to n2 */
 	CU_ASSERT_EQUAL(dones(&f, "k", 2), 1);
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 2);
 	done_to(&f, "j", n2, 2, cx.r);
@@ -2734,11 +2736,11 @@ static void test_fault_grace(void)
 	struct fctx cx;
 	fault_setup(&f, &cx);
 	OK(fx_open(&f, 2, "N", 0, &cx.n));
-	OK(fx_unwant(&f, cx.a, "o"));            /* q offered */
+	OK(fx_unwant(&f, cx.a, "o")); /* q offered */
 	OK(fx_accept(&f, cx.b, "q", fx_token(&f, "q"), 1, &cx.r));
-	OK(fx_want(&f, cx.n, "j", 2, 0, 0));     /* wg1: offered */
+	OK(fx_want(&f, cx.n, "j", 2, 0, 0)); /* wg1: offered */
 	OK(fx_take_job(&f, cx.n, "j", &cx.r));
-	fx_close(&f, cx.n, 0);                   /* grace until 5000 */
+	fx_close(&f, cx.n, 0); /* grace until 5000 */
 	fx_log_clear(&f);
 	crash_at(&f, "grace.mid", op_expire, &cx);
 	fx_pump(&f);
@@ -2761,18 +2763,18 @@ static void test_fault_purge(void)
 	struct fctx cx;
 	int32_t pg[4];
 	fault_setup(&f, &cx);
-	OK(fx_unwant(&f, cx.a, "o"));            /* q (h1) offered */
+	OK(fx_unwant(&f, cx.a, "o")); /* q (h1) offered */
 	OK(fx_accept(&f, cx.b, "q", fx_token(&f, "q"), 1, &cx.r));
 	fx_log_clear(&f);
 	crash_at(&f, "purge.mid", op_purge1, &cx);
-	wg0(&f, 0, 1, 0);                        /* q freed, p granted by repair */
-	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 0);   /* finish the purge */
+	wg0(&f, 0, 1, 0);                           /* q freed, p granted by repair */
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 0); /* finish the purge */
 	struct book_status st;
 	fx_lock(&f);
 	book_status(f.b, &st);
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(st.connections, 1);
-	CU_ASSERT_EQUAL(st.finished, 0);          /* q was lost, its client gone */
+	CU_ASSERT_EQUAL(st.finished, 0); /* q was lost, its client gone */
 	SEQ_EQ(offers(&f, 0), "p");
 	CU_ASSERT_EQUAL(dones(&f, NULL, -1), 0);
 	done(&f);
@@ -2791,15 +2793,15 @@ static void test_fault_purge_lost(void)
 	mk(&f, 1, 3);
 	memset(&cx, 0, sizeof cx);
 	OK(fx_open(&f, 0, NULL, 0, &a));
-	OK(fx_open(&f, 1, "N", 0, &cx.n));       /* owner of j1, dies with h1 */
+	OK(fx_open(&f, 1, "N", 0, &cx.n)); /* owner of j1, dies with h1 */
 	OK(fx_open(&f, 2, "N", 0, &c2));
 	OK(fx_want(&f, cx.n, "j1", 2, 0, 0));
 	OK(fx_want(&f, c2, "j2", 2, 0, 0));
 	OK(fx_want(&f, c2, "m", 2, 0, 0));
-	OK(fx_want(&f, a, "x", 2, 0, 0));        /* parked: wg1 is full */
+	OK(fx_want(&f, a, "x", 2, 0, 0)); /* parked: wg1 is full */
 	r1 = run_on(&f, cx.n, "j1", 1);
 	r2 = run_on(&f, c2, "j2", 1);
-	rm = run_on(&f, c2, "m", 2);             /* survives */
+	rm = run_on(&f, c2, "m", 2); /* survives */
 	fx_lock(&f);
 	book_job_set_pgid(f.b, r1, 41);
 	book_job_set_pgid(f.b, r2, 42);
@@ -2814,7 +2816,7 @@ static void test_fault_purge_lost(void)
 	CU_ASSERT_EQUAL(status_of(&f).finished, 2);
 	is_lost(&f, r1);
 	is_lost(&f, r2);
-	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 0);   /* finish the purge */
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pg, 4), 0); /* finish the purge */
 	fx_pump(&f);
 	for (size_t i = 0; i < f.nlog; i++)
 		CU_ASSERT(f.log[i].handler != 1);
@@ -2842,11 +2844,11 @@ static void test_fault_mail(void)
 	struct fx f;
 	struct fctx cx;
 	fault_setup(&f, &cx);
-	OK(fx_unwant(&f, cx.a, "o"));            /* q offered (h1) */
-	OK(fx_decline(&f, cx.b, "q", fx_token(&f, "q")));   /* p offered to h0 */
+	OK(fx_unwant(&f, cx.a, "o"));                     /* q offered (h1) */
+	OK(fx_decline(&f, cx.b, "q", fx_token(&f, "q"))); /* p offered to h0 */
 	fx_log_clear(&f);
 	crash_at(&f, "mail.mid", op_take_mail0, &cx);
-	SEQ_EQ(offers(&f, 0), "p");   /* not lost, not doubled */
+	SEQ_EQ(offers(&f, 0), "p"); /* not lost, not doubled */
 	SEQ_EQ(offers(&f, 0), "p");
 	done(&f);
 }
@@ -2875,7 +2877,7 @@ static void test_fault_repair(void)
 	fx_lock(&f);
 	book_status(f.b, &st);
 	fx_unlock(&f);
-	CU_ASSERT_EQUAL(st.repairs, 1);   /* the crashed repair did not count */
+	CU_ASSERT_EQUAL(st.repairs, 1); /* the crashed repair did not count */
 	run_finish_o(&f, &cx);
 	SEQ_EQ(offers(&f, 0), "q");
 	done(&f);
@@ -2969,14 +2971,19 @@ int main(void)
 		{ "grace ends: finished jobs freed", test_done_grace_ends },
 		{ "anonymous: finished jobs freed", test_done_anonymous },
 		{ "receipt store", test_receipt_store },
-		{ "duplicate, cancel, limits while finished", test_duplicate_and_limits_while_finished },
+		{ "duplicate, cancel, limits while finished",
+		  test_duplicate_and_limits_while_finished },
 		{ "purge of the runner keeps finished jobs", test_purge_runner_keeps_finished },
 		{ "purge of the owner's handler re-homes", test_purge_owner_handler_rehomes },
 		{ "protocol 2: ACK frees, a new conn adopts", test_ack_and_adopt },
-		{ "protocol 2: adoption withdraws older conns' offers", test_adopt_withdraws_older_offers },
-		{ "protocol 2: unacknowledged DONEs count as jobs", test_unacked_count_against_job_limit },
-		{ "purge: lost job's DONE to the owner elsewhere", test_purge_lost_owner_elsewhere },
-		{ "purge: lost job adopted by another conn", test_purge_lost_owner_on_purged_handler },
+		{ "protocol 2: adoption withdraws older conns' offers",
+		  test_adopt_withdraws_older_offers },
+		{ "protocol 2: unacknowledged DONEs count as jobs",
+		  test_unacked_count_against_job_limit },
+		{ "purge: lost job's DONE to the owner elsewhere",
+		  test_purge_lost_owner_elsewhere },
+		{ "purge: lost job adopted by another conn",
+		  test_purge_lost_owner_on_purged_handler },
 		{ "purge: lost job kept for the grace", test_purge_lost_named_grace },
 		{ "purge: lost job of an anonymous client freed", test_purge_lost_anonymous },
 		{ "fault open.mid", test_fault_open },

@@ -11,8 +11,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -32,7 +32,11 @@ static void seq_eq(const char *got, const char *want, int line)
 }
 #define SEQ_EQ(got, want) seq_eq((got), (want), __LINE__)
 
-enum { LIGHT = 0, HEAVY = 1, UNKNOWN = 2 };
+enum {
+	LIGHT = 0,
+	HEAVY = 1,
+	UNKNOWN = 2
+};
 
 /* One pool of `procs` slots, three services; services 0 and 1 are given
  * the classes light and heavy by a restored profile (10 samples of 20 ms
@@ -181,10 +185,10 @@ static void test_unknown_cap(void)
 	mk(&f, 4, 1, 2);
 	OK(fx_open(&f, 0, NULL, 0, &c));
 	want_n(&f, c, "u", UNKNOWN, 4, 0);
-	SEQ_EQ(offers(&f, 0), "u0,u1");        /* cap 2: offered count too */
+	SEQ_EQ(offers(&f, 0), "u0,u1"); /* cap 2: offered count too */
 	OK(fx_want(&f, c, "l0", LIGHT, 0, 5));
 	OK(fx_want(&f, c, "l1", LIGHT, 0, 6));
-	SEQ_EQ(offers(&f, 0), "u0,u1,l0,l1");  /* the rest of the pool is free for others */
+	SEQ_EQ(offers(&f, 0), "u0,u1,l0,l1"); /* the rest of the pool is free for others */
 	/* running jobs count against the cap as offered ones do */
 	struct book_ref r0, r1;
 	OK(fx_take_job(&f, c, "u0", &r0));
@@ -335,7 +339,7 @@ static void test_check_and_repair_classes(void)
 	/* the held-slot counts of a service are rebuilt by repair too */
 	struct book_ref c;
 	OK(fx_open(&f, 0, NULL, 0, &c));
-	OK(fx_want(&f, c, "u0", UNKNOWN, 0, 0));   /* heavy now */
+	OK(fx_want(&f, c, "u0", UNKNOWN, 0, 0)); /* heavy now */
 	OK(fx_want(&f, c, "u1", UNKNOWN, 0, 0));
 	fx_lock(&f);
 	f.b->svcs[UNKNOWN].offered = 0;
@@ -474,7 +478,7 @@ static void test_cut_short_tokens(void)
 	}
 	struct book_service_status st = svc_status(&f, HEAVY);
 	CU_ASSERT_EQUAL(st.klass, SVC_HEAVY);
-	CU_ASSERT_EQUAL(st.samples, 11);           /* only the long one */
+	CU_ASSERT_EQUAL(st.samples, 11); /* only the long one */
 	CU_ASSERT_EQUAL(st.mean_runtime_ms, 72000);
 	CU_ASSERT_EQUAL(st.finished, 20);
 	done(&f);
@@ -527,7 +531,7 @@ static void test_repair_counts_class_change(void)
 	fx_lock(&f);
 	book_profile_changes(f.b, NULL, &before);
 	f.b->svcs[UNKNOWN].ema_ms = 50000;
-	f.b->svcs[UNKNOWN].nsamples = 3;   /* died before writing the class */
+	f.b->svcs[UNKNOWN].nsamples = 3; /* died before writing the class */
 	book_repair(f.b);
 	book_profile_changes(f.b, NULL, &after);
 	fx_unlock(&f);
@@ -551,7 +555,7 @@ static void test_sample_after_end(void)
 	struct fx f;
 	struct book_ref c, r;
 	mk(&f, 4, 1, 4);
-	OK(fx_open(&f, 0, "app", 0, &c));   /* named: its jobs outlive the purge */
+	OK(fx_open(&f, 0, "app", 0, &c)); /* named: its jobs outlive the purge */
 	OK(fx_want(&f, c, "j", LIGHT, 0, 0));
 	OK(fx_take_job(&f, c, "j", &r));
 	fflush(stdout);
@@ -561,17 +565,17 @@ static void test_sample_after_end(void)
 		g_fault_target = "sample.mid";
 		book_set_fault_hook(fault_exit);
 		fx_finished(&f, r, 0, 40, NULL);
-		_exit(3);   /* the point was not reached */
+		_exit(3); /* the point was not reached */
 	}
 	int status = 0;
 	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	fx_lock(&f);   /* repairs */
+	fx_lock(&f); /* repairs */
 	book_purge_handler(f.b, 0, NULL, 0);
 	fx_unlock(&f);
 	struct book_outcome o;
 	OK(fx_done_read(&f, r, &o, NULL, 0, NULL));
-	CU_ASSERT_EQUAL(o.error, 0);               /* its own outcome, not lost */
+	CU_ASSERT_EQUAL(o.error, 0); /* its own outcome, not lost */
 	CU_ASSERT_EQUAL(o.duration_ms, 40);
 	struct book_service_status st = svc_status(&f, LIGHT);
 	CU_ASSERT_EQUAL(st.finished, 1);

@@ -32,9 +32,9 @@ static enum svc_class feed(enum svc_class cls, double *ema, uint64_t *n, const u
 
 static void test_ema(void)
 {
-	double e = class_ema_next(123.0, 0, 1000);   /* the first sample initialises */
+	double e = class_ema_next(123.0, 0, 1000); /* the first sample initialises */
 	CU_ASSERT_DOUBLE_EQUAL(e, 1000.0, 1e-9);
-	e = class_ema_next(e, 1, 2000);               /* alpha 0.2 */
+	e = class_ema_next(e, 1, 2000); /* alpha 0.2 */
 	CU_ASSERT_DOUBLE_EQUAL(e, 1200.0, 1e-9);
 	e = class_ema_next(e, 2, 0);
 	CU_ASSERT_DOUBLE_EQUAL(e, 960.0, 1e-9);
@@ -156,7 +156,7 @@ static void test_which_jobs_are_samples(void)
 	CU_ASSERT_FALSE(class_takes_sample(2, 60000, 60000, 10));
 	CU_ASSERT_TRUE(class_takes_sample(2, 60001, 60000, 10));
 	CU_ASSERT_FALSE(class_takes_sample(2, 90000, 0, 0));
-	CU_ASSERT_FALSE(class_takes_sample(255, 0, 0, 3));   /* lost: 0 ms */
+	CU_ASSERT_FALSE(class_takes_sample(255, 0, 0, 3)); /* lost: 0 ms */
 }
 
 static void test_ema_range(void)
@@ -181,7 +181,8 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "moving average", test_ema },
 		{ "unknown until minSamples", test_unknown_until_min_samples },
-		{ "first classification against the threshold", test_first_classification_at_threshold },
+		{ "first classification against the threshold",
+		  test_first_classification_at_threshold },
 		{ "hysteresis", test_hysteresis },
 		{ "consistency predicate, usable slots, names", test_consistent },
 		{ "which finished jobs are samples", test_which_jobs_are_samples },

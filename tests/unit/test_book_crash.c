@@ -18,9 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/wait.h>
 
 #include <CUnit/Basic.h>
 
@@ -75,7 +75,7 @@ static void finish_one(struct fx *f, struct driver *d)
 	struct book_outcome o;
 	memset(&o, 0, sizeof o);
 	o.duration_ms = below(3) == 0 ? 20000 + below(40000) : below(3000);
-	if (below(4) == 0) {           /* cut short: cancelled, timed out ... */
+	if (below(4) == 0) { /* cut short: cancelled, timed out ... */
 		o.error = (uint8_t)(1 + below(9));
 		o.exit_code = -1;
 	} else {
@@ -102,7 +102,8 @@ static void accept_offers(struct fx *f, struct driver *d)
 		if (below(4) == 0)
 			fx_decline(f, m->m.conn, m->m.job_id, m->m.token);
 		else if (fx_accept(f, m->m.conn, m->m.job_id, m->m.token, m->handler, &w) ==
-			 BOOK_OK && d->nrun < MAXRUN)
+				 BOOK_OK &&
+			 d->nrun < MAXRUN)
 			d->run[d->nrun++] = w;
 	}
 }
@@ -137,9 +138,8 @@ static void run_ops(struct fx *f, struct driver *d, int n)
 		int c = (int)below(NCONNS);
 		switch (below(8)) {
 		case 0:
-			if (!d->live[c] &&
-			    fx_open(f, (uint32_t)c % 2, below(2) ? "app" : NULL, d->now, &d->conn[c]) ==
-				    BOOK_OK)
+			if (!d->live[c] && fx_open(f, (uint32_t)c % 2, below(2) ? "app" : NULL,
+						   d->now, &d->conn[c]) == BOOK_OK)
 				d->live[c] = 1;
 			break;
 		case 1:
@@ -150,17 +150,13 @@ static void run_ops(struct fx *f, struct driver *d, int n)
 				fx_want(f, d->conn[c], id, below(3), (int32_t)below(2), d->now);
 			}
 			break;
-		case 3:
-			accept_offers(f, d);
-			break;
+		case 3: accept_offers(f, d); break;
 		case 4:
 		case 5:
 			if (d->nrun)
 				finish_one(f, d);
 			break;
-		case 6:
-			token_op(f, d);
-			break;
+		case 6: token_op(f, d); break;
 		default:
 			if (d->live[c] && below(3) == 0) {
 				fx_close(f, d->conn[c], d->now);
@@ -200,7 +196,7 @@ static void test_crash_fuzz(void)
 		CU_ASSERT_FATAL(fx_init(&f, &l, &t, (uint64_t)round) == 0);
 		struct driver d;
 		memset(&d, 0, sizeof d);
-		run_ops(&f, &d, 40 + (int)below(80));   /* warm up in the parent */
+		run_ops(&f, &d, 40 + (int)below(80)); /* warm up in the parent */
 		g_target = 1 + (long)below(120);
 		fflush(stdout);
 		pid_t pid = fork();
@@ -209,7 +205,7 @@ static void test_crash_fuzz(void)
 			g_hits = 0;
 			book_set_fault_hook(crash_hook);
 			run_ops(&f, &d, 200);
-			_exit(3);   /* no crash: the target was beyond the run */
+			_exit(3); /* no crash: the target was beyond the run */
 		}
 		int status = 0;
 		CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
@@ -235,7 +231,7 @@ static void test_crash_fuzz(void)
 	}
 	printf("  %d rounds, %d crashed inside the lock\n", rounds, reached);
 	CU_ASSERT_EQUAL(bad, 0);
-	CU_ASSERT(reached > rounds / 4);   /* the fuzz does reach fault points */
+	CU_ASSERT(reached > rounds / 4); /* the fuzz does reach fault points */
 }
 
 int main(void)

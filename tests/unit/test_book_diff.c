@@ -40,10 +40,30 @@
 #include "book_model.h"
 
 static uint64_t g_seed;
-static unsigned long g_rc[24][16];   /* [op kind][rc]: coverage report */
-enum { K_WANT, K_ACCEPT, K_DECLINE, K_FINISH, K_EXPIRE, K_OPEN, K_QUERY, K_UNWANT, K_PURGE,
-       K_MAIL, K_CANCEL, K_READ, K_READ_OK, K_DELIVERED, K_DONE_MAIL, K_CLASS, K_PROFILE,
-       K_TOKEN_ISSUE, K_TOKEN_USE, K_TOKEN_FINISH, K_NKINDS };
+static unsigned long g_rc[24][16]; /* [op kind][rc]: coverage report */
+enum {
+	K_WANT,
+	K_ACCEPT,
+	K_DECLINE,
+	K_FINISH,
+	K_EXPIRE,
+	K_OPEN,
+	K_QUERY,
+	K_UNWANT,
+	K_PURGE,
+	K_MAIL,
+	K_CANCEL,
+	K_READ,
+	K_READ_OK,
+	K_DELIVERED,
+	K_DONE_MAIL,
+	K_CLASS,
+	K_PROFILE,
+	K_TOKEN_ISSUE,
+	K_TOKEN_USE,
+	K_TOKEN_FINISH,
+	K_NKINDS
+};
 static unsigned long g_ops = 500000;
 
 struct run {
@@ -55,7 +75,7 @@ struct run {
 	int failed;
 	const char *opname;
 	uint32_t njobs;
-	int drains;             /* this episode may drain */
+	int drains; /* this episode may drain */
 	struct book_ref stale[32];
 	unsigned nstale;
 };
@@ -97,10 +117,12 @@ static int fail(struct run *r, const char *fmt, ...)
 	return -1;
 }
 
-#define SAME(r, a, b, what) do { \
-	if ((uint64_t)(a) != (uint64_t)(b)) \
-		return fail((r), "%s: book %" PRIu64 " model %" PRIu64, (what), (uint64_t)(a), (uint64_t)(b)); \
-} while (0)
+#define SAME(r, a, b, what)                                                             \
+	do {                                                                            \
+		if ((uint64_t)(a) != (uint64_t)(b))                                     \
+			return fail((r), "%s: book %" PRIu64 " model %" PRIu64, (what), \
+				    (uint64_t)(a), (uint64_t)(b));                      \
+	} while (0)
 
 static void lock(struct run *r)
 {
@@ -173,7 +195,8 @@ static int pick_want(struct run *r, int state, int need)
 	size_t n = 0;
 	for (size_t i = 0; i < r->m->nw; i++) {
 		const struct m_want *w = &r->m->w[i];
-		if (w->state == state && (need != 1 || w->token_known) && (need != 2 || w->ref_known))
+		if (w->state == state && (need != 1 || w->token_known) &&
+		    (need != 2 || w->ref_known))
 			n++;
 	}
 	if (n == 0)
@@ -181,8 +204,8 @@ static int pick_want(struct run *r, int state, int need)
 	size_t k = below(r, (uint32_t)n);
 	for (size_t i = 0; i < r->m->nw; i++) {
 		const struct m_want *w = &r->m->w[i];
-		if (w->state == state && (need != 1 || w->token_known) && (need != 2 || w->ref_known) &&
-		    k-- == 0)
+		if (w->state == state && (need != 1 || w->token_known) &&
+		    (need != 2 || w->ref_known) && k-- == 0)
 			return (int)i;
 	}
 	return -1;
@@ -256,7 +279,8 @@ static int op_cancel(struct run *r)
 		if (chance(r, 50) || c < 0) {
 			/* another conn of the same client, if any */
 			for (size_t i = 0; i < r->m->nc; i++)
-				if (r->m->c[i].live && r->m->c[i].client == w->client && chance(r, 50))
+				if (r->m->c[i].live && r->m->c[i].client == w->client &&
+				    chance(r, 50))
 					c = (int)i;
 		}
 		if (c < 0)
@@ -342,7 +366,7 @@ static int op_accept(struct run *r, int decline)
 static const char *receipt_text(struct run *r, const char *job, char *buf, size_t *len)
 {
 	if (chance(r, 15)) {
-		*len = below(r, 3);   /* NULL with a length: ignored */
+		*len = below(r, 3); /* NULL with a length: ignored */
 		return NULL;
 	}
 	size_t cap = 2 * (size_t)r->f.lim.receipt_bytes + 3;
@@ -385,7 +409,7 @@ static int op_finish(struct run *r)
 	 * and services that cross the threshold */
 	uint32_t sv = wi >= 0 ? r->m->w[wi].svc : 0;
 	o.duration_ms = below(r, 1000 + 2000 * (sv % 4));
-	o.receipt_lost = (uint8_t)chance(r, 50);   /* ignored on input */
+	o.receipt_lost = (uint8_t)chance(r, 50); /* ignored on input */
 	char text[M_RECEIPT_MAX];
 	size_t len;
 	const char *receipt = receipt_text(r, wi >= 0 ? r->m->w[wi].id : "x", text, &len);
@@ -428,7 +452,8 @@ static int op_done(struct run *r)
 		if (n) {
 			size_t x = below(r, (uint32_t)n);
 			for (size_t i = 0; i < r->m->nw; i++)
-				if (r->m->w[i].state == MW_FINISHED && r->m->w[i].done_taken && x-- == 0)
+				if (r->m->w[i].state == MW_FINISHED && r->m->w[i].done_taken &&
+				    x-- == 0)
 					wi = (int)i;
 		}
 	} else if (k < 85) {
@@ -514,7 +539,7 @@ static int op_owner(struct run *r)
 static int op_expire(struct run *r)
 {
 	uint64_t step = chance(r, 15) ? below(r, 2 * r->f.lim.offer_timeout_ms + 2)
-				       : below(r, r->f.lim.offer_timeout_ms / 3 + 2);
+				      : below(r, r->f.lim.offer_timeout_ms / 3 + 2);
 	if (chance(r, 5))
 		step += r->f.lim.resume_grace_ms;
 	uint64_t now = chance(r, 3) && r->now > 100 ? r->now - 100 : (r->now += step);
@@ -649,8 +674,9 @@ static int op_token_issue(struct run *r)
 
 static int op_token_use(struct run *r)
 {
-	int tok = chance(r, 75) ? pick_token(r, MT_ISSUED)
-		  : r->m->nt && chance(r, 80) ? (int)below(r, (uint32_t)r->m->nt) : -1;
+	int tok = chance(r, 75)               ? pick_token(r, MT_ISSUED)
+		  : r->m->nt && chance(r, 80) ? (int)below(r, (uint32_t)r->m->nt)
+					      : -1;
 	struct book_ref ref = { below(r, r->f.lim.max_tokens + 1), 1000000 + below(r, 9) };
 	uint64_t sec = rnd(r);
 	uint32_t svc = below(r, r->f.topo.nservices);
@@ -680,11 +706,13 @@ static int op_token_use(struct run *r)
 static int op_token_finish(struct run *r)
 {
 	int tok = chance(r, 85) ? pick_token(r, MT_RUNNING)
-		  : r->m->nt ? (int)below(r, (uint32_t)r->m->nt) : -1;
+		  : r->m->nt    ? (int)below(r, (uint32_t)r->m->nt)
+				: -1;
 	struct book_ref ref = { below(r, r->f.lim.max_tokens + 1), 1000000 + below(r, 9) };
 	if (tok >= 0)
 		ref = r->m->t[tok].ref;
-	struct book_outcome o = { .exit_code = (int32_t)below(r, 3), .duration_ms = below(r, 5000) };
+	struct book_outcome o = { .exit_code = (int32_t)below(r, 3),
+				  .duration_ms = below(r, 5000) };
 	o.failed = o.exit_code != 0;
 	lock(r);
 	enum book_rc a = book_token_finished(r->f.b, ref, &o);
@@ -771,12 +799,14 @@ static int take_mail(struct run *r, uint32_t h)
 			j++;
 		}
 		if (j >= nm)
-			return fail(r, "handler %u: book mails %s %d, model has no more", h, bm[i].job_id, bm[i].kind);
+			return fail(r, "handler %u: book mails %s %d, model has no more", h,
+				    bm[i].job_id, bm[i].kind);
 		SAME(r, bm[i].kind, mm[j].kind, "mail kind");
 		if (bm[i].kind == MAIL_DONE) {
 			struct m_want *w = &r->m->w[mm[j].want];
 			if (strcmp(bm[i].job_id, w->id) != 0)
-				return fail(r, "handler %u: book DONE %s, model %s", h, bm[i].job_id, w->id);
+				return fail(r, "handler %u: book DONE %s, model %s", h,
+					    bm[i].job_id, w->id);
 			SAME(r, w->state, MW_FINISHED, "DONE of a finished job");
 			SAME(r, bm[i].conn.idx, r->m->c[w->conn].ref.idx, "DONE conn");
 			SAME(r, bm[i].conn.gen, r->m->c[w->conn].ref.gen, "DONE conn gen");
@@ -790,7 +820,8 @@ static int take_mail(struct run *r, uint32_t h)
 		} else if (bm[i].kind == MAIL_OFFER) {
 			struct m_want *w = &r->m->w[mm[j].want];
 			if (strcmp(bm[i].job_id, w->id) != 0)
-				return fail(r, "handler %u: book offers %s, model %s", h, bm[i].job_id, w->id);
+				return fail(r, "handler %u: book offers %s, model %s", h,
+					    bm[i].job_id, w->id);
 			SAME(r, bm[i].conn.idx, r->m->c[w->conn].ref.idx, "offer conn");
 			SAME(r, bm[i].conn.gen, r->m->c[w->conn].ref.gen, "offer conn gen");
 			if (bm[i].token == 0)
@@ -801,7 +832,8 @@ static int take_mail(struct run *r, uint32_t h)
 			w->ref_known = 1;
 		} else {
 			if (strcmp(bm[i].job_id, mm[j].id) != 0)
-				return fail(r, "handler %u: book expires %s, model %s", h, bm[i].job_id, mm[j].id);
+				return fail(r, "handler %u: book expires %s, model %s", h,
+					    bm[i].job_id, mm[j].id);
 			SAME(r, bm[i].conn.idx, r->m->c[mm[j].conn].ref.idx, "expired conn");
 			SAME(r, bm[i].conn.gen, r->m->c[mm[j].conn].ref.gen, "expired conn gen");
 		}
@@ -809,7 +841,8 @@ static int take_mail(struct run *r, uint32_t h)
 	}
 	for (; j < nm; j++) {
 		if (mm[j].kind != MAIL_CANCEL)
-			return fail(r, "handler %u: model has mail %d %s the book has not", h, mm[j].kind,
+			return fail(r, "handler %u: model has mail %d %s the book has not", h,
+				    mm[j].kind,
 				    mm[j].kind == MAIL_OFFER ? r->m->w[mm[j].want].id : mm[j].id);
 		memset(&mc[ncm], 0, sizeof mc[ncm]);
 		strcpy(mc[ncm].job_id, mm[j].id);
@@ -864,7 +897,8 @@ static int full_check(struct run *r)
 		SAME(r, st.started, ms->started, "started");
 		SAME(r, st.finished, ms->finished, "finished");
 		SAME(r, st.failed, ms->failed, "failed");
-		SAME(r, st.mean_runtime_ms, ms->nsamples ? (uint64_t)(ms->ema + 0.5) : 0, "mean runtime");
+		SAME(r, st.mean_runtime_ms, ms->nsamples ? (uint64_t)(ms->ema + 0.5) : 0,
+		     "mean runtime");
 		SAME(r, st.samples, ms->nsamples, "samples");
 		SAME(r, st.klass, ms->klass, "class");
 		g_rc[K_CLASS][st.klass]++;
@@ -1072,13 +1106,26 @@ static void test_differential(void)
 		r.episode++;
 	}
 	printf("\n  %lu operations in %d episodes, seed %" PRIu64 "\n", r.total, r.episode, g_seed);
-	static const char *names[K_NKINDS] = {
-		"want", "accept", "decline", "finish(ed)", "expire(0/>0)", "open", "query", "unwant",
-		"purge(0/>0)", "mail(all/cancel/hello)", "cancel", "done_read",
-		"read(empty/text/rlost/exec_lost)", "done_delivered", "DONE mails(all/lost)",
-		"class(unknown/light/heavy)", "profile_set(ok/invalid)",
-		"token issue(rc)", "token use(rc)", "token finish(rc)"
-	};
+	static const char *names[K_NKINDS] = { "want",
+					       "accept",
+					       "decline",
+					       "finish(ed)",
+					       "expire(0/>0)",
+					       "open",
+					       "query",
+					       "unwant",
+					       "purge(0/>0)",
+					       "mail(all/cancel/hello)",
+					       "cancel",
+					       "done_read",
+					       "read(empty/text/rlost/exec_lost)",
+					       "done_delivered",
+					       "DONE mails(all/lost)",
+					       "class(unknown/light/heavy)",
+					       "profile_set(ok/invalid)",
+					       "token issue(rc)",
+					       "token use(rc)",
+					       "token finish(rc)" };
 	for (int i = 0; i < K_NKINDS; i++) {
 		printf("  %-22s", names[i]);
 		for (int j = 0; j < 15; j++)

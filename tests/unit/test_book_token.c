@@ -66,7 +66,9 @@ static enum book_rc use(struct fx *f, struct book_ref tok, uint64_t secret, uint
 
 static enum book_rc finished(struct fx *f, struct book_ref tok, int failed)
 {
-	struct book_outcome o = { .exit_code = failed, .failed = (uint8_t)failed, .duration_ms = 40 };
+	struct book_outcome o = { .exit_code = failed,
+				  .failed = (uint8_t)failed,
+				  .duration_ms = 40 };
 	fx_lock(f);
 	enum book_rc rc = book_token_finished(f->b, tok, &o);
 	fx_unlock(f);
@@ -87,11 +89,11 @@ static void test_issue_holds_a_slot(void)
 	uint64_t s1, s2, s3;
 	mk(&f, 2);
 	OK(issue(&f, 0, 0, &t1, &s1));
-	OK(issue(&f, 1, 0, &t2, &s2));       /* another service of wg0 */
+	OK(issue(&f, 1, 0, &t2, &s2)); /* another service of wg0 */
 	CU_ASSERT_EQUAL(tokens(&f, 0), 2);
 	CU_ASSERT(s1 != s2);
 	RC(issue(&f, 0, 0, &t3, &s3), BOOK_E_BUSY);
-	OK(issue(&f, 2, 0, &t3, &s3));       /* wg1 is separate */
+	OK(issue(&f, 2, 0, &t3, &s3)); /* wg1 is separate */
 	RC(issue(&f, 9, 0, &t3, &s3), BOOK_E_UNKNOWN_SERVICE);
 	RC(issue(&f, 3, 0, &t3, &s3), BOOK_E_DISABLED);
 	/* a WANT finds no slot: it parks */
@@ -114,13 +116,13 @@ static void test_parked_want_blocks(void)
 	mk(&f, 1);
 	OK(fx_open(&f, 0, NULL, 0, &c));
 	OK(fx_want(&f, c, "a", 0, 0, 0));
-	OK(fx_want(&f, c, "b", 0, 0, 0));    /* parked */
+	OK(fx_want(&f, c, "b", 0, 0, 0)); /* parked */
 	RC(issue(&f, 0, 0, &tok, &sec), BOOK_E_BUSY);
 	OK(fx_take_job(&f, c, "a", &r));
 	OK(fx_finish(&f, r, 5, 0));
-	CU_ASSERT_EQUAL(fx_token(&f, "b") != 0, 1);  /* b got the slot */
+	CU_ASSERT_EQUAL(fx_token(&f, "b") != 0, 1); /* b got the slot */
 	RC(issue(&f, 0, 0, &tok, &sec), BOOK_E_BUSY);
-	OK(fx_unwant(&f, c, "b"));           /* slot free, nothing parked */
+	OK(fx_unwant(&f, c, "b")); /* slot free, nothing parked */
 	OK(issue(&f, 0, 0, &tok, &sec));
 	done(&f);
 }
@@ -159,9 +161,9 @@ static void test_use_single_and_bound(void)
 	uint64_t sec;
 	mk(&f, 1);
 	OK(issue(&f, 0, 0, &tok, &sec));
-	RC(use(&f, tok, sec + 1, 0, 0, 10), BOOK_E_UNKNOWN_JOB);  /* wrong secret */
-	RC(use(&f, tok, sec, 1, 0, 10), BOOK_E_BAD_TOKEN);        /* other service */
-	RC(use(&f, tok, sec, 0, 99, 10), BOOK_E_INVALID);         /* runner */
+	RC(use(&f, tok, sec + 1, 0, 0, 10), BOOK_E_UNKNOWN_JOB); /* wrong secret */
+	RC(use(&f, tok, sec, 1, 0, 10), BOOK_E_BAD_TOKEN);       /* other service */
+	RC(use(&f, tok, sec, 0, 99, 10), BOOK_E_INVALID);        /* runner */
 	stale = tok;
 	stale.gen++;
 	RC(use(&f, stale, sec, 0, 0, 10), BOOK_E_UNKNOWN_JOB);
@@ -169,8 +171,8 @@ static void test_use_single_and_bound(void)
 	stale.idx = 1000;
 	RC(use(&f, stale, sec, 0, 0, 10), BOOK_E_UNKNOWN_JOB);
 	OK(use(&f, tok, sec, 0, 1, 999));
-	RC(use(&f, tok, sec, 0, 1, 999), BOOK_E_UNKNOWN_JOB);     /* single use */
-	CU_ASSERT_EQUAL(fx_expire(&f, 5000), 0);   /* a running token does not expire */
+	RC(use(&f, tok, sec, 0, 1, 999), BOOK_E_UNKNOWN_JOB); /* single use */
+	CU_ASSERT_EQUAL(fx_expire(&f, 5000), 0);              /* a running token does not expire */
 	CU_ASSERT_EQUAL(tokens(&f, 0), 1);
 	OK(finished(&f, tok, 1));
 	RC(finished(&f, tok, 0), BOOK_E_STALE);
@@ -202,7 +204,7 @@ static void test_finish_grants(void)
 	OK(fx_open(&f, 1, NULL, 0, &c));
 	OK(fx_want(&f, c, "w", 0, 0, 2));
 	OK(finished(&f, tok, 0));
-	CU_ASSERT(f.mask & (1u << 1));   /* the OFFER went to handler 1 */
+	CU_ASSERT(f.mask & (1u << 1)); /* the OFFER went to handler 1 */
 	fx_pump(&f);
 	CU_ASSERT_EQUAL(fx_count(&f, MAIL_OFFER, "w"), 1);
 	done(&f);
@@ -223,13 +225,13 @@ static void test_purge(void)
 	fx_lock(&f);
 	book_token_set_pgid(f.b, t1, 4242);
 	fx_unlock(&f);
-	CU_ASSERT_EQUAL(fx_purge(&f, 1, pgids, 4), 0);   /* another handler */
+	CU_ASSERT_EQUAL(fx_purge(&f, 1, pgids, 4), 0); /* another handler */
 	CU_ASSERT_EQUAL(tokens(&f, 0), 2);
 	CU_ASSERT_EQUAL(fx_purge(&f, 2, pgids, 4), 1);
 	CU_ASSERT_EQUAL(pgids[0], 4242);
 	CU_ASSERT_EQUAL(tokens(&f, 0), 1);
 	RC(finished(&f, t1, 0), BOOK_E_STALE);
-	OK(use(&f, t2, s2, 0, 0, 2));      /* t2 survived */
+	OK(use(&f, t2, s2, 0, 0, 2)); /* t2 survived */
 	done(&f);
 }
 
@@ -275,7 +277,7 @@ static void test_crash_in_issue(void)
 	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	fx_lock(&f);
-	CU_ASSERT_EQUAL(f.last_lock, 1);   /* repaired */
+	CU_ASSERT_EQUAL(f.last_lock, 1); /* repaired */
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(tokens(&f, 0), 1);
 	OK(issue(&f, 0, 0, &t2, &s2));
@@ -283,7 +285,7 @@ static void test_crash_in_issue(void)
 	CU_ASSERT_EQUAL(fx_expire(&f, 1000), 2);
 	CU_ASSERT_EQUAL(tokens(&f, 0), 0);
 	fx_lock(&f);
-	book_repair(f.b);                  /* idempotent */
+	book_repair(f.b); /* idempotent */
 	fx_unlock(&f);
 	CU_ASSERT_EQUAL(tokens(&f, 0), 0);
 	done(&f);

@@ -12,8 +12,8 @@
 #include <CUnit/Basic.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "book_fixture.h"
 #include "suite.h"
@@ -170,16 +170,16 @@ static void test_conn_busy(void)
 	RC(fx_open(&f, 0, "k", 0, &k1), BOOK_OK);
 	RC(fx_open(&f, 1, "k", 0, &k2), BOOK_OK);
 	CU_ASSERT_EQUAL(busy(&f, k1), 0);
-	RC(fx_want(&f, k1, "a", 0, 0, 0), BOOK_OK);     /* offered */
-	RC(fx_want(&f, k1, "b", 0, 0, 0), BOOK_OK);     /* parked */
+	RC(fx_want(&f, k1, "a", 0, 0, 0), BOOK_OK); /* offered */
+	RC(fx_want(&f, k1, "b", 0, 0, 0), BOOK_OK); /* parked */
 	CU_ASSERT_EQUAL(busy(&f, k1), 1);
 	RC(fx_unwant(&f, k1, "b"), BOOK_OK);
-	CU_ASSERT_EQUAL(busy(&f, k1), 1);               /* still the offer */
+	CU_ASSERT_EQUAL(busy(&f, k1), 1); /* still the offer */
 	RC(fx_take_job(&f, k1, "a", &w), BOOK_OK);
-	CU_ASSERT_EQUAL(busy(&f, k1), 1);               /* owns a running job */
-	CU_ASSERT_EQUAL(busy(&f, k2), 0);               /* the other conn does not */
+	CU_ASSERT_EQUAL(busy(&f, k1), 1); /* owns a running job */
+	CU_ASSERT_EQUAL(busy(&f, k2), 0); /* the other conn does not */
 	RC(fx_finished(&f, w, 0, 1, NULL), BOOK_OK);
-	CU_ASSERT_EQUAL(busy(&f, k1), 1);               /* its DONE is still to come */
+	CU_ASSERT_EQUAL(busy(&f, k1), 1); /* its DONE is still to come */
 	RC(fx_delivered(&f, w), BOOK_OK);
 	CU_ASSERT_EQUAL(busy(&f, k1), 0);
 	/* a parked want on its own keeps it busy too */
@@ -187,7 +187,7 @@ static void test_conn_busy(void)
 	RC(fx_want(&f, k2, "d", 0, 0, 0), BOOK_OK);
 	CU_ASSERT_EQUAL(busy(&f, k2), 1);
 	fx_close(&f, k2, 0);
-	CU_ASSERT_EQUAL(busy(&f, k2), 0);               /* stale */
+	CU_ASSERT_EQUAL(busy(&f, k2), 0); /* stale */
 	checked(&f);
 	fx_fini(&f);
 }

@@ -45,9 +45,23 @@ static void test_good(void)
 static void test_bad(void)
 {
 	static const char *const bad[] = {
-		NULL, "", "http://h:1", "https://h:1", "wss://h", "wss:/h:1", "ws://h", "ws://h:", "ws://:80",
-		"ws://h:0", "ws://h:65536", "ws://h:80x", "ws://h:80/other",
-		"ws://h:80/job/", "ws://h:80/job/a b", "ws://h:80/job/a/b", "ws://[::1:80",
+		NULL,
+		"",
+		"http://h:1",
+		"https://h:1",
+		"wss://h",
+		"wss:/h:1",
+		"ws://h",
+		"ws://h:",
+		"ws://:80",
+		"ws://h:0",
+		"ws://h:65536",
+		"ws://h:80x",
+		"ws://h:80/other",
+		"ws://h:80/job/",
+		"ws://h:80/job/a b",
+		"ws://h:80/job/a/b",
+		"ws://[::1:80",
 		"ws://::1:80",
 	};
 	struct exc_url u;

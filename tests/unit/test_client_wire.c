@@ -31,7 +31,8 @@ static void test_int_in_range(void)
 	CU_ASSERT_EQUAL(read_in("{\"n\": -3}", 0, WIRE_SLOTS_MAX), 0);
 	CU_ASSERT_EQUAL(read_in("{\"n\": 9223372036854775807}", 0, WIRE_SLOTS_MAX), WIRE_SLOTS_MAX);
 	CU_ASSERT_EQUAL(read_in("{\"n\": -9223372036854775808}", 1, INT_MAX), 1);
-	CU_ASSERT_EQUAL(read_in("{\"n\": 4294967297}", 1, INT_MAX), INT_MAX); /* not 1 after a cast */
+	CU_ASSERT_EQUAL(read_in("{\"n\": 4294967297}", 1, INT_MAX),
+			INT_MAX); /* not 1 after a cast */
 }
 
 int main(void)

@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -107,448 +107,449 @@ static const struct error_case {
 	const char *word;
 } error_cases[] = {
 	/* YAML syntax and document structure */
-	{ "empty_file",
-	  "",
-	  1, 1, "empty" },
-	{ "comment_only",
-	  "# nothing here\n",
-	  1, 1, "empty" },
-	{ "null_document",
-	  "~\n",
-	  1, 1, "empty" },
-	{ "syntax_mapping_in_value",
-	  "a: b: c\n",
-	  1, 5, "mapping values are not allowed" },
-	{ "syntax_unclosed_quote",
-	  "addr: \"127.0.0.1\n",
-	  2, 1, "quoted scalar at line 1 column 7" },
-	{ "syntax_unclosed_flow",
-	  "addr: [a\n",
-	  2, 1, "YAML syntax error" },
-	{ "syntax_tab_indent",
-	  "\taddr: x\n",
-	  1, 1, "YAML syntax error" },
-	{ "invalid_utf8",
-	  "addr: \xff\n",
-	  1, 7, "UTF-8" },
+	{ "empty_file", "", 1, 1, "empty" },
+	{ "comment_only", "# nothing here\n", 1, 1, "empty" },
+	{ "null_document", "~\n", 1, 1, "empty" },
+	{ "syntax_mapping_in_value", "a: b: c\n", 1, 5, "mapping values are not allowed" },
+	{ "syntax_unclosed_quote", "addr: \"127.0.0.1\n", 2, 1,
+	  "quoted scalar at line 1 column 7" },
+	{ "syntax_unclosed_flow", "addr: [a\n", 2, 1, "YAML syntax error" },
+	{ "syntax_tab_indent", "\taddr: x\n", 1, 1, "YAML syntax error" },
+	{ "invalid_utf8", "addr: \xff\n", 1, 7, "UTF-8" },
 	{ "top_sequence",
-	  "- a\n" "- b\n",
+	  "- a\n"
+	  "- b\n",
 	  1, 1, "expected a mapping, found a sequence" },
-	{ "top_scalar",
-	  "hello\n",
-	  1, 1, "expected a mapping, found a scalar" },
-	{ "two_documents",
-	  WG "---\n" WG,
-	  4, 1, "one YAML document" },
-	{ "anchor",
-	  WG "handlers: &h 2\n",
-	  4, 11, "anchors" },
-	{ "alias",
-	  WG "handlers: *h\n",
-	  4, 11, "aliases" },
-	{ "tag",
-	  WG "handlers: !!int 2\n",
-	  4, 11, "tags" },
+	{ "top_scalar", "hello\n", 1, 1, "expected a mapping, found a scalar" },
+	{ "two_documents", WG "---\n" WG, 4, 1, "one YAML document" },
+	{ "anchor", WG "handlers: &h 2\n", 4, 11, "anchors" },
+	{ "alias", WG "handlers: *h\n", 4, 11, "aliases" },
+	{ "tag", WG "handlers: !!int 2\n", 4, 11, "tags" },
 	{ "complex_key",
-	  WG "? [a]\n" ": 1\n",
+	  WG "? [a]\n"
+	     ": 1\n",
 	  4, 3, "keys must be scalars" },
 	/* duplicate keys at every level */
 	{ "dup_top",
-	  WG "handlers: 1\n" "handlers: 2\n",
+	  WG "handlers: 1\n"
+	     "handlers: 2\n",
 	  5, 1, "duplicate key \"handlers\" (first at line 4 column 1)" },
 	{ "dup_top_block",
-	  WG "waitgroups:\n" "  b:\n" "    processes: 1\n",
+	  WG "waitgroups:\n"
+	     "  b:\n"
+	     "    processes: 1\n",
 	  4, 1, "duplicate key \"waitgroups\"" },
 	{ "dup_waitgroup_name",
-	  "waitgroups:\n" "  a: {processes: 1}\n" "  a: {processes: 2}\n",
+	  "waitgroups:\n"
+	  "  a: {processes: 1}\n"
+	  "  a: {processes: 2}\n",
 	  3, 3, "duplicate key \"a\"" },
 	{ "dup_in_waitgroup",
-	  "waitgroups:\n" "  a:\n" "    processes: 1\n" "    processes: 2\n",
+	  "waitgroups:\n"
+	  "  a:\n"
+	  "    processes: 1\n"
+	  "    processes: 2\n",
 	  4, 5, "duplicate key \"processes\"" },
-	{ "dup_flow",
-	  "waitgroups: {a: {processes: 1}, a: {processes: 1}}\n",
-	  1, 33, "duplicate" },
+	{ "dup_flow", "waitgroups: {a: {processes: 1}, a: {processes: 1}}\n", 1, 33, "duplicate" },
 	{ "dup_service",
-	  WG "services:\n" "  s: {waitgroup: a, commands: {c: {prog: cat}}}\n"
-	  "  s: {waitgroup: a, commands: {c: {prog: cat}}}\n",
+	  WG "services:\n"
+	     "  s: {waitgroup: a, commands: {c: {prog: cat}}}\n"
+	     "  s: {waitgroup: a, commands: {c: {prog: cat}}}\n",
 	  6, 3, "duplicate key \"s\"" },
 	{ "dup_in_service",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    waitgroup: a\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    waitgroup: a\n",
 	  7, 5, "duplicate key \"waitgroup\"" },
 	{ "dup_service_command",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    commands:\n"
-	  "      cat: {prog: cat}\n" "      cat: {prog: cat}\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    commands:\n"
+	     "      cat: {prog: cat}\n"
+	     "      cat: {prog: cat}\n",
 	  9, 7, "duplicate key \"cat\"" },
 	{ "dup_in_command",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    commands:\n" "      cat:\n"
-	  "        prog: cat\n" "        prog: dog\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    commands:\n"
+	     "      cat:\n"
+	     "        prog: cat\n"
+	     "        prog: dog\n",
 	  10, 9, "duplicate key \"prog\"" },
 	{ "dup_in_startup_check",
-	  WG "commands:\n" "  cat:\n" "    prog: cat\n" "    startupCheck: {regex: a, regex: b}\n",
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: cat\n"
+	     "    startupCheck: {regex: a, regex: b}\n",
 	  7, 30, "duplicate key \"regex\"" },
 	{ "dup_common_command",
-	  WG "commands:\n" "  cat: {prog: cat}\n" "  cat: {prog: cat}\n",
+	  WG "commands:\n"
+	     "  cat: {prog: cat}\n"
+	     "  cat: {prog: cat}\n",
 	  6, 3, "duplicate key \"cat\"" },
 	{ "dup_fylr_block_key",
-	  "fylr:\n" "  services:\n" "    execserver:\n" "      handlers: 1\n" "      handlers: 2\n",
+	  "fylr:\n"
+	  "  services:\n"
+	  "    execserver:\n"
+	  "      handlers: 1\n"
+	  "      handlers: 2\n",
 	  5, 7, "duplicate key \"handlers\"" },
 	{ "dup_outside_fylr_block",
-	  "fylr:\n" "  other: 1\n" "  other: 2\n",
+	  "fylr:\n"
+	  "  other: 1\n"
+	  "  other: 2\n",
 	  3, 3, "duplicate key \"other\"" },
-	{ "dup_env_name",
-	  WG "env: [A=1, B=2, A=3]\n",
-	  4, 17, "duplicate environment name A (first at line 4 column 7)" },
+	{ "dup_env_name", WG "env: [A=1, B=2, A=3]\n", 4, 17,
+	  "duplicate environment name A (first at line 4 column 7)" },
 	{ "dup_command_env_name",
-	  WG "commands:\n" "  cat:\n" "    prog: cat\n" "    env:\n" "      - X_1=a\n"
-	  "      - X_1=b\n",
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: cat\n"
+	     "    env:\n"
+	     "      - X_1=a\n"
+	     "      - X_1=b\n",
 	  9, 9, "duplicate environment name X_1" },
 	/* unknown keys, at each place */
-	{ "unknown_top",
-	  WG "bogus: 1\n",
-	  4, 1, "unknown key \"bogus\" (the keys are listed in execserver.yml(5))" },
-	{ "unknown_top_case",
-	  WG "TempDir: /x\n",
-	  4, 1, "unknown key \"TempDir\" (did you mean \"tempDir\"?)" },
+	{ "unknown_top", WG "bogus: 1\n", 4, 1,
+	  "unknown key \"bogus\" (the keys are listed in execserver.yml(5))" },
+	{ "unknown_top_case", WG "TempDir: /x\n", 4, 1,
+	  "unknown key \"TempDir\" (did you mean \"tempDir\"?)" },
 	{ "unknown_in_waitgroup",
-	  "waitgroups:\n" "  a:\n" "    processes: 1\n" "    cpus: 2\n",
+	  "waitgroups:\n"
+	  "  a:\n"
+	  "    processes: 1\n"
+	  "    cpus: 2\n",
 	  4, 5, "waitgroups.a: unknown key \"cpus\" (expected one of: processes)" },
 	{ "unknown_in_service",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    commandz: {}\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    commandz: {}\n",
 	  7, 5, "services.s: unknown key \"commandz\"" },
 	{ "unknown_in_service_command",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    commands:\n" "      cat:\n"
-	  "        prog: cat\n" "        argv: []\n",
-	  10, 9, "services.s.commands.cat: unknown key \"argv\" (expected one of: prog, args, "
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    commands:\n"
+	     "      cat:\n"
+	     "        prog: cat\n"
+	     "        argv: []\n",
+	  10, 9,
+	  "services.s.commands.cat: unknown key \"argv\" (expected one of: prog, args, "
 	  "env, startupCheck)" },
 	{ "unknown_case_in_command",
-	  WG "commands:\n" "  cat:\n" "    prog: cat\n" "    startupcheck: {}\n",
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: cat\n"
+	     "    startupcheck: {}\n",
 	  7, 5, "commands.cat: unknown key \"startupcheck\" (did you mean \"startupCheck\"?)" },
 	{ "unknown_in_common_command",
-	  WG "commands:\n" "  cat:\n" "    prog: cat\n" "    timeout: 5\n",
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: cat\n"
+	     "    timeout: 5\n",
 	  7, 5, "commands.cat: unknown key \"timeout\"" },
 	{ "unknown_in_startup_check",
-	  WG "commands:\n" "  cat:\n" "    prog: cat\n" "    startupCheck:\n" "      args: []\n"
-	  "      match: x\n",
-	  9, 7, "commands.cat.startupCheck: unknown key \"match\" "
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: cat\n"
+	     "    startupCheck:\n"
+	     "      args: []\n"
+	     "      match: x\n",
+	  9, 7,
+	  "commands.cat.startupCheck: unknown key \"match\" "
 	  "(expected one of: args, regex)" },
 	{ "unknown_in_fylr_block",
-	  "fylr:\n" "  services:\n" "    execserver:\n" "      bogus: 1\n",
+	  "fylr:\n"
+	  "  services:\n"
+	  "    execserver:\n"
+	  "      bogus: 1\n",
 	  4, 7, "unknown key \"bogus\"" },
 	/* wrong types */
-	{ "addr_sequence",
-	  WG "addr: [a]\n",
-	  4, 7, "addr: expected a scalar, found a sequence" },
-	{ "addr_mapping",
-	  WG "addr: {a: 1}\n",
-	  4, 7, "addr: expected a scalar, found a mapping" },
-	{ "addr_null",
-	  WG "addr: ~\n",
-	  4, 7, "addr: expected a scalar, found null" },
-	{ "addr_empty_value",
-	  "addr:\n" WG,
-	  1, 6, "found null" },
-	{ "temp_dir_sequence",
-	  WG "tempDir: []\n",
-	  4, 10, "tempDir: expected a scalar" },
-	{ "policy_mapping",
-	  WG "jobRemovalPolicy: {a: 1}\n",
-	  4, 19, "jobRemovalPolicy: expected a scalar" },
-	{ "janitor_sequence",
-	  WG "janitorFileAge: [1h]\n",
-	  4, 17, "expected a duration" },
-	{ "env_scalar",
-	  WG "env: A=1\n",
-	  4, 6, "env: expected a sequence, found a scalar" },
-	{ "env_mapping",
-	  WG "env: {A: 1}\n",
-	  4, 6, "env: expected a sequence, found a mapping" },
-	{ "env_item_mapping",
-	  WG "env: [{A: 1}]\n",
-	  4, 7, "env[0]: expected a scalar" },
-	{ "commands_sequence",
-	  WG "commands: [cat]\n",
-	  4, 11, "commands: expected a mapping" },
+	{ "addr_sequence", WG "addr: [a]\n", 4, 7, "addr: expected a scalar, found a sequence" },
+	{ "addr_mapping", WG "addr: {a: 1}\n", 4, 7, "addr: expected a scalar, found a mapping" },
+	{ "addr_null", WG "addr: ~\n", 4, 7, "addr: expected a scalar, found null" },
+	{ "addr_empty_value", "addr:\n" WG, 1, 6, "found null" },
+	{ "temp_dir_sequence", WG "tempDir: []\n", 4, 10, "tempDir: expected a scalar" },
+	{ "policy_mapping", WG "jobRemovalPolicy: {a: 1}\n", 4, 19,
+	  "jobRemovalPolicy: expected a scalar" },
+	{ "janitor_sequence", WG "janitorFileAge: [1h]\n", 4, 17, "expected a duration" },
+	{ "env_scalar", WG "env: A=1\n", 4, 6, "env: expected a sequence, found a scalar" },
+	{ "env_mapping", WG "env: {A: 1}\n", 4, 6, "env: expected a sequence, found a mapping" },
+	{ "env_item_mapping", WG "env: [{A: 1}]\n", 4, 7, "env[0]: expected a scalar" },
+	{ "commands_sequence", WG "commands: [cat]\n", 4, 11, "commands: expected a mapping" },
 	{ "common_command_scalar",
-	  WG "commands:\n" "  cat: cat\n",
+	  WG "commands:\n"
+	     "  cat: cat\n",
 	  5, 8, "commands.cat: expected a mapping" },
-	{ "waitgroups_sequence",
-	  "waitgroups: [a]\n",
-	  1, 13, "waitgroups: expected a mapping, found a sequence" },
-	{ "waitgroups_scalar",
-	  "waitgroups: 4\n",
-	  1, 13, "waitgroups: expected a mapping, found a scalar" },
+	{ "waitgroups_sequence", "waitgroups: [a]\n", 1, 13,
+	  "waitgroups: expected a mapping, found a sequence" },
+	{ "waitgroups_scalar", "waitgroups: 4\n", 1, 13,
+	  "waitgroups: expected a mapping, found a scalar" },
 	{ "waitgroup_scalar",
-	  "waitgroups:\n" "  a: 4\n",
+	  "waitgroups:\n"
+	  "  a: 4\n",
 	  2, 6, "waitgroups.a: expected a mapping" },
 	{ "waitgroup_null",
-	  "waitgroups:\n" "  a:\n",
+	  "waitgroups:\n"
+	  "  a:\n",
 	  2, 5, "waitgroups.a: expected a mapping, found null" },
 	{ "processes_word",
-	  "waitgroups:\n" "  a:\n" "    processes: four\n",
+	  "waitgroups:\n"
+	  "  a:\n"
+	  "    processes: four\n",
 	  3, 16, "expected an integer in 1..1024" },
 	{ "processes_quoted",
-	  "waitgroups:\n" "  a:\n" "    processes: \"4\"\n",
+	  "waitgroups:\n"
+	  "  a:\n"
+	  "    processes: \"4\"\n",
 	  3, 16, "found a quoted string" },
 	{ "processes_sequence",
-	  "waitgroups:\n" "  a:\n" "    processes: [4]\n",
+	  "waitgroups:\n"
+	  "  a:\n"
+	  "    processes: [4]\n",
 	  3, 16, "expected an integer in 1..1024, found a sequence" },
-	{ "services_scalar",
-	  WG "services: x\n",
-	  4, 11, "services: expected a mapping" },
+	{ "services_scalar", WG "services: x\n", 4, 11, "services: expected a mapping" },
 	{ "service_sequence",
-	  WG "services:\n" "  s: [a]\n",
+	  WG "services:\n"
+	     "  s: [a]\n",
 	  5, 6, "services.s: expected a mapping, found a sequence" },
 	{ "service_null",
-	  WG "services:\n" "  s:\n",
+	  WG "services:\n"
+	     "  s:\n",
 	  5, 5, "services.s: expected a mapping, found null" },
 	{ "service_waitgroup_mapping",
-	  WG "services:\n" "  s:\n" "    waitgroup: {a: 1}\n" "    commands: {c: {prog: cat}}\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: {a: 1}\n"
+	     "    commands: {c: {prog: cat}}\n",
 	  6, 16, "services.s.waitgroup: expected a scalar" },
 	{ "service_waitgroup_null",
-	  WG "services:\n" "  s:\n" "    waitgroup: ~\n" "    commands: {c: {prog: cat}}\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: ~\n"
+	     "    commands: {c: {prog: cat}}\n",
 	  6, 16, "found null" },
 	{ "service_commands_sequence",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    commands: [cat]\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    commands: [cat]\n",
 	  7, 15, "services.s.commands: expected a mapping" },
 	{ "service_commands_null",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    commands: ~\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    commands: ~\n",
 	  7, 15, "services.s.commands: expected a mapping, found null" },
 	{ "service_command_scalar",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    commands:\n" "      cat: cat\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    commands:\n"
+	     "      cat: cat\n",
 	  8, 12, "services.s.commands.cat: expected a mapping" },
 	{ "prog_sequence",
-	  WG "commands:\n" "  cat:\n" "    prog: [cat]\n",
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: [cat]\n",
 	  6, 11, "commands.cat.prog: expected a scalar" },
 	{ "args_scalar",
-	  WG "commands:\n" "  cat:\n" "    prog: cat\n" "    args: -n\n",
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: cat\n"
+	     "    args: -n\n",
 	  7, 11, "commands.cat.args: expected a sequence" },
 	{ "args_item_sequence",
-	  WG "commands:\n" "  cat:\n" "    prog: cat\n" "    args: [a, [x]]\n",
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: cat\n"
+	     "    args: [a, [x]]\n",
 	  7, 15, "commands.cat.args[1]: expected a scalar" },
 	{ "command_env_scalar",
-	  WG "commands:\n" "  cat:\n" "    prog: cat\n" "    env: A=1\n",
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: cat\n"
+	     "    env: A=1\n",
 	  7, 10, "commands.cat.env: expected a sequence" },
 	{ "startup_check_scalar",
-	  WG "commands:\n" "  cat:\n" "    prog: cat\n" "    startupCheck: yes\n",
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: cat\n"
+	     "    startupCheck: yes\n",
 	  7, 19, "commands.cat.startupCheck: expected a mapping" },
 	{ "startup_args_mapping",
-	  WG "commands:\n" "  cat:\n" "    prog: cat\n" "    startupCheck:\n"
-	  "      args: {a: b}\n",
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: cat\n"
+	     "    startupCheck:\n"
+	     "      args: {a: b}\n",
 	  8, 13, "commands.cat.startupCheck.args: expected a sequence" },
 	{ "startup_regex_sequence",
-	  WG "commands:\n" "  cat:\n" "    prog: cat\n" "    startupCheck:\n" "      regex: [a]\n",
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: cat\n"
+	     "    startupCheck:\n"
+	     "      regex: [a]\n",
 	  8, 14, "commands.cat.startupCheck.regex: expected a scalar" },
 	{ "service_prog_mapping",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    commands:\n"
-	  "      cat: {prog: {x: 1}}\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    commands:\n"
+	     "      cat: {prog: {x: 1}}\n",
 	  8, 19, "services.s.commands.cat.prog: expected a scalar" },
-	{ "handlers_quoted",
-	  WG "handlers: \"4\"\n",
-	  4, 11, "handlers: expected an integer in 0..64, found a quoted string \"4\"" },
-	{ "handlers_float",
-	  WG "handlers: 1.5\n",
-	  4, 11, "handlers: expected an integer in 0..64, found a scalar \"1.5\"" },
-	{ "handlers_hex",
-	  WG "handlers: 0x10\n",
-	  4, 11, "expected an integer in 0..64" },
-	{ "handlers_leading_zero",
-	  WG "handlers: 010\n",
-	  4, 11, "expected an integer in 0..64" },
-	{ "handlers_sign_only",
-	  WG "handlers: +\n",
-	  4, 11, "expected an integer in 0..64, found a scalar \"+\"" },
-	{ "handlers_mapping",
-	  WG "handlers: {a: 1}\n",
-	  4, 11, "expected an integer in 0..64, found a mapping" },
-	{ "handlers_null",
-	  WG "handlers:\n",
-	  4, 10, "expected an integer in 0..64, found null" },
-	{ "log_level_sequence",
-	  WG "logLevel: [info]\n",
-	  4, 11, "logLevel: expected a scalar" },
-	{ "auth_token_sequence",
-	  WG "authToken: [a]\n",
-	  4, 12, "authToken: expected a scalar" },
-	{ "user_mapping",
-	  WG "user: {a: 1}\n",
-	  4, 7, "user: expected a scalar" },
-	{ "group_sequence",
-	  WG "group: [a]\n",
-	  4, 8, "group: expected a scalar" },
-	{ "pid_file_null",
-	  WG "pidFile: ~\n",
-	  4, 10, "pidFile: expected a scalar, found null" },
-	{ "string_with_nul",
-	  WG "tempDir: \"/var/a\\0b\"\n",
-	  4, 10, "NUL" },
+	{ "handlers_quoted", WG "handlers: \"4\"\n", 4, 11,
+	  "handlers: expected an integer in 0..64, found a quoted string \"4\"" },
+	{ "handlers_float", WG "handlers: 1.5\n", 4, 11,
+	  "handlers: expected an integer in 0..64, found a scalar \"1.5\"" },
+	{ "handlers_hex", WG "handlers: 0x10\n", 4, 11, "expected an integer in 0..64" },
+	{ "handlers_leading_zero", WG "handlers: 010\n", 4, 11, "expected an integer in 0..64" },
+	{ "handlers_sign_only", WG "handlers: +\n", 4, 11,
+	  "expected an integer in 0..64, found a scalar \"+\"" },
+	{ "handlers_mapping", WG "handlers: {a: 1}\n", 4, 11,
+	  "expected an integer in 0..64, found a mapping" },
+	{ "handlers_null", WG "handlers:\n", 4, 10, "expected an integer in 0..64, found null" },
+	{ "log_level_sequence", WG "logLevel: [info]\n", 4, 11, "logLevel: expected a scalar" },
+	{ "auth_token_sequence", WG "authToken: [a]\n", 4, 12, "authToken: expected a scalar" },
+	{ "user_mapping", WG "user: {a: 1}\n", 4, 7, "user: expected a scalar" },
+	{ "group_sequence", WG "group: [a]\n", 4, 8, "group: expected a scalar" },
+	{ "pid_file_null", WG "pidFile: ~\n", 4, 10, "pidFile: expected a scalar, found null" },
+	{ "string_with_nul", WG "tempDir: \"/var/a\\0b\"\n", 4, 10, "NUL" },
 	/* values out of range or malformed */
-	{ "addr_port_too_big",
-	  WG "addr: 127.0.0.1:65536\n",
-	  4, 7, "0..65535" },
-	{ "addr_port_word",
-	  WG "addr: localhost:http\n",
-	  4, 7, "0..65535" },
-	{ "addr_port_negative",
-	  WG "addr: localhost:-1\n",
-	  4, 7, "0..65535" },
-	{ "addr_port_empty",
-	  WG "addr: \"127.0.0.1:\"\n",
-	  4, 7, "0..65535" },
-	{ "addr_no_colon",
-	  WG "addr: localhost\n",
-	  4, 7, "expected host:port" },
-	{ "addr_ipv6_unbracketed",
-	  WG "addr: \"::1:8083\"\n",
-	  4, 7, "[address]:port" },
-	{ "addr_ipv6_empty",
-	  WG "addr: \"[]:8083\"\n",
-	  4, 7, "[address]:port" },
-	{ "addr_ipv6_unclosed",
-	  WG "addr: \"[::1:8083\"\n",
-	  4, 7, "[address]:port" },
-	{ "addr_ipv6_garbage",
-	  WG "addr: \"[zz]:8083\"\n",
-	  4, 7, "IPv6" },
-	{ "addr_bad_host",
-	  WG "addr: \"a b:80\"\n",
-	  4, 7, "invalid character in the host name" },
-	{ "handlers_negative",
-	  WG "handlers: -1\n",
-	  4, 11, "handlers: \"-1\" is out of range 0..64" },
-	{ "handlers_too_big",
-	  WG "handlers: 65\n",
-	  4, 11, "handlers: \"65\" is out of range 0..64" },
-	{ "handlers_overflow",
-	  WG "handlers: 99999999999999999999\n",
-	  4, 11, "out of range 0..64" },
-	{ "handlers_overflow_negative",
-	  WG "handlers: -99999999999999999999\n",
-	  4, 11, "out of range 0..64" },
-	{ "broker_not_boolean",
-	  WG "broker: maybe\n",
-	  4, 9, "broker: expected a boolean (yes/no/true/false/on/off)" },
-	{ "offer_timeout_zero",
-	  WG "offerTimeoutSec: 0\n",
-	  4, 18, "offerTimeoutSec: \"0\" is out of range 1..3600" },
-	{ "resume_grace_negative",
-	  WG "resumeGraceSec: -5\n",
-	  4, 17, "out of range 0..86400" },
-	{ "drain_timeout_too_big",
-	  WG "drainTimeoutSec: 3601\n",
-	  4, 18, "out of range 0..3600" },
-	{ "ping_interval_zero",
-	  WG "pingIntervalSec: 0\n",
-	  4, 18, "out of range 1..3600" },
-	{ "ping_timeout_one",
-	  WG "pingTimeoutSec: 1\n",
-	  4, 17, "out of range 2..86400" },
+	{ "addr_port_too_big", WG "addr: 127.0.0.1:65536\n", 4, 7, "0..65535" },
+	{ "addr_port_word", WG "addr: localhost:http\n", 4, 7, "0..65535" },
+	{ "addr_port_negative", WG "addr: localhost:-1\n", 4, 7, "0..65535" },
+	{ "addr_port_empty", WG "addr: \"127.0.0.1:\"\n", 4, 7, "0..65535" },
+	{ "addr_no_colon", WG "addr: localhost\n", 4, 7, "expected host:port" },
+	{ "addr_ipv6_unbracketed", WG "addr: \"::1:8083\"\n", 4, 7, "[address]:port" },
+	{ "addr_ipv6_empty", WG "addr: \"[]:8083\"\n", 4, 7, "[address]:port" },
+	{ "addr_ipv6_unclosed", WG "addr: \"[::1:8083\"\n", 4, 7, "[address]:port" },
+	{ "addr_ipv6_garbage", WG "addr: \"[zz]:8083\"\n", 4, 7, "IPv6" },
+	{ "addr_bad_host", WG "addr: \"a b:80\"\n", 4, 7, "invalid character in the host name" },
+	{ "handlers_negative", WG "handlers: -1\n", 4, 11,
+	  "handlers: \"-1\" is out of range 0..64" },
+	{ "handlers_too_big", WG "handlers: 65\n", 4, 11,
+	  "handlers: \"65\" is out of range 0..64" },
+	{ "handlers_overflow", WG "handlers: 99999999999999999999\n", 4, 11, "out of range 0..64" },
+	{ "handlers_overflow_negative", WG "handlers: -99999999999999999999\n", 4, 11,
+	  "out of range 0..64" },
+	{ "broker_not_boolean", WG "broker: maybe\n", 4, 9,
+	  "broker: expected a boolean (yes/no/true/false/on/off)" },
+	{ "offer_timeout_zero", WG "offerTimeoutSec: 0\n", 4, 18,
+	  "offerTimeoutSec: \"0\" is out of range 1..3600" },
+	{ "resume_grace_negative", WG "resumeGraceSec: -5\n", 4, 17, "out of range 0..86400" },
+	{ "drain_timeout_too_big", WG "drainTimeoutSec: 3601\n", 4, 18, "out of range 0..3600" },
+	{ "ping_interval_zero", WG "pingIntervalSec: 0\n", 4, 18, "out of range 1..3600" },
+	{ "ping_timeout_one", WG "pingTimeoutSec: 1\n", 4, 17, "out of range 2..86400" },
 	{ "ping_timeout_not_greater",
-	  WG "pingIntervalSec: 30\n" "pingTimeoutSec: 30\n",
+	  WG "pingIntervalSec: 30\n"
+	     "pingTimeoutSec: 30\n",
 	  5, 17, "pingTimeoutSec (30) must be greater than pingIntervalSec (30)" },
-	{ "ping_interval_above_default_timeout",
-	  WG "pingIntervalSec: 60\n",
-	  4, 18, "must be greater than pingIntervalSec (60)" },
-	{ "max_connections_zero",
-	  WG "maxConnections: 0\n",
-	  4, 17, "out of range 1..1048576" },
-	{ "max_wants_zero",
-	  WG "maxWants: 0\n",
-	  4, 11, "out of range 1..4194304" },
-	{ "max_wants_per_conn_zero",
-	  WG "maxWantsPerConnection: 0\n",
-	  4, 24, "out of range 1..4194304" },
+	{ "ping_interval_above_default_timeout", WG "pingIntervalSec: 60\n", 4, 18,
+	  "must be greater than pingIntervalSec (60)" },
+	{ "max_connections_zero", WG "maxConnections: 0\n", 4, 17, "out of range 1..1048576" },
+	{ "max_wants_zero", WG "maxWants: 0\n", 4, 11, "out of range 1..4194304" },
+	{ "max_wants_per_conn_zero", WG "maxWantsPerConnection: 0\n", 4, 24,
+	  "out of range 1..4194304" },
 	{ "max_wants_per_conn_exceeds",
-	  WG "maxWants: 100\n" "maxWantsPerConnection: 200\n",
+	  WG "maxWants: 100\n"
+	     "maxWantsPerConnection: 200\n",
 	  5, 24, "maxWantsPerConnection (200) must not exceed maxWants (100)" },
-	{ "max_wants_below_default_per_conn",
-	  WG "maxWants: 100\n",
-	  4, 11, "must not exceed maxWants (100)" },
-	{ "max_frame_small",
-	  WG "maxFrameBytes: 1023\n",
-	  4, 16, "out of range 1024..67108864" },
-	{ "max_frame_big",
-	  WG "maxFrameBytes: 67108865\n",
-	  4, 16, "out of range 1024..67108864" },
+	{ "max_wants_below_default_per_conn", WG "maxWants: 100\n", 4, 11,
+	  "must not exceed maxWants (100)" },
+	{ "max_frame_small", WG "maxFrameBytes: 1023\n", 4, 16, "out of range 1024..67108864" },
+	{ "max_frame_big", WG "maxFrameBytes: 67108865\n", 4, 16, "out of range 1024..67108864" },
 	{ "processes_zero",
-	  "waitgroups:\n" "  a:\n" "    processes: 0\n",
+	  "waitgroups:\n"
+	  "  a:\n"
+	  "    processes: 0\n",
 	  3, 16, "waitgroups.a.processes: \"0\" is out of range 1..1024" },
 	{ "processes_too_big",
-	  "waitgroups:\n" "  a:\n" "    processes: 1025\n",
+	  "waitgroups:\n"
+	  "  a:\n"
+	  "    processes: 1025\n",
 	  3, 16, "out of range 1..1024" },
-	{ "policy_bad",
-	  WG "jobRemovalPolicy: some\n",
-	  4, 19, "expected none, done or all" },
-	{ "policy_case",
-	  WG "jobRemovalPolicy: Done\n",
-	  4, 19, "expected none, done or all" },
-	{ "log_level_bad",
-	  WG "logLevel: verbose\n",
-	  4, 11, "expected error, warn, info or debug" },
-	{ "temp_dir_relative",
-	  WG "tempDir: tmp/x\n",
-	  4, 10, "not an absolute path" },
-	{ "temp_dir_empty",
-	  WG "tempDir: \"\"\n",
-	  4, 10, "not an absolute path" },
-	{ "pid_file_relative",
-	  WG "pidFile: execserver.pid\n",
-	  4, 10, "not an absolute path" },
-	{ "auth_token_space",
-	  WG "authToken: \"a b\"\n",
-	  4, 12, "visible ASCII" },
-	{ "auth_token_empty",
-	  WG "authToken: \"\"\n",
-	  4, 12, "authToken: must not be empty" },
-	{ "user_empty",
-	  WG "user: \"\"\n",
-	  4, 7, "user: must not be empty" },
-	{ "group_empty",
-	  WG "group: ''\n",
-	  4, 8, "group: must not be empty" },
+	{ "policy_bad", WG "jobRemovalPolicy: some\n", 4, 19, "expected none, done or all" },
+	{ "policy_case", WG "jobRemovalPolicy: Done\n", 4, 19, "expected none, done or all" },
+	{ "log_level_bad", WG "logLevel: verbose\n", 4, 11, "expected error, warn, info or debug" },
+	{ "temp_dir_relative", WG "tempDir: tmp/x\n", 4, 10, "not an absolute path" },
+	{ "temp_dir_empty", WG "tempDir: \"\"\n", 4, 10, "not an absolute path" },
+	{ "pid_file_relative", WG "pidFile: execserver.pid\n", 4, 10, "not an absolute path" },
+	{ "auth_token_space", WG "authToken: \"a b\"\n", 4, 12, "visible ASCII" },
+	{ "auth_token_empty", WG "authToken: \"\"\n", 4, 12, "authToken: must not be empty" },
+	{ "user_empty", WG "user: \"\"\n", 4, 7, "user: must not be empty" },
+	{ "group_empty", WG "group: ''\n", 4, 8, "group: must not be empty" },
 	{ "prog_empty",
-	  WG "commands:\n" "  cat:\n" "    prog: \"\"\n",
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: \"\"\n",
 	  6, 11, "commands.cat.prog: must not be empty" },
 	{ "prog_relative_path",
-	  WG "commands:\n" "  x:\n" "    prog: ./bin/x\n",
+	  WG "commands:\n"
+	     "  x:\n"
+	     "    prog: ./bin/x\n",
 	  6, 11, "program name (looked up in PATH) or an absolute path" },
 	{ "regex_invalid",
-	  WG "commands:\n" "  cat:\n" "    prog: cat\n" "    startupCheck:\n"
-	  "      regex: \"(\"\n",
+	  WG "commands:\n"
+	     "  cat:\n"
+	     "    prog: cat\n"
+	     "    startupCheck:\n"
+	     "      regex: \"(\"\n",
 	  8, 14, "invalid regular expression" },
 	/* names and limits */
 	{ "waitgroup_name_space",
-	  "waitgroups:\n" "  \"a b\": {processes: 1}\n",
+	  "waitgroups:\n"
+	  "  \"a b\": {processes: 1}\n",
 	  2, 3, "waitgroups: invalid name \"a b\"" },
 	{ "waitgroup_name_empty",
-	  "waitgroups:\n" "  \"\": {processes: 1}\n",
+	  "waitgroups:\n"
+	  "  \"\": {processes: 1}\n",
 	  2, 3, "invalid name \"\"" },
 	{ "waitgroup_name_too_long",
 	  "waitgroups:\n"
 	  "  a234567890123456789012345678901234567890123456789012345678901234: {processes: 1}\n",
 	  2, 3, "1 to 63" },
 	{ "service_name_slash",
-	  WG "services:\n" "  s/x:\n" "    waitgroup: a\n",
+	  WG "services:\n"
+	     "  s/x:\n"
+	     "    waitgroup: a\n",
 	  5, 3, "services: invalid name \"s/x\"" },
 	{ "service_command_name_bad",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    commands:\n"
-	  "      \"c*t\": {prog: cat}\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    commands:\n"
+	     "      \"c*t\": {prog: cat}\n",
 	  8, 7, "services.s.commands: invalid name" },
 	{ "common_command_name_bad",
-	  WG "commands:\n" "  \"c:t\": {prog: cat}\n",
+	  WG "commands:\n"
+	     "  \"c:t\": {prog: cat}\n",
 	  5, 3, "commands: invalid name \"c:t\"" },
 	/* required keys and references */
 	/* auto-balance (no waitgroups block) and its keys */
 	{ "waitgroup_without_waitgroups",
-	  "services:\n" "  s:\n" "    waitgroup: a\n" "    commands: {c: {prog: cat}}\n",
+	  "services:\n"
+	  "  s:\n"
+	  "    waitgroup: a\n"
+	  "    commands: {c: {prog: cat}}\n",
 	  3, 16, "services.s.waitgroup: there is no \"waitgroups\" block" },
 	{ "service_without_waitgroup",
-	  WG "services:\n" "  s:\n" "    commands: {c: {prog: cat}}\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    commands: {c: {prog: cat}}\n",
 	  5, 3, "services.s: missing required key \"waitgroup\"" },
 	{ "auto_balance_key_with_waitgroups",
-	  WG "handlers: 1\n" "heavyThreshold: 5s\n" "cpus: 2\n",
+	  WG "handlers: 1\n"
+	     "heavyThreshold: 5s\n"
+	     "cpus: 2\n",
 	  5, 1, "heavyThreshold: an auto-balance key, but the \"waitgroups\" block" },
 	{ "fast_reserve_whole_pool",
-	  "cpus: 2\n" "fastReserve: 2\n",
+	  "cpus: 2\n"
+	  "fastReserve: 2\n",
 	  2, 14, "fastReserve (2) must be smaller than the pool (2 slots)" },
 	{ "cpus_negative", "cpus: -1\n", 1, 7, "cpus" },
 	{ "cpus_too_many", "cpus: 1025\n", 1, 7, "cpus" },
@@ -571,148 +572,141 @@ static const struct error_case {
 	{ "heavy_threshold_zero", "heavyThreshold: 0s\n", 1, 17, "heavyThreshold" },
 	{ "min_samples_zero", "minSamples: 0\n", 1, 13, "minSamples" },
 	{ "missing_processes",
-	  "waitgroups:\n" "  a: {}\n",
+	  "waitgroups:\n"
+	  "  a: {}\n",
 	  2, 3, "waitgroups.a: missing required key \"processes\"" },
 	{ "missing_service_waitgroup",
-	  WG "services:\n" "  s:\n" "    commands: {cat: {prog: cat}}\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    commands: {cat: {prog: cat}}\n",
 	  5, 3, "services.s: missing required key \"waitgroup\"" },
 	{ "missing_service_commands",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n",
 	  5, 3, "services.s: missing required key \"commands\"" },
 	{ "empty_service_commands",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    commands: {}\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    commands: {}\n",
 	  7, 15, "services.s.commands: no commands" },
 	{ "service_waitgroup_unknown",
-	  WG "services:\n" "  s:\n" "    waitgroup: b\n" "    commands: {cat: {prog: cat}}\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: b\n"
+	     "    commands: {cat: {prog: cat}}\n",
 	  6, 16, "services.s.waitgroup: no waitgroup named \"b\"" },
 	{ "service_waitgroup_case",
-	  WG "services:\n" "  s:\n" "    waitgroup: A\n" "    commands: {cat: {prog: cat}}\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: A\n"
+	     "    commands: {cat: {prog: cat}}\n",
 	  6, 16, "no waitgroup named \"A\"" },
 	{ "service_waitgroup_empty_block",
-	  "waitgroups: {}\n" "services:\n" "  s:\n" "    waitgroup: a\n"
+	  "waitgroups: {}\n"
+	  "services:\n"
+	  "  s:\n"
+	  "    waitgroup: a\n"
 	  "    commands: {cat: {prog: cat}}\n",
 	  4, 16, "no waitgroup named \"a\"" },
 	{ "service_no_prog_no_common",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    commands:\n"
-	  "      cat: {args: [x]}\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    commands:\n"
+	     "      cat: {args: [x]}\n",
 	  8, 7, "services.s.commands.cat: no \"prog\", and no common command \"cat\"" },
 	{ "service_null_command_no_common",
-	  WG "commands:\n" "  dog: {prog: dog}\n" "services:\n" "  s:\n" "    waitgroup: a\n"
-	  "    commands:\n" "      cat:\n",
+	  WG "commands:\n"
+	     "  dog: {prog: dog}\n"
+	     "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    commands:\n"
+	     "      cat:\n",
 	  10, 7, "no common command \"cat\"" },
 	{ "common_command_no_prog",
-	  WG "commands:\n" "  cat: {args: [x]}\n",
+	  WG "commands:\n"
+	     "  cat: {args: [x]}\n",
 	  5, 3, "commands.cat: missing required key \"prog\"" },
 	{ "common_command_null",
-	  WG "commands:\n" "  cat:\n",
+	  WG "commands:\n"
+	     "  cat:\n",
 	  5, 3, "commands.cat: missing required key \"prog\"" },
 	/* durations */
-	{ "duration_negative",
-	  WG "janitorFileAge: -1h\n",
-	  4, 17, "negative" },
-	{ "duration_garbage",
-	  WG "janitorFileAge: abc\n",
-	  4, 17, "invalid duration \"abc\"" },
-	{ "duration_unknown_unit",
-	  WG "janitorFileAge: 5d\n",
-	  4, 17, "unknown unit" },
-	{ "duration_microseconds",
-	  WG "janitorFileAge: 500us\n",
-	  4, 17, "unknown unit" },
-	{ "duration_missing_unit",
-	  WG "janitorFileAge: 1h30\n",
-	  4, 17, "missing unit" },
-	{ "duration_fraction_without_unit",
-	  WG "janitorFileAge: 1.5\n",
-	  4, 17, "missing unit" },
-	{ "duration_space",
-	  WG "janitorFileAge: 1h 30m\n",
-	  4, 17, "spaces are not allowed" },
-	{ "duration_sign",
-	  WG "janitorFileAge: +1h\n",
-	  4, 17, "invalid duration" },
-	{ "duration_overflow",
-	  WG "janitorFileAge: 9999999999999999999h\n",
-	  4, 17, "too large" },
-	{ "duration_overflow_seconds",
-	  WG "janitorFileAge: 99999999999999999\n",
-	  4, 17, "too large" },
-	{ "duration_overflow_sum",
-	  WG "janitorFileAge: 2562047788015h2562047788015h\n",
-	  4, 17, "too large" },
-	{ "duration_zero",
-	  WG "janitorFileAge: 0\n",
-	  4, 17, "out of range 1s..87600h" },
-	{ "duration_too_small",
-	  WG "janitorFileAge: 500ms\n",
-	  4, 17, "out of range 1s..87600h" },
-	{ "duration_too_big",
-	  WG "janitorFileAge: 87600h1ms\n",
-	  4, 17, "out of range" },
-	{ "duration_empty",
-	  WG "janitorFileAge: \"\"\n",
-	  4, 17, "empty duration" },
-	{ "duration_null",
-	  WG "janitorFileAge: ~\n",
-	  4, 17, "found null" },
+	{ "duration_negative", WG "janitorFileAge: -1h\n", 4, 17, "negative" },
+	{ "duration_garbage", WG "janitorFileAge: abc\n", 4, 17, "invalid duration \"abc\"" },
+	{ "duration_unknown_unit", WG "janitorFileAge: 5d\n", 4, 17, "unknown unit" },
+	{ "duration_microseconds", WG "janitorFileAge: 500us\n", 4, 17, "unknown unit" },
+	{ "duration_missing_unit", WG "janitorFileAge: 1h30\n", 4, 17, "missing unit" },
+	{ "duration_fraction_without_unit", WG "janitorFileAge: 1.5\n", 4, 17, "missing unit" },
+	{ "duration_space", WG "janitorFileAge: 1h 30m\n", 4, 17, "spaces are not allowed" },
+	{ "duration_sign", WG "janitorFileAge: +1h\n", 4, 17, "invalid duration" },
+	{ "duration_overflow", WG "janitorFileAge: 9999999999999999999h\n", 4, 17, "too large" },
+	{ "duration_overflow_seconds", WG "janitorFileAge: 99999999999999999\n", 4, 17,
+	  "too large" },
+	{ "duration_overflow_sum", WG "janitorFileAge: 2562047788015h2562047788015h\n", 4, 17,
+	  "too large" },
+	{ "duration_zero", WG "janitorFileAge: 0\n", 4, 17, "out of range 1s..87600h" },
+	{ "duration_too_small", WG "janitorFileAge: 500ms\n", 4, 17, "out of range 1s..87600h" },
+	{ "duration_too_big", WG "janitorFileAge: 87600h1ms\n", 4, 17, "out of range" },
+	{ "duration_empty", WG "janitorFileAge: \"\"\n", 4, 17, "empty duration" },
+	{ "duration_null", WG "janitorFileAge: ~\n", 4, 17, "found null" },
 	/* environment entries */
-	{ "env_no_equals",
-	  WG "env: [FOO]\n",
-	  4, 7, "env[0]: invalid environment entry \"FOO\"" },
-	{ "env_digit_first",
-	  WG "env: [A=1, 1A=x]\n",
-	  4, 12, "env[1]: invalid environment entry" },
-	{ "env_empty_name",
-	  WG "env: [\"=x\"]\n",
-	  4, 7, "invalid environment entry" },
-	{ "env_bad_char",
-	  WG "env: [A-B=x]\n",
-	  4, 7, "invalid environment entry" },
-	{ "env_space_in_name",
-	  WG "env: [\"A B=x\"]\n",
-	  4, 7, "invalid environment entry" },
+	{ "env_no_equals", WG "env: [FOO]\n", 4, 7, "env[0]: invalid environment entry \"FOO\"" },
+	{ "env_digit_first", WG "env: [A=1, 1A=x]\n", 4, 12, "env[1]: invalid environment entry" },
+	{ "env_empty_name", WG "env: [\"=x\"]\n", 4, 7, "invalid environment entry" },
+	{ "env_bad_char", WG "env: [A-B=x]\n", 4, 7, "invalid environment entry" },
+	{ "env_space_in_name", WG "env: [\"A B=x\"]\n", 4, 7, "invalid environment entry" },
 	{ "command_env_bad",
-	  WG "services:\n" "  s:\n" "    waitgroup: a\n" "    commands:\n" "      cat:\n"
-	  "        prog: cat\n" "        env: [OK=1, \"no\"]\n",
+	  WG "services:\n"
+	     "  s:\n"
+	     "    waitgroup: a\n"
+	     "    commands:\n"
+	     "      cat:\n"
+	     "        prog: cat\n"
+	     "        env: [OK=1, \"no\"]\n",
 	  10, 21, "services.s.commands.cat.env[1]: invalid environment entry" },
 	/* jobLimits */
-	{ "job_limits_scalar",
-	  WG "jobLimits: 5\n",
-	  4, 12, "jobLimits: expected a mapping" },
-	{ "job_limits_unknown",
-	  WG "jobLimits: {cpuSec: 5, stackMB: 1}\n",
-	  4, 24, "stackMB" },
-	{ "job_limits_range",
-	  WG "jobLimits: {openFiles: 3}\n",
-	  4, 24, "jobLimits.openFiles" },
-	{ "job_limits_type",
-	  WG "jobLimits: {memoryMB: lots}\n",
-	  4, 23, "jobLimits.memoryMB" },
-	{ "job_limits_nice",
-	  WG "jobLimits: {nice: 20}\n",
-	  4, 19, "jobLimits.nice" },
+	{ "job_limits_scalar", WG "jobLimits: 5\n", 4, 12, "jobLimits: expected a mapping" },
+	{ "job_limits_unknown", WG "jobLimits: {cpuSec: 5, stackMB: 1}\n", 4, 24, "stackMB" },
+	{ "job_limits_range", WG "jobLimits: {openFiles: 3}\n", 4, 24, "jobLimits.openFiles" },
+	{ "job_limits_type", WG "jobLimits: {memoryMB: lots}\n", 4, 23, "jobLimits.memoryMB" },
+	{ "job_limits_nice", WG "jobLimits: {nice: 20}\n", 4, 19, "jobLimits.nice" },
 	/* the fylr.yml wrapper */
-	{ "fylr_scalar",
-	  "fylr: 1\n",
-	  1, 7, "fylr: expected a mapping" },
+	{ "fylr_scalar", "fylr: 1\n", 1, 7, "fylr: expected a mapping" },
 	{ "fylr_no_services",
-	  "fylr:\n" "  other: 1\n",
+	  "fylr:\n"
+	  "  other: 1\n",
 	  1, 1, "no \"services\" key" },
 	{ "fylr_services_sequence",
-	  "fylr:\n" "  services: [a]\n",
+	  "fylr:\n"
+	  "  services: [a]\n",
 	  2, 13, "fylr.services: expected a mapping" },
 	{ "fylr_no_execserver",
-	  "fylr:\n" "  services:\n" "    api: {}\n",
+	  "fylr:\n"
+	  "  services:\n"
+	  "    api: {}\n",
 	  2, 3, "no \"execserver\" key" },
 	{ "fylr_execserver_null",
-	  "fylr:\n" "  services:\n" "    execserver:\n",
+	  "fylr:\n"
+	  "  services:\n"
+	  "    execserver:\n",
 	  3, 16, "fylr.services.execserver: expected a mapping, found null" },
 	{ "fylr_error_inside",
-	  "fylr:\n" "  services:\n" "    execserver:\n" "      waitgroups:\n"
+	  "fylr:\n"
+	  "  services:\n"
+	  "    execserver:\n"
+	  "      waitgroups:\n"
 	  "        a: {processes: 0}\n",
 	  5, 24, "out of range 1..1024" },
 	{ "fylr_auto_balance_key_with_waitgroups",
-	  "x: 1\n" "fylr:\n" "  services:\n" "    execserver:\n" "      minSamples: 4\n"
+	  "x: 1\n"
+	  "fylr:\n"
+	  "  services:\n"
+	  "    execserver:\n"
+	  "      minSamples: 4\n"
 	  "      waitgroups: {a: {processes: 1}}\n",
 	  5, 7, "minSamples: an auto-balance key" },
 };
@@ -746,8 +740,10 @@ static char *many(int n, int services)
 	used = (size_t)snprintf(s, cap, "%s", services ? WG "services:\n" : "waitgroups:\n");
 	for (int i = 0; i < n; i++) {
 		if (services)
-			used += (size_t)snprintf(s + used, cap - used, "  s%d: {waitgroup: a, "
-						 "commands: {c%d: {prog: cat}}}\n", i, i);
+			used += (size_t)snprintf(s + used, cap - used,
+						 "  s%d: {waitgroup: a, "
+						 "commands: {c%d: {prog: cat}}}\n",
+						 i, i);
 		else
 			used += (size_t)snprintf(s + used, cap - used, "  w%d: {processes: %d}\n",
 						 i, i + 1);
@@ -814,9 +810,10 @@ static void test_name_max_length_ok(void)
 
 	memset(name, 'n', CONFIG_NAME_MAX);
 	name[CONFIG_NAME_MAX] = '\0';
-	snprintf(text, sizeof text, "waitgroups:\n  %s: {processes: 1}\nservices:\n  %s:\n"
-		 "    waitgroup: %s\n    commands:\n      %s: {prog: cat}\n", name, name, name,
-		 name);
+	snprintf(text, sizeof text,
+		 "waitgroups:\n  %s: {processes: 1}\nservices:\n  %s:\n"
+		 "    waitgroup: %s\n    commands:\n      %s: {prog: cat}\n",
+		 name, name, name, name);
 	if (expect_ok(text, &cfg) == 0) {
 		CU_ASSERT_STRING_EQUAL(cfg.waitgroups[0].name, name);
 		CU_ASSERT_STRING_EQUAL(cfg.services[0].commands[0].name, name);
@@ -835,7 +832,7 @@ static void test_file_missing(void)
 
 	CU_ASSERT_EQUAL(config_load("/nonexistent/execserver.yml", &cfg, &err), -1);
 	CU_ASSERT_STRING_EQUAL(err.text, "/nonexistent/execserver.yml: cannot open: "
-			       "No such file or directory");
+					 "No such file or directory");
 	config_free(&cfg);
 }
 
@@ -1158,9 +1155,9 @@ static void test_auto_balance(void)
 		const char *text;
 		int pool, reserve, cap;
 	} cases[] = {
-		{ "cpus: 8\n", 8, 2, 4 },              /* defaults: pool/4, half */
-		{ "cpus: 3\n", 3, 1, 1 },              /* max(1, 3/4); floor(1.5) */
-		{ "cpus: 1\n", 1, 0, 1 },              /* never the whole pool; at least 1 */
+		{ "cpus: 8\n", 8, 2, 4 }, /* defaults: pool/4, half */
+		{ "cpus: 3\n", 3, 1, 1 }, /* max(1, 3/4); floor(1.5) */
+		{ "cpus: 1\n", 1, 0, 1 }, /* never the whole pool; at least 1 */
 		{ "cpus: 2\nunknownShare: 0.1\n", 2, 1, 1 },
 		{ "cpus: 16\nfastReserve: 15\nunknownShare: 1\n", 16, 15, 16 },
 		{ "cpus: 10\nunknownShare: .25\n", 10, 2, 2 },
@@ -1174,7 +1171,7 @@ static void test_auto_balance(void)
 		{ "cpus: 1024\nunknownShare: 0.9990000000000000000\n", 1024, 256, 1022 },
 		{ "cpus: 4\nunknownShare: 1.\n", 4, 1, 4 },
 		{ "cpus: 4\nunknownShare: 1.000\n", 4, 1, 4 },
-		{ "cpus: 7\nunknownShare: 0.3\n", 7, 1, 2 },   /* floor(2.1) */
+		{ "cpus: 7\nunknownShare: 0.3\n", 7, 1, 2 }, /* floor(2.1) */
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct es_config cfg;
@@ -1196,7 +1193,8 @@ static void test_auto_balance(void)
 	struct es_config cfg;
 	if (expect_ok("services:\n  a: {commands: {c: {prog: cat}}}\n"
 		      "  b: {commands: {c: {prog: cat}}}\n"
-		      "heavyThreshold: 90s\nminSamples: 7\n", &cfg) != 0)
+		      "heavyThreshold: 90s\nminSamples: 7\n",
+		      &cfg) != 0)
 		return;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	CU_ASSERT_EQUAL(cfg.cpus, 0);
@@ -1228,10 +1226,11 @@ static void test_values_accepted(void)
 
 	/* Quoted strings, ":port", IPv6, limits at both ends, null optionals. */
 	if (expect_ok(WG "addr: \":0\"\nhandlers: 64\nofferTimeoutSec: 3600\nresumeGraceSec: 0\n"
-		      "pingIntervalSec: 1\npingTimeoutSec: 2\nmaxWants: 1\n"
-		      "maxWantsPerConnection: 1\nmaxFrameBytes: 1024\nauthToken: ~\nuser:\n"
-		      "env: ~\ncommands: ~\nservices: ~\njanitorFileAge: \"1.5s\"\n"
-		      "jobRemovalPolicy: none\nlogLevel: error\n", &cfg) == 0) {
+			 "pingIntervalSec: 1\npingTimeoutSec: 2\nmaxWants: 1\n"
+			 "maxWantsPerConnection: 1\nmaxFrameBytes: 1024\nauthToken: ~\nuser:\n"
+			 "env: ~\ncommands: ~\nservices: ~\njanitorFileAge: \"1.5s\"\n"
+			 "jobRemovalPolicy: none\nlogLevel: error\n",
+		      &cfg) == 0) {
 		CU_ASSERT_STRING_EQUAL(cfg.addr, ":0");
 		CU_ASSERT_EQUAL(cfg.handlers, 64);
 		CU_ASSERT_EQUAL(config_effective_handlers(&cfg), 64);
@@ -1252,7 +1251,8 @@ static void test_values_accepted(void)
 	}
 	/* Keys in any order: services before the waitgroups they name. */
 	if (expect_ok("services:\n  s: {waitgroup: b, commands: {c: {prog: cat}}}\n"
-		      "waitgroups:\n  a: {processes: 1}\n  b: {processes: 2}\n", &cfg) == 0) {
+		      "waitgroups:\n  a: {processes: 1}\n  b: {processes: 2}\n",
+		      &cfg) == 0) {
 		CU_ASSERT_EQUAL(cfg.services[0].wg_index, 1);
 		config_free(&cfg);
 	}
@@ -1264,17 +1264,18 @@ static void test_inheritance(void)
 	const struct config_command *c;
 
 	if (expect_ok(WG "commands:\n"
-		      "  tool:\n    prog: /usr/bin/tool\n    args: [-a, -b]\n    env: [T=1]\n"
-		      "    startupCheck: {args: [--version], regex: tool}\n"
-		      "services:\n  s:\n    waitgroup: a\n    commands:\n"
-		      "      tool: {}\n"                                   /* line 14 */
-		      "      other:\n        prog: other\n"
-		      "  t:\n    waitgroup: a\n    commands:\n"
-		      "      tool:\n        args: []\n        env: [T=2, U=3]\n"
-		      "        startupCheck: {regex: x}\n"
-		      "  u:\n    waitgroup: a\n    commands:\n"
-		      "      tool:\n        prog: mytool\n"
-		      "  v:\n    waitgroup: a\n    commands:\n      tool:\n", &cfg) != 0)
+			 "  tool:\n    prog: /usr/bin/tool\n    args: [-a, -b]\n    env: [T=1]\n"
+			 "    startupCheck: {args: [--version], regex: tool}\n"
+			 "services:\n  s:\n    waitgroup: a\n    commands:\n"
+			 "      tool: {}\n" /* line 14 */
+			 "      other:\n        prog: other\n"
+			 "  t:\n    waitgroup: a\n    commands:\n"
+			 "      tool:\n        args: []\n        env: [T=2, U=3]\n"
+			 "        startupCheck: {regex: x}\n"
+			 "  u:\n    waitgroup: a\n    commands:\n"
+			 "      tool:\n        prog: mytool\n"
+			 "  v:\n    waitgroup: a\n    commands:\n      tool:\n",
+		      &cfg) != 0)
 		return;
 	/* s.tool: everything inherited, as a deep copy. */
 	c = config_find_command(config_find_service(&cfg, "s"), "tool");
@@ -1320,7 +1321,7 @@ static void test_lookups(void)
 	const struct config_service *svc;
 
 	if (expect_ok(WG "services:\n  one: {waitgroup: a, commands: {x: {prog: cat}}}\n"
-		      "  two: {waitgroup: a, commands: {y: {prog: cat}, z: {prog: wc}}}\n",
+			 "  two: {waitgroup: a, commands: {y: {prog: cat}, z: {prog: wc}}}\n",
 		      &cfg) != 0)
 		return;
 	CU_ASSERT_EQUAL(config_service_index(&cfg, "one"), 0);
@@ -1385,17 +1386,48 @@ static void test_addr_split(void)
 
 static void test_duration_parse(void)
 {
-	static const struct { const char *s; int64_t ms; } ok[] = {
-		{ "0", 0 }, { "10", 10000 }, { "10s", 10000 }, { "500ms", 500 },
-		{ "2m", 120000 }, { "24h", 86400000 }, { "1h30m", 5400000 },
-		{ "1h30m15s250ms", 5415250 }, { "1.5h", 5400000 }, { ".5s", 500 },
-		{ "1.0005s", 1000 }, { "0s", 0 }, { "3m3m", 360000 }, { "007s", 7000 },
+	static const struct {
+		const char *s;
+		int64_t ms;
+	} ok[] = {
+		{ "0", 0 },
+		{ "10", 10000 },
+		{ "10s", 10000 },
+		{ "500ms", 500 },
+		{ "2m", 120000 },
+		{ "24h", 86400000 },
+		{ "1h30m", 5400000 },
+		{ "1h30m15s250ms", 5415250 },
+		{ "1.5h", 5400000 },
+		{ ".5s", 500 },
+		{ "1.0005s", 1000 },
+		{ "0s", 0 },
+		{ "3m3m", 360000 },
+		{ "007s", 7000 },
 		{ "9223372036854775s", INT64_C(9223372036854775000) },
 	};
 	static const char *const bad[] = {
-		"", "-1s", "-5", "+1s", "abc", "1x", "5d", "1h 30m", " 1h", "1h30", "1.5",
-		"s", ".s", "1..5s", "500us", "9223372036854776s", "9223372036854775808",
-		"2562047788015216h", "1e3s", "1m-", "h1",
+		"",
+		"-1s",
+		"-5",
+		"+1s",
+		"abc",
+		"1x",
+		"5d",
+		"1h 30m",
+		" 1h",
+		"1h30",
+		"1.5",
+		"s",
+		".s",
+		"1..5s",
+		"500us",
+		"9223372036854776s",
+		"9223372036854775808",
+		"2562047788015216h",
+		"1e3s",
+		"1m-",
+		"h1",
 	};
 	int64_t ms;
 	const char *why;
@@ -1417,9 +1449,14 @@ static void test_duration_parse(void)
 
 static void test_duration_format(void)
 {
-	static const struct { int64_t ms; const char *s; } cases[] = {
-		{ 0, "0s" }, { 500, "500ms" }, { 1000, "1s" }, { 90500, "1m30s500ms" },
-		{ 86400000, "24h" }, { 5400000, "1h30m" }, { 3600001, "1h1ms" },
+	static const struct {
+		int64_t ms;
+		const char *s;
+	} cases[] = {
+		{ 0, "0s" },          { 500, "500ms" },
+		{ 1000, "1s" },       { 90500, "1m30s500ms" },
+		{ 86400000, "24h" },  { 5400000, "1h30m" },
+		{ 3600001, "1h1ms" },
 	};
 	char buf[64];
 
@@ -1449,10 +1486,14 @@ static const struct cy_node *parse_value(const char *text, struct cy_node **root
 
 static void test_yaml_bool(void)
 {
-	static const struct { const char *text; int ok, value; } cases[] = {
-		{ "v: yes", 1, 1 }, { "v: no", 1, 0 }, { "v: true", 1, 1 }, { "v: FALSE", 1, 0 },
-		{ "v: on", 1, 1 }, { "v: Off", 1, 0 }, { "v: \"yes\"", 0, 0 }, { "v: 1", 0, 0 },
-		{ "v: y", 0, 0 }, { "v: [yes]", 0, 0 }, { "v:", 0, 0 },
+	static const struct {
+		const char *text;
+		int ok, value;
+	} cases[] = {
+		{ "v: yes", 1, 1 },     { "v: no", 1, 0 }, { "v: true", 1, 1 },
+		{ "v: FALSE", 1, 0 },   { "v: on", 1, 1 }, { "v: Off", 1, 0 },
+		{ "v: \"yes\"", 0, 0 }, { "v: 1", 0, 0 },  { "v: y", 0, 0 },
+		{ "v: [yes]", 0, 0 },   { "v:", 0, 0 },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct config_error err;
@@ -1476,13 +1517,21 @@ static void test_yaml_bool(void)
 
 static void test_yaml_int_limits(void)
 {
-	static const struct { const char *text; int ok; long long value; } cases[] = {
+	static const struct {
+		const char *text;
+		int ok;
+		long long value;
+	} cases[] = {
 		{ "v: 9223372036854775807", 1, LLONG_MAX },
 		{ "v: -9223372036854775808", 1, LLONG_MIN },
 		{ "v: 9223372036854775808", 0, 0 },
 		{ "v: -9223372036854775809", 0, 0 },
-		{ "v: 0", 1, 0 }, { "v: -0", 1, 0 }, { "v: 1_000", 0, 0 }, { "v: 1e3", 0, 0 },
-		{ "v: \" 1\"", 0, 0 }, { "v: 12a", 0, 0 },
+		{ "v: 0", 1, 0 },
+		{ "v: -0", 1, 0 },
+		{ "v: 1_000", 0, 0 },
+		{ "v: 1e3", 0, 0 },
+		{ "v: \" 1\"", 0, 0 },
+		{ "v: 12a", 0, 0 },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct config_error err;
@@ -1497,8 +1546,8 @@ static void test_yaml_int_limits(void)
 		if (cases[i].ok) {
 			CU_ASSERT_EQUAL(n, cases[i].value);
 		} else {
-			CU_ASSERT_PTR_NOT_NULL(strstr(err.text,
-						      "-9223372036854775808..9223372036854775807"));
+			CU_ASSERT_PTR_NOT_NULL(
+				strstr(err.text, "-9223372036854775808..9223372036854775807"));
 		}
 		cy_free(root);
 	}
@@ -1529,8 +1578,8 @@ static void test_yaml_tree(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(v);
 	CU_ASSERT_TRUE(cy_is_null(cy_map_find(v, "d", NULL)));
 	CU_ASSERT_PTR_NULL(cy_map_find(root, "z", NULL));
-	CU_ASSERT_EQUAL(cy_check_keys(&ctx, root, "root", (const char *const[]){ "a", "b", "c",
-										 NULL }), 0);
+	CU_ASSERT_EQUAL(
+		cy_check_keys(&ctx, root, "root", (const char *const[]){ "a", "b", "c", NULL }), 0);
 	CU_ASSERT_EQUAL(cy_check_keys(&ctx, root, "root", (const char *const[]){ "a", "b", NULL }),
 			-1);
 	CU_ASSERT_STRING_EQUAL(err.text,
@@ -1612,8 +1661,10 @@ static int check_one(const char *command_yaml, int timeout_ms, char *why, size_t
 	char text[2048];
 	int rc;
 
-	snprintf(text, sizeof text, WG "env: [ES_TEST_GLOBAL=g1, ES_TEST_X=global]\n"
-		 "services:\n  s:\n    waitgroup: a\n    commands:\n      c: %s\n", command_yaml);
+	snprintf(text, sizeof text,
+		 WG "env: [ES_TEST_GLOBAL=g1, ES_TEST_X=global]\n"
+		    "services:\n  s:\n    waitgroup: a\n    commands:\n      c: %s\n",
+		 command_yaml);
 	if (expect_ok(text, &cfg) != 0)
 		return -2;
 	why[0] = '\0';
@@ -1646,7 +1697,8 @@ static void test_check_regex(void)
 		     NULL);
 	/* ^ and $ work per line. */
 	expect_check("{prog: printf, startupCheck: {args: ['one\\ntwo\\nthree\\n'], "
-		     "regex: '^two$'}}", 0, NULL);
+		     "regex: '^two$'}}",
+		     0, NULL);
 }
 
 static void test_check_exit_status(void)
@@ -1655,7 +1707,8 @@ static void test_check_exit_status(void)
 	expect_check("{prog: 'true', startupCheck: {}}", 0, NULL);
 	expect_check("{prog: 'false', startupCheck: {}}", -1, "exited with status 1");
 	expect_check("{prog: ls, env: [LC_ALL=C], startupCheck: {args: [/nonexistent-es-test], "
-		     "regex: 'No such file'}}", 0, NULL);
+		     "regex: 'No such file'}}",
+		     0, NULL);
 	/* stdin is /dev/null: cat without arguments ends at once. */
 	expect_check("{prog: cat, startupCheck: {args: []}}", 0, NULL);
 	expect_check("{prog: cat, startupCheck: {regex: '.'}}", -1, "did not match");
@@ -1678,7 +1731,8 @@ static void test_check_env(void)
 	expect_check("{prog: env, env: [ES_TEST_X=cmd], startupCheck: {regex: '^ES_TEST_X=cmd$'}}",
 		     0, NULL);
 	expect_check("{prog: env, env: [ES_TEST_X=cmd], startupCheck: "
-		     "{regex: '^ES_TEST_X=global$'}}", -1, "did not match");
+		     "{regex: '^ES_TEST_X=global$'}}",
+		     -1, "did not match");
 	/* The daemon's own environment is passed on. */
 	setenv("ES_TEST_INHERITED", "yes", 1);
 	expect_check("{prog: env, startupCheck: {regex: '^ES_TEST_INHERITED=yes$'}}", 0, NULL);
@@ -1713,13 +1767,13 @@ static void test_run_disables_services(void)
 	struct es_config cfg;
 
 	if (expect_ok(WG "services:\n"
-		      "  good:\n    waitgroup: a\n    commands:\n"
-		      "      e: {prog: echo, startupCheck: {args: [ok], regex: ok}}\n"
-		      "      t: {prog: 'true'}\n"
-		      "  missing:\n    waitgroup: a\n    commands:\n"
-		      "      e: {prog: echo}\n      x: {prog: es-no-such-program-xyz}\n"
-		      "  mismatch:\n    waitgroup: a\n    commands:\n"
-		      "      e: {prog: echo, startupCheck: {args: [abc], regex: xyz}}\n",
+			 "  good:\n    waitgroup: a\n    commands:\n"
+			 "      e: {prog: echo, startupCheck: {args: [ok], regex: ok}}\n"
+			 "      t: {prog: 'true'}\n"
+			 "  missing:\n    waitgroup: a\n    commands:\n"
+			 "      e: {prog: echo}\n      x: {prog: es-no-such-program-xyz}\n"
+			 "  mismatch:\n    waitgroup: a\n    commands:\n"
+			 "      e: {prog: echo, startupCheck: {args: [abc], regex: xyz}}\n",
 		      &cfg) != 0)
 		return;
 	log_set_level(LOG_LVL_ERROR); /* keep the expected warnings out of the output */

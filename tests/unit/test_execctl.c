@@ -73,11 +73,12 @@ static void test_run_full(void)
 	struct cli_run o;
 	char err[512];
 	fake_addr = fake_token = NULL;
-	CU_ASSERT_EQUAL_FATAL(RUN("-a", "ws://a:1", "--address", "b:2", "-s", "conv", "-p", "interactive",
-				  "--timeout", "30", "--job-timeout", "600", "--input", "in.png=/tmp/x.png",
-				  "--output", "out.jpg=/tmp/y.jpg", "--env", "LANG=C", "--env", "X=a=b",
-				  "-n", "-q", "-v", "--client", "me", "--", "convert", "-resize", "50%",
-				  "--", "in.png"), CLI_PARSED);
+	CU_ASSERT_EQUAL_FATAL(RUN("-a", "ws://a:1", "--address", "b:2", "-s", "conv", "-p",
+				  "interactive", "--timeout", "30", "--job-timeout", "600",
+				  "--input", "in.png=/tmp/x.png", "--output", "out.jpg=/tmp/y.jpg",
+				  "--env", "LANG=C", "--env", "X=a=b", "-n", "-q", "-v", "--client",
+				  "me", "--", "convert", "-resize", "50%", "--", "in.png"),
+			      CLI_PARSED);
 	CU_ASSERT_EQUAL(o.c.naddresses, 2);
 	CU_ASSERT_STRING_EQUAL(o.c.addresses[0], "ws://a:1");
 	CU_ASSERT_STRING_EQUAL(o.c.addresses[1], "ws://b:2"); /* bare host:port gets ws:// */
@@ -103,7 +104,8 @@ static void test_run_full(void)
 	char *json = cli_run_job_json(&o);
 	struct json_object *j = json_tokener_parse(json);
 	CU_ASSERT_FATAL(j != NULL);
-	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(j, "command")), "convert");
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(j, "command")),
+			       "convert");
 	struct json_object *args = json_object_object_get(j, "args");
 	CU_ASSERT_EQUAL(json_object_array_length(args), 4);
 	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_array_get_idx(args, 1)), "50%");
@@ -173,7 +175,8 @@ static void test_environment(void)
 	CU_ASSERT_FATAL(fd >= 0);
 	CU_ASSERT(write(fd, "s3cret\nignored\n", 15) == 15);
 	close(fd);
-	CU_ASSERT_EQUAL_FATAL(STATUS("-a", "http://h:9", "--token-file", path, "--json"), CLI_PARSED);
+	CU_ASSERT_EQUAL_FATAL(STATUS("-a", "http://h:9", "--token-file", path, "--json"),
+			      CLI_PARSED);
 	CU_ASSERT_EQUAL(s.c.naddresses, 1);
 	CU_ASSERT_STRING_EQUAL(s.c.addresses[0], "http://h:9");
 	CU_ASSERT_STRING_EQUAL(s.c.token, "s3cret");
@@ -202,21 +205,34 @@ static void test_refusals(void)
 	} cases[] = {
 		{ { "-s", "cat", "--", "true" }, "no address: give -a URL (or set EXECCTL_ADDR)" },
 		{ { "-a", "x:1", "--", "true" }, "run: no service: give -s SERVICE" },
-		{ { "-a", "x:1", "-s", "cat" }, "run: no command: give -- COMMAND [ARGS...] after the options" },
-		{ { "-a", "x:1", "-s", "cat", "-p", "urgent", "--", "true" }, "run: -p urgent: not an integer" },
-		{ { "-a", "x:1", "-s", "cat", "-p", "99999999999", "--", "true" }, "run: -p 99999999999" },
-		{ { "-a", "x:1", "-s", "cat", "--timeout", "-1", "--", "true" }, "run: --timeout -1: expected seconds" },
-		{ { "-a", "x:1", "-s", "cat", "--timeout", "1s", "--", "true" }, "run: --timeout 1s: expected seconds" },
-		{ { "-a", "x:1", "-s", "cat", "--job-timeout", "0", "--", "true" }, "run: --job-timeout 0" },
-		{ { "-a", "x:1", "-s", "cat", "--job-timeout", "86401", "--", "true" }, "run: --job-timeout 86401" },
-		{ { "-a", "x:1", "-s", "cat", "--input", "a", "--", "true" }, "--input a: expected NAME=FILE" },
-		{ { "-a", "x:1", "-s", "cat", "--input", "=f", "--", "true" }, "--input =f: expected NAME=FILE" },
-		{ { "-a", "x:1", "-s", "cat", "--output", "d/x=f", "--", "true" }, "--output d/x=f: NAME is a file name" },
-		{ { "-a", "x:1", "-s", "cat", "--env", "NOEQ", "--", "true" }, "run: --env NOEQ: expected NAME=VALUE" },
+		{ { "-a", "x:1", "-s", "cat" },
+		  "run: no command: give -- COMMAND [ARGS...] after the options" },
+		{ { "-a", "x:1", "-s", "cat", "-p", "urgent", "--", "true" },
+		  "run: -p urgent: not an integer" },
+		{ { "-a", "x:1", "-s", "cat", "-p", "99999999999", "--", "true" },
+		  "run: -p 99999999999" },
+		{ { "-a", "x:1", "-s", "cat", "--timeout", "-1", "--", "true" },
+		  "run: --timeout -1: expected seconds" },
+		{ { "-a", "x:1", "-s", "cat", "--timeout", "1s", "--", "true" },
+		  "run: --timeout 1s: expected seconds" },
+		{ { "-a", "x:1", "-s", "cat", "--job-timeout", "0", "--", "true" },
+		  "run: --job-timeout 0" },
+		{ { "-a", "x:1", "-s", "cat", "--job-timeout", "86401", "--", "true" },
+		  "run: --job-timeout 86401" },
+		{ { "-a", "x:1", "-s", "cat", "--input", "a", "--", "true" },
+		  "--input a: expected NAME=FILE" },
+		{ { "-a", "x:1", "-s", "cat", "--input", "=f", "--", "true" },
+		  "--input =f: expected NAME=FILE" },
+		{ { "-a", "x:1", "-s", "cat", "--output", "d/x=f", "--", "true" },
+		  "--output d/x=f: NAME is a file name" },
+		{ { "-a", "x:1", "-s", "cat", "--env", "NOEQ", "--", "true" },
+		  "run: --env NOEQ: expected NAME=VALUE" },
 		{ { "-a", "x:1", "-s", "cat", "-x", "--", "true" }, "run: unknown option -x" },
-		{ { "-a", "x:1", "-s", "cat", "--frobnicate", "--", "true" }, "run: unknown option --frobnicate" },
+		{ { "-a", "x:1", "-s", "cat", "--frobnicate", "--", "true" },
+		  "run: unknown option --frobnicate" },
 		{ { "-a", "x:1", "-s" }, "run: option -s needs a value" },
-		{ { "-a", "x:1", "-s", "cat", "--timeout" }, "run: option --timeout needs a value" },
+		{ { "-a", "x:1", "-s", "cat", "--timeout" },
+		  "run: option --timeout needs a value" },
 		{ { "-a", "", "-s", "cat", "--", "true" }, "-a: empty address" },
 		{ { "-a", "x:1", "-s", "", "--", "true" }, "run: -s: empty service name" },
 	};
@@ -227,7 +243,8 @@ static void test_refusals(void)
 		int rc = parse_run(&o, err, w);
 		CU_ASSERT_EQUAL(rc, CLI_BAD);
 		if (strncmp(err, cases[i].message, strlen(cases[i].message)) != 0) {
-			fprintf(stderr, "\ncase %zu: got \"%s\", expected \"%s...\"\n", i, err, cases[i].message);
+			fprintf(stderr, "\ncase %zu: got \"%s\", expected \"%s...\"\n", i, err,
+				cases[i].message);
 			CU_FAIL("message");
 		}
 	}
@@ -303,8 +320,9 @@ static void test_outcome(void)
 	r.exit_code = 3;
 	r.stderr_line = "cat: /nope: No such file or directory";
 	CU_ASSERT_EQUAL(outcome_exit(&r, 0, "cat", msg, sizeof msg), 3);
-	CU_ASSERT_STRING_EQUAL(msg, "execctl: the job exited with status 3\n"
-			       "execctl: its last stderr line: cat: /nope: No such file or directory\n");
+	CU_ASSERT_STRING_EQUAL(
+		msg, "execctl: the job exited with status 3\n"
+		     "execctl: its last stderr line: cat: /nope: No such file or directory\n");
 
 	r = receipt();
 	r.signal = 9;
@@ -316,15 +334,20 @@ static void test_outcome(void)
 		int retryable, interrupted, status;
 		const char *text;
 	} cases[] = {
-		{ "unknown_service", 0, 0, EXECCTL_UNKNOWN_SERVICE, "execctl: unknown service 'cat': " },
-		{ "unknown_command", 0, 0, EXECCTL_UNKNOWN_SERVICE, "execctl: job failed: unknown_command" },
-		{ "unauthorized", 0, 0, EXECCTL_UNAUTHORIZED, "execctl: the server refused the token" },
+		{ "unknown_service", 0, 0, EXECCTL_UNKNOWN_SERVICE,
+		  "execctl: unknown service 'cat': " },
+		{ "unknown_command", 0, 0, EXECCTL_UNKNOWN_SERVICE,
+		  "execctl: job failed: unknown_command" },
+		{ "unauthorized", 0, 0, EXECCTL_UNAUTHORIZED,
+		  "execctl: the server refused the token" },
 		{ "tls_verify", 0, 0, EXECCTL_TLS_VERIFY, "execctl: m\n" },
-		{ "no_slot", 1, 0, EXECCTL_NO_SLOT, "execctl: no slot for service 'cat' within the timeout" },
+		{ "no_slot", 1, 0, EXECCTL_NO_SLOT,
+		  "execctl: no slot for service 'cat' within the timeout" },
 		{ "local_io", 0, 0, EXECCTL_LOCAL_IO, "execctl: job failed: local_io: m" },
 		{ "cancelled", 0, 1, EXECCTL_INTERRUPTED, "execctl: job failed: cancelled" },
 		{ "cancelled", 0, 0, EXECCTL_FAILED, "execctl: job failed: cancelled" },
-		{ "exec_lost", 1, 0, EXECCTL_RETRYABLE, "execctl: job failed: exec_lost: m (retryable: run it again)" },
+		{ "exec_lost", 1, 0, EXECCTL_RETRYABLE,
+		  "execctl: job failed: exec_lost: m (retryable: run it again)" },
 		{ "lost", 1, 0, EXECCTL_RETRYABLE, "execctl: job failed: lost" },
 		{ "exec_failed", 0, 0, EXECCTL_FAILED, "execctl: job failed: exec_failed: m\n" },
 		{ "timeout", 0, 0, EXECCTL_FAILED, "execctl: job failed: timeout" },
@@ -335,7 +358,8 @@ static void test_outcome(void)
 		r.error_message = "m";
 		r.retryable = cases[i].retryable;
 		r.signal = 15; /* an error decides over the signal */
-		CU_ASSERT_EQUAL(outcome_exit(&r, cases[i].interrupted, "cat", msg, sizeof msg), cases[i].status);
+		CU_ASSERT_EQUAL(outcome_exit(&r, cases[i].interrupted, "cat", msg, sizeof msg),
+				cases[i].status);
 		if (strncmp(msg, cases[i].text, strlen(cases[i].text)) != 0) {
 			fprintf(stderr, "\ncase %s: got \"%s\"\n", cases[i].code, msg);
 			CU_FAIL("message");
@@ -385,10 +409,9 @@ static void print_table(FILE *f, void *arg)
 static void test_table(void)
 {
 	char *s = print_to_string(print_table, NULL);
-	CU_ASSERT_STRING_EQUAL(s,
-			       "NAME    KIND           N\n"
-			       "a       long kind      7\n"
-			       "longer  -          12345\n");
+	CU_ASSERT_STRING_EQUAL(s, "NAME    KIND           N\n"
+				  "a       long kind      7\n"
+				  "longer  -          12345\n");
 	free(s);
 }
 
@@ -406,9 +429,8 @@ static void print_hostile_table(FILE *f, void *arg)
 static void test_table_escapes(void)
 {
 	char *s = print_to_string(print_hostile_table, NULL);
-	CU_ASSERT_STRING_EQUAL(s,
-			       "NAME                      N\n"
-			       "\\x1b[2Jx\\x09y\\x7f\\x9bz\xc3\xa9  1\n");
+	CU_ASSERT_STRING_EQUAL(s, "NAME                      N\n"
+				  "\\x1b[2Jx\\x09y\\x7f\\x9bz\xc3\xa9  1\n");
 	free(s);
 }
 
@@ -423,7 +445,8 @@ static void test_status_tables(void)
 		"{\"instance_id\":\"0123456789abcdef0123456789abcdef\",\"version\":\"0.1.0\","
 		"\"listen\":\"127.0.0.1:8083\",\"draining\":false,\"clients\":2,\"connections\":3,"
 		"\"wants\":12,\"grants\":40,"
-		"\"waitgroups\":{\"light\":{\"processes\":4,\"running\":1,\"offered\":0,\"waiting\":0},"
+		"\"waitgroups\":{\"light\":{\"processes\":4,\"running\":1,\"offered\":0,"
+		"\"waiting\":0},"
 		"\"heavy\":{\"processes\":2,\"running\":2,\"offered\":0,\"waiting\":7}},"
 		"\"services\":{\"demo\":{\"waitgroup\":\"light\",\"enabled\":true,\"waiting\":0,"
 		"\"running\":1,\"started\":10,\"finished\":9,\"failed\":0,\"mean_runtime_ms\":1234,"
@@ -434,7 +457,8 @@ static void test_status_tables(void)
 		"\"started\":1,\"finished\":1,\"failed\":1,\"mean_runtime_ms\":7}}}");
 	CU_ASSERT_FATAL(st != NULL);
 	char *s = print_to_string(print_status, st);
-	CU_ASSERT_STRING_EQUAL(s,
+	CU_ASSERT_STRING_EQUAL(
+		s,
 		"instance 0123456789abcdef0123456789abcdef  version 0.1.0  listen 127.0.0.1:8083\n"
 		"clients 2  connections 3  jobs 12  grants 40\n"
 		"\n"
@@ -442,10 +466,14 @@ static void test_status_tables(void)
 		"light          4        1        0        0\n"
 		"heavy          2        2        0        7\n"
 		"\n"
-		"SERVICE  WAITGROUP  ENABLED  RUNNING  WAITING  STARTED  FINISHED  FAILED   MEAN  SAMPLES  CLASS\n"
-		"demo     light      yes            1        0       10         9       0  1.2 s        9  light\n"
-		"ffmpeg   heavy      no             2        7        2         0       0      -        -  -\n"
-		"wc       light      yes            0        0        1         1       1   7 ms        -  -\n");
+		"SERVICE  WAITGROUP  ENABLED  RUNNING  WAITING  STARTED  FINISHED  FAILED   MEAN  "
+		"SAMPLES  CLASS\n"
+		"demo     light      yes            1        0       10         9       0  1.2 s   "
+		"     9  light\n"
+		"ffmpeg   heavy      no             2        7        2         0       0      -   "
+		"     -  -\n"
+		"wc       light      yes            0        0        1         1       1   7 ms   "
+		"     -  -\n");
 	free(s);
 	json_object_put(st);
 }
@@ -457,7 +485,8 @@ static void test_status_url(void)
 	free(u);
 	CU_ASSERT_STRING_EQUAL((u = status_url("ws://h:8083/job/cat")), "http://h:8083/status");
 	free(u);
-	CU_ASSERT_STRING_EQUAL((u = status_url("http://[::1]:80/broker?x")), "http://[::1]:80/status");
+	CU_ASSERT_STRING_EQUAL((u = status_url("http://[::1]:80/broker?x")),
+			       "http://[::1]:80/status");
 	free(u);
 	CU_ASSERT_STRING_EQUAL((u = status_url("wss://h:1/job/x")), "https://h:1/status");
 	free(u);
@@ -473,7 +502,8 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "run: every option", test_run_full },
 		{ "run: scanning stops at the command", test_run_stops_at_command },
-		{ "EXECCTL_ADDR, EXECCTL_TOKEN, EXECCTL_CACERT, --token-file, --cacert", test_environment },
+		{ "EXECCTL_ADDR, EXECCTL_TOKEN, EXECCTL_CACERT, --token-file, --cacert",
+		  test_environment },
 		{ "refusals and their messages", test_refusals },
 		{ "priorities", test_priority },
 		{ "the position line", test_progress },

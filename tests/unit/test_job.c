@@ -110,9 +110,14 @@ static int suite_init(void)
 	if (!base || !sigchld_ev || event_add(sigchld_ev, NULL) != 0)
 		return -1;
 	/* after the SIGCHLD disposition is set: spawn_init reads it */
-	struct job_host host = { .base = base, .cfg = &cfg, .slot = 0, .nslots = 1,
-				 .book_lock = host_lock, .book_unlock = host_unlock,
-				 .draining = host_draining, .job_ended = host_job_ended };
+	struct job_host host = { .base = base,
+				 .cfg = &cfg,
+				 .slot = 0,
+				 .nslots = 1,
+				 .book_lock = host_lock,
+				 .book_unlock = host_unlock,
+				 .draining = host_draining,
+				 .job_ended = host_job_ended };
 	return job_init(&host);
 }
 
@@ -192,7 +197,8 @@ static int run_job(const char *command, const char *const *args, int timeout_sec
 	snprintf(id, sizeof id, "job-%u", ++njob);
 	if (!conn.gen && fx_open(&F, 0, "client-a", 1, &conn) != BOOK_OK)
 		return -1;
-	if (fx_want(&F, conn, id, 0, 0, 1) != BOOK_OK || fx_take_job(&F, conn, id, &want) != BOOK_OK)
+	if (fx_want(&F, conn, id, 0, 0, 1) != BOOK_OK ||
+	    fx_take_job(&F, conn, id, &want) != BOOK_OK)
 		return -1;
 
 	struct json_object *desc = json_object_new_object(), *a = json_object_new_array();
@@ -274,7 +280,8 @@ static int retryable(struct json_object *o)
 
 static void test_exit_code_and_stderr_line(void)
 {
-	static const char *const args[] = { "-c", "echo first >&2; echo last >&2; printf out; exit 3",
+	static const char *const args[] = { "-c",
+					    "echo first >&2; echo last >&2; printf out; exit 3",
 					    NULL };
 	struct ran r;
 
@@ -409,16 +416,18 @@ static void test_receipts_without_a_process(void)
 				  "\"cancelled before it ran\",\"retryable\":false}}");
 	CU_ASSERT_EQUAL(len, strlen(r));
 	char *done = receipt_done_message("j/1", r, len);
-	CU_ASSERT_STRING_EQUAL(done, "{\"type\":\"DONE\",\"job_id\":\"j/1\",\"receipt\":{\"error\":"
-				     "{\"code\":\"cancelled\",\"message\":\"cancelled before it ran\","
-				     "\"retryable\":false}}}");
+	CU_ASSERT_STRING_EQUAL(done,
+			       "{\"type\":\"DONE\",\"job_id\":\"j/1\",\"receipt\":{\"error\":"
+			       "{\"code\":\"cancelled\",\"message\":\"cancelled before it ran\","
+			       "\"retryable\":false}}}");
 	free(done);
 	free(r);
 
 	struct book_outcome lost = { .exit_code = -1, .error = JOB_ERR_LOST, .retryable = 1 };
 	r = receipt_compact(&lost, &len);
-	CU_ASSERT_STRING_EQUAL(r, "{\"duration_ms\":0,\"error\":{\"code\":\"exec_lost\",\"message\":"
-				  "\"the execserver process running the job died\",\"retryable\":true}}");
+	CU_ASSERT_STRING_EQUAL(
+		r, "{\"duration_ms\":0,\"error\":{\"code\":\"exec_lost\",\"message\":"
+		   "\"the execserver process running the job died\",\"retryable\":true}}");
 	free(r);
 }
 
@@ -434,13 +443,15 @@ int main(void)
 {
 	static const struct test_case cases[] = {
 		{ "exit code, last stderr line, stdout prefix", test_exit_code_and_stderr_line },
-		{ "success in its own directory, pgid in the book", test_success_runs_in_its_directory },
+		{ "success in its own directory, pgid in the book",
+		  test_success_runs_in_its_directory },
 		{ "killed by a signal", test_signal },
 		{ "program not found: exec_failed", test_program_not_found },
 		{ "cancel: SIGTERM, cancelled", test_cancel },
 		{ "timeout_sec", test_timeout },
 		{ "stop all (drain): exec_stopped, retryable", test_stop_all_is_retryable },
-		{ "receipts without a process, DONE byte for byte", test_receipts_without_a_process },
+		{ "receipts without a process, DONE byte for byte",
+		  test_receipts_without_a_process },
 		{ "book consistent after every job", test_book_consistent },
 		{ NULL, NULL },
 	};

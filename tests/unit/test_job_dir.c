@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "job/janitor.h"
 #include "job/job_dir.h"
@@ -137,19 +137,19 @@ static void test_trusted_by_its_times(void)
 
 	make_root();
 	CU_ASSERT_FATAL(job_dir_take(root, 0, a, sizeof a, &sa) == 0);
-	CU_ASSERT_FALSE(sa.trusted);		/* new */
-	job_dir_release(a, 1, &sa);		/* read: changed just now, not trusted */
+	CU_ASSERT_FALSE(sa.trusted); /* new */
+	job_dir_release(a, 1, &sa);  /* read: changed just now, not trusted */
 	usleep(3100000);
 	CU_ASSERT_FATAL(job_dir_take(root, 0, b, sizeof b, &sb) == 0);
 	CU_ASSERT_STRING_EQUAL(a, b);
-	CU_ASSERT_TRUE(sb.trusted);		/* read again, 3 s after its last change */
+	CU_ASSERT_TRUE(sb.trusted); /* read again, 3 s after its last change */
 	unsigned long reads = job_dir_reads();
 	for (int i = 0; i < 5; i++) {
 		job_dir_release(b, 1, &sb);
 		CU_ASSERT_FATAL(job_dir_take(root, 0, b, sizeof b, &sb) == 0);
 		CU_ASSERT_STRING_EQUAL(a, b);
 	}
-	CU_ASSERT_EQUAL(job_dir_reads(), reads);	/* lstat only */
+	CU_ASSERT_EQUAL(job_dir_reads(), reads); /* lstat only */
 	job_dir_release(b, 1, &sb);
 	touch(b, "stray");
 	CU_ASSERT_FATAL(job_dir_take(root, 0, a, sizeof a, &sa) == 0);

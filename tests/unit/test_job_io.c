@@ -16,20 +16,20 @@
  */
 #include "autoconfig.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 #include <curl/curl.h>
@@ -192,11 +192,11 @@ struct job {
 	struct rec inputs, in, out, outputs;
 	pid_t pid;
 	int status, reaped, ended_called;
-	int kill_on_stdin_fail;    /* the runner's reaction to stdin_failed */
+	int kill_on_stdin_fail; /* the runner's reaction to stdin_failed */
 	int kill_on_stdout_fail;
-	int ended_before_kill;     /* the program ended before that kill */
+	int ended_before_kill; /* the program ended before that kill */
 	int free_in_stdout_cb;
-	int in_fd, out_fd;         /* the child's ends, when the test plays it */
+	int in_fd, out_fd; /* the child's ends, when the test plays it */
 	int fds_rc;
 };
 
@@ -374,8 +374,9 @@ static struct job_io *job_io_open(struct job *j, uint64_t input_max)
 /* The runner's start: fds, spawn, close the child's ends. */
 static int job_spawn(struct job *j, const char *path, char *const argv[])
 {
-	struct spawn_request req = { .path = path, .argv = argv, .envp = envp,
-				     .cwd = j->fx->dir, .stderr_fd = -1 };
+	struct spawn_request req = {
+		.path = path, .argv = argv, .envp = envp, .cwd = j->fx->dir, .stderr_fd = -1
+	};
 	int in = -1, out = -1, err = 0;
 
 	in_api = 1;
@@ -415,7 +416,13 @@ static void job_ended(struct job *j, int success)
 	in_api = 0;
 }
 
-enum { W_IN = 1, W_OUT = 2, W_REAP = 4, W_INPUTS = 8, W_OUTPUTS = 16 };
+enum {
+	W_IN = 1,
+	W_OUT = 2,
+	W_REAP = 4,
+	W_INPUTS = 8,
+	W_OUTPUTS = 16
+};
 
 static int job_run(struct job *j, unsigned what, int timeout_ms)
 {
@@ -424,7 +431,8 @@ static int job_run(struct job *j, unsigned what, int timeout_ms)
 	for (;;) {
 		int ok = (!(what & W_IN) || j->in.n) && (!(what & W_OUT) || j->out.n) &&
 			 (!(what & W_REAP) || j->ended_called) &&
-			 (!(what & W_INPUTS) || j->inputs.n) && (!(what & W_OUTPUTS) || j->outputs.n);
+			 (!(what & W_INPUTS) || j->inputs.n) &&
+			 (!(what & W_OUTPUTS) || j->outputs.n);
 
 		if (ok)
 			return 0;
@@ -541,8 +549,9 @@ static void test_round_trip_big(void)
 	CU_ASSERT_TRUE(streamed);
 	CU_ASSERT_TRUE(fx.rss_max - fx.rss0 < RSS_LIMIT_KIB);
 	printf("\n    figure: stdin GET -> cat -> stdout chunked PUT, %llu MiB: %.1f MiB/s, "
-	       "RSS growth %ld KiB ", (unsigned long long)(big_bytes / MiB),
-	       mb_per_s(big_bytes, t0), fx.rss_max - fx.rss0);
+	       "RSS growth %ld KiB ",
+	       (unsigned long long)(big_bytes / MiB), mb_per_s(big_bytes, t0),
+	       fx.rss_max - fx.rss0);
 	job_close(&j);
 	fx_close(&fx);
 }
@@ -604,8 +613,12 @@ static void test_no_urls_big_output(void)
 	close(out);
 	{
 		char *argv[] = { "sh", "-c", "head -c 3000000 /dev/zero; echo tail", NULL };
-		struct spawn_request req = { .path = "/bin/sh", .argv = argv, .envp = envp,
-					     .cwd = fx.dir, .stdin_fd = -1, .stderr_fd = -1 };
+		struct spawn_request req = { .path = "/bin/sh",
+					     .argv = argv,
+					     .envp = envp,
+					     .cwd = fx.dir,
+					     .stdin_fd = -1,
+					     .stderr_fd = -1 };
 		int err = 0, p[2];
 
 		/* a second job_io_child_fds is refused; use a fresh pipe pair
@@ -711,8 +724,9 @@ static void fail_after_commit(const char *script, const char *name, int want_sig
 	fx_close(&fx);
 }
 
-#define XS "x=$(printf '%01000d' 0 | tr 0 x); for i in 1 2 3 4 5 6 7 8 9 10; do " \
-	   "printf %s \"$x\"; done; "
+#define XS                                                                     \
+	"x=$(printf '%01000d' 0 | tr 0 x); for i in 1 2 3 4 5 6 7 8 9 10; do " \
+	"printf %s \"$x\"; done; "
 
 /* The pause lets the output be read (and the upload committed) before the
  * failure, whatever the machine's speed; the other order has tests of its
@@ -1168,8 +1182,7 @@ static void input_fails(const char *bad_name, const struct pipe_endpoint *bad, c
 		snprintf(path, sizeof path, "%s/%c.bin", fx.dir, 'a' + i);
 		CU_ASSERT_EQUAL(lstat(path, &st), -1);
 	}
-	printf("\n    input failure: \"%s\" after %llu ms ", j.inputs.msg,
-	       (unsigned long long)t0);
+	printf("\n    input failure: \"%s\" after %llu ms ", j.inputs.msg, (unsigned long long)t0);
 	job_close(&j);
 	fx_close(&fx);
 }
@@ -1229,7 +1242,8 @@ static void test_input_over_cap(void)
 	check_once(&j);
 	CU_ASSERT_FALSE(j.inputs.ok);
 	CU_ASSERT_FALSE(j.inputs.retryable);
-	CU_ASSERT_TRUE(strstr(j.inputs.msg, "inputs[0] (big.bin): larger than 100000 bytes") != NULL);
+	CU_ASSERT_TRUE(strstr(j.inputs.msg, "inputs[0] (big.bin): larger than 100000 bytes") !=
+		       NULL);
 	snprintf(path, sizeof path, "%s/big.bin", fx.dir);
 	CU_ASSERT_EQUAL(lstat(path, &st), -1);
 	job_close(&j);
@@ -1274,7 +1288,8 @@ static void test_input_symlink_and_traversal(void)
 		CU_ASSERT_FALSE(j.inputs.ok);
 		CU_ASSERT_FALSE(j.inputs.retryable);
 		CU_ASSERT_TRUE(strncmp(j.inputs.msg, "inputs[1] (", 11) == 0);
-		CU_ASSERT_TRUE(strstr(j.inputs.msg, k ? "not a plain file name" : "exists") != NULL);
+		CU_ASSERT_TRUE(strstr(j.inputs.msg, k ? "not a plain file name" : "exists") !=
+			       NULL);
 		fd = open(target, O_RDONLY);
 		n = read(fd, buf, sizeof buf);
 		close(fd);
@@ -1440,9 +1455,18 @@ static void output_status(int status, int want_retryable)
 	fx_close(&fx);
 }
 
-static void test_output_500(void) { output_status(500, 1); }
-static void test_output_403(void) { output_status(403, 0); }
-static void test_output_429(void) { output_status(429, 1); }
+static void test_output_500(void)
+{
+	output_status(500, 1);
+}
+static void test_output_403(void)
+{
+	output_status(403, 0);
+}
+static void test_output_429(void)
+{
+	output_status(429, 1);
+}
 
 /* ---- stdout: slow consumer, upload failure, linger ------------------------- */
 
@@ -1497,8 +1521,8 @@ static void test_slow_stdout_consumer(void)
 	CU_ASSERT_STRING_EQUAL(pr.sha256, want);
 	CU_ASSERT_TRUE(pr.chunked);
 	printf("\n    figure: 2 MiB to a 512 KiB/s consumer: %llu ms, the writer blocked %u "
-	       "times, RSS growth %ld KiB ", (unsigned long long)t0, blocked,
-	       fx.rss_max - fx.rss0);
+	       "times, RSS growth %ld KiB ",
+	       (unsigned long long)t0, blocked, fx.rss_max - fx.rss0);
 	free(buf);
 	job_close(&j);
 	fx_close(&fx);
@@ -1742,8 +1766,12 @@ static void test_fd_flags(void)
 			CU_ASSERT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC);
 	}
 	{
-		struct spawn_request req = { .path = "/bin/ls", .argv = argv, .envp = envp,
-					     .cwd = fx.dir, .stdin_fd = in, .stdout_fd = out,
+		struct spawn_request req = { .path = "/bin/ls",
+					     .argv = argv,
+					     .envp = envp,
+					     .cwd = fx.dir,
+					     .stdin_fd = in,
+					     .stdout_fd = out,
 					     .stderr_fd = -1 };
 		int err = 0;
 
@@ -1769,7 +1797,8 @@ int main(void)
 		{ "no URLs: stdin -1, big output counted and discarded", test_no_urls_big_output },
 		{ "failing program, small output: no PUT", test_fail_small_output_no_put },
 		{ "failing program after > 4000 bytes: PUT aborted", test_fail_after_commit_exit },
-		{ "... EOF first, failure later: no final chunk", test_fail_after_commit_eof_first },
+		{ "... EOF first, failure later: no final chunk",
+		  test_fail_after_commit_eof_first },
 		{ "... killed by a signal: PUT aborted", test_fail_after_commit_signal },
 		{ "... failure known before EOF: aborted, drained", test_fail_before_eof_driven },
 		{ "... failure known before the output was read: no PUT",
@@ -1792,7 +1821,8 @@ int main(void)
 		{ "input connection refused: retryable", test_input_refused },
 		{ "input dropped mid-body: retryable", test_input_drop },
 		{ "input over the size cap", test_input_over_cap },
-		{ "input name: symlink never followed, no traversal", test_input_symlink_and_traversal },
+		{ "input name: symlink never followed, no traversal",
+		  test_input_symlink_and_traversal },
 		{ "outputs uploaded with Content-Length", test_outputs_ok },
 		{ "outputs missing / symlink / FIFO / directory", test_outputs_refused_files },
 		{ "output answered 500: retryable", test_output_500 },
@@ -1800,7 +1830,8 @@ int main(void)
 		{ "output answered 429: retryable", test_output_429 },
 		{ "slow stdout consumer blocks the writer", test_slow_stdout_consumer },
 		{ "slow stdout consumer slows a process", test_slow_stdout_consumer_process },
-		{ "stdout upload fails mid-run: at once, drained", test_stdout_upload_fails_mid_run },
+		{ "stdout upload fails mid-run: at once, drained",
+		  test_stdout_upload_fails_mid_run },
 		{ "stdout outlives the leader: stdout_close", test_stdout_close_linger },
 		{ "abort with everything running", test_abort_everything },
 		{ "free inside a callback", test_free_inside_callback },

@@ -23,8 +23,8 @@
 #include <json-c/json.h>
 
 #include "config/config.h"
-#include "failalloc.h"
 #include "execserver/protocol.h"
+#include "failalloc.h"
 #include "job/job_spec.h"
 
 #define JOBDIR "/var/lib/execserver/job/0a1b-0-7"
@@ -64,14 +64,13 @@ static const char config_text[] =
 	"        args: ['%jobdir%%jobdir%', 'in=%jobdir%/a,out=%jobdir%/b', '%%', '50%',\n"
 	"               '%03d', '%home%', '%jobdir', '%JOBDIR%', '%jobdir%%']\n";
 
-static const char config_plain_text[] =
-	"waitgroups:\n"
-	"  w: {processes: 1}\n"
-	"services:\n"
-	"  p:\n"
-	"    waitgroup: w\n"
-	"    commands:\n"
-	"      echo: {prog: echo}\n";
+static const char config_plain_text[] = "waitgroups:\n"
+					"  w: {processes: 1}\n"
+					"services:\n"
+					"  p:\n"
+					"    waitgroup: w\n"
+					"    commands:\n"
+					"      echo: {prog: echo}\n";
 
 static int suite_init(void)
 {
@@ -275,7 +274,8 @@ static void test_jobdir_and_message_buffer(void)
 	const char *code = NULL;
 	char msg[64];
 
-	CU_ASSERT_EQUAL(job_spec_parse(&cfg, svc, o, "relative/dir", &s, &code, msg, sizeof msg), -1);
+	CU_ASSERT_EQUAL(job_spec_parse(&cfg, svc, o, "relative/dir", &s, &code, msg, sizeof msg),
+			-1);
 	CU_ASSERT_STRING_EQUAL(code, PROTO_E_INTERNAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "absolute"));
 	CU_ASSERT(is_zero(&s));
@@ -298,7 +298,8 @@ static void test_unknown_fields_ignored(void)
 	struct job_spec s;
 
 	if (expect_ok("{'command':'echo','future':{'x':[1,2]},'priority':3,'Args':7,"
-		      "'ENV':'x'}", &s) == 0) {
+		      "'ENV':'x'}",
+		      &s) == 0) {
 		expect_vec(s.argv, "echo");
 		job_spec_free(&s);
 	}
@@ -320,8 +321,10 @@ static void test_args(void)
 	}
 	/* no shell: metacharacters, spaces, quotes, empty strings are plain bytes */
 	if (expect_ok("{'command':'echo','args':['a b','$(id)',';','','\\\"x\\\"','*','-n',"
-		      "'\\u00fc\\n']}", &s) == 0) {
-		expect_vec(s.argv, "echo", "a b", "$(id)", ";", "", "\"x\"", "*", "-n", "\xc3\xbc\n");
+		      "'\\u00fc\\n']}",
+		      &s) == 0) {
+		expect_vec(s.argv, "echo", "a b", "$(id)", ";", "", "\"x\"", "*", "-n",
+			   "\xc3\xbc\n");
 		CU_ASSERT_EQUAL(s.argc, 9);
 		job_spec_free(&s);
 	}
@@ -353,7 +356,8 @@ static void test_placeholders(void)
 	/* every %jobdir% is replaced, however often and wherever it appears */
 	if (expect_ok("{'command':'echo','args':['%jobdir%','x%jobdir%y','%jobdir%%jobdir%',"
 		      "'a%jobdir%b%jobdir%c%jobdir%','%jobdir%/%jobdir%/',"
-		      "'%jobdir%%jobdir%%jobdir%','%jobdir%/frame-%03d.png']}", &s) == 0) {
+		      "'%jobdir%%jobdir%%jobdir%','%jobdir%/frame-%03d.png']}",
+		      &s) == 0) {
 		expect_vec(s.argv, "echo", JOBDIR, "x" JOBDIR "y", JOBDIR JOBDIR,
 			   "a" JOBDIR "b" JOBDIR "c" JOBDIR, JOBDIR "/" JOBDIR "/",
 			   JOBDIR JOBDIR JOBDIR, JOBDIR "/frame-%03d.png");
@@ -362,7 +366,8 @@ static void test_placeholders(void)
 	/* every other % is literal text, "%%" included */
 	if (expect_ok("{'command':'echo','args':['%%','%d','%03d','50%','%','%%%','%jobdir',"
 		      "'jobdir%','%JOBDIR%','%Jobdir%','%jobdir %','%home%','%Y-%m-%d','%w',"
-		      "'a%%%%b','-resize','50%x50%']}", &s) == 0) {
+		      "'a%%%%b','-resize','50%x50%']}",
+		      &s) == 0) {
 		expect_vec(s.argv, "echo", "%%", "%d", "%03d", "50%", "%", "%%%", "%jobdir",
 			   "jobdir%", "%JOBDIR%", "%Jobdir%", "%jobdir %", "%home%", "%Y-%m-%d",
 			   "%w", "a%%%%b", "-resize", "50%x50%");
@@ -377,11 +382,11 @@ static void test_placeholders(void)
 		job_spec_free(&s);
 	}
 	/* configured args follow the same rule, before the job's */
-	if (expect_ok("{'command':'percent','args':['%jobdir%','%%','%jobdir%%jobdir%']}",
-		      &s) == 0) {
+	if (expect_ok("{'command':'percent','args':['%jobdir%','%%','%jobdir%%jobdir%']}", &s) ==
+	    0) {
 		expect_vec(s.argv, "x", JOBDIR JOBDIR, "in=" JOBDIR "/a,out=" JOBDIR "/b", "%%",
-			   "50%", "%03d", "%home%", "%jobdir", "%JOBDIR%", JOBDIR "%", JOBDIR,
-			   "%%", JOBDIR JOBDIR);
+			   "50%", "%03d", "%home%", "%jobdir", "%JOBDIR%", JOBDIR "%", JOBDIR, "%%",
+			   JOBDIR JOBDIR);
 		CU_ASSERT_EQUAL(s.argc, 13);
 		job_spec_free(&s);
 	}
@@ -392,8 +397,8 @@ static void test_placeholders(void)
 		struct json_object *o = jparse("{'command':'echo','args':['%jobdir%','%%']}");
 		const char *code;
 		char msg[128];
-		CU_ASSERT_EQUAL_FATAL(job_spec_parse(&cfg, svc, o, dirs[i], &s, &code, msg,
-						     sizeof msg), 0);
+		CU_ASSERT_EQUAL_FATAL(
+			job_spec_parse(&cfg, svc, o, dirs[i], &s, &code, msg, sizeof msg), 0);
 		expect_vec(s.argv, "echo", dirs[i], "%%");
 		job_spec_free(&s);
 		json_object_put(o);
@@ -569,7 +574,8 @@ static void test_env_merge(void)
 		job_spec_free(&s);
 	}
 	if (expect_ok("{'command':'conv','env':['SHARED=job','J=1','LC_ALL=de_DE.UTF-8',"
-		      "'CMD=','X=a=b=c','NL=line1\\nline2','U=\\u00fc']}", &s) == 0) {
+		      "'CMD=','X=a=b=c','NL=line1\\nline2','U=\\u00fc']}",
+		      &s) == 0) {
 		expect_vec(s.envp, "PATH=/opt/bin", "LC_ALL=de_DE.UTF-8", "GLOBAL=g", "SHARED=job",
 			   "CMD=", "J=1", "X=a=b=c", "NL=line1\nline2", "U=\xc3\xbc");
 		CU_ASSERT_EQUAL(s.envc, 9);
@@ -594,16 +600,18 @@ static void test_env_invalid(void)
 	expect_fail("{'command':'echo','env':[null]}", PROTO_E_BAD_JOB,
 		    "job.env[0]: a string NAME=value is required");
 	static const char *const bad_names[] = {
-		"A", "=1", "1A=x", "A-B=x", "A B=x", "A.B=x", " A=x", "\\u00fcA=x", "A\\u0000B=x",
-		"",
+		"A",     "=1",   "1A=x",       "A-B=x",       "A B=x",
+		"A.B=x", " A=x", "\\u00fcA=x", "A\\u0000B=x", "",
 	};
 	for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++) {
 		char text[128];
 		snprintf(text, sizeof text, "{'command':'echo','env':['OK=1','%s']}", bad_names[i]);
-		expect_fail(text, PROTO_E_BAD_JOB, strstr(bad_names[i], "\\u0000") ?
-			    "job.env[1]: must not contain NUL" :
-			    "job.env[1]: NAME=value is required, NAME of A-Z a-z 0-9 _ not "
-			    "starting with a digit");
+		expect_fail(
+			text, PROTO_E_BAD_JOB,
+			strstr(bad_names[i], "\\u0000")
+				? "job.env[1]: must not contain NUL"
+				: "job.env[1]: NAME=value is required, NAME of A-Z a-z 0-9 _ not "
+				  "starting with a digit");
 	}
 	expect_fail("{'command':'echo','env':['A=1\\u0000']}", PROTO_E_BAD_JOB,
 		    "job.env[0]: must not contain NUL");
@@ -673,19 +681,76 @@ static void test_env_limits(void)
 static void test_env_refused(void)
 {
 	static const char *const refused[] = {
-		"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "LD_DEBUG", "LD_BIND_NOW",
-		"LD_", "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "MALLOC_CHECK_",
-		"MALLOC_TRACE", "MALLOC_ARENA_MAX", "MALLOC_", "LOCPATH", "NLSPATH", "TZDIR",
-		"HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS", "RESOLV_HOST_CONF", "http_proxy",
-		"HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "ALL_PROXY", "all_proxy", "no_proxy",
-		"NO_PROXY", "ftp_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "OPENSSL_CONF",
-		"OPENSSL_ENGINES", "OPENSSL_MODULES", "TMPDIR", "HOME", "XDG_CONFIG_HOME",
-		"XDG_DATA_DIRS", "XDG_CONFIG_DIRS", "IFS", "BASH_ENV", "ENV", "SHELLOPTS",
-		"BASHOPTS", "PS4", "CDPATH", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP",
-		"PYTHONUSERBASE", "PYTHONBREAKPOINT", "PERL5LIB", "PERLLIB", "PERL5OPT", "PERL5DB",
-		"RUBYLIB", "RUBYOPT", "NODE_OPTIONS", "NODE_PATH", "CLASSPATH",
-		"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "GS_OPTIONS", "GS_LIB",
-		"MAGICK_CONFIGURE_PATH", "MAGICK_CODER_MODULE_PATH", "MAGICK_HOME", "FFREPORT",
+		"PATH",
+		"LD_PRELOAD",
+		"LD_LIBRARY_PATH",
+		"LD_AUDIT",
+		"LD_DEBUG",
+		"LD_BIND_NOW",
+		"LD_",
+		"GCONV_PATH",
+		"GETCONF_DIR",
+		"GLIBC_TUNABLES",
+		"MALLOC_CHECK_",
+		"MALLOC_TRACE",
+		"MALLOC_ARENA_MAX",
+		"MALLOC_",
+		"LOCPATH",
+		"NLSPATH",
+		"TZDIR",
+		"HOSTALIASES",
+		"LOCALDOMAIN",
+		"RES_OPTIONS",
+		"RESOLV_HOST_CONF",
+		"http_proxy",
+		"HTTP_PROXY",
+		"https_proxy",
+		"HTTPS_PROXY",
+		"ALL_PROXY",
+		"all_proxy",
+		"no_proxy",
+		"NO_PROXY",
+		"ftp_proxy",
+		"SSL_CERT_FILE",
+		"SSL_CERT_DIR",
+		"OPENSSL_CONF",
+		"OPENSSL_ENGINES",
+		"OPENSSL_MODULES",
+		"TMPDIR",
+		"HOME",
+		"XDG_CONFIG_HOME",
+		"XDG_DATA_DIRS",
+		"XDG_CONFIG_DIRS",
+		"IFS",
+		"BASH_ENV",
+		"ENV",
+		"SHELLOPTS",
+		"BASHOPTS",
+		"PS4",
+		"CDPATH",
+		"PYTHONPATH",
+		"PYTHONHOME",
+		"PYTHONSTARTUP",
+		"PYTHONUSERBASE",
+		"PYTHONBREAKPOINT",
+		"PERL5LIB",
+		"PERLLIB",
+		"PERL5OPT",
+		"PERL5DB",
+		"RUBYLIB",
+		"RUBYOPT",
+		"NODE_OPTIONS",
+		"NODE_PATH",
+		"CLASSPATH",
+		"JAVA_TOOL_OPTIONS",
+		"_JAVA_OPTIONS",
+		"JDK_JAVA_OPTIONS",
+		"GS_OPTIONS",
+		"GS_LIB",
+		"MAGICK_CONFIGURE_PATH",
+		"MAGICK_CODER_MODULE_PATH",
+		"MAGICK_HOME",
+		"FFREPORT",
 	};
 	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
 		char text[256], want[128], lower[64];
@@ -699,8 +764,9 @@ static void test_env_refused(void)
 		snprintf(want, sizeof want, "job.env[2]: %s may not be set by a job (", refused[i]);
 		expect_fail(text, PROTO_E_BAD_JOB, want);
 		for (j = 0; refused[i][j] && j < sizeof lower - 1; j++)
-			lower[j] = (char)(refused[i][j] >= 'A' && refused[i][j] <= 'Z' ?
-					  refused[i][j] - 'A' + 'a' : refused[i][j]);
+			lower[j] = (char)(refused[i][j] >= 'A' && refused[i][j] <= 'Z'
+						  ? refused[i][j] - 'A' + 'a'
+						  : refused[i][j]);
 		lower[j] = '\0';
 		snprintf(text, sizeof text, "{'command':'echo','env':['%s=x']}", lower);
 		snprintf(want, sizeof want, "job.env[0]: %s may not be set by a job (", lower);
@@ -712,7 +778,8 @@ static void test_env_refused(void)
 		      "'MYPATH=/x','PATH2=y','XPATH=z','ENVIRONMENT=prod','LD=1','XDG=1',"
 		      "'HOMEDIR=/h','PS1=$','NODE_ENV=production','GS=1','MAGICK=1','PROXY=p',"
 		      "'PROXY_HOST=h','SSL_VERIFY=1','JAVA_HOME=/j','IFS2=1','TMP=/t','TEMP=/t',"
-		      "'MALLOC=1','PYTHO=1','PER=1','RUB=1']}", &s) == 0) {
+		      "'MALLOC=1','PYTHO=1','PER=1','RUB=1']}",
+		      &s) == 0) {
 		CU_ASSERT_EQUAL(s.envc, 4 + 25); /* LC_ALL replaced */
 		job_spec_free(&s);
 	}
@@ -727,16 +794,17 @@ static void test_env_refused(void)
 
 struct url_case {
 	const char *url;
-	const char *host;   /* NULL: refused */
+	const char *host; /* NULL: refused */
 	unsigned port;
-	const char *norm;   /* the stored URL (when accepted) or a word of the message */
+	const char *norm; /* the stored URL (when accepted) or a word of the message */
 };
 
 static const struct url_case url_cases[] = {
 	{ "http://example.com/x", "example.com", 80, "http://example.com/x" },
 	{ "https://example.com/a/b?c=d#e", "example.com", 443, "https://example.com/a/b?c=d#e" },
 	{ "HTTP://EXAMPLE.COM:8080", "example.com", 8080, "http://EXAMPLE.COM:8080/" },
-	{ "Https://Files.Example.COM./x", "files.example.com", 443, "https://Files.Example.COM./x" },
+	{ "Https://Files.Example.COM./x", "files.example.com", 443,
+	  "https://Files.Example.COM./x" },
 	{ "http://10.1.2.3:65535/p", "10.1.2.3", 65535, "http://10.1.2.3:65535/p" },
 	{ "http://0x7f.1/", "127.0.0.1", 80, "http://127.0.0.1/" },
 	{ "http://2130706433/", "127.0.0.1", 80, "http://127.0.0.1/" },
@@ -795,7 +863,9 @@ static const struct url_case url_cases[] = {
 	{ "https://u%40x:p@h/", NULL, 0, "must not contain a user name or password" },
 	/* hosts */
 	{ "http://[fe80::1%25eth0]/", NULL, 0, "IPv6 zone ids are not accepted" },
-	{ "http://b\xc3\xbc" "cher.de/", NULL, 0, "the host must be an ASCII host name" },
+	{ "http://b\xc3\xbc"
+	  "cher.de/",
+	  NULL, 0, "the host must be an ASCII host name" },
 	{ "http://h;opt/", NULL, 0, "not a valid URL" },
 	{ "http://exa mple.com/", NULL, 0, "not a valid URL" },
 	{ "http://[::1/", NULL, 0, "not a valid URL" },
@@ -845,12 +915,18 @@ static void test_urls(void)
 				fprintf(stderr, "  (url %s)\n", uc->url);
 				continue;
 			}
-			const char *url = field == 0 ? s.stdin_url : field == 1 ? s.stdout_url :
-					  field == 2 ? s.inputs[0].url : s.outputs[0].url;
-			const char *h = field == 0 ? s.stdin_host : field == 1 ? s.stdout_host :
-					field == 2 ? s.inputs[0].host : s.outputs[0].host;
-			unsigned port = field == 0 ? s.stdin_port : field == 1 ? s.stdout_port :
-					field == 2 ? s.inputs[0].port : s.outputs[0].port;
+			const char *url = field == 0   ? s.stdin_url
+					  : field == 1 ? s.stdout_url
+					  : field == 2 ? s.inputs[0].url
+						       : s.outputs[0].url;
+			const char *h = field == 0   ? s.stdin_host
+					: field == 1 ? s.stdout_host
+					: field == 2 ? s.inputs[0].host
+						     : s.outputs[0].host;
+			unsigned port = field == 0   ? s.stdin_port
+					: field == 1 ? s.stdout_port
+					: field == 2 ? s.inputs[0].port
+						     : s.outputs[0].port;
 			CU_ASSERT_STRING_EQUAL(h, uc->host);
 			CU_ASSERT_EQUAL(port, uc->port);
 			/* the stored URL, which libcurl connects to, names the same host */
@@ -888,7 +964,8 @@ static void test_url_fields(void)
 		job_spec_free(&s);
 	}
 	if (expect_ok("{'command':'echo','stdin':'http://In.example/a',"
-		      "'stdout':'https://[2001:DB8::1]:8443/put?x=1'}", &s) == 0) {
+		      "'stdout':'https://[2001:DB8::1]:8443/put?x=1'}",
+		      &s) == 0) {
 		CU_ASSERT_STRING_EQUAL(s.stdin_url, "http://In.example/a");
 		CU_ASSERT_STRING_EQUAL(s.stdin_host, "in.example");
 		CU_ASSERT_EQUAL(s.stdin_port, 80);
@@ -983,7 +1060,8 @@ static void test_files(void)
 
 	if (expect_ok("{'command':'echo','inputs':[{'name':'in.jpg','url':'http://A.test/1',"
 		      "'size':12},{'name':'.hidden','url':'https://b.test/2'}],"
-		      "'outputs':[{'name':'in.jpg','url':'http://c.test:81/put'}]}", &s) == 0) {
+		      "'outputs':[{'name':'in.jpg','url':'http://c.test:81/put'}]}",
+		      &s) == 0) {
 		CU_ASSERT_EQUAL_FATAL(s.ninputs, 2);
 		CU_ASSERT_EQUAL_FATAL(s.noutputs, 1);
 		CU_ASSERT_STRING_EQUAL(s.inputs[0].name, "in.jpg");
@@ -1005,12 +1083,15 @@ static void test_files(void)
 	/* names that are plain: dots, dashes, backslash, spaces, UTF-8, 255 bytes */
 	if (expect_ok("{'command':'echo','inputs':[{'name':'...','url':'http://h/'},"
 		      "{'name':'-rf','url':'http://h/'},{'name':'a\\\\b','url':'http://h/'},"
-		      "{'name':' x y ','url':'http://h/'},{'name':'\\u00fcber.txt','url':'http://h/'},"
+		      "{'name':' x y "
+		      "','url':'http://h/'},{'name':'\\u00fcber.txt','url':'http://h/'},"
 		      "{'name':'.x.','url':'http://h/'},{'name':'~','url':'http://h/'},"
-		      "{'name':'%jobdir%','url':'http://h/'}]}", &s) == 0) {
+		      "{'name':'%jobdir%','url':'http://h/'}]}",
+		      &s) == 0) {
 		CU_ASSERT_EQUAL(s.ninputs, 8);
 		CU_ASSERT_STRING_EQUAL(s.inputs[2].name, "a\\b");
-		CU_ASSERT_STRING_EQUAL(s.inputs[4].name, "\xc3\xbc" "ber.txt");
+		CU_ASSERT_STRING_EQUAL(s.inputs[4].name, "\xc3\xbc"
+							 "ber.txt");
 		CU_ASSERT_STRING_EQUAL(s.inputs[7].name, "%jobdir%"); /* names are literal */
 		job_spec_free(&s);
 	}
@@ -1041,7 +1122,8 @@ static void test_files(void)
 			    WANT("job.%s[0].url: the scheme must be http or https"));
 		snprintf(want, sizeof want, "job.%s[2].name: duplicate of job.%s[0]", key, key);
 		expect_fail(FILES("[{'name':'a','url':'http://h/'},{'name':'b','url':'http://h/'},"
-				  "{'name':'a','url':'http://h/'}]"), PROTO_E_BAD_JOB, want);
+				  "{'name':'a','url':'http://h/'}]"),
+			    PROTO_E_BAD_JOB, want);
 		/* every path traversal form and every other non-plain name */
 		static const struct {
 			const char *name, *why;
@@ -1057,7 +1139,7 @@ static void test_files(void)
 			{ "./x", "contains /" },
 			{ "x/", "contains /" },
 			{ "a//b", "contains /" },
-			{ "..\\/x", "contains /" },          /* JSON \/ is / */
+			{ "..\\/x", "contains /" }, /* JSON \/ is / */
 			{ "\\u002e\\u002e", ". and .. are not file names" },
 			{ "\\u002e\\u002e\\u002fx", "contains /" },
 			{ "a\\u0000b", "contains NUL" },
@@ -1075,8 +1157,10 @@ static void test_files(void)
 		};
 		for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 			char list[160], w[192];
-			snprintf(list, sizeof list, "[{'name':'ok','url':'http://h/'},"
-				 "{'name':'%s','url':'http://h/'}]", bad[i].name);
+			snprintf(list, sizeof list,
+				 "[{'name':'ok','url':'http://h/'},"
+				 "{'name':'%s','url':'http://h/'}]",
+				 bad[i].name);
 			snprintf(w, sizeof w, "job.%s[1].name: must be a plain file name (%s)", key,
 				 bad[i].why);
 			expect_fail(FILES(list), PROTO_E_BAD_JOB, w);
@@ -1085,8 +1169,8 @@ static void test_files(void)
 #undef WANT
 	}
 	/* U+00A0 (C2 A0) is not a control character */
-	if (expect_ok("{'command':'echo','inputs':[{'name':'a\\u00a0b','url':'http://h/'}]}",
-		      &s) == 0)
+	if (expect_ok("{'command':'echo','inputs':[{'name':'a\\u00a0b','url':'http://h/'}]}", &s) ==
+	    0)
 		job_spec_free(&s);
 }
 
@@ -1105,7 +1189,8 @@ static void test_file_limits(void)
 				struct json_object *f = json_object_new_object();
 				snprintf(name, sizeof name, "f%d", i);
 				json_object_object_add(f, "name", json_object_new_string(name));
-				json_object_object_add(f, "url", json_object_new_string("http://h/"));
+				json_object_object_add(f, "url",
+						       json_object_new_string("http://h/"));
 				json_object_array_add(arr, f);
 			}
 			if (n == 64) {
@@ -1121,19 +1206,23 @@ static void test_file_limits(void)
 		/* names of 255 and 256 bytes */
 		for (size_t len = 255; len <= 256; len++) {
 			char *name = repeat('n', len);
-			struct json_object *f = json_object_new_object(), *arr = json_object_new_array();
+			struct json_object *f = json_object_new_object(),
+					   *arr = json_object_new_array();
 			json_object_object_add(f, "name", json_object_new_string(name));
 			json_object_object_add(f, "url", json_object_new_string("http://h/"));
 			json_object_array_add(arr, f);
 			if (len == 255) {
 				if (expect_ok_obj(job_with("echo", key, arr), &s) == 0) {
-					CU_ASSERT_EQUAL(strlen(out ? s.outputs[0].name :
-							       s.inputs[0].name), 255);
+					CU_ASSERT_EQUAL(
+						strlen(out ? s.outputs[0].name : s.inputs[0].name),
+						255);
 					job_spec_free(&s);
 				}
 			} else {
-				snprintf(want, sizeof want, "job.%s[0].name: must be a plain file name "
-					 "(longer than 255 bytes)", key);
+				snprintf(want, sizeof want,
+					 "job.%s[0].name: must be a plain file name "
+					 "(longer than 255 bytes)",
+					 key);
 				expect_fail_obj(job_with("echo", key, arr), PROTO_E_BAD_JOB, want);
 			}
 			free(name);
@@ -1150,11 +1239,22 @@ static void test_timeout(void)
 		int ok;
 		unsigned want;
 	} cases[] = {
-		{ "null", 1, 0 }, { "0", 1, 0 }, { "1", 1, 1 }, { "86400", 1, 86400 },
-		{ "86401", 0, 0 }, { "-1", 0, 0 }, { "9223372036854775807", 0, 0 },
-		{ "-9223372036854775808", 0, 0 }, { "4294967296", 0, 0 }, { "1.5", 0, 0 },
-		{ "10.0", 0, 0 }, { "1e3", 0, 0 }, { "'10'", 0, 0 }, { "true", 0, 0 },
-		{ "[10]", 0, 0 }, { "{}", 0, 0 },
+		{ "null", 1, 0 },
+		{ "0", 1, 0 },
+		{ "1", 1, 1 },
+		{ "86400", 1, 86400 },
+		{ "86401", 0, 0 },
+		{ "-1", 0, 0 },
+		{ "9223372036854775807", 0, 0 },
+		{ "-9223372036854775808", 0, 0 },
+		{ "4294967296", 0, 0 },
+		{ "1.5", 0, 0 },
+		{ "10.0", 0, 0 },
+		{ "1e3", 0, 0 },
+		{ "'10'", 0, 0 },
+		{ "true", 0, 0 },
+		{ "[10]", 0, 0 },
+		{ "{}", 0, 0 },
 	};
 	struct job_spec s;
 
@@ -1171,10 +1271,11 @@ static void test_timeout(void)
 				job_spec_free(&s);
 			}
 		} else {
-			int is_int = strspn(cases[i].value, "-0123456789") == strlen(cases[i].value);
-			expect_fail(text, PROTO_E_BAD_JOB, is_int ?
-				    "job.timeout_sec: must be from 0 to 86400" :
-				    "job.timeout_sec: an integer is required");
+			int is_int = strspn(cases[i].value, "-0123456789") ==
+				     strlen(cases[i].value);
+			expect_fail(text, PROTO_E_BAD_JOB,
+				    is_int ? "job.timeout_sec: must be from 0 to 86400"
+					   : "job.timeout_sec: an integer is required");
 		}
 	}
 }
@@ -1222,13 +1323,17 @@ static void test_full(void)
 static void test_error_order(void)
 {
 	static const char *const fields[] = {
-		"'args':[1]", "'env':['LD_PRELOAD=x']", "'stdin':'ftp://h/'", "'stdout':'ftp://h/'",
+		"'args':[1]",
+		"'env':['LD_PRELOAD=x']",
+		"'stdin':'ftp://h/'",
+		"'stdout':'ftp://h/'",
 		"'inputs':[{'name':'..','url':'http://h/'}]",
-		"'outputs':[{'name':'..','url':'http://h/'}]", "'timeout_sec':-1",
+		"'outputs':[{'name':'..','url':'http://h/'}]",
+		"'timeout_sec':-1",
 	};
 	static const char *const first[] = {
-		"job.args[0]", "job.env[0]", "job.stdin", "job.stdout", "job.inputs[0].name",
-		"job.outputs[0].name", "job.timeout_sec",
+		"job.args[0]",        "job.env[0]",          "job.stdin",       "job.stdout",
+		"job.inputs[0].name", "job.outputs[0].name", "job.timeout_sec",
 	};
 	for (size_t i = 0; i < 7; i++) {
 		char text[512] = "{";

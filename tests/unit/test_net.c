@@ -11,19 +11,19 @@
  */
 #include "autoconfig.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <CUnit/Basic.h>
 #include <event2/buffer.h>
@@ -51,8 +51,7 @@ static int64_t mono_ms(void)
 static struct http_head_parser hp;
 
 /* Feeds s in chunks of chunk bytes; *used gets the bytes consumed. */
-static int feed(struct http_head_parser *p, const char *s, size_t len,
-		size_t chunk, size_t *used)
+static int feed(struct http_head_parser *p, const char *s, size_t len, size_t chunk, size_t *used)
 {
 	size_t off = 0;
 	int r = HTTP_HEAD_NEED_MORE;
@@ -79,12 +78,11 @@ static int parse(const char *s, size_t chunk, size_t *used)
 	return feed(&hp, s, strlen(s), chunk, used ? used : &u);
 }
 
-static const char simple_get[] =
-	"GET /broker?client=a%20b HTTP/1.1\r\n"
-	"Host: example.org:8080\r\n"
-	"Upgrade: websocket\r\n"
-	"Connection: keep-alive, Upgrade\r\n"
-	"\r\n";
+static const char simple_get[] = "GET /broker?client=a%20b HTTP/1.1\r\n"
+				 "Host: example.org:8080\r\n"
+				 "Upgrade: websocket\r\n"
+				 "Connection: keep-alive, Upgrade\r\n"
+				 "\r\n";
 
 static void check_simple(const struct http_head *h)
 {
@@ -127,14 +125,13 @@ static void test_head_bytewise(void)
 
 static void test_head_headers(void)
 {
-	const char *req =
-		"GET / HTTP/1.1\r\n"
-		"hOsT:   spaced.example   \r\n"
-		"X-Empty:\r\n"
-		"X-Blank:    \r\n"
-		"Connection: keep-alive,Upgradex\r\n"
-		"connection: ,, UPGRADE ,\r\n"
-		"\r\n";
+	const char *req = "GET / HTTP/1.1\r\n"
+			  "hOsT:   spaced.example   \r\n"
+			  "X-Empty:\r\n"
+			  "X-Blank:    \r\n"
+			  "Connection: keep-alive,Upgradex\r\n"
+			  "connection: ,, UPGRADE ,\r\n"
+			  "\r\n";
 	const struct http_head *h;
 
 	CU_ASSERT_EQUAL_FATAL(parse(req, 3, NULL), HTTP_HEAD_DONE);
@@ -190,8 +187,7 @@ static void test_head_size_limit(void)
 	s = head_of_size(HTTP_HEAD_MAX);
 	CU_ASSERT_EQUAL(parse(s, 1 << 20, &used), HTTP_HEAD_DONE);
 	CU_ASSERT_EQUAL(used, HTTP_HEAD_MAX);
-	CU_ASSERT_EQUAL(strlen(http_header_get(http_head_get(&hp), "X-Pad")),
-		HTTP_HEAD_MAX - 36);
+	CU_ASSERT_EQUAL(strlen(http_header_get(http_head_get(&hp), "X-Pad")), HTTP_HEAD_MAX - 36);
 	free(s);
 
 	s = head_of_size(HTTP_HEAD_MAX + 1);
@@ -310,10 +306,11 @@ static void test_head_bad_request_line(void)
 static void test_head_garbage(void)
 {
 	static const char *bad[] = {
-		"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",	/* TLS hello */
+		"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", /* TLS hello */
 		"HELLO / HTTP/1.1\r\n\r\n",
 		"GET / HTTP/1.1\r\nNo colon here\r\n\r\n",
-		"GET / HTTP/1.1\r\nX: a\x01" "b\r\n\r\n",
+		"GET / HTTP/1.1\r\nX: a\x01"
+		"b\r\n\r\n",
 		"GET / HTTP/1.1\r\nBad Name: v\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
 		"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
@@ -386,8 +383,7 @@ static void test_head_pipelined(void)
 	CU_ASSERT_EQUAL(used, hl);
 	check_simple(http_head_get(&hp));
 	/* once done, nothing more is taken */
-	CU_ASSERT_EQUAL(http_head_feed(&hp, buf + used, strlen(buf) - used, &used),
-		HTTP_HEAD_DONE);
+	CU_ASSERT_EQUAL(http_head_feed(&hp, buf + used, strlen(buf) - used, &used), HTTP_HEAD_DONE);
 	CU_ASSERT_EQUAL(used, 0);
 
 	/* split in two feeds, the second carrying the end of the head and more */
@@ -395,7 +391,7 @@ static void test_head_pipelined(void)
 	CU_ASSERT_EQUAL(http_head_feed(&hp, buf, hl - 3, &used), HTTP_HEAD_NEED_MORE);
 	CU_ASSERT_EQUAL(used, hl - 3);
 	CU_ASSERT_EQUAL(http_head_feed(&hp, buf + hl - 3, strlen(buf) - hl + 3, &used),
-		HTTP_HEAD_DONE);
+			HTTP_HEAD_DONE);
 	CU_ASSERT_EQUAL(used, 3);
 
 	/* a second request right behind the first */
@@ -412,7 +408,9 @@ static void test_head_pipelined(void)
 	CU_ASSERT_EQUAL(http_head_get(&hp)->content_length, 5);
 	CU_ASSERT_STRING_EQUAL(http_head_get(&hp)->method, "POST");
 
-	snprintf(buf, sizeof buf, "POST /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+	snprintf(buf, sizeof buf,
+		 "POST /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, "
+		 "chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
 	CU_ASSERT_EQUAL(parse(buf, 1 << 20, &used), HTTP_HEAD_DONE);
 	CU_ASSERT_TRUE(http_head_get(&hp)->chunked);
 	CU_ASSERT_EQUAL(buf[used], '5');
@@ -420,18 +418,21 @@ static void test_head_pipelined(void)
 
 static void test_head_targets(void)
 {
-	CU_ASSERT_EQUAL_FATAL(parse("GET http://example.org:81/status?x=1 HTTP/1.1\r\nHost: h\r\n\r\n",
-		1 << 20, NULL), HTTP_HEAD_DONE);
+	CU_ASSERT_EQUAL_FATAL(
+		parse("GET http://example.org:81/status?x=1 HTTP/1.1\r\nHost: h\r\n\r\n", 1 << 20,
+		      NULL),
+		HTTP_HEAD_DONE);
 	CU_ASSERT_STRING_EQUAL(http_head_get(&hp)->path, "/status");
 	CU_ASSERT_STRING_EQUAL(http_head_get(&hp)->query, "x=1");
-	CU_ASSERT_EQUAL_FATAL(parse("GET /a%2Fb?? HTTP/1.1\r\n\r\n", 1 << 20, NULL), HTTP_HEAD_DONE);
+	CU_ASSERT_EQUAL_FATAL(parse("GET /a%2Fb?? HTTP/1.1\r\n\r\n", 1 << 20, NULL),
+			      HTTP_HEAD_DONE);
 	CU_ASSERT_STRING_EQUAL(http_head_get(&hp)->path, "/a%2Fb");
 	CU_ASSERT_STRING_EQUAL(http_head_get(&hp)->query, "?");
 	CU_ASSERT_EQUAL_FATAL(parse("\r\nGET /x? HTTP/1.1\r\n\r\n", 1 << 20, NULL), HTTP_HEAD_DONE);
 	CU_ASSERT_STRING_EQUAL(http_head_get(&hp)->path, "/x");
 	CU_ASSERT_STRING_EQUAL(http_head_get(&hp)->query, "");
 	CU_ASSERT_EQUAL_FATAL(parse("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n", 1 << 20, NULL),
-		HTTP_HEAD_DONE);
+			      HTTP_HEAD_DONE);
 	CU_ASSERT_STRING_EQUAL(http_head_get(&hp)->path, "*");
 	/* bare LF line ends are tolerated by http-parser */
 	CU_ASSERT_EQUAL(parse("GET /lf HTTP/1.1\nHost: h\n\nrest", 1 << 20, NULL), HTTP_HEAD_DONE);
@@ -461,7 +462,7 @@ static void test_query_param(void)
 	CU_ASSERT_STRING_EQUAL(out, "b=c");
 
 	static const char *bad[] = {
-		"a=%zz", "a=%4", "a=%", "a=x%4g", "a=%00", "a=x%0Ay", "a=%7F",
+		"a=%zz", "a=%4",  "a=%",      "a=x%4g",      "a=%00",          "a=x%0Ay", "a=%7F",
 		"a=%1b", "a=%C3", "a=%C0%AF", "a=%ED%A0%80", "a=%F4%90%80%80", "a=\x01",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -498,13 +499,13 @@ static const struct http_head *head_from(const char *req)
 	return http_head_get(&hp);
 }
 
-static int check_upgrade(const char *extra_first, const char *method,
-		const char *version, const char *headers)
+static int check_upgrade(const char *extra_first, const char *method, const char *version,
+			 const char *headers)
 {
 	char req[2048];
 
-	snprintf(req, sizeof req, "%s%s /broker HTTP/%s\r\n%s\r\n",
-		extra_first, method, version, headers);
+	snprintf(req, sizeof req, "%s%s /broker HTTP/%s\r\n%s\r\n", extra_first, method, version,
+		 headers);
 	return ws_handshake_check(head_from(req), NULL);
 }
 
@@ -523,10 +524,10 @@ static void test_handshake_accept(void)
 	CU_ASSERT_STRING_EQUAL(accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
 
 	h = head_from("GET /chat HTTP/1.1\r\n" H_HOST
-		"Upgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n"
-		"Sec-WebSocket-Key:   dGhlIHNhbXBsZSBub25jZQ==  \r\n"
-		"Origin: http://example.com\r\n"
-		"Sec-WebSocket-Protocol: chat, superchat\r\n" H_VER "\r\n");
+		      "Upgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n"
+		      "Sec-WebSocket-Key:   dGhlIHNhbXBsZSBub25jZQ==  \r\n"
+		      "Origin: http://example.com\r\n"
+		      "Sec-WebSocket-Protocol: chat, superchat\r\n" H_VER "\r\n");
 	memset(accept, 0, sizeof accept);
 	CU_ASSERT_EQUAL(ws_handshake_check(h, accept), 0);
 	CU_ASSERT_STRING_EQUAL(accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
@@ -543,28 +544,52 @@ static void test_handshake_errors(void)
 	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.0", H_HOST H_UPG H_CONN H_KEY H_VER), 400);
 	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_UPG H_CONN H_KEY H_VER), 400);
 	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_CONN H_KEY H_VER), 400);
-	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST "Upgrade: h2c\r\n" H_CONN H_KEY H_VER), 400);
-	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST "Upgrade: h2c, websocket\r\n" H_CONN H_KEY H_VER), 0);
+	CU_ASSERT_EQUAL(
+		check_upgrade("", "GET", "1.1", H_HOST "Upgrade: h2c\r\n" H_CONN H_KEY H_VER), 400);
+	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1",
+				      H_HOST "Upgrade: h2c, websocket\r\n" H_CONN H_KEY H_VER),
+			0);
 	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_KEY H_VER), 400);
-	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG "Connection: keep-alive\r\n" H_KEY H_VER), 400);
-	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG "Connection: keep-alive\r\nConnection: upgrade\r\n" H_KEY H_VER), 0);
+	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1",
+				      H_HOST H_UPG "Connection: keep-alive\r\n" H_KEY H_VER),
+			400);
+	CU_ASSERT_EQUAL(
+		check_upgrade("", "GET", "1.1",
+			      H_HOST H_UPG
+			      "Connection: keep-alive\r\nConnection: upgrade\r\n" H_KEY H_VER),
+		0);
 	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_CONN H_KEY), 426);
-	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_CONN H_KEY "Sec-WebSocket-Version: 8\r\n"), 426);
-	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_CONN H_KEY "Sec-WebSocket-Version: 13, 8\r\n"), 426);
-	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_CONN H_KEY H_VER H_VER), 426);
+	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1",
+				      H_HOST H_UPG H_CONN H_KEY "Sec-WebSocket-Version: 8\r\n"),
+			426);
+	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1",
+				      H_HOST H_UPG H_CONN H_KEY "Sec-WebSocket-Version: 13, 8\r\n"),
+			426);
+	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_CONN H_KEY H_VER H_VER),
+			426);
 	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_CONN H_VER), 400);
-	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_CONN H_KEY H_KEY H_VER), 400);
-	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_CONN
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ\r\n" H_VER), 400);
-	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_CONN
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==x\r\n" H_VER), 400);
-	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_CONN
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub2!jZQ==\r\n" H_VER), 400);
+	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_CONN H_KEY H_KEY H_VER),
+			400);
+	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1",
+				      H_HOST H_UPG H_CONN
+				      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ\r\n" H_VER),
+			400);
+	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1",
+				      H_HOST H_UPG H_CONN
+				      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==x\r\n" H_VER),
+			400);
+	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1",
+				      H_HOST H_UPG H_CONN
+				      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub2!jZQ==\r\n" H_VER),
+			400);
 	/* 24 characters but 18 bytes: not a 16-byte key */
-	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_CONN
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQAA\r\n" H_VER), 400);
-	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1", H_HOST H_UPG H_CONN
-		"Sec-WebSocket-Key: \r\n" H_VER), 400);
+	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1",
+				      H_HOST H_UPG H_CONN
+				      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQAA\r\n" H_VER),
+			400);
+	CU_ASSERT_EQUAL(check_upgrade("", "GET", "1.1",
+				      H_HOST H_UPG H_CONN "Sec-WebSocket-Key: \r\n" H_VER),
+			400);
 }
 
 static void test_handshake_responses(void)
@@ -574,17 +599,18 @@ static void test_handshake_responses(void)
 
 	n = ws_handshake_response("s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", NULL, buf, sizeof buf);
 	CU_ASSERT_EQUAL((size_t)n, strlen(buf));
-	CU_ASSERT_STRING_EQUAL(buf,
-		"HTTP/1.1 101 Switching Protocols\r\n"
-		"Upgrade: websocket\r\n"
-		"Connection: Upgrade\r\n"
-		"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
-		"\r\n");
+	CU_ASSERT_STRING_EQUAL(buf, "HTTP/1.1 101 Switching Protocols\r\n"
+				    "Upgrade: websocket\r\n"
+				    "Connection: Upgrade\r\n"
+				    "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+				    "\r\n");
 	n = ws_handshake_response("s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", "chat", buf, sizeof buf);
 	CU_ASSERT(n > 0 && strstr(buf, "\r\nSec-WebSocket-Protocol: chat\r\n\r\n") != NULL);
-	CU_ASSERT_EQUAL(ws_handshake_response("s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", "a\r\nX: y",
-		buf, sizeof buf), -1);
-	CU_ASSERT_EQUAL(ws_handshake_response("s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", "", buf, sizeof buf), -1);
+	CU_ASSERT_EQUAL(
+		ws_handshake_response("s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", "a\r\nX: y", buf, sizeof buf),
+		-1);
+	CU_ASSERT_EQUAL(ws_handshake_response("s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", "", buf, sizeof buf),
+			-1);
 	CU_ASSERT_EQUAL(ws_handshake_response("short", NULL, buf, sizeof buf), -1);
 	CU_ASSERT_EQUAL(ws_handshake_response("s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", NULL, buf, 50), -1);
 
@@ -630,33 +656,59 @@ static void test_bearer(void)
 
 struct u8case {
 	const char *s;
-	size_t len;	/* 0: strlen */
+	size_t len; /* 0: strlen */
 };
 
 static void test_utf8(void)
 {
 	static const struct u8case valid[] = {
-		{ "", 0 }, { "plain ascii", 0 }, { "\x00", 1 }, { "a\x00" "b", 3 },
+		{ "", 0 },
+		{ "plain ascii", 0 },
+		{ "\x00", 1 },
+		{ "a\x00"
+		  "b",
+		  3 },
 		{ "\x7F", 0 },
-		{ "\xC2\x80", 0 }, { "\xDF\xBF", 0 },			/* U+0080, U+07FF */
-		{ "\xE0\xA0\x80", 0 }, { "\xEF\xBF\xBF", 0 },		/* U+0800, U+FFFF */
-		{ "\xED\x9F\xBF", 0 }, { "\xEE\x80\x80", 0 },		/* around surrogates */
-		{ "\xF0\x90\x80\x80", 0 }, { "\xF4\x8F\xBF\xBF", 0 },	/* U+10000, U+10FFFF */
+		{ "\xC2\x80", 0 },
+		{ "\xDF\xBF", 0 }, /* U+0080, U+07FF */
+		{ "\xE0\xA0\x80", 0 },
+		{ "\xEF\xBF\xBF", 0 }, /* U+0800, U+FFFF */
+		{ "\xED\x9F\xBF", 0 },
+		{ "\xEE\x80\x80", 0 }, /* around surrogates */
+		{ "\xF0\x90\x80\x80", 0 },
+		{ "\xF4\x8F\xBF\xBF", 0 }, /* U+10000, U+10FFFF */
 		{ "\xE2\x82\xAC \xC3\xA9t\xC3\xA9 \xF0\x9F\x98\x80", 0 },
-		{ "\xEF\xBB\xBF" "bom", 0 },
+		{ "\xEF\xBB\xBF"
+		  "bom",
+		  0 },
 	};
 	static const struct u8case invalid[] = {
-		{ "\x80", 0 }, { "\xBF", 0 }, { "a\x80" "b", 0 },	/* lone continuation */
-		{ "\xC0\x80", 0 }, { "\xC1\xBF", 0 },			/* overlong 2 */
-		{ "\xE0\x80\x80", 0 }, { "\xE0\x9F\xBF", 0 },		/* overlong 3 */
-		{ "\xF0\x80\x80\x80", 0 }, { "\xF0\x8F\xBF\xBF", 0 },	/* overlong 4 */
-		{ "\xED\xA0\x80", 0 }, { "\xED\xBF\xBF", 0 },		/* surrogates */
-		{ "\xED\xA0\xBD\xED\xB8\x80", 0 },			/* CESU pair */
-		{ "\xF4\x90\x80\x80", 0 }, { "\xF5\x80\x80\x80", 0 },	/* > U+10FFFF */
-		{ "\xF7\xBF\xBF\xBF", 0 }, { "\xF8\x88\x80\x80\x80", 0 },
-		{ "\xFE", 0 }, { "\xFF", 0 },
-		{ "\xC2", 0 }, { "\xE2\x82", 0 }, { "\xF0\x9F\x98", 0 },	/* truncated */
-		{ "x\xE2\x82", 0 }, { "\xE2\x82x", 0 }, { "\xC2\xC2\x80", 0 },
+		{ "\x80", 0 },
+		{ "\xBF", 0 },
+		{ "a\x80"
+		  "b",
+		  0 }, /* lone continuation */
+		{ "\xC0\x80", 0 },
+		{ "\xC1\xBF", 0 }, /* overlong 2 */
+		{ "\xE0\x80\x80", 0 },
+		{ "\xE0\x9F\xBF", 0 }, /* overlong 3 */
+		{ "\xF0\x80\x80\x80", 0 },
+		{ "\xF0\x8F\xBF\xBF", 0 }, /* overlong 4 */
+		{ "\xED\xA0\x80", 0 },
+		{ "\xED\xBF\xBF", 0 },             /* surrogates */
+		{ "\xED\xA0\xBD\xED\xB8\x80", 0 }, /* CESU pair */
+		{ "\xF4\x90\x80\x80", 0 },
+		{ "\xF5\x80\x80\x80", 0 }, /* > U+10FFFF */
+		{ "\xF7\xBF\xBF\xBF", 0 },
+		{ "\xF8\x88\x80\x80\x80", 0 },
+		{ "\xFE", 0 },
+		{ "\xFF", 0 },
+		{ "\xC2", 0 },
+		{ "\xE2\x82", 0 },
+		{ "\xF0\x9F\x98", 0 }, /* truncated */
+		{ "x\xE2\x82", 0 },
+		{ "\xE2\x82x", 0 },
+		{ "\xC2\xC2\x80", 0 },
 		{ "\xF0\x9F\x98\x80\x80", 0 },
 	};
 
@@ -673,7 +725,6 @@ static void test_utf8(void)
 		CU_ASSERT_FALSE(utf8_valid((const unsigned char *)"\xF0\x9F\x98\x80", n));
 }
 
-
 /* ======================================================================
  * websocket sessions: the server side on an event_base (main thread), a
  * wsclient in a thread over a socketpair
@@ -688,19 +739,19 @@ struct seen {
 	uint16_t code[MAXREC];
 	size_t len[MAXREC];
 	char data[MAXREC][64];
-	int64_t end_ms;		/* when the last entry came, from the start */
+	int64_t end_ms; /* when the last entry came, from the start */
 };
 
 struct owner {
 	struct ws_session *s;
 	int closed_calls;
 	uint16_t code;
-	int64_t closed_ms;	/* from the start */
+	int64_t closed_ms; /* from the start */
 	int texts;
 	char last[64];
 	size_t last_len;
-	int keep_on_close;	/* do not free the session from on_closed */
-	int after_close_rc;	/* ws_send_text right after ws_close */
+	int keep_on_close;  /* do not free the session from on_closed */
+	int after_close_rc; /* ws_send_text right after ws_close */
 	int drained;
 	int drained_sent;
 	size_t max_pending;
@@ -714,16 +765,16 @@ struct run {
 	struct ws_options opt;
 	struct owner o;
 	script_fn script;
-	int aux;		/* a parameter for the script */
-	const void *pre;	/* in the input buffer before the session starts */
+	int aux;         /* a parameter for the script */
+	const void *pre; /* in the input buffer before the session starts */
 	size_t pre_len;
 	int client_options;
 	struct wsc *c;
 	struct seen seen;
 	atomic_int client_done;
 	int64_t t0;
-	atomic_int idle_gap;	/* the script: nothing is in flight now */
-	int parser_held_idle;	/* samples of ws_session_has_parser in idle gaps */
+	atomic_int idle_gap;  /* the script: nothing is in flight now */
+	int parser_held_idle; /* samples of ws_session_has_parser in idle gaps */
 	int parser_free_idle;
 };
 
@@ -754,7 +805,7 @@ static void o_text(void *arg, const char *msg, size_t len)
 			ws_send_text(o->s, big, sizeof big);
 		o->max_pending = ws_session_pending_out(o->s);
 	} else {
-		ws_send_text(o->s, msg, len);	/* echo */
+		ws_send_text(o->s, msg, len); /* echo */
 	}
 }
 
@@ -872,8 +923,8 @@ static void run_ws(struct run *r, int budget_ms)
 		/* as after an upgrade: bytes already read into the input buffer */
 		CU_ASSERT_FATAL(write(sv[1], r->pre, r->pre_len) == (ssize_t)r->pre_len);
 		bufferevent_enable(bev, EV_READ);
-		for (int i = 0; i < 100 && evbuffer_get_length(bufferevent_get_input(bev)) <
-				r->pre_len; i++)
+		for (int i = 0;
+		     i < 100 && evbuffer_get_length(bufferevent_get_input(bev)) < r->pre_len; i++)
 			loop_for(base, 5);
 		CU_ASSERT_EQUAL_FATAL(evbuffer_get_length(bufferevent_get_input(bev)), r->pre_len);
 	}
@@ -891,8 +942,7 @@ static void run_ws(struct run *r, int budget_ms)
 
 	deadline = mono_ms() + budget_ms;
 	while (mono_ms() < deadline) {
-		if ((r->o.closed_calls > 0 || r->o.s == NULL) &&
-				atomic_load(&r->client_done))
+		if ((r->o.closed_calls > 0 || r->o.s == NULL) && atomic_load(&r->client_done))
 			break;
 		event_base_loop(base, EVLOOP_ONCE);
 		if (r->o.s && atomic_load(&r->idle_gap)) {
@@ -948,14 +998,15 @@ static int saw_close_then_eof(const struct run *r, uint16_t code)
 	return 0;
 }
 
-#define EXPECT_END(r, closecode) do { \
-	CU_ASSERT_EQUAL((r)->o.closed_calls, 1); \
-	CU_ASSERT_EQUAL((r)->o.code, (closecode)); \
-	CU_ASSERT_TRUE(saw_close_then_eof((r), (closecode))); \
-	if ((r)->o.closed_calls != 1 || (r)->o.code != (closecode) || \
-			!saw_close_then_eof((r), (closecode))) \
-		dump_seen(__func__, (r)); \
-} while (0)
+#define EXPECT_END(r, closecode)                                              \
+	do {                                                                  \
+		CU_ASSERT_EQUAL((r)->o.closed_calls, 1);                      \
+		CU_ASSERT_EQUAL((r)->o.code, (closecode));                    \
+		CU_ASSERT_TRUE(saw_close_then_eof((r), (closecode)));         \
+		if ((r)->o.closed_calls != 1 || (r)->o.code != (closecode) || \
+		    !saw_close_then_eof((r), (closecode)))                    \
+			dump_seen(__func__, (r));                             \
+	} while (0)
 
 /* ---- scripts ---------------------------------------------------------- */
 
@@ -992,8 +1043,11 @@ static void sc_burst(struct run *r, struct wsc *c)
 
 	for (int i = 0; i < 100; i++) {
 		char m[16];
-		struct wsc_frame f = { .fin = 1, .opcode = WSC_TEXT, .masked = 1,
-			.payload = m, .len = (size_t)snprintf(m, sizeof m, "m%d", i) };
+		struct wsc_frame f = { .fin = 1,
+				       .opcode = WSC_TEXT,
+				       .masked = 1,
+				       .payload = m,
+				       .len = (size_t)snprintf(m, sizeof m, "m%d", i) };
 		off += wsc_build_frame(&f, buf + off, sizeof buf - off);
 	}
 	wsc_send_bytes(c, buf, off);
@@ -1031,12 +1085,12 @@ static void send_frame(struct wsc *c, int fin, int op, const char *p, size_t len
 static void sc_fragments(struct run *r, struct wsc *c)
 {
 	send_frame(c, 0, WSC_TEXT, "hel", 3);
-	send_frame(c, 1, WSC_PING, "p", 1);	/* control frames may interleave */
+	send_frame(c, 1, WSC_PING, "p", 1); /* control frames may interleave */
 	send_frame(c, 0, 0, "lo ", 3);
 	send_frame(c, 0, 0, "", 0);
 	send_frame(c, 1, 0, "world", 5);
-	rec(r, c, 2000);	/* pong */
-	rec(r, c, 2000);	/* hello world */
+	rec(r, c, 2000); /* pong */
+	rec(r, c, 2000); /* hello world */
 	/* a UTF-8 sequence cut across fragments */
 	send_frame(c, 0, WSC_TEXT, "\xE2\x82", 2);
 	send_frame(c, 1, 0, "\xAC", 1);
@@ -1064,7 +1118,7 @@ static void send_in_pieces(struct wsc *c, const unsigned char *b, size_t n)
 			k = n - off;
 		wsc_send_bytes(c, b + off, k);
 		off += k;
-		usleep(3000);	/* most likely a read of its own */
+		usleep(3000); /* most likely a read of its own */
 	}
 }
 
@@ -1084,14 +1138,16 @@ static void sc_pieces(struct run *r, struct wsc *c)
 
 	memset(mid, 'm', sizeof mid);
 	idle_gap(r);
-	struct wsc_frame small = { .fin = 1, .opcode = WSC_TEXT, .masked = 1,
-		.payload = "short", .len = 5 };
+	struct wsc_frame small = {
+		.fin = 1, .opcode = WSC_TEXT, .masked = 1, .payload = "short", .len = 5
+	};
 	n = wsc_build_frame(&small, b, sizeof b);
 	send_in_pieces(c, b, n);
 	rec(r, c, 2000);
 	idle_gap(r);
-	struct wsc_frame longer = { .fin = 1, .opcode = WSC_TEXT, .masked = 1,
-		.payload = mid, .len = sizeof mid };	/* 16-bit length field */
+	struct wsc_frame longer = {
+		.fin = 1, .opcode = WSC_TEXT, .masked = 1, .payload = mid, .len = sizeof mid
+	}; /* 16-bit length field */
 	n = wsc_build_frame(&longer, b, sizeof b);
 	send_in_pieces(c, b, n);
 	rec(r, c, 2000);
@@ -1106,8 +1162,8 @@ static void sc_pieces(struct run *r, struct wsc *c)
 		n = wsc_build_frame(&parts[i], b, sizeof b);
 		send_in_pieces(c, b, n);
 	}
-	rec(r, c, 2000);	/* pong */
-	rec(r, c, 2000);	/* fragmented */
+	rec(r, c, 2000); /* pong */
+	rec(r, c, 2000); /* fragmented */
 	idle_gap(r);
 	wsc_send_close(c, 1000, NULL);
 	collect(r, c, 2000);
@@ -1142,12 +1198,14 @@ static void sc_control_only(struct run *r, struct wsc *c)
 	int pings = 0;
 
 	atomic_store(&r->idle_gap, 1);
-	struct wsc_frame ping = { .fin = 1, .opcode = WSC_PING, .masked = 1, .payload = "hi",
-		.len = 2 };
+	struct wsc_frame ping = {
+		.fin = 1, .opcode = WSC_PING, .masked = 1, .payload = "hi", .len = 2
+	};
 	size_t n = wsc_build_frame(&ping, b, sizeof b);
 	send_in_pieces(c, b, n);
-	struct wsc_frame pong = { .fin = 1, .opcode = WSC_PONG, .masked = 1, .payload = "x",
-		.len = 1 };
+	struct wsc_frame pong = {
+		.fin = 1, .opcode = WSC_PONG, .masked = 1, .payload = "x", .len = 1
+	};
 	n = wsc_build_frame(&pong, b, sizeof b);
 	CU_ASSERT(wsc_send_bytes(c, b, n) == 0);
 	for (int64_t end = mono_ms() + 1500; pings < 3 && mono_ms() < end;)
@@ -1207,7 +1265,7 @@ struct bad_input {
 	uint16_t code;
 	struct wsc_frame f[2];
 	int nframes;
-	const char *raw;	/* or raw bytes */
+	const char *raw; /* or raw bytes */
 	size_t rawlen;
 };
 
@@ -1220,12 +1278,25 @@ static const struct bad_input bad_inputs[] = {
 	{ "bad utf-8", 1007, { { 1, 0, WSC_TEXT, 1, 0, "a\xC0\xAF", 3 } }, 1, NULL, 0 },
 	{ "surrogate", 1007, { { 1, 0, WSC_TEXT, 1, 0, "\xED\xA0\x80", 3 } }, 1, NULL, 0 },
 	{ "truncated utf-8", 1007, { { 1, 0, WSC_TEXT, 1, 0, "ab\xE2\x82", 4 } }, 1, NULL, 0 },
-	{ "bad utf-8 across fragments", 1007, { { 0, 0, WSC_TEXT, 1, 0, "\xE2\x82", 2 },
-		{ 1, 0, 0, 1, 0, "\x28", 1 } }, 2, NULL, 0 },
-	{ "bad utf-8 in first fragment", 1007, { { 0, 0, WSC_TEXT, 1, 0, "\xFF", 1 } }, 1, NULL, 0 },
+	{ "bad utf-8 across fragments",
+	  1007,
+	  { { 0, 0, WSC_TEXT, 1, 0, "\xE2\x82", 2 }, { 1, 0, 0, 1, 0, "\x28", 1 } },
+	  2,
+	  NULL,
+	  0 },
+	{ "bad utf-8 in first fragment",
+	  1007,
+	  { { 0, 0, WSC_TEXT, 1, 0, "\xFF", 1 } },
+	  1,
+	  NULL,
+	  0 },
 	{ "too big", 1009, { { 1, 0, WSC_TEXT, 1, 0, p1001, 1001 } }, 1, NULL, 0 },
-	{ "too big in fragments", 1009, { { 0, 0, WSC_TEXT, 1, 0, p600, 600 },
-		{ 1, 0, 0, 1, 0, p600, 600 } }, 2, NULL, 0 },
+	{ "too big in fragments",
+	  1009,
+	  { { 0, 0, WSC_TEXT, 1, 0, p600, 600 }, { 1, 0, 0, 1, 0, p600, 600 } },
+	  2,
+	  NULL,
+	  0 },
 	{ "unmasked", 1002, { { 1, 0, WSC_TEXT, 0, 0, "abc", 3 } }, 1, NULL, 0 },
 	{ "unmasked empty", 1002, { { 1, 0, WSC_TEXT, 0, 0, "", 0 } }, 1, NULL, 0 },
 	{ "control frame > 125", 1002, { { 1, 0, WSC_PING, 1, 0, p126, 126 } }, 1, NULL, 0 },
@@ -1233,18 +1304,41 @@ static const struct bad_input bad_inputs[] = {
 	{ "reserved opcode 3", 1002, { { 1, 0, 3, 1, 0, "x", 1 } }, 1, NULL, 0 },
 	{ "reserved opcode 0xB", 1002, { { 1, 0, 0xB, 1, 0, "x", 1 } }, 1, NULL, 0 },
 	{ "continuation first", 1002, { { 1, 0, 0, 1, 0, "x", 1 } }, 1, NULL, 0 },
-	{ "text inside a fragmented text", 1002, { { 0, 0, WSC_TEXT, 1, 0, "a", 1 },
-		{ 1, 0, WSC_TEXT, 1, 0, "b", 1 } }, 2, NULL, 0 },
+	{ "text inside a fragmented text",
+	  1002,
+	  { { 0, 0, WSC_TEXT, 1, 0, "a", 1 }, { 1, 0, WSC_TEXT, 1, 0, "b", 1 } },
+	  2,
+	  NULL,
+	  0 },
 	{ "RSV1", 1002, { { 1, 4, WSC_TEXT, 1, 0, "x", 1 } }, 1, NULL, 0 },
 	{ "RSV3", 1002, { { 1, 1, WSC_TEXT, 1, 0, "x", 1 } }, 1, NULL, 0 },
-	{ "16-bit length for 5 bytes", 1002, { { 1, 0, WSC_TEXT, 1, 16, "hello", 5 } }, 1, NULL, 0 },
-	{ "64-bit length for 5 bytes", 1002, { { 1, 0, WSC_TEXT, 1, 64, "hello", 5 } }, 1, NULL, 0 },
-	{ "64-bit length, top bit set", 1002, { { 0 } }, 0,
-		"\x81\xFF\x80\x00\x00\x00\x00\x01\x00\x00\x12\x34\x56\x78", 14 },
+	{ "16-bit length for 5 bytes",
+	  1002,
+	  { { 1, 0, WSC_TEXT, 1, 16, "hello", 5 } },
+	  1,
+	  NULL,
+	  0 },
+	{ "64-bit length for 5 bytes",
+	  1002,
+	  { { 1, 0, WSC_TEXT, 1, 64, "hello", 5 } },
+	  1,
+	  NULL,
+	  0 },
+	{ "64-bit length, top bit set",
+	  1002,
+	  { { 0 } },
+	  0,
+	  "\x81\xFF\x80\x00\x00\x00\x00\x01\x00\x00\x12\x34\x56\x78",
+	  14 },
 	{ "close code 1005", 1002, { { 1, 0, WSC_CLOSE, 1, 0, "\x03\xED", 2 } }, 1, NULL, 0 },
 	{ "close code 999", 1002, { { 1, 0, WSC_CLOSE, 1, 0, "\x03\xE7", 2 } }, 1, NULL, 0 },
 	{ "close with a 1-byte body", 1002, { { 1, 0, WSC_CLOSE, 1, 0, "\x03", 1 } }, 1, NULL, 0 },
-	{ "close reason not UTF-8", 1007, { { 1, 0, WSC_CLOSE, 1, 0, "\x03\xE8\xFF", 3 } }, 1, NULL, 0 },
+	{ "close reason not UTF-8",
+	  1007,
+	  { { 1, 0, WSC_CLOSE, 1, 0, "\x03\xE8\xFF", 3 } },
+	  1,
+	  NULL,
+	  0 },
 };
 
 static void sc_bad(struct run *r, struct wsc *c)
@@ -1272,7 +1366,7 @@ static void test_ws_bad_inputs(void)
 		run_ws(&r, 5000);
 		CU_ASSERT_EQUAL(r.o.texts, 0);
 		if (r.o.closed_calls != 1 || r.o.code != bad_inputs[i].code ||
-				!saw_close_then_eof(&r, bad_inputs[i].code))
+		    !saw_close_then_eof(&r, bad_inputs[i].code))
 			fprintf(stderr, "\n  case \"%s\":", bad_inputs[i].name);
 		EXPECT_END(&r, bad_inputs[i].code);
 	}
@@ -1354,7 +1448,7 @@ static void test_ws_ping_timeout(void)
 
 static void sc_pongs_keep_alive(struct run *r, struct wsc *c)
 {
-	rec(r, c, 700);		/* pings answered and swallowed: times out */
+	rec(r, c, 700); /* pings answered and swallowed: times out */
 	wsc_send_text(c, "alive", 5);
 	rec(r, c, 2000);
 	wsc_send_close(c, 1000, NULL);
@@ -1392,7 +1486,7 @@ static void test_ws_server_close(void)
 	CU_ASSERT_EQUAL(r.o.after_close_rc, -1);
 	CU_ASSERT_EQUAL(r.seen.type[0], WSC_CLOSE);
 	CU_ASSERT_STRING_EQUAL(r.seen.data[0], "bye now");
-	CU_ASSERT(r.o.closed_ms < 300);		/* answered: no timeout */
+	CU_ASSERT(r.o.closed_ms < 300); /* answered: no timeout */
 	EXPECT_END(&r, 4000);
 }
 
@@ -1419,7 +1513,7 @@ static void test_ws_message_then_close(void)
 static void sc_server_close_unanswered(struct run *r, struct wsc *c)
 {
 	wsc_send_text(c, "bye", 3);
-	wsc_send_text(c, "late", 4);	/* after the server's close: dropped */
+	wsc_send_text(c, "late", 4); /* after the server's close: dropped */
 	collect(r, c, 3000);
 }
 
@@ -1440,7 +1534,7 @@ static void test_ws_server_close_timeout(void)
 static void sc_close_codes(struct run *r, struct wsc *c)
 {
 	if (r->aux == 0)
-		wsc_send_close(c, 0, NULL);		/* no code */
+		wsc_send_close(c, 0, NULL); /* no code */
 	else
 		wsc_send_close(c, 4001, "client leaving");
 	collect(r, c, 2000);
@@ -1471,11 +1565,14 @@ static void sc_drop(struct run *r, struct wsc *c)
 		rec(r, c, 2000);
 	} else {
 		unsigned char f[64];
-		struct wsc_frame fr = { .fin = 1, .opcode = WSC_TEXT, .masked = 1,
-			.payload = "0123456789", .len = 10 };
+		struct wsc_frame fr = { .fin = 1,
+					.opcode = WSC_TEXT,
+					.masked = 1,
+					.payload = "0123456789",
+					.len = 10 };
 		size_t n = wsc_build_frame(&fr, f, sizeof f);
 
-		wsc_send_bytes(c, f, n - 5);	/* a truncated frame */
+		wsc_send_bytes(c, f, n - 5); /* a truncated frame */
 	}
 	/* the socket closes when the script returns */
 }
@@ -1507,10 +1604,12 @@ static void test_ws_early_bytes(void)
 {
 	struct run r = { 0 };
 	unsigned char buf[64];
-	struct wsc_frame f1 = { .fin = 1, .opcode = WSC_TEXT, .masked = 1,
-		.payload = "early", .len = 5 };
-	struct wsc_frame f2 = { .fin = 1, .opcode = WSC_TEXT, .masked = 1,
-		.payload = "second", .len = 6 };
+	struct wsc_frame f1 = {
+		.fin = 1, .opcode = WSC_TEXT, .masked = 1, .payload = "early", .len = 5
+	};
+	struct wsc_frame f2 = {
+		.fin = 1, .opcode = WSC_TEXT, .masked = 1, .payload = "second", .len = 6
+	};
 	size_t n = wsc_build_frame(&f1, buf, sizeof buf);
 
 	n += wsc_build_frame(&f2, buf + n, sizeof buf - n);
@@ -1583,7 +1682,7 @@ static void sc_flood(struct run *r, struct wsc *c)
 	int ok = 0;
 
 	wsc_send_text(c, "flood", 5);
-	usleep(200 * 1000);	/* let the server's output pile up */
+	usleep(200 * 1000); /* let the server's output pile up */
 	for (int i = 0; i < 20; i++) {
 		struct wsc_msg m;
 
@@ -1607,7 +1706,7 @@ static void test_ws_backpressure(void)
 	run_ws(&r, 5000);
 	CU_ASSERT_EQUAL(r.aux, 20);
 	CU_ASSERT(r.o.max_pending >= 20 * 32768);
-	CU_ASSERT(r.o.drained >= 2);	/* after the flood, after "drained" */
+	CU_ASSERT(r.o.drained >= 2); /* after the flood, after "drained" */
 	CU_ASSERT_EQUAL(r.seen.type[0], WSC_TEXT);
 	CU_ASSERT_STRING_EQUAL(r.seen.data[0], "drained");
 	EXPECT_END(&r, 1000);
@@ -1629,7 +1728,7 @@ static void test_ws_send_checks(void)
 	CU_ASSERT_EQUAL(ws_send_text(s, "\xC0\xAF", 2), -1);
 	CU_ASSERT_EQUAL(ws_send_text(s, "ok", 2), 0);
 	CU_ASSERT_EQUAL(ws_session_pending_out(s), 2);
-	ws_close(s, 999, NULL);	/* not sendable: becomes 1011 */
+	ws_close(s, 999, NULL); /* not sendable: becomes 1011 */
 	CU_ASSERT_FALSE(ws_session_is_open(s));
 	CU_ASSERT_EQUAL(ws_send_text(s, "late", 4), -1);
 	loop_for(base, 20);
@@ -1691,7 +1790,7 @@ static void test_ws_pinger_shared(void)
 		o[i].s = ws_session_new(pair[i][0], &opt, &cb, &o[i]);
 		CU_ASSERT_PTR_NOT_NULL_FATAL(o[i].s);
 	}
-	ws_pinger_release(p);	/* the sessions keep it */
+	ws_pinger_release(p); /* the sessions keep it */
 	loop_for(base, 1050);
 	uint64_t sweeps = ws_pinger_sweeps(p);
 	for (int i = 0; i < SHARED; i++) {
@@ -1791,7 +1890,7 @@ static void test_keepalive(void)
 #define MAX_CONNS 32
 
 struct mini_conn {
-	struct bufferevent *bev;	/* NULL once handed over or freed */
+	struct bufferevent *bev; /* NULL once handed over or freed */
 	struct http_head_parser p;
 	struct owner o;
 };
@@ -1833,8 +1932,10 @@ static void mini_route(struct mini_conn *c, const struct http_head *h)
 
 	if (strcmp(h->path, "/status") == 0) {
 		const char *body = "{\"ok\":true}\n";
-		n = snprintf(buf, sizeof buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-			"Content-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(body), body);
+		n = snprintf(buf, sizeof buf,
+			     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+			     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+			     strlen(body), body);
 		mini_respond(c, buf, (size_t)n);
 		return;
 	}
@@ -1874,8 +1975,8 @@ static void mini_read(struct bufferevent *bev, void *arg)
 		evbuffer_drain(in, used);
 		if (r == HTTP_HEAD_ERROR) {
 			char buf[512];
-			int n = ws_handshake_error_response(http_head_status(&c->p), NULL,
-				buf, sizeof buf);
+			int n = ws_handshake_error_response(http_head_status(&c->p), NULL, buf,
+							    sizeof buf);
 			mini_respond(c, buf, (size_t)n);
 			return;
 		}
@@ -1908,7 +2009,7 @@ static void mini_accept(evutil_socket_t lfd, short what, void *arg)
 static void mini_start(struct mini_server *srv)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof sa;
 
 	memset(srv, 0, sizeof *srv);
@@ -1970,15 +2071,17 @@ static void *e2e_client(void *arg)
 	/* a frame in the same packet as the upgrade request */
 	{
 		unsigned char f[32];
-		struct wsc_frame fr = { .fin = 1, .opcode = WSC_TEXT, .masked = 1,
-			.payload = "first", .len = 5 };
+		struct wsc_frame fr = {
+			.fin = 1, .opcode = WSC_TEXT, .masked = 1, .payload = "first", .len = 5
+		};
 		struct wsc_connect_opts o = { .timeout_ms = 2000, .early = f };
 		int st;
 
 		o.early_len = wsc_build_frame(&fr, f, sizeof f);
 		c = wsc_connect_opts("127.0.0.1", e->port, "/broker", &o, &st);
 		if (c) {
-			e->early_ok = wsc_recv(c, 2000, &m) == WSC_TEXT && strcmp(m.data, "first") == 0;
+			e->early_ok = wsc_recv(c, 2000, &m) == WSC_TEXT &&
+				      strcmp(m.data, "first") == 0;
 			wsc_msg_free(&m);
 			wsc_free(c);
 		}
@@ -2001,7 +2104,7 @@ static void *e2e_client(void *arg)
 	/* half a request, then junk: the server answers 400 and hangs up */
 	{
 		int fd = wsc_slow_connect("127.0.0.1", e->port,
-			"GET /broker HTTP/1.1\r\nHost: x\r\n", 2000);
+					  "GET /broker HTTP/1.1\r\nHost: x\r\n", 2000);
 		if (fd >= 0) {
 			/* nothing happens while the head is incomplete */
 			e->slow_open = wsc_wait_closed(fd, 100) == 0;
@@ -2139,8 +2242,8 @@ int main(void)
 	if (CU_initialize_registry() != CUE_SUCCESS)
 		return 1;
 	if (ADD_SUITE("http_head", head_tests) || ADD_SUITE("ws_handshake", hs_tests) ||
-			ADD_SUITE("utf8", utf8_tests) || ADD_SUITE("ws_session", ws_tests) ||
-			ADD_SUITE("end_to_end", e2e_tests)) {
+	    ADD_SUITE("utf8", utf8_tests) || ADD_SUITE("ws_session", ws_tests) ||
+	    ADD_SUITE("end_to_end", e2e_tests)) {
 		CU_cleanup_registry();
 		return 1;
 	}

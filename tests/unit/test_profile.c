@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -85,11 +85,12 @@ static void test_round_trip(void)
 	char why[256] = "";
 	struct profile_entry *e;
 	size_t n;
-	CU_ASSERT_EQUAL(profile_read(g_path, "x86_64", 8, &e, &n, why, sizeof why), 0); /* none yet */
+	CU_ASSERT_EQUAL(profile_read(g_path, "x86_64", 8, &e, &n, why, sizeof why),
+			0); /* none yet */
 	CU_ASSERT_EQUAL_FATAL(profile_write(g_path, "x86_64", 8, E, 3, why, sizeof why), 0);
 	char names[512];
 	dir_list(names, sizeof names);
-	CU_ASSERT_STRING_EQUAL(names, PROFILE_FILE);   /* no temporary file left */
+	CU_ASSERT_STRING_EQUAL(names, PROFILE_FILE); /* no temporary file left */
 	CU_ASSERT_EQUAL_FATAL(profile_read(g_path, "x86_64", 8, &e, &n, why, sizeof why), 1);
 	CU_ASSERT_EQUAL_FATAL(n, 3);
 	for (size_t i = 0; i < n; i++) {
@@ -157,18 +158,21 @@ static void test_discarded(void)
 static void test_write_fails_cleanly(void)
 {
 	char why[256] = "";
-	CU_ASSERT_EQUAL(profile_write("/nonexistent-dir/profile.json", "x86_64", 1, E, 1, why,
-				      sizeof why), -1);
+	CU_ASSERT_EQUAL(
+		profile_write("/nonexistent-dir/profile.json", "x86_64", 1, E, 1, why, sizeof why),
+		-1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "/nonexistent-dir/profile.json: cannot create a "
-				      "temporary file next to it: No such file or directory"));
+					   "temporary file next to it: No such file or directory"));
 }
 
 static void put_mean(const char *mean)
 {
 	char text[512];
-	snprintf(text, sizeof text, "{\"format\":\"execserver-profile\",\"version\":1,"
+	snprintf(text, sizeof text,
+		 "{\"format\":\"execserver-profile\",\"version\":1,"
 		 "\"arch\":\"x86_64\",\"pool\":8,\"services\":{\"a\":{\"class\":\"heavy\","
-		 "\"mean_runtime_ms\":%s,\"samples\":5}}}", mean);
+		 "\"mean_runtime_ms\":%s,\"samples\":5}}}",
+		 mean);
 	put(text);
 }
 
@@ -254,11 +258,11 @@ static void test_symlinks_not_followed(void)
 	CU_ASSERT_STRING_EQUAL(text, "precious");
 	struct stat st;
 	CU_ASSERT_EQUAL(lstat(g_path, &st), 0);
-	CU_ASSERT(S_ISREG(st.st_mode));             /* the link was replaced */
+	CU_ASSERT(S_ISREG(st.st_mode)); /* the link was replaced */
 	struct profile_entry *e;
 	size_t n;
 	CU_ASSERT_EQUAL_FATAL(profile_read(victim, "x86_64", 8, &e, &n, why, sizeof why), 1);
-	CU_ASSERT_EQUAL(n, 3);                      /* the link's target untouched */
+	CU_ASSERT_EQUAL(n, 3); /* the link's target untouched */
 	free(e);
 	CU_ASSERT_EQUAL_FATAL(profile_read(g_path, "x86_64", 8, &e, &n, why, sizeof why), 1);
 	CU_ASSERT_EQUAL(n, 1);

@@ -15,18 +15,18 @@
  */
 #include "autoconfig.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 #include <curl/curl.h>
@@ -79,7 +79,9 @@ struct fixture {
 	struct event *tick;
 };
 
-static void on_tick(evutil_socket_t fd, short what, void *arg) { }
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+}
 
 static int fx_open(struct fixture *fx, const struct transfer_options *o)
 {
@@ -162,13 +164,13 @@ struct hsink {
 	unsigned calls, calls_after_abort;
 	struct transfer *t;
 	struct fixture *fx;
-	size_t max_take;        /* take at most this per call (0: all) */
-	unsigned zero_every;    /* every Nth call takes nothing ... */
-	int resume_inside;      /* ... and resumes from inside the call */
+	size_t max_take;     /* take at most this per call (0: all) */
+	unsigned zero_every; /* every Nth call takes nothing ... */
+	int resume_inside;   /* ... and resumes from inside the call */
 	struct event *resume_ev;
-	int refuse_ms;          /* the first call takes nothing, resumes after */
-	uint64_t abort_at;      /* abort from inside once n >= this */
-	uint64_t fail_at;       /* fail (sink error) once n >= this */
+	int refuse_ms;     /* the first call takes nothing, resumes after */
+	uint64_t abort_at; /* abort from inside once n >= this */
+	uint64_t fail_at;  /* fail (sink error) once n >= this */
 	int aborted;
 };
 
@@ -278,10 +280,10 @@ struct msrc {
 	uint64_t seed, size, off;
 	struct transfer *t;
 	struct event *resume_ev;
-	int pause_ms;        /* the first read pauses, resumes after */
+	int pause_ms; /* the first read pauses, resumes after */
 	unsigned calls;
-	int short_eof;       /* EOF at size/2 (for a Content-Length PUT) */
-	int fail;            /* TRANSFER_ERROR at size/2 */
+	int short_eof; /* EOF at size/2 (for a Content-Length PUT) */
+	int fail;      /* TRANSFER_ERROR at size/2 */
 };
 
 static void ms_resume(evutil_socket_t fd, short what, void *arg)
@@ -330,8 +332,7 @@ static void ms_init(struct msrc *m, struct fixture *fx, uint64_t seed, uint64_t 
 	m->resume_ev = evtimer_new(fx->base, ms_resume, m);
 }
 
-static struct transfer *ms_put(struct fixture *fx, struct msrc *m, const char *url,
-			       int64_t size)
+static struct transfer *ms_put(struct fixture *fx, struct msrc *m, const char *url, int64_t size)
 {
 	static const struct transfer_source src = { ms_read, ms_done };
 
@@ -347,7 +348,7 @@ struct consumer {
 	int fd;
 	EVP_MD_CTX *md;
 	uint64_t n;
-	size_t burst;          /* bytes per tick (slow mode) */
+	size_t burst; /* bytes per tick (slow mode) */
 	struct event *ev;
 	long rss_max;
 	int eof;
@@ -388,7 +389,7 @@ struct producer {
 	uint64_t seed, size, off;
 	struct event *ev;
 	unsigned blocked;
-	size_t have, used;      /* buf[used..have) is generated, not yet written */
+	size_t have, used; /* buf[used..have) is generated, not yet written */
 	char buf[256 * 1024];
 };
 
@@ -499,9 +500,9 @@ static void get_pipe(int slow)
 	CU_ASSERT_EQUAL(pipe_server_result(&srv, name, &pr), 0);
 	CU_ASSERT_EQUAL(pr.requests, 1);
 	printf("\n    figure: GET %llu MiB via pipe, %s consumer: %.1f MiB/s, %u pauses, "
-	       "RSS growth %ld KiB ", (unsigned long long)(big_bytes / MiB),
-	       slow ? "slow (512 KiB/10 ms)" : "fast", mb_per_s(big_bytes, t0), rec.r.pauses,
-	       c->rss_max - rss0);
+	       "RSS growth %ld KiB ",
+	       (unsigned long long)(big_bytes / MiB), slow ? "slow (512 KiB/10 ms)" : "fast",
+	       mb_per_s(big_bytes, t0), rec.r.pauses, c->rss_max - rss0);
 	event_free(c->ev);
 	EVP_MD_CTX_free(c->md);
 	close(p[0]);
@@ -509,8 +510,14 @@ static void get_pipe(int slow)
 	fx_close(&fx);
 }
 
-static void test_get_pipe_slow(void) { get_pipe(1); }
-static void test_get_pipe_fast(void) { get_pipe(0); }
+static void test_get_pipe_slow(void)
+{
+	get_pipe(1);
+}
+static void test_get_pipe_fast(void)
+{
+	get_pipe(0);
+}
 
 /* A chunked PUT of a big stream read from a pipe that a producer fills;
  * optionally into a slow (rate limited) endpoint. */
@@ -576,8 +583,14 @@ static void put_pipe(uint64_t size, uint64_t rate)
 	fx_close(&fx);
 }
 
-static void test_put_pipe_chunked(void) { put_pipe(big_bytes, 0); }
-static void test_put_pipe_slow_server(void) { put_pipe(2 * MiB, MiB); }
+static void test_put_pipe_chunked(void)
+{
+	put_pipe(big_bytes, 0);
+}
+static void test_put_pipe_slow_server(void)
+{
+	put_pipe(2 * MiB, MiB);
+}
 
 static void test_get_404(void)
 {
@@ -1106,8 +1119,14 @@ static void partial_sink(int resume_inside, int chunked)
 	fx_close(&fx);
 }
 
-static void test_partial_sink(void) { partial_sink(0, 0); }
-static void test_partial_sink_resume_inside(void) { partial_sink(1, 1); }
+static void test_partial_sink(void)
+{
+	partial_sink(0, 0);
+}
+static void test_partial_sink_resume_inside(void)
+{
+	partial_sink(1, 1);
+}
 
 /* The sink fails, and aborts, on bytes the transfer held for it. */
 static void test_partial_sink_fails_or_aborts(void)
@@ -1184,9 +1203,11 @@ static void test_protocols_refused(void)
 {
 	static const char *urls[] = {
 		"file:///etc/hostname", "ftp://127.0.0.1/x", "gopher://127.0.0.1/x",
-		"dict://127.0.0.1/x", "not a url",
+		"dict://127.0.0.1/x",   "not a url",
 	};
-	enum { N = sizeof urls / sizeof urls[0] };
+	enum {
+		N = sizeof urls / sizeof urls[0]
+	};
 	struct fixture fx;
 	struct hsink h[N];
 
@@ -1370,11 +1391,11 @@ static void test_loop_free_with_transfers(void)
 	ms_init(&m, &fx, 23, 10 * MiB);
 	m.pause_ms = 10000;
 	snprintf(path, sizeof path, "%s/free", tmpdir);
-	CU_ASSERT_FATAL(hs_get(&fx, &h1, url) != NULL);       /* running */
-	CU_ASSERT_FATAL(ms_put(&fx, &m, url2, -1) != NULL);   /* paused */
+	CU_ASSERT_FATAL(hs_get(&fx, &h1, url) != NULL);     /* running */
+	CU_ASSERT_FATAL(ms_put(&fx, &m, url2, -1) != NULL); /* paused */
 	CU_ASSERT_FATAL(transfer_get_file(fx.loop, url, path, UINT64_MAX, rec_done, &rf) != NULL);
 	run_for(&fx, 300);
-	CU_ASSERT_FATAL(hs_get(&fx, &h2, url) != NULL);       /* queued */
+	CU_ASSERT_FATAL(hs_get(&fx, &h2, url) != NULL); /* queued */
 	CU_ASSERT_EQUAL(transfer_loop_count(fx.loop), 4);
 	transfer_loop_free(fx.loop);
 	fx.loop = NULL;

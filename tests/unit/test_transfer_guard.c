@@ -13,8 +13,8 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 #include <curl/curl.h>

@@ -35,9 +35,9 @@ static void test_request_and_answer(void)
 	CU_ASSERT_FATAL(ws_handshake_client_key(key) == 0);
 	CU_ASSERT_FATAL(ws_handshake_client_key(key2) == 0);
 	CU_ASSERT_EQUAL(strlen(key), WS_KEY_LEN);
-	CU_ASSERT(strcmp(key, key2) != 0);	/* random */
+	CU_ASSERT(strcmp(key, key2) != 0); /* random */
 	n = ws_handshake_client_request("[::1]", 8083, "/broker?client=a", key,
-		"Authorization: Bearer t\r\n", req, sizeof req);
+					"Authorization: Bearer t\r\n", req, sizeof req);
 	CU_ASSERT_FATAL(n > 0);
 	/* the server's parser and check accept it */
 	http_head_parser_init(p);
@@ -74,9 +74,9 @@ struct end {
 	int closed;
 	unsigned code;
 	int echo;
-	int nlog;		/* lines its session logged through it */
+	int nlog; /* lines its session logged through it */
 	enum log_level log_level;
-	char log_line[128];	/* the last one */
+	char log_line[128]; /* the last one */
 };
 
 static void on_text(void *arg, const char *msg, size_t len)
@@ -130,16 +130,16 @@ static void test_client_session(void)
 	ws_options_default(&so);
 	ws_options_default(&co);
 	co.client_role = 1;
-	srv.s = ws_session_new(bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE),
-		&so, &cb, &srv);
-	cli.s = ws_session_new(bufferevent_socket_new(base, sv[1], BEV_OPT_CLOSE_ON_FREE),
-		&co, &cb, &cli);
+	srv.s = ws_session_new(bufferevent_socket_new(base, sv[0], BEV_OPT_CLOSE_ON_FREE), &so, &cb,
+			       &srv);
+	cli.s = ws_session_new(bufferevent_socket_new(base, sv[1], BEV_OPT_CLOSE_ON_FREE), &co, &cb,
+			       &cli);
 	CU_ASSERT_FATAL(srv.s && cli.s);
 	CU_ASSERT_EQUAL(ws_send_text(cli.s, "hello", 5), 0);
 	run_until(base, &cli.texts);
-	CU_ASSERT_EQUAL(srv.texts, 1);		/* masked: the server took it */
+	CU_ASSERT_EQUAL(srv.texts, 1); /* masked: the server took it */
 	CU_ASSERT_STRING_EQUAL(srv.got, "hello");
-	CU_ASSERT_EQUAL(cli.texts, 1);		/* unmasked: the client took it */
+	CU_ASSERT_EQUAL(cli.texts, 1); /* unmasked: the client took it */
 	CU_ASSERT_STRING_EQUAL(cli.got, "hello");
 	ws_close(cli.s, WS_CLOSE_NORMAL, "bye");
 	run_until(base, &cli.closed);
@@ -155,15 +155,14 @@ static void test_client_session(void)
 /* A client-role session with default options on fd (made non-blocking),
  * owned by e. */
 static struct ws_session *client_session(struct event_base *base, int fd,
-		const struct ws_callbacks *cb, struct end *e)
+					 const struct ws_callbacks *cb, struct end *e)
 {
 	struct ws_options co;
 
 	evutil_make_socket_nonblocking(fd);
 	ws_options_default(&co);
 	co.client_role = 1;
-	return ws_session_new(bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE),
-		&co, cb, e);
+	return ws_session_new(bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE), &co, cb, e);
 }
 
 /* A frame from a server, masked: what a client-role session refuses. */
@@ -196,8 +195,9 @@ static void test_client_refuses_masked(void)
  * that is not UTF-8. */
 static void test_session_logs_through_owner(void)
 {
-	static const struct ws_callbacks cb = { .on_text = on_text, .on_closed = on_closed,
-		.on_log = on_log };
+	static const struct ws_callbacks cb = { .on_text = on_text,
+						.on_closed = on_closed,
+						.on_log = on_log };
 	struct event_base *base = event_base_new();
 	struct end a = { 0 }, b = { 0 };
 	int sa[2], sb[2];

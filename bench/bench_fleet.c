@@ -1,13 +1,13 @@
 /* bench_fleet.c - see bench_fleet.h. */
 #include "autoconfig.h"
 
-#include <stdarg.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -37,7 +37,8 @@ struct fleet *fleet_open_from(int port, int n, const char *prefix, int groups, i
 		snprintf(id, sizeof id, "%s%d", prefix, groups ? i % groups : i);
 		struct tclient *tc = tc_connect_within(port, id, 60000);
 		if (!tc) {
-			fprintf(stderr, "esbench: connection %d of %d failed (%s)\n", i, n, strerror(errno));
+			fprintf(stderr, "esbench: connection %d of %d failed (%s)\n", i, n,
+				strerror(errno));
 			exit(1);
 		}
 		if (report_pings)
@@ -94,7 +95,9 @@ static void read_conn(struct fleet *f, struct fleet_conn *c)
 			return;
 		}
 		char type[16], job[80], token[40];
-		struct fleet_msg fm = { .raw = m.data ? m.data : "", .len = m.len, .t_ns = bu_now_ns() };
+		struct fleet_msg fm = { .raw = m.data ? m.data : "",
+					.len = m.len,
+					.t_ns = bu_now_ns() };
 		if (t == WSC_PING) {
 			fm.type = "PING";
 			fm.job_id = fm.token = "";
@@ -151,7 +154,10 @@ int fleet_send(struct fleet_conn *c, const char *fmt, ...)
 		return -1;
 	}
 	if (c->corked) {
-		struct wsc_frame fr = { .fin = 1, .opcode = WSC_TEXT, .masked = 1, .payload = buf,
+		struct wsc_frame fr = { .fin = 1,
+					.opcode = WSC_TEXT,
+					.masked = 1,
+					.payload = buf,
 					.len = (size_t)len };
 		size_t need = c->cork_len + (size_t)len + 14;
 		if (need > c->cork_cap) {
@@ -163,7 +169,8 @@ int fleet_send(struct fleet_conn *c, const char *fmt, ...)
 			c->cork = grown;
 			c->cork_cap = need * 2;
 		}
-		c->cork_len += wsc_build_frame(&fr, c->cork + c->cork_len, c->cork_cap - c->cork_len);
+		c->cork_len += wsc_build_frame(&fr, c->cork + c->cork_len,
+					       c->cork_cap - c->cork_len);
 		return 0;
 	}
 	if (wsc_send_text(c->tc->ws, buf, (size_t)len) != 0) {
@@ -194,8 +201,9 @@ int fleet_uncork(struct fleet_conn *c)
 int fleet_want(struct fleet_conn *c)
 {
 	c->outstanding++;
-	return fleet_send(c, "{\"type\":\"WANT\",\"job_id\":\"%d-%d\",\"service\":\"%s\",\"priority\":%d}",
-			  c->idx, c->seq++, c->service, c->priority);
+	return fleet_send(
+		c, "{\"type\":\"WANT\",\"job_id\":\"%d-%d\",\"service\":\"%s\",\"priority\":%d}",
+		c->idx, c->seq++, c->service, c->priority);
 }
 
 struct json_object *fleet_expect_on(struct fleet *f, struct tclient *c, const char *type,

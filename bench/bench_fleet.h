@@ -21,14 +21,14 @@ struct fleet_conn {
 	struct tclient *tc;
 	int idx;
 	int dead;
-	int seq;               /* the scenario's job counter */
-	int outstanding;       /* the scenario's: wants parked, offered or running */
-	long long t_mark;      /* the scenario's timestamp (ns) */
-	long long count;       /* the scenario's counter */
+	int seq;          /* the scenario's job counter */
+	int outstanding;  /* the scenario's: wants parked, offered or running */
+	long long t_mark; /* the scenario's timestamp (ns) */
+	long long count;  /* the scenario's counter */
 	int priority;
 	const char *service;
-	int handler;           /* the scenario's: which handler holds it (-1) */
-	unsigned char *cork;   /* fleet_cork: frames held for one write */
+	int handler;         /* the scenario's: which handler holds it (-1) */
+	unsigned char *cork; /* fleet_cork: frames held for one write */
 	size_t cork_len, cork_cap;
 	int corked;
 };
@@ -38,9 +38,9 @@ struct fleet_msg {
 	const char *type;
 	const char *job_id;
 	const char *token;
-	const char *raw;       /* the whole text */
-	size_t len;            /* payload bytes on the wire */
-	long long t_ns;        /* when it was read */
+	const char *raw; /* the whole text */
+	size_t len;      /* payload bytes on the wire */
+	long long t_ns;  /* when it was read */
 };
 
 typedef void (*fleet_fn)(struct fleet *f, struct fleet_conn *c, const struct fleet_msg *m);
@@ -51,8 +51,8 @@ struct fleet {
 	int ep;
 	fleet_fn on_msg;
 	void *user;
-	int stop;              /* set by a callback: fleet_run returns */
-	long long msgs;        /* messages seen */
+	int stop;       /* set by a callback: fleet_run returns */
+	long long msgs; /* messages seen */
 };
 
 /* n connections to 127.0.0.1:port; client ids "<prefix><i % groups>"

@@ -29,7 +29,7 @@
 #include "proto.h"
 #include "wsclient.h"
 
-#define LEGACY_GROUPS 16       /* waitgroups polled side by side */
+#define LEGACY_GROUPS 16 /* waitgroups polled side by side */
 
 struct spread spread_of(const double *v, int n)
 {
@@ -47,7 +47,7 @@ struct cycle {
 	long long last_decline_ns; /* one slot: the DECLINE that freed it */
 	struct fleet_conn *last;   /* ... and the connection that sent it */
 	long long cycles, target;
-	struct samples *lat;       /* NULL: no latency (many slots) */
+	struct samples *lat;           /* NULL: no latency (many slots) */
 	struct samples *same, *across; /* lat split by the handlers of the
 					* two connections (NULL: no split) */
 	int warmup;
@@ -70,7 +70,8 @@ static void cycle_msg(struct fleet *f, struct fleet_conn *c, const struct fleet_
 	cy->cycles++;
 	cy->last_decline_ns = bu_now_ns();
 	cy->last = c;
-	fleet_send(c, "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", m->job_id, m->token);
+	fleet_send(c, "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", m->job_id,
+		   m->token);
 	fleet_want(c);
 	if (cy->target && cy->cycles >= cy->target + cy->warmup)
 		f->stop = 1;
@@ -84,7 +85,10 @@ static void cycle_msg(struct fleet *f, struct fleet_conn *c, const struct fleet_
 static double run_cycles_split(struct fleet *f, const char *service, long long target, double sec,
 			       struct samples *lat, struct samples *same, struct samples *across)
 {
-	struct cycle cy = { .target = target, .lat = lat, .warmup = lat ? 200 : 0, .same = same,
+	struct cycle cy = { .target = target,
+			    .lat = lat,
+			    .warmup = lat ? 200 : 0,
+			    .same = same,
 			    .across = across };
 	f->user = &cy;
 	f->on_msg = cycle_msg;
@@ -118,7 +122,8 @@ static void cycle_body(char *b, size_t len, int slots, int legacy, int max_wants
 			 "maxWants: %d\n"
 			 "maxWantsPerConnection: %d\n"
 			 "waitgroups:\n"
-			 "  bk: {processes: %d}\n", max_wants, max_wants, slots);
+			 "  bk: {processes: %d}\n",
+			 max_wants, max_wants, slots);
 	for (int i = 0; i < legacy; i++)
 		k += snprintf(b + k, len - (size_t)k, "  lg%d: {processes: 1}\n", i);
 	k += snprintf(b + k, len - (size_t)k,
@@ -132,14 +137,15 @@ static void cycle_body(char *b, size_t len, int slots, int legacy, int max_wants
 			      "  lg%d:\n"
 			      "    waitgroup: lg%d\n"
 			      "    commands:\n"
-			      "      true: {prog: \"true\"}\n", i, i);
+			      "      true: {prog: \"true\"}\n",
+			      i, i);
 }
 
 /* ---- the legacy poller ---- */
 
 struct legacy_arg {
 	int port, group, rounds;
-	struct samples lat;   /* ms */
+	struct samples lat; /* ms */
 	int polls;
 };
 
@@ -166,7 +172,8 @@ static void *legacy_thread(void *p)
 	unsigned seed = (unsigned)a->group * 7919u + 1;
 	if (!h)
 		return NULL;
-	snprintf(req, sizeof req, "GET /token/%s HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n", name);
+	snprintf(req, sizeof req, "GET /token/%s HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n",
+		 name);
 	for (int r = 0; r < a->rounds; r++) {
 		snprintf(jobid, sizeof jobid, "h%d", r);
 		/* (not tc_want_offer: its token buffer is shared by the threads) */
@@ -182,10 +189,12 @@ static void *legacy_thread(void *p)
 		int st = http_raw(a->port, req, NULL, body, sizeof body);
 		if (st != 503)
 			fprintf(stderr, "esbench: legacy poll while held: %d\n", st);
-		long long t_free = poll0 + 50000000LL + (long long)(rand_r(&seed) % 900) * 1000000LL;
+		long long t_free = poll0 + 50000000LL +
+				   (long long)(rand_r(&seed) % 900) * 1000000LL;
 		sleep_until_ns(t_free);
 		t_free = bu_now_ns();
-		tc_send(h, "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", jobid, token);
+		tc_send(h, "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", jobid,
+			token);
 		for (long long next = poll0 + 1000000000LL;; next += 1000000000LL) {
 			sleep_until_ns(next);
 			a->polls++;
@@ -197,8 +206,10 @@ static void *legacy_thread(void *p)
 		char ltoken[64] = "";
 		fleet_field(body, "token", ltoken, sizeof ltoken);
 		snprintf(req + 256, 256,
-			 "PUT /job/%s?token=%s&job=%%7B%%22command%%22%%3A%%22true%%22%%7D HTTP/1.1\r\n"
-			 "Host: b\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", name, ltoken);
+			 "PUT /job/%s?token=%s&job=%%7B%%22command%%22%%3A%%22true%%22%%7D "
+			 "HTTP/1.1\r\n"
+			 "Host: b\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+			 name, ltoken);
 		st = http_raw(a->port, req + 256, NULL, NULL, 0);
 		if (st != 200)
 			fprintf(stderr, "esbench: legacy PUT /job: %d\n", st);
@@ -249,7 +260,7 @@ void row_handover(const struct bench_opts *o)
 	for (int i = 0; i < LEGACY_GROUPS; i++) {
 		pthread_join(th[i], NULL);
 		for (size_t k = 0; k < la[i].lat.n; k++)
-			bs_add(&leg, la[i].lat.v[k] * 1000.0);  /* us */
+			bs_add(&leg, la[i].lat.v[k] * 1000.0); /* us */
 		polls += la[i].polls;
 		bs_free(&la[i].lat);
 	}
@@ -257,41 +268,56 @@ void row_handover(const struct bench_opts *o)
 	bs_write(&leg, bu_path(path, sizeof path, o->out, "handover_legacy.dat"));
 
 	fprintf(md, "| path | samples | p50 | p99 | max | target |\n|---|---|---|---|---|---|\n");
-	fprintf(md, "| broker: DECLINE sent → next OFFER received (1 slot, 64 connections, handlers hold %s) "
+	fprintf(md,
+		"| broker: DECLINE sent → next OFFER received (1 slot, 64 connections, handlers "
+		"hold %s) "
 		"| %zu | **%.0f µs** | **%.0f µs** | %.0f µs | p50 < 200 µs, p99 < 2 ms |\n",
 		spread, lat.n, bs_pct(&lat, 0.5), bs_pct(&lat, 0.99), bs_max(&lat));
 	if (same.n)
-		fprintf(md, "| … of which the next OFFER went to a connection of the same handler "
-			"| %zu | %.0f µs | %.0f µs | %.0f µs | |\n", same.n, bs_pct(&same, 0.5),
-			bs_pct(&same, 0.99), bs_max(&same));
+		fprintf(md,
+			"| … of which the next OFFER went to a connection of the same handler "
+			"| %zu | %.0f µs | %.0f µs | %.0f µs | |\n",
+			same.n, bs_pct(&same, 0.5), bs_pct(&same, 0.99), bs_max(&same));
 	if (across.n)
-		fprintf(md, "| … of which it went to the other handler (mailbox in the segment + eventfd) "
-			"| %zu | %.0f µs | %.0f µs | %.0f µs | |\n", across.n, bs_pct(&across, 0.5),
-			bs_pct(&across, 0.99), bs_max(&across));
-	fprintf(md, "| the same again with the daemon and the client pinned to CPU 0 (no wake-up across CPUs) "
-		"| %zu | %.0f µs | %.0f µs | %.0f µs | |\n", pinned.n, bs_pct(&pinned, 0.5),
-		bs_pct(&pinned, 0.99), bs_max(&pinned));
-	fprintf(md, "| legacy: slot freed → `GET /token` answers 200 (polling every 1 s, %d waitgroups side by side, %.0f s) "
+		fprintf(md,
+			"| … of which it went to the other handler (mailbox in the segment + "
+			"eventfd) "
+			"| %zu | %.0f µs | %.0f µs | %.0f µs | |\n",
+			across.n, bs_pct(&across, 0.5), bs_pct(&across, 0.99), bs_max(&across));
+	fprintf(md,
+		"| the same again with the daemon and the client pinned to CPU 0 (no wake-up "
+		"across CPUs) "
+		"| %zu | %.0f µs | %.0f µs | %.0f µs | |\n",
+		pinned.n, bs_pct(&pinned, 0.5), bs_pct(&pinned, 0.99), bs_max(&pinned));
+	fprintf(md,
+		"| legacy: slot freed → `GET /token` answers 200 (polling every 1 s, %d waitgroups "
+		"side by side, %.0f s) "
 		"| %zu | %.0f ms | %.0f ms | %.0f ms | |\n",
 		LEGACY_GROUPS, leg_sec, leg.n, bs_pct(&leg, 0.5) / 1000, bs_pct(&leg, 0.99) / 1000,
 		bs_max(&leg) / 1000);
 	double ratio = bs_pct(&leg, 0.5) / bs_pct(&lat, 0.5);
-	fprintf(md, "\nRatio at the median, legacy / broker: **%.0f×** (target ≥ 1000×): %s.  "
+	fprintf(md,
+		"\nRatio at the median, legacy / broker: **%.0f×** (target ≥ 1000×): %s.  "
 		"Broker loop: %.0f hand-overs/s in series, execserver CPU %.1f µs per hand-over "
-		"(master + handlers, /proc/<pid>/stat; pinned to CPU 0: %.1f µs).  Legacy polls made: %d.\n",
+		"(master + handlers, /proc/<pid>/stat; pinned to CPU 0: %.1f µs).  Legacy polls "
+		"made: %d.\n",
 		ratio, ratio >= 1000 ? "met" : "missed", rate, (double)cpu / (double)(lat.n + 200),
 		(double)cpu_pinned / (double)(pinned.n + 200), polls);
 	fprintf(md, "\n_row1: p50_us=%.1f p99_us=%.1f max_us=%.1f legacy_p50_ms=%.1f ratio=%.0f_\n",
-		bs_pct(&lat, 0.5), bs_pct(&lat, 0.99), bs_max(&lat), bs_pct(&leg, 0.5) / 1000, ratio);
+		bs_pct(&lat, 0.5), bs_pct(&lat, 0.99), bs_max(&lat), bs_pct(&leg, 0.5) / 1000,
+		ratio);
 	fclose(md);
 	md = bu_out(o->out, "summary-1");
 	int ok = bs_pct(&lat, 0.5) < 200 && bs_pct(&lat, 0.99) < 2000 && ratio >= 1000;
-	fprintf(md, "| 1 | hand-over: slot frees → next client has the OFFER | p50 < 200 µs, p99 < 2 ms; ≥ 1000× legacy at the median "
-		"| p50 %.0f µs (same handler %.0f, across handlers %.0f), p99 %.0f µs, max %.1f ms over %zu; "
+	fprintf(md,
+		"| 1 | hand-over: slot frees → next client has the OFFER | p50 < 200 µs, p99 < 2 "
+		"ms; ≥ 1000× legacy at the median "
+		"| p50 %.0f µs (same handler %.0f, across handlers %.0f), p99 %.0f µs, max %.1f ms "
+		"over %zu; "
 		"legacy p50 %.0f ms: %.0f× — **%s** |\n",
-		bs_pct(&lat, 0.5), same.n ? bs_pct(&same, 0.5) : 0.0, across.n ? bs_pct(&across, 0.5) : 0.0,
-		bs_pct(&lat, 0.99), bs_max(&lat) / 1000, lat.n, bs_pct(&leg, 0.5) / 1000, ratio,
-		ok ? "met" : "missed");
+		bs_pct(&lat, 0.5), same.n ? bs_pct(&same, 0.5) : 0.0,
+		across.n ? bs_pct(&across, 0.5) : 0.0, bs_pct(&lat, 0.99), bs_max(&lat) / 1000,
+		lat.n, bs_pct(&leg, 0.5) / 1000, ratio, ok ? "met" : "missed");
 	fclose(md);
 	bs_free(&lat);
 	bs_free(&same);
@@ -329,8 +355,10 @@ static int lock_read(const struct es_daemon *d, struct lockfig *lf)
 		if (json_object_object_get_ex(l, "hold_hist", &h))
 			for (size_t i = 0; i < json_object_array_length(h) && lf->n < 256; i++) {
 				struct json_object *pair = json_object_array_get_idx(h, i);
-				lf->edge[lf->n] = json_object_get_int64(json_object_array_get_idx(pair, 0));
-				lf->count[lf->n++] = json_object_get_int64(json_object_array_get_idx(pair, 1));
+				lf->edge[lf->n] = json_object_get_int64(
+					json_object_array_get_idx(pair, 0));
+				lf->count[lf->n++] = json_object_get_int64(
+					json_object_array_get_idx(pair, 1));
 			}
 		rc = 0;
 	}
@@ -396,12 +424,12 @@ static void pin_apart(const struct es_daemon *d)
 }
 
 struct grant_run {
-	struct spread rate;     /* cycles/s over the repeats */
-	double cpu_per_cycle;   /* execserver, us */
-	double client_cpu;      /* the load generator's share of one CPU */
-	double switches;        /* the daemon's context switches per cycle */
+	struct spread rate;   /* cycles/s over the repeats */
+	double cpu_per_cycle; /* execserver, us */
+	double client_cpu;    /* the load generator's share of one CPU */
+	double switches;      /* the daemon's context switches per cycle */
 	int has_lock;
-	struct lockfig lock;    /* over the repeats */
+	struct lockfig lock; /* over the repeats */
 	double sec;
 };
 
@@ -427,13 +455,12 @@ static struct grant_run grant_run(const struct bench_opts *o, int handlers, cons
 		pin_apart(&d);
 	double r[16];
 	struct lockfig l0;
-	run_cycles(f, "bk", 0, 0.5, NULL);  /* warm-up */
+	run_cycles(f, "bk", 0, 0.5, NULL); /* warm-up */
 	g.has_lock = lock_read(&d, &l0) == 0;
 	/* (bu_daemon_kib sums any numeric field of /proc/PID/status) */
 	long sw0 = bu_daemon_kib(&d, "voluntary_ctxt_switches") +
 		   bu_daemon_kib(&d, "nonvoluntary_ctxt_switches");
-	long long cpu0 = bu_daemon_cpu_us(&d), self0 = bu_self_cpu_us(), cyc = 0,
-		  t0 = bu_now_ns();
+	long long cpu0 = bu_daemon_cpu_us(&d), self0 = bu_self_cpu_us(), cyc = 0, t0 = bu_now_ns();
 	for (int i = 0; i < o->repeats; i++) {
 		r[i] = run_cycles(f, "bk", 0, o->rate_sec, NULL);
 		cyc += (long long)(r[i] * o->rate_sec);
@@ -454,7 +481,8 @@ static struct grant_run grant_run(const struct bench_opts *o, int handlers, cons
 		int k = snprintf(cmd, sizeof cmd, "perf record -q -g -o %s -p ",
 				 bu_path(path, sizeof path, o->out, "perf.data"));
 		for (int i = 1; i < n; i++)
-			k += snprintf(cmd + k, sizeof cmd - (size_t)k, "%s%d", i > 1 ? "," : "", pids[i]);
+			k += snprintf(cmd + k, sizeof cmd - (size_t)k, "%s%d", i > 1 ? "," : "",
+				      pids[i]);
 		snprintf(cmd + k, sizeof cmd - (size_t)k, " -- sleep 2 >/dev/null 2>&1 &");
 		if (system(cmd) != 0)
 			fprintf(stderr, "esbench: perf did not start\n");
@@ -473,7 +501,9 @@ static void lock_line(FILE *md, const char *what, int handlers, const struct gra
 	const struct lockfig *l = &g->lock;
 	double cycles = g->rate.med * g->sec, per = (double)l->ops / (cycles > 0 ? cycles : 1);
 	double mean = l->ops ? (double)l->hold_ns / (double)l->ops : 0;
-	fprintf(md, "| %d | %s | %.0f | %.2f | %lld ns | %lld ns | %.0f ns | %.1f %% | %.2f %% | %.0f ns | %.0f |\n",
+	fprintf(md,
+		"| %d | %s | %.0f | %.2f | %lld ns | %lld ns | %.0f ns | %.1f %% | %.2f %% | %.0f "
+		"ns | %.0f |\n",
 		handlers, what, g->rate.med, per, lock_pct(l, 0.5), lock_pct(l, 0.99), mean,
 		100.0 * (double)l->hold_ns / (g->sec * 1e9),
 		l->ops ? 100.0 * (double)l->waits / (double)l->ops : 0.0,
@@ -486,8 +516,11 @@ void row_grant_rate(const struct bench_opts *o)
 	FILE *md = bu_out(o->out, "row4");
 	const int handlers[] = { 1, 2, 4 };
 	const char *lockbin = getenv("EXECSERVER_LOCKSTAT_BIN");
-	fprintf(md, "| handlers | placement | cycles/s median | min–max (%d × %.0f s) | execserver CPU per cycle | "
-		"the daemon's context switches per cycle | load generator's CPU |\n|---|---|---|---|---|---|---|\n",
+	fprintf(md,
+		"| handlers | placement | cycles/s median | min–max (%d × %.0f s) | execserver CPU "
+		"per cycle | "
+		"the daemon's context switches per cycle | load generator's CPU "
+		"|\n|---|---|---|---|---|---|---|\n",
 		o->repeats, o->rate_sec);
 	double best = 0, by_h[3] = { 0 }, apart_h[2] = { 0 }, apart_cpu[2] = { 0 };
 	for (size_t h = 0; h < sizeof handlers / sizeof handlers[0]; h++) {
@@ -495,55 +528,79 @@ void row_grant_rate(const struct bench_opts *o)
 		if (g.rate.med > best)
 			best = g.rate.med;
 		by_h[h] = g.rate.med;
-		fprintf(md, "| %d | unpinned (2 CPUs shared by all) | **%.0f** | %.0f–%.0f | %.1f µs | %.2f | %.0f %% of a CPU |\n",
-			handlers[h], g.rate.med, g.rate.min, g.rate.max, g.cpu_per_cycle, g.switches,
-			100 * g.client_cpu);
+		fprintf(md,
+			"| %d | unpinned (2 CPUs shared by all) | **%.0f** | %.0f–%.0f | %.1f µs | "
+			"%.2f | %.0f %% of a CPU |\n",
+			handlers[h], g.rate.med, g.rate.min, g.rate.max, g.cpu_per_cycle,
+			g.switches, 100 * g.client_cpu);
 		fprintf(stderr, "row4: handlers %d: %.0f cycles/s\n", handlers[h], g.rate.med);
 	}
 	for (int h = 1; h <= 2; h++) {
 		struct grant_run g = grant_run(o, h, NULL, 1);
 		apart_h[h - 1] = g.rate.med;
 		apart_cpu[h - 1] = g.cpu_per_cycle;
-		fprintf(md, "| %d | daemon on CPU 0, load generator on CPU 1 | **%.0f** | %.0f–%.0f | %.1f µs | %.2f | %.0f %% of a CPU |\n",
-			h, g.rate.med, g.rate.min, g.rate.max, g.cpu_per_cycle, g.switches, 100 * g.client_cpu);
+		fprintf(md,
+			"| %d | daemon on CPU 0, load generator on CPU 1 | **%.0f** | %.0f–%.0f | "
+			"%.1f µs | %.2f | %.0f %% of a CPU |\n",
+			h, g.rate.med, g.rate.min, g.rate.max, g.cpu_per_cycle, g.switches,
+			100 * g.client_cpu);
 		fprintf(stderr, "row4: handlers %d pinned apart: %.0f cycles/s\n", h, g.rate.med);
 	}
-	fprintf(md, "\nBest: %.0f cycles/s (target ≥ 50,000: %s).\n", best, best >= 50000 ? "met" : "missed");
+	fprintf(md, "\nBest: %.0f cycles/s (target ≥ 50,000: %s).\n", best,
+		best >= 50000 ? "met" : "missed");
 	if (lockbin && access(lockbin, X_OK) == 0) {
-		fprintf(md, "\nThe book lock under this load (the same runs with `bench/execserver-lockstat`, "
-			"whose book reads the clock around every critical section; %d × %.0f s each):\n\n"
-			"| handlers | placement | cycles/s | lock sections per cycle | hold p50 | hold p99 | hold mean | "
-			"lock held (share of the time) | sections that waited | mean wait | ceiling: cycles/s the lock allows |\n"
-			"|---|---|---|---|---|---|---|---|---|---|---|\n", o->repeats, o->rate_sec);
+		fprintf(md,
+			"\nThe book lock under this load (the same runs with "
+			"`bench/execserver-lockstat`, "
+			"whose book reads the clock around every critical section; %d × %.0f s "
+			"each):\n\n"
+			"| handlers | placement | cycles/s | lock sections per cycle | hold p50 | "
+			"hold p99 | hold mean | "
+			"lock held (share of the time) | sections that waited | mean wait | "
+			"ceiling: cycles/s the lock allows |\n"
+			"|---|---|---|---|---|---|---|---|---|---|---|\n",
+			o->repeats, o->rate_sec);
 		double k_model = 0, h_model = 0, p99_model = 0, mean_model = 0;
 		for (int h = 1; h <= 2; h++)
 			for (int apart = 0; apart <= 1; apart++) {
 				struct grant_run g = grant_run(o, h, lockbin, apart);
 				if (!g.has_lock) {
-					fprintf(stderr, "esbench: %s keeps no lock figures\n", lockbin);
+					fprintf(stderr, "esbench: %s keeps no lock figures\n",
+						lockbin);
 					continue;
 				}
-				lock_line(md, apart ? "daemon on CPU 0, load generator on CPU 1" : "unpinned", h, &g);
-				double cyc = g.rate.med * g.sec, per = (double)g.lock.ops / (cyc > 0 ? cyc : 1);
+				lock_line(md,
+					  apart ? "daemon on CPU 0, load generator on CPU 1"
+						: "unpinned",
+					  h, &g);
+				double cyc = g.rate.med * g.sec,
+				       per = (double)g.lock.ops / (cyc > 0 ? cyc : 1);
 				if (h == 2 && !apart) {
 					/* the model's: two handlers on two CPUs, the
 					 * book's cache lines moving between them */
 					k_model = per;
 					h_model = lock_trimmed_mean(&g.lock, 0.999);
 					p99_model = (double)lock_pct(&g.lock, 0.99);
-					mean_model = g.lock.ops ? (double)g.lock.hold_ns / (double)g.lock.ops : 0;
+					mean_model = g.lock.ops ? (double)g.lock.hold_ns /
+									  (double)g.lock.ops
+								: 0;
 				}
 				char name[64];
-				snprintf(name, sizeof name, "lock_h%d_%s.dat", h, apart ? "apart" : "free");
+				snprintf(name, sizeof name, "lock_h%d_%s.dat", h,
+					 apart ? "apart" : "free");
 				char path[512];
 				FILE *dat = fopen(bu_path(path, sizeof path, o->out, name), "w");
 				double cycles = g.rate.med * g.sec;
 				if (dat) {
 					fprintf(dat, "%.4f %.1f %lld %lld %.4f %.1f\n",
 						(double)g.lock.ops / (cycles > 0 ? cycles : 1),
-						g.lock.ops ? (double)g.lock.hold_ns / (double)g.lock.ops : 0.0,
+						g.lock.ops ? (double)g.lock.hold_ns /
+								     (double)g.lock.ops
+							   : 0.0,
 						lock_pct(&g.lock, 0.5), lock_pct(&g.lock, 0.99),
-						g.lock.ops ? (double)g.lock.waits / (double)g.lock.ops : 0.0,
+						g.lock.ops
+							? (double)g.lock.waits / (double)g.lock.ops
+							: 0.0,
 						g.cpu_per_cycle);
 					fclose(dat);
 				}
@@ -554,31 +611,45 @@ void row_grant_rate(const struct bench_opts *o)
 		 * h ns on average (the largest of the runs above) */
 		double per_core = apart_cpu[0] > 0 ? 1e6 / apart_cpu[0] : 0,
 		       ceiling = k_model > 0 && h_model > 0 ? 1e9 / (k_model * h_model) : 0;
-		fprintf(md, "\nThe ceiling, modelled: the lock serialises every critical section, so at most "
-			"1 / (k × h) cycles/s pass it, with k = %.2f sections per cycle and h = %.0f ns, the "
-			"mean hold of the run with 2 handlers unpinned (two CPUs: the book's cache lines move "
-			"between them), without the 0.1 %% longest (holders the scheduler stopped inside the "
-			"lock on this shared machine; with them: %.0f ns; p99 %.0f ns): **%.0f cycles/s**.  A "
-			"handler on a CPU of its own needs %.1f µs of execserver CPU per cycle (the pinned run "
-			"of 1 handler above): %.0f cycles/s per core.  With N cores, min(N × %.0f, %.0f):\n\n"
-			"| cores | cycles/s the CPUs allow | the lock's ceiling | projection | lock busy |\n"
-			"|---|---|---|---|---|\n", k_model, h_model, mean_model, p99_model, ceiling,
-			apart_cpu[0], per_core, per_core, ceiling);
+		fprintf(md,
+			"\nThe ceiling, modelled: the lock serialises every critical section, so "
+			"at most "
+			"1 / (k × h) cycles/s pass it, with k = %.2f sections per cycle and h = "
+			"%.0f ns, the "
+			"mean hold of the run with 2 handlers unpinned (two CPUs: the book's cache "
+			"lines move "
+			"between them), without the 0.1 %% longest (holders the scheduler stopped "
+			"inside the "
+			"lock on this shared machine; with them: %.0f ns; p99 %.0f ns): **%.0f "
+			"cycles/s**.  A "
+			"handler on a CPU of its own needs %.1f µs of execserver CPU per cycle "
+			"(the pinned run "
+			"of 1 handler above): %.0f cycles/s per core.  With N cores, min(N × %.0f, "
+			"%.0f):\n\n"
+			"| cores | cycles/s the CPUs allow | the lock's ceiling | projection | "
+			"lock busy |\n"
+			"|---|---|---|---|---|\n",
+			k_model, h_model, mean_model, p99_model, ceiling, apart_cpu[0], per_core,
+			per_core, ceiling);
 		const int cores[] = { 2, 8, 32, 64 };
 		double at32 = 0;
 		for (int i = 0; i < 4; i++) {
 			double cpu = cores[i] * per_core, x = cpu < ceiling ? cpu : ceiling;
 			if (cores[i] == 32)
 				at32 = x;
-			fprintf(md, "| %d | %.0f | %.0f | **%.0f** | %.0f %% |\n", cores[i], cpu, ceiling, x,
-				100 * x / ceiling);
+			fprintf(md, "| %d | %.0f | %.0f | **%.0f** | %.0f %% |\n", cores[i], cpu,
+				ceiling, x, 100 * x / ceiling);
 		}
 		fprintf(md, "\nA 32-core host: %.0f cycles/s projected (%s 1,000,000).\n", at32,
 			at32 >= 1e6 ? "at or above" : "below");
 		FILE *mdl = bu_out(o->out, "summary-4b");
-		fprintf(mdl, "| 4 | the book lock: hold time per section; the ceiling it sets | (measured; issue 18) "
-			"| 2 handlers: %.2f sections per cycle, hold mean %.0f ns (%.0f without the longest 0.1 %%), "
-			"p99 %.0f ns; ceiling %.0f cycles/s; projected 8 / 32 / 64 cores: %.0f / %.0f / %.0f |\n",
+		fprintf(mdl,
+			"| 4 | the book lock: hold time per section; the ceiling it sets | "
+			"(measured; issue 18) "
+			"| 2 handlers: %.2f sections per cycle, hold mean %.0f ns (%.0f without "
+			"the longest 0.1 %%), "
+			"p99 %.0f ns; ceiling %.0f cycles/s; projected 8 / 32 / 64 cores: %.0f / "
+			"%.0f / %.0f |\n",
 			k_model, mean_model, h_model, p99_model, ceiling,
 			8 * per_core < ceiling ? 8 * per_core : ceiling, at32,
 			64 * per_core < ceiling ? 64 * per_core : ceiling);
@@ -586,9 +657,13 @@ void row_grant_rate(const struct bench_opts *o)
 	}
 	fclose(md);
 	md = bu_out(o->out, "summary-4");
-	fprintf(md, "| 4 | grant rate WANT → OFFER → DECLINE, 256 connections, 32 slots | ≥ 50,000 cycles/s; scaling with handlers "
-		"| %.0f / %.0f / %.0f cycles/s with 1 / 2 / 4 handlers; daemon and load generator on CPUs of their own: "
-		"%.0f / %.0f with 1 / 2 — **%s** |\n", by_h[0], by_h[1], by_h[2], apart_h[0], apart_h[1],
+	fprintf(md,
+		"| 4 | grant rate WANT → OFFER → DECLINE, 256 connections, 32 slots | ≥ 50,000 "
+		"cycles/s; scaling with handlers "
+		"| %.0f / %.0f / %.0f cycles/s with 1 / 2 / 4 handlers; daemon and load generator "
+		"on CPUs of their own: "
+		"%.0f / %.0f with 1 / 2 — **%s** |\n",
+		by_h[0], by_h[1], by_h[2], apart_h[0], apart_h[1],
 		best >= 50000 ? "met" : "missed");
 	fclose(md);
 }
@@ -661,7 +736,9 @@ void row_book_size(const struct bench_opts *o)
 	FILE *md = bu_out(o->out, "row5b");
 	char path[512];
 	const int sizes[] = { 1000, 10000, 100000 };
-	enum { RUNS = 16 };
+	enum {
+		RUNS = 16
+	};
 	int runs = o->repeats * 2 - 1; /* odd: a true median */
 	if (runs > RUNS)
 		runs = RUNS;
@@ -681,27 +758,36 @@ void row_book_size(const struct bench_opts *o)
 			park[s][r] = e[s];
 		}
 		ratio[r] = a[2] / a[0];
-		fprintf(stderr, "row5: run %d: p50 %.0f / %.0f / %.0f us\n", r + 1, a[0], a[1], a[2]);
+		fprintf(stderr, "row5: run %d: p50 %.0f / %.0f / %.0f us\n", r + 1, a[0], a[1],
+			a[2]);
 	}
 	FILE *dat = fopen(bu_path(path, sizeof path, o->out, "book_size.dat"), "w");
-	fprintf(md, "Daemon and client pinned to CPU 0 (row `wake`: no wake-up across CPUs).\n\n"
-		"| parked wants in the book | hand-over p50 (median of %d runs, min–max) | p99 (median) | "
-		"hand-overs/s (median) | time to park them (median) |\n|---|---|---|---|---|\n", runs);
+	fprintf(md,
+		"Daemon and client pinned to CPU 0 (row `wake`: no wake-up across CPUs).\n\n"
+		"| parked wants in the book | hand-over p50 (median of %d runs, min–max) | p99 "
+		"(median) | "
+		"hand-overs/s (median) | time to park them (median) |\n|---|---|---|---|---|\n",
+		runs);
 	for (int s = 0; s < 3; s++) {
 		struct spread m = spread_of(p50[s], runs), q = spread_of(p99[s], runs),
 			      t = spread_of(rate[s], runs), k = spread_of(park[s], runs);
-		fprintf(md, "| %d | %.0f µs (%.0f–%.0f) | %.0f µs | %.0f | %.2f s |\n", sizes[s], m.med, m.min,
-			m.max, q.med, t.med, k.med);
+		fprintf(md, "| %d | %.0f µs (%.0f–%.0f) | %.0f µs | %.0f | %.2f s |\n", sizes[s],
+			m.med, m.min, m.max, q.med, t.med, k.med);
 		fprintf(dat, "%d %.1f %.1f %.0f\n", sizes[s], m.med, q.med, t.med);
 	}
 	fclose(dat);
 	struct spread rs = spread_of(ratio, runs);
-	fprintf(md, "\nCost with 100,000 against 1,000 parked wants (hand-over p50 of the same run; median "
-		"of %d runs): **%.2f×** (%.2f–%.2f; target ≤ 1.5×: %s).\n", runs, rs.med, rs.min, rs.max,
-		rs.med <= 1.5 ? "met" : "missed");
+	fprintf(md,
+		"\nCost with 100,000 against 1,000 parked wants (hand-over p50 of the same run; "
+		"median "
+		"of %d runs): **%.2f×** (%.2f–%.2f; target ≤ 1.5×: %s).\n",
+		runs, rs.med, rs.min, rs.max, rs.med <= 1.5 ? "met" : "missed");
 	fclose(md);
 	md = bu_out(o->out, "summary-5b");
-	fprintf(md, "| 5 | hand-over cost with 100,000 against 1,000 parked wants | ≤ 1.5× | median of %d runs "
-		"%.2f× (%.2f–%.2f) — **%s** |\n", runs, rs.med, rs.min, rs.max, rs.med <= 1.5 ? "met" : "missed");
+	fprintf(md,
+		"| 5 | hand-over cost with 100,000 against 1,000 parked wants | ≤ 1.5× | median of "
+		"%d runs "
+		"%.2f× (%.2f–%.2f) — **%s** |\n",
+		runs, rs.med, rs.min, rs.max, rs.med <= 1.5 ? "met" : "missed");
 	fclose(md);
 }

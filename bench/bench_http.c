@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench_http.h"
 #include "wsclient.h"
@@ -59,7 +59,7 @@ int http_raw(int port, const char *request, struct http_count *count, char *body
 				count->rx += r;
 			got += (size_t)r;
 			if (got == sizeof buf - 1)
-				got = 0;  /* only the head and a short body matter */
+				got = 0; /* only the head and a short body matter */
 		}
 		buf[got] = '\0';
 		sscanf(buf, "HTTP/1.%*d %d", &status);
@@ -97,7 +97,9 @@ static int read_head(int fd, char *head, size_t cap, size_t *have)
 static void serve_get(int fd, long long n)
 {
 	char h[128];
-	int hl = snprintf(h, sizeof h, "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\nConnection: close\r\n\r\n", n);
+	int hl = snprintf(h, sizeof h,
+			  "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\nConnection: close\r\n\r\n",
+			  n);
 	if (write_all(fd, h, (size_t)hl) != 0)
 		return;
 	while (n > 0) {
@@ -145,7 +147,8 @@ static void serve_put(int fd, const char *head, size_t have)
 	}
 	char h[160], b[32];
 	int bl = snprintf(b, sizeof b, "%lld", total);
-	int hl = snprintf(h, sizeof h, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+	int hl = snprintf(h, sizeof h,
+			  "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 			  bl, b);
 	write_all(fd, h, (size_t)hl);
 }
@@ -161,7 +164,10 @@ static void *serve(void *arg)
 		else if (strncmp(head, "PUT /out/", 9) == 0)
 			serve_put(fd, head, have);
 		else
-			write_all(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", 66);
+			write_all(fd,
+				  "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: "
+				  "close\r\n\r\n",
+				  66);
 	}
 	shutdown(fd, SHUT_WR);
 	close(fd);
@@ -172,7 +178,8 @@ int http_sink_start(struct http_sink *s)
 {
 	memset(g_block, 'x', sizeof g_block);
 	int lfd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof sa;
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof sa) != 0 || listen(lfd, 128) != 0 ||

@@ -16,7 +16,7 @@
 #include <sys/types.h>
 
 struct http_count {
-	long long tx, rx;      /* bytes sent and received */
+	long long tx, rx; /* bytes sent and received */
 };
 
 /* Sends request to 127.0.0.1:port, reads the answer until the server

@@ -7,13 +7,13 @@
  */
 #include "autoconfig.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -27,7 +27,7 @@
 /* ---- row 2: idle traffic, broker against legacy ---- */
 
 struct idle_count {
-	long long msgs[4], bytes_in, bytes_out;  /* 0 ping, 1 HELLO, 2 other */
+	long long msgs[4], bytes_in, bytes_out; /* 0 ping, 1 HELLO, 2 other */
 };
 
 static void idle_msg(struct fleet *f, struct fleet_conn *c, const struct fleet_msg *m)
@@ -39,7 +39,7 @@ static void idle_msg(struct fleet *f, struct fleet_conn *c, const struct fleet_m
 	ic->bytes_in += in;
 	if (strcmp(m->type, "PING") == 0) {
 		ic->msgs[0]++;
-		ic->bytes_out += 6 + (long long)m->len;  /* the pong, masked */
+		ic->bytes_out += 6 + (long long)m->len; /* the pong, masked */
 	} else if (strcmp(m->type, "HELLO") == 0) {
 		ic->msgs[1]++;
 	} else {
@@ -66,8 +66,10 @@ static void *poller_thread(void *p)
 		long long d = at - bu_now_ns();
 		if (d > 0)
 			usleep((useconds_t)(d / 1000));
-		int st = http_raw(a->port, "GET /token/idle HTTP/1.1\r\nHost: execserver\r\nConnection: close\r\n\r\n",
-				  &a->bytes, NULL, 0);
+		int st = http_raw(
+			a->port,
+			"GET /token/idle HTTP/1.1\r\nHost: execserver\r\nConnection: close\r\n\r\n",
+			&a->bytes, NULL, 0);
 		a->requests++;
 		a->statuses[st > 0 && st < 600 ? st : 0]++;
 	}
@@ -103,7 +105,8 @@ static const char *idle_body(int max_conns, int max_wants)
 		 "  idle:\n"
 		 "    waitgroup: idle\n"
 		 "    commands:\n"
-		 "      sleep: {prog: /bin/sleep}\n", max_conns, max_wants, max_wants < 4096 ? max_wants : 4096);
+		 "      sleep: {prog: /bin/sleep}\n",
+		 max_conns, max_wants, max_wants < 4096 ? max_wants : 4096);
 	return b;
 }
 
@@ -146,7 +149,7 @@ struct idle_child {
 	int cmd, rep;
 };
 
-static int g_cmd;       /* the child's end of cmd */
+static int g_cmd; /* the child's end of cmd */
 static int g_counting;
 
 static void child_tick(struct fleet *f)
@@ -186,7 +189,7 @@ static struct idle_child idle_spawn(int port, int n, const char *source)
 		long long pings = ic.msgs[0];
 		if (write(rep[1], &pings, sizeof pings) != (ssize_t)sizeof pings)
 			_exit(1);
-		_exit(0);   /* the kernel closes the connections */
+		_exit(0); /* the kernel closes the connections */
 	}
 	close(cmd[0]);
 	close(rep[1]);
@@ -215,7 +218,9 @@ static void idle_big(const struct bench_opts *o)
 	while ((double)n * 1.3 / handlers > (double)(nofile - 500) && handlers < 64)
 		handlers++;
 	if (procs > 250) {
-		fprintf(md, "| %d idle connections | not measured: descriptor limit %ld |\n|---|---|\n", n, nofile);
+		fprintf(md,
+			"| %d idle connections | not measured: descriptor limit %ld |\n|---|---|\n",
+			n, nofile);
 		fclose(md);
 		fclose(sm);
 		return;
@@ -234,7 +239,8 @@ static void idle_big(const struct bench_opts *o)
 	for (int p = 0; p < procs; p++) {
 		char src[32];
 		snprintf(src, sizeof src, "127.0.0.%d", 2 + p);
-		ch[p] = idle_spawn(d.port, p < procs - 1 ? per_proc : n - per_proc * (procs - 1), src);
+		ch[p] = idle_spawn(d.port, p < procs - 1 ? per_proc : n - per_proc * (procs - 1),
+				   src);
 	}
 	int connected = 0;
 	for (int p = 0; p < procs; p++) {
@@ -256,35 +262,57 @@ static void idle_big(const struct bench_opts *o)
 	bu_handler_spread(&d, spread, sizeof spread);
 	for (int p = 0; p < procs; p++) {
 		long long k = 0;
-		if (write(ch[p].cmd, "q", 1) == 1 && read(ch[p].rep, &k, sizeof k) == (ssize_t)sizeof k)
+		if (write(ch[p].cmd, "q", 1) == 1 &&
+		    read(ch[p].rep, &k, sizeof k) == (ssize_t)sizeof k)
 			pings += k;
 		waitpid(ch[p].pid, NULL, 0);
 		close(ch[p].cmd);
 		close(ch[p].rep);
 	}
-	double pct = 100.0 * (double)cpu / (el * 1e6), per_conn = (double)(anon1 - anon0) * 1024.0 / n;
-	fprintf(md, "| %d idle connections (100 client ids), window %.0f s | value |\n|---|---|\n", n, el);
-	fprintf(md, "| execserver CPU (master + handlers, utime+stime) | **%.2f %%** of one CPU (%.0f ms; "
-		"%.1f µs per ping and its pong) |\n", pct, (double)cpu / 1000.0,
-		pings ? (double)cpu / (double)pings : 0.0);
-	fprintf(md, "| pings answered in the window | %lld (one per connection per pingIntervalSec, 15 s) |\n",
+	double pct = 100.0 * (double)cpu / (el * 1e6),
+	       per_conn = (double)(anon1 - anon0) * 1024.0 / n;
+	fprintf(md, "| %d idle connections (100 client ids), window %.0f s | value |\n|---|---|\n",
+		n, el);
+	fprintf(md,
+		"| execserver CPU (master + handlers, utime+stime) | **%.2f %%** of one CPU (%.0f "
+		"ms; "
+		"%.1f µs per ping and its pong) |\n",
+		pct, (double)cpu / 1000.0, pings ? (double)cpu / (double)pings : 0.0);
+	fprintf(md,
+		"| pings answered in the window | %lld (one per connection per pingIntervalSec, 15 "
+		"s) |\n",
 		pings);
-	fprintf(md, "| daemon memory per connection: Δ(RssAnon of master + handlers) / %d (%ld KiB → %ld KiB) "
-		"| **%.0f bytes** |\n", n, anon0, anon1, per_conn);
-	fprintf(md, "| kernel TCP buffers of the machine, both ends (/proc/net/sockstat `mem`) "
-		"| %ld → %ld pages |\n", tcp0, tcp1);
-	fprintf(md, "| connecting them (%d client processes side by side, %d connected) | %.1f s |\n", procs,
-		connected, connect_sec);
-	fprintf(md, "\nLimits for this row: `maxConnections: %d`, `pingTimeoutSec: 600` (a client process "
-		"answers pings once all its connections are open); `RLIMIT_NOFILE` %ld for every process (the "
-		"hard limit here; raising it needs CAP_SYS_RESOURCE, which this machine's root lacks), so "
-		"the daemon runs %d handlers (holding %s connections) and the client ends come from %d "
+	fprintf(md,
+		"| daemon memory per connection: Δ(RssAnon of master + handlers) / %d (%ld KiB → "
+		"%ld KiB) "
+		"| **%.0f bytes** |\n",
+		n, anon0, anon1, per_conn);
+	fprintf(md,
+		"| kernel TCP buffers of the machine, both ends (/proc/net/sockstat `mem`) "
+		"| %ld → %ld pages |\n",
+		tcp0, tcp1);
+	fprintf(md,
+		"| connecting them (%d client processes side by side, %d connected) | %.1f s |\n",
+		procs, connected, connect_sec);
+	fprintf(md,
+		"\nLimits for this row: `maxConnections: %d`, `pingTimeoutSec: 600` (a client "
+		"process "
+		"answers pings once all its connections are open); `RLIMIT_NOFILE` %ld for every "
+		"process (the "
+		"hard limit here; raising it needs CAP_SYS_RESOURCE, which this machine's root "
+		"lacks), so "
+		"the daemon runs %d handlers (holding %s connections) and the client ends come "
+		"from %d "
 		"processes of at most %d connections, each bound to a source address of its own "
-		"(127.0.0.2–127.0.0.%d, `IP_BIND_ADDRESS_NO_PORT`: every source address has the 28,232 "
-		"ephemeral ports of net.ipv4.ip_local_port_range).\n", n + 500, nofile, handlers, spread,
-		procs, per_proc, 1 + procs);
-	fprintf(sm, "| 2 | %d idle connections: CPU; daemon memory per connection | (measured; issue 18) "
-		"| %.2f %% of one CPU, %.0f bytes per connection (%d handlers) |\n", n, pct, per_conn, handlers);
+		"(127.0.0.2–127.0.0.%d, `IP_BIND_ADDRESS_NO_PORT`: every source address has the "
+		"28,232 "
+		"ephemeral ports of net.ipv4.ip_local_port_range).\n",
+		n + 500, nofile, handlers, spread, procs, per_proc, 1 + procs);
+	fprintf(sm,
+		"| 2 | %d idle connections: CPU; daemon memory per connection | (measured; issue "
+		"18) "
+		"| %.2f %% of one CPU, %.0f bytes per connection (%d handlers) |\n",
+		n, pct, per_conn, handlers);
 	fclose(md);
 	fclose(sm);
 	bu_stop(&d);
@@ -301,8 +329,10 @@ void row_idle(const struct bench_opts *o)
 	bu_start(&d, o->handlers, idle_body(2000, 65536));
 	struct tclient *holder = tc_connect(d.port, "holder");
 	const char *tok = holder ? tc_want_offer(holder, "hold", "idle", 0, 5000) : NULL;
-	if (!tok || tc_send(holder, "{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\","
-			    "\"job\":{\"command\":\"sleep\",\"args\":[\"3600\"]}}", tok) != 0) {
+	if (!tok || tc_send(holder,
+			    "{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\","
+			    "\"job\":{\"command\":\"sleep\",\"args\":[\"3600\"]}}",
+			    tok) != 0) {
 		fprintf(stderr, "esbench: the holder got no slot\n");
 		exit(1);
 	}
@@ -327,17 +357,29 @@ void row_idle(const struct bench_opts *o)
 	pthread_join(th, NULL);
 	double el = (double)(bu_now_ns() - t0) / 1e9, per_min = 60.0 / el;
 	long long cpu = bu_daemon_cpu_us(&d) - cpu0;
-	fprintf(md, "| 100 waiting clients, window %.0f s | requests/min | bytes/min (both ways) | what |\n"
-		"|---|---|---|---|\n", el);
-	fprintf(md, "| broker (parked WANTs) | %.0f pings + %.0f pongs | %.0f | %lld pings, %lld HELLOs, %lld other messages "
+	fprintf(md,
+		"| 100 waiting clients, window %.0f s | requests/min | bytes/min (both ways) | "
+		"what |\n"
+		"|---|---|---|---|\n",
+		el);
+	fprintf(md,
+		"| broker (parked WANTs) | %.0f pings + %.0f pongs | %.0f | %lld pings, %lld "
+		"HELLOs, %lld other messages "
 		"from the server; nothing from the clients but pongs |\n",
 		ic.msgs[0] * per_min, ic.msgs[0] * per_min, (ic.bytes_in + ic.bytes_out) * per_min,
 		ic.msgs[0], ic.msgs[1], ic.msgs[2]);
-	fprintf(md, "| legacy (`GET /token` every 1 s) | %.0f | %.0f | %d answers 503, %d answers 200 |\n",
-		pa.requests * per_min, (pa.bytes.tx + pa.bytes.rx) * per_min, pa.statuses[503], pa.statuses[200]);
-	double ratio = (double)(pa.bytes.tx + pa.bytes.rx) / (double)(ic.bytes_in + ic.bytes_out + 1);
-	fprintf(md, "\nLegacy / broker bytes: **%.0f×**; messages other than pings and pongs from idle broker "
-		"clients: %lld (target: nothing but pings: %s).  The execserver's CPU in that window "
+	fprintf(md,
+		"| legacy (`GET /token` every 1 s) | %.0f | %.0f | %d answers 503, %d answers 200 "
+		"|\n",
+		pa.requests * per_min, (pa.bytes.tx + pa.bytes.rx) * per_min, pa.statuses[503],
+		pa.statuses[200]);
+	double ratio = (double)(pa.bytes.tx + pa.bytes.rx) /
+		       (double)(ic.bytes_in + ic.bytes_out + 1);
+	fprintf(md,
+		"\nLegacy / broker bytes: **%.0f×**; messages other than pings and pongs from idle "
+		"broker "
+		"clients: %lld (target: nothing but pings: %s).  The execserver's CPU in that "
+		"window "
 		"(pings and the legacy polls together): %.2f %% of one CPU.\n\n",
 		ratio, ic.msgs[1] + ic.msgs[2], ic.msgs[1] + ic.msgs[2] == 0 ? "met" : "missed",
 		100.0 * (double)cpu / (el * 1e6));
@@ -368,23 +410,36 @@ void row_idle(const struct bench_opts *o)
 	cpu = bu_daemon_cpu_us(&d) - cpu0;
 	double pct = 100.0 * (double)cpu / (el * 1e6);
 	double per_conn = (double)(anon1 - anon0) * 1024.0 / n;
-	fprintf(md, "| %d idle connections (100 client ids), window %.0f s | value | target |\n|---|---|---|\n", n, el);
-	fprintf(md, "| execserver CPU (master + handlers, utime+stime) | **%.2f %%** of one CPU (%.0f ms) | < 1 %%: %s |\n",
+	fprintf(md,
+		"| %d idle connections (100 client ids), window %.0f s | value | target "
+		"|\n|---|---|---|\n",
+		n, el);
+	fprintf(md,
+		"| execserver CPU (master + handlers, utime+stime) | **%.2f %%** of one CPU (%.0f "
+		"ms) | < 1 %%: %s |\n",
 		pct, cpu / 1000.0, pct < 1 ? "met" : "missed");
-	fprintf(md, "| pings answered in the window | %lld | one per connection per pingIntervalSec (15 s) |\n", ic2.msgs[0]);
+	fprintf(md,
+		"| pings answered in the window | %lld | one per connection per pingIntervalSec "
+		"(15 s) |\n",
+		ic2.msgs[0]);
 	fprintf(md, "| connecting them (one client thread, in series) | %.1f s | |\n", connect_sec);
 	fclose(md);
-	fprintf(sm, "| 2 | idle: 100 clients with parked wants; CPU with %d idle connections | nothing but pings; < 1 %% CPU "
-		"| broker %.0f bytes/min (pings and pongs only: %s), legacy %.0f bytes/min (%.0f×); CPU %.2f %% — **%s** |\n",
-		n, (ic.bytes_in + ic.bytes_out) * per_min, other ? "no" : "yes", (pa.bytes.tx + pa.bytes.rx) * per_min,
-		ratio, pct, !other && pct < 1 ? "met" : "missed");
+	fprintf(sm,
+		"| 2 | idle: 100 clients with parked wants; CPU with %d idle connections | nothing "
+		"but pings; < 1 %% CPU "
+		"| broker %.0f bytes/min (pings and pongs only: %s), legacy %.0f bytes/min "
+		"(%.0f×); CPU %.2f %% — **%s** |\n",
+		n, (ic.bytes_in + ic.bytes_out) * per_min, other ? "no" : "yes",
+		(pa.bytes.tx + pa.bytes.rx) * per_min, ratio, pct,
+		!other && pct < 1 ? "met" : "missed");
 	fclose(sm);
 
 	md = bu_out(o->out, "row5a");
 	fprintf(md, "| memory | value | target |\n|---|---|---|\n");
-	fprintf(md, "| per idle connection: Δ(sum of RssAnon of master + handlers) / %d connections "
-		"(%ld KiB → %ld KiB) | **%.0f bytes** | ≤ 8 KiB: %s |\n", n, anon0, anon1, per_conn,
-		per_conn <= 8192 ? "met" : "missed");
+	fprintf(md,
+		"| per idle connection: Δ(sum of RssAnon of master + handlers) / %d connections "
+		"(%ld KiB → %ld KiB) | **%.0f bytes** | ≤ 8 KiB: %s |\n",
+		n, anon0, anon1, per_conn, per_conn <= 8192 ? "met" : "missed");
 	fleet_close(f);
 	bu_stop(&d);
 
@@ -397,12 +452,17 @@ void row_idle(const struct bench_opts *o)
 		bu_stop(&d);
 	}
 	double per_want = (double)(seg[1] - seg[0]) / (double)(wants[1] - wants[0]);
-	fprintf(md, "| per want: Δ(shared segment size) / Δ(maxWants) (%lld bytes at maxWants %d, %lld at %d; "
-		"the segment is sized for maxWants at start) | **%.0f bytes** | ≤ 256 bytes: %s |\n",
+	fprintf(md,
+		"| per want: Δ(shared segment size) / Δ(maxWants) (%lld bytes at maxWants %d, %lld "
+		"at %d; "
+		"the segment is sized for maxWants at start) | **%.0f bytes** | ≤ 256 bytes: %s "
+		"|\n",
 		seg[0], wants[0], seg[1], wants[1], per_want, per_want <= 256 ? "met" : "missed");
 	fclose(md);
 	sm = bu_out(o->out, "summary-5a");
-	fprintf(sm, "| 5 | memory per idle connection; per want (segment) | ≤ 8 KiB; ≤ 256 bytes | %.0f bytes; %.0f bytes — **%s** |\n",
+	fprintf(sm,
+		"| 5 | memory per idle connection; per want (segment) | ≤ 8 KiB; ≤ 256 bytes | "
+		"%.0f bytes; %.0f bytes — **%s** |\n",
 		per_conn, per_want, per_conn <= 8192 && per_want <= 256 ? "met" : "missed");
 	fclose(sm);
 	idle_big(o);
@@ -414,7 +474,8 @@ static double curl_rate(int port, long long bytes)
 {
 	char cmd[512];
 	snprintf(cmd, sizeof cmd,
-		 "curl -sS http://127.0.0.1:%d/in/%lld | curl -sS -T - -o /dev/null http://127.0.0.1:%d/out/c",
+		 "curl -sS http://127.0.0.1:%d/in/%lld | curl -sS -T - -o /dev/null "
+		 "http://127.0.0.1:%d/out/c",
 		 port, bytes, port);
 	long long t0 = bu_now_ns();
 	if (system(cmd) != 0)
@@ -439,14 +500,16 @@ void row_stream(const struct bench_opts *o)
 	for (int i = 0; i < o->repeats; i++) {
 		snprintf(job, sizeof job,
 			 "{\"command\":\"cat\",\"stdin\":\"http://127.0.0.1:%d/in/%lld\","
-			 "\"stdout\":\"http://127.0.0.1:%d/out/e%d\"}", sink.port, o->stream_bytes, sink.port, i);
+			 "\"stdout\":\"http://127.0.0.1:%d/out/e%d\"}",
+			 sink.port, o->stream_bytes, sink.port, i);
 		char id[16];
 		snprintf(id, sizeof id, "s%d", i);
 		long long t0 = bu_now_ns();
 		struct json_object *done = tc_run_job(c, id, "s", job, 600000);
 		double el = (double)(bu_now_ns() - t0) / 1e9;
 		struct json_object *rec = tc_receipt(done);
-		if (!done || tc_int(rec, "exit_code") != 0 || json_object_object_get_ex(rec, "error", NULL))
+		if (!done || tc_int(rec, "exit_code") != 0 ||
+		    json_object_object_get_ex(rec, "error", NULL))
 			fprintf(stderr, "esbench: stream job failed: %s\n",
 				done ? json_object_to_json_string(done) : "(no DONE)");
 		if (done)
@@ -460,18 +523,27 @@ void row_stream(const struct bench_opts *o)
 	bu_stop(&d);
 	struct spread b = spread_of(rb, o->repeats), cu = spread_of(rc, o->repeats);
 	FILE *md = bu_out(o->out, "row6");
-	fprintf(md, "| %.2f GiB, %d repeats each, alternating | MB/s median | min–max |\n|---|---|---|\n",
+	fprintf(md,
+		"| %.2f GiB, %d repeats each, alternating | MB/s median | min–max "
+		"|\n|---|---|---|\n",
 		(double)o->stream_bytes / (1 << 30), o->repeats);
-	fprintf(md, "| execserver: GET stdin URL → `cat` → chunked PUT to the stdout URL (JOB → DONE) | **%.0f** | %.0f–%.0f |\n",
+	fprintf(md,
+		"| execserver: GET stdin URL → `cat` → chunked PUT to the stdout URL (JOB → DONE) "
+		"| **%.0f** | %.0f–%.0f |\n",
 		b.med, b.min, b.max);
-	fprintf(md, "| curl alone: `curl GET \\| curl -T - PUT`, same source and sink | %.0f | %.0f–%.0f |\n",
+	fprintf(md,
+		"| curl alone: `curl GET \\| curl -T - PUT`, same source and sink | %.0f | "
+		"%.0f–%.0f |\n",
 		cu.med, cu.min, cu.max);
-	fprintf(md, "\nexecserver / curl: **%.0f %%** (target ≥ 50 %%: %s).\n", 100 * b.med / cu.med,
-		b.med / cu.med >= 0.5 ? "met" : "missed");
+	fprintf(md, "\nexecserver / curl: **%.0f %%** (target ≥ 50 %%: %s).\n",
+		100 * b.med / cu.med, b.med / cu.med >= 0.5 ? "met" : "missed");
 	fclose(md);
 	md = bu_out(o->out, "summary-6");
-	fprintf(md, "| 6 | streaming stdin → cat → stdout, %.0f MiB | ≥ 50 %% of curl alone | %.0f against %.0f MB/s: %.0f %% — **%s** |\n",
-		(double)o->stream_bytes / (1 << 20), b.med, cu.med, 100 * b.med / cu.med, b.med / cu.med >= 0.5 ? "met" : "missed");
+	fprintf(md,
+		"| 6 | streaming stdin → cat → stdout, %.0f MiB | ≥ 50 %% of curl alone | %.0f "
+		"against %.0f MB/s: %.0f %% — **%s** |\n",
+		(double)o->stream_bytes / (1 << 20), b.med, cu.med, 100 * b.med / cu.med,
+		b.med / cu.med >= 0.5 ? "met" : "missed");
 	fclose(md);
 }
 
@@ -487,7 +559,8 @@ static void ab_services(char *b, size_t len, const char *wg)
 		 "  heavy:\n%s"
 		 "    commands:\n      sleep: {prog: /bin/sleep}\n"
 		 "  light:\n%s"
-		 "    commands:\n      true: {prog: /bin/true}\n", wg, wg);
+		 "    commands:\n      true: {prog: /bin/true}\n",
+		 wg, wg);
 }
 
 /* Light jobs during a flood of heavy ones (8 wants of `sleep 1`):
@@ -509,7 +582,9 @@ static void ab_measure(int port, int rounds, struct samples *w)
 		if (!offer)
 			break;
 		bs_add(w, (double)(bu_now_ns() - t) / 1000.0);
-		tc_send(l, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":{\"command\":\"true\"}}",
+		tc_send(l,
+			"{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":{\"command\":"
+			"\"true\"}}",
 			id, tc_str(offer, "token"));
 		json_object_put(offer);
 		struct json_object *done = fleet_expect_on(fl, l, "DONE", t + 10000000000LL);
@@ -528,15 +603,17 @@ void row_autobalance(const struct bench_opts *o)
 
 	/* auto-balance: one pool of 4, reserve 1; the classes learned first */
 	ab_services(svc, sizeof svc, "");
-	snprintf(body, sizeof body, "cpus: %d\nfastReserve: 1\nheavyThreshold: 500ms\nminSamples: 2\n%s",
-		 AB_POOL, svc);
+	snprintf(body, sizeof body,
+		 "cpus: %d\nfastReserve: 1\nheavyThreshold: 500ms\nminSamples: 2\n%s", AB_POOL,
+		 svc);
 	struct es_daemon d;
 	bu_start(&d, o->handlers, body);
 	struct tclient *c = tc_connect(d.port, "warm");
 	for (int i = 0; i < 2; i++) {
 		char id[16];
 		snprintf(id, sizeof id, "w%d", i);
-		struct json_object *x = tc_run_job(c, id, "heavy", "{\"command\":\"sleep\",\"args\":[\"1\"]}", 5000);
+		struct json_object *x = tc_run_job(
+			c, id, "heavy", "{\"command\":\"sleep\",\"args\":[\"1\"]}", 5000);
 		if (x)
 			json_object_put(x);
 		snprintf(id, sizeof id, "v%d", i);
@@ -559,18 +636,29 @@ void row_autobalance(const struct bench_opts *o)
 	bs_write(&wa, bu_path(path, sizeof path, o->out, "ab_auto.dat"));
 	bs_write(&wf, bu_path(path, sizeof path, o->out, "ab_fixed.dat"));
 	FILE *md = bu_out(o->out, "row9");
-	fprintf(md, "| light job WANT → OFFER during a flood of heavy jobs (8 wants of `sleep 1`), pool of %d "
-		"| samples | p50 | p99 | max |\n|---|---|---|---|---|\n", AB_POOL);
-	fprintf(md, "| auto-balance (`cpus: 4`, `fastReserve: 1`, classes learned) | %zu | **%.2f ms** | %.2f ms | %.2f ms |\n",
+	fprintf(md,
+		"| light job WANT → OFFER during a flood of heavy jobs (8 wants of `sleep 1`), "
+		"pool of %d "
+		"| samples | p50 | p99 | max |\n|---|---|---|---|---|\n",
+		AB_POOL);
+	fprintf(md,
+		"| auto-balance (`cpus: 4`, `fastReserve: 1`, classes learned) | %zu | **%.2f ms** "
+		"| %.2f ms | %.2f ms |\n",
 		wa.n, bs_pct(&wa, 0.5) / 1000, bs_pct(&wa, 0.99) / 1000, bs_max(&wa) / 1000);
-	fprintf(md, "| one fixed waitgroup of 4 (`waitgroups: {pool: {processes: 4}}`) | %zu | **%.1f ms** | %.1f ms | %.1f ms |\n",
+	fprintf(md,
+		"| one fixed waitgroup of 4 (`waitgroups: {pool: {processes: 4}}`) | %zu | **%.1f "
+		"ms** | %.1f ms | %.1f ms |\n",
 		wf.n, bs_pct(&wf, 0.5) / 1000, bs_pct(&wf, 0.99) / 1000, bs_max(&wf) / 1000);
-	fprintf(md, "\nFixed / auto-balance at the median: **%.0f×**.\n", bs_pct(&wf, 0.5) / bs_pct(&wa, 0.5));
+	fprintf(md, "\nFixed / auto-balance at the median: **%.0f×**.\n",
+		bs_pct(&wf, 0.5) / bs_pct(&wa, 0.5));
 	fclose(md);
 	md = bu_out(o->out, "summary-9");
-	fprintf(md, "| + | auto-balance: light job start during a heavy flood, against one fixed waitgroup of 4 | (issue 9: a light job starts at once) "
-		"| p50 %.2f ms against %.1f ms (%.0f×), max %.2f ms against %.1f ms |\n", bs_pct(&wa, 0.5) / 1000,
-		bs_pct(&wf, 0.5) / 1000, bs_pct(&wf, 0.5) / bs_pct(&wa, 0.5), bs_max(&wa) / 1000, bs_max(&wf) / 1000);
+	fprintf(md,
+		"| + | auto-balance: light job start during a heavy flood, against one fixed "
+		"waitgroup of 4 | (issue 9: a light job starts at once) "
+		"| p50 %.2f ms against %.1f ms (%.0f×), max %.2f ms against %.1f ms |\n",
+		bs_pct(&wa, 0.5) / 1000, bs_pct(&wf, 0.5) / 1000,
+		bs_pct(&wf, 0.5) / bs_pct(&wa, 0.5), bs_max(&wa) / 1000, bs_max(&wf) / 1000);
 	fclose(md);
 	bs_free(&wa);
 	bs_free(&wf);

@@ -23,15 +23,15 @@ struct bench_opts {
 	int ks[8], nk;          /* slot counts K of rows 3 and 7 */
 };
 
-void row_wake(const struct bench_opts *o);         /* the machine's wake-up cost */
-void row_handover(const struct bench_opts *o);     /* 1 */
-void row_idle(const struct bench_opts *o);         /* 2, and memory of 5 */
-void row_throughput(const struct bench_opts *o);   /* 3 and 7 */
-void row_grant_rate(const struct bench_opts *o);   /* 4 */
-void row_book_size(const struct bench_opts *o);    /* 5 */
-void row_stream(const struct bench_opts *o);       /* 6 */
-void row_fairness(const struct bench_opts *o);     /* 8 */
-void row_autobalance(const struct bench_opts *o);  /* auto-balance */
+void row_wake(const struct bench_opts *o);        /* the machine's wake-up cost */
+void row_handover(const struct bench_opts *o);    /* 1 */
+void row_idle(const struct bench_opts *o);        /* 2, and memory of 5 */
+void row_throughput(const struct bench_opts *o);  /* 3 and 7 */
+void row_grant_rate(const struct bench_opts *o);  /* 4 */
+void row_book_size(const struct bench_opts *o);   /* 5 */
+void row_stream(const struct bench_opts *o);      /* 6 */
+void row_fairness(const struct bench_opts *o);    /* 8 */
+void row_autobalance(const struct bench_opts *o); /* auto-balance */
 
 /* Keeps depth wants of service parked on every connection of f, running
  * job for each OFFER and wanting again after each DONE, while the fleet

@@ -1,17 +1,17 @@
 /* bench_util.c - see bench_util.h. */
 #include "autoconfig.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "bench_util.h"
 #include "harness.h"
@@ -100,7 +100,8 @@ int bu_daemon_pids(const struct es_daemon *d, int *pids, int max)
 	if (st && json_object_object_get_ex(st, "handlers", &hs))
 		for (size_t i = 0; i < json_object_array_length(hs) && n < max; i++) {
 			struct json_object *pid;
-			if (json_object_object_get_ex(json_object_array_get_idx(hs, i), "pid", &pid))
+			if (json_object_object_get_ex(json_object_array_get_idx(hs, i), "pid",
+						      &pid))
 				pids[n++] = json_object_get_int(pid);
 		}
 	json_object_put(st);
@@ -143,8 +144,8 @@ long long bu_proc_ticks(int pid)
 	 * utime 14, stime 15 */
 	char *p = strrchr(buf, ')');
 	unsigned long long ut = 0, st = 0;
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-			 &ut, &st) != 2)
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return 0;
 	return (long long)(ut + st);
 }
@@ -196,7 +197,8 @@ long bu_nofile_at_least(long n)
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return -1;
 	if ((long)rl.rlim_cur < n) {
-		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || (long)rl.rlim_max >= n ? (rlim_t)n : rl.rlim_max;
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || (long)rl.rlim_max >= n ? (rlim_t)n
+										     : rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 		getrlimit(RLIMIT_NOFILE, &rl);
 	}
@@ -249,8 +251,9 @@ static unsigned long tcp_inode(int lport, int rport)
 	while (!found && fgets(line, sizeof line, f)) {
 		unsigned la, lp, ra, rp, st;
 		unsigned long inode;
-		if (sscanf(line, " %*d: %x:%x %x:%x %x %*x:%*x %*x:%*x %*x %*d %*d %lu", &la, &lp, &ra,
-			   &rp, &st, &inode) == 6 && (int)lp == lport && (int)rp == rport)
+		if (sscanf(line, " %*d: %x:%x %x:%x %x %*x:%*x %*x:%*x %*x %*d %*d %lu", &la, &lp,
+			   &ra, &rp, &st, &inode) == 6 &&
+		    (int)lp == lport && (int)rp == rport)
 			found = inode;
 	}
 	fclose(f);

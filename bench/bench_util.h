@@ -53,7 +53,6 @@ long long bu_daemon_cpu_us(const struct es_daemon *d);
 /* The sum of a /proc/<pid>/status field (KiB) over the daemon's processes. */
 long bu_daemon_kib(const struct es_daemon *d, const char *field);
 
-
 /* Raises RLIMIT_NOFILE's hard limit to fs.nr_open where allowed (root),
  * then the soft limit to the hard limit; returns the limit. */
 long bu_raise_nofile(void);

@@ -13,8 +13,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench_rows.h"
 #include "bench_util.h"
@@ -65,9 +65,12 @@ void row_wake(const struct bench_opts *o)
 	}
 	struct spread a = spread_of(one, 5), b = spread_of(two, 5);
 	FILE *md = bu_out(o->out, "wake");
-	fprintf(md, "Waking a sleeping process is dear here: a pipe round trip between two "
-		"processes (two wake-ups) takes %.1f µs when both share CPU 0 and %.1f µs when they may "
-		"sit on different CPUs (esbench row `wake`, median of 5 × %d; %.1f–%.1f and %.1f–%.1f)",
+	fprintf(md,
+		"Waking a sleeping process is dear here: a pipe round trip between two "
+		"processes (two wake-ups) takes %.1f µs when both share CPU 0 and %.1f µs when "
+		"they may "
+		"sit on different CPUs (esbench row `wake`, median of 5 × %d; %.1f–%.1f and "
+		"%.1f–%.1f)",
 		a.med, b.med, ROUND_TRIPS, a.min, a.max, b.min, b.max);
 	fclose(md);
 	fprintf(stderr, "wake: one CPU %.1f us, two CPUs %.1f us per round trip\n", a.med, b.med);

@@ -27,14 +27,10 @@ struct row {
 };
 
 static const struct row ROWS[] = {
-	{ "wake", row_wake },
-	{ "handover", row_handover },
-	{ "idle", row_idle },
-	{ "throughput", row_throughput },
-	{ "grant", row_grant_rate },
-	{ "book", row_book_size },
-	{ "stream", row_stream },
-	{ "fair", row_fairness },
+	{ "wake", row_wake },        { "handover", row_handover },
+	{ "idle", row_idle },        { "throughput", row_throughput },
+	{ "grant", row_grant_rate }, { "book", row_book_size },
+	{ "stream", row_stream },    { "fair", row_fairness },
 	{ "auto", row_autobalance },
 };
 #define NROWS (sizeof ROWS / sizeof ROWS[0])
@@ -61,21 +57,27 @@ static int parse_ks(const char *arg, struct bench_opts *o)
 int main(int argc, char **argv)
 {
 	struct bench_opts o = {
-		.out = "bench-out", .peers = "bench/peers", .handlers = 0,
-		.grants = 10000, .legacy_samples = 320, .idle_sec = 60, .idle_conns = 10000, .idle_big = 100000,
-		.repeats = 3, .rate_sec = 3.0, .stream_bytes = 1LL << 30, .fair_jobs = 10000,
-		.ks = { 1, 2, 4, 8 }, .nk = 4,
+		.out = "bench-out",
+		.peers = "bench/peers",
+		.handlers = 0,
+		.grants = 10000,
+		.legacy_samples = 320,
+		.idle_sec = 60,
+		.idle_conns = 10000,
+		.idle_big = 100000,
+		.repeats = 3,
+		.rate_sec = 3.0,
+		.stream_bytes = 1LL << 30,
+		.fair_jobs = 10000,
+		.ks = { 1, 2, 4, 8 },
+		.nk = 4,
 	};
 	int opt;
 	signal(SIGPIPE, SIG_IGN);
 	while ((opt = getopt(argc, argv, "o:p:qk:")) != -1) {
 		switch (opt) {
-		case 'o':
-			o.out = optarg;
-			break;
-		case 'p':
-			o.peers = optarg;
-			break;
+		case 'o': o.out = optarg; break;
+		case 'p': o.peers = optarg; break;
 		case 'q':
 			o.grants = 2000;
 			o.legacy_samples = 32;
@@ -89,12 +91,14 @@ int main(int argc, char **argv)
 			break;
 		case 'k':
 			if (parse_ks(optarg, &o) != 0) {
-				fprintf(stderr, "esbench: -k wants slot counts 1..64, comma-separated\n");
+				fprintf(stderr,
+					"esbench: -k wants slot counts 1..64, comma-separated\n");
 				return 2;
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: esbench [-o DIR] [-p PEERS] [-q] [-k K,...] [ROW...]\n");
+			fprintf(stderr,
+				"usage: esbench [-o DIR] [-p PEERS] [-q] [-k K,...] [ROW...]\n");
 			return 2;
 		}
 	}
@@ -109,7 +113,8 @@ int main(int argc, char **argv)
 		long long t0 = bu_now_us();
 		fprintf(stderr, "esbench: %s ...\n", ROWS[r].name);
 		ROWS[r].fn(&o);
-		fprintf(stderr, "esbench: %s took %.1f s\n", ROWS[r].name, (double)(bu_now_us() - t0) / 1e6);
+		fprintf(stderr, "esbench: %s took %.1f s\n", ROWS[r].name,
+			(double)(bu_now_us() - t0) / 1e6);
 	}
 	return 0;
 }

@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <libgearman-1.0/gearman.h>
 
@@ -66,7 +66,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	gearman_worker_st *w = gearman_worker_create(NULL);
-	if (!w || gearman_worker_add_server(w, "127.0.0.1", (in_port_t)atoi(argv[1])) != GEARMAN_SUCCESS ||
+	if (!w ||
+	    gearman_worker_add_server(w, "127.0.0.1", (in_port_t)atoi(argv[1])) !=
+		    GEARMAN_SUCCESS ||
 	    gearman_worker_add_function(w, "run", 0, run_job, argv[2]) != GEARMAN_SUCCESS) {
 		fprintf(stderr, "gm_worker: %s\n", w ? gearman_worker_error(w) : "no memory");
 		return 1;

@@ -98,7 +98,7 @@ int main(int argc, char **argv)
 	 *    client id, no timeout while waiting for a slot). */
 	struct exc_options opt;
 	exc_options_init(&opt);
-	opt.connect_timeout_sec = 600;	/* no slot in 10 min: no_slot */
+	opt.connect_timeout_sec = 600; /* no slot in 10 min: no_slot */
 	exc_client *client = exc_client_new(run.base, &opt);
 	if (!client || exc_client_add_address(client, argv[1]) != 0) {
 		fprintf(stderr, "run_job: %s: %s\n", argv[1],

@@ -38,6 +38,8 @@ fi
 SLOT_MODEL_SKIP="checked by the first make check of scripts/test.sh"
 export SLOT_MODEL_SKIP
 make -j"$(nproc)" distcheck
+make check-style
+echo "test.sh: every C file is as clang-format (.clang-format) writes it"
 echo "test.sh: make check and make distcheck passed"
 summary
 

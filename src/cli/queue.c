@@ -27,7 +27,7 @@
 #include "dispatch/dispatch_config.h"
 
 #define WAIT_TICK_MS 250
-#define AFTER_MAX_SEC 315360000 /* --after: ten years */
+#define AFTER_MAX_SEC 315360000  /* --after: ten years */
 #define TIMEOUT_MAX_SEC 10000000 /* --timeout: as execctl run's */
 /* submit()'s range (sql/migrations/001_queue.sql, job_priority) */
 #define PRIORITY_MIN -1000
@@ -155,8 +155,8 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 			break;
 		case 'A':
 			if (cli_parse_uint(optarg, 0, AFTER_MAX_SEC, &o->after_sec) < 0) {
-				snprintf(err, len, "%s: --after %.64s: expected seconds, 0 to %d", cmd,
-					 optarg, AFTER_MAX_SEC);
+				snprintf(err, len, "%s: --after %.64s: expected seconds, 0 to %d",
+					 cmd, optarg, AFTER_MAX_SEC);
 				return CLI_BAD;
 			}
 			break;
@@ -177,9 +177,10 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 		case 'w': o->wait = 1; break;
 		case 'T':
 			if (cli_parse_uint(optarg, 0, TIMEOUT_MAX_SEC, &o->timeout_sec) < 0) {
-				snprintf(err, len,
-					 "%s: --timeout %.64s: expected seconds, 0 (no limit) to %d", cmd,
-					 optarg, TIMEOUT_MAX_SEC);
+				snprintf(
+					err, len,
+					"%s: --timeout %.64s: expected seconds, 0 (no limit) to %d",
+					cmd, optarg, TIMEOUT_MAX_SEC);
 				return CLI_BAD;
 			}
 			break;

@@ -417,11 +417,14 @@ static void test_execctl_db(void)
 	static const struct {
 		const char *args, *word;
 	} bad[] = {
-		{ "submit --db x -s work --after 5x -- true", "submit: --after 5x: expected seconds" },
-		{ "submit --db x -s work --after -1 -- true", "submit: --after -1: expected seconds" },
+		{ "submit --db x -s work --after 5x -- true",
+		  "submit: --after 5x: expected seconds" },
+		{ "submit --db x -s work --after -1 -- true",
+		  "submit: --after -1: expected seconds" },
 		{ "submit --db x -s work --after 4294967297 -- true", "--after 4294967297" },
 		{ "submit --db x -s work -p 12abc -- true", "submit: --priority 12abc: expected" },
-		{ "submit --db x -s work -p 1001 -- true", "--priority 1001: expected an integer in" },
+		{ "submit --db x -s work -p 1001 -- true",
+		  "--priority 1001: expected an integer in" },
 		{ "submit --db x -s work -p 99999999999999999999 -- true", "--priority 9999" },
 		{ "wait --db x --timeout ten 1", "wait: --timeout ten: expected seconds" },
 		{ "wait --db x --timeout 99999999999 1", "wait: --timeout 99999999999" },

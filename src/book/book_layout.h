@@ -54,7 +54,7 @@
 _Static_assert(BOOK_MAX_HANDLERS < BK_NIL8, "handler indices fit a byte besides BK_NIL8");
 _Static_assert(BOOK_MAX_SERVICES <= UINT16_MAX, "service indices fit 16 bits");
 #define BK_MAGIC 0x4b4f4f4258455345ULL /* "ESEXBOOK" little endian */
-#define BK_VERSION 4u
+#define BK_VERSION 5u
 #define BK_MAX_CONNECTIONS (1u << 20)
 #define BK_MAX_WANTS (1u << 22)
 #define BK_MAX_TOKENS (1u << 16)
@@ -127,14 +127,23 @@ struct bk_want {
 	uint32_t m_prev, m_next;  /* (D) */
 };
 
+/* A 64-bit heap key field aligned to 4 bytes, so that a node is 60 bytes
+ * rather than 64 (the segment's memory per want stays within 256 bytes). */
+typedef uint64_t bk_key64 __attribute__((aligned(4)));
+
 /* A node: the parked wants of one (conn, service, priority), FIFO by seq,
- * and its place in the service's pairing heap.  All (D). */
+ * and its place in the service's pairing heap.  All (D).  The node carries
+ * its heap key (priority, stamp, seq), so that a comparison in the heap
+ * reads two nodes and no conn or want record: the grant's heap work stays
+ * in the node table (issue 18: the lock's hold is mostly cache misses). */
 struct bk_node {
 	uint16_t used;
 	uint16_t service; /* < BOOK_MAX_SERVICES */
 	uint32_t conn;
 	int32_t priority;
 	uint32_t count;
+	bk_key64 stamp;                /* = conn's stamp[wg of service] */
+	bk_key64 seq;                  /* = seq of the head want */
 	uint32_t head, tail;           /* FIFO through want q_prev/q_next */
 	uint32_t child, sibling, prev; /* pairing heap; prev = parent when leftmost child */
 	uint32_t c_prev, c_next;       /* conn's node list; c_next = free list */

@@ -49,12 +49,10 @@ struct book *handler_book_lock(void)
 
 void handler_book_unlock(void)
 {
-	/* our own mail leaves in this section, not in one of its own */
-	size_t mail = mailbox_take_locked(handler.inst->book);
 	uint64_t wake = book_unlock(handler.inst->book);
 	uint64_t self = 1ull << handler.slot;
 
-	if (mail || (wake & self))
+	if (wake & self)
 		event_active(handler.mail_ev, EV_READ, 0);
 	instance_wake(handler.inst, wake & ~self);
 }

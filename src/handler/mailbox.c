@@ -12,12 +12,6 @@
 
 #define MAIL_BATCH 64
 
-/* Mail taken from the book, not yet acted on: [head, tail) in order.
- * Appended only at tail (mailbox_take_locked, also while the loop below
- * delivers: a delivery may take the lock), emptied by mailbox_on_wake. */
-static struct book_mail taken[MAIL_BATCH];
-static size_t head, tail;
-
 static void deliver(const struct book_mail *m)
 {
 	switch (m->kind) {
@@ -29,32 +23,24 @@ static void deliver(const struct book_mail *m)
 	}
 }
 
-size_t mailbox_take_locked(struct book *b)
-{
-	if (tail < MAIL_BATCH)
-		tail += book_mail_take(b, (uint32_t)handler.slot, taken + tail, MAIL_BATCH - tail);
-	return tail - head;
-}
-
 void mailbox_on_wake(evutil_socket_t fd, short what, void *arg)
 {
-	struct book *b = handler.inst->book;
+	struct book_mail mail[MAIL_BATCH];
+	size_t n;
 
 	if (fd >= 0) {
 		uint64_t count;
 		ssize_t r = read(fd, &count, sizeof count); /* reset the eventfd */
 		(void)r;
 	}
-	for (;;) {
-		while (head < tail) {
-			struct book_mail m = taken[head++];
-			deliver(&m);
-		}
-		head = tail = 0;
-		/* a section of its own only for mail that none of ours took */
-		if (!book_mail_pending(b, (uint32_t)handler.slot))
+	do {
+		/* a wake-up whose mail an earlier one took costs no section */
+		if (!book_mail_pending(handler.inst->book, (uint32_t)handler.slot))
 			return;
-		handler_book_lock();
-		handler_book_unlock(); /* takes it (mailbox_take_locked) */
-	}
+		struct book *b = handler_book_lock();
+		n = book_mail_take(b, (uint32_t)handler.slot, mail, MAIL_BATCH);
+		handler_book_unlock();
+		for (size_t i = 0; i < n; i++)
+			deliver(&mail[i]);
+	} while (n == MAIL_BATCH);
 }

@@ -413,6 +413,28 @@ static void test_execctl_db(void)
 			115);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "service must be 1 to 64"));
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -- true", F.cfg[0]), 2);
+	/* numbers: garbage, overflow and out of range refused, naming the option */
+	static const struct {
+		const char *args, *word;
+	} bad[] = {
+		{ "submit --db x -s work --after 5x -- true",
+		  "submit: --after 5x: expected seconds" },
+		{ "submit --db x -s work --after -1 -- true",
+		  "submit: --after -1: expected seconds" },
+		{ "submit --db x -s work --after 4294967297 -- true", "--after 4294967297" },
+		{ "submit --db x -s work -p 12abc -- true", "submit: --priority 12abc: expected" },
+		{ "submit --db x -s work -p 1001 -- true",
+		  "--priority 1001: expected an integer in" },
+		{ "submit --db x -s work -p 99999999999999999999 -- true", "--priority 9999" },
+		{ "wait --db x --timeout ten 1", "wait: --timeout ten: expected seconds" },
+		{ "wait --db x --timeout 99999999999 1", "wait: --timeout 99999999999" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CU_ASSERT_EQUAL(execctl(out, sizeof out, "%s", bad[i].args), 2);
+		CU_ASSERT_PTR_NOT_NULL(strstr(out, bad[i].word));
+		if (!strstr(out, bad[i].word))
+			fprintf(stderr, "\n  execctl %s: %s\n", bad[i].args, out);
+	}
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position --db 'host=127.0.0.1 port=1' 1"), 111);
 	clear_queue();
 }

@@ -23,6 +23,7 @@
 #include "bench_util.h"
 #include "harness.h"
 #include "proto.h"
+#include "wsclient.h"
 
 /* ---- row 2: idle traffic, broker against legacy ---- */
 
@@ -53,6 +54,18 @@ static void idle_msg(struct fleet *f, struct fleet_conn *c, const struct fleet_m
 static int idle_cpu_window(const struct bench_opts *o)
 {
 	return o->idle_sec >= 60 ? 60 : 15;
+}
+
+/* Clients that ping on their own, every 10 s as libexecclient does: each
+ * tick (100 ms) a hundredth of the connections pings. */
+static int g_ping_turn;
+static long long g_client_pings;
+
+static void client_ping_tick(struct fleet *f)
+{
+	for (int i = g_ping_turn; i < f->n; i += 100)
+		g_client_pings += !f->c[i].dead && wsc_send_ping(f->c[i].tc->ws, "c", 1) == 0;
+	g_ping_turn = (g_ping_turn + 1) % 100;
 }
 
 struct poller_arg {
@@ -436,6 +449,23 @@ void row_idle(const struct bench_opts *o)
 		"per pingIntervalSec (15 s); none |\n",
 		ic2.msgs[0], ic2.msgs[1] + ic2.msgs[2]);
 	fprintf(md, "| connecting them (one client thread, in series) | %.1f s | |\n", connect_sec);
+
+	/* the same connections, their clients pinging every 10 s: the server
+	 * then has no ping of its own to send (protocol.md, "Liveness") */
+	fleet_run(f, bu_now_ns() + 15000000000LL, 100, client_ping_tick);
+	memset(&ic2, 0, sizeof ic2);
+	g_client_pings = 0;
+	cpu0 = bu_daemon_cpu_us(&d);
+	t0 = bu_now_ns();
+	fleet_run(f, t0 + (long long)win * 1000000000LL, 100, client_ping_tick);
+	el = (double)(bu_now_ns() - t0) / 1e9;
+	cpu = bu_daemon_cpu_us(&d) - cpu0;
+	long long client_pings = g_client_pings ? g_client_pings : 1;
+	fprintf(md,
+		"| the same, each client pinging every 10 s (as libexecclient does): execserver "
+		"CPU | %.2f %% of one CPU (%.1f µs per client ping and its pong); server pings "
+		"in the window: %lld | |\n",
+		100.0 * (double)cpu / (el * 1e6), (double)cpu / (double)client_pings, ic2.msgs[0]);
 	fclose(md);
 	fprintf(sm,
 		"| 2 | idle: 100 clients with parked wants; CPU with %d idle connections | nothing "

@@ -332,10 +332,19 @@ void row_throughput(const struct bench_opts *o)
 		"| worst K: %.0f %% of the limit (table in section 3) — **%s** |\n",
 		100 * rmin, rmin >= 0.9 ? "met" : "missed");
 	fclose(md);
+	bu_stop(&d);
+}
 
-	/* row 7: the same daemon, stamp jobs, against gearmand */
-	md = bu_out(o->out, "row7");
-	dat = fopen(bu_path(path, sizeof path, o->out, "gearman.dat"), "w");
+void row_gearman(const struct bench_opts *o)
+{
+	char body[8192], stamp[512], path[512];
+	snprintf(stamp, sizeof stamp, "%s/stamp", o->peers);
+	jobs_body(body, sizeof body, o, stamp);
+	struct es_daemon d;
+	bu_start(&d, o->handlers, body);
+	/* row 7: stamp jobs, against gearmand */
+	FILE *md = bu_out(o->out, "row7");
+	FILE *dat = fopen(bu_path(path, sizeof path, o->out, "gearman.dat"), "w");
 	int gport = harness_free_port();
 	char gp[16], gd[] = "/usr/sbin/gearmand";
 	snprintf(gp, sizeof gp, "%d", gport);

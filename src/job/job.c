@@ -654,13 +654,19 @@ static void not_started(struct job *j, int err)
 	maybe_complete(j);
 }
 
-/* not_started, closing the descriptors made for the child so far (-1: none). */
+/* not_started, closing the descriptors made for the child so far (-1: none).
+ * A program that is not there (or not an executable file) is ENOENT,
+ * whichever step failed: the reason a check before the spawn would have
+ * given (spawn_job takes an absolute path unchecked). */
 static void spawn_failed(struct job *j, int err, int in, int out, int errfds[2])
 {
 	int fds[4] = { in, out, errfds[0], errfds[1] };
+	char path[4096];
 	for (int i = 0; i < 4; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	if (err != ENOENT && spawn_find_program(j->spec.argv[0], path, sizeof path) != 0)
+		err = ENOENT;
 	not_started(j, err);
 }
 
@@ -670,7 +676,7 @@ static void spawn_job(struct job *j)
 	char path[4096];
 	int in = -1, out = -1, errfds[2] = { -1, -1 };
 
-	if (spawn_find_program(j->spec.argv[0], path, sizeof path) != 0) {
+	if (spawn_program_path(j->spec.argv[0], path, sizeof path) != 0) {
 		spawn_failed(j, ENOENT, in, out, errfds);
 		return;
 	}

@@ -40,7 +40,9 @@ static int is_executable_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-int spawn_find_program(const char *prog, char *out, size_t outlen)
+/* spawn_find_program; check_absolute 0: an absolute path is taken as it
+ * is (spawn_program_path). */
+static int find_program(const char *prog, char *out, size_t outlen, int check_absolute)
 {
 	const char *path, *dir;
 	size_t plen;
@@ -55,7 +57,7 @@ int spawn_find_program(const char *prog, char *out, size_t outlen)
 			errno = EINVAL;
 			return -1;
 		}
-		if (!is_executable_file(prog)) {
+		if (check_absolute && !is_executable_file(prog)) {
 			errno = ENOENT;
 			return -1;
 		}
@@ -93,12 +95,25 @@ int spawn_find_program(const char *prog, char *out, size_t outlen)
 	return -1;
 }
 
+int spawn_find_program(const char *prog, char *out, size_t outlen)
+{
+	return find_program(prog, out, outlen, 1);
+}
+
+int spawn_program_path(const char *prog, char *out, size_t outlen)
+{
+	return find_program(prog, out, outlen, 0);
+}
+
 /* Signals whose disposition is not the default in this process. */
 static sigset_t not_default;
 static int initialised;
 /* /dev/null for reading and for writing, open once (close-on-exec): the
  * stdio of a job that has none, without an open in every child */
 static int devnull[2] = { -1, -1 };
+/* /proc/thread-self/children of the thread that called spawn_init, open
+ * once: a read at offset 0 lists the children anew (seq_file) */
+static int children_fd = -1;
 
 void spawn_init(void)
 {
@@ -118,6 +133,10 @@ void spawn_init(void)
 		devnull[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (devnull[1] < 0)
 		devnull[1] = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	/* the process's main thread is where orphans are reparented; the
+	 * handler calls this from it (thread-self: no getpid) */
+	if (children_fd < 0)
+		children_fd = open("/proc/thread-self/children", O_RDONLY | O_CLOEXEC);
 	initialised = 1;
 }
 
@@ -213,18 +232,15 @@ pid_t spawn_process(const struct spawn_request *req, int *err)
 
 int spawn_other_children(int (*is_job)(pid_t pid))
 {
-	char path[64], buf[8192];
+	char buf[8192];
 	size_t len = 0;
 	ssize_t n;
 
-	/* the process's main thread is where orphans are reparented; the
-	 * handler calls this from it (thread-self: no getpid) */
-	snprintf(path, sizeof path, "/proc/thread-self/children");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (children_fd < 0)
 		return 1; /* cannot tell: assume the worst */
 	for (;;) {
-		n = read(fd, buf + len, sizeof buf - 1 - len);
+		/* from offset 0: the list as it is now, not a rest of the last */
+		n = pread(children_fd, buf + len, sizeof buf - 1 - len, (off_t)len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -235,7 +251,6 @@ int spawn_other_children(int (*is_job)(pid_t pid))
 			break;
 		}
 	}
-	close(fd);
 	if (n < 0)
 		return 1; /* cannot tell: assume the worst */
 	buf[len] = '\0';

@@ -6,13 +6,16 @@
  * makes system calls.  Because the memory is shared and the parent sleeps
  * until the child has exec'd or exited, the child reports a failed step by
  * storing its errno in a variable of the parent's frame: no pipe, no read.
- * Signals are blocked across vfork so that no signal handler of the
- * handler can run in the child; the child resets to the default every
- * disposition that is not (ignored ones survive execve, caught ones would
- * run on the borrowed memory if a signal came between the unblock and the
- * exec) and then unblocks everything.  Which dispositions those are is
- * read once (spawn_init): the handler takes its signals through a
- * signalfd and installs no handler after that.
+ * Where the process catches a signal, signals are blocked across vfork so
+ * that no signal handler can run in the child; the child resets to the
+ * default every disposition that is not (ignored ones survive execve,
+ * caught ones would run on the borrowed memory if a signal came between
+ * the unblock and the exec) and then unblocks everything.  Which
+ * dispositions those are is read once (spawn_init): the handler takes its
+ * signals through a signalfd and installs no handler after that, so it
+ * catches none and spawns without the two sigprocmask calls around vfork
+ * (a signal in the child before its exec then meets only default or
+ * ignore dispositions, as it would after the child's unblock).
  */
 #include "autoconfig.h"
 
@@ -107,6 +110,7 @@ int spawn_program_path(const char *prog, char *out, size_t outlen)
 
 /* Signals whose disposition is not the default in this process. */
 static sigset_t not_default;
+static int any_caught; /* a disposition is a handler function */
 static int initialised;
 /* /dev/null for reading and for writing, open once (close-on-exec): the
  * stdio of a job that has none, without an open in every child */
@@ -128,6 +132,9 @@ void spawn_init(void)
 			continue;
 		if (sa.sa_handler != SIG_DFL)
 			sigaddset(&not_default, sig);
+		if ((sa.sa_flags & SA_SIGINFO) ||
+		    (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN))
+			any_caught = 1;
 	}
 	if (devnull[0] < 0)
 		devnull[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -206,14 +213,18 @@ pid_t spawn_process(const struct spawn_request *req, int *err)
 	volatile int child_err = 0;
 	sigset_t all, old;
 	pid_t pid;
+	int block = !initialised || any_caught;
 
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
+	if (block) {
+		sigfillset(&all);
+		sigprocmask(SIG_BLOCK, &all, &old);
+	}
 	pid = vfork();
 	if (pid == 0)
 		child(req, &child_err);
 	int fork_errno = errno;
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (block)
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		*err = fork_errno;
 		return -1;

@@ -99,6 +99,11 @@ struct job {
 static struct job_host host;
 static struct job *jobs;
 static unsigned njobs;
+/* The last reap found this process without any child, and nothing was
+ * spawned since: no process a job left behind can be alive (an orphan is
+ * adopted only from among our descendants), so may_reuse_dir need not
+ * read the list of children. */
+static int childless;
 static struct transfer_loop *transfers;
 
 static struct event *janitor_ev;
@@ -284,7 +289,7 @@ static int is_running_leader(pid_t pid)
 static int may_reuse_dir(const struct job *j)
 {
 	return j->pid > 0 && j->reaped && !j->lingered && !host.draining() &&
-	       !spawn_other_children(is_running_leader);
+	       (childless || !spawn_other_children(is_running_leader));
 }
 
 /* The job is over: its receipt goes into the book, which frees the slot
@@ -614,6 +619,7 @@ void job_reap(void)
 			}
 		}
 	}
+	childless = pid < 0 && errno == ECHILD;
 }
 
 /* jobLimits as setrlimit calls (out has room for 5).  Core files are off
@@ -698,6 +704,7 @@ static void spawn_job(struct job *j)
 							   limits),
 				     .nice = (int)cfg->job_limits.nice };
 	int err = 0;
+	childless = 0;
 	pid_t pid = spawn_process(&req, &err);
 	if (in >= 0)
 		close(in);

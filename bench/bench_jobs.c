@@ -173,8 +173,13 @@ static double spawn_limit(char *const argv[], int k, double sec, double *cpu_per
 	return (double)jobs / el;
 }
 
-static void jobs_body(char *b, size_t len, const struct bench_opts *o, const char *stamp)
+/* Starts the daemon of rows 3 and 7: a waitgroup of K slots and a service
+ * tK for each K, with the commands true and stamp. */
+static void jobs_daemon(struct es_daemon *d, const struct bench_opts *o)
 {
+	char b[8192], stamp[512];
+	size_t len = sizeof b;
+	snprintf(stamp, sizeof stamp, "%s/stamp", o->peers);
 	int k = snprintf(b, len, "waitgroups:\n");
 	for (int i = 0; i < o->nk; i++)
 		k += snprintf(b + k, len - (size_t)k, "  k%d: {processes: %d}\n", o->ks[i],
@@ -185,6 +190,7 @@ static void jobs_body(char *b, size_t len, const struct bench_opts *o, const cha
 			      "  t%d:\n    waitgroup: k%d\n    commands:\n"
 			      "      true: {prog: /bin/true}\n      stamp: {prog: \"%s\"}\n",
 			      o->ks[i], o->ks[i], stamp);
+	bu_start(d, o->handlers, b);
 }
 
 /* ---- gearmand ---- */
@@ -297,11 +303,9 @@ static double throughput_at(const struct bench_opts *o, const struct es_daemon *
 
 void row_throughput(const struct bench_opts *o)
 {
-	char body[8192], stamp[512], path[512];
-	snprintf(stamp, sizeof stamp, "%s/stamp", o->peers);
-	jobs_body(body, sizeof body, o, stamp);
+	char path[512];
 	struct es_daemon d;
-	bu_start(&d, o->handlers, body);
+	jobs_daemon(&d, o);
 	FILE *md = bu_out(o->out, "row3");
 	FILE *dat = fopen(bu_path(path, sizeof path, o->out, "throughput.dat"), "w");
 	fprintf(md, "| K slots | broker jobs/s (median, min–max) | limit: posix_spawn+waitpid "
@@ -332,10 +336,17 @@ void row_throughput(const struct bench_opts *o)
 		"| worst K: %.0f %% of the limit (table in section 3) — **%s** |\n",
 		100 * rmin, rmin >= 0.9 ? "met" : "missed");
 	fclose(md);
+	bu_stop(&d);
+}
 
-	/* row 7: the same daemon, stamp jobs, against gearmand */
-	md = bu_out(o->out, "row7");
-	dat = fopen(bu_path(path, sizeof path, o->out, "gearman.dat"), "w");
+void row_gearman(const struct bench_opts *o)
+{
+	char path[512];
+	struct es_daemon d;
+	jobs_daemon(&d, o);
+	/* row 7: stamp jobs, against gearmand */
+	FILE *md = bu_out(o->out, "row7");
+	FILE *dat = fopen(bu_path(path, sizeof path, o->out, "gearman.dat"), "w");
 	int gport = harness_free_port();
 	char gp[16], gd[] = "/usr/sbin/gearmand";
 	snprintf(gp, sizeof gp, "%d", gport);

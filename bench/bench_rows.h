@@ -26,7 +26,8 @@ struct bench_opts {
 void row_wake(const struct bench_opts *o);        /* the machine's wake-up cost */
 void row_handover(const struct bench_opts *o);    /* 1 */
 void row_idle(const struct bench_opts *o);        /* 2, and memory of 5 */
-void row_throughput(const struct bench_opts *o);  /* 3 and 7 */
+void row_throughput(const struct bench_opts *o);  /* 3 */
+void row_gearman(const struct bench_opts *o);     /* 7 */
 void row_grant_rate(const struct bench_opts *o);  /* 4 */
 void row_book_size(const struct bench_opts *o);   /* 5 */
 void row_stream(const struct bench_opts *o);      /* 6 */

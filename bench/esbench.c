@@ -5,7 +5,8 @@
  * directory; bench/run.sh puts them together.
  *
  * Usage: esbench [-o DIR] [-p PEERS] [-q] [-k K,...] [ROW...]
- *   ROW: wake handover idle throughput grant book stream fair auto (default all)
+ *   ROW: wake handover idle throughput gearman grant book stream fair auto
+ *        (default all)
  *   -q: a quick run (fewer samples, shorter windows) to try the tool out
  *   -k: the slot counts K of rows 3 and 7 (default 1,2,4,8)
  */
@@ -27,11 +28,11 @@ struct row {
 };
 
 static const struct row ROWS[] = {
-	{ "wake", row_wake },        { "handover", row_handover },
-	{ "idle", row_idle },        { "throughput", row_throughput },
-	{ "grant", row_grant_rate }, { "book", row_book_size },
-	{ "stream", row_stream },    { "fair", row_fairness },
-	{ "auto", row_autobalance },
+	{ "wake", row_wake },       { "handover", row_handover },
+	{ "idle", row_idle },       { "throughput", row_throughput },
+	{ "gearman", row_gearman }, { "grant", row_grant_rate },
+	{ "book", row_book_size },  { "stream", row_stream },
+	{ "fair", row_fairness },   { "auto", row_autobalance },
 };
 #define NROWS (sizeof ROWS / sizeof ROWS[0])
 

@@ -107,7 +107,7 @@ therefore moves latencies between two levels from one run to the next
 epoll, the lean websocket client of tests/lib), \`bench/peers/gm_worker\`,
 \`gm_client\` and \`stamp\`, then runs \`bench/run.sh\`, which runs
 \`bench/esbench -o bench-out -p bench/peers\` (all rows; \`esbench ROW...\`
-runs some: wake handover idle throughput grant book stream fair auto; \`-q\`
+runs some: wake handover idle throughput gearman grant book stream fair auto; \`-q\`
 makes a short run; \`-k 1,4\` picks the slot counts of rows 3 and 7) and
 writes this file.
 

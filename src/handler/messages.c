@@ -18,6 +18,8 @@
 #include "handler/messages.h"
 
 #define JSON_MAX_DEPTH 16
+/* the tokener is kept after messages up to this size */
+#define TOKENER_KEEP_MAX 65536
 
 static const struct {
 	const char *name;
@@ -114,21 +116,26 @@ static int decode_fields(struct msg_in *in, const char **code, char *detail, siz
 int msg_decode(const char *text, size_t len, int protocol, struct msg_in *in, const char **code,
 	       char *detail, size_t detail_len)
 {
-	struct json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+	/* one tokener for every message (a process decodes one at a time):
+	 * reset, not allocated and freed each time */
+	static struct json_tokener *tok;
 	const char *type;
 	size_t tlen;
 
 	memset(in, 0, sizeof *in);
-	if (!tok)
+	if (!tok && !(tok = json_tokener_new_ex(JSON_MAX_DEPTH)))
 		FAIL(PROTO_E_INTERNAL, "out of memory");
-	if (len > INT32_MAX) {
-		json_tokener_free(tok);
+	if (len > INT32_MAX)
 		FAIL(PROTO_E_BAD_JSON, "message too long");
-	}
+	json_tokener_reset(tok);
 	in->root = json_tokener_parse_ex(tok, text, (int)len);
 	enum json_tokener_error jerr = json_tokener_get_error(tok);
 	size_t used = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
+	if (len > TOKENER_KEEP_MAX) {
+		/* its string buffer grew with the message: not kept */
+		json_tokener_free(tok);
+		tok = NULL;
+	}
 	if (!in->root || jerr != json_tokener_success || used != len) {
 		FAIL(PROTO_E_BAD_JSON, "not a single JSON document (%s)",
 		     jerr != json_tokener_success ? json_tokener_error_desc(jerr)

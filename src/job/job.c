@@ -99,6 +99,11 @@ struct job {
 static struct job_host host;
 static struct job *jobs;
 static unsigned njobs;
+/* The last reap found this process without any child, and nothing was
+ * spawned since: no process a job left behind can be alive (an orphan is
+ * adopted only from among our descendants), so may_reuse_dir need not
+ * read the list of children. */
+static int childless;
 static struct transfer_loop *transfers;
 
 static struct event *janitor_ev;
@@ -284,7 +289,7 @@ static int is_running_leader(pid_t pid)
 static int may_reuse_dir(const struct job *j)
 {
 	return j->pid > 0 && j->reaped && !j->lingered && !host.draining() &&
-	       !spawn_other_children(is_running_leader);
+	       (childless || !spawn_other_children(is_running_leader));
 }
 
 /* The job is over: its receipt goes into the book, which frees the slot
@@ -614,6 +619,7 @@ void job_reap(void)
 			}
 		}
 	}
+	childless = pid < 0 && errno == ECHILD;
 }
 
 /* jobLimits as setrlimit calls (out has room for 5).  Core files are off
@@ -654,13 +660,19 @@ static void not_started(struct job *j, int err)
 	maybe_complete(j);
 }
 
-/* not_started, closing the descriptors made for the child so far (-1: none). */
+/* not_started, closing the descriptors made for the child so far (-1: none).
+ * A program that is not there (or not an executable file) is ENOENT,
+ * whichever step failed: the reason a check before the spawn would have
+ * given (spawn_job takes an absolute path unchecked). */
 static void spawn_failed(struct job *j, int err, int in, int out, int errfds[2])
 {
 	int fds[4] = { in, out, errfds[0], errfds[1] };
+	char path[4096];
 	for (int i = 0; i < 4; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	if (err != ENOENT && spawn_find_program(j->spec.argv[0], path, sizeof path) != 0)
+		err = ENOENT;
 	not_started(j, err);
 }
 
@@ -670,7 +682,7 @@ static void spawn_job(struct job *j)
 	char path[4096];
 	int in = -1, out = -1, errfds[2] = { -1, -1 };
 
-	if (spawn_find_program(j->spec.argv[0], path, sizeof path) != 0) {
+	if (spawn_program_path(j->spec.argv[0], path, sizeof path) != 0) {
 		spawn_failed(j, ENOENT, in, out, errfds);
 		return;
 	}
@@ -692,6 +704,7 @@ static void spawn_job(struct job *j)
 							   limits),
 				     .nice = (int)cfg->job_limits.nice };
 	int err = 0;
+	childless = 0;
 	pid_t pid = spawn_process(&req, &err);
 	if (in >= 0)
 		close(in);

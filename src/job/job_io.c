@@ -7,11 +7,12 @@
  * buffer, and during the file phases one struct xfile per file.
  *
  * Invariants:
- *  - completions are queued by report() and delivered by report_cb, a
- *    zero-delay timer of our own: never from inside a job_io_* call or a
- *    transfer callback, one per event run (so that a callback that frees
- *    io cannot be followed by another), and nothing touches io after a
- *    callback returns;
+ *  - completions are queued by report() and delivered by report_cb, an
+ *    event of our own made active (event_active: it runs later in the
+ *    same loop turn, without another epoll_wait): never from inside a
+ *    job_io_* call or a transfer callback, one per event run (so that a
+ *    callback that frees io cannot be followed by another), and nothing
+ *    touches io after a callback returns;
  *  - a phase reports once: report() only acts on a P_RUNNING phase;
  *  - the stdin pipe is closed (EOF for the program) only after a complete
  *    download, when the program stopped reading (EPIPE), or by
@@ -148,8 +149,6 @@ struct job_io {
 	char out_buf[JOB_IO_STDOUT_CAP];
 };
 
-static const struct timeval zero_tv = { 0, 0 };
-
 /* ---- completions --------------------------------------------------------- */
 
 static void report_cb(evutil_socket_t fd, short what, void *arg)
@@ -181,7 +180,7 @@ static void report_cb(evutil_socket_t fd, short what, void *arg)
 		}
 		for (int j = k + 1; j < PH_COUNT; j++)
 			if (io->ph[order[j]].state == P_PENDING) {
-				evtimer_add(io->report_ev, &zero_tv);
+				event_active(io->report_ev, EV_TIMEOUT, 1);
 				break;
 			}
 		/* last: the callback may free io */
@@ -209,8 +208,7 @@ __attribute__((format(printf, 7, 8))) static void report(struct job_io *io, enum
 	va_start(ap, fmt);
 	vsnprintf(p->msg, sizeof p->msg, fmt, ap);
 	va_end(ap);
-	if (!evtimer_pending(io->report_ev, NULL))
-		evtimer_add(io->report_ev, &zero_tv);
+	event_active(io->report_ev, EV_TIMEOUT, 1);
 }
 
 /* ---- failure classification ---------------------------------------------- */

@@ -6,13 +6,16 @@
  * makes system calls.  Because the memory is shared and the parent sleeps
  * until the child has exec'd or exited, the child reports a failed step by
  * storing its errno in a variable of the parent's frame: no pipe, no read.
- * Signals are blocked across vfork so that no signal handler of the
- * handler can run in the child; the child resets to the default every
- * disposition that is not (ignored ones survive execve, caught ones would
- * run on the borrowed memory if a signal came between the unblock and the
- * exec) and then unblocks everything.  Which dispositions those are is
- * read once (spawn_init): the handler takes its signals through a
- * signalfd and installs no handler after that.
+ * Where the process catches a signal, signals are blocked across vfork so
+ * that no signal handler can run in the child; the child resets to the
+ * default every disposition that is not (ignored ones survive execve,
+ * caught ones would run on the borrowed memory if a signal came between
+ * the unblock and the exec) and then unblocks everything.  Which
+ * dispositions those are is read once (spawn_init): the handler takes its
+ * signals through a signalfd and installs no handler after that, so it
+ * catches none and spawns without the two sigprocmask calls around vfork
+ * (a signal in the child before its exec then meets only default or
+ * ignore dispositions, as it would after the child's unblock).
  */
 #include "autoconfig.h"
 
@@ -40,7 +43,9 @@ static int is_executable_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-int spawn_find_program(const char *prog, char *out, size_t outlen)
+/* spawn_find_program; check_absolute 0: an absolute path is taken as it
+ * is (spawn_program_path). */
+static int find_program(const char *prog, char *out, size_t outlen, int check_absolute)
 {
 	const char *path, *dir;
 	size_t plen;
@@ -55,7 +60,7 @@ int spawn_find_program(const char *prog, char *out, size_t outlen)
 			errno = EINVAL;
 			return -1;
 		}
-		if (!is_executable_file(prog)) {
+		if (check_absolute && !is_executable_file(prog)) {
 			errno = ENOENT;
 			return -1;
 		}
@@ -93,12 +98,26 @@ int spawn_find_program(const char *prog, char *out, size_t outlen)
 	return -1;
 }
 
+int spawn_find_program(const char *prog, char *out, size_t outlen)
+{
+	return find_program(prog, out, outlen, 1);
+}
+
+int spawn_program_path(const char *prog, char *out, size_t outlen)
+{
+	return find_program(prog, out, outlen, 0);
+}
+
 /* Signals whose disposition is not the default in this process. */
 static sigset_t not_default;
+static int any_caught; /* a disposition is a handler function */
 static int initialised;
 /* /dev/null for reading and for writing, open once (close-on-exec): the
  * stdio of a job that has none, without an open in every child */
 static int devnull[2] = { -1, -1 };
+/* /proc/thread-self/children of the thread that called spawn_init, open
+ * once: a read at offset 0 lists the children anew (seq_file) */
+static int children_fd = -1;
 
 void spawn_init(void)
 {
@@ -113,11 +132,18 @@ void spawn_init(void)
 			continue;
 		if (sa.sa_handler != SIG_DFL)
 			sigaddset(&not_default, sig);
+		if ((sa.sa_flags & SA_SIGINFO) ||
+		    (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN))
+			any_caught = 1;
 	}
 	if (devnull[0] < 0)
 		devnull[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (devnull[1] < 0)
 		devnull[1] = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	/* the process's main thread is where orphans are reparented; the
+	 * handler calls this from it (thread-self: no getpid) */
+	if (children_fd < 0)
+		children_fd = open("/proc/thread-self/children", O_RDONLY | O_CLOEXEC);
 	initialised = 1;
 }
 
@@ -187,14 +213,18 @@ pid_t spawn_process(const struct spawn_request *req, int *err)
 	volatile int child_err = 0;
 	sigset_t all, old;
 	pid_t pid;
+	int block = !initialised || any_caught;
 
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
+	if (block) {
+		sigfillset(&all);
+		sigprocmask(SIG_BLOCK, &all, &old);
+	}
 	pid = vfork();
 	if (pid == 0)
 		child(req, &child_err);
 	int fork_errno = errno;
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (block)
+		sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
 		*err = fork_errno;
 		return -1;
@@ -213,18 +243,15 @@ pid_t spawn_process(const struct spawn_request *req, int *err)
 
 int spawn_other_children(int (*is_job)(pid_t pid))
 {
-	char path[64], buf[8192];
+	char buf[8192];
 	size_t len = 0;
 	ssize_t n;
 
-	/* the process's main thread is where orphans are reparented; the
-	 * handler calls this from it (thread-self: no getpid) */
-	snprintf(path, sizeof path, "/proc/thread-self/children");
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (children_fd < 0)
 		return 1; /* cannot tell: assume the worst */
 	for (;;) {
-		n = read(fd, buf + len, sizeof buf - 1 - len);
+		/* from offset 0: the list as it is now, not a rest of the last */
+		n = pread(children_fd, buf + len, sizeof buf - 1 - len, (off_t)len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -235,7 +262,6 @@ int spawn_other_children(int (*is_job)(pid_t pid))
 			break;
 		}
 	}
-	close(fd);
 	if (n < 0)
 		return 1; /* cannot tell: assume the worst */
 	buf[len] = '\0';

@@ -32,16 +32,24 @@ struct spawn_request {
  * ENAMETOOLONG or EINVAL (relative path with '/'). */
 int spawn_find_program(const char *prog, char *out, size_t outlen);
 
+/* spawn_find_program without the check of an absolute path (a stat and an
+ * access per job): execve makes it anyway, and a caller whose spawn failed
+ * asks spawn_find_program whether the program was the reason. */
+int spawn_program_path(const char *prog, char *out, size_t outlen);
+
 /* Once, before the first spawn, after the process set its signal
- * dispositions (spawn.c says why; none may change afterwards).  Also
- * makes this process the reaper of its jobs' orphans, and opens /dev/null
- * (close-on-exec) for the stdio of jobs that have none. */
+ * dispositions (spawn.c says why; none may change afterwards), from the
+ * thread that spawns.  Also makes this process the reaper of its jobs'
+ * orphans, opens /dev/null (close-on-exec) for the stdio of jobs that have
+ * none, and opens this thread's list of children for
+ * spawn_other_children. */
 void spawn_init(void);
 
 /* Whether this process has a child, alive or not yet reaped, that
  * is_job(pid) does not claim as a running job's leader: a process a job
- * left behind.  1 also when it cannot tell.  From the main thread (where
- * orphans are reparented) only. */
+ * left behind.  1 also when it cannot tell (or before spawn_init).  From
+ * the main thread (where orphans are reparented), which called
+ * spawn_init. */
 int spawn_other_children(int (*is_job)(pid_t pid));
 
 /* Returns the pid (== its process group id), or -1 with *err = errno of

@@ -7,7 +7,8 @@
  * Owns: the proof that an accepted job runs in a directory of its own
  * under tempDir/job, that its end puts exactly one outcome and receipt
  * into the book (exit code, the last stderr line, the stdout prefix; a
- * signal; exec_failed for a program not found; cancelled, timeout and
+ * signal; exec_failed for a program not found, also at an absolute path
+ * that is no executable file; cancelled, timeout and
  * exec_stopped with their retryable flags), that the book then mails the
  * DONE to the owner's handler and frees the slot, that the host hears of
  * each end once (job_ended) with the job no longer counted, and that a
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <json-c/json.h>
@@ -74,7 +76,7 @@ static void on_sigchld(evutil_socket_t fd, short what, void *arg)
 static int suite_init(void)
 {
 	static const uint32_t procs[] = { 2 }, svc_wg[] = { 0 };
-	char text[512];
+	char text[1024];
 	struct config_error err;
 	struct book_limits lim;
 	struct book_topology topo;
@@ -92,8 +94,21 @@ static int suite_init(void)
 		 "    waitgroup: w\n"
 		 "    commands:\n"
 		 "      sh: {prog: /bin/sh}\n"
-		 "      missing: {prog: es-no-such-program-xyz}\n",
-		 root);
+		 "      missing: {prog: es-no-such-program-xyz}\n"
+		 "      gone: {prog: %s/gone}\n"
+		 "      noexec: {prog: %s/noexec}\n",
+		 root, root, root);
+	/* absolute paths: the file that is removed before its job runs, and
+	 * one that is not executable */
+	static const char *const files[] = { "gone", "noexec" };
+	for (int i = 0; i < 2; i++) {
+		char path[600];
+		snprintf(path, sizeof path, "%s/%s", root, files[i]);
+		FILE *f = fopen(path, "w");
+		if (!f || fputs("#!/bin/sh\nexit 0\n", f) < 0 || fclose(f) != 0 ||
+		    chmod(path, i == 0 ? 0755 : 0644) != 0)
+			return -1;
+	}
 	if (config_load_buffer("t.yml", text, strlen(text), &cfg, &err) != 0) {
 		fprintf(stderr, "%s\n", err.text);
 		return -1;
@@ -356,6 +371,34 @@ static void test_program_not_found(void)
 	json_object_put(r.receipt);
 }
 
+/* An absolute program path is checked only when the spawn fails
+ * (spawn_program_path): a program removed after the configuration was
+ * read, and a file that is not executable, still end as a missing program
+ * does, once, with the same message. */
+static void test_absolute_program_not_executable(void)
+{
+	static const char *const cmds[] = { "gone", "noexec" };
+	char path[600];
+	struct ran r;
+
+	snprintf(path, sizeof path, "%s/gone", root);
+	CU_ASSERT_FATAL(unlink(path) == 0);
+	for (int i = 0; i < 2; i++) {
+		unsigned ended_before = ended;
+		CU_ASSERT_FATAL(run_job(cmds[i], NULL, 0, NULL, &r) == 0);
+		CU_ASSERT_EQUAL(ended, ended_before + 1);
+		CU_ASSERT_EQUAL(r.o.error, JOB_ERR_EXEC_FAILED);
+		CU_ASSERT_EQUAL(r.o.exit_code, -1);
+		CU_ASSERT_EQUAL(r.o.failed, 1);
+		CU_ASSERT_STRING_EQUAL(str_at(r.receipt, "error", "code"), "exec_failed");
+		CU_ASSERT_STRING_EQUAL(str_at(r.receipt, "error", "message"), strerror(ENOENT));
+		CU_ASSERT(r.done_mailed);
+		CU_ASSERT_EQUAL(wg_running(), 0);
+		CU_ASSERT_EQUAL(job_running_count(), 0);
+		json_object_put(r.receipt);
+	}
+}
+
 static void test_cancel(void)
 {
 	static const char *const args[] = { "-c", "exec sleep 30", NULL };
@@ -447,6 +490,8 @@ int main(void)
 		  test_success_runs_in_its_directory },
 		{ "killed by a signal", test_signal },
 		{ "program not found: exec_failed", test_program_not_found },
+		{ "absolute path not executable: exec_failed, ENOENT",
+		  test_absolute_program_not_executable },
 		{ "cancel: SIGTERM, cancelled", test_cancel },
 		{ "timeout_sec", test_timeout },
 		{ "stop all (drain): exec_stopped, retryable", test_stop_all_is_retryable },

@@ -33,7 +33,11 @@
 #   - nothing on the clock: no corpus reload (-reload=0), no allocator purge
 #     once a second (-purge_allocator_interval=-1), no slow-unit reports.
 # The only clocks left are the hang detectors (-timeout=10 per input, and
-# the 5 s deadline of fuzz_ws_frames), which no input comes near.
+# the 5 s deadline of fuzz_ws_frames), which no input comes near.  One
+# source is not found: fuzz_ws_frames (a socket pair through libevent)
+# still saw different comparison operands in about one seeded run in five,
+# with the same inputs and coverage before; its seeded runs go without
+# comparison operands (-use_cmp=0), with which they repeat.
 #
 # Usage: run.sh FUZZDIR WORKDIR TARGET...
 #   FUZZDIR  tests/fuzz of the source tree (corpus/NAME/, dict/NAME.dict)
@@ -86,6 +90,10 @@ for t in "$@"; do
 	set -- $budget -timeout=10 -rss_limit_mb=0 -malloc_limit_mb=2048 \
 		-purge_allocator_interval=-1 -report_slow_units=1000000 \
 		-print_final_stats=1 -artifact_prefix=artifacts/ -seed_inputs="$seeds"
+	# fuzz_ws_frames runs a socket pair through libevent: some of its
+	# comparison operands (event-loop heap addresses) still differ from run
+	# to run, so its seeded runs go without them (docs/security.md)
+	[ -n "$FUZZ_RUNS" ] && [ "$name" = ws_frames ] && set -- "$@" -use_cmp=0
 	if [ -f "$fuzzdir/dict/$name.dict" ]; then
 		cp "$fuzzdir/dict/$name.dict" "$dir/dict"
 		set -- "$@" -dict=dict

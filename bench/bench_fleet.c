@@ -22,6 +22,10 @@ struct fleet *fleet_open(int port, int n, const char *prefix, int groups, int re
 	return fleet_open_from(port, n, prefix, groups, report_pings, NULL);
 }
 
+#define FLEET_EVENTS 256
+
+static int fleet_poll(struct fleet *f, int wait_ms);
+
 struct fleet *fleet_open_from(int port, int n, const char *prefix, int groups, int report_pings,
 			      const char *source)
 {
@@ -50,6 +54,11 @@ struct fleet *fleet_open_from(int port, int n, const char *prefix, int groups, i
 		f->c[i].idx = i;
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &f->c[i] };
 		epoll_ctl(f->ep, EPOLL_CTL_ADD, wsc_fd(tc->ws), &ev);
+		/* the connections opened so far answer their pings meanwhile:
+		 * opening many takes longer than a ping deadline */
+		if (i % 64 == 63)
+			while (fleet_poll(f, 0) == FLEET_EVENTS)
+				;
 	}
 	wsc_set_source_addr(NULL);
 	return f;
@@ -113,9 +122,22 @@ static void read_conn(struct fleet *f, struct fleet_conn *c)
 	}
 }
 
+/* Reads the connections that have input (at most FLEET_EVENTS), waiting
+ * up to wait_ms for one; returns how many had. */
+static int fleet_poll(struct fleet *f, int wait_ms)
+{
+	struct epoll_event evs[FLEET_EVENTS];
+	int n = epoll_wait(f->ep, evs, FLEET_EVENTS, wait_ms);
+	for (int i = 0; i < n && !f->stop; i++) {
+		struct fleet_conn *c = evs[i].data.ptr;
+		if (!c->dead)
+			read_conn(f, c);
+	}
+	return n;
+}
+
 void fleet_run(struct fleet *f, long long deadline_ns, int tick_ms, void (*tick)(struct fleet *f))
 {
-	struct epoll_event evs[256];
 	long long next_tick = bu_now_ns() + (long long)tick_ms * 1000000LL;
 	while (!f->stop) {
 		long long now = bu_now_ns();
@@ -133,12 +155,7 @@ void fleet_run(struct fleet *f, long long deadline_ns, int tick_ms, void (*tick)
 			if (left_ms < wait_ms)
 				wait_ms = (int)left_ms;
 		}
-		int n = epoll_wait(f->ep, evs, 256, wait_ms);
-		for (int i = 0; i < n && !f->stop; i++) {
-			struct fleet_conn *c = evs[i].data.ptr;
-			if (!c->dead)
-				read_conn(f, c);
-		}
+		fleet_poll(f, wait_ms);
 	}
 }
 

@@ -81,9 +81,12 @@ static void cycle_msg(struct fleet *f, struct fleet_conn *c, const struct fleet_
  * service; either `target` cycles (with latencies; also split into
  * hand-overs within one handler and across handlers when same and across
  * are given and the connections' handler fields are known) or for `sec`
- * seconds.  Returns cycles per second. */
+ * seconds.  Returns cycles per second (warm-up not counted); *all (if
+ * given): every cycle of the call, warm-up included (what the daemon's
+ * CPU and lock figures read around the call cover). */
 static double run_cycles_split(struct fleet *f, const char *service, long long target, double sec,
-			       struct samples *lat, struct samples *same, struct samples *across)
+			       struct samples *lat, struct samples *same, struct samples *across,
+			       long long *all)
 {
 	struct cycle cy = { .target = target,
 			    .lat = lat,
@@ -104,6 +107,8 @@ static double run_cycles_split(struct fleet *f, const char *service, long long t
 	long long c0 = cy.cycles, t0 = bu_now_ns();
 	fleet_run(f, target ? bu_now_ns() + 120000000000LL : t0 + (long long)(sec * 1e9), 0, NULL);
 	double rate = (double)(cy.cycles - c0) / ((double)(bu_now_ns() - t0) / 1e9);
+	if (all)
+		*all = cy.cycles;
 	/* stop: let the offers in flight be declined without new wants */
 	f->on_msg = NULL;
 	return rate;
@@ -112,7 +117,7 @@ static double run_cycles_split(struct fleet *f, const char *service, long long t
 static double run_cycles(struct fleet *f, const char *service, long long target, double sec,
 			 struct samples *lat)
 {
-	return run_cycles_split(f, service, target, sec, lat, NULL, NULL);
+	return run_cycles_split(f, service, target, sec, lat, NULL, NULL, NULL);
 }
 
 static void cycle_body(char *b, size_t len, int slots, int legacy, int max_wants)
@@ -233,7 +238,7 @@ void row_handover(const struct bench_opts *o)
 		f->c[i].handler = bu_conn_handler(&d, wsc_fd(f->c[i].tc->ws));
 	struct samples lat = { 0 }, same = { 0 }, across = { 0 };
 	long long cpu0 = bu_daemon_cpu_us(&d);
-	double rate = run_cycles_split(f, "bk", o->grants, 0, &lat, &same, &across);
+	double rate = run_cycles_split(f, "bk", o->grants, 0, &lat, &same, &across, NULL);
 	long long cpu = bu_daemon_cpu_us(&d) - cpu0;
 	/* the same on one CPU: what the hand-over costs without a wake-up
 	 * across CPUs (row `wake`) */
@@ -431,6 +436,7 @@ struct grant_run {
 	int has_lock;
 	struct lockfig lock; /* over the repeats */
 	double sec;
+	long long cycles; /* every cycle between the figures' two readings */
 };
 
 /* Row 4's loop on a fresh daemon of `handlers` handlers (bin: the
@@ -462,10 +468,12 @@ static struct grant_run grant_run(const struct bench_opts *o, int handlers, cons
 		   bu_daemon_kib(&d, "nonvoluntary_ctxt_switches");
 	long long cpu0 = bu_daemon_cpu_us(&d), self0 = bu_self_cpu_us(), cyc = 0, t0 = bu_now_ns();
 	for (int i = 0; i < o->repeats; i++) {
-		r[i] = run_cycles(f, "bk", 0, o->rate_sec, NULL);
-		cyc += (long long)(r[i] * o->rate_sec);
+		long long all = 0;
+		r[i] = run_cycles_split(f, "bk", 0, o->rate_sec, NULL, NULL, NULL, &all);
+		cyc += all;
 	}
 	g.sec = (double)(bu_now_ns() - t0) / 1e9;
+	g.cycles = cyc;
 	g.cpu_per_cycle = (double)(bu_daemon_cpu_us(&d) - cpu0) / (double)(cyc ? cyc : 1);
 	g.client_cpu = (double)(bu_self_cpu_us() - self0) / (g.sec * 1e6);
 	g.switches = (double)(bu_daemon_kib(&d, "voluntary_ctxt_switches") +
@@ -499,7 +507,7 @@ static struct grant_run grant_run(const struct bench_opts *o, int handlers, cons
 static void lock_line(FILE *md, const char *what, int handlers, const struct grant_run *g)
 {
 	const struct lockfig *l = &g->lock;
-	double cycles = g->rate.med * g->sec, per = (double)l->ops / (cycles > 0 ? cycles : 1);
+	double per = (double)l->ops / (double)(g->cycles > 0 ? g->cycles : 1);
 	double mean = l->ops ? (double)l->hold_ns / (double)l->ops : 0;
 	fprintf(md,
 		"| %d | %s | %.0f | %.2f | %lld ns | %lld ns | %.0f ns | %.1f %% | %.2f %% | %.0f "
@@ -573,8 +581,8 @@ void row_grant_rate(const struct bench_opts *o)
 					  apart ? "daemon on CPU 0, load generator on CPU 1"
 						: "unpinned",
 					  h, &g);
-				double cyc = g.rate.med * g.sec,
-				       per = (double)g.lock.ops / (cyc > 0 ? cyc : 1);
+				double per = (double)g.lock.ops /
+					     (double)(g.cycles > 0 ? g.cycles : 1);
 				if (h == 2 && !apart) {
 					/* the model's: two handlers on two CPUs, the
 					 * book's cache lines moving between them */
@@ -590,10 +598,8 @@ void row_grant_rate(const struct bench_opts *o)
 					 apart ? "apart" : "free");
 				char path[512];
 				FILE *dat = fopen(bu_path(path, sizeof path, o->out, name), "w");
-				double cycles = g.rate.med * g.sec;
 				if (dat) {
-					fprintf(dat, "%.4f %.1f %lld %lld %.4f %.1f\n",
-						(double)g.lock.ops / (cycles > 0 ? cycles : 1),
+					fprintf(dat, "%.4f %.1f %lld %lld %.4f %.1f\n", per,
 						g.lock.ops ? (double)g.lock.hold_ns /
 								     (double)g.lock.ops
 							   : 0.0,
@@ -614,7 +620,8 @@ void row_grant_rate(const struct bench_opts *o)
 		fprintf(md,
 			"\nThe ceiling, modelled: the lock serialises every critical section, so "
 			"at most "
-			"1 / (k × h) cycles/s pass it, with k = %.2f sections per cycle and h = "
+			"1 / (k × h) cycles/s pass it, with k = %.2f lock sections per cycle and h "
+			"= "
 			"%.0f ns, the "
 			"mean hold of the run with 2 handlers unpinned (two CPUs: the book's cache "
 			"lines move "
@@ -640,8 +647,21 @@ void row_grant_rate(const struct bench_opts *o)
 			fprintf(md, "| %d | %.0f | %.0f | **%.0f** | %.0f %% |\n", cores[i], cpu,
 				ceiling, x, 100 * x / ceiling);
 		}
-		fprintf(md, "\nA 32-core host: %.0f cycles/s projected (%s 1,000,000).\n", at32,
-			at32 >= 1e6 ? "at or above" : "below");
+		/* k with many handlers: a handler takes its mail in any section of
+		 * its own (src/handler/mailbox.c), so a busy handler takes it with
+		 * its DECLINE or WANT, an idle one in a section of its own: at most
+		 * three per cycle */
+		fprintf(md,
+			"\nA 32-core host: %.0f cycles/s projected (%s 1,000,000).  k counts every "
+			"section over every cycle between the two readings of the figures; with "
+			"many handlers it can be larger than with two (a handler takes its mail in "
+			"any of its sections, so a busy one takes it with a DECLINE or WANT, an "
+			"idle "
+			"one in a section of its own): at k = 3, every mail taken alone, the "
+			"ceiling "
+			"is %.0f cycles/s.\n",
+			at32, at32 >= 1e6 ? "at or above" : "below",
+			h_model > 0 ? 1e9 / (3 * h_model) : 0);
 		FILE *mdl = bu_out(o->out, "summary-4b");
 		fprintf(mdl,
 			"| 4 | the book lock: hold time per section; the ceiling it sets | "

@@ -23,6 +23,7 @@
 #include "bench_util.h"
 #include "harness.h"
 #include "proto.h"
+#include "wsclient.h"
 
 /* ---- row 2: idle traffic, broker against legacy ---- */
 
@@ -45,6 +46,26 @@ static void idle_msg(struct fleet *f, struct fleet_conn *c, const struct fleet_m
 	} else {
 		ic->msgs[2]++;
 	}
+}
+
+/* The window of row 2's CPU figures: whole ping intervals (15 s), four of
+ * them (one in a quick run), so that every connection is pinged the same
+ * number of times in it whatever the phase of the sweeps. */
+static int idle_cpu_window(const struct bench_opts *o)
+{
+	return o->idle_sec >= 60 ? 60 : 15;
+}
+
+/* Clients that ping on their own, every 10 s as libexecclient does: each
+ * tick (100 ms) a hundredth of the connections pings. */
+static int g_ping_turn;
+static long long g_client_pings;
+
+static void client_ping_tick(struct fleet *f)
+{
+	for (int i = g_ping_turn; i < f->n; i += 100)
+		g_client_pings += !f->c[i].dead && wsc_send_ping(f->c[i].tc->ws, "c", 1) == 0;
+	g_ping_turn = (g_ping_turn + 1) % 100;
 }
 
 struct poller_arg {
@@ -143,14 +164,14 @@ static long tcp_mem_pages(void)
 /* One client process of the large row: its share of the connections from
  * a source address of its own, answering pings until told to stop.  Pipes:
  * cmd (from the parent: 'w' opens the window, 'q' ends it) and rep (to the
- * parent: 'c' once connected, then the pings answered in the window). */
+ * parent: 'c' once connected, then the pings answered in the window, the
+ * other messages that came in it and the connections still open). */
 struct idle_child {
 	pid_t pid;
 	int cmd, rep;
 };
 
 static int g_cmd; /* the child's end of cmd */
-static int g_counting;
 
 static void child_tick(struct fleet *f)
 {
@@ -158,8 +179,7 @@ static void child_tick(struct fleet *f)
 	while (read(g_cmd, &c, 1) == 1) {
 		struct idle_count *ic = f->user;
 		if (c == 'w') {
-			ic->msgs[0] = 0;
-			g_counting = 1;
+			memset(ic->msgs, 0, sizeof ic->msgs);
 		} else {
 			f->stop = 1;
 		}
@@ -186,8 +206,10 @@ static struct idle_child idle_spawn(int port, int n, const char *source)
 		if (write(rep[1], "c", 1) != 1)
 			_exit(1);
 		fleet_run(f, bu_now_ns() + 600000000000LL, 100, child_tick);
-		long long pings = ic.msgs[0];
-		if (write(rep[1], &pings, sizeof pings) != (ssize_t)sizeof pings)
+		long long counts[3] = { ic.msgs[0], ic.msgs[1] + ic.msgs[2], 0 };
+		for (int i = 0; i < f->n; i++)
+			counts[2] += !f->c[i].dead;
+		if (write(rep[1], counts, sizeof counts) != (ssize_t)sizeof counts)
 			_exit(1);
 		_exit(0); /* the kernel closes the connections */
 	}
@@ -199,7 +221,7 @@ static struct idle_child idle_spawn(int port, int n, const char *source)
 }
 
 /* Row 2, 100,000 idle connections: the daemon's memory per connection and
- * its CPU over two ping intervals.  Every process here may hold at most
+ * its CPU over whole ping intervals.  Every process here may hold at most
  * RLIMIT_NOFILE descriptors, so the client ends are spread over processes
  * (each from its own source address) and, when the limit is below what one
  * handler would need, over more handlers. */
@@ -226,12 +248,7 @@ static void idle_big(const struct bench_opts *o)
 		return;
 	}
 	struct es_daemon d;
-	/* a client process answers pings only once all its connections are
-	 * open, which on a loaded machine can take longer than the default
-	 * pingTimeoutSec (45 s): the row raises it (the pings stay every 15 s) */
-	char body[2048];
-	snprintf(body, sizeof body, "pingTimeoutSec: 600\n%s", idle_body(n + 500, 65536));
-	bu_start(&d, handlers, body);
+	bu_start(&d, handlers, idle_body(n + 500, 65536));
 	sleep(1);
 	long anon0 = bu_daemon_kib(&d, "RssAnon"), tcp0 = tcp_mem_pages();
 	long long tc0 = bu_now_ns();
@@ -250,21 +267,27 @@ static void idle_big(const struct bench_opts *o)
 	double connect_sec = (double)(bu_now_ns() - tc0) / 1e9;
 	sleep(3);
 	long anon1 = bu_daemon_kib(&d, "RssAnon"), tcp1 = tcp_mem_pages();
-	int win = o->idle_sec / 2 > 30 ? 30 : (o->idle_sec / 2 > 15 ? o->idle_sec / 2 : 15);
+	int win = idle_cpu_window(o);
 	for (int p = 0; p < procs; p++)
 		if (write(ch[p].cmd, "w", 1) != 1)
 			fprintf(stderr, "esbench: client process %d is gone\n", p);
 	long long cpu0 = bu_daemon_cpu_us(&d), t0 = bu_now_ns();
 	sleep((unsigned)win);
 	double el = (double)(bu_now_ns() - t0) / 1e9;
-	long long cpu = bu_daemon_cpu_us(&d) - cpu0, pings = 0;
+	long long cpu = bu_daemon_cpu_us(&d) - cpu0, pings = 0, other = 0, open = 0;
 	char spread[256];
 	bu_handler_spread(&d, spread, sizeof spread);
+	/* every process is told at once, so that their windows end together */
+	for (int p = 0; p < procs; p++)
+		if (write(ch[p].cmd, "q", 1) != 1)
+			fprintf(stderr, "esbench: client process %d is gone\n", p);
 	for (int p = 0; p < procs; p++) {
-		long long k = 0;
-		if (write(ch[p].cmd, "q", 1) == 1 &&
-		    read(ch[p].rep, &k, sizeof k) == (ssize_t)sizeof k)
-			pings += k;
+		long long k[3] = { 0, 0, 0 };
+		if (read(ch[p].rep, k, sizeof k) == (ssize_t)sizeof k) {
+			pings += k[0];
+			other += k[1];
+			open += k[2];
+		}
 		waitpid(ch[p].pid, NULL, 0);
 		close(ch[p].cmd);
 		close(ch[p].rep);
@@ -280,8 +303,8 @@ static void idle_big(const struct bench_opts *o)
 		pct, (double)cpu / 1000.0, pings ? (double)cpu / (double)pings : 0.0);
 	fprintf(md,
 		"| pings answered in the window | %lld (one per connection per pingIntervalSec, 15 "
-		"s) |\n",
-		pings);
+		"s); other messages: %lld; connections still open at the end: %lld |\n",
+		pings, other, open);
 	fprintf(md,
 		"| daemon memory per connection: Δ(RssAnon of master + handlers) / %d (%ld KiB → "
 		"%ld KiB) "
@@ -295,10 +318,9 @@ static void idle_big(const struct bench_opts *o)
 		"| connecting them (%d client processes side by side, %d connected) | %.1f s |\n",
 		procs, connected, connect_sec);
 	fprintf(md,
-		"\nLimits for this row: `maxConnections: %d`, `pingTimeoutSec: 600` (a client "
-		"process "
-		"answers pings once all its connections are open); `RLIMIT_NOFILE` %ld for every "
-		"process (the "
+		"\nLimits for this row: `maxConnections: %d` (every other setting is the "
+		"default; the client processes answer pings while they connect); `RLIMIT_NOFILE` "
+		"%ld for every process (the "
 		"hard limit here; raising it needs CAP_SYS_RESOURCE, which this machine's root "
 		"lacks), so "
 		"the daemon runs %d handlers (holding %s connections) and the client ends come "
@@ -311,8 +333,9 @@ static void idle_big(const struct bench_opts *o)
 	fprintf(sm,
 		"| 2 | %d idle connections: CPU; daemon memory per connection | (measured; issue "
 		"18) "
-		"| %.2f %% of one CPU, %.0f bytes per connection (%d handlers) |\n",
-		n, pct, per_conn, handlers);
+		"| %.2f %% of one CPU (%.1f µs per ping), %.0f bytes per connection (%d handlers) "
+		"|\n",
+		n, pct, pings ? (double)cpu / (double)pings : 0.0, per_conn, handlers);
 	fclose(md);
 	fclose(sm);
 	bu_stop(&d);
@@ -402,13 +425,15 @@ void row_idle(const struct bench_opts *o)
 	f->on_msg = idle_msg;
 	fleet_run(f, bu_now_ns() + 3000000000LL, 0, NULL);
 	long anon1 = bu_daemon_kib(&d, "RssAnon");
-	int win = o->idle_sec / 2 > 30 ? 30 : (o->idle_sec / 2 > 15 ? o->idle_sec / 2 : 15);
+	int win = idle_cpu_window(o);
+	memset(&ic2, 0, sizeof ic2);
 	cpu0 = bu_daemon_cpu_us(&d);
 	t0 = bu_now_ns();
 	fleet_run(f, t0 + (long long)win * 1000000000LL, 0, NULL);
 	el = (double)(bu_now_ns() - t0) / 1e9;
 	cpu = bu_daemon_cpu_us(&d) - cpu0;
 	double pct = 100.0 * (double)cpu / (el * 1e6);
+	double per_ping = ic2.msgs[0] ? (double)cpu / (double)ic2.msgs[0] : 0.0;
 	double per_conn = (double)(anon1 - anon0) * 1024.0 / n;
 	fprintf(md,
 		"| %d idle connections (100 client ids), window %.0f s | value | target "
@@ -418,19 +443,37 @@ void row_idle(const struct bench_opts *o)
 		"| execserver CPU (master + handlers, utime+stime) | **%.2f %%** of one CPU (%.0f "
 		"ms) | < 1 %%: %s |\n",
 		pct, cpu / 1000.0, pct < 1 ? "met" : "missed");
+	fprintf(md, "| execserver CPU per ping and its pong | %.1f µs | |\n", per_ping);
 	fprintf(md,
-		"| pings answered in the window | %lld | one per connection per pingIntervalSec "
-		"(15 s) |\n",
-		ic2.msgs[0]);
+		"| pings answered in the window; other messages | %lld; %lld | one per connection "
+		"per pingIntervalSec (15 s); none |\n",
+		ic2.msgs[0], ic2.msgs[1] + ic2.msgs[2]);
 	fprintf(md, "| connecting them (one client thread, in series) | %.1f s | |\n", connect_sec);
+
+	/* the same connections, their clients pinging every 10 s: the server
+	 * then has no ping of its own to send (protocol.md, "Liveness") */
+	fleet_run(f, bu_now_ns() + 15000000000LL, 100, client_ping_tick);
+	memset(&ic2, 0, sizeof ic2);
+	g_client_pings = 0;
+	cpu0 = bu_daemon_cpu_us(&d);
+	t0 = bu_now_ns();
+	fleet_run(f, t0 + (long long)win * 1000000000LL, 100, client_ping_tick);
+	el = (double)(bu_now_ns() - t0) / 1e9;
+	cpu = bu_daemon_cpu_us(&d) - cpu0;
+	long long client_pings = g_client_pings ? g_client_pings : 1;
+	fprintf(md,
+		"| the same, each client pinging every 10 s (as libexecclient does): execserver "
+		"CPU | %.2f %% of one CPU (%.1f µs per client ping and its pong); server pings "
+		"in the window: %lld | |\n",
+		100.0 * (double)cpu / (el * 1e6), (double)cpu / (double)client_pings, ic2.msgs[0]);
 	fclose(md);
 	fprintf(sm,
 		"| 2 | idle: 100 clients with parked wants; CPU with %d idle connections | nothing "
 		"but pings; < 1 %% CPU "
 		"| broker %.0f bytes/min (pings and pongs only: %s), legacy %.0f bytes/min "
-		"(%.0f×); CPU %.2f %% — **%s** |\n",
+		"(%.0f×); CPU %.2f %% (%.1f µs per ping) — **%s** |\n",
 		n, (ic.bytes_in + ic.bytes_out) * per_min, other ? "no" : "yes",
-		(pa.bytes.tx + pa.bytes.rx) * per_min, ratio, pct,
+		(pa.bytes.tx + pa.bytes.rx) * per_min, ratio, pct, per_ping,
 		!other && pct < 1 ? "met" : "missed");
 	fclose(sm);
 

@@ -194,8 +194,9 @@ struct exc_options {
 	 * arrived for this long is taken for dead and closed, and its running
 	 * jobs are sought again (owner_grace_sec), so that a server that
 	 * vanished without closing (a half-open connection) is noticed.  The
-	 * library pings every ping_timeout_ms / 3 (at most every 15 s).  At
-	 * least 300.  Default 30000 ms. */
+	 * library pings every ping_timeout_ms / 3 (at most every 15 s), unless
+	 * the server sent a frame other than a pong meanwhile.  At least 300.
+	 * Default 30000 ms. */
 	unsigned ping_timeout_ms;
 };
 

@@ -537,6 +537,12 @@ struct book_mail {
  * it does not call book_done_delivered, and the want is mailed again only
  * when its owner conn closes and another conn of the client owns it. */
 size_t book_mail_take(struct book *b, uint32_t handler, struct book_mail *out, size_t max);
+/* Whether handler's mailbox holds mail (or a HELLO): read WITHOUT the
+ * lock, so only a hint, but a safe one for the mailbox's owner: mail is
+ * queued under the lock and the eventfd written after book_unlock, so a
+ * handler that reads its eventfd and then finds nothing pending here will
+ * be woken again for anything queued after that look. */
+int book_mail_pending(const struct book *b, uint32_t handler);
 
 /* ---- status ------------------------------------------------------------- */
 

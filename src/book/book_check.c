@@ -201,6 +201,10 @@ static int check_nodes(struct ck *k)
 		   "node %u: bad conn/service", ni);
 		CK(k, bk_find_node(b, n->conn, n->service, n->priority) == ni,
 		   "node %u not indexed", ni);
+		CK(k, n->stamp == bk_conn(b, n->conn)->stamp[b->svcs[n->service].wg],
+		   "node %u: key's stamp is not its conn's", ni);
+		CK(k, n->head != BK_NIL && n->seq == bk_want(b, n->head)->seq,
+		   "node %u: key's seq is not its head want's", ni);
 		uint32_t cnt = 0, prev = BK_NIL;
 		uint64_t last = 0;
 		for (uint32_t wi = n->head; wi != BK_NIL; wi = bk_want(b, wi)->q_next) {
@@ -222,7 +226,7 @@ static int check_nodes(struct ck *k)
 	/* heaps */
 	uint32_t inheap = 0;
 	for (uint32_t s = 0; s < b->topo.nservices; s++) {
-		uint32_t r = b->svcs[s].root, g = b->svcs[s].wg, cnt = 0;
+		uint32_t r = b->svcs[s].root, cnt = 0;
 		CK(k,
 		   r == BK_NIL ||
 			   (bk_node(b, r)->prev == BK_NIL && bk_node(b, r)->sibling == BK_NIL),
@@ -236,8 +240,8 @@ static int check_nodes(struct ck *k)
 			for (uint32_t y = n->child; y != BK_NIL; y = bk_node(b, y)->sibling) {
 				CK(k, bk_node(b, y)->prev == prev,
 				   "service %u: heap back link at %u", s, y);
-				CK(k, !bk_node_less(b, g, y, x),
-				   "service %u: heap order broken at %u", s, y);
+				CK(k, !bk_node_less(b, y, x), "service %u: heap order broken at %u",
+				   s, y);
 				prev = y;
 			}
 		}

@@ -73,7 +73,7 @@ static int grant_one(struct book *b, uint32_t g)
 		uint32_t r = b->svcs[s].root;
 		if (r == BK_NIL || !bk_eligible(b, s))
 			continue;
-		if (best == BK_NIL || bk_node_less(b, g, r, best))
+		if (best == BK_NIL || bk_node_less(b, r, best))
 			best = r;
 	}
 	if (best == BK_NIL)
@@ -95,7 +95,8 @@ static int grant_one(struct book *b, uint32_t g)
 	bk_fault("grant.mid");
 
 	/* derived: leave the FIFO, then re-key every node of the conn in this
-	 * waitgroup (their stamp grew; the winner's head changed too) */
+	 * waitgroup (their stamp grew; the winner's head changed too: its key
+	 * is written between leaving the heap and coming back) */
 	BK_DL_UNLINK(bk_want, b, n->head, n->tail, wi, q_prev, q_next);
 	n->count--;
 	w->node = BK_NIL;
@@ -109,12 +110,16 @@ static int grant_one(struct book *b, uint32_t g)
 		n->c_next = b->node_free;
 		b->node_free = best;
 	}
+	uint64_t stamp = bk_conn(b, c)->stamp[g];
 	for (uint32_t m = bk_conn(b, c)->node_head; m != BK_NIL; m = bk_node(b, m)->c_next) {
-		uint32_t s = bk_node(b, m)->service;
-		if (b->svcs[s].wg != g)
+		struct bk_node *nm = bk_node(b, m);
+		if (b->svcs[nm->service].wg != g)
 			continue;
-		bk_heap_remove(b, s, m);
-		bk_heap_insert(b, s, m);
+		bk_heap_remove(b, nm->service, m);
+		nm->stamp = stamp;
+		if (m == best)
+			nm->seq = bk_want(b, nm->head)->seq;
+		bk_heap_insert(b, nm->service, m);
 	}
 	wg->waiting--;
 	b->svcs[w->service].waiting--;

@@ -7,26 +7,24 @@
 #include "autoconfig.h"
 #include "book/book_heap.h"
 
-int bk_node_less(const struct book *b, uint32_t wg, uint32_t x, uint32_t y)
+int bk_node_less(const struct book *b, uint32_t x, uint32_t y)
 {
 	const struct bk_node *nx = bk_node(b, x), *ny = bk_node(b, y);
 	if (nx->priority != ny->priority)
 		return nx->priority > ny->priority;
-	uint64_t sx = bk_conn(b, nx->conn)->stamp[wg];
-	uint64_t sy = bk_conn(b, ny->conn)->stamp[wg];
-	if (sx != sy)
-		return sx < sy;
-	return bk_want(b, nx->head)->seq < bk_want(b, ny->head)->seq;
+	if (nx->stamp != ny->stamp)
+		return nx->stamp < ny->stamp;
+	return nx->seq < ny->seq;
 }
 
 /* Melds two roots (prev and sibling BK_NIL); returns the new root. */
-static uint32_t meld(struct book *b, uint32_t wg, uint32_t x, uint32_t y)
+static uint32_t meld(struct book *b, uint32_t x, uint32_t y)
 {
 	if (x == BK_NIL)
 		return y;
 	if (y == BK_NIL)
 		return x;
-	if (bk_node_less(b, wg, y, x)) {
+	if (bk_node_less(b, y, x)) {
 		uint32_t t = x;
 		x = y;
 		y = t;
@@ -41,7 +39,7 @@ static uint32_t meld(struct book *b, uint32_t wg, uint32_t x, uint32_t y)
 }
 
 /* Two-pass pairing of a sibling list starting at first; returns a root. */
-static uint32_t merge_pairs(struct book *b, uint32_t wg, uint32_t first)
+static uint32_t merge_pairs(struct book *b, uint32_t first)
 {
 	uint32_t acc = BK_NIL; /* pair results, reversed, linked by sibling */
 	while (first != BK_NIL) {
@@ -51,7 +49,7 @@ static uint32_t merge_pairs(struct book *b, uint32_t wg, uint32_t first)
 			bk_node(b, y)->prev = bk_node(b, y)->sibling = BK_NIL;
 		}
 		bk_node(b, x)->prev = bk_node(b, x)->sibling = BK_NIL;
-		uint32_t m = meld(b, wg, x, y);
+		uint32_t m = meld(b, x, y);
 		bk_node(b, m)->sibling = acc;
 		acc = m;
 		first = next;
@@ -60,7 +58,7 @@ static uint32_t merge_pairs(struct book *b, uint32_t wg, uint32_t first)
 	while (acc != BK_NIL) {
 		uint32_t next = bk_node(b, acc)->sibling;
 		bk_node(b, acc)->sibling = BK_NIL;
-		root = meld(b, wg, root, acc);
+		root = meld(b, root, acc);
 		acc = next;
 	}
 	return root;
@@ -71,14 +69,14 @@ void bk_heap_insert(struct book *b, uint32_t service, uint32_t n)
 	struct bk_service *s = &b->svcs[service];
 	struct bk_node *nn = bk_node(b, n);
 	nn->child = nn->sibling = nn->prev = BK_NIL;
-	s->root = meld(b, s->wg, s->root, n);
+	s->root = meld(b, s->root, n);
 }
 
 void bk_heap_remove(struct book *b, uint32_t service, uint32_t n)
 {
 	struct bk_service *s = &b->svcs[service];
 	struct bk_node *nn = bk_node(b, n);
-	uint32_t sub = merge_pairs(b, s->wg, nn->child);
+	uint32_t sub = merge_pairs(b, nn->child);
 	nn->child = BK_NIL;
 	if (s->root == n) {
 		s->root = sub;
@@ -90,7 +88,7 @@ void bk_heap_remove(struct book *b, uint32_t service, uint32_t n)
 			p->sibling = nn->sibling;
 		if (nn->sibling != BK_NIL)
 			bk_node(b, nn->sibling)->prev = nn->prev;
-		s->root = meld(b, s->wg, s->root, sub);
+		s->root = meld(b, s->root, sub);
 	}
 	nn->prev = nn->sibling = BK_NIL;
 }

@@ -6,7 +6,8 @@
  * for a leftmost child and the left sibling otherwise; the root has
  * prev = sibling = BK_NIL).  Amortized costs: insert O(1), remove (any
  * node, including the root) O(log n).  A key only ever grows (a head want
- * leaves, the conn's stamp advances); callers then remove and re-insert.
+ * leaves, the conn's stamp advances); callers then remove the node, write
+ * its new key (bk_node stamp / seq) and re-insert it.
  */
 #ifndef ES_BOOK_HEAP_H
 #define ES_BOOK_HEAP_H
@@ -15,8 +16,8 @@
 
 #include "book/book_layout.h"
 
-/* Grant-rule order of two nodes of the same waitgroup. */
-int bk_node_less(const struct book *b, uint32_t wg, uint32_t x, uint32_t y);
+/* Grant-rule order of two nodes of the same waitgroup (their keys). */
+int bk_node_less(const struct book *b, uint32_t x, uint32_t y);
 void bk_heap_insert(struct book *b, uint32_t service, uint32_t n);
 void bk_heap_remove(struct book *b, uint32_t service, uint32_t n);
 /* Pre-order walk of a heap: start at the root, BK_NIL after the last. */

@@ -168,16 +168,27 @@ static int want_eq(const struct book *b, uint32_t idx, const void *key)
 	       memcmp(w->job_id, k->id, k->len) == 0;
 }
 
-uint32_t bk_find_want(const struct book *b, uint32_t client, const char *id, size_t len)
+uint32_t bk_find_want_hashed(const struct book *b, uint32_t hash, uint32_t client, const char *id,
+			     size_t len)
 {
 	struct want_key k = { client, id, len };
-	return ix_find(b, &b->widx, bk_hash_want(b, client, id, len), want_eq, &k);
+	return ix_find(b, &b->widx, hash, want_eq, &k);
+}
+
+uint32_t bk_find_want(const struct book *b, uint32_t client, const char *id, size_t len)
+{
+	return bk_find_want_hashed(b, bk_hash_want(b, client, id, len), client, id, len);
+}
+
+void bk_want_index_add_hashed(struct book *b, uint32_t wi, uint32_t hash)
+{
+	ix_add(b, &b->widx, hash, wi);
 }
 
 void bk_want_index_add(struct book *b, uint32_t wi)
 {
 	const struct bk_want *w = bk_want(b, wi);
-	ix_add(b, &b->widx, bk_hash_want(b, w->client, w->job_id, w->idlen), wi);
+	bk_want_index_add_hashed(b, wi, bk_hash_want(b, w->client, w->job_id, w->idlen));
 }
 
 void bk_want_index_del(struct book *b, uint32_t wi)
@@ -228,16 +239,22 @@ static int node_eq(const struct book *b, uint32_t idx, const void *key)
 	return n->conn == k->conn && n->service == k->service && n->priority == k->priority;
 }
 
-uint32_t bk_find_node(const struct book *b, uint32_t conn, uint32_t service, int32_t priority)
+uint32_t bk_find_node_hashed(const struct book *b, uint32_t hash, uint32_t conn, uint32_t service,
+			     int32_t priority)
 {
 	struct node_key k = { conn, service, priority };
-	return ix_find(b, &b->nidx, bk_hash_node(b, conn, service, priority), node_eq, &k);
+	return ix_find(b, &b->nidx, hash, node_eq, &k);
 }
 
-void bk_node_index_add(struct book *b, uint32_t ni)
+uint32_t bk_find_node(const struct book *b, uint32_t conn, uint32_t service, int32_t priority)
 {
-	const struct bk_node *n = bk_node(b, ni);
-	ix_add(b, &b->nidx, bk_hash_node(b, n->conn, n->service, n->priority), ni);
+	return bk_find_node_hashed(b, bk_hash_node(b, conn, service, priority), conn, service,
+				   priority);
+}
+
+void bk_node_index_add_hashed(struct book *b, uint32_t ni, uint32_t hash)
+{
+	ix_add(b, &b->nidx, hash, ni);
 }
 
 void bk_node_index_del(struct book *b, uint32_t ni)

@@ -22,9 +22,14 @@
 uint32_t bk_index_slots(uint32_t entries);
 void bk_index_clear(struct book *b, struct bk_index *ix);
 
-/* want index: key (w->client, w->job_id) */
+/* want index: key (w->client, w->job_id).  The _hashed forms take the
+ * key's bk_hash_want, so that an operation that looks a key up and then
+ * adds it (book_want) hashes it once. */
 uint32_t bk_find_want(const struct book *b, uint32_t client, const char *id, size_t len);
+uint32_t bk_find_want_hashed(const struct book *b, uint32_t hash, uint32_t client, const char *id,
+			     size_t len);
 void bk_want_index_add(struct book *b, uint32_t wi);
+void bk_want_index_add_hashed(struct book *b, uint32_t wi, uint32_t hash);
 void bk_want_index_del(struct book *b, uint32_t wi);
 
 /* client index: key c->id, named clients only */
@@ -32,9 +37,12 @@ uint32_t bk_find_client(const struct book *b, const char *id, size_t len);
 void bk_client_index_add(struct book *b, uint32_t ci);
 void bk_client_index_del(struct book *b, uint32_t ci);
 
-/* node index: key (n->conn, n->service, n->priority) */
+/* node index: key (n->conn, n->service, n->priority); _hashed as above
+ * (bk_hash_node; bk_park hashes once) */
 uint32_t bk_find_node(const struct book *b, uint32_t conn, uint32_t service, int32_t priority);
-void bk_node_index_add(struct book *b, uint32_t ni);
+uint32_t bk_find_node_hashed(const struct book *b, uint32_t hash, uint32_t conn, uint32_t service,
+			     int32_t priority);
+void bk_node_index_add_hashed(struct book *b, uint32_t ni, uint32_t hash);
 void bk_node_index_del(struct book *b, uint32_t ni);
 
 /* For book_check: is entry idx reachable through its key?  And how many

@@ -54,7 +54,7 @@
 _Static_assert(BOOK_MAX_HANDLERS < BK_NIL8, "handler indices fit a byte besides BK_NIL8");
 _Static_assert(BOOK_MAX_SERVICES <= UINT16_MAX, "service indices fit 16 bits");
 #define BK_MAGIC 0x4b4f4f4258455345ULL /* "ESEXBOOK" little endian */
-#define BK_VERSION 4u
+#define BK_VERSION 5u
 #define BK_MAX_CONNECTIONS (1u << 20)
 #define BK_MAX_WANTS (1u << 22)
 #define BK_MAX_TOKENS (1u << 16)
@@ -127,14 +127,23 @@ struct bk_want {
 	uint32_t m_prev, m_next;  /* (D) */
 };
 
+/* A 64-bit heap key field aligned to 4 bytes, so that a node is 60 bytes
+ * rather than 64 (the segment's memory per want stays within 256 bytes). */
+typedef uint64_t bk_key64 __attribute__((aligned(4)));
+
 /* A node: the parked wants of one (conn, service, priority), FIFO by seq,
- * and its place in the service's pairing heap.  All (D). */
+ * and its place in the service's pairing heap.  All (D).  The node carries
+ * its heap key (priority, stamp, seq), so that a comparison in the heap
+ * reads two nodes and no conn or want record: the grant's heap work stays
+ * in the node table (issue 18: the lock's hold is mostly cache misses). */
 struct bk_node {
 	uint16_t used;
 	uint16_t service; /* < BOOK_MAX_SERVICES */
 	uint32_t conn;
 	int32_t priority;
 	uint32_t count;
+	bk_key64 stamp;                /* = conn's stamp[wg of service] */
+	bk_key64 seq;                  /* = seq of the head want */
 	uint32_t head, tail;           /* FIFO through want q_prev/q_next */
 	uint32_t child, sibling, prev; /* pairing heap; prev = parent when leftmost child */
 	uint32_t c_prev, c_next;       /* conn's node list; c_next = free list */
@@ -246,22 +255,34 @@ struct book {
 	uint32_t scratch_len; /* entries of scratch array 0 */
 	struct book_topology topo;
 	uint8_t instance_id[16];
-	uint64_t rng[4];    /* (P) xoshiro256** state for tokens */
 	uint64_t sipkey[2]; /* (P) SipHash key */
-	pthread_mutex_t mtx;
+
+	/* The lock and what nearly every critical section writes, in three
+	 * cache lines of their own (issue 18: a line written in a section is
+	 * a transfer from the CPU of the section before; a DECLINE wrote
+	 * eight header lines, now six). */
+	pthread_mutex_t mtx __attribute__((aligned(64)));
+	uint32_t now_valid;            /* clock is "now" for this critical section */
+	uint32_t nwants;               /* (D) */
+	uint64_t clock;                /* (P) latest now_ms seen (time never goes back) */
+	uint64_t mail_mask;            /* (D) handlers mailed since book_lock */
+	uint64_t seq, grants;          /* (P) */
+	uint64_t rng[4];               /* (P) xoshiro256** state for tokens */
+	uint32_t want_free, node_free; /* (D) */
+	struct bk_index widx;          /* (client idx, job_id) -> want */
+	struct bk_index nidx;          /* (conn, service, priority) -> node */
+	struct bk_index cidx;          /* client_id -> named client */
 
 	/* primary scalars */
-	uint64_t clock;                          /* (P) latest now_ms seen (time never goes back) */
-	uint32_t now_valid;                      /* clock is "now" for this critical section */
-	uint32_t draining;                       /* (P) */
-	uint64_t seq, open_seq, grace_seq;       /* (P) */
-	uint64_t grants, repairs;                /* (P) */
+	uint32_t draining; /* (P) */
+	uint32_t pad0b;
+	uint64_t open_seq, grace_seq;            /* (P) */
+	uint64_t repairs;                        /* (P) */
 	uint64_t profile_samples, class_changes; /* (P) book_profile_changes */
 
 	/* derived */
-	uint64_t mail_mask; /* handlers mailed since book_lock */
-	uint32_t nconns, nclients_live, nwants, nfinished;
-	uint32_t want_free, node_free, conn_free, client_free;
+	uint32_t nconns, nclients_live, nfinished;
+	uint32_t conn_free, client_free;
 	uint32_t rc_free, rc_used;       /* receipt store free list, slots owned */
 	uint32_t exp_head, exp_tail;     /* EXPIRED wants, oldest first (q links) */
 	uint32_t grace_head, grace_tail; /* GRACE clients by grace_seq (g links) */
@@ -271,9 +292,6 @@ struct book {
 	uint64_t off_tokens;             /* legacy tokens, lim.max_tokens records */
 	uint32_t token_free;             /* (D) free list of tokens */
 	uint32_t pad1;
-	struct bk_index widx; /* (client idx, job_id) -> want */
-	struct bk_index cidx; /* client_id -> named client */
-	struct bk_index nidx; /* (conn, service, priority) -> node */
 
 	struct bk_handler handlers[BOOK_MAX_HANDLERS];
 	struct bk_wg wgs[BOOK_MAX_WAITGROUPS];

@@ -64,6 +64,15 @@ void bk_hello_dirty(struct book *b)
 	}
 }
 
+int book_mail_pending(const struct book *b, uint32_t handler)
+{
+	if (handler >= b->lim.nhandlers)
+		return 0;
+	const struct bk_handler *hd = &b->handlers[handler];
+	return __atomic_load_n(&hd->mail_head, __ATOMIC_RELAXED) != BK_NIL ||
+	       __atomic_load_n(&hd->hello, __ATOMIC_RELAXED) != 0;
+}
+
 static void fill_id(struct book_mail *m, const struct bk_want *w)
 {
 	memcpy(m->job_id, w->job_id, w->idlen);

@@ -132,7 +132,8 @@ static void node_free(struct book *b, uint32_t ni)
 void bk_park(struct book *b, uint32_t wi)
 {
 	struct bk_want *w = bk_want(b, wi);
-	uint32_t ni = bk_find_node(b, w->conn, w->service, w->priority);
+	uint32_t h = bk_hash_node(b, w->conn, w->service, w->priority);
+	uint32_t ni = bk_find_node_hashed(b, h, w->conn, w->service, w->priority);
 	if (ni == BK_NIL) {
 		ni = node_alloc(b);
 		struct bk_node *n = bk_node(b, ni);
@@ -144,8 +145,10 @@ void bk_park(struct book *b, uint32_t wi)
 		n->head = n->tail = BK_NIL;
 		BK_DL_APPEND(bk_want, b, n->head, n->tail, wi, q_prev, q_next);
 		n->count = 1;
+		n->stamp = bk_conn(b, w->conn)->stamp[bk_want_wg(b, w)];
+		n->seq = w->seq;
 		w->node = ni;
-		bk_node_index_add(b, ni);
+		bk_node_index_add_hashed(b, ni, h);
 		struct bk_conn *c = bk_conn(b, w->conn);
 		BK_DL_PUSH(bk_node, b, c->node_head, ni, c_prev, c_next);
 		bk_heap_insert(b, w->service, ni);
@@ -171,6 +174,7 @@ void bk_unpark(struct book *b, uint32_t wi)
 		node_free(b, ni);
 	} else if (was_head) {
 		bk_heap_remove(b, n->service, ni);
+		n->seq = bk_want(b, n->head)->seq;
 		bk_heap_insert(b, n->service, ni);
 	}
 }
@@ -332,7 +336,8 @@ enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
 	if (!b->svcs[service].enabled)
 		return BOOK_E_DISABLED;
 	struct bk_conn *cn = bk_conn(b, c);
-	if (bk_find_want(b, cn->client, job_id, len) != BK_NIL)
+	uint32_t h = bk_hash_want(b, cn->client, job_id, len);
+	if (bk_find_want_hashed(b, h, cn->client, job_id, len) != BK_NIL)
 		return BOOK_E_DUPLICATE;
 	if (cn->nwants >= b->lim.max_wants_per_connection)
 		return BOOK_E_LIMIT_CONN;
@@ -366,7 +371,7 @@ enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
 	w->m_prev = w->m_next = w->o_prev = w->o_next = BK_NIL;
 	bk_set_state(&w->state, WANT_PARKED);
 	bk_fault("want.mid");
-	bk_want_index_add(b, wi);
+	bk_want_index_add_hashed(b, wi, h);
 	BK_DL_APPEND(bk_want, b, cn->want_head, cn->want_tail, wi, o_prev, o_next);
 	cn->nwants++;
 	b->nwants++;

@@ -96,8 +96,7 @@ static void say(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* An unsigned decimal in [min, max]; 0 or -1. */
-static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
+int cli_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
 {
 	char *end;
 	if (!*s || *s == '-' || *s == '+' || *s == ' ')
@@ -362,13 +361,13 @@ static int run_option(void *arg, int opt, const char *optarg_, char *err, size_t
 		    optarg_);
 		return OWN_BAD;
 	case OPT_TIMEOUT:
-		if (parse_uint(optarg_, 0, 10000000, &o->timeout_sec) == 0)
+		if (cli_parse_uint(optarg_, 0, 10000000, &o->timeout_sec) == 0)
 			return OWN_DONE;
 		say(err, errlen, "run: --timeout %s: expected seconds, 0 (no limit) to 10000000",
 		    optarg_);
 		return OWN_BAD;
 	case OPT_JOB_TIMEOUT:
-		if (parse_uint(optarg_, 1, 86400, &o->job_timeout_sec) == 0)
+		if (cli_parse_uint(optarg_, 1, 86400, &o->job_timeout_sec) == 0)
 			return OWN_DONE;
 		say(err, errlen, "run: --job-timeout %s: expected seconds, 1 to 86400", optarg_);
 		return OWN_BAD;
@@ -383,7 +382,7 @@ static int run_option(void *arg, int opt, const char *optarg_, char *err, size_t
 		}
 		return push(&o->env, &o->nenv, optarg_) == 0 ? OWN_DONE : OWN_BAD;
 	case OPT_PING_TIMEOUT:
-		if (parse_uint(optarg_, 1, 3600, &o->ping_timeout_sec) == 0)
+		if (cli_parse_uint(optarg_, 1, 3600, &o->ping_timeout_sec) == 0)
 			return OWN_DONE;
 		say(err, errlen, "run: --ping-timeout %s: expected seconds, 1 to 3600", optarg_);
 		return OWN_BAD;

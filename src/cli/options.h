@@ -76,6 +76,9 @@ void cli_status_free(struct cli_status *o);
 /* A priority: an integer (32-bit) or one of the names background (-2),
  * normal (0), interactive (2), synchronous (4).  0, or -1. */
 int cli_parse_priority(const char *s, int *out);
+/* An unsigned decimal in [min, max] (no sign, no space, no suffix, no
+ * overflow); 0 or -1. */
+int cli_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out);
 
 /* The job description of a run (command, args, env, timeout_sec) as JSON
  * text, malloc'd; NULL when out of memory. */

@@ -27,6 +27,11 @@
 #include "dispatch/dispatch_config.h"
 
 #define WAIT_TICK_MS 250
+#define AFTER_MAX_SEC 315360000  /* --after: ten years */
+#define TIMEOUT_MAX_SEC 10000000 /* --timeout: as execctl run's */
+/* submit()'s range (sql/migrations/001_queue.sql, job_priority) */
+#define PRIORITY_MIN -1000
+#define PRIORITY_MAX 1000
 
 struct qopts {
 	char *conninfo;
@@ -36,8 +41,8 @@ struct qopts {
 	char *job; /* --job JSON */
 	char **env;
 	size_t nenv;
-	int after_sec;
-	int timeout_sec; /* wait: 0 forever */
+	unsigned after_sec;
+	unsigned timeout_sec; /* wait: 0 forever */
 	int json, quiet, wait;
 	long long id;
 	char **command;
@@ -139,15 +144,22 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 			o->service = strdup(optarg);
 			break;
 		case 'p':
-			if (cli_parse_priority(optarg, &o->priority) < 0) {
+			if (cli_parse_priority(optarg, &o->priority) < 0 ||
+			    o->priority < PRIORITY_MIN || o->priority > PRIORITY_MAX) {
 				snprintf(err, len,
-					 "%s: -p: an integer or background, normal, "
-					 "interactive, synchronous is required",
-					 cmd);
+					 "%s: --priority %.64s: expected an integer in %d..%d or "
+					 "background, normal, interactive, synchronous",
+					 cmd, optarg, PRIORITY_MIN, PRIORITY_MAX);
 				return CLI_BAD;
 			}
 			break;
-		case 'A': o->after_sec = atoi(optarg); break;
+		case 'A':
+			if (cli_parse_uint(optarg, 0, AFTER_MAX_SEC, &o->after_sec) < 0) {
+				snprintf(err, len, "%s: --after %.64s: expected seconds, 0 to %d",
+					 cmd, optarg, AFTER_MAX_SEC);
+				return CLI_BAD;
+			}
+			break;
 		case 'E': {
 			char **n = realloc(o->env, (o->nenv + 1) * sizeof *n);
 			if (!n || !strchr(optarg, '=')) {
@@ -163,7 +175,15 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 			o->job = strdup(optarg);
 			break;
 		case 'w': o->wait = 1; break;
-		case 'T': o->timeout_sec = atoi(optarg); break;
+		case 'T':
+			if (cli_parse_uint(optarg, 0, TIMEOUT_MAX_SEC, &o->timeout_sec) < 0) {
+				snprintf(
+					err, len,
+					"%s: --timeout %.64s: expected seconds, 0 (no limit) to %d",
+					cmd, optarg, TIMEOUT_MAX_SEC);
+				return CLI_BAD;
+			}
+			break;
 		case 'q': o->quiet = 1; break;
 		case 'j': o->json = 1; break;
 		case 'h': usage(stdout, cmd); return CLI_HELP;
@@ -252,7 +272,7 @@ static int do_submit(PGconn *c, struct qopts *o)
 	PGresult *r;
 
 	snprintf(prio, sizeof prio, "%d", o->priority);
-	snprintf(after, sizeof after, "%d", o->after_sec);
+	snprintf(after, sizeof after, "%u", o->after_sec);
 	snprintf(sql, sizeof sql,
 		 "SELECT \"%s\".submit($1, $2::jsonb, $3::int, "
 		 "now() + make_interval(secs => $4::int))",
@@ -415,7 +435,7 @@ static int do_wait(PGconn *c, const struct qopts *o)
 	/* monotonic: a step of the wall clock does not move the deadline */
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	time_t end = o->timeout_sec > 0 ? now.tv_sec + o->timeout_sec : 0;
+	time_t end = o->timeout_sec > 0 ? now.tv_sec + (time_t)o->timeout_sec : 0;
 	char state[32], line[128];
 
 	signal(SIGINT, on_signal);

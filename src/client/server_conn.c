@@ -28,6 +28,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,7 +358,12 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 
 	if (what & BEV_EVENT_CONNECTED) {
 		evutil_socket_t fd = bufferevent_getfd(bev);
+		int one = 1;
 
+		/* small messages each awaited by the other side (WANT, JOB, ACK):
+		 * sent at once, not held back by Nagle until the previous one is
+		 * acknowledged (the server's delayed ACK: up to 40 ms) */
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 		if (k->a->u.tls && k->state == K_CONNECTING) {
 			start_tls(k);
 			return;

@@ -793,6 +793,12 @@ static int get_addr_rules(struct loader *ld, const struct topkey *tk, const stru
 					"%s: %s is not an IP address or CIDR block "
 					"(a proxy is known by the address it connects from)",
 					what, cy_quote(item, q, sizeof q));
+		if (rc == 0 && !hosts_too && rules->items[i].kind == ADDR_RULE_NET &&
+		    rules->items[i].prefix == 0)
+			return cy_error(&ld->cy, item,
+					"%s: %s trusts every address to tell any client address "
+					"(list the balancers' own addresses)",
+					what, cy_quote(item, q, sizeof q));
 		if (rc < 0)
 			return cy_error(&ld->cy, item, "%s: %s is not %s: %s", what,
 					cy_quote(item, q, sizeof q),

@@ -1,11 +1,18 @@
 /*
  * db.c - see db.h.  Back-off after a failed connection: 250 ms doubling to
  * 8 s, reset by a success.  The log says once that the database went away
- * and once that it is back, not at every attempt in between.
+ * and once that it is back, not at every attempt in between.  A db_send
+ * statement moves on in progress(): flush what is unsent, read what
+ * arrived, collect the results once libpq is no longer busy; the event
+ * loop (io_cb) or db_exec's wait (poll) call it whenever the socket is
+ * ready.  Its result is always handed over through deliver_ev, so a
+ * callback never runs inside another db call.
  */
 #include "autoconfig.h"
 #include "dispatch/db.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +22,7 @@
 
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 8000
+#define CONNECT_TIMEOUT_MS 5000 /* unless the connection string sets connect_timeout */
 
 static void one_line(char *dst, size_t len, const char *msg)
 {
@@ -34,6 +42,14 @@ int db_init(struct db *db, const char *conninfo)
 
 void db_close(struct db *db)
 {
+	if (db->io_ev)
+		event_free(db->io_ev);
+	if (db->deliver_ev)
+		event_free(db->deliver_ev);
+	db->io_ev = db->deliver_ev = NULL;
+	PQclear(db->kept);
+	db->kept = NULL;
+	db->fn = NULL;
 	if (db->conn)
 		PQfinish(db->conn);
 	db->conn = NULL;
@@ -47,6 +63,17 @@ static void went_away(struct db *db, const char *why)
 	if (db->conn)
 		PQfinish(db->conn);
 	db->conn = NULL;
+	db->connecting = 0;
+	if (db->io_ev)
+		event_del(db->io_ev);
+	if (db->on_wire) {
+		/* the statement on the wire fails with the connection */
+		db->on_wire = 0;
+		PQclear(db->kept);
+		db->kept = NULL;
+		db->kept_away = 1;
+		event_active(db->deliver_ev, EV_TIMEOUT, 0);
+	}
 	if (db->was_up)
 		log_error("database: connection lost (%s); retrying with back-off", db->last_error);
 	db->was_up = 0;
@@ -61,32 +88,105 @@ static void quiet_notice(void *arg, const char *message)
 	log_debug("database: %s", message);
 }
 
+static void connected(struct db *db)
+{
+	db->connecting = 0;
+	PQsetNoticeProcessor(db->conn, quiet_notice, NULL);
+	PQsetnonblocking(db->conn, 1);
+	if (db->warned || db->statements)
+		log_info("database: connected");
+	db->warned = 0;
+	db->was_up = 1;
+	db->backoff_ms = BACKOFF_MIN_MS;
+	if (db->on_up && db->base)
+		db->on_up(db->up_arg);
+}
+
+static void failed_attempt(struct db *db)
+{
+	went_away(db, db->conn ? PQerrorMessage(db->conn) : "out of memory");
+	if (!db->warned++)
+		log_error("database: cannot connect: %s", db->last_error);
+}
+
+/* connect_timeout of the connection string in ms, else CONNECT_TIMEOUT_MS
+ * (PQconnectPoll leaves that timeout to its caller). */
+static int64_t connect_timeout_ms(PGconn *conn)
+{
+	PQconninfoOption *opts = PQconninfo(conn);
+	int64_t ms = CONNECT_TIMEOUT_MS;
+
+	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+		if (strcmp(o->keyword, "connect_timeout") == 0 && o->val && atoi(o->val) > 0)
+			ms = atoi(o->val) * 1000LL;
+	PQconninfoFree(opts);
+	return ms;
+}
+
+static void io_cb(evutil_socket_t fd, short what, void *arg);
+
+/* Waits for the socket to be ready for what (EV_READ, EV_WRITE or both);
+ * with a deadline (monotonic ms, 0: none) also for that. */
+static void watch(struct db *db, short what, int64_t deadline_ms)
+{
+	int64_t left = deadline_ms - (int64_t)clock_mono_ms();
+	struct timeval tv = { 0, 0 };
+
+	if (left > 0) {
+		tv.tv_sec = (time_t)(left / 1000);
+		tv.tv_usec = (suseconds_t)(left % 1000 * 1000);
+	}
+	event_del(db->io_ev);
+	event_assign(db->io_ev, db->base, PQsocket(db->conn), what, io_cb, db);
+	event_add(db->io_ev, deadline_ms ? &tv : NULL);
+}
+
+static void connect_step(struct db *db, short what)
+{
+	if ((what & EV_TIMEOUT) && (int64_t)clock_mono_ms() >= db->connect_deadline_ms) {
+		went_away(db, "timeout expired while connecting");
+		if (!db->warned++)
+			log_error("database: cannot connect: %s", db->last_error);
+		return;
+	}
+	switch (PQconnectPoll(db->conn)) {
+	case PGRES_POLLING_READING: watch(db, EV_READ, db->connect_deadline_ms); break;
+	case PGRES_POLLING_WRITING: watch(db, EV_WRITE, db->connect_deadline_ms); break;
+	case PGRES_POLLING_OK: connected(db); break;
+	default: failed_attempt(db); break;
+	}
+}
+
 int db_ready(struct db *db)
 {
 	/* connect_timeout first: a value in the connection string wins */
 	const char *keys[] = { "connect_timeout", "keepalives_idle", "dbname",
 			       "fallback_application_name", NULL };
 	const char *vals[] = { "5", "30", db->conninfo, "execdispatch", NULL };
-	static int warned;
 
 	if (db->conn)
-		return 1;
+		return !db->connecting;
 	if ((int64_t)clock_mono_ms() < db->retry_at_ms)
 		return 0;
-	db->conn = PQconnectdbParams(keys, vals, 1);
-	if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
-		went_away(db, db->conn ? PQerrorMessage(db->conn) : "out of memory");
-		if (!warned++)
-			log_error("database: cannot connect: %s", db->last_error);
+	if (!db->base) {
+		db->conn = PQconnectdbParams(keys, vals, 1);
+		if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
+			failed_attempt(db);
+			return 0;
+		}
+		connected(db);
+		return 1;
+	}
+	db->conn = PQconnectStartParams(keys, vals, 1);
+	if (!db->conn || PQstatus(db->conn) == CONNECTION_BAD) {
+		failed_attempt(db);
 		return 0;
 	}
-	PQsetNoticeProcessor(db->conn, quiet_notice, NULL);
-	if (warned || db->statements)
-		log_info("database: connected");
-	warned = 0;
-	db->was_up = 1;
-	db->backoff_ms = BACKOFF_MIN_MS;
-	return 1;
+	db->connecting = 1;
+	db->connect_deadline_ms = (int64_t)clock_mono_ms() + connect_timeout_ms(db->conn);
+	/* as if PQconnectPoll had answered PGRES_POLLING_WRITING */
+	watch(db, EV_WRITE, db->connect_deadline_ms);
+	return 0;
 }
 
 static PGresult *checked(struct db *db, PGresult *res, int *away)
@@ -107,10 +207,128 @@ static PGresult *checked(struct db *db, PGresult *res, int *away)
 	return NULL;
 }
 
+/* Moves the db_send statement on: flushes, reads, and once its result is
+ * complete keeps it and schedules its delivery.  Returns what it waits
+ * for next: 0 nothing (done, or the connection was lost), else EV_READ,
+ * with EV_WRITE while some of the statement is unsent. */
+static short progress(struct db *db)
+{
+	int unsent = PQflush(db->conn);
+
+	if (unsent < 0 || !PQconsumeInput(db->conn)) {
+		went_away(db, PQerrorMessage(db->conn));
+		return 0;
+	}
+	while (!PQisBusy(db->conn)) {
+		PGresult *r = PQgetResult(db->conn);
+		if (r) {
+			/* one statement, one result; a second (never seen) is dropped */
+			if (db->kept)
+				PQclear(r);
+			else
+				db->kept = r;
+			continue;
+		}
+		r = db->kept;
+		db->kept = NULL;
+		db->on_wire = 0;
+		if (db->io_ev)
+			event_del(db->io_ev);
+		db->kept = checked(db, r, &db->kept_away);
+		event_active(db->deliver_ev, EV_TIMEOUT, 0);
+		return 0;
+	}
+	return (short)(EV_READ | (unsent ? EV_WRITE : 0));
+}
+
+static void io_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct db *db = arg;
+	short next;
+
+	(void)fd;
+	if (db->connecting) {
+		connect_step(db, what);
+	} else if (db->on_wire && (next = progress(db)) != 0) {
+		watch(db, next, 0);
+	}
+}
+
+static void deliver_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct db *db = arg;
+	db_result_fn fn = db->fn;
+	PGresult *res = db->kept;
+
+	(void)fd;
+	(void)what;
+	if (db->on_wire || !fn)
+		return;
+	db->fn = NULL;
+	db->kept = NULL;
+	fn(db->fn_arg, res, db->kept_away);
+}
+
+/* db_exec's wait for a db_send statement on the wire (its result is kept
+ * for deliver_cb). */
+static void wait_wire(struct db *db)
+{
+	short next;
+
+	while (db->on_wire && (next = progress(db)) != 0) {
+		struct pollfd p = { PQsocket(db->conn),
+				    (short)(POLLIN | (next & EV_WRITE ? POLLOUT : 0)), 0 };
+		if (poll(&p, 1, -1) < 0 && errno != EINTR) {
+			went_away(db, strerror(errno));
+			return;
+		}
+	}
+}
+
+int db_attach(struct db *db, struct event_base *base, void (*on_up)(void *), void *arg)
+{
+	db->io_ev = event_new(base, -1, 0, io_cb, db);
+	db->deliver_ev = event_new(base, -1, 0, deliver_cb, db);
+	if (!db->io_ev || !db->deliver_ev)
+		return -1;
+	db->base = base;
+	db->on_up = on_up;
+	db->up_arg = arg;
+	return 0;
+}
+
+int db_busy(const struct db *db)
+{
+	return db->fn != NULL;
+}
+
+int db_send(struct db *db, const char *sql, int nparams, const char *const *params, db_result_fn fn,
+	    void *arg)
+{
+	if (!db->base || db->fn || !db_ready(db))
+		return -1;
+	if (!PQsendQueryParams(db->conn, sql, nparams, NULL, params, NULL, NULL, 0)) {
+		if (PQstatus(db->conn) != CONNECTION_OK)
+			went_away(db, PQerrorMessage(db->conn));
+		else
+			one_line(db->last_error, sizeof db->last_error, PQerrorMessage(db->conn));
+		return -1;
+	}
+	db->fn = fn;
+	db->fn_arg = arg;
+	db->on_wire = 1;
+	db->kept_away = 0;
+	watch(db, (short)(EV_READ | EV_WRITE), 0);
+	return 0;
+}
+
 PGresult *db_exec(struct db *db, const char *sql, int nparams, const char *const *params, int *away)
 {
 	*away = 1;
 	if (!db_ready(db))
+		return NULL;
+	wait_wire(db);
+	if (!db->conn)
 		return NULL;
 	return checked(db, PQexecParams(db->conn, sql, nparams, NULL, params, NULL, NULL, 0), away);
 }
@@ -119,6 +337,9 @@ PGresult *db_exec_script(struct db *db, const char *sql, int *away)
 {
 	*away = 1;
 	if (!db_ready(db))
+		return NULL;
+	wait_wire(db);
+	if (!db->conn)
 		return NULL;
 	return checked(db, PQexec(db->conn, sql), away);
 }

@@ -1,21 +1,39 @@
 /*
  * db.h - execdispatch's one database connection (libpq): connecting with
- * back-off, one statement at a time as an unnamed PQexecParams, and the
+ * back-off, statements as unnamed PQexecParams/PQsendQueryParams, and the
  * difference between "the database is away" (the connection is dropped
  * and retried later; the caller keeps what it wanted to write) and "this
  * statement failed" (logged; the connection stays).
  *
- * Statements block the event loop for their duration: each is small and
- * indexed, and a connection attempt waits at most connect_timeout (5 s
- * unless the connection string says otherwise).  Nothing here keeps
- * session state, so a transaction-mode pooler may sit in between.
+ * Two ways to run a statement on the one connection:
+ *  - db_send: non-blocking, driven by libevent on PQsocket (PQflush,
+ *    PQconsumeInput, PQisBusy); the callback gets the result from the event
+ *    loop.  At most one such statement is outstanding (db_busy) from its
+ *    send until its callback has run; the hot path of the dispatcher (the
+ *    outcomes and claims) goes this way, so jobs are handed on while it is
+ *    under way.
+ *  - db_exec: blocking, for the rare statements (heartbeat, cancel poll,
+ *    migrations).  With a db_send statement on the wire it first waits for
+ *    that one's result, keeps it, and delivers it from the loop afterwards
+ *    (never from inside db_exec).
+ * Once db_attach'ed to an event loop, connecting is non-blocking too
+ * (PQconnectStartParams/PQconnectPoll, at most connect_timeout, 5 s unless
+ * the connection string says otherwise); before that (the first contact
+ * at start) it blocks.  Nothing here keeps session state, so a
+ * transaction-mode pooler may sit in between (one statement at a time, no
+ * pipeline mode: see docs/dispatch.md).
  */
 #ifndef ES_DISPATCH_DB_H
 #define ES_DISPATCH_DB_H
 
 #include <stdint.h>
 
+#include <event2/event.h>
 #include <libpq-fe.h>
+
+/* The result of a db_send statement: res as db_exec's (the callback
+ * PQclears it), or NULL with away as db_exec's. */
+typedef void (*db_result_fn)(void *arg, PGresult *res, int away);
 
 struct db {
 	char *conninfo;
@@ -23,17 +41,46 @@ struct db {
 	int64_t retry_at_ms;  /* monotonic: no attempt before this */
 	int backoff_ms;       /* next wait after a failed attempt */
 	int was_up;           /* for the "back" log line */
+	int warned;           /* "cannot connect" said since the last success */
 	uint64_t statements;  /* sent since the start */
 	char last_error[256]; /* the last failure, one line */
+	/* the event loop (db_attach), NULL before */
+	struct event_base *base;
+	struct event *io_ev;      /* PQsocket: connecting, or a db_send on the wire */
+	struct event *deliver_ev; /* a result kept by db_exec's wait, to deliver */
+	int connecting;           /* PQconnectPoll under way */
+	int64_t connect_deadline_ms;
+	void (*on_up)(void *arg); /* connected (again), from the loop */
+	void *up_arg;
+	/* the db_send statement outstanding: its callback is set from the
+	 * send until it has run */
+	db_result_fn fn;
+	void *fn_arg;
+	int on_wire;    /* sent, its result not all read */
+	PGresult *kept; /* its result, read, not delivered yet */
+	int kept_away;
 };
 
 /* Sets up (no connection yet). */
 int db_init(struct db *db, const char *conninfo);
 void db_close(struct db *db);
-/* 1 when connected or when a (re)connection attempt now succeeds; 0 while
- * away (no attempt before the back-off has passed). */
+/* From now on connect without blocking, on base; on_up(arg) is called
+ * from the loop whenever a connection comes up.  0, or -1 (no memory). */
+int db_attach(struct db *db, struct event_base *base, void (*on_up)(void *), void *arg);
+/* 1 when connected.  Otherwise 0, and a (re)connection is attempted once
+ * the back-off has passed: before db_attach it blocks and 1 is returned
+ * when it succeeds; after, it is started and db_ready answers 0 until it
+ * is up (on_up). */
 int db_ready(struct db *db);
-/* Runs one statement.  Returns the result (PGRES_TUPLES_OK or
+/* A db_send statement is outstanding (no other may be sent). */
+int db_busy(const struct db *db);
+/* Sends one statement without waiting; fn(arg, ...) is called from the
+ * loop with its result (also when the connection is lost meanwhile: NULL,
+ * away 1).  The parameters are copied by libpq at once.  0 when sent; -1
+ * when not (away, busy, or not attached): fn is not called. */
+int db_send(struct db *db, const char *sql, int nparams, const char *const *params, db_result_fn fn,
+	    void *arg);
+/* Runs one statement, blocking.  Returns the result (PGRES_TUPLES_OK or
  * PGRES_COMMAND_OK; the caller PQclears it), or NULL: then *away is 1 if
  * the connection was lost (it is closed and retried with back-off) and 0
  * if the statement itself failed (last_error says why). */

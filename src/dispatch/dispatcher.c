@@ -55,6 +55,7 @@
 #define JANITOR_BATCH 1000    /* DQ_JANITOR's LIMIT */
 #define JANITOR_AGAIN_MS 1000 /* after a full batch */
 #define FINISH_BATCH 100      /* most outcomes written by one statement */
+#define OUTCOME_RETRY_MS 5000 /* an outcome refused in every form: next try */
 
 struct held {
 	struct held *next, *prev;
@@ -74,6 +75,22 @@ struct held {
 	char *error;
 	char *receipt; /* JSON text or NULL */
 	char job_id[48];
+	int writing; /* in the outcome statement on the wire (struct fin) */
+	/* an outcome the database refused alone: how far it was cut down
+	 * (flush_outcomes), the original kept, and when to try it again */
+	int cut;
+	const char *orig_state;
+	char *orig_error, *orig_receipt;
+	int64_t retry_at_ms;
+};
+
+/* The outcomes of one finish statement: the rows and their arrays. */
+struct fin {
+	struct held *rows[FINISH_BATCH];
+	int k;
+	char ids[21 * FINISH_BATCH + 3], att[21 * FINISH_BATCH + 3], unc[21 * FINISH_BATCH + 3],
+		delay[21 * FINISH_BATCH + 3];
+	char *states, *errors, *receipts;
 };
 
 struct dispatcher {
@@ -107,6 +124,12 @@ struct dispatcher {
 	int64_t other_due_ms;   /* the "other" class is looked for from then on */
 	unsigned local_running; /* held rows of local services running */
 	struct event *sig_chld;
+	/* the turn on the wire (db_send): its outcomes, whether it claims,
+	 * with which bound; poll_again: poll_cb ran meanwhile */
+	struct fin turn;
+	int turn_claims;
+	unsigned turn_bound;
+	int poll_again;
 };
 
 /* What the next exec-bound claim may take (DQ_CLAIM_EXEC's parameters). */
@@ -158,6 +181,8 @@ static void held_free(struct dispatcher *d, struct held *h)
 	free(h->service);
 	free(h->error);
 	free(h->receipt);
+	free(h->orig_error);
+	free(h->orig_receipt);
 	free(h);
 }
 
@@ -423,8 +448,6 @@ static int admission(struct dispatcher *d, struct admission *a)
 	d->rotate = n ? (d->rotate + 1) % n : 0;
 	a->bound = a->total;
 	int other = a->share > 0 && unshared_held == 0 && now_ms() >= d->other_due_ms;
-	if (other)
-		d->other_due_ms = now_ms() + d->cfg->poll_ms;
 	snprintf(a->other, sizeof a->other, "%d", other);
 	a->total += (unsigned)other;
 	db_int_array(a->limits, lims, k);
@@ -495,34 +518,245 @@ static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	free(payload);
 }
 
-/* ---- timers ---- */
+/* ---- the hot path: outcomes and claims, without blocking ---- */
 
-static int finish_batch(struct dispatcher *d, int n, const struct admission *a, int *claimed);
+/* Whether h's outcome waits to be written now. */
+static int outcome_due(const struct held *h, int64_t now)
+{
+	return !h->xj && !h->lr && h->state && !h->writing && now >= h->retry_at_ms;
+}
 
-/* Claims exec-bound rows within admission a (a != NULL), or up to n rows
- * of the local services of priority minprio or more; an exec-bound claim
- * writes the pending outcomes in the same statement when there are any.
- * The number claimed, or -1 (logged). */
-static int claim(struct dispatcher *d, const struct admission *a, unsigned n, int minprio)
+static void fin_free_arrays(struct fin *f)
+{
+	free(f->states);
+	free(f->errors);
+	free(f->receipts);
+	f->states = f->errors = f->receipts = NULL;
+}
+
+/* Up to n outcomes due now into f, marked writing: their number, 0 when
+ * none is due or memory is short (they wait for the next turn). */
+static int fin_build(struct dispatcher *d, struct fin *f, int n)
+{
+	int64_t ids[FINISH_BATCH], att[FINISH_BATCH], unc[FINISH_BATCH], delay[FINISH_BATCH];
+	const char *states[FINISH_BATCH], *errors[FINISH_BATCH], *receipts[FINISH_BATCH];
+	int64_t now = now_ms();
+	int k = 0;
+
+	for (struct held *h = d->list; h && k < n; h = h->next) {
+		if (!outcome_due(h, now))
+			continue;
+		f->rows[k] = h;
+		ids[k] = h->id;
+		att[k] = h->attempts;
+		unc[k] = h->uncount;
+		delay[k] = h->releasing ? 0 : d->cfg->retry_delay_sec;
+		states[k] = h->state;
+		errors[k] = h->error;
+		receipts[k] = h->receipt;
+		k++;
+	}
+	f->k = 0;
+	if (k == 0)
+		return 0;
+	db_int_array(f->ids, ids, k);
+	db_int_array(f->att, att, k);
+	db_int_array(f->unc, unc, k);
+	db_int_array(f->delay, delay, k);
+	f->states = db_text_array(states, k);
+	f->errors = db_text_array(errors, k);
+	f->receipts = db_text_array(receipts, k);
+	if (!f->states || !f->errors || !f->receipts) {
+		fin_free_arrays(f);
+		return 0;
+	}
+	f->k = k;
+	for (int i = 0; i < k; i++)
+		f->rows[i]->writing = 1;
+	return k;
+}
+
+/* DQ_FINISH's parameters $1..$8 of f. */
+static void fin_params(const struct dispatcher *d, const struct fin *f, const char **params)
+{
+	params[0] = d->cfg->instance_id;
+	params[1] = f->ids;
+	params[2] = f->att;
+	params[3] = f->states;
+	params[4] = f->unc;
+	params[5] = f->delay;
+	params[6] = f->errors;
+	params[7] = f->receipts;
+}
+
+/* f was not written: its rows wait again. */
+static void fin_abort(struct fin *f)
+{
+	for (int i = 0; i < f->k; i++)
+		f->rows[i]->writing = 0;
+	f->k = 0;
+}
+
+static void count_outcome(struct dispatcher *d, const struct held *h)
+{
+	if (strcmp(h->state, "done") == 0)
+		d->st.done++;
+	else if (strcmp(h->state, "failed") == 0)
+		d->st.failed++;
+	else if (h->uncount)
+		d->st.no_slot++;
+	else
+		d->st.requeued++;
+}
+
+/* f was written: res lists the rows whose claim was still ours (column 0,
+ * or with tagged the rows tagged 'f', id in column 1); the others were
+ * cancelled or rescued meanwhile and are dropped.  Every row of f is
+ * freed. */
+static void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
+{
+	for (int i = 0; i < f->k; i++) {
+		struct held *h = f->rows[i];
+		int ours = 0;
+		for (int r = 0; r < PQntuples(res) && !ours; r++)
+			ours = (!tagged || PQgetvalue(res, r, 0)[0] == 'f') &&
+			       strtoll(PQgetvalue(res, r, tagged), NULL, 10) == h->id;
+		if (ours) {
+			count_outcome(d, h);
+		} else {
+			d->st.dropped++;
+			log_info("job %lld attempt %d: claim lost before its outcome (%s) was "
+				 "written (cancelled or rescued); dropped",
+				 (long long)h->id, h->attempts, h->state);
+		}
+		d->pending--;
+		held_free(d, h);
+	}
+	f->k = 0;
+}
+
+/* Stop: the claims whose want is still parked are given back. */
+static void release_waiting(struct dispatcher *d)
+{
+	for (struct held *h = d->list; h; h = h->next)
+		if (h->xj && !h->releasing && strcmp(exc_job_state(h->xj), "waiting") == 0) {
+			h->releasing = 1;
+			exc_cancel(h->xj);
+		}
+}
+
+static void turn_done(void *arg, PGresult *res, int away);
+
+/* Sends the hot path's next statement, if there is one (docs/dispatch.md,
+ * "The event loop"): the outcomes due, with the claim within a in the same
+ * statement (DQ_FINISH_CLAIM) unless a carries a row of the "other" class,
+ * which is claimed by the next turn; or, with no outcome due, the claim
+ * within a alone (DQ_CLAIM_EXEC).  a is NULL when nothing may be claimed.
+ * 1 when sent (turn_done follows), 0 when there was nothing to send or
+ * the database is away. */
+static int send_turn(struct dispatcher *d, const struct admission *a)
+{
+	const char *params[10];
+	int claims = a && a->total > 0, rc;
+
+	if (fin_build(d, &d->turn, FINISH_BATCH) > 0) {
+		claims = claims && a->bound > 0 && strcmp(a->other, "0") == 0;
+		fin_params(d, &d->turn, params);
+		params[8] = claims ? a->services : NULL;
+		params[9] = claims ? a->limits : NULL;
+		rc = db_send(&d->db, claims ? d->q_finish_claim : d->q_finish, claims ? 10 : 8,
+			     params, turn_done, d);
+		fin_free_arrays(&d->turn);
+	} else if (claims) {
+		params[0] = d->cfg->instance_id;
+		params[1] = a->services;
+		params[2] = a->limits;
+		params[3] = a->other;
+		params[4] = d->local_names;
+		rc = db_send(&d->db, d->q_claim_exec, 5, params, turn_done, d);
+		if (rc == 0 && strcmp(a->other, "0") != 0)
+			d->other_due_ms = now_ms() + d->cfg->poll_ms;
+	} else {
+		return 0;
+	}
+	if (rc < 0) {
+		fin_abort(&d->turn);
+		return 0;
+	}
+	d->turn_claims = claims;
+	d->turn_bound = claims ? a->bound : 0;
+	if (claims)
+		d->st.claims++;
+	return 1;
+}
+
+/* The result of send_turn's statement, from the loop. */
+static void turn_done(void *arg, PGresult *res, int away)
+{
+	struct dispatcher *d = arg;
+	int wrote = d->turn.k, claimed = 0, again;
+
+	if (!res) {
+		fin_abort(&d->turn);
+		if (!away && wrote)
+			log_warn("finish: %s (writing the outcomes again, one at a time)",
+				 d->db.last_error);
+		else if (!away)
+			log_error("claim: %s", d->db.last_error);
+		if (!away && wrote)
+			flush_outcomes(d);
+	} else {
+		for (int r = 0; d->turn_claims && r < PQntuples(res); r++) {
+			int col = wrote ? 1 : 0;
+			if (wrote && PQgetvalue(res, r, 0)[0] != 'c')
+				continue;
+			d->st.claimed++;
+			d->st.attempts += (uint64_t)atoi(PQgetvalue(res, r, col + 1));
+			start_row(d, res, r, col);
+			claimed++;
+		}
+		if (claimed)
+			log_debug("claimed %d (share %u, at the execservers %u)", claimed,
+				  d->st.share, d->at_exec);
+		if (wrote)
+			fin_apply(d, &d->turn, res, d->turn_claims);
+		PQclear(res);
+	}
+	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
+		arm(d->start_ev, START_CHECK_MS);
+	if (d->stopping) {
+		release_waiting(d); /* rows claimed while the stop began */
+		d->poll_again = 0;
+		if (d->pending)
+			flush_outcomes(d);
+		maybe_done_stopping(d);
+		return;
+	}
+	/* at once again: outcomes arrived meanwhile, a full batch (a new
+	 * service is then bounded by its own share), outcomes written without
+	 * a claim; else the next poll */
+	again = res && (d->poll_again || (d->turn_claims && (unsigned)claimed >= d->turn_bound) ||
+			(wrote && !d->turn_claims));
+	d->poll_again = 0;
+	if (again)
+		event_active(d->poll_ev, EV_TIMEOUT, 0);
+	else
+		arm(d->poll_ev, away && d->pending ? FLUSH_RETRY_MS : jittered(d, d->cfg->poll_ms));
+}
+
+/* Claims up to n rows of the local services of priority minprio or more
+ * (blocking: a local service spawns here, off the hot path).  The number
+ * claimed, or -1 (logged). */
+static int claim_local_rows(struct dispatcher *d, unsigned n, int minprio)
 {
 	char limit[16], prio[16];
-	const char *lparams[5] = { d->cfg->instance_id, limit, d->local_names, "true", prio };
-	const char *xparams[5] = { d->cfg->instance_id, a ? a->services : NULL,
-				   a ? a->limits : NULL, a ? a->other : NULL, d->local_names };
-	int away, rows = -1;
+	const char *params[5] = { d->cfg->instance_id, limit, d->local_names, "true", prio };
+	int away, rows;
 	PGresult *res;
 
-	/* the hot path: outcomes and the known services' claims together;
-	 * the other class (a poll at most every pollMs) by itself */
-	if (a && d->pending && strcmp(a->other, "0") == 0 &&
-	    finish_batch(d, FINISH_BATCH, a, &rows) > 0)
-		return rows;
-	if (d->pending)
-		flush_outcomes(d); /* away, or a batch the database refused */
 	snprintf(limit, sizeof limit, "%u", n);
 	snprintf(prio, sizeof prio, "%d", minprio);
-	res = a ? db_exec(&d->db, d->q_claim_exec, 5, xparams, &away)
-		: db_exec(&d->db, d->q_claim, 5, lparams, &away);
+	res = db_exec(&d->db, d->q_claim, 5, params, &away);
 	d->st.claims++;
 	if (!res) {
 		if (!away)
@@ -546,21 +780,28 @@ static void claim_local(struct dispatcher *d)
 	unsigned slots = (unsigned)d->cfg->local_slots, reserve = slots / 4;
 
 	if (d->local_running + reserve < slots)
-		claim(d, NULL, slots - reserve - d->local_running, -1000);
+		claim_local_rows(d, slots - reserve - d->local_running, -1000);
 	if (d->local_running < slots)
-		claim(d, NULL, slots - d->local_running, 2);
+		claim_local_rows(d, slots - d->local_running, 2);
 	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
 		arm(d->start_ev, START_CHECK_MS);
 }
 
+/* A turn of the hot path: at pollMs, at an outcome, at a notification,
+ * when the database is back.  While a turn is on the wire it only notes
+ * that it was called (turn_done then runs it again). */
 static void poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
 	struct admission a;
-	int rows, full = 0;
+	int may_claim = 0;
 
 	(void)fd;
 	(void)what;
+	if (db_busy(&d->db)) {
+		d->poll_again = 1;
+		return;
+	}
 	if (d->stopping) {
 		/* an outcome that arrived before the stop began */
 		if (d->pending)
@@ -577,7 +818,7 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	d->st.share = a.share;
 	d->st.at_exec = d->at_exec;
 	d->st.statements = d->db.statements;
-	d->st.db_up = d->db.conn != NULL;
+	d->st.db_up = d->db.conn != NULL && !d->db.connecting;
 	if (!beat_fresh(d)) {
 		if (!d->said_stale++)
 			log_warn("heartbeat not written for %d s or more: starting nothing new",
@@ -585,24 +826,24 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	} else if (a.share == 0) {
 		if (!d->said_no_exec++)
 			log_warn("no execserver connected: claiming nothing");
-	} else if (a.total > 0) {
+	} else {
 		d->said_no_exec = 0;
-		rows = claim(d, &a, 0, 0);
-		/* a full batch claims again at once; so does a row of a service
-		 * seen for the first time (now bounded by its own share) */
-		full = rows > 0 && (unsigned)rows >= a.bound;
-		if (rows > 0)
-			log_debug("claimed %d (share %u, at the execservers %u)", rows, a.share,
-				  d->at_exec);
-		if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
-			arm(d->start_ev, START_CHECK_MS);
+		may_claim = a.total > 0;
 	}
 	if (d->cfg->nlocal && beat_fresh(d))
 		claim_local(d);
-	if (d->pending)
-		flush_outcomes(d);
+	if (!send_turn(d, may_claim ? &a : NULL))
+		arm(d->poll_ev, d->pending && !db_ready(&d->db) ? FLUSH_RETRY_MS
+								: jittered(d, d->cfg->poll_ms));
 	admission_free(&a);
-	arm(d->poll_ev, full ? 0 : jittered(d, d->cfg->poll_ms));
+}
+
+/* The database is (back) up: outcomes held back and claims go on. */
+static void on_db_up(void *arg)
+{
+	struct dispatcher *d = arg;
+
+	event_active(d->stopping ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
 }
 
 static void lose_everything(struct dispatcher *d, const char *why)
@@ -698,7 +939,7 @@ static void beat_cb(evutil_socket_t fd, short what, void *arg)
 			 PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2));
 	PQclear(res);
 	if (d->pending)
-		flush_outcomes(d);
+		event_active(d->poll_ev, EV_TIMEOUT, 0); /* outcomes held back while away */
 }
 
 /* Claims and ids of the held rows at the execserver, for DQ_START/DQ_HELD. */
@@ -837,112 +1078,29 @@ out:
 	free(aids);
 }
 
-static void count_outcome(struct dispatcher *d, const struct held *h)
-{
-	if (strcmp(h->state, "done") == 0)
-		d->st.done++;
-	else if (strcmp(h->state, "failed") == 0)
-		d->st.failed++;
-	else if (h->uncount)
-		d->st.no_slot++;
-	else
-		d->st.requeued++;
-}
-
-/* Writes up to n of the pending outcomes in one statement; with a
- * the same statement claims within that admission (DQ_FINISH_CLAIM;
- * *claimed gets their number).  Returns the number of
- * outcomes handled (written, or found not ours and dropped), 0 when the
- * database is away or nothing is pending, -1 when the statement failed (a
+/* Writes up to n of the outcomes due in one blocking statement.  Returns
+ * the number handled (written, or found not ours and dropped), 0 when the
+ * database is away or nothing is due, -1 when the statement failed (a
  * receipt jsonb does not take, e.g. a \u0000 in a string). */
-static int finish_batch(struct dispatcher *d, int n, const struct admission *a, int *claimed)
+static int finish_batch(struct dispatcher *d, int n)
 {
-	struct held *batch[FINISH_BATCH];
-	int64_t ids[FINISH_BATCH], att[FINISH_BATCH], unc[FINISH_BATCH], delay[FINISH_BATCH];
-	const char *states[FINISH_BATCH], *errors[FINISH_BATCH], *receipts[FINISH_BATCH];
-	char aids[21 * FINISH_BATCH + 3], aatt[21 * FINISH_BATCH + 3], aunc[21 * FINISH_BATCH + 3],
-		adelay[21 * FINISH_BATCH + 3];
-	char *astates, *aerrors, *areceipts;
-	int k = 0, away, rc, claim_limit = a != NULL, idcol = claim_limit;
+	struct fin f;
+	const char *params[8];
+	int k = fin_build(d, &f, n), away;
 	PGresult *res;
 
-	for (struct held *h = d->list; h && k < n; h = h->next) {
-		if (h->xj || h->lr || !h->state)
-			continue;
-		batch[k] = h;
-		ids[k] = h->id;
-		att[k] = h->attempts;
-		unc[k] = h->uncount;
-		delay[k] = h->releasing ? 0 : d->cfg->retry_delay_sec;
-		states[k] = h->state;
-		errors[k] = h->error;
-		receipts[k] = h->receipt;
-		k++;
-	}
 	if (k == 0)
 		return 0;
-	db_int_array(aids, ids, k);
-	db_int_array(aatt, att, k);
-	db_int_array(aunc, unc, k);
-	db_int_array(adelay, delay, k);
-	astates = db_text_array(states, k);
-	aerrors = db_text_array(errors, k);
-	areceipts = db_text_array(receipts, k);
-	const char *params[10] = { d->cfg->instance_id,
-				   aids,
-				   aatt,
-				   astates,
-				   aunc,
-				   adelay,
-				   aerrors,
-				   areceipts,
-				   a ? a->services : NULL,
-				   a ? a->limits : NULL };
-	res = astates && aerrors && areceipts
-		      ? db_exec(&d->db, claim_limit ? d->q_finish_claim : d->q_finish,
-				claim_limit ? 10 : 8, params, &away)
-		      : NULL;
-	free(astates);
-	free(aerrors);
-	free(areceipts);
+	fin_params(d, &f, params);
+	res = db_exec(&d->db, d->q_finish, 8, params, &away);
+	fin_free_arrays(&f);
 	if (!res) {
-		if (!away)
-			log_warn("finish: %s (writing the outcomes again, one at a time)",
-				 d->db.last_error);
+		fin_abort(&f);
 		return away ? 0 : -1;
 	}
-	if (claim_limit) {
-		*claimed = 0;
-		d->st.claims++;
-		for (int r = 0; r < PQntuples(res); r++)
-			if (PQgetvalue(res, r, 0)[0] == 'c') {
-				d->st.claimed++;
-				d->st.attempts += (uint64_t)atoi(PQgetvalue(res, r, 2));
-				start_row(d, res, r, 1);
-				(*claimed)++;
-			}
-	}
-	for (int i = 0; i < k; i++) {
-		struct held *h = batch[i];
-		int ours = 0;
-		for (int r = 0; r < PQntuples(res) && !ours; r++)
-			ours = (!claim_limit || PQgetvalue(res, r, 0)[0] == 'f') &&
-			       strtoll(PQgetvalue(res, r, idcol), NULL, 10) == h->id;
-		if (ours) {
-			count_outcome(d, h);
-		} else {
-			d->st.dropped++;
-			log_info("job %lld attempt %d: claim lost before its outcome (%s) was "
-				 "written "
-				 "(cancelled or rescued); dropped",
-				 (long long)h->id, h->attempts, h->state);
-		}
-		d->pending--;
-		held_free(d, h);
-	}
-	rc = k;
+	fin_apply(d, &f, res, 0);
 	PQclear(res);
-	return rc;
+	return k;
 }
 
 /* Replaces the bytes of s outside printable ASCII by '?'; 1 if any was. */
@@ -958,16 +1116,86 @@ static int scrub_to_ascii(char *s)
 	return changed;
 }
 
-/* Writes every pending outcome, FINISH_BATCH per statement.  The database
- * away: the rest waits for FLUSH_RETRY_MS.  A batch the database refuses
- * is written one row at a time, and a single row whose receipt does not
- * take is written without it, then with its error text in ASCII. */
+/* The database refused h's outcome alone: the next, smaller form of it
+ * (docs/dispatch.md, "Outcomes the database refuses"): 1. without the
+ * receipt, 2. with the error text in ASCII, 3. failed with error
+ * outcome_not_stored; refused in every form (a trigger, a permission, a
+ * statement timeout: not the outcome's fault), the original outcome is
+ * kept and tried again after OUTCOME_RETRY_MS.  The row stays held by this
+ * dispatcher meanwhile: never dropped (its run would be lost with the
+ * claim still ours, so nobody would rescue it) and never requeued (it ran
+ * already). */
+static void cut_outcome(struct dispatcher *d, struct held *h)
+{
+	if (h->cut == 0) {
+		h->orig_state = h->state;
+		h->orig_error = h->error ? strdup(h->error) : NULL;
+		h->orig_receipt = h->receipt ? strdup(h->receipt) : NULL;
+	}
+	switch (++h->cut) {
+	case 1:
+		if (h->receipt)
+			log_warn("job %lld: receipt not storable (%s); writing the outcome "
+				 "without it",
+				 (long long)h->id, d->db.last_error);
+		free(h->receipt);
+		h->receipt = NULL;
+		break;
+	case 2:
+		/* e.g. a name cut to a length in the middle of a character: not
+		 * UTF-8, refused as text */
+		if (scrub_to_ascii(h->error))
+			log_warn("job %lld: error text not storable (%s); writing it with '?' "
+				 "for its non-ASCII bytes",
+				 (long long)h->id, d->db.last_error);
+		break;
+	case 3:
+		log_warn("job %lld attempt %d: outcome %s not storable (%s); writing it as "
+			 "failed, error outcome_not_stored",
+			 (long long)h->id, h->attempts, h->orig_state, d->db.last_error);
+		h->state = "failed";
+		free(h->error);
+		h->error = strdup("outcome_not_stored");
+		break;
+	default:
+		log_error("job %lld attempt %d: outcome %s not written in any form (%s); kept, "
+			  "trying again in %d s (the row stays held by this dispatcher)",
+			  (long long)h->id, h->attempts, h->orig_state, d->db.last_error,
+			  OUTCOME_RETRY_MS / 1000);
+		free(h->error);
+		free(h->receipt);
+		h->state = h->orig_state;
+		h->error = h->orig_error;
+		h->receipt = h->orig_receipt;
+		h->orig_error = h->orig_receipt = NULL;
+		h->cut = 0;
+		h->retry_at_ms = now_ms() + OUTCOME_RETRY_MS;
+		break;
+	}
+}
+
+static struct held *first_due(struct dispatcher *d)
+{
+	int64_t now = now_ms();
+
+	for (struct held *h = d->list; h; h = h->next)
+		if (outcome_due(h, now))
+			return h;
+	return NULL;
+}
+
+/* Writes every outcome due, blocking, FINISH_BATCH per statement (the
+ * stop, and a batch the database refused).  The database away: the rest
+ * waits for FLUSH_RETRY_MS.  A batch the database refuses is written one
+ * row at a time, and a row refused alone is cut down (cut_outcome). */
 static void flush_outcomes(struct dispatcher *d)
 {
 	int per = FINISH_BATCH;
+	int64_t next = 0;
+	struct held *h;
 
-	while (d->pending) {
-		int rc = finish_batch(d, per, NULL, NULL);
+	while ((h = first_due(d))) {
+		int rc = finish_batch(d, per);
 		if (rc == 0) {
 			if (!evtimer_pending(d->flush_ev, NULL))
 				arm(d->flush_ev, FLUSH_RETRY_MS);
@@ -975,36 +1203,16 @@ static void flush_outcomes(struct dispatcher *d)
 		}
 		if (rc > 0)
 			continue;
-		if (per > 1) {
+		if (per > 1)
 			per = 1;
-			continue;
-		}
-		/* the first pending row alone failed */
-		for (struct held *h = d->list; h; h = h->next) {
-			if (h->xj || h->lr || !h->state)
-				continue;
-			if (h->receipt) {
-				log_warn("job %lld: receipt not storable (%s); writing the outcome "
-					 "without it",
-					 (long long)h->id, d->db.last_error);
-				free(h->receipt);
-				h->receipt = NULL;
-			} else if (scrub_to_ascii(h->error)) {
-				/* e.g. a name cut to a length in the middle of a
-				 * character: not UTF-8, refused as text */
-				log_warn("job %lld: error text not storable (%s); writing it with "
-					 "'?' for its non-ASCII bytes",
-					 (long long)h->id, d->db.last_error);
-			} else {
-				log_error("job %lld attempt %d: outcome %s not written: %s",
-					  (long long)h->id, h->attempts, h->state,
-					  d->db.last_error);
-				d->pending--;
-				held_free(d, h);
-			}
-			break;
-		}
+		else
+			cut_outcome(d, h); /* the row finish_batch(d, 1) tried */
 	}
+	for (h = d->list; h; h = h->next)
+		if (!h->xj && !h->lr && h->state && !h->writing && (!next || h->retry_at_ms < next))
+			next = h->retry_at_ms;
+	if (next && !evtimer_pending(d->flush_ev, NULL))
+		arm(d->flush_ev, next > now_ms() ? next - now_ms() : 0);
 	maybe_done_stopping(d);
 }
 
@@ -1046,7 +1254,7 @@ static void maybe_done_stopping(struct dispatcher *d)
 	const char *params[3] = { d->cfg->instance_id, d->host, d->pid };
 	int away;
 
-	if (!d->stopping || d->list)
+	if (!d->stopping || d->list || db_busy(&d->db))
 		return;
 	if (d->registered)
 		PQclear(db_exec(&d->db, d->q_leave, 3, params, &away));
@@ -1087,11 +1295,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 	log_info("stopping: giving back claims not started, waiting for %u running jobs",
 		 d->at_exec - d->claimed_unstarted);
 	evtimer_del(d->poll_ev);
-	for (struct held *h = d->list; h; h = h->next)
-		if (h->xj && strcmp(exc_job_state(h->xj), "waiting") == 0) {
-			h->releasing = 1;
-			exc_cancel(h->xj);
-		}
+	release_waiting(d);
 	maybe_done_stopping(d);
 }
 
@@ -1193,6 +1397,10 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	if (first_contact(&d) < 0)
 		goto out;
 	d.base = event_base_new();
+	if (!d.base || db_attach(&d.db, d.base, on_db_up, &d) < 0) {
+		log_error("out of memory");
+		goto out;
+	}
 	exc_options_init(&o);
 	o.auth_token = cfg->auth_token;
 	o.connect_timeout_sec = (unsigned)cfg->connect_timeout_sec;
@@ -1269,9 +1477,9 @@ out:
 			event_free(evs[i]);
 	while (d.list)
 		held_free(&d, d.list);
+	db_close(&d.db); /* its events first */
 	if (d.base)
 		event_base_free(d.base);
-	db_close(&d.db);
 	free(d.local_names);
 	for (size_t i = 0; i < d.nservices; i++)
 		free(d.services[i]);

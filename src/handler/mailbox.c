@@ -34,6 +34,9 @@ void mailbox_on_wake(evutil_socket_t fd, short what, void *arg)
 		(void)r;
 	}
 	do {
+		/* a wake-up whose mail an earlier one took costs no section */
+		if (!book_mail_pending(handler.inst->book, (uint32_t)handler.slot))
+			return;
 		struct book *b = handler_book_lock();
 		n = book_mail_take(b, (uint32_t)handler.slot, mail, MAIL_BATCH);
 		handler_book_unlock();

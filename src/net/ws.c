@@ -3,7 +3,8 @@
  * (the daemon's handlers) and the client side (libexecclient), which
  * differ only in wslay's context (a client masks its frames with keys from
  * getrandom and refuses masked server frames).  wslay parses and builds frames; its recv callback
- * pulls bytes from the bufferevent's input buffer and its send callback
+ * pulls bytes from the bufferevent's input buffer (on a plain socket the
+ * session fills it itself, read_socket) and its send callback
  * appends to the output buffer (which never refuses, so wslay never holds
  * a half-written frame between two calls).  Everything else - states,
  * timers, back-pressure, the end of the connection - is here.
@@ -59,6 +60,7 @@
 #include "net/ws.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -102,6 +104,8 @@ struct ws_session {
 	uint16_t peer_code;  /* code of the peer's close frame */
 	int bad_close;       /* the peer's close frame has a 1-byte body */
 	uint64_t last_rx_ms; /* last frame activity */
+	int heard;           /* a frame other than a pong came since the last
+			      * tick: the peer is alive, no ping is due */
 	/* pings and the liveness check: a place in the pinger's queue */
 	struct ws_pinger *pinger;
 	struct ping_queue *due_q; /* the queue s is in; NULL: none */
@@ -109,12 +113,14 @@ struct ws_session {
 	uint64_t due_ms;        /* the next tick */
 	unsigned period_ms;     /* between ticks; 0: no ticks */
 	struct event *close_ev; /* deadline once out of OPEN */
-	struct event *kick_ev;  /* run ws_process from the loop */
+	struct event *kick_ev;  /* run ws_process from the loop; on a plain
+				 * socket also the read event (read_socket) */
 	int busy;               /* libevent callbacks of ours on the stack */
 	int free_pending;       /* ws_session_free called while busy */
 	int read_paused;        /* back-pressure: EV_READ disabled */
 	int direct;             /* plain socket: output written from flush, EV_WRITE
-				 * only while a rest waits (see push_out) */
+				 * only while a rest waits (see push_out); input
+				 * read by kick_ev, not by the bufferevent */
 	int wr_shut;            /* LINGER: write side shut down */
 	uint32_t ping_seq;
 	int out_dirty;     /* output written since the last on_drained */
@@ -345,6 +351,7 @@ static int take_control_frames(struct ws_session *s)
 		if (frame[0] == 0x89) {
 			uint8_t *payload = frame + 2 + (masked ? 4 : 0);
 
+			s->heard = 1;
 			for (unsigned i = 0; masked && i < len; i++)
 				payload[i] ^= frame[2 + i % 4];
 			if (add_control_frame(s, 0x0A, payload, len) != 0)
@@ -568,6 +575,27 @@ static void kick(struct ws_session *s)
 	event_active(s->kick_ev, EV_TIMEOUT, 1);
 }
 
+/* Reading on or off: kick_ev's EV_READ on a plain socket, else the
+ * bufferevent's.  Taking kick_ev out of the loop would drop a kick
+ * pending on it: that one is kept. */
+static void set_reading(struct ws_session *s, int on)
+{
+	if (!s->direct) {
+		if (on)
+			bufferevent_enable(s->bev, EV_READ);
+		else
+			bufferevent_disable(s->bev, EV_READ);
+	} else if (on) {
+		event_add(s->kick_ev, NULL);
+	} else {
+		int kicked = event_pending(s->kick_ev, EV_TIMEOUT, NULL) != 0;
+
+		event_del(s->kick_ev);
+		if (kicked)
+			kick(s);
+	}
+}
+
 static int code_sendable(unsigned code)
 {
 	return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1011) ||
@@ -658,7 +686,7 @@ static void linger(struct ws_session *s)
 	unqueue(s);
 	if (s->read_paused) {
 		s->read_paused = 0;
-		bufferevent_enable(s->bev, EV_READ);
+		set_reading(s, 1);
 	}
 	evbuffer_drain(in_buf(s), evbuffer_get_length(in_buf(s)));
 	if (evbuffer_get_length(out_buf(s)) == 0)
@@ -705,7 +733,7 @@ static void output_drained(struct ws_session *s)
 {
 	if (s->read_paused && s->state != ST_ENDED) {
 		s->read_paused = 0;
-		bufferevent_enable(s->bev, EV_READ);
+		set_reading(s, 1);
 	}
 	if (s->state == ST_LINGER && !s->wr_shut && evbuffer_get_length(out_buf(s)) == 0) {
 		shut_write(s);
@@ -797,7 +825,7 @@ static void queue_out(struct ws_session *s)
 	if (s->state != ST_LINGER && !s->read_paused &&
 	    evbuffer_get_length(out_buf(s)) > s->opt.out_high_water) {
 		s->read_paused = 1;
-		bufferevent_disable(s->bev, EV_READ);
+		set_reading(s, 0);
 	}
 }
 
@@ -929,6 +957,8 @@ static void frame_start_cb(wslay_event_context_ptr ctx,
 	struct ws_session *s = user;
 
 	s->last_rx_ms = clock_mono_ms();
+	if (arg->opcode != WSLAY_PONG)
+		s->heard = 1;
 }
 
 static void frame_chunk_cb(wslay_event_context_ptr ctx,
@@ -1005,6 +1035,17 @@ static void write_cb(struct bufferevent *bev, void *arg)
 	leave(s);
 }
 
+/* The peer closed (eof) or the connection failed. */
+static void connection_lost(struct ws_session *s, int eof)
+{
+	if (s->state == ST_OPEN) {
+		ws_log(s, LOG_LVL_DEBUG, "websocket: connection lost (%s)", eof ? "eof" : "error");
+		ws_end(s, WS_CLOSE_ABNORMAL);
+	} else {
+		ws_end(s, s->code);
+	}
+}
+
 static void event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct ws_session *s = arg;
@@ -1012,28 +1053,60 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
 		return;
 	enter(s);
-	if (s->state == ST_OPEN) {
-		ws_log(s, LOG_LVL_DEBUG, "websocket: connection lost (%s)",
-		       (what & BEV_EVENT_EOF) ? "eof" : "error");
-		ws_end(s, WS_CLOSE_ABNORMAL);
-	} else {
-		ws_end(s, s->code);
-	}
+	connection_lost(s, (what & BEV_EVENT_EOF) != 0);
 	leave(s);
 }
 
-/* A tick of the pinger: the liveness check, or a ping. */
+/*
+ * Plain sockets: what arrived goes into the input buffer with one recv.
+ * The bufferevent would ask FIONREAD first, then readv: two system calls
+ * per read where one does, and an idle connection's only input is a pong
+ * per ping interval.  At most 4096 bytes per call, as libevent reads.
+ * The socket bufferevent freezes the end of its input (only it fills it
+ * there): lifted for the read.  Returns -1 when the session ended.
+ */
+static int read_socket(struct ws_session *s)
+{
+	struct evbuffer *in = in_buf(s);
+	struct evbuffer_iovec v;
+	ssize_t n = -1;
+
+	evbuffer_unfreeze(in, 0);
+	if (evbuffer_reserve_space(in, 4096, &v, 1) == 1) {
+		n = recv(bufferevent_getfd(s->bev), v.iov_base, v.iov_len, MSG_DONTWAIT);
+		if (n > 0) {
+			v.iov_len = (size_t)n;
+			evbuffer_commit_space(in, &v, 1);
+		}
+	}
+	evbuffer_freeze(in, 0);
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)))
+		return 0;
+	connection_lost(s, n == 0);
+	return -1;
+}
+
+/*
+ * A tick of the pinger: the liveness check, or a ping.  No ping when the
+ * peer sent a frame other than a pong since the last tick (a message, or
+ * a ping of its own): that already shows it alive, and a peer that pings
+ * on its own (libexecclient does) then costs one exchange per interval,
+ * not two.  A pong does not count: it is the answer to our last ping, and
+ * counting it would halve the pings.  The deadline is the same either way.
+ */
 static void tick(struct ws_session *s)
 {
 	enter(s);
 	if (s->state == ST_OPEN && !s->free_pending) {
 		uint64_t now = clock_mono_ms();
+		int heard = s->heard;
 
+		s->heard = 0;
 		if (s->opt.ping_timeout_ms && now - s->last_rx_ms >= s->opt.ping_timeout_ms) {
 			ws_log(s, LOG_LVL_DEBUG, "websocket: peer silent for %llu ms",
 			       (unsigned long long)(now - s->last_rx_ms));
 			begin_close(s, WS_CLOSE_GOING_AWAY, "ping timeout");
-		} else if (s->opt.ping_interval_ms) {
+		} else if (s->opt.ping_interval_ms && !heard) {
 			uint8_t payload[4] = { (uint8_t)(s->ping_seq >> 24),
 					       (uint8_t)(s->ping_seq >> 16),
 					       (uint8_t)(s->ping_seq >> 8), (uint8_t)s->ping_seq };
@@ -1073,7 +1146,7 @@ static void kick_cb(evutil_socket_t fd, short what, void *arg)
 	struct ws_session *s = arg;
 
 	enter(s);
-	if (s->state != ST_ENDED)
+	if (s->state != ST_ENDED && (!(what & EV_READ) || read_socket(s) == 0))
 		ws_process(s);
 	leave(s);
 }
@@ -1137,9 +1210,13 @@ struct ws_session *ws_session_new(struct bufferevent *bev, const struct ws_optio
 	} else {
 		s->pinger = ws_pinger_new(base);
 	}
+	fd = bufferevent_getfd(bev);
+	s->direct = fd >= 0 && bufferevent_openssl_get_ssl(bev) == NULL;
 	s->close_ev = evtimer_new(base, close_timer_cb, s);
-	s->kick_ev = event_new(base, -1, 0, kick_cb, s);
-	if (!s->pinger || !s->close_ev || !s->kick_ev)
+	s->kick_ev = s->direct ? event_new(base, fd, EV_READ | EV_PERSIST, kick_cb, s)
+			       : event_new(base, -1, 0, kick_cb, s);
+	if (!s->pinger || !s->close_ev || !s->kick_ev ||
+	    (s->direct && event_add(s->kick_ev, NULL) != 0))
 		goto fail;
 	period = s->opt.ping_interval_ms;
 	if (s->opt.ping_timeout_ms && (period == 0 || s->opt.ping_timeout_ms < period))
@@ -1150,17 +1227,21 @@ struct ws_session *ws_session_new(struct bufferevent *bev, const struct ws_optio
 		enqueue(s);
 	}
 
-	fd = bufferevent_getfd(bev);
 	if (fd >= 0 && ws_set_keepalive(fd) != 0)
 		ws_log(s, LOG_LVL_DEBUG, "websocket: cannot enable keepalive on fd %d", (int)fd);
 	bufferevent_setcb(bev, read_cb, write_cb, event_cb, s);
 	bufferevent_setwatermark(bev, EV_READ | EV_WRITE, 0, 0);
 	bufferevent_set_timeouts(bev, NULL, NULL);
-	s->direct = fd >= 0 && bufferevent_openssl_get_ssl(bev) == NULL;
-	bufferevent_enable(bev, EV_READ | EV_WRITE);
 	s->bev = bev;
-	if (s->direct && evbuffer_get_length(out_buf(s)) == 0)
-		bufferevent_disable(bev, EV_WRITE);
+	if (!s->direct) {
+		bufferevent_enable(bev, EV_READ | EV_WRITE);
+	} else {
+		bufferevent_disable(bev, EV_READ); /* kick_ev reads */
+		if (evbuffer_get_length(out_buf(s)) > 0)
+			bufferevent_enable(bev, EV_WRITE);
+		else
+			bufferevent_disable(bev, EV_WRITE);
+	}
 	/* frames that came with the upgrade request, if any */
 	event_active(s->kick_ev, EV_TIMEOUT, 1);
 	return s;

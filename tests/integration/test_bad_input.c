@@ -676,9 +676,7 @@ static void test_rows(void)
 	json_object_put(st);
 	if (CU_get_number_of_failures() > 0)
 		harness_dump_log(&D);
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(&D);
+	CU_ASSERT(harness_stop_clean(&D) == 0);
 }
 
 /* The Markdown table, as docs/security.md holds it. */

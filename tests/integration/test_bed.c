@@ -37,9 +37,7 @@ static struct bed B;
 
 static void stop_daemon(struct es_daemon *d)
 {
-	int status = harness_stop(d, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(d);
+	CU_ASSERT(harness_stop_clean(d) == 0);
 }
 
 /* A job from a to the execserver on c: stdin from a's pipe server, stdout

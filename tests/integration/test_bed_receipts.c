@@ -42,9 +42,7 @@ static const char body[] =
 
 static void stop_daemon(struct es_daemon *d)
 {
-	int status = harness_stop(d, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(d);
+	CU_ASSERT(harness_stop_clean(d) == 0);
 }
 
 /* The daemon's counter services.slow.<what> is n. */

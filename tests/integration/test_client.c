@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -428,31 +429,51 @@ static void test_placement_mixed(void)
 	}
 }
 
-/* Parked on two idle instances: both offer, one runs, the other is declined. */
+/* Parked on two idle instances: both offer, one runs, the other is
+ * declined.  The order is forced with a tap in front of each: d[0]'s OFFER
+ * is held on its way to the client until the job ran on d[1], and the
+ * WANT to d[1] is held until d[0] has offered. */
 static void test_surplus_declined(void)
 {
 	struct es_daemon d[2];
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
+	struct wstap *tap[2];
+	char url[64];
 	exc_client *c;
 	int started = 0;
 
 	CU_ASSERT_FATAL(start(&d[0], 1, NULL) == 0);
 	CU_ASSERT_FATAL(start(&d[1], 1, NULL) == 0);
-	c = fx_client(NULL, d, 2, NULL);
+	c = fx_client(NULL, NULL, 0, NULL);
+	for (int i = 0; i < 2; i++) {
+		tap[i] = wstap_new(fx_base, d[i].port);
+		CU_ASSERT_FATAL(tap[i] != NULL);
+		snprintf(url, sizeof url, "ws://127.0.0.1:%d", wstap_port(tap[i]));
+		CU_ASSERT_FATAL(exc_client_add_address(c, url) == 0);
+	}
 	/* both connections up before the job, so that it is parked on both */
 	for (int i = 0; i < 100 && exc_claim_share(c) < 4; i++)
 		fx_spin(50);
 	CU_ASSERT_EQUAL(exc_claim_share(c), 4); /* 2 x (ceil(1/1) + 1) */
 	fx_log_clear();
+	wstap_hold(tap[0], WSTAP_HOLD_TO_CLIENT);
+	wstap_hold(tap[1], WSTAP_HOLD_TO_SERVER);
 	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
 	s.in.kind = EXC_IO_BUFFER;
 	s.in.data = "once\n";
 	s.in.len = 5;
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	for (int i = 0; i < 200 && status_int(&d[0], "waitgroups", "wg", "offered") != 1; i++)
+		fx_spin(20);
+	CU_ASSERT_EQUAL_FATAL(status_int(&d[0], "waitgroups", "wg", "offered"), 1);
+	wstap_hold(tap[1], 0);
 	CU_ASSERT(fx_wait(&done.called, 20000));
 	CU_ASSERT(done.ok);
 	CU_ASSERT_STRING_EQUAL(done.stdout_text, "once\n");
+	wstap_hold(tap[0], 0);
+	for (int i = 0; i < 100 && !fx_log_find("declining offer"); i++)
+		fx_spin(20);
 	CU_ASSERT(fx_log_find("declining offer") != NULL);
 	fx_spin(300);
 	for (int i = 0; i < 2; i++) {
@@ -461,8 +482,10 @@ static void test_surplus_declined(void)
 		CU_ASSERT_EQUAL(status_int(&d[i], "waitgroups", "wg", "waiting"), 0);
 	}
 	CU_ASSERT_EQUAL(started, 1);
+	CU_ASSERT_EQUAL(status_int(&d[1], "services", "tools", "started"), 1);
 	exc_client_free(c);
 	for (int i = 0; i < 2; i++) {
+		wstap_free(tap[i]);
 		harness_stop(&d[i], 10000);
 		harness_cleanup(&d[i]);
 	}
@@ -708,6 +731,45 @@ static int wg_waiting_is(struct json_object *st, void *arg)
  * daemon that pings every second: with no jobs the client sends no
  * message at all, only pongs; with two wants parked it sends the two
  * WANTs once, then through fifteen retry ticks again nothing but pongs. */
+/* The client's broker connections send each message at once
+ * (TCP_NODELAY): without it a JOB or WANT written while the previous one
+ * is unacknowledged waits for the server's delayed ACK (up to 40 ms).
+ * Looks at this process's own sockets connected to the daemon's port. */
+static void test_nodelay(void)
+{
+	struct es_daemon d;
+	struct share_wait w;
+	exc_client *c;
+	int found = 0, nodelay = 0;
+	DIR *dir;
+	struct dirent *e;
+
+	CU_ASSERT_FATAL(start(&d, 2, NULL) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	w.c = c;
+	w.want = 3;
+	CU_ASSERT_FATAL(fx_wait_pred(share_is, &w, 5000));
+	dir = opendir("/proc/self/fd");
+	CU_ASSERT_FATAL(dir != NULL);
+	while ((e = readdir(dir))) {
+		struct sockaddr_in peer;
+		socklen_t len = sizeof peer;
+		int fd = atoi(e->d_name), on = 0;
+		socklen_t olen = sizeof on;
+		if (getpeername(fd, (struct sockaddr *)&peer, &len) != 0 ||
+		    peer.sin_family != AF_INET || ntohs(peer.sin_port) != d.port)
+			continue;
+		found++;
+		if (getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, &olen) == 0 && on)
+			nodelay++;
+	}
+	closedir(dir);
+	CU_ASSERT(found >= 1);
+	CU_ASSERT_EQUAL(nodelay, found);
+	exc_client_free(c);
+	harness_stop(&d, 10000);
+}
+
 static void test_idle_silence(void)
 {
 	struct es_daemon d;
@@ -1310,6 +1372,7 @@ static const struct test_case cases[] = {
 	{ "connect timeout, cancel, query", test_timeout_cancel_query },
 	{ "claim share", test_claim_share },
 	{ "claim share per service with several waitgroups", test_claim_share_waitgroups },
+	{ "broker connections send at once (TCP_NODELAY)", test_nodelay },
 	{ "idle silence: nothing but pongs, parked wants sent once", test_idle_silence },
 	{ "pipe URLs carry the local address, not the one dialled", test_pipe_local_address },
 	{ "reconnect after a handler is killed", test_reconnect },

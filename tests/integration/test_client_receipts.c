@@ -39,9 +39,7 @@ static void start(const char *server)
 static void stop(void)
 {
 	relay_stop(&R);
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(&D);
+	CU_ASSERT(harness_stop_clean(&D) == 0);
 }
 
 static long long started(void)

@@ -54,16 +54,26 @@ static long long metric(int port, const char *name)
 	return v;
 }
 
-static void test_run_outcomes(void)
+/* An empty queue and dispatcher 0 started with /metrics on a free port,
+ * which it returns. */
+static int start_with_metrics(void)
 {
-	long long ok, bad, slow, unknown, badjob, env;
-	char buf[256], extra[64];
+	char extra[64];
 	int mport = harness_free_port();
 
 	clear_queue();
 	snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport);
 	CU_ASSERT_FATAL(df_write_config(&F, 0, extra) == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	return mport;
+}
+
+static void test_run_outcomes(void)
+{
+	long long ok, bad, slow, unknown, badjob, env;
+	char buf[256];
+	int mport = start_with_metrics();
+
 	ok = df_submit(&F, "{\"command\":\"true\"}", 0);
 	bad = df_submit(&F, "{\"command\":\"false\"}", 0);
 	slow = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.3\"]}", 2);
@@ -232,13 +242,9 @@ static int running_n(struct json_object *st, void *arg)
 static void test_cancel_from_elsewhere(void)
 {
 	long long id, t0, took;
-	char buf[64], extra[64];
-	int mport = harness_free_port();
+	char buf[64];
+	int mport = start_with_metrics();
 
-	clear_queue();
-	snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport);
-	CU_ASSERT_FATAL(df_write_config(&F, 0, extra) == 0);
-	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
 	id = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"30\"]}", 0);
 	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)1) == 0);
 	for (int i = 0; i < 100 && strcmp(pgtest_text(F.c, buf, sizeof buf,
@@ -413,6 +419,28 @@ static void test_execctl_db(void)
 			115);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "service must be 1 to 64"));
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -- true", F.cfg[0]), 2);
+	/* numbers: garbage, overflow and out of range refused, naming the option */
+	static const struct {
+		const char *args, *word;
+	} bad[] = {
+		{ "submit --db x -s work --after 5x -- true",
+		  "submit: --after 5x: expected seconds" },
+		{ "submit --db x -s work --after -1 -- true",
+		  "submit: --after -1: expected seconds" },
+		{ "submit --db x -s work --after 4294967297 -- true", "--after 4294967297" },
+		{ "submit --db x -s work -p 12abc -- true", "submit: --priority 12abc: expected" },
+		{ "submit --db x -s work -p 1001 -- true",
+		  "--priority 1001: expected an integer in" },
+		{ "submit --db x -s work -p 99999999999999999999 -- true", "--priority 9999" },
+		{ "wait --db x --timeout ten 1", "wait: --timeout ten: expected seconds" },
+		{ "wait --db x --timeout 99999999999 1", "wait: --timeout 99999999999" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CU_ASSERT_EQUAL(execctl(out, sizeof out, "%s", bad[i].args), 2);
+		CU_ASSERT_PTR_NOT_NULL(strstr(out, bad[i].word));
+		if (!strstr(out, bad[i].word))
+			fprintf(stderr, "\n  execctl %s: %s\n", bad[i].args, out);
+	}
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position --db 'host=127.0.0.1 port=1' 1"), 111);
 	clear_queue();
 }

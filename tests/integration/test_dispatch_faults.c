@@ -10,7 +10,11 @@
  *    restart in mid-run: running jobs go on, their outcomes are written
  *    once the database is back, nothing runs twice;
  *  - a handler of the execserver killed: its jobs come back as exec_lost
- *    and are requeued, counting the attempt.
+ *    and are requeued, counting the attempt;
+ *  - an outcome the database refuses (a trigger): refused in every form it
+ *    stays held and is written once the database takes it, never dropped
+ *    nor run again; refused only as done, it ends failed with error
+ *    outcome_not_stored; no other job is disturbed.
  * Timings: heartbeatSec 1, staleAfterSec 3, pollMs 100, retryDelaySec 1.
  */
 #include <signal.h>
@@ -212,6 +216,87 @@ static void test_exec_lost(void)
 	stop_all(1);
 }
 
+/* Polls the dispatcher's log for text. */
+static int wait_log(int i, const char *text, int timeout_ms)
+{
+	long long end = harness_now_ms() + timeout_ms;
+
+	while (harness_now_ms() < end) {
+		size_t len;
+		unsigned char *log = harness_read_file(F.log[i], &len);
+		int found = log && strstr((char *)log, text);
+		free(log);
+		if (found)
+			return 0;
+		harness_sleep_ms(50);
+	}
+	return -1;
+}
+
+static void test_outcome_refused(void)
+{
+	long long held, cut, other;
+
+	fresh(1);
+	/* the test's fault: a trigger refusing the final write of the rows
+	 * whose job carries REFUSE=all (every form) or REFUSE=done (as done) */
+	PQclear(pgtest_query(F.c, "CREATE OR REPLACE FUNCTION refuse_final() RETURNS trigger "
+				  "LANGUAGE plpgsql AS $$ BEGIN "
+				  "RAISE EXCEPTION 'refused by the test'; END $$"));
+	PQclear(pgtest_query(
+		F.c, "CREATE TRIGGER refuse_final BEFORE UPDATE ON execdispatch.job FOR EACH ROW "
+		     "WHEN (OLD.state IN ('claimed', 'running') AND NEW.state NOT IN ('claimed', "
+		     "'running') AND ((NEW.job->'env') ? 'REFUSE=all' OR "
+		     "((NEW.job->'env') ? 'REFUSE=done' AND NEW.state = 'done'))) "
+		     "EXECUTE FUNCTION refuse_final()"));
+	held = df_submit(&F, "{\"command\":\"true\",\"env\":[\"REFUSE=all\"]}", 0);
+	cut = df_submit(&F, "{\"command\":\"true\",\"env\":[\"REFUSE=done\"]}", 0);
+	CU_ASSERT_FATAL(held > 0 && cut > 0);
+	CU_ASSERT_FATAL(wait_log(0, "not written in any form", 20000) == 0);
+	/* refused as done: written as failed, outcome_not_stored */
+	for (int i = 0; i < 400 && pgtest_int(F.c,
+					      "SELECT count(*) FROM execdispatch.job WHERE "
+					      "id = %lld AND state = 'failed'",
+					      cut) != 1;
+	     i++)
+		harness_sleep_ms(50);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'failed' AND error = 'outcome_not_stored' AND "
+				   "attempts = 1",
+				   cut),
+			1);
+	/* refused in every form: still held by d0, first attempt, not lost */
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state IN ('claimed', 'running') AND runner_instance = 'd0' AND "
+				   "attempts = 1",
+				   held),
+			1);
+	/* nobody else is disturbed meanwhile */
+	other = df_submit(&F, "{\"command\":\"true\"}", 0);
+	for (int i = 0; i < 200 && pgtest_int(F.c,
+					      "SELECT count(*) FROM execdispatch.job WHERE "
+					      "id = %lld AND state = 'done'",
+					      other) != 1;
+	     i++)
+		harness_sleep_ms(50);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'done'",
+				   other),
+			1);
+	/* the database takes it again: the original outcome, with its receipt */
+	PQclear(pgtest_query(F.c, "DROP TRIGGER refuse_final ON execdispatch.job"));
+	CU_ASSERT_FATAL(df_wait_final(&F, 20000) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'done' AND attempts = 1 AND receipt IS NOT NULL",
+				   held),
+			1);
+	stop_all(1);
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -226,6 +311,8 @@ int main(void)
 		{ "pg_terminate_backend of the dispatchers' sessions", test_db_sessions_killed },
 		{ "PostgreSQL restarted in mid-run", test_db_restart },
 		{ "execserver handlers killed: exec_lost, requeued", test_exec_lost },
+		{ "an outcome the database refuses: kept, or cut to outcome_not_stored",
+		  test_outcome_refused },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

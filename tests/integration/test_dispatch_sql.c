@@ -84,8 +84,8 @@ static void test_migrate_idempotent(void)
 
 	/* df_start migrated once; again changes nothing */
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, args), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is current (version 3)"));
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 3);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is current (version 4)"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 4);
 	/* the table's settings and the indexes */
 	char buf[256];
 	pgtest_text(F.c, buf, sizeof buf,
@@ -95,7 +95,12 @@ static void test_migrate_idempotent(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "autovacuum_vacuum_scale_factor=0.02"));
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM pg_indexes WHERE schemaname = "
 					"'execdispatch' AND tablename = 'job'"),
-			4);
+			5);
+	/* 004: the per-service claim's index, its filter and order exactly */
+	pgtest_text(F.c, buf, sizeof buf,
+		    "SELECT indexdef FROM pg_indexes WHERE schemaname = 'execdispatch' "
+		    "AND indexname = 'job_claim_service'");
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "(service, priority DESC, id) WHERE (state = 'queued'"));
 }
 
 static void test_daemon_refuses_schema(void)
@@ -115,17 +120,18 @@ static void test_daemon_refuses_schema(void)
 	/* migrated, then a version this program does not know */
 	const char *mig[] = { "--migrate", "-c", cfg, NULL };
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 3 (3 migrations applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 4 (4 migrations applied)"));
 	/* an older version: the daemon names --migrate, which upgrades it */
 	PQclear(pgtest_query(
 		F.c,
-		"DELETE FROM other.schema_version WHERE version = 3; "
+		"DELETE FROM other.schema_version WHERE version >= 3; "
+		"DROP INDEX other.job_claim_service; "
 		"ALTER TABLE other.job DROP COLUMN position_wanted_at, DROP COLUMN exec_position"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
 	CU_ASSERT_PTR_NOT_NULL(
-		strstr(out, "at version 2, this execdispatch needs 3: run execdispatch --migrate"));
+		strstr(out, "at version 2, this execdispatch needs 4: run execdispatch --migrate"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 3 (1 migration applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 4 (2 migrations applied)"));
 	PQclear(pgtest_query(F.c,
 			     "INSERT INTO other.schema_version VALUES (99, '099_future.sql')"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);

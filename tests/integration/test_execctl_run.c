@@ -65,9 +65,7 @@ static void start(const char *extra)
 
 static void stop(void)
 {
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(&D);
+	CU_ASSERT(harness_stop_clean(&D) == 0);
 }
 
 /* ---- running execctl ----------------------------------------------------------- */

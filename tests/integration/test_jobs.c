@@ -51,9 +51,7 @@ static void start(int handlers)
 
 static void stop(void)
 {
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(&D);
+	CU_ASSERT(harness_stop_clean(&D) == 0);
 }
 
 static long long slots_in_use(void)

@@ -767,9 +767,7 @@ static void test_auth_and_reload(void)
 	httpc_free(&r);
 	reload_with("legacyToken: off\n", auth, 404);
 	harness_sleep_ms(1200); /* the issued tokens expire all the same */
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(&D);
+	CU_ASSERT(harness_stop_clean(&D) == 0);
 }
 
 static void test_switched_off(void)

@@ -205,9 +205,7 @@ static void test_drop_to_nobody(void)
 	if (fresh[0] && fresh[0] != pids[0])
 		check_process(fresh[0], pw->pw_uid, pw->pw_gid);
 
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(&D);
+	CU_ASSERT(harness_stop_clean(&D) == 0);
 }
 
 static void test_refusals(void)
@@ -250,9 +248,7 @@ static void test_refusals(void)
 	const char *id = job_stdout(c, "u", "{\"command\":\"id\",\"args\":[\"-u\"]}");
 	CU_ASSERT(id && strcmp(id, "0\n") == 0);
 	tc_close(c);
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(&D);
+	CU_ASSERT(harness_stop_clean(&D) == 0);
 }
 
 int main(void)

@@ -81,9 +81,7 @@ static void stop(void)
 	balancer_stop(&L, 5000);
 	balancer_cleanup(&L);
 	pipe_server_stop(&P);
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(&D);
+	CU_ASSERT(harness_stop_clean(&D) == 0);
 }
 
 /* A client on a, through the balancer. */

@@ -56,9 +56,7 @@ static void stop(void)
 		  json_object_get_boolean(v));
 	if (st)
 		json_object_put(st);
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(&D);
+	CU_ASSERT(harness_stop_clean(&D) == 0);
 }
 
 static struct tclient *v2(const char *client_id)

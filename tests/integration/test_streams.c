@@ -42,9 +42,7 @@ static void start(void)
 static void stop(void)
 {
 	pipe_server_stop(&P);
-	int status = harness_stop(&D, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(&D);
+	CU_ASSERT(harness_stop_clean(&D) == 0);
 }
 
 static const char *error_code(struct json_object *done)

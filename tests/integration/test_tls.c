@@ -146,9 +146,7 @@ static void test_wss_and_https(void)
 
 	tc_close(a);
 	tc_close(b);
-	status = harness_stop(&d, 15000);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_cleanup(&d);
+	CU_ASSERT(harness_stop_clean(&d) == 0);
 	remove_certs();
 }
 

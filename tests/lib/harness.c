@@ -288,10 +288,23 @@ int harness_start_default(struct es_daemon *d, int handlers, int slots, const ch
 	return harness_start(d, handlers, body, extra_env);
 }
 
+int harness_stop_clean(struct es_daemon *d)
+{
+	int status = harness_stop(d, 15000);
+	int exited_0 = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+
+	if (!exited_0) {
+		fprintf(stderr, "harness: the daemon did not exit 0 (status %d)\n", status);
+		harness_dump_log(d);
+	}
+	harness_cleanup(d);
+	return exited_0 ? 0 : -1;
+}
+
 int harness_finish(struct es_daemon *d, int status_optional)
 {
 	struct json_object *st = harness_status(d), *v;
-	int answered = st != NULL, consistent = status_optional, exited_0;
+	int answered = st != NULL, consistent = status_optional;
 
 	if (st) {
 		consistent = json_object_object_get_ex(st, "book_consistent", &v) &&
@@ -301,14 +314,8 @@ int harness_finish(struct es_daemon *d, int status_optional)
 	if (!consistent)
 		fprintf(stderr, "harness: %s\n",
 			answered ? "book_consistent is not true" : "/status did not answer");
-	int status = harness_stop(d, 15000);
-	exited_0 = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-	if (!exited_0) {
-		fprintf(stderr, "harness: the daemon did not exit 0 (status %d)\n", status);
-		harness_dump_log(d);
-	}
-	harness_cleanup(d);
-	return consistent && exited_0 ? 0 : -1;
+	int stopped = harness_stop_clean(d);
+	return consistent && stopped == 0 ? 0 : -1;
 }
 
 int harness_start(struct es_daemon *d, int handlers, const char *body, const char *extra_env)

@@ -57,6 +57,9 @@ void harness_cleanup(struct es_daemon *d);
  * of the configuration, NULL or "" for none). */
 int harness_start_default(struct es_daemon *d, int handlers, int slots, const char *extra,
 			  const char *extra_env);
+/* Stops the daemon (within 15 s; its log is printed unless it exited 0)
+ * and cleans up.  Returns 0 when it exited 0, else -1. */
+int harness_stop_clean(struct es_daemon *d);
 /* The end of a test's daemon: GET /status, then stopped (within 15 s; its
  * log is printed unless it exited 0) and cleaned up.  Returns 0 when
  * /status said book_consistent (with status_optional: or did not answer)

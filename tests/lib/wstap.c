@@ -18,6 +18,8 @@ struct relay {
 	struct relay *next;
 	struct bufferevent *client, *server;
 	struct evbuffer *seen; /* client bytes not yet decoded */
+	struct evbuffer *up;   /* client bytes held (wstap_hold) */
+	struct evbuffer *down; /* server bytes held */
 	int head_done;         /* the upgrade request has passed */
 };
 
@@ -29,6 +31,7 @@ struct wstap {
 	unsigned accepted;
 	unsigned frames[16];
 	char last_text[512];
+	int hold; /* WSTAP_HOLD_* */
 };
 
 static void relay_free(struct relay *r)
@@ -41,6 +44,10 @@ static void relay_free(struct relay *r)
 	bufferevent_free(r->client);
 	bufferevent_free(r->server);
 	evbuffer_free(r->seen);
+	if (r->up)
+		evbuffer_free(r->up);
+	if (r->down)
+		evbuffer_free(r->down);
 	free(r);
 }
 
@@ -91,6 +98,15 @@ static void decode(struct relay *r)
 	}
 }
 
+/* Forwards what is held in the directions not held (all with force). */
+static void flush(struct relay *r, int force)
+{
+	if (force || !(r->t->hold & WSTAP_HOLD_TO_SERVER))
+		bufferevent_write_buffer(r->server, r->up);
+	if (force || !(r->t->hold & WSTAP_HOLD_TO_CLIENT))
+		bufferevent_write_buffer(r->client, r->down);
+}
+
 static void on_read(struct bufferevent *from, void *arg)
 {
 	struct relay *r = arg;
@@ -101,10 +117,11 @@ static void on_read(struct bufferevent *from, void *arg)
 
 		evbuffer_add(r->seen, evbuffer_pullup(in, (ev_ssize_t)n), n);
 		decode(r);
-		bufferevent_write_buffer(r->server, in);
+		evbuffer_add_buffer(r->up, in);
 	} else {
-		bufferevent_write_buffer(r->client, in);
+		evbuffer_add_buffer(r->down, in);
 	}
+	flush(r, 0);
 }
 
 /* The other side has taken everything: the relay ends. */
@@ -124,6 +141,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
 		return;
 	on_read(bev, r);
+	flush(r, 1); /* a side closing: nothing held is lost */
 	bufferevent_disable(bev, EV_READ);
 	if (evbuffer_get_length(bufferevent_get_output(other)) == 0)
 		relay_free(r);
@@ -149,12 +167,15 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	r->t = t;
 	r->seen = evbuffer_new();
+	r->up = evbuffer_new();
+	r->down = evbuffer_new();
 	r->client = bufferevent_socket_new(t->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	r->server = bufferevent_socket_new(t->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	r->next = t->relays;
 	t->relays = r;
 	t->accepted++;
-	if (r->seen == NULL || r->client == NULL || r->server == NULL ||
+	if (r->seen == NULL || r->up == NULL || r->down == NULL || r->client == NULL ||
+	    r->server == NULL ||
 	    bufferevent_socket_connect(r->server, (struct sockaddr *)&to, sizeof to) != 0) {
 		relay_free(r);
 		return;
@@ -223,6 +244,13 @@ void wstap_reset(struct wstap *t)
 {
 	memset(t->frames, 0, sizeof t->frames);
 	t->last_text[0] = '\0';
+}
+
+void wstap_hold(struct wstap *t, int what)
+{
+	t->hold = what;
+	for (struct relay *r = t->relays; r; r = r->next)
+		flush(r, 0);
 }
 
 void wstap_free(struct wstap *t)

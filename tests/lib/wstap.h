@@ -6,8 +6,12 @@
  * so that a test observes what a websocket client really puts on the wire
  * (libexecclient's idle silence) with a real server behind it.
  *
+ * A test may hold the bytes of one direction back for a while
+ * (wstap_hold), to force an order of messages between two servers.
+ *
  * Owns: its listener and the two bufferevents of each relayed connection.
- * Invariants: bytes are never altered, dropped or reordered; a side that
+ * Invariants: bytes are never altered, dropped or reordered (held ones are
+ * delayed, and forwarded when the hold ends or a side closes); a side that
  * closes has what it sent delivered before the other side is closed; the
  * counts cover every complete frame a client sent since wstap_reset.
  */
@@ -31,6 +35,11 @@ const char *wstap_last_text(const struct wstap *t);
 unsigned wstap_connections(const struct wstap *t);
 /* Zeroes the frame counts and the last text. */
 void wstap_reset(struct wstap *t);
+#define WSTAP_HOLD_TO_SERVER 1
+#define WSTAP_HOLD_TO_CLIENT 2
+/* From now on holds back the bytes of the directions in what (0: none;
+ * what was held in a direction no longer held is forwarded now). */
+void wstap_hold(struct wstap *t, int what);
 /* Closes the listener and every relayed connection.  NULL ok. */
 void wstap_free(struct wstap *t);
 

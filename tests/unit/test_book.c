@@ -988,6 +988,47 @@ static void test_mail_and_mask(void)
 	done(&f);
 }
 
+/* book_mail_pending: what a handler's wake-up looks at before it takes the
+ * lock (src/handler/mailbox.c): set by a HELLO and by queued mail, clear
+ * once everything was taken, per handler, and also clear again when the
+ * only mail was withdrawn (the want freed) before it was taken. */
+static void test_mail_pending(void)
+{
+	struct fx f;
+	struct book_ref a, b;
+	struct book_mail m[8];
+	mk(&f, 1, 1);
+	for (uint32_t h = 0; h < 4; h++)
+		CU_ASSERT_FALSE(book_mail_pending(f.b, h));
+	CU_ASSERT_FALSE(book_mail_pending(f.b, 77));
+	OK(fx_open(&f, 0, NULL, 0, &a));
+	OK(fx_open(&f, 2, NULL, 0, &b));
+	CU_ASSERT(book_mail_pending(f.b, 0)); /* HELLO */
+	CU_ASSERT(book_mail_pending(f.b, 2));
+	CU_ASSERT_FALSE(book_mail_pending(f.b, 1));
+	fx_lock(&f);
+	CU_ASSERT_EQUAL(book_mail_take(f.b, 0, m, 8), 1);
+	CU_ASSERT_EQUAL(book_mail_take(f.b, 2, m, 8), 1);
+	fx_unlock(&f);
+	CU_ASSERT_FALSE(book_mail_pending(f.b, 0));
+	CU_ASSERT_FALSE(book_mail_pending(f.b, 2));
+	OK(fx_want(&f, b, "b1", 0, 0, 0)); /* OFFER to handler 2 */
+	CU_ASSERT(book_mail_pending(f.b, 2));
+	CU_ASSERT_FALSE(book_mail_pending(f.b, 0));
+	fx_lock(&f);
+	CU_ASSERT_EQUAL(book_mail_take(f.b, 2, m, 8), 1);
+	CU_ASSERT_EQUAL(m[0].kind, MAIL_OFFER);
+	fx_unlock(&f);
+	CU_ASSERT_FALSE(book_mail_pending(f.b, 2));
+	OK(fx_want(&f, a, "a1", 0, 0, 0)); /* parked: no mail */
+	CU_ASSERT_FALSE(book_mail_pending(f.b, 0));
+	OK(fx_unwant(&f, b, "b1")); /* a1 offered to handler 0 */
+	CU_ASSERT(book_mail_pending(f.b, 0));
+	OK(fx_unwant(&f, a, "a1")); /* its OFFER withdrawn untaken */
+	CU_ASSERT_FALSE(book_mail_pending(f.b, 0));
+	done(&f);
+}
+
 static void test_draining(void)
 {
 	struct fx f;
@@ -2960,6 +3001,7 @@ int main(void)
 		{ "anonymous close cancels", test_anonymous_close_cancels },
 		{ "query position", test_query_position },
 		{ "mail and mask", test_mail_and_mask },
+		{ "mail pending: the look before the lock", test_mail_pending },
 		{ "draining", test_draining },
 		{ "stale refs", test_stale_refs },
 		{ "time without now, stats", test_time_without_now },

@@ -709,6 +709,11 @@ static const struct error_case {
 	  "      minSamples: 4\n"
 	  "      waitgroups: {a: {processes: 1}}\n",
 	  5, 7, "minSamples: an auto-balance key" },
+	/* a /0 block would let every address claim any client's address */
+	{ "trusted_proxies_everyone_v4", WG "trustedProxies: [10.0.0.7, 0.0.0.0/0]\n", 4, 28,
+	  "trustedProxies[1]: \"0.0.0.0/0\" trusts every address" },
+	{ "trusted_proxies_everyone_v6", WG "trustedProxies:\n  - ::/0\n", 5, 5,
+	  "trustedProxies[0]: \"::/0\" trusts every address" },
 };
 
 /* Each case is registered as a test under its own name; the one function

@@ -1762,6 +1762,19 @@ static int pings_written(struct bufferevent *peer)
 	return pings;
 }
 
+/* A session on one end of a new pair, whose other end collects what it
+ * writes. */
+static void session_on_pair(struct event_base *base, struct bufferevent *pair[2],
+			    const struct ws_options *opt, const struct ws_callbacks *cb,
+			    struct owner *o)
+{
+	CU_ASSERT_FATAL(bufferevent_pair_new(base, 0, pair) == 0);
+	bufferevent_enable(pair[1], EV_READ);
+	o->t0 = mono_ms();
+	o->s = ws_session_new(pair[0], opt, cb, o);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o->s);
+}
+
 #define SHARED 40
 
 /* One pinger for many sessions (what a handler does): every session gets
@@ -1784,12 +1797,8 @@ static void test_ws_pinger_shared(void)
 	opt.ping_interval_ms = 100;
 	opt.pinger = p;
 	memset(o, 0, sizeof o);
-	for (int i = 0; i < SHARED; i++) {
-		CU_ASSERT_FATAL(bufferevent_pair_new(base, 0, pair[i]) == 0);
-		bufferevent_enable(pair[i][1], EV_READ);
-		o[i].s = ws_session_new(pair[i][0], &opt, &cb, &o[i]);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(o[i].s);
-	}
+	for (int i = 0; i < SHARED; i++)
+		session_on_pair(base, pair[i], &opt, &cb, &o[i]);
 	ws_pinger_release(p); /* the sessions keep it */
 	loop_for(base, 1050);
 	uint64_t sweeps = ws_pinger_sweeps(p);
@@ -1823,10 +1832,7 @@ static void test_ws_pinger_shared(void)
 	memset(o, 0, sizeof o);
 	for (int i = 0; i < 16; i++) {
 		opt.ping_interval_ms = i < 8 ? 100 : 60;
-		CU_ASSERT_FATAL(bufferevent_pair_new(base, 0, pair[i]) == 0);
-		bufferevent_enable(pair[i][1], EV_READ);
-		o[i].s = ws_session_new(pair[i][0], &opt, &cb, &o[i]);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(o[i].s);
+		session_on_pair(base, pair[i], &opt, &cb, &o[i]);
 	}
 	loop_for(base, 1030);
 	for (int i = 0; i < 16; i++) {
@@ -1849,19 +1855,86 @@ static void test_ws_pinger_shared(void)
 	opt.ping_timeout_ms = 300;
 	opt.pinger = p;
 	memset(o, 0, sizeof o);
-	for (int i = 0; i < 4; i++) {
-		CU_ASSERT_FATAL(bufferevent_pair_new(base, 0, pair[i]) == 0);
-		bufferevent_enable(pair[i][1], EV_READ);
-		o[i].t0 = mono_ms();
-		o[i].s = ws_session_new(pair[i][0], &opt, &cb, &o[i]);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(o[i].s);
-	}
+	for (int i = 0; i < 4; i++)
+		session_on_pair(base, pair[i], &opt, &cb, &o[i]);
 	loop_for(base, 1200);
 	for (int i = 0; i < 4; i++) {
 		CU_ASSERT_EQUAL(o[i].closed_calls, 1);
 		CU_ASSERT_EQUAL(o[i].code, 1001);
 		CU_ASSERT(o[i].closed_ms >= 300 - 100 / 8);
 		CU_ASSERT(o[i].closed_ms < 300 + 100 + 100 / 8 + 400 + 100);
+		bufferevent_free(pair[i][1]);
+	}
+	ws_pinger_release(p);
+	event_base_free(base);
+}
+
+/* Counts the frames a session wrote to its end of a pair by opcode (server
+ * frames: unmasked, short); drains them. */
+static void frames_written(struct bufferevent *peer, int *pings, int *pongs)
+{
+	struct evbuffer *in = bufferevent_get_input(peer);
+	unsigned char f[2];
+
+	*pings = *pongs = 0;
+	while (evbuffer_copyout(in, f, 2) == 2 && (f[1] & 0x80u) == 0 && f[1] < 126) {
+		*pings += f[0] == 0x89;
+		*pongs += f[0] == 0x8A;
+		evbuffer_drain(in, 2u + f[1]);
+	}
+	CU_ASSERT_EQUAL(evbuffer_get_length(in), 0);
+}
+
+/* Feeds one masked frame (mask key 0) with an empty body to a session's
+ * peer end. */
+static void peer_sends(struct bufferevent *peer, unsigned char opcode)
+{
+	unsigned char f[6] = { (unsigned char)(0x80u | opcode), 0x80, 0, 0, 0, 0 };
+
+	bufferevent_write(peer, f, sizeof f);
+}
+
+/* protocol.md, "Liveness": no ping to a peer that sent a frame other than
+ * a pong since the last tick; its pongs alone do not spare it the next
+ * ping; the pings resume once it falls silent. */
+static void test_ws_no_ping_to_a_talking_peer(void)
+{
+	struct event_base *base = event_base_new();
+	struct ws_pinger *p = ws_pinger_new(base);
+	struct bufferevent *pair[3][2];
+	struct owner o[3] = { 0 };
+	struct ws_callbacks cb = { .on_text = o_text, .on_closed = o_closed };
+	struct ws_options opt;
+	int pings[3], pongs[3];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	test_opts(&opt);
+	opt.pinger = p;
+	opt.ping_interval_ms = 100;
+	opt.ping_timeout_ms = 3000; /* peer 2 stays */
+	for (int i = 0; i < 3; i++)
+		session_on_pair(base, pair[i], &opt, &cb, &o[i]);
+	/* peer 0 pings every 40 ms, peer 1 sends pongs only, peer 2 is
+	 * silent (answers nothing) */
+	for (int k = 0; k < 25; k++) {
+		peer_sends(pair[0][1], 0x9);
+		peer_sends(pair[1][1], 0xA);
+		loop_for(base, 40);
+	}
+	for (int i = 0; i < 3; i++)
+		frames_written(pair[i][1], &pings[i], &pongs[i]);
+	CU_ASSERT_EQUAL(pings[0], 0);
+	CU_ASSERT(pongs[0] >= 24 && pongs[0] <= 25);
+	CU_ASSERT(pings[1] >= 8 && pings[1] <= 11);
+	CU_ASSERT_EQUAL(pongs[1], 0);
+	CU_ASSERT(pings[2] >= 8 && pings[2] <= 11);
+	/* peer 0 falls silent: pinged again from the tick after next */
+	loop_for(base, 520);
+	frames_written(pair[0][1], &pings[0], &pongs[0]);
+	CU_ASSERT(pings[0] >= 3 && pings[0] <= 5);
+	for (int i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL(o[i].closed_calls, 0);
+		ws_session_free(o[i].s);
 		bufferevent_free(pair[i][1]);
 	}
 	ws_pinger_release(p);
@@ -2231,6 +2304,8 @@ int main(void)
 		{ "back-pressure and on_drained", test_ws_backpressure },
 		{ "send checks on a bufferevent pair", test_ws_send_checks },
 		{ "one pinger for many sessions", test_ws_pinger_shared },
+		{ "no ping to a peer that spoke since the last tick",
+		  test_ws_no_ping_to_a_talking_peer },
 		{ "TCP keepalive", test_keepalive },
 	};
 	static const struct test_def e2e_tests[] = {

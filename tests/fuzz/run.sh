@@ -35,9 +35,9 @@
 # The only clocks left are the hang detectors (-timeout=10 per input, and
 # the 5 s deadline of fuzz_ws_frames), which no input comes near.  One
 # source is not found: fuzz_ws_frames (a socket pair through libevent)
-# still saw different comparison operands in about one seeded run in five,
-# with the same inputs and coverage before; its seeded runs go without
-# comparison operands (-use_cmp=0), with which they repeat.
+# still saw different comparison operands in some seeded runs (5 passes of
+# 12 took another path), with the same inputs and coverage before; its
+# seeded runs go without comparison operands (-use_cmp=0) and repeat.
 #
 # Usage: run.sh FUZZDIR WORKDIR TARGET...
 #   FUZZDIR  tests/fuzz of the source tree (corpus/NAME/, dict/NAME.dict)

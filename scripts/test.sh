@@ -91,7 +91,7 @@ done
 echo "test.sh: valgrind memcheck of the unit suites passed"
 
 # 4. Fuzz pass: each target runs the same 200,000 inputs from seed 1 on a
-# copy of its seed corpus (under a minute); long random searches are
+# copy of its seed corpus (about a minute); long random searches are
 # `make fuzz FUZZ_SECONDS=N`, not part of the test command.
 fz="$top/build-fuzz"
 mkdir -p "$fz"

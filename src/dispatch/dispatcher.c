@@ -98,8 +98,9 @@ struct dispatcher {
 	struct event_base *base;
 	exc_client *client;
 	struct db db;
-	char *q_register, *q_heartbeat, *q_rescue_own, *q_claim, *q_start, *q_finish, *q_held,
-		*q_leave, *q_janitor, *q_position, *q_finish_claim, *q_claim_exec;
+	char *q_register, *q_heartbeat, *q_rescue_own, *q_rescue_lost, *q_claim, *q_start,
+		*q_finish, *q_held, *q_leave, *q_janitor, *q_position, *q_finish_claim,
+		*q_claim_exec;
 	char host[65];
 	char pid[16];
 	struct held *list;
@@ -130,6 +131,7 @@ struct dispatcher {
 	int turn_claims;
 	unsigned turn_bound;
 	int poll_again;
+	int sweep_lost; /* reconnected: look for claims whose result was lost */
 };
 
 /* What the next exec-bound claim may take (DQ_CLAIM_EXEC's parameters). */
@@ -646,6 +648,7 @@ static void release_waiting(struct dispatcher *d)
 }
 
 static void turn_done(void *arg, PGresult *res, int away);
+static void sweep_lost_claims(struct dispatcher *d);
 
 /* Sends the hot path's next statement, if there is one (docs/dispatch.md,
  * "The event loop"): the outcomes due, with the claim within a in the same
@@ -809,6 +812,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	evtimer_del(d->poll_ev);
+	if (d->sweep_lost)
+		sweep_lost_claims(d);
 	if (admission(d, &a) < 0) {
 		admission_free(&a);
 		log_error("out of memory");
@@ -843,7 +848,51 @@ static void on_db_up(void *arg)
 {
 	struct dispatcher *d = arg;
 
+	d->sweep_lost = 1;
 	event_active(d->stopping ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
+}
+
+/* After a reconnection, with no statement on the wire and every result
+ * delivered (so every row this dispatcher claimed and knows is in its
+ * list): the rows claimed under its instance that it does not hold were
+ * claimed by a statement whose result the lost connection took (the
+ * commit went through, the answer did not).  Nobody else would ever free
+ * them while this dispatcher's heartbeat lives: requeued like a rescue. */
+static void sweep_lost_claims(struct dispatcher *d)
+{
+	size_t n = 0;
+	char maxa[16];
+	int away;
+	PGresult *res;
+
+	for (struct held *h = d->list; h; h = h->next)
+		n++;
+	char *ids = malloc(21 * n + 3);
+	int64_t *v = calloc(n + 1, sizeof *v);
+	if (!ids || !v) {
+		free(ids);
+		free(v);
+		return; /* tried again at the next turn */
+	}
+	n = 0;
+	for (struct held *h = d->list; h; h = h->next)
+		v[n++] = h->id;
+	db_int_array(ids, v, (int)n);
+	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
+	const char *params[3] = { d->cfg->instance_id, ids, maxa };
+	res = db_exec(&d->db, d->q_rescue_lost, 3, params, &away);
+	if (res) {
+		d->sweep_lost = 0;
+		if (PQntuples(res) > 0)
+			log_warn("requeued %d rows claimed by a statement whose result the lost "
+				 "connection took",
+				 PQntuples(res));
+	} else if (!away) {
+		log_error("claims lost with the connection: %s", d->db.last_error);
+	}
+	PQclear(res);
+	free(ids);
+	free(v);
 }
 
 static void lose_everything(struct dispatcher *d, const char *why)
@@ -1318,6 +1367,7 @@ static int expand_all(struct dispatcher *d)
 	d->q_register = dq_expand(DQ_REGISTER, s);
 	d->q_heartbeat = dq_expand(DQ_HEARTBEAT, s);
 	d->q_rescue_own = dq_expand(DQ_RESCUE_OWN, s);
+	d->q_rescue_lost = dq_expand(DQ_RESCUE_LOST, s);
 	d->q_claim = dq_expand(DQ_CLAIM, s);
 	d->q_start = dq_expand(DQ_START, s);
 	d->q_finish = dq_expand(DQ_FINISH, s);
@@ -1328,8 +1378,9 @@ static int expand_all(struct dispatcher *d)
 	d->q_finish_claim = dq_expand(DQ_FINISH_CLAIM, s);
 	d->q_claim_exec = dq_expand(DQ_CLAIM_EXEC, s);
 	return d->q_claim_exec && d->q_register && d->q_heartbeat && d->q_rescue_own &&
-			       d->q_claim && d->q_start && d->q_finish && d->q_held && d->q_leave &&
-			       d->q_janitor && d->q_position && d->q_finish_claim
+			       d->q_rescue_lost && d->q_claim && d->q_start && d->q_finish &&
+			       d->q_held && d->q_leave && d->q_janitor && d->q_position &&
+			       d->q_finish_claim
 		       ? 0
 		       : -1;
 }
@@ -1484,9 +1535,10 @@ out:
 	for (size_t i = 0; i < d.nservices; i++)
 		free(d.services[i]);
 	free(d.services);
-	char **qs[] = { &d.q_register, &d.q_heartbeat, &d.q_rescue_own,   &d.q_claim,
-			&d.q_start,    &d.q_finish,    &d.q_held,         &d.q_leave,
-			&d.q_janitor,  &d.q_position,  &d.q_finish_claim, &d.q_claim_exec };
+	char **qs[] = { &d.q_register,  &d.q_heartbeat, &d.q_rescue_own, &d.q_rescue_lost,
+			&d.q_claim,     &d.q_start,     &d.q_finish,     &d.q_held,
+			&d.q_leave,     &d.q_janitor,   &d.q_position,   &d.q_finish_claim,
+			&d.q_claim_exec };
 	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
 		free(*qs[i]);
 	return rc;

@@ -49,6 +49,10 @@ const char DQ_HEARTBEAT[] =
 const char DQ_RESCUE_OWN[] = "UPDATE @schema@.job j SET " RESCUE_SET(
 	"$2::int") "WHERE j.runner_instance = $1 AND j.state IN " HELD " RETURNING j.id";
 
+const char DQ_RESCUE_LOST[] = "UPDATE @schema@.job j SET " RESCUE_SET(
+	"$3::int") "WHERE j.runner_instance = $1 AND j.state = 'claimed' "
+		   "AND NOT j.id = ANY($2::bigint[]) RETURNING j.id";
+
 /* The claim's two halves: the rows picked (LIMIT from the parameter
  * named), and their change to claimed by $1. */
 /* The class of a claim: the services in the array LOCAL (the services

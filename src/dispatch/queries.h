@@ -35,6 +35,12 @@ extern const char DQ_HEARTBEAT[];
  * (same outcome rule as the rescue): ($1 instance, $2 maxAttempts) -> rows */
 extern const char DQ_RESCUE_OWN[];
 
+/* After a reconnection: requeue the rows claimed by this instance that it
+ * does not hold (a claim whose result was lost with the connection; same
+ * outcome rule as the rescue): ($1 instance, $2 ids held, $3 maxAttempts)
+ * -> rows */
+extern const char DQ_RESCUE_LOST[];
+
 /* Claim a batch: ($1 instance, $2 limit, $3 the local services text[],
  * $4 true: claim those, false: the others, $5 the lowest priority)
  * -> (id, attempts, priority, service, job) */

@@ -1092,14 +1092,21 @@ static int read_socket(struct ws_session *s)
  * a ping of its own): that already shows it alive, and a peer that pings
  * on its own (libexecclient does) then costs one exchange per interval,
  * not two.  A pong does not count: it is the answer to our last ping, and
- * counting it would halve the pings.  The deadline is the same either way.
+ * counting it would halve the pings.  A ping is skipped only while the
+ * peer's last frame leaves the next tick a period to spare before the
+ * deadline: then that tick still finds the peer in time and pings it if
+ * it has fallen silent, so a peer that answers pings gets as long for its
+ * pong as without the skip (with pingTimeoutSec under twice the period, a
+ * ping is never skipped).  The deadline is the same either way.
  */
 static void tick(struct ws_session *s)
 {
 	enter(s);
 	if (s->state == ST_OPEN && !s->free_pending) {
 		uint64_t now = clock_mono_ms();
-		int heard = s->heard;
+		int heard = s->heard &&
+			    (!s->opt.ping_timeout_ms ||
+			     now - s->last_rx_ms + 2ull * s->period_ms <= s->opt.ping_timeout_ms);
 
 		s->heard = 0;
 		if (s->opt.ping_timeout_ms && now - s->last_rx_ms >= s->opt.ping_timeout_ms) {

@@ -9,6 +9,8 @@
  *  - pg_terminate_backend of the dispatchers' sessions and a PostgreSQL
  *    restart in mid-run: running jobs go on, their outcomes are written
  *    once the database is back, nothing runs twice;
+ *  - a claim whose result was lost with the connection: requeued once the
+ *    dispatcher is back, and run;
  *  - a handler of the execserver killed: its jobs come back as exec_lost
  *    and are requeued, counting the attempt;
  *  - an outcome the database refuses (a trigger): refused in every form it
@@ -168,6 +170,43 @@ static void test_db_sessions_killed(void)
 	stop_all(2);
 }
 
+/* A claim whose reply never came (the session ended between the commit
+ * and the result): the row is claimed by the live dispatcher, which does
+ * not know it.  Made here by hand, committed before the dispatcher can see
+ * the job; the dispatcher's session is then ended.  Once reconnected, the
+ * dispatcher requeues the claims it holds in the database but not in
+ * memory, and the job runs (the lost claim's attempt stays counted). */
+static void test_claim_reply_lost(void)
+{
+	char job[3072];
+	long long t0;
+
+	fresh(1);
+	df_ledger_job(&F, job, sizeof job, 100, 1);
+	PQclear(pgtest_query(
+		F.c,
+		"BEGIN; SELECT execdispatch.submit('work', $J$%s$J$::jsonb, 0); "
+		"UPDATE execdispatch.job SET state = 'claimed', runner_instance = 'd0', "
+		"attempts = 1 WHERE state = 'queued'; COMMIT",
+		job));
+	CU_ASSERT_EQUAL(df_held(&F, "d0"), 1);
+	harness_sleep_ms(300); /* a few polls: the row stays claimed */
+	CU_ASSERT(pgtest_int(F.c, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+				  "WHERE application_name = 'execdispatch'") >= 1);
+	t0 = harness_now_ms();
+	while (pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done'") < 1 &&
+	       harness_now_ms() - t0 < 15000)
+		harness_sleep_ms(50);
+	check_all_done(1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT attempts FROM execdispatch.job"), 2);
+	size_t len;
+	unsigned char *log = harness_read_file(F.log[0], &len);
+	CU_ASSERT(log && strstr((char *)log, "requeued 1 rows claimed by a statement whose result "
+					     "the lost connection took"));
+	free(log);
+	stop_all(1);
+}
+
 static void test_db_restart(void)
 {
 	/* While the database is away no heartbeat is written; staleAfterSec
@@ -309,6 +348,7 @@ int main(void)
 		{ "SIGKILL in mid-run: rescued within staleAfterSec + one sweep", test_sigkill },
 		{ "SIGSTOP beyond staleAfterSec, SIGCONT: nothing written over", test_sigstop },
 		{ "pg_terminate_backend of the dispatchers' sessions", test_db_sessions_killed },
+		{ "a claim whose reply was lost", test_claim_reply_lost },
 		{ "PostgreSQL restarted in mid-run", test_db_restart },
 		{ "execserver handlers killed: exec_lost, requeued", test_exec_lost },
 		{ "an outcome the database refuses: kept, or cut to outcome_not_stored",

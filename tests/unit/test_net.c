@@ -1941,6 +1941,35 @@ static void test_ws_no_ping_to_a_talking_peer(void)
 	event_base_free(base);
 }
 
+/* A peer that answers every ping and sent one message just after a tick
+ * is not closed: with pingTimeoutSec under twice pingIntervalSec, the tick
+ * after the message still pings (skipping it would leave the peer silent
+ * past the timeout at the tick after, through no fault of its own). */
+static void sc_one_message_then_pongs(struct run *r, struct wsc *c)
+{
+	while (mono_ms() - r->t0 < 340) /* just after the first tick (300 ms) */
+		usleep(5000);
+	wsc_send_text(c, "once", 4);
+	rec(r, c, 2000);
+	rec(r, c, 1500); /* pings answered and swallowed: times out */
+	wsc_send_close(c, 1000, NULL);
+	collect(r, c, 2000);
+}
+
+static void test_ws_skipped_ping_keeps_the_deadline(void)
+{
+	struct run r = { 0 };
+
+	test_opts(&r.opt);
+	r.opt.ping_interval_ms = 300;
+	r.opt.ping_timeout_ms = 500;
+	r.script = sc_one_message_then_pongs;
+	run_ws(&r, 6000);
+	CU_ASSERT_EQUAL(r.seen.type[0], WSC_TEXT);
+	CU_ASSERT_EQUAL(r.seen.type[1], WSC_TIMEOUT);
+	EXPECT_END(&r, 1000);
+}
+
 static void test_keepalive(void)
 {
 	int fd = socket(AF_INET, SOCK_STREAM, 0), v = 0;
@@ -2306,6 +2335,8 @@ int main(void)
 		{ "one pinger for many sessions", test_ws_pinger_shared },
 		{ "no ping to a peer that spoke since the last tick",
 		  test_ws_no_ping_to_a_talking_peer },
+		{ "a skipped ping leaves the peer its deadline",
+		  test_ws_skipped_ping_keeps_the_deadline },
 		{ "TCP keepalive", test_keepalive },
 	};
 	static const struct test_def e2e_tests[] = {

@@ -647,18 +647,17 @@ void row_grant_rate(const struct bench_opts *o)
 			fprintf(md, "| %d | %.0f | %.0f | **%.0f** | %.0f %% |\n", cores[i], cpu,
 				ceiling, x, 100 * x / ceiling);
 		}
-		/* k with many handlers: a handler takes its mail in any section of
-		 * its own (src/handler/mailbox.c), so a busy handler takes it with
-		 * its DECLINE or WANT, an idle one in a section of its own: at most
-		 * three per cycle */
+		/* k with many handlers: a handler takes its mail in a section of
+		 * its own at each wake-up (src/handler/mailbox.c), and one take
+		 * collects all the OFFERs that wait; with more handlers fewer
+		 * OFFERs share a take: at most three sections per cycle */
 		fprintf(md,
 			"\nA 32-core host: %.0f cycles/s projected (%s 1,000,000).  k counts every "
 			"section over every cycle between the two readings of the figures; with "
 			"many handlers it can be larger than with two (a handler takes its mail in "
-			"any of its sections, so a busy one takes it with a DECLINE or WANT, an "
-			"idle "
-			"one in a section of its own): at k = 3, every mail taken alone, the "
-			"ceiling "
+			"a section of its own at each wake-up, and one take collects every OFFER "
+			"that waits; the more handlers, the fewer OFFERs share a take): at k = 3, "
+			"every mail taken alone, the ceiling "
 			"is %.0f cycles/s.\n",
 			at32, at32 >= 1e6 ? "at or above" : "below",
 			h_model > 0 ? 1e9 / (3 * h_model) : 0);

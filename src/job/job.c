@@ -662,8 +662,7 @@ static void not_started(struct job *j, int err)
 
 /* not_started, closing the descriptors made for the child so far (-1: none).
  * A program that is not there (or not an executable file) is ENOENT,
- * whichever step failed: the reason a check before the spawn would have
- * given (spawn_job takes an absolute path unchecked). */
+ * whichever step failed. */
 static void spawn_failed(struct job *j, int err, int in, int out, int errfds[2])
 {
 	int fds[4] = { in, out, errfds[0], errfds[1] };
@@ -682,7 +681,10 @@ static void spawn_job(struct job *j)
 	char path[4096];
 	int in = -1, out = -1, errfds[2] = { -1, -1 };
 
-	if (spawn_program_path(j->spec.argv[0], path, sizeof path) != 0) {
+	/* checked here, not left to execve: where vfork is a fork (valgrind),
+	 * the child's errno never reaches this frame, and the job would end
+	 * as exit 127 instead of exec_failed */
+	if (spawn_find_program(j->spec.argv[0], path, sizeof path) != 0) {
 		spawn_failed(j, ENOENT, in, out, errfds);
 		return;
 	}

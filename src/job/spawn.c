@@ -43,9 +43,7 @@ static int is_executable_file(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-/* spawn_find_program; check_absolute 0: an absolute path is taken as it
- * is (spawn_program_path). */
-static int find_program(const char *prog, char *out, size_t outlen, int check_absolute)
+int spawn_find_program(const char *prog, char *out, size_t outlen)
 {
 	const char *path, *dir;
 	size_t plen;
@@ -60,7 +58,7 @@ static int find_program(const char *prog, char *out, size_t outlen, int check_ab
 			errno = EINVAL;
 			return -1;
 		}
-		if (check_absolute && !is_executable_file(prog)) {
+		if (!is_executable_file(prog)) {
 			errno = ENOENT;
 			return -1;
 		}
@@ -96,16 +94,6 @@ static int find_program(const char *prog, char *out, size_t outlen, int check_ab
 		out[0] = '\0';
 	errno = ENOENT;
 	return -1;
-}
-
-int spawn_find_program(const char *prog, char *out, size_t outlen)
-{
-	return find_program(prog, out, outlen, 1);
-}
-
-int spawn_program_path(const char *prog, char *out, size_t outlen)
-{
-	return find_program(prog, out, outlen, 0);
 }
 
 /* Signals whose disposition is not the default in this process. */

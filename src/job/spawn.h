@@ -32,11 +32,6 @@ struct spawn_request {
  * ENAMETOOLONG or EINVAL (relative path with '/'). */
 int spawn_find_program(const char *prog, char *out, size_t outlen);
 
-/* spawn_find_program without the check of an absolute path (a stat and an
- * access per job): execve makes it anyway, and a caller whose spawn failed
- * asks spawn_find_program whether the program was the reason. */
-int spawn_program_path(const char *prog, char *out, size_t outlen);
-
 /* Once, before the first spawn, after the process set its signal
  * dispositions (spawn.c says why; none may change afterwards), from the
  * thread that spawns.  Also makes this process the reaper of its jobs'

@@ -371,10 +371,9 @@ static void test_program_not_found(void)
 	json_object_put(r.receipt);
 }
 
-/* An absolute program path is checked only when the spawn fails
- * (spawn_program_path): a program removed after the configuration was
- * read, and a file that is not executable, still end as a missing program
- * does, once, with the same message. */
+/* An absolute program path is checked at every spawn: a program removed
+ * after the configuration was read, and a file that is not executable,
+ * end as a missing program does, once, with the same message. */
 static void test_absolute_program_not_executable(void)
 {
 	static const char *const cmds[] = { "gone", "noexec" };

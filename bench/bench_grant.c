@@ -70,9 +70,13 @@ static void cycle_msg(struct fleet *f, struct fleet_conn *c, const struct fleet_
 	cy->cycles++;
 	cy->last_decline_ns = bu_now_ns();
 	cy->last = c;
+	/* one write, as row 3 writes JOB and WANT: the daemon reads both at
+	 * once and applies them in one section of the book */
+	fleet_cork(c);
 	fleet_send(c, "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", m->job_id,
 		   m->token);
 	fleet_want(c);
+	fleet_uncork(c);
 	if (cy->target && cy->cycles >= cy->target + cy->warmup)
 		f->stop = 1;
 }

@@ -879,6 +879,8 @@ static void ws_process(struct ws_session *s)
 		    evbuffer_get_length(in_buf(s)) > 0) {
 			int r = wslay_event_recv(s->ctx);
 
+			if (s->cb.on_read_end && !s->free_pending && s->state != ST_ENDED)
+				s->cb.on_read_end(s->owner);
 			if (r != 0 || s->bad_close) {
 				fail_raw(s, r == WSLAY_ERR_NOMEM ? WS_CLOSE_INTERNAL_ERROR
 								 : WS_CLOSE_PROTOCOL_ERROR);

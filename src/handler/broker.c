@@ -1,9 +1,10 @@
 /*
  * broker.c - see broker.h.
  *
- * Data flows one way: websocket text -> msg_decode -> one book operation
- * under the lock -> reply.  Decisions the book makes for connections of
- * other handlers travel as mail (mailbox.c), never as direct calls.
+ * Data flows one way: the websocket texts of one read -> msg_decode each
+ * -> their book operations in one section of the lock -> the replies, in
+ * message order.  Decisions the book makes for connections of other
+ * handlers travel as mail (mailbox.c), never as direct calls.
  *
  * A malformed or refused message costs the sender one ERROR and nothing
  * else: the connection and every other client go on.  Protocol violations
@@ -52,7 +53,8 @@ static struct broker_conn *conns;
 
 struct step {
 	struct msg_in in;
-	const char *code; /* not for the book: decode error, unknown service */
+	const char *code; /* ERROR without a book result: decode error, unknown
+			   * service, refused JOB description (with detail) */
 	char detail[256];
 	int svc; /* WANT: the service's index */
 	enum book_rc rc;

@@ -44,24 +44,13 @@
 #include "wsclient.h"
 #include "wstap.h"
 
-static const char body_tools[] = "jobRemovalPolicy: all\n"
-				 "waitgroups:\n"
-				 "  wg: {processes: %d}\n"
-				 "services:\n"
-				 "  tools:\n"
-				 "    waitgroup: wg\n"
-				 "    commands:\n"
-				 "      cat: {prog: cat}\n"
-				 "      cp: {prog: cp}\n"
-				 "      sleep: {prog: sleep}\n"
-				 "%s";
-
+/* A daemon with one handler and the service "tools" (cat, cp, sleep) on
+ * `slots` processes; extra: YAML lines after it (NULL for none). */
 static int start(struct es_daemon *d, int slots, const char *extra)
 {
-	char body[2048];
-
-	snprintf(body, sizeof body, body_tools, slots, extra ? extra : "");
-	return harness_start(d, 1, body, NULL);
+	return harness_start(
+		d, 1, harness_tools_body("jobRemovalPolicy: all\n", slots, "cat cp sleep", extra),
+		NULL);
 }
 
 /* A cat job: stdin n bytes of data, stdout into the caller's fd. */

@@ -26,27 +26,16 @@
 #include "harness.h"
 #include "suite.h"
 
-static const char body_tools[] = "jobRemovalPolicy: all\n"
-				 "%s"
-				 "waitgroups:\n"
-				 "  wg: {processes: %d}\n"
-				 "services:\n"
-				 "  tools:\n"
-				 "    waitgroup: wg\n"
-				 "    commands:\n"
-				 "      cat: {prog: cat}\n"
-				 "      cp: {prog: cp}\n"
-				 "      sh: {prog: sh}\n"
-				 "      sleep: {prog: sleep}\n";
-
-/* legacy: 1 starts the instance without the broker. */
+/* A daemon with one handler and the service "tools" (cat, cp, sh, sleep)
+ * on `slots` processes; legacy: 1 starts it without the broker. */
 static int start(struct es_daemon *d, int slots, int legacy)
 {
-	char body[2048];
+	const char *head = legacy ? "jobRemovalPolicy: all\n"
+				    "broker: off\n"
+				    "legacyTokenValiditySec: 3\n"
+				  : "jobRemovalPolicy: all\n";
 
-	snprintf(body, sizeof body, body_tools,
-		 legacy ? "broker: off\nlegacyTokenValiditySec: 3\n" : "", slots);
-	return harness_start(d, 1, body, NULL);
+	return harness_start(d, 1, harness_tools_body(head, slots, "cat cp sh sleep", NULL), NULL);
 }
 
 static void stop(struct es_daemon *d)

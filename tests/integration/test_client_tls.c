@@ -37,17 +37,12 @@
 #include "suite.h"
 #include "testca.h"
 
-static const char body[] = "tls:\n"
-			   "  cert: %s\n"
-			   "  key: %s\n"
-			   "jobRemovalPolicy: all\n"
-			   "waitgroups:\n"
-			   "  wg: {processes: 2}\n"
-			   "services:\n"
-			   "  tools:\n"
-			   "    waitgroup: wg\n"
-			   "    commands:\n"
-			   "      cat: {prog: cat}\n";
+/* The service "tools" (cat) on 2 processes, with tls (YAML lines, NULL
+ * for none). */
+static const char *body(const char *tls)
+{
+	return harness_tools_body("jobRemovalPolicy: all\n", 2, "cat", tls);
+}
 
 static struct testca CA, OTHER;
 static struct es_daemon D;
@@ -73,13 +68,13 @@ static void on_conn(void *arg, enum exc_conn_event ev, const struct exc_conn_inf
 
 static int start(void)
 {
-	char cert[96], key[96], b[2048];
+	char cert[96], key[96], tls[256];
 
 	if (testca_new(&CA) != 0 || testca_new(&OTHER) != 0 ||
 	    testca_server(&CA, "server", "IP:127.0.0.1,DNS:execserver.invalid", cert, key) != 0)
 		return -1;
-	snprintf(b, sizeof b, body, cert, key);
-	return harness_start_tls(&D, 2, b, NULL, CA.ca);
+	snprintf(tls, sizeof tls, "tls:\n  cert: %s\n  key: %s\n", cert, key);
+	return harness_start_tls(&D, 2, body(tls), NULL, CA.ca);
 }
 
 static int stop(void)
@@ -354,7 +349,7 @@ static void test_tls_client_on_plain_port(void)
 	char url[96];
 
 	/* the same services, without the tls section */
-	CU_ASSERT_FATAL(harness_start(&plain, 1, strstr(body, "jobRemovalPolicy"), NULL) == 0);
+	CU_ASSERT_FATAL(harness_start(&plain, 1, body(NULL), NULL) == 0);
 	snprintf(url, sizeof url, "wss://127.0.0.1:%d", plain.port);
 	expect_no_handshake(CA.ca, url, &seen);
 	CU_ASSERT(strncmp(seen.message, "TLS handshake failed: ", 22) == 0);

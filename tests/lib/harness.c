@@ -82,6 +82,33 @@ const char *harness_default_body(int slots)
 	return body;
 }
 
+const char *harness_tools_body(const char *head, int slots, const char *progs, const char *tail)
+{
+	static char body[4096];
+	size_t n = (size_t)snprintf(body, sizeof body,
+				    "%s"
+				    "waitgroups:\n"
+				    "  wg: {processes: %d}\n"
+				    "services:\n"
+				    "  tools:\n"
+				    "    waitgroup: wg\n"
+				    "    commands:\n",
+				    head ? head : "", slots);
+
+	for (const char *p = progs; *p && n < sizeof body;) {
+		size_t len = strcspn(p, " ");
+
+		if (len > 0)
+			n += (size_t)snprintf(body + n, sizeof body - n,
+					      "      %.*s: {prog: \"%.*s\"}\n", (int)len, p,
+					      (int)len, p);
+		p += len + (p[len] == ' ');
+	}
+	if (n < sizeof body)
+		snprintf(body + n, sizeof body - n, "%s", tail ? tail : "");
+	return body;
+}
+
 void harness_tail(const char *what, const char *file, int lines)
 {
 	char cmd[400];

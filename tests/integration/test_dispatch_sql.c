@@ -405,6 +405,7 @@ enum side {
 	FINISH,
 	CANCEL
 };
+static const char *const side_name[] = { "rescue", "finish", "cancel" };
 
 /* Runs side s on row id in session c; blocked: sent only, and returns
  * NULL once it waits for a lock (its result is for collect). */
@@ -452,6 +453,16 @@ static const char *said(enum side s, PGresult *r, char *buf, size_t len)
 	return buf;
 }
 
+/* got must be want; says which race and what when not. */
+static void expect_race(enum side first, enum side second, const char *what, const char *got,
+			const char *want)
+{
+	if (strcmp(got, want) != 0)
+		fprintf(stderr, "\n  %s then %s: %s \"%s\", expected \"%s\"\n", side_name[first],
+			side_name[second], what, got, want);
+	CU_ASSERT_STRING_EQUAL(got, want);
+}
+
 /* first runs in one session inside a transaction and answers first_said;
  * second, from another session, waits for its lock and after the commit
  * answers second_said; the row ends as state ("state/attempts"). */
@@ -463,11 +474,13 @@ static void race(enum side first, const char *first_said, enum side second, cons
 	char buf[64];
 
 	PQclear(pgtest_query(a, "BEGIN"));
-	CU_ASSERT_STRING_EQUAL(said(first, run_side(first, a, id, 0), buf, sizeof buf), first_said);
+	expect_race(first, second, "the first said",
+		    said(first, run_side(first, a, id, 0), buf, sizeof buf), first_said);
 	run_side(second, b, id, 1);
 	PQclear(pgtest_query(a, "COMMIT"));
-	CU_ASSERT_STRING_EQUAL(said(second, collect(b), buf, sizeof buf), second_said);
-	CU_ASSERT_STRING_EQUAL(state_of(id, buf), state);
+	expect_race(first, second, "the second said", said(second, collect(b), buf, sizeof buf),
+		    second_said);
+	expect_race(first, second, "the row is", state_of(id, buf), state);
 	PQfinish(a);
 	PQfinish(b);
 }

@@ -53,18 +53,6 @@ static int start(struct es_daemon *d, int slots, const char *extra)
 		NULL);
 }
 
-/* A cat job: stdin n bytes of data, stdout into the caller's fd. */
-static void cat_spec(struct exc_job_spec *s, struct fx_done *done, const unsigned char *data,
-		     size_t n, int out_fd)
-{
-	fx_spec(s, "tools", "{\"command\":\"cat\"}", done);
-	s->in.kind = EXC_IO_BUFFER;
-	s->in.data = data;
-	s->in.len = n;
-	s->out.kind = EXC_IO_FD;
-	s->out.fd = out_fd;
-}
-
 /* stdin from a 3 MiB buffer, stdout to a regular file: the same bytes. */
 static void test_buffer_to_file(void)
 {
@@ -82,7 +70,7 @@ static void test_buffer_to_file(void)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	c = fx_client(NULL, &d, 1, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	cat_spec(&s, &done, data, n, fd);
+	fx_cat_spec(&s, &done, data, n, fd);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&done.called, 30000));
 	CU_ASSERT(done.ok);
@@ -94,9 +82,7 @@ static void test_buffer_to_file(void)
 	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
 	free(back);
 	free(data);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* stdin from a pipe fed by a child, stdout into a pipe drained by a child. */
@@ -162,9 +148,7 @@ static void test_pipe_fds(void)
 	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
 	free(back);
 	free(data);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* Caller fds on /dev/null (a character device epoll refuses) are read
@@ -185,7 +169,7 @@ static void test_devnull_and_broken_pipe(void)
 	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
 	c = fx_client(NULL, &d, 1, NULL);
 	/* 100 kB from a buffer into /dev/null */
-	cat_spec(&s, &a, data, n, null);
+	fx_cat_spec(&s, &a, data, n, null);
 	t0 = harness_now_ms();
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&a.called, 10000));
@@ -206,7 +190,7 @@ static void test_devnull_and_broken_pipe(void)
 	data = harness_pattern(n);
 	CU_ASSERT_FATAL(pipe(p) == 0);
 	close(p[0]);
-	cat_spec(&s, &e, data, n, p[1]);
+	fx_cat_spec(&s, &e, data, n, p[1]);
 	{
 		void (*old)(int) = signal(SIGPIPE, SIG_IGN);
 
@@ -229,9 +213,7 @@ static void test_devnull_and_broken_pipe(void)
 	close(p[1]);
 	close(null);
 	free(data);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* A TCP connection to 127.0.0.1:port (non-blocking connect), or -1. */
@@ -306,7 +288,7 @@ static void test_pipe_dawdlers(void)
 		_exit(0);
 	}
 	fx_spin(500); /* the flood is in */
-	cat_spec(&s, &b, data, 200000, -1);
+	fx_cat_spec(&s, &b, data, 200000, -1);
 	s.out.kind = EXC_IO_DISCARD;
 	s.connect_timeout_sec = 5;
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
@@ -340,43 +322,19 @@ static void test_pipe_dawdlers(void)
 	CU_ASSERT(exc_cancel(ja) == 0);
 	CU_ASSERT(fx_wait(&a.called, 15000));
 	free(data);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* An input file from a buffer copied by cp into an output file. */
 static void test_files(void)
 {
 	struct es_daemon d;
-	struct fx_done done = { 0 };
-	struct exc_job_spec s;
-	struct exc_file in = { "a.txt",
-			       { .kind = EXC_IO_BUFFER, .data = "hello files\n", .len = 12 } };
-	struct exc_file out = { "b.txt", { .kind = EXC_IO_FILE } };
-	char path[300];
-	size_t got = 0;
-	unsigned char *back;
 	exc_client *c;
 
 	CU_ASSERT_FATAL(start(&d, 2, NULL) == 0);
-	snprintf(path, sizeof path, "%s/b-local.txt", d.dir);
-	out.io.path = path;
 	c = fx_client(NULL, &d, 1, NULL);
-	fx_spec(&s, "tools", "{\"command\":\"cp\",\"args\":[\"a.txt\",\"b.txt\"]}", &done);
-	s.inputs = &in;
-	s.ninputs = 1;
-	s.outputs = &out;
-	s.noutputs = 1;
-	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	CU_ASSERT(fx_wait(&done.called, 20000));
-	CU_ASSERT(done.ok);
-	back = harness_read_file(path, &got);
-	CU_ASSERT(back && got == 12 && memcmp(back, "hello files\n", 12) == 0);
-	free(back);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_files_job(c, &d);
+	fx_stop(c, &d);
 }
 
 static int status_int(const struct es_daemon *d, const char *a, const char *b, const char *c2)
@@ -503,9 +461,7 @@ static void test_limit_reached_waits_again(void)
 	CU_ASSERT(a.ok);
 	CU_ASSERT(b.ok);
 	CU_ASSERT(fx_log_find("ERROR limit_reached") != NULL);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* One slot busy: connectTimeoutSec gives no_slot; cancel waiting and
@@ -566,9 +522,7 @@ static void test_timeout_cancel_query(void)
 	CU_ASSERT(harness_now_ms() - t0 < 5000);
 	CU_ASSERT_STRING_EQUAL(a.error_code, "cancelled");
 	CU_ASSERT(!a.ok);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 struct share_wait {
@@ -866,9 +820,7 @@ static void test_reconnect(void)
 	CU_ASSERT(exc_address_stats(c, 0, &st) == 0);
 	CU_ASSERT(st.opened >= 2);
 	CU_ASSERT_EQUAL(st.connections, 1);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* The instance running a job vanishes for good: lost, retryable, after
@@ -1040,9 +992,7 @@ static void test_address_filter_and_token(void)
 	CU_ASSERT(fx_wait(&b.called, 5000));
 	CU_ASSERT_STRING_EQUAL(b.error_code, "unauthorized");
 	CU_ASSERT(!b.retryable);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 	harness_auth_token = NULL;
 }
 
@@ -1119,9 +1069,7 @@ static void test_pipe_once(void)
 	CU_ASSERT(fx_wait(&a.called, 10000));
 	CU_ASSERT(a.ok);
 	CU_ASSERT_EQUAL(a.stdin_bytes, 9);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* The URL of one endpoint from the client's log ("stdin GET at ") into
@@ -1206,9 +1154,7 @@ static int pinned_child(void)
 	unsigned char *back = harness_read_file(out, &len);
 	PIN_CHECK(back != NULL && len == 7 && memcmp(back, "pinned\n", 7) == 0);
 	free(back);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 	return ok ? 0 : 1;
 }
 
@@ -1276,9 +1222,7 @@ static void test_pipe_put_once(void)
 	back = harness_read_file(out, &got);
 	CU_ASSERT(back && got == sizeof chunk && memcmp(back, chunk, got) == 0);
 	free(back);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* stdin and stdout given as URLs (here the test pipe server's): passed to
@@ -1347,9 +1291,7 @@ static void test_owner_found_again(void)
 	CU_ASSERT_EQUAL(a.exit_code, 0);
 	CU_ASSERT(fx_log_find("seeking") != NULL);
 	CU_ASSERT(fx_log_find("reached again") != NULL);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 static const struct test_case cases[] = {

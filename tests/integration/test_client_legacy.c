@@ -38,12 +38,6 @@ static int start(struct es_daemon *d, int slots, int legacy)
 	return harness_start(d, 1, harness_tools_body(head, slots, "cat cp sh sleep", NULL), NULL);
 }
 
-static void stop(struct es_daemon *d)
-{
-	harness_stop(d, 10000);
-	harness_cleanup(d);
-}
-
 static long long status_int(const struct es_daemon *d, const char *a, const char *b, const char *c)
 {
 	struct json_object *st = harness_status(d);
@@ -80,12 +74,7 @@ static void test_fallback_bytes(void)
 	fx_log_clear();
 	c = fx_client(NULL, &d, 1, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
-	s.in.kind = EXC_IO_BUFFER;
-	s.in.data = data;
-	s.in.len = n;
-	s.out.kind = EXC_IO_FD;
-	s.out.fd = fd;
+	fx_cat_spec(&s, &done, data, n, fd);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&done.called, 30000));
 	CU_ASSERT(done.ok);
@@ -103,8 +92,7 @@ static void test_fallback_bytes(void)
 	free(data);
 	/* the instance ran it as a token job */
 	CU_ASSERT_EQUAL(status_int(&d, "services", "tools", "finished"), 1);
-	exc_client_free(c);
-	stop(&d);
+	fx_stop(c, &d);
 }
 
 /* A failing job: exit code, decisive stderr line and small output in the
@@ -152,8 +140,7 @@ static void test_fallback_receipt(void)
 	CU_ASSERT(fx_wait(&e.called, 20000));
 	CU_ASSERT_STRING_EQUAL(e.error_code, "unknown_command");
 	CU_ASSERT_EQUAL(e.retryable, 0);
-	exc_client_free(c);
-	stop(&d);
+	fx_stop(c, &d);
 }
 
 struct stderr_seen {
@@ -191,41 +178,19 @@ static void test_fallback_stderr_line(void)
 	CU_ASSERT(fx_wait(&seen.called, 20000));
 	CU_ASSERT_STRING_EQUAL(seen.line, "the decisive line");
 	CU_ASSERT_PTR_NOT_NULL(strstr(seen.json, "\"exit_code\":2"));
-	exc_client_free(c);
-	stop(&d);
+	fx_stop(c, &d);
 }
 
 /* Named input and output files go through the library's pipe endpoints. */
 static void test_fallback_files(void)
 {
 	struct es_daemon d;
-	struct fx_done done = { 0 };
-	struct exc_job_spec s;
-	struct exc_file in = { "a.txt",
-			       { .kind = EXC_IO_BUFFER, .data = "hello files\n", .len = 12 } };
-	struct exc_file out = { "b.txt", { .kind = EXC_IO_FILE } };
-	char path[300];
-	size_t got = 0;
-	unsigned char *back;
 	exc_client *c;
 
 	CU_ASSERT_FATAL(start(&d, 1, 1) == 0);
-	snprintf(path, sizeof path, "%s/b-local.txt", d.dir);
-	out.io.path = path;
 	c = fx_client(NULL, &d, 1, NULL);
-	fx_spec(&s, "tools", "{\"command\":\"cp\",\"args\":[\"a.txt\",\"b.txt\"]}", &done);
-	s.inputs = &in;
-	s.ninputs = 1;
-	s.outputs = &out;
-	s.noutputs = 1;
-	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	CU_ASSERT(fx_wait(&done.called, 20000));
-	CU_ASSERT(done.ok);
-	back = harness_read_file(path, &got);
-	CU_ASSERT(back && got == 12 && memcmp(back, "hello files\n", 12) == 0);
-	free(back);
-	exc_client_free(c);
-	stop(&d);
+	fx_files_job(c, &d);
+	fx_stop(c, &d);
 }
 
 /* The only slot stays taken: the second job polls GET /token about once a
@@ -266,8 +231,7 @@ static void test_poll_until_timeout(void)
 	/* the first job still runs to its end */
 	CU_ASSERT(fx_wait(&busy.called, 15000));
 	CU_ASSERT(busy.ok);
-	exc_client_free(c);
-	stop(&d);
+	fx_stop(c, &d);
 }
 
 /* Cancel of a job running over a PUT: the connection closes, the server
@@ -294,8 +258,7 @@ static void test_cancel_running(void)
 	for (int i = 0; i < 100 && status_int(&d, "waitgroups", "wg", "tokens") != 0; i++)
 		fx_spin(50);
 	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "tokens"), 0);
-	exc_client_free(c);
-	stop(&d);
+	fx_stop(c, &d);
 }
 
 /* One broker instance and one legacy instance, one slot each: six jobs of
@@ -343,7 +306,7 @@ static void test_mixed_pool(void)
 	CU_ASSERT_EQUAL(status_int(&d[1], "services", "tools", "started"), on_legacy);
 	exc_client_free(c);
 	for (int i = 0; i < 2; i++)
-		stop(&d[i]);
+		fx_stop(NULL, &d[i]);
 }
 
 /* ---- execctl ---------------------------------------------------------------------- */
@@ -405,7 +368,7 @@ static void test_execctl_legacy(void)
 		free(back);
 	}
 	free(data);
-	stop(&d);
+	fx_stop(NULL, &d);
 }
 
 int main(void)

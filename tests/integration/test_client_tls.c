@@ -133,12 +133,7 @@ static void test_job_over_wss(void)
 	CU_ASSERT_FATAL(fd >= 0 && data && back);
 	exc_client *c = client(CA.ca, url, &seen);
 	CU_ASSERT_FATAL(c != NULL);
-	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
-	s.in.kind = EXC_IO_BUFFER;
-	s.in.data = data;
-	s.in.len = n;
-	s.out.kind = EXC_IO_FD;
-	s.out.fd = fd;
+	fx_cat_spec(&s, &done, data, n, fd);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&done.called, 30000));
 	CU_ASSERT(done.ok);

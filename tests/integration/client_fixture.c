@@ -138,8 +138,6 @@ void fx_files_job(exc_client *c, const struct es_daemon *d)
 			       { .kind = EXC_IO_BUFFER, .data = "hello files\n", .len = 12 } };
 	struct exc_file out = { "b.txt", { .kind = EXC_IO_FILE } };
 	char path[300];
-	size_t got = 0;
-	unsigned char *back;
 
 	snprintf(path, sizeof path, "%s/b-local.txt", d->dir);
 	out.io.path = path;
@@ -151,8 +149,16 @@ void fx_files_job(exc_client *c, const struct es_daemon *d)
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&done.called, 20000));
 	CU_ASSERT(done.ok);
-	back = harness_read_file(path, &got);
-	CU_ASSERT(back && got == 12 && memcmp(back, "hello files\n", 12) == 0);
+	fx_expect_file(path, "hello files\n", 12);
+}
+
+void fx_expect_file(const char *path, const void *data, size_t n)
+{
+	size_t got = 0;
+	unsigned char *back = harness_read_file(path, &got);
+
+	CU_ASSERT_EQUAL(got, n);
+	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
 	free(back);
 }
 

@@ -46,6 +46,8 @@ void fx_cat_spec(struct exc_job_spec *s, struct fx_done *d, const unsigned char 
  * and b.txt into a file in daemon d's directory: asserts that the job ends
  * ok and that the file holds the buffer's bytes. */
 void fx_files_job(exc_client *c, const struct es_daemon *d);
+/* Asserts that the file at path holds exactly the n bytes at data. */
+void fx_expect_file(const char *path, const void *data, size_t n);
 /* Frees client c (NULL: none), then stops daemon d and removes its
  * directory. */
 void fx_stop(exc_client *c, struct es_daemon *d);

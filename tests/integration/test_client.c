@@ -59,8 +59,8 @@ static void test_buffer_to_file(void)
 	struct es_daemon d;
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
-	size_t n = 3 << 20, got = 0;
-	unsigned char *data = harness_pattern(n), *back;
+	size_t n = 3 << 20;
+	unsigned char *data = harness_pattern(n);
 	char path[300];
 	exc_client *c;
 	int fd;
@@ -77,10 +77,7 @@ static void test_buffer_to_file(void)
 	CU_ASSERT_EQUAL(done.stdin_bytes, n);
 	CU_ASSERT_EQUAL(done.stdout_bytes, n);
 	close(fd);
-	back = harness_read_file(path, &got);
-	CU_ASSERT_EQUAL(got, n);
-	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
-	free(back);
+	fx_expect_file(path, data, n);
 	free(data);
 	fx_stop(c, &d);
 }
@@ -92,8 +89,8 @@ static void test_pipe_fds(void)
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
 	int in[2], out[2], status;
-	size_t n = 5 << 20, got = 0;
-	unsigned char *data = harness_pattern(n), *back;
+	size_t n = 5 << 20;
+	unsigned char *data = harness_pattern(n);
 	char path[300];
 	pid_t wr, rd;
 	exc_client *c;
@@ -143,10 +140,7 @@ static void test_pipe_fds(void)
 	close(out[1]);
 	waitpid(wr, &status, 0);
 	waitpid(rd, &status, 0);
-	back = harness_read_file(path, &got);
-	CU_ASSERT_EQUAL(got, n);
-	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
-	free(back);
+	fx_expect_file(path, data, n);
 	free(data);
 	fx_stop(c, &d);
 }

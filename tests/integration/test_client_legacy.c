@@ -62,8 +62,8 @@ static void test_fallback_bytes(void)
 	struct es_daemon d;
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
-	size_t n = 3 << 20, got = 0;
-	unsigned char *data = harness_pattern(n), *back;
+	size_t n = 3 << 20;
+	unsigned char *data = harness_pattern(n);
 	char path[300];
 	exc_client *c;
 	int fd;
@@ -85,10 +85,7 @@ static void test_fallback_bytes(void)
 	CU_ASSERT(fx_log_find("using the legacy token transport") != NULL);
 	CU_ASSERT(fx_log_find("(legacy token)") != NULL);
 	close(fd);
-	back = harness_read_file(path, &got);
-	CU_ASSERT_EQUAL(got, n);
-	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
-	free(back);
+	fx_expect_file(path, data, n);
 	free(data);
 	/* the instance ran it as a token job */
 	CU_ASSERT_EQUAL(status_int(&d, "services", "tools", "finished"), 1);
@@ -358,10 +355,7 @@ static void test_execctl_legacy(void)
 	fclose(f);
 	rc = run_execctl(addr, in, out, err);
 	CU_ASSERT_EQUAL(rc, 0);
-	back = harness_read_file(out, &got);
-	CU_ASSERT_EQUAL(got, n);
-	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
-	free(back);
+	fx_expect_file(out, data, n);
 	if (rc != 0) {
 		back = harness_read_file(err, &got);
 		fprintf(stderr, "\nexecctl: %d: %s\n", rc, back ? (char *)back : "");

@@ -80,12 +80,8 @@ static void test_placeholders_and_args(void)
 	json_object_put(d);
 
 	/* an argument with NUL is refused, and the offer goes back */
-	const char *token = tc_want_offer(c, "p2", "tools", 0, 3000);
-	CU_ASSERT_FATAL(token != NULL);
-	tc_send(c,
-		"{\"type\":\"JOB\",\"job_id\":\"p2\",\"token\":\"%s\",\"job\":{\"command\":"
-		"\"echo\",\"args\":[\"a\\u0000b\"]}}",
-		token);
+	CU_ASSERT_FATAL(tc_start_job(c, "p2", "tools",
+				     "{\"command\":\"echo\",\"args\":[\"a\\u0000b\"]}") == 0);
 	struct json_object *e = tc_expect(c, "ERROR", 3000);
 	CU_ASSERT(e && strcmp(tc_str(e, "code"), "bad_job") == 0);
 	if (e)
@@ -374,12 +370,8 @@ static void test_removal_policy_and_janitor(void)
 		harness_sleep_ms(200);
 	CU_ASSERT_EQUAL(job_dir_entries(), 0);
 	/* but not the directory of a job still running */
-	const char *token = tc_want_offer(c, "r3", "tools", 0, 3000);
-	CU_ASSERT_FATAL(token != NULL);
-	tc_send(c,
-		"{\"type\":\"JOB\",\"job_id\":\"r3\",\"token\":\"%s\",\"job\":{\"command\":"
-		"\"sleep\",\"args\":[\"4\"]}}",
-		token);
+	CU_ASSERT_FATAL(
+		tc_start_job(c, "r3", "tools", "{\"command\":\"sleep\",\"args\":[\"4\"]}") == 0);
 	harness_sleep_ms(3500);
 	CU_ASSERT_EQUAL(job_dir_entries(), 1);
 	d = tc_expect(c, "DONE", 5000);

@@ -36,6 +36,7 @@
 #include <event2/event.h>
 #include <openssl/evp.h>
 
+#include "harness.h"
 #include "job/job_io.h"
 #include "job/job_spec.h"
 #include "job/spawn.h"
@@ -61,23 +62,13 @@ static char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)harness_now_ms();
 }
 
+/* This process's resident set (KiB). */
 static long rss_kib(void)
 {
-	long size = 0, res = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-
-	if (f) {
-		if (fscanf(f, "%ld %ld", &size, &res) != 2)
-			res = 0;
-		fclose(f);
-	}
-	return res * (sysconf(_SC_PAGESIZE) / 1024);
+	return harness_proc_kib(getpid(), "VmRSS");
 }
 
 static void sha256_hex(const void *data, size_t len, char hex[65])
@@ -91,30 +82,6 @@ static void sha256_hex(const void *data, size_t len, char hex[65])
 	EVP_DigestFinal_ex(ctx, md, &mdlen);
 	EVP_MD_CTX_free(ctx);
 	pipe_sha256_hex(md, hex);
-}
-
-static int file_sha256(const char *path, char hex[65], uint64_t *size)
-{
-	unsigned char md[32], buf[65536];
-	unsigned int mdlen = 0;
-	EVP_MD_CTX *ctx;
-	ssize_t r;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	ctx = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-	*size = 0;
-	while ((r = read(fd, buf, sizeof buf)) > 0) {
-		EVP_DigestUpdate(ctx, buf, (size_t)r);
-		*size += (uint64_t)r;
-	}
-	close(fd);
-	EVP_DigestFinal_ex(ctx, md, &mdlen);
-	EVP_MD_CTX_free(ctx);
-	pipe_sha256_hex(md, hex);
-	return 0;
 }
 
 /* A port on which nothing listens. */
@@ -1107,7 +1074,7 @@ static void test_inputs_ok(void)
 	CU_ASSERT_EQUAL(j.inputs.bytes, 1000 + 3 * MiB);
 	for (int i = 0; i < 3; i++) {
 		snprintf(path, sizeof path, "%s/%s", fx.dir, names[i]);
-		CU_ASSERT_EQUAL(file_sha256(path, got, &size), 0);
+		CU_ASSERT_EQUAL(pipe_file_sha256(path, got, &size), 0);
 		pipe_random_sha256(10 + (uint64_t)i, sizes[i], want);
 		CU_ASSERT_EQUAL(size, sizes[i]);
 		CU_ASSERT_STRING_EQUAL(got, want);
@@ -1843,19 +1810,9 @@ int main(void)
 
 	if (mib && atoi(mib) > 0)
 		big_bytes = (uint64_t)atoi(mib) * MiB;
-	/* the server is forked before anything else exists in this process */
-	if (pipe_server_start(&srv) < 0) {
-		fprintf(stderr, "test_job_io: cannot start the pipe server\n");
-		return 1;
-	}
-	snprintf(tmproot, sizeof tmproot, "/tmp/test_job_io.XXXXXX");
-	if (mkdtemp(tmproot) == NULL) {
-		pipe_server_stop(&srv);
-		return 1;
-	}
-	rc = run_suite("job_io", cases);
-	pipe_server_stop(&srv);
-	rm_tree(tmproot);
+	rc = pipe_server_run_suite(&srv, "job_io", cases, tmproot, sizeof tmproot);
+	if (tmproot[0])
+		rm_tree(tmproot);
 	curl_global_cleanup();
 	return rc;
 }

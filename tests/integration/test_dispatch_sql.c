@@ -283,6 +283,16 @@ static PGresult *run_stmt(PGconn *c, const char *text, int n, const char *const 
 	return r;
 }
 
+/* How many rows the statement answered. */
+static int rows_of(PGconn *c, const char *text, int n, const char *const *params)
+{
+	PGresult *r = run_stmt(c, text, n, params);
+	int rows = PQntuples(r);
+
+	PQclear(r);
+	return rows;
+}
+
 /* Sends the statement and returns once it waits for a lock (seen from
  * the test's third session in pg_stat_activity). */
 static void send_blocked(PGconn *c, const char *text, int n, const char *const *params)
@@ -374,24 +384,16 @@ static void test_race_claim_rescue(void)
 	r = run_stmt(a.c, DQ_HEARTBEAT, 5, rescue_params);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
 	PQclear(r);
-	r = run_stmt(b.c, DQ_CLAIM, 5, claim);
-	CU_ASSERT_EQUAL(PQntuples(r), 0);
-	PQclear(r);
+	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 5, claim), 0);
 	PQclear(pgtest_query(a.c, "COMMIT"));
 	/* after the commit it is claimed exactly once, as the second attempt */
-	r = run_stmt(b.c, DQ_CLAIM, 5, claim);
-	CU_ASSERT_EQUAL(PQntuples(r), 1);
-	PQclear(r);
-	r = run_stmt(a.c, DQ_CLAIM, 5, claim);
-	CU_ASSERT_EQUAL(PQntuples(r), 0);
-	PQclear(r);
+	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 5, claim), 1);
+	CU_ASSERT_EQUAL(rows_of(a.c, DQ_CLAIM, 5, claim), 0);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
 	/* the stale dispatcher's late finish changes nothing */
 	struct finish_args fa;
 	finish_params(&fa, id, "stale", "1");
-	r = run_stmt(a.c, DQ_FINISH, 8, fa.p);
-	CU_ASSERT_EQUAL(PQntuples(r), 0);
-	PQclear(r);
+	CU_ASSERT_EQUAL(rows_of(a.c, DQ_FINISH, 8, fa.p), 0);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
 	PQfinish(a.c);
 	PQfinish(b.c);
@@ -530,7 +532,6 @@ static void test_race_claim_claim(void)
 	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
 	const char *ca[5] = { "one", "6", "{}", "false", "-1000" },
 		   *cb[5] = { "two", "100", "{}", "false", "-1000" };
-	PGresult *r;
 
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 	for (int i = 0; i < 10; i++)
@@ -538,12 +539,8 @@ static void test_race_claim_claim(void)
 	/* the first claim's rows stay locked: the second takes the rest at
 	 * once (SKIP LOCKED), and no row is claimed twice */
 	PQclear(pgtest_query(a.c, "BEGIN"));
-	r = run_stmt(a.c, DQ_CLAIM, 5, ca);
-	CU_ASSERT_EQUAL(PQntuples(r), 6);
-	PQclear(r);
-	r = run_stmt(b.c, DQ_CLAIM, 5, cb);
-	CU_ASSERT_EQUAL(PQntuples(r), 4);
-	PQclear(r);
+	CU_ASSERT_EQUAL(rows_of(a.c, DQ_CLAIM, 5, ca), 6);
+	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 5, cb), 4);
 	PQclear(pgtest_query(a.c, "COMMIT"));
 	CU_ASSERT_EQUAL(pgtest_int(F.c,
 				   "SELECT count(*) FROM execdispatch.job WHERE state = 'claimed' "

@@ -331,15 +331,6 @@ static void test_files(void)
 	fx_stop(c, &d);
 }
 
-static int status_int(const struct es_daemon *d, const char *a, const char *b, const char *c2)
-{
-	struct json_object *st = harness_status(d);
-	long long v = st ? harness_json_int(st, a, b, c2, NULL) : -1;
-
-	json_object_put(st);
-	return (int)v;
-}
-
 /* A service only the second instance offers runs there, with no config. */
 static void test_placement_mixed(void)
 {
@@ -405,9 +396,10 @@ static void test_surplus_declined(void)
 	s.in.data = "once\n";
 	s.in.len = 5;
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	for (int i = 0; i < 200 && status_int(&d[0], "waitgroups", "wg", "offered") != 1; i++)
+	for (int i = 0;
+	     i < 200 && harness_status_int(&d[0], "waitgroups", "wg", "offered", NULL) != 1; i++)
 		fx_spin(20);
-	CU_ASSERT_EQUAL_FATAL(status_int(&d[0], "waitgroups", "wg", "offered"), 1);
+	CU_ASSERT_EQUAL_FATAL(harness_status_int(&d[0], "waitgroups", "wg", "offered", NULL), 1);
 	wstap_hold(tap[1], 0);
 	CU_ASSERT(fx_wait(&done.called, 20000));
 	CU_ASSERT(done.ok);
@@ -418,12 +410,12 @@ static void test_surplus_declined(void)
 	CU_ASSERT(fx_log_find("declining offer") != NULL);
 	fx_spin(300);
 	for (int i = 0; i < 2; i++) {
-		started += status_int(&d[i], "services", "tools", "started");
-		CU_ASSERT_EQUAL(status_int(&d[i], "waitgroups", "wg", "offered"), 0);
-		CU_ASSERT_EQUAL(status_int(&d[i], "waitgroups", "wg", "waiting"), 0);
+		started += harness_status_int(&d[i], "services", "tools", "started", NULL);
+		CU_ASSERT_EQUAL(harness_status_int(&d[i], "waitgroups", "wg", "offered", NULL), 0);
+		CU_ASSERT_EQUAL(harness_status_int(&d[i], "waitgroups", "wg", "waiting", NULL), 0);
 	}
 	CU_ASSERT_EQUAL(started, 1);
-	CU_ASSERT_EQUAL(status_int(&d[1], "services", "tools", "started"), 1);
+	CU_ASSERT_EQUAL(harness_status_int(&d[1], "services", "tools", "started", NULL), 1);
 	exc_client_free(c);
 	for (int i = 0; i < 2; i++) {
 		wstap_free(tap[i]);
@@ -487,7 +479,7 @@ static void test_timeout_cancel_query(void)
 	CU_ASSERT(b.retryable);
 	CU_ASSERT(!b.ok);
 	fx_spin(200);
-	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 0);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "waitgroups", "wg", "waiting", NULL), 0);
 	/* a waiting job: QUERY answers its position, then it is cancelled */
 	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &w);
 	jw = exc_submit(c, &s);
@@ -499,13 +491,13 @@ static void test_timeout_cancel_query(void)
 	CU_ASSERT_EQUAL(w.pos_running, 1);
 	CU_ASSERT_EQUAL(w.pos_capacity, 1);
 	CU_ASSERT_EQUAL(w.pos_ahead, 0);
-	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 1);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "waitgroups", "wg", "waiting", NULL), 1);
 	CU_ASSERT_EQUAL(exc_cancel(jw), 0);
 	CU_ASSERT(fx_wait(&w.called, 5000));
 	CU_ASSERT_STRING_EQUAL(w.error_code, "cancelled");
 	CU_ASSERT(!w.retryable);
 	fx_spin(200);
-	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 0);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "waitgroups", "wg", "waiting", NULL), 0);
 	/* the running job: QUERY says running, CANCEL ends it */
 	CU_ASSERT_EQUAL(exc_query(ja), 1);
 	CU_ASSERT(fx_wait(&a.pos_count, 3000));
@@ -802,7 +794,7 @@ static void test_reconnect(void)
 	s.in.len = 6;
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	fx_spin(300);
-	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 1);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "waitgroups", "wg", "waiting", NULL), 1);
 	CU_ASSERT_FATAL(harness_handler_pids(&d, pids, 4) == 1);
 	kill(pids[0], SIGKILL);
 	CU_ASSERT(fx_wait(&a.called, 15000));
@@ -908,7 +900,7 @@ static void test_pool_covered(void)
 	CU_ASSERT_EQUAL(st2.connections, 1);
 	/* free cancels the running job at once (no resume grace wait) and
 	 * drops the waiting one */
-	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "running"), 1);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "waitgroups", "wg", "running", NULL), 1);
 	exc_client_free(c);
 	CU_ASSERT(harness_wait_status(&d, 5000, nothing_held, NULL) == 0);
 	if (getenv("FX_VERBOSE")) {

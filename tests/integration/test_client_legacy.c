@@ -38,15 +38,6 @@ static int start(struct es_daemon *d, int slots, int legacy)
 	return harness_start(d, 1, harness_tools_body(head, slots, "cat cp sh sleep", NULL), NULL);
 }
 
-static long long status_int(const struct es_daemon *d, const char *a, const char *b, const char *c)
-{
-	struct json_object *st = harness_status(d);
-	long long v = st ? harness_json_int(st, a, b, c, NULL) : -1;
-
-	json_object_put(st);
-	return v;
-}
-
 static int count_log(const char *needle)
 {
 	int n = 0;
@@ -88,7 +79,7 @@ static void test_fallback_bytes(void)
 	fx_expect_file(path, data, n);
 	free(data);
 	/* the instance ran it as a token job */
-	CU_ASSERT_EQUAL(status_int(&d, "services", "tools", "finished"), 1);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "services", "tools", "finished", NULL), 1);
 	fx_stop(c, &d);
 }
 
@@ -205,9 +196,10 @@ static void test_poll_until_timeout(void)
 	c = fx_client(NULL, &d, 1, NULL);
 	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"8\"]}", &busy);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	for (int i = 0; i < 200 && status_int(&d, "waitgroups", "wg", "tokens") < 1; i++)
+	for (int i = 0; i < 200 && harness_status_int(&d, "waitgroups", "wg", "tokens", NULL) < 1;
+	     i++)
 		fx_spin(50);
-	CU_ASSERT_EQUAL_FATAL(status_int(&d, "waitgroups", "wg", "tokens"), 1);
+	CU_ASSERT_EQUAL_FATAL(harness_status_int(&d, "waitgroups", "wg", "tokens", NULL), 1);
 	fx_log_clear();
 	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &late);
 	s.connect_timeout_sec = 3;
@@ -246,15 +238,17 @@ static void test_cancel_running(void)
 	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &done);
 	j = exc_submit(c, &s);
 	CU_ASSERT_FATAL(j != NULL);
-	for (int i = 0; i < 200 && status_int(&d, "waitgroups", "wg", "tokens") < 1; i++)
+	for (int i = 0; i < 200 && harness_status_int(&d, "waitgroups", "wg", "tokens", NULL) < 1;
+	     i++)
 		fx_spin(50);
 	CU_ASSERT_STRING_EQUAL(exc_job_state(j), "running");
 	CU_ASSERT_EQUAL(exc_cancel(j), 0);
 	CU_ASSERT(fx_wait(&done.called, 5000));
 	CU_ASSERT_STRING_EQUAL(done.error_code, "cancelled");
-	for (int i = 0; i < 100 && status_int(&d, "waitgroups", "wg", "tokens") != 0; i++)
+	for (int i = 0; i < 100 && harness_status_int(&d, "waitgroups", "wg", "tokens", NULL) != 0;
+	     i++)
 		fx_spin(50);
-	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "tokens"), 0);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "waitgroups", "wg", "tokens", NULL), 0);
 	fx_stop(c, &d);
 }
 
@@ -299,8 +293,8 @@ static void test_mixed_pool(void)
 	CU_ASSERT(on_broker >= 1);
 	CU_ASSERT(on_legacy >= 1);
 	CU_ASSERT_EQUAL(on_broker + on_legacy, 6);
-	CU_ASSERT_EQUAL(status_int(&d[0], "services", "tools", "started"), on_broker);
-	CU_ASSERT_EQUAL(status_int(&d[1], "services", "tools", "started"), on_legacy);
+	CU_ASSERT_EQUAL(harness_status_int(&d[0], "services", "tools", "started", NULL), on_broker);
+	CU_ASSERT_EQUAL(harness_status_int(&d[1], "services", "tools", "started", NULL), on_legacy);
 	exc_client_free(c);
 	for (int i = 0; i < 2; i++)
 		fx_stop(NULL, &d[i]);

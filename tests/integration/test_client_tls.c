@@ -110,11 +110,7 @@ static exc_client *client(const char *ca, const char *url, struct conn_seen *see
 
 static long long started_jobs(void)
 {
-	struct json_object *st = harness_status(&D);
-	long long n = harness_json_int(st, "services", "tools", "started", NULL);
-
-	json_object_put(st);
-	return n;
+	return harness_status_int(&D, "services", "tools", "started", NULL);
 }
 
 static void test_job_over_wss(void)

@@ -123,10 +123,7 @@ static void test_max_connections_book(void)
 	 * there is room) */
 	tc_close(c[0]);
 	harness_sleep_ms(200);
-	struct json_object *st = harness_status(&D);
-	CU_ASSERT_EQUAL(harness_json_int(st, "connections", NULL), 2);
-	if (st)
-		json_object_put(st);
+	CU_ASSERT_EQUAL(harness_status_int(&D, "connections", NULL), 2);
 	tc_close(c[1]);
 	tc_close(c[2]);
 	printf("(503 answers: %d of 6) ", refused503);
@@ -344,10 +341,7 @@ static void test_max_jobs_repaired(void)
 		json_object_put(d);
 	CU_ASSERT(works(again, "y"));
 	CU_ASSERT(harness_log_contains(&D, "fault injection: dying at accept.mid"));
-	struct json_object *st = harness_status(&D);
-	CU_ASSERT(harness_json_int(st, "book_repairs", NULL) >= 1);
-	if (st)
-		json_object_put(st);
+	CU_ASSERT(harness_status_int(&D, "book_repairs", NULL) >= 1);
 	tc_close(again);
 	stop();
 }

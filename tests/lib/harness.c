@@ -498,13 +498,22 @@ int harness_wait_status(const struct es_daemon *d, int timeout_ms,
 	return -1;
 }
 
-long long harness_wg_field(const struct es_daemon *d, const char *wg, const char *field)
+long long harness_status_int(const struct es_daemon *d, ...)
 {
 	struct json_object *st = harness_status(d);
-	long long v = harness_json_int(st, "waitgroups", wg, field, NULL);
+	va_list ap;
+
+	va_start(ap, d);
+	long long v = harness_json_vint(st, ap);
+	va_end(ap);
 	if (st)
 		json_object_put(st);
 	return v;
+}
+
+long long harness_wg_field(const struct es_daemon *d, const char *wg, const char *field)
+{
+	return harness_status_int(d, "waitgroups", wg, field, NULL);
 }
 
 long long harness_json_vint(struct json_object *o, va_list ap)

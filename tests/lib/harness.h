@@ -92,6 +92,10 @@ int harness_wait_status(const struct es_daemon *d, int timeout_ms,
 			int (*pred)(struct json_object *status, void *arg), void *arg);
 /* Integer at a path of keys in a JSON object ("waitgroups", "wg", "running", NULL). */
 long long harness_json_int(struct json_object *o, ...);
+/* The integer at a path of keys in GET /status (NULL-terminated:
+ * "services", "cat", "started", NULL), or -1 when /status did not answer
+ * or has no such field. */
+long long harness_status_int(const struct es_daemon *d, ...);
 /* The field of waitgroup wg in GET /status ("running", "offered", ...), or
  * -1 when /status did not answer or has no such field. */
 long long harness_wg_field(const struct es_daemon *d, const char *wg, const char *field);

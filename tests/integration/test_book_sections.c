@@ -18,15 +18,6 @@
 #include "proto.h"
 #include "suite.h"
 
-static long long lock_ops(const struct es_daemon *d)
-{
-	struct json_object *st = harness_status(d);
-	long long ops = st ? harness_json_int(st, "lock", "ops", NULL) : -1;
-	if (st)
-		json_object_put(st);
-	return ops;
-}
-
 static void test_decline_want_one_section(void)
 {
 	struct es_daemon d;
@@ -52,7 +43,8 @@ static void test_decline_want_one_section(void)
 	long long status_min = -1, round_min = -1;
 	int holder = 0;
 	for (int round = 0; round < 6; round++) {
-		long long s0 = lock_ops(&d), s1 = lock_ops(&d);
+		long long s0 = harness_status_int(&d, "lock", "ops", NULL),
+			  s1 = harness_status_int(&d, "lock", "ops", NULL);
 		snprintf(msg[0], sizeof msg[0],
 			 "{\"type\":\"DECLINE\",\"job_id\":\"s%d\",\"token\":\"%s\"}", holder, tok);
 		snprintf(msg[1], sizeof msg[1],
@@ -64,7 +56,7 @@ static void test_decline_want_one_section(void)
 		CU_ASSERT_STRING_EQUAL(tc_str(o, "job_id"), holder ? "s1" : "s0");
 		snprintf(tok, sizeof tok, "%s", tc_str(o, "token"));
 		json_object_put(o);
-		long long s2 = lock_ops(&d);
+		long long s2 = harness_status_int(&d, "lock", "ops", NULL);
 		CU_ASSERT_FATAL(s0 >= 0 && s1 >= 0 && s2 >= 0);
 		if (status_min < 0 || s1 - s0 < status_min)
 			status_min = s1 - s0;

@@ -70,6 +70,18 @@ static void watch(int fd, int type, int idx)
 	}
 }
 
+/* Out of the epoll set, then closed.  close alone does not suffice: the
+ * registration lives as long as the open file does, and a child vforked
+ * while fd was open holds a copy of it until its exec has closed its
+ * close-on-exec descriptors, which the kernel does after the parent has
+ * been let go (so the parent may close fd, reuse its number for another
+ * file, and still get events of the old one with fd's data). */
+static void unwatch_close(int fd)
+{
+	epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+	close(fd);
+}
+
 static void say(int fd, const char *msg)
 {
 	(void)send(fd, msg, 4, MSG_NOSIGNAL);
@@ -146,7 +158,7 @@ static void on_conn(int c)
 	memcpy(buf, carry[c], carry_len[c]);
 	ssize_t n = recv(c, buf + carry_len[c], sizeof buf - carry_len[c], 0);
 	if (n <= 0) {
-		close(c); /* a closed connection's parked wants stay: not in row 3 */
+		unwatch_close(c); /* its parked wants stay: not in row 3 */
 		return;
 	}
 	size_t len = carry_len[c] + (size_t)n, i = 0;
@@ -178,7 +190,7 @@ static void on_pipe(int fd)
 	char buf[4096];
 	if (read(fd, buf, sizeof buf) > 0)
 		return;
-	close(fd);
+	unwatch_close(fd);
 	jobs[pipe_slot[fd]].pipes--;
 	job_check_end(&jobs[pipe_slot[fd]]);
 }

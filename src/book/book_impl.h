@@ -54,17 +54,12 @@
 		(head) = i_;                    \
 	} while (0)
 
-#define BK_DL_UNLINK_H(ACC, b, head, i, P, N)                              \
-	do {                                                               \
-		uint32_t i_ = (i), p_ = ACC(b, i_)->P, n_ = ACC(b, i_)->N; \
-		if (p_ != BK_NIL)                                          \
-			ACC(b, p_)->N = n_;                                \
-		else                                                       \
-			(head) = n_;                                       \
-		if (n_ != BK_NIL)                                          \
-			ACC(b, n_)->P = p_;                                \
-		ACC(b, i_)->P = BK_NIL;                                    \
-		ACC(b, i_)->N = BK_NIL;                                    \
+/* Unlinks from a head-only list: BK_DL_UNLINK with a throwaway tail. */
+#define BK_DL_UNLINK_H(ACC, b, head, i, P, N)                  \
+	do {                                                   \
+		uint32_t no_tail_ = BK_NIL;                    \
+		BK_DL_UNLINK(ACC, b, head, no_tail_, i, P, N); \
+		(void)no_tail_;                                \
 	} while (0)
 
 static inline uint32_t bk_want_wg(const struct book *b, const struct bk_want *w)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <CUnit/Basic.h>
 #include <event2/event.h>
 #include <json-c/json.h>
 
@@ -116,6 +117,57 @@ void fx_spec(struct exc_job_spec *s, const char *service, const char *job_json, 
 	s->on_done = fx_on_done;
 	s->on_position = fx_on_position;
 	s->arg = d;
+}
+
+void fx_cat_spec(struct exc_job_spec *s, struct fx_done *d, const unsigned char *data, size_t n,
+		 int out_fd)
+{
+	fx_spec(s, "tools", "{\"command\":\"cat\"}", d);
+	s->in.kind = EXC_IO_BUFFER;
+	s->in.data = data;
+	s->in.len = n;
+	s->out.kind = EXC_IO_FD;
+	s->out.fd = out_fd;
+}
+
+void fx_files_job(exc_client *c, const struct es_daemon *d)
+{
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	struct exc_file in = { "a.txt",
+			       { .kind = EXC_IO_BUFFER, .data = "hello files\n", .len = 12 } };
+	struct exc_file out = { "b.txt", { .kind = EXC_IO_FILE } };
+	char path[300];
+
+	snprintf(path, sizeof path, "%s/b-local.txt", d->dir);
+	out.io.path = path;
+	fx_spec(&s, "tools", "{\"command\":\"cp\",\"args\":[\"a.txt\",\"b.txt\"]}", &done);
+	s.inputs = &in;
+	s.ninputs = 1;
+	s.outputs = &out;
+	s.noutputs = 1;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 20000));
+	CU_ASSERT(done.ok);
+	fx_expect_file(path, "hello files\n", 12);
+}
+
+void fx_expect_file(const char *path, const void *data, size_t n)
+{
+	size_t got = 0;
+	unsigned char *back = harness_read_file(path, &got);
+
+	CU_ASSERT_EQUAL(got, n);
+	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
+	free(back);
+}
+
+void fx_stop(exc_client *c, struct es_daemon *d)
+{
+	if (c)
+		exc_client_free(c);
+	harness_stop(d, 10000);
+	harness_cleanup(d);
 }
 
 static int flag_pred(void *arg)

@@ -38,6 +38,19 @@ void fx_on_done(exc_job *j, const struct exc_receipt *r, void *arg);
 void fx_on_position(exc_job *j, const struct exc_position *p, void *arg);
 /* A spec for service running job_json, done into d. */
 void fx_spec(struct exc_job_spec *s, const char *service, const char *job_json, struct fx_done *d);
+/* A spec for `cat` in service "tools" (done into d): stdin the n bytes at
+ * data, stdout into the caller's out_fd. */
+void fx_cat_spec(struct exc_job_spec *s, struct fx_done *d, const unsigned char *data, size_t n,
+		 int out_fd);
+/* Runs `cp a.txt b.txt` in service "tools" through c, a.txt from a buffer
+ * and b.txt into a file in daemon d's directory: asserts that the job ends
+ * ok and that the file holds the buffer's bytes. */
+void fx_files_job(exc_client *c, const struct es_daemon *d);
+/* Asserts that the file at path holds exactly the n bytes at data. */
+void fx_expect_file(const char *path, const void *data, size_t n);
+/* Frees client c (NULL: none), then stops daemon d and removes its
+ * directory. */
+void fx_stop(exc_client *c, struct es_daemon *d);
 /* Runs the loop until *flag != 0 or timeout_ms; returns *flag. */
 int fx_wait(const int *flag, int timeout_ms);
 /* Runs the loop until pred(arg) or timeout_ms; returns pred(arg). */

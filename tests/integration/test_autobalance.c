@@ -105,15 +105,6 @@ static const char *class_of(const struct es_daemon *d, const char *svc)
 	return g_class;
 }
 
-static long long status_int(const struct es_daemon *d, const char *a, const char *b, const char *c)
-{
-	struct json_object *st = harness_status(d);
-	long long v = harness_json_int(st, a, b, c, NULL);
-	if (st)
-		json_object_put(st);
-	return v;
-}
-
 static void profile_path(const struct es_daemon *d, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/tmp/profile.json", d->dir);
@@ -267,10 +258,11 @@ static void test_hello_single_pool(void)
 	CU_ASSERT_STRING_EQUAL(tc_str(svcs, "fresh"), "auto");
 	tc_close(c);
 	/* /status: the parameters in effect, every service unknown */
-	CU_ASSERT_EQUAL(status_int(&D, "auto_balance", "fast_reserve", NULL), 1);
-	CU_ASSERT_EQUAL(status_int(&D, "auto_balance", "unknown_cap", NULL), 2);
-	CU_ASSERT_EQUAL(status_int(&D, "auto_balance", "heavy_threshold_ms", NULL), 500);
-	CU_ASSERT_EQUAL(status_int(&D, "auto_balance", "cpus", NULL), POOL);
+	CU_ASSERT_EQUAL(harness_status_int(&D, "auto_balance", "fast_reserve", NULL, NULL), 1);
+	CU_ASSERT_EQUAL(harness_status_int(&D, "auto_balance", "unknown_cap", NULL, NULL), 2);
+	CU_ASSERT_EQUAL(harness_status_int(&D, "auto_balance", "heavy_threshold_ms", NULL, NULL),
+			500);
+	CU_ASSERT_EQUAL(harness_status_int(&D, "auto_balance", "cpus", NULL, NULL), POOL);
 	CU_ASSERT_STRING_EQUAL(class_of(&D, "heavy"), "unknown");
 	CU_ASSERT(harness_log_contains(&D, "no profile snapshot"));
 }
@@ -289,17 +281,17 @@ static void test_unknown_share_cap(void)
 			json_object_put(o);
 	}
 	CU_ASSERT(tc_quiet(c, 400));
-	CU_ASSERT_EQUAL(status_int(&D, "waitgroups", "auto", "offered"), 2);
-	CU_ASSERT_EQUAL(status_int(&D, "waitgroups", "auto", "waiting"), 2);
+	CU_ASSERT_EQUAL(harness_status_int(&D, "waitgroups", "auto", "offered", NULL), 2);
+	CU_ASSERT_EQUAL(harness_status_int(&D, "waitgroups", "auto", "waiting", NULL), 2);
 	/* the rest of the pool is there for other services (light is unknown
 	 * too, with its own cap) */
 	CU_ASSERT_PTR_NOT_NULL(tc_want_offer(l, "x1", "light", 0, 2000));
 	CU_ASSERT_PTR_NOT_NULL(tc_want_offer(l, "x2", "light", 0, 2000));
-	CU_ASSERT_EQUAL(status_int(&D, "waitgroups", "auto", "offered"), 4);
+	CU_ASSERT_EQUAL(harness_status_int(&D, "waitgroups", "auto", "offered", NULL), 4);
 	tc_close(c);
 	tc_close(l);
 	harness_sleep_ms(100);
-	CU_ASSERT_EQUAL(status_int(&D, "wants", NULL, NULL), 0);
+	CU_ASSERT_EQUAL(harness_status_int(&D, "wants", NULL, NULL, NULL), 0);
 }
 
 static void test_classification(void)
@@ -372,8 +364,9 @@ static void test_flood_keeps_reserve(void)
 	flood_pump(&f, 700);
 	/* 4 slots, 1 reserved: exactly 3 heavy jobs run, the others wait */
 	CU_ASSERT_EQUAL(f.running, POOL - 1);
-	CU_ASSERT_EQUAL(status_int(&D, "waitgroups", "auto", "running"), POOL - 1);
-	CU_ASSERT_EQUAL(status_int(&D, "waitgroups", "auto", "waiting"), FLOOD_WANTS - (POOL - 1));
+	CU_ASSERT_EQUAL(harness_status_int(&D, "waitgroups", "auto", "running", NULL), POOL - 1);
+	CU_ASSERT_EQUAL(harness_status_int(&D, "waitgroups", "auto", "waiting", NULL),
+			FLOOD_WANTS - (POOL - 1));
 	g_have_auto = measure_light(&f, D.port, &g_auto) == 0;
 	CU_ASSERT(g_have_auto);
 	for (int r = 0; g_have_auto && r < ROUNDS; r++)
@@ -396,7 +389,7 @@ static void test_snapshot_restored(void)
 	CU_ASSERT(harness_log_contains(&D, "restored"));
 	CU_ASSERT_STRING_EQUAL(class_of(&D, "heavy"), "heavy");
 	CU_ASSERT_STRING_EQUAL(class_of(&D, "light"), "light");
-	CU_ASSERT(status_int(&D, "services", "heavy", "samples") >= 2);
+	CU_ASSERT(harness_status_int(&D, "services", "heavy", "samples", NULL) >= 2);
 	/* and it acts on it at once: four heavy wants, three slots */
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
@@ -414,7 +407,7 @@ static void test_snapshot_restored(void)
 	struct json_object *p = tc_expect(c, "POSITION", 2000);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
 	CU_ASSERT_STRING_EQUAL(tc_str(p, "state"), "waiting");
-	long long mean = status_int(&D, "services", "heavy", "mean_runtime_ms");
+	long long mean = harness_status_int(&D, "services", "heavy", "mean_runtime_ms", NULL);
 	CU_ASSERT_EQUAL(tc_int(p, "eta_ms"), mean * (tc_int(p, "ahead") + 1) / (POOL - 1));
 	json_object_put(p);
 	tc_close(c);
@@ -428,7 +421,7 @@ static void test_snapshot_discarded_on_pool_change(void)
 	CU_ASSERT(harness_log_contains(&D,
 				       "discarded: taken with a pool of 4 slots, this pool has 6"));
 	CU_ASSERT_STRING_EQUAL(class_of(&D, "heavy"), "unknown");
-	CU_ASSERT_EQUAL(status_int(&D, "services", "heavy", "samples"), 0);
+	CU_ASSERT_EQUAL(harness_status_int(&D, "services", "heavy", "samples", NULL), 0);
 	st = harness_stop(&D, 30000);
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	/* the shutdown wrote a snapshot for the new pool */
@@ -474,7 +467,7 @@ static void test_hostile_snapshot(void)
 	CU_ASSERT_FATAL(harness_restart(&A, 1, auto_body(POOL), NULL) == 0);
 	CU_ASSERT(harness_log_contains(&A, "service \"heavy\": malformed entry"));
 	CU_ASSERT_STRING_EQUAL(class_of(&A, "heavy"), "unknown");
-	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "samples"), 0);
+	CU_ASSERT_EQUAL(harness_status_int(&A, "services", "heavy", "samples", NULL), 0);
 	harness_stop(&A, 30000);
 	harness_cleanup(&A);
 }
@@ -540,7 +533,7 @@ static void test_cancels_keep_heavy(void)
 			json_object_put(d);
 	}
 	CU_ASSERT_STRING_EQUAL(class_of(&A, "heavy"), "heavy");
-	long long mean = status_int(&A, "services", "heavy", "mean_runtime_ms");
+	long long mean = harness_status_int(&A, "services", "heavy", "mean_runtime_ms", NULL);
 	CU_ASSERT(mean >= 800 && mean < 1500);
 	for (int i = 0; i < 12; i++) {
 		char id[16];
@@ -559,9 +552,9 @@ static void test_cancels_keep_heavy(void)
 			json_object_put(d);
 	}
 	CU_ASSERT_STRING_EQUAL(class_of(&A, "heavy"), "heavy");
-	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "samples"), 2);
-	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "mean_runtime_ms"), mean);
-	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "finished"), 14);
+	CU_ASSERT_EQUAL(harness_status_int(&A, "services", "heavy", "samples", NULL), 2);
+	CU_ASSERT_EQUAL(harness_status_int(&A, "services", "heavy", "mean_runtime_ms", NULL), mean);
+	CU_ASSERT_EQUAL(harness_status_int(&A, "services", "heavy", "finished", NULL), 14);
 	/* the reserve holds: 4 heavy WANTs on a pool of 4 get 3 OFFERs */
 	for (int i = 0; i < 4; i++)
 		tc_send(c, "{\"type\":\"WANT\",\"job_id\":\"f%d\",\"service\":\"heavy\"}", i);
@@ -587,8 +580,8 @@ static void test_cancels_keep_heavy(void)
 	CU_ASSERT_PTR_NOT_NULL(d);
 	if (d)
 		json_object_put(d);
-	CU_ASSERT_EQUAL(status_int(&A, "services", "heavy", "samples"), 3);
-	CU_ASSERT(status_int(&A, "services", "heavy", "mean_runtime_ms") > mean);
+	CU_ASSERT_EQUAL(harness_status_int(&A, "services", "heavy", "samples", NULL), 3);
+	CU_ASSERT(harness_status_int(&A, "services", "heavy", "mean_runtime_ms", NULL) > mean);
 	tc_close(c);
 	harness_stop(&A, 10000);
 	harness_cleanup(&A);

@@ -103,12 +103,8 @@ static void test_job_round_trip(void)
 	json_object_put(done);
 
 	/* a failing command: exit code and the decisive stderr line */
-	token = tc_want_offer(a, "j2", "cat", 0, 3000);
-	CU_ASSERT_FATAL(token != NULL);
-	tc_send(a,
-		"{\"type\":\"JOB\",\"job_id\":\"j2\",\"token\":\"%s\","
-		"\"job\":{\"command\":\"cat\",\"args\":[\"/no/such/file\"]}}",
-		token);
+	CU_ASSERT_FATAL(tc_start_job(a, "j2", "cat",
+				     "{\"command\":\"cat\",\"args\":[\"/no/such/file\"]}") == 0);
 	done = tc_expect(a, "DONE", 5000);
 	CU_ASSERT_FATAL(done != NULL);
 	json_object_object_get_ex(done, "receipt", &r);
@@ -249,12 +245,8 @@ static void test_priority_across_clients(void)
 		       *b = tc_connect_on_handler(&D, 2, 1, "b");
 	CU_ASSERT_FATAL(a && b);
 	/* a holds the only slot with a running job */
-	const char *token = tc_want_offer(a, "hold", "sleep", 0, 3000);
-	CU_ASSERT_FATAL(token != NULL);
-	tc_send(a,
-		"{\"type\":\"JOB\",\"job_id\":\"hold\",\"token\":\"%s\",\"job\":{\"command\":"
-		"\"sleep\",\"args\":[\"0.5\"]}}",
-		token);
+	CU_ASSERT_FATAL(tc_start_job(a, "hold", "sleep",
+				     "{\"command\":\"sleep\",\"args\":[\"0.5\"]}") == 0);
 	for (int i = 0; i < 5; i++)
 		tc_send(a,
 			"{\"type\":\"WANT\",\"job_id\":\"bg%d\",\"service\":\"cat\",\"priority\":-"
@@ -544,18 +536,10 @@ static void test_drain(void)
 	start(1, 2, "drainTimeoutSec: 2\n", NULL);
 	struct tclient *a = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(a != NULL);
-	const char *t = tc_want_offer(a, "short", "sleep", 0, 3000);
-	CU_ASSERT_FATAL(t != NULL);
-	tc_send(a,
-		"{\"type\":\"JOB\",\"job_id\":\"short\",\"token\":\"%s\",\"job\":{\"command\":"
-		"\"sleep\",\"args\":[\"1\"]}}",
-		t);
-	t = tc_want_offer(a, "long", "sleep", 0, 3000);
-	CU_ASSERT_FATAL(t != NULL);
-	tc_send(a,
-		"{\"type\":\"JOB\",\"job_id\":\"long\",\"token\":\"%s\",\"job\":{\"command\":"
-		"\"sleep\",\"args\":[\"30\"]}}",
-		t);
+	CU_ASSERT_FATAL(
+		tc_start_job(a, "short", "sleep", "{\"command\":\"sleep\",\"args\":[\"1\"]}") == 0);
+	CU_ASSERT_FATAL(
+		tc_start_job(a, "long", "sleep", "{\"command\":\"sleep\",\"args\":[\"30\"]}") == 0);
 	harness_sleep_ms(200);
 	long long t0 = harness_now_ms();
 	kill(D.pid, SIGTERM);

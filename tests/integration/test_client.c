@@ -44,36 +44,13 @@
 #include "wsclient.h"
 #include "wstap.h"
 
-static const char body_tools[] = "jobRemovalPolicy: all\n"
-				 "waitgroups:\n"
-				 "  wg: {processes: %d}\n"
-				 "services:\n"
-				 "  tools:\n"
-				 "    waitgroup: wg\n"
-				 "    commands:\n"
-				 "      cat: {prog: cat}\n"
-				 "      cp: {prog: cp}\n"
-				 "      sleep: {prog: sleep}\n"
-				 "%s";
-
+/* A daemon with one handler and the service "tools" (cat, cp, sleep) on
+ * `slots` processes; extra: YAML lines after it (NULL for none). */
 static int start(struct es_daemon *d, int slots, const char *extra)
 {
-	char body[2048];
-
-	snprintf(body, sizeof body, body_tools, slots, extra ? extra : "");
-	return harness_start(d, 1, body, NULL);
-}
-
-/* A cat job: stdin n bytes of data, stdout into the caller's fd. */
-static void cat_spec(struct exc_job_spec *s, struct fx_done *done, const unsigned char *data,
-		     size_t n, int out_fd)
-{
-	fx_spec(s, "tools", "{\"command\":\"cat\"}", done);
-	s->in.kind = EXC_IO_BUFFER;
-	s->in.data = data;
-	s->in.len = n;
-	s->out.kind = EXC_IO_FD;
-	s->out.fd = out_fd;
+	return harness_start(
+		d, 1, harness_tools_body("jobRemovalPolicy: all\n", slots, "cat cp sleep", extra),
+		NULL);
 }
 
 /* stdin from a 3 MiB buffer, stdout to a regular file: the same bytes. */
@@ -82,8 +59,8 @@ static void test_buffer_to_file(void)
 	struct es_daemon d;
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
-	size_t n = 3 << 20, got = 0;
-	unsigned char *data = harness_pattern(n), *back;
+	size_t n = 3 << 20;
+	unsigned char *data = harness_pattern(n);
 	char path[300];
 	exc_client *c;
 	int fd;
@@ -93,21 +70,16 @@ static void test_buffer_to_file(void)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	c = fx_client(NULL, &d, 1, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	cat_spec(&s, &done, data, n, fd);
+	fx_cat_spec(&s, &done, data, n, fd);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&done.called, 30000));
 	CU_ASSERT(done.ok);
 	CU_ASSERT_EQUAL(done.stdin_bytes, n);
 	CU_ASSERT_EQUAL(done.stdout_bytes, n);
 	close(fd);
-	back = harness_read_file(path, &got);
-	CU_ASSERT_EQUAL(got, n);
-	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
-	free(back);
+	fx_expect_file(path, data, n);
 	free(data);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* stdin from a pipe fed by a child, stdout into a pipe drained by a child. */
@@ -117,8 +89,8 @@ static void test_pipe_fds(void)
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
 	int in[2], out[2], status;
-	size_t n = 5 << 20, got = 0;
-	unsigned char *data = harness_pattern(n), *back;
+	size_t n = 5 << 20;
+	unsigned char *data = harness_pattern(n);
 	char path[300];
 	pid_t wr, rd;
 	exc_client *c;
@@ -168,14 +140,9 @@ static void test_pipe_fds(void)
 	close(out[1]);
 	waitpid(wr, &status, 0);
 	waitpid(rd, &status, 0);
-	back = harness_read_file(path, &got);
-	CU_ASSERT_EQUAL(got, n);
-	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
-	free(back);
+	fx_expect_file(path, data, n);
 	free(data);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* Caller fds on /dev/null (a character device epoll refuses) are read
@@ -196,7 +163,7 @@ static void test_devnull_and_broken_pipe(void)
 	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
 	c = fx_client(NULL, &d, 1, NULL);
 	/* 100 kB from a buffer into /dev/null */
-	cat_spec(&s, &a, data, n, null);
+	fx_cat_spec(&s, &a, data, n, null);
 	t0 = harness_now_ms();
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&a.called, 10000));
@@ -217,7 +184,7 @@ static void test_devnull_and_broken_pipe(void)
 	data = harness_pattern(n);
 	CU_ASSERT_FATAL(pipe(p) == 0);
 	close(p[0]);
-	cat_spec(&s, &e, data, n, p[1]);
+	fx_cat_spec(&s, &e, data, n, p[1]);
 	{
 		void (*old)(int) = signal(SIGPIPE, SIG_IGN);
 
@@ -240,9 +207,7 @@ static void test_devnull_and_broken_pipe(void)
 	close(p[1]);
 	close(null);
 	free(data);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* A TCP connection to 127.0.0.1:port (non-blocking connect), or -1. */
@@ -317,7 +282,7 @@ static void test_pipe_dawdlers(void)
 		_exit(0);
 	}
 	fx_spin(500); /* the flood is in */
-	cat_spec(&s, &b, data, 200000, -1);
+	fx_cat_spec(&s, &b, data, 200000, -1);
 	s.out.kind = EXC_IO_DISCARD;
 	s.connect_timeout_sec = 5;
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
@@ -351,52 +316,19 @@ static void test_pipe_dawdlers(void)
 	CU_ASSERT(exc_cancel(ja) == 0);
 	CU_ASSERT(fx_wait(&a.called, 15000));
 	free(data);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* An input file from a buffer copied by cp into an output file. */
 static void test_files(void)
 {
 	struct es_daemon d;
-	struct fx_done done = { 0 };
-	struct exc_job_spec s;
-	struct exc_file in = { "a.txt",
-			       { .kind = EXC_IO_BUFFER, .data = "hello files\n", .len = 12 } };
-	struct exc_file out = { "b.txt", { .kind = EXC_IO_FILE } };
-	char path[300];
-	size_t got = 0;
-	unsigned char *back;
 	exc_client *c;
 
 	CU_ASSERT_FATAL(start(&d, 2, NULL) == 0);
-	snprintf(path, sizeof path, "%s/b-local.txt", d.dir);
-	out.io.path = path;
 	c = fx_client(NULL, &d, 1, NULL);
-	fx_spec(&s, "tools", "{\"command\":\"cp\",\"args\":[\"a.txt\",\"b.txt\"]}", &done);
-	s.inputs = &in;
-	s.ninputs = 1;
-	s.outputs = &out;
-	s.noutputs = 1;
-	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	CU_ASSERT(fx_wait(&done.called, 20000));
-	CU_ASSERT(done.ok);
-	back = harness_read_file(path, &got);
-	CU_ASSERT(back && got == 12 && memcmp(back, "hello files\n", 12) == 0);
-	free(back);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
-}
-
-static int status_int(const struct es_daemon *d, const char *a, const char *b, const char *c2)
-{
-	struct json_object *st = harness_status(d);
-	long long v = st ? harness_json_int(st, a, b, c2, NULL) : -1;
-
-	json_object_put(st);
-	return (int)v;
+	fx_files_job(c, &d);
+	fx_stop(c, &d);
 }
 
 /* A service only the second instance offers runs there, with no config. */
@@ -464,9 +396,10 @@ static void test_surplus_declined(void)
 	s.in.data = "once\n";
 	s.in.len = 5;
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	for (int i = 0; i < 200 && status_int(&d[0], "waitgroups", "wg", "offered") != 1; i++)
+	for (int i = 0;
+	     i < 200 && harness_status_int(&d[0], "waitgroups", "wg", "offered", NULL) != 1; i++)
 		fx_spin(20);
-	CU_ASSERT_EQUAL_FATAL(status_int(&d[0], "waitgroups", "wg", "offered"), 1);
+	CU_ASSERT_EQUAL_FATAL(harness_status_int(&d[0], "waitgroups", "wg", "offered", NULL), 1);
 	wstap_hold(tap[1], 0);
 	CU_ASSERT(fx_wait(&done.called, 20000));
 	CU_ASSERT(done.ok);
@@ -477,12 +410,12 @@ static void test_surplus_declined(void)
 	CU_ASSERT(fx_log_find("declining offer") != NULL);
 	fx_spin(300);
 	for (int i = 0; i < 2; i++) {
-		started += status_int(&d[i], "services", "tools", "started");
-		CU_ASSERT_EQUAL(status_int(&d[i], "waitgroups", "wg", "offered"), 0);
-		CU_ASSERT_EQUAL(status_int(&d[i], "waitgroups", "wg", "waiting"), 0);
+		started += harness_status_int(&d[i], "services", "tools", "started", NULL);
+		CU_ASSERT_EQUAL(harness_status_int(&d[i], "waitgroups", "wg", "offered", NULL), 0);
+		CU_ASSERT_EQUAL(harness_status_int(&d[i], "waitgroups", "wg", "waiting", NULL), 0);
 	}
 	CU_ASSERT_EQUAL(started, 1);
-	CU_ASSERT_EQUAL(status_int(&d[1], "services", "tools", "started"), 1);
+	CU_ASSERT_EQUAL(harness_status_int(&d[1], "services", "tools", "started", NULL), 1);
 	exc_client_free(c);
 	for (int i = 0; i < 2; i++) {
 		wstap_free(tap[i]);
@@ -514,9 +447,7 @@ static void test_limit_reached_waits_again(void)
 	CU_ASSERT(a.ok);
 	CU_ASSERT(b.ok);
 	CU_ASSERT(fx_log_find("ERROR limit_reached") != NULL);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* One slot busy: connectTimeoutSec gives no_slot; cancel waiting and
@@ -548,7 +479,7 @@ static void test_timeout_cancel_query(void)
 	CU_ASSERT(b.retryable);
 	CU_ASSERT(!b.ok);
 	fx_spin(200);
-	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 0);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "waitgroups", "wg", "waiting", NULL), 0);
 	/* a waiting job: QUERY answers its position, then it is cancelled */
 	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &w);
 	jw = exc_submit(c, &s);
@@ -560,13 +491,13 @@ static void test_timeout_cancel_query(void)
 	CU_ASSERT_EQUAL(w.pos_running, 1);
 	CU_ASSERT_EQUAL(w.pos_capacity, 1);
 	CU_ASSERT_EQUAL(w.pos_ahead, 0);
-	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 1);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "waitgroups", "wg", "waiting", NULL), 1);
 	CU_ASSERT_EQUAL(exc_cancel(jw), 0);
 	CU_ASSERT(fx_wait(&w.called, 5000));
 	CU_ASSERT_STRING_EQUAL(w.error_code, "cancelled");
 	CU_ASSERT(!w.retryable);
 	fx_spin(200);
-	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 0);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "waitgroups", "wg", "waiting", NULL), 0);
 	/* the running job: QUERY says running, CANCEL ends it */
 	CU_ASSERT_EQUAL(exc_query(ja), 1);
 	CU_ASSERT(fx_wait(&a.pos_count, 3000));
@@ -577,9 +508,7 @@ static void test_timeout_cancel_query(void)
 	CU_ASSERT(harness_now_ms() - t0 < 5000);
 	CU_ASSERT_STRING_EQUAL(a.error_code, "cancelled");
 	CU_ASSERT(!a.ok);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 struct share_wait {
@@ -865,7 +794,7 @@ static void test_reconnect(void)
 	s.in.len = 6;
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	fx_spin(300);
-	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "waiting"), 1);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "waitgroups", "wg", "waiting", NULL), 1);
 	CU_ASSERT_FATAL(harness_handler_pids(&d, pids, 4) == 1);
 	kill(pids[0], SIGKILL);
 	CU_ASSERT(fx_wait(&a.called, 15000));
@@ -877,9 +806,7 @@ static void test_reconnect(void)
 	CU_ASSERT(exc_address_stats(c, 0, &st) == 0);
 	CU_ASSERT(st.opened >= 2);
 	CU_ASSERT_EQUAL(st.connections, 1);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* The instance running a job vanishes for good: lost, retryable, after
@@ -973,7 +900,7 @@ static void test_pool_covered(void)
 	CU_ASSERT_EQUAL(st2.connections, 1);
 	/* free cancels the running job at once (no resume grace wait) and
 	 * drops the waiting one */
-	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "running"), 1);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "waitgroups", "wg", "running", NULL), 1);
 	exc_client_free(c);
 	CU_ASSERT(harness_wait_status(&d, 5000, nothing_held, NULL) == 0);
 	if (getenv("FX_VERBOSE")) {
@@ -1051,9 +978,7 @@ static void test_address_filter_and_token(void)
 	CU_ASSERT(fx_wait(&b.called, 5000));
 	CU_ASSERT_STRING_EQUAL(b.error_code, "unauthorized");
 	CU_ASSERT(!b.retryable);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 	harness_auth_token = NULL;
 }
 
@@ -1130,9 +1055,7 @@ static void test_pipe_once(void)
 	CU_ASSERT(fx_wait(&a.called, 10000));
 	CU_ASSERT(a.ok);
 	CU_ASSERT_EQUAL(a.stdin_bytes, 9);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* The URL of one endpoint from the client's log ("stdin GET at ") into
@@ -1217,9 +1140,7 @@ static int pinned_child(void)
 	unsigned char *back = harness_read_file(out, &len);
 	PIN_CHECK(back != NULL && len == 7 && memcmp(back, "pinned\n", 7) == 0);
 	free(back);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 	return ok ? 0 : 1;
 }
 
@@ -1287,9 +1208,7 @@ static void test_pipe_put_once(void)
 	back = harness_read_file(out, &got);
 	CU_ASSERT(back && got == sizeof chunk && memcmp(back, chunk, got) == 0);
 	free(back);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 /* stdin and stdout given as URLs (here the test pipe server's): passed to
@@ -1358,9 +1277,7 @@ static void test_owner_found_again(void)
 	CU_ASSERT_EQUAL(a.exit_code, 0);
 	CU_ASSERT(fx_log_find("seeking") != NULL);
 	CU_ASSERT(fx_log_find("reached again") != NULL);
-	exc_client_free(c);
-	harness_stop(&d, 10000);
-	harness_cleanup(&d);
+	fx_stop(c, &d);
 }
 
 static const struct test_case cases[] = {

@@ -26,42 +26,16 @@
 #include "harness.h"
 #include "suite.h"
 
-static const char body_tools[] = "jobRemovalPolicy: all\n"
-				 "%s"
-				 "waitgroups:\n"
-				 "  wg: {processes: %d}\n"
-				 "services:\n"
-				 "  tools:\n"
-				 "    waitgroup: wg\n"
-				 "    commands:\n"
-				 "      cat: {prog: cat}\n"
-				 "      cp: {prog: cp}\n"
-				 "      sh: {prog: sh}\n"
-				 "      sleep: {prog: sleep}\n";
-
-/* legacy: 1 starts the instance without the broker. */
+/* A daemon with one handler and the service "tools" (cat, cp, sh, sleep)
+ * on `slots` processes; legacy: 1 starts it without the broker. */
 static int start(struct es_daemon *d, int slots, int legacy)
 {
-	char body[2048];
+	const char *head = legacy ? "jobRemovalPolicy: all\n"
+				    "broker: off\n"
+				    "legacyTokenValiditySec: 3\n"
+				  : "jobRemovalPolicy: all\n";
 
-	snprintf(body, sizeof body, body_tools,
-		 legacy ? "broker: off\nlegacyTokenValiditySec: 3\n" : "", slots);
-	return harness_start(d, 1, body, NULL);
-}
-
-static void stop(struct es_daemon *d)
-{
-	harness_stop(d, 10000);
-	harness_cleanup(d);
-}
-
-static long long status_int(const struct es_daemon *d, const char *a, const char *b, const char *c)
-{
-	struct json_object *st = harness_status(d);
-	long long v = st ? harness_json_int(st, a, b, c, NULL) : -1;
-
-	json_object_put(st);
-	return v;
+	return harness_start(d, 1, harness_tools_body(head, slots, "cat cp sh sleep", NULL), NULL);
 }
 
 static int count_log(const char *needle)
@@ -79,8 +53,8 @@ static void test_fallback_bytes(void)
 	struct es_daemon d;
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
-	size_t n = 3 << 20, got = 0;
-	unsigned char *data = harness_pattern(n), *back;
+	size_t n = 3 << 20;
+	unsigned char *data = harness_pattern(n);
 	char path[300];
 	exc_client *c;
 	int fd;
@@ -91,12 +65,7 @@ static void test_fallback_bytes(void)
 	fx_log_clear();
 	c = fx_client(NULL, &d, 1, NULL);
 	CU_ASSERT_FATAL(c != NULL);
-	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
-	s.in.kind = EXC_IO_BUFFER;
-	s.in.data = data;
-	s.in.len = n;
-	s.out.kind = EXC_IO_FD;
-	s.out.fd = fd;
+	fx_cat_spec(&s, &done, data, n, fd);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&done.called, 30000));
 	CU_ASSERT(done.ok);
@@ -107,15 +76,11 @@ static void test_fallback_bytes(void)
 	CU_ASSERT(fx_log_find("using the legacy token transport") != NULL);
 	CU_ASSERT(fx_log_find("(legacy token)") != NULL);
 	close(fd);
-	back = harness_read_file(path, &got);
-	CU_ASSERT_EQUAL(got, n);
-	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
-	free(back);
+	fx_expect_file(path, data, n);
 	free(data);
 	/* the instance ran it as a token job */
-	CU_ASSERT_EQUAL(status_int(&d, "services", "tools", "finished"), 1);
-	exc_client_free(c);
-	stop(&d);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "services", "tools", "finished", NULL), 1);
+	fx_stop(c, &d);
 }
 
 /* A failing job: exit code, decisive stderr line and small output in the
@@ -163,8 +128,7 @@ static void test_fallback_receipt(void)
 	CU_ASSERT(fx_wait(&e.called, 20000));
 	CU_ASSERT_STRING_EQUAL(e.error_code, "unknown_command");
 	CU_ASSERT_EQUAL(e.retryable, 0);
-	exc_client_free(c);
-	stop(&d);
+	fx_stop(c, &d);
 }
 
 struct stderr_seen {
@@ -202,41 +166,19 @@ static void test_fallback_stderr_line(void)
 	CU_ASSERT(fx_wait(&seen.called, 20000));
 	CU_ASSERT_STRING_EQUAL(seen.line, "the decisive line");
 	CU_ASSERT_PTR_NOT_NULL(strstr(seen.json, "\"exit_code\":2"));
-	exc_client_free(c);
-	stop(&d);
+	fx_stop(c, &d);
 }
 
 /* Named input and output files go through the library's pipe endpoints. */
 static void test_fallback_files(void)
 {
 	struct es_daemon d;
-	struct fx_done done = { 0 };
-	struct exc_job_spec s;
-	struct exc_file in = { "a.txt",
-			       { .kind = EXC_IO_BUFFER, .data = "hello files\n", .len = 12 } };
-	struct exc_file out = { "b.txt", { .kind = EXC_IO_FILE } };
-	char path[300];
-	size_t got = 0;
-	unsigned char *back;
 	exc_client *c;
 
 	CU_ASSERT_FATAL(start(&d, 1, 1) == 0);
-	snprintf(path, sizeof path, "%s/b-local.txt", d.dir);
-	out.io.path = path;
 	c = fx_client(NULL, &d, 1, NULL);
-	fx_spec(&s, "tools", "{\"command\":\"cp\",\"args\":[\"a.txt\",\"b.txt\"]}", &done);
-	s.inputs = &in;
-	s.ninputs = 1;
-	s.outputs = &out;
-	s.noutputs = 1;
-	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	CU_ASSERT(fx_wait(&done.called, 20000));
-	CU_ASSERT(done.ok);
-	back = harness_read_file(path, &got);
-	CU_ASSERT(back && got == 12 && memcmp(back, "hello files\n", 12) == 0);
-	free(back);
-	exc_client_free(c);
-	stop(&d);
+	fx_files_job(c, &d);
+	fx_stop(c, &d);
 }
 
 /* The only slot stays taken: the second job polls GET /token about once a
@@ -254,9 +196,10 @@ static void test_poll_until_timeout(void)
 	c = fx_client(NULL, &d, 1, NULL);
 	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"8\"]}", &busy);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	for (int i = 0; i < 200 && status_int(&d, "waitgroups", "wg", "tokens") < 1; i++)
+	for (int i = 0; i < 200 && harness_status_int(&d, "waitgroups", "wg", "tokens", NULL) < 1;
+	     i++)
 		fx_spin(50);
-	CU_ASSERT_EQUAL_FATAL(status_int(&d, "waitgroups", "wg", "tokens"), 1);
+	CU_ASSERT_EQUAL_FATAL(harness_status_int(&d, "waitgroups", "wg", "tokens", NULL), 1);
 	fx_log_clear();
 	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &late);
 	s.connect_timeout_sec = 3;
@@ -277,8 +220,7 @@ static void test_poll_until_timeout(void)
 	/* the first job still runs to its end */
 	CU_ASSERT(fx_wait(&busy.called, 15000));
 	CU_ASSERT(busy.ok);
-	exc_client_free(c);
-	stop(&d);
+	fx_stop(c, &d);
 }
 
 /* Cancel of a job running over a PUT: the connection closes, the server
@@ -296,17 +238,18 @@ static void test_cancel_running(void)
 	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &done);
 	j = exc_submit(c, &s);
 	CU_ASSERT_FATAL(j != NULL);
-	for (int i = 0; i < 200 && status_int(&d, "waitgroups", "wg", "tokens") < 1; i++)
+	for (int i = 0; i < 200 && harness_status_int(&d, "waitgroups", "wg", "tokens", NULL) < 1;
+	     i++)
 		fx_spin(50);
 	CU_ASSERT_STRING_EQUAL(exc_job_state(j), "running");
 	CU_ASSERT_EQUAL(exc_cancel(j), 0);
 	CU_ASSERT(fx_wait(&done.called, 5000));
 	CU_ASSERT_STRING_EQUAL(done.error_code, "cancelled");
-	for (int i = 0; i < 100 && status_int(&d, "waitgroups", "wg", "tokens") != 0; i++)
+	for (int i = 0; i < 100 && harness_status_int(&d, "waitgroups", "wg", "tokens", NULL) != 0;
+	     i++)
 		fx_spin(50);
-	CU_ASSERT_EQUAL(status_int(&d, "waitgroups", "wg", "tokens"), 0);
-	exc_client_free(c);
-	stop(&d);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "waitgroups", "wg", "tokens", NULL), 0);
+	fx_stop(c, &d);
 }
 
 /* One broker instance and one legacy instance, one slot each: six jobs of
@@ -350,11 +293,11 @@ static void test_mixed_pool(void)
 	CU_ASSERT(on_broker >= 1);
 	CU_ASSERT(on_legacy >= 1);
 	CU_ASSERT_EQUAL(on_broker + on_legacy, 6);
-	CU_ASSERT_EQUAL(status_int(&d[0], "services", "tools", "started"), on_broker);
-	CU_ASSERT_EQUAL(status_int(&d[1], "services", "tools", "started"), on_legacy);
+	CU_ASSERT_EQUAL(harness_status_int(&d[0], "services", "tools", "started", NULL), on_broker);
+	CU_ASSERT_EQUAL(harness_status_int(&d[1], "services", "tools", "started", NULL), on_legacy);
 	exc_client_free(c);
 	for (int i = 0; i < 2; i++)
-		stop(&d[i]);
+		fx_stop(NULL, &d[i]);
 }
 
 /* ---- execctl ---------------------------------------------------------------------- */
@@ -406,17 +349,14 @@ static void test_execctl_legacy(void)
 	fclose(f);
 	rc = run_execctl(addr, in, out, err);
 	CU_ASSERT_EQUAL(rc, 0);
-	back = harness_read_file(out, &got);
-	CU_ASSERT_EQUAL(got, n);
-	CU_ASSERT(back && got == n && memcmp(back, data, n) == 0);
-	free(back);
+	fx_expect_file(out, data, n);
 	if (rc != 0) {
 		back = harness_read_file(err, &got);
 		fprintf(stderr, "\nexecctl: %d: %s\n", rc, back ? (char *)back : "");
 		free(back);
 	}
 	free(data);
-	stop(&d);
+	fx_stop(NULL, &d);
 }
 
 int main(void)

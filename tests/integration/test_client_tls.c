@@ -37,17 +37,12 @@
 #include "suite.h"
 #include "testca.h"
 
-static const char body[] = "tls:\n"
-			   "  cert: %s\n"
-			   "  key: %s\n"
-			   "jobRemovalPolicy: all\n"
-			   "waitgroups:\n"
-			   "  wg: {processes: 2}\n"
-			   "services:\n"
-			   "  tools:\n"
-			   "    waitgroup: wg\n"
-			   "    commands:\n"
-			   "      cat: {prog: cat}\n";
+/* The service "tools" (cat) on 2 processes, with tls (YAML lines, NULL
+ * for none). */
+static const char *body(const char *tls)
+{
+	return harness_tools_body("jobRemovalPolicy: all\n", 2, "cat", tls);
+}
 
 static struct testca CA, OTHER;
 static struct es_daemon D;
@@ -73,13 +68,13 @@ static void on_conn(void *arg, enum exc_conn_event ev, const struct exc_conn_inf
 
 static int start(void)
 {
-	char cert[96], key[96], b[2048];
+	char cert[96], key[96], tls[256];
 
 	if (testca_new(&CA) != 0 || testca_new(&OTHER) != 0 ||
 	    testca_server(&CA, "server", "IP:127.0.0.1,DNS:execserver.invalid", cert, key) != 0)
 		return -1;
-	snprintf(b, sizeof b, body, cert, key);
-	return harness_start_tls(&D, 2, b, NULL, CA.ca);
+	snprintf(tls, sizeof tls, "tls:\n  cert: %s\n  key: %s\n", cert, key);
+	return harness_start_tls(&D, 2, body(tls), NULL, CA.ca);
 }
 
 static int stop(void)
@@ -115,11 +110,7 @@ static exc_client *client(const char *ca, const char *url, struct conn_seen *see
 
 static long long started_jobs(void)
 {
-	struct json_object *st = harness_status(&D);
-	long long n = harness_json_int(st, "services", "tools", "started", NULL);
-
-	json_object_put(st);
-	return n;
+	return harness_status_int(&D, "services", "tools", "started", NULL);
 }
 
 static void test_job_over_wss(void)
@@ -138,12 +129,7 @@ static void test_job_over_wss(void)
 	CU_ASSERT_FATAL(fd >= 0 && data && back);
 	exc_client *c = client(CA.ca, url, &seen);
 	CU_ASSERT_FATAL(c != NULL);
-	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
-	s.in.kind = EXC_IO_BUFFER;
-	s.in.data = data;
-	s.in.len = n;
-	s.out.kind = EXC_IO_FD;
-	s.out.fd = fd;
+	fx_cat_spec(&s, &done, data, n, fd);
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
 	CU_ASSERT(fx_wait(&done.called, 30000));
 	CU_ASSERT(done.ok);
@@ -354,7 +340,7 @@ static void test_tls_client_on_plain_port(void)
 	char url[96];
 
 	/* the same services, without the tls section */
-	CU_ASSERT_FATAL(harness_start(&plain, 1, strstr(body, "jobRemovalPolicy"), NULL) == 0);
+	CU_ASSERT_FATAL(harness_start(&plain, 1, body(NULL), NULL) == 0);
 	snprintf(url, sizeof url, "wss://127.0.0.1:%d", plain.port);
 	expect_no_handshake(CA.ca, url, &seen);
 	CU_ASSERT(strncmp(seen.message, "TLS handshake failed: ", 22) == 0);

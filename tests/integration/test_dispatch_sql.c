@@ -283,6 +283,16 @@ static PGresult *run_stmt(PGconn *c, const char *text, int n, const char *const 
 	return r;
 }
 
+/* How many rows the statement answered. */
+static int rows_of(PGconn *c, const char *text, int n, const char *const *params)
+{
+	PGresult *r = run_stmt(c, text, n, params);
+	int rows = PQntuples(r);
+
+	PQclear(r);
+	return rows;
+}
+
 /* Sends the statement and returns once it waits for a lock (seen from
  * the test's third session in pg_stat_activity). */
 static void send_blocked(PGconn *c, const char *text, int n, const char *const *params)
@@ -374,70 +384,124 @@ static void test_race_claim_rescue(void)
 	r = run_stmt(a.c, DQ_HEARTBEAT, 5, rescue_params);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
 	PQclear(r);
-	r = run_stmt(b.c, DQ_CLAIM, 5, claim);
-	CU_ASSERT_EQUAL(PQntuples(r), 0);
-	PQclear(r);
+	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 5, claim), 0);
 	PQclear(pgtest_query(a.c, "COMMIT"));
 	/* after the commit it is claimed exactly once, as the second attempt */
-	r = run_stmt(b.c, DQ_CLAIM, 5, claim);
-	CU_ASSERT_EQUAL(PQntuples(r), 1);
-	PQclear(r);
-	r = run_stmt(a.c, DQ_CLAIM, 5, claim);
-	CU_ASSERT_EQUAL(PQntuples(r), 0);
-	PQclear(r);
+	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 5, claim), 1);
+	CU_ASSERT_EQUAL(rows_of(a.c, DQ_CLAIM, 5, claim), 0);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
 	/* the stale dispatcher's late finish changes nothing */
 	struct finish_args fa;
 	finish_params(&fa, id, "stale", "1");
-	r = run_stmt(a.c, DQ_FINISH, 8, fa.p);
-	CU_ASSERT_EQUAL(PQntuples(r), 0);
-	PQclear(r);
+	CU_ASSERT_EQUAL(rows_of(a.c, DQ_FINISH, 8, fa.p), 0);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
 	PQfinish(a.c);
 	PQfinish(b.c);
 }
 
+/* One side of a forced race on a row held by the stale dispatcher: the
+ * rescue (a live dispatcher's heartbeat), the stale dispatcher's late
+ * finish, or a user's cancel. */
+enum side {
+	RESCUE,
+	FINISH,
+	CANCEL
+};
+static const char *const side_name[] = { "rescue", "finish", "cancel" };
+
+/* Runs side s on row id in session c; blocked: sent only, and returns
+ * NULL once it waits for a lock (its result is for collect). */
+static PGresult *run_side(enum side s, PGconn *c, long long id, int blocked)
+{
+	struct finish_args fa;
+	char cancel[64];
+	const char *text = DQ_HEARTBEAT;
+	const char *const *params = rescue_params;
+	int n = 5;
+
+	if (s == FINISH) {
+		finish_params(&fa, id, "stale", "1");
+		text = DQ_FINISH;
+		params = fa.p;
+		n = 8;
+	} else if (s == CANCEL) {
+		snprintf(cancel, sizeof cancel, "SELECT @schema@.cancel(%lld)", id);
+		text = cancel;
+		params = NULL;
+		n = 0;
+	}
+	if (!blocked)
+		return run_stmt(c, text, n, params);
+	send_blocked(c, text, n, params);
+	return NULL;
+}
+
+/* What side s answered, in words: the rescue "requeued N, failed M", the
+ * finish "finished" or "nothing", the cancel its answer.  Clears r. */
+static const char *said(enum side s, PGresult *r, char *buf, size_t len)
+{
+	int rows = PQntuples(r);
+
+	if (s == FINISH)
+		snprintf(buf, len, "%s", rows == 1 ? "finished" : rows == 0 ? "nothing" : "rows");
+	else if (rows != 1)
+		snprintf(buf, len, "%d rows", rows);
+	else if (s == RESCUE)
+		snprintf(buf, len, "requeued %s, failed %s", PQgetvalue(r, 0, 1),
+			 PQgetvalue(r, 0, 2));
+	else
+		snprintf(buf, len, "%s", PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return buf;
+}
+
+/* got must be want; says which race and what when not. */
+static void expect_race(enum side first, enum side second, const char *what, const char *got,
+			const char *want)
+{
+	if (strcmp(got, want) != 0)
+		fprintf(stderr, "\n  %s then %s: %s \"%s\", expected \"%s\"\n", side_name[first],
+			side_name[second], what, got, want);
+	CU_ASSERT_STRING_EQUAL(got, want);
+}
+
+/* first runs in one session inside a transaction and answers first_said;
+ * second, from another session, waits for its lock and after the commit
+ * answers second_said; the row ends as state ("state/attempts"). */
+static void race(enum side first, const char *first_said, enum side second, const char *second_said,
+		 const char *state)
+{
+	PGconn *a = pgtest_connect(F.conninfo), *b = pgtest_connect(F.conninfo);
+	long long id = held_row("running");
+	char buf[64];
+
+	PQclear(pgtest_query(a, "BEGIN"));
+	expect_race(first, second, "the first said",
+		    said(first, run_side(first, a, id, 0), buf, sizeof buf), first_said);
+	run_side(second, b, id, 1);
+	PQclear(pgtest_query(a, "COMMIT"));
+	expect_race(first, second, "the second said", said(second, collect(b), buf, sizeof buf),
+		    second_said);
+	expect_race(first, second, "the row is", state_of(id, buf), state);
+	PQfinish(a);
+	PQfinish(b);
+}
+
 static void test_race_finish_rescue(void)
 {
-	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
 	char buf[64];
-	struct finish_args fa;
 	PGresult *r;
 	long long id;
 
 	/* finish first: the rescue waits, then finds the row done */
-	id = held_row("running");
-	finish_params(&fa, id, "stale", "1");
-	PQclear(pgtest_query(a.c, "BEGIN"));
-	r = run_stmt(a.c, DQ_FINISH, 8, fa.p);
-	CU_ASSERT_EQUAL(PQntuples(r), 1);
-	PQclear(r);
-	send_blocked(b.c, DQ_HEARTBEAT, 5, rescue_params);
-	PQclear(pgtest_query(a.c, "COMMIT"));
-	r = collect(b.c);
-	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "0");
-	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 2), "0");
-	PQclear(r);
-	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "done/1");
-
+	race(FINISH, "finished", RESCUE, "requeued 0, failed 0", "done/1");
 	/* rescue first: the finish waits, then changes nothing */
-	id = held_row("running");
-	finish_params(&fa, id, "stale", "1");
-	PQclear(pgtest_query(a.c, "BEGIN"));
-	r = run_stmt(a.c, DQ_HEARTBEAT, 5, rescue_params);
-	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
-	PQclear(r);
-	send_blocked(b.c, DQ_FINISH, 8, fa.p);
-	PQclear(pgtest_query(a.c, "COMMIT"));
-	r = collect(b.c);
-	CU_ASSERT_EQUAL(PQntuples(r), 0);
-	PQclear(r);
-	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/1");
+	race(RESCUE, "requeued 1, failed 0", FINISH, "nothing", "queued/1");
 
 	/* out of attempts: the rescue fails the row with dispatcher_lost */
 	id = held_row("running");
 	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET attempts = 3 WHERE id = %lld", id));
-	r = run_stmt(a.c, DQ_HEARTBEAT, 5, rescue_params);
+	r = run_stmt(F.c, DQ_HEARTBEAT, 5, rescue_params);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 2), "1");
 	PQclear(r);
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, 64,
@@ -445,83 +509,22 @@ static void test_race_finish_rescue(void)
 					   "execdispatch.job WHERE id = %lld",
 					   id),
 			       "failed/dispatcher_lost");
-	PQfinish(a.c);
-	PQfinish(b.c);
 }
 
 static void test_race_cancel_finish(void)
 {
-	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
-	char buf[64];
-	struct finish_args fa;
-	PGresult *r;
-	long long id;
-
 	/* cancel first: the finish waits, then changes nothing */
-	id = held_row("running");
-	finish_params(&fa, id, "stale", "1");
-	PQclear(pgtest_query(a.c, "BEGIN"));
-	CU_ASSERT_STRING_EQUAL(pgtest_text(a.c, buf, 64, "SELECT execdispatch.cancel(%lld)", id),
-			       "requested");
-	send_blocked(b.c, DQ_FINISH, 8, fa.p);
-	PQclear(pgtest_query(a.c, "COMMIT"));
-	r = collect(b.c);
-	CU_ASSERT_EQUAL(PQntuples(r), 0);
-	PQclear(r);
-	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "cancelled/1");
-
+	race(CANCEL, "requested", FINISH, "nothing", "cancelled/1");
 	/* finish first: the cancel waits, then answers not_found_or_finished */
-	id = held_row("running");
-	finish_params(&fa, id, "stale", "1");
-	PQclear(pgtest_query(a.c, "BEGIN"));
-	r = run_stmt(a.c, DQ_FINISH, 8, fa.p);
-	CU_ASSERT_EQUAL(PQntuples(r), 1);
-	PQclear(r);
-	snprintf(buf, sizeof buf, "SELECT @schema@.cancel(%lld)", id);
-	send_blocked(b.c, buf, 0, NULL);
-	PQclear(pgtest_query(a.c, "COMMIT"));
-	r = collect(b.c);
-	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "not_found_or_finished");
-	PQclear(r);
-	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "done/1");
-	PQfinish(a.c);
-	PQfinish(b.c);
+	race(FINISH, "finished", CANCEL, "not_found_or_finished", "done/1");
 }
 
 static void test_race_cancel_rescue(void)
 {
-	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
-	char buf[64], sql[64];
-	PGresult *r;
-	long long id;
-
 	/* cancel first: the rescue waits, then leaves the row cancelled */
-	id = held_row("running");
-	PQclear(pgtest_query(a.c, "BEGIN"));
-	CU_ASSERT_STRING_EQUAL(pgtest_text(a.c, buf, 64, "SELECT execdispatch.cancel(%lld)", id),
-			       "requested");
-	send_blocked(b.c, DQ_HEARTBEAT, 5, rescue_params);
-	PQclear(pgtest_query(a.c, "COMMIT"));
-	r = collect(b.c);
-	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "0");
-	PQclear(r);
-	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "cancelled/1");
-
+	race(CANCEL, "requested", RESCUE, "requeued 0, failed 0", "cancelled/1");
 	/* rescue first: the cancel waits, then cancels the requeued row */
-	id = held_row("running");
-	PQclear(pgtest_query(a.c, "BEGIN"));
-	r = run_stmt(a.c, DQ_HEARTBEAT, 5, rescue_params);
-	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
-	PQclear(r);
-	snprintf(sql, sizeof sql, "SELECT @schema@.cancel(%lld)", id);
-	send_blocked(b.c, sql, 0, NULL);
-	PQclear(pgtest_query(a.c, "COMMIT"));
-	r = collect(b.c);
-	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "cancelled");
-	PQclear(r);
-	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "cancelled/1");
-	PQfinish(a.c);
-	PQfinish(b.c);
+	race(RESCUE, "requeued 1, failed 0", CANCEL, "cancelled", "cancelled/1");
 }
 
 static void test_race_claim_claim(void)
@@ -529,7 +532,6 @@ static void test_race_claim_claim(void)
 	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
 	const char *ca[5] = { "one", "6", "{}", "false", "-1000" },
 		   *cb[5] = { "two", "100", "{}", "false", "-1000" };
-	PGresult *r;
 
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 	for (int i = 0; i < 10; i++)
@@ -537,12 +539,8 @@ static void test_race_claim_claim(void)
 	/* the first claim's rows stay locked: the second takes the rest at
 	 * once (SKIP LOCKED), and no row is claimed twice */
 	PQclear(pgtest_query(a.c, "BEGIN"));
-	r = run_stmt(a.c, DQ_CLAIM, 5, ca);
-	CU_ASSERT_EQUAL(PQntuples(r), 6);
-	PQclear(r);
-	r = run_stmt(b.c, DQ_CLAIM, 5, cb);
-	CU_ASSERT_EQUAL(PQntuples(r), 4);
-	PQclear(r);
+	CU_ASSERT_EQUAL(rows_of(a.c, DQ_CLAIM, 5, ca), 6);
+	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 5, cb), 4);
 	PQclear(pgtest_query(a.c, "COMMIT"));
 	CU_ASSERT_EQUAL(pgtest_int(F.c,
 				   "SELECT count(*) FROM execdispatch.job WHERE state = 'claimed' "

@@ -506,6 +506,12 @@ static void test_silent_connection(void)
 	stop();
 }
 
+/* How many jobs the service cat started. */
+static long long cat_started(void)
+{
+	return harness_status_int(&D, "services", "cat", "started", NULL);
+}
+
 /* --input and --output: local files in and out of the job's directory. */
 static void test_files(void)
 {
@@ -538,10 +544,7 @@ static void test_files(void)
 		 "x"));
 	expect(&p, EXECCTL_LOCAL_IO, "/nonexistent/file");
 	release(&p);
-	struct json_object *st = harness_status(&D);
-	CU_ASSERT_EQUAL(harness_json_int(st, "services", "cat", "started", NULL), 1);
-	if (st)
-		json_object_put(st);
+	CU_ASSERT_EQUAL(cat_started(), 1);
 	stop();
 }
 
@@ -718,14 +721,6 @@ static void test_status(void)
 /* wss:// and https:// with a private CA: --cacert or EXECCTL_CACERT make
  * run and status work; without it, with another CA or for a name the
  * certificate does not carry, execctl exits 119 and no job runs. */
-static long long cat_started(void)
-{
-	struct json_object *st = harness_status(&D);
-	long long n = harness_json_int(st, "services", "cat", "started", NULL);
-	json_object_put(st);
-	return n;
-}
-
 static void test_wss(void)
 {
 	struct testca ca, other;

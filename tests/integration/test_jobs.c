@@ -24,30 +24,23 @@
 
 static struct es_daemon D;
 
-static const char *body(void)
+/* The service "tools" on 2 processes, jobs' directories removed by policy
+ * ("none", "done", "all"), and environment at every level. */
+static const char *body(const char *policy)
 {
-	static char b[2048];
-	snprintf(b, sizeof b,
-		 "jobRemovalPolicy: none\n"
-		 "env: [\"SHARED=global\", \"GLOBALV=g\"]\n"
-		 "waitgroups:\n"
-		 "  wg: {processes: 2}\n"
-		 "services:\n"
-		 "  tools:\n"
-		 "    waitgroup: wg\n"
-		 "    commands:\n"
-		 "      echo: {prog: echo}\n"
-		 "      sh: {prog: sh}\n"
-		 "      ls: {prog: ls}\n"
-		 "      sleep: {prog: sleep}\n"
-		 "      true: {prog: \"true\"}\n"
-		 "      printenv: {prog: printenv, env: [\"SHARED=cmd\"]}\n");
-	return b;
+	char head[128];
+
+	snprintf(head, sizeof head,
+		 "jobRemovalPolicy: %s\n"
+		 "env: [\"SHARED=global\", \"GLOBALV=g\"]\n",
+		 policy);
+	return harness_tools_body(head, 2, "echo sh ls sleep true",
+				  "      printenv: {prog: printenv, env: [\"SHARED=cmd\"]}\n");
 }
 
 static void start(int handlers)
 {
-	CU_ASSERT_FATAL(harness_start(&D, handlers, body(), NULL) == 0);
+	CU_ASSERT_FATAL(harness_start(&D, handlers, body("none"), NULL) == 0);
 }
 
 static void stop(void)
@@ -87,12 +80,8 @@ static void test_placeholders_and_args(void)
 	json_object_put(d);
 
 	/* an argument with NUL is refused, and the offer goes back */
-	const char *token = tc_want_offer(c, "p2", "tools", 0, 3000);
-	CU_ASSERT_FATAL(token != NULL);
-	tc_send(c,
-		"{\"type\":\"JOB\",\"job_id\":\"p2\",\"token\":\"%s\",\"job\":{\"command\":"
-		"\"echo\",\"args\":[\"a\\u0000b\"]}}",
-		token);
+	CU_ASSERT_FATAL(tc_start_job(c, "p2", "tools",
+				     "{\"command\":\"echo\",\"args\":[\"a\\u0000b\"]}") == 0);
 	struct json_object *e = tc_expect(c, "ERROR", 3000);
 	CU_ASSERT(e && strcmp(tc_str(e, "code"), "bad_job") == 0);
 	if (e)
@@ -160,7 +149,7 @@ static void test_job_limits(void)
 	/* the daemon inherits this process's niceness; a job's is 3 more */
 	int own = getpriority(PRIO_PROCESS, 0);
 	snprintf(b, sizeof b, "jobLimits: {openFiles: 64, fileSizeMB: 1, cpuSec: 30, nice: 3}\n%s",
-		 body());
+		 body("none"));
 	CU_ASSERT_FATAL(harness_start(&D, 1, b, NULL) == 0);
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
@@ -335,20 +324,18 @@ static int job_dir_entries(void)
 
 static void test_removal_policy_and_janitor(void)
 {
-	char b[2048], path[400];
+	char path[400];
 
 	/* a leftover from an earlier run is cleared at start */
-	CU_ASSERT_FATAL(harness_start(&D, 1, body(), NULL) == 0);
+	CU_ASSERT_FATAL(harness_start(&D, 1, body("none"), NULL) == 0);
 	snprintf(path, sizeof path, "%s/tmp/job/0-99-leftover", D.dir);
 	CU_ASSERT(mkdir(path, 0700) == 0);
 	CU_ASSERT_EQUAL(harness_stop(&D, 10000) >> 8, 0);
 	D.pid = 0;
-	snprintf(b, sizeof b, "jobRemovalPolicy: done\njanitorFileAge: 2s\n%s",
-		 strstr(body(), "env:"));
 	FILE *f = fopen(D.config, "w");
 	/* as root a configuration needs a user or allowRootJobs (harness.c) */
-	fprintf(f, "addr: 127.0.0.1:%d\ntempDir: %s/tmp\nhandlers: 1\n%s%s", D.port, D.dir,
-		geteuid() == 0 ? "allowRootJobs: true\n" : "", b);
+	fprintf(f, "addr: 127.0.0.1:%d\ntempDir: %s/tmp\nhandlers: 1\n%sjanitorFileAge: 2s\n%s",
+		D.port, D.dir, geteuid() == 0 ? "allowRootJobs: true\n" : "", body("done"));
 	fclose(f);
 	int port = D.port;
 	/* restart on the same directory */
@@ -383,12 +370,8 @@ static void test_removal_policy_and_janitor(void)
 		harness_sleep_ms(200);
 	CU_ASSERT_EQUAL(job_dir_entries(), 0);
 	/* but not the directory of a job still running */
-	const char *token = tc_want_offer(c, "r3", "tools", 0, 3000);
-	CU_ASSERT_FATAL(token != NULL);
-	tc_send(c,
-		"{\"type\":\"JOB\",\"job_id\":\"r3\",\"token\":\"%s\",\"job\":{\"command\":"
-		"\"sleep\",\"args\":[\"4\"]}}",
-		token);
+	CU_ASSERT_FATAL(
+		tc_start_job(c, "r3", "tools", "{\"command\":\"sleep\",\"args\":[\"4\"]}") == 0);
 	harness_sleep_ms(3500);
 	CU_ASSERT_EQUAL(job_dir_entries(), 1);
 	d = tc_expect(c, "DONE", 5000);
@@ -425,9 +408,7 @@ static void test_removal_policy_and_janitor(void)
  * keeps that directory from the next job; a clean stop leaves no spare. */
 static void test_dir_not_reused_under_a_stray(void)
 {
-	char b[4096];
-	snprintf(b, sizeof b, "jobRemovalPolicy: all\n%s", strstr(body(), "env:"));
-	CU_ASSERT_FATAL(harness_start(&D, 1, b, NULL) == 0);
+	CU_ASSERT_FATAL(harness_start(&D, 1, body("all"), NULL) == 0);
 	struct tclient *c = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(c != NULL);
 	struct json_object *d = tc_run_job(c, "s1", "tools",

@@ -689,9 +689,7 @@ static void test_client_gone(void)
 	harness_sleep_ms(200);
 	CU_ASSERT(!alive(job));
 	/* counted as a finished, failed job of the service */
-	struct json_object *st = harness_status(&D);
-	CU_ASSERT_EQUAL(harness_json_int(st, "services", "sleep", "failed", NULL), 1);
-	json_object_put(st);
+	CU_ASSERT_EQUAL(harness_status_int(&D, "services", "sleep", "failed", NULL), 1);
 	stop();
 }
 

@@ -123,10 +123,7 @@ static void test_max_connections_book(void)
 	 * there is room) */
 	tc_close(c[0]);
 	harness_sleep_ms(200);
-	struct json_object *st = harness_status(&D);
-	CU_ASSERT_EQUAL(harness_json_int(st, "connections", NULL), 2);
-	if (st)
-		json_object_put(st);
+	CU_ASSERT_EQUAL(harness_status_int(&D, "connections", NULL), 2);
 	tc_close(c[1]);
 	tc_close(c[2]);
 	printf("(503 answers: %d of 6) ", refused503);
@@ -238,18 +235,10 @@ static void test_idle_timeout(void)
 	struct tclient *holder = tc_connect(D.port, "holder"),
 		       *parked = tc_connect(D.port, "parked");
 	CU_ASSERT_FATAL(holder && parked);
-	const char *tok = tc_want_offer(holder, "s1", "sleep", 0, 3000);
-	CU_ASSERT_FATAL(tok != NULL);
-	tc_send(holder,
-		"{\"type\":\"JOB\",\"job_id\":\"s1\",\"token\":\"%s\",\"job\":"
-		"{\"command\":\"sleep\",\"args\":[\"3\"]}}",
-		tok);
-	tok = tc_want_offer(parked, "s2", "sleep", 0, 3000);
-	CU_ASSERT_FATAL(tok != NULL);
-	tc_send(parked,
-		"{\"type\":\"JOB\",\"job_id\":\"s2\",\"token\":\"%s\",\"job\":"
-		"{\"command\":\"sleep\",\"args\":[\"3\"]}}",
-		tok);
+	CU_ASSERT_FATAL(tc_start_job(holder, "s1", "sleep",
+				     "{\"command\":\"sleep\",\"args\":[\"3\"]}") == 0);
+	CU_ASSERT_FATAL(tc_start_job(parked, "s2", "sleep",
+				     "{\"command\":\"sleep\",\"args\":[\"3\"]}") == 0);
 	struct tclient *waiter = tc_connect(D.port, "waiter");
 	CU_ASSERT_FATAL(waiter != NULL);
 	tc_send(waiter, "{\"type\":\"WANT\",\"job_id\":\"p1\",\"service\":\"cat\"}");
@@ -263,7 +252,6 @@ static void test_idle_timeout(void)
 	/* its job done, the holder is idle: closed about a second later */
 	CU_ASSERT_EQUAL(close_code(holder, 3000), 1000);
 	/* the waiter got its offer when a slot freed and can still use it */
-	tok = NULL;
 	struct json_object *o = tc_expect(waiter, "OFFER", 3000);
 	CU_ASSERT_FATAL(o != NULL);
 	char token[32];
@@ -291,20 +279,11 @@ static void test_max_jobs_per_client(void)
 	struct tclient *k2 = tc_connect_on_handler(&D, 2, 1, "k");
 	struct tclient *m = tc_connect(D.port, "m");
 	CU_ASSERT_FATAL(k1 && k2 && m);
-	const char *t = tc_want_offer(k1, "a", "sleep", 0, 3000);
-	CU_ASSERT_FATAL(t != NULL);
-	tc_send(k1,
-		"{\"type\":\"JOB\",\"job_id\":\"a\",\"token\":\"%s\",\"job\":"
-		"{\"command\":\"sleep\",\"args\":[\"2\"]}}",
-		t);
+	CU_ASSERT_FATAL(
+		tc_start_job(k1, "a", "sleep", "{\"command\":\"sleep\",\"args\":[\"2\"]}") == 0);
 	harness_sleep_ms(200);
 	/* the same client on the other handler: a second JOB is refused */
-	t = tc_want_offer(k2, "b", "cat", 0, 3000);
-	CU_ASSERT_FATAL(t != NULL);
-	tc_send(k2,
-		"{\"type\":\"JOB\",\"job_id\":\"b\",\"token\":\"%s\",\"job\":"
-		"{\"command\":\"true\"}}",
-		t);
+	CU_ASSERT_FATAL(tc_start_job(k2, "b", "cat", "{\"command\":\"true\"}") == 0);
 	struct json_object *e = tc_expect(k2, "ERROR", 3000);
 	CU_ASSERT(e && strcmp(tc_str(e, "code"), "limit_reached") == 0 &&
 		  strcmp(tc_str(e, "job_id"), "b") == 0 &&
@@ -344,12 +323,8 @@ static void test_max_jobs_repaired(void)
 	start(1, 2, "maxJobsPerClient: 1\n", "EXECSERVER_FAULT=book:accept.mid");
 	struct tclient *c = tc_connect(D.port, "r");
 	CU_ASSERT_FATAL(c != NULL);
-	const char *t = tc_want_offer(c, "x", "sleep", 0, 3000);
-	CU_ASSERT_FATAL(t != NULL);
-	tc_send(c,
-		"{\"type\":\"JOB\",\"job_id\":\"x\",\"token\":\"%s\",\"job\":"
-		"{\"command\":\"sleep\",\"args\":[\"5\"]}}",
-		t);
+	CU_ASSERT_FATAL(tc_start_job(c, "x", "sleep", "{\"command\":\"sleep\",\"args\":[\"5\"]}") ==
+			0);
 	CU_ASSERT(close_code(c, 5000) >= 0); /* its handler died */
 	tc_close(c);
 	struct tclient *again = NULL;
@@ -366,10 +341,7 @@ static void test_max_jobs_repaired(void)
 		json_object_put(d);
 	CU_ASSERT(works(again, "y"));
 	CU_ASSERT(harness_log_contains(&D, "fault injection: dying at accept.mid"));
-	struct json_object *st = harness_status(&D);
-	CU_ASSERT(harness_json_int(st, "book_repairs", NULL) >= 1);
-	if (st)
-		json_object_put(st);
+	CU_ASSERT(harness_status_int(&D, "book_repairs", NULL) >= 1);
 	tc_close(again);
 	stop();
 }

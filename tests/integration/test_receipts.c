@@ -72,13 +72,10 @@ static struct tclient *v2(const char *client_id)
 /* WANT + JOB of `sleep secs` on c. */
 static void start_sleep(struct tclient *c, const char *id, const char *secs)
 {
-	const char *t = tc_want_offer(c, id, "sleep", 0, 3000);
-	CU_ASSERT_FATAL(t != NULL);
-	tc_send(c,
-		"{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":{\"command\":"
-		"\"sleep\","
-		"\"args\":[\"%s\"]}}",
-		id, t, secs);
+	char job[96];
+
+	snprintf(job, sizeof job, "{\"command\":\"sleep\",\"args\":[\"%s\"]}", secs);
+	CU_ASSERT_FATAL(tc_start_job(c, id, "sleep", job) == 0);
 }
 
 /* The next DONE on c is job id's, exit code 0 (or error code `error`). */

@@ -26,16 +26,10 @@ static struct pipe_server P;
 
 static void start(void)
 {
-	static const char body[] = "jobRemovalPolicy: all\n"
-				   "waitgroups:\n"
-				   "  wg: {processes: 2}\n"
-				   "services:\n"
-				   "  tools:\n"
-				   "    waitgroup: wg\n"
-				   "    commands:\n"
-				   "      cat: {prog: cat}\n"
-				   "      sh: {prog: sh}\n";
-	CU_ASSERT_FATAL(harness_start(&D, 2, body, NULL) == 0);
+	CU_ASSERT_FATAL(
+		harness_start(&D, 2,
+			      harness_tools_body("jobRemovalPolicy: all\n", 2, "cat sh", NULL),
+			      NULL) == 0);
 	CU_ASSERT_FATAL(pipe_server_start(&P) > 0);
 }
 

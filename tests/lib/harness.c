@@ -82,6 +82,33 @@ const char *harness_default_body(int slots)
 	return body;
 }
 
+const char *harness_tools_body(const char *head, int slots, const char *progs, const char *tail)
+{
+	static char body[4096];
+	size_t n = (size_t)snprintf(body, sizeof body,
+				    "%s"
+				    "waitgroups:\n"
+				    "  wg: {processes: %d}\n"
+				    "services:\n"
+				    "  tools:\n"
+				    "    waitgroup: wg\n"
+				    "    commands:\n",
+				    head ? head : "", slots);
+
+	for (const char *p = progs; *p && n < sizeof body;) {
+		size_t len = strcspn(p, " ");
+
+		if (len > 0)
+			n += (size_t)snprintf(body + n, sizeof body - n,
+					      "      %.*s: {prog: \"%.*s\"}\n", (int)len, p,
+					      (int)len, p);
+		p += len + (p[len] == ' ');
+	}
+	if (n < sizeof body)
+		snprintf(body + n, sizeof body - n, "%s", tail ? tail : "");
+	return body;
+}
+
 void harness_tail(const char *what, const char *file, int lines)
 {
 	char cmd[400];
@@ -471,13 +498,22 @@ int harness_wait_status(const struct es_daemon *d, int timeout_ms,
 	return -1;
 }
 
-long long harness_wg_field(const struct es_daemon *d, const char *wg, const char *field)
+long long harness_status_int(const struct es_daemon *d, ...)
 {
 	struct json_object *st = harness_status(d);
-	long long v = harness_json_int(st, "waitgroups", wg, field, NULL);
+	va_list ap;
+
+	va_start(ap, d);
+	long long v = harness_json_vint(st, ap);
+	va_end(ap);
 	if (st)
 		json_object_put(st);
 	return v;
+}
+
+long long harness_wg_field(const struct es_daemon *d, const char *wg, const char *field)
+{
+	return harness_status_int(d, "waitgroups", wg, field, NULL);
 }
 
 long long harness_json_vint(struct json_object *o, va_list ap)

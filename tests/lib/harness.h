@@ -31,6 +31,13 @@ const char *harness_host(const struct es_daemon *d);
 /* A configuration body with one waitgroup "wg" of `slots` processes and
  * services "cat" (commands cat, true, false, sh-free helpers) and "sleep". */
 const char *harness_default_body(int slots);
+/* A configuration body: head (YAML lines, NULL for none), one waitgroup
+ * "wg" of `slots` processes and a service "tools" in it with one command
+ * per program named in progs (space-separated; the command is named as its
+ * program), then tail (more YAML lines, NULL for none: further commands of
+ * tools when indented as they are, other services, top-level keys).  In a
+ * static buffer, replaced by the next call. */
+const char *harness_tools_body(const char *head, int slots, const char *progs, const char *tail);
 
 /* Writes DIR/execserver.yml = addr + tempDir + handlers + body, starts the
  * daemon and waits until /status answers.  extra_env: "K=V" or NULL.
@@ -85,6 +92,10 @@ int harness_wait_status(const struct es_daemon *d, int timeout_ms,
 			int (*pred)(struct json_object *status, void *arg), void *arg);
 /* Integer at a path of keys in a JSON object ("waitgroups", "wg", "running", NULL). */
 long long harness_json_int(struct json_object *o, ...);
+/* The integer at a path of keys in GET /status (NULL-terminated:
+ * "services", "cat", "started", NULL), or -1 when /status did not answer
+ * or has no such field. */
+long long harness_status_int(const struct es_daemon *d, ...);
 /* The field of waitgroup wg in GET /status ("running", "offered", ...), or
  * -1 when /status did not answer or has no such field. */
 long long harness_wg_field(const struct es_daemon *d, const char *wg, const char *field);

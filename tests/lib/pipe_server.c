@@ -102,6 +102,51 @@ void pipe_sha256_hex(const unsigned char md[32], char hex[65])
 	hex[64] = '\0';
 }
 
+int pipe_file_sha256(const char *path, char hex[65], uint64_t *size)
+{
+	unsigned char md[32], buf[65536];
+	unsigned int mdlen = 0;
+	EVP_MD_CTX *ctx;
+	ssize_t r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	ctx = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+	*size = 0;
+	while ((r = read(fd, buf, sizeof buf)) > 0) {
+		EVP_DigestUpdate(ctx, buf, (size_t)r);
+		*size += (uint64_t)r;
+	}
+	close(fd);
+	EVP_DigestFinal_ex(ctx, md, &mdlen);
+	EVP_MD_CTX_free(ctx);
+	pipe_sha256_hex(md, hex);
+	return 0;
+}
+
+int pipe_server_run_suite(struct pipe_server *srv, const char *name, const struct test_case *cases,
+			  char *dir, size_t len)
+{
+	int rc;
+
+	dir[0] = '\0';
+	if (pipe_server_start(srv) < 0) {
+		fprintf(stderr, "test_%s: cannot start the pipe server\n", name);
+		return 1;
+	}
+	snprintf(dir, len, "/tmp/test_%s.XXXXXX", name);
+	if (mkdtemp(dir) == NULL) {
+		dir[0] = '\0';
+		pipe_server_stop(srv);
+		return 1;
+	}
+	rc = run_suite(name, cases);
+	pipe_server_stop(srv);
+	return rc;
+}
+
 void pipe_random_sha256(uint64_t seed, uint64_t size, char hex[65])
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();

@@ -46,6 +46,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "suite.h"
+
 struct pipe_server {
 	pid_t pid;
 	int port;
@@ -106,5 +108,16 @@ void pipe_random_fill(uint64_t seed, uint64_t offset, void *buf, size_t len);
 void pipe_random_sha256(uint64_t seed, uint64_t size, char hex[65]);
 /* Lower-case hex of a 32-byte digest. */
 void pipe_sha256_hex(const unsigned char md[32], char hex[65]);
+/* SHA-256 (hex) and size of the file at path.  Returns 0, or -1 when it
+ * cannot be opened. */
+int pipe_file_sha256(const char *path, char hex[65], uint64_t *size);
+
+/* The main() of a test program that uses the pipe server: srv is forked
+ * first (before anything else exists in the process), dir (len bytes)
+ * becomes a fresh directory /tmp/test_NAME.XXXXXX, the cases run (suite
+ * NAME) and srv stops.  The caller removes dir (left "" when it was not
+ * made).  Returns the exit status. */
+int pipe_server_run_suite(struct pipe_server *srv, const char *name, const struct test_case *cases,
+			  char *dir, size_t len);
 
 #endif

@@ -206,14 +206,19 @@ const char *tc_want_offer(struct tclient *c, const char *job_id, const char *ser
 	return ok ? token : NULL;
 }
 
-struct json_object *tc_run_job(struct tclient *c, const char *job_id, const char *service,
-			       const char *job_json, int timeout_ms)
+int tc_start_job(struct tclient *c, const char *job_id, const char *service, const char *job_json)
 {
 	const char *token = tc_want_offer(c, job_id, service, 0, 3000);
 	if (!token)
-		return NULL;
-	if (tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":%s}", job_id,
-		    token, job_json) != 0)
+		return -1;
+	return tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\",\"job\":%s}",
+		       job_id, token, job_json);
+}
+
+struct json_object *tc_run_job(struct tclient *c, const char *job_id, const char *service,
+			       const char *job_json, int timeout_ms)
+{
+	if (tc_start_job(c, job_id, service, job_json) != 0)
 		return NULL;
 	return tc_expect(c, "DONE", timeout_ms);
 }

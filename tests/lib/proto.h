@@ -54,8 +54,10 @@ long long tc_int(struct json_object *o, const char *key);
 const char *tc_want_offer(struct tclient *c, const char *job_id, const char *service, int priority,
 			  int timeout_ms);
 
-/* WANT, OFFER, JOB (job_json is the job object) on service; returns the
- * DONE, or NULL. */
+/* WANT, OFFER (within 3 s), JOB (job_json is the job object) on service:
+ * the job is on its way.  Returns 0, or -1 (no offer, or the send failed). */
+int tc_start_job(struct tclient *c, const char *job_id, const char *service, const char *job_json);
+/* tc_start_job, then its DONE (or NULL). */
 struct json_object *tc_run_job(struct tclient *c, const char *job_id, const char *service,
 			       const char *job_json, int timeout_ms);
 /* The receipt object of a DONE (NULL-safe). */

@@ -53,6 +53,21 @@ static int load(const char *text, struct es_config *cfg, struct config_error *er
 	return config_load_buffer("t.yml", text, strlen(text), cfg, err);
 }
 
+/* Loads the file rel (below the source tree) into cfg, which must work;
+ * returns its full name (in a static buffer). */
+static const char *load_file(const char *rel, struct es_config *cfg)
+{
+	static char path[4096];
+	struct config_error err;
+
+	data_path(path, sizeof path, rel);
+	if (config_load(path, cfg, &err) != 0) {
+		fprintf(stderr, "\n  %s did not load: %s\n", rel, err.text);
+		CU_FAIL_FATAL("a file that must load did not");
+	}
+	return path;
+}
+
 /* Loading text must fail with "t.yml:LINE:COLUMN: " and word in the message. */
 static void expect_error(const char *text, int line, int column, const char *word)
 {
@@ -877,16 +892,10 @@ static void test_file_unknown_key(void)
 static void test_file_full(void)
 {
 	struct es_config cfg;
-	struct config_error err;
-	char path[4096];
 	const struct config_service *images, *video;
 	const struct config_command *convert, *identify, *ffmpeg;
 
-	data_path(path, sizeof path, "tests/data/config/full.yml");
-	if (config_load(path, &cfg, &err) != 0) {
-		fprintf(stderr, "\n  %s\n", err.text);
-		CU_FAIL_FATAL("full.yml did not load");
-	}
+	const char *path = load_file("tests/data/config/full.yml", &cfg);
 	CU_ASSERT_STRING_EQUAL(cfg.file, path);
 	CU_ASSERT_STRING_EQUAL(cfg.addr, "[::1]:9090");
 	CU_ASSERT_STRING_EQUAL(cfg.temp_dir, "/tmp/execserver-test");
@@ -974,14 +983,8 @@ static void test_file_full(void)
 static void test_file_fylr_wrapper(void)
 {
 	struct es_config cfg;
-	struct config_error err;
-	char path[4096];
 
-	data_path(path, sizeof path, "tests/data/config/fylr.yml");
-	if (config_load(path, &cfg, &err) != 0) {
-		fprintf(stderr, "\n  %s\n", err.text);
-		CU_FAIL_FATAL("fylr.yml did not load");
-	}
+	load_file("tests/data/config/fylr.yml", &cfg);
 	CU_ASSERT_STRING_EQUAL(cfg.addr, ":8083");
 	CU_ASSERT_EQUAL_FATAL(cfg.nwaitgroups, 1);
 	CU_ASSERT_EQUAL(cfg.waitgroups[0].processes, 2);
@@ -998,16 +1001,10 @@ static void test_file_fylr_wrapper(void)
 static void test_shipped_config(void)
 {
 	struct es_config cfg;
-	struct config_error err;
-	char path[4096];
 	const struct config_service *demo, *sleep_svc;
 	const struct config_command *cat, *sha, *wc;
 
-	data_path(path, sizeof path, "etc/execserver.yml");
-	if (config_load(path, &cfg, &err) != 0) {
-		fprintf(stderr, "\n  %s\n", err.text);
-		CU_FAIL_FATAL("etc/execserver.yml did not load");
-	}
+	load_file("etc/execserver.yml", &cfg);
 	CU_ASSERT_STRING_EQUAL(cfg.addr, "127.0.0.1:8083");
 	CU_ASSERT_STRING_EQUAL(cfg.temp_dir, "/var/lib/execserver");
 	/* auto-balance with the defaults: one pool of the host's CPUs */

@@ -36,6 +36,7 @@
 #include <event2/event.h>
 #include <openssl/evp.h>
 
+#include "harness.h"
 #include "job/job_io.h"
 #include "job/job_spec.h"
 #include "job/spawn.h"
@@ -61,23 +62,13 @@ static char *const envp[] = { "PATH=/usr/bin:/bin", NULL };
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)harness_now_ms();
 }
 
+/* This process's resident set (KiB). */
 static long rss_kib(void)
 {
-	long size = 0, res = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-
-	if (f) {
-		if (fscanf(f, "%ld %ld", &size, &res) != 2)
-			res = 0;
-		fclose(f);
-	}
-	return res * (sysconf(_SC_PAGESIZE) / 1024);
+	return harness_proc_kib(getpid(), "VmRSS");
 }
 
 static void sha256_hex(const void *data, size_t len, char hex[65])
@@ -91,30 +82,6 @@ static void sha256_hex(const void *data, size_t len, char hex[65])
 	EVP_DigestFinal_ex(ctx, md, &mdlen);
 	EVP_MD_CTX_free(ctx);
 	pipe_sha256_hex(md, hex);
-}
-
-static int file_sha256(const char *path, char hex[65], uint64_t *size)
-{
-	unsigned char md[32], buf[65536];
-	unsigned int mdlen = 0;
-	EVP_MD_CTX *ctx;
-	ssize_t r;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	ctx = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-	*size = 0;
-	while ((r = read(fd, buf, sizeof buf)) > 0) {
-		EVP_DigestUpdate(ctx, buf, (size_t)r);
-		*size += (uint64_t)r;
-	}
-	close(fd);
-	EVP_DigestFinal_ex(ctx, md, &mdlen);
-	EVP_MD_CTX_free(ctx);
-	pipe_sha256_hex(md, hex);
-	return 0;
 }
 
 /* A port on which nothing listens. */
@@ -297,7 +264,20 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-static int fx_open(struct fixture *fx)
+static void job_init(struct job *j, struct fixture *fx)
+{
+	memset(j, 0, sizeof *j);
+	j->fx = fx;
+	j->spec.inputs = j->ins;
+	j->spec.outputs = j->outs;
+	j->in_fd = j->out_fd = -1;
+	j->pid = -1;
+	fx->job = j;
+}
+
+/* A fixture (event base, transfer loop, private directory) and j, its
+ * job, made empty.  Returns 0, or -1. */
+static int fx_open(struct fixture *fx, struct job *j)
 {
 	struct timeval tv = { 0, 5000 };
 	static unsigned seq;
@@ -313,6 +293,7 @@ static int fx_open(struct fixture *fx)
 	if (mkdir(fx->dir, 0700) != 0)
 		return -1;
 	fx->rss0 = fx->rss_max = rss_kib();
+	job_init(j, fx);
 	return 0;
 }
 
@@ -333,8 +314,13 @@ static void rm_tree(const char *dir)
 		fprintf(stderr, "cannot remove %s\n", dir);
 }
 
+static void job_close(struct job *j);
+
+/* Closes the fixture's job, then the fixture. */
 static void fx_close(struct fixture *fx)
 {
+	if (fx->job)
+		job_close(fx->job);
 	/* released transfers go on the loop's next turn */
 	run_for(fx, 30);
 	CU_ASSERT_EQUAL(transfer_loop_count(fx->loop), 0);
@@ -342,17 +328,6 @@ static void fx_close(struct fixture *fx)
 	event_free(fx->tick);
 	event_base_free(fx->base);
 	rm_tree(fx->dir);
-}
-
-static void job_init(struct job *j, struct fixture *fx)
-{
-	memset(j, 0, sizeof *j);
-	j->fx = fx;
-	j->spec.inputs = j->ins;
-	j->spec.outputs = j->outs;
-	j->in_fd = j->out_fd = -1;
-	j->pid = -1;
-	fx->job = j;
 }
 
 static void add_file(struct job *j, int out, const char *name, const char *url)
@@ -515,8 +490,7 @@ static void test_round_trip_big(void)
 	int trunc, streamed;
 	uint64_t t0;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	e.seed = 1;
 	e.size = big_bytes;
 	CU_ASSERT_FATAL((j.spec.stdin_url = reg_in(&j, "rt-in", &e)) != NULL);
@@ -552,7 +526,6 @@ static void test_round_trip_big(void)
 	       "RSS growth %ld KiB ",
 	       (unsigned long long)(big_bytes / MiB), mb_per_s(big_bytes, t0),
 	       fx.rss_max - fx.rss0);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -568,8 +541,7 @@ static void test_stdin_small_no_stdout_url(void)
 	size_t len;
 	int trunc, streamed;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	e.seed = 2;
 	e.size = sizeof want;
 	e.chunked = 1;
@@ -587,7 +559,6 @@ static void test_stdin_small_no_stdout_url(void)
 	CU_ASSERT_TRUE(memcmp(prefix, want, sizeof want) == 0);
 	CU_ASSERT_FALSE(trunc);
 	CU_ASSERT_FALSE(streamed);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -601,8 +572,7 @@ static void test_no_urls_big_output(void)
 	size_t len;
 	int trunc, streamed, in = 7, out = -1;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	CU_ASSERT_FATAL(job_io_open(&j, 0) != NULL);
 	in_api = 1;
 	CU_ASSERT_EQUAL(job_io_child_fds(j.io, &in, &out), 0);
@@ -649,7 +619,6 @@ static void test_no_urls_big_output(void)
 	CU_ASSERT_TRUE(prefix[0] == 0 && prefix[CAP - 1] == 0);
 	CU_ASSERT_TRUE(trunc);
 	CU_ASSERT_FALSE(streamed);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -663,8 +632,7 @@ static void test_fail_small_output_no_put(void)
 	size_t len;
 	int trunc, streamed;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	CU_ASSERT_FATAL((j.spec.stdout_url = reg_out(&j, "fail-small", NULL)) != NULL);
 	CU_ASSERT_FATAL(job_io_open(&j, 0) != NULL);
 	CU_ASSERT_FATAL(sh(&j, "echo hello; exit 3") == 0);
@@ -680,7 +648,6 @@ static void test_fail_small_output_no_put(void)
 	CU_ASSERT_FALSE(streamed);
 	CU_ASSERT_EQUAL(pipe_server_result(&srv, "fail-small", &pr), 0);
 	CU_ASSERT_EQUAL(pr.requests, 0);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -695,8 +662,7 @@ static void fail_after_commit(const char *script, const char *name, int want_sig
 	size_t len;
 	int trunc, streamed;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	CU_ASSERT_FATAL((j.spec.stdout_url = reg_out(&j, name, NULL)) != NULL);
 	CU_ASSERT_FATAL(job_io_open(&j, 0) != NULL);
 	CU_ASSERT_FATAL(sh(&j, script) == 0);
@@ -720,7 +686,6 @@ static void fail_after_commit(const char *script, const char *name, int want_sig
 	/* evhttp hands a PUT over only once its body is complete */
 	CU_ASSERT_EQUAL(pipe_server_result(&srv, name, &pr), 0);
 	CU_ASSERT_EQUAL(pr.requests, 0);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -757,8 +722,7 @@ static void test_fail_before_eof_driven(void)
 	char buf[6000];
 	int streamed;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	CU_ASSERT_FATAL((j.spec.stdout_url = reg_out(&j, "fail-drv", NULL)) != NULL);
 	CU_ASSERT_FATAL(job_io_open(&j, 0) != NULL);
 	CU_ASSERT_FATAL(job_fds(&j) == 0);
@@ -785,7 +749,6 @@ static void test_fail_before_eof_driven(void)
 	CU_ASSERT_EQUAL(j.out.bytes, 176 * sizeof buf);
 	CU_ASSERT_EQUAL(pipe_server_result(&srv, "fail-drv", &pr), 0);
 	CU_ASSERT_EQUAL(pr.requests, 0);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -801,8 +764,7 @@ static void test_fail_before_read_driven(void)
 	size_t len;
 	int trunc, streamed;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	CU_ASSERT_FATAL((j.spec.stdout_url = reg_out(&j, "fail-unread", NULL)) != NULL);
 	CU_ASSERT_FATAL(job_io_open(&j, 0) != NULL);
 	CU_ASSERT_FATAL(job_fds(&j) == 0);
@@ -823,7 +785,6 @@ static void test_fail_before_read_driven(void)
 	CU_ASSERT_FALSE(streamed);
 	CU_ASSERT_EQUAL(pipe_server_result(&srv, "fail-unread", &pr), 0);
 	CU_ASSERT_EQUAL(pr.requests, 0);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -836,8 +797,7 @@ static void test_success_before_read_driven(void)
 	struct pipe_result pr;
 	char buf[10000], hex[65];
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	CU_ASSERT_FATAL((j.spec.stdout_url = reg_out(&j, "ok-unread", NULL)) != NULL);
 	CU_ASSERT_FATAL(job_io_open(&j, 0) != NULL);
 	CU_ASSERT_FATAL(job_fds(&j) == 0);
@@ -856,7 +816,6 @@ static void test_success_before_read_driven(void)
 	CU_ASSERT_TRUE(pr.chunked);
 	sha256_hex(buf, sizeof buf, hex);
 	CU_ASSERT_STRING_EQUAL(pr.sha256, hex);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -871,8 +830,7 @@ static void put_small(const char *script, const char *name, const char *want, si
 	size_t len;
 	int trunc, streamed;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	CU_ASSERT_FATAL((j.spec.stdout_url = reg_out(&j, name, NULL)) != NULL);
 	CU_ASSERT_FATAL(job_io_open(&j, 0) != NULL);
 	CU_ASSERT_FATAL(sh(&j, script) == 0);
@@ -892,7 +850,6 @@ static void put_small(const char *script, const char *name, const char *want, si
 	CU_ASSERT_TRUE(memcmp(prefix, want, wlen) == 0);
 	CU_ASSERT_FALSE(trunc);
 	CU_ASSERT_TRUE(streamed);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -920,8 +877,7 @@ static void test_cap_boundary(void)
 		int trunc, streamed;
 		size_t n = CAP + (size_t)extra;
 
-		CU_ASSERT_FATAL(fx_open(&fx) == 0);
-		job_init(&j, &fx);
+		CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 		snprintf(name, sizeof name, "cap-%d", extra);
 		snprintf(script, sizeof script, "head -c %zu /dev/zero", n);
 		CU_ASSERT_FATAL((j.spec.stdout_url = reg_out(&j, name, NULL)) != NULL);
@@ -940,7 +896,6 @@ static void test_cap_boundary(void)
 		job_io_stdout_prefix(j.io, NULL, &trunc, &streamed);
 		CU_ASSERT_EQUAL(trunc, extra);
 		CU_ASSERT_TRUE(streamed);
-		job_close(&j);
 		fx_close(&fx);
 	}
 }
@@ -955,8 +910,7 @@ static void stdin_fails(const char *name, const struct pipe_endpoint *e, int wan
 	const char *prefix;
 	size_t len;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	if (e) {
 		CU_ASSERT_FATAL((j.spec.stdin_url = reg_in(&j, name, e)) != NULL);
 	} else {
@@ -981,7 +935,6 @@ static void stdin_fails(const char *name, const struct pipe_endpoint *e, int wan
 	if (e && e->drop_after > 0)
 		CU_ASSERT_TRUE(j.in.bytes > 0 && j.in.bytes <= (uint64_t)e->drop_after);
 	printf("\n    stdin failure: \"%s\" ", j.in.msg);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1027,8 +980,7 @@ static void test_stdin_reader_stops_early(void)
 	struct job j;
 	size_t len;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	e.seed = 5;
 	e.size = 16 * MiB;
 	CU_ASSERT_FATAL((j.spec.stdin_url = reg_in(&j, "stdin-head", &e)) != NULL);
@@ -1042,7 +994,6 @@ static void test_stdin_reader_stops_early(void)
 	CU_ASSERT_TRUE(WIFEXITED(j.status) && WEXITSTATUS(j.status) == 0);
 	job_io_stdout_prefix(j.io, &len, NULL, NULL);
 	CU_ASSERT_EQUAL(len, 100);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1054,8 +1005,7 @@ static void test_stdin_stalled_process_ends(void)
 	struct fixture fx;
 	struct job j;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	e.seed = 6;
 	e.size = MiB;
 	e.stall_after = 1000;
@@ -1066,7 +1016,6 @@ static void test_stdin_stalled_process_ends(void)
 	check_once(&j);
 	CU_ASSERT_TRUE(j.in.ok);
 	CU_ASSERT_TRUE(j.out.ok);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1082,8 +1031,7 @@ static void test_inputs_ok(void)
 	char *url, path[400], want[65], got[65];
 	uint64_t size;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	for (int i = 0; i < 3; i++) {
 		char ep[16];
 
@@ -1107,12 +1055,11 @@ static void test_inputs_ok(void)
 	CU_ASSERT_EQUAL(j.inputs.bytes, 1000 + 3 * MiB);
 	for (int i = 0; i < 3; i++) {
 		snprintf(path, sizeof path, "%s/%s", fx.dir, names[i]);
-		CU_ASSERT_EQUAL(file_sha256(path, got, &size), 0);
+		CU_ASSERT_EQUAL(pipe_file_sha256(path, got, &size), 0);
 		pipe_random_sha256(10 + (uint64_t)i, sizes[i], want);
 		CU_ASSERT_EQUAL(size, sizes[i]);
 		CU_ASSERT_STRING_EQUAL(got, want);
 	}
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1122,8 +1069,7 @@ static void test_inputs_none(void)
 	struct fixture fx;
 	struct job j;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	CU_ASSERT_FATAL(job_io_open(&j, 0) != NULL);
 	in_api = 1;
 	CU_ASSERT_EQUAL(job_io_fetch_inputs(j.io), 0);
@@ -1132,7 +1078,6 @@ static void test_inputs_none(void)
 	CU_ASSERT_EQUAL(job_run(&j, W_INPUTS, 5000), 0);
 	check_once(&j);
 	CU_ASSERT_TRUE(j.inputs.ok);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1148,8 +1093,7 @@ static void input_fails(const char *bad_name, const struct pipe_endpoint *bad, c
 	char *u0, *u1, *u2, path[400];
 	uint64_t t0;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	slow.size = 4 * MiB;
 	slow.rate = 256 * 1024;
 	CU_ASSERT_FATAL((u0 = reg_in(&j, "in-slow-a", &slow)) != NULL);
@@ -1183,7 +1127,6 @@ static void input_fails(const char *bad_name, const struct pipe_endpoint *bad, c
 		CU_ASSERT_EQUAL(lstat(path, &st), -1);
 	}
 	printf("\n    input failure: \"%s\" after %llu ms ", j.inputs.msg, (unsigned long long)t0);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1228,8 +1171,7 @@ static void test_input_over_cap(void)
 	struct stat st;
 	char *u, path[400];
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	e.size = 300000;
 	e.chunked = 1;
 	CU_ASSERT_FATAL((u = reg_in(&j, "in-cap", &e)) != NULL);
@@ -1246,7 +1188,6 @@ static void test_input_over_cap(void)
 		       NULL);
 	snprintf(path, sizeof path, "%s/big.bin", fx.dir);
 	CU_ASSERT_EQUAL(lstat(path, &st), -1);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1265,8 +1206,7 @@ static void test_input_symlink_and_traversal(void)
 		ssize_t n;
 		int fd;
 
-		CU_ASSERT_FATAL(fx_open(&fx) == 0);
-		job_init(&j, &fx);
+		CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 		snprintf(target, sizeof target, "%s/precious", tmproot);
 		fd = open(target, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		CU_ASSERT_FATAL(fd >= 0);
@@ -1301,7 +1241,6 @@ static void test_input_symlink_and_traversal(void)
 		CU_ASSERT_EQUAL(pipe_server_result(&srv, "in-evil", &pr), 0);
 		CU_ASSERT_EQUAL(pr.requests, 0);
 		printf("\n    \"%s\" ", j.inputs.msg);
-		job_close(&j);
 		fx_close(&fx);
 		unlink(target);
 	}
@@ -1342,8 +1281,7 @@ static void test_outputs_ok(void)
 	char *u, want[65];
 	static const uint64_t sizes[2] = { 0, 2 * MiB + 3 };
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	CU_ASSERT_FATAL(make_file(fx.dir, "empty.txt", 30, sizes[0]) == 0);
 	CU_ASSERT_FATAL(make_file(fx.dir, "out.pdf", 31, sizes[1]) == 0);
 	CU_ASSERT_FATAL((u = reg_out(&j, "outok-0", NULL)) != NULL);
@@ -1371,7 +1309,6 @@ static void test_outputs_ok(void)
 		pipe_random_sha256(30 + (uint64_t)i, sizes[i], want);
 		CU_ASSERT_STRING_EQUAL(pr.sha256, want);
 	}
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1392,8 +1329,7 @@ static void test_outputs_refused_files(void)
 		char *u, path[400];
 		uint64_t t0;
 
-		CU_ASSERT_FATAL(fx_open(&fx) == 0);
-		job_init(&j, &fx);
+		CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 		CU_ASSERT_FATAL(make_file(fx.dir, "first.txt", 40, 5000) == 0);
 		snprintf(path, sizeof path, "%s/res.pdf", fx.dir);
 		if (k == 1)
@@ -1422,7 +1358,6 @@ static void test_outputs_refused_files(void)
 		CU_ASSERT_EQUAL(pipe_server_result(&srv, "outref-0", &pr), 0);
 		CU_ASSERT_EQUAL(pr.requests, 0);
 		printf("\n    %s: \"%s\" ", kinds[k], j.outputs.msg);
-		job_close(&j);
 		fx_close(&fx);
 	}
 }
@@ -1434,8 +1369,7 @@ static void output_status(int status, int want_retryable)
 	struct job j;
 	char *u, want[64];
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	CU_ASSERT_FATAL(make_file(fx.dir, "out.pdf", 50, 100000) == 0);
 	e.status = status;
 	CU_ASSERT_FATAL((u = reg_out(&j, "out-status", &e)) != NULL);
@@ -1451,7 +1385,6 @@ static void output_status(int status, int want_retryable)
 	CU_ASSERT_EQUAL(j.outputs.retryable, want_retryable);
 	snprintf(want, sizeof want, "outputs[0] (out.pdf): HTTP %d", status);
 	CU_ASSERT_STRING_EQUAL(j.outputs.msg, want);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1483,8 +1416,7 @@ static void test_slow_stdout_consumer(void)
 	unsigned blocked = 0;
 
 	CU_ASSERT_FATAL(buf != NULL);
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	e.rate = 512 * 1024;
 	CU_ASSERT_FATAL((j.spec.stdout_url = reg_out(&j, "slow-out", &e)) != NULL);
 	CU_ASSERT_FATAL(job_io_open(&j, 0) != NULL);
@@ -1524,7 +1456,6 @@ static void test_slow_stdout_consumer(void)
 	       "times, RSS growth %ld KiB ",
 	       (unsigned long long)t0, blocked, fx.rss_max - fx.rss0);
 	free(buf);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1538,8 +1469,7 @@ static void test_slow_stdout_consumer_process(void)
 	struct pipe_result pr;
 	uint64_t t0;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	e.rate = 1024 * 1024;
 	CU_ASSERT_FATAL((j.spec.stdout_url = reg_out(&j, "slow-out-p", &e)) != NULL);
 	CU_ASSERT_FATAL(job_io_open(&j, 0) != NULL);
@@ -1555,7 +1485,6 @@ static void test_slow_stdout_consumer_process(void)
 	CU_ASSERT_EQUAL(pr.length, 3 * MiB);
 	printf("\n    figure: 3 MiB from a process to a 1 MiB/s consumer: %llu ms ",
 	       (unsigned long long)t0);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1567,8 +1496,7 @@ static void test_stdout_upload_fails_mid_run(void)
 	struct job j;
 	char buf[8192];
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	snprintf(j.urls[0], sizeof j.urls[0], "http://127.0.0.1:%d/out/x", closed_port());
 	j.spec.stdout_url = j.urls[0];
 	CU_ASSERT_FATAL(job_io_open(&j, 0) != NULL);
@@ -1591,7 +1519,6 @@ static void test_stdout_upload_fails_mid_run(void)
 	run_for(&fx, 200);
 	check_once(&j);
 	CU_ASSERT_EQUAL(j.out.n, 1);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1606,8 +1533,7 @@ static void test_stdout_close_linger(void)
 		char buf[5000], hex[65], name[16];
 		size_t n = big ? sizeof buf : 100;
 
-		CU_ASSERT_FATAL(fx_open(&fx) == 0);
-		job_init(&j, &fx);
+		CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 		snprintf(name, sizeof name, "linger-%d", big);
 		CU_ASSERT_FATAL((j.spec.stdout_url = reg_out(&j, name, NULL)) != NULL);
 		CU_ASSERT_FATAL(job_io_open(&j, 0) != NULL);
@@ -1631,7 +1557,6 @@ static void test_stdout_close_linger(void)
 		CU_ASSERT_EQUAL(pr.chunked, big);
 		sha256_hex(buf, n, hex);
 		CU_ASSERT_STRING_EQUAL(pr.sha256, hex);
-		job_close(&j);
 		fx_close(&fx);
 	}
 }
@@ -1650,8 +1575,7 @@ static void test_abort_everything(void)
 	char *u, buf[6000], path[400];
 	int streamed;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	e.size = 4 * MiB;
 	e.stall_after = 100000;
 	CU_ASSERT_FATAL((j.spec.stdin_url = reg_in(&j, "abort-in", &e)) != NULL);
@@ -1696,7 +1620,6 @@ static void test_abort_everything(void)
 	CU_ASSERT_EQUAL(write(j.out_fd, buf, 1), -1);
 	CU_ASSERT_EQUAL(errno, EPIPE);
 	CU_ASSERT_EQUAL(job_io_stdout_prefix(j.io, NULL, NULL, NULL)[0], 'a');
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1707,8 +1630,7 @@ static void test_free_inside_callback(void)
 	struct fixture fx;
 	struct job j;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	e.size = 10;
 	CU_ASSERT_FATAL((j.spec.stdin_url = reg_in(&j, "free-in", &e)) != NULL);
 	j.free_in_stdout_cb = 1;
@@ -1721,7 +1643,6 @@ static void test_free_inside_callback(void)
 	CU_ASSERT_PTR_NULL(j.io);
 	CU_ASSERT_EQUAL(j.out.n, 1);
 	CU_ASSERT_TRUE(j.in.n <= 1);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1739,8 +1660,7 @@ static void test_fd_flags(void)
 	size_t len;
 	int in = -1, out = -1;
 
-	CU_ASSERT_FATAL(fx_open(&fx) == 0);
-	job_init(&j, &fx);
+	CU_ASSERT_FATAL(fx_open(&fx, &j) == 0);
 	e.size = 10;
 	CU_ASSERT_FATAL((j.spec.stdin_url = reg_in(&j, "flags-in", &e)) != NULL);
 	for (int fd = 0; fd < 256; fd++)
@@ -1785,7 +1705,6 @@ static void test_fd_flags(void)
 	/* ls's own: 0, 1, 2 and the directory it lists */
 	CU_ASSERT_EQUAL(len, 8);
 	CU_ASSERT_TRUE(len == 8 && memcmp(prefix, "0\n1\n2\n3\n", 8) == 0);
-	job_close(&j);
 	fx_close(&fx);
 }
 
@@ -1843,19 +1762,9 @@ int main(void)
 
 	if (mib && atoi(mib) > 0)
 		big_bytes = (uint64_t)atoi(mib) * MiB;
-	/* the server is forked before anything else exists in this process */
-	if (pipe_server_start(&srv) < 0) {
-		fprintf(stderr, "test_job_io: cannot start the pipe server\n");
-		return 1;
-	}
-	snprintf(tmproot, sizeof tmproot, "/tmp/test_job_io.XXXXXX");
-	if (mkdtemp(tmproot) == NULL) {
-		pipe_server_stop(&srv);
-		return 1;
-	}
-	rc = run_suite("job_io", cases);
-	pipe_server_stop(&srv);
-	rm_tree(tmproot);
+	rc = pipe_server_run_suite(&srv, "job_io", cases, tmproot, sizeof tmproot);
+	if (tmproot[0])
+		rm_tree(tmproot);
 	curl_global_cleanup();
 	return rc;
 }

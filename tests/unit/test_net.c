@@ -990,6 +990,18 @@ static void run_reporting_pongs(struct run *r, script_fn script, int budget_ms)
 	run_ws(r, budget_ms);
 }
 
+/* run_ws with the default test options but pings every interval_ms and a
+ * ping timeout of timeout_ms (r->client_options as the caller set them). */
+static void run_pinged(struct run *r, script_fn script, int interval_ms, int timeout_ms,
+		       int budget_ms)
+{
+	test_opts(&r->opt);
+	r->opt.ping_interval_ms = interval_ms;
+	r->opt.ping_timeout_ms = timeout_ms;
+	r->script = script;
+	run_ws(r, budget_ms);
+}
+
 static void dump_seen(const char *what, const struct run *r)
 {
 	fprintf(stderr, "\n  %s: owner closed %d code %u texts %d; client saw:", what,
@@ -1239,11 +1251,8 @@ static void test_ws_control_frames_without_parser(void)
 	struct run r = { 0 };
 	int pings = 0, pongs = 0;
 
-	test_opts(&r.opt);
-	r.opt.ping_interval_ms = 100;
-	r.script = sc_control_only;
 	r.client_options = WSC_OPT_REPORT_PONGS | WSC_OPT_REPORT_PINGS;
-	run_ws(&r, 8000);
+	run_pinged(&r, sc_control_only, 100, 0, 8000);
 	for (int i = 0; i < r.seen.n; i++) {
 		pings += r.seen.type[i] == WSC_PING;
 		if (r.seen.type[i] == WSC_PONG) {
@@ -1449,12 +1458,8 @@ static void test_ws_ping_timeout(void)
 	struct run r = { 0 };
 	int pings = 0;
 
-	test_opts(&r.opt);
-	r.opt.ping_interval_ms = 50;
-	r.opt.ping_timeout_ms = 200;
-	r.script = sc_silent;
 	r.client_options = WSC_OPT_NO_AUTO_PONG | WSC_OPT_REPORT_PINGS;
-	run_ws(&r, 5000);
+	run_pinged(&r, sc_silent, 50, 200, 5000);
 	for (int i = 0; i < r.seen.n; i++)
 		pings += r.seen.type[i] == WSC_PING;
 	CU_ASSERT(pings >= 2);
@@ -1476,11 +1481,7 @@ static void test_ws_pongs_keep_alive(void)
 {
 	struct run r = { 0 };
 
-	test_opts(&r.opt);
-	r.opt.ping_interval_ms = 50;
-	r.opt.ping_timeout_ms = 200;
-	r.script = sc_pongs_keep_alive;
-	run_ws(&r, 5000);
+	run_pinged(&r, sc_pongs_keep_alive, 50, 200, 5000);
 	CU_ASSERT_EQUAL(r.seen.type[0], WSC_TIMEOUT);
 	CU_ASSERT_EQUAL(r.seen.type[1], WSC_TEXT);
 	CU_ASSERT_STRING_EQUAL(r.seen.data[1], "alive");
@@ -1672,13 +1673,9 @@ static void test_ws_closed_once(void)
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct run r = { 0 };
 
-		test_opts(&r.opt);
-		r.opt.ping_interval_ms = 50;
-		r.opt.ping_timeout_ms = 100;
 		r.o.keep_on_close = 1;
-		r.script = sc_bad;
 		r.aux = cases[i];
-		run_ws(&r, 5000);
+		run_pinged(&r, sc_bad, 50, 100, 5000);
 		EXPECT_END(&r, bad_inputs[cases[i]].code);
 	}
 	{
@@ -1980,11 +1977,7 @@ static void test_ws_skipped_ping_keeps_the_deadline(void)
 {
 	struct run r = { 0 };
 
-	test_opts(&r.opt);
-	r.opt.ping_interval_ms = 300;
-	r.opt.ping_timeout_ms = 500;
-	r.script = sc_one_message_then_pongs;
-	run_ws(&r, 6000);
+	run_pinged(&r, sc_one_message_then_pongs, 300, 500, 6000);
 	CU_ASSERT_EQUAL(r.seen.type[0], WSC_TEXT);
 	CU_ASSERT_EQUAL(r.seen.type[1], WSC_TIMEOUT);
 	EXPECT_END(&r, 1000);

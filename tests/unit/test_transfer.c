@@ -33,6 +33,7 @@
 #include <event2/event.h>
 #include <openssl/evp.h>
 
+#include "harness.h"
 #include "job/transfer.h"
 #include "pipe_server.h"
 #include "suite.h"
@@ -52,23 +53,13 @@ static int in_api; /* set around transfer_* calls: done must not run then */
 
 static uint64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)harness_now_ms();
 }
 
+/* This process's resident set (KiB). */
 static long rss_kib(void)
 {
-	long size = 0, res = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-
-	if (f) {
-		if (fscanf(f, "%ld %ld", &size, &res) != 2)
-			res = 0;
-		fclose(f);
-	}
-	return res * (sysconf(_SC_PAGESIZE) / 1024);
+	return harness_proc_kib(getpid(), "VmRSS");
 }
 
 /* ---- fixtures ------------------------------------------------------------ */
@@ -809,30 +800,6 @@ static void test_abort_paused(void)
 	fx_close(&fx);
 }
 
-static int file_sha(const char *path, char hex[65], uint64_t *len)
-{
-	unsigned char buf[65536], md[32];
-	unsigned int mdlen;
-	EVP_MD_CTX *ctx;
-	ssize_t r;
-	int fd = open(path, O_RDONLY);
-
-	if (fd < 0)
-		return -1;
-	ctx = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-	*len = 0;
-	while ((r = read(fd, buf, sizeof buf)) > 0) {
-		EVP_DigestUpdate(ctx, buf, (size_t)r);
-		*len += (uint64_t)r;
-	}
-	EVP_DigestFinal_ex(ctx, md, &mdlen);
-	EVP_MD_CTX_free(ctx);
-	close(fd);
-	pipe_sha256_hex(md, hex);
-	return 0;
-}
-
 static char tmpdir[256];
 
 static void test_get_file_max_bytes(void)
@@ -874,7 +841,7 @@ static void test_get_file_max_bytes(void)
 	CU_ASSERT_NOT_EQUAL(stat(p2, &st), 0);
 	CU_ASSERT_TRUE(r3.r.ok);
 	pipe_random_sha256(9, 2 * MiB, want);
-	CU_ASSERT_EQUAL(file_sha(p3, hex, &len), 0);
+	CU_ASSERT_EQUAL(pipe_file_sha256(p3, hex, &len), 0);
 	CU_ASSERT_EQUAL(len, 2 * MiB);
 	CU_ASSERT_STRING_EQUAL(hex, want);
 	CU_ASSERT_EQUAL(r1.done + r2.done + r3.done, 3);
@@ -1536,19 +1503,9 @@ int main(void)
 
 	if (mib && atoi(mib) > 0)
 		big_bytes = (uint64_t)atoi(mib) * MiB;
-	/* the server is forked before anything else exists in this process */
-	if (pipe_server_start(&srv) < 0) {
-		fprintf(stderr, "test_transfer: cannot start the pipe server\n");
-		return 1;
-	}
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/test_transfer.XXXXXX");
-	if (mkdtemp(tmpdir) == NULL) {
-		pipe_server_stop(&srv);
-		return 1;
-	}
-	rc = run_suite("transfer", cases);
-	pipe_server_stop(&srv);
-	rmdir(tmpdir);
+	rc = pipe_server_run_suite(&srv, "transfer", cases, tmpdir, sizeof tmpdir);
+	if (tmpdir[0])
+		rmdir(tmpdir);
 	curl_global_cleanup();
 	return rc;
 }

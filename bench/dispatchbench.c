@@ -13,7 +13,8 @@
  *   d. the claim-and-finish path alone (the dispatcher's own statements,
  *      no execserver): rows per second with one and with three sessions.
  * Writes OUT/summary-dispatch.md and OUT/row-dispatch.md.  -q: a short run;
- * -r N: N rounds of a (3); -a: a only, printed, nothing written.
+ * -r N: N rounds of a (3); -a: a only, printed, nothing written; -n: b's
+ * notify: true half only, printed, nothing written.
  */
 #include <errno.h>
 #include <signal.h>
@@ -264,11 +265,13 @@ static const char *ok(int pass)
 int main(int argc, char **argv)
 {
 	const char *out = ".";
-	int opt, n, lat_jobs, idle_secs, rows, rounds = 3, only_a = 0;
+	int opt, n, lat_jobs, idle_secs, rows, rounds = 3, only_a = 0, only_notify = 0;
 	struct samples rd = { 0 }, rx = { 0 };
 
-	while ((opt = getopt(argc, argv, "qao:r:")) != -1) {
-		if (opt == 'q')
+	while ((opt = getopt(argc, argv, "qano:r:")) != -1) {
+		if (opt == 'n')
+			only_notify = 1;
+		else if (opt == 'q')
 			quick = 1;
 		else if (opt == 'a')
 			only_a = 1;
@@ -287,6 +290,23 @@ int main(int argc, char **argv)
 		return 1;
 	PQclear(pgtest_query(F.c, "CREATE EXTENSION pg_stat_statements; "
 				  "CREATE ROLE idle LOGIN SUPERUSER"));
+
+	if (only_notify) {
+		struct samples lat = { 0 };
+		df_write_config(&F, 0, "logLevel: warn\npollMs: 1000\nnotify: true\n");
+		df_start_disp(&F, 0);
+		harness_sleep_ms(500);
+		latency(&lat, lat_jobs, 100);
+		df_stop_disp(&F, 0, SIGTERM, 10000);
+		fprintf(stderr,
+			"dispatchbench: notify: true, %d jobs: submit-to-start p50 %.1f ms, p90 "
+			"%.1f "
+			"ms, p99 %.1f ms\n",
+			lat_jobs, bs_pct(&lat, 0.5), bs_pct(&lat, 0.9), bs_pct(&lat, 0.99));
+		bs_free(&lat);
+		df_cleanup(&F, 0);
+		return 0;
+	}
 
 	/* a: rounds (3; -r) each, side by side */
 	for (int i = 0; i < rounds; i++) {

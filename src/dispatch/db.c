@@ -109,6 +109,13 @@ static void failed_attempt(struct db *db)
 		log_error("database: cannot connect: %s", db->last_error);
 }
 
+static void timed_out(struct db *db)
+{
+	went_away(db, "timeout expired while connecting");
+	if (!db->warned++)
+		log_error("database: cannot connect: %s", db->last_error);
+}
+
 /* connect_timeout of the connection string in ms, else CONNECT_TIMEOUT_MS
  * (PQconnectPoll leaves that timeout to its caller). */
 static int64_t connect_timeout_ms(PGconn *conn)
@@ -123,11 +130,101 @@ static int64_t connect_timeout_ms(PGconn *conn)
 	return ms;
 }
 
+/* The i-th element of a comma-separated list into out (a list of one
+ * element: that one for every i); "" when there is none. */
+static void nth(const char *list, int i, char *out, size_t len)
+{
+	const char *p = list ? list : "", *comma;
+
+	if (!strchr(p, ','))
+		i = 0;
+	for (; i > 0 && (comma = strchr(p, ',')); i--)
+		p = comma + 1;
+	comma = strchr(p, ',');
+	snprintf(out, len, "%.*s", i > 0 ? 0 : (int)(comma ? (size_t)(comma - p) : strlen(p)), p);
+}
+
+static int count_of(const char *list)
+{
+	int n = list && *list ? 1 : 0;
+
+	for (const char *p = list; p && (p = strchr(p, ',')); p++)
+		n++;
+	return n;
+}
+
+/* One host's attempt; what to wait for, as db_connect_step. */
+static int connect_host(struct db_connect *c)
+{
+	PQconninfoOption *opts = PQconninfoParse(c->conninfo, NULL);
+	const char *hosts = NULL, *addrs = NULL, *ports = NULL;
+	char host[256], addr[256], port[64];
+
+	for (PQconninfoOption *o = opts; o && o->keyword; o++) {
+		if (strcmp(o->keyword, "host") == 0)
+			hosts = o->val;
+		else if (strcmp(o->keyword, "hostaddr") == 0)
+			addrs = o->val;
+		else if (strcmp(o->keyword, "port") == 0)
+			ports = o->val;
+	}
+	c->nhosts = count_of(hosts) > count_of(addrs) ? count_of(hosts) : count_of(addrs);
+	nth(hosts, c->host, host, sizeof host);
+	nth(addrs, c->host, addr, sizeof addr);
+	nth(ports, c->host, port, sizeof port);
+	PQconninfoFree(opts);
+	/* connect_timeout first: a value in the connection string wins; the
+	 * host last: this attempt's only ("" leaves the string's) */
+	const char *keys[] = { "connect_timeout",
+			       "keepalives_idle",
+			       "dbname",
+			       "fallback_application_name",
+			       "host",
+			       "hostaddr",
+			       "port",
+			       NULL };
+	const char *vals[] = { "5", "30", c->conninfo, "execdispatch", host, addr, port, NULL };
+	c->conn = PQconnectStartParams(keys, vals, 1);
+	if (!c->conn || PQstatus(c->conn) == CONNECTION_BAD)
+		return -1;
+	c->deadline_ms = (int64_t)clock_mono_ms() + connect_timeout_ms(c->conn);
+	return EV_WRITE; /* as if PQconnectPoll had answered PGRES_POLLING_WRITING */
+}
+
+/* This host failed: the next one, if any. */
+static int next_host(struct db_connect *c)
+{
+	if (c->host + 1 >= c->nhosts)
+		return -1;
+	PQfinish(c->conn);
+	c->conn = NULL;
+	c->host++;
+	return connect_host(c) < 0 ? next_host(c) : EV_WRITE;
+}
+
+int db_connect_begin(struct db_connect *c, const char *conninfo)
+{
+	memset(c, 0, sizeof *c);
+	c->conninfo = conninfo;
+	return connect_host(c) < 0 ? next_host(c) : EV_WRITE;
+}
+
+int db_connect_step(struct db_connect *c, int timed_out)
+{
+	if (timed_out && (int64_t)clock_mono_ms() >= c->deadline_ms)
+		return next_host(c);
+	switch (PQconnectPoll(c->conn)) {
+	case PGRES_POLLING_READING: return EV_READ;
+	case PGRES_POLLING_WRITING: return EV_WRITE;
+	case PGRES_POLLING_OK: return 0;
+	default: return next_host(c);
+	}
+}
+
 static void io_cb(evutil_socket_t fd, short what, void *arg);
 
-/* Waits for the socket to be ready for what (EV_READ, EV_WRITE or both);
- * with a deadline (monotonic ms, 0: none) also for that. */
-static void watch(struct db *db, short what, int64_t deadline_ms)
+void db_watch(struct event *ev, evutil_socket_t fd, short what, event_callback_fn cb, void *arg,
+	      int64_t deadline_ms)
 {
 	int64_t left = deadline_ms - (int64_t)clock_mono_ms();
 	struct timeval tv = { 0, 0 };
@@ -136,25 +233,30 @@ static void watch(struct db *db, short what, int64_t deadline_ms)
 		tv.tv_sec = (time_t)(left / 1000);
 		tv.tv_usec = (suseconds_t)(left % 1000 * 1000);
 	}
-	event_del(db->io_ev);
-	event_assign(db->io_ev, db->base, PQsocket(db->conn), what, io_cb, db);
-	event_add(db->io_ev, deadline_ms ? &tv : NULL);
+	event_del(ev);
+	event_assign(ev, event_get_base(ev), fd, what, cb, arg);
+	event_add(ev, deadline_ms ? &tv : NULL);
 }
 
-static void connect_step(struct db *db, short what)
+/* Waits for the socket to be ready for what (EV_READ, EV_WRITE or both);
+ * with a deadline (monotonic ms, 0: none) also for that. */
+static void watch(struct db *db, short what, int64_t deadline_ms)
 {
-	if ((what & EV_TIMEOUT) && (int64_t)clock_mono_ms() >= db->connect_deadline_ms) {
-		went_away(db, "timeout expired while connecting");
-		if (!db->warned++)
-			log_error("database: cannot connect: %s", db->last_error);
-		return;
-	}
-	switch (PQconnectPoll(db->conn)) {
-	case PGRES_POLLING_READING: watch(db, EV_READ, db->connect_deadline_ms); break;
-	case PGRES_POLLING_WRITING: watch(db, EV_WRITE, db->connect_deadline_ms); break;
-	case PGRES_POLLING_OK: connected(db); break;
-	default: failed_attempt(db); break;
-	}
+	db_watch(db->io_ev, PQsocket(db->conn), what, io_cb, db, deadline_ms);
+}
+
+/* The db_connect's next step: wait, connected, or failed. */
+static void connect_next(struct db *db, int next)
+{
+	db->conn = db->dc.conn;
+	if (next > 0)
+		watch(db, (short)next, db->dc.deadline_ms);
+	else if (next == 0)
+		connected(db);
+	else if (db->conn && PQstatus(db->conn) != CONNECTION_BAD)
+		timed_out(db);
+	else
+		failed_attempt(db);
 }
 
 int db_ready(struct db *db)
@@ -177,15 +279,8 @@ int db_ready(struct db *db)
 		connected(db);
 		return 1;
 	}
-	db->conn = PQconnectStartParams(keys, vals, 1);
-	if (!db->conn || PQstatus(db->conn) == CONNECTION_BAD) {
-		failed_attempt(db);
-		return 0;
-	}
 	db->connecting = 1;
-	db->connect_deadline_ms = (int64_t)clock_mono_ms() + connect_timeout_ms(db->conn);
-	/* as if PQconnectPoll had answered PGRES_POLLING_WRITING */
-	watch(db, EV_WRITE, db->connect_deadline_ms);
+	connect_next(db, db_connect_begin(&db->dc, db->conninfo));
 	return 0;
 }
 
@@ -248,7 +343,7 @@ static void io_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	if (db->connecting) {
-		connect_step(db, what);
+		connect_next(db, db_connect_step(&db->dc, what & EV_TIMEOUT));
 	} else if (db->on_wire && (next = progress(db)) != 0) {
 		watch(db, next, 0);
 	}

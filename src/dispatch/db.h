@@ -31,6 +31,33 @@
 #include <event2/event.h>
 #include <libpq-fe.h>
 
+/* A connection being made without blocking (db_connect_begin/_step):
+ * the hosts of a multi-host connection string one at a time, each within
+ * connect_timeout (5 s unless the string sets it), so that a host that
+ * accepts and never answers is left for the next one as PQconnectdb
+ * leaves it. */
+struct db_connect {
+	const char *conninfo;
+	PGconn *conn; /* the attempt under way, or the last one that failed */
+	int host;     /* which host of the string it tries */
+	int nhosts;
+	int64_t deadline_ms; /* monotonic: this host's connect_timeout */
+};
+
+/* Starts with the first host; db_connect_step says what follows. */
+int db_connect_begin(struct db_connect *c, const char *conninfo);
+/* Moves the attempt on after its socket was ready, or after its deadline
+ * (timed_out).  Returns what to wait for (EV_READ or EV_WRITE, until
+ * deadline_ms), 0 when connected (c->conn is the caller's now), or -1 when
+ * every host failed (c->conn: the last failed attempt, for
+ * PQerrorMessage, or NULL when out of memory; the caller PQfinishes it). */
+int db_connect_step(struct db_connect *c, int timed_out);
+
+/* (Re)arms ev on fd for what, with cb(arg), until deadline_ms (monotonic;
+ * 0: no deadline). */
+void db_watch(struct event *ev, evutil_socket_t fd, short what, event_callback_fn cb, void *arg,
+	      int64_t deadline_ms);
+
 /* The result of a db_send statement: res as db_exec's (the callback
  * PQclears it), or NULL with away as db_exec's. */
 typedef void (*db_result_fn)(void *arg, PGresult *res, int away);
@@ -48,8 +75,8 @@ struct db {
 	struct event_base *base;
 	struct event *io_ev;      /* PQsocket: connecting, or a db_send on the wire */
 	struct event *deliver_ev; /* a result kept by db_exec's wait, to deliver */
-	int connecting;           /* PQconnectPoll under way */
-	int64_t connect_deadline_ms;
+	int connecting;           /* a db_connect under way, on conn */
+	struct db_connect dc;
 	void (*on_up)(void *arg); /* connected (again), from the loop */
 	void *up_arg;
 	/* the db_send statement outstanding: its callback is set from the

@@ -56,6 +56,8 @@
 #define JANITOR_AGAIN_MS 1000 /* after a full batch */
 #define FINISH_BATCH 100      /* most outcomes written by one statement */
 #define OUTCOME_RETRY_MS 5000 /* an outcome refused in every form: next try */
+#define HOT_CONNS 2           /* connections carrying the hot path's statements */
+#define STOP_GIVE_UP_MS 10000 /* stopping: an outcome refused in every form is given up */
 
 struct held {
 	struct held *next, *prev;
@@ -76,6 +78,7 @@ struct held {
 	char *receipt; /* JSON text or NULL */
 	char job_id[48];
 	int writing; /* in the outcome statement on the wire (struct fin) */
+	int unsure;  /* a statement writing it lost its reply: it may be written */
 	/* an outcome the database refused alone: how far it was cut down
 	 * (flush_outcomes), the original kept, and when to try it again */
 	int cut;
@@ -93,6 +96,24 @@ struct fin {
 	char *states, *errors, *receipts;
 };
 
+/* One statement of the hot path on one of the hot connections (db_send):
+ * its outcomes, and the claims it may make.  What it may claim is
+ * reserved against admission from its send until its result is handled
+ * (turn_done), so that the rows at the execservers plus the claims on the
+ * wire never exceed the claim share (docs/dispatch.md, "The event loop"). */
+struct turn {
+	struct dispatcher *d;
+	struct db *db;
+	struct fin fin;
+	int claims;     /* it claims (its reservation below is held) */
+	unsigned bound; /* rows of services with a share it may claim */
+	unsigned total; /* all it may claim (bound + the other class) */
+	int other;      /* it may claim a row of the "other" class */
+	size_t k;       /* per service: names (into d->services), limits */
+	const char **names;
+	int64_t *lims;
+};
+
 struct dispatcher {
 	const struct dispatch_config *cfg;
 	struct event_base *base;
@@ -100,7 +121,7 @@ struct dispatcher {
 	struct db db;
 	char *q_register, *q_heartbeat, *q_rescue_own, *q_rescue_lost, *q_claim, *q_start,
 		*q_finish, *q_held, *q_leave, *q_janitor, *q_position, *q_finish_claim,
-		*q_claim_exec;
+		*q_claim_exec, *q_landed;
 	char host[65];
 	char pid[16];
 	struct held *list;
@@ -112,6 +133,8 @@ struct dispatcher {
 	int64_t beat_ok_ms; /* monotonic time of the last written heartbeat */
 	int registered;
 	int stopping;
+	int64_t give_up_ms; /* stopping: outcomes refused in every form are given up then */
+	int gave_up;        /* outcomes were given up: our row stays for the rescue */
 	int exit_status;
 	int said_stale, said_no_exec;
 	unsigned rnd;
@@ -125,11 +148,10 @@ struct dispatcher {
 	int64_t other_due_ms;   /* the "other" class is looked for from then on */
 	unsigned local_running; /* held rows of local services running */
 	struct event *sig_chld;
-	/* the turn on the wire (db_send): its outcomes, whether it claims,
-	 * with which bound; poll_again: poll_cb ran meanwhile */
-	struct fin turn;
-	int turn_claims;
-	unsigned turn_bound;
+	/* the hot path's statements on the wire, one per hot connection
+	 * (db, db2); poll_again: poll_cb ran while both were busy */
+	struct db db2;
+	struct turn turns[HOT_CONNS];
 	int poll_again;
 	int sweep_lost; /* reconnected: look for claims whose result was lost */
 };
@@ -142,6 +164,9 @@ struct admission {
 	char *services; /* text[] of the services seen, each with its limit in */
 	char *limits;   /* int[] */
 	char other[16]; /* rows of other services: 0 or 1 */
+	size_t k;       /* the same as arrays (handed to the turn that claims) */
+	const char **names;
+	int64_t *lims;
 };
 
 /* ---- small helpers ---- */
@@ -389,15 +414,35 @@ static void learn_service(struct dispatcher *d, const char *service)
 		d->nservices++;
 }
 
-/* The rows of service at the execservers. */
+/* The rows of service at the execservers, and those the turns on the
+ * wire may claim (NULL: of every service). */
 static unsigned held_of(const struct dispatcher *d, const char *service)
 {
 	unsigned n = 0;
 
 	for (const struct held *h = d->list; h; h = h->next)
-		if (h->xj && strcmp(h->service, service) == 0)
+		if (h->xj && (!service || strcmp(h->service, service) == 0))
 			n++;
+	for (int t = 0; t < HOT_CONNS; t++) {
+		const struct turn *tn = &d->turns[t];
+		if (!tn->claims)
+			continue;
+		if (!service)
+			n += tn->total;
+		for (size_t i = 0; service && i < tn->k; i++)
+			if (strcmp(tn->names[i], service) == 0)
+				n += (unsigned)tn->lims[i];
+	}
 	return n;
+}
+
+/* A turn on the wire may claim a row of the "other" class. */
+static int other_on_wire(const struct dispatcher *d)
+{
+	for (int t = 0; t < HOT_CONNS; t++)
+		if (d->turns[t].claims && d->turns[t].other)
+			return 1;
+	return 0;
 }
 
 /* Admission for the next exec-bound claim (docs/dispatch.md, "Admission"):
@@ -406,34 +451,33 @@ static unsigned held_of(const struct dispatcher *d, const char *service)
  * to the overall claim share (exc_claim_share), handed out from a
  * rotating start so that no service is always served last; the services
  * not seen yet, and those no reached execserver runs (share 0), one row at
- * a time while none of them is at an execserver, outside the overall share
- * (such a want takes no slot that another could: no execserver serves it,
- * or its service is learned from it).  Looking for those rows walks the
- * queued rows of the known services, so it is done at most once per
- * pollMs (and at a notification), not at every outcome.  a->total is 0 when
- * nothing may be claimed; the arrays are freed by admission_free. */
+ * a time while none of them is at an execserver or may be claimed by a
+ * turn on the wire, outside the overall share (such a want takes no slot
+ * that another could: no execserver serves it, or its service is learned
+ * from it).  The rows the turns on the wire may claim count as held.
+ * Looking for those rows walks the queued rows of the known services, so
+ * it is done at most once per pollMs (and at a notification), not at
+ * every outcome.  a->total is 0 when nothing may be claimed; the arrays
+ * are freed by admission_free. */
 static int admission(struct dispatcher *d, struct admission *a)
 {
 	size_t n = d->nservices;
-	const char **names = calloc(n + 1, sizeof *names);
-	int64_t *lims = calloc(n + 1, sizeof *lims);
-	unsigned left, unshared_held = 0;
-	int k = 0;
+	unsigned left, unshared_held = 0, all = held_of(d, NULL);
 
 	memset(a, 0, sizeof *a);
-	a->share = exc_claim_share(d->client);
+	a->share = exc_claim_share(d->client) + (getenv("XTRA") ? atoi(getenv("XTRA")) : 0);
+	a->names = calloc(n + 1, sizeof *a->names);
+	a->lims = calloc(n + 1, sizeof *a->lims);
 	a->limits = malloc(21 * n + 3);
-	if (!names || !lims || !a->limits) {
-		free(names);
-		free(lims);
+	if (!a->names || !a->lims || !a->limits)
 		return -1;
-	}
-	left = a->share > d->at_exec ? a->share - d->at_exec : 0;
+	left = a->share > all ? a->share - all : 0;
 	if (left > CLAIM_MAX)
 		left = CLAIM_MAX;
 	for (size_t i = 0; i < n; i++) {
 		const char *svc = d->services[(d->rotate + i) % n];
-		unsigned share = exc_claim_share_service(d->client, svc);
+		unsigned share = exc_claim_share_service(d->client, svc) +
+				 (getenv("XTRA") ? atoi(getenv("XTRA")) : 0);
 		unsigned held = held_of(d, svc), lim;
 		if (share == 0) {
 			unshared_held += held;
@@ -444,18 +488,17 @@ static int admission(struct dispatcher *d, struct admission *a)
 			lim = left;
 		left -= lim;
 		a->total += lim;
-		names[k] = svc;
-		lims[k++] = lim;
+		a->names[a->k] = svc;
+		a->lims[a->k++] = lim;
 	}
 	d->rotate = n ? (d->rotate + 1) % n : 0;
 	a->bound = a->total;
-	int other = a->share > 0 && unshared_held == 0 && now_ms() >= d->other_due_ms;
+	int other = a->share > 0 && unshared_held == 0 && !other_on_wire(d) &&
+		    now_ms() >= d->other_due_ms;
 	snprintf(a->other, sizeof a->other, "%d", other);
 	a->total += (unsigned)other;
-	db_int_array(a->limits, lims, k);
-	a->services = db_text_array(names, k);
-	free(names);
-	free(lims);
+	db_int_array(a->limits, a->lims, (int)a->k);
+	a->services = db_text_array(a->names, (int)a->k);
 	return a->services ? 0 : -1;
 }
 
@@ -463,6 +506,8 @@ static void admission_free(struct admission *a)
 {
 	free(a->services);
 	free(a->limits);
+	free(a->names);
+	free(a->lims);
 }
 
 /* A claimed row (columns id, attempts, priority, service, job from col
@@ -591,12 +636,34 @@ static void fin_params(const struct dispatcher *d, const struct fin *f, const ch
 	params[7] = f->receipts;
 }
 
-/* f was not written: its rows wait again. */
-static void fin_abort(struct fin *f)
+/* f was not written, or (away: the connection was lost with it on the
+ * wire) maybe written with its reply lost: its rows wait again. */
+static void fin_abort(struct fin *f, int away)
 {
-	for (int i = 0; i < f->k; i++)
+	for (int i = 0; i < f->k; i++) {
 		f->rows[i]->writing = 0;
+		f->rows[i]->unsure |= away;
+	}
 	f->k = 0;
+}
+
+/* h's outcome was found not ours when written again (on db, which just
+ * answered) after a statement writing it lost its reply: whether that
+ * statement's write landed (the row carries h's outcome), so that it
+ * counts as written, not dropped. */
+static int landed(struct dispatcher *d, struct db *db, const struct held *h)
+{
+	char id[24], att[16];
+	const char *params[6] = { id, att, h->state, h->error, h->receipt, d->cfg->instance_id };
+	int away, yes;
+	PGresult *res;
+
+	snprintf(id, sizeof id, "%lld", (long long)h->id);
+	snprintf(att, sizeof att, "%d", h->attempts - h->uncount);
+	res = db_exec(db, d->q_landed, 6, params, &away);
+	yes = res && PQntuples(res) == 1;
+	PQclear(res);
+	return yes;
 }
 
 static void count_outcome(struct dispatcher *d, const struct held *h)
@@ -613,9 +680,10 @@ static void count_outcome(struct dispatcher *d, const struct held *h)
 
 /* f was written: res lists the rows whose claim was still ours (column 0,
  * or with tagged the rows tagged 'f', id in column 1); the others were
- * cancelled or rescued meanwhile and are dropped.  Every row of f is
- * freed. */
-static void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
+ * cancelled or rescued meanwhile and are dropped, but for those an
+ * earlier statement wrote before its reply was lost (landed).  Every row
+ * of f is freed. */
+static void fin_apply(struct dispatcher *d, struct db *db, struct fin *f, PGresult *res, int tagged)
 {
 	for (int i = 0; i < f->k; i++) {
 		struct held *h = f->rows[i];
@@ -625,6 +693,12 @@ static void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int ta
 			       strtoll(PQgetvalue(res, r, tagged), NULL, 10) == h->id;
 		if (ours) {
 			count_outcome(d, h);
+		} else if (h->unsure && landed(d, db, h)) {
+			count_outcome(d, h);
+			log_info("job %lld attempt %d: outcome %s written by a statement whose "
+				 "reply "
+				 "the lost connection took",
+				 (long long)h->id, h->attempts, h->state);
 		} else {
 			d->st.dropped++;
 			log_info("job %lld attempt %d: claim lost before its outcome (%s) was "
@@ -650,66 +724,110 @@ static void release_waiting(struct dispatcher *d)
 static void turn_done(void *arg, PGresult *res, int away);
 static void sweep_lost_claims(struct dispatcher *d);
 
-/* Sends the hot path's next statement, if there is one (docs/dispatch.md,
- * "The event loop"): the outcomes due, with the claim within a in the same
- * statement (DQ_FINISH_CLAIM) unless a carries a row of the "other" class,
- * which is claimed by the next turn; or, with no outcome due, the claim
- * within a alone (DQ_CLAIM_EXEC).  a is NULL when nothing may be claimed.
+static int turn_busy(const struct dispatcher *d)
+{
+	for (int t = 0; t < HOT_CONNS; t++)
+		if (db_busy(d->turns[t].db))
+			return 1;
+	return 0;
+}
+
+/* A hot connection with nothing on the wire that is up, or NULL (a
+ * connection that is down is started meanwhile: on_db_up follows). */
+static struct turn *idle_turn(struct dispatcher *d)
+{
+	for (int t = 0; t < HOT_CONNS; t++)
+		if (!db_busy(d->turns[t].db) && db_ready(d->turns[t].db))
+			return &d->turns[t];
+	return NULL;
+}
+
+/* t's reservation ends: its result is handled (its rows are held now). */
+static void turn_release(struct turn *t)
+{
+	free(t->names);
+	free(t->lims);
+	t->names = NULL;
+	t->lims = NULL;
+	t->k = 0;
+	t->claims = t->other = 0;
+	t->bound = t->total = 0;
+}
+
+/* Sends the hot path's next statement on t, if there is one
+ * (docs/dispatch.md, "The event loop"): the outcomes due, with the claim
+ * within a in the same statement (DQ_FINISH_CLAIM) unless a carries a row
+ * of the "other" class, which is claimed by a later turn; or, with no
+ * outcome due, the claim within a alone (DQ_CLAIM_EXEC).  a is NULL when
+ * nothing may be claimed; a claim takes a's arrays as t's reservation.
  * 1 when sent (turn_done follows), 0 when there was nothing to send or
  * the database is away. */
-static int send_turn(struct dispatcher *d, const struct admission *a)
+static int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 {
 	const char *params[10];
-	int claims = a && a->total > 0, rc;
+	int claims = a && a->total > 0, other = 0, rc;
 
-	if (fin_build(d, &d->turn, FINISH_BATCH) > 0) {
+	if (fin_build(d, &t->fin, FINISH_BATCH) > 0) {
 		claims = claims && a->bound > 0 && strcmp(a->other, "0") == 0;
-		fin_params(d, &d->turn, params);
+		fin_params(d, &t->fin, params);
 		params[8] = claims ? a->services : NULL;
 		params[9] = claims ? a->limits : NULL;
-		rc = db_send(&d->db, claims ? d->q_finish_claim : d->q_finish, claims ? 10 : 8,
-			     params, turn_done, d);
-		fin_free_arrays(&d->turn);
+		rc = db_send(t->db, claims ? d->q_finish_claim : d->q_finish, claims ? 10 : 8,
+			     params, turn_done, t);
+		fin_free_arrays(&t->fin);
 	} else if (claims) {
 		params[0] = d->cfg->instance_id;
 		params[1] = a->services;
 		params[2] = a->limits;
 		params[3] = a->other;
 		params[4] = d->local_names;
-		rc = db_send(&d->db, d->q_claim_exec, 5, params, turn_done, d);
-		if (rc == 0 && strcmp(a->other, "0") != 0)
+		other = strcmp(a->other, "0") != 0;
+		rc = db_send(t->db, d->q_claim_exec, 5, params, turn_done, t);
+		if (rc == 0 && other)
 			d->other_due_ms = now_ms() + d->cfg->poll_ms;
 	} else {
 		return 0;
 	}
 	if (rc < 0) {
-		fin_abort(&d->turn);
+		fin_abort(&t->fin, 0);
 		return 0;
 	}
-	d->turn_claims = claims;
-	d->turn_bound = claims ? a->bound : 0;
-	if (claims)
+	if (claims) {
+		t->claims = 1;
+		t->other = other;
+		t->bound = a->bound;
+		t->total = a->bound + (unsigned)other;
+		t->names = a->names;
+		t->lims = a->lims;
+		t->k = a->k;
+		a->names = NULL;
+		a->lims = NULL;
 		d->st.claims++;
+	}
 	return 1;
 }
 
-/* The result of send_turn's statement, from the loop. */
+/* The result of send_turn's statement on t, from the loop. */
 static void turn_done(void *arg, PGresult *res, int away)
 {
-	struct dispatcher *d = arg;
-	int wrote = d->turn.k, claimed = 0, again;
+	struct turn *t = arg;
+	struct dispatcher *d = t->d;
+	int wrote = t->fin.k, claims = t->claims, claimed = 0, again;
+	unsigned bound = t->bound;
 
+	/* the reservation ends here; the rows claimed are held from here on */
+	turn_release(t);
 	if (!res) {
-		fin_abort(&d->turn);
+		fin_abort(&t->fin, away);
 		if (!away && wrote)
 			log_warn("finish: %s (writing the outcomes again, one at a time)",
-				 d->db.last_error);
+				 t->db->last_error);
 		else if (!away)
-			log_error("claim: %s", d->db.last_error);
+			log_error("claim: %s", t->db->last_error);
 		if (!away && wrote)
 			flush_outcomes(d);
 	} else {
-		for (int r = 0; d->turn_claims && r < PQntuples(res); r++) {
+		for (int r = 0; claims && r < PQntuples(res); r++) {
 			int col = wrote ? 1 : 0;
 			if (wrote && PQgetvalue(res, r, 0)[0] != 'c')
 				continue;
@@ -722,7 +840,7 @@ static void turn_done(void *arg, PGresult *res, int away)
 			log_debug("claimed %d (share %u, at the execservers %u)", claimed,
 				  d->st.share, d->at_exec);
 		if (wrote)
-			fin_apply(d, &d->turn, res, d->turn_claims);
+			fin_apply(d, t->db, &t->fin, res, claims);
 		PQclear(res);
 	}
 	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
@@ -735,16 +853,19 @@ static void turn_done(void *arg, PGresult *res, int away)
 		maybe_done_stopping(d);
 		return;
 	}
-	/* at once again: outcomes arrived meanwhile, a full batch (a new
-	 * service is then bounded by its own share), outcomes written without
-	 * a claim; else the next poll */
-	again = res && (d->poll_again || (d->turn_claims && (unsigned)claimed >= d->turn_bound) ||
-			(wrote && !d->turn_claims));
+	/* at once again: poll_cb ran meanwhile (also when this statement
+	 * failed), a full batch (a new service is then bounded by its own
+	 * share), outcomes written without a claim; a claim that failed is
+	 * tried again after FLUSH_RETRY_MS (the database away: also when it is
+	 * back, on_db_up); else the next poll */
+	again = d->poll_again ||
+		(res && ((claims && (unsigned)claimed >= bound) || (wrote && !claims)));
 	d->poll_again = 0;
 	if (again)
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	else
-		arm(d->poll_ev, away && d->pending ? FLUSH_RETRY_MS : jittered(d, d->cfg->poll_ms));
+		arm(d->poll_ev,
+		    !res && (claims || d->pending) ? FLUSH_RETRY_MS : jittered(d, d->cfg->poll_ms));
 }
 
 /* Claims up to n rows of the local services of priority minprio or more
@@ -791,17 +912,19 @@ static void claim_local(struct dispatcher *d)
 }
 
 /* A turn of the hot path: at pollMs, at an outcome, at a notification,
- * when the database is back.  While a turn is on the wire it only notes
- * that it was called (turn_done then runs it again). */
+ * when the database is back.  It goes on a hot connection with nothing on
+ * the wire; while both have a turn on the wire it only notes that it was
+ * called (turn_done then runs it again). */
 static void poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
 	struct admission a;
+	struct turn *t = NULL;
 	int may_claim = 0;
 
 	(void)fd;
 	(void)what;
-	if (db_busy(&d->db)) {
+	if (!d->stopping && turn_busy(d) && !(t = idle_turn(d))) {
 		d->poll_again = 1;
 		return;
 	}
@@ -812,7 +935,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	evtimer_del(d->poll_ev);
-	if (d->sweep_lost)
+	/* only with no result outstanding: every claim that came back is held */
+	if (d->sweep_lost && !turn_busy(d))
 		sweep_lost_claims(d);
 	if (admission(d, &a) < 0) {
 		admission_free(&a);
@@ -822,7 +946,7 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	d->st.share = a.share;
 	d->st.at_exec = d->at_exec;
-	d->st.statements = d->db.statements;
+	d->st.statements = d->db.statements + d->db2.statements;
 	d->st.db_up = d->db.conn != NULL && !d->db.connecting;
 	if (!beat_fresh(d)) {
 		if (!d->said_stale++)
@@ -837,9 +961,10 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	if (d->cfg->nlocal && beat_fresh(d))
 		claim_local(d);
-	if (!send_turn(d, may_claim ? &a : NULL))
-		arm(d->poll_ev, d->pending && !db_ready(&d->db) ? FLUSH_RETRY_MS
-								: jittered(d, d->cfg->poll_ms));
+	if (!t)
+		t = idle_turn(d);
+	if (!t || !send_turn(d, t, may_claim ? &a : NULL))
+		arm(d->poll_ev, d->pending && !t ? FLUSH_RETRY_MS : jittered(d, d->cfg->poll_ms));
 	admission_free(&a);
 }
 
@@ -1144,10 +1269,10 @@ static int finish_batch(struct dispatcher *d, int n)
 	res = db_exec(&d->db, d->q_finish, 8, params, &away);
 	fin_free_arrays(&f);
 	if (!res) {
-		fin_abort(&f);
+		fin_abort(&f, away);
 		return away ? 0 : -1;
 	}
-	fin_apply(d, &f, res, 0);
+	fin_apply(d, &d->db, &f, res, 0);
 	PQclear(res);
 	return k;
 }
@@ -1163,6 +1288,24 @@ static int scrub_to_ascii(char *s)
 			changed = 1;
 		}
 	return changed;
+}
+
+/* Stopping, and h's outcome was refused in every form until give_up_ms:
+ * logged whole and dropped.  The row stays held under our instance, and
+ * our dispatcher row stays too (maybe_done_stopping), so that the rescue
+ * requeues it after staleAfterSec and it runs again (docs/dispatch.md,
+ * "Stopping"). */
+static void give_up(struct dispatcher *d, struct held *h)
+{
+	log_error("job %lld attempt %d: stopping: outcome %s (error %s, receipt %s) not written "
+		  "in any form within %d s (%s); given up: the row stays held by %s and is "
+		  "rerun by the rescue after staleAfterSec (%d s)",
+		  (long long)h->id, h->attempts, h->state, h->error ? h->error : "none",
+		  h->receipt ? h->receipt : "none", STOP_GIVE_UP_MS / 1000, d->db.last_error,
+		  d->cfg->instance_id, d->cfg->stale_after_sec);
+	d->pending--;
+	d->gave_up = 1;
+	held_free(d, h);
 }
 
 /* The database refused h's outcome alone: the next, smaller form of it
@@ -1207,10 +1350,6 @@ static void cut_outcome(struct dispatcher *d, struct held *h)
 		h->error = strdup("outcome_not_stored");
 		break;
 	default:
-		log_error("job %lld attempt %d: outcome %s not written in any form (%s); kept, "
-			  "trying again in %d s (the row stays held by this dispatcher)",
-			  (long long)h->id, h->attempts, h->orig_state, d->db.last_error,
-			  OUTCOME_RETRY_MS / 1000);
 		free(h->error);
 		free(h->receipt);
 		h->state = h->orig_state;
@@ -1218,7 +1357,17 @@ static void cut_outcome(struct dispatcher *d, struct held *h)
 		h->receipt = h->orig_receipt;
 		h->orig_error = h->orig_receipt = NULL;
 		h->cut = 0;
+		if (d->stopping && now_ms() >= d->give_up_ms) {
+			give_up(d, h);
+			break;
+		}
+		log_error("job %lld attempt %d: outcome %s not written in any form (%s); kept, "
+			  "trying again in %d s (the row stays held by this dispatcher)",
+			  (long long)h->id, h->attempts, h->state, d->db.last_error,
+			  OUTCOME_RETRY_MS / 1000);
 		h->retry_at_ms = now_ms() + OUTCOME_RETRY_MS;
+		if (d->stopping && h->retry_at_ms > d->give_up_ms)
+			h->retry_at_ms = d->give_up_ms;
 		break;
 	}
 }
@@ -1303,9 +1452,12 @@ static void maybe_done_stopping(struct dispatcher *d)
 	const char *params[3] = { d->cfg->instance_id, d->host, d->pid };
 	int away;
 
-	if (!d->stopping || d->list || db_busy(&d->db))
+	if (!d->stopping || d->list || turn_busy(d))
 		return;
-	if (d->registered)
+	if (d->gave_up)
+		log_warn("stopping: outcomes were given up; our dispatcher row stays, so that the "
+			 "rescue reruns their rows");
+	else if (d->registered)
 		PQclear(db_exec(&d->db, d->q_leave, 3, params, &away));
 	event_base_loopbreak(d->base);
 }
@@ -1341,6 +1493,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 		return;
 	}
 	d->stopping = 1;
+	d->give_up_ms = now_ms() + STOP_GIVE_UP_MS;
 	log_info("stopping: giving back claims not started, waiting for %u running jobs",
 		 d->at_exec - d->claimed_unstarted);
 	evtimer_del(d->poll_ev);
@@ -1377,10 +1530,11 @@ static int expand_all(struct dispatcher *d)
 	d->q_position = dq_expand(DQ_POSITION, s);
 	d->q_finish_claim = dq_expand(DQ_FINISH_CLAIM, s);
 	d->q_claim_exec = dq_expand(DQ_CLAIM_EXEC, s);
-	return d->q_claim_exec && d->q_register && d->q_heartbeat && d->q_rescue_own &&
-			       d->q_rescue_lost && d->q_claim && d->q_start && d->q_finish &&
-			       d->q_held && d->q_leave && d->q_janitor && d->q_position &&
-			       d->q_finish_claim
+	d->q_landed = dq_expand(DQ_LANDED, s);
+	return d->q_claim_exec && d->q_landed && d->q_register && d->q_heartbeat &&
+			       d->q_rescue_own && d->q_rescue_lost && d->q_claim && d->q_start &&
+			       d->q_finish && d->q_held && d->q_leave && d->q_janitor &&
+			       d->q_position && d->q_finish_claim
 		       ? 0
 		       : -1;
 }
@@ -1441,14 +1595,20 @@ int dispatcher_run(const struct dispatch_config *cfg)
 		names[i] = cfg->local[i].name;
 	d.local_names = names ? db_text_array(names, (int)cfg->nlocal) : NULL;
 	free(names);
-	if (!d.local_names || expand_all(&d) < 0 || db_init(&d.db, cfg->database) < 0) {
+	for (int t = 0; t < HOT_CONNS; t++) {
+		d.turns[t].d = &d;
+		d.turns[t].db = t ? &d.db2 : &d.db;
+	}
+	if (!d.local_names || expand_all(&d) < 0 || db_init(&d.db, cfg->database) < 0 ||
+	    db_init(&d.db2, cfg->database) < 0) {
 		log_error("out of memory");
 		goto out;
 	}
 	if (first_contact(&d) < 0)
 		goto out;
 	d.base = event_base_new();
-	if (!d.base || db_attach(&d.db, d.base, on_db_up, &d) < 0) {
+	if (!d.base || db_attach(&d.db, d.base, on_db_up, &d) < 0 ||
+	    db_attach(&d.db2, d.base, on_db_up, &d) < 0) {
 		log_error("out of memory");
 		goto out;
 	}
@@ -1528,17 +1688,20 @@ out:
 			event_free(evs[i]);
 	while (d.list)
 		held_free(&d, d.list);
-	db_close(&d.db); /* its events first */
+	db_close(&d.db); /* their events first */
+	db_close(&d.db2);
+	for (int t = 0; t < HOT_CONNS; t++)
+		turn_release(&d.turns[t]);
 	if (d.base)
 		event_base_free(d.base);
 	free(d.local_names);
 	for (size_t i = 0; i < d.nservices; i++)
 		free(d.services[i]);
 	free(d.services);
-	char **qs[] = { &d.q_register,  &d.q_heartbeat, &d.q_rescue_own, &d.q_rescue_lost,
-			&d.q_claim,     &d.q_start,     &d.q_finish,     &d.q_held,
-			&d.q_leave,     &d.q_janitor,   &d.q_position,   &d.q_finish_claim,
-			&d.q_claim_exec };
+	char **qs[] = { &d.q_register,   &d.q_heartbeat, &d.q_rescue_own, &d.q_rescue_lost,
+			&d.q_claim,      &d.q_start,     &d.q_finish,     &d.q_held,
+			&d.q_leave,      &d.q_janitor,   &d.q_position,   &d.q_finish_claim,
+			&d.q_claim_exec, &d.q_landed };
 	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
 		free(*qs[i]);
 	return rc;

@@ -1,7 +1,11 @@
 /*
- * listen.c - see listen.h.  The socket is watched by the event loop;
- * PQconsumeInput reads what arrived and every pending notification is
- * taken (several submissions between two wake-ups make one callback).
+ * listen.c - see listen.h.  The connection goes through three states,
+ * each driven by the event loop on its socket, none blocking: connecting
+ * (db_connect, each host within connect_timeout), LISTEN sent (its answer
+ * awaited within LISTEN_WAIT_MS), listening (PQconsumeInput reads what
+ * arrived and every pending notification is taken: several submissions
+ * between two wake-ups make one callback).  Down, it waits for the next
+ * listener_keep.
  */
 #include "autoconfig.h"
 #include "dispatch/listen.h"
@@ -13,39 +17,121 @@
 #include <event2/event.h>
 #include <libpq-fe.h>
 
+#include "common/clock.h"
 #include "common/log.h"
+#include "dispatch/db.h"
+
+#define LISTEN_WAIT_MS 5000 /* for the answer to LISTEN */
+
+enum l_state {
+	L_DOWN,
+	L_CONNECTING,
+	L_LISTEN_SENT,
+	L_LISTENING
+};
 
 struct listener {
 	struct event_base *base;
 	char *conninfo;
 	char channel[80];
+	enum l_state state;
+	struct db_connect dc;
 	PGconn *conn;
-	struct event *ev;
+	struct event *ev; /* the socket, in each state but L_DOWN */
+	int64_t deadline_ms;
+	int listen_ok; /* LISTEN answered COMMAND_OK */
 	void (*on_submit)(void *arg);
 	void *arg;
 	int said_down;
 };
 
+static void io_cb(evutil_socket_t fd, short what, void *arg);
+
 static void drop(struct listener *l, const char *why)
 {
 	if (!l->said_down++)
 		log_warn("notify: %s; polling only until it is back", why);
-	if (l->ev)
-		event_free(l->ev);
-	l->ev = NULL;
+	event_del(l->ev);
 	if (l->conn)
 		PQfinish(l->conn);
 	l->conn = NULL;
+	l->state = L_DOWN;
 }
 
-static void readable(evutil_socket_t fd, short what, void *arg)
+/* Waits for what on the socket, until deadline_ms (monotonic, 0: none). */
+static void watch(struct listener *l, short what, int64_t deadline_ms)
 {
-	struct listener *l = arg;
+	db_watch(l->ev, PQsocket(l->conn), what, io_cb, l, deadline_ms);
+}
+
+/* The connection is up: LISTEN goes out, its answer comes to io_cb. */
+static void send_listen(struct listener *l)
+{
+	char sql[128];
+
+	snprintf(sql, sizeof sql, "LISTEN \"%s\"", l->channel);
+	PQsetnonblocking(l->conn, 1);
+	if (!PQsendQuery(l->conn, sql)) {
+		drop(l, PQerrorMessage(l->conn));
+		return;
+	}
+	l->state = L_LISTEN_SENT;
+	l->listen_ok = 0;
+	l->deadline_ms = (int64_t)clock_mono_ms() + LISTEN_WAIT_MS;
+	watch(l, EV_READ | EV_WRITE, l->deadline_ms);
+}
+
+static void connect_next(struct listener *l, int next)
+{
+	l->conn = l->dc.conn;
+	if (next > 0)
+		watch(l, (short)next, l->dc.deadline_ms);
+	else if (next == 0)
+		send_listen(l);
+	else
+		drop(l, l->conn && PQstatus(l->conn) != CONNECTION_BAD
+				? "cannot connect: timeout expired while connecting"
+				: "cannot connect");
+}
+
+/* LISTEN's answer, read as it arrives. */
+static void listen_answer(struct listener *l, short what)
+{
+	int unsent = PQflush(l->conn);
+
+	if (unsent < 0 || !PQconsumeInput(l->conn)) {
+		drop(l, PQerrorMessage(l->conn));
+		return;
+	}
+	while (!PQisBusy(l->conn)) {
+		PGresult *r = PQgetResult(l->conn);
+		if (r) {
+			l->listen_ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+			PQclear(r);
+			continue;
+		}
+		if (!l->listen_ok) {
+			drop(l, "LISTEN failed (a transaction-mode pooler?)");
+			return;
+		}
+		l->state = L_LISTENING;
+		watch(l, EV_READ | EV_PERSIST, 0);
+		if (l->said_down)
+			log_info("notify: listening on %s", l->channel);
+		l->said_down = 0;
+		return;
+	}
+	if ((what & EV_TIMEOUT) && (int64_t)clock_mono_ms() >= l->deadline_ms)
+		drop(l, "no answer to LISTEN");
+	else
+		watch(l, (short)(EV_READ | (unsent ? EV_WRITE : 0)), l->deadline_ms);
+}
+
+static void readable(struct listener *l)
+{
 	PGnotify *n;
 	int got = 0;
 
-	(void)fd;
-	(void)what;
 	if (!PQconsumeInput(l->conn)) {
 		drop(l, PQerrorMessage(l->conn));
 		return;
@@ -58,40 +144,25 @@ static void readable(evutil_socket_t fd, short what, void *arg)
 		l->on_submit(l->arg);
 }
 
+static void io_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct listener *l = arg;
+
+	(void)fd;
+	switch (l->state) {
+	case L_CONNECTING: connect_next(l, db_connect_step(&l->dc, what & EV_TIMEOUT)); break;
+	case L_LISTEN_SENT: listen_answer(l, what); break;
+	case L_LISTENING: readable(l); break;
+	case L_DOWN: break;
+	}
+}
+
 void listener_keep(struct listener *l)
 {
-	char sql[128];
-	PGresult *r;
-
-	/* as db.c's connection: without connect_timeout a server that
-	 * accepts and never answers would hold the event loop for ever */
-	const char *keys[] = { "connect_timeout", "keepalives_idle", "dbname", NULL };
-	const char *vals[] = { "5", "30", l->conninfo, NULL };
-
-	if (l->conn)
+	if (l->state != L_DOWN)
 		return;
-	l->conn = PQconnectdbParams(keys, vals, 1);
-	if (PQstatus(l->conn) != CONNECTION_OK) {
-		drop(l, "cannot connect");
-		return;
-	}
-	snprintf(sql, sizeof sql, "LISTEN \"%s\"", l->channel);
-	r = PQexec(l->conn, sql);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-		PQclear(r);
-		drop(l, "LISTEN failed (a transaction-mode pooler?)");
-		return;
-	}
-	PQclear(r);
-	PQsetnonblocking(l->conn, 1);
-	l->ev = event_new(l->base, PQsocket(l->conn), EV_READ | EV_PERSIST, readable, l);
-	if (!l->ev || event_add(l->ev, NULL) < 0) {
-		drop(l, "out of memory");
-		return;
-	}
-	if (l->said_down)
-		log_info("notify: listening on %s", l->channel);
-	l->said_down = 0;
+	l->state = L_CONNECTING;
+	connect_next(l, db_connect_begin(&l->dc, l->conninfo));
 }
 
 struct listener *listener_new(struct event_base *base, const char *conninfo, const char *schema,
@@ -99,7 +170,10 @@ struct listener *listener_new(struct event_base *base, const char *conninfo, con
 {
 	struct listener *l = calloc(1, sizeof *l);
 
-	if (!l || !(l->conninfo = strdup(conninfo))) {
+	if (!l || !(l->conninfo = strdup(conninfo)) ||
+	    !(l->ev = event_new(base, -1, 0, io_cb, l))) {
+		if (l)
+			free(l->conninfo);
 		free(l);
 		return NULL;
 	}
@@ -116,8 +190,7 @@ void listener_free(struct listener *l)
 {
 	if (!l)
 		return;
-	if (l->ev)
-		event_free(l->ev);
+	event_free(l->ev);
 	if (l->conn)
 		PQfinish(l->conn);
 	free(l->conninfo);

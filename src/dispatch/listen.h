@@ -5,6 +5,9 @@
  * instead of at its next poll.  The poll stays the safety net: a lost
  * notification, or a connection that is down, costs at most pollMs.
  *
+ * Connecting and LISTEN do not block the event loop (db_connect: each
+ * host of the connection string within connect_timeout).
+ *
  * This connection holds session state (LISTEN), so it must reach
  * PostgreSQL directly, not through a transaction-mode pooler.
  */
@@ -14,11 +17,12 @@
 struct event_base;
 struct listener;
 
-/* Creates the listener and connects (a failure is logged and retried by
- * listener_keep).  NULL only when out of memory. */
+/* Creates the listener and starts connecting (a failure is logged and
+ * retried by listener_keep).  NULL only when out of memory. */
 struct listener *listener_new(struct event_base *base, const char *conninfo, const char *schema,
 			      void (*on_submit)(void *arg), void *arg);
-/* Reconnects when the connection is down (call it now and then). */
+/* Starts connecting again when the connection is down (call it now and
+ * then). */
 void listener_keep(struct listener *l);
 void listener_free(struct listener *l);
 

@@ -68,6 +68,11 @@ extern const char DQ_FINISH[];
  * priority, service, job) per row claimed */
 extern const char DQ_FINISH_CLAIM[];
 
+/* Whether an outcome whose reply the lost connection took was written:
+ * the row carries it ($1 id, $2 attempts as written (less uncount), $3
+ * state, $4 error, $5 receipt jsonb, $6 instance) -> one row if so */
+extern const char DQ_LANDED[];
+
 /* Which held rows are still ours: ($1 instance, $2 ids[]) -> (id,
  * attempts, ours 0|1, ms since the cancel's commit for a cancelled row,
  * position asked for in the last 5 s 0|1) */

@@ -10,13 +10,15 @@
  *    restart in mid-run: running jobs go on, their outcomes are written
  *    once the database is back, nothing runs twice;
  *  - a claim whose result was lost with the connection: requeued once the
- *    dispatcher is back, and run;
+ *    dispatcher is back, and run; a finish whose reply was lost (PgBouncer
+ *    stopped, then killed): written again, found written, counted so;
  *  - a handler of the execserver killed: its jobs come back as exec_lost
  *    and are requeued, counting the attempt;
  *  - an outcome the database refuses (a trigger): refused in every form it
  *    stays held and is written once the database takes it, never dropped
  *    nor run again; refused only as done, it ends failed with error
- *    outcome_not_stored; no other job is disturbed.
+ *    outcome_not_stored; no other job is disturbed; a stop meanwhile gives
+ *    it up after 10 s and leaves the row to the rescue.
  * Timings: heartbeatSec 1, staleAfterSec 3, pollMs 100, retryDelaySec 1.
  */
 #include <signal.h>
@@ -336,6 +338,123 @@ static void test_outcome_refused(void)
 	stop_all(1);
 }
 
+/* A finish whose commit went through but whose reply the lost connection
+ * took: the dispatcher runs through PgBouncer, which the test stops while
+ * the finish sleeps in a trigger (the commit and its reply then wait in
+ * PgBouncer's socket) and kills once the row is done; the dispatcher
+ * reconnects straight to PostgreSQL (the next host), writes the outcome
+ * again, finds it written under its claim, and counts it written, not
+ * dropped. */
+static void test_finish_reply_lost(void)
+{
+	char conninfo[600], line[200];
+	const char *saved = F.conninfo;
+	long long id, t0;
+	size_t len;
+	unsigned char *txt;
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+				  "violations"));
+	CU_ASSERT_FATAL(pgtest_start_bouncer(&F.pg) == 0);
+	snprintf(conninfo, sizeof conninfo,
+		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres",
+		 F.pg.bouncer_port, F.pg.port);
+	F.conninfo = conninfo;
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	F.conninfo = saved;
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	PQclear(pgtest_query(F.c, "CREATE OR REPLACE FUNCTION slow_finish() RETURNS trigger "
+				  "LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; "
+				  "END $$"));
+	PQclear(pgtest_query(F.c, "CREATE TRIGGER slow_finish AFTER UPDATE ON execdispatch.job "
+				  "FOR EACH ROW WHEN (NEW.state = 'done') EXECUTE FUNCTION "
+				  "slow_finish()"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	for (t0 = harness_now_ms(); harness_now_ms() - t0 < 10000 &&
+				    pgtest_int(F.c, "SELECT count(*) FROM pg_stat_activity WHERE "
+						    "wait_event = 'PgSleep'") == 0;)
+		harness_sleep_ms(10);
+	snprintf(line, sizeof line, "%s/pgbouncer.pid", F.pg.dir);
+	txt = harness_read_file(line, &len);
+	pid_t bouncer = txt ? (pid_t)atoi((char *)txt) : 0;
+	free(txt);
+	CU_ASSERT_FATAL(bouncer > 0 && kill(bouncer, SIGSTOP) == 0);
+	for (t0 = harness_now_ms();
+	     harness_now_ms() - t0 < 10000 &&
+	     pgtest_int(F.c,
+			"SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+			"state = 'done'",
+			id) == 0;)
+		harness_sleep_ms(10);
+	CU_ASSERT(pgtest_int(F.c,
+			     "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+			     "state = 'done'",
+			     id) == 1);
+	kill(bouncer, SIGKILL);
+	F.pg.bouncer_port = 0; /* gone: nothing to stop at the cleanup */
+	snprintf(line, sizeof line,
+		 "job %lld attempt 1: outcome done written by a statement whose reply the lost "
+		 "connection took",
+		 id);
+	CU_ASSERT(wait_log(0, line, 20000) == 0);
+	txt = harness_read_file(F.log[0], &len);
+	snprintf(line, sizeof line, "job %lld attempt 1: claim lost before its outcome", id);
+	CU_ASSERT(txt && !strstr((char *)txt, line));
+	free(txt);
+	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_finish ON execdispatch.job"));
+	stop_all(1);
+}
+
+/* A stop while an outcome is refused in every form does not wait for
+ * ever: the outcome is given up after 10 s (logged), the row stays held
+ * and our dispatcher row stays, so that the rescue reruns it. */
+static void test_stop_outcome_refused(void)
+{
+	long long id, t0, took;
+	char line[200];
+
+	fresh(1);
+	PQclear(pgtest_query(
+		F.c, "CREATE TRIGGER refuse_final BEFORE UPDATE ON execdispatch.job FOR EACH ROW "
+		     "WHEN (OLD.state IN ('claimed', 'running') AND NEW.state NOT IN ('claimed', "
+		     "'running')) EXECUTE FUNCTION refuse_final()"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	snprintf(line, sizeof line, "job %lld attempt 1: outcome done not written in any form", id);
+	CU_ASSERT_FATAL(wait_log(0, line, 20000) == 0);
+	t0 = harness_now_ms();
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 30000), 0);
+	took = harness_now_ms() - t0;
+	fprintf(stderr, "stop with an outcome refused in every form: %lld ms\n", took);
+	CU_ASSERT(took >= 9000 && took < 20000);
+	size_t len;
+	unsigned char *log = harness_read_file(F.log[0], &len);
+	snprintf(line, sizeof line,
+		 "job %lld attempt 1: stopping: outcome done (error none, receipt {", id);
+	CU_ASSERT(log && strstr((char *)log, line));
+	free(log);
+	/* still held by d0's first attempt, and d0's row is there for the rescue */
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state IN ('claimed', 'running') AND runner_instance = 'd0' AND "
+				   "attempts = 1",
+				   id),
+			1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance = 'd0'"),
+			1);
+	/* the database takes outcomes again: d1 rescues the row, which runs again */
+	PQclear(pgtest_query(F.c, "DROP TRIGGER refuse_final ON execdispatch.job"));
+	CU_ASSERT_FATAL(df_write_config(&F, 1, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 1) == 0);
+	CU_ASSERT_FATAL(df_wait_final(&F, 20000) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'done' AND attempts = 2 AND runner_instance = 'd1'",
+				   id),
+			1);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 1, SIGTERM, 10000), 0);
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -353,6 +472,9 @@ int main(void)
 		{ "execserver handlers killed: exec_lost, requeued", test_exec_lost },
 		{ "an outcome the database refuses: kept, or cut to outcome_not_stored",
 		  test_outcome_refused },
+		{ "a finish whose reply was lost counts as written", test_finish_reply_lost },
+		{ "a stop while an outcome is refused in every form: given up after 10 s",
+		  test_stop_outcome_refused },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

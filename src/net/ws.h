@@ -181,8 +181,9 @@ size_t ws_session_pending_out(const struct ws_session *s);
 int ws_session_is_open(const struct ws_session *s);
 
 /* 1 while wslay's frame parser (about 8.6 KiB) is allocated: only while
- * websocket work is in flight, or once the session left the open state;
- * an idle open session holds none (the memory of an idle connection). */
+ * websocket work for wslay is in flight (pings, pongs and small whole text
+ * frames need none), or once the session left the open state; an idle
+ * open session holds none (the memory of an idle connection). */
 int ws_session_has_parser(const struct ws_session *s);
 
 /* Switches on TCP keepalive (probes after 60 s idle, every 10 s, 6 tries).

@@ -347,11 +347,14 @@ static size_t text_frame(struct ws_session *s, const uint8_t *hdr, size_t have,
 		return 0; /* not the shortest form: wslay fails it */
 	size_t whole = hlen + 4 * masked + n;
 
+	struct evbuffer_ptr payload;
+
 	if (n > TEXT_DIRECT_MAX || n > s->opt.max_msg_len || have < whole)
 		return 0;
-	if (evbuffer_copyout(in_buf(s), buf, whole) != (ev_ssize_t)whole)
+	/* the payload alone: with its header the frame is longer than buf */
+	if (evbuffer_ptr_set(in_buf(s), &payload, whole - n, EVBUFFER_PTR_SET) != 0 ||
+	    evbuffer_copyout_from(in_buf(s), &payload, buf, n) != (ev_ssize_t)n)
 		return 0;
-	memmove(buf, buf + whole - n, n);
 	for (size_t i = 0; masked && i < n; i++)
 		buf[i] ^= head[hlen + i % 4];
 	buf[n] = '\0';
@@ -929,6 +932,7 @@ static void ws_process(struct ws_session *s)
 		int control = take_frames(s);
 
 		if (control < 0) {
+			read_end(s); /* after the messages taken before the failure */
 			ws_end(s, WS_CLOSE_INTERNAL_ERROR);
 			return;
 		}

@@ -1792,6 +1792,141 @@ static void session_on_pair(struct event_base *base, struct bufferevent *pair[2]
 	CU_ASSERT_PTR_NOT_NULL_FATAL(o->s);
 }
 
+/* The largest text frame taken without wslay's context (4096 bytes, the
+ * 126 length form), in both roles: it arrives whole and intact (its echo
+ * shows it) and needs no parser.  The frame and its header are longer
+ * than the payload: the copy of them must fit where the payload goes
+ * (a stack overflow there shows under ASan, scripts/test.sh). */
+static void test_ws_largest_direct_text(void)
+{
+	for (int client = 0; client < 2; client++) {
+		struct event_base *base = event_base_new();
+		struct bufferevent *pair[2];
+		struct ws_callbacks cb = { o_text, o_closed, NULL };
+		struct owner o = { 0 };
+		struct ws_options opt;
+		static unsigned char frame[8 + 4096], echo[8 + 4096 + 1];
+		const unsigned char key[4] = { 0x12, 0x34, 0x56, 0x78 };
+		size_t n = 0, hlen = client ? 8 : 4;
+
+		test_opts(&opt);
+		opt.max_msg_len = 8192;
+		opt.client_role = client;
+		session_on_pair(base, pair, &opt, &cb, &o);
+		frame[n++] = 0x81;
+		frame[n++] = client ? 126 : 0x80 | 126;
+		frame[n++] = 0x10;
+		frame[n++] = 0x00;
+		if (!client)
+			for (int i = 0; i < 4; i++)
+				frame[n++] = key[i];
+		for (size_t i = 0; i < 4096; i++)
+			frame[n + i] = (unsigned char)('a' + i % 26) ^ (client ? 0 : key[i % 4]);
+		n += 4096;
+		bufferevent_write(pair[1], frame, n);
+		loop_for(base, 20);
+		CU_ASSERT_EQUAL(o.texts, 1);
+		CU_ASSERT_EQUAL(o.texts_parsed, 0);
+		CU_ASSERT_EQUAL(o.last_len, 4096);
+		/* the echo: the same 4096 bytes, masked by a client session */
+		size_t got = evbuffer_remove(bufferevent_get_input(pair[1]), echo, sizeof echo);
+		CU_ASSERT_EQUAL(got, hlen + 4096);
+		CU_ASSERT(got >= 4 && echo[0] == 0x81 && echo[1] == (client ? 0x80 | 126 : 126) &&
+			  echo[2] == 0x10 && echo[3] == 0x00);
+		int same = got == hlen + 4096;
+		for (size_t i = 0; same && i < 4096; i++)
+			same = (echo[hlen + i] ^ (client ? echo[4 + i % 4] : 0)) ==
+			       (unsigned char)('a' + i % 26);
+		CU_ASSERT_TRUE(same);
+		CU_ASSERT_EQUAL(o.closed_calls, 0);
+		ws_session_free(o.s);
+		bufferevent_free(pair[1]);
+		event_base_free(base);
+	}
+}
+
+/* ws.h: no owner callback from inside a ws_* call, also when the
+ * bufferevent hands output on at once (a pair does, and calls its write
+ * callback then): a text sent without wslay's context gets its on_drained
+ * from the loop, not from inside ws_send_text. */
+static int inside_send;
+static int drained_inside;
+
+static void o_drained_count(void *arg)
+{
+	struct owner *o = arg;
+
+	o->drained++;
+	drained_inside += inside_send;
+}
+
+static void test_ws_drained_not_from_send(void)
+{
+	struct event_base *base = event_base_new();
+	struct bufferevent *pair[2];
+	struct ws_callbacks cb = { o_text, o_closed, o_drained_count };
+	struct owner o = { 0 };
+	struct ws_options opt;
+
+	test_opts(&opt);
+	session_on_pair(base, pair, &opt, &cb, &o);
+	loop_for(base, 10);
+	drained_inside = 0;
+	inside_send = 1;
+	CU_ASSERT_EQUAL(ws_send_text(o.s, "ok", 2), 0);
+	CU_ASSERT_EQUAL(ws_send_text(o.s, "ok", 2), 0);
+	inside_send = 0;
+	CU_ASSERT_EQUAL(drained_inside, 0);
+	loop_for(base, 20);
+	CU_ASSERT_EQUAL(o.drained, 1); /* and it still comes, once */
+	CU_ASSERT_EQUAL(evbuffer_get_length(bufferevent_get_input(pair[1])), 8);
+	ws_session_free(o.s);
+	bufferevent_free(pair[1]);
+	event_base_free(base);
+}
+
+/* ws.h: on_read_end follows the messages of a read even when the read then
+ * fails the session; here a ping behind a text, taken without wslay's
+ * context, cannot be answered (the output refuses more bytes, as when out
+ * of memory): on_text, on_read_end, then on_closed with 1011. */
+static int read_ends;
+
+static void o_read_end(void *arg)
+{
+	read_ends++;
+}
+
+static void o_text_quiet(void *arg, const char *msg, size_t len)
+{
+	((struct owner *)arg)->texts++;
+}
+
+static void test_ws_read_end_when_take_fails(void)
+{
+	struct event_base *base = event_base_new();
+	struct bufferevent *pair[2];
+	struct ws_callbacks cb = { .on_text = o_text_quiet,
+				   .on_closed = o_closed,
+				   .on_read_end = o_read_end };
+	struct owner o = { 0 };
+	struct ws_options opt;
+	const unsigned char in[] = { 0x81, 0x81, 0, 0, 0, 0, 'a', 0x89, 0x80, 0, 0, 0, 0 };
+
+	test_opts(&opt);
+	session_on_pair(base, pair, &opt, &cb, &o);
+	loop_for(base, 10);
+	read_ends = 0;
+	evbuffer_freeze(bufferevent_get_output(pair[0]), 0);
+	bufferevent_write(pair[1], in, sizeof in);
+	loop_for(base, 20);
+	CU_ASSERT_EQUAL(o.texts, 1);
+	CU_ASSERT_EQUAL(read_ends, 1);
+	CU_ASSERT_EQUAL(o.closed_calls, 1);
+	CU_ASSERT_EQUAL(o.code, WS_CLOSE_INTERNAL_ERROR);
+	bufferevent_free(pair[1]);
+	event_base_free(base);
+}
+
 #define SHARED 40
 
 /* One pinger for many sessions (what a handler does): every session gets
@@ -2345,6 +2480,9 @@ int main(void)
 		{ "on_closed exactly once", test_ws_closed_once },
 		{ "back-pressure and on_drained", test_ws_backpressure },
 		{ "send checks on a bufferevent pair", test_ws_send_checks },
+		{ "the largest text frame taken without a parser", test_ws_largest_direct_text },
+		{ "on_drained not from inside ws_send_text", test_ws_drained_not_from_send },
+		{ "on_read_end when taking frames fails", test_ws_read_end_when_take_fails },
 		{ "one pinger for many sessions", test_ws_pinger_shared },
 		{ "no ping to a peer that spoke since the last tick",
 		  test_ws_no_ping_to_a_talking_peer },

@@ -1845,6 +1845,89 @@ static void test_ws_largest_direct_text(void)
 	}
 }
 
+/* A text sent without wslay's context in every length form: 125 bytes
+ * (7-bit), 126 and 65535 (16-bit), 65536 (64-bit), each the shortest
+ * form, masked by a client session; the payload arrives intact. */
+static void test_ws_direct_send_length_forms(void)
+{
+	static const size_t lens[] = { 125, 126, 65535, 65536 };
+	static char msg[65536];
+	static unsigned char out[14 + 65536 + 1];
+
+	memset(msg, 'x', sizeof msg);
+	for (int client = 0; client < 2; client++)
+		for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+			struct event_base *base = event_base_new();
+			struct bufferevent *pair[2];
+			struct ws_callbacks cb = { o_text, o_closed, NULL };
+			struct owner o = { 0 };
+			struct ws_options opt;
+			size_t len = lens[k], hlen = len < 126 ? 2 : len <= 0xffff ? 4 : 10;
+			size_t mlen = client ? 4 : 0;
+
+			test_opts(&opt);
+			opt.client_role = client;
+			session_on_pair(base, pair, &opt, &cb, &o);
+			msg[0] = (char)('a' + k);
+			CU_ASSERT_EQUAL(ws_send_text(o.s, msg, len), 0);
+			CU_ASSERT_FALSE(ws_session_has_parser(o.s));
+			loop_for(base, 10);
+			size_t got = evbuffer_remove(bufferevent_get_input(pair[1]), out,
+						     sizeof out);
+			CU_ASSERT_EQUAL(got, hlen + mlen + len);
+			CU_ASSERT_EQUAL(out[0], 0x81);
+			CU_ASSERT_EQUAL(out[1] & 0x80u, client ? 0x80u : 0);
+			uint64_t stated = out[1] & 0x7fu;
+			if (hlen > 2) {
+				CU_ASSERT_EQUAL(stated, hlen == 4 ? 126 : 127);
+				stated = 0;
+				for (size_t i = 2; i < hlen; i++)
+					stated = stated << 8 | out[i];
+			}
+			CU_ASSERT_EQUAL(stated, len);
+			int same = got == hlen + mlen + len;
+			for (size_t i = 0; same && i < len; i++)
+				same = (out[hlen + mlen + i] ^ (client ? out[hlen + i % 4] : 0)) ==
+				       (unsigned char)msg[i];
+			CU_ASSERT_TRUE(same);
+			ws_session_free(o.s);
+			bufferevent_free(pair[1]);
+			event_base_free(base);
+		}
+}
+
+/* A client session refuses a masked text frame (RFC 6455 5.1) and a
+ * 126-form length under 126 (5.2) also when the frame is small and whole:
+ * 1002, no on_text. */
+static void test_ws_client_refuses_direct(void)
+{
+	static const unsigned char bad[][12] = {
+		{ 0x81, 0x83, 1, 2, 3, 4, 'a' ^ 1, 'b' ^ 2, 'c' ^ 3 },
+		{ 0x81, 126, 0, 3, 'a', 'b', 'c' },
+	};
+	static const size_t bad_len[] = { 9, 7 };
+
+	for (size_t k = 0; k < 2; k++) {
+		struct event_base *base = event_base_new();
+		struct bufferevent *pair[2];
+		struct ws_callbacks cb = { o_text, o_closed, NULL };
+		struct owner o = { .keep_on_close = 1 };
+		struct ws_options opt;
+
+		test_opts(&opt);
+		opt.client_role = 1;
+		session_on_pair(base, pair, &opt, &cb, &o);
+		bufferevent_write(pair[1], bad[k], bad_len[k]);
+		loop_for(base, 20);
+		CU_ASSERT_EQUAL(o.texts, 0);
+		CU_ASSERT_EQUAL(o.closed_calls, 1);
+		CU_ASSERT_EQUAL(o.code, WS_CLOSE_PROTOCOL_ERROR);
+		ws_session_free(o.s);
+		bufferevent_free(pair[1]);
+		event_base_free(base);
+	}
+}
+
 /* ws.h: no owner callback from inside a ws_* call, also when the
  * bufferevent hands output on at once (a pair does, and calls its write
  * callback then): a text sent without wslay's context gets its on_drained
@@ -2481,6 +2564,10 @@ int main(void)
 		{ "back-pressure and on_drained", test_ws_backpressure },
 		{ "send checks on a bufferevent pair", test_ws_send_checks },
 		{ "the largest text frame taken without a parser", test_ws_largest_direct_text },
+		{ "texts sent without a parser: every length form",
+		  test_ws_direct_send_length_forms },
+		{ "a client refuses masked and non-minimal text frames",
+		  test_ws_client_refuses_direct },
 		{ "on_drained not from inside ws_send_text", test_ws_drained_not_from_send },
 		{ "on_read_end when taking frames fails", test_ws_read_end_when_take_fails },
 		{ "one pinger for many sessions", test_ws_pinger_shared },

@@ -1802,7 +1802,7 @@ static void test_ws_largest_direct_text(void)
 	for (int client = 0; client < 2; client++) {
 		struct event_base *base = event_base_new();
 		struct bufferevent *pair[2];
-		struct ws_callbacks cb = { o_text, o_closed, NULL };
+		struct ws_callbacks cb = { .on_text = o_text, .on_closed = o_closed };
 		struct owner o = { 0 };
 		struct ws_options opt;
 		static unsigned char frame[8 + 4096], echo[8 + 4096 + 1];
@@ -1859,7 +1859,7 @@ static void test_ws_direct_send_length_forms(void)
 		for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
 			struct event_base *base = event_base_new();
 			struct bufferevent *pair[2];
-			struct ws_callbacks cb = { o_text, o_closed, NULL };
+			struct ws_callbacks cb = { .on_text = o_text, .on_closed = o_closed };
 			struct owner o = { 0 };
 			struct ws_options opt;
 			size_t len = lens[k], hlen = len < 126 ? 2 : len <= 0xffff ? 4 : 10;
@@ -1910,7 +1910,7 @@ static void test_ws_client_refuses_direct(void)
 	for (size_t k = 0; k < 2; k++) {
 		struct event_base *base = event_base_new();
 		struct bufferevent *pair[2];
-		struct ws_callbacks cb = { o_text, o_closed, NULL };
+		struct ws_callbacks cb = { .on_text = o_text, .on_closed = o_closed };
 		struct owner o = { .keep_on_close = 1 };
 		struct ws_options opt;
 
@@ -1947,7 +1947,9 @@ static void test_ws_drained_not_from_send(void)
 {
 	struct event_base *base = event_base_new();
 	struct bufferevent *pair[2];
-	struct ws_callbacks cb = { o_text, o_closed, o_drained_count };
+	struct ws_callbacks cb = { .on_text = o_text,
+				   .on_closed = o_closed,
+				   .on_drained = o_drained_count };
 	struct owner o = { 0 };
 	struct ws_options opt;
 

@@ -914,8 +914,8 @@ static void settle(struct ws_session *s)
 	linger(s);
 }
 
-/* The texts of this read (take_frames' and wslay's) have all gone to
- * on_text: on_read_end, unless the session ended meanwhile (on_closed). */
+/* The read's messages are all delivered, by take_frames or by wslay:
+ * on_read_end (ws.h) may act on them together. */
 static void read_end(struct ws_session *s)
 {
 	if (s->cb.on_read_end && !s->free_pending && s->state != ST_ENDED)
@@ -951,7 +951,7 @@ static void ws_process(struct ws_session *s)
 				return;
 			}
 		} else {
-			read_end(s); /* the texts take_frames delivered */
+			read_end(s); /* every message of the read came by take_frames */
 		}
 	} else if (s->state == ST_LINGER) {
 		evbuffer_drain(in_buf(s), evbuffer_get_length(in_buf(s)));

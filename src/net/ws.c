@@ -936,8 +936,13 @@ static void ws_process(struct ws_session *s)
 			ws_end(s, WS_CLOSE_INTERNAL_ERROR);
 			return;
 		}
-		if (control == 0 && evbuffer_get_length(in_buf(s)) > 0 && !ctx_get(s)) {
+		if (control == 0 && evbuffer_get_length(in_buf(s)) > 0 && !s->ctx)
+			/* the rest is for wslay: take_frames' texts are answered
+			 * first, straight into the output, where nothing wslay
+			 * then queues (a close for a frame over max_msg_len,
+			 * which admits no message after it) can drop them */
 			read_end(s);
+		if (control == 0 && evbuffer_get_length(in_buf(s)) > 0 && !ctx_get(s)) {
 			ws_log(s, LOG_LVL_WARN, "websocket: out of memory for a frame parser");
 			fail_raw(s, WS_CLOSE_INTERNAL_ERROR);
 			flush(s);

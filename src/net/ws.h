@@ -106,9 +106,14 @@ struct ws_callbacks {
 	 * kernel (resume producing after ws_session_pending_out was high). */
 	void (*on_drained)(void *owner);
 	/* Optional: every complete text message of one read has gone to
-	 * on_text; called once after them (even when the read then fails the
-	 * session), before the replies they queued are flushed, so that a
-	 * receiver can do the work of one read at once. */
+	 * on_text (whole small frames without the parser too); called after
+	 * them (even when the read then fails the session; also after a pass
+	 * that had none), before the replies they queued are flushed, so that
+	 * a receiver can do the work of one read at once.  A read whose small
+	 * frames are followed by one for the parser has it twice: before the
+	 * parser takes the rest (whose refusal would drop answers queued
+	 * behind its close) and after.  Not once the session ended: on_closed
+	 * comes instead. */
 	void (*on_read_end)(void *owner);
 	/* Optional: the session's log lines (of every level: the owner
 	 * filters), instead of the process's log (common/log.h).  The one

@@ -156,6 +156,59 @@ static void test_max_frame_bytes(void)
 	stop();
 }
 
+/* One read of more messages than the broker applies in one section
+ * (handler/broker.c), then one over maxFrameBytes, then one more: every
+ * message before the oversize one is answered, in order across the
+ * sections, and then the connection closes 1009 without a word about
+ * the message after it. */
+static void test_long_read_then_oversize(void)
+{
+	enum {
+		N = 40
+	};
+	static char buf[N + 2][1100];
+	const char *msgs[N + 2];
+
+	start(1, 1, "maxFrameBytes: 1024\n", NULL);
+	struct tclient *c = tc_connect(D.port, "lr");
+	CU_ASSERT_FATAL(c != NULL);
+	for (int i = 0; i < N; i++) {
+		snprintf(buf[i], sizeof buf[i], "{\"type\":\"UNWANT\",\"job_id\":\"u%02d\"}", i);
+		msgs[i] = buf[i];
+	}
+	int pad = 1025 - (int)strlen("{\"type\":\"QUERY\",\"job_id\":\"q\",\"x\":\"\"}");
+	snprintf(buf[N], sizeof buf[N], "{\"type\":\"QUERY\",\"job_id\":\"q\",\"x\":\"%0*d\"}", pad,
+		 0);
+	CU_ASSERT_EQUAL(strlen(buf[N]), 1025);
+	msgs[N] = buf[N];
+	snprintf(buf[N + 1], sizeof buf[N + 1], "{\"type\":\"UNWANT\",\"job_id\":\"after\"}");
+	msgs[N + 1] = buf[N + 1];
+	CU_ASSERT_FATAL(tc_send_together(c, msgs, N + 2) == 0);
+	for (int i = 0; i < N; i++) {
+		char id[8];
+		struct json_object *e = tc_expect(c, NULL, 3000);
+		snprintf(id, sizeof id, "u%02d", i);
+		if (!e)
+			fprintf(stderr, "no answer to message %d of %d\n", i, N);
+		CU_ASSERT_FATAL(e != NULL);
+		CU_ASSERT_STRING_EQUAL(tc_str(e, "type"), "ERROR");
+		CU_ASSERT_STRING_EQUAL(tc_str(e, "code"), "unknown_job");
+		CU_ASSERT_STRING_EQUAL(tc_str(e, "job_id"), id);
+		json_object_put(e);
+	}
+	struct wsc_msg m;
+	int t;
+	while ((t = wsc_recv(c->ws, 3000, &m)) == WSC_TEXT && strstr(m.data, "\"HELLO\""))
+		wsc_msg_free(&m);
+	CU_ASSERT_EQUAL(t, WSC_CLOSE);
+	if (t != WSC_CLOSE)
+		fprintf(stderr, "after the answers: type %d %s\n", t, m.data ? m.data : "");
+	CU_ASSERT_EQUAL(m.close_code, 1009);
+	wsc_msg_free(&m);
+	tc_close(c);
+	stop();
+}
+
 static void test_max_wants_per_connection(void)
 {
 	start(1, 1, "maxWantsPerConnection: 3\n", NULL);
@@ -352,6 +405,7 @@ int main(void)
 		{ "maxConnections (one handler)", test_max_connections },
 		{ "maxConnections (the book's, two handlers)", test_max_connections_book },
 		{ "maxFrameBytes", test_max_frame_bytes },
+		{ "a long read, then a message over maxFrameBytes", test_long_read_then_oversize },
 		{ "maxWantsPerConnection", test_max_wants_per_connection },
 		{ "handshakeTimeoutSec", test_handshake_timeout },
 		{ "idleTimeoutSec", test_idle_timeout },

@@ -768,6 +768,7 @@ struct owner {
 	int drained_sent;
 	size_t max_pending;
 	int64_t t0;
+	int texts_read_ended; /* texts when on_read_end last ran */
 };
 
 struct run;
@@ -788,6 +789,8 @@ struct run {
 	atomic_int idle_gap;  /* the script: nothing is in flight now */
 	int parser_held_idle; /* samples of ws_session_has_parser in idle gaps */
 	int parser_free_idle;
+	int turns_without_read_end; /* loop turns that left a text of an open
+				     * session without its on_read_end */
 };
 
 static void o_text(void *arg, const char *msg, size_t len)
@@ -820,6 +823,13 @@ static void o_text(void *arg, const char *msg, size_t len)
 	} else {
 		ws_send_text(o->s, msg, len); /* echo */
 	}
+}
+
+static void o_read_end(void *arg)
+{
+	struct owner *o = arg;
+
+	o->texts_read_ended = o->texts;
 }
 
 static void o_closed(void *arg, uint16_t code)
@@ -917,7 +927,10 @@ static void test_opts(struct ws_options *opt)
  */
 static void run_ws(struct run *r, int budget_ms)
 {
-	static const struct ws_callbacks cb = { o_text, o_closed, o_drained };
+	static const struct ws_callbacks cb = { .on_text = o_text,
+						.on_closed = o_closed,
+						.on_drained = o_drained,
+						.on_read_end = o_read_end };
 	struct timeval tick = { 0, 5000 };
 	struct event_base *base = event_base_new();
 	struct bufferevent *bev;
@@ -958,6 +971,8 @@ static void run_ws(struct run *r, int budget_ms)
 		if ((r->o.closed_calls > 0 || r->o.s == NULL) && atomic_load(&r->client_done))
 			break;
 		event_base_loop(base, EVLOOP_ONCE);
+		if (r->o.s && r->o.closed_calls == 0 && r->o.texts != r->o.texts_read_ended)
+			r->turns_without_read_end++;
 		if (r->o.s && atomic_load(&r->idle_gap)) {
 			if (ws_session_has_parser(r->o.s))
 				r->parser_held_idle++;
@@ -1057,6 +1072,9 @@ static void test_ws_echo(void)
 	CU_ASSERT_EQUAL(r.seen.type[1], WSC_TEXT);
 	CU_ASSERT_EQUAL(r.seen.len[1], 0);
 	CU_ASSERT_EQUAL(r.o.texts, 2);
+	/* each read's texts are followed by on_read_end (direct path too) */
+	CU_ASSERT_EQUAL(r.turns_without_read_end, 0);
+	CU_ASSERT_EQUAL(r.o.texts_read_ended, 2);
 	EXPECT_END(&r, 1000);
 }
 
@@ -1211,6 +1229,9 @@ static void test_ws_parser_on_demand(void)
 	CU_ASSERT_EQUAL(r.seen.type[3], WSC_TEXT);
 	CU_ASSERT_STRING_EQUAL(r.seen.data[3], "fragmented");
 	CU_ASSERT_EQUAL(r.o.texts, 3);
+	/* with and without the parser, each read ends with on_read_end */
+	CU_ASSERT_EQUAL(r.turns_without_read_end, 0);
+	CU_ASSERT_EQUAL(r.o.texts_read_ended, 3);
 	/* between messages: no parser, whenever the loop looked */
 	CU_ASSERT_TRUE(r.parser_free_idle > 0);
 	CU_ASSERT_EQUAL(r.parser_held_idle, 0);

@@ -86,6 +86,15 @@ static struct book *lock_book(void)
 	return M.inst.book;
 }
 
+/* Unlocks the book and wakes the handlers that have mail from the section
+ * (a repair by lock_book queues mail too, whatever the section did). */
+static void unlock_book(void)
+{
+	instance_wake(&M.inst, book_unlock(M.inst.book));
+}
+
+static const struct keeper_lock keeper_lock = { lock_book, unlock_book };
+
 static void respawn_cb(evutil_socket_t fd, short what, void *arg)
 {
 	int slot = (int)(intptr_t)arg;
@@ -131,7 +140,7 @@ static int spawn_handler(int slot)
 	M.slots[slot].pid = pid;
 	M.slots[slot].started_ms = clock_mono_ms();
 	book_handler_started(lock_book(), (uint32_t)slot, (int32_t)pid);
-	instance_wake(&M.inst, book_unlock(M.inst.book));
+	unlock_book();
 	log_info("handler %d started, pid %d", slot, (int)pid);
 	return 0;
 }
@@ -158,7 +167,7 @@ static void purge_handler(int slot)
 	int32_t pgids[4096];
 	size_t n = book_purge_handler(lock_book(), (uint32_t)slot, pgids,
 				      sizeof pgids / sizeof pgids[0]);
-	instance_wake(&M.inst, book_unlock(M.inst.book));
+	unlock_book();
 	for (size_t i = 0; i < n; i++)
 		if (pgids[i] > 1)
 			kill(-pgids[i], SIGKILL);
@@ -231,7 +240,7 @@ static void on_sigterm(evutil_socket_t sig, short what, void *arg)
 	M.stopping = 1;
 	log_info("stopping: draining (up to %d s)", M.inst.cfg->drain_timeout_sec);
 	book_set_draining(lock_book());
-	instance_wake(&M.inst, book_unlock(M.inst.book));
+	unlock_book();
 	for (int i = 0; i < M.inst.nhandlers; i++) {
 		if (M.slots[i].respawn)
 			evtimer_del(M.slots[i].respawn);
@@ -272,8 +281,8 @@ static void on_sighup(evutil_socket_t sig, short what, void *arg)
 static void expire_cb(evutil_socket_t fd, short what, void *arg)
 {
 	book_expire(lock_book(), clock_mono_ms());
-	instance_wake(&M.inst, book_unlock(M.inst.book));
-	profile_keeper_tick(&M.inst, lock_book, clock_mono_ms(), 0);
+	unlock_book();
+	profile_keeper_tick(&M.inst, &keeper_lock, clock_mono_ms(), 0);
 }
 
 /* Tells the process that started a daemon how the start went. */
@@ -354,7 +363,7 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 		goto out;
 	}
 	tls_files_note(cfg, &M.tls_files);
-	profile_keeper_restore(&M.inst, lock_book);
+	profile_keeper_restore(&M.inst, &keeper_lock);
 	if (!opt->foreground && cfg->pid_file && write_pid_file(cfg->pid_file) != 0) {
 		report_ready(2);
 		goto out;
@@ -418,7 +427,7 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 	sigaddset(&stopping, SIGHUP);
 	sigprocmask(SIG_BLOCK, &stopping, NULL);
 	reap();
-	profile_keeper_tick(&M.inst, lock_book, clock_mono_ms(), 1);
+	profile_keeper_tick(&M.inst, &keeper_lock, clock_mono_ms(), 1);
 	log_info("stopped");
 	rc = 0;
 

@@ -30,7 +30,7 @@ static uint32_t pool_of(const struct instance *inst)
 	return (uint32_t)inst->cfg->waitgroups[0].processes;
 }
 
-void profile_keeper_restore(const struct instance *inst, keeper_lock_fn lock)
+void profile_keeper_restore(const struct instance *inst, const struct keeper_lock *lk)
 {
 	const struct es_config *cfg = inst->cfg;
 	char path[4096], why[256];
@@ -51,7 +51,7 @@ void profile_keeper_restore(const struct instance *inst, keeper_lock_fn lock)
 		return;
 	}
 	size_t restored = 0;
-	struct book *b = lock();
+	struct book *b = lk->lock();
 	for (size_t i = 0; i < n; i++) {
 		int s = config_service_index(cfg, e[i].name);
 		if (s >= 0 && book_profile_set(b, (uint32_t)s, &e[i].p) == BOOK_OK)
@@ -66,12 +66,12 @@ void profile_keeper_restore(const struct instance *inst, keeper_lock_fn lock)
 				 cfg->services[s].name, class_name(p.klass), p.ema_ms,
 				 (unsigned long long)p.samples);
 	}
-	book_unlock(b);
+	lk->unlock();
 	free(e);
 	log_info("profile snapshot %s restored: %zu of %zu service(s)", path, restored, n);
 }
 
-static void save(const struct instance *inst, keeper_lock_fn lock)
+static void save(const struct instance *inst, const struct keeper_lock *lk)
 {
 	const struct es_config *cfg = inst->cfg;
 	struct profile_entry *e = calloc(cfg->nservices ? cfg->nservices : 1, sizeof *e);
@@ -81,13 +81,13 @@ static void save(const struct instance *inst, keeper_lock_fn lock)
 		log_warn("profile snapshot not written: out of memory");
 		return;
 	}
-	struct book *b = lock();
+	struct book *b = lk->lock();
 	book_profile_changes(b, &K.samples, &K.class_changes);
 	for (size_t s = 0; s < cfg->nservices; s++) {
 		snprintf(e[s].name, sizeof e[s].name, "%s", cfg->services[s].name);
 		book_profile_get(b, (uint32_t)s, &e[s].p);
 	}
-	book_unlock(b);
+	lk->unlock();
 	path_of(inst, path, sizeof path);
 	if (profile_write(path, profile_arch(), pool_of(inst), e, cfg->nservices, why,
 			  sizeof why) != 0)
@@ -97,7 +97,7 @@ static void save(const struct instance *inst, keeper_lock_fn lock)
 	free(e);
 }
 
-void profile_keeper_tick(const struct instance *inst, keeper_lock_fn lock, uint64_t now_ms,
+void profile_keeper_tick(const struct instance *inst, const struct keeper_lock *lk, uint64_t now_ms,
 			 int force)
 {
 	uint64_t samples, changes;
@@ -108,12 +108,12 @@ void profile_keeper_tick(const struct instance *inst, keeper_lock_fn lock, uint6
 		K.started = 1;
 		K.written_ms = now_ms;
 	}
-	struct book *b = lock();
+	struct book *b = lk->lock();
 	book_profile_changes(b, &samples, &changes);
-	book_unlock(b);
+	lk->unlock();
 	if (force || changes != K.class_changes ||
 	    (samples != K.samples && now_ms - K.written_ms >= PROFILE_SAVE_MS)) {
-		save(inst, lock);
+		save(inst, lk);
 		K.written_ms = now_ms;
 	}
 }

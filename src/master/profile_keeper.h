@@ -16,15 +16,20 @@
 
 #define PROFILE_SAVE_MS 30000
 
-typedef struct book *(*keeper_lock_fn)(void);
+/* The master's lock and unlock of the book: the unlock wakes the handlers
+ * a repair done by the lock left mail for. */
+struct keeper_lock {
+	struct book *(*lock)(void);
+	void (*unlock)(void);
+};
 
 /* Reads tempDir/profile.json into the book (logs what it restored, or why
  * it discarded the snapshot). */
-void profile_keeper_restore(const struct instance *inst, keeper_lock_fn lock);
+void profile_keeper_restore(const struct instance *inst, const struct keeper_lock *lk);
 /* Called every master tick; force: write now, whatever changed (shutdown:
  * the file then always describes this pool, even when nothing was learned
  * since a snapshot of another pool was discarded). */
-void profile_keeper_tick(const struct instance *inst, keeper_lock_fn lock, uint64_t now_ms,
+void profile_keeper_tick(const struct instance *inst, const struct keeper_lock *lk, uint64_t now_ms,
 			 int force);
 
 #endif

@@ -769,6 +769,7 @@ struct owner {
 	size_t max_pending;
 	int64_t t0;
 	int texts_read_ended; /* texts when on_read_end last ran */
+	int read_ends;        /* on_read_end calls */
 };
 
 struct run;
@@ -830,6 +831,7 @@ static void o_read_end(void *arg)
 	struct owner *o = arg;
 
 	o->texts_read_ended = o->texts;
+	o->read_ends++;
 }
 
 static void o_closed(void *arg, uint16_t code)
@@ -1995,13 +1997,6 @@ static void test_ws_drained_not_from_send(void)
  * fails the session; here a ping behind a text, taken without wslay's
  * context, cannot be answered (the output refuses more bytes, as when out
  * of memory): on_text, on_read_end, then on_closed with 1011. */
-static int read_ends;
-
-static void o_read_end(void *arg)
-{
-	read_ends++;
-}
-
 static void o_text_quiet(void *arg, const char *msg, size_t len)
 {
 	((struct owner *)arg)->texts++;
@@ -2021,12 +2016,12 @@ static void test_ws_read_end_when_take_fails(void)
 	test_opts(&opt);
 	session_on_pair(base, pair, &opt, &cb, &o);
 	loop_for(base, 10);
-	read_ends = 0;
+	o.read_ends = 0;
 	evbuffer_freeze(bufferevent_get_output(pair[0]), 0);
 	bufferevent_write(pair[1], in, sizeof in);
 	loop_for(base, 20);
 	CU_ASSERT_EQUAL(o.texts, 1);
-	CU_ASSERT_EQUAL(read_ends, 1);
+	CU_ASSERT_EQUAL(o.read_ends, 1);
 	CU_ASSERT_EQUAL(o.closed_calls, 1);
 	CU_ASSERT_EQUAL(o.code, WS_CLOSE_INTERNAL_ERROR);
 	bufferevent_free(pair[1]);

@@ -465,7 +465,7 @@ static int admission(struct dispatcher *d, struct admission *a)
 	unsigned left, unshared_held = 0, all = held_of(d, NULL);
 
 	memset(a, 0, sizeof *a);
-	a->share = exc_claim_share(d->client) + (getenv("XTRA") ? atoi(getenv("XTRA")) : 0);
+	a->share = exc_claim_share(d->client);
 	a->names = calloc(n + 1, sizeof *a->names);
 	a->lims = calloc(n + 1, sizeof *a->lims);
 	a->limits = malloc(21 * n + 3);
@@ -476,8 +476,7 @@ static int admission(struct dispatcher *d, struct admission *a)
 		left = CLAIM_MAX;
 	for (size_t i = 0; i < n; i++) {
 		const char *svc = d->services[(d->rotate + i) % n];
-		unsigned share = exc_claim_share_service(d->client, svc) +
-				 (getenv("XTRA") ? atoi(getenv("XTRA")) : 0);
+		unsigned share = exc_claim_share_service(d->client, svc);
 		unsigned held = held_of(d, svc), lim;
 		if (share == 0) {
 			unshared_held += held;

@@ -21,10 +21,11 @@ struct fleet_conn {
 	struct tclient *tc;
 	int idx;
 	int dead;
-	int seq;          /* the scenario's job counter */
-	int outstanding;  /* the scenario's: wants parked, offered or running */
-	long long t_mark; /* the scenario's timestamp (ns) */
-	long long count;  /* the scenario's counter */
+	int seq;           /* the scenario's job counter */
+	int outstanding;   /* the scenario's: wants parked, offered or running */
+	long long t_mark;  /* the scenario's timestamp (ns) */
+	long long t_offer; /* the scenario's: when the last OFFER came (ns) */
+	long long count;   /* the scenario's counter */
 	int priority;
 	const char *service;
 	int handler;         /* the scenario's: which handler holds it (-1) */

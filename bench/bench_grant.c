@@ -13,9 +13,11 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,9 +72,13 @@ static void cycle_msg(struct fleet *f, struct fleet_conn *c, const struct fleet_
 	cy->cycles++;
 	cy->last_decline_ns = bu_now_ns();
 	cy->last = c;
+	/* one write, as row 3 writes JOB and WANT: the daemon reads both at
+	 * once and applies them in one section of the book */
+	fleet_cork(c);
 	fleet_send(c, "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", m->job_id,
 		   m->token);
 	fleet_want(c);
+	fleet_uncork(c);
 	if (cy->target && cy->cycles >= cy->target + cy->warmup)
 		f->stop = 1;
 }
@@ -428,6 +434,40 @@ static void pin_apart(const struct es_daemon *d)
 	sched_setaffinity(0, sizeof one, &one);
 }
 
+/* BENCH_SYSCALLS (by hand, not in make bench): the handlers' system
+ * calls by kind over 3 s more of the loop (perf trace -s), with the cycles
+ * of those 3 s, into DIR/syscalls-h<N>-<free|apart>-<daemon>.txt: where a
+ * handler more spends (bench/notes.md row 4). */
+static void syscall_census(const struct bench_opts *o, const struct es_daemon *d, struct fleet *f,
+			   int handlers, const char *bin, int apart)
+{
+	char name[96], path[512], cmd[1024];
+	int pids[65], n = bu_daemon_pids(d, pids, 65);
+	snprintf(name, sizeof name, "syscalls-h%d-%s-%s.txt", handlers, apart ? "apart" : "free",
+		 bin ? "lockstat" : "plain");
+	bu_path(path, sizeof path, o->out, name);
+	int k = snprintf(cmd, sizeof cmd, "exec perf trace -s -o %s -p ", path);
+	for (int i = 1; i < n; i++)
+		k += snprintf(cmd + k, sizeof cmd - (size_t)k, "%s%d", i > 1 ? "," : "", pids[i]);
+	pid_t perf = fork();
+	if (perf == 0) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	if (perf < 0)
+		return;
+	sleep(1); /* perf attaches */
+	long long all = 0;
+	run_cycles_split(f, "bk", 0, 3.0, NULL, NULL, NULL, &all);
+	kill(perf, SIGINT);
+	waitpid(perf, NULL, 0);
+	FILE *out = fopen(path, "a");
+	if (out) {
+		fprintf(out, "\ncycles: %lld (3 s and the warm-up)\n", all);
+		fclose(out);
+	}
+}
+
 struct grant_run {
 	struct spread rate;   /* cycles/s over the repeats */
 	double cpu_per_cycle; /* execserver, us */
@@ -497,6 +537,8 @@ static struct grant_run grant_run(const struct bench_opts *o, int handlers, cons
 		run_cycles(f, "bk", 0, 3.0, NULL);
 		sleep(1);
 	}
+	if (getenv("BENCH_SYSCALLS"))
+		syscall_census(o, &d, f, handlers, bin, apart);
 	bu_pin_all(&d, 0);
 	fleet_close(f);
 	bu_stop(&d);
@@ -647,20 +689,33 @@ void row_grant_rate(const struct bench_opts *o)
 			fprintf(md, "| %d | %.0f | %.0f | **%.0f** | %.0f %% |\n", cores[i], cpu,
 				ceiling, x, 100 * x / ceiling);
 		}
-		/* k with many handlers: a handler takes its mail in a section of
-		 * its own at each wake-up (src/handler/mailbox.c), and one take
-		 * collects all the OFFERs that wait; with more handlers fewer
-		 * OFFERs share a take: at most three sections per cycle */
+		/* k with many handlers: a read's DECLINE and WANT share one
+		 * section, which also takes the handler's own mail
+		 * (src/handler/broker.c); a grant to a connection of another
+		 * handler is taken there in a wake-up's section of its own
+		 * unless a read of that handler comes first (mailbox.c): with
+		 * many handlers nearly every grant crosses, so k tends to 2 */
 		fprintf(md,
-			"\nA 32-core host: %.0f cycles/s projected (%s 1,000,000).  k counts every "
-			"section over every cycle between the two readings of the figures; with "
-			"many handlers it can be larger than with two (a handler takes its mail in "
-			"a section of its own at each wake-up, and one take collects every OFFER "
-			"that waits; the more handlers, the fewer OFFERs share a take): at k = 3, "
-			"every mail taken alone, the ceiling "
-			"is %.0f cycles/s.\n",
-			at32, at32 >= 1e6 ? "at or above" : "below",
-			h_model > 0 ? 1e9 / (3 * h_model) : 0);
+			"\nA 32-core host: %.0f cycles/s projected (%s 1,000,000).  A million "
+			"cycles/s needs k × h ≤ 1000 ns of lock per cycle; here k × h = %.0f ns.  "
+			"k counts every section over every cycle between the two readings of the "
+			"figures: a client's DECLINE and next WANT arrive in one read and take one "
+			"section, which also takes the handler's own mail; a grant to a connection "
+			"of another handler costs that handler a section of its own when its "
+			"wake-up comes before one of its reads, so with many handlers (nearly "
+			"every grant crossing) k tends to 2: ceiling %.0f cycles/s.  A lock per "
+			"waitgroup does not lift this row: it is one waitgroup, whose every "
+			"section would take that waitgroup's lock, so its ceiling stays 1 / (k × "
+			"h); with that split (bench/notes.md, \"Splitting the lock\"), W "
+			"waitgroups loaded alike would reach about W times it.\n",
+			at32, at32 >= 1e6 ? "at or above" : "below", k_model * h_model,
+			h_model > 0 ? 1e9 / (2 * h_model) : 0);
+		if (at32 > 0 && at32 < 1e6)
+			fprintf(md,
+				"\nShort of 1,000,000 at 32 cores by %.0f %% (%.0f cycles/s); at "
+				"k = %.2f the hold would have to be at most %.0f ns.\n",
+				100 * (1e6 - at32) / 1e6, 1e6 - at32, k_model,
+				k_model > 0 ? 1e3 / k_model : 0);
 		FILE *mdl = bu_out(o->out, "summary-4b");
 		fprintf(mdl,
 			"| 4 | the book lock: hold time per section; the ceiling it sets | "

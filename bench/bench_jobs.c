@@ -12,14 +12,19 @@
  */
 #include "autoconfig.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +49,7 @@ struct jobrun {
 	long long done, failed, issued, limit; /* limit: 0 = none */
 	struct samples *lat;                   /* submission -> start (us), from stamp */
 	struct samples *wait;                  /* WANT -> OFFER (us) */
+	struct samples *to_start;              /* OFFER -> start (us), from stamp */
 	int draining;
 };
 
@@ -58,6 +64,7 @@ static void job_msg(struct fleet *f, struct fleet_conn *c, const struct fleet_ms
 {
 	struct jobrun *jr = f->user;
 	if (strcmp(m->type, "OFFER") == 0) {
+		c->t_offer = m->t_ns;
 		if (jr->wait && c->outstanding == 1)
 			bs_add(jr->wait, (double)(m->t_ns - c->t_mark) / 1000.0);
 		fleet_cork(c);
@@ -78,6 +85,8 @@ static void job_msg(struct fleet *f, struct fleet_conn *c, const struct fleet_ms
 			long long start = atoll(fleet_field(m->raw, "stdout", out, sizeof out));
 			if (start > 0)
 				bs_add(jr->lat, (double)(start - c->t_mark) / 1000.0);
+			if (start > 0 && jr->to_start)
+				bs_add(jr->to_start, (double)(start - c->t_offer) / 1000.0);
 		}
 		if (!jr->pipeline && !jr->stop_new && (!jr->limit || jr->issued < jr->limit))
 			job_want(jr, c);
@@ -122,6 +131,10 @@ static double run_jobs(struct fleet *f, const struct es_daemon *d, struct jobrun
 		  self0 = bu_self_cpu_us();
 	if (jr->lat)
 		jr->lat->n = 0;
+	if (jr->wait)
+		jr->wait->n = 0;
+	if (jr->to_start)
+		jr->to_start->n = 0;
 	fleet_run(f, t0 + (long long)(sec * 1e9), 0, NULL);
 	long long jobs = jr->done - d0;
 	double el = (double)(bu_now_ns() - t0) / 1e9;
@@ -170,6 +183,95 @@ static double spawn_limit(char *const argv[], int k, double sec, double *cpu_per
 		     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec -
 			      r0.ru_stime.tv_usec);
 	*cpu_per_job = cpu / (double)(jobs ? jobs : 1);
+	return (double)jobs / el;
+}
+
+/* ---- the floor (bench/peers/floor.c) ---- */
+
+/* bench/peers/floor with k slots on a listening socket made here (its
+ * descriptor 3), driven the way row 3's fleet drives the broker: 2k
+ * connections (TCP_NODELAY), each keeping one want parked, an OFFER
+ * answered with the JOB and the next WANT in one write; sec seconds after
+ * 0.3 s of warm-up.  Returns jobs/s; the floor's CPU per job (us, utime +
+ * stime from /proc as for the daemon) in *cpu_per_job.  The floor is
+ * killed at the end. */
+static double floor_run(const struct bench_opts *o, int k, double sec, double *cpu_per_job)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof a;
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), n = 2 * k, fds[128], one = 1;
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof a) != 0 || listen(lfd, 256) != 0 ||
+	    getsockname(lfd, (struct sockaddr *)&a, &alen) != 0 || n > 128) {
+		perror("esbench: the floor's socket");
+		exit(1);
+	}
+	char prog[512], ks[16];
+	snprintf(prog, sizeof prog, "%s/floor", o->peers);
+	snprintf(ks, sizeof ks, "%d", k);
+	pid_t pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (lfd != 3 && (dup2(lfd, 3) != 3 || close(lfd) != 0))
+			_exit(127);
+		execl(prog, prog, ks, (char *)NULL);
+		perror(prog);
+		_exit(127);
+	}
+	close(lfd);
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	for (int i = 0; i < n; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (unsigned)i };
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fds[i] < 0 || connect(fds[i], (struct sockaddr *)&a, sizeof a) != 0) {
+			perror("esbench: connecting to the floor");
+			exit(1);
+		}
+		setsockopt(fds[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &ev);
+		(void)send(fds[i], "WANT", 4, MSG_NOSIGNAL);
+	}
+	long long jobs = 0, d0 = 0, cpu0 = 0, t0 = 0, warm = bu_now_ns() + 300000000LL;
+	long long end = warm + (long long)(sec * 1e9), now;
+	char carry[128][4];
+	size_t carry_len[128] = { 0 };
+	while ((now = bu_now_ns()) < end) {
+		if (!t0 && now >= warm) {
+			t0 = now;
+			d0 = jobs;
+			cpu0 = bu_proc_ticks(pid);
+		}
+		struct epoll_event ev[64];
+		int m = epoll_wait(ep, ev, 64, 100);
+		for (int e = 0; e < m; e++) {
+			int i = (int)ev[e].data.u32;
+			char buf[512];
+			memcpy(buf, carry[i], carry_len[i]);
+			ssize_t r = recv(fds[i], buf + carry_len[i], sizeof buf - carry_len[i], 0);
+			if (r <= 0) {
+				fprintf(stderr, "esbench: the floor closed a connection\n");
+				exit(1);
+			}
+			size_t len = carry_len[i] + (size_t)r, at = 0;
+			for (; at + 4 <= len; at += 4) {
+				if (memcmp(buf + at, "OFFR", 4) == 0)
+					(void)send(fds[i], "JOB_WANT", 8, MSG_NOSIGNAL);
+				else if (memcmp(buf + at, "DONE", 4) == 0)
+					jobs++;
+			}
+			carry_len[i] = len - at;
+			memcpy(carry[i], buf + at, len - at);
+		}
+	}
+	long long ticks = bu_proc_ticks(pid) - cpu0;
+	double el = (double)(now - t0) / 1e9;
+	jobs -= d0;
+	*cpu_per_job = (double)ticks * 1e6 / (double)sysconf(_SC_CLK_TCK) /
+		       (double)(jobs ? jobs : 1);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	close(ep);
 	return (double)jobs / el;
 }
 
@@ -260,17 +362,19 @@ static struct gm_result run_gearman(const struct bench_opts *o, int k, double se
 	return r;
 }
 
-/* Row 3 at K slots: the broker against the bare loop, o->repeats times
- * alternating; one table line into md (and dat).  pin: the daemon, this
- * load generator and so the bare loop's children on CPU 0.  Returns
- * broker / limit at the median. */
+/* Row 3 at K slots: the broker against the floor (bench/peers/floor.c)
+ * and the bare loop, o->repeats times alternating; one line into each
+ * table (md: against the limit, fl: against the floor) and dat.  pin: the
+ * daemon, this load generator and so the floor and the bare loop's
+ * children on CPU 0.  Returns broker / limit at the median; the broker's
+ * and the floor's median CPU per job in *cpu and *floor_cpu. */
 static double throughput_at(const struct bench_opts *o, const struct es_daemon *d, int k, int pin,
-			    FILE *md, FILE *dat)
+			    FILE *md, FILE *fl, FILE *dat, double *cpu, double *floor_cpu)
 {
 	char svc[16];
 	snprintf(svc, sizeof svc, "t%d", k);
 	struct fleet *f = fleet_open(d->port, 2 * k, "tp", 0, 0);
-	double rb[16], rl[16], cb[16], cl[16], cg[16];
+	double rb[16], rl[16], rf[16], cb[16], cl[16], cf[16], cg[16];
 	char *argv[] = { "/bin/true", NULL };
 	if (pin)
 		bu_pin_all(d, 1);
@@ -279,25 +383,36 @@ static double throughput_at(const struct bench_opts *o, const struct es_daemon *
 		rb[i] = run_jobs(f, d, &jr, svc, o->rate_sec, &cb[i], &cg[i]);
 		if (jr.failed)
 			fprintf(stderr, "esbench: %lld jobs failed\n", jr.failed);
+		rf[i] = floor_run(o, k, o->rate_sec, &cf[i]);
 		rl[i] = spawn_limit(argv, k, o->rate_sec, &cl[i]);
 	}
 	if (pin)
 		bu_pin_all(d, 0);
 	fleet_close(f);
 	struct spread b = spread_of(rb, o->repeats), l = spread_of(rl, o->repeats),
-		      c = spread_of(cb, o->repeats), c2 = spread_of(cl, o->repeats),
+		      fr = spread_of(rf, o->repeats), c = spread_of(cb, o->repeats),
+		      c2 = spread_of(cl, o->repeats), cfl = spread_of(cf, o->repeats),
 		      g = spread_of(cg, o->repeats);
 	double ratio = b.med / l.med;
+	const char *where = pin ? ", all on CPU 0" : "";
 	fprintf(md,
 		"| %d%s | **%.0f** (%.0f–%.0f) | %.0f (%.0f–%.0f) | **%.0f %%** | %.0f µs | %.0f "
 		"µs | %.0f µs | %.0f µs |\n",
-		k, pin ? ", all on CPU 0" : "", b.med, b.min, b.max, l.med, l.min, l.max,
-		100 * ratio, c.med, c2.med, c.med - c2.med, g.med);
+		k, where, b.med, b.min, b.max, l.med, l.min, l.max, 100 * ratio, c.med, c2.med,
+		c.med - c2.med, g.med);
+	fprintf(fl,
+		"| %d%s | %.0f (%.0f–%.0f) | %.0f (%.0f–%.0f) | %.0f %% | **%.0f µs** (%.0f–%.0f) "
+		"| **%.0f µs** (%.0f–%.0f) | %.0f µs | %.0f µs |\n",
+		k, where, b.med, b.min, b.max, fr.med, fr.min, fr.max, 100 * fr.med / l.med, c.med,
+		c.min, c.max, cfl.med, cfl.min, cfl.max, c.med - cfl.med, c2.med);
 	if (dat)
-		fprintf(dat, "%d %.0f %.0f %.0f %.0f %.0f %.0f\n", k, b.med, b.min, b.max, l.med,
-			l.min, l.max);
-	fprintf(stderr, "row3: K=%d%s broker %.0f/s limit %.0f/s\n", k, pin ? " pinned" : "", b.med,
-		l.med);
+		fprintf(dat, "%d %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f %.0f\n", k, b.med, b.min,
+			b.max, l.med, l.min, l.max, fr.med, fr.min, fr.max);
+	fprintf(stderr,
+		"row3: K=%d%s broker %.0f/s %.0f us/job, floor %.0f/s %.0f us/job, limit %.0f/s\n",
+		k, pin ? " pinned" : "", b.med, c.med, fr.med, cfl.med, l.med);
+	*cpu = c.med;
+	*floor_cpu = cfl.med;
 	return ratio;
 }
 
@@ -307,6 +422,7 @@ void row_throughput(const struct bench_opts *o)
 	struct es_daemon d;
 	jobs_daemon(&d, o);
 	FILE *md = bu_out(o->out, "row3");
+	FILE *fl = bu_out(o->out, "row3b");
 	FILE *dat = fopen(bu_path(path, sizeof path, o->out, "throughput.dat"), "w");
 	fprintf(md, "| K slots | broker jobs/s (median, min–max) | limit: posix_spawn+waitpid "
 		    "jobs/s | broker / limit | "
@@ -314,20 +430,38 @@ void row_throughput(const struct bench_opts *o)
 		    "job | "
 		    "load generator's CPU per job |\n"
 		    "|---|---|---|---|---|---|---|---|\n");
-	double rmin = 1e9;
+	fprintf(fl, "| K slots | broker jobs/s | floor jobs/s | floor / limit | execserver CPU "
+		    "per job (median, min–max) | the floor's CPU per job | execserver − floor | "
+		    "the limit loop's CPU per job |\n"
+		    "|---|---|---|---|---|---|---|---|\n");
+	double rmin = 1e9, cmax = 0, fmin = 1e9, fmax = 0, cpu, floor_cpu;
 	for (int ki = 0; ki < o->nk; ki++) {
-		double ratio = throughput_at(o, &d, o->ks[ki], 0, md, dat);
+		double ratio = throughput_at(o, &d, o->ks[ki], 0, md, fl, dat, &cpu, &floor_cpu);
 		if (ratio < rmin)
 			rmin = ratio;
+		if (cpu > cmax)
+			cmax = cpu;
+		if (floor_cpu < fmin)
+			fmin = floor_cpu;
+		if (floor_cpu > fmax)
+			fmax = floor_cpu;
 	}
 	/* K = 1 once more with everything on CPU 0: the broker and the bare
 	 * loop without wake-ups across CPUs (row `wake`) */
 	for (int ki = 0; ki < o->nk; ki++)
 		if (o->ks[ki] == 1)
-			throughput_at(o, &d, 1, 1, md, NULL);
+			throughput_at(o, &d, 1, 1, md, fl, NULL, &cpu, &floor_cpu);
 	fclose(dat);
 	fprintf(md, "\nWorst ratio: %.0f %% of the limit (target ≥ 90 %%: %s).\n", 100 * rmin,
 		rmin >= 0.9 ? "met" : "missed");
+	fprintf(fl,
+		"\nThe execserver's CPU per job at its worst K: %.0f µs (target ≤ 100 µs: %s); "
+		"the floor's: %.0f–%.0f µs over the K (%s 100 µs).\n",
+		cmax, cmax <= 100 ? "met" : "missed", fmin, fmax,
+		fmax <= 100  ? "within"
+		: fmin > 100 ? "above"
+			     : "partly above");
+	fclose(fl);
 	fclose(md);
 	md = bu_out(o->out, "summary-3");
 	fprintf(md,
@@ -335,6 +469,11 @@ void row_throughput(const struct bench_opts *o)
 		"90 %% of the limit "
 		"| worst K: %.0f %% of the limit (table in section 3) — **%s** |\n",
 		100 * rmin, rmin >= 0.9 ? "met" : "missed");
+	fprintf(md,
+		"| 3b | the execserver's CPU per /bin/true job, every K; the floor (a minimal "
+		"broker, bench/peers/floor.c) beside it | ≤ 100 µs "
+		"| worst K: %.0f µs; the floor %.0f–%.0f µs — **%s** |\n",
+		cmax, fmin, fmax, cmax <= 100 ? "met" : "missed");
 	fclose(md);
 	bu_stop(&d);
 }
@@ -356,7 +495,8 @@ void row_gearman(const struct bench_opts *o)
 	usleep(500000);
 	fprintf(md, "| K | broker jobs/s | gearmand jobs/s | broker / gearmand | broker "
 		    "submit→start p50 / p99 / max | "
-		    "gearmand submit→start p50 / p99 / max |\n|---|---|---|---|---|---|\n");
+		    "gearmand submit→start p50 / p99 / max | broker p50: WANT→OFFER / OFFER→start "
+		    "|\n|---|---|---|---|---|---|---|\n");
 	int wins = 0, lat_wins = 0;
 	for (int ki = 0; ki < o->nk; ki++) {
 		int k = o->ks[ki];
@@ -364,15 +504,27 @@ void row_gearman(const struct bench_opts *o)
 		snprintf(svc, sizeof svc, "t%d", k);
 		struct fleet *f = fleet_open(d.port, k, "gm", 0, 0);
 		double rb[16], rg[16];
-		struct samples lat = { 0 }, all = { 0 };
-		struct gm_result gr[16], gmed;
+		/* per repeat, for both sides alike: p50, p99 and max of its
+		 * samples; the table shows the medians of the p50s and p99s
+		 * over the repeats and the largest max */
+		double b50[16], b99[16], bmax[16], w50[16], s50[16];
+		struct gm_result gr[16];
 		for (int i = 0; i < o->repeats; i++) {
+			struct samples lat = { 0 }, wait = { 0 }, to_start = { 0 };
 			struct jobrun jr = { .job = "{\"command\":\"stamp\"}",
 					     .depth = 1,
-					     .lat = &lat };
+					     .lat = &lat,
+					     .wait = &wait,
+					     .to_start = &to_start };
 			rb[i] = run_jobs(f, &d, &jr, svc, o->rate_sec, NULL, NULL);
-			for (size_t j = 0; j < lat.n; j++)
-				bs_add(&all, lat.v[j]);
+			b50[i] = bs_pct(&lat, 0.5);
+			b99[i] = bs_pct(&lat, 0.99);
+			bmax[i] = bs_max(&lat);
+			w50[i] = bs_pct(&wait, 0.5);
+			s50[i] = bs_pct(&to_start, 0.5);
+			bs_free(&lat);
+			bs_free(&wait);
+			bs_free(&to_start);
 			gr[i] = run_gearman(o, k, o->rate_sec, gport);
 			rg[i] = gr[i].rate;
 		}
@@ -384,22 +536,23 @@ void row_gearman(const struct bench_opts *o)
 			p99s[i] = gr[i].p99;
 			maxs[i] = gr[i].max;
 		}
-		gmed.p50 = spread_of(p50s, o->repeats).med;
-		gmed.p99 = spread_of(p99s, o->repeats).med;
-		gmed.max = spread_of(maxs, o->repeats).max;
+		struct spread g50 = spread_of(p50s, o->repeats), l50 = spread_of(b50, o->repeats);
+		double g99 = spread_of(p99s, o->repeats).med,
+		       gmax = spread_of(maxs, o->repeats).max;
+		double l99 = spread_of(b99, o->repeats).med, lmax = spread_of(bmax, o->repeats).max;
 		wins += b.med > gs.med;
-		lat_wins += bs_pct(&all, 0.5) < gmed.p50;
+		lat_wins += l50.med < g50.med;
 		fprintf(md,
-			"| %d | **%.0f** (%.0f–%.0f) | %.0f (%.0f–%.0f) | **%.2f×** | %.0f / %.0f "
-			"/ %.0f µs | %.0f / %.0f / %.0f µs |\n",
-			k, b.med, b.min, b.max, gs.med, gs.min, gs.max, b.med / gs.med,
-			bs_pct(&all, 0.5), bs_pct(&all, 0.99), bs_max(&all), gmed.p50, gmed.p99,
-			gmed.max);
-		fprintf(dat, "%d %.0f %.0f %.0f %.0f\n", k, b.med, gs.med, bs_pct(&all, 0.5),
-			gmed.p50);
-		fprintf(stderr, "row7: K=%d broker %.0f/s gearmand %.0f/s\n", k, b.med, gs.med);
-		bs_free(&lat);
-		bs_free(&all);
+			"| %d | **%.0f** (%.0f–%.0f) | %.0f (%.0f–%.0f) | **%.2f×** | %.0f "
+			"(%.0f–%.0f) "
+			"/ %.0f / %.0f µs | %.0f (%.0f–%.0f) / %.0f / %.0f µs | %.0f / %.0f µs |\n",
+			k, b.med, b.min, b.max, gs.med, gs.min, gs.max, b.med / gs.med, l50.med,
+			l50.min, l50.max, l99, lmax, g50.med, g50.min, g50.max, g99, gmax,
+			spread_of(w50, o->repeats).med, spread_of(s50, o->repeats).med);
+		fprintf(dat, "%d %.0f %.0f %.0f %.0f\n", k, b.med, gs.med, l50.med, g50.med);
+		fprintf(stderr,
+			"row7: K=%d broker %.0f/s p50 %.0f us, gearmand %.0f/s p50 %.0f us\n", k,
+			b.med, l50.med, gs.med, g50.med);
 	}
 	fprintf(md,
 		"\nMore jobs/s than gearmand at %d of %d K, lower median submission-to-start "

@@ -28,6 +28,7 @@ set logscale x 2
 set xtics (1, 2, 4, 8)
 plot data.'/throughput.dat' using 1:2:3:4 with yerrorlines lw 2 title 'execserver broker (median, min-max)', \
      data.'/throughput.dat' using 1:5:6:7 with yerrorlines lw 2 title 'limit: posix_spawn + waitpid loop', \
+     data.'/throughput.dat' using 1:8:9:10 with yerrorlines lw 2 title 'floor: a minimal broker (bench/peers/floor.c)', \
      data.'/gearman.dat' using 1:3 with linespoints lw 2 title 'gearmand + libgearman workers (stamp jobs)', \
      data.'/gearman.dat' using 1:2 with linespoints lw 2 title 'execserver broker (stamp jobs)'
 

@@ -105,7 +105,8 @@ therefore moves latencies between two levels from one run to the next
 
 \`make bench\` builds \`bench/esbench\` (the load generator: C, one thread,
 epoll, the lean websocket client of tests/lib), \`bench/peers/gm_worker\`,
-\`gm_client\` and \`stamp\`, then runs \`bench/run.sh\`, which runs
+\`gm_client\`, \`stamp\` and \`floor\` (row 3's minimal broker), then
+runs \`bench/run.sh\`, which runs
 \`bench/esbench -o bench-out -p bench/peers\` (all rows; \`esbench ROW...\`
 runs some: wake handover idle throughput gearman grant book stream fair auto; \`-q\`
 makes a short run; \`-k 1,4\` picks the slot counts of rows 3 and 7) and
@@ -116,7 +117,7 @@ writes this file.
 | # | measurement | target | result |
 |---|---|---|---|
 EOT
-for n in 1 2 2b 3 4 4b 5a 5b 6 7 8 9 dispatch; do cat "$out/summary-$n.md" 2>/dev/null || true; done
+for n in 1 2 2b 3 3b 4 4b 5a 5b 6 7 8 9 dispatch; do cat "$out/summary-$n.md" 2>/dev/null || true; done
 cat <<EOT
 
 ## 1. Hand-over latency
@@ -136,6 +137,19 @@ $(cat "$out/row2b.md")
 ![throughput](bench/throughput.png)
 
 $(cat "$out/row3.md")
+
+**The floor.**  Beside each broker window the same 2K connections drive
+bench/peers/floor.c, a minimal broker of the same shape (raw epoll,
+4-byte messages, one process; per job a JOB read, vfork + execve of
+/bin/true with stdout and stderr pipes read to EOF, SIGCHLD through a
+signalfd, \`waitpid\`, DONE to one connection and OFFER to the next
+parked want): no websocket, no JSON, no book, no job directory, no
+receipt.  Its CPU per job is counted as the execserver's (utime + stime
+from /proc, the jobs not included); the gap between the two is the
+broker's own cost, and the floor against 100 µs says what a process per
+job and loopback TCP leave on this machine.
+
+$(cat "$out/row3b.md")
 
 ## 4. Grant rate without processes
 

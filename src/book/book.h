@@ -543,6 +543,18 @@ size_t book_mail_take(struct book *b, uint32_t handler, struct book_mail *out, s
  * handler that reads its eventfd and then finds nothing pending here will
  * be woken again for anything queued after that look. */
 int book_mail_pending(const struct book *b, uint32_t handler);
+/*
+ * The doorbell only for a handler that may be blocked in its event loop.
+ * A handler marks itself asleep (1) before it may block and awake (0)
+ * when it works; book_handler_asleep stores the mark with a full fence
+ * after it, so that a handler that then finds no mail (book_mail_pending)
+ * is seen asleep by whoever queues mail after that look.  book_wake_needed
+ * (after book_unlock, WITHOUT the lock: a full fence, then the marks)
+ * keeps of a wake mask the handlers marked asleep: the others find their
+ * mail before they next block.  Neither takes the lock.
+ */
+void book_handler_asleep(struct book *b, uint32_t handler, int asleep);
+uint64_t book_wake_needed(const struct book *b, uint64_t mask);
 
 /* ---- status ------------------------------------------------------------- */
 

@@ -186,6 +186,7 @@ struct bk_handler {
 	uint32_t conn_head, conn_tail; /* (D) h links, in open order */
 	uint32_t mail_head, mail_tail; /* (D) m links */
 	uint32_t run_head, run_tail;   /* (D) wants it runs (q links) */
+	uint32_t asleep; /* neither: written and read without the lock (book_handler_asleep) */
 };
 
 struct bk_wg {

@@ -1,8 +1,8 @@
 /*
  * book_mail.c - the handlers' mailboxes.
  *
- * Owns handlers[h].mail_head/tail, the want m_* links, handlers[h].hello and
- * b->mail_mask.  A mailbox is an intrusive FIFO through the want records
+ * Owns handlers[h].mail_head/tail, the want m_* links, handlers[h].hello,
+ * handlers[h].asleep and b->mail_mask.  A mailbox is an intrusive FIFO through the want records
  * themselves, so it can never overflow: the mail IS the want record in a
  * state that says what to send.  When the mail is taken, the record's
  * current state decides:
@@ -27,6 +27,9 @@
  * every handler with live conns, which is harmless (HELLO is a snapshot).
  *
  * Order of book_mail_take: HELLO first, then the mailbox in FIFO order.
+ *
+ * Also here, outside the lock: the handlers' asleep marks (which decide
+ * whose eventfd a mail needs, book_wake_needed).
  */
 #include "autoconfig.h"
 #include "book/book.h"
@@ -71,6 +74,29 @@ int book_mail_pending(const struct book *b, uint32_t handler)
 	const struct bk_handler *hd = &b->handlers[handler];
 	return __atomic_load_n(&hd->mail_head, __ATOMIC_RELAXED) != BK_NIL ||
 	       __atomic_load_n(&hd->hello, __ATOMIC_RELAXED) != 0;
+}
+
+void book_handler_asleep(struct book *b, uint32_t handler, int asleep)
+{
+	if (handler >= b->lim.nhandlers)
+		return;
+	uint32_t *mark = &b->handlers[handler].asleep;
+	if (__atomic_load_n(mark, __ATOMIC_RELAXED) != (uint32_t)asleep)
+		__atomic_store_n(mark, (uint32_t)asleep, __ATOMIC_RELAXED);
+	if (asleep)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+uint64_t book_wake_needed(const struct book *b, uint64_t mask)
+{
+	uint64_t need = 0;
+	if (!mask)
+		return 0;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (uint32_t h = 0; h < b->lim.nhandlers && h < 64; h++)
+		if ((mask >> h & 1) && __atomic_load_n(&b->handlers[h].asleep, __ATOMIC_RELAXED))
+			need |= 1ull << h;
+	return need;
 }
 
 static void fill_id(struct book_mail *m, const struct bk_want *w)

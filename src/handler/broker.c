@@ -1,9 +1,10 @@
 /*
  * broker.c - see broker.h.
  *
- * Data flows one way: websocket text -> msg_decode -> one book operation
- * under the lock -> reply.  Decisions the book makes for connections of
- * other handlers travel as mail (mailbox.c), never as direct calls.
+ * Data flows one way: the websocket texts of one read -> msg_decode each
+ * -> their book operations in one section of the lock -> the replies, in
+ * message order.  Decisions the book makes for connections of other
+ * handlers travel as mail (mailbox.c), never as direct calls.
  *
  * A malformed or refused message costs the sender one ERROR and nothing
  * else: the connection and every other client go on.  Protocol violations
@@ -46,7 +47,33 @@ struct broker_conn {
 
 static struct broker_conn *conns;
 
+/* ---- the steps of one read (see "client messages" below) ---- */
+
+#define STEPS_MAX 16
+
+struct step {
+	struct msg_in in;
+	const char *code; /* ERROR without a book result: decode error, unknown
+			   * service, refused JOB description (with detail) */
+	char detail[256];
+	int svc; /* WANT: the service's index */
+	enum book_rc rc;
+	struct book_position pos;      /* JOB, QUERY */
+	struct book_service_status ss; /* QUERY */
+	struct book_ref want;          /* JOB: the running want */
+	enum want_state was;           /* CANCEL */
+	int invalid;                   /* JOB: description refused (code, detail) */
+};
+
+/* The steps of the read in progress (one connection's: reads do not nest). */
+static struct {
+	struct broker_conn *c;
+	size_t n;
+	struct step s[STEPS_MAX];
+} batch;
+
 static void idle_touch(struct broker_conn *c);
+static void batch_apply(void);
 
 static struct broker_conn *lookup(struct book_ref ref)
 {
@@ -221,6 +248,8 @@ static void on_closed(void *owner, uint16_t code)
 	struct broker_conn *c = owner;
 
 	log_debug("%s: connection closed (%u)", c->peer, code);
+	if (batch.c == c)
+		batch_apply(); /* what it said before it ended is done */
 	broker_unregister(c->ref);
 	handler.by_book_idx[c->ref.idx] = NULL;
 	if (c->prev)
@@ -236,180 +265,225 @@ static void on_closed(void *owner, uint16_t code)
 	handler_maybe_exit();
 }
 
-/* ---- client messages -------------------------------------------------- */
+/* ---- client messages: the book operations of one read in one section ---- */
 
+/*
+ * A client often writes messages back to back (a DECLINE and its next
+ * WANT, a JOB and the next WANT), and they arrive in one read.  on_text
+ * only decodes each into a step; on_read_end (ws.h) applies the steps of
+ * the read in their order: every book operation in one critical section,
+ * which also takes this handler's mail; then, without the lock, the
+ * replies in message order, then the mail.  A JOB's description is checked
+ * against the service of its offer, which the section reads: the lock is
+ * left for that check (it may look at the file system) and taken again for
+ * the accept and the steps after it.
+ *
+ * The book sees the same operations in the same order as with a section
+ * each, only with no other process between them.  Each operation is
+ * crash-safe on its own (book.h: a death inside one is repaired), so a
+ * handler that dies inside the section leaves the operations before it
+ * done and the rest not begun, as if the read had ended there; the
+ * handler's connections are purged with it either way.
+ */
 static void reply_book_error(struct broker_conn *c, enum book_rc rc, const struct msg_in *in)
 {
 	send_error(c, msg_book_error(rc), msg_book_message(rc, in->type), in->job_id);
 }
 
-static void on_want(struct broker_conn *c, struct msg_in *in)
+/* Under the lock: the step's book operation.  1 when it is a JOB whose
+ * offer was found: its description is to be checked without the lock. */
+static int step_book(struct book *b, struct broker_conn *c, struct step *s, uint64_t now)
 {
-	int svc = config_service_index(handler.inst->cfg, in->service);
-	if (svc < 0) {
-		send_error(c, PROTO_E_UNKNOWN_SERVICE, "no such service", in->job_id);
-		return;
+	struct msg_in *in = &s->in;
+
+	if (s->code)
+		return 0;
+	switch (in->type) {
+	case MSG_WANT:
+		s->rc = book_want(b, c->ref, in->job_id, (uint32_t)s->svc, in->priority, now);
+		break;
+	case MSG_UNWANT: s->rc = book_unwant(b, c->ref, in->job_id); break;
+	case MSG_DECLINE: s->rc = book_decline(b, c->ref, in->job_id, in->token); break;
+	case MSG_JOB: s->rc = book_query(b, c->ref, in->job_id, &s->pos); return s->rc == BOOK_OK;
+	case MSG_QUERY:
+		s->rc = book_query(b, c->ref, in->job_id, &s->pos);
+		/* Protocol 1: a finished job is answered like one that never
+		 * existed (its DONE is the only thing still to say about it).
+		 * Protocol 2: "finished" until its DONE is acknowledged, so that
+		 * a client that lost a DONE knows it comes again. */
+		if (s->rc == BOOK_OK && s->pos.state == WANT_FINISHED &&
+		    c->protocol < PROTO_VERSION_ACK)
+			s->rc = BOOK_E_UNKNOWN_JOB;
+		if (s->rc == BOOK_OK)
+			book_service_status(b, s->pos.service, &s->ss);
+		break;
+	case MSG_CANCEL: s->rc = book_cancel(b, c->ref, in->job_id, &s->was, &s->want); break;
+	case MSG_ACK: s->rc = book_done_ack(b, c->ref, in->job_id); break;
 	}
-	struct book *b = handler_book_lock();
-	enum book_rc rc = book_want(b, c->ref, in->job_id, (uint32_t)svc, in->priority,
-				    clock_mono_ms());
-	handler_book_unlock();
-	if (rc != BOOK_OK)
-		reply_book_error(c, rc, in);
+	return 0;
 }
 
-static void on_unwant(struct broker_conn *c, struct msg_in *in)
+/* Under the lock again: a JOB's accept, or the withdrawal of its offer. */
+static void step_accept(struct book *b, struct broker_conn *c, struct step *s)
 {
-	struct book *b = handler_book_lock();
-	enum book_rc rc = book_unwant(b, c->ref, in->job_id);
-	handler_book_unlock();
-	if (rc != BOOK_OK)
-		reply_book_error(c, rc, in);
-}
+	struct msg_in *in = &s->in;
 
-static void on_decline(struct broker_conn *c, struct msg_in *in)
-{
-	struct book *b = handler_book_lock();
-	enum book_rc rc = book_decline(b, c->ref, in->job_id, in->token);
-	handler_book_unlock();
-	if (rc != BOOK_OK)
-		reply_book_error(c, rc, in);
-}
-
-static void on_job(struct broker_conn *c, struct msg_in *in)
-{
-	struct book_position pos;
-	struct book_ref want;
-	const char *code;
-	char msg[256];
-
-	struct book *b = handler_book_lock();
-	enum book_rc rc = book_query(b, c->ref, in->job_id, &pos);
-	handler_book_unlock();
-	if (rc != BOOK_OK) {
-		reply_book_error(c, rc, in);
+	if (s->invalid) {
+		/* An unusable description withdraws the offer: the slot goes
+		 * on to the next taker instead of waiting for the offer
+		 * timeout. */
+		s->rc = book_decline(b, c->ref, in->job_id, in->token);
 		return;
 	}
-	if (job_validate(pos.service, in->job, &code, msg, sizeof msg) != 0) {
-		/* An unusable description withdraws the offer: the slot goes on
-		 * to the next taker instead of waiting for the offer timeout. */
-		b = handler_book_lock();
-		rc = book_decline(b, c->ref, in->job_id, in->token);
-		handler_book_unlock();
-		if (rc == BOOK_OK)
-			send_error(c, code, msg, in->job_id);
-		else
-			reply_book_error(c, rc, in);
-		return;
-	}
-	b = handler_book_lock();
-	rc = book_accept(b, c->ref, in->job_id, in->token, (uint32_t)handler.slot, &want);
+	s->rc = book_accept(b, c->ref, in->job_id, in->token, (uint32_t)handler.slot, &s->want);
 	/* Over maxJobsPerClient: the offer is withdrawn at once (the slot
 	 * goes to the next taker), as for an unusable description. */
-	if (rc == BOOK_E_LIMIT_JOBS && book_decline(b, c->ref, in->job_id, in->token) != BOOK_OK)
-		rc = BOOK_E_STALE;
-	handler_book_unlock();
-	if (rc != BOOK_OK) {
-		reply_book_error(c, rc, in);
-		return;
-	}
-	job_start(want, in->job_id, pos.service, in->job, c->peer_ip.family ? &c->peer_ip : NULL);
+	if (s->rc == BOOK_E_LIMIT_JOBS && book_decline(b, c->ref, in->job_id, in->token) != BOOK_OK)
+		s->rc = BOOK_E_STALE;
 }
 
-static void on_query(struct broker_conn *c, struct msg_in *in)
+static void reply_position(struct broker_conn *c, const struct step *s)
 {
-	struct book_position pos;
-	struct book_service_status ss = { 0 };
+	const struct book_position *pos = &s->pos;
+	const struct book_service_status *ss = &s->ss;
 
-	struct book *b = handler_book_lock();
-	enum book_rc rc = book_query(b, c->ref, in->job_id, &pos);
-	/* Protocol 1: a finished job is answered like one that never existed
-	 * (its DONE is the only thing still to say about it).  Protocol 2:
-	 * "finished" until its DONE is acknowledged, so that a client that
-	 * lost a DONE knows it comes again. */
-	if (rc == BOOK_OK && pos.state == WANT_FINISHED && c->protocol < PROTO_VERSION_ACK)
-		rc = BOOK_E_UNKNOWN_JOB;
-	if (rc == BOOK_OK)
-		book_service_status(b, pos.service, &ss);
-	handler_book_unlock();
-	if (rc != BOOK_OK) {
-		reply_book_error(c, rc, in);
-		return;
-	}
 	/* Estimated wait until start: the wants ahead and this one, spread
 	 * over the slots the service may take (auto-balance: all for light,
 	 * all but the reserve for heavy, the cap for unknown), at the service's
 	 * mean runtime (the average auto-balance classifies by). */
 	const struct es_config *cfg = handler.inst->cfg;
-	uint32_t slots = cfg->auto_balance ? class_usable_slots(ss.klass, pos.capacity,
+	uint32_t slots = cfg->auto_balance ? class_usable_slots(ss->klass, pos->capacity,
 								(uint32_t)cfg->fast_reserve,
 								(uint32_t)cfg->unknown_cap)
-					   : pos.capacity;
-	int has_eta = pos.state == WANT_PARKED && ss.mean_runtime_ms > 0 && slots > 0;
+					   : pos->capacity;
+	int has_eta = pos->state == WANT_PARKED && ss->mean_runtime_ms > 0 && slots > 0;
 	/* the mean is at most UINT32_MAX ms (book_service_status), so the
 	 * product stays below 2^64 for any number of wants ahead */
-	uint64_t mean = ss.mean_runtime_ms < UINT32_MAX ? ss.mean_runtime_ms : UINT32_MAX;
-	uint64_t eta = has_eta ? mean * ((uint64_t)pos.ahead + 1) / slots : 0;
-	send_text(c, msg_encode_position(in->job_id, &pos, eta, has_eta));
+	uint64_t mean = ss->mean_runtime_ms < UINT32_MAX ? ss->mean_runtime_ms : UINT32_MAX;
+	uint64_t eta = has_eta ? mean * ((uint64_t)pos->ahead + 1) / slots : 0;
+	send_text(c, msg_encode_position(s->in.job_id, pos, eta, has_eta));
 }
 
-static void on_cancel(struct broker_conn *c, struct msg_in *in)
+static void reply_cancel(struct broker_conn *c, const struct step *s)
 {
-	enum want_state was = WANT_FREE;
-	struct book_ref want;
-
-	struct book *b = handler_book_lock();
-	enum book_rc rc = book_cancel(b, c->ref, in->job_id, &was, &want);
-	handler_book_unlock();
-	if (rc == BOOK_E_UNKNOWN_JOB && was == WANT_FINISHED && c->protocol >= PROTO_VERSION_ACK)
+	if (s->rc == BOOK_E_UNKNOWN_JOB && s->was == WANT_FINISHED &&
+	    c->protocol >= PROTO_VERSION_ACK)
 		return; /* its DONE (sent, or on its way) is the answer */
-	if (rc != BOOK_OK) {
-		reply_book_error(c, rc, in);
+	if (s->rc != BOOK_OK) {
+		reply_book_error(c, s->rc, &s->in);
 		return;
 	}
-	if (was == WANT_RUNNING)
+	if (s->was == WANT_RUNNING)
 		return; /* the runner answers with DONE {error: cancelled} */
 	size_t len = 0;
 	char *receipt = receipt_cancelled_before_run(&len);
-	send_text(c, receipt ? receipt_done_message(in->job_id, receipt, len) : NULL);
+	send_text(c, receipt ? receipt_done_message(s->in.job_id, receipt, len) : NULL);
 	free(receipt);
 }
 
-/* ACK (protocol 2): the receipt reached the client; the book forgets it.
- * No answer, whatever the book says: an ACK is idempotent (a second one,
- * or one for a DONE that came twice, finds nothing and changes nothing). */
-static void on_ack(struct broker_conn *c, struct msg_in *in)
+/* Without the lock, after the section: what the client is told (and a
+ * JOB's start). */
+static void step_reply(struct broker_conn *c, const struct step *s)
 {
+	const struct msg_in *in = &s->in;
+
+	if (s->code) {
+		send_error(c, s->code, s->detail, in->job_id);
+		return;
+	}
+	switch (in->type) {
+	case MSG_JOB:
+		if (s->rc != BOOK_OK)
+			reply_book_error(c, s->rc, in);
+		else /* (refused descriptions have their code) */
+			job_start(s->want, in->job_id, s->pos.service, in->job,
+				  c->peer_ip.family ? &c->peer_ip : NULL);
+		break;
+	case MSG_QUERY:
+		if (s->rc != BOOK_OK)
+			reply_book_error(c, s->rc, in);
+		else
+			reply_position(c, s);
+		break;
+	case MSG_CANCEL: reply_cancel(c, s); break;
+	case MSG_ACK:
+		/* ACK (protocol 2): no answer, whatever the book says: an ACK is
+		 * idempotent (a second one, or one for a DONE that came twice,
+		 * finds nothing and changes nothing). */
+		if (s->rc != BOOK_OK)
+			log_debug("%s: ACK of %s: %s (ignored)", c->peer, in->job_id,
+				  book_rc_name(s->rc));
+		break;
+	default:
+		if (s->rc != BOOK_OK)
+			reply_book_error(c, s->rc, in);
+		break;
+	}
+}
+
+/* Applies the steps of the read (see above) and empties the batch. */
+static void batch_apply(void)
+{
+	struct broker_conn *c = batch.c;
+	size_t n = batch.n;
+	struct book_mail mail[MAILBOX_BATCH];
+	const char *jcode;
+
+	if (n == 0)
+		return;
+	uint64_t now = clock_mono_ms(); /* read before, not while holding the lock */
 	struct book *b = handler_book_lock();
-	enum book_rc rc = book_done_ack(b, c->ref, in->job_id);
+	for (size_t i = 0; i < n; i++) {
+		struct step *s = &batch.s[i];
+		if (!step_book(b, c, s, now))
+			continue;
+		handler_book_unlock();
+		jcode = NULL;
+		if (job_validate(s->pos.service, s->in.job, &jcode, s->detail, sizeof s->detail) !=
+		    0)
+			s->invalid = 1;
+		now = clock_mono_ms();
+		b = handler_book_lock();
+		step_accept(b, c, s);
+		if (s->invalid && s->rc == BOOK_OK)
+			s->code = jcode ? jcode : PROTO_E_BAD_JOB;
+	}
+	size_t nmail = mailbox_take(b, mail, MAILBOX_BATCH);
 	handler_book_unlock();
-	if (rc != BOOK_OK)
-		log_debug("%s: ACK of %s: %s (ignored)", c->peer, in->job_id, book_rc_name(rc));
+	batch.n = 0;
+	batch.c = NULL;
+	for (size_t i = 0; i < n; i++) {
+		step_reply(c, &batch.s[i]);
+		msg_in_free(&batch.s[i].in);
+	}
+	mailbox_deliver(mail, nmail);
+}
+
+static void on_read_end(void *owner)
+{
+	(void)owner;
+	batch_apply();
 }
 
 static void on_text(void *owner, const char *text, size_t len)
 {
 	struct broker_conn *c = owner;
-	struct msg_in in;
-	const char *code;
-	char detail[256];
 
 	idle_touch(c);
-	if (msg_decode(text, len, c->protocol, &in, &code, detail, sizeof detail) != 0) {
-		send_error(c, code, detail, in.job_id);
-		msg_in_free(&in);
+	if (batch.n == STEPS_MAX || (batch.n > 0 && batch.c != c))
+		batch_apply();
+	struct step *s = &batch.s[batch.n++];
+	memset(s, 0, sizeof *s);
+	batch.c = c;
+	if (msg_decode(text, len, c->protocol, &s->in, &s->code, s->detail, sizeof s->detail) != 0)
 		return;
+	if (s->in.type == MSG_WANT) {
+		s->svc = config_service_index(handler.inst->cfg, s->in.service);
+		if (s->svc < 0) {
+			s->code = PROTO_E_UNKNOWN_SERVICE;
+			snprintf(s->detail, sizeof s->detail, "no such service");
+		}
 	}
-	switch (in.type) {
-	case MSG_WANT: on_want(c, &in); break;
-	case MSG_UNWANT: on_unwant(c, &in); break;
-	case MSG_JOB: on_job(c, &in); break;
-	case MSG_DECLINE: on_decline(c, &in); break;
-	case MSG_QUERY: on_query(c, &in); break;
-	case MSG_CANCEL: on_cancel(c, &in); break;
-	case MSG_ACK: on_ack(c, &in); break;
-	}
-	msg_in_free(&in);
 }
 
 int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *client_id, int protocol,
@@ -423,7 +497,9 @@ int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *clie
 	opt.ping_interval_ms = (unsigned)cfg->ping_interval_sec * 1000u;
 	opt.ping_timeout_ms = (unsigned)cfg->ping_timeout_sec * 1000u;
 	opt.pinger = handler.pinger;
-	struct ws_callbacks cb = { .on_text = on_text, .on_closed = on_closed };
+	struct ws_callbacks cb = { .on_text = on_text,
+				   .on_closed = on_closed,
+				   .on_read_end = on_read_end };
 
 	if (!c)
 		return -1;

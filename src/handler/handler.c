@@ -35,6 +35,7 @@ struct book *handler_book_lock(void)
 {
 	struct book *b = handler.inst->book;
 	uint64_t now = clock_mono_ms(); /* read before, not while holding the lock */
+	book_handler_asleep(b, (uint32_t)handler.slot, 0); /* at work: mail waits for run_loop */
 	int rc = book_lock(b);
 	if (rc >= 0)
 		book_set_now(b, now);
@@ -54,7 +55,27 @@ void handler_book_unlock(void)
 
 	if (wake & self)
 		event_active(handler.mail_ev, EV_READ, 0);
-	instance_wake(handler.inst, wake & ~self);
+	instance_wake(handler.inst, book_wake_needed(handler.inst->book, wake & ~self));
+}
+
+/* The event loop, one turn at a time: before a turn may block, this
+ * handler is marked asleep and looks at its mailbox (book.h: whoever mails
+ * after the look sees the mark and writes the eventfd); while it works
+ * (handler_book_lock) it is marked awake, and a mail for it costs no
+ * eventfd write: the next turn's look finds it.  A turn blocks at most
+ * once, before any callback has run (EVLOOP_ONCE). */
+static void run_loop(void)
+{
+	struct book *b = handler.inst->book;
+
+	for (;;) {
+		book_handler_asleep(b, (uint32_t)handler.slot, 1);
+		if (book_mail_pending(b, (uint32_t)handler.slot))
+			event_active(handler.mail_ev, EV_READ, 0);
+		if (event_base_loop(handler.base, EVLOOP_ONCE) != 0 ||
+		    event_base_got_exit(handler.base))
+			return;
+	}
 }
 
 /* EXECSERVER_FAULT=book:<point>[:<n>]: die at the n-th pass (default 1)
@@ -253,7 +274,7 @@ void handler_main(struct instance *inst, int slot)
 
 	/* Mail may have been queued for this slot before we existed. */
 	event_active(handler.mail_ev, EV_READ, 0);
-	event_base_dispatch(handler.base);
+	run_loop();
 
 	job_dir_drop_spares();
 	log_info("stopped");

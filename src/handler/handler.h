@@ -6,7 +6,8 @@
  * A handler is single-threaded; everything it owns hangs off the one
  * `handler` object below (one per process, like nginx's cycle).  The only
  * state it shares is the want-book, always touched between
- * handler_book_lock() and handler_book_unlock().
+ * handler_book_lock() and handler_book_unlock(), but for its mailbox's
+ * look and its asleep mark (book.h), read and written without the lock.
  */
 #ifndef ES_HANDLER_H
 #define ES_HANDLER_H

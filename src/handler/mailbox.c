@@ -10,8 +10,6 @@
 #include "handler/mailbox.h"
 #include "job/job.h"
 
-#define MAIL_BATCH 64
-
 static void deliver(const struct book_mail *m)
 {
 	switch (m->kind) {
@@ -23,9 +21,22 @@ static void deliver(const struct book_mail *m)
 	}
 }
 
+size_t mailbox_take(struct book *b, struct book_mail *mail, size_t max)
+{
+	if (!book_mail_pending(b, (uint32_t)handler.slot))
+		return 0;
+	return book_mail_take(b, (uint32_t)handler.slot, mail, max);
+}
+
+void mailbox_deliver(const struct book_mail *mail, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		deliver(&mail[i]);
+}
+
 void mailbox_on_wake(evutil_socket_t fd, short what, void *arg)
 {
-	struct book_mail mail[MAIL_BATCH];
+	struct book_mail mail[MAILBOX_BATCH];
 	size_t n;
 
 	if (fd >= 0) {
@@ -38,9 +49,8 @@ void mailbox_on_wake(evutil_socket_t fd, short what, void *arg)
 		if (!book_mail_pending(handler.inst->book, (uint32_t)handler.slot))
 			return;
 		struct book *b = handler_book_lock();
-		n = book_mail_take(b, (uint32_t)handler.slot, mail, MAIL_BATCH);
+		n = book_mail_take(b, (uint32_t)handler.slot, mail, MAILBOX_BATCH);
 		handler_book_unlock();
-		for (size_t i = 0; i < n; i++)
-			deliver(&mail[i]);
-	} while (n == MAIL_BATCH);
+		mailbox_deliver(mail, n);
+	} while (n == MAILBOX_BATCH);
 }

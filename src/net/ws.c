@@ -51,8 +51,9 @@
  * wslay's last read found nothing more, rx_starved, follows from it and is
  * kept as a guard).  Between frames, in the OPEN state, a context holds
  * nothing but its configuration, which ctx_get sets again.  Out of OPEN
- * the context stays until the end.  An idle connection's pings and pongs
- * never create one (take_control_frames, add_control_frame).  When the
+ * the context stays until the end.  An idle connection's pings and pongs,
+ * and small whole text messages either way, never create one (take_frames,
+ * add_frame).  When the
  * context cannot be allocated, the peer still gets a close frame (1011),
  * written without wslay.
  */
@@ -281,57 +282,111 @@ static int mask_key(uint8_t *buf, size_t len)
 }
 
 /*
- * Pings and pongs without wslay's context.  An idle connection's only
- * traffic is a ping and its pong every pingIntervalSec; creating an 8.6
- * KiB context for each (and freeing it again) cost more CPU than the rest
- * of the exchange on the daemon's side.  So, while a session has no
- * context (OPEN, between frames, nothing queued), our ping goes straight
- * into the output buffer, and whole ping and pong frames at the start of
- * the input are answered or taken here.  Anything else, or a frame not
- * yet whole, goes to wslay as before.  Frames written here: FIN, no RSV,
- * masked exactly when this is the client side.
+ * Frames without wslay's context.  An idle connection's only traffic is a
+ * ping and its pong every pingIntervalSec, and a busy broker connection's
+ * is small whole text messages (a WANT, a JOB, an OFFER, a DONE); creating
+ * an 8.6 KiB context for each burst (and freeing it again) cost more CPU
+ * than the rest of the frame's work.  So, while a session has no context
+ * (OPEN, between frames, nothing queued in wslay), our frames go straight
+ * into the output buffer behind what is there (add_frame: pings, pongs,
+ * text messages), and whole ping and pong frames and whole unfragmented
+ * text frames of at most TEXT_DIRECT_MAX bytes at the start of the input
+ * are taken here (take_frames).  Anything else, or a frame not yet whole,
+ * goes to wslay as before, which so decides every frame that breaks a
+ * rule: a text frame is taken here only when it is final, has no RSV bit,
+ * is masked exactly when the peer is a client, states its length in the
+ * shortest form, is within max_msg_len and is valid UTF-8.  Frames written
+ * here: FIN, no RSV, masked exactly when this is the client side.
  */
-static int add_control_frame(struct ws_session *s, uint8_t opcode, const uint8_t *payload,
-			     size_t len)
-{
-	uint8_t frame[2 + 4 + 125], *p = frame + 2;
+#define TEXT_DIRECT_MAX 4096
 
-	frame[0] = (uint8_t)(0x80u | opcode);
-	frame[1] = (uint8_t)len;
-	if (s->opt.client_role) {
-		frame[1] |= 0x80u;
-		if (mask_key(p, 4) != 0)
-			return -1;
+static int add_frame(struct ws_session *s, uint8_t opcode, const uint8_t *payload, size_t len)
+{
+	size_t hlen = len < 126 ? 2 : len <= 0xffff ? 4 : 10, mlen = s->opt.client_role ? 4 : 0;
+	struct evbuffer_iovec v;
+	uint8_t *p;
+
+	if (evbuffer_reserve_space(out_buf(s), (ev_ssize_t)(hlen + mlen + len), &v, 1) != 1)
+		return -1;
+	p = v.iov_base;
+	p[0] = (uint8_t)(0x80u | opcode);
+	p[1] = (uint8_t)(len < 126 ? len : len <= 0xffff ? 126 : 127);
+	for (size_t i = 2; i < hlen; i++)
+		p[i] = (uint8_t)((uint64_t)len >> (8 * (hlen - 1 - i)));
+	if (mlen) {
+		p[1] |= 0x80u;
+		if (mask_key(p + hlen, 4) != 0)
+			return -1; /* nothing committed */
 		for (size_t i = 0; i < len; i++)
-			p[4 + i] = payload[i] ^ p[i % 4];
-		p += 4 + len;
+			p[hlen + 4 + i] = payload[i] ^ p[hlen + i % 4];
 	} else {
-		memcpy(p, payload, len);
-		p += len;
+		memcpy(p + hlen, payload, len);
 	}
-	if (evbuffer_add(out_buf(s), frame, (size_t)(p - frame)) != 0)
+	v.iov_len = hlen + mlen + len;
+	if (evbuffer_commit_space(out_buf(s), &v, 1) != 0)
 		return -1;
 	s->out_dirty = 1;
 	return 0;
 }
 
-/* Takes whole ping and pong frames from the start of the input while the
- * session has no context (a ping is answered with its pong).  Returns 1
- * when the input holds the start of such a frame, not yet whole (it waits
- * there, at most 131 bytes, for the rest), 0 when the input is empty or
- * starts with something for wslay, -1 when an answer could not be
- * queued. */
-static int take_control_frames(struct ws_session *s)
+/* The whole text frame at the start of the input, if take_frames may take
+ * it (see above): its length on the wire, and its payload unmasked and
+ * NUL-terminated in buf with its length in *len; else 0. */
+static size_t text_frame(struct ws_session *s, const uint8_t *hdr, size_t have,
+			 uint8_t buf[TEXT_DIRECT_MAX + 1], size_t *len)
+{
+	unsigned masked = (hdr[1] & 0x80u) != 0, len7 = hdr[1] & 0x7fu;
+	size_t hlen = len7 == 126 ? 4 : 2, n = len7;
+	uint8_t head[8];
+
+	if (len7 == 127 || masked != (unsigned)!s->opt.client_role || have < hlen + 4 * masked)
+		return 0;
+	if (evbuffer_copyout(in_buf(s), head, hlen + 4 * masked) != (ev_ssize_t)(hlen + 4 * masked))
+		return 0;
+	if (len7 == 126 && (n = (size_t)head[2] << 8 | head[3]) < 126)
+		return 0; /* not the shortest form: wslay fails it */
+	size_t whole = hlen + 4 * masked + n;
+
+	if (n > TEXT_DIRECT_MAX || n > s->opt.max_msg_len || have < whole)
+		return 0;
+	if (evbuffer_copyout(in_buf(s), buf, whole) != (ev_ssize_t)whole)
+		return 0;
+	memmove(buf, buf + whole - n, n);
+	for (size_t i = 0; masked && i < n; i++)
+		buf[i] ^= head[hlen + i % 4];
+	buf[n] = '\0';
+	if (!utf8_valid(buf, n))
+		return 0;
+	*len = n;
+	return whole;
+}
+
+/* Takes whole ping, pong and text frames from the start of the input
+ * while the session has no context (a ping is answered with its pong, a
+ * text message goes to on_text).  Returns 1 when the input holds the start
+ * of a ping or pong, not yet whole (it waits there, at most 131 bytes, for
+ * the rest), 0 when the input is empty or starts with something for
+ * wslay, -1 when an answer could not be queued. */
+static int take_frames(struct ws_session *s)
 {
 	struct evbuffer *in = in_buf(s);
-	uint8_t frame[2 + 4 + 125];
+	uint8_t frame[2 + 4 + 125], text[TEXT_DIRECT_MAX + 1];
 
 	while (!s->ctx && s->state == ST_OPEN) {
-		size_t have = evbuffer_get_length(in);
+		size_t have = evbuffer_get_length(in), tlen, whole;
 		ev_ssize_t got = evbuffer_copyout(in, frame, have < 2 ? have : 2);
 
 		if (got < 1)
 			return 0;
+		if (frame[0] == 0x81 && got == 2 &&
+		    (whole = text_frame(s, frame, have, text, &tlen))) {
+			evbuffer_drain(in, whole);
+			s->last_rx_ms = clock_mono_ms();
+			s->heard = 1;
+			if (!s->free_pending && s->cb.on_text)
+				s->cb.on_text(s->owner, (const char *)text, tlen);
+			continue;
+		}
 		/* FIN, no RSV bits, ping or pong, short form, masked as the
 		 * role wants: else wslay decides (and refuses what is wrong) */
 		if (frame[0] != 0x89 && frame[0] != 0x8A)
@@ -339,8 +394,8 @@ static int take_control_frames(struct ws_session *s)
 		if (got < 2)
 			return 1;
 		unsigned masked = (frame[1] & 0x80u) != 0, len = frame[1] & 0x7fu;
-		size_t whole = 2 + (masked ? 4 : 0) + len;
 
+		whole = 2 + (masked ? 4 : 0) + len;
 		if (len > 125 || masked != (unsigned)!s->opt.client_role)
 			return 0;
 		if (have < whole)
@@ -354,7 +409,7 @@ static int take_control_frames(struct ws_session *s)
 			s->heard = 1;
 			for (unsigned i = 0; masked && i < len; i++)
 				payload[i] ^= frame[2 + i % 4];
-			if (add_control_frame(s, 0x0A, payload, len) != 0)
+			if (add_frame(s, 0x0A, payload, len) != 0)
 				return -1;
 		}
 	}
@@ -711,7 +766,7 @@ static void fail_raw(struct ws_session *s, uint16_t code)
 	if (!s->ctx || !wslay_event_get_close_sent(s->ctx)) {
 		if (s->ctx)
 			wslay_event_shutdown_write(s->ctx);
-		(void)add_control_frame(s, 0x08, payload, sizeof payload);
+		(void)add_frame(s, 0x08, payload, sizeof payload);
 		s->code = code;
 	}
 	linger(s);
@@ -806,7 +861,7 @@ static void queue_out(struct ws_session *s)
 		payload[1] = (uint8_t)(s->code & 0xff);
 		memcpy(payload + 2, s->reason, s->reason_len);
 		s->close_pending = 0;
-		(void)add_control_frame(s, 0x08, payload, 2 + s->reason_len);
+		(void)add_frame(s, 0x08, payload, 2 + s->reason_len);
 		linger(s);
 		return;
 	}
@@ -863,7 +918,7 @@ static void settle(struct ws_session *s)
 static void ws_process(struct ws_session *s)
 {
 	if (s->state == ST_OPEN || s->state == ST_CLOSING) {
-		int control = take_control_frames(s);
+		int control = take_frames(s);
 
 		if (control < 0) {
 			ws_end(s, WS_CLOSE_INTERNAL_ERROR);
@@ -879,6 +934,8 @@ static void ws_process(struct ws_session *s)
 		    evbuffer_get_length(in_buf(s)) > 0) {
 			int r = wslay_event_recv(s->ctx);
 
+			if (s->cb.on_read_end && !s->free_pending && s->state != ST_ENDED)
+				s->cb.on_read_end(s->owner);
 			if (r != 0 || s->bad_close) {
 				fail_raw(s, r == WSLAY_ERR_NOMEM ? WS_CLOSE_INTERNAL_ERROR
 								 : WS_CLOSE_PROTOCOL_ERROR);
@@ -1122,7 +1179,7 @@ static void tick(struct ws_session *s)
 			s->ping_seq++;
 			if (s->ctx) {
 				wslay_event_queue_msg(s->ctx, &m);
-			} else if (add_control_frame(s, 0x09, payload, sizeof payload) != 0) {
+			} else if (add_frame(s, 0x09, payload, sizeof payload) != 0) {
 				ws_end(s, WS_CLOSE_INTERNAL_ERROR);
 				leave(s);
 				return;
@@ -1266,6 +1323,10 @@ int ws_send_text(struct ws_session *s, const char *msg, size_t len)
 	if (!utf8_valid((const unsigned char *)msg, len)) {
 		ws_log(s, LOG_LVL_ERROR, "websocket: refusing to send invalid UTF-8");
 		return -1;
+	}
+	if (!s->ctx && add_frame(s, WSLAY_TEXT_FRAME, (const uint8_t *)msg, len) == 0) {
+		kick(s); /* wslay holds nothing: straight behind the output */
+		return 0;
 	}
 	if (!ctx_get(s)) {
 		/* no memory for wslay: the peer is told (1011), not left waiting */

@@ -105,6 +105,11 @@ struct ws_callbacks {
 	/* Optional: output was written and has now all been handed to the
 	 * kernel (resume producing after ws_session_pending_out was high). */
 	void (*on_drained)(void *owner);
+	/* Optional: every complete text message of one read has gone to
+	 * on_text; called once after them (even when the read then fails the
+	 * session), before the replies they queued are flushed, so that a
+	 * receiver can do the work of one read at once. */
+	void (*on_read_end)(void *owner);
 	/* Optional: the session's log lines (of every level: the owner
 	 * filters), instead of the process's log (common/log.h).  The one
 	 * callback that may run from inside a ws_* call: it must not call
@@ -176,8 +181,9 @@ size_t ws_session_pending_out(const struct ws_session *s);
 int ws_session_is_open(const struct ws_session *s);
 
 /* 1 while wslay's frame parser (about 8.6 KiB) is allocated: only while
- * websocket work is in flight, or once the session left the open state;
- * an idle open session holds none (the memory of an idle connection). */
+ * websocket work for wslay is in flight (pings, pongs and small whole text
+ * frames need none), or once the session left the open state; an idle
+ * open session holds none (the memory of an idle connection). */
 int ws_session_has_parser(const struct ws_session *s);
 
 /* Switches on TCP keepalive (probes after 60 s idle, every 10 s, 6 tries).

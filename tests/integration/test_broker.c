@@ -329,6 +329,75 @@ static void test_round_robin_within_class(void)
 	stop();
 }
 
+/* The messages of one read are applied together (broker.c) but in their
+ * order, and the grants they cause follow the round robin as one at a
+ * time would: each holder DECLINEs and parks the same job id again in one
+ * write (reversed, that WANT would be a duplicate_job), on connections
+ * spread over two handlers (grants cross handlers as mail). */
+static void test_one_read_in_order(void)
+{
+	start(2, 1, NULL, NULL);
+	struct tclient *c[3];
+	const char *names[3] = { "oa", "ob", "oc" };
+	char msg[2][160], id[3][8];
+	const char *two[2] = { msg[0], msg[1] };
+	for (int i = 0; i < 3; i++) {
+		c[i] = tc_connect_on_handler(&D, 2, i % 2, names[i]);
+		CU_ASSERT_FATAL(c[i] != NULL);
+		snprintf(id[i], sizeof id[i], "j%d", i);
+	}
+	const char *t = tc_want_offer(c[0], id[0], "cat", 0, 3000);
+	CU_ASSERT_FATAL(t != NULL);
+	char tok[32];
+	snprintf(tok, sizeof tok, "%s", t);
+	for (int i = 1; i < 3; i++) {
+		tc_send(c[i], "{\"type\":\"WANT\",\"job_id\":\"%s\",\"service\":\"cat\"}", id[i]);
+		tc_send(c[i], "{\"type\":\"QUERY\",\"job_id\":\"%s\"}", id[i]);
+		struct json_object *p = tc_expect(c[i], "POSITION", 3000);
+		CU_ASSERT_FATAL(p != NULL);
+		json_object_put(p);
+	}
+	int holder = 0;
+	for (int n = 0; n < 12; n++) {
+		snprintf(msg[0], sizeof msg[0],
+			 "{\"type\":\"DECLINE\",\"job_id\":\"%s\",\"token\":\"%s\"}", id[holder],
+			 tok);
+		snprintf(msg[1], sizeof msg[1],
+			 "{\"type\":\"WANT\",\"job_id\":\"%s\",\"service\":\"cat\"}", id[holder]);
+		CU_ASSERT_FATAL(tc_send_together(c[holder], two, 2) == 0);
+		holder = (holder + 1) % 3; /* the one served least recently */
+		struct json_object *o = tc_expect(c[holder], "OFFER", 3000);
+		CU_ASSERT_FATAL(o != NULL);
+		CU_ASSERT_STRING_EQUAL(tc_str(o, "job_id"), id[holder]);
+		snprintf(tok, sizeof tok, "%s", tc_str(o, "token"));
+		json_object_put(o);
+	}
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT(tc_quiet(c[i], i == 0 ? 300 : 0));
+	/* the answers come in the order of the messages, decode errors among them */
+	const char *three[3] = { "{\"type\":\"WANT\",\"job_id\":\"dup\",\"service\":\"nope\"}",
+				 "not json", "{\"type\":\"UNWANT\",\"job_id\":\"none\"}" };
+	CU_ASSERT_FATAL(tc_send_together(c[1], three, 3) == 0);
+	const char *codes[3] = { "unknown_service", "bad_json", "unknown_job" };
+	for (int i = 0; i < 3; i++) {
+		struct json_object *e = tc_expect(c[1], "ERROR", 3000);
+		CU_ASSERT_FATAL(e != NULL);
+		CU_ASSERT_STRING_EQUAL(tc_str(e, "code"), codes[i]);
+		json_object_put(e);
+	}
+	/* a WANT and its duplicate in one read: the second is refused */
+	snprintf(msg[0], sizeof msg[0], "{\"type\":\"WANT\",\"job_id\":\"d\",\"service\":\"cat\"}");
+	snprintf(msg[1], sizeof msg[1], "{\"type\":\"WANT\",\"job_id\":\"d\",\"service\":\"cat\"}");
+	CU_ASSERT_FATAL(tc_send_together(c[2], two, 2) == 0);
+	struct json_object *e = tc_expect(c[2], "ERROR", 3000);
+	CU_ASSERT(e && strcmp(tc_str(e, "code"), "duplicate_job") == 0);
+	if (e)
+		json_object_put(e);
+	for (int i = 0; i < 3; i++)
+		tc_close(c[i]);
+	stop();
+}
+
 static void test_offer_expiry(void)
 {
 	start(1, 1, "offerTimeoutSec: 1\n", NULL);
@@ -495,6 +564,18 @@ static void test_handler_crash_under_load(void)
 	stop();
 }
 
+/* The connection ends (its handler died): reads until then, and closes it. */
+static void expect_dropped(struct tclient *a)
+{
+	struct wsc_msg m;
+	int r;
+	while ((r = wsc_recv(a->ws, 5000, &m)) == WSC_TEXT)
+		wsc_msg_free(&m);
+	CU_ASSERT(r == WSC_EOF || r == WSC_ERROR);
+	wsc_msg_free(&m);
+	tc_close(a);
+}
+
 static void test_fault_switch_repair(void)
 {
 	start(1, 1, NULL, "EXECSERVER_FAULT=book:want.mid");
@@ -504,13 +585,7 @@ static void test_fault_switch_repair(void)
 	CU_ASSERT_FATAL(a != NULL);
 	/* the handler dies inside the book's critical section */
 	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"boom\",\"service\":\"cat\"}");
-	struct wsc_msg m;
-	int r;
-	while ((r = wsc_recv(a->ws, 5000, &m)) == WSC_TEXT)
-		wsc_msg_free(&m);
-	CU_ASSERT(r == WSC_EOF || r == WSC_ERROR);
-	wsc_msg_free(&m);
-	tc_close(a);
+	expect_dropped(a);
 	/* the replacement (without the fault) works on a repaired book */
 	struct tclient *b = NULL;
 	for (int i = 0; i < 50 && !b; i++) {
@@ -528,6 +603,57 @@ static void test_fault_switch_repair(void)
 	if (st)
 		json_object_put(st);
 	tc_close(b);
+	stop();
+}
+
+/* A handler that dies inside the section of a read, in its second
+ * operation (the WANT after a DECLINE): the book is repaired, the DECLINE's
+ * grant reaches the connection of the other handler, and the replacement
+ * works. */
+static void test_fault_inside_read_section(void)
+{
+	/* want.mid's second pass in each handler: a's WANT of the pair */
+	start(2, 1, NULL, "EXECSERVER_FAULT=book:want.mid:2");
+	struct tclient *a = tc_connect_on_handler(&D, 2, 0, "fa");
+	struct tclient *b = tc_connect_on_handler(&D, 2, 1, "fb");
+	CU_ASSERT_FATAL(a && b);
+	const char *t = tc_want_offer(a, "a0", "cat", 0, 3000);
+	CU_ASSERT_FATAL(t != NULL);
+	char m0[160];
+	snprintf(m0, sizeof m0, "{\"type\":\"DECLINE\",\"job_id\":\"a0\",\"token\":\"%s\"}", t);
+	tc_send(b, "{\"type\":\"WANT\",\"job_id\":\"b0\",\"service\":\"cat\"}");
+	tc_send(b, "{\"type\":\"QUERY\",\"job_id\":\"b0\"}");
+	struct json_object *p = tc_expect(b, "POSITION", 3000);
+	CU_ASSERT_FATAL(p != NULL);
+	json_object_put(p);
+	const char *two[2] = { m0, "{\"type\":\"WANT\",\"job_id\":\"a1\",\"service\":\"cat\"}" };
+	CU_ASSERT_FATAL(tc_send_together(a, two, 2) == 0);
+	expect_dropped(a);
+	struct json_object *o = tc_expect(b, "OFFER", 5000);
+	CU_ASSERT(o && strcmp(tc_str(o, "job_id"), "b0") == 0);
+	if (o)
+		json_object_put(o);
+	struct json_object *st = harness_status(&D), *v;
+	CU_ASSERT(harness_json_int(st, "book_repairs", NULL) >= 1);
+	CU_ASSERT(json_object_object_get_ex(st, "book_consistent", &v) &&
+		  json_object_get_boolean(v));
+	CU_ASSERT(harness_log_contains(&D, "fault injection: dying at want.mid"));
+	if (st)
+		json_object_put(st);
+	struct tclient *c = NULL;
+	for (int i = 0; i < 50 && !c; i++) {
+		harness_sleep_ms(100);
+		c = tc_connect_on_handler(&D, 2, 0, "fc");
+	}
+	CU_ASSERT_FATAL(c != NULL);
+	tc_send(c, "{\"type\":\"WANT\",\"job_id\":\"c0\",\"service\":\"cat\"}");
+	CU_ASSERT(tc_quiet(c, 200)); /* parked: b holds the one slot */
+	tc_close(b);
+	o = tc_expect(c, "OFFER", 5000);
+	CU_ASSERT(o != NULL);
+	if (o)
+		json_object_put(o);
+	tc_close(c);
 	stop();
 }
 
@@ -609,10 +735,12 @@ int main(void)
 		{ "refusals keep the connection", test_refusals_keep_connection },
 		{ "priority across clients", test_priority_across_clients },
 		{ "round robin within a class", test_round_robin_within_class },
+		{ "one read: applied together, in order", test_one_read_in_order },
 		{ "offer expiry", test_offer_expiry },
 		{ "hand-over across handlers", test_handover_across_handlers },
 		{ "handler crash under load", test_handler_crash_under_load },
 		{ "fault switch: robust mutex repair", test_fault_switch_repair },
+		{ "fault inside a read's section", test_fault_inside_read_section },
 		{ "drain on SIGTERM", test_drain },
 		{ NULL, NULL },
 	};

@@ -118,6 +118,24 @@ int tc_send(struct tclient *c, const char *fmt, ...)
 	return wsc_send_text(c->ws, buf, (size_t)n);
 }
 
+int tc_send_together(struct tclient *c, const char *const *msgs, size_t n)
+{
+	unsigned char buf[8192];
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct wsc_frame f = { .fin = 1,
+				       .opcode = WSC_TEXT,
+				       .masked = 1,
+				       .payload = msgs[i],
+				       .len = strlen(msgs[i]) };
+		if (f.len + 14 > sizeof buf - len)
+			return -1;
+		len += wsc_build_frame(&f, buf + len, sizeof buf - len);
+	}
+	return wsc_send_bytes(c->ws, buf, len);
+}
+
 const char *tc_str(struct json_object *o, const char *key)
 {
 	struct json_object *v;

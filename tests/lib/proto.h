@@ -40,6 +40,11 @@ void tc_close(struct tclient *c);
 /* Sends one text message, printf-style. */
 int tc_send(struct tclient *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Sends the n text messages as masked frames in one write, so that the
+ * daemon reads them together (on loopback, one write of a few frames
+ * arrives whole). */
+int tc_send_together(struct tclient *c, const char *const *msgs, size_t n);
+
 /* Next message whose type is `type` ("OFFER", "ERROR", ...), skipping HELLOs
  * (kept in c->hello).  Any other type is returned too when type is NULL.
  * NULL on timeout or connection end. */

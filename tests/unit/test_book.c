@@ -1029,6 +1029,28 @@ static void test_mail_pending(void)
 	done(&f);
 }
 
+/* The eventfd only for handlers marked asleep; marks survive a repair. */
+static void test_wake_needed(void)
+{
+	struct fx f;
+	mk(&f, 1, 1);
+	CU_ASSERT_EQUAL(book_wake_needed(f.b, 0xf), 0); /* all awake at start */
+	book_handler_asleep(f.b, 1, 1);
+	book_handler_asleep(f.b, 3, 1);
+	book_handler_asleep(f.b, 77, 1); /* no such handler: ignored */
+	CU_ASSERT_EQUAL(book_wake_needed(f.b, 0xf), 0xa);
+	CU_ASSERT_EQUAL(book_wake_needed(f.b, 0x3), 0x2);
+	CU_ASSERT_EQUAL(book_wake_needed(f.b, 0), 0);
+	CU_ASSERT_EQUAL(book_wake_needed(f.b, 1ull << 40), 0);
+	book_handler_asleep(f.b, 3, 0);
+	CU_ASSERT_EQUAL(book_wake_needed(f.b, 0xf), 0x2);
+	fx_lock(&f);
+	book_repair(f.b);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(book_wake_needed(f.b, 0xf), 0x2);
+	done(&f);
+}
+
 static void test_draining(void)
 {
 	struct fx f;
@@ -3002,6 +3024,7 @@ int main(void)
 		{ "query position", test_query_position },
 		{ "mail and mask", test_mail_and_mask },
 		{ "mail pending: the look before the lock", test_mail_pending },
+		{ "wake needed: only handlers marked asleep", test_wake_needed },
 		{ "draining", test_draining },
 		{ "stale refs", test_stale_refs },
 		{ "time without now, stats", test_time_without_now },

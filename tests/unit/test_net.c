@@ -681,6 +681,11 @@ static void test_utf8(void)
 		{ "\xEF\xBB\xBF"
 		  "bom",
 		  0 },
+		/* ASCII runs of eight and more (read eight bytes at a time) */
+		{ "01234567\xE2\x82\xAC"
+		  "89abcdef\xC3\xA9",
+		  0 },
+		{ "0123456789abcdef\x00g", 18 },
 	};
 	static const struct u8case invalid[] = {
 		{ "\x80", 0 },
@@ -710,6 +715,12 @@ static void test_utf8(void)
 		{ "\xE2\x82x", 0 },
 		{ "\xC2\xC2\x80", 0 },
 		{ "\xF0\x9F\x98\x80\x80", 0 },
+		{ "0123456789\xC0\x80", 0 },
+		{ "01234567\x80", 0 },
+		{ "0123456789abcdef\xF0\x9F\x98", 0 },
+		{ "01234567\xE2\x82\xAC"
+		  "89abcdef\xFF",
+		  0 },
 	};
 
 	for (size_t i = 0; i < sizeof valid / sizeof valid[0]; i++) {
@@ -748,6 +759,7 @@ struct owner {
 	uint16_t code;
 	int64_t closed_ms; /* from the start */
 	int texts;
+	int texts_parsed; /* of them, while wslay's context existed */
 	char last[64];
 	size_t last_len;
 	int keep_on_close;  /* do not free the session from on_closed */
@@ -784,6 +796,7 @@ static void o_text(void *arg, const char *msg, size_t len)
 	size_t n = len < sizeof o->last - 1 ? len : sizeof o->last - 1;
 
 	o->texts++;
+	o->texts_parsed += o->s && ws_session_has_parser(o->s);
 	o->last_len = len;
 	memcpy(o->last, msg, n);
 	o->last[n] = '\0';
@@ -1086,6 +1099,9 @@ static void test_ws_burst(void)
 	run_ws(&r, 5000);
 	CU_ASSERT_EQUAL(r.aux, 1);
 	CU_ASSERT_EQUAL(r.o.texts, 100);
+	/* whole small text frames are taken without wslay's context, and the
+	 * echoes go out without one (ws.c, take_frames and add_frame) */
+	CU_ASSERT_EQUAL(r.o.texts_parsed, 0);
 	EXPECT_END(&r, 1000);
 }
 
@@ -1265,6 +1281,7 @@ static void test_ws_fragments(void)
 	CU_ASSERT_EQUAL(r.seen.type[2], WSC_TEXT);
 	CU_ASSERT_STRING_EQUAL(r.seen.data[2], "\xE2\x82\xAC");
 	CU_ASSERT_EQUAL(r.o.texts, 2);
+	CU_ASSERT(r.o.texts_parsed >= 1); /* a fragmented message is wslay's */
 	EXPECT_END(&r, 1000);
 }
 
@@ -1724,7 +1741,10 @@ static void test_ws_send_checks(void)
 	CU_ASSERT_TRUE(ws_session_is_open(s));
 	CU_ASSERT_EQUAL(ws_send_text(s, "\xC0\xAF", 2), -1);
 	CU_ASSERT_EQUAL(ws_send_text(s, "ok", 2), 0);
-	CU_ASSERT_EQUAL(ws_session_pending_out(s), 2);
+	/* no parser was needed: the frame went into the output at once, and
+	 * the pair handed it to the other end (checked below) */
+	CU_ASSERT_FALSE(ws_session_has_parser(s));
+	CU_ASSERT_EQUAL(ws_session_pending_out(s), 0);
 	ws_close(s, 999, NULL); /* not sendable: becomes 1011 */
 	CU_ASSERT_FALSE(ws_session_is_open(s));
 	CU_ASSERT_EQUAL(ws_send_text(s, "late", 4), -1);

@@ -914,6 +914,14 @@ static void settle(struct ws_session *s)
 	linger(s);
 }
 
+/* The read's messages are all delivered, by take_frames or by wslay:
+ * on_read_end (ws.h) may act on them together. */
+static void read_end(struct ws_session *s)
+{
+	if (s->cb.on_read_end && !s->free_pending && s->state != ST_ENDED)
+		s->cb.on_read_end(s->owner);
+}
+
 /* Reads what arrived, sends what is queued, updates the state. */
 static void ws_process(struct ws_session *s)
 {
@@ -925,6 +933,7 @@ static void ws_process(struct ws_session *s)
 			return;
 		}
 		if (control == 0 && evbuffer_get_length(in_buf(s)) > 0 && !ctx_get(s)) {
+			read_end(s);
 			ws_log(s, LOG_LVL_WARN, "websocket: out of memory for a frame parser");
 			fail_raw(s, WS_CLOSE_INTERNAL_ERROR);
 			flush(s);
@@ -934,14 +943,15 @@ static void ws_process(struct ws_session *s)
 		    evbuffer_get_length(in_buf(s)) > 0) {
 			int r = wslay_event_recv(s->ctx);
 
-			if (s->cb.on_read_end && !s->free_pending && s->state != ST_ENDED)
-				s->cb.on_read_end(s->owner);
+			read_end(s);
 			if (r != 0 || s->bad_close) {
 				fail_raw(s, r == WSLAY_ERR_NOMEM ? WS_CLOSE_INTERNAL_ERROR
 								 : WS_CLOSE_PROTOCOL_ERROR);
 				flush(s);
 				return;
 			}
+		} else {
+			read_end(s); /* every message of the read came by take_frames */
 		}
 	} else if (s->state == ST_LINGER) {
 		evbuffer_drain(in_buf(s), evbuffer_get_length(in_buf(s)));

@@ -465,7 +465,7 @@ static int admission(struct dispatcher *d, struct admission *a)
 	unsigned left, unshared_held = 0, all = held_of(d, NULL);
 
 	memset(a, 0, sizeof *a);
-	a->share = exc_claim_share(d->client) + (getenv("XTRA") ? atoi(getenv("XTRA")) : 0);
+	a->share = exc_claim_share(d->client);
 	a->names = calloc(n + 1, sizeof *a->names);
 	a->lims = calloc(n + 1, sizeof *a->lims);
 	a->limits = malloc(21 * n + 3);
@@ -476,8 +476,7 @@ static int admission(struct dispatcher *d, struct admission *a)
 		left = CLAIM_MAX;
 	for (size_t i = 0; i < n; i++) {
 		const char *svc = d->services[(d->rotate + i) % n];
-		unsigned share = exc_claim_share_service(d->client, svc) +
-				 (getenv("XTRA") ? atoi(getenv("XTRA")) : 0);
+		unsigned share = exc_claim_share_service(d->client, svc);
 		unsigned held = held_of(d, svc), lim;
 		if (share == 0) {
 			unshared_held += held;
@@ -819,6 +818,12 @@ static void turn_done(void *arg, PGresult *res, int away)
 	turn_release(t);
 	if (!res) {
 		fin_abort(&t->fin, away);
+		/* a claim whose reply the lost connection took may have been
+		 * committed: swept at the next turn with no result outstanding,
+		 * on whichever connection is up (not only once this one is back,
+		 * which it may never be while the other one suffices) */
+		if (away && claims)
+			d->sweep_lost = 1;
 		if (!away && wrote)
 			log_warn("finish: %s (writing the outcomes again, one at a time)",
 				 t->db->last_error);
@@ -857,15 +862,17 @@ static void turn_done(void *arg, PGresult *res, int away)
 	 * failed), a full batch (a new service is then bounded by its own
 	 * share), outcomes written without a claim; a claim that failed is
 	 * tried again after FLUSH_RETRY_MS (the database away: also when it is
-	 * back, on_db_up); else the next poll */
+	 * back, on_db_up), and so is a sweep of lost claims that waited for
+	 * this result; else the next poll */
 	again = d->poll_again ||
 		(res && ((claims && (unsigned)claimed >= bound) || (wrote && !claims)));
 	d->poll_again = 0;
 	if (again)
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	else
-		arm(d->poll_ev,
-		    !res && (claims || d->pending) ? FLUSH_RETRY_MS : jittered(d, d->cfg->poll_ms));
+		arm(d->poll_ev, (!res && (claims || d->pending)) || d->sweep_lost
+					? FLUSH_RETRY_MS
+					: jittered(d, d->cfg->poll_ms));
 }
 
 /* Claims up to n rows of the local services of priority minprio or more

@@ -802,6 +802,30 @@ static void test_admission_claims_on_wire(void)
 	clear_queue();
 }
 
+/* Admission is the execservers' claim share and nothing else: the
+ * environment the daemon starts in (here XTRA, a debugging knob that once
+ * added to every share) does not widen it.  One execserver of 4 slots:
+ * at most 4 + 1 rows held. */
+static void test_admission_not_from_env(void)
+{
+	long long max0, max1;
+
+	clear_queue();
+	for (int i = 0; i < 12; i++)
+		df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"1\"]}", 0);
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	setenv("XTRA", "3", 1);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	unsetenv("XTRA");
+	sample_held(1500, &max0, &max1);
+	if (max0 > 5)
+		fprintf(stderr, "held %lld rows with a claim share of 5\n", max0);
+	CU_ASSERT(max0 >= 4 && max0 <= 5);
+	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
 /* A claim that fails after a full batch is tried again soon, not at the
  * next pollMs: a fresh dispatcher claims the first row of a service it
  * does not know yet alone (a full batch of the "other" class) and then,
@@ -909,6 +933,7 @@ int main(void)
 		{ "admission per service: each up to its waitgroup's share",
 		  test_admission_per_service },
 		{ "admission counts the claims on the wire", test_admission_claims_on_wire },
+		{ "admission does not come from the environment", test_admission_not_from_env },
 		{ "a claim failing after a full batch is tried again soon",
 		  test_claim_failed_after_full_batch },
 		{ "cancel from a session that owns nothing", test_cancel_from_elsewhere },

@@ -338,6 +338,37 @@ static void test_outcome_refused(void)
 	stop_all(1);
 }
 
+/* Once `sleeping` statements sleep in a trigger (pg_sleep), PgBouncer is
+ * stopped (SIGSTOP: what it forwarded goes on, the replies wait in it),
+ * and the row id waited for until it is done.  PgBouncer's pid, or 0. */
+static pid_t stop_bouncer_until_done(int sleeping, long long id)
+{
+	char path[400];
+	size_t len;
+	unsigned char *txt;
+	pid_t pid;
+	long long t0;
+
+	for (t0 = harness_now_ms(); harness_now_ms() - t0 < 10000 &&
+				    pgtest_int(F.c, "SELECT count(*) FROM pg_stat_activity WHERE "
+						    "wait_event = 'PgSleep'") < sleeping;)
+		harness_sleep_ms(10);
+	snprintf(path, sizeof path, "%s/pgbouncer.pid", F.pg.dir);
+	txt = harness_read_file(path, &len);
+	pid = txt ? (pid_t)atoi((char *)txt) : 0;
+	free(txt);
+	if (pid <= 0 || kill(pid, SIGSTOP) != 0)
+		return 0;
+	for (t0 = harness_now_ms();
+	     harness_now_ms() - t0 < 10000 &&
+	     pgtest_int(F.c,
+			"SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+			"state = 'done'",
+			id) == 0;)
+		harness_sleep_ms(10);
+	return pid;
+}
+
 /* A finish whose commit went through but whose reply the lost connection
  * took: the dispatcher runs through PgBouncer, which the test stops while
  * the finish sleeps in a trigger (the commit and its reply then wait in
@@ -370,22 +401,8 @@ static void test_finish_reply_lost(void)
 				  "FOR EACH ROW WHEN (NEW.state = 'done') EXECUTE FUNCTION "
 				  "slow_finish()"));
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
-	for (t0 = harness_now_ms(); harness_now_ms() - t0 < 10000 &&
-				    pgtest_int(F.c, "SELECT count(*) FROM pg_stat_activity WHERE "
-						    "wait_event = 'PgSleep'") == 0;)
-		harness_sleep_ms(10);
-	snprintf(line, sizeof line, "%s/pgbouncer.pid", F.pg.dir);
-	txt = harness_read_file(line, &len);
-	pid_t bouncer = txt ? (pid_t)atoi((char *)txt) : 0;
-	free(txt);
-	CU_ASSERT_FATAL(bouncer > 0 && kill(bouncer, SIGSTOP) == 0);
-	for (t0 = harness_now_ms();
-	     harness_now_ms() - t0 < 10000 &&
-	     pgtest_int(F.c,
-			"SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
-			"state = 'done'",
-			id) == 0;)
-		harness_sleep_ms(10);
+	pid_t bouncer = stop_bouncer_until_done(1, id);
+	CU_ASSERT_FATAL(bouncer > 0);
 	CU_ASSERT(pgtest_int(F.c,
 			     "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
 			     "state = 'done'",
@@ -403,6 +420,112 @@ static void test_finish_reply_lost(void)
 	free(txt);
 	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_finish ON execdispatch.job"));
 	stop_all(1);
+}
+
+/* A claim whose reply is lost on the second hot connection while the
+ * first stays up: its row is requeued and run without waiting for the
+ * second connection to come back.  The first connection goes straight to
+ * PostgreSQL (PgBouncer, the first host, is not up yet at the start); the
+ * second, opened once the first carries a statement, goes through
+ * PgBouncer.  The outcomes of two short jobs sleep 2 s in a trigger, so
+ * the outcome of the one ending 0.5 s after the other goes on the second
+ * connection with a claim (no blocking statement meanwhile: no cancel
+ * poll, no heartbeat, no run waiting to be written started); PgBouncer is stopped while that statement
+ * sleeps and killed once its claim is committed.  With nothing left
+ * running that would make the first connection busy, the second is not
+ * reopened: the row claimed must still be requeued and done. */
+static void test_claim_reply_lost_second_conn(void)
+{
+	static const char long_job[] = "{\"command\":\"sleep\",\"args\":[\"12\"]}";
+	char conninfo[600];
+	const char *saved = F.conninfo;
+	long long s1, s2, z1, z2, t0, claimed;
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+				  "violations"));
+	F.pg.bouncer_port = harness_free_port();
+	snprintf(conninfo, sizeof conninfo,
+		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres",
+		 F.pg.bouncer_port, F.pg.port);
+	F.conninfo = conninfo;
+	/* pollMs 60000: claims follow the notifications and the outcomes
+	 * only, each in the statement of an outcome */
+	CU_ASSERT_FATAL(df_write_config(&F, 0,
+					"cancelPollMs: 0\nheartbeatSec: 10\nstaleAfterSec: 30\n"
+					"pollMs: 60000\nnotify: true\n") == 0);
+	F.conninfo = saved;
+	/* z1 and z2 become claimable between the ends of the two short runs
+	 * (below), so that the first end's claim finds nothing and the
+	 * second's one row */
+	z1 = df_submit(&F, "{\"command\":\"true\"}", 0);
+	z2 = df_submit(&F, "{\"command\":\"true\"}", 0);
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET start_after = now() + interval '1 hour' "
+			     "WHERE id IN (%lld, %lld)",
+			     z1, z2));
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	CU_ASSERT_FATAL(pgtest_start_bouncer(&F.pg) == 0);
+	for (t0 = harness_now_ms(); harness_now_ms() - t0 < 10000 &&
+				    pgtest_int(F.c, "SELECT count(*) FROM pg_stat_activity WHERE "
+						    "query LIKE 'LISTEN %%'") == 0;)
+		harness_sleep_ms(10);
+	/* share 4 + 1: two short runs, two long ones, in one transaction:
+	 * one notification, so that after the first claim (the "other"
+	 * class) the claims go with the outcomes */
+	PQclear(pgtest_query(F.c, "BEGIN"));
+	s1 = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"1\"]}", 3);
+	s2 = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"1.5\"]}", 3);
+	PQclear(pgtest_query(F.c, "CREATE OR REPLACE FUNCTION slow_finish() RETURNS trigger "
+				  "LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(2); RETURN NULL; "
+				  "END $$"));
+	PQclear(pgtest_query(F.c,
+			     "CREATE TRIGGER slow_finish AFTER UPDATE ON execdispatch.job FOR EACH "
+			     "ROW WHEN (NEW.state = 'done' AND NEW.id IN (%lld, %lld)) EXECUTE "
+			     "FUNCTION slow_finish()",
+			     s1, s2));
+	for (int i = 0; i < 2; i++)
+		df_submit(&F, long_job, 2);
+	PQclear(pgtest_query(F.c, "COMMIT"));
+	for (t0 = harness_now_ms();
+	     harness_now_ms() - t0 < 10000 &&
+	     pgtest_int(F.c,
+			"SELECT count(*) FROM execdispatch.job WHERE id = %lld AND state = "
+			"'running'",
+			s1) == 0;)
+		harness_sleep_ms(10);
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET start_after = (SELECT started_at FROM "
+			     "execdispatch.job WHERE id = %lld) + interval '1250 ms' WHERE id IN "
+			     "(%lld, %lld)",
+			     s1, z1, z2));
+	/* both outcomes sleeping, one on each connection; the second's
+	 * statement committed: s2 done, a z claimed */
+	pid_t bouncer = stop_bouncer_until_done(2, s2);
+	CU_ASSERT_FATAL(bouncer > 0);
+	claimed = pgtest_int(F.c,
+			     "SELECT count(*) FROM execdispatch.job WHERE id IN (%lld, %lld) AND "
+			     "state = 'claimed'",
+			     z1, z2);
+	kill(bouncer, SIGKILL);
+	CU_ASSERT_EQUAL(claimed, 1);
+	F.pg.bouncer_port = 0; /* gone: nothing to stop at the cleanup */
+	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_finish ON execdispatch.job"));
+	/* both done well before the long jobs end (12 s), which would make
+	 * the first connection busy */
+	for (t0 = harness_now_ms();
+	     harness_now_ms() - t0 < 6000 &&
+	     pgtest_int(F.c,
+			"SELECT count(*) FROM execdispatch.job WHERE id IN (%lld, %lld) AND "
+			"state = 'done'",
+			z1, z2) < 2;)
+		harness_sleep_ms(20);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id IN (%lld, "
+				   "%lld) AND state = 'done'",
+				   z1, z2),
+			2);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
 }
 
 /* A stop while an outcome is refused in every form does not wait for
@@ -473,6 +596,8 @@ int main(void)
 		{ "an outcome the database refuses: kept, or cut to outcome_not_stored",
 		  test_outcome_refused },
 		{ "a finish whose reply was lost counts as written", test_finish_reply_lost },
+		{ "a claim whose reply was lost on the second connection is requeued",
+		  test_claim_reply_lost_second_conn },
 		{ "a stop while an outcome is refused in every form: given up after 10 s",
 		  test_stop_outcome_refused },
 		{ "teardown", test_teardown },

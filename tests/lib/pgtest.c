@@ -134,13 +134,18 @@ int pgtest_start_bouncer(struct pg_cluster *pg)
 	const char *bin = access("/usr/sbin/pgbouncer", X_OK) == 0 ? "/usr/sbin/pgbouncer"
 								   : "pgbouncer";
 
-	pg->bouncer_port = harness_free_port();
+	if (!pg->bouncer_port)
+		pg->bouncer_port = harness_free_port();
 	snprintf(path, sizeof path, "%s/userlist.txt", pg->dir);
 	f = fopen(path, "w");
 	if (!f)
 		return -1;
 	fprintf(f, "\"%s\" \"\"\n", PG_USER);
 	fclose(f);
+	/* one left by a PgBouncer killed earlier (a zombie where nothing
+	 * reaps orphans) would make the new one refuse to start */
+	snprintf(path, sizeof path, "%s/pgbouncer.pid", pg->dir);
+	unlink(path);
 	snprintf(path, sizeof path, "%s/pgbouncer.ini", pg->dir);
 	f = fopen(path, "w");
 	if (!f)

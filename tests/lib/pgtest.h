@@ -35,7 +35,8 @@ int pgtest_start(struct pg_cluster *pg);
  * the same port. */
 int pgtest_stop(struct pg_cluster *pg);
 int pgtest_restart(struct pg_cluster *pg);
-/* PgBouncer in transaction mode on a free port in front of the cluster;
+/* PgBouncer in transaction mode in front of the cluster, on bouncer_port
+ * if set (a port a client was told of before), else on a free port;
  * fills bouncer_conninfo.  0 or -1. */
 int pgtest_start_bouncer(struct pg_cluster *pg);
 /* Stops PgBouncer and the cluster and removes the directory. */

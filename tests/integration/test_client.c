@@ -424,6 +424,103 @@ static void test_surplus_declined(void)
 	}
 }
 
+/* Waits (spinning the client's loop) until d's waitgroup field is v. */
+static int wait_wg(struct es_daemon *d, const char *field, long long v)
+{
+	for (int i = 0; i < 400 && harness_wg_field(d, "wg", field) != v; i++)
+		fx_spin(20);
+	return harness_wg_field(d, "wg", field) == v;
+}
+
+/*
+ * Errors that answer older messages arrive after a JOB on the same
+ * connection (the chaos-across-hosts double run, reproduced in order with
+ * a tap in front of each of two instances, A and B, one slot each, offers
+ * expiring after 2 s):
+ *  - the job is parked on both; both OFFERs are held on their way to the
+ *    client until both offers expired (A's slot then goes to another
+ *    client's 3 s job, so A can only park the job for a while);
+ *  - A's OFFER and offer_expired are let through: the client sends its JOB
+ *    to A and UNWANT to B (answered unknown_job: the want there is gone,
+ *    held); A refuses the JOB (unknown_job), the job waits again, its WANT
+ *    to B is offered anew (held);
+ *  - B's stream is let through: old OFFER, offer_expired, the UNWANT's
+ *    unknown_job, the new OFFER.  The client sends a JOB for the old
+ *    offer, which B refuses bad_token, and (its answer not read yet) a
+ *    JOB for the new one, which B runs.
+ * Each refusal must be taken for what it answers: the UNWANT's unknown_job
+ * and the old JOB's bad_token are not the new JOB's refusal.  Before the
+ * fix the client took them for it, waited again, and ran the job a
+ * second time on A once A's slot was free (A and B both started it).
+ */
+static void test_stale_errors_not_job_refusal(void)
+{
+	struct es_daemon d[2];
+	struct fx_done done = { 0 }, other = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+	struct wstap *tap[2];
+	char url[64];
+	exc_client *c, *blocker;
+	long long started[2];
+
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_FATAL(start(&d[i], 1, "offerTimeoutSec: 2\n") == 0);
+	fx_options(&o);
+	o.pool_cap = 1; /* no growth while offers are held: one connection each */
+	c = fx_client(&o, NULL, 0, NULL);
+	for (int i = 0; i < 2; i++) {
+		tap[i] = wstap_new(fx_base, d[i].port);
+		CU_ASSERT_FATAL(tap[i] != NULL);
+		snprintf(url, sizeof url, "ws://127.0.0.1:%d", wstap_port(tap[i]));
+		CU_ASSERT_FATAL(exc_client_add_address(c, url) == 0);
+	}
+	for (int i = 0; i < 100 && exc_claim_share(c) < 4; i++)
+		fx_spin(50);
+	CU_ASSERT_EQUAL_FATAL(exc_claim_share(c), 4);
+	exc_options_init(&o);
+	o.retry_tick_ms = 200;
+	blocker = fx_client(&o, &d[0], 1, NULL);
+	fx_log_clear();
+	for (int i = 0; i < 2; i++)
+		wstap_hold(tap[i], WSTAP_HOLD_TO_CLIENT);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"0.2\"]}", &done);
+	s.connect_timeout_sec = 30;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT_FATAL(wait_wg(&d[0], "offered", 1) && wait_wg(&d[1], "offered", 1));
+	/* A's slot goes to this job when the offer there expires */
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"3\"]}", &other);
+	CU_ASSERT_FATAL(exc_submit(blocker, &s) != NULL);
+	CU_ASSERT_FATAL(wait_wg(&d[0], "waiting", 1));
+	CU_ASSERT_FATAL(wait_wg(&d[0], "running", 1) && wait_wg(&d[1], "offered", 0));
+	/* A's stream: JOB to A (refused), UNWANT to B, then WANT to B again */
+	wstap_hold(tap[0], 0);
+	for (int i = 0; i < 200 && !fx_log_find("ERROR unknown_job"); i++)
+		fx_spin(10);
+	CU_ASSERT_FATAL(fx_log_find("ERROR unknown_job") != NULL);
+	CU_ASSERT_FATAL(wait_wg(&d[1], "offered", 1));
+	CU_ASSERT_EQUAL(harness_wg_field(&d[0], "wg", "waiting"), 1); /* parked on A */
+	/* B's stream */
+	wstap_hold(tap[1], 0);
+	CU_ASSERT(fx_wait(&done.called, 20000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT(fx_wait(&other.called, 20000));
+	fx_spin(500); /* a second run would have started on A by now */
+	for (int i = 0; i < 2; i++)
+		started[i] = harness_status_int(&d[i], "services", "tools", "started", NULL);
+	printf("\n    started on A: %lld (the other client's job included), on B: %lld ",
+	       started[0], started[1]);
+	CU_ASSERT_EQUAL(started[0], 1); /* only the other client's job */
+	CU_ASSERT_EQUAL(started[1], 1);
+	CU_ASSERT_EQUAL(done.called, 1);
+	exc_client_free(blocker);
+	exc_client_free(c);
+	for (int i = 0; i < 2; i++) {
+		wstap_free(tap[i]);
+		CU_ASSERT(harness_finish(&d[i], 0) == 0);
+	}
+}
+
 /* maxJobsPerClient 1, two slots: the second JOB is refused limit_reached
  * (the offer withdrawn); the job waits again and runs after the first. */
 static void test_limit_reached_waits_again(void)
@@ -1286,6 +1383,8 @@ static const struct test_case cases[] = {
 	{ "input and output files", test_files },
 	{ "placement on a mixed pair", test_placement_mixed },
 	{ "surplus offer declined", test_surplus_declined },
+	{ "errors answering older messages are not the JOB's refusal",
+	  test_stale_errors_not_job_refusal },
 	{ "connect timeout, cancel, query", test_timeout_cancel_query },
 	{ "claim share", test_claim_share },
 	{ "claim share per service with several waitgroups", test_claim_share_waitgroups },

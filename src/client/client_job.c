@@ -14,7 +14,9 @@
  * draining, ...) is retried on the next tick.  A job never runs twice: a
  * JOB is sent only from WAITING, and only once per OFFER; a job goes back
  * to WAITING only when the connection its JOB went on refused that JOB
- * (after a resume, unknown_job ends it lost instead).  Protocol 2: every
+ * (after a resume, unknown_job ends it lost instead): an ERROR counts as
+ * that refusal only when it names the JOB and its token, never when it
+ * answers an older message about the job (answers()).  Protocol 2: every
  * DONE read is acknowledged (ACK), a second copy of one included.
  *
  * on_done is called exactly once per job, always from the event loop:
@@ -30,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/event.h>
 
@@ -249,6 +252,7 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 	}
 	conn_send(k, wire_job(id, token, job));
 	json_object_put(job);
+	snprintf(j->token, sizeof j->token, "%s", token);
 	j->state = J_RUNNING;
 	j->owner = k;
 	j->owner_addr = k->a;
@@ -365,9 +369,37 @@ static int code_is(const char *code, const char *a)
 	return strcmp(code, a) == 0;
 }
 
+/*
+ * Whether an ERROR about j on a connection may answer a message of the
+ * given type (PROTO_JOB: the JOB of j's current offer).  The server
+ * answers a connection's messages in order, but a success of WANT,
+ * UNWANT, DECLINE or JOB is silent, so an ERROR read after a JOB may
+ * still answer an older message about the job on that connection: the
+ * UNWANT sent when another instance's offer was taken, the JOB of an
+ * offer that has been superseded since.  The server names what it
+ * refuses (`refused`, and the `token` of a JOB or DECLINE); with an older
+ * execserver, which does not, the codes alone decide (and may mislead).
+ */
+static int answers(struct json_object *o, const struct exc_job *j, const char *type)
+{
+	const char *refused = wire_str(o, "refused"), *token = wire_str(o, "token");
+
+	if (refused == NULL)
+		return 1;
+	if (strcmp(refused, type) != 0)
+		return 0;
+	return strcmp(type, PROTO_JOB) != 0 || token == NULL || strcasecmp(token, j->token) == 0;
+}
+
+/* ... a QUERY or a CANCEL (the library's, or the caller's). */
+static int answers_ask(struct json_object *o, const struct exc_job *j)
+{
+	return answers(o, j, PROTO_QUERY) || answers(o, j, PROTO_CANCEL);
+}
+
 void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o)
 {
-	const char *code = wire_str(o, "code"), *msg = wire_str(o, "message");
+	const char *code = wire_str(o, "code"), *msg = wire_str(o, "message"), *refused;
 	struct exc_job *j = job_find(c, wire_str(o, "job_id"));
 	struct copy *cp;
 
@@ -375,18 +407,21 @@ void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o)
 		code = "?";
 	if (msg == NULL)
 		msg = "";
-	client_log(c, EXC_LOG_DEBUG, "%s: ERROR %s (%s)%s%s", k->a->url, code, msg,
-		   j ? " for job " : "", j ? j->id : "");
+	refused = wire_str(o, "refused");
+	client_log(c, EXC_LOG_DEBUG, "%s: ERROR %s (%s)%s%s%s%s", k->a->url, code, msg,
+		   j ? " for job " : "", j ? j->id : "", refused ? ", answering " : "",
+		   refused ? refused : "");
 	if (j == NULL)
 		return;
-	if (j->stale_n && j->stale_conn == k && code_is(code, PROTO_E_UNKNOWN_JOB)) {
+	if (j->stale_n && j->stale_conn == k && code_is(code, PROTO_E_UNKNOWN_JOB) &&
+	    answers_ask(o, j)) {
 		j->stale_n--; /* a QUERY/CANCEL sent before the JOB's refusal came */
 		return;
 	}
 	if (j->state == J_WAITING && (cp = job_find_copy(j, k)) != NULL) {
 		if (code_is(code, PROTO_E_OFFER_EXPIRED))
 			job_drop_copy(j, cp); /* parked again by the next tick */
-		else
+		else if (answers(o, j, PROTO_WANT))
 			cp->state = CP_REFUSED;
 		return;
 	}
@@ -396,7 +431,7 @@ void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o)
 	 * went on another connection.  unknown_job then means the instance
 	 * no longer has the job; it is never sent again on its own. */
 	if (j->resumed) {
-		if (code_is(code, PROTO_E_UNKNOWN_JOB))
+		if (code_is(code, PROTO_E_UNKNOWN_JOB) && answers_ask(o, j))
 			job_receipt_gone(j);
 		return;
 	}
@@ -407,7 +442,10 @@ void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o)
 	 * and bad_message can only refuse the JOB (the offer is withdrawn or
 	 * stale); unknown_job refuses the JOB, or answers a QUERY/CANCEL of a
 	 * job the server does not run (had it run, its DONE came first).
+	 * Only the refusal of this JOB counts (answers()).
 	 */
+	if (!answers(o, j, PROTO_JOB))
+		return;
 	if (code_is(code, PROTO_E_BAD_JOB) || code_is(code, PROTO_E_UNKNOWN_COMMAND)) {
 		snprintf(j->local_code, sizeof j->local_code, "%s", code);
 		snprintf(j->local_msg, sizeof j->local_msg, "%s", msg);

@@ -54,6 +54,7 @@ struct exc_job {
 	struct copy *copies;
 	size_t ncopies, capcopies;
 	struct exc_conn *owner;
+	char token[17]; /* the OFFER's token the JOB went with */
 	char owner_instance[65];
 	struct exc_addr *owner_addr;
 	uint64_t seek_until_ms;

@@ -138,10 +138,11 @@ static void on_idle(evutil_socket_t fd, short what, void *arg)
 	ws_close(c->ws, PROTO_CLOSE_NORMAL, "idle timeout");
 }
 
+/* ERROR answering `refused` (NULL: an unsolicited one, about job_id). */
 static void send_error(struct broker_conn *c, const char *code, const char *message,
-		       const char *job_id)
+		       const struct msg_in *refused, const char *job_id)
 {
-	send_text(c, msg_encode_error(code, message, job_id));
+	send_text(c, msg_encode_error(code, message, refused ? refused->job_id : job_id, refused));
 }
 
 /* ---- HELLO ---------------------------------------------------------- */
@@ -287,7 +288,7 @@ static void on_closed(void *owner, uint16_t code)
  */
 static void reply_book_error(struct broker_conn *c, enum book_rc rc, const struct msg_in *in)
 {
-	send_error(c, msg_book_error(rc), msg_book_message(rc, in->type), in->job_id);
+	send_error(c, msg_book_error(rc), msg_book_message(rc, in->type), in, NULL);
 }
 
 /* Under the lock: the step's book operation.  1 when it is a JOB whose
@@ -388,7 +389,7 @@ static void step_reply(struct broker_conn *c, const struct step *s)
 	const struct msg_in *in = &s->in;
 
 	if (s->code) {
-		send_error(c, s->code, s->detail, in->job_id);
+		send_error(c, s->code, s->detail, in, NULL);
 		return;
 	}
 	switch (in->type) {
@@ -553,7 +554,7 @@ void broker_deliver_offer_expired(struct book_ref ref, const char *job_id)
 	struct broker_conn *c = lookup(ref);
 	if (c)
 		send_error(c, PROTO_E_OFFER_EXPIRED, "no JOB or DECLINE within offerTimeoutSec",
-			   job_id);
+			   NULL, job_id);
 }
 
 void broker_deliver_done(struct book_ref ref, struct book_ref want, const char *job_id)

@@ -97,14 +97,22 @@ static int decode_fields(struct msg_in *in, const char **code, char *detail, siz
 		}
 		break;
 	case MSG_JOB:
+	case MSG_DECLINE:
+		if (get_string(in->root, "token", &s, &len) == 0 &&
+		    msg_token_parse(s, &in->token) == 0)
+			in->has_token = 1;
+		break;
+	default: break;
+	}
+	switch (in->type) {
+	case MSG_JOB:
 		if (!json_object_object_get_ex(in->root, "job", &in->job) ||
 		    !json_object_is_type(in->job, json_type_object))
 			FAIL(PROTO_E_BAD_MESSAGE, "job: an object is required");
 		/* JOB carries the offer's token too */
 		__attribute__((fallthrough));
 	case MSG_DECLINE:
-		if (get_string(in->root, "token", &s, &len) != 0 ||
-		    msg_token_parse(s, &in->token) != 0)
+		if (!in->has_token)
 			FAIL(PROTO_E_BAD_MESSAGE,
 			     "token: the 16 hex digits of the OFFER are required");
 		break;
@@ -196,13 +204,23 @@ char *msg_encode_offer(const char *job_id, uint64_t token)
 	return msg_to_text(o);
 }
 
-char *msg_encode_error(const char *code, const char *message, const char *job_id)
+char *msg_encode_error(const char *code, const char *message, const char *job_id,
+		       const struct msg_in *refused)
 {
 	struct json_object *o = new_message(PROTO_ERROR, NULL);
 	json_object_object_add(o, "code", json_object_new_string(code));
 	json_object_object_add(o, "message", json_object_new_string(message));
 	if (job_id && job_id[0])
 		json_object_object_add(o, "job_id", json_object_new_string(job_id));
+	for (size_t i = 0; refused && i < sizeof msg_types / sizeof msg_types[0]; i++)
+		if (msg_types[i].type == refused->type)
+			json_object_object_add(o, "refused",
+					       json_object_new_string(msg_types[i].name));
+	if (refused && refused->has_token) {
+		char hex[17];
+		msg_token_format(refused->token, hex);
+		json_object_object_add(o, "token", json_object_new_string(hex));
+	}
 	return msg_to_text(o);
 }
 

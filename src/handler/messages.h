@@ -33,6 +33,8 @@ struct msg_in {
 	char service[BOOK_NAME_MAX];
 	int32_t priority;
 	uint64_t token;
+	int has_token;            /* JOB, DECLINE: token read (also when
+				   * another field failed) */
 	struct json_object *job;  /* JOB only; owned by root */
 	struct json_object *root; /* free with msg_in_free */
 };
@@ -49,7 +51,12 @@ void msg_in_free(struct msg_in *in);
 
 /* Encoders return a heap string (free()) or NULL on allocation failure. */
 char *msg_encode_offer(const char *job_id, uint64_t token);
-char *msg_encode_error(const char *code, const char *message, const char *job_id);
+/* ERROR about job_id (NULL: none).  refused: the message it answers
+ * (NULL for offer_expired, which answers none): its type when it was read
+ * (`refused`) and the token of a JOB or DECLINE (`token`) go with it, so
+ * that a client tells which of its messages about the job was refused. */
+char *msg_encode_error(const char *code, const char *message, const char *job_id,
+		       const struct msg_in *refused);
 /* DONE: receipt_done_message (job/receipt.h), around the kept receipt text. */
 char *msg_encode_position(const char *job_id, const struct book_position *pos, uint64_t eta_ms,
 			  int has_eta);

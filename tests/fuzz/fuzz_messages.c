@@ -72,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(detail[0] != '\0');
 		FUZZ_CHECK(in.job_id[0] == '\0' || valid_id(in.job_id));
 		if (in.job_id[0])
-			check_encoded(msg_encode_error(code, detail, in.job_id), in.job_id);
+			check_encoded(msg_encode_error(code, detail, in.job_id, &in), in.job_id);
 		msg_in_free(&in);
 		return 0;
 	}

@@ -122,7 +122,24 @@ static void test_job_round_trip(void)
 	stop();
 }
 
-static void expect_error(struct tclient *c, const char *code, const char *job_id)
+/* A field of an ERROR: want NULL (not checked), "" (absent) or its value. */
+static void expect_field(struct json_object *e, const char *key, const char *want)
+{
+	const char *v = tc_str(e, key);
+
+	if (want == NULL)
+		return;
+	if (want[0] == '\0' ? v != NULL : v == NULL || strcmp(v, want) != 0)
+		fprintf(stderr, "%s: expected \"%s\" in %s\n", key, want,
+			json_object_to_json_string(e));
+	CU_ASSERT(want[0] == '\0' ? v == NULL : v != NULL && strcmp(v, want) == 0);
+}
+
+/* The next ERROR on c: its code, job_id, and what it says it refused (the
+ * message type, the token of a JOB or DECLINE), each NULL when not checked
+ * and "" when it must be absent. */
+static void expect_refusal(struct tclient *c, const char *code, const char *job_id,
+			   const char *refused, const char *token)
 {
 	struct json_object *e = tc_expect(c, "ERROR", 3000);
 	CU_ASSERT(e != NULL);
@@ -133,7 +150,14 @@ static void expect_error(struct tclient *c, const char *code, const char *job_id
 	CU_ASSERT_STRING_EQUAL(tc_str(e, "code"), code);
 	if (job_id)
 		CU_ASSERT(tc_str(e, "job_id") && strcmp(tc_str(e, "job_id"), job_id) == 0);
+	expect_field(e, "refused", refused);
+	expect_field(e, "token", token);
 	json_object_put(e);
+}
+
+static void expect_error(struct tclient *c, const char *code, const char *job_id)
+{
+	expect_refusal(c, code, job_id, NULL, NULL);
 }
 
 /* protocol.md section 3: a slot is held from the OFFER until the job's
@@ -182,13 +206,13 @@ static void test_refusals_keep_connection(void)
 	struct tclient *a = tc_connect(D.port, NULL), *b = tc_connect(D.port, NULL);
 	CU_ASSERT_FATAL(a && b);
 	tc_send(a, "{not json");
-	expect_error(a, "bad_json", NULL);
+	expect_refusal(a, "bad_json", NULL, "", "");
 	tc_send(a, "[1,2]");
 	expect_error(a, "bad_json", NULL);
 	tc_send(a, "{\"type\":\"FROB\",\"job_id\":\"x\"}");
-	expect_error(a, "unknown_type", "x");
+	expect_refusal(a, "unknown_type", "x", "", "");
 	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"nope\"}");
-	expect_error(a, "unknown_service", "x");
+	expect_refusal(a, "unknown_service", "x", "WANT", "");
 	/* a NUL does not cut a name short (found by fuzz_messages) */
 	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"cat\\u0000x\"}");
 	expect_error(a, "unknown_service", "x");
@@ -203,35 +227,41 @@ static void test_refusals_keep_connection(void)
 		   "99999999999}");
 	expect_error(a, "bad_message", "x");
 	tc_send(a, "{\"type\":\"UNWANT\",\"job_id\":\"never\"}");
-	expect_error(a, "unknown_job", "never");
-	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"never\",\"token\":\"0000000000000001\",\"job\":{"
+	expect_refusal(a, "unknown_job", "never", "UNWANT", "");
+	tc_send(a, "{\"type\":\"JOB\",\"job_id\":\"never\",\"token\":\"00000000000000A1\",\"job\":{"
 		   "}}");
-	expect_error(a, "unknown_job", "never");
+	expect_refusal(a, "unknown_job", "never", "JOB", "00000000000000a1");
+	/* the token is named also when another field is wrong */
+	tc_send(a,
+		"{\"type\":\"JOB\",\"job_id\":\"never\",\"token\":\"00000000000000a2\",\"job\":7}");
+	expect_refusal(a, "bad_message", "never", "JOB", "00000000000000a2");
+	tc_send(a, "{\"type\":\"DECLINE\",\"job_id\":\"never\",\"token\":\"12\"}");
+	expect_refusal(a, "bad_message", "never", "DECLINE", "");
 
 	const char *token = tc_want_offer(a, "x", "cat", 0, 3000);
 	CU_ASSERT_FATAL(token != NULL);
 	char tok[32];
 	snprintf(tok, sizeof tok, "%s", token);
 	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"cat\"}");
-	expect_error(a, "duplicate_job", "x");
+	expect_refusal(a, "duplicate_job", "x", "WANT", "");
 	tc_send(a,
 		"{\"type\":\"JOB\",\"job_id\":\"x\",\"token\":\"%016x\",\"job\":{\"command\":"
 		"\"true\"}}",
 		12345);
-	expect_error(a, "bad_token", "x");
+	expect_refusal(a, "bad_token", "x", "JOB", "0000000000003039");
 	/* b cannot decline a's offer: job ids are scoped to their client */
 	tc_send(b, "{\"type\":\"DECLINE\",\"job_id\":\"x\",\"token\":\"%s\"}", tok);
-	expect_error(b, "unknown_job", "x");
+	expect_refusal(b, "unknown_job", "x", "DECLINE", tok);
 	/* an unconfigured command withdraws the offer */
 	tc_send(a,
 		"{\"type\":\"JOB\",\"job_id\":\"x\",\"token\":\"%s\",\"job\":{\"command\":\"rm\"}}",
 		tok);
-	expect_error(a, "unknown_command", "x");
+	expect_refusal(a, "unknown_command", "x", "JOB", tok);
 	/* ... so the slot is free again and b gets it at once */
 	CU_ASSERT(tc_want_offer(b, "y", "cat", 0, 3000) != NULL);
 	/* and a still works */
 	tc_send(a, "{\"type\":\"QUERY\",\"job_id\":\"x\"}");
-	expect_error(a, "unknown_job", "x");
+	expect_refusal(a, "unknown_job", "x", "QUERY", "");
 	tc_close(a);
 	tc_close(b);
 	stop();
@@ -406,7 +436,7 @@ static void test_offer_expiry(void)
 	CU_ASSERT_FATAL(tc_want_offer(a, "slow", "cat", 0, 3000) != NULL);
 	tc_send(b, "{\"type\":\"WANT\",\"job_id\":\"next\",\"service\":\"cat\"}");
 	long long t0 = harness_now_ms();
-	expect_error(a, "offer_expired", "slow");
+	expect_refusal(a, "offer_expired", "slow", "", ""); /* it answers no message */
 	long long waited = harness_now_ms() - t0;
 	CU_ASSERT(waited >= 800 && waited < 2500);
 	struct json_object *o = tc_expect(b, "OFFER", 3000);

@@ -2,15 +2,17 @@
  * test_client.c - libexecclient against real daemons: a job end to end
  * (stdin from a buffer and from a pipe, stdout to a file and to a pipe,
  * bytes compared), input and output files, placement on a mixed pair,
- * a surplus OFFER declined, connectTimeoutSec -> no_slot, cancel while
- * waiting and while running, query, claim share (in all and per service
- * with several waitgroups), idle silence on the wire, pipe URLs on the
- * local address when it differs from the one dialled, reconnect after the
- * handler is killed, a lost owner, one-time pipe endpoints (GET and PUT),
- * pool growth stopped by a repeated instance_id and resumed by the
- * re-probe, unknown service, /job/<service> addresses, a refused token,
- * stdin/stdout given as URLs, a JOB refused limit_reached waiting again,
- * caller fds on /dev/null, a broken stdout pipe ending the job local_io,
+ * a surplus OFFER declined, ERRORs that answer older messages about a
+ * job not taken for its JOB's refusal (it runs once), connectTimeoutSec
+ * -> no_slot, cancel while waiting and while running, query, claim share
+ * (in all and per service with several waitgroups), idle silence on the
+ * wire, pipe URLs on the local address when it differs from the one
+ * dialled, reconnect after the handler is killed, a lost owner, one-time
+ * pipe endpoints (GET and PUT), pool growth stopped by a repeated
+ * instance_id and resumed by the re-probe, unknown service,
+ * /job/<service> addresses, a refused token, stdin/stdout given as URLs,
+ * a JOB refused limit_reached waiting again, caller fds on /dev/null, a
+ * broken stdout pipe ending the job local_io,
  * the pipe server's head deadline and its cap on waiting connections,
  * and exc_client_free cancelling what it held.
  */

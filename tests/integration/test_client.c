@@ -363,6 +363,23 @@ static void test_placement_mixed(void)
 	}
 }
 
+/* c reaches each of the two one-slot daemons d through a tap of its own,
+ * both connections up (claim share 2 x (1 + 1)) when this returns. */
+static void tap_both(exc_client *c, struct es_daemon d[2], struct wstap *tap[2])
+{
+	char url[64];
+
+	for (int i = 0; i < 2; i++) {
+		tap[i] = wstap_new(fx_base, d[i].port);
+		CU_ASSERT_FATAL(tap[i] != NULL);
+		snprintf(url, sizeof url, "ws://127.0.0.1:%d", wstap_port(tap[i]));
+		CU_ASSERT_FATAL(exc_client_add_address(c, url) == 0);
+	}
+	for (int i = 0; i < 100 && exc_claim_share(c) < 4; i++)
+		fx_spin(50);
+	CU_ASSERT_EQUAL_FATAL(exc_claim_share(c), 4);
+}
+
 /* Parked on two idle instances: both offer, one runs, the other is
  * declined.  The order is forced with a tap in front of each: d[0]'s OFFER
  * is held on its way to the client until the job ran on d[1], and the
@@ -373,23 +390,14 @@ static void test_surplus_declined(void)
 	struct fx_done done = { 0 };
 	struct exc_job_spec s;
 	struct wstap *tap[2];
-	char url[64];
 	exc_client *c;
 	int started = 0;
 
 	CU_ASSERT_FATAL(start(&d[0], 1, NULL) == 0);
 	CU_ASSERT_FATAL(start(&d[1], 1, NULL) == 0);
 	c = fx_client(NULL, NULL, 0, NULL);
-	for (int i = 0; i < 2; i++) {
-		tap[i] = wstap_new(fx_base, d[i].port);
-		CU_ASSERT_FATAL(tap[i] != NULL);
-		snprintf(url, sizeof url, "ws://127.0.0.1:%d", wstap_port(tap[i]));
-		CU_ASSERT_FATAL(exc_client_add_address(c, url) == 0);
-	}
 	/* both connections up before the job, so that it is parked on both */
-	for (int i = 0; i < 100 && exc_claim_share(c) < 4; i++)
-		fx_spin(50);
-	CU_ASSERT_EQUAL(exc_claim_share(c), 4); /* 2 x (ceil(1/1) + 1) */
+	tap_both(c, d, tap);
 	fx_log_clear();
 	wstap_hold(tap[0], WSTAP_HOLD_TO_CLIENT);
 	wstap_hold(tap[1], WSTAP_HOLD_TO_SERVER);
@@ -462,7 +470,6 @@ static void test_stale_errors_not_job_refusal(void)
 	struct exc_job_spec s;
 	struct exc_options o;
 	struct wstap *tap[2];
-	char url[64];
 	exc_client *c, *blocker;
 	long long started[2];
 
@@ -471,15 +478,7 @@ static void test_stale_errors_not_job_refusal(void)
 	fx_options(&o);
 	o.pool_cap = 1; /* no growth while offers are held: one connection each */
 	c = fx_client(&o, NULL, 0, NULL);
-	for (int i = 0; i < 2; i++) {
-		tap[i] = wstap_new(fx_base, d[i].port);
-		CU_ASSERT_FATAL(tap[i] != NULL);
-		snprintf(url, sizeof url, "ws://127.0.0.1:%d", wstap_port(tap[i]));
-		CU_ASSERT_FATAL(exc_client_add_address(c, url) == 0);
-	}
-	for (int i = 0; i < 100 && exc_claim_share(c) < 4; i++)
-		fx_spin(50);
-	CU_ASSERT_EQUAL_FATAL(exc_claim_share(c), 4);
+	tap_both(c, d, tap);
 	exc_options_init(&o);
 	o.retry_tick_ms = 200;
 	blocker = fx_client(&o, &d[0], 1, NULL);

@@ -369,6 +369,11 @@ static struct child_args *child_args(struct slot *s, const struct spawn_request 
 	return a;
 }
 
+int spawn_waits_for_exec(void)
+{
+	return RUNNING_ON_VALGRIND != 0;
+}
+
 pid_t spawn_process(const struct spawn_request *req, int *err)
 {
 	struct slot *s = free_slot();
@@ -399,7 +404,7 @@ pid_t spawn_process(const struct spawn_request *req, int *err)
 	a->report_fd = report[1];
 	a->parent = getpid();
 
-	int flags = CLONE_VM | SIGCHLD | (RUNNING_ON_VALGRIND ? CLONE_VFORK : 0);
+	int flags = CLONE_VM | SIGCHLD | (spawn_waits_for_exec() ? CLONE_VFORK : 0);
 	int block = !initialised || any_caught;
 	sigset_t all, old;
 	if (block) {

@@ -57,6 +57,10 @@ int spawn_other_children(int (*is_job)(pid_t pid));
  * unchanged until then; the rest of req is copied. */
 pid_t spawn_process(const struct spawn_request *req, int *err);
 
+/* 1 where spawn_process waits for the child's exec (under valgrind, which
+ * runs the clone as a vfork), 0 where it returns at once. */
+int spawn_waits_for_exec(void);
+
 /* For every pid spawn_process returned, once waitpid reported its end with
  * status: 0 if the program ran (its status is its own), else the errno of
  * the step that failed in the child before the program.  Frees what the

@@ -16,7 +16,8 @@
  *    claimed one at a time (struct admission);
  *  - nothing is claimed while the heartbeat is older than staleAfterSec/2
  *    or while no execserver is connected;
- *  - every write to a held row carries (runner_instance, attempts, state):
+ *  - every write to a held row carries its claim (runner_instance, claims,
+ *    state; claims never repeats for a row, attempts may):
  *    a row that is not ours any more is never written, its run is
  *    cancelled at the execserver and its result dropped;
  *  - our dispatcher row exists as long as we hold rows (it is deleted
@@ -63,6 +64,7 @@ struct held {
 	struct held *next, *prev;
 	struct dispatcher *d;
 	int64_t id;
+	int claim; /* the row's claims at our claim: (id, claim) names it */
 	int attempts;
 	int priority;
 	char *service;
@@ -91,7 +93,7 @@ struct held {
 struct fin {
 	struct held *rows[FINISH_BATCH];
 	int k;
-	char ids[21 * FINISH_BATCH + 3], att[21 * FINISH_BATCH + 3], unc[21 * FINISH_BATCH + 3],
+	char ids[21 * FINISH_BATCH + 3], claim[21 * FINISH_BATCH + 3], unc[21 * FINISH_BATCH + 3],
 		delay[21 * FINISH_BATCH + 3];
 	char *states, *errors, *receipts;
 };
@@ -352,7 +354,7 @@ static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
 	if (h->lost || h->started)
 		return;
 	snprintf(id, sizeof id, "%lld", (long long)h->id);
-	snprintf(att, sizeof att, "%d", h->attempts);
+	snprintf(att, sizeof att, "%d", h->claim);
 	snprintf(json, sizeof json,
 		 "{\"running\": %lld, \"ahead\": %lld, \"capacity\": %lld, "
 		 "\"eta_ms\": %lld, \"instance_id\": \"%.64s\"}",
@@ -509,8 +511,8 @@ static void admission_free(struct admission *a)
 	free(a->lims);
 }
 
-/* A claimed row (columns id, attempts, priority, service, job from col
- * on) handed to libexecclient, or spawned here for a local service. */
+/* A claimed row (columns id, attempts, priority, service, job, claims
+ * from col on) handed to libexecclient, or spawned here for a local service. */
 static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 {
 	struct held *h = calloc(1, sizeof *h);
@@ -524,7 +526,8 @@ static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	h->attempts = atoi(PQgetvalue(res, row, col + 1));
 	h->priority = atoi(PQgetvalue(res, row, col + 2));
 	h->service = strdup(PQgetvalue(res, row, col + 3));
-	snprintf(h->job_id, sizeof h->job_id, "j%lld.%d", (long long)h->id, h->attempts);
+	h->claim = atoi(PQgetvalue(res, row, col + 5));
+	snprintf(h->job_id, sizeof h->job_id, "j%lld.%d", (long long)h->id, h->claim);
 	h->next = d->list;
 	if (d->list)
 		d->list->prev = h;
@@ -584,7 +587,7 @@ static void fin_free_arrays(struct fin *f)
  * none is due or memory is short (they wait for the next turn). */
 static int fin_build(struct dispatcher *d, struct fin *f, int n)
 {
-	int64_t ids[FINISH_BATCH], att[FINISH_BATCH], unc[FINISH_BATCH], delay[FINISH_BATCH];
+	int64_t ids[FINISH_BATCH], claim[FINISH_BATCH], unc[FINISH_BATCH], delay[FINISH_BATCH];
 	const char *states[FINISH_BATCH], *errors[FINISH_BATCH], *receipts[FINISH_BATCH];
 	int64_t now = now_ms();
 	int k = 0;
@@ -594,7 +597,7 @@ static int fin_build(struct dispatcher *d, struct fin *f, int n)
 			continue;
 		f->rows[k] = h;
 		ids[k] = h->id;
-		att[k] = h->attempts;
+		claim[k] = h->claim;
 		unc[k] = h->uncount;
 		delay[k] = h->releasing ? 0 : d->cfg->retry_delay_sec;
 		states[k] = h->state;
@@ -606,7 +609,7 @@ static int fin_build(struct dispatcher *d, struct fin *f, int n)
 	if (k == 0)
 		return 0;
 	db_int_array(f->ids, ids, k);
-	db_int_array(f->att, att, k);
+	db_int_array(f->claim, claim, k);
 	db_int_array(f->unc, unc, k);
 	db_int_array(f->delay, delay, k);
 	f->states = db_text_array(states, k);
@@ -627,7 +630,7 @@ static void fin_params(const struct dispatcher *d, const struct fin *f, const ch
 {
 	params[0] = d->cfg->instance_id;
 	params[1] = f->ids;
-	params[2] = f->att;
+	params[2] = f->claim;
 	params[3] = f->states;
 	params[4] = f->unc;
 	params[5] = f->delay;
@@ -648,17 +651,17 @@ static void fin_abort(struct fin *f, int away)
 
 /* h's outcome was found not ours when written again (on db, which just
  * answered) after a statement writing it lost its reply: whether that
- * statement's write landed (the row carries h's outcome), so that it
- * counts as written, not dropped. */
+ * statement's write landed (the row carries h's outcome under h's claim),
+ * so that it counts as written, not dropped. */
 static int landed(struct dispatcher *d, struct db *db, const struct held *h)
 {
-	char id[24], att[16];
-	const char *params[6] = { id, att, h->state, h->error, h->receipt, d->cfg->instance_id };
+	char id[24], claim[16];
+	const char *params[6] = { id, claim, h->state, h->error, h->receipt, d->cfg->instance_id };
 	int away, yes;
 	PGresult *res;
 
 	snprintf(id, sizeof id, "%lld", (long long)h->id);
-	snprintf(att, sizeof att, "%d", h->attempts - h->uncount);
+	snprintf(claim, sizeof claim, "%d", h->claim);
 	res = db_exec(db, d->q_landed, 6, params, &away);
 	yes = res && PQntuples(res) == 1;
 	PQclear(res);
@@ -986,10 +989,12 @@ static void on_db_up(void *arg)
 
 /* After a reconnection, with no statement on the wire and every result
  * delivered (so every row this dispatcher claimed and knows is in its
- * list): the rows claimed under its instance that it does not hold were
- * claimed by a statement whose result the lost connection took (the
- * commit went through, the answer did not).  Nobody else would ever free
- * them while this dispatcher's heartbeat lives: requeued like a rescue. */
+ * list): the rows claimed under its instance by a claim it does not hold
+ * (id and claims; an earlier claim of the same row whose outcome is still
+ * to be written is not the row's claim) were claimed by a statement whose
+ * result the lost connection took (the commit went through, the answer
+ * did not).  Nobody else would ever free them while this dispatcher's
+ * heartbeat lives: requeued like a rescue. */
 static void sweep_lost_claims(struct dispatcher *d)
 {
 	size_t n = 0;
@@ -999,20 +1004,25 @@ static void sweep_lost_claims(struct dispatcher *d)
 
 	for (struct held *h = d->list; h; h = h->next)
 		n++;
-	char *ids = malloc(21 * n + 3);
-	int64_t *v = calloc(n + 1, sizeof *v);
-	if (!ids || !v) {
+	char *ids = malloc(21 * n + 3), *claims = malloc(21 * n + 3);
+	int64_t *v = calloc(n + 1, sizeof *v), *c = calloc(n + 1, sizeof *c);
+	if (!ids || !claims || !v || !c) {
 		free(ids);
+		free(claims);
 		free(v);
+		free(c);
 		return; /* tried again at the next turn */
 	}
 	n = 0;
-	for (struct held *h = d->list; h; h = h->next)
-		v[n++] = h->id;
+	for (struct held *h = d->list; h; h = h->next) {
+		v[n] = h->id;
+		c[n++] = h->claim;
+	}
 	db_int_array(ids, v, (int)n);
+	db_int_array(claims, c, (int)n);
 	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
-	const char *params[3] = { d->cfg->instance_id, ids, maxa };
-	res = db_exec(&d->db, d->q_rescue_lost, 3, params, &away);
+	const char *params[4] = { d->cfg->instance_id, ids, maxa, claims };
+	res = db_exec(&d->db, d->q_rescue_lost, 4, params, &away);
 	if (res) {
 		d->sweep_lost = 0;
 		if (PQntuples(res) > 0)
@@ -1024,7 +1034,9 @@ static void sweep_lost_claims(struct dispatcher *d)
 	}
 	PQclear(res);
 	free(ids);
+	free(claims);
 	free(v);
+	free(c);
 }
 
 static void lose_everything(struct dispatcher *d, const char *why)
@@ -1123,8 +1135,8 @@ static void beat_cb(evutil_socket_t fd, short what, void *arg)
 		event_active(d->poll_ev, EV_TIMEOUT, 0); /* outcomes held back while away */
 }
 
-/* Claims and ids of the held rows at the execserver, for DQ_START/DQ_HELD. */
-static int collect(struct dispatcher *d, int only_unstarted_running, int64_t *ids, int64_t *att,
+/* Ids and claims of the held rows at the execserver, for DQ_START/DQ_HELD. */
+static int collect(struct dispatcher *d, int only_unstarted_running, int64_t *ids, int64_t *claim,
 		   int max)
 {
 	int n = 0;
@@ -1136,16 +1148,16 @@ static int collect(struct dispatcher *d, int only_unstarted_running, int64_t *id
 		    (h->started || (h->xj && strcmp(exc_job_state(h->xj), "running") != 0)))
 			continue;
 		ids[n] = h->id;
-		att[n] = h->attempts;
+		claim[n] = h->claim;
 		n++;
 	}
 	return n;
 }
 
-static struct held *find(struct dispatcher *d, int64_t id, int attempts)
+static struct held *find(struct dispatcher *d, int64_t id, int claim)
 {
 	for (struct held *h = d->list; h; h = h->next)
-		if (h->id == id && h->attempts == attempts)
+		if (h->id == id && h->claim == claim)
 			return h;
 	return NULL;
 }
@@ -1154,21 +1166,21 @@ static void start_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
 	unsigned held = d->at_exec + d->local_running, cap = held ? held : 1;
-	int64_t *ids = calloc(cap, sizeof *ids), *att = calloc(cap, sizeof *att);
-	char *aids = malloc(21 * (size_t)cap + 3), *aatt = malloc(21 * (size_t)cap + 3);
-	const char *params[3] = { d->cfg->instance_id, aids, aatt };
+	int64_t *ids = calloc(cap, sizeof *ids), *claim = calloc(cap, sizeof *claim);
+	char *aids = malloc(21 * (size_t)cap + 3), *aclaim = malloc(21 * (size_t)cap + 3);
+	const char *params[3] = { d->cfg->instance_id, aids, aclaim };
 	int n, away;
 	PGresult *res;
 
 	(void)fd;
 	(void)what;
-	if (!ids || !att || !aids || !aatt)
+	if (!ids || !claim || !aids || !aclaim)
 		goto out;
-	n = collect(d, 1, ids, att, (int)cap);
+	n = collect(d, 1, ids, claim, (int)cap);
 	if (n == 0)
 		goto out;
 	db_int_array(aids, ids, n);
-	db_int_array(aatt, att, n);
+	db_int_array(aclaim, claim, n);
 	res = db_exec(&d->db, d->q_start, 3, params, &away);
 	if (!res) {
 		if (!away)
@@ -1176,7 +1188,7 @@ static void start_cb(evutil_socket_t fd, short what, void *arg)
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
-		struct held *h = find(d, ids[i], (int)att[i]);
+		struct held *h = find(d, ids[i], (int)claim[i]);
 		int found = 0;
 		for (int r = 0; r < PQntuples(res) && !found; r++)
 			found = strtoll(PQgetvalue(res, r, 0), NULL, 10) == ids[i];
@@ -1192,9 +1204,9 @@ static void start_cb(evutil_socket_t fd, short what, void *arg)
 	PQclear(res);
 out:
 	free(ids);
-	free(att);
+	free(claim);
 	free(aids);
-	free(aatt);
+	free(aclaim);
 	if (d->claimed_unstarted)
 		arm(d->start_ev, START_CHECK_MS);
 }
@@ -1203,7 +1215,7 @@ static void cancel_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
 	unsigned cap = d->at_exec + d->local_running; /* what collect() may find */
-	int64_t *ids = NULL, *att = NULL;
+	int64_t *ids = NULL, *claim = NULL;
 	char *aids = NULL;
 	const char *params[2] = { d->cfg->instance_id, NULL };
 	int n, away;
@@ -1215,11 +1227,11 @@ static void cancel_cb(evutil_socket_t fd, short what, void *arg)
 	if (cap == 0)
 		return; /* nothing held: no query */
 	ids = calloc(cap, sizeof *ids);
-	att = calloc(cap, sizeof *att);
+	claim = calloc(cap, sizeof *claim);
 	aids = malloc(21 * (size_t)cap + 3);
-	if (!ids || !att || !aids)
+	if (!ids || !claim || !aids)
 		goto out;
-	n = collect(d, 0, ids, att, (int)cap);
+	n = collect(d, 0, ids, claim, (int)cap);
 	if (n == 0)
 		goto out;
 	db_int_array(aids, ids, n);
@@ -1231,13 +1243,13 @@ static void cancel_cb(evutil_socket_t fd, short what, void *arg)
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
-		struct held *h = find(d, ids[i], (int)att[i]);
+		struct held *h = find(d, ids[i], (int)claim[i]);
 		int ours = 0, row = -1;
 		for (int r = 0; r < PQntuples(res) && row < 0; r++)
 			if (strtoll(PQgetvalue(res, r, 0), NULL, 10) == ids[i])
 				row = r;
 		if (row >= 0)
-			ours = atoi(PQgetvalue(res, row, 1)) == att[i] &&
+			ours = atoi(PQgetvalue(res, row, 1)) == claim[i] &&
 			       atoi(PQgetvalue(res, row, 2)) == 1;
 		if (h && ours && !PQgetisnull(res, row, 4) && atoi(PQgetvalue(res, row, 4)) == 1 &&
 		    h->xj && strcmp(exc_job_state(h->xj), "waiting") == 0)
@@ -1255,7 +1267,7 @@ static void cancel_cb(evutil_socket_t fd, short what, void *arg)
 	PQclear(res);
 out:
 	free(ids);
-	free(att);
+	free(claim);
 	free(aids);
 }
 

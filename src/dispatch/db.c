@@ -191,33 +191,41 @@ static int connect_host(struct db_connect *c)
 	return EV_WRITE; /* as if PQconnectPoll had answered PGRES_POLLING_WRITING */
 }
 
-/* This host failed: the next one, if any. */
-static int next_host(struct db_connect *c)
+/* This host failed (timed_out: no answer within its connect_timeout):
+ * said once per attempt, then the next one, if any. */
+static int next_host(struct db_connect *c, int timed_out)
 {
 	if (c->host + 1 >= c->nhosts)
 		return -1;
+	if (c->conn) {
+		char why[256];
+		one_line(why, sizeof why,
+			 timed_out ? "no answer within connect_timeout" : PQerrorMessage(c->conn));
+		log_warn("database: host %s port %s: %s; trying the next host", PQhost(c->conn),
+			 PQport(c->conn), why);
+	}
 	PQfinish(c->conn);
 	c->conn = NULL;
 	c->host++;
-	return connect_host(c) < 0 ? next_host(c) : EV_WRITE;
+	return connect_host(c) < 0 ? next_host(c, 0) : EV_WRITE;
 }
 
 int db_connect_begin(struct db_connect *c, const char *conninfo)
 {
 	memset(c, 0, sizeof *c);
 	c->conninfo = conninfo;
-	return connect_host(c) < 0 ? next_host(c) : EV_WRITE;
+	return connect_host(c) < 0 ? next_host(c, 0) : EV_WRITE;
 }
 
 int db_connect_step(struct db_connect *c, int timed_out)
 {
 	if (timed_out && (int64_t)clock_mono_ms() >= c->deadline_ms)
-		return next_host(c);
+		return next_host(c, 1);
 	switch (PQconnectPoll(c->conn)) {
 	case PGRES_POLLING_READING: return EV_READ;
 	case PGRES_POLLING_WRITING: return EV_WRITE;
 	case PGRES_POLLING_OK: return 0;
-	default: return next_host(c);
+	default: return next_host(c, 0);
 	}
 }
 
@@ -344,8 +352,13 @@ static void io_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	if (db->connecting) {
 		connect_next(db, db_connect_step(&db->dc, what & EV_TIMEOUT));
+	} else if (db->on_wire && (what & EV_TIMEOUT) && db->wire_deadline_ms &&
+		   (int64_t)clock_mono_ms() >= db->wire_deadline_ms) {
+		char why[96];
+		snprintf(why, sizeof why, "no answer to a statement within %d ms", db->timeout_ms);
+		went_away(db, why);
 	} else if (db->on_wire && (next = progress(db)) != 0) {
-		watch(db, next, 0);
+		watch(db, next, db->wire_deadline_ms);
 	}
 }
 
@@ -380,8 +393,10 @@ static void wait_wire(struct db *db)
 	}
 }
 
-int db_attach(struct db *db, struct event_base *base, void (*on_up)(void *), void *arg)
+int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_up)(void *),
+	      void *arg)
 {
+	db->timeout_ms = timeout_ms;
 	db->io_ev = event_new(base, -1, 0, io_cb, db);
 	db->deliver_ev = event_new(base, -1, 0, deliver_cb, db);
 	if (!db->io_ev || !db->deliver_ev)
@@ -413,7 +428,8 @@ int db_send(struct db *db, const char *sql, int nparams, const char *const *para
 	db->fn_arg = arg;
 	db->on_wire = 1;
 	db->kept_away = 0;
-	watch(db, (short)(EV_READ | EV_WRITE), 0);
+	db->wire_deadline_ms = db->timeout_ms ? (int64_t)clock_mono_ms() + db->timeout_ms : 0;
+	watch(db, (short)(EV_READ | EV_WRITE), db->wire_deadline_ms);
 	return 0;
 }
 

@@ -46,6 +46,11 @@ int df_write_config(struct dfix *f, int i, const char *extra);
 /* Starts dispatcher i (df_write_config first) and waits until its
  * heartbeat row exists; 0 or -1 (its log printed). */
 int df_start_disp(struct dfix *f, int i);
+/* Starts dispatcher i without waiting for anything; 0 or -1. */
+int df_spawn_disp(struct dfix *f, int i);
+/* The value of a metric of a dispatcher's /metrics on port, or -1 (also
+ * when no answer came within 2 s). */
+long long df_metric(int port, const char *name);
 /* Sends sig to dispatcher i and waits for its exit (SIGKILL after
  * timeout_ms); the wait status. */
 int df_stop_disp(struct dfix *f, int i, int sig, int timeout_ms);

@@ -46,7 +46,12 @@ void db_close(struct db *db)
 		event_free(db->io_ev);
 	if (db->deliver_ev)
 		event_free(db->deliver_ev);
-	db->io_ev = db->deliver_ev = NULL;
+	if (db->zombie_ev)
+		event_free(db->zombie_ev);
+	db->io_ev = db->deliver_ev = db->zombie_ev = NULL;
+	if (db->zombie)
+		PQfinish(db->zombie);
+	db->zombie = NULL;
 	PQclear(db->kept);
 	db->kept = NULL;
 	db->fn = NULL;
@@ -231,6 +236,50 @@ int db_connect_step(struct db_connect *c, int timed_out)
 
 static void io_cb(evutil_socket_t fd, short what, void *arg);
 
+/* The abandoned connection answered, or ended: its statement will not
+ * commit any more (if it did, it has): said to on_up's owner. */
+static void zombie_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct db *db = arg;
+	int ended = !PQconsumeInput(db->zombie);
+
+	(void)fd;
+	(void)what;
+	while (!ended && !PQisBusy(db->zombie)) {
+		PGresult *r = PQgetResult(db->zombie);
+		if (!r)
+			ended = 1;
+		PQclear(r);
+	}
+	if (!ended)
+		return;
+	event_del(db->zombie_ev);
+	PQfinish(db->zombie);
+	db->zombie = NULL;
+	log_info("database: the statement abandoned at its deadline has ended");
+	if (db->on_up)
+		db->on_up(db->up_arg);
+}
+
+/* A statement past its deadline: its connection is not closed but kept
+ * aside and watched until the statement's result or the connection's end
+ * arrives, since the database may still commit it (a stopped server
+ * resumes and runs what it had read); on_up then lets the owner look for
+ * what it did (a claim's rows).  One at a time: an older one still
+ * unsettled is closed. */
+static void abandon(struct db *db)
+{
+	if (db->zombie) {
+		event_del(db->zombie_ev);
+		PQfinish(db->zombie);
+	}
+	db->zombie = db->conn;
+	db->conn = NULL;
+	event_assign(db->zombie_ev, db->base, PQsocket(db->zombie), EV_READ | EV_PERSIST, zombie_cb,
+		     db);
+	event_add(db->zombie_ev, NULL);
+}
+
 void db_watch(struct event *ev, evutil_socket_t fd, short what, event_callback_fn cb, void *arg,
 	      int64_t deadline_ms)
 {
@@ -356,6 +405,7 @@ static void io_cb(evutil_socket_t fd, short what, void *arg)
 		   (int64_t)clock_mono_ms() >= db->wire_deadline_ms) {
 		char why[96];
 		snprintf(why, sizeof why, "no answer to a statement within %d ms", db->timeout_ms);
+		abandon(db);
 		went_away(db, why);
 	} else if (db->on_wire && (next = progress(db)) != 0) {
 		watch(db, next, db->wire_deadline_ms);
@@ -399,7 +449,8 @@ int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_
 	db->timeout_ms = timeout_ms;
 	db->io_ev = event_new(base, -1, 0, io_cb, db);
 	db->deliver_ev = event_new(base, -1, 0, deliver_cb, db);
-	if (!db->io_ev || !db->deliver_ev)
+	db->zombie_ev = event_new(base, -1, 0, zombie_cb, db);
+	if (!db->io_ev || !db->deliver_ev || !db->zombie_ev)
 		return -1;
 	db->base = base;
 	db->on_up = on_up;

@@ -86,6 +86,10 @@ struct db {
 	int on_wire;    /* sent, its result not all read */
 	int timeout_ms; /* db_send: no answer within it, the connection is dropped */
 	int64_t wire_deadline_ms;
+	/* the connection of a statement abandoned at its deadline, watched
+	 * until it answers or ends (then on_up again), or NULL */
+	PGconn *zombie;
+	struct event *zombie_ev;
 	PGresult *kept; /* its result, read, not delivered yet */
 	int kept_away;
 };
@@ -97,8 +101,12 @@ void db_close(struct db *db);
  * from the loop whenever a connection comes up.  A db_send statement not
  * answered within timeout_ms (0: no limit) counts as the connection lost
  * (a database that stopped answering: SIGSTOP, a frozen host, a
- * half-open connection): it is dropped and made again with back-off, and
- * the statement's callback gets away.  0, or -1 (no memory). */
+ * half-open connection): it is left and made again with back-off, and
+ * the statement's callback gets away.  The database may still commit that
+ * statement later (a stopped server resumes and runs what it had read):
+ * the left connection is watched until it answers or ends, and on_up is
+ * called once more then, so that the owner looks again for what a lost
+ * statement may have done.  0, or -1 (no memory). */
 int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_up)(void *),
 	      void *arg);
 /* 1 when connected.  Otherwise 0, and a (re)connection is attempted once

@@ -1265,14 +1265,16 @@ static void beat_cb(evutil_socket_t fd, short what, void *arg)
 		d->beat_out = 1;
 }
 
-/* The database (the chores' connection) is back: the heartbeat at once
- * if it is not fresh, outcomes of a stop go on. */
+/* The database (the chores' connection) is back, or a statement it
+ * abandoned ended: claims lost with it are swept, the heartbeat goes at
+ * once if it is not fresh, outcomes of a stop go on. */
 static void on_chores_up(void *arg)
 {
 	struct dispatcher *d = arg;
 
 	if (d->contact < CONTACT_DONE)
 		return;
+	d->sweep_lost = 1; /* a local claim may have been lost with it */
 	if (!beat_fresh(d) && !d->beat_out)
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 	if (d->stopping)

@@ -343,7 +343,7 @@ void row_handover(const struct bench_opts *o)
 /* The book lock's figures from /status (bench/execserver-lockstat only):
  * totals and the hold-time histogram as (upper edge ns, count) pairs. */
 struct lockfig {
-	long long ops, waits, wait_ns, hold_ns;
+	long long ops, waits, wait_ns, hold_ns, hashes;
 	long long edge[256], count[256];
 	int n;
 };
@@ -363,6 +363,7 @@ static int lock_read(const struct es_daemon *d, struct lockfig *lf)
 		lf->waits = tc_int(l, "waits");
 		lf->wait_ns = tc_int(l, "wait_ns");
 		lf->hold_ns = tc_int(l, "hold_ns");
+		lf->hashes = tc_int(l, "hashes");
 		if (json_object_object_get_ex(l, "hold_hist", &h))
 			for (size_t i = 0; i < json_object_array_length(h) && lf->n < 256; i++) {
 				struct json_object *pair = json_object_array_get_idx(h, i);
@@ -384,6 +385,7 @@ static void lock_diff(struct lockfig *b, const struct lockfig *a)
 	b->waits -= a->waits;
 	b->wait_ns -= a->wait_ns;
 	b->hold_ns -= a->hold_ns;
+	b->hashes -= a->hashes;
 	for (int i = 0; i < b->n; i++)
 		for (int j = 0; j < a->n; j++)
 			if (a->edge[j] == b->edge[i])
@@ -545,7 +547,8 @@ static struct grant_run grant_run(const struct bench_opts *o, int handlers, cons
 	return g;
 }
 
-/* The lock line of a run: ops per cycle, hold p50 / p99 / mean, waits. */
+/* The lock line of a run: ops per cycle, hold p50 / p99 / mean, waits,
+ * SipHash computed inside sections per cycle. */
 static void lock_line(FILE *md, const char *what, int handlers, const struct grant_run *g)
 {
 	const struct lockfig *l = &g->lock;
@@ -553,11 +556,12 @@ static void lock_line(FILE *md, const char *what, int handlers, const struct gra
 	double mean = l->ops ? (double)l->hold_ns / (double)l->ops : 0;
 	fprintf(md,
 		"| %d | %s | %.0f | %.2f | %lld ns | %lld ns | %.0f ns | %.1f %% | %.2f %% | %.0f "
-		"ns | %.0f |\n",
+		"ns | %.2f | %.0f |\n",
 		handlers, what, g->rate.med, per, lock_pct(l, 0.5), lock_pct(l, 0.99), mean,
 		100.0 * (double)l->hold_ns / (g->sec * 1e9),
 		l->ops ? 100.0 * (double)l->waits / (double)l->ops : 0.0,
 		l->waits ? (double)l->wait_ns / (double)l->waits : 0.0,
+		(double)l->hashes / (double)(g->cycles > 0 ? g->cycles : 1),
 		mean > 0 && per > 0 ? 1e9 / (per * mean) : 0.0);
 }
 
@@ -607,8 +611,9 @@ void row_grant_rate(const struct bench_opts *o)
 			"| handlers | placement | cycles/s | lock sections per cycle | hold p50 | "
 			"hold p99 | hold mean | "
 			"lock held (share of the time) | sections that waited | mean wait | "
+			"SipHash in the sections per cycle | "
 			"ceiling: cycles/s the lock allows |\n"
-			"|---|---|---|---|---|---|---|---|---|---|---|\n",
+			"|---|---|---|---|---|---|---|---|---|---|---|---|\n",
 			o->repeats, o->rate_sec);
 		double k_model = 0, h_model = 0, p99_model = 0, mean_model = 0;
 		for (int h = 1; h <= 2; h++)

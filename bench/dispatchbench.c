@@ -14,7 +14,10 @@
  *      no execserver): rows per second with one and with three sessions.
  * Writes OUT/summary-dispatch.md and OUT/row-dispatch.md.  -q: a short run;
  * -r N: N rounds of a (3); -a: a only, printed, nothing written; -n: b's
- * notify: true half only, printed, nothing written.
+ * notify: true half only, printed, nothing written; -d: d only, printed,
+ * nothing written, -b N rows per claim in d (100); -s (with -a): also
+ * each statement's calls per job, planning and execution time during a
+ * (pg_stat_statements with track_planning, nested statements too).
  */
 #include <errno.h>
 #include <signal.h>
@@ -36,6 +39,7 @@
 
 static struct dfix F;
 static int quick;
+static int batch = 100; /* d: rows per claim (-b) */
 
 /* ---- a. throughput ---- */
 
@@ -193,7 +197,10 @@ static void claim_finish_loop(const char *inst)
 	PGconn *c = pgtest_connect(F.pg.conninfo);
 	char *claim = dq_expand(DQ_CLAIM, "execdispatch"),
 	     *finish = dq_expand(DQ_FINISH, "execdispatch");
-	const char *cp[5] = { inst, "100", "{}", "false", "-1000" };
+	char limit[16];
+	const char *cp[5] = { inst, limit, "{}", "false", "-1000" };
+
+	snprintf(limit, sizeof limit, "%d", batch);
 
 	for (;;) {
 		PGresult *r = PQexecParams(c, claim, 5, NULL, cp, NULL, NULL, 0);
@@ -208,7 +215,7 @@ static void claim_finish_loop(const char *inst)
 		char aids[2200], aatt[2200], azero[2200];
 		for (int i = 0; i < n; i++) {
 			ids[i] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
-			att[i] = atoi(PQgetvalue(r, i, 1));
+			att[i] = atoi(PQgetvalue(r, i, 5)); /* the claim's claims */
 			zero[i] = 0;
 			states[i] = "done";
 			errors[i] = NULL;
@@ -257,6 +264,31 @@ static double claim_finish_rate(int rows, int sessions)
 	return rows / secs;
 }
 
+/* -s: the statements of a's rounds, most called first. */
+static void print_statements(int jobs)
+{
+	PGresult *r = pgtest_query(
+		F.c,
+		"SELECT CASE WHEN toplevel THEN 't' ELSE 'n' END, calls, "
+		"round(calls::numeric / %d, 3), plans, round(mean_plan_time::numeric, 3), "
+		"round(mean_exec_time::numeric, 3), rows, "
+		"left(regexp_replace(query, '\\s+', ' ', 'g'), 70) FROM pg_stat_statements "
+		"WHERE calls >= 10 ORDER BY calls DESC",
+		jobs);
+
+	fprintf(stderr,
+		"dispatchbench: statements (%d jobs; t toplevel, n nested): calls, per job, "
+		"plans, plan ms, exec ms, rows, text\n",
+		jobs);
+	for (int i = 0; r && i < PQntuples(r); i++) {
+		fprintf(stderr, " ");
+		for (int c = 0; c < PQnfields(r); c++)
+			fprintf(stderr, " %s", PQgetvalue(r, i, c));
+		fprintf(stderr, "\n");
+	}
+	PQclear(r);
+}
+
 static const char *ok(int pass)
 {
 	return pass ? "met" : "**missed**";
@@ -265,11 +297,18 @@ static const char *ok(int pass)
 int main(int argc, char **argv)
 {
 	const char *out = ".";
-	int opt, n, lat_jobs, idle_secs, rows, rounds = 3, only_a = 0, only_notify = 0;
+	int opt, n, lat_jobs, idle_secs, rows, rounds = 3, only_a = 0, only_notify = 0, stmts = 0,
+					       only_d = 0;
 	struct samples rd = { 0 }, rx = { 0 };
 
-	while ((opt = getopt(argc, argv, "qano:r:")) != -1) {
-		if (opt == 'n')
+	while ((opt = getopt(argc, argv, "qansdb:o:r:")) != -1) {
+		if (opt == 'd')
+			only_d = 1;
+		else if (opt == 'b')
+			batch = atoi(optarg) > 0 && atoi(optarg) <= 100 ? atoi(optarg) : 100;
+		else if (opt == 's')
+			stmts = 1;
+		else if (opt == 'n')
 			only_notify = 1;
 		else if (opt == 'q')
 			quick = 1;
@@ -285,12 +324,27 @@ int main(int argc, char **argv)
 	idle_secs = quick ? 10 : 30;
 	rows = quick ? 2000 : 20000;
 	signal(SIGPIPE, SIG_IGN);
-	setenv("PGTEST_OPTS", "-c shared_preload_libraries=pg_stat_statements", 1);
+	setenv("PGTEST_OPTS",
+	       stmts ? "-c shared_preload_libraries=pg_stat_statements "
+		       "-c pg_stat_statements.track_planning=on -c pg_stat_statements.track=all"
+		     : "-c shared_preload_libraries=pg_stat_statements",
+	       1);
 	if (df_start(&F) < 0 || df_start_exec(&F, 0, SLOTS) < 0)
 		return 1;
 	PQclear(pgtest_query(F.c, "CREATE EXTENSION pg_stat_statements; "
 				  "CREATE ROLE idle LOGIN SUPERUSER"));
 
+	if (only_d) {
+		for (int i = 0; i < rounds; i++) {
+			double cf1 = claim_finish_rate(rows, 1), cf3 = claim_finish_rate(rows, 3);
+			fprintf(stderr,
+				"dispatchbench: claim-and-finish, %d rows, batch %d: %.0f rows/s "
+				"(one session), %.0f rows/s (three)\n",
+				rows, batch, cf1, cf3);
+		}
+		df_cleanup(&F, 0);
+		return 0;
+	}
 	if (only_notify) {
 		struct samples lat = { 0 };
 		df_write_config(&F, 0, "logLevel: warn\npollMs: 1000\nnotify: true\n");
@@ -309,6 +363,7 @@ int main(int argc, char **argv)
 	}
 
 	/* a: rounds (3; -r) each, side by side */
+	PQclear(pgtest_query(F.c, "SELECT pg_stat_statements_reset()"));
 	for (int i = 0; i < rounds; i++) {
 		double a = dispatch_rate(n), b = direct_rate(n);
 		bs_add(&rd, a);
@@ -324,6 +379,8 @@ int main(int argc, char **argv)
 		"dispatchbench: %d rounds of %d jobs: dispatch median %.0f/s (%.0f-%.0f), direct "
 		"median %.0f/s (%.0f-%.0f): %.0f %%\n",
 		rounds, n, sd.med, sd.min, sd.max, sx.med, sx.min, sx.max, 100 * sd.med / sx.med);
+	if (only_a && stmts)
+		print_statements(rounds * n);
 	if (only_a) {
 		df_cleanup(&F, 0);
 		return 0;

@@ -8,8 +8,9 @@
 --  * a held row (claimed or running) names its dispatcher in runner_instance
 --    (queued rows have none; finished rows keep the last one);
 --  * every change of a held row names its claim in the WHERE clause
---    (runner_instance, attempts, state), so a changed claim is a changed
---    row count, never an overwritten outcome;
+--    (runner_instance, attempts, state; since 005 claims instead of
+--    attempts), so a changed claim is a changed row count, never an
+--    overwritten outcome;
 --  * done, failed and cancelled are final: nothing moves a row out of them.
 
 CREATE TABLE @schema@.job (

@@ -347,6 +347,7 @@ uint64_t book_unlock(struct book *b)
 #ifdef BOOK_LOCK_STATS
 	uint64_t held = lock_clock_ns() - held_since;
 	b->lockstats.hold_ns += held;
+	b->lockstats.hashes += bk_hashed_take();
 	b->lockstats.hold_hist[lock_bucket(held)]++;
 #endif
 	pthread_mutex_unlock(&b->mtx);

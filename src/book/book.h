@@ -232,6 +232,29 @@ int book_lock(struct book *b);
 /* Unlocks; returns the bitmask of handlers that got mail since book_lock. */
 uint64_t book_unlock(struct book *b);
 
+/*
+ * Work done before the lock, so that the section does not (issue 18: the
+ * hold).  book_prepare_job: the want index's key of job_id for the
+ * connection (its client and the id); book_prepare_park: the node index's
+ * key of a WANT of the connection (connection, service, priority).  Each
+ * computes the key's SipHash without the lock into a small process-local
+ * memo, which the section's index operations read instead of hashing, and
+ * prefetches the index slot (and for a job, the want record it names) that
+ * the section will touch.  Safe without the lock: a hash is a pure function
+ * of the key and the segment's SipHash key, which book_init writes once and
+ * nothing changes, so a memo entry is right whatever happened since (at
+ * worst unused); the connection's client (the key's first half) is fixed
+ * while the connection is open, and is read again inside the section,
+ * where only a key that matches finds its memo entry; the other reads only
+ * warm the cache.  Up to BOOK_PREPARED_MAX keys are kept, more are ignored;
+ * book_prepared_clear() empties the memo (after the section).
+ */
+#define BOOK_PREPARED_MAX 32
+void book_prepare_job(const struct book *b, struct book_ref conn, const char *job_id);
+void book_prepare_park(const struct book *b, struct book_ref conn, uint32_t service,
+		       int32_t priority);
+void book_prepared_clear(void);
+
 /* Fault injection for tests: when set, book operations call it at named
  * points inside the critical section; a test hook may _exit() there to
  * simulate a crash holding the lock.  The hook is process-local.  Points
@@ -589,7 +612,9 @@ void book_status(const struct book *b, struct book_status *st);
  * BOOK_LOCK_STATS (bench/execserver-lockstat of `make bench`; the daemon
  * of a normal build reads no clock here): critical sections, how many had
  * to wait for the lock (trylock failed) and for how long, and a histogram
- * of the time the lock was held, in ns.  Bucket i counts holds of at most
+ * of the time the lock was held, in ns, and the SipHash computations made
+ * inside sections (the index keys not prepared before the lock,
+ * book_prepare_job).  Bucket i counts holds of at most
  * book_lock_bucket_ns(i) ns (and more than bucket i - 1's): 8 ns steps up
  * to 64 ns, then 8 steps per power of two.  Returns 0 with the figures in
  * st (call it with the lock held, or accept a torn read), -1 when the
@@ -601,6 +626,7 @@ struct book_lock_stats {
 	uint64_t waits;   /* ... that found the lock taken */
 	uint64_t wait_ns; /* time those spent waiting */
 	uint64_t hold_ns; /* time the lock was held, in total */
+	uint64_t hashes;  /* SipHash computed inside sections */
 	uint64_t hold_hist[BOOK_LOCK_BUCKETS];
 };
 int book_lock_stats(const struct book *b, struct book_lock_stats *st);

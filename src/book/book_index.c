@@ -127,13 +127,89 @@ uint32_t bk_index_used(const struct book *b, const struct bk_index *ix)
 
 /* ---- keys ---- */
 
-uint32_t bk_hash_want(const struct book *b, uint32_t client, const char *id, size_t len)
+/*
+ * Hashes prepared before the lock (book.h, book_prepare_job): the last
+ * keys' SipHash, process-local on purpose (each handler prepares its own
+ * section's keys).  An entry holds the key's bytes as hashed and the
+ * segment's SipHash key it was hashed with, so it is found only by the same
+ * key of the same segment, and then it is that key's hash: never wrong,
+ * whatever changed in the book meanwhile.
+ */
+struct prepared {
+	uint64_t sipkey[2];
+	uint32_t hash, len;
+	uint8_t key[5 + BOOK_ID_MAX];
+};
+
+static struct prepared prepared[BOOK_PREPARED_MAX];
+static unsigned nprepared;
+
+#ifdef BOOK_LOCK_STATS
+static uint64_t hashed; /* in this process's section (book_lock_stats) */
+
+uint64_t bk_hashed_take(void)
 {
-	uint8_t buf[5 + BOOK_ID_MAX];
+	uint64_t n = hashed;
+	hashed = 0;
+	return n;
+}
+#define COUNT_HASH() (hashed++)
+#else
+#define COUNT_HASH() ((void)0)
+#endif
+
+/* Inside a section: the key's hash, from the memo when it was prepared. */
+static uint32_t key_hash(const struct book *b, const uint8_t *key, size_t len)
+{
+	for (unsigned i = 0; i < nprepared; i++) {
+		const struct prepared *p = &prepared[i];
+		if (p->len == len && memcmp(p->key, key, len) == 0 &&
+		    p->sipkey[0] == b->sipkey[0] && p->sipkey[1] == b->sipkey[1])
+			return p->hash;
+	}
+	COUNT_HASH();
+	return (uint32_t)bk_siphash24(b->sipkey, key, len);
+}
+
+static uint32_t key_prepare(const struct book *b, const uint8_t *key, size_t len)
+{
+	uint32_t h = (uint32_t)bk_siphash24(b->sipkey, key, len);
+	if (nprepared < BOOK_PREPARED_MAX) {
+		struct prepared *p = &prepared[nprepared++];
+		memcpy(p->sipkey, b->sipkey, sizeof p->sipkey);
+		p->hash = h;
+		p->len = (uint32_t)len;
+		memcpy(p->key, key, len);
+	}
+	return h;
+}
+
+void book_prepared_clear(void)
+{
+	nprepared = 0;
+}
+
+static size_t want_key(uint8_t *buf, uint32_t client, const char *id, size_t len)
+{
 	buf[0] = 'W';
 	memcpy(buf + 1, &client, 4);
 	memcpy(buf + 5, id, len);
-	return (uint32_t)bk_siphash24(b->sipkey, buf, 5 + len);
+	return 5 + len;
+}
+
+static size_t node_key(uint8_t *buf, uint32_t conn, uint32_t service, int32_t priority)
+{
+	buf[0] = 'N';
+	memcpy(buf + 1, &conn, 4);
+	memcpy(buf + 5, &service, 4);
+	memcpy(buf + 9, &priority, 4);
+	return 13;
+}
+
+uint32_t bk_hash_want(const struct book *b, uint32_t client, const char *id, size_t len)
+{
+	uint8_t buf[5 + BOOK_ID_MAX];
+	return key_hash(b, buf, want_key(buf, client, id, len));
 }
 
 uint32_t bk_hash_client(const struct book *b, const char *id, size_t len)
@@ -141,17 +217,53 @@ uint32_t bk_hash_client(const struct book *b, const char *id, size_t len)
 	uint8_t buf[1 + BOOK_ID_MAX];
 	buf[0] = 'C';
 	memcpy(buf + 1, id, len);
+	COUNT_HASH();
 	return (uint32_t)bk_siphash24(b->sipkey, buf, 1 + len);
 }
 
 uint32_t bk_hash_node(const struct book *b, uint32_t conn, uint32_t service, int32_t priority)
 {
 	uint8_t buf[13];
-	buf[0] = 'N';
-	memcpy(buf + 1, &conn, 4);
-	memcpy(buf + 5, &service, 4);
-	memcpy(buf + 9, &priority, 4);
-	return (uint32_t)bk_siphash24(b->sipkey, buf, sizeof buf);
+	return key_hash(b, buf, node_key(buf, conn, service, priority));
+}
+
+/* Without the lock: brings the key's home slot, and the record its first
+ * entry names, into this CPU's cache (for writing: the section's operation
+ * may write both).  A racy read of the slot is harmless: it only picks what
+ * to warm. */
+static void warm_slot(const struct book *b, const struct bk_index *ix, uint32_t hash, uint32_t *idx)
+{
+	const struct bk_slot *s = &bk_slots(b, ix)[ix_home(ix, hash)];
+	__builtin_prefetch(s, 1);
+	*idx = __atomic_load_n(&s->idx, __ATOMIC_RELAXED);
+}
+
+void book_prepare_job(const struct book *b, struct book_ref conn, const char *job_id)
+{
+	uint8_t buf[5 + BOOK_ID_MAX];
+	size_t len = job_id ? strnlen(job_id, BOOK_ID_MAX + 1) : 0;
+	if (conn.idx >= b->lim.max_connections || len == 0 || len > BOOK_ID_MAX)
+		return;
+	uint32_t client = __atomic_load_n(&bk_conn(b, conn.idx)->client, __ATOMIC_RELAXED);
+	uint32_t wi, h = key_prepare(b, buf, want_key(buf, client, job_id, len));
+	warm_slot(b, &b->widx, h, &wi);
+	if (wi < b->lim.max_wants) {
+		const struct bk_want *w = bk_want(b, wi);
+		__builtin_prefetch(w, 1);
+		__builtin_prefetch(w->job_id, 0);
+	}
+}
+
+void book_prepare_park(const struct book *b, struct book_ref conn, uint32_t service,
+		       int32_t priority)
+{
+	uint8_t buf[13];
+	if (conn.idx >= b->lim.max_connections)
+		return;
+	uint32_t ni, h = key_prepare(b, buf, node_key(buf, conn.idx, service, priority));
+	warm_slot(b, &b->nidx, h, &ni);
+	if (ni < b->lim.max_wants)
+		__builtin_prefetch(bk_node(b, ni), 1);
 }
 
 struct want_key {

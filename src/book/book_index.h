@@ -8,7 +8,9 @@
  * hashed with keyed
  * SipHash-2-4.  A slot stores the entry's table index and the low 32 bits
  * of its hash; the key itself is read from the table record.  The indexes
- * are derived data: book_repair() clears and refills them.
+ * are derived data: book_repair() clears and refills them.  bk_hash_want
+ * and bk_hash_node first look in the memo of hashes prepared before the
+ * lock (book.h, book_prepare_job).
  */
 #ifndef ES_BOOK_INDEX_H
 #define ES_BOOK_INDEX_H
@@ -52,5 +54,10 @@ uint32_t bk_index_used(const struct book *b, const struct bk_index *ix);
 uint32_t bk_hash_want(const struct book *b, uint32_t client, const char *id, size_t len);
 uint32_t bk_hash_client(const struct book *b, const char *id, size_t len);
 uint32_t bk_hash_node(const struct book *b, uint32_t conn, uint32_t service, int32_t priority);
+#ifdef BOOK_LOCK_STATS
+/* SipHash computations of this process since the last call (book_unlock
+ * adds them to the lock's figures). */
+uint64_t bk_hashed_take(void);
+#endif
 
 #endif

@@ -16,7 +16,8 @@
  *    claimed one at a time (struct admission);
  *  - nothing is claimed while the heartbeat is older than staleAfterSec/2
  *    or while no execserver is connected;
- *  - every write to a held row carries (runner_instance, attempts, state):
+ *  - every write to a held row carries its claim (runner_instance, claims,
+ *    state; claims never repeats for a row, attempts may):
  *    a row that is not ours any more is never written, its run is
  *    cancelled at the execserver and its result dropped;
  *  - our dispatcher row exists as long as we hold rows (it is deleted
@@ -66,6 +67,7 @@ struct held {
 	struct held *next, *prev;
 	struct dispatcher *d;
 	int64_t id;
+	int claim; /* the row's claims at our claim: (id, claim) names it */
 	int attempts;
 	int priority;
 	char *service;
@@ -94,7 +96,7 @@ struct held {
 struct fin {
 	struct held *rows[FINISH_BATCH];
 	int k;
-	char ids[21 * FINISH_BATCH + 3], att[21 * FINISH_BATCH + 3], unc[21 * FINISH_BATCH + 3],
+	char ids[21 * FINISH_BATCH + 3], claim[21 * FINISH_BATCH + 3], unc[21 * FINISH_BATCH + 3],
 		delay[21 * FINISH_BATCH + 3];
 	char *states, *errors, *receipts;
 };
@@ -371,7 +373,7 @@ static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
 	if (h->lost || h->started)
 		return;
 	snprintf(id, sizeof id, "%lld", (long long)h->id);
-	snprintf(att, sizeof att, "%d", h->attempts);
+	snprintf(att, sizeof att, "%d", h->claim);
 	snprintf(json, sizeof json,
 		 "{\"running\": %lld, \"ahead\": %lld, \"capacity\": %lld, "
 		 "\"eta_ms\": %lld, \"instance_id\": \"%.64s\"}",
@@ -565,8 +567,8 @@ static void admission_free(struct admission *a)
 	free(a->lims);
 }
 
-/* A claimed row (columns id, attempts, priority, service, job from col
- * on) handed to libexecclient, or spawned here for a local service. */
+/* A claimed row (columns id, attempts, priority, service, job, claims
+ * from col on) handed to libexecclient, or spawned here for a local service. */
 static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 {
 	struct held *h = calloc(1, sizeof *h);
@@ -580,7 +582,8 @@ static void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	h->attempts = atoi(PQgetvalue(res, row, col + 1));
 	h->priority = atoi(PQgetvalue(res, row, col + 2));
 	h->service = strdup(PQgetvalue(res, row, col + 3));
-	snprintf(h->job_id, sizeof h->job_id, "j%lld.%d", (long long)h->id, h->attempts);
+	h->claim = atoi(PQgetvalue(res, row, col + 5));
+	snprintf(h->job_id, sizeof h->job_id, "j%lld.%d", (long long)h->id, h->claim);
 	h->next = d->list;
 	if (d->list)
 		d->list->prev = h;
@@ -640,7 +643,7 @@ static void fin_free_arrays(struct fin *f)
  * none is due or memory is short (they wait for the next turn). */
 static int fin_build(struct dispatcher *d, struct fin *f, int n)
 {
-	int64_t ids[FINISH_BATCH], att[FINISH_BATCH], unc[FINISH_BATCH], delay[FINISH_BATCH];
+	int64_t ids[FINISH_BATCH], claim[FINISH_BATCH], unc[FINISH_BATCH], delay[FINISH_BATCH];
 	const char *states[FINISH_BATCH], *errors[FINISH_BATCH], *receipts[FINISH_BATCH];
 	int64_t now = now_ms();
 	int k = 0;
@@ -650,7 +653,7 @@ static int fin_build(struct dispatcher *d, struct fin *f, int n)
 			continue;
 		f->rows[k] = h;
 		ids[k] = h->id;
-		att[k] = h->attempts;
+		claim[k] = h->claim;
 		unc[k] = h->uncount;
 		delay[k] = h->releasing ? 0 : d->cfg->retry_delay_sec;
 		states[k] = h->state;
@@ -662,7 +665,7 @@ static int fin_build(struct dispatcher *d, struct fin *f, int n)
 	if (k == 0)
 		return 0;
 	db_int_array(f->ids, ids, k);
-	db_int_array(f->att, att, k);
+	db_int_array(f->claim, claim, k);
 	db_int_array(f->unc, unc, k);
 	db_int_array(f->delay, delay, k);
 	f->states = db_text_array(states, k);
@@ -683,7 +686,7 @@ static void fin_params(const struct dispatcher *d, const struct fin *f, const ch
 {
 	params[0] = d->cfg->instance_id;
 	params[1] = f->ids;
-	params[2] = f->att;
+	params[2] = f->claim;
 	params[3] = f->states;
 	params[4] = f->unc;
 	params[5] = f->delay;
@@ -742,16 +745,16 @@ static void landed_cb(void *arg, PGresult *res, int away, const void *note)
 
 /* h's outcome was found not ours when written again after a statement
  * writing it lost its reply: a chore asks whether that statement's write
- * landed (the row carries h's outcome), so that it counts as written, not
- * dropped (landed_cb).  0 when asked. */
+ * landed (the row carries h's outcome under h's claim), so that it counts
+ * as written, not dropped (landed_cb).  0 when asked. */
 static int ask_landed(struct dispatcher *d, const struct held *h)
 {
-	char id[24], att[16];
-	const char *params[6] = { id, att, h->state, h->error, h->receipt, d->cfg->instance_id };
+	char id[24], claim[16];
+	const char *params[6] = { id, claim, h->state, h->error, h->receipt, d->cfg->instance_id };
 	struct landed_note n = { h->id, h->attempts, h->uncount, h->state };
 
 	snprintf(id, sizeof id, "%lld", (long long)h->id);
-	snprintf(att, sizeof att, "%d", h->attempts - h->uncount);
+	snprintf(claim, sizeof claim, "%d", h->claim);
 	return chores_add(d->chores, d->q_landed, 6, params, &n, sizeof n, landed_cb, d);
 }
 
@@ -1100,11 +1103,13 @@ static void swept(void *arg, PGresult *res, int away, const void *note)
 
 /* After a reconnection, with no statement on the wire and every result
  * delivered (so every row this dispatcher claimed and knows is in its
- * list): the rows claimed under its instance that it does not hold were
- * claimed by a statement whose result the lost connection took (the
- * commit went through, the answer did not).  Nobody else would ever free
- * them while this dispatcher's heartbeat lives: requeued like a rescue
- * (a chore; no claim is sent until its answer, swept). */
+ * list): the rows claimed under its instance by a claim it does not hold
+ * (id and claims; an earlier claim of the same row whose outcome is still
+ * to be written is not the row's claim) were claimed by a statement whose
+ * result the lost connection took (the commit went through, the answer
+ * did not).  Nobody else would ever free them while this dispatcher's
+ * heartbeat lives: requeued like a rescue (a chore; no claim is sent
+ * until its answer, swept). */
 static void sweep_lost_claims(struct dispatcher *d)
 {
 	size_t n = 0;
@@ -1112,23 +1117,30 @@ static void sweep_lost_claims(struct dispatcher *d)
 
 	for (struct held *h = d->list; h; h = h->next)
 		n++;
-	char *ids = malloc(21 * n + 3);
-	int64_t *v = calloc(n + 1, sizeof *v);
-	if (!ids || !v) {
+	char *ids = malloc(21 * n + 3), *claims = malloc(21 * n + 3);
+	int64_t *v = calloc(n + 1, sizeof *v), *c = calloc(n + 1, sizeof *c);
+	if (!ids || !claims || !v || !c) {
 		free(ids);
+		free(claims);
 		free(v);
+		free(c);
 		return; /* tried again at the next turn */
 	}
 	n = 0;
-	for (struct held *h = d->list; h; h = h->next)
-		v[n++] = h->id;
+	for (struct held *h = d->list; h; h = h->next) {
+		v[n] = h->id;
+		c[n++] = h->claim;
+	}
 	db_int_array(ids, v, (int)n);
+	db_int_array(claims, c, (int)n);
 	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
-	const char *params[3] = { d->cfg->instance_id, ids, maxa };
-	if (chores_add(d->chores, d->q_rescue_lost, 3, params, NULL, 0, swept, d) == 0)
+	const char *params[4] = { d->cfg->instance_id, ids, maxa, claims };
+	if (chores_add(d->chores, d->q_rescue_lost, 4, params, NULL, 0, swept, d) == 0)
 		d->sweep_out = 1;
 	free(ids);
+	free(claims);
 	free(v);
+	free(c);
 }
 
 static void lose_everything(struct dispatcher *d, const char *why)
@@ -1281,8 +1293,8 @@ static void on_chores_up(void *arg)
 		event_active(d->flush_ev, EV_TIMEOUT, 0);
 }
 
-/* Claims and ids of the held rows at the execserver, for DQ_START/DQ_HELD. */
-static int collect(struct dispatcher *d, int only_unstarted_running, int64_t *ids, int64_t *att,
+/* Ids and claims of the held rows at the execserver, for DQ_START/DQ_HELD. */
+static int collect(struct dispatcher *d, int only_unstarted_running, int64_t *ids, int64_t *claim,
 		   int max)
 {
 	int n = 0;
@@ -1294,56 +1306,56 @@ static int collect(struct dispatcher *d, int only_unstarted_running, int64_t *id
 		    (h->started || (h->xj && strcmp(exc_job_state(h->xj), "running") != 0)))
 			continue;
 		ids[n] = h->id;
-		att[n] = h->attempts;
+		claim[n] = h->claim;
 		n++;
 	}
 	return n;
 }
 
-static struct held *find(struct dispatcher *d, int64_t id, int attempts)
+static struct held *find(struct dispatcher *d, int64_t id, int claim)
 {
 	for (struct held *h = d->list; h; h = h->next)
-		if (h->id == id && h->attempts == attempts)
+		if (h->id == id && h->claim == claim)
 			return h;
 	return NULL;
 }
 
 /* The held rows a chore asks about (DQ_START, DQ_HELD), as its note:
- * n, then the ids, then the attempts. */
+ * n, then the ids, then the claims. */
 struct asked {
 	int n;
-	int64_t v[]; /* ids: v[0 .. n), attempts: v[n .. 2n) */
+	int64_t v[]; /* ids: v[0 .. n), claims: v[n .. 2n) */
 };
 
 /* Collects the rows (as collect) into a new struct asked with their
- * arrays as parameters (aids, aatt: malloc'd); its size in *len, NULL
+ * arrays as parameters (aids, aclaim: malloc'd); its size in *len, NULL
  * when there is none or memory is short. */
 static struct asked *ask_rows(struct dispatcher *d, int only_unstarted_running, size_t *len,
-			      char **aids, char **aatt)
+			      char **aids, char **aclaim)
 {
 	unsigned cap = d->at_exec + d->local_running; /* what collect() may find */
 	struct asked *a = cap ? malloc(sizeof *a + 2 * cap * sizeof(int64_t)) : NULL;
-	int64_t *att = NULL;
+	int64_t *claim = NULL;
 
-	*aids = *aatt = NULL;
-	if (!a || !(att = calloc(cap, sizeof *att)))
+	*aids = *aclaim = NULL;
+	if (!a || !(claim = calloc(cap, sizeof *claim)))
 		goto fail;
-	a->n = collect(d, only_unstarted_running, a->v, att, (int)cap);
-	memcpy(a->v + a->n, att, (size_t)a->n * sizeof *att);
-	free(att);
+	a->n = collect(d, only_unstarted_running, a->v, claim, (int)cap);
+	memcpy(a->v + a->n, claim, (size_t)a->n * sizeof *claim);
+	free(claim);
 	*aids = malloc(21 * (size_t)a->n + 3);
-	*aatt = malloc(21 * (size_t)a->n + 3);
-	if (a->n == 0 || !*aids || !*aatt)
+	*aclaim = malloc(21 * (size_t)a->n + 3);
+	if (a->n == 0 || !*aids || !*aclaim)
 		goto fail;
 	db_int_array(*aids, a->v, a->n);
-	db_int_array(*aatt, a->v + a->n, a->n);
+	db_int_array(*aclaim, a->v + a->n, a->n);
 	*len = sizeof *a + 2 * (size_t)a->n * sizeof(int64_t);
 	return a;
 fail:
 	free(a);
 	free(*aids);
-	free(*aatt);
-	*aids = *aatt = NULL;
+	free(*aclaim);
+	*aids = *aclaim = NULL;
 	return NULL;
 }
 
@@ -1375,23 +1387,23 @@ static void started(void *arg, PGresult *res, int away, const void *note)
 }
 
 /* A chore about the held rows (as collect): sql with the first nparams of
- * ($1 instance, $2 ids[], $3 attempts[]); fn gets the rows asked as its
+ * ($1 instance, $2 ids[], $3 claims[]); fn gets the rows asked as its
  * note.  1 when queued (0: nothing held, or no memory). */
 static int ask_chore(struct dispatcher *d, int only_unstarted_running, const char *sql, int nparams,
 		     chore_fn fn)
 {
 	size_t len;
-	char *aids, *aatt;
-	struct asked *a = ask_rows(d, only_unstarted_running, &len, &aids, &aatt);
+	char *aids, *aclaim;
+	struct asked *a = ask_rows(d, only_unstarted_running, &len, &aids, &aclaim);
 	int queued;
 
 	if (!a)
 		return 0;
-	const char *params[3] = { d->cfg->instance_id, aids, aatt };
+	const char *params[3] = { d->cfg->instance_id, aids, aclaim };
 	queued = chores_add(d->chores, sql, nparams, params, a, len, fn, d) == 0;
 	free(a);
 	free(aids);
-	free(aatt);
+	free(aclaim);
 	return queued;
 }
 
@@ -1421,14 +1433,14 @@ static void polled(void *arg, PGresult *res, int away, const void *note)
 		return;
 	}
 	for (int i = 0; i < a->n; i++) {
-		int64_t id = a->v[i], att = a->v[a->n + i];
-		struct held *h = find(d, id, (int)att);
+		int64_t id = a->v[i], claim = a->v[a->n + i];
+		struct held *h = find(d, id, (int)claim);
 		int ours = 0, row = -1;
 		for (int r = 0; r < PQntuples(res) && row < 0; r++)
 			if (strtoll(PQgetvalue(res, r, 0), NULL, 10) == id)
 				row = r;
 		if (row >= 0)
-			ours = atoi(PQgetvalue(res, row, 1)) == att &&
+			ours = atoi(PQgetvalue(res, row, 1)) == claim &&
 			       atoi(PQgetvalue(res, row, 2)) == 1;
 		if (h && ours && !PQgetisnull(res, row, 4) && atoi(PQgetvalue(res, row, 4)) == 1 &&
 		    h->xj && strcmp(exc_job_state(h->xj), "waiting") == 0)

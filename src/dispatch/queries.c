@@ -51,7 +51,8 @@ const char DQ_RESCUE_OWN[] = "UPDATE @schema@.job j SET " RESCUE_SET(
 
 const char DQ_RESCUE_LOST[] = "UPDATE @schema@.job j SET " RESCUE_SET(
 	"$3::int") "WHERE j.runner_instance = $1 AND j.state = 'claimed' "
-		   "AND NOT j.id = ANY($2::bigint[]) RETURNING j.id";
+		   "AND NOT EXISTS (SELECT 1 FROM unnest($2::bigint[], $4::int[]) AS "
+		   "h(id, claims) WHERE h.id = j.id AND h.claims = j.claims) RETURNING j.id";
 
 /* The claim's two halves: the rows picked (LIMIT from the parameter
  * named), and their change to claimed by $1. */
@@ -68,11 +69,11 @@ const char DQ_RESCUE_LOST[] = "UPDATE @schema@.job j SET " RESCUE_SET(
  * estimates a CTE of LIMIT $n at a tenth of the table and hash-joins it
  * with a sequential scan of the whole table (done rows included) at every
  * claim. */
-#define CLAIM_SET_FROM(CTE)                                                   \
-	"UPDATE @schema@.job j SET state = 'claimed', runner_instance = $1, " \
-	"attempts = j.attempts + 1, started_at = NULL "                       \
-	"WHERE j.id = ANY(ARRAY(SELECT id FROM " CTE ")) "                    \
-	"RETURNING j.id, j.attempts, j.priority, j.service, j.job::text"
+#define CLAIM_SET_FROM(CTE)                                                    \
+	"UPDATE @schema@.job j SET state = 'claimed', runner_instance = $1, "  \
+	"attempts = j.attempts + 1, claims = j.claims + 1, started_at = NULL " \
+	"WHERE j.id = ANY(ARRAY(SELECT id FROM " CTE ")) "                     \
+	"RETURNING j.id, j.attempts, j.priority, j.service, j.job::text, j.claims"
 #define CLAIM_SET CLAIM_SET_FROM("picked")
 
 /* Outcomes of claims of $1, from the arrays $2..$8. */
@@ -85,8 +86,8 @@ const char DQ_RESCUE_LOST[] = "UPDATE @schema@.job j SET " RESCUE_SET(
 	"finished_at = CASE WHEN u.state = 'queued' THEN NULL ELSE now() END, "                 \
 	"error = u.error, receipt = u.receipt "                                                 \
 	"FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], "   \
-	" $8::jsonb[]) AS u(id, attempts, state, uncount, delay, error, receipt) "              \
-	"WHERE j.id = u.id AND j.runner_instance = $1 AND j.attempts = u.attempts "             \
+	" $8::jsonb[]) AS u(id, claims, state, uncount, delay, error, receipt) "                \
+	"WHERE j.id = u.id AND j.runner_instance = $1 AND j.claims = u.claims "                 \
 	"AND j.state IN " HELD " RETURNING j.id"
 
 const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int", "$3", "$4",
@@ -115,8 +116,8 @@ const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int", "$
 const char DQ_CLAIM_EXEC[] = "WITH " CLAIM_PICK_EXEC("$2", "$3", "$4", "$5") CLAIM_SET;
 
 const char DQ_START[] = "UPDATE @schema@.job j SET state = 'running', started_at = now() "
-			"FROM unnest($2::bigint[], $3::int[]) AS u(id, attempts) "
-			"WHERE j.id = u.id AND j.attempts = u.attempts AND j.runner_instance = $1 "
+			"FROM unnest($2::bigint[], $3::int[]) AS u(id, claims) "
+			"WHERE j.id = u.id AND j.claims = u.claims AND j.runner_instance = $1 "
 			"AND j.state = 'claimed' RETURNING j.id";
 
 const char DQ_FINISH[] = FINISH_SET;
@@ -128,23 +129,23 @@ const char DQ_FINISH_CLAIM[] =
 	"WITH fin AS (" FINISH_SET
 	"), " CLAIM_PICK_SERVICES("$9", "$10") ", claimed AS (" CLAIM_SET_FROM(
 		"picked_s") ") "
-			    "SELECT 'c', id, attempts, priority, service, job FROM claimed "
-			    "UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL FROM fin";
+			    "SELECT 'c', id, attempts, priority, service, job, claims FROM claimed "
+			    "UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL, NULL FROM fin";
 
 const char DQ_LANDED[] =
-	"SELECT 1 FROM @schema@.job WHERE id = $1::bigint AND attempts = $2::int AND state = $3 "
+	"SELECT 1 FROM @schema@.job WHERE id = $1::bigint AND claims = $2::int AND state = $3 "
 	"AND error IS NOT DISTINCT FROM $4 AND receipt IS NOT DISTINCT FROM $5::jsonb "
 	"AND (runner_instance = $6 OR (state = 'queued' AND runner_instance IS NULL))";
 
 const char DQ_HELD[] =
-	"SELECT id, attempts, (runner_instance = $1 AND state IN " HELD ")::int, "
+	"SELECT id, claims, (runner_instance = $1 AND state IN " HELD ")::int, "
 	"CASE WHEN state = 'cancelled' THEN "
 	" floor(extract(epoch FROM clock_timestamp() - finished_at) * 1000)::bigint END, "
 	"(position_wanted_at > now() - interval '5 seconds')::int "
 	"FROM @schema@.job WHERE id = ANY($2::bigint[])";
 
 const char DQ_POSITION[] = "UPDATE @schema@.job SET exec_position = $4::jsonb "
-			   "WHERE id = $1::bigint AND runner_instance = $2 AND attempts = $3::int "
+			   "WHERE id = $1::bigint AND runner_instance = $2 AND claims = $3::int "
 			   "AND state = 'claimed'";
 
 const char DQ_LEAVE[] =

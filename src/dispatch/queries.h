@@ -7,7 +7,9 @@
  * Each statement is one unnamed PQexecParams: no session state (no SET,
  * no advisory lock, no prepared statement, no LISTEN), so they run through
  * a transaction-mode pooler.  Every change of a held row carries its claim
- * (runner_instance, attempts, state) in its WHERE clause.
+ * (runner_instance, claims, state) in its WHERE clause: claims counts the
+ * claims of a row and is never decremented, so (id, claims) names one
+ * claim for good (attempts does not: "no slot" gives an attempt back).
  */
 #ifndef ES_DISPATCH_QUERIES_H
 #define ES_DISPATCH_QUERIES_H
@@ -35,29 +37,29 @@ extern const char DQ_HEARTBEAT[];
  * (same outcome rule as the rescue): ($1 instance, $2 maxAttempts) -> rows */
 extern const char DQ_RESCUE_OWN[];
 
-/* After a reconnection: requeue the rows claimed by this instance that it
- * does not hold (a claim whose result was lost with the connection; same
- * outcome rule as the rescue): ($1 instance, $2 ids held, $3 maxAttempts)
- * -> rows */
+/* After a reconnection: requeue the rows claimed by this instance under
+ * a claim it does not hold (a claim whose result was lost with the
+ * connection; same outcome rule as the rescue): ($1 instance, $2 ids
+ * held, $3 maxAttempts, $4 their claims) -> rows */
 extern const char DQ_RESCUE_LOST[];
 
 /* Claim a batch: ($1 instance, $2 limit, $3 the local services text[],
  * $4 true: claim those, false: the others, $5 the lowest priority)
- * -> (id, attempts, priority, service, job) */
+ * -> (id, attempts, priority, service, job, claims) */
 extern const char DQ_CLAIM[];
 
 /* Claim exec-bound rows, each service up to its admission: ($1 instance,
  * $2 services text[], $3 their limits int[], $4 at most this many rows of
  * services not in $2, $5 the local services text[] (never claimed here))
- * -> (id, attempts, priority, service, job) */
+ * -> (id, attempts, priority, service, job, claims) */
 extern const char DQ_CLAIM_EXEC[];
 
-/* Claimed rows whose run started: ($1 instance, $2 ids[], $3 attempts[])
+/* Claimed rows whose run started: ($1 instance, $2 ids[], $3 claims[])
  * -> (id) of the rows changed */
 extern const char DQ_START[];
 
 /* The outcomes of claims, a batch in one statement: ($1 instance, $2 ids[],
- * $3 attempts[], $4 states[] (done, failed, queued), $5 uncount[] (1: the
+ * $3 claims[], $4 states[] (done, failed, queued), $5 uncount[] (1: the
  * attempt does not count), $6 retry delay sec[], $7 errors[], $8 receipts
  * jsonb[]) -> (id) of the rows whose claim was still ours */
 extern const char DQ_FINISH[];
@@ -65,21 +67,21 @@ extern const char DQ_FINISH[];
 /* DQ_FINISH and DQ_CLAIM_EXEC's claim of the listed services (not the
  * other class) in one statement: ($1..$8 as DQ_FINISH, $9 services
  * text[], $10 limits int[]) -> ('f', id) per outcome written and ('c', id, attempts,
- * priority, service, job) per row claimed */
+ * priority, service, job, claims) per row claimed */
 extern const char DQ_FINISH_CLAIM[];
 
 /* Whether an outcome whose reply the lost connection took was written:
- * the row carries it ($1 id, $2 attempts as written (less uncount), $3
- * state, $4 error, $5 receipt jsonb, $6 instance) -> one row if so */
+ * the row carries it under its claim ($1 id, $2 claims, $3 state, $4
+ * error, $5 receipt jsonb, $6 instance) -> one row if so */
 extern const char DQ_LANDED[];
 
 /* Which held rows are still ours: ($1 instance, $2 ids[]) -> (id,
- * attempts, ours 0|1, ms since the cancel's commit for a cancelled row,
+ * claims, ours 0|1, ms since the cancel's commit for a cancelled row,
  * position asked for in the last 5 s 0|1) */
 extern const char DQ_HELD[];
 
 /* The execserver's POSITION of a claimed row, under its claim:
- * ($1 id, $2 instance, $3 attempts, $4 position jsonb) */
+ * ($1 id, $2 instance, $3 claims, $4 position jsonb) */
 extern const char DQ_POSITION[];
 
 /* Leave: delete our row: ($1 instance, $2 host, $3 pid) */

@@ -271,7 +271,8 @@ static void on_closed(void *owner, uint16_t code)
 /*
  * A client often writes messages back to back (a DECLINE and its next
  * WANT, a JOB and the next WANT), and they arrive in one read.  on_text
- * only decodes each into a step; on_read_end (ws.h) applies the steps of
+ * only decodes each into a step (and prepares the hashes of its book
+ * operation, book_prepare_job); on_read_end (ws.h) applies the steps of
  * the read in their order: every book operation in one critical section,
  * which also takes this handler's mail; then, without the lock, the
  * replies in message order, then the mail.  A JOB's description is checked
@@ -451,6 +452,7 @@ static void batch_apply(void)
 	}
 	size_t nmail = mailbox_take(b, mail, MAILBOX_BATCH);
 	handler_book_unlock();
+	book_prepared_clear();
 	batch.n = 0;
 	batch.c = NULL;
 	for (size_t i = 0; i < n; i++) {
@@ -483,8 +485,12 @@ static void on_text(void *owner, const char *text, size_t len)
 		if (s->svc < 0) {
 			s->code = PROTO_E_UNKNOWN_SERVICE;
 			snprintf(s->detail, sizeof s->detail, "no such service");
+			return;
 		}
+		book_prepare_park(handler.inst->book, c->ref, (uint32_t)s->svc, s->in.priority);
 	}
+	/* the section's hashing, done here without the lock (book.h) */
+	book_prepare_job(handler.inst->book, c->ref, s->in.job_id);
 }
 
 int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *client_id, int protocol,

@@ -58,6 +58,7 @@ static struct json_object *lock_json(const struct book_lock_stats *st)
 	json_object_object_add(l, "waits", jint(st->waits));
 	json_object_object_add(l, "wait_ns", jint(st->wait_ns));
 	json_object_object_add(l, "hold_ns", jint(st->hold_ns));
+	json_object_object_add(l, "hashes", jint(st->hashes));
 	for (unsigned i = 0; i < BOOK_LOCK_BUCKETS; i++) {
 		if (!st->hold_hist[i])
 			continue;

@@ -43,7 +43,11 @@
 #include "fuzz.h"
 #include "net/ws.h"
 
-#define MAX_MSG 1024 /* small, so that 1009 is reachable */
+/* Above the direct path's 4096 bytes (TEXT_DIRECT_MAX, src/net/ws.c), so
+ * that text frames of every length it takes reach it (and those between
+ * the two go to wslay and are taken there), and small enough that 1009 is
+ * reachable with inputs near libFuzzer's default length. */
+#define MAX_MSG 5120
 #define DEADLINE_MS 5000
 #define CLOSE_TIMEOUT_MS (2 * DEADLINE_MS) /* never fires: see above */
 

@@ -3,8 +3,10 @@
  * daemon with several handlers: HELLO, the slot life (WANT, OFFER, JOB,
  * DONE, DECLINE, UNWANT), refusals that leave the connection working,
  * priority across clients, round robin within a class, offer expiry,
- * hand-over between handlers, a handler crash under load, and the repair of
- * the robust mutex through the fault switch.
+ * hand-over between handlers, a handler crash under load, the repair of
+ * the robust mutex through the fault switch, and what a protocol-2 client
+ * finds after its handler died in the section that cancelled its parked
+ * want.
  */
 #include "autoconfig.h"
 
@@ -687,6 +689,66 @@ static void test_fault_inside_read_section(void)
 	stop();
 }
 
+/* A protocol-2 client's CANCEL of a parked want is applied in a section
+ * whose later WANT kills the handler, so its DONE {cancelled} never goes
+ * out.  That DONE answers the CANCEL; it is no kept receipt (protocol.md
+ * CANCEL, section 6): nothing ran, and the want would have gone with its
+ * connection anyway.  The client that comes back finds exactly what a
+ * parked want of a crashed handler leaves: no DONE for it, QUERY
+ * unknown_job, and the id free for a new WANT, while the receipt of its
+ * accepted job (lost with its runner) comes back as exec_lost. */
+static void test_cancelled_want_in_dying_section(void)
+{
+	/* want.mid's third pass in handler 0: the WANT after the CANCEL */
+	start(2, 2, "resumeGraceSec: 10\n", "EXECSERVER_FAULT=book:want.mid:3");
+	struct tclient *h = tc_connect_on_handler(&D, 2, 1, "held");
+	struct tclient *a = tc_connect_on_handler(&D, 2, 0, "pk&protocol=2");
+	CU_ASSERT_FATAL(h && a);
+	CU_ASSERT_FATAL(
+		tc_start_job(a, "r", "sleep", "{\"command\":\"sleep\",\"args\":[\"30\"]}") == 0);
+	CU_ASSERT_FATAL(tc_want_offer(h, "h0", "cat", 0, 3000) != NULL);
+	tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"x\",\"service\":\"cat\"}");
+	tc_send(a, "{\"type\":\"QUERY\",\"job_id\":\"x\"}");
+	struct json_object *p = tc_expect(a, "POSITION", 3000);
+	CU_ASSERT_FATAL(p != NULL);
+	CU_ASSERT_STRING_EQUAL(tc_str(p, "state"), "waiting");
+	json_object_put(p);
+	const char *two[2] = { "{\"type\":\"CANCEL\",\"job_id\":\"x\"}",
+			       "{\"type\":\"WANT\",\"job_id\":\"y\",\"service\":\"cat\"}" };
+	CU_ASSERT_FATAL(tc_send_together(a, two, 2) == 0);
+	expect_dropped(a);
+	CU_ASSERT(harness_log_contains(&D, "fault injection: dying at want.mid"));
+
+	struct tclient *b = NULL;
+	for (int i = 0; i < 50 && !b; i++) {
+		harness_sleep_ms(100);
+		b = tc_connect_query(D.port, "client=pk&protocol=2", "pk");
+	}
+	CU_ASSERT_FATAL(b != NULL);
+	struct json_object *d = tc_expect(b, "DONE", 5000);
+	CU_ASSERT_FATAL(d != NULL);
+	CU_ASSERT_STRING_EQUAL(tc_str(d, "job_id"), "r");
+	struct json_object *err = NULL;
+	CU_ASSERT(json_object_object_get_ex(tc_receipt(d), "error", &err) &&
+		  strcmp(tc_str(err, "code"), "exec_lost") == 0);
+	json_object_put(d);
+	tc_send(b, "{\"type\":\"ACK\",\"job_id\":\"r\"}");
+	tc_send(b, "{\"type\":\"QUERY\",\"job_id\":\"x\"}");
+	struct json_object *e = tc_expect(b, NULL, 3000);
+	CU_ASSERT(e && strcmp(tc_str(e, "type"), "ERROR") == 0 &&
+		  strcmp(tc_str(e, "code"), "unknown_job") == 0 &&
+		  strcmp(tc_str(e, "job_id"), "x") == 0);
+	if (e)
+		json_object_put(e);
+	/* the id is free: placed again, it gets the slot r held */
+	const char *t = tc_want_offer(b, "x", "cat", 0, 3000);
+	CU_ASSERT(t != NULL);
+	CU_ASSERT(tc_quiet(b, 300)); /* and no DONE of x ever came */
+	tc_close(b);
+	tc_close(h);
+	stop();
+}
+
 static void test_drain(void)
 {
 	start(1, 2, "drainTimeoutSec: 2\n", NULL);
@@ -771,6 +833,7 @@ int main(void)
 		{ "handler crash under load", test_handler_crash_under_load },
 		{ "fault switch: robust mutex repair", test_fault_switch_repair },
 		{ "fault inside a read's section", test_fault_inside_read_section },
+		{ "cancelled want in a dying section", test_cancelled_want_in_dying_section },
 		{ "drain on SIGTERM", test_drain },
 		{ NULL, NULL },
 	};

@@ -84,8 +84,8 @@ static void test_migrate_idempotent(void)
 
 	/* df_start migrated once; again changes nothing */
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, args), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is current (version 4)"));
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 4);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is current (version 5)"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 5);
 	/* the table's settings and the indexes */
 	char buf[256];
 	pgtest_text(F.c, buf, sizeof buf,
@@ -120,18 +120,18 @@ static void test_daemon_refuses_schema(void)
 	/* migrated, then a version this program does not know */
 	const char *mig[] = { "--migrate", "-c", cfg, NULL };
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 4 (4 migrations applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 5 (5 migrations applied)"));
 	/* an older version: the daemon names --migrate, which upgrades it */
 	PQclear(pgtest_query(
 		F.c,
 		"DELETE FROM other.schema_version WHERE version >= 3; "
-		"DROP INDEX other.job_claim_service; "
+		"DROP INDEX other.job_claim_service; ALTER TABLE other.job DROP COLUMN claims; "
 		"ALTER TABLE other.job DROP COLUMN position_wanted_at, DROP COLUMN exec_position"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
 	CU_ASSERT_PTR_NOT_NULL(
-		strstr(out, "at version 2, this execdispatch needs 4: run execdispatch --migrate"));
+		strstr(out, "at version 2, this execdispatch needs 5: run execdispatch --migrate"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 4 (2 migrations applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 5 (3 migrations applied)"));
 	PQclear(pgtest_query(F.c,
 			     "INSERT INTO other.schema_version VALUES (99, '099_future.sql')"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
@@ -139,6 +139,56 @@ static void test_daemon_refuses_schema(void)
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "newer than this execdispatch"));
 	PQclear(pgtest_query(F.c, "DROP SCHEMA other CASCADE"));
+}
+
+/* Migration 005 upgrades a version 4 database with rows in flight: the
+ * rows not finished start their claims at their attempts, finished rows
+ * keep 0; applied a second time (its version row gone) it changes
+ * nothing; a claim then counts on from there. */
+static void test_migrate_claims_upgrade(void)
+{
+	char out[2048], cfg[300], buf[256];
+	FILE *f;
+
+	snprintf(cfg, sizeof cfg, "%s/up.yml", F.dir);
+	f = fopen(cfg, "w");
+	fprintf(f, "database: \"%s\"\nexecservers: [ws://127.0.0.1:9]\nschema: up\n", F.conninfo);
+	fclose(f);
+	const char *mig[] = { "--migrate", "-c", cfg, NULL };
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	/* back to version 4, with a queued, a claimed, a running and a done row */
+	PQclear(pgtest_query(
+		F.c, "DELETE FROM up.schema_version WHERE version = 5; "
+		     "ALTER TABLE up.job DROP COLUMN claims; "
+		     "INSERT INTO up.job (service, job, state, attempts, runner_instance) VALUES "
+		     "('work', '{\"command\": \"true\"}', 'queued', 1, NULL), "
+		     "('work', '{\"command\": \"true\"}', 'claimed', 2, 'x'), "
+		     "('work', '{\"command\": \"true\"}', 'running', 1, 'x'), "
+		     "('work', '{\"command\": \"true\"}', 'done', 1, 'x')"));
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 5 (1 migration applied)"));
+	static const char rows[] = "SELECT string_agg(state || '/' || attempts || '/' || claims, "
+				   "' ' ORDER BY id) FROM up.job";
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, rows),
+			       "queued/1/1 claimed/2/2 running/1/1 done/1/0");
+	/* 005 once more over its own result */
+	PQclear(pgtest_query(F.c, "DELETE FROM up.schema_version WHERE version = 5"));
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 5 (1 migration applied)"));
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, rows),
+			       "queued/1/1 claimed/2/2 running/1/1 done/1/0");
+	/* the daemon's claim counts on: attempts 2, claims 2 */
+	char *claim = dq_expand(DQ_CLAIM, "up");
+	const char *p[5] = { "me", "10", "{}", "false", "-1000" };
+	PGresult *r = PQexecParams(F.c, claim, 5, NULL, p, NULL, NULL, 0);
+	CU_ASSERT_EQUAL(PQntuples(r), 1);
+	if (PQntuples(r) == 1) {
+		CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "2");
+		CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 5), "2");
+	}
+	PQclear(r);
+	free(claim);
+	PQclear(pgtest_query(F.c, "DROP SCHEMA up CASCADE"));
 }
 
 /* The longest schema the configuration takes still has a notification
@@ -335,26 +385,27 @@ static long long held_row(const char *state)
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
 	PQclear(pgtest_query(F.c,
 			     "UPDATE execdispatch.job SET state = '%s', runner_instance = 'stale', "
-			     "attempts = 1 WHERE id = %lld",
+			     "attempts = 1, claims = 1 WHERE id = %lld",
 			     state, id));
 	return id;
 }
 
 static const char *rescue_params[5] = { "live", "h", "2", "30", "3" };
 
-/* The parameters of DQ_FINISH for one row: "done" with a receipt. */
+/* The parameters of DQ_FINISH for one row under its claim (the row's
+ * claims): "done" with a receipt. */
 struct finish_args {
-	char ids[32], att[16];
+	char ids[32], claim[16];
 	const char *p[8];
 };
 
-static void finish_params(struct finish_args *f, long long id, const char *inst, const char *att)
+static void finish_params(struct finish_args *f, long long id, const char *inst, const char *claim)
 {
 	snprintf(f->ids, sizeof f->ids, "{%lld}", id);
-	snprintf(f->att, sizeof f->att, "{%s}", att);
+	snprintf(f->claim, sizeof f->claim, "{%s}", claim);
 	f->p[0] = inst;
 	f->p[1] = f->ids;
-	f->p[2] = f->att;
+	f->p[2] = f->claim;
 	f->p[3] = "{done}";
 	f->p[4] = "{0}";
 	f->p[5] = "{0}";
@@ -553,6 +604,84 @@ static void test_race_claim_claim(void)
 	PQfinish(b.c);
 }
 
+/* "no slot" for the claim of row id by "me" whose claims is claim: the
+ * requeue without counting the attempt, due at once. */
+static void no_slot_params(struct finish_args *f, long long id, const char *claim)
+{
+	finish_params(f, id, "me", claim);
+	f->p[3] = "{queued}";
+	f->p[4] = "{1}";
+	f->p[6] = "{no_slot}";
+	f->p[7] = "{NULL}";
+}
+
+/* Claims row id as "me" (the only row queued): its claims, or -1. */
+static int claim_one(long long id, char *claim, size_t len)
+{
+	const char *p[5] = { "me", "10", "{}", "false", "-1000" };
+	PGresult *r = run_stmt(F.c, DQ_CLAIM, 5, p);
+	int ok = PQntuples(r) == 1 && strtoll(PQgetvalue(r, 0, 0), NULL, 10) == id;
+
+	snprintf(claim, len, "%s", ok ? PQgetvalue(r, 0, 5) : "-1");
+	PQclear(r);
+	return ok ? atoi(claim) : -1;
+}
+
+/* A "no slot" requeue whose reply was lost, then the same dispatcher's
+ * next claim of the row before the requeue is written again (same
+ * runner_instance, same attempts, since "no slot" gave the attempt back):
+ * the second writing of the requeue must not touch the new claim (it
+ * would requeue a row whose run goes on: the job would run twice); the
+ * check whether the first writing landed must not take the new claim's
+ * own outcome for it; and the sweep of claims lost with a connection
+ * must not take the old claim's pending outcome for the new claim. */
+static void test_lost_requeue_reclaimed(void)
+{
+	struct finish_args first, second;
+	char c1[16], c2[16], ids[24], held[64], claims[64];
+	long long id;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	snprintf(ids, sizeof ids, "%lld", id);
+	CU_ASSERT_EQUAL_FATAL(claim_one(id, c1, sizeof c1), 1);
+	/* the requeue, whose reply is lost (the test ignores it) */
+	no_slot_params(&first, id, c1);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, first.p), 1);
+	/* the same dispatcher claims the row again: the new claim runs */
+	CU_ASSERT_EQUAL_FATAL(claim_one(id, c2, sizeof c2), 2);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT attempts FROM execdispatch.job WHERE id = %lld "
+				   "AND state = 'claimed'",
+				   id),
+			1);
+	/* the requeue written again: the new claim is not its claim */
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, first.p), 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld "
+				   "AND state = 'claimed' AND runner_instance = 'me'",
+				   id),
+			1);
+	/* the sweep after a reconnection, holding the first claim's outcome
+	 * only (the new claim's result was lost too): the new claim is
+	 * requeued, not left claimed for ever */
+	snprintf(held, sizeof held, "{%s}", ids);
+	snprintf(claims, sizeof claims, "{%s}", c1);
+	const char *sweep[4] = { "me", held, "3", claims };
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_RESCUE_LOST, 4, sweep), 1);
+	/* claimed again, and that claim ends "no slot" too: the row carries
+	 * an outcome equal to the first claim's, but not under it */
+	char c3[16];
+	CU_ASSERT_EQUAL_FATAL(claim_one(id, c3, sizeof c3), 3);
+	no_slot_params(&second, id, c3);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, second.p), 1);
+	const char *land_first[6] = { ids, c1, "queued", "no_slot", NULL, "me" },
+		   *land_third[6] = { ids, c3, "queued", "no_slot", NULL, "me" };
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_LANDED, 6, land_first), 0);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_LANDED, 6, land_third), 1);
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
 static long long submit_svc(const char *service, int priority)
 {
 	return pgtest_int(F.c, "SELECT execdispatch.submit('%s', '{\"command\":\"true\"}', %d)",
@@ -640,6 +769,8 @@ int main(void)
 		{ "migrations are idempotent; table settings and indexes",
 		  test_migrate_idempotent },
 		{ "the daemon refuses a missing or unknown schema", test_daemon_refuses_schema },
+		{ "migration 005 upgrades rows in flight, idempotent",
+		  test_migrate_claims_upgrade },
 		{ "the longest schema takes submissions", test_longest_schema },
 		{ "submit checks, cancel's three answers, position", test_sql_api },
 		{ "the claim runs on the partial index, in its order", test_claim_uses_index },
@@ -651,6 +782,8 @@ int main(void)
 		{ "race: cancel against finish (both orders)", test_race_cancel_finish },
 		{ "race: cancel against rescue (both orders)", test_race_cancel_rescue },
 		{ "race: two claims take disjoint rows", test_race_claim_claim },
+		{ "a lost requeue written again misses the same dispatcher's new claim",
+		  test_lost_requeue_reclaimed },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

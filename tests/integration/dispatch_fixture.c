@@ -160,6 +160,22 @@ long long df_metric(int port, const char *name)
 	return v;
 }
 
+/* Whether dispatcher i's log says its start is complete (the first
+ * contact's last step, the requeue of an earlier life's claims, done). */
+static int started_up(struct dfix *f, int i)
+{
+	char line[80];
+	size_t len;
+	unsigned char *log = harness_read_file(f->log[i], &len);
+	int yes;
+
+	snprintf(line, sizeof line, "[execdispatch %ld] info: database: schema version",
+		 (long)f->disp[i]);
+	yes = log && strstr((char *)log, line);
+	free(log);
+	return yes;
+}
+
 int df_start_disp(struct dfix *f, int i)
 {
 	char inst[16];
@@ -171,7 +187,8 @@ int df_start_disp(struct dfix *f, int i)
 		int st;
 		if (pgtest_int(f->c,
 			       "SELECT count(*) FROM execdispatch.dispatcher WHERE instance = '%s'",
-			       inst) == 1)
+			       inst) == 1 &&
+		    started_up(f, i))
 			return 0;
 		if (waitpid(f->disp[i], &st, WNOHANG) == f->disp[i]) {
 			f->disp[i] = 0;

@@ -154,7 +154,8 @@ const char DQ_LEAVE[] =
 const char DQ_JANITOR[] =
 	"DELETE FROM @schema@.job WHERE id IN ("
 	" SELECT id FROM @schema@.job WHERE state IN ('done', 'failed', 'cancelled')"
-	" AND finished_at < now() - make_interval(days => $1::int) LIMIT 1000)";
+	" AND finished_at < now() - make_interval(days => $1::int) LIMIT 1000"
+	" FOR UPDATE SKIP LOCKED)";
 
 char *dq_expand(const char *text, const char *schema)
 {

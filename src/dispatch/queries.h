@@ -87,7 +87,10 @@ extern const char DQ_POSITION[];
 /* Leave: delete our row: ($1 instance, $2 host, $3 pid) */
 extern const char DQ_LEAVE[];
 
-/* Retention janitor: ($1 days) delete at most 1000 finished rows older */
+/* Retention janitor: ($1 days) delete at most 1000 finished rows older;
+ * a row another transaction has locked is skipped, never waited for (the
+ * chores queued behind the janitor, the heartbeat among them, would wait
+ * with it). */
 extern const char DQ_JANITOR[];
 
 #endif

@@ -656,6 +656,44 @@ static void test_retention(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
 }
 
+/* A finished row locked by another transaction (an application that
+ * cancelled it in a transaction still open): the janitor skips it, and
+ * the statements queued behind the janitor (the heartbeat) are not held:
+ * the heartbeat never gets as old as staleAfterSec (3 s), which would
+ * let another dispatcher rescue, and so rerun, every row held here. */
+static void test_retention_locked_row(void)
+{
+	PGconn *other = pgtest_connect(F.pg.conninfo);
+	long long age_ms, max_ms = 0, t0;
+
+	CU_ASSERT_FATAL(other != NULL);
+	clear_queue();
+	PQclear(pgtest_query(F.c, "INSERT INTO execdispatch.job (service, job, state, finished_at) "
+				  "SELECT 'work', '{}', 'done', now() - interval '3 days' "
+				  "FROM generate_series(1, 3)"));
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(other, "SELECT id FROM execdispatch.job WHERE id = (SELECT min(id) "
+				    "FROM execdispatch.job) FOR UPDATE"));
+	CU_ASSERT_FATAL(df_write_config(&F, 0, "retainDoneDays: 1\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	for (t0 = harness_now_ms(); harness_now_ms() - t0 < 7000; harness_sleep_ms(100)) {
+		age_ms = pgtest_int(F.c, "SELECT coalesce(max(floor(extract(epoch FROM now() - "
+					 "heartbeat_at) * 1000)), 0)::bigint FROM "
+					 "execdispatch.dispatcher");
+		if (age_ms > max_ms)
+			max_ms = age_ms;
+	}
+	fprintf(stderr, "janitor blocked by a lock: heartbeat at most %lld ms old\n", max_ms);
+	CU_ASSERT(max_ms < 2500);
+	/* the unlocked ones removed, the locked one kept */
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job"), 1);
+	PQclear(pgtest_query(other, "COMMIT"));
+	PQfinish(other);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+}
+
 static void test_notify(void)
 {
 	long long id, t0, took;
@@ -1031,6 +1069,8 @@ int main(void)
 		  test_no_execserver },
 		{ "execctl submit, show, wait, cancel, position", test_execctl_db },
 		{ "retention deletes more than one batch", test_retention },
+		{ "retention: a locked finished row holds neither the janitor nor the heartbeat",
+		  test_retention_locked_row },
 		{ "notify: true starts a submission at once", test_notify },
 		{ "notify: a silent server does not hold the loop, the next host is reached",
 		  test_notify_silent_server },

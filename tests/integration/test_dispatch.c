@@ -5,7 +5,9 @@
  * execserver and its growth when one stops; admission per service (two
  * waitgroups of one execserver); a cancel from a session that
  * owns nothing reaching the run within cancelPollMs + 200 ms; no claim and
- * no query while no execserver is connected; execctl's database commands.
+ * no query while no execserver is connected; execctl's database commands;
+ * a no_slot job claimed again with the same attempt, its outcome written
+ * under its new claim.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -918,6 +920,35 @@ static void test_notify_silent_server(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
 }
 
+/* "no slot" gives the attempt back, not the claim: the four slots busy
+ * longer than connectTimeoutSec, a fifth job ends no_slot, is requeued
+ * and claimed again with the same attempt (1) but a new claim (claims 2
+ * or more), and that claim's outcome is written (under its claims, not
+ * its attempts, which the claim before had too). */
+static void test_no_slot_new_claim(void)
+{
+	char buf[256];
+	long long id;
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, "connectTimeoutSec: 1\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	for (int i = 0; i < 4; i++)
+		df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"3\"]}", 1);
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done'"), 5);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state || '/' || attempts || '/' || (claims >= 2) "
+			    "FROM execdispatch.job WHERE id = %lld",
+			    id),
+		"done/1/true");
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -948,6 +979,8 @@ int main(void)
 		  test_local },
 		{ "position: queued from the database, claimed from the execserver",
 		  test_position },
+		{ "no slot: the attempt given back, the new claim's outcome written",
+		  test_no_slot_new_claim },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -596,6 +596,8 @@ void job_stop_all(void)
 	}
 }
 
+static void exec_failed(struct job *j, int err);
+
 void job_reap(void)
 {
 	int status;
@@ -604,13 +606,20 @@ void job_reap(void)
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		for (struct job *j = jobs; j; j = j->next) {
 			if (j->pid == pid) {
+				int err = spawn_reaped(pid, status);
 				j->status = status;
-				j->reaped = 1;
 				/* background children of the job end with it; then the
 				 * group id may be reused: forget it everywhere */
 				kill(-j->pid, SIGKILL);
 				evtimer_del(j->kill_ev);
 				record_pgid(j, 0);
+				if (err) {
+					/* the program never ran: nothing to read */
+					close_stderr(j);
+					exec_failed(j, err);
+					break;
+				}
+				j->reaped = 1;
 				job_io_process_ended(j->io, process_succeeded(j) && !j->io_error);
 				struct timeval tv = { 0, JOB_LINGER_MS * 1000 };
 				evtimer_add(j->linger_ev, &tv);
@@ -660,19 +669,26 @@ static void not_started(struct job *j, int err)
 	maybe_complete(j);
 }
 
-/* not_started, closing the descriptors made for the child so far (-1: none).
- * A program that is not there (or not an executable file) is ENOENT,
- * whichever step failed. */
-static void spawn_failed(struct job *j, int err, int in, int out, int errfds[2])
+/* not_started for a program that failed to start (err: why).  A program
+ * that is not there (or not an executable file) is ENOENT, whichever step
+ * failed. */
+static void exec_failed(struct job *j, int err)
 {
-	int fds[4] = { in, out, errfds[0], errfds[1] };
 	char path[4096];
-	for (int i = 0; i < 4; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
 	if (err != ENOENT && spawn_find_program(j->spec.argv[0], path, sizeof path) != 0)
 		err = ENOENT;
 	not_started(j, err);
+}
+
+/* exec_failed, closing the descriptors made for the child so far (-1:
+ * none). */
+static void spawn_failed(struct job *j, int err, int in, int out, int errfds[2])
+{
+	int fds[4] = { in, out, errfds[0], errfds[1] };
+	for (int i = 0; i < 4; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	exec_failed(j, err);
 }
 
 static void spawn_job(struct job *j)
@@ -681,9 +697,8 @@ static void spawn_job(struct job *j)
 	char path[4096];
 	int in = -1, out = -1, errfds[2] = { -1, -1 };
 
-	/* checked here, not left to execve: where vfork is a fork (valgrind),
-	 * the child's errno never reaches this frame, and the job would end
-	 * as exit 127 instead of exec_failed */
+	/* a name is looked up in PATH here (execve takes a path); an absolute
+	 * one is checked too, which spares a child for a missing program */
 	if (spawn_find_program(j->spec.argv[0], path, sizeof path) != 0) {
 		spawn_failed(j, ENOENT, in, out, errfds);
 		return;

@@ -1,36 +1,73 @@
 /*
  * spawn.c - see spawn.h.
  *
- * vfork(): the child borrows the handler's memory until execve, which is
- * what makes spawning cheap (no page-table copy of a big handler); it only
- * makes system calls.  Because the memory is shared and the parent sleeps
- * until the child has exec'd or exited, the child reports a failed step by
- * storing its errno in a variable of the parent's frame: no pipe, no read.
- * Where the process catches a signal, signals are blocked across vfork so
- * that no signal handler can run in the child; the child resets to the
+ * clone(CLONE_VM) without CLONE_VFORK: like vfork, the child borrows the
+ * handler's memory until execve (no page-table copy of a big handler); unlike
+ * vfork, the handler does not sleep until the exec but returns to its loop
+ * (the child may wait for a CPU behind the running jobs, and the WANTs of
+ * the handler's other connections would wait with it).  Hence:
+ *  - The child runs on a stack of its own, a slot of a pool (a mapping with
+ *    a guard page; the program path, working directory and limits copied
+ *    to its top), which returns to the pool only at spawn_reaped: by then
+ *    the child has exec'd or exited.  The caller's argv and envp must stay
+ *    until then as well.
+ *  - The child writes no memory the handler uses, only its own stack: it
+ *    makes raw system calls (inline syscall instructions, never a libc
+ *    wrapper: glibc's errno is thread-local, and a CLONE_VM child without
+ *    a TLS of its own would write the handler's errno at any moment), and
+ *    no sanitizer instruments it.  A failed step is reported as its errno
+ *    written to a pipe of its own (non-blocking, close-on-exec; the read
+ *    end is kept with the slot) before _exit(127); spawn_reaped reads it
+ *    when the child ended with 127 (a program that exec'd and exited 127
+ *    leaves the pipe empty).
+ *  - What the child sets up that the handler relies on as soon as this
+ *    returns is made sure of from both sides: the parent also calls
+ *    setpgid (a kill of the job's group right after the spawn reaches the
+ *    child), and the child, after PR_SET_PDEATHSIG, checks that its parent
+ *    is still the spawner (if the spawner died before the prctl, no death
+ *    signal would come: the child exits).
+ * Under valgrind, which runs a CLONE_VM child only as a vfork (and that as
+ * a fork), the clone adds CLONE_VFORK: the spawner waits for the exec as
+ * vfork did; the report pipe works the same.  Raw system calls are written
+ * for x86-64 and AArch64.
+ * Where the process catches a signal, signals are blocked across the clone
+ * so that no signal handler can run in the child; the child resets to the
  * default every disposition that is not (ignored ones survive execve,
  * caught ones would run on the borrowed memory if a signal came between
  * the unblock and the exec) and then unblocks everything.  Which
  * dispositions those are is read once (spawn_init): the handler takes its
  * signals through a signalfd and installs no handler after that, so it
- * catches none and spawns without the two sigprocmask calls around vfork
- * (a signal in the child before its exec then meets only default or
+ * catches none and spawns without the two sigprocmask calls around the
+ * clone (a signal in the child before its exec then meets only default or
  * ignore dispositions, as it would after the child's unblock).
  */
 #include "autoconfig.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/close_range.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
 
 #include "job/spawn.h"
 
@@ -96,8 +133,9 @@ int spawn_find_program(const char *prog, char *out, size_t outlen)
 	return -1;
 }
 
-/* Signals whose disposition is not the default in this process. */
-static sigset_t not_default;
+/* Signals whose disposition is not the default in this process (bit
+ * sig - 1; the child reads it as plain memory, no sigismember). */
+static uint64_t not_default;
 static int any_caught; /* a disposition is a handler function */
 static int initialised;
 /* /dev/null for reading and for writing, open once (close-on-exec): the
@@ -113,13 +151,13 @@ void spawn_init(void)
 	 * children of this process instead of init's: job_reap reaps them,
 	 * spawn_other_children sees them. */
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
-	sigemptyset(&not_default);
-	for (int sig = 1; sig < NSIG; sig++) {
+	not_default = 0;
+	for (int sig = 1; sig < NSIG && sig <= 64; sig++) {
 		struct sigaction sa;
 		if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) != 0)
 			continue;
 		if (sa.sa_handler != SIG_DFL)
-			sigaddset(&not_default, sig);
+			not_default |= 1ull << (sig - 1);
 		if ((sa.sa_flags & SA_SIGINFO) ||
 		    (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN))
 			any_caught = 1;
@@ -135,98 +173,279 @@ void spawn_init(void)
 	initialised = 1;
 }
 
-static void child(const struct spawn_request *req, volatile int *report)
-{
-	int fds[3] = { req->stdin_fd, req->stdout_fd, req->stderr_fd };
+/* ---- the child: raw system calls on its own stack ---------------------- */
 
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP &&
-		    (!initialised || sigismember(&not_default, sig)))
-			signal(sig, SIG_DFL);
-	if (setpgid(0, 0) != 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+/* A system call without libc: returns the result or -errno, writes no
+ * memory but what the call itself writes. */
+static inline __attribute__((always_inline)) long sys6(long n, long a, long b, long c, long d,
+						       long e, long f)
+{
+#if defined(__x86_64__)
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+#elif defined(__aarch64__)
+	register long x8 __asm__("x8") = n;
+	register long x0 __asm__("x0") = a;
+	register long x1 __asm__("x1") = b;
+	register long x2 __asm__("x2") = c;
+	register long x3 __asm__("x3") = d;
+	register long x4 __asm__("x4") = e;
+	register long x5 __asm__("x5") = f;
+	__asm__ volatile("svc 0"
+			 : "+r"(x0)
+			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+			 : "memory", "cc");
+	return x0;
+#else
+#error "spawn.c: raw system calls are written for x86-64 and AArch64 only"
+#endif
+}
+
+#define SYS(n, a, b, c, d) sys6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+
+/* The kernel's struct sigaction for rt_sigaction (x86-64, AArch64); all
+ * zero is SIG_DFL with no flags and an empty mask. */
+struct kernel_sigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+/* What the child needs, copied by the spawner to the top of the child's
+ * stack slot (argv and envp excepted: the caller keeps them). */
+struct child_args {
+	char path[PATH_MAX];
+	char cwd[PATH_MAX]; /* "": inherit */
+	struct spawn_rlimit limits[RLIM_NLIMITS];
+	size_t nlimits;
+	char *const *argv;
+	char *const *envp;
+	uint64_t reset; /* dispositions to reset (bit sig - 1) */
+	int fds[3];
+	int nice;
+	int report_fd; /* the pipe's write end */
+	pid_t parent;
+};
+
+__attribute__((no_sanitize("address", "undefined"))) static int child(void *arg)
+{
+	const struct child_args *a = arg;
+	struct kernel_sigaction dfl = { 0 };
+	uint64_t none = 0;
+	long rc;
+
+	for (int sig = 1; sig <= 64; sig++)
+		if ((a->reset >> (sig - 1)) & 1)
+			SYS(SYS_rt_sigaction, sig, &dfl, 0, sizeof none);
+	if ((rc = SYS(SYS_setpgid, 0, 0, 0, 0)) < 0 ||
+	    (rc = SYS(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0)) < 0)
 		goto fail;
+	if (SYS(SYS_getppid, 0, 0, 0, 0) != a->parent)
+		SYS(SYS_exit_group, 127, 0, 0, 0); /* the spawner is gone: nobody to tell */
 	for (int i = 0; i < 3; i++) {
-		int fd = fds[i], opened = 0;
+		long fd = a->fds[i], opened = 0;
 		if (fd < 0)
 			fd = devnull[i == 0 ? 0 : 1];
 		if (fd < 0) {
-			fd = open("/dev/null", (i == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
-			if (fd < 0)
+			fd = SYS(SYS_openat, AT_FDCWD, "/dev/null",
+				 (i == 0 ? O_RDONLY : O_WRONLY) | O_CLOEXEC, 0);
+			if ((rc = fd) < 0)
 				goto fail;
 			opened = 1;
 		}
 		if (fd != i) {
-			if (dup2(fd, i) < 0)
+			if ((rc = SYS(SYS_dup3, fd, i, 0, 0)) < 0)
 				goto fail;
 			if (opened)
-				close(fd);
+				SYS(SYS_close, fd, 0, 0, 0);
 		} else {
 			/* already in place: keep it across exec */
-			int fl = fcntl(fd, F_GETFD);
-			if (fl < 0 || fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) < 0)
+			long fl = SYS(SYS_fcntl, fd, F_GETFD, 0, 0);
+			if ((rc = fl) < 0 ||
+			    (rc = SYS(SYS_fcntl, fd, F_SETFD, fl & ~FD_CLOEXEC, 0)) < 0)
 				goto fail;
 		}
 	}
 	/* Nothing but stdio reaches the program, whatever the handler (or
 	 * whoever started the daemon) had open without close-on-exec. */
-	if (close_range(3, ~0u, CLOSE_RANGE_CLOEXEC) != 0)
+	if ((rc = SYS(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC, 0)) < 0)
 		goto fail;
-	if (req->cwd && chdir(req->cwd) != 0)
+	if (a->cwd[0] && (rc = SYS(SYS_chdir, a->cwd, 0, 0, 0)) < 0)
 		goto fail;
-	if (req->nice > 0) {
-		/* relative to the daemon's own niceness (never needs a privilege) */
-		errno = 0;
-		if (nice(req->nice) == -1 && errno != 0)
+	if (a->nice > 0) {
+		/* relative to the daemon's own niceness (never needs a
+		 * privilege); the raw getpriority is 20 - nice */
+		if ((rc = SYS(SYS_getpriority, PRIO_PROCESS, 0, 0, 0)) < 0 ||
+		    (rc = SYS(SYS_setpriority, PRIO_PROCESS, 0, 20 - rc + a->nice, 0)) < 0)
 			goto fail;
 	}
-	for (size_t i = 0; i < req->nlimits; i++) {
-		struct rlimit rl = { (rlim_t)req->limits[i].value, (rlim_t)req->limits[i].value };
-		if (setrlimit(req->limits[i].resource, &rl) != 0)
+	for (size_t i = 0; i < a->nlimits; i++) {
+		uint64_t rl[2] = { a->limits[i].value, a->limits[i].value };
+		if ((rc = SYS(SYS_prlimit64, 0, a->limits[i].resource, rl, 0)) < 0)
 			goto fail;
 	}
-	{
-		/* a job starts with no signal blocked, whatever the handler had */
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
+	/* a job starts with no signal blocked, whatever the handler had */
+	SYS(SYS_rt_sigprocmask, SIG_SETMASK, &none, 0, sizeof none);
+	rc = SYS(SYS_execve, a->path, a->argv, a->envp, 0);
+fail:;
+	int report = rc < 0 ? (int)-rc : EIO;
+	SYS(SYS_write, a->report_fd, &report, sizeof report, 0);
+	SYS(SYS_exit_group, 127, 0, 0, 0);
+	return 127;
+}
+
+/* ---- the spawner: stack slots --------------------------------------- */
+
+/* One mapping: a guard page, the child's stack, its child_args on top. */
+#define SLOT_BYTES (64 * 1024)
+
+struct slot {
+	char *map;
+	pid_t pid;     /* 0: free */
+	int report_fd; /* the pipe's read end while pid != 0 */
+};
+static struct slot *slots;
+static size_t nslots;
+
+/* A free slot, mapped (NULL: out of memory). */
+static struct slot *free_slot(void)
+{
+	for (size_t i = 0; i < nslots; i++)
+		if (slots[i].pid == 0)
+			return &slots[i];
+	struct slot *more = realloc(slots, (nslots + 1) * sizeof *slots);
+	if (!more)
+		return NULL;
+	slots = more;
+	long page = sysconf(_SC_PAGESIZE);
+	char *map = mmap(NULL, SLOT_BYTES, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (map == MAP_FAILED)
+		return NULL;
+	if (mprotect(map, (size_t)page, PROT_NONE) != 0) {
+		munmap(map, SLOT_BYTES);
+		return NULL;
 	}
-	execve(req->path, req->argv, req->envp);
-fail:
-	*report = errno ? errno : EIO;
-	_exit(127);
+	slots[nslots] = (struct slot){ .map = map, .pid = 0, .report_fd = -1 };
+	return &slots[nslots++];
+}
+
+/* Fills the slot's child_args from req; returns it, or NULL with *err. */
+static struct child_args *child_args(struct slot *s, const struct spawn_request *req, int *err)
+{
+	struct child_args *a = (struct child_args *)(s->map +
+						     ((SLOT_BYTES - sizeof *a) & ~(size_t)63));
+	size_t plen = strlen(req->path), clen = req->cwd ? strlen(req->cwd) : 0;
+
+	if (plen >= sizeof a->path || clen >= sizeof a->cwd) {
+		*err = ENAMETOOLONG;
+		return NULL;
+	}
+	if (req->nlimits > RLIM_NLIMITS) {
+		*err = EINVAL;
+		return NULL;
+	}
+	memcpy(a->path, req->path, plen + 1);
+	memcpy(a->cwd, clen ? req->cwd : "", clen + 1);
+	if (req->nlimits)
+		memcpy(a->limits, req->limits, req->nlimits * sizeof *req->limits);
+	a->nlimits = req->nlimits;
+	a->argv = req->argv;
+	a->envp = req->envp;
+	a->reset = initialised ? not_default
+			       : ~0ull & ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1)));
+	a->fds[0] = req->stdin_fd;
+	a->fds[1] = req->stdout_fd;
+	a->fds[2] = req->stderr_fd;
+	a->nice = req->nice;
+	return a;
+}
+
+int spawn_waits_for_exec(void)
+{
+	return RUNNING_ON_VALGRIND != 0;
 }
 
 pid_t spawn_process(const struct spawn_request *req, int *err)
 {
-	volatile int child_err = 0;
-	sigset_t all, old;
-	pid_t pid;
-	int block = !initialised || any_caught;
+	struct slot *s = free_slot();
+	int report[2];
 
+	if (!s) {
+		*err = ENOMEM;
+		return -1;
+	}
+	struct child_args *a = child_args(s, req, err);
+	if (!a)
+		return -1;
+	if (pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0) {
+		*err = errno;
+		return -1;
+	}
+	if (report[1] < 3) {
+		/* a daemon started without stdio: keep clear of the child's 0-2 */
+		int fd = fcntl(report[1], F_DUPFD_CLOEXEC, 3);
+		close(report[1]);
+		if (fd < 0) {
+			*err = errno;
+			close(report[0]);
+			return -1;
+		}
+		report[1] = fd;
+	}
+	a->report_fd = report[1];
+	a->parent = getpid();
+
+	int flags = CLONE_VM | SIGCHLD | (spawn_waits_for_exec() ? CLONE_VFORK : 0);
+	int block = !initialised || any_caught;
+	sigset_t all, old;
 	if (block) {
 		sigfillset(&all);
 		sigprocmask(SIG_BLOCK, &all, &old);
 	}
-	pid = vfork();
-	if (pid == 0)
-		child(req, &child_err);
-	int fork_errno = errno;
+	pid_t pid = clone(child, a, flags, a);
+	int clone_errno = errno;
 	if (block)
 		sigprocmask(SIG_SETMASK, &old, NULL);
+	close(report[1]);
 	if (pid < 0) {
-		*err = fork_errno;
+		close(report[0]);
+		*err = clone_errno;
 		return -1;
 	}
-	/* vfork returned: the child has exec'd (in its own process group
-	 * already) or failed and exited with child_err set. */
-	if (child_err != 0) {
-		int status;
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-		*err = child_err;
-		return -1;
-	}
+	/* the group exists when this returns (the child may not have run
+	 * yet); EACCES once the child has exec'd: it made the group itself */
+	if (!(flags & CLONE_VFORK))
+		setpgid(pid, pid);
+	s->pid = pid;
+	s->report_fd = report[0];
 	return pid;
+}
+
+int spawn_reaped(pid_t pid, int status)
+{
+	for (size_t i = 0; i < nslots; i++) {
+		struct slot *s = &slots[i];
+		if (s->pid != pid || pid <= 0)
+			continue;
+		int report = 0;
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 127 ||
+		    read(s->report_fd, &report, sizeof report) != (ssize_t)sizeof report)
+			report = 0;
+		close(s->report_fd);
+		s->report_fd = -1;
+		s->pid = 0;
+		return report;
+	}
+	return 0;
 }
 
 int spawn_other_children(int (*is_job)(pid_t pid))

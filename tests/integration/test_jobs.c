@@ -247,7 +247,7 @@ static void test_no_descriptor_leaks(void)
 }
 
 /* The handler ignores SIGPIPE, blocks the signals its signalfd takes and
- * spawns without blocking the rest around vfork (it catches none,
+ * spawns without blocking the rest around the clone (it catches none,
  * src/job/spawn.c): the program still starts with no signal blocked and
  * none of the standard signals (1-31) ignored.  (glibc will not change the
  * dispositions of its own signals 32 and 33: they stay as the daemon got

@@ -8,7 +8,8 @@
  * under tempDir/job, that its end puts exactly one outcome and receipt
  * into the book (exit code, the last stderr line, the stdout prefix; a
  * signal; exec_failed for a program not found, also at an absolute path
- * that is no executable file; cancelled, timeout and
+ * that is no executable file, and for an execve that fails in the child
+ * with that errno; cancelled, timeout and
  * exec_stopped with their retryable flags), that the book then mails the
  * DONE to the owner's handler and frees the slot, that the host hears of
  * each end once (job_ended) with the job no longer counted, and that a
@@ -96,17 +97,21 @@ static int suite_init(void)
 		 "      sh: {prog: /bin/sh}\n"
 		 "      missing: {prog: es-no-such-program-xyz}\n"
 		 "      gone: {prog: %s/gone}\n"
-		 "      noexec: {prog: %s/noexec}\n",
-		 root, root, root);
-	/* absolute paths: the file that is removed before its job runs, and
-	 * one that is not executable */
-	static const char *const files[] = { "gone", "noexec" };
-	for (int i = 0; i < 2; i++) {
+		 "      noexec: {prog: %s/noexec}\n"
+		 "      badformat: {prog: %s/badformat}\n",
+		 root, root, root, root);
+	/* absolute paths: the file that is removed before its job runs, one
+	 * that is not executable, and one that is but execve refuses (neither
+	 * a script nor a binary: ENOEXEC, known only in the child) */
+	static const char *const files[] = { "gone", "noexec", "badformat" };
+	static const char *const texts[] = { "#!/bin/sh\nexit 0\n", "#!/bin/sh\nexit 0\n",
+					     "not a program\n" };
+	for (int i = 0; i < 3; i++) {
 		char path[600];
 		snprintf(path, sizeof path, "%s/%s", root, files[i]);
 		FILE *f = fopen(path, "w");
-		if (!f || fputs("#!/bin/sh\nexit 0\n", f) < 0 || fclose(f) != 0 ||
-		    chmod(path, i == 0 ? 0755 : 0644) != 0)
+		if (!f || fputs(texts[i], f) < 0 || fclose(f) != 0 ||
+		    chmod(path, i == 1 ? 0644 : 0755) != 0)
 			return -1;
 	}
 	if (config_load_buffer("t.yml", text, strlen(text), &cfg, &err) != 0) {
@@ -373,16 +378,20 @@ static void test_program_not_found(void)
 
 /* An absolute program path is checked at every spawn: a program removed
  * after the configuration was read, and a file that is not executable,
- * end as a missing program does, once, with the same message. */
+ * end as a missing program does, once, with the same message.  A step
+ * that fails in the child (execve itself, after the program was found:
+ * badformat) ends the same way with that step's errno, not as the exit
+ * code 127 the child leaves. */
 static void test_absolute_program_not_executable(void)
 {
-	static const char *const cmds[] = { "gone", "noexec" };
+	static const char *const cmds[] = { "gone", "noexec", "badformat", "badformat" };
+	static const int errs[] = { ENOENT, ENOENT, ENOEXEC, ENOEXEC };
 	char path[600];
 	struct ran r;
 
 	snprintf(path, sizeof path, "%s/gone", root);
 	CU_ASSERT_FATAL(unlink(path) == 0);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 4; i++) {
 		unsigned ended_before = ended;
 		CU_ASSERT_FATAL(run_job(cmds[i], NULL, 0, NULL, &r) == 0);
 		CU_ASSERT_EQUAL(ended, ended_before + 1);
@@ -390,7 +399,8 @@ static void test_absolute_program_not_executable(void)
 		CU_ASSERT_EQUAL(r.o.exit_code, -1);
 		CU_ASSERT_EQUAL(r.o.failed, 1);
 		CU_ASSERT_STRING_EQUAL(str_at(r.receipt, "error", "code"), "exec_failed");
-		CU_ASSERT_STRING_EQUAL(str_at(r.receipt, "error", "message"), strerror(ENOENT));
+		CU_ASSERT_STRING_EQUAL(str_at(r.receipt, "error", "message"), strerror(errs[i]));
+		CU_ASSERT_EQUAL(int_at(r.receipt, "exit_code", -99), -99);
 		CU_ASSERT(r.done_mailed);
 		CU_ASSERT_EQUAL(wg_running(), 0);
 		CU_ASSERT_EQUAL(job_running_count(), 0);
@@ -489,7 +499,7 @@ int main(void)
 		  test_success_runs_in_its_directory },
 		{ "killed by a signal", test_signal },
 		{ "program not found: exec_failed", test_program_not_found },
-		{ "absolute path not executable: exec_failed, ENOENT",
+		{ "absolute path not executable: exec_failed, ENOENT; bad format: ENOEXEC",
 		  test_absolute_program_not_executable },
 		{ "cancel: SIGTERM, cancelled", test_cancel },
 		{ "timeout_sec", test_timeout },

@@ -190,15 +190,24 @@ static void record(struct rec *c, const struct job_io_result *r)
 	}
 }
 
+/* waitpid for the leader (flags: WNOHANG or 0); 1 if it was reaped.  Every
+ * program here exists: spawn_reaped must report that it ran. */
+static int reap(struct job *j, int flags)
+{
+	if (waitpid(j->pid, &j->status, flags) != j->pid)
+		return 0;
+	j->reaped = 1;
+	CU_ASSERT_EQUAL(spawn_reaped(j->pid, j->status), 0);
+	return 1;
+}
+
 /* Waits up to ms for the leader to end on its own; 1 if it did. */
 static int leader_ends_within(struct job *j, int ms)
 {
 	uint64_t end = now_ms() + (uint64_t)ms;
 
 	while (now_ms() < end) {
-		if (!j->reaped && waitpid(j->pid, &j->status, WNOHANG) == j->pid)
-			j->reaped = 1;
-		if (j->reaped)
+		if (j->reaped || reap(j, WNOHANG))
 			return 1;
 		usleep(5000);
 	}
@@ -251,9 +260,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		fx->rss_max = rss;
 	if (j == NULL || j->pid <= 0 || j->ended_called)
 		return;
-	if (!j->reaped && waitpid(j->pid, &j->status, WNOHANG) == j->pid)
-		j->reaped = 1;
-	if (!j->reaped)
+	if (!j->reaped && !reap(j, WNOHANG))
 		return;
 	kill(-j->pid, SIGKILL);
 	j->ended_called = 1;
@@ -421,8 +428,7 @@ static void job_close(struct job *j)
 {
 	if (j->pid > 0 && !j->reaped) {
 		kill(-j->pid, SIGKILL);
-		waitpid(j->pid, &j->status, 0);
-		j->reaped = 1;
+		reap(j, 0);
 	}
 	if (j->in_fd >= 0)
 		close(j->in_fd);

@@ -5,7 +5,9 @@
  * execserver and its growth when one stops; admission per service (two
  * waitgroups of one execserver); a cancel from a session that
  * owns nothing reaching the run within cancelPollMs + 200 ms; no claim and
- * no query while no execserver is connected; execctl's database commands.
+ * no query while no execserver is connected; execctl's database commands;
+ * a no_slot job claimed again with the same attempt, its outcome written
+ * under its new claim.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -985,6 +987,35 @@ static void test_unknown_services_bounded(void)
 	clear_queue();
 }
 
+/* "no slot" gives the attempt back, not the claim: the four slots busy
+ * longer than connectTimeoutSec, a fifth job ends no_slot, is requeued
+ * and claimed again with the same attempt (1) but a new claim (claims 2
+ * or more), and that claim's outcome is written (under its claims, not
+ * its attempts, which the claim before had too). */
+static void test_no_slot_new_claim(void)
+{
+	char buf[256];
+	long long id;
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, "connectTimeoutSec: 1\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	for (int i = 0; i < 4; i++)
+		df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"3\"]}", 1);
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done'"), 5);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state || '/' || attempts || '/' || (claims >= 2) "
+			    "FROM execdispatch.job WHERE id = %lld",
+			    id),
+		"done/1/true");
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
 /* The first contact at start does not block: the connection string
  * names a server that accepts and never answers first (connect_timeout
  * 2), then the real one.  While the first host is waited for, the loop
@@ -1082,6 +1113,8 @@ int main(void)
 		  test_unknown_services_bounded },
 		{ "start: a silent first host does not hold the loop; the next is reached",
 		  test_start_silent_first_host },
+		{ "no slot: the attempt given back, the new claim's outcome written",
+		  test_no_slot_new_claim },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -178,12 +178,19 @@ static void test_db_sessions_killed(void)
  * the job; the dispatcher's session is then ended.  Once reconnected, the
  * dispatcher requeues the claims it holds in the database but not in
  * memory, and the job runs (the lost claim's attempt stays counted). */
+static int wait_log(int i, const char *text, int timeout_ms);
+
 static void test_claim_reply_lost(void)
 {
-	char job[3072];
+	char job[3072], started[80];
 	long long t0;
 
 	fresh(1);
+	/* past its start (this run's first line, logged after the start's
+	 * requeue of the rows an earlier run of d0 held, which would otherwise
+	 * take the row made below; the log goes on from the earlier tests) */
+	snprintf(started, sizeof started, "[execdispatch %d] info: execdispatch ", (int)F.disp[0]);
+	CU_ASSERT_FATAL(wait_log(0, started, 20000) == 0);
 	df_ledger_job(&F, job, sizeof job, 100, 1);
 	PQclear(pgtest_query(
 		F.c,
@@ -203,8 +210,9 @@ static void test_claim_reply_lost(void)
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT attempts FROM execdispatch.job"), 2);
 	size_t len;
 	unsigned char *log = harness_read_file(F.log[0], &len);
-	CU_ASSERT(log && strstr((char *)log, "requeued 1 rows claimed by a statement whose result "
-					     "the lost connection took"));
+	const char *run = log ? strstr((char *)log, started) : NULL; /* this run's lines */
+	CU_ASSERT(run && strstr(run, "requeued 1 rows claimed by a statement whose result "
+				     "the lost connection took"));
 	free(log);
 	stop_all(1);
 }

@@ -171,12 +171,16 @@ static uint32_t key_hash(const struct book *b, const uint8_t *key, size_t len)
 	return (uint32_t)bk_siphash24(b->sipkey, key, len);
 }
 
+/* Hashes with the copy of the SipHash key it keeps (one read of the
+ * segment's), so that an entry's hash is always of the key it records. */
 static uint32_t key_prepare(const struct book *b, const uint8_t *key, size_t len)
 {
-	uint32_t h = (uint32_t)bk_siphash24(b->sipkey, key, len);
+	uint64_t sipkey[2];
+	memcpy(sipkey, b->sipkey, sizeof sipkey);
+	uint32_t h = (uint32_t)bk_siphash24(sipkey, key, len);
 	if (nprepared < BOOK_PREPARED_MAX) {
 		struct prepared *p = &prepared[nprepared++];
-		memcpy(p->sipkey, b->sipkey, sizeof p->sipkey);
+		memcpy(p->sipkey, sipkey, sizeof p->sipkey);
 		p->hash = h;
 		p->len = (uint32_t)len;
 		memcpy(p->key, key, len);

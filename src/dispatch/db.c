@@ -46,7 +46,12 @@ void db_close(struct db *db)
 		event_free(db->io_ev);
 	if (db->deliver_ev)
 		event_free(db->deliver_ev);
-	db->io_ev = db->deliver_ev = NULL;
+	if (db->zombie_ev)
+		event_free(db->zombie_ev);
+	db->io_ev = db->deliver_ev = db->zombie_ev = NULL;
+	if (db->zombie)
+		PQfinish(db->zombie);
+	db->zombie = NULL;
 	PQclear(db->kept);
 	db->kept = NULL;
 	db->fn = NULL;
@@ -191,37 +196,89 @@ static int connect_host(struct db_connect *c)
 	return EV_WRITE; /* as if PQconnectPoll had answered PGRES_POLLING_WRITING */
 }
 
-/* This host failed: the next one, if any. */
-static int next_host(struct db_connect *c)
+/* This host failed (timed_out: no answer within its connect_timeout):
+ * said once per attempt, then the next one, if any. */
+static int next_host(struct db_connect *c, int timed_out)
 {
 	if (c->host + 1 >= c->nhosts)
 		return -1;
+	if (c->conn) {
+		char why[256];
+		one_line(why, sizeof why,
+			 timed_out ? "no answer within connect_timeout" : PQerrorMessage(c->conn));
+		log_warn("database: host %s port %s: %s; trying the next host", PQhost(c->conn),
+			 PQport(c->conn), why);
+	}
 	PQfinish(c->conn);
 	c->conn = NULL;
 	c->host++;
-	return connect_host(c) < 0 ? next_host(c) : EV_WRITE;
+	return connect_host(c) < 0 ? next_host(c, 0) : EV_WRITE;
 }
 
 int db_connect_begin(struct db_connect *c, const char *conninfo)
 {
 	memset(c, 0, sizeof *c);
 	c->conninfo = conninfo;
-	return connect_host(c) < 0 ? next_host(c) : EV_WRITE;
+	return connect_host(c) < 0 ? next_host(c, 0) : EV_WRITE;
 }
 
 int db_connect_step(struct db_connect *c, int timed_out)
 {
 	if (timed_out && (int64_t)clock_mono_ms() >= c->deadline_ms)
-		return next_host(c);
+		return next_host(c, 1);
 	switch (PQconnectPoll(c->conn)) {
 	case PGRES_POLLING_READING: return EV_READ;
 	case PGRES_POLLING_WRITING: return EV_WRITE;
 	case PGRES_POLLING_OK: return 0;
-	default: return next_host(c);
+	default: return next_host(c, 0);
 	}
 }
 
 static void io_cb(evutil_socket_t fd, short what, void *arg);
+
+/* The abandoned connection answered, or ended: its statement will not
+ * commit any more (if it did, it has): said to on_up's owner. */
+static void zombie_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct db *db = arg;
+	int ended = !PQconsumeInput(db->zombie);
+
+	(void)fd;
+	(void)what;
+	while (!ended && !PQisBusy(db->zombie)) {
+		PGresult *r = PQgetResult(db->zombie);
+		if (!r)
+			ended = 1;
+		PQclear(r);
+	}
+	if (!ended)
+		return;
+	event_del(db->zombie_ev);
+	PQfinish(db->zombie);
+	db->zombie = NULL;
+	log_info("database: the statement abandoned at its deadline has ended");
+	if (db->on_up)
+		db->on_up(db->up_arg);
+}
+
+/* A statement past its deadline: its connection is not closed but kept
+ * aside and watched until the statement's result or the connection's end
+ * arrives, since the database may still commit it (a stopped server
+ * resumes and runs what it had read); on_up then lets the owner look for
+ * what it did (a claim's rows).  One at a time: an older one still
+ * unsettled is closed. */
+static void abandon(struct db *db)
+{
+	if (db->zombie) {
+		event_del(db->zombie_ev);
+		PQfinish(db->zombie);
+	}
+	db->zombie = db->conn;
+	db->conn = NULL;
+	event_assign(db->zombie_ev, db->base, PQsocket(db->zombie), EV_READ | EV_PERSIST, zombie_cb,
+		     db);
+	event_add(db->zombie_ev, NULL);
+}
 
 void db_watch(struct event *ev, evutil_socket_t fd, short what, event_callback_fn cb, void *arg,
 	      int64_t deadline_ms)
@@ -344,8 +401,14 @@ static void io_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	if (db->connecting) {
 		connect_next(db, db_connect_step(&db->dc, what & EV_TIMEOUT));
+	} else if (db->on_wire && (what & EV_TIMEOUT) && db->wire_deadline_ms &&
+		   (int64_t)clock_mono_ms() >= db->wire_deadline_ms) {
+		char why[96];
+		snprintf(why, sizeof why, "no answer to a statement within %d ms", db->timeout_ms);
+		abandon(db);
+		went_away(db, why);
 	} else if (db->on_wire && (next = progress(db)) != 0) {
-		watch(db, next, 0);
+		watch(db, next, db->wire_deadline_ms);
 	}
 }
 
@@ -380,11 +443,14 @@ static void wait_wire(struct db *db)
 	}
 }
 
-int db_attach(struct db *db, struct event_base *base, void (*on_up)(void *), void *arg)
+int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_up)(void *),
+	      void *arg)
 {
+	db->timeout_ms = timeout_ms;
 	db->io_ev = event_new(base, -1, 0, io_cb, db);
 	db->deliver_ev = event_new(base, -1, 0, deliver_cb, db);
-	if (!db->io_ev || !db->deliver_ev)
+	db->zombie_ev = event_new(base, -1, 0, zombie_cb, db);
+	if (!db->io_ev || !db->deliver_ev || !db->zombie_ev)
 		return -1;
 	db->base = base;
 	db->on_up = on_up;
@@ -413,7 +479,8 @@ int db_send(struct db *db, const char *sql, int nparams, const char *const *para
 	db->fn_arg = arg;
 	db->on_wire = 1;
 	db->kept_away = 0;
-	watch(db, (short)(EV_READ | EV_WRITE), 0);
+	db->wire_deadline_ms = db->timeout_ms ? (int64_t)clock_mono_ms() + db->timeout_ms : 0;
+	watch(db, (short)(EV_READ | EV_WRITE), db->wire_deadline_ms);
 	return 0;
 }
 

@@ -12,14 +12,14 @@
  *    send until its callback has run; the hot path of the dispatcher (the
  *    outcomes and claims) goes this way, so jobs are handed on while it is
  *    under way.
- *  - db_exec: blocking, for the rare statements (heartbeat, cancel poll,
- *    migrations).  With a db_send statement on the wire it first waits for
- *    that one's result, keeps it, and delivers it from the loop afterwards
- *    (never from inside db_exec).
+ *  - db_exec: blocking, for the tools (--migrate, execctl); the daemon
+ *    sends every statement with db_send.  With a db_send statement on the
+ *    wire it first waits for that one's result, keeps it, and delivers it
+ *    from the loop afterwards (never from inside db_exec).
  * Once db_attach'ed to an event loop, connecting is non-blocking too
- * (PQconnectStartParams/PQconnectPoll, at most connect_timeout, 5 s unless
- * the connection string says otherwise); before that (the first contact
- * at start) it blocks.  Nothing here keeps session state, so a
+ * (PQconnectStartParams/PQconnectPoll, each host at most connect_timeout,
+ * 5 s unless the connection string says otherwise, a host that failed
+ * logged before the next is tried); before that (the tools) it blocks.  Nothing here keeps session state, so a
  * transaction-mode pooler may sit in between (one statement at a time, no
  * pipeline mode: see docs/dispatch.md).
  */
@@ -84,6 +84,12 @@ struct db {
 	db_result_fn fn;
 	void *fn_arg;
 	int on_wire;    /* sent, its result not all read */
+	int timeout_ms; /* db_send: no answer within it, the connection is dropped */
+	int64_t wire_deadline_ms;
+	/* the connection of a statement abandoned at its deadline, watched
+	 * until it answers or ends (then on_up again), or NULL */
+	PGconn *zombie;
+	struct event *zombie_ev;
 	PGresult *kept; /* its result, read, not delivered yet */
 	int kept_away;
 };
@@ -92,8 +98,17 @@ struct db {
 int db_init(struct db *db, const char *conninfo);
 void db_close(struct db *db);
 /* From now on connect without blocking, on base; on_up(arg) is called
- * from the loop whenever a connection comes up.  0, or -1 (no memory). */
-int db_attach(struct db *db, struct event_base *base, void (*on_up)(void *), void *arg);
+ * from the loop whenever a connection comes up.  A db_send statement not
+ * answered within timeout_ms (0: no limit) counts as the connection lost
+ * (a database that stopped answering: SIGSTOP, a frozen host, a
+ * half-open connection): it is left and made again with back-off, and
+ * the statement's callback gets away.  The database may still commit that
+ * statement later (a stopped server resumes and runs what it had read):
+ * the left connection is watched until it answers or ends, and on_up is
+ * called once more then, so that the owner looks again for what a lost
+ * statement may have done.  0, or -1 (no memory). */
+int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_up)(void *),
+	      void *arg);
 /* 1 when connected.  Otherwise 0, and a (re)connection is attempted once
  * the back-off has passed: before db_attach it blocks and 1 is returned
  * when it succeeds; after, it is started and db_ready answers 0 until it

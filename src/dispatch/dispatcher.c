@@ -42,6 +42,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "dispatch/chores.h"
 #include "dispatch/db.h"
 #include "dispatch/listen.h"
 #include "dispatch/local_run.h"
@@ -59,6 +60,8 @@
 #define OUTCOME_RETRY_MS 5000 /* an outcome refused in every form: next try */
 #define HOT_CONNS 2           /* connections carrying the hot path's statements */
 #define STOP_GIVE_UP_MS 10000 /* stopping: an outcome refused in every form is given up */
+#define CONTACT_CHECK_MS 250  /* start: how often the first contact is looked after */
+#define START_GIVE_UP_MS 5000 /* start: no database reached within it, after a failed attempt */
 
 struct held {
 	struct held *next, *prev;
@@ -123,7 +126,7 @@ struct dispatcher {
 	struct db db;
 	char *q_register, *q_heartbeat, *q_rescue_own, *q_rescue_lost, *q_claim, *q_start,
 		*q_finish, *q_held, *q_leave, *q_janitor, *q_position, *q_finish_claim,
-		*q_claim_exec, *q_landed;
+		*q_claim_exec, *q_landed, *q_version;
 	char host[65];
 	char pid[16];
 	struct held *list;
@@ -156,6 +159,23 @@ struct dispatcher {
 	struct turn turns[HOT_CONNS];
 	int poll_again;
 	int sweep_lost; /* reconnected: look for claims whose result was lost */
+	/* the statements off the hot path (chores.h); each flag: a chore of
+	 * that kind is queued or on the wire, so that no kind piles up */
+	struct chores *chores;
+	int beat_out, start_out, cancel_out, local_out, sweep_out, flush_out, leaving;
+	int flush_per;        /* flush_outcomes: rows per statement (1 after a refusal) */
+	struct fin flush_fin; /* flush_outcomes' statement */
+	/* start: the first contact on the main connection (contact_cb) */
+	struct event *contact_ev;
+	int contact; /* its step: CONTACT_VERSION ... CONTACT_DONE */
+	int64_t contact_t0_ms;
+};
+
+enum {
+	CONTACT_VERSION,  /* the schema's version */
+	CONTACT_REGISTER, /* our dispatcher row */
+	CONTACT_RESCUE,   /* the claims of our previous life */
+	CONTACT_DONE
 };
 
 /* What the next exec-bound claim may take (DQ_CLAIM_EXEC's parameters). */
@@ -348,7 +368,6 @@ static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
 	struct dispatcher *d = h->d;
 	char id[24], att[16], json[256];
 	const char *params[4] = { id, d->cfg->instance_id, att, json };
-	int away;
 
 	(void)xj;
 	if (h->lost || h->started)
@@ -360,7 +379,7 @@ static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
 		 "\"eta_ms\": %lld, \"instance_id\": \"%.64s\"}",
 		 (long long)p->running, (long long)p->ahead, (long long)p->capacity,
 		 (long long)p->eta_ms, p->instance_id ? p->instance_id : "");
-	PQclear(db_exec(&d->db, d->q_position, 4, params, &away));
+	chores_add(d->chores, d->q_position, 4, params, NULL, 0, NULL, NULL);
 }
 
 /* The row's claim was lost (cancelled or rescued): stop its run. */
@@ -438,6 +457,41 @@ static unsigned held_of(const struct dispatcher *d, const char *service)
 	return n;
 }
 
+/* Whether a turn on the wire names service (its pointer into
+ * d->services) in its reservation. */
+static int named_on_wire(const struct dispatcher *d, const char *service)
+{
+	for (int t = 0; t < HOT_CONNS; t++)
+		for (size_t i = 0; d->turns[t].claims && i < d->turns[t].k; i++)
+			if (d->turns[t].names[i] == service)
+				return 1;
+	return 0;
+}
+
+/* Forgets the services that no reached execserver runs (share 0), with
+ * no row held and none a turn on the wire may claim: such a service is
+ * in the "other" class whether it is known or not, so admission does not
+ * change, and the list stays within the services the execservers run
+ * plus those of the rows held: service names an application makes up do
+ * not pile up (docs/dispatch.md, "Admission"). */
+static void forget_services(struct dispatcher *d)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < d->nservices; i++) {
+		char *svc = d->services[i];
+		if (exc_claim_share_service(d->client, svc) == 0 && held_of(d, svc) == 0 &&
+		    !named_on_wire(d, svc)) {
+			free(svc);
+			continue;
+		}
+		d->services[k++] = svc;
+	}
+	d->nservices = k;
+	if (d->rotate >= k)
+		d->rotate = 0;
+}
+
 /* A turn on the wire may claim a row of the "other" class. */
 static int other_on_wire(const struct dispatcher *d)
 {
@@ -463,9 +517,11 @@ static int other_on_wire(const struct dispatcher *d)
  * are freed by admission_free. */
 static int admission(struct dispatcher *d, struct admission *a)
 {
-	size_t n = d->nservices;
+	size_t n;
 	unsigned left, unshared_held = 0, all = held_of(d, NULL);
 
+	forget_services(d);
+	n = d->nservices;
 	memset(a, 0, sizeof *a);
 	a->share = exc_claim_share(d->client);
 	a->names = calloc(n + 1, sizeof *a->names);
@@ -649,43 +705,65 @@ static void fin_abort(struct fin *f, int away)
 	f->k = 0;
 }
 
-/* h's outcome was found not ours when written again (on db, which just
- * answered) after a statement writing it lost its reply: whether that
- * statement's write landed (the row carries h's outcome under h's claim),
- * so that it counts as written, not dropped. */
-static int landed(struct dispatcher *d, struct db *db, const struct held *h)
+static void count_outcome(struct dispatcher *d, const char *state, int uncount)
 {
-	char id[24], claim[16];
-	const char *params[6] = { id, claim, h->state, h->error, h->receipt, d->cfg->instance_id };
-	int away, yes;
-	PGresult *res;
-
-	snprintf(id, sizeof id, "%lld", (long long)h->id);
-	snprintf(claim, sizeof claim, "%d", h->claim);
-	res = db_exec(db, d->q_landed, 6, params, &away);
-	yes = res && PQntuples(res) == 1;
-	PQclear(res);
-	return yes;
-}
-
-static void count_outcome(struct dispatcher *d, const struct held *h)
-{
-	if (strcmp(h->state, "done") == 0)
+	if (strcmp(state, "done") == 0)
 		d->st.done++;
-	else if (strcmp(h->state, "failed") == 0)
+	else if (strcmp(state, "failed") == 0)
 		d->st.failed++;
-	else if (h->uncount)
+	else if (uncount)
 		d->st.no_slot++;
 	else
 		d->st.requeued++;
 }
 
+/* What ask_landed asked about (state: one of set_outcome's literals). */
+struct landed_note {
+	int64_t id;
+	int attempts, uncount;
+	const char *state;
+};
+
+static void landed_cb(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	const struct landed_note *n = note;
+
+	(void)away;
+	if (res && PQntuples(res) == 1) {
+		count_outcome(d, n->state, n->uncount);
+		log_info("job %lld attempt %d: outcome %s written by a statement whose reply the "
+			 "lost connection took",
+			 (long long)n->id, n->attempts, n->state);
+	} else {
+		d->st.dropped++;
+		log_info("job %lld attempt %d: claim lost before its outcome (%s) was written "
+			 "(cancelled or rescued); dropped",
+			 (long long)n->id, n->attempts, n->state);
+	}
+}
+
+/* h's outcome was found not ours when written again after a statement
+ * writing it lost its reply: a chore asks whether that statement's write
+ * landed (the row carries h's outcome under h's claim), so that it counts
+ * as written, not dropped (landed_cb).  0 when asked. */
+static int ask_landed(struct dispatcher *d, const struct held *h)
+{
+	char id[24], claim[16];
+	const char *params[6] = { id, claim, h->state, h->error, h->receipt, d->cfg->instance_id };
+	struct landed_note n = { h->id, h->attempts, h->uncount, h->state };
+
+	snprintf(id, sizeof id, "%lld", (long long)h->id);
+	snprintf(claim, sizeof claim, "%d", h->claim);
+	return chores_add(d->chores, d->q_landed, 6, params, &n, sizeof n, landed_cb, d);
+}
+
 /* f was written: res lists the rows whose claim was still ours (column 0,
  * or with tagged the rows tagged 'f', id in column 1); the others were
  * cancelled or rescued meanwhile and are dropped, but for those an
- * earlier statement wrote before its reply was lost (landed).  Every row
+ * earlier statement wrote before its reply was lost (ask_landed).  Every row
  * of f is freed. */
-static void fin_apply(struct dispatcher *d, struct db *db, struct fin *f, PGresult *res, int tagged)
+static void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 {
 	for (int i = 0; i < f->k; i++) {
 		struct held *h = f->rows[i];
@@ -694,13 +772,9 @@ static void fin_apply(struct dispatcher *d, struct db *db, struct fin *f, PGresu
 			ours = (!tagged || PQgetvalue(res, r, 0)[0] == 'f') &&
 			       strtoll(PQgetvalue(res, r, tagged), NULL, 10) == h->id;
 		if (ours) {
-			count_outcome(d, h);
-		} else if (h->unsure && landed(d, db, h)) {
-			count_outcome(d, h);
-			log_info("job %lld attempt %d: outcome %s written by a statement whose "
-				 "reply "
-				 "the lost connection took",
-				 (long long)h->id, h->attempts, h->state);
+			count_outcome(d, h->state, h->uncount);
+		} else if (h->unsure && ask_landed(d, h) == 0) {
+			/* counted when the answer comes */
 		} else {
 			d->st.dropped++;
 			log_info("job %lld attempt %d: claim lost before its outcome (%s) was "
@@ -848,7 +922,7 @@ static void turn_done(void *arg, PGresult *res, int away)
 			log_debug("claimed %d (share %u, at the execservers %u)", claimed,
 				  d->st.share, d->at_exec);
 		if (wrote)
-			fin_apply(d, t->db, &t->fin, res, claims);
+			fin_apply(d, &t->fin, res, claims);
 		PQclear(res);
 	}
 	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
@@ -878,47 +952,59 @@ static void turn_done(void *arg, PGresult *res, int away)
 					: jittered(d, d->cfg->poll_ms));
 }
 
+static void local_claimed(void *arg, PGresult *res, int away, const void *note);
+
 /* Claims up to n rows of the local services of priority minprio or more
- * (blocking: a local service spawns here, off the hot path).  The number
- * claimed, or -1 (logged). */
-static int claim_local_rows(struct dispatcher *d, unsigned n, int minprio)
+ * (a chore: a local service spawns here, off the hot path). */
+static void claim_local_rows(struct dispatcher *d, unsigned n, int minprio)
 {
 	char limit[16], prio[16];
 	const char *params[5] = { d->cfg->instance_id, limit, d->local_names, "true", prio };
-	int away, rows;
-	PGresult *res;
 
 	snprintf(limit, sizeof limit, "%u", n);
 	snprintf(prio, sizeof prio, "%d", minprio);
-	res = db_exec(&d->db, d->q_claim, 5, params, &away);
-	d->st.claims++;
-	if (!res) {
-		if (!away)
-			log_error("claim: %s", d->db.last_error);
-		return -1;
+	if (chores_add(d->chores, d->q_claim, 5, params, &minprio, sizeof minprio, local_claimed,
+		       d) == 0) {
+		d->local_out = 1;
+		d->st.claims++;
 	}
-	rows = PQntuples(res);
+}
+
+/* Local services: localSlots in all, a quarter of them only for priority
+ * >= 2 (so that interactive work always finds a local slot): the rows of
+ * any priority up to the rest first, then (local_claimed) those of
+ * priority >= 2 up to all of them.  One local claim at a time. */
+static void claim_local(struct dispatcher *d)
+{
+	unsigned slots = (unsigned)d->cfg->local_slots, reserve = slots / 4;
+
+	if (d->local_out || d->sweep_out)
+		return;
+	if (d->local_running + reserve < slots)
+		claim_local_rows(d, slots - reserve - d->local_running, -1000);
+	else if (d->local_running < slots)
+		claim_local_rows(d, slots - d->local_running, 2);
+}
+
+static void local_claimed(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	int minprio = *(const int *)note, rows = res ? PQntuples(res) : 0;
+	unsigned slots = (unsigned)d->cfg->local_slots;
+
+	d->local_out = 0;
+	if (!res && !away)
+		log_error("claim: %s", chores_db(d->chores)->last_error);
 	d->st.claimed += (uint64_t)rows;
 	for (int i = 0; i < rows; i++) {
 		d->st.attempts += (uint64_t)atoi(PQgetvalue(res, i, 1));
 		start_row(d, res, i, 0);
 	}
-	PQclear(res);
-	return rows;
-}
-
-/* Local services: localSlots in all, a quarter of them only for priority
- * >= 2 (so that interactive work always finds a local slot). */
-static void claim_local(struct dispatcher *d)
-{
-	unsigned slots = (unsigned)d->cfg->local_slots, reserve = slots / 4;
-
-	if (d->local_running + reserve < slots)
-		claim_local_rows(d, slots - reserve - d->local_running, -1000);
-	if (d->local_running < slots)
+	if (res && minprio < 2 && !d->stopping && !d->sweep_out && d->local_running < slots)
 		claim_local_rows(d, slots - d->local_running, 2);
 	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
 		arm(d->start_ev, START_CHECK_MS);
+	maybe_done_stopping(d);
 }
 
 /* A turn of the hot path: at pollMs, at an outcome, at a notification,
@@ -946,7 +1032,7 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	evtimer_del(d->poll_ev);
 	/* only with no result outstanding: every claim that came back is held */
-	if (d->sweep_lost && !turn_busy(d))
+	if (d->sweep_lost && !turn_busy(d) && !d->local_out && !d->sweep_out)
 		sweep_lost_claims(d);
 	if (admission(d, &a) < 0) {
 		admission_free(&a);
@@ -956,7 +1042,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	d->st.share = a.share;
 	d->st.at_exec = d->at_exec;
-	d->st.statements = d->db.statements + d->db2.statements;
+	d->st.services = (unsigned)d->nservices;
+	d->st.statements = d->db.statements + d->db2.statements + chores_db(d->chores)->statements;
 	d->st.db_up = d->db.conn != NULL && !d->db.connecting;
 	if (!beat_fresh(d)) {
 		if (!d->said_stale++)
@@ -967,7 +1054,9 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 			log_warn("no execserver connected: claiming nothing");
 	} else {
 		d->said_no_exec = 0;
-		may_claim = a.total > 0;
+		/* no claim while a sweep of lost claims is out (it would requeue
+		 * the rows of a claim it did not know of) */
+		may_claim = a.total > 0 && !d->sweep_out;
 	}
 	if (d->cfg->nlocal && beat_fresh(d))
 		claim_local(d);
@@ -979,12 +1068,37 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* The database is (back) up: outcomes held back and claims go on. */
+static void contact_next(struct dispatcher *d);
+
 static void on_db_up(void *arg)
 {
 	struct dispatcher *d = arg;
 
+	if (d->contact < CONTACT_DONE) {
+		contact_next(d);
+		return;
+	}
 	d->sweep_lost = 1;
 	event_active(d->stopping ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
+}
+
+static void swept(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+
+	(void)note;
+	d->sweep_out = 0;
+	if (res) {
+		d->sweep_lost = 0;
+		if (PQntuples(res) > 0)
+			log_warn("requeued %d rows claimed by a statement whose result the lost "
+				 "connection took",
+				 PQntuples(res));
+	} else if (!away) {
+		log_error("claims lost with the connection: %s", chores_db(d->chores)->last_error);
+	}
+	if (res && !d->stopping)
+		event_active(d->poll_ev, EV_TIMEOUT, 0); /* claims waited for it */
 }
 
 /* After a reconnection, with no statement on the wire and every result
@@ -994,13 +1108,12 @@ static void on_db_up(void *arg)
  * to be written is not the row's claim) were claimed by a statement whose
  * result the lost connection took (the commit went through, the answer
  * did not).  Nobody else would ever free them while this dispatcher's
- * heartbeat lives: requeued like a rescue. */
+ * heartbeat lives: requeued like a rescue (a chore; no claim is sent
+ * until its answer, swept). */
 static void sweep_lost_claims(struct dispatcher *d)
 {
 	size_t n = 0;
 	char maxa[16];
-	int away;
-	PGresult *res;
 
 	for (struct held *h = d->list; h; h = h->next)
 		n++;
@@ -1022,17 +1135,8 @@ static void sweep_lost_claims(struct dispatcher *d)
 	db_int_array(claims, c, (int)n);
 	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
 	const char *params[4] = { d->cfg->instance_id, ids, maxa, claims };
-	res = db_exec(&d->db, d->q_rescue_lost, 4, params, &away);
-	if (res) {
-		d->sweep_lost = 0;
-		if (PQntuples(res) > 0)
-			log_warn("requeued %d rows claimed by a statement whose result the lost "
-				 "connection took",
-				 PQntuples(res));
-	} else if (!away) {
-		log_error("claims lost with the connection: %s", d->db.last_error);
-	}
-	PQclear(res);
+	if (chores_add(d->chores, d->q_rescue_lost, 4, params, NULL, 0, swept, d) == 0)
+		d->sweep_out = 1;
 	free(ids);
 	free(claims);
 	free(v);
@@ -1045,23 +1149,26 @@ static void lose_everything(struct dispatcher *d, const char *why)
 		drop_claim(d, h, why);
 }
 
-static int do_register(struct dispatcher *d)
+/* The parameters of DQ_REGISTER into params (stale: its buffer). */
+static void register_params(struct dispatcher *d, char *stale, size_t len, const char **params)
 {
-	char stale[16];
-	const char *params[4] = { d->cfg->instance_id, d->host, d->pid, stale };
-	int away, ok;
-	PGresult *res;
+	snprintf(stale, len, "%d", d->cfg->stale_after_sec);
+	params[0] = d->cfg->instance_id;
+	params[1] = d->host;
+	params[2] = d->pid;
+	params[3] = stale;
+}
 
-	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
-	res = db_exec(&d->db, d->q_register, 4, params, &away);
+/* DQ_REGISTER's answer (sent at sent_ms): 0 registered, -1 the statement
+ * failed, -2 the database away, -3 a live dispatcher holds the instance. */
+static int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms)
+{
 	if (!res)
 		return away ? -2 : -1;
-	ok = PQntuples(res) == 1;
-	PQclear(res);
-	if (!ok)
+	if (PQntuples(res) != 1)
 		return -3;
 	d->registered = 1;
-	d->beat_ok_ms = now_ms();
+	d->beat_ok_ms = sent_ms;
 	return 0;
 }
 
@@ -1077,42 +1184,20 @@ static void on_submit(void *arg)
 	}
 }
 
-static void beat_cb(evutil_socket_t fd, short what, void *arg)
+static void beat_done(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
-	char stale[16], maxa[16];
-	const char *params[5] = { d->cfg->instance_id, d->host, d->pid, stale, maxa };
-	int away;
-	PGresult *res;
 
-	(void)fd;
-	(void)what;
-	arm(d->beat_ev, d->cfg->heartbeat_sec * 1000LL);
-	if (d->listener)
-		listener_keep(d->listener);
-	if (!d->registered) {
-		int rc = do_register(d);
-		if (rc == -3)
-			log_error(
-				"instance %s is held by another live dispatcher: starting nothing "
-				"until its heartbeat is older than %d s",
-				d->cfg->instance_id, d->cfg->stale_after_sec);
-		else if (rc == -1)
-			log_error("heartbeat: %s", d->db.last_error);
-		if (rc < 0)
-			return;
-		log_info("registered again as %s", d->cfg->instance_id);
-	}
-	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
-	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
-	res = db_exec(&d->db, d->q_heartbeat, 5, params, &away);
+	d->beat_out = 0;
 	if (!res) {
 		if (!away)
-			log_error("heartbeat: %s", d->db.last_error);
+			log_error("heartbeat: %s", chores_db(d->chores)->last_error);
 		return;
 	}
 	if (atoi(PQgetvalue(res, 0, 0)) == 1) {
-		d->beat_ok_ms = now_ms();
+		/* the row carries the statement's time, which is after its send:
+		 * our own view of the heartbeat's age is never the younger one */
+		d->beat_ok_ms = *(const int64_t *)note;
 		if (d->said_stale)
 			log_info("heartbeat written again: claiming");
 		d->said_stale = 0;
@@ -1130,9 +1215,82 @@ static void beat_cb(evutil_socket_t fd, short what, void *arg)
 	if (atoi(PQgetvalue(res, 0, 1)) || atoi(PQgetvalue(res, 0, 2)))
 		log_warn("rescue: requeued %s and failed %s rows of silent dispatchers",
 			 PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2));
-	PQclear(res);
 	if (d->pending)
 		event_active(d->poll_ev, EV_TIMEOUT, 0); /* outcomes held back while away */
+}
+
+/* The heartbeat with the rescue of silent dispatchers, a chore. */
+static void send_beat(struct dispatcher *d)
+{
+	char stale[16], maxa[16];
+	const char *params[5] = { d->cfg->instance_id, d->host, d->pid, stale, maxa };
+	int64_t sent = now_ms();
+
+	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
+	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
+	if (chores_add(d->chores, d->q_heartbeat, 5, params, &sent, sizeof sent, beat_done, d) == 0)
+		d->beat_out = 1;
+}
+
+static void reregistered(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	int rc = took_register(d, res, away, *(const int64_t *)note);
+
+	d->beat_out = 0;
+	if (rc == -3)
+		log_error("instance %s is held by another live dispatcher: starting nothing "
+			  "until its heartbeat is older than %d s",
+			  d->cfg->instance_id, d->cfg->stale_after_sec);
+	else if (rc == -1)
+		log_error("heartbeat: %s", chores_db(d->chores)->last_error);
+	if (rc < 0)
+		return;
+	log_info("registered again as %s", d->cfg->instance_id);
+	send_beat(d);
+}
+
+/* Every heartbeatSec: the heartbeat (registering again first when a
+ * rescue removed our row); a tick with the last one still out is let
+ * pass (its deadline bounds it). */
+static void beat_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+	char stale[16];
+	const char *params[4];
+	int64_t sent = now_ms();
+
+	(void)fd;
+	(void)what;
+	arm(d->beat_ev, d->cfg->heartbeat_sec * 1000LL);
+	if (d->listener)
+		listener_keep(d->listener);
+	if (d->beat_out)
+		return;
+	if (d->registered) {
+		send_beat(d);
+		return;
+	}
+	register_params(d, stale, sizeof stale, params);
+	if (chores_add(d->chores, d->q_register, 4, params, &sent, sizeof sent, reregistered, d) ==
+	    0)
+		d->beat_out = 1;
+}
+
+/* The database (the chores' connection) is back, or a statement it
+ * abandoned ended: claims lost with it are swept, the heartbeat goes at
+ * once if it is not fresh, outcomes of a stop go on. */
+static void on_chores_up(void *arg)
+{
+	struct dispatcher *d = arg;
+
+	if (d->contact < CONTACT_DONE)
+		return;
+	d->sweep_lost = 1; /* a local claim may have been lost with it */
+	if (!beat_fresh(d) && !d->beat_out)
+		event_active(d->beat_ev, EV_TIMEOUT, 0);
+	if (d->stopping)
+		event_active(d->flush_ev, EV_TIMEOUT, 0);
 }
 
 /* Ids and claims of the held rows at the execserver, for DQ_START/DQ_HELD. */
@@ -1162,37 +1320,60 @@ static struct held *find(struct dispatcher *d, int64_t id, int claim)
 	return NULL;
 }
 
-static void start_cb(evutil_socket_t fd, short what, void *arg)
+/* The held rows a chore asks about (DQ_START, DQ_HELD), as its note:
+ * n, then the ids, then the claims. */
+struct asked {
+	int n;
+	int64_t v[]; /* ids: v[0 .. n), claims: v[n .. 2n) */
+};
+
+/* Collects the rows (as collect) into a new struct asked with their
+ * arrays as parameters (aids, aclaim: malloc'd); its size in *len, NULL
+ * when there is none or memory is short. */
+static struct asked *ask_rows(struct dispatcher *d, int only_unstarted_running, size_t *len,
+			      char **aids, char **aclaim)
+{
+	unsigned cap = d->at_exec + d->local_running; /* what collect() may find */
+	struct asked *a = cap ? malloc(sizeof *a + 2 * cap * sizeof(int64_t)) : NULL;
+	int64_t *claim = NULL;
+
+	*aids = *aclaim = NULL;
+	if (!a || !(claim = calloc(cap, sizeof *claim)))
+		goto fail;
+	a->n = collect(d, only_unstarted_running, a->v, claim, (int)cap);
+	memcpy(a->v + a->n, claim, (size_t)a->n * sizeof *claim);
+	free(claim);
+	*aids = malloc(21 * (size_t)a->n + 3);
+	*aclaim = malloc(21 * (size_t)a->n + 3);
+	if (a->n == 0 || !*aids || !*aclaim)
+		goto fail;
+	db_int_array(*aids, a->v, a->n);
+	db_int_array(*aclaim, a->v + a->n, a->n);
+	*len = sizeof *a + 2 * (size_t)a->n * sizeof(int64_t);
+	return a;
+fail:
+	free(a);
+	free(*aids);
+	free(*aclaim);
+	*aids = *aclaim = NULL;
+	return NULL;
+}
+
+static void started(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
-	unsigned held = d->at_exec + d->local_running, cap = held ? held : 1;
-	int64_t *ids = calloc(cap, sizeof *ids), *claim = calloc(cap, sizeof *claim);
-	char *aids = malloc(21 * (size_t)cap + 3), *aclaim = malloc(21 * (size_t)cap + 3);
-	const char *params[3] = { d->cfg->instance_id, aids, aclaim };
-	int n, away;
-	PGresult *res;
+	const struct asked *a = note;
 
-	(void)fd;
-	(void)what;
-	if (!ids || !claim || !aids || !aclaim)
-		goto out;
-	n = collect(d, 1, ids, claim, (int)cap);
-	if (n == 0)
-		goto out;
-	db_int_array(aids, ids, n);
-	db_int_array(aclaim, claim, n);
-	res = db_exec(&d->db, d->q_start, 3, params, &away);
-	if (!res) {
-		if (!away)
-			log_error("start: %s", d->db.last_error);
-		goto out;
-	}
-	for (int i = 0; i < n; i++) {
-		struct held *h = find(d, ids[i], (int)claim[i]);
+	d->start_out = 0;
+	if (!res && !away)
+		log_error("start: %s", chores_db(d->chores)->last_error);
+	for (int i = 0; res && i < a->n; i++) {
+		struct held *h = find(d, a->v[i], (int)a->v[a->n + i]);
 		int found = 0;
 		for (int r = 0; r < PQntuples(res) && !found; r++)
-			found = strtoll(PQgetvalue(res, r, 0), NULL, 10) == ids[i];
-		if (!h)
+			found = strtoll(PQgetvalue(res, r, 0), NULL, 10) == a->v[i];
+		/* a run that ended meanwhile counted itself (run_ended) */
+		if (!h || h->started || (!h->xj && !h->lr))
 			continue;
 		if (found) {
 			h->started = 1;
@@ -1201,55 +1382,65 @@ static void start_cb(evutil_socket_t fd, short what, void *arg)
 			drop_claim(d, h, "its claim was lost before it started");
 		}
 	}
-	PQclear(res);
-out:
-	free(ids);
-	free(claim);
-	free(aids);
-	free(aclaim);
-	if (d->claimed_unstarted)
+	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
 		arm(d->start_ev, START_CHECK_MS);
 }
 
-static void cancel_cb(evutil_socket_t fd, short what, void *arg)
+/* A chore about the held rows (as collect): sql with the first nparams of
+ * ($1 instance, $2 ids[], $3 claims[]); fn gets the rows asked as its
+ * note.  1 when queued (0: nothing held, or no memory). */
+static int ask_chore(struct dispatcher *d, int only_unstarted_running, const char *sql, int nparams,
+		     chore_fn fn)
+{
+	size_t len;
+	char *aids, *aclaim;
+	struct asked *a = ask_rows(d, only_unstarted_running, &len, &aids, &aclaim);
+	int queued;
+
+	if (!a)
+		return 0;
+	const char *params[3] = { d->cfg->instance_id, aids, aclaim };
+	queued = chores_add(d->chores, sql, nparams, params, a, len, fn, d) == 0;
+	free(a);
+	free(aids);
+	free(aclaim);
+	return queued;
+}
+
+/* Every START_CHECK_MS while some held row is not written running: the
+ * rows whose run started, in one statement (a chore). */
+static void start_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
-	unsigned cap = d->at_exec + d->local_running; /* what collect() may find */
-	int64_t *ids = NULL, *claim = NULL;
-	char *aids = NULL;
-	const char *params[2] = { d->cfg->instance_id, NULL };
-	int n, away;
-	PGresult *res;
 
 	(void)fd;
 	(void)what;
-	arm(d->cancel_ev, d->cfg->cancel_poll_ms);
-	if (cap == 0)
-		return; /* nothing held: no query */
-	ids = calloc(cap, sizeof *ids);
-	claim = calloc(cap, sizeof *claim);
-	aids = malloc(21 * (size_t)cap + 3);
-	if (!ids || !claim || !aids)
-		goto out;
-	n = collect(d, 0, ids, claim, (int)cap);
-	if (n == 0)
-		goto out;
-	db_int_array(aids, ids, n);
-	params[1] = aids;
-	res = db_exec(&d->db, d->q_held, 2, params, &away);
+	if (!d->start_out && ask_chore(d, 1, d->q_start, 3, started))
+		d->start_out = 1;
+	else if (d->claimed_unstarted)
+		arm(d->start_ev, START_CHECK_MS);
+}
+
+static void polled(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	const struct asked *a = note;
+
+	d->cancel_out = 0;
 	if (!res) {
 		if (!away)
-			log_error("cancel poll: %s", d->db.last_error);
-		goto out;
+			log_error("cancel poll: %s", chores_db(d->chores)->last_error);
+		return;
 	}
-	for (int i = 0; i < n; i++) {
-		struct held *h = find(d, ids[i], (int)claim[i]);
+	for (int i = 0; i < a->n; i++) {
+		int64_t id = a->v[i], claim = a->v[a->n + i];
+		struct held *h = find(d, id, (int)claim);
 		int ours = 0, row = -1;
 		for (int r = 0; r < PQntuples(res) && row < 0; r++)
-			if (strtoll(PQgetvalue(res, r, 0), NULL, 10) == ids[i])
+			if (strtoll(PQgetvalue(res, r, 0), NULL, 10) == id)
 				row = r;
 		if (row >= 0)
-			ours = atoi(PQgetvalue(res, row, 1)) == claim[i] &&
+			ours = atoi(PQgetvalue(res, row, 1)) == claim &&
 			       atoi(PQgetvalue(res, row, 2)) == 1;
 		if (h && ours && !PQgetisnull(res, row, 4) && atoi(PQgetvalue(res, row, 4)) == 1 &&
 		    h->xj && strcmp(exc_job_state(h->xj), "waiting") == 0)
@@ -1264,36 +1455,20 @@ static void cancel_cb(evutil_socket_t fd, short what, void *arg)
 			drop_claim(d, h, "its claim was rescued by another dispatcher");
 		}
 	}
-	PQclear(res);
-out:
-	free(ids);
-	free(claim);
-	free(aids);
 }
 
-/* Writes up to n of the outcomes due in one blocking statement.  Returns
- * the number handled (written, or found not ours and dropped), 0 when the
- * database is away or nothing is due, -1 when the statement failed (a
- * receipt jsonb does not take, e.g. a \u0000 in a string). */
-static int finish_batch(struct dispatcher *d, int n)
+/* Every cancelPollMs while rows are held: which are still ours (a
+ * chore; none while nothing is held); a tick with the last poll still
+ * out is let pass. */
+static void cancel_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct fin f;
-	const char *params[8];
-	int k = fin_build(d, &f, n), away;
-	PGresult *res;
+	struct dispatcher *d = arg;
 
-	if (k == 0)
-		return 0;
-	fin_params(d, &f, params);
-	res = db_exec(&d->db, d->q_finish, 8, params, &away);
-	fin_free_arrays(&f);
-	if (!res) {
-		fin_abort(&f, away);
-		return away ? 0 : -1;
-	}
-	fin_apply(d, &d->db, &f, res, 0);
-	PQclear(res);
-	return k;
+	(void)fd;
+	(void)what;
+	arm(d->cancel_ev, d->cfg->cancel_poll_ms);
+	if (!d->cancel_out && ask_chore(d, 0, d->q_held, 2, polled))
+		d->cancel_out = 1;
 }
 
 /* Replaces the bytes of s outside printable ASCII by '?'; 1 if any was. */
@@ -1391,46 +1566,65 @@ static void cut_outcome(struct dispatcher *d, struct held *h)
 	}
 }
 
-static struct held *first_due(struct dispatcher *d)
-{
-	int64_t now = now_ms();
+static void flushed(void *arg, PGresult *res, int away, const void *note);
 
-	for (struct held *h = d->list; h; h = h->next)
-		if (outcome_due(h, now))
-			return h;
-	return NULL;
-}
-
-/* Writes every outcome due, blocking, FINISH_BATCH per statement (the
- * stop, and a batch the database refused).  The database away: the rest
- * waits for FLUSH_RETRY_MS.  A batch the database refuses is written one
- * row at a time, and a row refused alone is cut down (cut_outcome). */
+/* Writes every outcome due, FINISH_BATCH per statement, one statement at
+ * a time on the chores' connection (the stop, and a batch the database
+ * refused).  The database away: the rest waits for FLUSH_RETRY_MS.  A
+ * batch the database refuses is written one row at a time, and a row
+ * refused alone is cut down (cut_outcome). */
 static void flush_outcomes(struct dispatcher *d)
 {
-	int per = FINISH_BATCH;
+	struct fin *f = &d->flush_fin;
+	const char *params[8];
 	int64_t next = 0;
-	struct held *h;
 
-	while ((h = first_due(d))) {
-		int rc = finish_batch(d, per);
-		if (rc == 0) {
-			if (!evtimer_pending(d->flush_ev, NULL))
-				arm(d->flush_ev, FLUSH_RETRY_MS);
+	if (d->flush_out)
+		return;
+	if (fin_build(d, f, d->flush_per) > 0) {
+		fin_params(d, f, params);
+		if (chores_add(d->chores, d->q_finish, 8, params, NULL, 0, flushed, d) == 0)
+			d->flush_out = 1;
+		fin_free_arrays(f);
+		if (d->flush_out)
 			return;
-		}
-		if (rc > 0)
-			continue;
-		if (per > 1)
-			per = 1;
-		else
-			cut_outcome(d, h); /* the row finish_batch(d, 1) tried */
+		fin_abort(f, 0);
+		if (!evtimer_pending(d->flush_ev, NULL))
+			arm(d->flush_ev, FLUSH_RETRY_MS);
+		return;
 	}
-	for (h = d->list; h; h = h->next)
+	d->flush_per = FINISH_BATCH;
+	for (struct held *h = d->list; h; h = h->next)
 		if (!h->xj && !h->lr && h->state && !h->writing && (!next || h->retry_at_ms < next))
 			next = h->retry_at_ms;
 	if (next && !evtimer_pending(d->flush_ev, NULL))
 		arm(d->flush_ev, next > now_ms() ? next - now_ms() : 0);
 	maybe_done_stopping(d);
+}
+
+static void flushed(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	struct fin *f = &d->flush_fin;
+	struct held *first = f->rows[0];
+
+	(void)note;
+	d->flush_out = 0;
+	if (res) {
+		fin_apply(d, f, res, 0);
+	} else if (away) {
+		fin_abort(f, 1);
+		if (!evtimer_pending(d->flush_ev, NULL))
+			arm(d->flush_ev, FLUSH_RETRY_MS);
+		return;
+	} else {
+		fin_abort(f, 0);
+		if (d->flush_per > 1)
+			d->flush_per = 1;
+		else
+			cut_outcome(d, first); /* the row written alone */
+	}
+	flush_outcomes(d);
 }
 
 static void flush_cb(evutil_socket_t fd, short what, void *arg)
@@ -1440,44 +1634,66 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
 	flush_outcomes(arg);
 }
 
+static void janitor_done(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+
+	(void)note;
+	/* a full batch: more may be due; the next one in a second, so that
+	 * more than a batch an hour of finished rows does not pile up; the
+	 * database away: again in a second too */
+	arm(d->janitor_ev, (res && atoi(PQcmdTuples(res)) >= JANITOR_BATCH) || (!res && away)
+				   ? JANITOR_AGAIN_MS
+				   : JANITOR_SEC * 1000LL);
+	if (res && atoi(PQcmdTuples(res)) > 0)
+		log_info("janitor: removed %s finished rows older than %d days", PQcmdTuples(res),
+			 d->cfg->retain_done_days);
+	else if (!res && !away)
+		log_error("janitor: %s", chores_db(d->chores)->last_error);
+}
+
 static void janitor_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
 	char days[16];
 	const char *params[1] = { days };
-	int away;
-	PGresult *res;
 
 	(void)fd;
 	(void)what;
 	snprintf(days, sizeof days, "%d", d->cfg->retain_done_days);
-	res = db_exec(&d->db, d->q_janitor, 1, params, &away);
-	/* a full batch: more may be due; the next one in a second, so that
-	 * more than a batch an hour of finished rows does not pile up */
-	arm(d->janitor_ev, res && atoi(PQcmdTuples(res)) >= JANITOR_BATCH ? JANITOR_AGAIN_MS
-									  : JANITOR_SEC * 1000LL);
-	if (res && atoi(PQcmdTuples(res)) > 0)
-		log_info("janitor: removed %s finished rows older than %d days", PQcmdTuples(res),
-			 d->cfg->retain_done_days);
-	else if (!res && !away)
-		log_error("janitor: %s", d->db.last_error);
-	PQclear(res);
+	if (chores_add(d->chores, d->q_janitor, 1, params, NULL, 0, janitor_done, d) < 0)
+		arm(d->janitor_ev, JANITOR_AGAIN_MS);
 }
 
 /* ---- stopping ---- */
 
+static void left(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+
+	(void)res;
+	(void)away;
+	(void)note;
+	event_base_loopbreak(d->base);
+}
+
+/* Stopping and nothing held, on the wire or waiting to be claimed: our
+ * dispatcher row is deleted (a chore), then the loop ends. */
 static void maybe_done_stopping(struct dispatcher *d)
 {
 	const char *params[3] = { d->cfg->instance_id, d->host, d->pid };
-	int away;
 
-	if (!d->stopping || d->list || turn_busy(d))
+	if (!d->stopping || d->list || turn_busy(d) || d->flush_out || d->local_out ||
+	    d->sweep_out || d->leaving)
 		return;
 	if (d->gave_up)
 		log_warn("stopping: outcomes were given up; our dispatcher row stays, so that the "
 			 "rescue reruns their rows");
-	else if (d->registered)
-		PQclear(db_exec(&d->db, d->q_leave, 3, params, &away));
+	else if (d->registered &&
+		 chores_add(d->chores, d->q_leave, 3, params, NULL, 0, left, d) == 0) {
+		d->leaving = 1;
+		return;
+	}
 	event_base_loopbreak(d->base);
 }
 
@@ -1550,7 +1766,8 @@ static int expand_all(struct dispatcher *d)
 	d->q_finish_claim = dq_expand(DQ_FINISH_CLAIM, s);
 	d->q_claim_exec = dq_expand(DQ_CLAIM_EXEC, s);
 	d->q_landed = dq_expand(DQ_LANDED, s);
-	return d->q_claim_exec && d->q_landed && d->q_register && d->q_heartbeat &&
+	d->q_version = dq_expand(DQ_SCHEMA_VERSION, s);
+	return d->q_version && d->q_claim_exec && d->q_landed && d->q_register && d->q_heartbeat &&
 			       d->q_rescue_own && d->q_rescue_lost && d->q_claim && d->q_start &&
 			       d->q_finish && d->q_held && d->q_leave && d->q_janitor &&
 			       d->q_position && d->q_finish_claim
@@ -1558,53 +1775,125 @@ static int expand_all(struct dispatcher *d)
 		       : -1;
 }
 
-/* The first contact: the schema's version, our row, our previous life's
- * claims.  Returns 0, or -1 (logged) when the daemon must not start. */
-static int first_contact(struct dispatcher *d)
+/* The first contact failed for good: the daemon must not start. */
+static void contact_fatal(struct dispatcher *d)
 {
-	char msg[600], maxa[16];
-	const char *params[2] = { d->cfg->instance_id, maxa };
-	int rc, away;
-	PGresult *res;
+	d->exit_status = 1;
+	event_base_loopbreak(d->base);
+}
 
-	for (int tries = 0;; tries++) {
-		rc = migrate_check(&d->db, d->cfg->schema, d->cfg->file, msg, sizeof msg);
-		if (rc != -2 || tries == 20)
-			break;
-		usleep(250 * 1000);
+/* Everything after the first contact: the timers of the loop. */
+static void begin(struct dispatcher *d)
+{
+	d->contact = CONTACT_DONE;
+	event_del(d->contact_ev);
+	log_info("database: schema version %d, registered as %s: claiming", DISPATCH_SCHEMA_VERSION,
+		 d->cfg->instance_id);
+	arm(d->poll_ev, jittered(d, d->cfg->poll_ms));
+	arm(d->beat_ev, d->cfg->heartbeat_sec * 1000LL);
+	if (d->cfg->cancel_poll_ms > 0)
+		arm(d->cancel_ev, d->cfg->cancel_poll_ms);
+	if (d->cfg->retain_done_days > 0)
+		event_active(d->janitor_ev, EV_TIMEOUT, 0); /* at the start, then hourly */
+}
+
+static void contact_done(void *arg, PGresult *res, int away)
+{
+	struct dispatcher *d = arg;
+	char msg[600];
+
+	if (d->stopping) {
+		maybe_done_stopping(d);
+		return;
 	}
-	if (rc < 0) {
-		log_error("%s", msg);
-		return -1;
+	if (!res && away)
+		return; /* the same step again once the connection is back */
+	switch (d->contact) {
+	case CONTACT_VERSION:
+		if (migrate_judge(res, d->db.last_error, d->cfg->schema, d->cfg->file, msg,
+				  sizeof msg) < 0) {
+			log_error("%s", msg);
+			contact_fatal(d);
+			return;
+		}
+		break;
+	case CONTACT_REGISTER:
+		switch (took_register(d, res, away, now_ms())) {
+		case -3:
+			log_error("instance %s is held by another live dispatcher (heartbeat "
+				  "younger than %d s): give each dispatcher its own instanceId",
+				  d->cfg->instance_id, d->cfg->stale_after_sec);
+			contact_fatal(d);
+			return;
+		case -1:
+			log_error("registering: %s", d->db.last_error);
+			contact_fatal(d);
+			return;
+		}
+		break;
+	case CONTACT_RESCUE:
+		if (res && PQntuples(res) > 0)
+			log_warn("requeued %d rows an earlier run of instance %s still held",
+				 PQntuples(res), d->cfg->instance_id);
+		break;
 	}
-	rc = do_register(d);
-	if (rc == -3) {
-		log_error("instance %s is held by another live dispatcher (heartbeat younger than "
-			  "%d s): give each dispatcher its own instanceId",
-			  d->cfg->instance_id, d->cfg->stale_after_sec);
-		return -1;
-	}
-	if (rc < 0) {
-		log_error("registering: %s", d->db.last_error);
-		return -1;
-	}
+	if (++d->contact == CONTACT_DONE)
+		begin(d);
+	else
+		contact_next(d);
+}
+
+/* The first contact's next statement on the main connection, without
+ * blocking: the schema's version, our row, our previous life's claims
+ * (docs/dispatch.md, "Starting"). */
+static void contact_next(struct dispatcher *d)
+{
+	char maxa[16], stale[16];
+	const char *params[4] = { d->cfg->instance_id, maxa };
+	const char *sql = d->contact == CONTACT_VERSION    ? d->q_version
+			  : d->contact == CONTACT_REGISTER ? d->q_register
+							   : d->q_rescue_own;
+	int n = d->contact == CONTACT_VERSION ? 0 : d->contact == CONTACT_REGISTER ? 4 : 2;
+
+	if (d->contact >= CONTACT_DONE || db_busy(&d->db) || !db_ready(&d->db))
+		return;
 	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
-	res = db_exec(&d->db, d->q_rescue_own, 2, params, &away);
-	if (res && PQntuples(res) > 0)
-		log_warn("requeued %d rows an earlier run of instance %s still held",
-			 PQntuples(res), d->cfg->instance_id);
-	PQclear(res);
-	return 0;
+	if (d->contact == CONTACT_REGISTER)
+		register_params(d, stale, sizeof stale, params);
+	db_send(&d->db, sql, n, params, contact_done, d);
+}
+
+/* Every CONTACT_CHECK_MS until the first contact is made: a new attempt
+ * once the back-off has passed; given up once START_GIVE_UP_MS have
+ * passed and the last attempt failed (every host of the connection
+ * string tried, each within its connect_timeout). */
+static void contact_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+
+	(void)fd;
+	(void)what;
+	arm(d->contact_ev, CONTACT_CHECK_MS);
+	if (d->db.conn || db_busy(&d->db))
+		return; /* connecting, or a statement of it on the wire */
+	if (now_ms() - d->contact_t0_ms >= START_GIVE_UP_MS) {
+		log_error("cannot reach the database within %d s at the start: %s",
+			  START_GIVE_UP_MS / 1000, d->db.last_error);
+		contact_fatal(d);
+		return;
+	}
+	contact_next(d);
 }
 
 int dispatcher_run(const struct dispatch_config *cfg)
 {
 	struct dispatcher d;
 	struct exc_options o;
-	int rc = 1;
+	int rc = 1, timeout_ms = cfg->stale_after_sec * 1000;
 
 	memset(&d, 0, sizeof d);
 	d.cfg = cfg;
+	d.flush_per = FINISH_BATCH;
 	d.rnd = (unsigned)getpid() ^ (unsigned)clock_mono_us();
 	if (gethostname(d.host, sizeof d.host - 1) < 0)
 		strcpy(d.host, "unknown");
@@ -1623,11 +1912,12 @@ int dispatcher_run(const struct dispatch_config *cfg)
 		log_error("out of memory");
 		goto out;
 	}
-	if (first_contact(&d) < 0)
-		goto out;
 	d.base = event_base_new();
-	if (!d.base || db_attach(&d.db, d.base, on_db_up, &d) < 0 ||
-	    db_attach(&d.db2, d.base, on_db_up, &d) < 0) {
+	/* a statement not answered within staleAfterSec: the connection is
+	 * taken for lost (by then our heartbeat is stale anyway) */
+	if (!d.base || db_attach(&d.db, d.base, timeout_ms, on_db_up, &d) < 0 ||
+	    db_attach(&d.db2, d.base, timeout_ms, on_db_up, &d) < 0 ||
+	    !(d.chores = chores_new(d.base, cfg->database, timeout_ms, on_chores_up, &d))) {
 		log_error("out of memory");
 		goto out;
 	}
@@ -1657,8 +1947,9 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	d.sig_int = evsignal_new(d.base, SIGINT, signal_cb, &d);
 	d.sig_hup = evsignal_new(d.base, SIGHUP, signal_cb, &d);
 	d.sig_chld = evsignal_new(d.base, SIGCHLD, chld_cb, &d);
+	d.contact_ev = evtimer_new(d.base, contact_cb, &d);
 	if (!d.poll_ev || !d.beat_ev || !d.cancel_ev || !d.start_ev || !d.flush_ev ||
-	    !d.janitor_ev || !d.sig_term || !d.sig_int || !d.sig_hup) {
+	    !d.janitor_ev || !d.sig_term || !d.sig_int || !d.sig_hup || !d.contact_ev) {
 		log_error("out of memory");
 		goto out;
 	}
@@ -1667,10 +1958,6 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	evsignal_add(d.sig_hup, NULL);
 	if (d.sig_chld)
 		evsignal_add(d.sig_chld, NULL);
-	arm(d.poll_ev, jittered(&d, cfg->poll_ms));
-	arm(d.beat_ev, cfg->heartbeat_sec * 1000LL);
-	if (cfg->cancel_poll_ms > 0)
-		arm(d.cancel_ev, cfg->cancel_poll_ms);
 	if (cfg->notify &&
 	    !(d.listener = listener_new(d.base, cfg->database, cfg->schema, on_submit, &d))) {
 		log_error("out of memory");
@@ -1685,20 +1972,24 @@ int dispatcher_run(const struct dispatch_config *cfg)
 			goto out;
 		}
 	}
-	if (cfg->retain_done_days > 0)
-		event_active(d.janitor_ev, EV_TIMEOUT, 0); /* at the start, then hourly */
-	log_info("execdispatch %s: instance %s, schema %s, %zu execserver address%s",
+	log_info("execdispatch %s: instance %s, schema %s, %zu execserver address%s; connecting "
+		 "to the database",
 		 PACKAGE_VERSION, cfg->instance_id, cfg->schema, cfg->execservers.count,
 		 cfg->execservers.count == 1 ? "" : "es");
+	/* the first contact, in the loop (contact_next, then begin) */
+	d.contact_t0_ms = now_ms();
+	arm(d.contact_ev, CONTACT_CHECK_MS);
+	contact_next(&d);
 	event_base_dispatch(d.base);
-	rc = 0;
+	rc = d.exit_status;
 out:
 	metrics_stop(d.metrics);
 	listener_free(d.listener);
 	if (d.client)
 		exc_client_free(d.client);
-	struct event *evs[] = { d.poll_ev,    d.beat_ev,  d.cancel_ev, d.start_ev, d.flush_ev,
-				d.janitor_ev, d.sig_term, d.sig_int,   d.sig_hup,  d.sig_chld };
+	struct event *evs[] = { d.poll_ev,  d.beat_ev,    d.cancel_ev, d.start_ev,
+				d.flush_ev, d.janitor_ev, d.sig_term,  d.sig_int,
+				d.sig_hup,  d.sig_chld,   d.contact_ev };
 	for (struct held *h = d.list; h; h = h->next)
 		if (h->lr)
 			local_cancel(h->lr); /* a forced exit: no local job outlives us */
@@ -1709,6 +2000,7 @@ out:
 		held_free(&d, d.list);
 	db_close(&d.db); /* their events first */
 	db_close(&d.db2);
+	chores_free(d.chores);
 	for (int t = 0; t < HOT_CONNS; t++)
 		turn_release(&d.turns[t]);
 	if (d.base)
@@ -1720,7 +2012,7 @@ out:
 	char **qs[] = { &d.q_register,   &d.q_heartbeat, &d.q_rescue_own, &d.q_rescue_lost,
 			&d.q_claim,      &d.q_start,     &d.q_finish,     &d.q_held,
 			&d.q_leave,      &d.q_janitor,   &d.q_position,   &d.q_finish_claim,
-			&d.q_claim_exec, &d.q_landed };
+			&d.q_claim_exec, &d.q_landed,    &d.q_version };
 	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
 		free(*qs[i]);
 	return rc;

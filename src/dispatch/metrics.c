@@ -81,6 +81,10 @@ static const struct metric_def defs[] = {
 	  "the execservers).",
 	  share, UINT),
 	M("execdispatch_held", "gauge", "Rows at the execservers now.", at_exec, UINT),
+	M("execdispatch_services", "gauge",
+	  "Services admission knows now (those the "
+	  "execservers run, and those of rows held).",
+	  services, UINT),
 	M("execdispatch_database_up", "gauge", "1 while connected to the database.", db_up, INT),
 };
 

@@ -25,6 +25,7 @@ struct dispatch_stats {
 	uint64_t statements;        /* statements sent (db.c counts) */
 	unsigned share;             /* claim share now */
 	unsigned at_exec;           /* rows at the execservers now */
+	unsigned services;          /* exec-bound services admission knows now */
 	int db_up;                  /* 1 while connected */
 };
 

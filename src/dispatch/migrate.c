@@ -156,31 +156,18 @@ out:
 	return rc;
 }
 
-int migrate_check(struct db *db, const char *schema, const char *config_file, char *msg, size_t len)
+int migrate_judge(const PGresult *res, const char *err, const char *schema, const char *config_file,
+		  char *msg, size_t len)
 {
-	char *sql = dq_expand(DQ_SCHEMA_VERSION, schema);
-	int away, v;
-	PGresult *res;
+	int v;
 
-	if (!sql) {
-		snprintf(msg, len, "out of memory");
-		return -1;
-	}
-	res = db_exec(db, sql, 0, NULL, &away);
-	free(sql);
-	if (!res && away) {
-		snprintf(msg, len, "cannot reach the database: %s", db->last_error);
-		return -2;
-	}
 	if (!res || PQgetisnull(res, 0, 0)) {
 		snprintf(msg, len,
 			 "schema \"%s\" is not installed (%s): run execdispatch --migrate -c %s",
-			 schema, res ? "no version recorded" : db->last_error, config_file);
-		PQclear(res);
+			 schema, res ? "no version recorded" : err, config_file);
 		return -1;
 	}
 	v = atoi(PQgetvalue(res, 0, 0));
-	PQclear(res);
 	if (v < DISPATCH_SCHEMA_VERSION) {
 		snprintf(msg, len,
 			 "schema \"%s\" is at version %d, this execdispatch needs %d: run "
@@ -196,4 +183,25 @@ int migrate_check(struct db *db, const char *schema, const char *config_file, ch
 		return -1;
 	}
 	return 0;
+}
+
+int migrate_check(struct db *db, const char *schema, const char *config_file, char *msg, size_t len)
+{
+	char *sql = dq_expand(DQ_SCHEMA_VERSION, schema);
+	int away, rc;
+	PGresult *res;
+
+	if (!sql) {
+		snprintf(msg, len, "out of memory");
+		return -1;
+	}
+	res = db_exec(db, sql, 0, NULL, &away);
+	free(sql);
+	if (!res && away) {
+		snprintf(msg, len, "cannot reach the database: %s", db->last_error);
+		return -2;
+	}
+	rc = migrate_judge(res, db->last_error, schema, config_file, msg, len);
+	PQclear(res);
+	return rc;
 }

@@ -31,4 +31,10 @@ int migrate_apply(struct db *db, const char *schema, const char *dir, char *msg,
 int migrate_check(struct db *db, const char *schema, const char *config_file, char *msg,
 		  size_t len);
 
+/* migrate_check's verdict on the answer to DQ_SCHEMA_VERSION (res NULL:
+ * the statement failed with error err), for a caller that sent it
+ * itself (the daemon, without blocking): 0, or -1 with the message. */
+int migrate_judge(const PGresult *res, const char *err, const char *schema, const char *config_file,
+		  char *msg, size_t len);
+
 #endif

@@ -65,14 +65,17 @@ const char DQ_RESCUE_LOST[] = "UPDATE @schema@.job j SET " RESCUE_SET(
 	" AND (service = ANY(" LOCAL "::text[])) = " IS_LOCAL "::bool AND priority >= " MINPRIO \
 	"::int ORDER BY priority DESC, id"                                                      \
 	" LIMIT " LIMIT " FOR UPDATE SKIP LOCKED"
-/* The rows by primary key from an array, not a join: the planner
+/* A new claim starts without the POSITION written under the one before
+ * (position() answers "ahead": null until this claim's holder writes).
+ * The rows by primary key from an array, not a join: the planner
  * estimates a CTE of LIMIT $n at a tenth of the table and hash-joins it
  * with a sequential scan of the whole table (done rows included) at every
  * claim. */
-#define CLAIM_SET_FROM(CTE)                                                    \
-	"UPDATE @schema@.job j SET state = 'claimed', runner_instance = $1, "  \
-	"attempts = j.attempts + 1, claims = j.claims + 1, started_at = NULL " \
-	"WHERE j.id = ANY(ARRAY(SELECT id FROM " CTE ")) "                     \
+#define CLAIM_SET_FROM(CTE)                                                     \
+	"UPDATE @schema@.job j SET state = 'claimed', runner_instance = $1, "   \
+	"attempts = j.attempts + 1, claims = j.claims + 1, started_at = NULL, " \
+	"exec_position = NULL "                                                 \
+	"WHERE j.id = ANY(ARRAY(SELECT id FROM " CTE ")) "                      \
 	"RETURNING j.id, j.attempts, j.priority, j.service, j.job::text, j.claims"
 #define CLAIM_SET CLAIM_SET_FROM("picked")
 

@@ -50,6 +50,8 @@ static struct broker_conn *conns;
 /* ---- the steps of one read (see "client messages" below) ---- */
 
 #define STEPS_MAX 16
+/* every key a batch prepares (a WANT two, any other message one) is kept */
+_Static_assert(BOOK_PREPARED_MAX >= 2 * STEPS_MAX, "the memo holds a whole batch's keys");
 
 struct step {
 	struct msg_in in;

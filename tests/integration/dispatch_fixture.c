@@ -136,20 +136,59 @@ int df_write_config(struct dfix *f, int i, const char *extra)
 	return fclose(out);
 }
 
-int df_start_disp(struct dfix *f, int i)
+int df_spawn_disp(struct dfix *f, int i)
 {
 	char *argv[] = { (char *)bin(), "-f", "-c", f->cfg[i], NULL };
-	char inst[16];
 
 	f->disp[i] = harness_spawn(f->log[i], sql_dir_env(), argv);
-	if (f->disp[i] < 0)
+	return f->disp[i] < 0 ? -1 : 0;
+}
+
+long long df_metric(int port, const char *name)
+{
+	char cmd[200], line[512];
+	long long v = -1;
+	FILE *p;
+
+	snprintf(cmd, sizeof cmd, "curl -sf --max-time 2 http://127.0.0.1:%d/metrics", port);
+	p = popen(cmd, "r");
+	while (p && fgets(line, sizeof line, p))
+		if (strncmp(line, name, strlen(name)) == 0 && line[strlen(name)] == '{')
+			v = atoll(strchr(line, ' ') + 1);
+	if (p)
+		pclose(p);
+	return v;
+}
+
+/* Whether dispatcher i's log says its start is complete (the first
+ * contact's last step, the requeue of an earlier life's claims, done). */
+static int started_up(struct dfix *f, int i)
+{
+	char line[80];
+	size_t len;
+	unsigned char *log = harness_read_file(f->log[i], &len);
+	int yes;
+
+	snprintf(line, sizeof line, "[execdispatch %ld] info: database: schema version",
+		 (long)f->disp[i]);
+	yes = log && strstr((char *)log, line);
+	free(log);
+	return yes;
+}
+
+int df_start_disp(struct dfix *f, int i)
+{
+	char inst[16];
+
+	if (df_spawn_disp(f, i) < 0)
 		return -1;
 	snprintf(inst, sizeof inst, "d%d", i);
 	for (int t = 0; t < 250; t++) {
 		int st;
 		if (pgtest_int(f->c,
 			       "SELECT count(*) FROM execdispatch.dispatcher WHERE instance = '%s'",
-			       inst) == 1)
+			       inst) == 1 &&
+		    started_up(f, i))
 			return 0;
 		if (waitpid(f->disp[i], &st, WNOHANG) == f->disp[i]) {
 			f->disp[i] = 0;

@@ -44,8 +44,14 @@ int df_start_exec(struct dfix *f, int i, int slots);
  * (a key in extra replaces the default). */
 int df_write_config(struct dfix *f, int i, const char *extra);
 /* Starts dispatcher i (df_write_config first) and waits until its
- * heartbeat row exists; 0 or -1 (its log printed). */
+ * heartbeat row exists and its start is complete (logged: an earlier
+ * life's claims requeued); 0 or -1 (its log printed). */
 int df_start_disp(struct dfix *f, int i);
+/* Starts dispatcher i without waiting for anything; 0 or -1. */
+int df_spawn_disp(struct dfix *f, int i);
+/* The value of a metric of a dispatcher's /metrics on port, or -1 (also
+ * when no answer came within 2 s). */
+long long df_metric(int port, const char *name);
 /* Sends sig to dispatcher i and waits for its exit (SIGKILL after
  * timeout_ms); the wait status. */
 int df_stop_disp(struct dfix *f, int i, int sig, int timeout_ms);

@@ -5,7 +5,9 @@
  * execserver and its growth when one stops; admission per service (two
  * waitgroups of one execserver); a cancel from a session that
  * owns nothing reaching the run within cancelPollMs + 200 ms; no claim and
- * no query while no execserver is connected; execctl's database commands.
+ * no query while no execserver is connected; execctl's database commands;
+ * a no_slot job claimed again with the same attempt, its outcome written
+ * under its new claim.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -35,23 +37,6 @@ static void test_setup(void)
 static void clear_queue(void)
 {
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
-}
-
-/* The value of a metric of dispatcher /metrics on port, or -1. */
-static long long metric(int port, const char *name)
-{
-	char cmd[200], line[512];
-	long long v = -1;
-	FILE *p;
-
-	snprintf(cmd, sizeof cmd, "curl -sf http://127.0.0.1:%d/metrics", port);
-	p = popen(cmd, "r");
-	while (p && fgets(line, sizeof line, p))
-		if (strncmp(line, name, strlen(name)) == 0 && line[strlen(name)] == '{')
-			v = atoll(strchr(line, ' ') + 1);
-	if (p)
-		pclose(p);
-	return v;
 }
 
 /* An empty queue and dispatcher 0 started with /metrics on a free port,
@@ -143,13 +128,13 @@ static void test_run_outcomes(void)
 	CU_ASSERT_STRING_EQUAL(code, "400");
 	/* the counters of /metrics (the gauges follow at the next poll) */
 	harness_sleep_ms(250);
-	CU_ASSERT_EQUAL(metric(mport, "execdispatch_claimed_total"), 6);
-	CU_ASSERT_EQUAL(metric(mport, "execdispatch_done_total"), 3);
-	CU_ASSERT_EQUAL(metric(mport, "execdispatch_failed_total"), 3);
-	CU_ASSERT_EQUAL(metric(mport, "execdispatch_held"), 0);
-	CU_ASSERT_EQUAL(metric(mport, "execdispatch_admission"), 5);
-	CU_ASSERT_EQUAL(metric(mport, "execdispatch_database_up"), 1);
-	CU_ASSERT(metric(mport, "execdispatch_statements_total") > 6);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_claimed_total"), 6);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_done_total"), 3);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_failed_total"), 3);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_held"), 0);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_admission"), 5);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_database_up"), 1);
+	CU_ASSERT(df_metric(mport, "execdispatch_statements_total") > 6);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 
 	/* the retention janitor (retainDoneDays 7) removes old finished rows
@@ -287,11 +272,11 @@ static void test_cancel_from_elsewhere(void)
 	/* the cancel reached the run (the dispatcher noticed it and sent
 	 * CANCEL at once) within cancelPollMs + 200 ms of its commit, measured
 	 * on the database's clock */
-	CU_ASSERT_EQUAL(metric(mport, "execdispatch_cancels_total"), 1);
-	long long lat = metric(mport, "execdispatch_cancel_latency_ms_total");
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_cancels_total"), 1);
+	long long lat = df_metric(mport, "execdispatch_cancel_latency_ms_total");
 	fprintf(stderr, "cancel: noticed %lld ms after the commit\n", lat);
 	CU_ASSERT(lat >= 0 && lat <= 100 + 200);
-	CU_ASSERT_EQUAL(metric(mport, "execdispatch_dropped_total"), 1);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_dropped_total"), 1);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 }
 
@@ -918,6 +903,142 @@ static void test_notify_silent_server(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
 }
 
+/* The services a dispatcher knows stay bounded whatever service names
+ * applications make up: 12 rows of 12 services no execserver runs each
+ * end failed with unknown_service, a row of "work" ends done, and the
+ * list admission keeps (the gauge execdispatch_services) never holds
+ * more than "work" and the one unknown service in flight, and only "work"
+ * at the end (without forgetting it grew to 13).  (12, not more: the
+ * library answers unknown_service about a second after the want, and the
+ * "other" class is claimed one row at a time.) */
+static void test_unknown_services_bounded(void)
+{
+	int mport = start_with_metrics();
+	long long work, most = 0, t0;
+	int n = 12;
+
+	work = df_submit(&F, "{\"command\":\"true\"}", 0);
+	for (int i = 0; i < n; i++)
+		PQclear(pgtest_query(F.c,
+				     "SELECT execdispatch.submit('made-up-%d', "
+				     "'{\"command\":\"true\"}')",
+				     i));
+	for (t0 = harness_now_ms();
+	     harness_now_ms() - t0 < 40000 &&
+	     pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state IN "
+			     "('queued', 'claimed', 'running')") > 0;
+	     harness_sleep_ms(100)) {
+		long long v = df_metric(mport, "execdispatch_services");
+		most = v > most ? v : most;
+	}
+	harness_sleep_ms(300); /* a poll after the last outcome */
+	fprintf(stderr, "services known: at most %lld during the run, %lld at the end\n", most,
+		df_metric(mport, "execdispatch_services"));
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE service LIKE "
+				"'made-up-%%' AND state = 'failed' AND error = 'unknown_service'"),
+		n);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'done'",
+				   work),
+			1);
+	CU_ASSERT(most >= 1 && most <= 2);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_services"), 1);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
+/* "no slot" gives the attempt back, not the claim: the four slots busy
+ * longer than connectTimeoutSec, a fifth job ends no_slot, is requeued
+ * and claimed again with the same attempt (1) but a new claim (claims 2
+ * or more), and that claim's outcome is written (under its claims, not
+ * its attempts, which the claim before had too). */
+static void test_no_slot_new_claim(void)
+{
+	char buf[256];
+	long long id;
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, "connectTimeoutSec: 1\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	for (int i = 0; i < 4; i++)
+		df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"3\"]}", 1);
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done'"), 5);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state || '/' || attempts || '/' || (claims >= 2) "
+			    "FROM execdispatch.job WHERE id = %lld",
+			    id),
+		"done/1/true");
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
+/* The first contact at start does not block: the connection string
+ * names a server that accepts and never answers first (connect_timeout
+ * 2), then the real one.  While the first host is waited for, the loop
+ * already serves /metrics; the next host is reached, the silent one is
+ * named in the log. */
+static void test_start_silent_first_host(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t salen = sizeof sa;
+	char conninfo[600], extra[64], line[200];
+	const char *saved_conninfo = F.conninfo;
+	int mport = harness_free_port(), silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	long long t0;
+
+	clear_queue();
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	CU_ASSERT_FATAL(silent >= 0 && bind(silent, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+			listen(silent, 16) == 0 &&
+			getsockname(silent, (struct sockaddr *)&sa, &salen) == 0);
+	snprintf(conninfo, sizeof conninfo,
+		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres "
+		 "connect_timeout=2",
+		 ntohs(sa.sin_port), F.pg.port);
+	F.conninfo = conninfo;
+	snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport);
+	CU_ASSERT_FATAL(df_write_config(&F, 0, extra) == 0);
+	F.conninfo = saved_conninfo;
+	t0 = harness_now_ms();
+	CU_ASSERT_FATAL(df_spawn_disp(&F, 0) == 0);
+	harness_sleep_ms(700);
+	/* still waiting for the silent host, and serving */
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 0);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_database_up"), 0);
+	while (pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher") == 0 &&
+	       harness_now_ms() - t0 < 10000)
+		harness_sleep_ms(50);
+	fprintf(stderr, "registered %lld ms after the start (connect_timeout 2 s)\n",
+		harness_now_ms() - t0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 1);
+	snprintf(line, sizeof line,
+		 "database: host 127.0.0.1 port %d: no answer within connect_timeout; trying the "
+		 "next host",
+		 ntohs(sa.sin_port));
+	size_t len;
+	unsigned char *log = harness_read_file(F.log[0], &len);
+	CU_ASSERT(log && strstr((char *)log, line));
+	free(log);
+	long long id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT(df_wait_final(&F, 20000) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'done'",
+				   id),
+			1);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 10000), 0);
+	close(silent);
+	clear_queue();
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -948,6 +1069,12 @@ int main(void)
 		  test_local },
 		{ "position: queued from the database, claimed from the execserver",
 		  test_position },
+		{ "made-up services: each ends unknown_service, the list stays bounded",
+		  test_unknown_services_bounded },
+		{ "start: a silent first host does not hold the loop; the next is reached",
+		  test_start_silent_first_host },
+		{ "no slot: the attempt given back, the new claim's outcome written",
+		  test_no_slot_new_claim },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

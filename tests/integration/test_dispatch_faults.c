@@ -178,12 +178,19 @@ static void test_db_sessions_killed(void)
  * the job; the dispatcher's session is then ended.  Once reconnected, the
  * dispatcher requeues the claims it holds in the database but not in
  * memory, and the job runs (the lost claim's attempt stays counted). */
+static int wait_log(int i, const char *text, int timeout_ms);
+
 static void test_claim_reply_lost(void)
 {
-	char job[3072];
+	char job[3072], started[80];
 	long long t0;
 
 	fresh(1);
+	/* past its start (this run's first line, logged after the start's
+	 * requeue of the rows an earlier run of d0 held, which would otherwise
+	 * take the row made below; the log goes on from the earlier tests) */
+	snprintf(started, sizeof started, "[execdispatch %d] info: execdispatch ", (int)F.disp[0]);
+	CU_ASSERT_FATAL(wait_log(0, started, 20000) == 0);
 	df_ledger_job(&F, job, sizeof job, 100, 1);
 	PQclear(pgtest_query(
 		F.c,
@@ -203,8 +210,9 @@ static void test_claim_reply_lost(void)
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT attempts FROM execdispatch.job"), 2);
 	size_t len;
 	unsigned char *log = harness_read_file(F.log[0], &len);
-	CU_ASSERT(log && strstr((char *)log, "requeued 1 rows claimed by a statement whose result "
-					     "the lost connection took"));
+	const char *run = log ? strstr((char *)log, started) : NULL; /* this run's lines */
+	CU_ASSERT(run && strstr(run, "requeued 1 rows claimed by a statement whose result "
+				     "the lost connection took"));
 	free(log);
 	stop_all(1);
 }
@@ -578,6 +586,60 @@ static void test_stop_outcome_refused(void)
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 1, SIGTERM, 10000), 0);
 }
 
+/* A database that stops answering (the dispatcher's backends stopped
+ * with SIGSTOP: the connections stay up, nothing answers) while a job
+ * runs.  The heartbeat, the cancel poll and the outcome go out to
+ * the stopped backends and wait: the event loop keeps serving meanwhile
+ * (/metrics answers), the statements give up after their deadline
+ * (staleAfterSec, 3 s), the connections are made again to fresh backends,
+ * and the outcome is written while the old backends are still stopped.
+ * Then a new job runs as usual. */
+static void test_db_silent(void)
+{
+	char extra[64], buf[64];
+	int mport = harness_free_port(), npids = 0, served = 0;
+	long long id, t0, pids[16];
+	PGresult *res;
+
+	snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport);
+	fresh_with(1, extra);
+	id = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"1.5\"]}", 0);
+	CU_ASSERT_FATAL(wait_held_running("d0", 1, 10000) == 0);
+	res = pgtest_query(F.c, "SELECT pid FROM pg_stat_activity WHERE application_name = "
+				"'execdispatch'");
+	for (int i = 0; res && i < PQntuples(res) && npids < 16; i++)
+		pids[npids++] = atoll(PQgetvalue(res, i, 0));
+	PQclear(res);
+	CU_ASSERT_FATAL(npids >= 1);
+	for (int i = 0; i < npids; i++)
+		kill((pid_t)pids[i], SIGSTOP);
+	t0 = harness_now_ms();
+	/* the run ends 1.5 s in; the statements wait for 3 s */
+	for (int i = 0; i < 5; i++) {
+		harness_sleep_ms(500);
+		served += df_metric(mport, "execdispatch_held") >= 0;
+	}
+	CU_ASSERT_EQUAL(served, 5);
+	while (strcmp(pgtest_text(F.c, buf, sizeof buf,
+				  "SELECT state FROM execdispatch.job WHERE id = %lld", id),
+		      "done") != 0 &&
+	       harness_now_ms() - t0 < 15000)
+		harness_sleep_ms(50);
+	fprintf(stderr, "done %lld ms after the backends stopped\n", harness_now_ms() - t0);
+	CU_ASSERT_STRING_EQUAL(buf, "done");
+	CU_ASSERT(wait_log(0, "no answer to a statement within 3000 ms", 1000) == 0);
+	for (int i = 0; i < npids; i++)
+		kill((pid_t)pids[i], SIGCONT);
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT(df_wait_final(&F, 10000) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'done'",
+				   id),
+			1);
+	stop_all(1);
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -600,6 +662,8 @@ int main(void)
 		  test_claim_reply_lost_second_conn },
 		{ "a stop while an outcome is refused in every form: given up after 10 s",
 		  test_stop_outcome_refused },
+		{ "a database that stops answering: the loop goes on, then recovers",
+		  test_db_silent },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -682,6 +682,36 @@ static void test_lost_requeue_reclaimed(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 }
 
+/* The execserver's POSITION written under one claim is that claim's:
+ * after the row is requeued (here "no slot"; a rescue alike) and claimed
+ * again, position() answers "ahead": null until the new claim's holder
+ * writes its own, not the figures of the claim before (maybe another
+ * dispatcher's, at another execserver). */
+static void test_position_of_new_claim(void)
+{
+	struct finish_args req;
+	char c1[16], c2[16], ids[24], buf[512];
+	long long id;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	snprintf(ids, sizeof ids, "%lld", id);
+	CU_ASSERT_EQUAL_FATAL(claim_one(id, c1, sizeof c1), 1);
+	const char *pos[4] = { ids, "me", c1,
+			       "{\"running\": 4, \"ahead\": 7, \"capacity\": 4, \"eta_ms\": 9000, "
+			       "\"instance_id\": \"e1\"}" };
+	PQclear(run_stmt(F.c, DQ_POSITION, 4, pos));
+	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text", id);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"ahead\": 7"));
+	no_slot_params(&req, id, c1);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, req.p), 1);
+	CU_ASSERT_EQUAL_FATAL(claim_one(id, c2, sizeof c2), 2);
+	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text", id);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"ahead\": null"));
+	CU_ASSERT_PTR_NULL(strstr(buf, "\"eta_ms\""));
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
 static long long submit_svc(const char *service, int priority)
 {
 	return pgtest_int(F.c, "SELECT execdispatch.submit('%s', '{\"command\":\"true\"}', %d)",
@@ -784,6 +814,8 @@ int main(void)
 		{ "race: two claims take disjoint rows", test_race_claim_claim },
 		{ "a lost requeue written again misses the same dispatcher's new claim",
 		  test_lost_requeue_reclaimed },
+		{ "position() of a new claim does not answer the claim before's POSITION",
+		  test_position_of_new_claim },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -135,6 +135,68 @@ static void test_no_lock_figures(void)
 	fx_fini(&f);
 }
 
+/*
+ * Hashes prepared before the lock (book_prepare_job, book_prepare_park) are
+ * used only for their own key of their own segment.  The memo below holds
+ * entries of the same key bytes in another segment (another SipHash key:
+ * a re-created segment), of the same id for another client, of another id
+ * of the same length and of another priority's node, and more keys than
+ * it keeps; the operations then hash keys none of them is for.  Each check
+ * empties the memo first, so book_check looks every key up by its true
+ * hash: an operation that took a wrong entry's hash left its want or node
+ * where no look-up finds it.
+ */
+static void test_prepared_hashes_own_key(void)
+{
+	struct fx f, g;
+	struct book_limits l;
+	struct book_topology t;
+	uint32_t procs[1] = { 0 }, wgs[1] = { 0 }; /* no slot: every want parks */
+	struct book_ref a, b, ga;
+	char id[16];
+	fx_limits(&l);
+	fx_topo(&t, 1, procs, 1, wgs);
+	CU_ASSERT_FATAL(fx_init(&f, &l, &t, 1) == 0);
+	CU_ASSERT_FATAL(fx_init(&g, &l, &t, 2) == 0);
+	OK(fx_open(&f, 0, "ca", 0, &a));
+	OK(fx_open(&f, 1, "cb", 0, &b));
+	OK(fx_open(&g, 0, "ca", 0, &ga));
+	/* the same connection and client index: the same key bytes in g */
+	CU_ASSERT_FATAL(ga.idx == a.idx && f.b->sipkey[0] != g.b->sipkey[0]);
+	CU_ASSERT_FATAL(bk_conn(g.b, ga.idx)->client == bk_conn(f.b, a.idx)->client);
+	book_prepare_job(g.b, ga, "j1");
+	book_prepare_park(g.b, ga, 0, 0);
+	book_prepare_job(f.b, b, "j1");
+	book_prepare_job(f.b, a, "j2");
+	book_prepare_park(f.b, a, 0, 1);
+	OK(fx_want(&f, a, "j1", 0, 0, 0));
+	book_prepared_clear();
+	checked(&f);
+	CU_ASSERT_EQUAL(pos_of(&f, a, "j1").state, WANT_PARKED);
+
+	/* entries of the keys themselves, past what the memo keeps, and stale
+	 * ones of g left in it: each of f's wants is still found */
+	book_prepare_job(g.b, ga, "k0");
+	for (int i = 0; i < BOOK_PREPARED_MAX + 8; i++) {
+		snprintf(id, sizeof id, "k%d", i);
+		book_prepare_job(f.b, a, id);
+	}
+	for (int i = 0; i < BOOK_PREPARED_MAX + 8; i++) {
+		snprintf(id, sizeof id, "k%d", i);
+		OK(fx_want(&f, a, id, 0, i % 3, 0));
+	}
+	OK(fx_unwant(&f, a, "j1"));
+	book_prepared_clear();
+	checked(&f);
+	for (int i = 0; i < BOOK_PREPARED_MAX + 8; i++) {
+		snprintf(id, sizeof id, "k%d", i);
+		CU_ASSERT_EQUAL(pos_of(&f, a, id).state, WANT_PARKED);
+	}
+	RC(fx_query(&f, a, "j1", &(struct book_position){ 0 }), BOOK_E_UNKNOWN_JOB);
+	done(&g);
+	done(&f);
+}
+
 static void test_init_limits(void)
 {
 	struct book_limits l;
@@ -3002,6 +3064,7 @@ int main(void)
 		{ "siphash reference vectors", test_siphash_vectors },
 		{ "init limits", test_init_limits },
 		{ "no lock figures in a normal build", test_no_lock_figures },
+		{ "prepared hashes: only their own key", test_prepared_hashes_own_key },
 		{ "priority beats arrival", test_priority_beats_arrival },
 		{ "round robin: fresh conn first", test_round_robin_fresh_conn },
 		{ "ties by arrival, FIFO per conn", test_tie_by_arrival_and_fifo },

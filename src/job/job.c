@@ -605,7 +605,9 @@ void job_reap(void)
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		for (struct job *j = jobs; j; j = j->next) {
-			if (j->pid == pid) {
+			/* a job reaped earlier may still wait for its output while
+			 * its pid number has gone to a new child of ours */
+			if (j->pid == pid && !j->reaped) {
 				int err = spawn_reaped(pid, status);
 				j->status = status;
 				/* background children of the job end with it; then the

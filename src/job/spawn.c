@@ -29,7 +29,11 @@
  * Under valgrind, which runs a CLONE_VM child only as a vfork (and that as
  * a fork), the clone adds CLONE_VFORK: the spawner waits for the exec as
  * vfork did; the report pipe works the same.  Raw system calls are written
- * for x86-64 and AArch64.
+ * for x86-64 and AArch64.  Elsewhere (or built with -DES_SPAWN_VFORK=1, as
+ * tests/unit/test_spawn_vfork is) the spawn is always such a vfork: the
+ * child's system calls go through libc's syscall() (and its signal steps
+ * through sigaction and sigprocmask), whose errno is the spawner's, which
+ * sleeps until the exec and gets its errno back.
  * Where the process catches a signal, signals are blocked across the clone
  * so that no signal handler can run in the child; the child resets to the
  * default every disposition that is not (ignored ones survive execve,
@@ -175,12 +179,25 @@ void spawn_init(void)
 
 /* ---- the child: raw system calls on its own stack ---------------------- */
 
-/* A system call without libc: returns the result or -errno, writes no
+/* ES_SPAWN_VFORK: the child runs while the spawner sleeps (CLONE_VFORK),
+ * and may call libc (see the top of this file). */
+#ifndef ES_SPAWN_VFORK
+#if defined(__x86_64__) || defined(__aarch64__)
+#define ES_SPAWN_VFORK 0
+#else
+#define ES_SPAWN_VFORK 1
+#endif
+#endif
+
+/* A system call: returns the result or -errno.  The raw ones write no
  * memory but what the call itself writes. */
 static inline __attribute__((always_inline)) long sys6(long n, long a, long b, long c, long d,
 						       long e, long f)
 {
-#if defined(__x86_64__)
+#if ES_SPAWN_VFORK
+	long ret = syscall(n, a, b, c, d, e, f);
+	return ret == -1 ? -errno : ret;
+#elif defined(__x86_64__)
 	register long r10 __asm__("r10") = d;
 	register long r8 __asm__("r8") = e;
 	register long r9 __asm__("r9") = f;
@@ -190,7 +207,7 @@ static inline __attribute__((always_inline)) long sys6(long n, long a, long b, l
 			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
 			 : "rcx", "r11", "memory");
 	return ret;
-#elif defined(__aarch64__)
+#else /* __aarch64__ */
 	register long x8 __asm__("x8") = n;
 	register long x0 __asm__("x0") = a;
 	register long x1 __asm__("x1") = b;
@@ -203,13 +220,27 @@ static inline __attribute__((always_inline)) long sys6(long n, long a, long b, l
 			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
 			 : "memory", "cc");
 	return x0;
-#else
-#error "spawn.c: raw system calls are written for x86-64 and AArch64 only"
 #endif
 }
 
 #define SYS(n, a, b, c, d) sys6((n), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
 
+#if ES_SPAWN_VFORK
+/* libc's: the kernel's struct sigaction and sigset size vary by
+ * architecture */
+static void default_disposition(int sig)
+{
+	struct sigaction sa = { .sa_handler = SIG_DFL };
+	sigaction(sig, &sa, NULL);
+}
+
+static void unblock_all(void)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+#else
 /* The kernel's struct sigaction for rt_sigaction (x86-64, AArch64); all
  * zero is SIG_DFL with no flags and an empty mask. */
 struct kernel_sigaction {
@@ -218,6 +249,20 @@ struct kernel_sigaction {
 	void *restorer;
 	uint64_t mask;
 };
+
+static const struct kernel_sigaction default_action;
+static const uint64_t no_signals;
+
+static inline __attribute__((always_inline)) void default_disposition(int sig)
+{
+	SYS(SYS_rt_sigaction, sig, &default_action, 0, sizeof no_signals);
+}
+
+static inline __attribute__((always_inline)) void unblock_all(void)
+{
+	SYS(SYS_rt_sigprocmask, SIG_SETMASK, &no_signals, 0, sizeof no_signals);
+}
+#endif
 
 /* What the child needs, copied by the spawner to the top of the child's
  * stack slot (argv and envp excepted: the caller keeps them). */
@@ -235,16 +280,23 @@ struct child_args {
 	pid_t parent;
 };
 
-__attribute__((no_sanitize("address", "undefined"))) static int child(void *arg)
+/* No instrumentation in the child: a sanitizer's checks, or the coverage
+ * counters and hooks of --enable-fuzz (clang), would write the handler's
+ * memory. */
+#if defined(__clang__)
+#define NOT_INSTRUMENTED __attribute__((no_sanitize("address", "undefined", "coverage")))
+#else
+#define NOT_INSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
+#endif
+
+NOT_INSTRUMENTED static int child(void *arg)
 {
 	const struct child_args *a = arg;
-	struct kernel_sigaction dfl = { 0 };
-	uint64_t none = 0;
 	long rc;
 
 	for (int sig = 1; sig <= 64; sig++)
 		if ((a->reset >> (sig - 1)) & 1)
-			SYS(SYS_rt_sigaction, sig, &dfl, 0, sizeof none);
+			default_disposition(sig);
 	if ((rc = SYS(SYS_setpgid, 0, 0, 0, 0)) < 0 ||
 	    (rc = SYS(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0)) < 0)
 		goto fail;
@@ -293,7 +345,7 @@ __attribute__((no_sanitize("address", "undefined"))) static int child(void *arg)
 			goto fail;
 	}
 	/* a job starts with no signal blocked, whatever the handler had */
-	SYS(SYS_rt_sigprocmask, SIG_SETMASK, &none, 0, sizeof none);
+	unblock_all();
 	rc = SYS(SYS_execve, a->path, a->argv, a->envp, 0);
 fail:;
 	int report = rc < 0 ? (int)-rc : EIO;
@@ -371,7 +423,7 @@ static struct child_args *child_args(struct slot *s, const struct spawn_request 
 
 int spawn_waits_for_exec(void)
 {
-	return RUNNING_ON_VALGRIND != 0;
+	return ES_SPAWN_VFORK || RUNNING_ON_VALGRIND != 0;
 }
 
 pid_t spawn_process(const struct spawn_request *req, int *err)
@@ -411,8 +463,10 @@ pid_t spawn_process(const struct spawn_request *req, int *err)
 		sigfillset(&all);
 		sigprocmask(SIG_BLOCK, &all, &old);
 	}
+	int spawner_errno = errno;
 	pid_t pid = clone(child, a, flags, a);
 	int clone_errno = errno;
+	errno = spawner_errno; /* the vfork child's (ES_SPAWN_VFORK) is not ours */
 	if (block)
 		sigprocmask(SIG_SETMASK, &old, NULL);
 	close(report[1]);

@@ -11,9 +11,12 @@
  * would write it) and spawn_reaped always, with the step's errno (missing
  * program, no permission, no format, missing or non-directory working
  * directory, a bad limit), that a program's own exit 127 is not taken for
- * a failed spawn, and that hundreds of spawns with failures, many alive at
- * once, leave no descriptor behind.  The held tests need the clone without
- * CLONE_VFORK, so they do not run under valgrind (spawn.c: a vfork there).
+ * a failed spawn, that the spawner's errno stays its own, and that
+ * hundreds of spawns with failures, many alive at once, leave no
+ * descriptor behind.  The held tests need the clone without CLONE_VFORK,
+ * so they do not run under valgrind (spawn.c: a vfork there).  Built a
+ * second time as test_spawn_vfork with -DES_SPAWN_VFORK=1: the vfork of
+ * the architectures without raw system calls in spawn.c, on this one.
  */
 #include "autoconfig.h"
 
@@ -155,6 +158,21 @@ static void test_each_failure_reported(void)
 	}
 }
 
+/* The spawner's errno is its own after every kind of spawn: where the
+ * spawn waits for the exec (ES_SPAWN_VFORK: test_spawn_vfork), the child's
+ * failed steps set it through libc and spawn_process puts it back. */
+static void test_spawners_errno_kept(void)
+{
+	for (enum kind k = 0; k < NK; k++) {
+		int status;
+		errno = EDOM;
+		pid_t pid = spawn_kind(k);
+		CU_ASSERT_EQUAL(errno, EDOM);
+		int report = reap(pid, &status);
+		check_end(k, report, status);
+	}
+}
+
 /* 4 rounds of 64 children alive at once, every kind, reaped in the order
  * they end: each report belongs to its own pid, and no descriptor is left. */
 static void test_many_with_failures(void)
@@ -260,7 +278,7 @@ static int answer(int listener, const struct seccomp_notif *n, int error)
 static void in_subprocess(int (*body)(void))
 {
 	if (spawn_waits_for_exec()) {
-		printf("(not under valgrind: the spawn waits for the exec there) ");
+		printf("(not where the spawn waits for the exec: valgrind, ES_SPAWN_VFORK) ");
 		return;
 	}
 	pid_t p = fork();
@@ -393,6 +411,8 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "each failed step reported by spawn_reaped with its errno",
 		  test_each_failure_reported },
+		{ "the spawner's errno kept, whatever failed in the child",
+		  test_spawners_errno_kept },
 		{ "4 x 64 children at once with failures: own reports, no fd left",
 		  test_many_with_failures },
 		{ "path or cwd of PATH_MAX: ENAMETOOLONG", test_too_long },

@@ -161,13 +161,24 @@ long long df_metric(int port, const char *name)
 }
 
 /* Whether dispatcher i's log says its start is complete (the first
- * contact's last step, the requeue of an earlier life's claims, done). */
+ * contact's last step, the requeue of an earlier life's claims, done).
+ * A dispatcher configured quieter than info (the benchmark's) never logs
+ * that line: its registration is taken for the start (nothing there makes
+ * claimed rows by hand for the requeue to take). */
 static int started_up(struct dfix *f, int i)
 {
 	char line[80];
 	size_t len;
-	unsigned char *log = harness_read_file(f->log[i], &len);
+	unsigned char *cfg = harness_read_file(f->cfg[i], &len);
+	int quiet = cfg && (strstr((char *)cfg, "logLevel: warn") ||
+			    strstr((char *)cfg, "logLevel: error"));
+	unsigned char *log;
 	int yes;
+
+	free(cfg);
+	if (quiet)
+		return 1;
+	log = harness_read_file(f->log[i], &len);
 
 	snprintf(line, sizeof line, "[execdispatch %ld] info: database: schema version",
 		 (long)f->disp[i]);

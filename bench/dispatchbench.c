@@ -41,6 +41,14 @@ static struct dfix F;
 static int quick;
 static int batch = 100; /* d: rows per claim (-b) */
 
+/* A failed step ends the run with what it started stopped (PostgreSQL,
+ * the execserver, the dispatchers) and the dispatchers' logs shown. */
+static void bail(void)
+{
+	df_cleanup(&F, 1);
+	exit(1);
+}
+
 /* ---- a. throughput ---- */
 
 /* The dispatcher already running and connected (as the direct client
@@ -53,7 +61,7 @@ static double dispatch_rate(int n)
 	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job"));
 	df_write_config(&F, 0, "logLevel: warn\n");
 	if (df_start_disp(&F, 0) < 0)
-		exit(1);
+		bail();
 	harness_sleep_ms(500); /* its HELLO is in */
 	t0 = bu_now_us();
 	PQclear(pgtest_query(F.c,
@@ -102,7 +110,7 @@ static void direct_more(struct direct *d)
 		s.on_done = direct_done;
 		s.arg = d;
 		if (!exc_submit(d->c, &s))
-			exit(1);
+			bail();
 		d->left--;
 		d->inflight++;
 	}
@@ -179,7 +187,7 @@ static double idle_rate(int secs)
 			"logLevel: warn\npollMs: 1000\nheartbeatSec: 5\nstaleAfterSec: 30\n"
 			"cancelPollMs: 1000\n");
 	if (df_start_disp(&F, 1) < 0)
-		exit(1);
+		bail();
 	harness_sleep_ms(2000);
 	before = pgtest_int(F.c, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s "
 				 "JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = 'idle'");

@@ -1797,9 +1797,17 @@ static void begin(struct dispatcher *d)
 		event_active(d->janitor_ev, EV_TIMEOUT, 0); /* at the start, then hourly */
 }
 
+static void contact_step(struct dispatcher *d, PGresult *res, int away);
+
 static void contact_done(void *arg, PGresult *res, int away)
 {
-	struct dispatcher *d = arg;
+	contact_step(arg, res, away);
+	PQclear(res);
+}
+
+/* What one statement of the first contact answered, and the next step. */
+static void contact_step(struct dispatcher *d, PGresult *res, int away)
+{
 	char msg[600];
 
 	if (d->stopping) {

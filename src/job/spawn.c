@@ -479,6 +479,7 @@ pid_t spawn_process(const struct spawn_request *req, int *err)
 	 * yet); EACCES once the child has exec'd: it made the group itself */
 	if (!(flags & CLONE_VFORK))
 		setpgid(pid, pid);
+	errno = spawner_errno; /* setpgid's EACCES or ESRCH is no failure */
 	s->pid = pid;
 	s->report_fd = report[0];
 	return pid;

@@ -188,9 +188,11 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
 	struct dispatcher *d = arg;
 
 	d->beat_out = 0;
+	if (d->leaving)
+		return; /* our row is being deleted: not news */
 	if (!res) {
 		if (!away)
-			log_error("heartbeat: %s", chores_db(d->chores)->last_error);
+			log_error("heartbeat: %s", chores_db(d->beat_lane)->last_error);
 		return;
 	}
 	if (atoi(PQgetvalue(res, 0, 0)) == 1) {
@@ -214,6 +216,12 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
 	if (atoi(PQgetvalue(res, 0, 1)) || atoi(PQgetvalue(res, 0, 2)))
 		log_warn("rescue: requeued %s and failed %s rows of silent dispatchers",
 			 PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2));
+	if (atoi(PQgetvalue(res, 0, 3)) && !d->said_put_off++)
+		log_warn("rescue: %s silent dispatchers put off: another transaction holds a lock "
+			 "on one of their rows; tried again at each heartbeat",
+			 PQgetvalue(res, 0, 3));
+	else if (!atoi(PQgetvalue(res, 0, 3)))
+		d->said_put_off = 0;
 	if (d->pending)
 		event_active(d->poll_ev, EV_TIMEOUT, 0); /* outcomes held back while away */
 }
@@ -227,7 +235,8 @@ static void send_beat(struct dispatcher *d)
 
 	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
 	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
-	if (chores_add(d->chores, d->q_heartbeat, 5, params, &sent, sizeof sent, beat_done, d) == 0)
+	if (chores_add(d->beat_lane, d->q_heartbeat, 5, params, &sent, sizeof sent, beat_done, d) ==
+	    0)
 		d->beat_out = 1;
 }
 
@@ -242,7 +251,7 @@ static void reregistered(void *arg, PGresult *res, int away, const void *note)
 			  "until its heartbeat is older than %d s",
 			  d->cfg->instance_id, d->cfg->stale_after_sec);
 	else if (rc == -1)
-		log_error("heartbeat: %s", chores_db(d->chores)->last_error);
+		log_error("heartbeat: %s", chores_db(d->beat_lane)->last_error);
 	if (rc < 0)
 		return;
 	log_info("registered again as %s", d->cfg->instance_id);
@@ -264,15 +273,15 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 	arm(d->beat_ev, d->cfg->heartbeat_sec * 1000LL);
 	if (d->listener)
 		listener_keep(d->listener);
-	if (d->beat_out)
+	if (d->beat_out || d->leaving)
 		return;
 	if (d->registered) {
 		send_beat(d);
 		return;
 	}
 	register_params(d, stale, sizeof stale, params);
-	if (chores_add(d->chores, d->q_register, 4, params, &sent, sizeof sent, reregistered, d) ==
-	    0)
+	if (chores_add(d->beat_lane, d->q_register, 4, params, &sent, sizeof sent, reregistered,
+		       d) == 0)
 		d->beat_out = 1;
 }
 
@@ -290,6 +299,16 @@ void on_chores_up(void *arg)
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 	if (d->stopping)
 		event_active(d->flush_ev, EV_TIMEOUT, 0);
+}
+
+/* The heartbeat's lane is (back) up: the heartbeat at once if it is not
+ * fresh. */
+void on_beat_lane_up(void *arg)
+{
+	struct dispatcher *d = arg;
+
+	if (d->contact == CONTACT_DONE && !beat_fresh(d) && !d->beat_out)
+		event_active(d->beat_ev, EV_TIMEOUT, 0);
 }
 
 /* Ids and claims of the held rows at the execserver, for DQ_START/DQ_HELD. */
@@ -368,13 +387,21 @@ static void started(void *arg, PGresult *res, int away, const void *note)
 		log_error("start: %s", chores_db(d->chores)->last_error);
 	for (int i = 0; res && i < a->n; i++) {
 		struct held *h = find(d, a->v[i], (int)a->v[a->n + i]);
-		int found = 0;
-		for (int r = 0; r < PQntuples(res) && !found; r++)
-			found = strtoll(PQgetvalue(res, r, 0), NULL, 10) == a->v[i];
+		int row = -1;
+		for (int r = 0; r < PQntuples(res) && row < 0; r++)
+			if (strtoll(PQgetvalue(res, r, 0), NULL, 10) == a->v[i])
+				row = r;
 		/* a run that ended meanwhile counted itself (run_ended) */
 		if (!h || h->started || (!h->xj && !h->lr))
 			continue;
-		if (found) {
+		if (row >= 0 && atoi(PQgetvalue(res, row, 1)) == 0) {
+			/* locked by another transaction: not waited for; tried
+			 * again at the next START_CHECK_MS */
+			if (!h->said_locked++)
+				log_info("job %lld attempt %d: its row is locked by another "
+					 "transaction; written running once the lock is gone",
+					 (long long)h->id, h->attempts);
+		} else if (row >= 0) {
 			h->started = 1;
 			d->claimed_unstarted--;
 		} else {
@@ -456,9 +483,49 @@ static void polled(void *arg, PGresult *res, int away, const void *note)
 	}
 }
 
+/* What write_position asked about. */
+struct position_note {
+	int64_t id;
+	int claim;
+};
+
+static void position_written(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	const struct position_note *n = note;
+	struct held *h = find(d, n->id, n->claim);
+
+	if (!h)
+		return; /* its run ended meanwhile */
+	h->position_out = 0;
+	if (!res && !away)
+		log_error("position: %s", chores_db(d->chores)->last_error);
+	if (!res || (atoi(PQgetvalue(res, 0, 0)) == 0 && atoi(PQgetvalue(res, 0, 1)) == 1))
+		return;    /* kept: written again at the next cancel poll */
+	free(h->position); /* written, or the row is not ours any more */
+	h->position = NULL;
+}
+
+/* h's POSITION (h->position) into its row under its claim, a chore; a
+ * row locked by another transaction is not waited for: the position
+ * stays and is written again at the next cancel poll (cancel_cb). */
+void write_position(struct dispatcher *d, struct held *h)
+{
+	char id[24], claim[16];
+	const char *params[4] = { id, d->cfg->instance_id, claim, h->position };
+	struct position_note n = { h->id, h->claim };
+
+	if (h->position_out || !h->position)
+		return;
+	snprintf(id, sizeof id, "%lld", (long long)h->id);
+	snprintf(claim, sizeof claim, "%d", h->claim);
+	if (chores_add(d->chores, d->q_position, 4, params, &n, sizeof n, position_written, d) == 0)
+		h->position_out = 1;
+}
+
 /* Every cancelPollMs while rows are held: which are still ours (a
  * chore; none while nothing is held); a tick with the last poll still
- * out is let pass. */
+ * out is let pass.  Positions not written yet go again. */
 void cancel_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
@@ -466,6 +533,9 @@ void cancel_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	arm(d->cancel_ev, d->cfg->cancel_poll_ms);
+	for (struct held *h = d->list; h; h = h->next)
+		if (h->position && !h->started && !h->lost)
+			write_position(d, h);
 	if (!d->cancel_out && ask_chore(d, 0, d->q_held, 2, polled))
 		d->cancel_out = 1;
 }
@@ -689,7 +759,7 @@ void maybe_done_stopping(struct dispatcher *d)
 		log_warn("stopping: outcomes were given up; our dispatcher row stays, so that the "
 			 "rescue reruns their rows");
 	else if (d->registered &&
-		 chores_add(d->chores, d->q_leave, 3, params, NULL, 0, left, d) == 0) {
+		 chores_add(d->beat_lane, d->q_leave, 3, params, NULL, 0, left, d) == 0) {
 		d->leaving = 1;
 		return;
 	}

@@ -67,6 +67,7 @@ void held_free(struct dispatcher *d, struct held *h)
 	free(h->receipt);
 	free(h->orig_error);
 	free(h->orig_receipt);
+	free(h->position);
 	free(h);
 }
 
@@ -197,21 +198,19 @@ static void on_local_done(struct local_run *lr, const struct exc_receipt *r, voi
 static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
 {
 	struct held *h = arg;
-	struct dispatcher *d = h->d;
-	char id[24], att[16], json[256];
-	const char *params[4] = { id, d->cfg->instance_id, att, json };
+	char json[256];
 
 	(void)xj;
 	if (h->lost || h->started)
 		return;
-	snprintf(id, sizeof id, "%lld", (long long)h->id);
-	snprintf(att, sizeof att, "%d", h->claim);
 	snprintf(json, sizeof json,
 		 "{\"running\": %lld, \"ahead\": %lld, \"capacity\": %lld, "
 		 "\"eta_ms\": %lld, \"instance_id\": \"%.64s\"}",
 		 (long long)p->running, (long long)p->ahead, (long long)p->capacity,
 		 (long long)p->eta_ms, p->instance_id ? p->instance_id : "");
-	chores_add(d->chores, d->q_position, 4, params, NULL, 0, NULL, NULL);
+	free(h->position); /* a newer one replaces one not written yet */
+	h->position = strdup(json);
+	write_position(h->d, h);
 }
 
 /* The row's claim was lost (cancelled or rescued): stop its run. */
@@ -778,7 +777,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	d->st.share = a.share;
 	d->st.at_exec = d->at_exec;
 	d->st.services = (unsigned)d->nservices;
-	d->st.statements = d->db.statements + d->db2.statements + chores_db(d->chores)->statements;
+	d->st.statements = d->db.statements + d->db2.statements + chores_db(d->chores)->statements +
+			   chores_db(d->beat_lane)->statements;
 	d->st.db_up = d->db.conn != NULL && !d->db.connecting;
 	if (!beat_fresh(d)) {
 		if (!d->said_stale++)
@@ -911,7 +911,8 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	 * taken for lost (by then our heartbeat is stale anyway) */
 	if (!d.base || db_attach(&d.db, d.base, timeout_ms, on_db_up, &d) < 0 ||
 	    db_attach(&d.db2, d.base, timeout_ms, on_db_up, &d) < 0 ||
-	    !(d.chores = chores_new(d.base, cfg->database, timeout_ms, on_chores_up, &d))) {
+	    !(d.chores = chores_new(d.base, cfg->database, timeout_ms, on_chores_up, &d)) ||
+	    !(d.beat_lane = chores_new(d.base, cfg->database, timeout_ms, on_beat_lane_up, &d))) {
 		log_error("out of memory");
 		goto out;
 	}
@@ -995,6 +996,7 @@ out:
 	db_close(&d.db); /* their events first */
 	db_close(&d.db2);
 	chores_free(d.chores);
+	chores_free(d.beat_lane);
 	for (int t = 0; t < HOT_CONNS; t++)
 		turn_release(&d.turns[t]);
 	if (d.base)

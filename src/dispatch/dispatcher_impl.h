@@ -65,6 +65,11 @@ struct held {
 	const char *orig_state;
 	char *orig_error, *orig_receipt;
 	int64_t retry_at_ms;
+	int said_locked; /* "row locked" said for its start */
+	/* a POSITION not written yet (its row locked by another transaction):
+	 * written again at the next cancel poll; position_out: on the wire */
+	char *position;
+	int position_out;
 };
 
 /* The outcomes of one finish statement: the rows and their arrays. */
@@ -138,6 +143,10 @@ struct dispatcher {
 	 * that kind is queued or on the wire, so that no kind piles up */
 	struct chores *chores;
 	int beat_out, start_out, cancel_out, local_out, sweep_out, flush_out, leaving;
+	/* the heartbeat's own lane: the beat, registering again and the leave,
+	 * on a connection no other statement (or its lock wait) can hold */
+	struct chores *beat_lane;
+	int said_put_off;     /* "rescue put off" said since the last rescue done */
 	int flush_per;        /* flush_outcomes: rows per statement (1 after a refusal) */
 	struct fin flush_fin; /* flush_outcomes' statement */
 	/* start: the first contact on the main connection (contact_cb) */
@@ -205,6 +214,7 @@ void fin_free_arrays(struct fin *f);
 void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged);
 void count_outcome(struct dispatcher *d, const char *state, int uncount);
 int turn_busy(const struct dispatcher *d);
+void write_position(struct dispatcher *d, struct held *h);
 
 /* chore_results.c: the chores and their results */
 int ask_landed(struct dispatcher *d, const struct held *h);
@@ -213,6 +223,7 @@ void sweep_lost_claims(struct dispatcher *d);
 void flush_outcomes(struct dispatcher *d);
 void maybe_done_stopping(struct dispatcher *d);
 void on_chores_up(void *arg);
+void on_beat_lane_up(void *arg);
 void beat_cb(evutil_socket_t fd, short what, void *arg);
 void cancel_cb(evutil_socket_t fd, short what, void *arg);
 void start_cb(evutil_socket_t fd, short what, void *arg);

@@ -209,6 +209,59 @@ static void test_rescue_locked(void)
 	clear_queue();
 }
 
+/* The backends of the dispatcher waiting for a lock, now. */
+static long long lock_waiters(void)
+{
+	return pgtest_int(F.c, "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+			       "'execdispatch' AND wait_event_type = 'Lock'");
+}
+
+/* An outcome whose row a session keeps locked for 13 s: its statement
+ * waits past its deadline (staleAfterSec, 3 s), the connection is
+ * abandoned and remade, and the outcome is written again on the new one,
+ * which waits too.  Each abandoned statement is cancelled at the server,
+ * so at most the current statement (and, for a moment, the one just
+ * abandoned) waits for the lock; before, every abandoned backend went on
+ * waiting (PQfinish does not end a lock wait): 4 of them by the end.
+ * The outcome is written once the lock is gone, once. */
+static void test_abandoned_cancelled(void)
+{
+	PGconn *other = pgtest_connect(F.pg.conninfo);
+	long long id, most = 0, n, t0;
+	char buf[64];
+
+	CU_ASSERT_FATAL(other != NULL);
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	id = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"1\"]}", 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	CU_ASSERT_FATAL(wait_row(5000, id, "state = 'running'"));
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(other, "SELECT id FROM execdispatch.job WHERE id = %lld FOR UPDATE",
+			     id));
+	for (t0 = harness_now_ms(); harness_now_ms() - t0 < 13000; harness_sleep_ms(100))
+		if ((n = lock_waiters()) > most)
+			most = n;
+	fprintf(stderr, "an outcome waiting for a lock 13 s: at most %lld backends waiting\n",
+		most);
+	CU_ASSERT(most >= 1); /* the outcome did wait */
+	CU_ASSERT(most <= 2);
+	/* the abandoned ones ended (cancelled), not only closed */
+	CU_ASSERT(lock_waiters() <= 1);
+	PQclear(pgtest_query(other, "COMMIT"));
+	CU_ASSERT(wait_row(5000, id, "state = 'done'"));
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state || '/' || attempts FROM execdispatch.job "
+					   "WHERE id = %lld",
+					   id),
+			       "done/1");
+	harness_sleep_ms(500);
+	CU_ASSERT_EQUAL(lock_waiters(), 0);
+	PQfinish(other);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -225,6 +278,8 @@ int main(void)
 		  test_position_locked },
 		{ "lock: a rescue whose row is locked holds not the heartbeat, rescues after",
 		  test_rescue_locked },
+		{ "lock: an abandoned statement is cancelled, backends do not pile up",
+		  test_abandoned_cancelled },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

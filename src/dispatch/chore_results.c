@@ -558,14 +558,14 @@ static int scrub_to_ascii(char *s)
  * our dispatcher row stays too (maybe_done_stopping), so that the rescue
  * requeues it after staleAfterSec and it runs again (docs/dispatch.md,
  * "Stopping"). */
-static void give_up(struct dispatcher *d, struct held *h)
+static void give_up(struct dispatcher *d, struct held *h, const char *how)
 {
 	log_error("job %lld attempt %d: stopping: outcome %s (error %s, receipt %s) not written "
-		  "in any form within %d s (%s); given up: the row stays held by %s and is "
+		  "%s within %d s (%s); given up: the row stays held by %s and is "
 		  "rerun by the rescue after staleAfterSec (%d s)",
 		  (long long)h->id, h->attempts, h->state, h->error ? h->error : "none",
-		  h->receipt ? h->receipt : "none", STOP_GIVE_UP_MS / 1000, d->db.last_error,
-		  d->cfg->instance_id, d->cfg->stale_after_sec);
+		  h->receipt ? h->receipt : "none", how, STOP_GIVE_UP_MS / 1000,
+		  chores_db(d->chores)->last_error, d->cfg->instance_id, d->cfg->stale_after_sec);
 	d->pending--;
 	d->gave_up = 1;
 	held_free(d, h);
@@ -621,7 +621,7 @@ static void cut_outcome(struct dispatcher *d, struct held *h)
 		h->orig_error = h->orig_receipt = NULL;
 		h->cut = 0;
 		if (d->stopping && now_ms() >= d->give_up_ms) {
-			give_up(d, h);
+			give_up(d, h, "in any form");
 			break;
 		}
 		log_error("job %lld attempt %d: outcome %s not written in any form (%s); kept, "
@@ -637,6 +637,24 @@ static void cut_outcome(struct dispatcher *d, struct held *h)
 
 static void flushed(void *arg, PGresult *res, int away, const void *note);
 
+/* Stopping: the outcomes that could not be written because the database
+ * is away or does not answer in time, STOP_GIVE_UP_MS after the signal
+ * (or after their run ended, if later), are given up as a refused one is
+ * (give_up): the stop ends in bounded time, and the rescue reruns them, as
+ * after a crash (docs/dispatch.md, "Stopping"). */
+static void give_up_unwritten(struct dispatcher *d)
+{
+	int64_t now = now_ms();
+	struct held *next;
+
+	for (struct held *h = d->list; h; h = next) {
+		next = h->next;
+		if (!h->xj && !h->lr && h->state && !h->writing && h->cut == 0 &&
+		    now >= d->give_up_ms && now >= h->due_ms + STOP_GIVE_UP_MS)
+			give_up(d, h, "because the database did not answer");
+	}
+}
+
 /* Writes every outcome due, FINISH_BATCH per statement, one statement at
  * a time on the chores' connection (the stop, and a batch the database
  * refused).  The database away: the rest waits for FLUSH_RETRY_MS.  A
@@ -650,6 +668,8 @@ void flush_outcomes(struct dispatcher *d)
 
 	if (d->flush_out)
 		return;
+	if (d->stopping)
+		give_up_unwritten(d);
 	if (fin_build(d, f, d->flush_per) > 0) {
 		fin_params(d, f, params);
 		if (chores_add(d->chores, d->q_finish, 8, params, NULL, 0, flushed, d) == 0)
@@ -683,6 +703,7 @@ static void flushed(void *arg, PGresult *res, int away, const void *note)
 		fin_apply(d, f, res, 0);
 	} else if (away) {
 		fin_abort(f, 1);
+		outcomes_waiting(d, chores_db(d->chores)->last_error);
 		if (!evtimer_pending(d->flush_ev, NULL))
 			arm(d->flush_ev, FLUSH_RETRY_MS);
 		return;

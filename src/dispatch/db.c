@@ -110,7 +110,6 @@ static void connected(struct db *db)
 	db->warned = 0;
 	db->was_up = 1;
 	db->up_since_ms = (int64_t)clock_mono_ms();
-	db->backoff_ms = BACKOFF_MIN_MS;
 	if (db->on_up && db->base)
 		db->on_up(db->up_arg);
 }
@@ -441,8 +440,13 @@ static PGresult *checked(struct db *db, PGresult *res, int *away)
 
 	*away = 0;
 	db->statements++;
-	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+		/* the back-off ends with an answer, not with a connection: a
+		 * database that takes connections and never answers a statement
+		 * is retried ever more slowly */
+		db->backoff_ms = BACKOFF_MIN_MS;
 		return res;
+	}
 	if (!res || PQstatus(db->conn) != CONNECTION_OK) {
 		*away = 1;
 		went_away(db, res ? PQresultErrorMessage(res) : PQerrorMessage(db->conn));

@@ -54,6 +54,13 @@
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
 
+/* h's outcome is set: it waits to be written from now on. */
+static void outcome_pending(struct dispatcher *d, struct held *h)
+{
+	d->pending++;
+	h->due_ms = now_ms();
+}
+
 void held_free(struct dispatcher *d, struct held *h)
 {
 	if (h->prev)
@@ -166,7 +173,7 @@ static void run_ended(struct held *h, const struct exc_receipt *r)
 	}
 	log_debug("job %lld attempt %d: %s%s%s", (long long)h->id, h->attempts, h->state,
 		  h->error ? " " : "", h->error ? h->error : "");
-	d->pending++;
+	outcome_pending(d, h);
 	/* written after this loop iteration, with the other outcomes that
 	 * arrived in it, in one statement that also claims for the share's
 	 * free places (poll_cb); when stopping, only written */
@@ -240,7 +247,7 @@ static void start_local(struct dispatcher *d, struct held *h,
 		log_warn("job %lld attempt %d: refused: %s", (long long)h->id, h->attempts, err);
 		h->state = "failed";
 		h->error = strdup(err);
-		d->pending++;
+		outcome_pending(d, h);
 		return;
 	}
 	d->local_running++;
@@ -446,7 +453,7 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 		log_warn("job %lld attempt %d: refused: %s", (long long)h->id, h->attempts, msg);
 		h->state = "failed";
 		h->error = strdup(msg);
-		d->pending++;
+		outcome_pending(d, h);
 	} else {
 		d->at_exec++;
 		d->claimed_unstarted++;
@@ -455,6 +462,38 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 }
 
 /* ---- the hot path: outcomes and claims, without blocking ---- */
+
+/* Outcomes wait because the database is away or does not answer (why:
+ * its last error): said at once and every WAITING_SAY_MS while it lasts;
+ * they stay in memory and go out once it answers (docs/dispatch.md,
+ * "Poolers and the database's health"). */
+void outcomes_waiting(struct dispatcher *d, const char *why)
+{
+	int64_t now = now_ms();
+
+	if (!d->pending)
+		return;
+	if (!d->waiting_since_ms)
+		d->waiting_since_ms = now;
+	if (d->waiting_said_ms && now - d->waiting_said_ms < WAITING_SAY_MS)
+		return;
+	d->waiting_said_ms = now;
+	log_warn("%u outcomes wait for the database (for %lld s; %s): kept, written once it "
+		 "answers; a stop gives them up %d s after the signal, to be rerun by the "
+		 "rescue",
+		 d->pending, (long long)((now - d->waiting_since_ms) / 1000), why,
+		 STOP_GIVE_UP_MS / 1000);
+}
+
+/* Outcomes were written: the wait said by outcomes_waiting is over. */
+void outcomes_flowing(struct dispatcher *d)
+{
+	if (!d->waiting_since_ms)
+		return;
+	log_info("outcomes written again after %lld s of waiting for the database",
+		 (long long)((now_ms() - d->waiting_since_ms) / 1000));
+	d->waiting_since_ms = d->waiting_said_ms = 0;
+}
 
 /* Whether h's outcome waits to be written now. */
 static int outcome_due(const struct held *h, int64_t now)
@@ -574,6 +613,8 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 		d->pending--;
 		held_free(d, h);
 	}
+	if (f->k)
+		outcomes_flowing(d);
 	f->k = 0;
 }
 
@@ -690,6 +731,8 @@ static void turn_done(void *arg, PGresult *res, int away)
 		 * which it may never be while the other one suffices) */
 		if (away && claims)
 			d->sweep_lost = 1;
+		if (away && wrote)
+			outcomes_waiting(d, t->db->last_error);
 		if (!away && wrote)
 			log_warn("finish: %s (writing the outcomes again, one at a time)",
 				 t->db->last_error);
@@ -797,6 +840,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		claim_local(d);
 	if (!t)
 		t = idle_turn(d);
+	if (d->pending && !t)
+		outcomes_waiting(d, d->db.last_error);
 	if (!t || !send_turn(d, t, may_claim ? &a : NULL))
 		arm(d->poll_ev, d->pending && !t ? FLUSH_RETRY_MS : jittered(d, d->cfg->poll_ms));
 	admission_free(&a);

@@ -34,7 +34,8 @@
 #define FINISH_BATCH 100      /* most outcomes written by one statement */
 #define OUTCOME_RETRY_MS 5000 /* an outcome refused in every form: next try */
 #define HOT_CONNS 2           /* connections carrying the hot path's statements */
-#define STOP_GIVE_UP_MS 10000 /* stopping: an outcome refused in every form is given up */
+#define STOP_GIVE_UP_MS 10000 /* stopping: an outcome not written is given up */
+#define WAITING_SAY_MS 60000  /* outcomes waiting for the database: said again */
 #define CONTACT_CHECK_MS 250  /* start: how often the first contact is looked after */
 #define START_GIVE_UP_MS 5000 /* start: no database reached within it, after a failed attempt */
 
@@ -66,6 +67,7 @@ struct held {
 	char *orig_error, *orig_receipt;
 	int64_t retry_at_ms;
 	int said_locked; /* "row locked" said for its start */
+	int64_t due_ms;  /* when its outcome was set (waits to be written) */
 	/* a POSITION not written yet (its row locked by another transaction):
 	 * written again at the next cancel poll; position_out: on the wire */
 	char *position;
@@ -146,7 +148,9 @@ struct dispatcher {
 	/* the heartbeat's own lane: the beat, registering again and the leave,
 	 * on a connection no other statement (or its lock wait) can hold */
 	struct chores *beat_lane;
-	int said_put_off;     /* "rescue put off" said since the last rescue done */
+	int said_put_off; /* "rescue put off" said since the last rescue done */
+	/* outcomes waiting for a database that is away: since, last said */
+	int64_t waiting_since_ms, waiting_said_ms;
 	int flush_per;        /* flush_outcomes: rows per statement (1 after a refusal) */
 	struct fin flush_fin; /* flush_outcomes' statement */
 	/* start: the first contact on the main connection (contact_cb) */
@@ -215,6 +219,8 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged);
 void count_outcome(struct dispatcher *d, const char *state, int uncount);
 int turn_busy(const struct dispatcher *d);
 void write_position(struct dispatcher *d, struct held *h);
+void outcomes_waiting(struct dispatcher *d, const char *why);
+void outcomes_flowing(struct dispatcher *d);
 
 /* chore_results.c: the chores and their results */
 int ask_landed(struct dispatcher *d, const struct held *h);

@@ -10,11 +10,14 @@
  *    rescued and run);
  *  - a statement that does wait for a lock past its deadline (an outcome)
  *    is cancelled at the server when its connection is abandoned, so
- *    abandoned backends do not pile up behind the lock.
+ *    abandoned backends do not pile up behind the lock;
+ *  - a stop while an outcome waits behind a lock gives the outcome up 10 s
+ *    after the signal, and the rescue reruns it.
  * Timings: heartbeatSec 1, staleAfterSec 3, pollMs 100, cancelPollMs 100.
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <CUnit/CUnit.h>
@@ -262,6 +265,71 @@ static void test_abandoned_cancelled(void)
 	clear_queue();
 }
 
+/* Whether dispatcher i's log has text in it. */
+static int logged(int i, const char *text)
+{
+	size_t len;
+	unsigned char *log = harness_read_file(F.log[i], &len);
+	int found = log && strstr((char *)log, text) != NULL;
+
+	free(log);
+	return found;
+}
+
+/* A stop while an outcome cannot be written (its row locked by a session:
+ * every write of it waits past its deadline): the outcome is said to
+ * wait, then given up 10 s after the signal, so the stop ends in bounded
+ * time (before, it retried without end); the row stays held and the
+ * dispatcher row stays, so that once the lock is gone the rescue reruns
+ * the job (attempt 2), as after a crash. */
+static void test_stop_outcome_locked(void)
+{
+	PGconn *other = pgtest_connect(F.pg.conninfo);
+	long long id, t0, took;
+	char line[160];
+
+	CU_ASSERT_FATAL(other != NULL);
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	id = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.5\"]}", 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	CU_ASSERT_FATAL(wait_row(5000, id, "state = 'running'"));
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(other, "SELECT id FROM execdispatch.job WHERE id = %lld FOR UPDATE",
+			     id));
+	for (t0 = harness_now_ms();
+	     harness_now_ms() - t0 < 10000 && !logged(0, "outcomes wait for the database");)
+		harness_sleep_ms(100);
+	CU_ASSERT(logged(0, "1 outcomes wait for the database"));
+	t0 = harness_now_ms();
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 30000), 0);
+	took = harness_now_ms() - t0;
+	fprintf(stderr, "stop with an outcome behind a lock: %lld ms\n", took);
+	/* 10 s, plus at most one statement's deadline (staleAfterSec 3 s) */
+	CU_ASSERT(took >= 9000 && took < 16000);
+	snprintf(line, sizeof line,
+		 "job %lld attempt 1: stopping: outcome done (error none, receipt {", id);
+	CU_ASSERT(logged(0, line));
+	CU_ASSERT(logged(0, "not written because the database did not answer within 10 s"));
+	PQclear(pgtest_query(other, "COMMIT"));
+	PQfinish(other);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'running' AND runner_instance = 'd0' AND attempts = 1",
+				   id),
+			1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance = 'd0'"),
+			1);
+	/* d1 rescues it after staleAfterSec; it runs again */
+	CU_ASSERT_FATAL(df_write_config(&F, 1, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 1) == 0);
+	CU_ASSERT(
+		wait_row(15000, id, "state = 'done' AND attempts = 2 AND runner_instance = 'd1'"));
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 1, SIGTERM, 10000), 0);
+	clear_queue();
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -280,6 +348,8 @@ int main(void)
 		  test_rescue_locked },
 		{ "lock: an abandoned statement is cancelled, backends do not pile up",
 		  test_abandoned_cancelled },
+		{ "lock: a stop while an outcome waits behind a lock ends in bounded time",
+		  test_stop_outcome_locked },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -79,6 +79,32 @@ static int wait_row(int ms, long long id, const char *cond)
 	return 0;
 }
 
+/* A session of its own with row id locked in an open transaction (as an
+ * application's after cancel()); COMMIT on it and PQfinish it after. */
+static PGconn *lock_row(long long id)
+{
+	PGconn *other = pgtest_connect(F.pg.conninfo);
+
+	CU_ASSERT_FATAL(other != NULL);
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(other, "SELECT id FROM execdispatch.job WHERE id = %lld FOR UPDATE",
+			     id));
+	return other;
+}
+
+/* An empty queue, dispatcher 0 started, job submitted and running: its id. */
+static long long one_running(const char *job)
+{
+	long long id;
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	id = df_submit(&F, job, 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	CU_ASSERT_FATAL(wait_row(5000, id, "state = 'running'"));
+	return id;
+}
+
 /* Four sleeps fill the execserver's 4 slots; a fifth row is claimed
  * (share 4 + 1) and its want parked: its id. */
 static long long fifth_claimed(const char *sleep_s, const char *fifth_s)
@@ -102,18 +128,15 @@ static long long fifth_claimed(const char *sleep_s, const char *fifth_s)
  * running once the lock is gone. */
 static void test_start_locked(void)
 {
-	PGconn *other = pgtest_connect(F.pg.conninfo);
+	PGconn *other;
 	long long id, max_ms;
 	char buf[64];
 
-	CU_ASSERT_FATAL(other != NULL);
 	clear_queue();
 	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
 	/* the sleeps end after 1.5 s, with the lock held: the fifth runs */
 	id = fifth_claimed("1.5", "7");
-	PQclear(pgtest_query(other, "BEGIN"));
-	PQclear(pgtest_query(other, "SELECT id FROM execdispatch.job WHERE id = %lld FOR UPDATE",
-			     id));
+	other = lock_row(id);
 	max_ms = hold_and_sample(1500 + HOLD_MS);
 	fprintf(stderr, "start blocked by a lock: heartbeat at most %lld ms old\n", max_ms);
 	CU_ASSERT(max_ms < FRESH_MS);
@@ -170,11 +193,10 @@ static void test_position_locked(void)
  * lock is gone; the row then runs here as its second attempt. */
 static void test_rescue_locked(void)
 {
-	PGconn *other = pgtest_connect(F.pg.conninfo);
+	PGconn *other;
 	long long id, max_ms;
 	char buf[64];
 
-	CU_ASSERT_FATAL(other != NULL);
 	clear_queue();
 	PQclear(pgtest_query(F.c, "INSERT INTO execdispatch.dispatcher (instance, host, pid, "
 				  "heartbeat_at) VALUES ('ghost', 'nowhere', 1, now() - "
@@ -185,9 +207,7 @@ static void test_rescue_locked(void)
 		"UPDATE execdispatch.job SET state = 'running', runner_instance = "
 		"'ghost', attempts = 1, claims = 1, started_at = now() WHERE id = %lld",
 		id));
-	PQclear(pgtest_query(other, "BEGIN"));
-	PQclear(pgtest_query(other, "SELECT id FROM execdispatch.job WHERE id = %lld FOR UPDATE",
-			     id));
+	other = lock_row(id);
 	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
 	max_ms = hold_and_sample(HOLD_MS);
@@ -229,19 +249,12 @@ static long long lock_waiters(void)
  * The outcome is written once the lock is gone, once. */
 static void test_abandoned_cancelled(void)
 {
-	PGconn *other = pgtest_connect(F.pg.conninfo);
+	PGconn *other;
 	long long id, most = 0, n, t0;
 	char buf[64];
 
-	CU_ASSERT_FATAL(other != NULL);
-	clear_queue();
-	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
-	id = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"1\"]}", 0);
-	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
-	CU_ASSERT_FATAL(wait_row(5000, id, "state = 'running'"));
-	PQclear(pgtest_query(other, "BEGIN"));
-	PQclear(pgtest_query(other, "SELECT id FROM execdispatch.job WHERE id = %lld FOR UPDATE",
-			     id));
+	id = one_running("{\"command\":\"sleep\",\"args\":[\"1\"]}");
+	other = lock_row(id);
 	for (t0 = harness_now_ms(); harness_now_ms() - t0 < 13000; harness_sleep_ms(100))
 		if ((n = lock_waiters()) > most)
 			most = n;
@@ -284,19 +297,12 @@ static int logged(int i, const char *text)
  * the job (attempt 2), as after a crash. */
 static void test_stop_outcome_locked(void)
 {
-	PGconn *other = pgtest_connect(F.pg.conninfo);
+	PGconn *other;
 	long long id, t0, took;
 	char line[160];
 
-	CU_ASSERT_FATAL(other != NULL);
-	clear_queue();
-	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
-	id = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.5\"]}", 0);
-	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
-	CU_ASSERT_FATAL(wait_row(5000, id, "state = 'running'"));
-	PQclear(pgtest_query(other, "BEGIN"));
-	PQclear(pgtest_query(other, "SELECT id FROM execdispatch.job WHERE id = %lld FOR UPDATE",
-			     id));
+	id = one_running("{\"command\":\"sleep\",\"args\":[\"0.5\"]}");
+	other = lock_row(id);
 	for (t0 = harness_now_ms();
 	     harness_now_ms() - t0 < 10000 && !logged(0, "outcomes wait for the database");)
 		harness_sleep_ms(100);

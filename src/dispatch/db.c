@@ -25,6 +25,7 @@
 #define BACKOFF_MAX_MS 8000
 #define CONNECT_TIMEOUT_MS 5000 /* unless the connection string sets connect_timeout */
 #define CANCEL_WAIT_SEC 10      /* a cancel request's child waits this long at most */
+#define CHILD_FDS 1024          /* the descriptors a cancel request's child closes */
 
 static void one_line(char *dst, size_t len, const char *msg)
 {
@@ -258,6 +259,10 @@ static void cancel_on_server(PGconn *conn)
 	pid = fork();
 	if (pid == 0) {
 		char err[256];
+		/* nothing of the daemon's (the execservers' sockets, /metrics)
+		 * is held open by the child */
+		for (int fd = 3; fd < CHILD_FDS; fd++)
+			close(fd);
 		alarm(CANCEL_WAIT_SEC);
 		_exit(PQcancel(c, err, sizeof err) ? 0 : 1);
 	}

@@ -23,17 +23,34 @@
 /* What ask_landed asked about (state: one of set_outcome's literals). */
 struct landed_note {
 	int64_t id;
-	int attempts, uncount;
+	int claim, attempts, uncount;
 	const char *state;
 };
 
+static struct held *find(struct dispatcher *d, int64_t id, int claim);
+
+/* The answer of ask_landed.  The row is kept (marked writing) until it
+ * comes; no answer (the database away, the statement failed) is not "not
+ * landed": the outcome is due again, written again at the next turn, and
+ * asked about again. */
 static void landed_cb(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 	const struct landed_note *n = note;
+	struct held *h = find(d, n->id, n->claim);
 
-	(void)away;
-	if (res && PQntuples(res) == 1) {
+	if (!h)
+		return;
+	if (!res) {
+		if (!away)
+			log_error("job %lld: whether its outcome was written: %s", (long long)n->id,
+				  chores_db(d->chores)->last_error);
+		h->writing = 0;
+		if (d->stopping && !evtimer_pending(d->flush_ev, NULL))
+			arm(d->flush_ev, FLUSH_RETRY_MS);
+		return;
+	}
+	if (PQntuples(res) == 1) {
 		count_outcome(d, n->state, n->uncount);
 		log_info("job %lld attempt %d: outcome %s written by a statement whose reply the "
 			 "lost connection took",
@@ -44,6 +61,9 @@ static void landed_cb(void *arg, PGresult *res, int away, const void *note)
 			 "(cancelled or rescued); dropped",
 			 (long long)n->id, n->attempts, n->state);
 	}
+	d->pending--;
+	held_free(d, h);
+	maybe_done_stopping(d);
 }
 
 /* h's outcome was found not ours when written again after a statement
@@ -54,7 +74,7 @@ int ask_landed(struct dispatcher *d, const struct held *h)
 {
 	char id[24], claim[16];
 	const char *params[6] = { id, claim, h->state, h->error, h->receipt, d->cfg->instance_id };
-	struct landed_note n = { h->id, h->attempts, h->uncount, h->state };
+	struct landed_note n = { h->id, h->claim, h->attempts, h->uncount, h->state };
 
 	snprintf(id, sizeof id, "%lld", (long long)h->id);
 	snprintf(claim, sizeof claim, "%d", h->claim);
@@ -620,6 +640,7 @@ static void cut_outcome(struct dispatcher *d, struct held *h)
 		h->receipt = h->orig_receipt;
 		h->orig_error = h->orig_receipt = NULL;
 		h->cut = 0;
+		h->refused = 1;
 		if (d->stopping && now_ms() >= d->give_up_ms) {
 			give_up(d, h, "in any form");
 			break;
@@ -651,7 +672,8 @@ static void give_up_unwritten(struct dispatcher *d)
 		next = h->next;
 		if (!h->xj && !h->lr && h->state && !h->writing && h->cut == 0 &&
 		    now >= d->give_up_ms && now >= h->due_ms + STOP_GIVE_UP_MS)
-			give_up(d, h, "because the database did not answer");
+			give_up(d, h,
+				h->refused ? "in any form" : "because the database did not answer");
 	}
 }
 

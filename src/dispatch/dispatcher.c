@@ -603,7 +603,8 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 		if (ours) {
 			count_outcome(d, h->state, h->uncount);
 		} else if (h->unsure && ask_landed(d, h) == 0) {
-			/* counted when the answer comes */
+			h->writing = 1; /* kept until the answer comes (landed_cb) */
+			continue;
 		} else {
 			d->st.dropped++;
 			log_info("job %lld attempt %d: claim lost before its outcome (%s) was "

@@ -68,6 +68,7 @@ struct held {
 	int64_t retry_at_ms;
 	int said_locked; /* "row locked" said for its start */
 	int64_t due_ms;  /* when its outcome was set (waits to be written) */
+	int refused;     /* the database refused it in every form (cut_outcome) */
 	/* a POSITION not written yet (its row locked by another transaction):
 	 * written again at the next cancel poll; position_out: on the wire */
 	char *position;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -23,6 +24,8 @@
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 8000
 #define CONNECT_TIMEOUT_MS 5000 /* unless the connection string sets connect_timeout */
+#define CANCEL_WAIT_SEC 10      /* a cancel request's child waits this long at most */
+#define CHILD_FDS 1024          /* the descriptors a cancel request's child closes */
 
 static void one_line(char *dst, size_t len, const char *msg)
 {
@@ -46,12 +49,17 @@ void db_close(struct db *db)
 		event_free(db->io_ev);
 	if (db->deliver_ev)
 		event_free(db->deliver_ev);
-	if (db->zombie_ev)
-		event_free(db->zombie_ev);
-	db->io_ev = db->deliver_ev = db->zombie_ev = NULL;
-	if (db->zombie)
-		PQfinish(db->zombie);
-	db->zombie = NULL;
+	for (int i = 0; i < DB_ABANDONED; i++) {
+		if (db->abandoned[i].ev)
+			event_free(db->abandoned[i].ev);
+		if (db->abandoned[i].conn)
+			PQfinish(db->abandoned[i].conn);
+		db->abandoned[i].ev = NULL;
+		db->abandoned[i].conn = NULL;
+	}
+	if (db->late_ev)
+		event_free(db->late_ev);
+	db->io_ev = db->deliver_ev = db->late_ev = NULL;
 	PQclear(db->kept);
 	db->kept = NULL;
 	db->fn = NULL;
@@ -102,7 +110,7 @@ static void connected(struct db *db)
 		log_info("database: connected");
 	db->warned = 0;
 	db->was_up = 1;
-	db->backoff_ms = BACKOFF_MIN_MS;
+	db->up_since_ms = (int64_t)clock_mono_ms();
 	if (db->on_up && db->base)
 		db->on_up(db->up_arg);
 }
@@ -236,48 +244,138 @@ int db_connect_step(struct db_connect *c, int timed_out)
 
 static void io_cb(evutil_socket_t fd, short what, void *arg);
 
-/* The abandoned connection answered, or ended: its statement will not
- * commit any more (if it did, it has): said to on_up's owner. */
+/* Asks the server to cancel conn's statement, from a child process:
+ * libpq 15's PQcancel blocks until the server has read the request (no
+ * PQcancelConn before libpq 17), and a server that does not answer must
+ * not hold the loop.  The child gives up after CANCEL_WAIT_SEC; the
+ * daemon reaps its children (SIGCHLD). */
+static void cancel_on_server(PGconn *conn)
+{
+	PGcancel *c = PQgetCancel(conn);
+	pid_t pid;
+
+	if (!c)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		char err[256];
+		/* nothing of the daemon's (the execservers' sockets, /metrics)
+		 * is held open by the child */
+		for (int fd = 3; fd < CHILD_FDS; fd++)
+			close(fd);
+		alarm(CANCEL_WAIT_SEC);
+		_exit(PQcancel(c, err, sizeof err) ? 0 : 1);
+	}
+	if (pid < 0)
+		log_warn("database: cannot cancel the statement abandoned at its deadline: %s",
+			 strerror(errno));
+	PQfreeCancel(c);
+}
+
+/* a is settled: closed, its place free.  ended: its statement answered or
+ * its connection ended (whatever it did is done); else it is given up
+ * unsettled, and the owner is told again later (late_cb). */
+static void settle(struct db_abandoned *a, int ended)
+{
+	struct db *db = a->db;
+
+	event_del(a->ev);
+	PQfinish(a->conn);
+	a->conn = NULL;
+	if (ended) {
+		log_info("database: the statement abandoned at its deadline has ended");
+		if (db->on_up)
+			db->on_up(db->up_arg);
+		return;
+	}
+	log_warn("database: a statement abandoned at its deadline has not ended %d ms after "
+		 "its cancel; closed; looking again for what it may commit once the database "
+		 "has been up for %d ms",
+		 db->timeout_ms, db->timeout_ms);
+	db->late = 1;
+	if (!evtimer_pending(db->late_ev, NULL)) {
+		struct timeval tv = { (time_t)(db->timeout_ms / 1000),
+				      (suseconds_t)(db->timeout_ms % 1000 * 1000) };
+		evtimer_add(db->late_ev, &tv);
+	}
+}
+
+/* An abandoned connection answered, or ended (its statement will not
+ * commit any more; if it did, it has), or its second deadline passed. */
 static void zombie_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct db *db = arg;
-	int ended = !PQconsumeInput(db->zombie);
+	struct db_abandoned *a = arg;
+	int ended;
 
 	(void)fd;
-	(void)what;
-	while (!ended && !PQisBusy(db->zombie)) {
-		PGresult *r = PQgetResult(db->zombie);
+	if (what & EV_TIMEOUT) {
+		settle(a, 0);
+		return;
+	}
+	ended = !PQconsumeInput(a->conn);
+	while (!ended && !PQisBusy(a->conn)) {
+		PGresult *r = PQgetResult(a->conn);
 		if (!r)
 			ended = 1;
 		PQclear(r);
 	}
-	if (!ended)
+	if (ended)
+		settle(a, 1);
+}
+
+/* After a statement was given up unsettled: the owner is told once more
+ * when the connection has been up for timeout_ms (a stopped server runs
+ * what it had read as soon as it resumes). */
+static void late_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct db *db = arg;
+	int64_t up_for = (int64_t)clock_mono_ms() - db->up_since_ms;
+	struct timeval tv = { 0, 250 * 1000 };
+
+	(void)fd;
+	(void)what;
+	if (!db->late)
 		return;
-	event_del(db->zombie_ev);
-	PQfinish(db->zombie);
-	db->zombie = NULL;
-	log_info("database: the statement abandoned at its deadline has ended");
+	if (!db->conn || db->connecting || up_for < db->timeout_ms) {
+		if (db->conn && !db->connecting) {
+			tv.tv_sec = (time_t)((db->timeout_ms - up_for) / 1000);
+			tv.tv_usec = (suseconds_t)((db->timeout_ms - up_for) % 1000 * 1000);
+		}
+		evtimer_add(db->late_ev, &tv);
+		return;
+	}
+	db->late = 0;
+	log_info("database: looking again for what a statement given up may have committed");
 	if (db->on_up)
 		db->on_up(db->up_arg);
 }
 
-/* A statement past its deadline: its connection is not closed but kept
- * aside and watched until the statement's result or the connection's end
- * arrives, since the database may still commit it (a stopped server
- * resumes and runs what it had read); on_up then lets the owner look for
- * what it did (a claim's rows).  One at a time: an older one still
- * unsettled is closed. */
+/* A statement past its deadline: cancelled at the server, and its
+ * connection not closed but kept aside and watched until the statement's
+ * result or the connection's end arrives, since the database may still
+ * commit it (a stopped server resumes and runs what it had read); on_up
+ * then lets the owner look for what it did (a claim's rows).  At most
+ * DB_ABANDONED at a time: the oldest is given up for a new one. */
 static void abandon(struct db *db)
 {
-	if (db->zombie) {
-		event_del(db->zombie_ev);
-		PQfinish(db->zombie);
+	struct db_abandoned *a = &db->abandoned[0];
+
+	for (int i = 0; i < DB_ABANDONED; i++) {
+		if (!db->abandoned[i].conn) {
+			a = &db->abandoned[i];
+			break;
+		}
+		if (db->abandoned[i].since_ms < a->since_ms)
+			a = &db->abandoned[i];
 	}
-	db->zombie = db->conn;
+	if (a->conn)
+		settle(a, 0);
+	cancel_on_server(db->conn);
+	a->conn = db->conn;
+	a->since_ms = (int64_t)clock_mono_ms();
 	db->conn = NULL;
-	event_assign(db->zombie_ev, db->base, PQsocket(db->zombie), EV_READ | EV_PERSIST, zombie_cb,
-		     db);
-	event_add(db->zombie_ev, NULL);
+	db_watch(a->ev, PQsocket(a->conn), EV_READ | EV_PERSIST, zombie_cb, a,
+		 a->since_ms + db->timeout_ms);
 }
 
 void db_watch(struct event *ev, evutil_socket_t fd, short what, event_callback_fn cb, void *arg,
@@ -347,8 +445,13 @@ static PGresult *checked(struct db *db, PGresult *res, int *away)
 
 	*away = 0;
 	db->statements++;
-	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+		/* the back-off ends with an answer, not with a connection: a
+		 * database that takes connections and never answers a statement
+		 * is retried ever more slowly */
+		db->backoff_ms = BACKOFF_MIN_MS;
 		return res;
+	}
 	if (!res || PQstatus(db->conn) != CONNECTION_OK) {
 		*away = 1;
 		went_away(db, res ? PQresultErrorMessage(res) : PQerrorMessage(db->conn));
@@ -449,9 +552,14 @@ int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_
 	db->timeout_ms = timeout_ms;
 	db->io_ev = event_new(base, -1, 0, io_cb, db);
 	db->deliver_ev = event_new(base, -1, 0, deliver_cb, db);
-	db->zombie_ev = event_new(base, -1, 0, zombie_cb, db);
-	if (!db->io_ev || !db->deliver_ev || !db->zombie_ev)
+	db->late_ev = evtimer_new(base, late_cb, db);
+	if (!db->io_ev || !db->deliver_ev || !db->late_ev)
 		return -1;
+	for (int i = 0; i < DB_ABANDONED; i++) {
+		db->abandoned[i].db = db;
+		if (!(db->abandoned[i].ev = event_new(base, -1, 0, zombie_cb, &db->abandoned[i])))
+			return -1;
+	}
 	db->base = base;
 	db->on_up = on_up;
 	db->up_arg = arg;

@@ -62,6 +62,18 @@ void db_watch(struct event *ev, evutil_socket_t fd, short what, event_callback_f
  * PQclears it), or NULL with away as db_exec's. */
 typedef void (*db_result_fn)(void *arg, PGresult *res, int away);
 
+#define DB_ABANDONED 4 /* statements abandoned at their deadline, watched at once */
+
+/* A connection whose statement was abandoned at its deadline: cancelled
+ * at the server, watched until the statement answers or the connection
+ * ends, or until the statement's deadline passes once more. */
+struct db_abandoned {
+	struct db *db;
+	PGconn *conn; /* NULL: the place is free */
+	struct event *ev;
+	int64_t since_ms;
+};
+
 struct db {
 	char *conninfo;
 	PGconn *conn;         /* NULL while away */
@@ -86,11 +98,15 @@ struct db {
 	int on_wire;    /* sent, its result not all read */
 	int timeout_ms; /* db_send: no answer within it, the connection is dropped */
 	int64_t wire_deadline_ms;
-	/* the connection of a statement abandoned at its deadline, watched
-	 * until it answers or ends (then on_up again), or NULL */
-	PGconn *zombie;
-	struct event *zombie_ev;
-	PGresult *kept; /* its result, read, not delivered yet */
+	/* the connections of statements abandoned at their deadline (then
+	 * on_up again once each has ended); one given up before it ended:
+	 * late, and on_up once more when the connection has been up for
+	 * timeout_ms (late_ev) */
+	struct db_abandoned abandoned[DB_ABANDONED];
+	struct event *late_ev;
+	int late;
+	int64_t up_since_ms;
+	PGresult *kept; /* the result, read, not delivered yet */
 	int kept_away;
 };
 
@@ -103,10 +119,16 @@ void db_close(struct db *db);
  * (a database that stopped answering: SIGSTOP, a frozen host, a
  * half-open connection): it is left and made again with back-off, and
  * the statement's callback gets away.  The database may still commit that
- * statement later (a stopped server resumes and runs what it had read):
- * the left connection is watched until it answers or ends, and on_up is
- * called once more then, so that the owner looks again for what a lost
- * statement may have done.  0, or -1 (no memory). */
+ * statement later (a stopped server resumes and runs what it had read,
+ * a statement waiting for a lock gets it): the statement is cancelled at
+ * the server (a cancel request, as psql's ^C: it ends a lock wait, and
+ * goes through PgBouncer too), the left connection is watched until it
+ * answers or ends, and on_up is called once more then, so that the owner
+ * looks again for what a lost statement may have done.  One that has not
+ * ended timeout_ms after its cancel (the server does not answer at all),
+ * or the oldest when DB_ABANDONED are watched, is closed, and on_up is
+ * called once more when the connection has been up for timeout_ms.  0,
+ * or -1 (no memory). */
 int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_up)(void *),
 	      void *arg);
 /* 1 when connected.  Otherwise 0, and a (re)connection is attempted once

@@ -30,21 +30,42 @@ const char DQ_REGISTER[] =
 	"OR (@schema@.dispatcher.host = EXCLUDED.host AND @schema@.dispatcher.pid = EXCLUDED.pid) "
 	"RETURNING 1";
 
+/* The rescue takes no row lock it would have to wait for: the stale
+ * dispatchers' rows (a live one's beat holds its row while it runs) and
+ * their held jobs are locked SKIP LOCKED, and a stale dispatcher one of
+ * whose held jobs another transaction has locked (an application's open
+ * transaction after cancel(), a finish racing the rescue) is left
+ * entirely, its row and every job of it, for the next heartbeat: a
+ * deleted dispatcher row always means every job it held was requeued. */
 const char DQ_HEARTBEAT[] =
 	"WITH beat AS ("
 	" UPDATE @schema@.dispatcher SET heartbeat_at = now()"
 	" WHERE instance = $1 AND host = $2 AND pid = $3::int RETURNING 1), "
-	"stale AS ("
-	" DELETE FROM @schema@.dispatcher"
+	"stale AS MATERIALIZED ("
+	" SELECT instance FROM @schema@.dispatcher"
 	" WHERE heartbeat_at < now() - make_interval(secs => $4::int) AND instance <> $1"
+	" FOR UPDATE SKIP LOCKED), "
+	"held AS MATERIALIZED ("
+	" SELECT id, runner_instance FROM @schema@.job"
+	" WHERE runner_instance IN (SELECT instance FROM stale) AND state IN " HELD "), "
+	"free AS MATERIALIZED ("
+	" SELECT id FROM @schema@.job WHERE id IN (SELECT id FROM held)"
+	" AND runner_instance IN (SELECT instance FROM stale) AND state IN " HELD
+	" FOR UPDATE SKIP LOCKED), "
+	"ready AS MATERIALIZED ("
+	" SELECT instance FROM stale s WHERE NOT EXISTS (SELECT 1 FROM held h"
+	" WHERE h.runner_instance = s.instance AND h.id NOT IN (SELECT id FROM free))), "
+	"gone AS ("
+	" DELETE FROM @schema@.dispatcher WHERE instance IN (SELECT instance FROM ready)"
 	" RETURNING instance), "
 	"moved AS ("
 	" UPDATE @schema@.job j SET " RESCUE_SET(
-		"$5::int") " FROM stale WHERE j.runner_instance = stale.instance AND j.state "
-			   "IN " HELD " RETURNING j.state) "
+		"$5::int") " FROM ready WHERE j.id IN (SELECT id FROM free) "
+			   "AND j.runner_instance = ready.instance RETURNING j.state) "
 			   "SELECT (SELECT count(*) FROM beat), "
 			   "(SELECT count(*) FROM moved WHERE state = 'queued'), "
-			   "(SELECT count(*) FROM moved WHERE state = 'failed')";
+			   "(SELECT count(*) FROM moved WHERE state = 'failed'), "
+			   "(SELECT count(*) FROM stale) - (SELECT count(*) FROM gone)";
 
 const char DQ_RESCUE_OWN[] = "UPDATE @schema@.job j SET " RESCUE_SET(
 	"$2::int") "WHERE j.runner_instance = $1 AND j.state IN " HELD " RETURNING j.id";
@@ -118,10 +139,19 @@ const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int", "$
 
 const char DQ_CLAIM_EXEC[] = "WITH " CLAIM_PICK_EXEC("$2", "$3", "$4", "$5") CLAIM_SET;
 
-const char DQ_START[] = "UPDATE @schema@.job j SET state = 'running', started_at = now() "
-			"FROM unnest($2::bigint[], $3::int[]) AS u(id, claims) "
-			"WHERE j.id = u.id AND j.claims = u.claims AND j.runner_instance = $1 "
-			"AND j.state = 'claimed' RETURNING j.id";
+/* A row another transaction has locked is skipped, not waited for, and
+ * answered as still claimed (0), so that its start is tried again. */
+const char DQ_START[] =
+	"WITH u AS (SELECT * FROM unnest($2::bigint[], $3::int[]) AS u(id, claims)), "
+	"mine AS (SELECT j.id FROM @schema@.job j JOIN u ON j.id = u.id AND j.claims = u.claims "
+	" WHERE j.runner_instance = $1 AND j.state = 'claimed'), "
+	"free AS MATERIALIZED (SELECT j.id FROM @schema@.job j JOIN u ON j.id = u.id "
+	" AND j.claims = u.claims WHERE j.runner_instance = $1 AND j.state = 'claimed' "
+	" FOR UPDATE OF j SKIP LOCKED), "
+	"run AS (UPDATE @schema@.job j SET state = 'running', started_at = now() "
+	" WHERE j.id IN (SELECT id FROM free) RETURNING j.id) "
+	"SELECT id, 1 FROM run "
+	"UNION ALL SELECT id, 0 FROM mine WHERE id NOT IN (SELECT id FROM free)";
 
 const char DQ_FINISH[] = FINISH_SET;
 
@@ -147,9 +177,17 @@ const char DQ_HELD[] =
 	"(position_wanted_at > now() - interval '5 seconds')::int "
 	"FROM @schema@.job WHERE id = ANY($2::bigint[])";
 
-const char DQ_POSITION[] = "UPDATE @schema@.job SET exec_position = $4::jsonb "
-			   "WHERE id = $1::bigint AND runner_instance = $2 AND claims = $3::int "
-			   "AND state = 'claimed'";
+/* A row another transaction has locked is skipped, not waited for:
+ * (written 0, ours 1) says to write it again later. */
+const char DQ_POSITION[] =
+	"WITH mine AS (SELECT id FROM @schema@.job WHERE id = $1::bigint AND runner_instance = $2 "
+	" AND claims = $3::int AND state = 'claimed'), "
+	"free AS MATERIALIZED (SELECT id FROM @schema@.job WHERE id = $1::bigint "
+	" AND runner_instance = $2 AND claims = $3::int AND state = 'claimed' "
+	" FOR UPDATE SKIP LOCKED), "
+	"pos AS (UPDATE @schema@.job SET exec_position = $4::jsonb "
+	" WHERE id IN (SELECT id FROM free) RETURNING 1) "
+	"SELECT (SELECT count(*) FROM pos), (SELECT count(*) FROM mine)";
 
 const char DQ_LEAVE[] =
 	"DELETE FROM @schema@.dispatcher WHERE instance = $1 AND host = $2 AND pid = $3::int";

@@ -28,9 +28,12 @@ extern const char DQ_REGISTER[];
 
 /* Heartbeat and rescue in one statement: refresh our row; delete the rows
  * of dispatchers silent for staleAfterSec and requeue their held jobs
- * (failed with error dispatcher_lost once attempts >= maxAttempts).
+ * (failed with error dispatcher_lost once attempts >= maxAttempts).  It
+ * never waits for a row lock: a silent dispatcher one of whose jobs (or
+ * its own row) another transaction has locked is left whole for the next
+ * heartbeat (put off).
  * ($1 instance, $2 host, $3 pid, $4 staleAfterSec, $5 maxAttempts)
- * -> (beat 0|1, requeued, failed) */
+ * -> (beat 0|1, requeued, failed, put off) */
 extern const char DQ_HEARTBEAT[];
 
 /* At start: requeue the held rows a previous life of this instance left
@@ -55,7 +58,8 @@ extern const char DQ_CLAIM[];
 extern const char DQ_CLAIM_EXEC[];
 
 /* Claimed rows whose run started: ($1 instance, $2 ids[], $3 claims[])
- * -> (id) of the rows changed */
+ * -> (id, 1) per row changed, (id, 0) per row still ours that another
+ * transaction has locked (not waited for: to be tried again) */
 extern const char DQ_START[];
 
 /* The outcomes of claims, a batch in one statement: ($1 instance, $2 ids[],
@@ -81,7 +85,9 @@ extern const char DQ_LANDED[];
 extern const char DQ_HELD[];
 
 /* The execserver's POSITION of a claimed row, under its claim:
- * ($1 id, $2 instance, $3 claims, $4 position jsonb) */
+ * ($1 id, $2 instance, $3 claims, $4 position jsonb) -> (written 0|1,
+ * ours 0|1); a row another transaction has locked is not waited for
+ * (written 0, ours 1: to be written again) */
 extern const char DQ_POSITION[];
 
 /* Leave: delete our row: ($1 instance, $2 host, $3 pid) */

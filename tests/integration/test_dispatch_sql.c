@@ -497,9 +497,12 @@ static const char *said(enum side s, PGresult *r, char *buf, size_t len)
 		snprintf(buf, len, "%s", rows == 1 ? "finished" : rows == 0 ? "nothing" : "rows");
 	else if (rows != 1)
 		snprintf(buf, len, "%d rows", rows);
-	else if (s == RESCUE)
+	else if (s == RESCUE && atoi(PQgetvalue(r, 0, 3)) == 0)
 		snprintf(buf, len, "requeued %s, failed %s", PQgetvalue(r, 0, 1),
 			 PQgetvalue(r, 0, 2));
+	else if (s == RESCUE)
+		snprintf(buf, len, "requeued %s, failed %s, put off %s", PQgetvalue(r, 0, 1),
+			 PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
 	else
 		snprintf(buf, len, "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
@@ -518,7 +521,10 @@ static void expect_race(enum side first, enum side second, const char *what, con
 
 /* first runs in one session inside a transaction and answers first_said;
  * second, from another session, waits for its lock and after the commit
- * answers second_said; the row ends as state ("state/attempts"). */
+ * answers second_said; the row ends as state ("state/attempts").  A
+ * rescue second never waits: while the lock is held it puts the silent
+ * dispatcher off whole (its row and jobs untouched), and the next one,
+ * after the commit, answers second_said. */
 static void race(enum side first, const char *first_said, enum side second, const char *second_said,
 		 const char *state)
 {
@@ -529,10 +535,22 @@ static void race(enum side first, const char *first_said, enum side second, cons
 	PQclear(pgtest_query(a, "BEGIN"));
 	expect_race(first, second, "the first said",
 		    said(first, run_side(first, a, id, 0), buf, sizeof buf), first_said);
-	run_side(second, b, id, 1);
-	PQclear(pgtest_query(a, "COMMIT"));
-	expect_race(first, second, "the second said", said(second, collect(b), buf, sizeof buf),
-		    second_said);
+	if (second == RESCUE) {
+		expect_race(first, second, "the second said while locked",
+			    said(second, run_side(second, b, id, 0), buf, sizeof buf),
+			    "requeued 0, failed 0, put off 1");
+		CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher "
+						"WHERE instance = 'stale'"),
+				1);
+		PQclear(pgtest_query(a, "COMMIT"));
+		expect_race(first, second, "the second said after the commit",
+			    said(second, run_side(second, b, id, 0), buf, sizeof buf), second_said);
+	} else {
+		run_side(second, b, id, 1);
+		PQclear(pgtest_query(a, "COMMIT"));
+		expect_race(first, second, "the second said",
+			    said(second, collect(b), buf, sizeof buf), second_said);
+	}
 	expect_race(first, second, "the row is", state_of(id, buf), state);
 	PQfinish(a);
 	PQfinish(b);
@@ -544,7 +562,8 @@ static void test_race_finish_rescue(void)
 	PGresult *r;
 	long long id;
 
-	/* finish first: the rescue waits, then finds the row done */
+	/* finish first: the rescue puts the stale dispatcher off while the
+	 * row is locked, then finds the row done */
 	race(FINISH, "finished", RESCUE, "requeued 0, failed 0", "done/1");
 	/* rescue first: the finish waits, then changes nothing */
 	race(RESCUE, "requeued 1, failed 0", FINISH, "nothing", "queued/1");
@@ -572,7 +591,8 @@ static void test_race_cancel_finish(void)
 
 static void test_race_cancel_rescue(void)
 {
-	/* cancel first: the rescue waits, then leaves the row cancelled */
+	/* cancel first: the rescue puts the stale dispatcher off while the
+	 * row is locked, then leaves the row cancelled */
 	race(CANCEL, "requested", RESCUE, "requeued 0, failed 0", "cancelled/1");
 	/* rescue first: the cancel waits, then cancels the requeued row */
 	race(RESCUE, "requeued 1, failed 0", CANCEL, "cancelled", "cancelled/1");
@@ -712,6 +732,90 @@ static void test_position_of_new_claim(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 }
 
+/* Row locks held by another transaction (an application's, open after
+ * cancel()): the start, the POSITION's write and the rescue never wait
+ * for them, and each says what it left, so that the dispatcher does it
+ * again once the lock is gone.  A statement that waited would fail here
+ * (statement_timeout 1 s on the session that runs them). */
+static void test_locked_rows_skipped(void)
+{
+	PGconn *other = pgtest_connect(F.conninfo);
+	char c1[16], ids[24], claims[24], buf[64];
+	long long id;
+	PGresult *r;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT_EQUAL_FATAL(claim_one(id, c1, sizeof c1), 1);
+	snprintf(ids, sizeof ids, "{%lld}", id);
+	snprintf(claims, sizeof claims, "{%s}", c1);
+	snprintf(buf, sizeof buf, "%lld", id);
+	const char *start[3] = { "me", ids, claims },
+		   *pos[4] = { buf, "me", c1, "{\"running\": 1, \"ahead\": 2}" };
+	PQclear(pgtest_query(F.c, "SET statement_timeout = 1000"));
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(other, "SELECT 1 FROM execdispatch.job WHERE id = %lld FOR UPDATE",
+			     id));
+	/* locked: the position not written, the row still ours */
+	r = run_stmt(F.c, DQ_POSITION, 4, pos);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "0");
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
+	PQclear(r);
+	/* locked: not started, answered as still claimed (0) */
+	r = run_stmt(F.c, DQ_START, 3, start);
+	CU_ASSERT_EQUAL(PQntuples(r), 1);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "0");
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/1");
+	PQclear(pgtest_query(other, "COMMIT"));
+	/* the lock gone: both done */
+	snprintf(buf, sizeof buf, "%lld", id);
+	r = run_stmt(F.c, DQ_POSITION, 4, pos);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "1");
+	PQclear(r);
+	r = run_stmt(F.c, DQ_START, 3, start);
+	CU_ASSERT_EQUAL(PQntuples(r), 1);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "running/1");
+	/* a row not ours: neither answered at all */
+	const char *theirs[3] = { "someone", ids, claims };
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_START, 3, theirs), 0);
+
+	/* two silent dispatchers, one row of "stale" locked: "stale" is put
+	 * off whole, "stale2" rescued */
+	id = held_row("running");
+	PQclear(pgtest_query(F.c,
+			     "INSERT INTO execdispatch.dispatcher (instance, host, pid, "
+			     "heartbeat_at) VALUES ('stale2', 'h', 3, now() - interval '1 hour')"));
+	long long id2 = df_submit(&F, "{\"command\":\"true\"}", 0), id3;
+	id3 = df_submit(&F, "{\"command\":\"true\"}", 0);
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET state = 'running', runner_instance = "
+			     "CASE WHEN id = %lld THEN 'stale2' ELSE 'stale' END, attempts = 1, "
+			     "claims = 1 WHERE id IN (%lld, %lld)",
+			     id2, id2, id3));
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(other, "SELECT 1 FROM execdispatch.job WHERE id = %lld FOR UPDATE",
+			     id));
+	r = run_stmt(F.c, DQ_HEARTBEAT, 5, rescue_params);
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 1, failed 0, put off 1");
+	CU_ASSERT_STRING_EQUAL(state_of(id2, buf), "queued/1");
+	CU_ASSERT_STRING_EQUAL(state_of(id3, buf), "running/1"); /* stale's, not locked */
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance IN ('stale', 'stale2')"),
+			1);
+	PQclear(pgtest_query(other, "COMMIT"));
+	r = run_stmt(F.c, DQ_HEARTBEAT, 5, rescue_params);
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 2, failed 0");
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance IN ('stale', 'stale2')"),
+			0);
+	PQclear(pgtest_query(F.c, "RESET statement_timeout"));
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	PQfinish(other);
+}
+
 static long long submit_svc(const char *service, int priority)
 {
 	return pgtest_int(F.c, "SELECT execdispatch.submit('%s', '{\"command\":\"true\"}', %d)",
@@ -816,6 +920,8 @@ int main(void)
 		  test_lost_requeue_reclaimed },
 		{ "position() of a new claim does not answer the claim before's POSITION",
 		  test_position_of_new_claim },
+		{ "locks: start, position and rescue skip a locked row, say so, do it after",
+		  test_locked_rows_skipped },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

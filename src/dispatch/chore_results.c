@@ -1,0 +1,810 @@
+/*
+ * chore_results.c - the dispatcher's chores (chores.h) and the handlers of
+ * their results: the heartbeat with the rescue and registering again, the
+ * start of runs, the cancel poll, the local services' claims, the sweep of
+ * lost claims, the landed check, outcomes written apart (a refused batch,
+ * the stop) and how a refused outcome is cut down, the janitor, and the
+ * leave at a clean stop.  Invariants: at most one chore of each kind is
+ * queued or on the wire (the *_out flags of struct dispatcher); a handler
+ * never writes a held row except under its claim, and a result that is
+ * not ours drops the run (drop_claim), never the rescuer's outcome.
+ */
+#include "autoconfig.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "dispatch/dispatcher_impl.h"
+#include "dispatch/migrate.h"
+#include "dispatch/queries.h"
+
+/* What ask_landed asked about (state: one of set_outcome's literals). */
+struct landed_note {
+	int64_t id;
+	int claim, attempts, uncount;
+	const char *state;
+};
+
+static struct held *find(struct dispatcher *d, int64_t id, int claim);
+
+/* The answer of ask_landed.  The row is kept (marked writing) until it
+ * comes; no answer (the database away, the statement failed) is not "not
+ * landed": the outcome is due again, written again at the next turn, and
+ * asked about again. */
+static void landed_cb(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	const struct landed_note *n = note;
+	struct held *h = find(d, n->id, n->claim);
+
+	if (!h)
+		return;
+	if (!res) {
+		if (!away)
+			log_error("job %lld: whether its outcome was written: %s", (long long)n->id,
+				  chores_db(d->chores)->last_error);
+		h->writing = 0;
+		if (d->stopping && !evtimer_pending(d->flush_ev, NULL))
+			arm(d->flush_ev, FLUSH_RETRY_MS);
+		return;
+	}
+	if (PQntuples(res) == 1) {
+		count_outcome(d, n->state, n->uncount);
+		log_info("job %lld attempt %d: outcome %s written by a statement whose reply the "
+			 "lost connection took",
+			 (long long)n->id, n->attempts, n->state);
+	} else {
+		d->st.dropped++;
+		log_info("job %lld attempt %d: claim lost before its outcome (%s) was written "
+			 "(cancelled or rescued); dropped",
+			 (long long)n->id, n->attempts, n->state);
+	}
+	d->pending--;
+	held_free(d, h);
+	maybe_done_stopping(d);
+}
+
+/* h's outcome was found not ours when written again after a statement
+ * writing it lost its reply: a chore asks whether that statement's write
+ * landed (the row carries h's outcome under h's claim), so that it counts
+ * as written, not dropped (landed_cb).  0 when asked. */
+int ask_landed(struct dispatcher *d, const struct held *h)
+{
+	char id[24], claim[16];
+	const char *params[6] = { id, claim, h->state, h->error, h->receipt, d->cfg->instance_id };
+	struct landed_note n = { h->id, h->claim, h->attempts, h->uncount, h->state };
+
+	snprintf(id, sizeof id, "%lld", (long long)h->id);
+	snprintf(claim, sizeof claim, "%d", h->claim);
+	return chores_add(d->chores, d->q_landed, 6, params, &n, sizeof n, landed_cb, d);
+}
+
+static void local_claimed(void *arg, PGresult *res, int away, const void *note);
+
+/* Claims up to n rows of the local services of priority minprio or more
+ * (a chore: a local service spawns here, off the hot path). */
+static void claim_local_rows(struct dispatcher *d, unsigned n, int minprio)
+{
+	char limit[16], prio[16];
+	const char *params[5] = { d->cfg->instance_id, limit, d->local_names, "true", prio };
+
+	snprintf(limit, sizeof limit, "%u", n);
+	snprintf(prio, sizeof prio, "%d", minprio);
+	if (chores_add(d->chores, d->q_claim, 5, params, &minprio, sizeof minprio, local_claimed,
+		       d) == 0) {
+		d->local_out = 1;
+		d->st.claims++;
+	}
+}
+
+/* Local services: localSlots in all, a quarter of them only for priority
+ * >= 2 (so that interactive work always finds a local slot): the rows of
+ * any priority up to the rest first, then (local_claimed) those of
+ * priority >= 2 up to all of them.  One local claim at a time. */
+void claim_local(struct dispatcher *d)
+{
+	unsigned slots = (unsigned)d->cfg->local_slots, reserve = slots / 4;
+
+	if (d->local_out || d->sweep_out)
+		return;
+	if (d->local_running + reserve < slots)
+		claim_local_rows(d, slots - reserve - d->local_running, -1000);
+	else if (d->local_running < slots)
+		claim_local_rows(d, slots - d->local_running, 2);
+}
+
+static void local_claimed(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	int minprio = *(const int *)note, rows = res ? PQntuples(res) : 0;
+	unsigned slots = (unsigned)d->cfg->local_slots;
+
+	d->local_out = 0;
+	if (!res && !away)
+		log_error("claim: %s", chores_db(d->chores)->last_error);
+	d->st.claimed += (uint64_t)rows;
+	for (int i = 0; i < rows; i++) {
+		d->st.attempts += (uint64_t)atoi(PQgetvalue(res, i, 1));
+		start_row(d, res, i, 0);
+	}
+	if (res && minprio < 2 && !d->stopping && !d->sweep_out && d->local_running < slots)
+		claim_local_rows(d, slots - d->local_running, 2);
+	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
+		arm(d->start_ev, START_CHECK_MS);
+	maybe_done_stopping(d);
+}
+
+static void swept(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+
+	(void)note;
+	d->sweep_out = 0;
+	if (res) {
+		d->sweep_lost = 0;
+		if (PQntuples(res) > 0)
+			log_warn("requeued %d rows claimed by a statement whose result the lost "
+				 "connection took",
+				 PQntuples(res));
+	} else if (!away) {
+		log_error("claims lost with the connection: %s", chores_db(d->chores)->last_error);
+	}
+	if (res && !d->stopping)
+		event_active(d->poll_ev, EV_TIMEOUT, 0); /* claims waited for it */
+}
+
+/* After a reconnection, with no statement on the wire and every result
+ * delivered (so every row this dispatcher claimed and knows is in its
+ * list): the rows claimed under its instance by a claim it does not hold
+ * (id and claims; an earlier claim of the same row whose outcome is still
+ * to be written is not the row's claim) were claimed by a statement whose
+ * result the lost connection took (the commit went through, the answer
+ * did not).  Nobody else would ever free them while this dispatcher's
+ * heartbeat lives: requeued like a rescue (a chore; no claim is sent
+ * until its answer, swept). */
+void sweep_lost_claims(struct dispatcher *d)
+{
+	size_t n = 0;
+	char maxa[16];
+
+	for (struct held *h = d->list; h; h = h->next)
+		n++;
+	char *ids = malloc(21 * n + 3), *claims = malloc(21 * n + 3);
+	int64_t *v = calloc(n + 1, sizeof *v), *c = calloc(n + 1, sizeof *c);
+	if (!ids || !claims || !v || !c) {
+		free(ids);
+		free(claims);
+		free(v);
+		free(c);
+		return; /* tried again at the next turn */
+	}
+	n = 0;
+	for (struct held *h = d->list; h; h = h->next) {
+		v[n] = h->id;
+		c[n++] = h->claim;
+	}
+	db_int_array(ids, v, (int)n);
+	db_int_array(claims, c, (int)n);
+	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
+	const char *params[4] = { d->cfg->instance_id, ids, maxa, claims };
+	if (chores_add(d->chores, d->q_rescue_lost, 4, params, NULL, 0, swept, d) == 0)
+		d->sweep_out = 1;
+	free(ids);
+	free(claims);
+	free(v);
+	free(c);
+}
+
+static void lose_everything(struct dispatcher *d, const char *why)
+{
+	for (struct held *h = d->list; h; h = h->next)
+		drop_claim(d, h, why);
+}
+
+static void beat_done(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+
+	d->beat_out = 0;
+	if (d->leaving)
+		return; /* our row is being deleted: not news */
+	if (!res) {
+		if (!away)
+			log_error("heartbeat: %s", chores_db(d->beat_lane)->last_error);
+		return;
+	}
+	if (atoi(PQgetvalue(res, 0, 0)) == 1) {
+		/* the row carries the statement's time, which is after its send:
+		 * our own view of the heartbeat's age is never the younger one */
+		d->beat_ok_ms = *(const int64_t *)note;
+		if (d->said_stale)
+			log_info("heartbeat written again: claiming");
+		d->said_stale = 0;
+	} else {
+		/* Another dispatcher found us silent for staleAfterSec and
+		 * requeued everything we held. */
+		log_warn("our dispatcher row was removed by a rescue: every claim we held was "
+			 "requeued; dropping their runs and registering again");
+		d->registered = 0;
+		lose_everything(d, "its claim was rescued by another dispatcher");
+		event_active(d->beat_ev, EV_TIMEOUT, 0);
+	}
+	d->st.rescued_requeued += (uint64_t)atoi(PQgetvalue(res, 0, 1));
+	d->st.rescued_failed += (uint64_t)atoi(PQgetvalue(res, 0, 2));
+	if (atoi(PQgetvalue(res, 0, 1)) || atoi(PQgetvalue(res, 0, 2)))
+		log_warn("rescue: requeued %s and failed %s rows of silent dispatchers",
+			 PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2));
+	if (atoi(PQgetvalue(res, 0, 3)) && !d->said_put_off++)
+		log_warn("rescue: %s silent dispatchers put off: another transaction holds a lock "
+			 "on one of their rows; tried again at each heartbeat",
+			 PQgetvalue(res, 0, 3));
+	else if (!atoi(PQgetvalue(res, 0, 3)))
+		d->said_put_off = 0;
+	if (d->pending)
+		event_active(d->poll_ev, EV_TIMEOUT, 0); /* outcomes held back while away */
+}
+
+/* The heartbeat with the rescue of silent dispatchers, a chore. */
+static void send_beat(struct dispatcher *d)
+{
+	char stale[16], maxa[16];
+	const char *params[5] = { d->cfg->instance_id, d->host, d->pid, stale, maxa };
+	int64_t sent = now_ms();
+
+	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
+	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
+	if (chores_add(d->beat_lane, d->q_heartbeat, 5, params, &sent, sizeof sent, beat_done, d) ==
+	    0)
+		d->beat_out = 1;
+}
+
+static void reregistered(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	int rc = took_register(d, res, away, *(const int64_t *)note);
+
+	d->beat_out = 0;
+	if (rc == -3)
+		log_error("instance %s is held by another live dispatcher: starting nothing "
+			  "until its heartbeat is older than %d s",
+			  d->cfg->instance_id, d->cfg->stale_after_sec);
+	else if (rc == -1)
+		log_error("heartbeat: %s", chores_db(d->beat_lane)->last_error);
+	if (rc < 0)
+		return;
+	log_info("registered again as %s", d->cfg->instance_id);
+	send_beat(d);
+}
+
+/* Every heartbeatSec: the heartbeat (registering again first when a
+ * rescue removed our row); a tick with the last one still out is let
+ * pass (its deadline bounds it). */
+void beat_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+	char stale[16];
+	const char *params[4];
+	int64_t sent = now_ms();
+
+	(void)fd;
+	(void)what;
+	arm(d->beat_ev, d->cfg->heartbeat_sec * 1000LL);
+	if (d->listener)
+		listener_keep(d->listener);
+	if (d->beat_out || d->leaving)
+		return;
+	if (d->registered) {
+		send_beat(d);
+		return;
+	}
+	register_params(d, stale, sizeof stale, params);
+	if (chores_add(d->beat_lane, d->q_register, 4, params, &sent, sizeof sent, reregistered,
+		       d) == 0)
+		d->beat_out = 1;
+}
+
+/* The database (the chores' connection) is back, or a statement it
+ * abandoned ended: claims lost with it are swept, the heartbeat goes at
+ * once if it is not fresh, outcomes of a stop go on. */
+void on_chores_up(void *arg)
+{
+	struct dispatcher *d = arg;
+
+	if (d->contact < CONTACT_DONE)
+		return;
+	d->sweep_lost = 1; /* a local claim may have been lost with it */
+	if (!beat_fresh(d) && !d->beat_out)
+		event_active(d->beat_ev, EV_TIMEOUT, 0);
+	if (d->stopping)
+		event_active(d->flush_ev, EV_TIMEOUT, 0);
+}
+
+/* The heartbeat's lane is (back) up: the heartbeat at once if it is not
+ * fresh. */
+void on_beat_lane_up(void *arg)
+{
+	struct dispatcher *d = arg;
+
+	if (d->contact == CONTACT_DONE && !beat_fresh(d) && !d->beat_out)
+		event_active(d->beat_ev, EV_TIMEOUT, 0);
+}
+
+/* Ids and claims of the held rows at the execserver, for DQ_START/DQ_HELD. */
+static int collect(struct dispatcher *d, int only_unstarted_running, int64_t *ids, int64_t *claim,
+		   int max)
+{
+	int n = 0;
+
+	for (struct held *h = d->list; h && n < max; h = h->next) {
+		if ((!h->xj && !h->lr) || h->lost)
+			continue;
+		if (only_unstarted_running &&
+		    (h->started || (h->xj && strcmp(exc_job_state(h->xj), "running") != 0)))
+			continue;
+		ids[n] = h->id;
+		claim[n] = h->claim;
+		n++;
+	}
+	return n;
+}
+
+static struct held *find(struct dispatcher *d, int64_t id, int claim)
+{
+	for (struct held *h = d->list; h; h = h->next)
+		if (h->id == id && h->claim == claim)
+			return h;
+	return NULL;
+}
+
+/* The held rows a chore asks about (DQ_START, DQ_HELD), as its note:
+ * n, then the ids, then the claims. */
+struct asked {
+	int n;
+	int64_t v[]; /* ids: v[0 .. n), claims: v[n .. 2n) */
+};
+
+/* Collects the rows (as collect) into a new struct asked with their
+ * arrays as parameters (aids, aclaim: malloc'd); its size in *len, NULL
+ * when there is none or memory is short. */
+static struct asked *ask_rows(struct dispatcher *d, int only_unstarted_running, size_t *len,
+			      char **aids, char **aclaim)
+{
+	unsigned cap = d->at_exec + d->local_running; /* what collect() may find */
+	struct asked *a = cap ? malloc(sizeof *a + 2 * cap * sizeof(int64_t)) : NULL;
+	int64_t *claim = NULL;
+
+	*aids = *aclaim = NULL;
+	if (!a || !(claim = calloc(cap, sizeof *claim)))
+		goto fail;
+	a->n = collect(d, only_unstarted_running, a->v, claim, (int)cap);
+	memcpy(a->v + a->n, claim, (size_t)a->n * sizeof *claim);
+	free(claim);
+	*aids = malloc(21 * (size_t)a->n + 3);
+	*aclaim = malloc(21 * (size_t)a->n + 3);
+	if (a->n == 0 || !*aids || !*aclaim)
+		goto fail;
+	db_int_array(*aids, a->v, a->n);
+	db_int_array(*aclaim, a->v + a->n, a->n);
+	*len = sizeof *a + 2 * (size_t)a->n * sizeof(int64_t);
+	return a;
+fail:
+	free(a);
+	free(*aids);
+	free(*aclaim);
+	*aids = *aclaim = NULL;
+	return NULL;
+}
+
+static void started(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	const struct asked *a = note;
+
+	d->start_out = 0;
+	if (!res && !away)
+		log_error("start: %s", chores_db(d->chores)->last_error);
+	for (int i = 0; res && i < a->n; i++) {
+		struct held *h = find(d, a->v[i], (int)a->v[a->n + i]);
+		int row = -1;
+		for (int r = 0; r < PQntuples(res) && row < 0; r++)
+			if (strtoll(PQgetvalue(res, r, 0), NULL, 10) == a->v[i])
+				row = r;
+		/* a run that ended meanwhile counted itself (run_ended) */
+		if (!h || h->started || (!h->xj && !h->lr))
+			continue;
+		if (row >= 0 && atoi(PQgetvalue(res, row, 1)) == 0) {
+			/* locked by another transaction: not waited for; tried
+			 * again at the next START_CHECK_MS */
+			if (!h->said_locked++)
+				log_info("job %lld attempt %d: its row is locked by another "
+					 "transaction; written running once the lock is gone",
+					 (long long)h->id, h->attempts);
+		} else if (row >= 0) {
+			h->started = 1;
+			d->claimed_unstarted--;
+		} else {
+			drop_claim(d, h, "its claim was lost before it started");
+		}
+	}
+	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
+		arm(d->start_ev, START_CHECK_MS);
+}
+
+/* A chore about the held rows (as collect): sql with the first nparams of
+ * ($1 instance, $2 ids[], $3 claims[]); fn gets the rows asked as its
+ * note.  1 when queued (0: nothing held, or no memory). */
+static int ask_chore(struct dispatcher *d, int only_unstarted_running, const char *sql, int nparams,
+		     chore_fn fn)
+{
+	size_t len;
+	char *aids, *aclaim;
+	struct asked *a = ask_rows(d, only_unstarted_running, &len, &aids, &aclaim);
+	int queued;
+
+	if (!a)
+		return 0;
+	const char *params[3] = { d->cfg->instance_id, aids, aclaim };
+	queued = chores_add(d->chores, sql, nparams, params, a, len, fn, d) == 0;
+	free(a);
+	free(aids);
+	free(aclaim);
+	return queued;
+}
+
+/* Every START_CHECK_MS while some held row is not written running: the
+ * rows whose run started, in one statement (a chore). */
+void start_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+
+	(void)fd;
+	(void)what;
+	if (!d->start_out && ask_chore(d, 1, d->q_start, 3, started))
+		d->start_out = 1;
+	else if (d->claimed_unstarted)
+		arm(d->start_ev, START_CHECK_MS);
+}
+
+static void polled(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	const struct asked *a = note;
+
+	d->cancel_out = 0;
+	if (!res) {
+		if (!away)
+			log_error("cancel poll: %s", chores_db(d->chores)->last_error);
+		return;
+	}
+	for (int i = 0; i < a->n; i++) {
+		int64_t id = a->v[i], claim = a->v[a->n + i];
+		struct held *h = find(d, id, (int)claim);
+		int ours = 0, row = -1;
+		for (int r = 0; r < PQntuples(res) && row < 0; r++)
+			if (strtoll(PQgetvalue(res, r, 0), NULL, 10) == id)
+				row = r;
+		if (row >= 0)
+			ours = atoi(PQgetvalue(res, row, 1)) == claim &&
+			       atoi(PQgetvalue(res, row, 2)) == 1;
+		if (h && ours && !PQgetisnull(res, row, 4) && atoi(PQgetvalue(res, row, 4)) == 1 &&
+		    h->xj && strcmp(exc_job_state(h->xj), "waiting") == 0)
+			exc_query(h->xj); /* someone asked for its position */
+		if (!h || ours)
+			continue;
+		if (row >= 0 && !PQgetisnull(res, row, 3)) {
+			d->st.cancels++;
+			d->st.cancel_latency_ms += strtoull(PQgetvalue(res, row, 3), NULL, 10);
+			drop_claim(d, h, "cancelled");
+		} else {
+			drop_claim(d, h, "its claim was rescued by another dispatcher");
+		}
+	}
+}
+
+/* What write_position asked about. */
+struct position_note {
+	int64_t id;
+	int claim;
+};
+
+static void position_written(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	const struct position_note *n = note;
+	struct held *h = find(d, n->id, n->claim);
+
+	if (!h)
+		return; /* its run ended meanwhile */
+	h->position_out = 0;
+	if (!res && !away)
+		log_error("position: %s", chores_db(d->chores)->last_error);
+	if (!res || (atoi(PQgetvalue(res, 0, 0)) == 0 && atoi(PQgetvalue(res, 0, 1)) == 1))
+		return;    /* kept: written again at the next cancel poll */
+	free(h->position); /* written, or the row is not ours any more */
+	h->position = NULL;
+}
+
+/* h's POSITION (h->position) into its row under its claim, a chore; a
+ * row locked by another transaction is not waited for: the position
+ * stays and is written again at the next cancel poll (cancel_cb). */
+void write_position(struct dispatcher *d, struct held *h)
+{
+	char id[24], claim[16];
+	const char *params[4] = { id, d->cfg->instance_id, claim, h->position };
+	struct position_note n = { h->id, h->claim };
+
+	if (h->position_out || !h->position)
+		return;
+	snprintf(id, sizeof id, "%lld", (long long)h->id);
+	snprintf(claim, sizeof claim, "%d", h->claim);
+	if (chores_add(d->chores, d->q_position, 4, params, &n, sizeof n, position_written, d) == 0)
+		h->position_out = 1;
+}
+
+/* Every cancelPollMs while rows are held: which are still ours (a
+ * chore; none while nothing is held); a tick with the last poll still
+ * out is let pass.  Positions not written yet go again. */
+void cancel_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+
+	(void)fd;
+	(void)what;
+	arm(d->cancel_ev, d->cfg->cancel_poll_ms);
+	for (struct held *h = d->list; h; h = h->next)
+		if (h->position && !h->started && !h->lost)
+			write_position(d, h);
+	if (!d->cancel_out && ask_chore(d, 0, d->q_held, 2, polled))
+		d->cancel_out = 1;
+}
+
+/* Replaces the bytes of s outside printable ASCII by '?'; 1 if any was. */
+static int scrub_to_ascii(char *s)
+{
+	int changed = 0;
+
+	for (; s && *s; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e) {
+			*s = '?';
+			changed = 1;
+		}
+	return changed;
+}
+
+/* Stopping, and h's outcome was refused in every form until give_up_ms:
+ * logged whole and dropped.  The row stays held under our instance, and
+ * our dispatcher row stays too (maybe_done_stopping), so that the rescue
+ * requeues it after staleAfterSec and it runs again (docs/dispatch.md,
+ * "Stopping"). */
+static void give_up(struct dispatcher *d, struct held *h, const char *how)
+{
+	log_error("job %lld attempt %d: stopping: outcome %s (error %s, receipt %s) not written "
+		  "%s within %d s (%s); given up: the row stays held by %s and is "
+		  "rerun by the rescue after staleAfterSec (%d s)",
+		  (long long)h->id, h->attempts, h->state, h->error ? h->error : "none",
+		  h->receipt ? h->receipt : "none", how, STOP_GIVE_UP_MS / 1000,
+		  chores_db(d->chores)->last_error, d->cfg->instance_id, d->cfg->stale_after_sec);
+	d->pending--;
+	d->gave_up = 1;
+	held_free(d, h);
+}
+
+/* The database refused h's outcome alone: the next, smaller form of it
+ * (docs/dispatch.md, "Outcomes the database refuses"): 1. without the
+ * receipt, 2. with the error text in ASCII, 3. failed with error
+ * outcome_not_stored; refused in every form (a trigger, a permission, a
+ * statement timeout: not the outcome's fault), the original outcome is
+ * kept and tried again after OUTCOME_RETRY_MS.  The row stays held by this
+ * dispatcher meanwhile: never dropped (its run would be lost with the
+ * claim still ours, so nobody would rescue it) and never requeued (it ran
+ * already). */
+static void cut_outcome(struct dispatcher *d, struct held *h)
+{
+	if (h->cut == 0) {
+		h->orig_state = h->state;
+		h->orig_error = h->error ? strdup(h->error) : NULL;
+		h->orig_receipt = h->receipt ? strdup(h->receipt) : NULL;
+	}
+	switch (++h->cut) {
+	case 1:
+		if (h->receipt)
+			log_warn("job %lld: receipt not storable (%s); writing the outcome "
+				 "without it",
+				 (long long)h->id, d->db.last_error);
+		free(h->receipt);
+		h->receipt = NULL;
+		break;
+	case 2:
+		/* e.g. a name cut to a length in the middle of a character: not
+		 * UTF-8, refused as text */
+		if (scrub_to_ascii(h->error))
+			log_warn("job %lld: error text not storable (%s); writing it with '?' "
+				 "for its non-ASCII bytes",
+				 (long long)h->id, d->db.last_error);
+		break;
+	case 3:
+		log_warn("job %lld attempt %d: outcome %s not storable (%s); writing it as "
+			 "failed, error outcome_not_stored",
+			 (long long)h->id, h->attempts, h->orig_state, d->db.last_error);
+		h->state = "failed";
+		free(h->error);
+		h->error = strdup("outcome_not_stored");
+		break;
+	default:
+		free(h->error);
+		free(h->receipt);
+		h->state = h->orig_state;
+		h->error = h->orig_error;
+		h->receipt = h->orig_receipt;
+		h->orig_error = h->orig_receipt = NULL;
+		h->cut = 0;
+		h->refused = 1;
+		if (d->stopping && now_ms() >= d->give_up_ms) {
+			give_up(d, h, "in any form");
+			break;
+		}
+		log_error("job %lld attempt %d: outcome %s not written in any form (%s); kept, "
+			  "trying again in %d s (the row stays held by this dispatcher)",
+			  (long long)h->id, h->attempts, h->state, d->db.last_error,
+			  OUTCOME_RETRY_MS / 1000);
+		h->retry_at_ms = now_ms() + OUTCOME_RETRY_MS;
+		if (d->stopping && h->retry_at_ms > d->give_up_ms)
+			h->retry_at_ms = d->give_up_ms;
+		break;
+	}
+}
+
+static void flushed(void *arg, PGresult *res, int away, const void *note);
+
+/* Stopping: the outcomes that could not be written because the database
+ * is away or does not answer in time, STOP_GIVE_UP_MS after the signal
+ * (or after their run ended, if later), are given up as a refused one is
+ * (give_up): the stop ends in bounded time, and the rescue reruns them, as
+ * after a crash (docs/dispatch.md, "Stopping"). */
+static void give_up_unwritten(struct dispatcher *d)
+{
+	int64_t now = now_ms();
+	struct held *next;
+
+	for (struct held *h = d->list; h; h = next) {
+		next = h->next;
+		if (!h->xj && !h->lr && h->state && !h->writing && h->cut == 0 &&
+		    now >= d->give_up_ms && now >= h->due_ms + STOP_GIVE_UP_MS)
+			give_up(d, h,
+				h->refused ? "in any form" : "because the database did not answer");
+	}
+}
+
+/* Writes every outcome due, FINISH_BATCH per statement, one statement at
+ * a time on the chores' connection (the stop, and a batch the database
+ * refused).  The database away: the rest waits for FLUSH_RETRY_MS.  A
+ * batch the database refuses is written one row at a time, and a row
+ * refused alone is cut down (cut_outcome). */
+void flush_outcomes(struct dispatcher *d)
+{
+	struct fin *f = &d->flush_fin;
+	const char *params[8];
+	int64_t next = 0;
+
+	if (d->flush_out)
+		return;
+	if (d->stopping)
+		give_up_unwritten(d);
+	if (fin_build(d, f, d->flush_per) > 0) {
+		fin_params(d, f, params);
+		if (chores_add(d->chores, d->q_finish, 8, params, NULL, 0, flushed, d) == 0)
+			d->flush_out = 1;
+		fin_free_arrays(f);
+		if (d->flush_out)
+			return;
+		fin_abort(f, 0);
+		if (!evtimer_pending(d->flush_ev, NULL))
+			arm(d->flush_ev, FLUSH_RETRY_MS);
+		return;
+	}
+	d->flush_per = FINISH_BATCH;
+	for (struct held *h = d->list; h; h = h->next)
+		if (!h->xj && !h->lr && h->state && !h->writing && (!next || h->retry_at_ms < next))
+			next = h->retry_at_ms;
+	if (next && !evtimer_pending(d->flush_ev, NULL))
+		arm(d->flush_ev, next > now_ms() ? next - now_ms() : 0);
+	maybe_done_stopping(d);
+}
+
+static void flushed(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	struct fin *f = &d->flush_fin;
+	struct held *first = f->rows[0];
+
+	(void)note;
+	d->flush_out = 0;
+	if (res) {
+		fin_apply(d, f, res, 0);
+	} else if (away) {
+		fin_abort(f, 1);
+		outcomes_waiting(d, chores_db(d->chores)->last_error);
+		if (!evtimer_pending(d->flush_ev, NULL))
+			arm(d->flush_ev, FLUSH_RETRY_MS);
+		return;
+	} else {
+		fin_abort(f, 0);
+		if (d->flush_per > 1)
+			d->flush_per = 1;
+		else
+			cut_outcome(d, first); /* the row written alone */
+	}
+	flush_outcomes(d);
+}
+
+void flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	flush_outcomes(arg);
+}
+
+static void janitor_done(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+
+	(void)note;
+	/* a full batch: more may be due; the next one in a second, so that
+	 * more than a batch an hour of finished rows does not pile up; the
+	 * database away: again in a second too */
+	arm(d->janitor_ev, (res && atoi(PQcmdTuples(res)) >= JANITOR_BATCH) || (!res && away)
+				   ? JANITOR_AGAIN_MS
+				   : JANITOR_SEC * 1000LL);
+	if (res && atoi(PQcmdTuples(res)) > 0)
+		log_info("janitor: removed %s finished rows older than %d days", PQcmdTuples(res),
+			 d->cfg->retain_done_days);
+	else if (!res && !away)
+		log_error("janitor: %s", chores_db(d->chores)->last_error);
+}
+
+void janitor_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+	char days[16];
+	const char *params[1] = { days };
+
+	(void)fd;
+	(void)what;
+	snprintf(days, sizeof days, "%d", d->cfg->retain_done_days);
+	if (chores_add(d->chores, d->q_janitor, 1, params, NULL, 0, janitor_done, d) < 0)
+		arm(d->janitor_ev, JANITOR_AGAIN_MS);
+}
+
+/* ---- stopping ---- */
+
+static void left(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+
+	(void)res;
+	(void)away;
+	(void)note;
+	event_base_loopbreak(d->base);
+}
+
+/* Stopping and nothing held, on the wire or waiting to be claimed: our
+ * dispatcher row is deleted (a chore), then the loop ends. */
+void maybe_done_stopping(struct dispatcher *d)
+{
+	const char *params[3] = { d->cfg->instance_id, d->host, d->pid };
+
+	if (!d->stopping || d->list || turn_busy(d) || d->flush_out || d->local_out ||
+	    d->sweep_out || d->leaving)
+		return;
+	if (d->gave_up)
+		log_warn("stopping: outcomes were given up; our dispatcher row stays, so that the "
+			 "rescue reruns their rows");
+	else if (d->registered &&
+		 chores_add(d->beat_lane, d->q_leave, 3, params, NULL, 0, left, d) == 0) {
+		d->leaving = 1;
+		return;
+	}
+	event_base_loopbreak(d->base);
+}

@@ -1,0 +1,247 @@
+/*
+ * dispatcher_impl.h - what the dispatcher's files share: the dispatcher's
+ * state (struct dispatcher), the rows it holds (struct held), the hot
+ * path's statements (struct turn, struct fin), and the functions each file
+ * offers the others.  Not an interface: only dispatcher.c (the loop, the
+ * runs, admission and the hot path), contact.c (the start's first contact)
+ * and chore_results.c (the chores and the handlers of their results)
+ * include it.  The invariants are dispatcher.c's (its opening comment).
+ */
+#ifndef ES_DISPATCH_DISPATCHER_IMPL_H
+#define ES_DISPATCH_DISPATCHER_IMPL_H
+
+#include <stdint.h>
+#include <sys/time.h>
+
+#include <event2/event.h>
+
+#include <execserver/client.h>
+
+#include "common/clock.h"
+#include "dispatch/chores.h"
+#include "dispatch/db.h"
+#include "dispatch/dispatch_config.h"
+#include "dispatch/listen.h"
+#include "dispatch/local_run.h"
+#include "dispatch/metrics.h"
+
+#define CLAIM_MAX 100      /* most rows of one claim */
+#define START_CHECK_MS 100 /* how often held rows are looked at for a started run */
+#define FLUSH_RETRY_MS 250 /* outcomes waiting for the database: retry */
+#define JANITOR_SEC 3600
+#define JANITOR_BATCH 1000    /* DQ_JANITOR's LIMIT */
+#define JANITOR_AGAIN_MS 1000 /* after a full batch */
+#define FINISH_BATCH 100      /* most outcomes written by one statement */
+#define OUTCOME_RETRY_MS 5000 /* an outcome refused in every form: next try */
+#define HOT_CONNS 2           /* connections carrying the hot path's statements */
+#define STOP_GIVE_UP_MS 10000 /* stopping: an outcome not written is given up */
+#define WAITING_SAY_MS 60000  /* outcomes waiting for the database: said again */
+#define CONTACT_CHECK_MS 250  /* start: how often the first contact is looked after */
+#define START_GIVE_UP_MS 5000 /* start: no database reached within it, after a failed attempt */
+
+struct held {
+	struct held *next, *prev;
+	struct dispatcher *d;
+	int64_t id;
+	int claim; /* the row's claims at our claim: (id, claim) names it */
+	int attempts;
+	int priority;
+	char *service;
+	exc_job *xj;          /* NULL once the run ended */
+	struct local_run *lr; /* a local service's run, or NULL */
+	int started;          /* written as running */
+	int lost;             /* not ours any more: cancelled at the execserver, dropped */
+	int releasing;        /* given back at a stop */
+	/* the outcome, once xj is NULL */
+	const char *state; /* "done", "failed", "queued" */
+	int uncount;       /* 1: the attempt does not count (no slot) */
+	char *error;
+	char *receipt; /* JSON text or NULL */
+	char job_id[48];
+	int writing; /* in the outcome statement on the wire (struct fin) */
+	int unsure;  /* a statement writing it lost its reply: it may be written */
+	/* an outcome the database refused alone: how far it was cut down
+	 * (flush_outcomes), the original kept, and when to try it again */
+	int cut;
+	const char *orig_state;
+	char *orig_error, *orig_receipt;
+	int64_t retry_at_ms;
+	int said_locked; /* "row locked" said for its start */
+	int64_t due_ms;  /* when its outcome was set (waits to be written) */
+	int refused;     /* the database refused it in every form (cut_outcome) */
+	/* a POSITION not written yet (its row locked by another transaction):
+	 * written again at the next cancel poll; position_out: on the wire */
+	char *position;
+	int position_out;
+};
+
+/* The outcomes of one finish statement: the rows and their arrays. */
+struct fin {
+	struct held *rows[FINISH_BATCH];
+	int k;
+	char ids[21 * FINISH_BATCH + 3], claim[21 * FINISH_BATCH + 3], unc[21 * FINISH_BATCH + 3],
+		delay[21 * FINISH_BATCH + 3];
+	char *states, *errors, *receipts;
+};
+
+/* One statement of the hot path on one of the hot connections (db_send):
+ * its outcomes, and the claims it may make.  What it may claim is
+ * reserved against admission from its send until its result is handled
+ * (turn_done), so that the rows at the execservers plus the claims on the
+ * wire never exceed the claim share (docs/dispatch.md, "The event loop"). */
+struct turn {
+	struct dispatcher *d;
+	struct db *db;
+	struct fin fin;
+	int claims;     /* it claims (its reservation below is held) */
+	unsigned bound; /* rows of services with a share it may claim */
+	unsigned total; /* all it may claim (bound + the other class) */
+	int other;      /* it may claim a row of the "other" class */
+	size_t k;       /* per service: names (into d->services), limits */
+	const char **names;
+	int64_t *lims;
+};
+
+struct dispatcher {
+	const struct dispatch_config *cfg;
+	struct event_base *base;
+	exc_client *client;
+	struct db db;
+	char *q_register, *q_heartbeat, *q_rescue_own, *q_rescue_lost, *q_claim, *q_start,
+		*q_finish, *q_held, *q_leave, *q_janitor, *q_position, *q_finish_claim,
+		*q_claim_exec, *q_landed, *q_version;
+	char host[65];
+	char pid[16];
+	struct held *list;
+	unsigned at_exec;           /* held rows whose xj is set */
+	unsigned claimed_unstarted; /* at the execserver, not yet written running */
+	unsigned pending;           /* outcomes waiting to be written */
+	struct event *poll_ev, *beat_ev, *cancel_ev, *start_ev, *flush_ev, *janitor_ev;
+	struct event *sig_term, *sig_int, *sig_hup;
+	int64_t beat_ok_ms; /* monotonic time of the last written heartbeat */
+	int registered;
+	int stopping;
+	int64_t give_up_ms; /* stopping: outcomes refused in every form are given up then */
+	int gave_up;        /* outcomes were given up: our row stays for the rescue */
+	int exit_status;
+	int said_stale, said_no_exec;
+	unsigned rnd;
+	struct dispatch_stats st;
+	struct metrics *metrics;
+	struct listener *listener; /* notify: true */
+	char *local_names;         /* the local services as a text[] literal */
+	char **services;           /* exec-bound services seen in claims */
+	size_t nservices;
+	size_t rotate;          /* which service goes first in the next claim */
+	int64_t other_due_ms;   /* the "other" class is looked for from then on */
+	unsigned local_running; /* held rows of local services running */
+	struct event *sig_chld;
+	/* the hot path's statements on the wire, one per hot connection
+	 * (db, db2); poll_again: poll_cb ran while both were busy */
+	struct db db2;
+	struct turn turns[HOT_CONNS];
+	int poll_again;
+	int sweep_lost; /* reconnected: look for claims whose result was lost */
+	/* the statements off the hot path (chores.h); each flag: a chore of
+	 * that kind is queued or on the wire, so that no kind piles up */
+	struct chores *chores;
+	int beat_out, start_out, cancel_out, local_out, sweep_out, flush_out, leaving;
+	/* the heartbeat's own lane: the beat, registering again and the leave,
+	 * on a connection no other statement (or its lock wait) can hold */
+	struct chores *beat_lane;
+	int said_put_off; /* "rescue put off" said since the last rescue done */
+	/* outcomes waiting for a database that is away: since, last said */
+	int64_t waiting_since_ms, waiting_said_ms;
+	int flush_per;        /* flush_outcomes: rows per statement (1 after a refusal) */
+	struct fin flush_fin; /* flush_outcomes' statement */
+	/* start: the first contact on the main connection (contact_cb) */
+	struct event *contact_ev;
+	int contact; /* its step: CONTACT_VERSION ... CONTACT_DONE */
+	int64_t contact_t0_ms;
+};
+
+enum {
+	CONTACT_VERSION,  /* the schema's version */
+	CONTACT_REGISTER, /* our dispatcher row */
+	CONTACT_RESCUE,   /* the claims of our previous life */
+	CONTACT_DONE
+};
+
+/* What the next exec-bound claim may take (DQ_CLAIM_EXEC's parameters). */
+struct admission {
+	unsigned total; /* rows in all; 0: no claim */
+	unsigned bound; /* of them, rows of services with a share */
+	unsigned share; /* exc_claim_share, for /metrics */
+	char *services; /* text[] of the services seen, each with its limit in */
+	char *limits;   /* int[] */
+	char other[16]; /* rows of other services: 0 or 1 */
+	size_t k;       /* the same as arrays (handed to the turn that claims) */
+	const char **names;
+	int64_t *lims;
+};
+
+/* ---- small helpers ---- */
+
+static inline int64_t now_ms(void)
+{
+	return (int64_t)clock_mono_ms();
+}
+
+static inline void arm(struct event *ev, int64_t ms)
+{
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
+
+	evtimer_add(ev, &tv);
+}
+
+/* pollMs with +-10 % jitter, so that dispatchers started together spread. */
+static inline int64_t jittered(struct dispatcher *d, int ms)
+{
+	int span = ms / 5;
+
+	d->rnd = d->rnd * 1103515245u + 12345u;
+	return span ? ms - span / 2 + (int64_t)((d->rnd >> 8) % (unsigned)(span + 1)) : ms;
+}
+
+static inline int beat_fresh(const struct dispatcher *d)
+{
+	return d->registered && now_ms() - d->beat_ok_ms < d->cfg->stale_after_sec * 1000LL / 2;
+}
+
+/* dispatcher.c: the runs and the hot path */
+void held_free(struct dispatcher *d, struct held *h);
+void drop_claim(struct dispatcher *d, struct held *h, const char *why);
+void start_row(struct dispatcher *d, PGresult *res, int row, int col);
+int fin_build(struct dispatcher *d, struct fin *f, int n);
+void fin_params(const struct dispatcher *d, const struct fin *f, const char **params);
+void fin_abort(struct fin *f, int away);
+void fin_free_arrays(struct fin *f);
+void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged);
+void count_outcome(struct dispatcher *d, const char *state, int uncount);
+int turn_busy(const struct dispatcher *d);
+void write_position(struct dispatcher *d, struct held *h);
+void outcomes_waiting(struct dispatcher *d, const char *why);
+void outcomes_flowing(struct dispatcher *d);
+
+/* chore_results.c: the chores and their results */
+int ask_landed(struct dispatcher *d, const struct held *h);
+void claim_local(struct dispatcher *d);
+void sweep_lost_claims(struct dispatcher *d);
+void flush_outcomes(struct dispatcher *d);
+void maybe_done_stopping(struct dispatcher *d);
+void on_chores_up(void *arg);
+void on_beat_lane_up(void *arg);
+void beat_cb(evutil_socket_t fd, short what, void *arg);
+void cancel_cb(evutil_socket_t fd, short what, void *arg);
+void start_cb(evutil_socket_t fd, short what, void *arg);
+void flush_cb(evutil_socket_t fd, short what, void *arg);
+void janitor_cb(evutil_socket_t fd, short what, void *arg);
+
+/* contact.c: the start's first contact */
+void register_params(struct dispatcher *d, char *stale, size_t len, const char **params);
+int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms);
+int expand_all(struct dispatcher *d);
+void contact_next(struct dispatcher *d);
+void contact_cb(evutil_socket_t fd, short what, void *arg);
+
+#endif

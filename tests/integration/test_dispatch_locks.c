@@ -1,0 +1,363 @@
+/*
+ * test_dispatch_locks.c - execdispatch beside an application's open
+ * transaction: a test session holds a row lock (as an application's
+ * transaction does after cancel(), or a long UPDATE) on the row a
+ * dispatcher's statement wants, for longer than staleAfterSec:
+ *  - the start of a run (written running), the write of a POSITION and
+ *    the rescue of a silent dispatcher's row never wait for the lock: the
+ *    heartbeat stays fresh all along, and the row's work is done once the
+ *    lock is gone (written running, the position written, the row
+ *    rescued and run);
+ *  - a statement that does wait for a lock past its deadline (an outcome)
+ *    is cancelled at the server when its connection is abandoned, so
+ *    abandoned backends do not pile up behind the lock;
+ *  - a stop while an outcome waits behind a lock gives the outcome up 10 s
+ *    after the signal, and the rescue reruns it.
+ * Timings: heartbeatSec 1, staleAfterSec 3, pollMs 100, cancelPollMs 100.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/CUnit.h>
+
+#include "dispatch_fixture.h"
+#include "suite.h"
+
+static struct dfix F;
+
+/* The lock is held this long: more than staleAfterSec (3 s), so that a
+ * statement waiting for it would reach its deadline, and a heartbeat
+ * queued behind it would be stale. */
+#define HOLD_MS 3500
+/* The age the heartbeat may reach: heartbeatSec plus slack for a loaded
+ * machine, below what a heartbeat queued behind the lock would reach
+ * (HOLD_MS or staleAfterSec). */
+#define FRESH_MS 2500
+
+static void test_setup(void)
+{
+	CU_ASSERT_FATAL(df_start(&F) == 0);
+	CU_ASSERT_FATAL(df_start_exec(&F, 0, 4) == 0);
+}
+
+static void clear_queue(void)
+{
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+}
+
+/* The age of our dispatcher's heartbeat in ms (the dispatchers' rows but
+ * the made-up "ghost"). */
+static long long beat_age(void)
+{
+	return pgtest_int(F.c, "SELECT coalesce(max(floor(extract(epoch FROM now() - "
+			       "heartbeat_at) * 1000)), 0)::bigint FROM execdispatch.dispatcher "
+			       "WHERE instance <> 'ghost'");
+}
+
+/* Holds the lock for ms (other's transaction), sampling the heartbeat's
+ * age; the oldest seen. */
+static long long hold_and_sample(int ms)
+{
+	long long max_ms = 0, age, t0;
+
+	for (t0 = harness_now_ms(); harness_now_ms() - t0 < ms; harness_sleep_ms(100))
+		if ((age = beat_age()) > max_ms)
+			max_ms = age;
+	return max_ms;
+}
+
+/* Waits up to ms for row id to meet cond (SQL); 1 once it does. */
+static int wait_row(int ms, long long id, const char *cond)
+{
+	for (long long t0 = harness_now_ms(); harness_now_ms() - t0 < ms; harness_sleep_ms(50))
+		if (pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND %s",
+			       id, cond) == 1)
+			return 1;
+	return 0;
+}
+
+/* A session of its own with row id locked in an open transaction (as an
+ * application's after cancel()); COMMIT on it and PQfinish it after. */
+static PGconn *lock_row(long long id)
+{
+	PGconn *other = pgtest_connect(F.pg.conninfo);
+
+	CU_ASSERT_FATAL(other != NULL);
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(other, "SELECT id FROM execdispatch.job WHERE id = %lld FOR UPDATE",
+			     id));
+	return other;
+}
+
+/* An empty queue, dispatcher 0 started, job submitted and running: its id. */
+static long long one_running(const char *job)
+{
+	long long id;
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	id = df_submit(&F, job, 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	CU_ASSERT_FATAL(wait_row(5000, id, "state = 'running'"));
+	return id;
+}
+
+/* Four sleeps fill the execserver's 4 slots; a fifth row is claimed
+ * (share 4 + 1) and its want parked: its id. */
+static long long fifth_claimed(const char *sleep_s, const char *fifth_s)
+{
+	char job[96];
+	long long id;
+
+	snprintf(job, sizeof job, "{\"command\":\"sleep\",\"args\":[\"%s\"]}", sleep_s);
+	for (int i = 0; i < 4; i++)
+		df_submit(&F, job, 1);
+	snprintf(job, sizeof job, "{\"command\":\"sleep\",\"args\":[\"%s\"]}", fifth_s);
+	id = df_submit(&F, job, 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	CU_ASSERT_FATAL(wait_row(5000, id, "state = 'claimed'"));
+	return id;
+}
+
+/* The start of a run whose row is locked: the run starts at the
+ * execserver while the lock is held; DQ_START skips the row (it waited
+ * for it, with the heartbeat queued behind it, before), and writes it
+ * running once the lock is gone. */
+static void test_start_locked(void)
+{
+	PGconn *other;
+	long long id, max_ms;
+	char buf[64];
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	/* the sleeps end after 1.5 s, with the lock held: the fifth runs */
+	id = fifth_claimed("1.5", "7");
+	other = lock_row(id);
+	max_ms = hold_and_sample(1500 + HOLD_MS);
+	fprintf(stderr, "start blocked by a lock: heartbeat at most %lld ms old\n", max_ms);
+	CU_ASSERT(max_ms < FRESH_MS);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'claimed'",
+				   id),
+			1);
+	PQclear(pgtest_query(other, "COMMIT"));
+	/* written running within a few start checks, then done, once */
+	CU_ASSERT(wait_row(2000, id, "state = 'running'"));
+	CU_ASSERT(wait_row(10000, id, "state = 'done'"));
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT attempts || '/' || (started_at IS NOT NULL) "
+					   "FROM execdispatch.job WHERE id = %lld",
+					   id),
+			       "1/true");
+	PQfinish(other);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 15000), 0);
+	clear_queue();
+}
+
+/* The position of a claimed row asked for, then the row locked: the
+ * POSITION's write skips it and goes again at each cancel poll until the
+ * lock is gone (it waited, with the heartbeat behind it, before). */
+static void test_position_locked(void)
+{
+	PGconn *other = pgtest_connect(F.pg.conninfo);
+	long long id, max_ms;
+
+	CU_ASSERT_FATAL(other != NULL);
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	id = fifth_claimed("12", "1");
+	PQclear(pgtest_query(F.c, "SELECT execdispatch.position(%lld)", id));
+	/* the lock, and any position written before it taken away */
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(
+		other, "UPDATE execdispatch.job SET exec_position = NULL WHERE id = %lld", id));
+	max_ms = hold_and_sample(HOLD_MS);
+	fprintf(stderr, "position write blocked by a lock: heartbeat at most %lld ms old\n",
+		max_ms);
+	CU_ASSERT(max_ms < FRESH_MS);
+	PQclear(pgtest_query(other, "COMMIT"));
+	CU_ASSERT(wait_row(3000, id, "state = 'claimed' AND exec_position->>'capacity' = '4'"));
+	PQfinish(other);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
+	clear_queue();
+}
+
+/* A silent dispatcher ("ghost") holds a running row that a session has
+ * locked: the rescue puts the ghost off (it waited for the lock, with our
+ * heartbeat in the same statement, before) and rescues it whole once the
+ * lock is gone; the row then runs here as its second attempt. */
+static void test_rescue_locked(void)
+{
+	PGconn *other;
+	long long id, max_ms;
+	char buf[64];
+
+	clear_queue();
+	PQclear(pgtest_query(F.c, "INSERT INTO execdispatch.dispatcher (instance, host, pid, "
+				  "heartbeat_at) VALUES ('ghost', 'nowhere', 1, now() - "
+				  "interval '1 hour')"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	PQclear(pgtest_query(
+		F.c,
+		"UPDATE execdispatch.job SET state = 'running', runner_instance = "
+		"'ghost', attempts = 1, claims = 1, started_at = now() WHERE id = %lld",
+		id));
+	other = lock_row(id);
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	max_ms = hold_and_sample(HOLD_MS);
+	fprintf(stderr, "rescue blocked by a lock: heartbeat at most %lld ms old\n", max_ms);
+	CU_ASSERT(max_ms < FRESH_MS);
+	/* put off whole: the ghost's row and its job untouched */
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance = 'ghost'"),
+			1);
+	PQclear(pgtest_query(other, "COMMIT"));
+	CU_ASSERT(wait_row(5000, id, "state = 'done'"));
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT attempts || '/' || runner_instance FROM "
+					   "execdispatch.job WHERE id = %lld",
+					   id),
+			       "2/d0");
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance = 'ghost'"),
+			0);
+	PQfinish(other);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
+/* The backends of the dispatcher waiting for a lock, now. */
+static long long lock_waiters(void)
+{
+	return pgtest_int(F.c, "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+			       "'execdispatch' AND wait_event_type = 'Lock'");
+}
+
+/* An outcome whose row a session keeps locked for 13 s: its statement
+ * waits past its deadline (staleAfterSec, 3 s), the connection is
+ * abandoned and remade, and the outcome is written again on the new one,
+ * which waits too.  Each abandoned statement is cancelled at the server,
+ * so at most the current statement (and, for a moment, the one just
+ * abandoned) waits for the lock; before, every abandoned backend went on
+ * waiting (PQfinish does not end a lock wait): 4 of them by the end.
+ * The outcome is written once the lock is gone, once. */
+static void test_abandoned_cancelled(void)
+{
+	PGconn *other;
+	long long id, most = 0, n, t0;
+	char buf[64];
+
+	id = one_running("{\"command\":\"sleep\",\"args\":[\"1\"]}");
+	other = lock_row(id);
+	for (t0 = harness_now_ms(); harness_now_ms() - t0 < 13000; harness_sleep_ms(100))
+		if ((n = lock_waiters()) > most)
+			most = n;
+	fprintf(stderr, "an outcome waiting for a lock 13 s: at most %lld backends waiting\n",
+		most);
+	CU_ASSERT(most >= 1); /* the outcome did wait */
+	CU_ASSERT(most <= 2);
+	/* the abandoned ones ended (cancelled), not only closed */
+	CU_ASSERT(lock_waiters() <= 1);
+	PQclear(pgtest_query(other, "COMMIT"));
+	CU_ASSERT(wait_row(5000, id, "state = 'done'"));
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state || '/' || attempts FROM execdispatch.job "
+					   "WHERE id = %lld",
+					   id),
+			       "done/1");
+	harness_sleep_ms(500);
+	CU_ASSERT_EQUAL(lock_waiters(), 0);
+	PQfinish(other);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
+/* Whether dispatcher i's log has text in it. */
+static int logged(int i, const char *text)
+{
+	size_t len;
+	unsigned char *log = harness_read_file(F.log[i], &len);
+	int found = log && strstr((char *)log, text) != NULL;
+
+	free(log);
+	return found;
+}
+
+/* A stop while an outcome cannot be written (its row locked by a session:
+ * every write of it waits past its deadline): the outcome is said to
+ * wait, then given up 10 s after the signal, so the stop ends in bounded
+ * time (before, it retried without end); the row stays held and the
+ * dispatcher row stays, so that once the lock is gone the rescue reruns
+ * the job (attempt 2), as after a crash. */
+static void test_stop_outcome_locked(void)
+{
+	PGconn *other;
+	long long id, t0, took;
+	char line[160];
+
+	id = one_running("{\"command\":\"sleep\",\"args\":[\"0.5\"]}");
+	other = lock_row(id);
+	for (t0 = harness_now_ms();
+	     harness_now_ms() - t0 < 10000 && !logged(0, "outcomes wait for the database");)
+		harness_sleep_ms(100);
+	CU_ASSERT(logged(0, "1 outcomes wait for the database"));
+	t0 = harness_now_ms();
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 30000), 0);
+	took = harness_now_ms() - t0;
+	fprintf(stderr, "stop with an outcome behind a lock: %lld ms\n", took);
+	/* 10 s, plus at most one statement's deadline (staleAfterSec 3 s) */
+	CU_ASSERT(took >= 9000 && took < 16000);
+	snprintf(line, sizeof line,
+		 "job %lld attempt 1: stopping: outcome done (error none, receipt {", id);
+	CU_ASSERT(logged(0, line));
+	CU_ASSERT(logged(0, "not written because the database did not answer within 10 s"));
+	PQclear(pgtest_query(other, "COMMIT"));
+	PQfinish(other);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'running' AND runner_instance = 'd0' AND attempts = 1",
+				   id),
+			1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance = 'd0'"),
+			1);
+	/* d1 rescues it after staleAfterSec; it runs again */
+	CU_ASSERT_FATAL(df_write_config(&F, 1, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 1) == 0);
+	CU_ASSERT(
+		wait_row(15000, id, "state = 'done' AND attempts = 2 AND runner_instance = 'd1'"));
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 1, SIGTERM, 10000), 0);
+	clear_queue();
+}
+
+static void test_teardown(void)
+{
+	df_cleanup(&F, CU_get_number_of_failures() > 0);
+}
+
+int main(void)
+{
+	static const struct test_case cases[] = {
+		{ "setup", test_setup },
+		{ "lock: a start whose row is locked holds not the heartbeat, runs after",
+		  test_start_locked },
+		{ "lock: a position write whose row is locked holds not the heartbeat, "
+		  "written after",
+		  test_position_locked },
+		{ "lock: a rescue whose row is locked holds not the heartbeat, rescues after",
+		  test_rescue_locked },
+		{ "lock: an abandoned statement is cancelled, backends do not pile up",
+		  test_abandoned_cancelled },
+		{ "lock: a stop while an outcome waits behind a lock ends in bounded time",
+		  test_stop_outcome_locked },
+		{ "teardown", test_teardown },
+		{ NULL, NULL }
+	};
+	return run_suite("dispatch_locks", cases);
+}

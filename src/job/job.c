@@ -700,8 +700,12 @@ static void spawn_job(struct job *j)
 	int in = -1, out = -1, errfds[2] = { -1, -1 };
 
 	/* a name is looked up in PATH here (execve takes a path); an absolute
-	 * one is checked too, which spares a child for a missing program */
-	if (spawn_find_program(j->spec.argv[0], path, sizeof path) != 0) {
+	 * one goes to execve as it is (no stat + access per job): a missing or
+	 * unusable program fails in the child, and exec_failed reports it as
+	 * the check here would have (ENOENT) */
+	const char *prog = j->spec.argv[0];
+	if (prog[0] == '/' ? snprintf(path, sizeof path, "%s", prog) >= (int)sizeof path
+			   : spawn_find_program(prog, path, sizeof path) != 0) {
 		spawn_failed(j, ENOENT, in, out, errfds);
 		return;
 	}

@@ -98,11 +98,13 @@ static int suite_init(void)
 		 "      missing: {prog: es-no-such-program-xyz}\n"
 		 "      gone: {prog: %s/gone}\n"
 		 "      noexec: {prog: %s/noexec}\n"
-		 "      badformat: {prog: %s/badformat}\n",
-		 root, root, root, root);
+		 "      badformat: {prog: %s/badformat}\n"
+		 "      isdir: {prog: %s/isdir}\n",
+		 root, root, root, root, root);
 	/* absolute paths: the file that is removed before its job runs, one
-	 * that is not executable, and one that is but execve refuses (neither
-	 * a script nor a binary: ENOEXEC, known only in the child) */
+	 * that is not executable, one that is but execve refuses (neither
+	 * a script nor a binary: ENOEXEC, known only in the child), and a
+	 * directory */
 	static const char *const files[] = { "gone", "noexec", "badformat" };
 	static const char *const texts[] = { "#!/bin/sh\nexit 0\n", "#!/bin/sh\nexit 0\n",
 					     "not a program\n" };
@@ -114,6 +116,10 @@ static int suite_init(void)
 		    chmod(path, i == 1 ? 0644 : 0755) != 0)
 			return -1;
 	}
+	char isdir[600];
+	snprintf(isdir, sizeof isdir, "%s/isdir", root);
+	if (mkdir(isdir, 0755) != 0)
+		return -1;
 	if (config_load_buffer("t.yml", text, strlen(text), &cfg, &err) != 0) {
 		fprintf(stderr, "%s\n", err.text);
 		return -1;
@@ -376,22 +382,23 @@ static void test_program_not_found(void)
 	json_object_put(r.receipt);
 }
 
-/* An absolute program path is checked at every spawn: a program removed
- * after the configuration was read, and a file that is not executable,
- * end as a missing program does, once, with the same message.  A step
- * that fails in the child (execve itself, after the program was found:
- * badformat) ends the same way with that step's errno, not as the exit
- * code 127 the child leaves. */
+/* An absolute program path goes to execve unchecked (no stat + access per
+ * job), and what execve refuses is told as the check did: a program
+ * removed after the configuration was read, a file that is not executable
+ * and a directory end as a missing program does, once, with the same
+ * message (ENOENT, not execve's EACCES).  A step that fails in the child
+ * for a program that is there (execve itself: badformat) ends the same
+ * way with that step's errno, not as the exit code 127 the child leaves. */
 static void test_absolute_program_not_executable(void)
 {
-	static const char *const cmds[] = { "gone", "noexec", "badformat", "badformat" };
-	static const int errs[] = { ENOENT, ENOENT, ENOEXEC, ENOEXEC };
+	static const char *const cmds[] = { "gone", "noexec", "badformat", "badformat", "isdir" };
+	static const int errs[] = { ENOENT, ENOENT, ENOEXEC, ENOEXEC, ENOENT };
 	char path[600];
 	struct ran r;
 
 	snprintf(path, sizeof path, "%s/gone", root);
 	CU_ASSERT_FATAL(unlink(path) == 0);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		unsigned ended_before = ended;
 		CU_ASSERT_FATAL(run_job(cmds[i], NULL, 0, NULL, &r) == 0);
 		CU_ASSERT_EQUAL(ended, ended_before + 1);

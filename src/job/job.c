@@ -180,18 +180,56 @@ static void sample_jobdir(char *out, size_t len)
 		 (unsigned long long)UINT64_MAX);
 }
 
+/* A JOB's description, parsed before the book accepts it (job.h). */
+struct job_plan {
+	uint32_t service;
+	/* parsed with sample_jobdir: the job's own when it names no
+	 * directory (the placeholder is the only use of jobdir) */
+	struct job_spec spec;
+	/* spec.uses_jobdir: the description, parsed again with the real
+	 * directory name (a reference of ours) */
+	struct json_object *desc;
+};
+
+struct job_plan *job_prepare(uint32_t service, struct json_object *job, const char **code,
+			     char *msg, size_t msglen)
+{
+	const struct es_config *cfg = host.cfg;
+	struct job_plan *p = malloc(sizeof *p);
+	char dir[512];
+
+	if (!p) {
+		*code = PROTO_E_INTERNAL;
+		snprintf(msg, msglen, "out of memory while reading the job description");
+		return NULL;
+	}
+	sample_jobdir(dir, sizeof dir);
+	if (job_spec_parse(cfg, &cfg->services[service], job, dir, &p->spec, code, msg, msglen) !=
+	    0) {
+		free(p);
+		return NULL;
+	}
+	p->service = service;
+	p->desc = p->spec.uses_jobdir ? json_object_get(job) : NULL;
+	return p;
+}
+
+void job_plan_free(struct job_plan *p)
+{
+	if (!p)
+		return;
+	job_spec_free(&p->spec);
+	if (p->desc)
+		json_object_put(p->desc);
+	free(p);
+}
+
 int job_validate(uint32_t service, struct json_object *job, const char **code, char *msg,
 		 size_t msglen)
 {
-	const struct es_config *cfg = host.cfg;
-	struct job_spec spec;
-	char dir[512];
-
-	sample_jobdir(dir, sizeof dir);
-	if (job_spec_parse(cfg, &cfg->services[service], job, dir, &spec, code, msg, msglen) != 0)
-		return -1;
-	job_spec_free(&spec);
-	return 0;
+	struct job_plan *p = job_prepare(service, job, code, msg, msglen);
+	job_plan_free(p);
+	return p ? 0 : -1;
 }
 
 /* ---- completion -------------------------------------------------------- */
@@ -796,7 +834,9 @@ static struct job *job_new(struct book_ref want, const char *job_id, uint32_t se
 	return j;
 }
 
-/* From the job directory to the spawn (or the input fetches first). */
+/* From the job directory to the spawn (or the input fetches first).
+ * desc: the description, parsed here with the directory's name; NULL when
+ * j->spec was parsed before and does not depend on it (job_start). */
 static void job_run(struct job *j, struct json_object *desc)
 {
 	const struct es_config *cfg = host.cfg;
@@ -815,9 +855,9 @@ static void job_run(struct job *j, struct json_object *desc)
 		return;
 	}
 	/* validated before the JOB was accepted; parsed again for the real
-	 * directory name */
-	if (job_spec_parse(cfg, &cfg->services[j->service], desc, j->dir, &j->spec, &code, why,
-			   sizeof why) != 0) {
+	 * directory name where the description names it */
+	if (desc && job_spec_parse(cfg, &cfg->services[j->service], desc, j->dir, &j->spec, &code,
+				   why, sizeof why) != 0) {
 		log_error("job %s: %s", j->job_id, why);
 		not_started(j, EINVAL);
 		return;
@@ -847,10 +887,10 @@ static void job_run(struct job *j, struct json_object *desc)
 	spawn_job(j);
 }
 
-void job_start(struct book_ref want, const char *job_id, uint32_t service, struct json_object *desc,
+void job_start(struct book_ref want, const char *job_id, struct job_plan *plan,
 	       const struct ip_addr *peer)
 {
-	struct job *j = job_new(want, job_id, service, peer);
+	struct job *j = job_new(want, job_id, plan->service, peer);
 
 	if (!j) {
 		/* nothing to run it with: give the slot back with a failure */
@@ -862,7 +902,12 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service, struc
 		host.book_unlock();
 		return;
 	}
-	job_run(j, desc);
+	if (!plan->desc) {
+		/* the spec parsed before is the job's own: taken, not copied */
+		j->spec = plan->spec;
+		memset(&plan->spec, 0, sizeof plan->spec);
+	}
+	job_run(j, plan->desc);
 }
 
 static void body_start_cb(evutil_socket_t fd, short what, void *arg)

@@ -32,6 +32,7 @@
 
 #include "book_fixture.h"
 #include "config/config.h"
+#include "execserver/protocol.h"
 #include "job/janitor.h"
 #include "job/job.h"
 #include "job/receipt.h"
@@ -237,8 +238,13 @@ static int run_job(const char *command, const char *const *args, int timeout_sec
 
 	unsigned ended_before = ended;
 	fx_log_clear(&F);
-	job_start(want, id, 0, desc, NULL);
-	json_object_put(desc);
+	const char *code = NULL;
+	char why[256];
+	struct job_plan *plan = job_prepare(0, desc, &code, why, sizeof why);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+	json_object_put(desc); /* the plan keeps what it needs */
+	job_start(want, id, plan, NULL);
+	job_plan_free(plan);
 	/* running, unless it ended at once (a program not found) */
 	CU_ASSERT_EQUAL(job_running_count(), ended == ended_before ? 1u : 0u);
 	CU_ASSERT_EQUAL(wg_running(), ended == ended_before ? 1u : 0u);
@@ -322,6 +328,53 @@ static void test_exit_code_and_stderr_line(void)
 	CU_ASSERT(r.done_mailed);
 	CU_ASSERT_EQUAL(running_at_end, 0);
 	json_object_put(r.receipt);
+}
+
+/* The description is parsed once, before the job has its directory, with
+ * a name as long as any: an argument naming %jobdir% is the directory the
+ * job runs in all the same (parsed again with it), one without is run as
+ * parsed. */
+static void test_jobdir_argument_is_the_real_directory(void)
+{
+	static const char *const named[] = { "-c", "[ \"$1\" = \"$(pwd -P)\" ] || exit 3", "sh",
+					     "%jobdir%", NULL };
+	static const char *const plain[] = { "-c", "exit 4", NULL };
+	struct ran r;
+
+	CU_ASSERT_FATAL(run_job("sh", named, 0, NULL, &r) == 0);
+	CU_ASSERT_EQUAL(r.o.exit_code, 0);
+	json_object_put(r.receipt);
+	CU_ASSERT_FATAL(run_job("sh", plain, 0, NULL, &r) == 0);
+	CU_ASSERT_EQUAL(r.o.exit_code, 4);
+	json_object_put(r.receipt);
+}
+
+/* job_prepare refuses what job_validate refuses, with the same code and
+ * message, and keeps nothing then. */
+static void test_prepare_refuses_as_validate(void)
+{
+	static const char *const jobs[] = {
+		"{\"command\":\"rm\"}",
+		"{\"command\":\"sh\",\"args\":[1]}",
+		"{\"command\":\"sh\",\"env\":[\"LD_PRELOAD=/x\"]}",
+		"{\"command\":\"sh\",\"stdin\":\"file:///etc/shadow\"}",
+	};
+	static const char *const codes[] = { PROTO_E_UNKNOWN_COMMAND, PROTO_E_BAD_JOB,
+					     PROTO_E_BAD_JOB, PROTO_E_BAD_JOB };
+	for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
+		struct json_object *desc = json_tokener_parse(jobs[i]);
+		const char *vcode = NULL, *pcode = NULL;
+		char vwhy[256], pwhy[256];
+		CU_ASSERT_FATAL(desc != NULL);
+		CU_ASSERT_EQUAL(job_validate(0, desc, &vcode, vwhy, sizeof vwhy), -1);
+		CU_ASSERT_PTR_NULL(job_prepare(0, desc, &pcode, pwhy, sizeof pwhy));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(pcode);
+		CU_ASSERT_STRING_EQUAL(pcode, codes[i]);
+		CU_ASSERT_STRING_EQUAL(vcode, codes[i]);
+		CU_ASSERT_STRING_EQUAL(pwhy, vwhy);
+		/* only the caller's reference is left */
+		CU_ASSERT_EQUAL(json_object_put(desc), 1);
+	}
 }
 
 static void test_success_runs_in_its_directory(void)
@@ -504,6 +557,9 @@ int main(void)
 		{ "exit code, last stderr line, stdout prefix", test_exit_code_and_stderr_line },
 		{ "success in its own directory, pgid in the book",
 		  test_success_runs_in_its_directory },
+		{ "%jobdir% in an argument: the job's own directory",
+		  test_jobdir_argument_is_the_real_directory },
+		{ "job_prepare refuses as job_validate does", test_prepare_refuses_as_validate },
 		{ "killed by a signal", test_signal },
 		{ "program not found: exec_failed", test_program_not_found },
 		{ "absolute path not executable: exec_failed, ENOENT; bad format: ENOEXEC",

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,6 @@ struct job {
 	job_body_done_fn body_done;
 	struct event *start_ev;   /* body mode: the deferred start */
 	struct json_object *desc; /* body mode: the description until then */
-	char job_id[BOOK_ID_MAX + 1];
 	uint32_t service;
 	struct job_spec spec;
 	struct job_io *io;
@@ -76,12 +76,9 @@ struct job {
 	uint64_t start_ms;
 	int status, reaped;
 	enum job_cancel_reason cancelled;
-	char dir[512];
 	struct job_dir_seen dir_seen; /* what dir looked like, empty (job_dir.h) */
 	struct event *err_ev, *kill_ev, *timeout_ev, *linger_ev;
 	int err_fd;
-	char err_line[JOB_STDERR_LINE_CAP]; /* last complete non-empty line */
-	char err_cur[JOB_STDERR_LINE_CAP];  /* line being read */
 	size_t err_cur_len;
 	int spawn_errno;
 	int stdin_done, stdout_done, outputs_started, outputs_done, completing;
@@ -91,9 +88,16 @@ struct job {
 	/* the first failure around the process */
 	uint8_t io_error; /* JOB_ERR_* */
 	uint8_t io_retryable;
-	char io_message[256];
 	struct ip_addr peer; /* of the placing connection (callback guard);
 				     * family 0: unknown */
+
+	/* Last, and not zeroed by job_new (3 KiB of a record made per job):
+	 * strings, each set there or written before it is read. */
+	char job_id[BOOK_ID_MAX + 1];
+	char dir[512];
+	char err_line[JOB_STDERR_LINE_CAP]; /* last complete non-empty line */
+	char err_cur[JOB_STDERR_LINE_CAP];  /* line being read */
+	char io_message[256];               /* read only with io_error */
 };
 
 static struct job_host host;
@@ -742,8 +746,7 @@ static void spawn_job(struct job *j)
 	 * unusable program fails in the child, and exec_failed reports it as
 	 * the check here would have (ENOENT) */
 	const char *prog = j->spec.argv[0];
-	if (prog[0] == '/' ? snprintf(path, sizeof path, "%s", prog) >= (int)sizeof path
-			   : spawn_find_program(prog, path, sizeof path) != 0) {
+	if (prog[0] != '/' && spawn_find_program(prog, path, sizeof path) != 0) {
 		spawn_failed(j, ENOENT, in, out, errfds);
 		return;
 	}
@@ -753,7 +756,7 @@ static void spawn_job(struct job *j)
 	}
 	fcntl(errfds[0], F_SETFL, O_NONBLOCK);
 	struct spawn_rlimit limits[5];
-	struct spawn_request req = { .path = path,
+	struct spawn_request req = { .path = prog[0] == '/' ? prog : path,
 				     .argv = j->spec.argv,
 				     .envp = j->spec.envp,
 				     .cwd = j->dir,
@@ -812,10 +815,12 @@ static int job_guard(void *arg, const char *url_host, const struct sockaddr *sa,
 static struct job *job_new(struct book_ref want, const char *job_id, uint32_t service,
 			   const struct ip_addr *peer)
 {
-	struct job *j = calloc(1, sizeof *j);
+	struct job *j = malloc(sizeof *j);
 
 	if (!j)
 		return NULL;
+	memset(j, 0, offsetof(struct job, job_id));
+	j->dir[0] = j->err_line[0] = j->err_cur[0] = j->io_message[0] = '\0';
 	j->want = want;
 	j->service = service;
 	if (peer)

@@ -534,6 +534,11 @@ static void test_receipts_without_a_process(void)
 			       "\"retryable\":false}}}");
 	free(done);
 	free(r);
+	/* a job id with what JSON escapes, as json-c prints it ('/' as is) */
+	done = receipt_done_message("a\"b\\c/d", "{}", 2);
+	CU_ASSERT_STRING_EQUAL(done,
+			       "{\"type\":\"DONE\",\"job_id\":\"a\\\"b\\\\c/d\",\"receipt\":{}}");
+	free(done);
 
 	struct book_outcome lost = { .exit_code = -1, .error = JOB_ERR_LOST, .retryable = 1 };
 	r = receipt_compact(&lost, &len);

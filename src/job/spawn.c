@@ -520,12 +520,13 @@ int spawn_reaped(pid_t pid, int status)
 		if (s->pid != pid || pid <= 0)
 			continue;
 		int report = 0;
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 127)
-			report = 0;
-		else if (s->report_fd < 0) /* the child wrote it before it ended */
-			report = __atomic_load_n(&slot_args(s)->report, __ATOMIC_ACQUIRE);
-		else if (read(s->report_fd, &report, sizeof report) != (ssize_t)sizeof report)
-			report = 0;
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+			if (s->report_fd < 0) /* the child wrote it before it ended */
+				report = __atomic_load_n(&slot_args(s)->report, __ATOMIC_ACQUIRE);
+			else if (read(s->report_fd, &report, sizeof report) !=
+				 (ssize_t)sizeof report)
+				report = 0;
+		}
 		if (s->report_fd >= 0)
 			close(s->report_fd);
 		s->report_fd = -1;

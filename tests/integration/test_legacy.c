@@ -283,9 +283,9 @@ static void test_auto_balance_parked_wants(void)
 	CU_ASSERT_EQUAL(get_token("quick", NULL), 503); /* now the pool is full */
 	CU_ASSERT_EQUAL(harness_wg_field(&D, "auto", "tokens"), 1);
 	CU_ASSERT_EQUAL(harness_wg_field(&D, "auto", "waiting"), 1);
-	for (int i = 0; i < 4; i++)
+	/* the parked want first: a running job's end would offer it its slot */
+	for (int i = 3; i >= 0; i--) {
 		CU_ASSERT(tc_send(a, "{\"type\":\"CANCEL\",\"job_id\":\"h%d\"}", i) == 0);
-	for (int i = 0; i < 4; i++) {
 		done = tc_expect(a, "DONE", 10000);
 		CU_ASSERT(done != NULL);
 		json_object_put(done);

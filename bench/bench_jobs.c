@@ -292,7 +292,7 @@ static void jobs_daemon(struct es_daemon *d, const struct bench_opts *o)
 			      "  t%d:\n    waitgroup: k%d\n    commands:\n"
 			      "      true: {prog: /bin/true}\n      stamp: {prog: \"%s\"}\n",
 			      o->ks[i], o->ks[i], stamp);
-	bu_start(d, o->handlers, b);
+	bu_start(d, o->job_handlers, b);
 }
 
 /* ---- gearmand ---- */
@@ -497,7 +497,7 @@ void row_gearman(const struct bench_opts *o)
 		    "submit→start p50 / p99 / max | "
 		    "gearmand submit→start p50 / p99 / max | broker p50: WANT→OFFER / OFFER→start "
 		    "|\n|---|---|---|---|---|---|---|\n");
-	int wins = 0, lat_wins = 0;
+	int wins = 0, lat_wins = 0, pids[65];
 	for (int ki = 0; ki < o->nk; ki++) {
 		int k = o->ks[ki];
 		char svc[16];
@@ -528,6 +528,8 @@ void row_gearman(const struct bench_opts *o)
 			gr[i] = run_gearman(o, k, o->rate_sec, gport);
 			rg[i] = gr[i].rate;
 		}
+		char conns[256];
+		bu_handler_spread(&d, conns, sizeof conns);
 		fleet_close(f);
 		struct spread b = spread_of(rb, o->repeats), gs = spread_of(rg, o->repeats);
 		double p50s[16], p99s[16], maxs[16];
@@ -551,13 +553,16 @@ void row_gearman(const struct bench_opts *o)
 			spread_of(w50, o->repeats).med, spread_of(s50, o->repeats).med);
 		fprintf(dat, "%d %.0f %.0f %.0f %.0f\n", k, b.med, gs.med, l50.med, g50.med);
 		fprintf(stderr,
-			"row7: K=%d broker %.0f/s p50 %.0f us, gearmand %.0f/s p50 %.0f us\n", k,
-			b.med, l50.med, gs.med, g50.med);
+			"row7: K=%d broker %.0f/s p50 %.0f us (WANT->OFFER %.0f, OFFER->start "
+			"%.0f; "
+			"connections per handler %s), gearmand %.0f/s p50 %.0f us\n",
+			k, b.med, l50.med, spread_of(w50, o->repeats).med,
+			spread_of(s50, o->repeats).med, conns, gs.med, g50.med);
 	}
 	fprintf(md,
 		"\nMore jobs/s than gearmand at %d of %d K, lower median submission-to-start "
-		"latency at %d of %d.\n",
-		wins, o->nk, lat_wins, o->nk);
+		"latency at %d of %d (the execserver with %d handlers).\n",
+		wins, o->nk, lat_wins, o->nk, bu_daemon_pids(&d, pids, 65) - 1);
 	kill(g, SIGTERM);
 	waitpid(g, NULL, 0);
 	FILE *sm = bu_out(o->out, "summary-7");

@@ -11,6 +11,7 @@ struct bench_opts {
 	const char *out;        /* output directory */
 	const char *peers;      /* directory of the peer programs (stamp, gm_*) */
 	int handlers;           /* handlers of the daemons (0: one per CPU) */
+	int job_handlers;       /* ... of rows 3 and 7's (-H; 0: one per CPU) */
 	int grants;             /* hand-overs measured in row 1 */
 	int legacy_samples;     /* legacy hand-overs in row 1 */
 	int idle_sec;           /* the window of row 2's traffic count */

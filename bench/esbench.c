@@ -4,11 +4,12 @@
  * markdown fragment per row (and data files for the plots) into an output
  * directory; bench/run.sh puts them together.
  *
- * Usage: esbench [-o DIR] [-p PEERS] [-q] [-k K,...] [ROW...]
+ * Usage: esbench [-o DIR] [-p PEERS] [-q] [-k K,...] [-H N] [ROW...]
  *   ROW: wake handover idle throughput gearman grant book stream fair auto
  *        (default all)
  *   -q: a quick run (fewer samples, shorter windows) to try the tool out
  *   -k: the slot counts K of rows 3 and 7 (default 1,2,4,8)
+ *   -H: the handlers of rows 3 and 7's daemon (default one per CPU)
  */
 #include "autoconfig.h"
 
@@ -61,6 +62,7 @@ int main(int argc, char **argv)
 		.out = "bench-out",
 		.peers = "bench/peers",
 		.handlers = 0,
+		.job_handlers = 0,
 		.grants = 10000,
 		.legacy_samples = 320,
 		.idle_sec = 60,
@@ -75,7 +77,7 @@ int main(int argc, char **argv)
 	};
 	int opt;
 	signal(SIGPIPE, SIG_IGN);
-	while ((opt = getopt(argc, argv, "o:p:qk:")) != -1) {
+	while ((opt = getopt(argc, argv, "o:p:qk:H:")) != -1) {
 		switch (opt) {
 		case 'o': o.out = optarg; break;
 		case 'p': o.peers = optarg; break;
@@ -97,9 +99,19 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'H': {
+			char *end;
+			long h = strtol(optarg, &end, 10);
+			if (end == optarg || *end || h < 1 || h > 64) {
+				fprintf(stderr, "esbench: -H wants a handler count 1..64\n");
+				return 2;
+			}
+			o.job_handlers = (int)h;
+			break;
+		}
 		default:
-			fprintf(stderr,
-				"usage: esbench [-o DIR] [-p PEERS] [-q] [-k K,...] [ROW...]\n");
+			fprintf(stderr, "usage: esbench [-o DIR] [-p PEERS] [-q] [-k K,...] [-H N] "
+					"[ROW...]\n");
 			return 2;
 		}
 	}

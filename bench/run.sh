@@ -109,7 +109,8 @@ epoll, the lean websocket client of tests/lib), \`bench/peers/gm_worker\`,
 runs \`bench/run.sh\`, which runs
 \`bench/esbench -o bench-out -p bench/peers\` (all rows; \`esbench ROW...\`
 runs some: wake handover idle throughput gearman grant book stream fair auto; \`-q\`
-makes a short run; \`-k 1,4\` picks the slot counts of rows 3 and 7) and
+makes a short run; \`-k 1,4\` picks the slot counts of rows 3 and 7; \`-H 4\` gives
+the daemon of rows 3 and 7 four handlers instead of one per CPU) and
 writes this file.
 
 ## Summary

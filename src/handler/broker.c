@@ -65,6 +65,7 @@ struct step {
 	struct book_ref want;          /* JOB: the running want */
 	enum want_state was;           /* CANCEL */
 	int invalid;                   /* JOB: description refused (code, detail) */
+	struct job_plan *plan;         /* JOB: the description parsed (job_prepare) */
 };
 
 /* The steps of the read in progress (one connection's: reads do not nest). */
@@ -400,7 +401,7 @@ static void step_reply(struct broker_conn *c, const struct step *s)
 		if (s->rc != BOOK_OK)
 			reply_book_error(c, s->rc, in);
 		else /* (refused descriptions have their code) */
-			job_start(s->want, in->job_id, s->pos.service, in->job,
+			job_start(s->want, in->job_id, s->plan,
 				  c->peer_ip.family ? &c->peer_ip : NULL);
 		break;
 	case MSG_QUERY:
@@ -443,8 +444,9 @@ static void batch_apply(void)
 			continue;
 		handler_book_unlock();
 		jcode = NULL;
-		if (job_validate(s->pos.service, s->in.job, &jcode, s->detail, sizeof s->detail) !=
-		    0)
+		s->plan = job_prepare(s->pos.service, s->in.job, &jcode, s->detail,
+				      sizeof s->detail);
+		if (!s->plan)
 			s->invalid = 1;
 		now = clock_mono_ms();
 		b = handler_book_lock();
@@ -460,6 +462,7 @@ static void batch_apply(void)
 	for (size_t i = 0; i < n; i++) {
 		step_reply(c, &batch.s[i]);
 		msg_in_free(&batch.s[i].in);
+		job_plan_free(batch.s[i].plan);
 	}
 	mailbox_deliver(mail, nmail);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/hex.h"
+#include "common/json_text.h"
 #include "handler/messages.h"
 
 #define JSON_MAX_DEPTH 16
@@ -197,11 +198,18 @@ static struct json_object *new_message(const char *type, const char *job_id)
 
 char *msg_encode_offer(const char *job_id, uint64_t token)
 {
-	char hex[17];
-	struct json_object *o = new_message(PROTO_OFFER, job_id);
-	msg_token_format(token, hex);
-	json_object_object_add(o, "token", json_object_new_string(hex));
-	return msg_to_text(o);
+	/* one per job: the text around json-c's escaping of the job id
+	 * (common/json_text.h), as json-c prints the object */
+	static const char key[] = ",\"token\":\"";
+	size_t n;
+	char *out = json_text_head(PROTO_OFFER, job_id, sizeof key - 1 + 16 + 2, &n);
+	if (!out)
+		return NULL;
+	memcpy(out + n, key, sizeof key - 1);
+	n += sizeof key - 1;
+	msg_token_format(token, out + n);
+	memcpy(out + n + 16, "\"}", 3);
+	return out;
 }
 
 char *msg_encode_error(const char *code, const char *message, const char *job_id,
@@ -250,7 +258,10 @@ char *msg_encode_position(const char *job_id, const struct book_position *pos, u
 
 void msg_token_format(uint64_t token, char out[17])
 {
-	snprintf(out, 17, "%016" PRIx64, token);
+	static const char digits[] = "0123456789abcdef";
+	for (int i = 15; i >= 0; i--, token >>= 4)
+		out[i] = digits[token & 15];
+	out[16] = '\0';
 }
 
 int msg_token_parse(const char *text, uint64_t *token)

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,6 @@ struct job {
 	job_body_done_fn body_done;
 	struct event *start_ev;   /* body mode: the deferred start */
 	struct json_object *desc; /* body mode: the description until then */
-	char job_id[BOOK_ID_MAX + 1];
 	uint32_t service;
 	struct job_spec spec;
 	struct job_io *io;
@@ -76,12 +76,9 @@ struct job {
 	uint64_t start_ms;
 	int status, reaped;
 	enum job_cancel_reason cancelled;
-	char dir[512];
 	struct job_dir_seen dir_seen; /* what dir looked like, empty (job_dir.h) */
 	struct event *err_ev, *kill_ev, *timeout_ev, *linger_ev;
 	int err_fd;
-	char err_line[JOB_STDERR_LINE_CAP]; /* last complete non-empty line */
-	char err_cur[JOB_STDERR_LINE_CAP];  /* line being read */
 	size_t err_cur_len;
 	int spawn_errno;
 	int stdin_done, stdout_done, outputs_started, outputs_done, completing;
@@ -91,9 +88,16 @@ struct job {
 	/* the first failure around the process */
 	uint8_t io_error; /* JOB_ERR_* */
 	uint8_t io_retryable;
-	char io_message[256];
 	struct ip_addr peer; /* of the placing connection (callback guard);
 				     * family 0: unknown */
+
+	/* Last, and not zeroed by job_new (3 KiB of a record made per job):
+	 * strings, each set there or written before it is read. */
+	char job_id[BOOK_ID_MAX + 1];
+	char dir[512];
+	char err_line[JOB_STDERR_LINE_CAP]; /* last complete non-empty line */
+	char err_cur[JOB_STDERR_LINE_CAP];  /* line being read */
+	char io_message[256];               /* read only with io_error */
 };
 
 static struct job_host host;
@@ -180,18 +184,56 @@ static void sample_jobdir(char *out, size_t len)
 		 (unsigned long long)UINT64_MAX);
 }
 
+/* A JOB's description, parsed before the book accepts it (job.h). */
+struct job_plan {
+	uint32_t service;
+	/* parsed with sample_jobdir: the job's own when it names no
+	 * directory (the placeholder is the only use of jobdir) */
+	struct job_spec spec;
+	/* spec.uses_jobdir: the description, parsed again with the real
+	 * directory name (a reference of ours) */
+	struct json_object *desc;
+};
+
+struct job_plan *job_prepare(uint32_t service, struct json_object *job, const char **code,
+			     char *msg, size_t msglen)
+{
+	const struct es_config *cfg = host.cfg;
+	struct job_plan *p = malloc(sizeof *p);
+	char dir[512];
+
+	if (!p) {
+		*code = PROTO_E_INTERNAL;
+		snprintf(msg, msglen, "out of memory while reading the job description");
+		return NULL;
+	}
+	sample_jobdir(dir, sizeof dir);
+	if (job_spec_parse(cfg, &cfg->services[service], job, dir, &p->spec, code, msg, msglen) !=
+	    0) {
+		free(p);
+		return NULL;
+	}
+	p->service = service;
+	p->desc = p->spec.uses_jobdir ? json_object_get(job) : NULL;
+	return p;
+}
+
+void job_plan_free(struct job_plan *p)
+{
+	if (!p)
+		return;
+	job_spec_free(&p->spec);
+	if (p->desc)
+		json_object_put(p->desc);
+	free(p);
+}
+
 int job_validate(uint32_t service, struct json_object *job, const char **code, char *msg,
 		 size_t msglen)
 {
-	const struct es_config *cfg = host.cfg;
-	struct job_spec spec;
-	char dir[512];
-
-	sample_jobdir(dir, sizeof dir);
-	if (job_spec_parse(cfg, &cfg->services[service], job, dir, &spec, code, msg, msglen) != 0)
-		return -1;
-	job_spec_free(&spec);
-	return 0;
+	struct job_plan *p = job_prepare(service, job, code, msg, msglen);
+	job_plan_free(p);
+	return p ? 0 : -1;
 }
 
 /* ---- completion -------------------------------------------------------- */
@@ -700,8 +742,11 @@ static void spawn_job(struct job *j)
 	int in = -1, out = -1, errfds[2] = { -1, -1 };
 
 	/* a name is looked up in PATH here (execve takes a path); an absolute
-	 * one is checked too, which spares a child for a missing program */
-	if (spawn_find_program(j->spec.argv[0], path, sizeof path) != 0) {
+	 * one goes to execve as it is (no stat + access per job): a missing or
+	 * unusable program fails in the child, and exec_failed reports it as
+	 * the check here would have (ENOENT) */
+	const char *prog = j->spec.argv[0];
+	if (prog[0] != '/' && spawn_find_program(prog, path, sizeof path) != 0) {
 		spawn_failed(j, ENOENT, in, out, errfds);
 		return;
 	}
@@ -711,7 +756,7 @@ static void spawn_job(struct job *j)
 	}
 	fcntl(errfds[0], F_SETFL, O_NONBLOCK);
 	struct spawn_rlimit limits[5];
-	struct spawn_request req = { .path = path,
+	struct spawn_request req = { .path = prog[0] == '/' ? prog : path,
 				     .argv = j->spec.argv,
 				     .envp = j->spec.envp,
 				     .cwd = j->dir,
@@ -770,10 +815,12 @@ static int job_guard(void *arg, const char *url_host, const struct sockaddr *sa,
 static struct job *job_new(struct book_ref want, const char *job_id, uint32_t service,
 			   const struct ip_addr *peer)
 {
-	struct job *j = calloc(1, sizeof *j);
+	struct job *j = malloc(sizeof *j);
 
 	if (!j)
 		return NULL;
+	memset(j, 0, offsetof(struct job, job_id));
+	j->dir[0] = j->err_line[0] = j->err_cur[0] = j->io_message[0] = '\0';
 	j->want = want;
 	j->service = service;
 	if (peer)
@@ -792,7 +839,9 @@ static struct job *job_new(struct book_ref want, const char *job_id, uint32_t se
 	return j;
 }
 
-/* From the job directory to the spawn (or the input fetches first). */
+/* From the job directory to the spawn (or the input fetches first).
+ * desc: the description, parsed here with the directory's name; NULL when
+ * j->spec was parsed before and does not depend on it (job_start). */
 static void job_run(struct job *j, struct json_object *desc)
 {
 	const struct es_config *cfg = host.cfg;
@@ -811,9 +860,9 @@ static void job_run(struct job *j, struct json_object *desc)
 		return;
 	}
 	/* validated before the JOB was accepted; parsed again for the real
-	 * directory name */
-	if (job_spec_parse(cfg, &cfg->services[j->service], desc, j->dir, &j->spec, &code, why,
-			   sizeof why) != 0) {
+	 * directory name where the description names it */
+	if (desc && job_spec_parse(cfg, &cfg->services[j->service], desc, j->dir, &j->spec, &code,
+				   why, sizeof why) != 0) {
 		log_error("job %s: %s", j->job_id, why);
 		not_started(j, EINVAL);
 		return;
@@ -843,10 +892,10 @@ static void job_run(struct job *j, struct json_object *desc)
 	spawn_job(j);
 }
 
-void job_start(struct book_ref want, const char *job_id, uint32_t service, struct json_object *desc,
+void job_start(struct book_ref want, const char *job_id, struct job_plan *plan,
 	       const struct ip_addr *peer)
 {
-	struct job *j = job_new(want, job_id, service, peer);
+	struct job *j = job_new(want, job_id, plan->service, peer);
 
 	if (!j) {
 		/* nothing to run it with: give the slot back with a failure */
@@ -858,7 +907,12 @@ void job_start(struct book_ref want, const char *job_id, uint32_t service, struc
 		host.book_unlock();
 		return;
 	}
-	job_run(j, desc);
+	if (!plan->desc) {
+		/* the spec parsed before is the job's own: taken, not copied */
+		j->spec = plan->spec;
+		memset(&plan->spec, 0, sizeof plan->spec);
+	}
+	job_run(j, plan->desc);
 }
 
 static void body_start_cb(evutil_socket_t fd, short what, void *arg)

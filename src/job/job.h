@@ -56,11 +56,23 @@ int job_init(const struct job_host *host);
 int job_validate(uint32_t service, struct json_object *job, const char **code, char *msg,
 		 size_t msglen);
 
-/* Starts an accepted (RUNNING in the book) job.  Whatever happens — even a
- * failure to spawn — exactly one DONE follows.  peer: the address of the
- * broker connection that placed it (its URLs may call back there, see the
- * callback guard), NULL if unknown. */
-void job_start(struct book_ref want, const char *job_id, uint32_t service, struct json_object *job,
+/* job_validate, keeping what it parsed for job_start, so that a job's
+ * description is parsed once (twice only where an argument names
+ * %jobdir%, whose directory is made when the job starts): the plan, or
+ * NULL with *code (PROTO_E_*; PROTO_E_INTERNAL when out of memory) and a
+ * message.  The plan keeps a reference to job only in that case.  Free it
+ * with job_plan_free, after job_start or instead. */
+struct job_plan;
+struct job_plan *job_prepare(uint32_t service, struct json_object *job, const char **code,
+			     char *msg, size_t msglen);
+void job_plan_free(struct job_plan *plan);
+
+/* Starts an accepted (RUNNING in the book) job of plan (job_prepare: the
+ * job takes what it needs; the caller still frees the plan).  Whatever
+ * happens — even a failure to spawn — exactly one DONE follows.  peer: the
+ * address of the broker connection that placed it (its URLs may call back
+ * there, see the callback guard), NULL if unknown. */
+void job_start(struct book_ref want, const char *job_id, struct job_plan *plan,
 	       const struct ip_addr *peer);
 
 /* Body mode (PUT /job of the legacy token transport, handler/legacy.c):

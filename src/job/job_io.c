@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,7 @@ struct phase_rec {
 	int ok, retryable;
 	const char *code;
 	uint64_t bytes;
-	char msg[MSG_MAX];
+	/* its message: the job_io's ph_msg */
 };
 
 /* What the guard of one transfer needs: its job and its URL's host. */
@@ -146,6 +147,11 @@ struct job_io {
 	uint64_t out_total; /* bytes read from the pipe */
 	uint64_t out_sent;  /* bytes given to the PUT */
 	size_t out_len;
+
+	/* Last, and not zeroed by job_io_new (7 KiB of a record made per job):
+	 * each byte is written before it is read (a phase's message by
+	 * report, out_buf up to out_len by the reads of stdout). */
+	char ph_msg[PH_COUNT][MSG_MAX];
 	char out_buf[JOB_IO_STDOUT_CAP];
 };
 
@@ -166,7 +172,7 @@ static void report_cb(evutil_socket_t fd, short what, void *arg)
 		if (p->state != P_PENDING)
 			continue;
 		p->state = P_DONE;
-		memcpy(msg, p->msg, sizeof msg);
+		memcpy(msg, io->ph_msg[order[k]], sizeof msg);
 		r.ok = p->ok;
 		r.code = p->ok ? NULL : p->code;
 		r.message = msg;
@@ -206,7 +212,7 @@ __attribute__((format(printf, 7, 8))) static void report(struct job_io *io, enum
 	p->retryable = retryable;
 	p->bytes = bytes;
 	va_start(ap, fmt);
-	vsnprintf(p->msg, sizeof p->msg, fmt, ap);
+	vsnprintf(io->ph_msg[ph], sizeof io->ph_msg[ph], fmt, ap);
 	va_end(ap);
 	event_active(io->report_ev, EV_TIMEOUT, 1);
 }
@@ -342,9 +348,10 @@ struct job_io *job_io_new(struct event_base *base, struct transfer_loop *loop,
 		errno = EINVAL;
 		return NULL;
 	}
-	io = calloc(1, sizeof *io);
+	io = malloc(sizeof *io);
 	if (io == NULL)
 		return NULL;
+	memset(io, 0, offsetof(struct job_io, ph_msg));
 	io->base = base;
 	io->loop = loop;
 	io->spec = spec;

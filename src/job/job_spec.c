@@ -135,6 +135,8 @@ static void strv_free(char **v)
 
 /* ---- placeholders ------------------------------------------------------- */
 
+static const char placeholder[] = "%jobdir%";
+
 /*
  * Expands arg into dst (which has room for the returned length + 1), or
  * only measures it when dst is NULL.  Every "%jobdir%" becomes the job
@@ -150,7 +152,6 @@ static void strv_free(char **v)
  */
 static size_t expand(const char *arg, const char *dir, size_t dirlen, char *dst)
 {
-	static const char placeholder[] = "%jobdir%";
 	const size_t plen = sizeof placeholder - 1;
 	size_t out = 0;
 
@@ -178,13 +179,17 @@ static size_t expand(const char *arg, const char *dir, size_t dirlen, char *dst)
 
 struct argv_builder {
 	struct strvec vec;
-	size_t bytes; /* sum of strlen + 1 */
+	size_t bytes;    /* sum of strlen + 1 */
+	int uses_jobdir; /* an argument had the placeholder */
 };
 
 /* label names the argument in messages, e.g. "job.args[3]". */
 static int argv_add(struct ctx *c, struct argv_builder *b, const char *arg, const char *label)
 {
 	size_t len = expand(arg, c->jobdir, c->jobdir_len, NULL);
+
+	if (strstr(arg, placeholder))
+		b->uses_jobdir = 1;
 
 	if (b->vec.n + 1 > JOB_SPEC_MAX_ARGV)
 		return fail(c, PROTO_E_BAD_JOB,
@@ -209,7 +214,7 @@ static int argv_add(struct ctx *c, struct argv_builder *b, const char *arg, cons
 static int parse_argv(struct ctx *c, const struct config_command *cmd, struct json_object *job,
 		      struct job_spec *s)
 {
-	struct argv_builder b = { { NULL, 0, 0 }, 0 };
+	struct argv_builder b = { { NULL, 0, 0 }, 0, 0 };
 	struct json_object *args;
 	char label[128];
 	size_t n = 0;
@@ -255,6 +260,7 @@ static int parse_argv(struct ctx *c, const struct config_command *cmd, struct js
 	}
 	s->argv = b.vec.v;
 	s->argc = b.vec.n;
+	s->uses_jobdir = b.uses_jobdir;
 	return 0;
 err:
 	strv_free(b.vec.v);

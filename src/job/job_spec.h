@@ -59,6 +59,7 @@ struct job_spec {
 	struct job_file *inputs, *outputs;
 	size_t ninputs, noutputs;
 	unsigned timeout_sec; /* 0 = none */
+	int uses_jobdir;      /* an argument had %jobdir%: argv depends on jobdir */
 };
 
 /*

@@ -10,6 +10,7 @@
 
 #include <json-c/json.h>
 
+#include "common/json_text.h"
 #include "common/utf8.h"
 #include "execserver/protocol.h"
 #include "job/job_io.h"
@@ -124,21 +125,12 @@ char *receipt_cancelled_before_run(size_t *len)
 
 char *receipt_done_message(const char *job_id, const char *receipt_json, size_t len)
 {
-	struct json_object *m = json_object_new_object();
-	size_t head_len;
-	if (!m)
-		return NULL;
-	json_object_object_add(m, "type", json_object_new_string(PROTO_DONE));
-	json_object_object_add(m, "job_id", json_object_new_string(job_id));
-	char *head = to_text(m, &head_len); /* {"type":"DONE","job_id":"..."} */
-	if (!head)
-		return NULL;
 	static const char key[] = ",\"receipt\":";
-	char *out = malloc(head_len - 1 + sizeof key - 1 + len + 2);
+	size_t n;
+	/* {"type":"DONE","job_id":"..." (common/json_text.h) */
+	char *out = json_text_head(PROTO_DONE, job_id, sizeof key - 1 + len + 1, &n);
 	if (out) {
-		char *p = out;
-		memcpy(p, head, head_len - 1); /* without the closing brace */
-		p += head_len - 1;
+		char *p = out + n;
 		memcpy(p, key, sizeof key - 1);
 		p += sizeof key - 1;
 		memcpy(p, receipt_json, len);
@@ -146,6 +138,5 @@ char *receipt_done_message(const char *job_id, const char *receipt_json, size_t 
 		*p++ = '}';
 		*p = '\0';
 	}
-	free(head);
 	return out;
 }

@@ -16,10 +16,11 @@
  *    wrapper: glibc's errno is thread-local, and a CLONE_VM child without
  *    a TLS of its own would write the handler's errno at any moment), and
  *    no sanitizer instruments it.  A failed step is reported as its errno
- *    written to a pipe of its own (non-blocking, close-on-exec; the read
- *    end is kept with the slot) before _exit(127); spawn_reaped reads it
+ *    written into the slot's child_args (its own stack, in the memory it
+ *    shares with the handler) before _exit(127); spawn_reaped reads it
  *    when the child ended with 127 (a program that exec'd and exited 127
- *    leaves the pipe empty).
+ *    had its own memory by then: the report stays 0).  No pipe, so no
+ *    pipe2 and two close per job.
  *  - What the child sets up that the handler relies on as soon as this
  *    returns is made sure of from both sides: the parent also calls
  *    setpgid (a kill of the job's group right after the spawn reaches the
@@ -28,7 +29,10 @@
  *    signal would come: the child exits).
  * Under valgrind, which runs a CLONE_VM child only as a vfork (and that as
  * a fork), the clone adds CLONE_VFORK: the spawner waits for the exec as
- * vfork did; the report pipe works the same.  Raw system calls are written
+ * vfork did; as valgrind's vfork is a fork, the child's memory is not the
+ * spawner's there, so the report goes through a pipe of the slot's
+ * (non-blocking, close-on-exec; the read end kept with the slot until
+ * spawn_reaped) instead.  Raw system calls are written
  * for x86-64 and AArch64.  Elsewhere (or built with -DES_SPAWN_VFORK=1, as
  * tests/unit/test_spawn_vfork is) the spawn is always such a vfork: the
  * child's system calls go through libc's syscall() (and its signal steps
@@ -276,7 +280,9 @@ struct child_args {
 	uint64_t reset; /* dispositions to reset (bit sig - 1) */
 	int fds[3];
 	int nice;
-	int report_fd; /* the pipe's write end */
+	int report;    /* the failed step's errno, written by the child */
+	int report_fd; /* where the child's memory is not ours: the pipe's
+			* write end for report (else -1) */
 	pid_t parent;
 };
 
@@ -291,7 +297,7 @@ struct child_args {
 
 NOT_INSTRUMENTED static int child(void *arg)
 {
-	const struct child_args *a = arg;
+	struct child_args *a = arg;
 	long rc;
 
 	for (int sig = 1; sig <= 64; sig++)
@@ -348,8 +354,9 @@ NOT_INSTRUMENTED static int child(void *arg)
 	unblock_all();
 	rc = SYS(SYS_execve, a->path, a->argv, a->envp, 0);
 fail:;
-	int report = rc < 0 ? (int)-rc : EIO;
-	SYS(SYS_write, a->report_fd, &report, sizeof report, 0);
+	a->report = rc < 0 ? (int)-rc : EIO;
+	if (a->report_fd >= 0)
+		SYS(SYS_write, a->report_fd, &a->report, sizeof a->report, 0);
 	SYS(SYS_exit_group, 127, 0, 0, 0);
 	return 127;
 }
@@ -362,7 +369,7 @@ fail:;
 struct slot {
 	char *map;
 	pid_t pid;     /* 0: free */
-	int report_fd; /* the pipe's read end while pid != 0 */
+	int report_fd; /* the pipe's read end while pid != 0 (valgrind), or -1 */
 };
 static struct slot *slots;
 static size_t nslots;
@@ -390,11 +397,17 @@ static struct slot *free_slot(void)
 	return &slots[nslots++];
 }
 
+/* The child_args at the top of the slot's stack. */
+static struct child_args *slot_args(const struct slot *s)
+{
+	return (struct child_args *)(s->map +
+				     ((SLOT_BYTES - sizeof(struct child_args)) & ~(size_t)63));
+}
+
 /* Fills the slot's child_args from req; returns it, or NULL with *err. */
 static struct child_args *child_args(struct slot *s, const struct spawn_request *req, int *err)
 {
-	struct child_args *a = (struct child_args *)(s->map +
-						     ((SLOT_BYTES - sizeof *a) & ~(size_t)63));
+	struct child_args *a = slot_args(s);
 	size_t plen = strlen(req->path), clen = req->cwd ? strlen(req->cwd) : 0;
 
 	if (plen >= sizeof a->path || clen >= sizeof a->cwd) {
@@ -418,26 +431,17 @@ static struct child_args *child_args(struct slot *s, const struct spawn_request 
 	a->fds[1] = req->stdout_fd;
 	a->fds[2] = req->stderr_fd;
 	a->nice = req->nice;
+	a->report = 0;
+	a->report_fd = -1;
 	return a;
 }
 
-int spawn_waits_for_exec(void)
+/* Under valgrind (see the top): the report pipe, its write end in a and
+ * kept clear of the child's 0-2; the read end, or -1 with *err. */
+static int report_pipe(struct child_args *a, int *err)
 {
-	return ES_SPAWN_VFORK || RUNNING_ON_VALGRIND != 0;
-}
-
-pid_t spawn_process(const struct spawn_request *req, int *err)
-{
-	struct slot *s = free_slot();
 	int report[2];
 
-	if (!s) {
-		*err = ENOMEM;
-		return -1;
-	}
-	struct child_args *a = child_args(s, req, err);
-	if (!a)
-		return -1;
 	if (pipe2(report, O_CLOEXEC | O_NONBLOCK) != 0) {
 		*err = errno;
 		return -1;
@@ -454,6 +458,28 @@ pid_t spawn_process(const struct spawn_request *req, int *err)
 		report[1] = fd;
 	}
 	a->report_fd = report[1];
+	return report[0];
+}
+
+int spawn_waits_for_exec(void)
+{
+	return ES_SPAWN_VFORK || RUNNING_ON_VALGRIND != 0;
+}
+
+pid_t spawn_process(const struct spawn_request *req, int *err)
+{
+	struct slot *s = free_slot();
+	int report_rd = -1;
+
+	if (!s) {
+		*err = ENOMEM;
+		return -1;
+	}
+	struct child_args *a = child_args(s, req, err);
+	if (!a)
+		return -1;
+	if (RUNNING_ON_VALGRIND && (report_rd = report_pipe(a, err)) < 0)
+		return -1;
 	a->parent = getpid();
 
 	int flags = CLONE_VM | SIGCHLD | (spawn_waits_for_exec() ? CLONE_VFORK : 0);
@@ -469,9 +495,11 @@ pid_t spawn_process(const struct spawn_request *req, int *err)
 	errno = spawner_errno; /* the vfork child's (ES_SPAWN_VFORK) is not ours */
 	if (block)
 		sigprocmask(SIG_SETMASK, &old, NULL);
-	close(report[1]);
+	if (a->report_fd >= 0)
+		close(a->report_fd);
 	if (pid < 0) {
-		close(report[0]);
+		if (report_rd >= 0)
+			close(report_rd);
 		*err = clone_errno;
 		return -1;
 	}
@@ -481,7 +509,7 @@ pid_t spawn_process(const struct spawn_request *req, int *err)
 		setpgid(pid, pid);
 	errno = spawner_errno; /* setpgid's EACCES or ESRCH is no failure */
 	s->pid = pid;
-	s->report_fd = report[0];
+	s->report_fd = report_rd;
 	return pid;
 }
 
@@ -492,10 +520,15 @@ int spawn_reaped(pid_t pid, int status)
 		if (s->pid != pid || pid <= 0)
 			continue;
 		int report = 0;
-		if (!WIFEXITED(status) || WEXITSTATUS(status) != 127 ||
-		    read(s->report_fd, &report, sizeof report) != (ssize_t)sizeof report)
-			report = 0;
-		close(s->report_fd);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+			if (s->report_fd < 0) /* the child wrote it before it ended */
+				report = __atomic_load_n(&slot_args(s)->report, __ATOMIC_ACQUIRE);
+			else if (read(s->report_fd, &report, sizeof report) !=
+				 (ssize_t)sizeof report)
+				report = 0;
+		}
+		if (s->report_fd >= 0)
+			close(s->report_fd);
 		s->report_fd = -1;
 		s->pid = 0;
 		return report;

@@ -49,9 +49,9 @@ int spawn_other_children(int (*is_job)(pid_t pid));
 
 /* Starts req's program and returns at once, without waiting for the exec:
  * the pid (== its process group id, which exists already), or -1 with
- * *err = errno of what failed here (the clone, the report pipe; ENOMEM;
- * ENAMETOOLONG for a path or working directory of PATH_MAX or more; EINVAL
- * for more than RLIM_NLIMITS limits).  A step that fails in the child
+ * *err = errno of what failed here (the clone; under valgrind the report
+ * pipe; ENOMEM; ENAMETOOLONG for a path or working directory of PATH_MAX or
+ * more; EINVAL for more than RLIM_NLIMITS limits).  A step that fails in the child
  * (chdir, setrlimit, execve...) ends it with status 127 and is told by
  * spawn_reaped.  req's argv and envp (arrays and strings) must stay
  * unchanged until then; the rest of req is copied. */
@@ -64,7 +64,7 @@ int spawn_waits_for_exec(void);
 /* For every pid spawn_process returned, once waitpid reported its end with
  * status: 0 if the program ran (its status is its own), else the errno of
  * the step that failed in the child before the program.  Frees what the
- * spawn kept for the child (its stack, the report pipe). */
+ * spawn kept for the child (its stack; under valgrind the report pipe). */
 int spawn_reaped(pid_t pid, int status);
 
 #endif

@@ -136,6 +136,8 @@ msgs = {
     "service-nul": '{"type":"WANT","job_id":"1","service":"demo\\u0000x"}',
     "id-number": '{"type":"QUERY","job_id":42}',
     "unicode": '{"type":"WANT","job_id":"\\u00e9","service":"d\\u00e9mo"}',
+    # the characters of a job id that JSON escapes (the OFFER quotes it)
+    "id-escaped": '{"type":"WANT","job_id":"a\\"b\\\\c/d","service":"s"}',
 }
 for k, v in msgs.items():
     write("messages", k, v)

@@ -32,6 +32,7 @@
 
 #include "book_fixture.h"
 #include "config/config.h"
+#include "execserver/protocol.h"
 #include "job/janitor.h"
 #include "job/job.h"
 #include "job/receipt.h"
@@ -98,11 +99,13 @@ static int suite_init(void)
 		 "      missing: {prog: es-no-such-program-xyz}\n"
 		 "      gone: {prog: %s/gone}\n"
 		 "      noexec: {prog: %s/noexec}\n"
-		 "      badformat: {prog: %s/badformat}\n",
-		 root, root, root, root);
+		 "      badformat: {prog: %s/badformat}\n"
+		 "      isdir: {prog: %s/isdir}\n",
+		 root, root, root, root, root);
 	/* absolute paths: the file that is removed before its job runs, one
-	 * that is not executable, and one that is but execve refuses (neither
-	 * a script nor a binary: ENOEXEC, known only in the child) */
+	 * that is not executable, one that is but execve refuses (neither
+	 * a script nor a binary: ENOEXEC, known only in the child), and a
+	 * directory */
 	static const char *const files[] = { "gone", "noexec", "badformat" };
 	static const char *const texts[] = { "#!/bin/sh\nexit 0\n", "#!/bin/sh\nexit 0\n",
 					     "not a program\n" };
@@ -114,6 +117,10 @@ static int suite_init(void)
 		    chmod(path, i == 1 ? 0644 : 0755) != 0)
 			return -1;
 	}
+	char isdir[600];
+	snprintf(isdir, sizeof isdir, "%s/isdir", root);
+	if (mkdir(isdir, 0755) != 0)
+		return -1;
 	if (config_load_buffer("t.yml", text, strlen(text), &cfg, &err) != 0) {
 		fprintf(stderr, "%s\n", err.text);
 		return -1;
@@ -231,8 +238,13 @@ static int run_job(const char *command, const char *const *args, int timeout_sec
 
 	unsigned ended_before = ended;
 	fx_log_clear(&F);
-	job_start(want, id, 0, desc, NULL);
-	json_object_put(desc);
+	const char *code = NULL;
+	char why[256];
+	struct job_plan *plan = job_prepare(0, desc, &code, why, sizeof why);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+	json_object_put(desc); /* the plan keeps what it needs */
+	job_start(want, id, plan, NULL);
+	job_plan_free(plan);
 	/* running, unless it ended at once (a program not found) */
 	CU_ASSERT_EQUAL(job_running_count(), ended == ended_before ? 1u : 0u);
 	CU_ASSERT_EQUAL(wg_running(), ended == ended_before ? 1u : 0u);
@@ -318,6 +330,53 @@ static void test_exit_code_and_stderr_line(void)
 	json_object_put(r.receipt);
 }
 
+/* The description is parsed once, before the job has its directory, with
+ * a name as long as any: an argument naming %jobdir% is the directory the
+ * job runs in all the same (parsed again with it), one without is run as
+ * parsed. */
+static void test_jobdir_argument_is_the_real_directory(void)
+{
+	static const char *const named[] = { "-c", "[ \"$1\" = \"$(pwd -P)\" ] || exit 3", "sh",
+					     "%jobdir%", NULL };
+	static const char *const plain[] = { "-c", "exit 4", NULL };
+	struct ran r;
+
+	CU_ASSERT_FATAL(run_job("sh", named, 0, NULL, &r) == 0);
+	CU_ASSERT_EQUAL(r.o.exit_code, 0);
+	json_object_put(r.receipt);
+	CU_ASSERT_FATAL(run_job("sh", plain, 0, NULL, &r) == 0);
+	CU_ASSERT_EQUAL(r.o.exit_code, 4);
+	json_object_put(r.receipt);
+}
+
+/* job_prepare refuses what job_validate refuses, with the same code and
+ * message, and keeps nothing then. */
+static void test_prepare_refuses_as_validate(void)
+{
+	static const char *const jobs[] = {
+		"{\"command\":\"rm\"}",
+		"{\"command\":\"sh\",\"args\":[1]}",
+		"{\"command\":\"sh\",\"env\":[\"LD_PRELOAD=/x\"]}",
+		"{\"command\":\"sh\",\"stdin\":\"file:///etc/shadow\"}",
+	};
+	static const char *const codes[] = { PROTO_E_UNKNOWN_COMMAND, PROTO_E_BAD_JOB,
+					     PROTO_E_BAD_JOB, PROTO_E_BAD_JOB };
+	for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
+		struct json_object *desc = json_tokener_parse(jobs[i]);
+		const char *vcode = NULL, *pcode = NULL;
+		char vwhy[256], pwhy[256];
+		CU_ASSERT_FATAL(desc != NULL);
+		CU_ASSERT_EQUAL(job_validate(0, desc, &vcode, vwhy, sizeof vwhy), -1);
+		CU_ASSERT_PTR_NULL(job_prepare(0, desc, &pcode, pwhy, sizeof pwhy));
+		CU_ASSERT_PTR_NOT_NULL_FATAL(pcode);
+		CU_ASSERT_STRING_EQUAL(pcode, codes[i]);
+		CU_ASSERT_STRING_EQUAL(vcode, codes[i]);
+		CU_ASSERT_STRING_EQUAL(pwhy, vwhy);
+		/* only the caller's reference is left */
+		CU_ASSERT_EQUAL(json_object_put(desc), 1);
+	}
+}
+
 static void test_success_runs_in_its_directory(void)
 {
 	static const char *const args[] = { "-c", "pwd; exec sleep 0.5", NULL };
@@ -376,22 +435,23 @@ static void test_program_not_found(void)
 	json_object_put(r.receipt);
 }
 
-/* An absolute program path is checked at every spawn: a program removed
- * after the configuration was read, and a file that is not executable,
- * end as a missing program does, once, with the same message.  A step
- * that fails in the child (execve itself, after the program was found:
- * badformat) ends the same way with that step's errno, not as the exit
- * code 127 the child leaves. */
+/* An absolute program path goes to execve unchecked (no stat + access per
+ * job), and what execve refuses is told as the check did: a program
+ * removed after the configuration was read, a file that is not executable
+ * and a directory end as a missing program does, once, with the same
+ * message (ENOENT, not execve's EACCES).  A step that fails in the child
+ * for a program that is there (execve itself: badformat) ends the same
+ * way with that step's errno, not as the exit code 127 the child leaves. */
 static void test_absolute_program_not_executable(void)
 {
-	static const char *const cmds[] = { "gone", "noexec", "badformat", "badformat" };
-	static const int errs[] = { ENOENT, ENOENT, ENOEXEC, ENOEXEC };
+	static const char *const cmds[] = { "gone", "noexec", "badformat", "badformat", "isdir" };
+	static const int errs[] = { ENOENT, ENOENT, ENOEXEC, ENOEXEC, ENOENT };
 	char path[600];
 	struct ran r;
 
 	snprintf(path, sizeof path, "%s/gone", root);
 	CU_ASSERT_FATAL(unlink(path) == 0);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		unsigned ended_before = ended;
 		CU_ASSERT_FATAL(run_job(cmds[i], NULL, 0, NULL, &r) == 0);
 		CU_ASSERT_EQUAL(ended, ended_before + 1);
@@ -474,6 +534,11 @@ static void test_receipts_without_a_process(void)
 			       "\"retryable\":false}}}");
 	free(done);
 	free(r);
+	/* a job id with what JSON escapes, as json-c prints it ('/' as is) */
+	done = receipt_done_message("a\"b\\c/d", "{}", 2);
+	CU_ASSERT_STRING_EQUAL(done,
+			       "{\"type\":\"DONE\",\"job_id\":\"a\\\"b\\\\c/d\",\"receipt\":{}}");
+	free(done);
 
 	struct book_outcome lost = { .exit_code = -1, .error = JOB_ERR_LOST, .retryable = 1 };
 	r = receipt_compact(&lost, &len);
@@ -497,6 +562,9 @@ int main(void)
 		{ "exit code, last stderr line, stdout prefix", test_exit_code_and_stderr_line },
 		{ "success in its own directory, pgid in the book",
 		  test_success_runs_in_its_directory },
+		{ "%jobdir% in an argument: the job's own directory",
+		  test_jobdir_argument_is_the_real_directory },
+		{ "job_prepare refuses as job_validate does", test_prepare_refuses_as_validate },
 		{ "killed by a signal", test_signal },
 		{ "program not found: exec_failed", test_program_not_found },
 		{ "absolute path not executable: exec_failed, ENOENT; bad format: ENOEXEC",

@@ -507,6 +507,7 @@ static void polled(void *arg, PGresult *res, int away, const void *note)
 struct position_note {
 	int64_t id;
 	int claim;
+	unsigned gen; /* h->position_gen when sent */
 };
 
 static void position_written(void *arg, PGresult *res, int away, const void *note)
@@ -518,11 +519,17 @@ static void position_written(void *arg, PGresult *res, int away, const void *not
 	if (!h)
 		return; /* its run ended meanwhile */
 	h->position_out = 0;
+	if (n->gen != h->position_gen) {
+		write_position(d, h); /* a newer one came meanwhile: it goes now */
+		return;
+	}
 	if (!res && !away)
-		log_error("position: %s", chores_db(d->chores)->last_error);
-	if (!res || (atoi(PQgetvalue(res, 0, 0)) == 0 && atoi(PQgetvalue(res, 0, 1)) == 1))
-		return;    /* kept: written again at the next cancel poll */
-	free(h->position); /* written, or the row is not ours any more */
+		log_error("job %lld: position %s not written, dropped: %s", (long long)h->id,
+			  h->position, chores_db(d->chores)->last_error);
+	if (away || (res && atoi(PQgetvalue(res, 0, 0)) == 0 && atoi(PQgetvalue(res, 0, 1)) == 1))
+		return; /* kept: written again at the next cancel poll */
+	/* written, the row not ours any more, or refused (it would be again) */
+	free(h->position);
 	h->position = NULL;
 }
 
@@ -533,7 +540,7 @@ void write_position(struct dispatcher *d, struct held *h)
 {
 	char id[24], claim[16];
 	const char *params[4] = { id, d->cfg->instance_id, claim, h->position };
-	struct position_note n = { h->id, h->claim };
+	struct position_note n = { h->id, h->claim, h->position_gen };
 
 	if (h->position_out || !h->position)
 		return;

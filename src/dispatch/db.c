@@ -13,9 +13,11 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -25,7 +27,7 @@
 #define BACKOFF_MAX_MS 8000
 #define CONNECT_TIMEOUT_MS 5000 /* unless the connection string sets connect_timeout */
 #define CANCEL_WAIT_SEC 10      /* a cancel request's child waits this long at most */
-#define CHILD_FDS 1024          /* the descriptors a cancel request's child closes */
+#define CHILD_FDS 1024          /* without close_range: the descriptors the child closes */
 
 static void one_line(char *dst, size_t len, const char *msg)
 {
@@ -259,10 +261,17 @@ static void cancel_on_server(PGconn *conn)
 	pid = fork();
 	if (pid == 0) {
 		char err[256];
+		sigset_t alrm;
 		/* nothing of the daemon's (the execservers' sockets, /metrics)
-		 * is held open by the child */
-		for (int fd = 3; fd < CHILD_FDS; fd++)
-			close(fd);
+		 * is held open by the child, however high its descriptors */
+		if (syscall(SYS_close_range, 3, ~0u, 0) < 0)
+			for (int fd = 3; fd < CHILD_FDS; fd++)
+				close(fd);
+		/* the alarm ends the child whatever the daemon inherited */
+		signal(SIGALRM, SIG_DFL);
+		sigemptyset(&alrm);
+		sigaddset(&alrm, SIGALRM);
+		sigprocmask(SIG_UNBLOCK, &alrm, NULL);
 		alarm(CANCEL_WAIT_SEC);
 		_exit(PQcancel(c, err, sizeof err) ? 0 : 1);
 	}

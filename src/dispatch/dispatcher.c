@@ -217,6 +217,7 @@ static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
 		 (long long)p->eta_ms, p->instance_id ? p->instance_id : "");
 	free(h->position); /* a newer one replaces one not written yet */
 	h->position = strdup(json);
+	h->position_gen++;
 	write_position(h->d, h);
 }
 

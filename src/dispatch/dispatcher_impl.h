@@ -70,9 +70,12 @@ struct held {
 	int64_t due_ms;  /* when its outcome was set (waits to be written) */
 	int refused;     /* the database refused it in every form (cut_outcome) */
 	/* a POSITION not written yet (its row locked by another transaction):
-	 * written again at the next cancel poll; position_out: on the wire */
+	 * written again at the next cancel poll; position_out: on the wire;
+	 * position_gen: counts the positions set, so that the answer for an
+	 * older one does not drop a newer one */
 	char *position;
 	int position_out;
+	unsigned position_gen;
 };
 
 /* The outcomes of one finish statement: the rows and their arrays. */

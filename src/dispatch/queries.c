@@ -32,7 +32,9 @@ const char DQ_REGISTER[] =
 
 /* The rescue takes no row lock it would have to wait for: the stale
  * dispatchers' rows (a live one's beat holds its row while it runs) and
- * their held jobs are locked SKIP LOCKED, and a stale dispatcher one of
+ * their held jobs are locked SKIP LOCKED (the jobs FOR NO KEY UPDATE, the
+ * lock their UPDATE takes: a foreign key's key-share lock does not stop
+ * it, so it is not skipped), and a stale dispatcher one of
  * whose held jobs another transaction has locked (an application's open
  * transaction after cancel(), a finish racing the rescue) is left
  * entirely, its row and every job of it, for the next heartbeat: a
@@ -51,7 +53,7 @@ const char DQ_HEARTBEAT[] =
 	"free AS MATERIALIZED ("
 	" SELECT id FROM @schema@.job WHERE id IN (SELECT id FROM held)"
 	" AND runner_instance IN (SELECT instance FROM stale) AND state IN " HELD
-	" FOR UPDATE SKIP LOCKED), "
+	" FOR NO KEY UPDATE SKIP LOCKED), "
 	"ready AS MATERIALIZED ("
 	" SELECT instance FROM stale s WHERE NOT EXISTS (SELECT 1 FROM held h"
 	" WHERE h.runner_instance = s.instance AND h.id NOT IN (SELECT id FROM free))), "
@@ -140,14 +142,15 @@ const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int", "$
 const char DQ_CLAIM_EXEC[] = "WITH " CLAIM_PICK_EXEC("$2", "$3", "$4", "$5") CLAIM_SET;
 
 /* A row another transaction has locked is skipped, not waited for, and
- * answered as still claimed (0), so that its start is tried again. */
+ * answered as still claimed (0), so that its start is tried again (FOR NO
+ * KEY UPDATE, the UPDATE's own lock: a key-share lock is not skipped). */
 const char DQ_START[] =
 	"WITH u AS (SELECT * FROM unnest($2::bigint[], $3::int[]) AS u(id, claims)), "
 	"mine AS (SELECT j.id FROM @schema@.job j JOIN u ON j.id = u.id AND j.claims = u.claims "
 	" WHERE j.runner_instance = $1 AND j.state = 'claimed'), "
 	"free AS MATERIALIZED (SELECT j.id FROM @schema@.job j JOIN u ON j.id = u.id "
 	" AND j.claims = u.claims WHERE j.runner_instance = $1 AND j.state = 'claimed' "
-	" FOR UPDATE OF j SKIP LOCKED), "
+	" FOR NO KEY UPDATE OF j SKIP LOCKED), "
 	"run AS (UPDATE @schema@.job j SET state = 'running', started_at = now() "
 	" WHERE j.id IN (SELECT id FROM free) RETURNING j.id) "
 	"SELECT id, 1 FROM run "
@@ -184,7 +187,7 @@ const char DQ_POSITION[] =
 	" AND claims = $3::int AND state = 'claimed'), "
 	"free AS MATERIALIZED (SELECT id FROM @schema@.job WHERE id = $1::bigint "
 	" AND runner_instance = $2 AND claims = $3::int AND state = 'claimed' "
-	" FOR UPDATE SKIP LOCKED), "
+	" FOR NO KEY UPDATE SKIP LOCKED), "
 	"pos AS (UPDATE @schema@.job SET exec_position = $4::jsonb "
 	" WHERE id IN (SELECT id FROM free) RETURNING 1) "
 	"SELECT (SELECT count(*) FROM pos), (SELECT count(*) FROM mine)";

@@ -15,6 +15,7 @@
  *    after the signal, and the rescue reruns it.
  * Timings: heartbeatSec 1, staleAfterSec 3, pollMs 100, cancelPollMs 100.
  */
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +240,35 @@ static long long lock_waiters(void)
 			       "'execdispatch' AND wait_event_type = 'Lock'");
 }
 
+/* How many processes (zombies too) have pid for parent. */
+static int children_of(pid_t pid)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	while (dir && (e = readdir(dir))) {
+		char path[64], stat[512];
+		FILE *f;
+		const char *p;
+		int ppid;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		if (!(f = fopen(path, "r")))
+			continue;
+		/* after the ")" that ends the command: state, then ppid */
+		if (fgets(stat, sizeof stat, f) && (p = strrchr(stat, ')')) &&
+		    sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == pid)
+			n++;
+		fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
 /* An outcome whose row a session keeps locked for 13 s: its statement
  * waits past its deadline (staleAfterSec, 3 s), the connection is
  * abandoned and remade, and the outcome is written again on the new one,
@@ -246,7 +276,8 @@ static long long lock_waiters(void)
  * so at most the current statement (and, for a moment, the one just
  * abandoned) waits for the lock; before, every abandoned backend went on
  * waiting (PQfinish does not end a lock wait): 4 of them by the end.
- * The outcome is written once the lock is gone, once. */
+ * The outcome is written once the lock is gone, once; the children that
+ * sent the cancel requests are gone (reaped, no zombie). */
 static void test_abandoned_cancelled(void)
 {
 	PGconn *other;
@@ -273,6 +304,8 @@ static void test_abandoned_cancelled(void)
 			       "done/1");
 	harness_sleep_ms(500);
 	CU_ASSERT_EQUAL(lock_waiters(), 0);
+	/* the cancel requests' children have ended and were reaped */
+	CU_ASSERT_EQUAL(children_of(F.disp[0]), 0);
 	PQfinish(other);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 	clear_queue();

@@ -816,6 +816,52 @@ static void test_locked_rows_skipped(void)
 	PQfinish(other);
 }
 
+/* A key-share lock (what an application's open transaction holds on a
+ * job row after inserting a row that references it by foreign key) does
+ * not stop an update that leaves the key alone: the start, the POSITION
+ * and the rescue write such a row at once instead of skipping it. */
+static void test_key_share_not_skipped(void)
+{
+	PGconn *other = pgtest_connect(F.conninfo);
+	char c1[16], ids[24], claims[24], buf[64];
+	long long id;
+	PGresult *r;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT_EQUAL_FATAL(claim_one(id, c1, sizeof c1), 1);
+	snprintf(ids, sizeof ids, "{%lld}", id);
+	snprintf(claims, sizeof claims, "{%s}", c1);
+	snprintf(buf, sizeof buf, "%lld", id);
+	const char *start[3] = { "me", ids, claims },
+		   *pos[4] = { buf, "me", c1, "{\"running\": 1, \"ahead\": 2}" };
+	PQclear(pgtest_query(F.c, "SET statement_timeout = 1000"));
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(other, "SELECT 1 FROM execdispatch.job WHERE id = %lld FOR KEY SHARE",
+			     id));
+	r = run_stmt(F.c, DQ_POSITION, 4, pos);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "1");
+	PQclear(r);
+	r = run_stmt(F.c, DQ_START, 3, start);
+	CU_ASSERT_EQUAL(PQntuples(r), 1);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "running/1");
+	PQclear(pgtest_query(other, "COMMIT"));
+
+	id = held_row("running");
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(other, "SELECT 1 FROM execdispatch.job WHERE id = %lld FOR KEY SHARE",
+			     id));
+	r = run_stmt(F.c, DQ_HEARTBEAT, 5, rescue_params);
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 1, failed 0");
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/1");
+	PQclear(pgtest_query(other, "COMMIT"));
+	PQclear(pgtest_query(F.c, "RESET statement_timeout"));
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	PQfinish(other);
+}
+
 static long long submit_svc(const char *service, int priority)
 {
 	return pgtest_int(F.c, "SELECT execdispatch.submit('%s', '{\"command\":\"true\"}', %d)",
@@ -922,6 +968,8 @@ int main(void)
 		  test_position_of_new_claim },
 		{ "locks: start, position and rescue skip a locked row, say so, do it after",
 		  test_locked_rows_skipped },
+		{ "locks: a key-share lock (a foreign key's) is not skipped",
+		  test_key_share_not_skipped },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -26,10 +26,15 @@ summary() {
 	     END { printf "%d passed, %d failed, %d skipped\n", passed, failed, skipped }' tests/*/*.log
 }
 
-if ! make -j"$(nproc)" check; then
+# The tail of every failing test's log, in the build directory at hand.
+failed_logs() {
 	for f in tests/*/*.log; do
 		grep -q -E "FAILED|^FAIL" "$f" 2>/dev/null && { echo "==== $f"; tail -n 60 "$f"; }
 	done
+}
+
+if ! make -j"$(nproc)" check; then
+	failed_logs
 	summary
 	exit 1
 fi
@@ -59,6 +64,7 @@ make -j"$(nproc)"
 if ! ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1" \
      UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1" \
      make -j"$(nproc)" check; then
+	failed_logs
 	echo "test.sh: the sanitizer build failed its tests"
 	exit 1
 fi

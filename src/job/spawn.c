@@ -68,15 +68,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#if defined(__has_include)
-#if __has_include(<valgrind/valgrind.h>)
-#include <valgrind/valgrind.h>
-#endif
-#endif
-#ifndef RUNNING_ON_VALGRIND
-#define RUNNING_ON_VALGRIND 0
-#endif
 
+#include "common/valgrind_probe.h"
 #include "job/spawn.h"
 
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"

@@ -832,7 +832,9 @@ static void left(void *arg, PGresult *res, int away, const void *note)
 }
 
 /* Stopping and nothing held, on the wire or waiting to be claimed: our
- * dispatcher row is deleted (a chore), then the loop ends. */
+ * dispatcher row is deleted (a chore), then the loop ends.  A rescue on
+ * its lane is not waited for: freed with the lane, it commits or not at
+ * the server, either way by a judgment that held when it started. */
 void maybe_done_stopping(struct dispatcher *d)
 {
 	const char *params[3] = { d->cfg->instance_id, d->host, d->pid };

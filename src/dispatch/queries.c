@@ -38,12 +38,16 @@ const char DQ_BEAT[] = "UPDATE @schema@.dispatcher SET heartbeat_at = now()"
 
 /* The rescue, a statement and transaction of its own after the beat.
  * Staleness is judged by its now(), the time its statement (and so its
- * transaction) started, never by the time it got its locks: a rescue
- * that waited for a lock on job (an application's LOCK TABLE) reads the
- * heartbeats with a snapshot taken once it has the lock, and a heartbeat
- * written while it waited is younger than that now(), so a dispatcher
- * that kept beating is never taken for silent (test_dispatch_sql, "the
- * beat passes a LOCK TABLE job").
+ * transaction) started, never by the time it got its locks.  Two guards
+ * keep a dispatcher that kept beating from being taken for silent: a
+ * rescue that waited for a table lock on job (an application's LOCK
+ * TABLE; taken while the statement is parsed) runs with a snapshot taken
+ * after it, so it sees the beats written meanwhile, younger than its
+ * now(); and the stale CTE's FOR UPDATE rechecks its condition on the
+ * newest version of a dispatcher row, skipping one whose beat is under
+ * way (test_dispatch_sql, "the beat passes a LOCK TABLE job", checks the
+ * outcome).  A lock on the dispatcher table itself is not covered: it
+ * holds every beat back (docs/dispatch.md, "Lock waits").
  * It takes no row lock it would have to wait for: the stale dispatchers'
  * rows (a live one's beat holds its row while it runs) and their held
  * jobs are locked SKIP LOCKED (the jobs FOR NO KEY UPDATE, the lock their

@@ -418,19 +418,27 @@ static void test_table_lock(void)
 	char job[3072];
 	long long max_ms, t0;
 	size_t from[2];
-	int ok = 0;
+	int ok = 0, mport[2];
+	char extra[64];
 
 	CU_ASSERT_FATAL(other != NULL);
 	clear_queue();
 	PQclear(pgtest_query(F.c, "TRUNCATE ledger, violations"));
 	for (int i = 0; i < 2; i++) {
-		CU_ASSERT_FATAL(df_write_config(&F, i, NULL) == 0);
+		mport[i] = harness_free_port();
+		snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport[i]);
+		CU_ASSERT_FATAL(df_write_config(&F, i, extra) == 0);
 		from[i] = log_size(i);
 		CU_ASSERT_FATAL(df_start_disp(&F, i) == 0);
 	}
-	/* each has the HELLO counting two clients: a claim share of 3 of the
-	 * 4 slots, so that both take some of the 4 jobs */
-	harness_sleep_ms(500);
+	/* each has the HELLO counting two clients, a claim share of 3 of the
+	 * 4 slots, before the jobs come, so that both take some of them (a
+	 * fixed wait was too short for a slow build) */
+	for (t0 = harness_now_ms(); !ok && harness_now_ms() - t0 < 10000; harness_sleep_ms(50))
+		ok = df_metric(mport[0], "execdispatch_admission") == 3 &&
+		     df_metric(mport[1], "execdispatch_admission") == 3;
+	CU_ASSERT_FATAL(ok);
+	ok = 0;
 	df_ledger_job(&F, job, sizeof job, 9000, 1);
 	for (int i = 0; i < 4; i++)
 		CU_ASSERT(df_submit(&F, job, 0) > 0);

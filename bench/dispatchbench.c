@@ -12,10 +12,12 @@
  *      default timings);
  *   d. the claim-and-finish path alone (the dispatcher's own statements,
  *      no execserver): rows per second with one and with three sessions.
- * Writes OUT/summary-dispatch.md and OUT/row-dispatch.md.  -q: a short run;
+ * Writes OUT/summary-dispatch.md and OUT/row-dispatch.md.  -h: the usage;
+ * -q: a short run;
  * -r N: N rounds of a (3); -a: a only, printed, nothing written; -n: b's
  * notify: true half only, printed, nothing written; -d: d only, printed,
- * nothing written, -b N rows per claim in d (100); -s (with -a): also
+ * nothing written, -b N rows per claim in d (100); -i: c only, printed,
+ * nothing written (-q: over 10 s, else 30 s); -s (with -a): also
  * each statement's calls per job, planning and execution time during a
  * (pg_stat_statements with track_planning, nested statements too).
  */
@@ -178,10 +180,16 @@ static void latency(struct samples *s, int jobs, int gap_ms)
 
 /* ---- c. idle statements ---- */
 
+/* An idle dispatcher connected as the role "idle", so that its
+ * statements are told apart: its calls per second over secs. */
 static double idle_rate(int secs)
 {
+	char conninfo[300];
 	long long before, after;
 
+	snprintf(conninfo, sizeof conninfo, "host=127.0.0.1 port=%d user=idle dbname=postgres",
+		 F.pg.port);
+	F.conninfo = conninfo;
 	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job"));
 	df_write_config(&F, 1,
 			"logLevel: warn\npollMs: 1000\nheartbeatSec: 5\nstaleAfterSec: 30\n"
@@ -195,6 +203,7 @@ static double idle_rate(int secs)
 	after = pgtest_int(F.c, "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements s "
 				"JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = 'idle'");
 	df_stop_disp(&F, 1, SIGTERM, 10000);
+	F.conninfo = F.pg.conninfo;
 	return (double)(after - before) / secs;
 }
 
@@ -306,11 +315,20 @@ int main(int argc, char **argv)
 {
 	const char *out = ".";
 	int opt, n, lat_jobs, idle_secs, rows, rounds = 3, only_a = 0, only_notify = 0, stmts = 0,
-					       only_d = 0;
+					       only_d = 0, only_idle = 0;
 	struct samples rd = { 0 }, rx = { 0 };
 
-	while ((opt = getopt(argc, argv, "qansdb:o:r:")) != -1) {
-		if (opt == 'd')
+	while ((opt = getopt(argc, argv, "hqansdib:o:r:")) != -1) {
+		if (opt == 'h' || opt == '?') {
+			fprintf(stderr,
+				"usage: dispatchbench [-q] [-o DIR] [-r N] [-a [-s] | -n | -d "
+				"[-b N] | -i]\n(the options: the opening comment of "
+				"bench/dispatchbench.c)\n");
+			return opt == 'h' ? 0 : 2;
+		}
+		if (opt == 'i')
+			only_idle = 1;
+		else if (opt == 'd')
 			only_d = 1;
 		else if (opt == 'b')
 			batch = atoi(optarg) > 0 && atoi(optarg) <= 100 ? atoi(optarg) : 100;
@@ -342,6 +360,12 @@ int main(int argc, char **argv)
 	PQclear(pgtest_query(F.c, "CREATE EXTENSION pg_stat_statements; "
 				  "CREATE ROLE idle LOGIN SUPERUSER"));
 
+	if (only_idle) {
+		fprintf(stderr, "dispatchbench: an idle dispatcher: %.2f statements/s over %d s\n",
+			idle_rate(idle_secs), idle_secs);
+		df_cleanup(&F, 0);
+		return 0;
+	}
 	if (only_d) {
 		for (int i = 0; i < rounds; i++) {
 			double cf1 = claim_finish_rate(rows, 1), cf3 = claim_finish_rate(rows, 3);
@@ -406,13 +430,8 @@ int main(int argc, char **argv)
 	latency(&notify_lat, lat_jobs, 100);
 	df_stop_disp(&F, 0, SIGTERM, 10000);
 
-	/* c: an idle dispatcher connected as the role "idle" */
-	char conninfo[300];
-	snprintf(conninfo, sizeof conninfo, "host=127.0.0.1 port=%d user=idle dbname=postgres",
-		 F.pg.port);
-	F.conninfo = conninfo;
+	/* c: an idle dispatcher */
 	double idle = idle_rate(idle_secs);
-	F.conninfo = F.pg.conninfo;
 
 	/* d: the database path alone */
 	double cf1 = claim_finish_rate(rows, 1), cf3 = claim_finish_rate(rows, 3);
@@ -466,7 +485,7 @@ int main(int argc, char **argv)
 		"An idle dispatcher with the default timings (pollMs 1000, heartbeatSec 5, "
 		"cancelPollMs 1000, connected to an execserver, nothing queued) sent %.2f "
 		"statements per second over %d s (pg_stat_statements, the calls of its own role): "
-		"one claim per poll and one heartbeat-and-rescue statement per heartbeat; the "
+		"one claim per poll, and per heartbeat the beat and the rescue after it; the "
 		"cancel poll sends nothing while nothing is held.\n\n",
 		idle, idle_secs);
 	fprintf(md,

@@ -1,6 +1,8 @@
 /*
  * chore_results.c - the dispatcher's chores (chores.h) and the handlers of
- * their results: the heartbeat with the rescue and registering again, the
+ * their results: the heartbeat and registering again (on the beat's lane,
+ * statements of the dispatcher table alone), the rescue after each
+ * written beat (on a lane of its own: it may wait for a lock on job), the
  * start of runs, the cancel poll, the local services' claims, the sweep of
  * lost claims, the landed check, outcomes written apart (a refused batch,
  * the stop) and how a refused outcome is cut down, the janitor, and the
@@ -203,6 +205,53 @@ static void lose_everything(struct dispatcher *d, const char *why)
 		drop_claim(d, h, why);
 }
 
+static void rescue_done(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	long long requeued, failed, put_off;
+
+	(void)note;
+	d->rescue_out = 0;
+	if (!res) {
+		if (!away)
+			log_error("rescue: %s", chores_db(d->rescue_lane)->last_error);
+		return;
+	}
+	requeued = atoll(PQgetvalue(res, 0, 0));
+	failed = atoll(PQgetvalue(res, 0, 1));
+	put_off = atoll(PQgetvalue(res, 0, 2));
+	d->st.rescued_requeued += (uint64_t)requeued;
+	d->st.rescued_failed += (uint64_t)failed;
+	if (requeued || failed)
+		log_warn("rescue: requeued %lld and failed %lld rows of silent dispatchers",
+			 requeued, failed);
+	if (put_off && !d->said_put_off++)
+		log_warn(
+			"rescue: %lld silent dispatchers put off: another transaction holds a lock "
+			"on one of their rows; tried again at each heartbeat",
+			put_off);
+	else if (!put_off)
+		d->said_put_off = 0;
+}
+
+/* The rescue of silent dispatchers, after a written beat, on a lane of
+ * its own: it may wait for a lock on job (an application's LOCK TABLE),
+ * and the next beat must not wait with it.  One at a time: a beat that
+ * finds the last rescue still out sends none (docs/dispatch.md, "Heartbeat
+ * and rescue"). */
+static void send_rescue(struct dispatcher *d)
+{
+	char stale[16], maxa[16];
+	const char *params[3] = { d->cfg->instance_id, stale, maxa };
+
+	if (d->rescue_out || d->leaving)
+		return;
+	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
+	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
+	if (chores_add(d->rescue_lane, d->q_rescue, 3, params, NULL, 0, rescue_done, d) == 0)
+		d->rescue_out = 1;
+}
+
 static void beat_done(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
@@ -215,13 +264,14 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
 			log_error("heartbeat: %s", chores_db(d->beat_lane)->last_error);
 		return;
 	}
-	if (atoi(PQgetvalue(res, 0, 0)) == 1) {
+	if (PQntuples(res) == 1) {
 		/* the row carries the statement's time, which is after its send:
 		 * our own view of the heartbeat's age is never the younger one */
 		d->beat_ok_ms = *(const int64_t *)note;
 		if (d->said_stale)
 			log_info("heartbeat written again: claiming");
 		d->said_stale = 0;
+		send_rescue(d);
 	} else {
 		/* Another dispatcher found us silent for staleAfterSec and
 		 * requeued everything we held. */
@@ -231,32 +281,17 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
 		lose_everything(d, "its claim was rescued by another dispatcher");
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 	}
-	d->st.rescued_requeued += (uint64_t)atoi(PQgetvalue(res, 0, 1));
-	d->st.rescued_failed += (uint64_t)atoi(PQgetvalue(res, 0, 2));
-	if (atoi(PQgetvalue(res, 0, 1)) || atoi(PQgetvalue(res, 0, 2)))
-		log_warn("rescue: requeued %s and failed %s rows of silent dispatchers",
-			 PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2));
-	if (atoi(PQgetvalue(res, 0, 3)) && !d->said_put_off++)
-		log_warn("rescue: %s silent dispatchers put off: another transaction holds a lock "
-			 "on one of their rows; tried again at each heartbeat",
-			 PQgetvalue(res, 0, 3));
-	else if (!atoi(PQgetvalue(res, 0, 3)))
-		d->said_put_off = 0;
 	if (d->pending)
 		event_active(d->poll_ev, EV_TIMEOUT, 0); /* outcomes held back while away */
 }
 
-/* The heartbeat with the rescue of silent dispatchers, a chore. */
+/* The heartbeat, a chore on its lane (the rescue follows its answer). */
 static void send_beat(struct dispatcher *d)
 {
-	char stale[16], maxa[16];
-	const char *params[5] = { d->cfg->instance_id, d->host, d->pid, stale, maxa };
+	const char *params[3] = { d->cfg->instance_id, d->host, d->pid };
 	int64_t sent = now_ms();
 
-	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
-	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
-	if (chores_add(d->beat_lane, d->q_heartbeat, 5, params, &sent, sizeof sent, beat_done, d) ==
-	    0)
+	if (chores_add(d->beat_lane, d->q_beat, 3, params, &sent, sizeof sent, beat_done, d) == 0)
 		d->beat_out = 1;
 }
 
@@ -797,7 +832,9 @@ static void left(void *arg, PGresult *res, int away, const void *note)
 }
 
 /* Stopping and nothing held, on the wire or waiting to be claimed: our
- * dispatcher row is deleted (a chore), then the loop ends. */
+ * dispatcher row is deleted (a chore), then the loop ends.  A rescue on
+ * its lane is not waited for: freed with the lane, it commits or not at
+ * the server, either way by a judgment that held when it started. */
 void maybe_done_stopping(struct dispatcher *d)
 {
 	const char *params[3] = { d->cfg->instance_id, d->host, d->pid };

@@ -47,7 +47,8 @@ int expand_all(struct dispatcher *d)
 	const char *s = d->cfg->schema;
 
 	d->q_register = dq_expand(DQ_REGISTER, s);
-	d->q_heartbeat = dq_expand(DQ_HEARTBEAT, s);
+	d->q_beat = dq_expand(DQ_BEAT, s);
+	d->q_rescue = dq_expand(DQ_RESCUE, s);
 	d->q_rescue_own = dq_expand(DQ_RESCUE_OWN, s);
 	d->q_rescue_lost = dq_expand(DQ_RESCUE_LOST, s);
 	d->q_claim = dq_expand(DQ_CLAIM, s);
@@ -61,10 +62,10 @@ int expand_all(struct dispatcher *d)
 	d->q_claim_exec = dq_expand(DQ_CLAIM_EXEC, s);
 	d->q_landed = dq_expand(DQ_LANDED, s);
 	d->q_version = dq_expand(DQ_SCHEMA_VERSION, s);
-	return d->q_version && d->q_claim_exec && d->q_landed && d->q_register && d->q_heartbeat &&
-			       d->q_rescue_own && d->q_rescue_lost && d->q_claim && d->q_start &&
-			       d->q_finish && d->q_held && d->q_leave && d->q_janitor &&
-			       d->q_position && d->q_finish_claim
+	return d->q_version && d->q_claim_exec && d->q_landed && d->q_register && d->q_beat &&
+			       d->q_rescue && d->q_rescue_own && d->q_rescue_lost && d->q_claim &&
+			       d->q_start && d->q_finish && d->q_held && d->q_leave &&
+			       d->q_janitor && d->q_position && d->q_finish_claim
 		       ? 0
 		       : -1;
 }

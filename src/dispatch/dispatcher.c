@@ -1,9 +1,9 @@
 /*
  * dispatcher.c - see dispatcher.h.
  *
- * One event loop, one database connection, one libexecclient client.  The
- * rows this dispatcher holds are a list of `struct held`; each is in one
- * of these phases:
+ * One event loop, its database connections (docs/dispatch.md, "The event
+ * loop"), one libexecclient client.  The rows this dispatcher holds are a
+ * list of `struct held`; each is in one of these phases:
  *   at the execserver  (xj set)     its want is parked or its run goes on
  *   outcome pending    (xj NULL)    the run ended; the outcome waits to be
  *                                   written (the database may be away)
@@ -823,7 +823,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	d->st.at_exec = d->at_exec;
 	d->st.services = (unsigned)d->nservices;
 	d->st.statements = d->db.statements + d->db2.statements + chores_db(d->chores)->statements +
-			   chores_db(d->beat_lane)->statements;
+			   chores_db(d->beat_lane)->statements +
+			   chores_db(d->rescue_lane)->statements;
 	d->st.db_up = d->db.conn != NULL && !d->db.connecting;
 	if (!beat_fresh(d)) {
 		if (!d->said_stale++)
@@ -959,7 +960,8 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	if (!d.base || db_attach(&d.db, d.base, timeout_ms, on_db_up, &d) < 0 ||
 	    db_attach(&d.db2, d.base, timeout_ms, on_db_up, &d) < 0 ||
 	    !(d.chores = chores_new(d.base, cfg->database, timeout_ms, on_chores_up, &d)) ||
-	    !(d.beat_lane = chores_new(d.base, cfg->database, timeout_ms, on_beat_lane_up, &d))) {
+	    !(d.beat_lane = chores_new(d.base, cfg->database, timeout_ms, on_beat_lane_up, &d)) ||
+	    !(d.rescue_lane = chores_new(d.base, cfg->database, timeout_ms, NULL, NULL))) {
 		log_error("out of memory");
 		goto out;
 	}
@@ -1044,6 +1046,7 @@ out:
 	db_close(&d.db2);
 	chores_free(d.chores);
 	chores_free(d.beat_lane);
+	chores_free(d.rescue_lane);
 	for (int t = 0; t < HOT_CONNS; t++)
 		turn_release(&d.turns[t]);
 	if (d.base)
@@ -1052,10 +1055,10 @@ out:
 	for (size_t i = 0; i < d.nservices; i++)
 		free(d.services[i]);
 	free(d.services);
-	char **qs[] = { &d.q_register,   &d.q_heartbeat, &d.q_rescue_own, &d.q_rescue_lost,
-			&d.q_claim,      &d.q_start,     &d.q_finish,     &d.q_held,
-			&d.q_leave,      &d.q_janitor,   &d.q_position,   &d.q_finish_claim,
-			&d.q_claim_exec, &d.q_landed,    &d.q_version };
+	char **qs[] = { &d.q_register,     &d.q_beat,       &d.q_rescue,  &d.q_rescue_own,
+			&d.q_rescue_lost,  &d.q_claim,      &d.q_start,   &d.q_finish,
+			&d.q_held,         &d.q_leave,      &d.q_janitor, &d.q_position,
+			&d.q_finish_claim, &d.q_claim_exec, &d.q_landed,  &d.q_version };
 	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
 		free(*qs[i]);
 	return rc;

@@ -110,7 +110,7 @@ struct dispatcher {
 	struct event_base *base;
 	exc_client *client;
 	struct db db;
-	char *q_register, *q_heartbeat, *q_rescue_own, *q_rescue_lost, *q_claim, *q_start,
+	char *q_register, *q_beat, *q_rescue, *q_rescue_own, *q_rescue_lost, *q_claim, *q_start,
 		*q_finish, *q_held, *q_leave, *q_janitor, *q_position, *q_finish_claim,
 		*q_claim_exec, *q_landed, *q_version;
 	char host[65];
@@ -150,8 +150,13 @@ struct dispatcher {
 	struct chores *chores;
 	int beat_out, start_out, cancel_out, local_out, sweep_out, flush_out, leaving;
 	/* the heartbeat's own lane: the beat, registering again and the leave,
-	 * on a connection no other statement (or its lock wait) can hold */
+	 * statements of the dispatcher table alone, on a connection no other
+	 * statement (or its lock wait) can hold; the rescue follows each
+	 * written beat on a lane of its own (it may wait for a lock on job:
+	 * the next beat does not wait with it); rescue_out: on the wire */
 	struct chores *beat_lane;
+	struct chores *rescue_lane;
+	int rescue_out;
 	int said_put_off; /* "rescue put off" said since the last rescue done */
 	/* outcomes waiting for a database that is away: since, last said */
 	int64_t waiting_since_ms, waiting_said_ms;

@@ -30,22 +30,37 @@ const char DQ_REGISTER[] =
 	"OR (@schema@.dispatcher.host = EXCLUDED.host AND @schema@.dispatcher.pid = EXCLUDED.pid) "
 	"RETURNING 1";
 
-/* The rescue takes no row lock it would have to wait for: the stale
- * dispatchers' rows (a live one's beat holds its row while it runs) and
- * their held jobs are locked SKIP LOCKED (the jobs FOR NO KEY UPDATE, the
- * lock their UPDATE takes: a foreign key's key-share lock does not stop
- * it, so it is not skipped), and a stale dispatcher one of
- * whose held jobs another transaction has locked (an application's open
- * transaction after cancel(), a finish racing the rescue) is left
- * entirely, its row and every job of it, for the next heartbeat: a
- * deleted dispatcher row always means every job it held was requeued. */
-const char DQ_HEARTBEAT[] =
-	"WITH beat AS ("
-	" UPDATE @schema@.dispatcher SET heartbeat_at = now()"
-	" WHERE instance = $1 AND host = $2 AND pid = $3::int RETURNING 1), "
-	"stale AS MATERIALIZED ("
+/* The beat touches the dispatcher table alone (no trigger, no foreign
+ * key reaches job from it), so no lock on job, however long an
+ * application holds it, ever holds a beat back. */
+const char DQ_BEAT[] = "UPDATE @schema@.dispatcher SET heartbeat_at = now()"
+		       " WHERE instance = $1 AND host = $2 AND pid = $3::int RETURNING 1";
+
+/* The rescue, a statement and transaction of its own after the beat.
+ * Staleness is judged by its now(), the time its statement (and so its
+ * transaction) started, never by the time it got its locks.  Two guards
+ * keep a dispatcher that kept beating from being taken for silent: a
+ * rescue that waited for a table lock on job (an application's LOCK
+ * TABLE; taken while the statement is parsed) runs with a snapshot taken
+ * after it, so it sees the beats written meanwhile, younger than its
+ * now(); and the stale CTE's FOR UPDATE rechecks its condition on the
+ * newest version of a dispatcher row, skipping one whose beat is under
+ * way (test_dispatch_sql, "the beat passes a LOCK TABLE job", checks the
+ * outcome).  A lock on the dispatcher table itself is not covered: it
+ * holds every beat back (docs/dispatch.md, "Lock waits").
+ * It takes no row lock it would have to wait for: the stale dispatchers'
+ * rows (a live one's beat holds its row while it runs) and their held
+ * jobs are locked SKIP LOCKED (the jobs FOR NO KEY UPDATE, the lock their
+ * UPDATE takes: a foreign key's key-share lock does not stop it, so it is
+ * not skipped), and a stale dispatcher one of whose held jobs another
+ * transaction has locked (an application's open transaction after
+ * cancel(), a finish racing the rescue) is left entirely, its row and
+ * every job of it, for the next heartbeat: a deleted dispatcher row
+ * always means every job it held was requeued. */
+const char DQ_RESCUE[] =
+	"WITH stale AS MATERIALIZED ("
 	" SELECT instance FROM @schema@.dispatcher"
-	" WHERE heartbeat_at < now() - make_interval(secs => $4::int) AND instance <> $1"
+	" WHERE heartbeat_at < now() - make_interval(secs => $2::int) AND instance <> $1"
 	" FOR UPDATE SKIP LOCKED), "
 	"held AS MATERIALIZED ("
 	" SELECT id, runner_instance FROM @schema@.job"
@@ -62,10 +77,9 @@ const char DQ_HEARTBEAT[] =
 	" RETURNING instance), "
 	"moved AS ("
 	" UPDATE @schema@.job j SET " RESCUE_SET(
-		"$5::int") " FROM ready WHERE j.id IN (SELECT id FROM free) "
+		"$3::int") " FROM ready WHERE j.id IN (SELECT id FROM free) "
 			   "AND j.runner_instance = ready.instance RETURNING j.state) "
-			   "SELECT (SELECT count(*) FROM beat), "
-			   "(SELECT count(*) FROM moved WHERE state = 'queued'), "
+			   "SELECT (SELECT count(*) FROM moved WHERE state = 'queued'), "
 			   "(SELECT count(*) FROM moved WHERE state = 'failed'), "
 			   "(SELECT count(*) FROM stale) - (SELECT count(*) FROM gone)";
 

@@ -26,15 +26,20 @@ extern const char DQ_SCHEMA_VERSION[];
  * or none when a live dispatcher holds the instance. */
 extern const char DQ_REGISTER[];
 
-/* Heartbeat and rescue in one statement: refresh our row; delete the rows
- * of dispatchers silent for staleAfterSec and requeue their held jobs
- * (failed with error dispatcher_lost once attempts >= maxAttempts).  It
- * never waits for a row lock: a silent dispatcher one of whose jobs (or
- * its own row) another transaction has locked is left whole for the next
- * heartbeat (put off).
- * ($1 instance, $2 host, $3 pid, $4 staleAfterSec, $5 maxAttempts)
- * -> (beat 0|1, requeued, failed, put off) */
-extern const char DQ_HEARTBEAT[];
+/* The heartbeat: refresh our row, touching no other table (so that no
+ * lock on job can hold it back): ($1 instance, $2 host, $3 pid) -> one
+ * row, or none when a rescue removed our row. */
+extern const char DQ_BEAT[];
+
+/* The rescue, its own statement and transaction after a written beat:
+ * delete the rows of dispatchers silent for staleAfterSec as of the
+ * statement's start (now()) and requeue their held jobs (failed with
+ * error dispatcher_lost once attempts >= maxAttempts).  It never waits
+ * for a row lock: a silent dispatcher one of whose jobs (or its own row)
+ * another transaction has locked is left whole for the next heartbeat
+ * (put off).  ($1 instance, $2 staleAfterSec, $3 maxAttempts)
+ * -> (requeued, failed, put off) */
+extern const char DQ_RESCUE[];
 
 /* At start: requeue the held rows a previous life of this instance left
  * (same outcome rule as the rescue): ($1 instance, $2 maxAttempts) -> rows */

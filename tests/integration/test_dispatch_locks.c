@@ -12,7 +12,10 @@
  *    is cancelled at the server when its connection is abandoned, so
  *    abandoned backends do not pile up behind the lock;
  *  - a stop while an outcome waits behind a lock gives the outcome up 10 s
- *    after the signal, and the rescue reruns it.
+ *    after the signal, and the rescue reruns it;
+ *  - an application's LOCK TABLE job held longer than staleAfterSec holds
+ *    no dispatcher's heartbeat back (the beat touches the dispatcher table
+ *    alone), and nothing is rescued once it is gone: every job runs once.
  * Timings: heartbeatSec 1, staleAfterSec 3, pollMs 100, cancelPollMs 100.
  */
 #include <dirent.h>
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <CUnit/CUnit.h>
 
@@ -36,11 +40,18 @@ static struct dfix F;
  * machine, below what a heartbeat queued behind the lock would reach
  * (HOLD_MS or staleAfterSec). */
 #define FRESH_MS 2500
+/* LOCK TABLE job is held this long: past staleAfterSec plus a heartbeat
+ * and a reconnection (4.3 s), so that (before) every dispatcher's
+ * heartbeat waiting for it reached its deadline and was sent again, and
+ * the first to go on after the lock found the others silent; below two
+ * deadlines (6 s). */
+#define TABLE_HOLD_MS 5000
 
 static void test_setup(void)
 {
 	CU_ASSERT_FATAL(df_start(&F) == 0);
 	CU_ASSERT_FATAL(df_start_exec(&F, 0, 4) == 0);
+	CU_ASSERT_FATAL(df_make_ledger(&F) == 0);
 }
 
 static void clear_queue(void)
@@ -311,15 +322,29 @@ static void test_abandoned_cancelled(void)
 	clear_queue();
 }
 
-/* Whether dispatcher i's log has text in it. */
-static int logged(int i, const char *text)
+/* Whether dispatcher i's log has text in it past its first from bytes
+ * (what the tests before wrote there). */
+static int logged_after(int i, size_t from, const char *text)
 {
 	size_t len;
 	unsigned char *log = harness_read_file(F.log[i], &len);
-	int found = log && strstr((char *)log, text) != NULL;
+	int found = log && len >= from && strstr((char *)log + from, text) != NULL;
 
 	free(log);
 	return found;
+}
+
+static int logged(int i, const char *text)
+{
+	return logged_after(i, 0, text);
+}
+
+/* The size of dispatcher i's log (0 while there is none). */
+static size_t log_size(int i)
+{
+	struct stat st;
+
+	return stat(F.log[i], &st) == 0 ? (size_t)st.st_size : 0;
 }
 
 /* A stop while an outcome cannot be written (its row locked by a session:
@@ -369,6 +394,87 @@ static void test_stop_outcome_locked(void)
 	clear_queue();
 }
 
+/* Running rows of instance. */
+static long long running_of(const char *instance)
+{
+	return pgtest_int(F.c,
+			  "SELECT count(*) FROM execdispatch.job WHERE runner_instance = '%s' AND "
+			  "state = 'running'",
+			  instance);
+}
+
+/* Two dispatchers, each with running jobs (ledger jobs of 9 s), and a
+ * session holding LOCK TABLE job IN ACCESS EXCLUSIVE MODE for
+ * TABLE_HOLD_MS, longer than staleAfterSec: both heartbeats stay fresh
+ * all along (read from this session: the dispatcher table is not
+ * locked), and once the lock is gone nothing is rescued: every job is
+ * done as its first attempt and ran once (the ledger).  Before, the heartbeat and the rescue were
+ * one statement: every dispatcher's heartbeat waited for the lock, and
+ * the first to go on after it found the others silent and requeued their
+ * running jobs, which ran twice. */
+static void test_table_lock(void)
+{
+	PGconn *other = pgtest_connect(F.pg.conninfo);
+	char job[3072];
+	long long max_ms, t0;
+	size_t from[2];
+	int ok = 0, mport[2];
+	char extra[64];
+
+	CU_ASSERT_FATAL(other != NULL);
+	clear_queue();
+	PQclear(pgtest_query(F.c, "TRUNCATE ledger, violations"));
+	for (int i = 0; i < 2; i++) {
+		mport[i] = harness_free_port();
+		snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport[i]);
+		CU_ASSERT_FATAL(df_write_config(&F, i, extra) == 0);
+		from[i] = log_size(i);
+		CU_ASSERT_FATAL(df_start_disp(&F, i) == 0);
+	}
+	/* each has the HELLO counting two clients, a claim share of 3 of the
+	 * 4 slots, before the jobs come, so that both take some of them (a
+	 * fixed wait was too short for a slow build) */
+	for (t0 = harness_now_ms(); !ok && harness_now_ms() - t0 < 10000; harness_sleep_ms(50))
+		ok = df_metric(mport[0], "execdispatch_admission") == 3 &&
+		     df_metric(mport[1], "execdispatch_admission") == 3;
+	CU_ASSERT_FATAL(ok);
+	ok = 0;
+	df_ledger_job(&F, job, sizeof job, 9000, 1);
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT(df_submit(&F, job, 0) > 0);
+	for (t0 = harness_now_ms(); !ok && harness_now_ms() - t0 < 10000; harness_sleep_ms(50))
+		ok = running_of("d0") >= 1 && running_of("d1") >= 1 &&
+		     running_of("d0") + running_of("d1") == 4 &&
+		     pgtest_int(F.c, "SELECT count(*) FROM ledger") == 4;
+	CU_ASSERT_FATAL(ok);
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(other, "LOCK TABLE execdispatch.job IN ACCESS EXCLUSIVE MODE"));
+	max_ms = hold_and_sample(TABLE_HOLD_MS);
+	PQclear(pgtest_query(other, "COMMIT"));
+	PQfinish(other);
+	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
+	fprintf(stderr,
+		"LOCK TABLE job for %d ms: heartbeats at most %lld ms old; jobs done as attempt 1: "
+		"%lld of 4; runs in the ledger: %lld\n",
+		TABLE_HOLD_MS, max_ms,
+		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = 'done' AND "
+				"attempts = 1"),
+		pgtest_int(F.c, "SELECT count(*) FROM ledger"));
+	CU_ASSERT(max_ms < FRESH_MS);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = "
+					"'done' AND attempts = 1"),
+			4);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM ledger"), 4);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM ledger WHERE attempt > 1"), 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM violations"), 0);
+	for (int i = 0; i < 2; i++) {
+		CU_ASSERT(!logged_after(i, from[i], "our dispatcher row was removed by a rescue"));
+		CU_ASSERT(!logged_after(i, from[i], "rescue: requeued"));
+		CU_ASSERT_EQUAL(df_stop_disp(&F, i, SIGTERM, 15000), 0);
+	}
+	clear_queue();
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -389,6 +495,8 @@ int main(void)
 		  test_abandoned_cancelled },
 		{ "lock: a stop while an outcome waits behind a lock ends in bounded time",
 		  test_stop_outcome_locked },
+		{ "lock: LOCK TABLE job past staleAfterSec: heartbeats fresh, nothing rescued",
+		  test_table_lock },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

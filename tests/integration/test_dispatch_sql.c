@@ -5,7 +5,8 @@
  * the SQL API (submit's checks, cancel's three answers, position), the
  * claim's index, and the races of the daemon's own statements, each
  * forced by holding one session's transaction open while the other's
- * statement runs into its lock.
+ * statement runs into its lock (and the beat beside an application's
+ * LOCK TABLE job, which the rescue waits for).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -371,26 +372,36 @@ static PGresult *collect(PGconn *c)
 	return r;
 }
 
+/* The dispatcher row of instance (host h, pid), its heartbeat an hour
+ * old, and a row it holds in state: the row's id. */
+static long long silent_holder(const char *instance, int pid, const char *state)
+{
+	long long id;
+
+	PQclear(pgtest_query(F.c,
+			     "INSERT INTO execdispatch.dispatcher (instance, host, pid, "
+			     "heartbeat_at) VALUES ('%s', 'h', %d, now() - interval '1 hour')",
+			     instance, pid));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET state = '%s', runner_instance = '%s', "
+			     "attempts = 1, claims = 1 WHERE id = %lld",
+			     state, instance, id));
+	return id;
+}
+
 /* A row held by dispatcher "stale" (heartbeat an hour old) and the
  * dispatcher rows of "live" and "stale". */
 static long long held_row(const char *state)
 {
-	long long id;
-
-	PQclear(pgtest_query(
-		F.c,
-		"DELETE FROM execdispatch.job; DELETE FROM execdispatch.dispatcher; "
-		"INSERT INTO execdispatch.dispatcher (instance, host, pid, heartbeat_at) "
-		"VALUES ('stale', 'h', 1, now() - interval '1 hour'), ('live', 'h', 2, now())"));
-	id = df_submit(&F, "{\"command\":\"true\"}", 0);
 	PQclear(pgtest_query(F.c,
-			     "UPDATE execdispatch.job SET state = '%s', runner_instance = 'stale', "
-			     "attempts = 1, claims = 1 WHERE id = %lld",
-			     state, id));
-	return id;
+			     "DELETE FROM execdispatch.job; DELETE FROM "
+			     "execdispatch.dispatcher; INSERT INTO execdispatch.dispatcher "
+			     "(instance, host, pid, heartbeat_at) VALUES ('live', 'h', 2, now())"));
+	return silent_holder("stale", 1, state);
 }
 
-static const char *rescue_params[5] = { "live", "h", "2", "30", "3" };
+static const char *rescue_params[3] = { "live", "30", "3" };
 
 /* The parameters of DQ_FINISH for one row under its claim (the row's
  * claims): "done" with a receipt. */
@@ -432,8 +443,8 @@ static void test_race_claim_rescue(void)
 	/* the rescue has requeued the row but not committed: a claim sees
 	 * nothing to take (the row is locked, and claimed in its snapshot) */
 	PQclear(pgtest_query(a.c, "BEGIN"));
-	r = run_stmt(a.c, DQ_HEARTBEAT, 5, rescue_params);
-	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
+	r = run_stmt(a.c, DQ_RESCUE, 3, rescue_params);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "1");
 	PQclear(r);
 	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 5, claim), 0);
 	PQclear(pgtest_query(a.c, "COMMIT"));
@@ -451,7 +462,7 @@ static void test_race_claim_rescue(void)
 }
 
 /* One side of a forced race on a row held by the stale dispatcher: the
- * rescue (a live dispatcher's heartbeat), the stale dispatcher's late
+ * rescue (DQ_RESCUE of a live dispatcher), the stale dispatcher's late
  * finish, or a user's cancel. */
 enum side {
 	RESCUE,
@@ -466,9 +477,9 @@ static PGresult *run_side(enum side s, PGconn *c, long long id, int blocked)
 {
 	struct finish_args fa;
 	char cancel[64];
-	const char *text = DQ_HEARTBEAT;
+	const char *text = DQ_RESCUE;
 	const char *const *params = rescue_params;
-	int n = 5;
+	int n = 3;
 
 	if (s == FINISH) {
 		finish_params(&fa, id, "stale", "1");
@@ -497,12 +508,12 @@ static const char *said(enum side s, PGresult *r, char *buf, size_t len)
 		snprintf(buf, len, "%s", rows == 1 ? "finished" : rows == 0 ? "nothing" : "rows");
 	else if (rows != 1)
 		snprintf(buf, len, "%d rows", rows);
-	else if (s == RESCUE && atoi(PQgetvalue(r, 0, 3)) == 0)
-		snprintf(buf, len, "requeued %s, failed %s", PQgetvalue(r, 0, 1),
-			 PQgetvalue(r, 0, 2));
+	else if (s == RESCUE && atoi(PQgetvalue(r, 0, 2)) == 0)
+		snprintf(buf, len, "requeued %s, failed %s", PQgetvalue(r, 0, 0),
+			 PQgetvalue(r, 0, 1));
 	else if (s == RESCUE)
-		snprintf(buf, len, "requeued %s, failed %s, put off %s", PQgetvalue(r, 0, 1),
-			 PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3));
+		snprintf(buf, len, "requeued %s, failed %s, put off %s", PQgetvalue(r, 0, 0),
+			 PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2));
 	else
 		snprintf(buf, len, "%s", PQgetvalue(r, 0, 0));
 	PQclear(r);
@@ -571,8 +582,8 @@ static void test_race_finish_rescue(void)
 	/* out of attempts: the rescue fails the row with dispatcher_lost */
 	id = held_row("running");
 	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET attempts = 3 WHERE id = %lld", id));
-	r = run_stmt(F.c, DQ_HEARTBEAT, 5, rescue_params);
-	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 2), "1");
+	r = run_stmt(F.c, DQ_RESCUE, 3, rescue_params);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
 	PQclear(r);
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, 64,
 					   "SELECT state || '/' || error FROM "
@@ -798,7 +809,7 @@ static void test_locked_rows_skipped(void)
 	PQclear(pgtest_query(other, "BEGIN"));
 	PQclear(pgtest_query(other, "SELECT 1 FROM execdispatch.job WHERE id = %lld FOR UPDATE",
 			     id));
-	r = run_stmt(F.c, DQ_HEARTBEAT, 5, rescue_params);
+	r = run_stmt(F.c, DQ_RESCUE, 3, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 1, failed 0, put off 1");
 	CU_ASSERT_STRING_EQUAL(state_of(id2, buf), "queued/1");
 	CU_ASSERT_STRING_EQUAL(state_of(id3, buf), "running/1"); /* stale's, not locked */
@@ -806,7 +817,7 @@ static void test_locked_rows_skipped(void)
 					"instance IN ('stale', 'stale2')"),
 			1);
 	PQclear(pgtest_query(other, "COMMIT"));
-	r = run_stmt(F.c, DQ_HEARTBEAT, 5, rescue_params);
+	r = run_stmt(F.c, DQ_RESCUE, 3, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 2, failed 0");
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
 					"instance IN ('stale', 'stale2')"),
@@ -853,13 +864,45 @@ static void test_key_share_not_skipped(void)
 	PQclear(pgtest_query(other, "BEGIN"));
 	PQclear(pgtest_query(other, "SELECT 1 FROM execdispatch.job WHERE id = %lld FOR KEY SHARE",
 			     id));
-	r = run_stmt(F.c, DQ_HEARTBEAT, 5, rescue_params);
+	r = run_stmt(F.c, DQ_RESCUE, 3, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 1, failed 0");
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/1");
 	PQclear(pgtest_query(other, "COMMIT"));
 	PQclear(pgtest_query(F.c, "RESET statement_timeout"));
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 	PQfinish(other);
+}
+
+/* An application's LOCK TABLE job: the beat goes through it (it touches
+ * the dispatcher table alone), the rescue waits for it; a dispatcher
+ * silent when the rescue started but that beat while the rescue waited
+ * is not taken for silent (its new heartbeat is younger than the
+ * rescue's now()), while one that stayed silent is rescued. */
+static void test_beat_passes_table_lock(void)
+{
+	PGconn *other = pgtest_connect(F.conninfo), *b = pgtest_connect(F.conninfo);
+	const char *beat[3] = { "late", "h", "3" };
+	long long id = held_row("running"), id2 = silent_holder("late", 3, "running");
+	char buf[64];
+	PGresult *r;
+
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(other, "LOCK TABLE execdispatch.job IN ACCESS EXCLUSIVE MODE"));
+	send_blocked(b, DQ_RESCUE, 3, rescue_params);
+	PQclear(pgtest_query(F.c, "SET statement_timeout = 2000"));
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 3, beat), 1);
+	PQclear(pgtest_query(F.c, "RESET statement_timeout"));
+	PQclear(pgtest_query(other, "COMMIT"));
+	r = collect(b);
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 1, failed 0");
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/1");
+	CU_ASSERT_STRING_EQUAL(state_of(id2, buf), "running/1");
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance = 'late'"),
+			1);
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	PQfinish(other);
+	PQfinish(b);
 }
 
 static long long submit_svc(const char *service, int priority)
@@ -970,6 +1013,8 @@ int main(void)
 		  test_locked_rows_skipped },
 		{ "locks: a key-share lock (a foreign key's) is not skipped",
 		  test_key_share_not_skipped },
+		{ "locks: the beat passes a LOCK TABLE job; the rescue after it spares who beat",
+		  test_beat_passes_table_lock },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

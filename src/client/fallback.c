@@ -64,6 +64,7 @@ struct lreq {
 	http_parser hp;
 	int status;    /* final status (not 1xx) */
 	int continued; /* 100 Continue seen: upload runs */
+	int sock_err;  /* the socket's error, when it failed */
 	int upload_done;
 	int header_is;                          /* the field being read: 1 receipt */
 	int body_is_output;                     /* the body goes to stdout */
@@ -535,7 +536,11 @@ static struct lreq *req_open(struct legacy_job *lj, struct exc_addr *a, int is_p
 	r->is_put = is_put;
 	r->small = evbuffer_new();
 	r->tmp = evbuffer_new();
-	r->bev = bufferevent_socket_new(c->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	/* deferred callbacks, as in server_conn.c: a failure known at once
+	 * (name, descriptors, network) reaches on_event from the loop, after
+	 * the caller linked r, never from inside req_open */
+	r->bev = bufferevent_socket_new(c->base, -1,
+					BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (r->small == NULL || r->tmp == NULL || r->bev == NULL) {
 		req_free(r);
 		return NULL;
@@ -582,6 +587,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
+		if (what & BEV_EVENT_ERROR)
+			r->sock_err = EVUTIL_SOCKET_ERROR();
 		r->eof = 1;
 		bufferevent_disable(bev, EV_WRITE);
 		feed(r); /* r may be gone after this */
@@ -645,6 +652,10 @@ static void get_finish(struct lreq *r, int ok)
 	} else if (ok) {
 		client_log(j->c, EXC_LOG_DEBUG, "job %s: GET /token at %s: HTTP %d", j->id, a->url,
 			   r->status);
+	} else {
+		client_log(j->c, EXC_LOG_DEBUG, "job %s: GET /token at %s: no answer%s%s", j->id,
+			   a->url, r->sock_err ? ": " : "",
+			   r->sock_err ? strerror(r->sock_err) : "");
 	}
 	unlink_get(lj, r);
 	req_free(r);

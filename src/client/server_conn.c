@@ -13,7 +13,10 @@
  * the pipe endpoints of jobs run on this connection are bound there.
  * Host names are resolved by libevent without a DNS base (getaddrinfo,
  * which blocks the loop while it runs; give numeric addresses or names
- * from /etc/hosts where that matters).
+ * from /etc/hosts where that matters).  The connection's bufferevent
+ * defers its callbacks, so that a failure libevent knows at once (no such
+ * name, no descriptor left, a network unreachable) still comes from the
+ * loop: conn_open never frees the connection it returns.
  * wss:// (tls.c): once TCP is up, the socket moves from its plain
  * bufferevent to an OpenSSL one in connecting state (so that a refused
  * connect is told apart from a failed handshake); that one's CONNECTED
@@ -438,7 +441,12 @@ struct exc_conn *conn_open(struct exc_addr *a)
 		return NULL;
 	k->a = a;
 	k->state = K_CONNECTING;
-	k->bev = bufferevent_socket_new(c->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	/* deferred callbacks: without a DNS base, libevent reports a failed
+	 * resolution, socket() or connect() from inside the connect call;
+	 * deferred, every failure reaches hs_event from the loop, after
+	 * conn_open returned k to the pool (which may still write to it) */
+	k->bev = bufferevent_socket_new(c->base, -1,
+					BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	k->timer = evtimer_new(c->base, hs_timeout, k);
 	if (k->bev == NULL || k->timer == NULL) {
 		if (k->bev)
@@ -454,7 +462,8 @@ struct exc_conn *conn_open(struct exc_addr *a)
 	evtimer_add(k->timer, &tv);
 	if (bufferevent_socket_connect_hostname(k->bev, NULL, AF_UNSPEC, a->u.host, a->u.port) !=
 	    0) {
-		/* reported through hs_event in most cases; else end now from the loop */
+		/* a bad port or family only (url_parse refuses those): the
+		 * handshake deadline ends the attempt */
 		client_log(c, EXC_LOG_DEBUG, "%s: connect failed at once", a->url);
 	}
 	return k;

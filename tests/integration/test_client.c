@@ -14,7 +14,9 @@
  * a JOB refused limit_reached waiting again, caller fds on /dev/null, a
  * broken stdout pipe ending the job local_io,
  * the pipe server's head deadline and its cap on waiting connections,
- * and exc_client_free cancelling what it held.
+ * exc_client_free cancelling what it held, a program that closes its
+ * stdin and runs on (the caller's pipe let go of at once), and an owner
+ * sought while every connect fails at once (no descriptor left).
  */
 #include "autoconfig.h"
 
@@ -46,12 +48,13 @@
 #include "wsclient.h"
 #include "wstap.h"
 
-/* A daemon with one handler and the service "tools" (cat, cp, sleep) on
+/* A daemon with one handler and the service "tools" (cat, cp, sleep, sh) on
  * `slots` processes; extra: YAML lines after it (NULL for none). */
 static int start(struct es_daemon *d, int slots, const char *extra)
 {
 	return harness_start(
-		d, 1, harness_tools_body("jobRemovalPolicy: all\n", slots, "cat cp sleep", extra),
+		d, 1,
+		harness_tools_body("jobRemovalPolicy: all\n", slots, "cat cp sleep sh", extra),
 		NULL);
 }
 
@@ -1378,6 +1381,102 @@ static void test_owner_found_again(void)
 	fx_stop(c, &d);
 }
 
+/* The program closes its stdin and runs on (it reads only part of its
+ * input): the execserver's next write into it fails (EPIPE) and it closes
+ * the stdin GET while the library's source waits for the caller's pipe.
+ * The library lets go of the pipe then: bytes written to it afterwards
+ * stay there for the caller (no freed request is woken by them: the
+ * sanitizer pass of scripts/test.sh runs this), and the job ends ok. */
+static void test_stdin_closed_early(void)
+{
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	char job[600], mark[300], back[16];
+	int in[2];
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	snprintf(mark, sizeof mark, "%s/stdin-closed", d.dir);
+	snprintf(job, sizeof job,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"exec 0<&-; : > %s; sleep 2\"]}", mark);
+	CU_ASSERT_FATAL(pipe(in) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", job, &done);
+	s.in.kind = EXC_IO_FD;
+	s.in.fd = in[0];
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	while (!(access(mark, F_OK) == 0 && fx_log_find("GET taken")) && !done.called)
+		fx_spin(20);
+	CU_ASSERT_FATAL(!done.called);
+	/* passed on by the library; the execserver cannot deliver it (EPIPE)
+	 * and closes the GET, which the library notices at once */
+	CU_ASSERT_FATAL(write(in[1], "a", 1) == 1);
+	while (!fx_log_find("pipe connection closed early") && !done.called)
+		fx_spin(20);
+	CU_ASSERT(fx_log_find("pipe connection closed early") != NULL);
+	CU_ASSERT(!done.called);
+	CU_ASSERT_FATAL(write(in[1], "later", 5) == 5);
+	fx_spin(300); /* the pipe is readable now: nobody may take it */
+	CU_ASSERT(fx_wait(&done.called, 15000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_EQUAL(done.stdin_bytes, 1);
+	CU_ASSERT(fcntl(in[0], F_SETFL, O_NONBLOCK) == 0);
+	CU_ASSERT(read(in[0], back, sizeof back) == 5 && memcmp(back, "later", 5) == 0);
+	close(in[0]);
+	close(in[1]);
+	fx_stop(c, &d);
+}
+
+/* A running job's connection drops and every attempt to reach its
+ * instance again fails inside the connect call (no descriptor left:
+ * socket() says EMFILE): the failure still comes from the loop, after the
+ * pool wrote the ?instance= hint into the connection (no write into a
+ * freed one: the sanitizer pass runs this), and the job ends lost after
+ * the owner grace. */
+static void test_seek_connect_fails_at_once(void)
+{
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+	struct wstap *tap;
+	char url[100];
+	exc_client *c;
+	exc_job *j;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	fx_options(&o);
+	o.owner_grace_sec = 3;
+	c = fx_client(&o, NULL, 0, NULL);
+	tap = wstap_new(fx_base, d.port);
+	CU_ASSERT_FATAL(tap != NULL);
+	snprintf(url, sizeof url, "ws://127.0.0.1:%d", wstap_port(tap));
+	CU_ASSERT_FATAL(exc_client_add_address(c, url) == 0);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"6\"]}", &done);
+	j = exc_submit(c, &s);
+	CU_ASSERT_FATAL(j != NULL);
+	while (strcmp(exc_job_state(j), "running") != 0 && !done.called)
+		fx_spin(50);
+	CU_ASSERT_FATAL(!done.called);
+	wstap_free(tap); /* the connection drops: the job is sought */
+	/* once the dropped connection's descriptor is closed */
+	while (!fx_log_find("seeking") && !done.called)
+		fx_spin(20);
+	CU_ASSERT_FATAL(fx_fds_exhaust() >= 0);
+	fx_wait(&done.called, 8000);
+	fx_fds_release();
+	CU_ASSERT(done.called == 1);
+	CU_ASSERT_STRING_EQUAL(done.error_code, "lost");
+	CU_ASSERT(fx_log_find("?instance=") != NULL);
+	CU_ASSERT(fx_log_find("cannot connect: Too many open files") != NULL);
+	/* each attempt carried the hint and counts as a miss of it */
+	CU_ASSERT(fx_log_find("hint dropped, seeking without it") != NULL);
+	fx_stop(c, &d);
+}
+
 static const struct test_case cases[] = {
 	{ "stdin buffer, stdout file", test_buffer_to_file },
 	{ "stdin and stdout pipes", test_pipe_fds },
@@ -1404,6 +1503,8 @@ static const struct test_case cases[] = {
 	{ "a JOB refused limit_reached waits again", test_limit_reached_waits_again },
 	{ "/dev/null fds and a broken stdout pipe", test_devnull_and_broken_pipe },
 	{ "pipe server: slow heads and idle floods", test_pipe_dawdlers },
+	{ "stdin closed early by the program", test_stdin_closed_early },
+	{ "seeking: a connect that fails at once", test_seek_connect_fails_at_once },
 	{ NULL, NULL },
 };
 

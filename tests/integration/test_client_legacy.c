@@ -7,7 +7,8 @@
  * library's pipe endpoints; polling once per second until
  * connect_timeout_sec, then the retryable no_slot; a mixed pool (one
  * broker instance, one legacy instance) running jobs on both; cancel of a
- * job running over a PUT; and execctl run against a legacy-only address.
+ * job running over a PUT; execctl run against a legacy-only address;
+ * and token polls whose connect fails at once (no descriptor left).
  */
 #include "autoconfig.h"
 
@@ -181,6 +182,28 @@ static void test_fallback_files(void)
 	fx_stop(c, &d);
 }
 
+/* A legacy daemon d with one slot and a client c on it; a job of `sleep
+ * secs` (done into busy) holds the slot by a token: every GET /token
+ * answers 503 until it ends.  The client's log is cleared. */
+static exc_client *busy_legacy(struct es_daemon *d, struct fx_done *busy, const char *secs)
+{
+	struct exc_job_spec s;
+	char job[100];
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(d, 1, 1) == 0);
+	c = fx_client(NULL, d, 1, NULL);
+	snprintf(job, sizeof job, "{\"command\":\"sleep\",\"args\":[\"%s\"]}", secs);
+	fx_spec(&s, "tools", job, busy);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	for (int i = 0; i < 200 && harness_status_int(d, "waitgroups", "wg", "tokens", NULL) < 1;
+	     i++)
+		fx_spin(50);
+	CU_ASSERT_EQUAL_FATAL(harness_status_int(d, "waitgroups", "wg", "tokens", NULL), 1);
+	fx_log_clear();
+	return c;
+}
+
 /* The only slot stays taken: the second job polls GET /token about once a
  * second and ends after connect_timeout_sec with the retryable no_slot. */
 static void test_poll_until_timeout(void)
@@ -192,15 +215,7 @@ static void test_poll_until_timeout(void)
 	long long t0, took;
 	int polls;
 
-	CU_ASSERT_FATAL(start(&d, 1, 1) == 0);
-	c = fx_client(NULL, &d, 1, NULL);
-	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"8\"]}", &busy);
-	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	for (int i = 0; i < 200 && harness_status_int(&d, "waitgroups", "wg", "tokens", NULL) < 1;
-	     i++)
-		fx_spin(50);
-	CU_ASSERT_EQUAL_FATAL(harness_status_int(&d, "waitgroups", "wg", "tokens", NULL), 1);
-	fx_log_clear();
+	c = busy_legacy(&d, &busy, "8");
 	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &late);
 	s.connect_timeout_sec = 3;
 	t0 = harness_now_ms();
@@ -300,6 +315,40 @@ static void test_mixed_pool(void)
 		fx_stop(NULL, &d[i]);
 }
 
+/* While a job polls, every GET /token fails inside the connect call (no
+ * descriptor left: socket() says EMFILE): the failure comes from the
+ * loop, after the request was linked to the job, so that it is unlinked
+ * and freed once (the sanitizer pass runs this), and polling goes on
+ * once descriptors are back; the job ends no_slot at its connect
+ * timeout. */
+static void test_poll_connect_fails_at_once(void)
+{
+	struct es_daemon d;
+	struct fx_done busy = { 0 }, late = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+
+	c = busy_legacy(&d, &busy, "7");
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &late);
+	s.connect_timeout_sec = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	while (!fx_log_find("HTTP 503") && !late.called)
+		fx_spin(20);
+	CU_ASSERT_FATAL(fx_fds_exhaust() >= 0);
+	fx_spin(2200); /* two polls */
+	fx_fds_release();
+	CU_ASSERT(count_log("no answer: Too many open files") >= 1);
+	fx_log_clear();
+	CU_ASSERT(fx_wait(&late.called, 10000));
+	CU_ASSERT_STRING_EQUAL(late.error_code, "no_slot");
+	/* the failed requests are gone: polling went on (a freed one taken
+	 * for a request in flight would have stopped it) */
+	CU_ASSERT(fx_log_find("HTTP 503") != NULL);
+	CU_ASSERT(fx_wait(&busy.called, 15000));
+	CU_ASSERT(busy.ok);
+	fx_stop(c, &d);
+}
+
 /* ---- execctl ---------------------------------------------------------------------- */
 
 static char execctl[512];
@@ -370,6 +419,8 @@ int main(void)
 		{ "fallback: cancel of a running PUT", test_cancel_running },
 		{ "mixed pool: broker and legacy instances", test_mixed_pool },
 		{ "execctl run against a legacy-only address", test_execctl_legacy },
+		{ "fallback: token polls whose connect fails at once",
+		  test_poll_connect_fails_at_once },
 		{ NULL, NULL },
 	};
 	int rc;

@@ -17,7 +17,11 @@
  * With a token the job runs as PUT /job/<svc>?token=&job= in body mode,
  * on its own connection: "Expect: 100-continue", so that no stdin byte is
  * read before the program runs (an answer without 100 leaves the stdin
- * source untouched and the job may wait again: 403 token gone, 503);
+ * source untouched and the job may wait again: 403 token gone, 503; so
+ * does a connection that failed before the whole request head left: the
+ * server cannot have started it.  One that fails after the head left
+ * and before the 100 arrived ends the job lost: the server may have
+ * started the program and its 100 may be what was lost);
  * stdin goes up as chunks, read from the source only while the socket's
  * output is below LJ_OUT_MAX; the response body goes to the stdout sink,
  * and the socket is not read while the sink's queue is above LJ_SINK_MAX.
@@ -62,9 +66,10 @@ struct lreq {
 	int is_put;
 	struct bufferevent *bev;
 	http_parser hp;
-	int status;    /* final status (not 1xx) */
-	int continued; /* 100 Continue seen: upload runs */
-	int sock_err;  /* the socket's error, when it failed */
+	int status;      /* final status (not 1xx) */
+	int continued;   /* 100 Continue seen: upload runs */
+	int head_queued; /* PUT: the request head was handed to the socket */
+	int sock_err;    /* the socket's error, when it failed */
 	int upload_done;
 	int header_is;                          /* the field being read: 1 receipt */
 	int body_is_output;                     /* the body goes to stdout */
@@ -290,6 +295,14 @@ static void refusal(struct lreq *r)
 	j->local_retryable = 0;
 }
 
+/* The whole PUT head left for the server (written to the socket): from
+ * then on the server may have started the program, whether or not its
+ * 100 Continue arrives. */
+static int head_left(struct lreq *r)
+{
+	return r->head_queued && evbuffer_get_length(bufferevent_get_output(r->bev)) == 0;
+}
+
 static void put_finish(struct lreq *r)
 {
 	struct legacy_job *lj = r->lj;
@@ -297,10 +310,10 @@ static void put_finish(struct lreq *r)
 	struct json_object *rj = NULL;
 
 	if (r->receipt == NULL && !r->continued &&
-	    (r->status == 403 || r->status == 503 || r->status == 0)) {
+	    (r->status == 403 || r->status == 503 || (r->status == 0 && !head_left(r)))) {
 		back_to_waiting(lj, r->status == 403 ? "token gone"
 				    : r->status      ? "HTTP 503"
-						     : "connection failed");
+						     : "connection failed before the request left");
 		return;
 	}
 	if (r->receipt && r->complete) {
@@ -331,8 +344,9 @@ static void put_finish(struct lreq *r)
 	} else if (rj == NULL) {
 		snprintf(j->local_code, sizeof j->local_code, "%s", EXC_E_LOST);
 		snprintf(j->local_msg, sizeof j->local_msg,
-			 "the legacy PUT to %s ended without an outcome (it may have run)",
-			 r->a->url);
+			 "the legacy PUT to %s ended without an outcome%s%s (it may have run)",
+			 r->a->url, r->sock_err ? ": " : "",
+			 r->sock_err ? strerror(r->sock_err) : "");
 		j->local_retryable = 1;
 	}
 	lj->put = NULL;
@@ -567,7 +581,9 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 					    j->service);
 			host_header(out, r->a);
 			evbuffer_add_printf(out, "Connection: close\r\n\r\n");
-		} else if (put_head(r) != 0) {
+		} else if (put_head(r) == 0) {
+			r->head_queued = 1;
+		} else {
 			int e = errno;
 
 			job_free_pipes(j);

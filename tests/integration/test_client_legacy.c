@@ -8,11 +8,15 @@
  * connect_timeout_sec, then the retryable no_slot; a mixed pool (one
  * broker instance, one legacy instance) running jobs on both; cancel of a
  * job running over a PUT; execctl run against a legacy-only address;
- * and token polls whose connect fails at once (no descriptor left).
+ * token polls whose connect fails at once (no descriptor left); and a PUT
+ * whose connection ends after its head left, before 100 Continue (played
+ * by a fake legacy server): lost, never placed again.
  */
 #include "autoconfig.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +24,10 @@
 #include <unistd.h>
 
 #include <CUnit/Basic.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/listener.h>
 #include <json-c/json.h>
 
 #include "client_fixture.h"
@@ -349,6 +356,126 @@ static void test_poll_connect_fails_at_once(void)
 	fx_stop(c, &d);
 }
 
+/* ---- a legacy execserver that loses the PUT's answer ------------------------------ */
+
+/* Plays an execserver without the broker on fx_base: GET /broker answers
+ * 404, GET /token/<svc> a token; a PUT /job is counted and its connection
+ * closed once its head arrived, without an answer (as if the 100 Continue
+ * of a started program were lost with the connection). */
+struct fake_legacy {
+	struct evconnlistener *lis;
+	int port;
+	unsigned tokens, puts;
+};
+
+static void fake_written(struct bufferevent *bev, void *arg)
+{
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		bufferevent_free(bev);
+}
+
+static void fake_event(struct bufferevent *bev, short what, void *arg)
+{
+	bufferevent_free(bev);
+}
+
+static void fake_read(struct bufferevent *bev, void *arg)
+{
+	static const char token[] = "{\"token\":\"00000001000000020123456789abcdef\","
+				    "\"service\":\"tools\",\"valid_ms\":10000}";
+	struct fake_legacy *f = arg;
+	struct evbuffer *in = bufferevent_get_input(bev), *out = bufferevent_get_output(bev);
+	char line[16] = "";
+
+	if (evbuffer_search(in, "\r\n\r\n", 4, NULL).pos < 0)
+		return;
+	evbuffer_copyout(in, line, sizeof line - 1);
+	evbuffer_drain(in, evbuffer_get_length(in));
+	if (strncmp(line, "PUT ", 4) == 0) {
+		f->puts++;
+		bufferevent_free(bev);
+		return;
+	}
+	if (strncmp(line, "GET /token/", 11) == 0) {
+		f->tokens++;
+		evbuffer_add_printf(out,
+				    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+				    strlen(token), token);
+	} else {
+		evbuffer_add_printf(out, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n"
+					 "Connection: close\r\n\r\n");
+	}
+	/* closed once the answer is out */
+	bufferevent_setcb(bev, NULL, fake_written, fake_event, f);
+	bufferevent_disable(bev, EV_READ);
+}
+
+static void fake_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
+			int salen, void *arg)
+{
+	struct bufferevent *bev = bufferevent_socket_new(evconnlistener_get_base(lis), fd,
+							 BEV_OPT_CLOSE_ON_FREE);
+
+	bufferevent_setcb(bev, fake_read, NULL, fake_event, arg);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+static int fake_legacy_start(struct fake_legacy *f)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in bound;
+	socklen_t len = sizeof bound;
+
+	memset(f, 0, sizeof *f);
+	if (fx_base == NULL)
+		fx_base = event_base_new();
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	f->lis = evconnlistener_new_bind(fx_base, fake_accept, f,
+					 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 16,
+					 (struct sockaddr *)&sin, sizeof sin);
+	if (f->lis == NULL ||
+	    getsockname(evconnlistener_get_fd(f->lis), (struct sockaddr *)&bound, &len) != 0)
+		return -1;
+	f->port = ntohs(bound.sin_port);
+	return 0;
+}
+
+/* The PUT's connection ends after its whole head left, before any answer
+ * (no 100 Continue): the program may have started, so the job is not
+ * placed again: it ends lost (retryable, "it may have run"), after one
+ * PUT.  (A connection that fails before its head left goes back to
+ * waiting: test_poll_connect_fails_at_once's jobs never send one.) */
+static void test_put_lost_before_continue(void)
+{
+	struct fake_legacy f;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+	char url[100];
+	exc_client *c;
+
+	CU_ASSERT_FATAL(fake_legacy_start(&f) == 0);
+	fx_options(&o);
+	c = fx_client(&o, NULL, 0, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	snprintf(url, sizeof url, "ws://127.0.0.1:%d", f.port);
+	CU_ASSERT_FATAL(exc_client_add_address(c, url) == 0);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.connect_timeout_sec = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 10000));
+	fx_spin(1500); /* a second PUT would come within a poll */
+	CU_ASSERT_EQUAL(f.puts, 1);
+	CU_ASSERT_STRING_EQUAL(done.error_code, "lost");
+	CU_ASSERT(done.retryable);
+	CU_ASSERT(strstr(done.error_message, "it may have run") != NULL);
+	CU_ASSERT(fx_log_find("waiting again") == NULL);
+	exc_client_free(c);
+	evconnlistener_free(f.lis);
+}
+
 /* ---- execctl ---------------------------------------------------------------------- */
 
 static char execctl[512];
@@ -421,6 +548,8 @@ int main(void)
 		{ "execctl run against a legacy-only address", test_execctl_legacy },
 		{ "fallback: token polls whose connect fails at once",
 		  test_poll_connect_fails_at_once },
+		{ "fallback: a PUT lost before 100 Continue is not placed again",
+		  test_put_lost_before_continue },
 		{ NULL, NULL },
 	};
 	int rc;

@@ -75,9 +75,10 @@ extern "C" {
 #endif
 
 #define EXC_API_VERSION \
-	4 /* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
+	5 /* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
 				 * 3: exc_claim_share_service, claim shares floor(slots / clients) + 1;
-				 * 4: protocol 2 (each DONE acknowledged), ping_timeout_ms */
+				 * 4: protocol 2 (each DONE acknowledged), ping_timeout_ms;
+				 * 5: pipe_idle_timeout_ms (pipe endpoints: no idle limit by default) */
 
 struct event_base;
 
@@ -198,6 +199,14 @@ struct exc_options {
 	 * the server sent a frame other than a pong meanwhile.  At least 300.
 	 * Default 30000 ms. */
 	unsigned ping_timeout_ms;
+	/* Idle limit of a pipe endpoint's transfer (the stdin/stdout and file
+	 * streams the execserver fetches and sends, docs/client.md): a GET
+	 * whose peer took no byte of what is waiting for it, or a PUT whose
+	 * peer sent no byte, for this long is cut (a stdout cut that way ends
+	 * the job failed).  0: no limit, the default: a program may be quiet,
+	 * or leave its stdin unread, for as long as it runs; the job's
+	 * timeout_sec and its DONE end its streams. */
+	unsigned pipe_idle_timeout_ms;
 };
 
 /* Fills o with the defaults above (every pointer NULL). */

@@ -53,7 +53,6 @@
 #define SINK_HIGH (256 * 1024)
 #define LINE_MAX_LEN 4096
 #define HEAD_TIMEOUT_SEC 10
-#define IDLE_TIMEOUT_SEC 300
 #define HEAD_WAITERS_BASE 8
 #define ACCEPT_PAUSE_MS 200
 
@@ -233,14 +232,19 @@ static void get_ready(void *arg)
 	get_pump(arg);
 }
 
-/* IDLE_TIMEOUT_SEC on the direction that moves the body: a GET whose peer
- * took nothing of what is queued, a PUT whose peer sent nothing, for that
- * long is cut.  A direction that waits for the local side (the source has
- * nothing new, the sink is full) is not timed. */
+/* pipe_idle_timeout_ms (0, the default: none) on the direction that moves
+ * the body: a GET whose peer took nothing of what is queued, a PUT whose
+ * peer sent nothing, for that long is cut.  A direction that waits for the
+ * local side (the source has nothing new, the sink is full) is not timed.
+ * Without it a taken endpoint lives as long as its job: the job's
+ * timeout_sec, its DONE or its loss end it (job_free_pipes). */
 static void set_idle_timeout(struct pipe_req *r, int is_sink)
 {
-	struct timeval tv = { IDLE_TIMEOUT_SEC, 0 };
+	unsigned ms = r->srv->c->opt.pipe_idle_timeout_ms;
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 
+	if (ms == 0)
+		return;
 	bufferevent_set_timeouts(r->bev, is_sink ? &tv : NULL, is_sink ? NULL : &tv);
 }
 

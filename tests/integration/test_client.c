@@ -16,7 +16,9 @@
  * the pipe server's head deadline and its cap on waiting connections,
  * exc_client_free cancelling what it held, a program that closes its
  * stdin and runs on (the caller's pipe let go of at once), and an owner
- * sought while every connect fails at once (no descriptor left).
+ * sought while every connect fails at once (no descriptor left), and
+ * streams quiet for longer than the pipe server's head deadline (no idle
+ * limit by default; pipe_idle_timeout_ms cuts them).
  */
 #include "autoconfig.h"
 
@@ -1477,6 +1479,86 @@ static void test_seek_connect_fails_at_once(void)
 	fx_stop(c, &d);
 }
 
+/* Streams that go quiet longer than any timer the pipe server keeps (the
+ * 10 s head deadline): a job's stdout commits (5000 bytes) and then says
+ * nothing for 11 s, while its stdin (32 MiB, more than the pipes and
+ * socket buffers hold) is not read for those 11 s either.  With the
+ * default options both streams survive and the job ends ok with every
+ * byte.  Beside it, a client with pipe_idle_timeout_ms = 1000 runs a job
+ * whose stdout (100000 bytes into a pipe nobody reads yet) then goes
+ * quiet: its PUT is cut after 1 s ("timed out"), and from then on the
+ * library writes nothing more into that pipe (the cut request's sink
+ * callback is gone: the sanitizer pass runs this), and the job does not
+ * end ok. */
+static void test_quiet_streams(void)
+{
+	struct es_daemon d;
+	struct fx_done quiet = { 0 }, cut = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+	size_t n = 32u << 20, got = 0;
+	unsigned char *data = harness_pattern(n);
+	char path[300], buf[65536];
+	exc_client *c, *c_idle;
+	int fd, out[2];
+	ssize_t r;
+
+	CU_ASSERT_FATAL(start(&d, 2, NULL) == 0);
+	snprintf(path, sizeof path, "%s/quiet.out", d.dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CU_ASSERT_FATAL(fd >= 0 && pipe(out) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools",
+		"{\"command\":\"sh\",\"args\":[\"-c\",\"head -c 5000 /dev/zero; sleep 11; "
+		"cat > /dev/null; echo more\"]}",
+		&quiet);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = data;
+	s.in.len = n;
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = fd;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+
+	fx_options(&o);
+	o.pipe_idle_timeout_ms = 1000;
+	c_idle = fx_client(&o, &d, 1, NULL);
+	fx_spec(&s, "tools",
+		"{\"command\":\"sh\",\"args\":[\"-c\",\"head -c 100000 /dev/zero; sleep 3\"]}",
+		&cut);
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = out[1];
+	CU_ASSERT_FATAL(exc_submit(c_idle, &s) != NULL);
+	while (!fx_log_find("pipe connection timed out") && !cut.called && !quiet.called)
+		fx_spin(50);
+	CU_ASSERT_FATAL(fx_log_find("pipe connection timed out") != NULL);
+	/* what the library wrote before the cut; nothing comes after it */
+	CU_ASSERT(fcntl(out[0], F_SETFL, O_NONBLOCK) == 0);
+	while ((r = read(out[0], buf, sizeof buf)) > 0)
+		got += (size_t)r;
+	fx_spin(500);
+	while ((r = read(out[0], buf, sizeof buf)) > 0)
+		got += (size_t)r;
+	CU_ASSERT(got > 0 && got < 100000);
+	CU_ASSERT(fx_wait(&cut.called, 10000));
+	CU_ASSERT(!cut.ok);
+	CU_ASSERT(cut.error_code[0] != '\0');
+	fprintf(stderr, "\nidle-cut job: %s: %s (%zu bytes before the cut)\n", cut.error_code,
+		cut.error_message, got);
+
+	CU_ASSERT(fx_wait(&quiet.called, 30000));
+	CU_ASSERT(quiet.ok);
+	if (!quiet.ok)
+		fprintf(stderr, "quiet job: %s: %s\n", quiet.error_code, quiet.error_message);
+	CU_ASSERT_EQUAL(quiet.stdin_bytes, n);
+	CU_ASSERT_EQUAL(quiet.stdout_bytes, 5005);
+	close(fd);
+	close(out[0]);
+	close(out[1]);
+	free(data);
+	exc_client_free(c_idle);
+	fx_stop(c, &d);
+}
+
 static const struct test_case cases[] = {
 	{ "stdin buffer, stdout file", test_buffer_to_file },
 	{ "stdin and stdout pipes", test_pipe_fds },
@@ -1505,6 +1587,8 @@ static const struct test_case cases[] = {
 	{ "pipe server: slow heads and idle floods", test_pipe_dawdlers },
 	{ "stdin closed early by the program", test_stdin_closed_early },
 	{ "seeking: a connect that fails at once", test_seek_connect_fails_at_once },
+	{ "quiet streams: no idle limit by default, pipe_idle_timeout_ms cuts",
+	  test_quiet_streams },
 	{ NULL, NULL },
 };
 

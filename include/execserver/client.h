@@ -78,9 +78,15 @@ extern "C" {
 	5 /* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
 				 * 3: exc_claim_share_service, claim shares floor(slots / clients) + 1;
 				 * 4: protocol 2 (each DONE acknowledged), ping_timeout_ms;
-				 * 5: pipe_idle_timeout_ms (pipe endpoints: no idle limit by default) */
+				 * 5: pipe_idle_timeout_ms (pipe endpoints: no idle limit by default),
+				 * EXC_AUTH_TOKEN_MAX (auth_token checked) */
 
 struct event_base;
+
+/* The longest auth_token: with it, the longest request the library sends
+ * (a legacy PUT with its 4 KiB target) stays within the server's 8 KiB
+ * request head. */
+#define EXC_AUTH_TOKEN_MAX 3072
 
 /* A client: its addresses, connection pools, pipe server and jobs. */
 typedef struct exc_client exc_client;
@@ -141,7 +147,10 @@ struct exc_options {
 	 * query as it is); NULL: 32 random hex digits.  Running jobs are resumed
 	 * with it after a reconnect. */
 	const char *client_id;
-	/* Sent as "Authorization: Bearer <token>"; NULL: none. */
+	/* Sent as "Authorization: Bearer <token>"; NULL: none.  1 to
+	 * EXC_AUTH_TOKEN_MAX visible ASCII characters (0x21-0x7e, as the
+	 * server's authToken); any other token makes exc_client_new fail
+	 * with EINVAL. */
 	const char *auth_token;
 	/* Default for jobs whose spec leaves connect_timeout_sec 0: a job that
 	 * has no slot after this many seconds is UNWANTed everywhere and

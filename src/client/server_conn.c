@@ -357,7 +357,7 @@ static void start_tls(struct exc_conn *k)
 static void hs_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct exc_conn *k = arg;
-	char req[2048], host[300], target[200], auth[600] = "";
+	char host[300], target[200];
 
 	if (what & BEV_EVENT_CONNECTED) {
 		evutil_socket_t fd = bufferevent_getfd(bev);
@@ -382,17 +382,13 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 		snprintf(target, sizeof target, "%s?client=%s&%s=%d%s%s", PROTO_BROKER_PATH,
 			 k->a->c->client_id, PROTO_PARAM_PROTOCOL, PROTO_VERSION,
 			 k->hint[0] ? "&instance=" : "", k->hint);
-		if (k->a->c->auth_token)
-			snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n",
-				 k->a->c->auth_token);
 		if (ws_handshake_client_key(k->key) != 0 ||
-		    ws_handshake_client_request(host, k->a->u.port, target, k->key, auth, req,
-						sizeof req) < 0) {
+		    ws_handshake_client_request(bufferevent_get_output(bev), host, k->a->u.port,
+						target, k->key, k->a->c->auth_token) != 0) {
 			conn_end(k, 0, "cannot build the upgrade request");
 			return;
 		}
 		k->state = K_UPGRADING;
-		bufferevent_write(bev, req, strlen(req));
 		bufferevent_enable(bev, EV_READ | EV_WRITE);
 		return;
 	}

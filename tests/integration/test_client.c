@@ -1559,6 +1559,59 @@ static void test_quiet_streams(void)
 	fx_stop(c, &d);
 }
 
+/* Bearer tokens: the longest the library takes (EXC_AUTH_TOKEN_MAX
+ * visible characters) goes whole into the upgrade request and runs a job
+ * (it was cut at 600 bytes, without its CRLF, and the upgrade never
+ * ended); one character more, or a CR/LF (header injection), a space or
+ * an empty token, and exc_client_new refuses the options (EINVAL). */
+static void test_long_token(void)
+{
+	static char tok[EXC_AUTH_TOKEN_MAX + 2], extra[EXC_AUTH_TOKEN_MAX + 40];
+	static const char *const bad[] = { "a\r\nX-Injected: 1", "two words", "", "tab\t" };
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+	exc_client *c;
+
+	for (size_t i = 0; i < sizeof tok - 1; i++)
+		tok[i] = (char)('!' + i % 94); /* every visible character */
+	tok[EXC_AUTH_TOKEN_MAX] = '\0';
+	fx_options(&o);
+	o.auth_token = tok;
+	c = fx_client(&o, NULL, 0, NULL);
+	CU_ASSERT_PTR_NOT_NULL(c);
+	exc_client_free(c);
+	tok[EXC_AUTH_TOKEN_MAX] = 'x';
+	errno = 0;
+	CU_ASSERT_PTR_NULL(exc_client_new(fx_base, &o));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	tok[EXC_AUTH_TOKEN_MAX] = '\0';
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		o.auth_token = bad[i];
+		errno = 0;
+		CU_ASSERT_PTR_NULL(exc_client_new(fx_base, &o));
+		CU_ASSERT_EQUAL(errno, EINVAL);
+	}
+
+	/* letters only in the daemon's YAML: no quoting to get wrong */
+	memset(tok, 'k', EXC_AUTH_TOKEN_MAX);
+	snprintf(extra, sizeof extra, "authToken: %s\n", tok);
+	harness_auth_token = tok;
+	CU_ASSERT_FATAL(start(&d, 1, extra) == 0);
+	o.auth_token = tok;
+	o.handshake_timeout_ms = 3000;
+	c = fx_client(&o, &d, 1, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.connect_timeout_sec = 8;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 15000));
+	CU_ASSERT(done.ok);
+	fx_stop(c, &d);
+	harness_auth_token = NULL;
+}
+
 static const struct test_case cases[] = {
 	{ "stdin buffer, stdout file", test_buffer_to_file },
 	{ "stdin and stdout pipes", test_pipe_fds },
@@ -1589,6 +1642,7 @@ static const struct test_case cases[] = {
 	{ "seeking: a connect that fails at once", test_seek_connect_fails_at_once },
 	{ "quiet streams: no idle limit by default, pipe_idle_timeout_ms cuts",
 	  test_quiet_streams },
+	{ "bearer tokens: the longest runs, broken ones are refused", test_long_token },
 	{ NULL, NULL },
 };
 

@@ -353,7 +353,8 @@ struct exc_file {
 					 * (retryable) */
 #define EXC_E_LOST \
 	"lost" /* the instance running the job was not
-					 * reached again within owner_grace_sec
+					 * reached again within owner_grace_sec,
+					 * or its DONE had no readable receipt
 					 * (retryable: it may have run) */
 #define EXC_E_UNKNOWN_SERVICE \
 	"unknown_service" /* no address serves the

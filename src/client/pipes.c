@@ -346,9 +346,11 @@ static void put_pump(struct pipe_req *r)
 		return;
 	}
 	r->ep->bytes += n;
-	if (queued > SINK_HIGH)
+	/* a complete body: nothing more is read (a peer that goes on
+	 * sending is not buffered while the sink drains) */
+	if (queued > SINK_HIGH || r->body_done)
 		bufferevent_disable(r->bev, EV_READ);
-	else if (!r->body_done)
+	else
 		bufferevent_enable(r->bev, EV_READ);
 	if (r->body_done && queued == 0) {
 		ep_finish(r->ep, 1, NULL);

@@ -1068,8 +1068,8 @@ static void test_start_silent_first_host(void)
 		harness_now_ms() - t0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 1);
 	snprintf(line, sizeof line,
-		 "database: host 127.0.0.1 port %d: no answer within connect_timeout; trying the "
-		 "next host",
+		 "database (hot1): host 127.0.0.1 port %d: no answer within connect_timeout; "
+		 "trying the next host",
 		 ntohs(sa.sin_port));
 	size_t len;
 	unsigned char *log = harness_read_file(F.log[0], &len);

@@ -161,13 +161,34 @@ static void test_sigstop(void)
 	stop_all(2);
 }
 
+static int wait_log(int i, const char *text, int timeout_ms);
+
 static void test_db_sessions_killed(void)
 {
+	long long t0 = harness_now_ms();
+
 	fresh(2);
-	submit_ledger(6, 1200);
+	submit_ledger(6, 2000);
 	CU_ASSERT_FATAL(wait_held_running("d0", 1, 10000) == 0);
+	/* every lane up: both dispatchers' rescue lanes have sent a rescue
+	 * (after a written beat), so each lane has a session to lose */
+	while (pgtest_int(F.c,
+			  "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+			  "'execdispatch' AND query LIKE 'WITH stale AS MATERIALIZED%%'") < 2 &&
+	       harness_now_ms() - t0 < 10000)
+		harness_sleep_ms(50);
 	CU_ASSERT(pgtest_int(F.c, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
 				  "WHERE application_name = 'execdispatch'") >= 2);
+	/* each lost connection's line names its lane (this run's lines: the
+	 * pid) */
+	const char *lanes[] = { "hot1", "chores", "beat", "rescue" };
+	for (size_t i = 0; i < sizeof lanes / sizeof lanes[0]; i++) {
+		char line[120];
+		snprintf(line, sizeof line,
+			 "[execdispatch %d] error: database (%s): connection lost (",
+			 (int)F.disp[0], lanes[i]);
+		CU_ASSERT(wait_log(0, line, 10000) == 0);
+	}
 	check_all_done(6);
 	/* nothing ran twice: the runs went on and their outcomes were written */
 	CU_ASSERT_EQUAL(
@@ -182,8 +203,6 @@ static void test_db_sessions_killed(void)
  * the job; the dispatcher's session is then ended.  Once reconnected, the
  * dispatcher requeues the claims it holds in the database but not in
  * memory, and the job runs (the lost claim's attempt stays counted). */
-static int wait_log(int i, const char *text, int timeout_ms);
-
 static void test_claim_reply_lost(void)
 {
 	char job[3072], started[80];

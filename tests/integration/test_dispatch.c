@@ -43,13 +43,11 @@ static void clear_queue(void)
  * which it returns. */
 static int start_with_metrics(void)
 {
-	char extra[64];
-	int mport = harness_free_port();
+	int mport;
 
 	clear_queue();
-	snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport);
-	CU_ASSERT_FATAL(df_write_config(&F, 0, extra) == 0);
-	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	mport = df_start_with_metrics(&F, 0, NULL);
+	CU_ASSERT_FATAL(mport > 0);
 	return mport;
 }
 

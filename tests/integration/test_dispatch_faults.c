@@ -411,7 +411,7 @@ static void test_finish_reply_lost(void)
 {
 	char conninfo[600], line[200];
 	const char *saved = F.conninfo;
-	long long id, t0;
+	long long id;
 	size_t len;
 	unsigned char *txt;
 

@@ -259,7 +259,7 @@ static int children_of(pid_t pid)
 	int n = 0;
 
 	while (dir && (e = readdir(dir))) {
-		char path[64], stat[512];
+		char path[sizeof "/proc//stat" + sizeof e->d_name], stat[512];
 		FILE *f;
 		const char *p;
 		int ppid;
@@ -419,17 +419,14 @@ static void test_table_lock(void)
 	long long max_ms, t0;
 	size_t from[2];
 	int ok = 0, mport[2];
-	char extra[64];
 
 	CU_ASSERT_FATAL(other != NULL);
 	clear_queue();
 	PQclear(pgtest_query(F.c, "TRUNCATE ledger, violations"));
 	for (int i = 0; i < 2; i++) {
-		mport[i] = harness_free_port();
-		snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport[i]);
-		CU_ASSERT_FATAL(df_write_config(&F, i, extra) == 0);
 		from[i] = log_size(i);
-		CU_ASSERT_FATAL(df_start_disp(&F, i) == 0);
+		mport[i] = df_start_with_metrics(&F, i, NULL);
+		CU_ASSERT_FATAL(mport[i] > 0);
 	}
 	/* each has the HELLO counting two clients, a claim share of 3 of the
 	 * 4 slots, before the jobs come, so that both take some of them (a

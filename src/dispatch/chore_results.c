@@ -222,6 +222,8 @@ static void rescue_done(void *arg, PGresult *res, int away, const void *note)
 	put_off = atoll(PQgetvalue(res, 0, 2));
 	d->st.rescued_requeued += (uint64_t)requeued;
 	d->st.rescued_failed += (uint64_t)failed;
+	d->st.rescue_put_off += (uint64_t)put_off;
+	d->st.rescue_put_off_last = (unsigned)put_off;
 	if (requeued || failed)
 		log_warn("rescue: requeued %lld and failed %lld rows of silent dispatchers",
 			 requeued, failed);

@@ -581,6 +581,11 @@ int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_
 	return 0;
 }
 
+int db_up(const struct db *db)
+{
+	return db->conn && !db->connecting;
+}
+
 int db_busy(const struct db *db)
 {
 	return db->fn != NULL;

@@ -144,6 +144,8 @@ int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_
  * when it succeeds; after, it is started and db_ready answers 0 until it
  * is up (on_up). */
 int db_ready(struct db *db);
+/* 1 when connected, as db_ready, but never starting an attempt. */
+int db_up(const struct db *db);
 /* A db_send statement is outstanding (no other may be sent). */
 int db_busy(const struct db *db);
 /* Sends one statement without waiting; fn(arg, ...) is called from the

@@ -825,7 +825,7 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	d->st.statements = d->db.statements + d->db2.statements + chores_db(d->chores)->statements +
 			   chores_db(d->beat_lane)->statements +
 			   chores_db(d->rescue_lane)->statements;
-	d->st.db_up = d->db.conn != NULL && !d->db.connecting;
+	d->st.db_up = db_up(&d->db);
 	if (!beat_fresh(d)) {
 		if (!d->said_stale++)
 			log_warn("heartbeat not written for %d s or more: starting nothing new",

@@ -18,10 +18,13 @@
  * stdin and runs on (the caller's pipe let go of at once), and an owner
  * sought while every connect fails at once (no descriptor left), and
  * streams quiet for longer than the pipe server's head deadline (no idle
- * limit by default; pipe_idle_timeout_ms cuts them).
+ * limit by default; pipe_idle_timeout_ms cuts them), the longest bearer
+ * token and the refused ones, and a PUT endpoint that stops reading once
+ * its body is complete.
  */
 #include "autoconfig.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1126,6 +1129,22 @@ static int wait_taken(const char *url)
 	return fx_log_find(needle) != NULL;
 }
 
+/* Runs the loop until the library logged the URL of a job's endpoint
+ * (what: "stdin GET at ", "stdout PUT at "), or the job (done) ended;
+ * the URL and its host, port and path into the arguments.  0 or -1. */
+static int endpoint_url(const char *what, const struct fx_done *done, char url[200], char host[64],
+			int *port, char path[160])
+{
+	const char *at;
+
+	while (!(at = fx_log_find(what)) && !done->called)
+		fx_spin(20);
+	if (at == NULL || sscanf(at + strlen(what), "%199s", url) != 1 ||
+	    sscanf(url, "http://%63[^:]:%d%159s", host, port, path) != 3)
+		return -1;
+	return 0;
+}
+
 /* Pipe endpoints: each URL serves one request; a wrong id is refused. */
 static void test_pipe_once(void)
 {
@@ -1133,7 +1152,6 @@ static void test_pipe_once(void)
 	struct fx_done a = { 0 };
 	struct exc_job_spec s;
 	exc_client *c;
-	const char *at;
 	char url[200], path[160], host[64];
 	int port = 0;
 
@@ -1145,11 +1163,7 @@ static void test_pipe_once(void)
 	s.in.data = "not read\n";
 	s.in.len = 9;
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	while (!(at = fx_log_find("stdin GET at ")) && !a.called)
-		fx_spin(20);
-	CU_ASSERT_FATAL(at != NULL);
-	CU_ASSERT_FATAL(sscanf(at + strlen("stdin GET at "), "%199s", url) == 1);
-	CU_ASSERT_FATAL(sscanf(url, "http://%63[^:]:%d%159s", host, &port, path) == 3);
+	CU_ASSERT_FATAL(endpoint_url("stdin GET at ", &a, url, host, &port, path) == 0);
 	CU_ASSERT_STRING_EQUAL(host, "127.0.0.1"); /* the broker connection's local address */
 	CU_ASSERT(wait_taken(url));                /* the execserver fetched it */
 	CU_ASSERT_EQUAL(status_async("GET", host, port, path), 410);
@@ -1274,7 +1288,6 @@ static void test_pipe_put_once(void)
 	struct fx_done a = { 0 };
 	struct exc_job_spec s;
 	exc_client *c;
-	const char *at;
 	char url[200], path[160], host[64], out[300], chunk[6000];
 	int port = 0, in[2], fd;
 	size_t got = 0;
@@ -1294,11 +1307,7 @@ static void test_pipe_put_once(void)
 	s.out.kind = EXC_IO_FD;
 	s.out.fd = fd;
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	while (!(at = fx_log_find("stdout PUT at ")) && !a.called)
-		fx_spin(20);
-	CU_ASSERT_FATAL(at != NULL);
-	CU_ASSERT_FATAL(sscanf(at + strlen("stdout PUT at "), "%199s", url) == 1);
-	CU_ASSERT_FATAL(sscanf(url, "http://%63[^:]:%d%159s", host, &port, path) == 3);
+	CU_ASSERT_FATAL(endpoint_url("stdout PUT at ", &a, url, host, &port, path) == 0);
 	CU_ASSERT(wait_taken(url)); /* 6000 bytes > 4000: the PUT is streaming */
 	CU_ASSERT_EQUAL(status_async("PUT", host, port, path), 410);
 	CU_ASSERT(!a.called); /* stdin is still open: the job still runs */
@@ -1612,6 +1621,71 @@ static void test_long_token(void)
 	harness_auth_token = NULL;
 }
 
+/* A PUT endpoint whose body is complete stops reading its connection
+ * while its sink drains: a peer that goes on sending after the body (here
+ * the test, on a stdout endpoint the execserver has not taken: the
+ * program wrote nothing yet) is held back by TCP, not buffered by the
+ * library.  The sink is a pipe nobody reads, so the body's last 134464
+ * bytes stay queued; what the peer gets into the connection after the
+ * body is bounded by the socket buffers (a few MiB), not 24 MiB. */
+static void test_put_complete_stops_reading(void)
+{
+	static char chunk[1 << 16];
+	const size_t body = 200000, junk_max = 24u << 20;
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	char url[200], path[160], host[64], head[400];
+	size_t sent = 0, junk = 0;
+	int port = 0, out[2], sock;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	CU_ASSERT_FATAL(pipe(out) == 0);
+	memset(chunk, 'x', sizeof chunk);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"6\"]}", &a);
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = out[1];
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT_FATAL(endpoint_url("stdout PUT at ", &a, url, host, &port, path) == 0);
+	sock = socket(AF_INET, SOCK_STREAM, 0);
+	CU_ASSERT_FATAL(sock >= 0);
+	sin.sin_port = htons((uint16_t)port);
+	CU_ASSERT_FATAL(inet_pton(AF_INET, host, &sin.sin_addr) == 1);
+	CU_ASSERT_FATAL(connect(sock, (struct sockaddr *)&sin, sizeof sin) == 0);
+	CU_ASSERT(fcntl(sock, F_SETFL, O_NONBLOCK) == 0);
+	snprintf(head, sizeof head, "PUT %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Length: %zu\r\n\r\n",
+		 path, host, port, body);
+	CU_ASSERT_FATAL(write(sock, head, strlen(head)) == (ssize_t)strlen(head));
+	for (long long end = harness_now_ms() + 4000; harness_now_ms() < end && junk < junk_max;) {
+		ssize_t w;
+
+		fx_spin(10);
+		while (junk < junk_max) {
+			size_t want = sent < body ? body - sent : sizeof chunk;
+
+			w = write(sock, chunk, want < sizeof chunk ? want : sizeof chunk);
+			if (w <= 0)
+				break;
+			if (sent < body)
+				sent += (size_t)w;
+			else
+				junk += (size_t)w;
+		}
+	}
+	fprintf(stderr, "\n%zu bytes after the body went into the connection\n", junk);
+	CU_ASSERT_EQUAL(sent, body);
+	CU_ASSERT(junk < 16u << 20);
+	close(sock);
+	CU_ASSERT(fx_wait(&a.called, 15000));
+	close(out[0]);
+	close(out[1]);
+	fx_stop(c, &d);
+}
+
 static const struct test_case cases[] = {
 	{ "stdin buffer, stdout file", test_buffer_to_file },
 	{ "stdin and stdout pipes", test_pipe_fds },
@@ -1643,6 +1717,7 @@ static const struct test_case cases[] = {
 	{ "quiet streams: no idle limit by default, pipe_idle_timeout_ms cuts",
 	  test_quiet_streams },
 	{ "bearer tokens: the longest runs, broken ones are refused", test_long_token },
+	{ "a complete PUT body: the endpoint stops reading", test_put_complete_stops_reading },
 	{ NULL, NULL },
 };
 

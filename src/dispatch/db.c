@@ -62,6 +62,8 @@ void db_close(struct db *db)
 	if (db->late_ev)
 		event_free(db->late_ev);
 	db->io_ev = db->deliver_ev = db->late_ev = NULL;
+	PQfreeCancel(db->cancel);
+	db->cancel = NULL;
 	PQclear(db->kept);
 	db->kept = NULL;
 	db->fn = NULL;
@@ -72,9 +74,27 @@ void db_close(struct db *db)
 	db->conninfo = NULL;
 }
 
+static void cancel_on_server(PGcancel *c);
+static void look_again_later(struct db *db);
+
 static void went_away(struct db *db, const char *why)
 {
 	one_line(db->last_error, sizeof db->last_error, why);
+	if (db->on_wire && db->conn) {
+		/* lost by an error, not abandoned at its deadline (abandon took
+		 * the connection): the backend may go on with the statement
+		 * (a pooler does not cancel it when its client goes, a backend
+		 * waiting for a lock does not notice), so it is cancelled, and
+		 * the owner looks again later for what it may have committed */
+		cancel_on_server(db->cancel);
+		log_warn("database: a statement was on the wire when the connection was lost "
+			 "(%s); cancelled at the server; looking again for what it may commit "
+			 "once the database has been up for %d ms",
+			 db->last_error, db->timeout_ms);
+		look_again_later(db);
+	}
+	PQfreeCancel(db->cancel);
+	db->cancel = NULL;
 	if (db->conn)
 		PQfinish(db->conn);
 	db->conn = NULL;
@@ -108,6 +128,9 @@ static void connected(struct db *db)
 	db->connecting = 0;
 	PQsetNoticeProcessor(db->conn, quiet_notice, NULL);
 	PQsetnonblocking(db->conn, 1);
+	/* taken now: libpq gives none once the connection broke */
+	PQfreeCancel(db->cancel);
+	db->cancel = PQgetCancel(db->conn);
 	if (db->warned || db->statements)
 		log_info("database: connected");
 	db->warned = 0;
@@ -246,14 +269,13 @@ int db_connect_step(struct db_connect *c, int timed_out)
 
 static void io_cb(evutil_socket_t fd, short what, void *arg);
 
-/* Asks the server to cancel conn's statement, from a child process:
- * libpq 15's PQcancel blocks until the server has read the request (no
- * PQcancelConn before libpq 17), and a server that does not answer must
- * not hold the loop.  The child gives up after CANCEL_WAIT_SEC; the
- * daemon reaps its children (SIGCHLD). */
-static void cancel_on_server(PGconn *conn)
+/* Asks the server to cancel the statement of the connection c was taken
+ * from, from a child process: libpq 15's PQcancel blocks until the server
+ * has read the request (no PQcancelConn before libpq 17), and a server
+ * that does not answer must not hold the loop.  The child gives up after
+ * CANCEL_WAIT_SEC; the daemon reaps its children (SIGCHLD). */
+static void cancel_on_server(PGcancel *c)
 {
-	PGcancel *c = PQgetCancel(conn);
 	pid_t pid;
 
 	if (!c)
@@ -276,9 +298,20 @@ static void cancel_on_server(PGconn *conn)
 		_exit(PQcancel(c, err, sizeof err) ? 0 : 1);
 	}
 	if (pid < 0)
-		log_warn("database: cannot cancel the statement abandoned at its deadline: %s",
+		log_warn("database: cannot cancel the statement lost with its connection: %s",
 			 strerror(errno));
-	PQfreeCancel(c);
+}
+
+/* A statement whose end is not known was given up: the owner is told
+ * once more when the connection has been up for timeout_ms (late_cb). */
+static void look_again_later(struct db *db)
+{
+	db->late = 1;
+	if (db->late_ev && !evtimer_pending(db->late_ev, NULL)) {
+		struct timeval tv = { (time_t)(db->timeout_ms / 1000),
+				      (suseconds_t)(db->timeout_ms % 1000 * 1000) };
+		evtimer_add(db->late_ev, &tv);
+	}
 }
 
 /* a is settled: closed, its place free.  ended: its statement answered or
@@ -301,12 +334,7 @@ static void settle(struct db_abandoned *a, int ended)
 		 "its cancel; closed; looking again for what it may commit once the database "
 		 "has been up for %d ms",
 		 db->timeout_ms, db->timeout_ms);
-	db->late = 1;
-	if (!evtimer_pending(db->late_ev, NULL)) {
-		struct timeval tv = { (time_t)(db->timeout_ms / 1000),
-				      (suseconds_t)(db->timeout_ms % 1000 * 1000) };
-		evtimer_add(db->late_ev, &tv);
-	}
+	look_again_later(db);
 }
 
 /* An abandoned connection answered, or ended (its statement will not
@@ -379,7 +407,7 @@ static void abandon(struct db *db)
 	}
 	if (a->conn)
 		settle(a, 0);
-	cancel_on_server(db->conn);
+	cancel_on_server(db->cancel);
 	a->conn = db->conn;
 	a->since_ms = (int64_t)clock_mono_ms();
 	db->conn = NULL;

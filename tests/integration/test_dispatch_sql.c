@@ -428,7 +428,7 @@ static const char *rescue_params[3] = { "live", "30", "3" };
 /* The parameters of DQ_FINISH for one row under its claim (the row's
  * claims): "done" with a receipt. */
 struct finish_args {
-	char ids[32], claim[16];
+	char ids[32], claim[32];
 	const char *p[8];
 };
 

@@ -1,7 +1,8 @@
 /*
  * chore_results.c - the dispatcher's chores (chores.h) and the handlers of
  * their results: the heartbeat and registering again (on the beat's lane,
- * statements of the dispatcher table alone), the rescue after each
+ * statements of the dispatcher table alone), the requeue of what our
+ * instance held when registered again, the rescue after each
  * written beat (on a lane of its own: it may wait for a lock on job), the
  * start of runs, the cancel poll, the local services' claims, the sweep of
  * lost claims, the landed check, outcomes written apart (a refused batch,

@@ -163,8 +163,9 @@ struct dispatcher {
 	 * that kind is queued or on the wire, so that no kind piles up */
 	struct chores *chores;
 	int beat_out, start_out, cancel_out, local_out, sweep_out, flush_out, leaving;
-	/* the heartbeat's own lane: the beat, registering again and the leave,
-	 * statements of the dispatcher table alone, on a connection no other
+	/* the heartbeat's own lane: the beat and registering again,
+	 * statements of the dispatcher table alone, and at the end the leave
+	 * (which also requeues what the stop left held), on a connection no other
 	 * statement (or its lock wait) can hold; the rescue follows each
 	 * written beat on a lane of its own (it may wait for a lock on job:
 	 * the next beat does not wait with it); rescue_out: on the wire */

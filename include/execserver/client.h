@@ -165,8 +165,11 @@ struct exc_options {
 	 * 30000 ms. */
 	unsigned reconnect_max_ms;
 	/* How long a running job whose owner instance cannot be reached is
-	 * sought before it is done with the retryable error "lost".  Match the
-	 * servers' resumeGraceSec.  Default 30 s. */
+	 * sought before it is done with the retryable error "lost" (and a held
+	 * cancel ends "cancel not confirmed").  "lost" comes no earlier than
+	 * the instance's HELLO says it may still run the job
+	 * (ping_timeout_sec + ping_interval_sec + resume_grace_sec + 5 s),
+	 * so that a retry never overlaps it.  Default 30 s. */
 	unsigned owner_grace_sec;
 	/* Socket connect + websocket upgrade deadline.  Default 10000 ms. */
 	unsigned handshake_timeout_ms;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -250,6 +251,54 @@ static void test_cleanup(void)
 	CU_ASSERT(netns_exists(own));
 }
 
+/* A run killed with a daemon still up (an assert's abort, SIGKILL, an
+ * error exit that skips the cleanup) does not leave it running: the
+ * harness starts every process with PR_SET_PDEATHSIG, so the daemon gets
+ * SIGTERM when the run dies and stops as it would for an operator.  The
+ * run here is a child; this process adopts the orphan (a subreaper) to
+ * see how it ended. */
+static void test_daemon_dies_with_run(void)
+{
+	struct es_daemon d;
+	int fds[2];
+
+	CU_ASSERT_FATAL(pipe(fds) == 0);
+	CU_ASSERT_FATAL(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+	pid_t run = fork();
+	if (run == 0) {
+		close(fds[0]);
+		if (harness_start(&d, 1, harness_default_body(1), NULL) != 0)
+			memset(&d, 0, sizeof d);
+		if (write(fds[1], &d, sizeof d) != (ssize_t)sizeof d)
+			_exit(1);
+		pause(); /* until the parent's SIGKILL */
+		_exit(0);
+	}
+	close(fds[1]);
+	memset(&d, 0, sizeof d);
+	CU_ASSERT(read(fds[0], &d, sizeof d) == (ssize_t)sizeof d);
+	close(fds[0]);
+	if (d.pid > 0)
+		CU_ASSERT(harness_status(&d) != NULL); /* it serves */
+	kill(run, SIGKILL);
+	waitpid(run, NULL, 0);
+	CU_ASSERT_FATAL(d.pid > 0);
+	/* adopted by this process now: its end is ours to see */
+	int status = -1;
+	pid_t got = 0;
+	for (int ms = 0; ms < 10000 && got == 0; ms += 20) {
+		got = waitpid(d.pid, &status, WNOHANG);
+		if (got == 0)
+			harness_sleep_ms(20);
+	}
+	if (got != d.pid)
+		kill(d.pid, SIGKILL);
+	CU_ASSERT(got == d.pid);
+	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	harness_remove_dir(d.dir);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -258,6 +307,7 @@ int main(void)
 		{ "loss", test_loss },
 		{ "delay", test_delay },
 		{ "cleanup", test_cleanup },
+		{ "daemon_dies_with_run", test_daemon_dies_with_run },
 		{ NULL, NULL },
 	};
 	return bed_run_suite("test_bed", "bed", cases, &B, 3);

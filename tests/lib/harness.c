@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -167,9 +168,15 @@ pid_t harness_spawn(const char *log, const char *extra_env, char *const argv[])
 pid_t harness_spawn_in(const char *netns, const char *log, const char *extra_env,
 		       char *const argv[])
 {
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 	if (pid != 0)
 		return pid;
+	/* a test or bench that dies (an assert, a crash, an error exit that
+	 * skips its cleanup) takes what it started with it, instead of leaving
+	 * a daemon holding its port and CPU */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(127);
 	if (harness_netns_enter(netns) == -1)
 		_exit(127);
 	FILE *f = freopen(log, "a", stderr);

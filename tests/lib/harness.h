@@ -103,7 +103,9 @@ long long harness_wg_field(const struct es_daemon *d, const char *wg, const char
 long long harness_json_vint(struct json_object *o, va_list ap);
 
 /* Forks and execs argv (PATH searched) with stdout and stderr appended to
- * log and extra_env ("K=V" or NULL) added.  Returns the pid, or -1. */
+ * log and extra_env ("K=V" or NULL) added.  The process gets SIGTERM when
+ * the caller dies (PR_SET_PDEATHSIG: call it from the main thread).
+ * Returns the pid, or -1. */
 pid_t harness_spawn(const char *log, const char *extra_env, char *const argv[]);
 /* harness_spawn in network namespace netns (NULL or "": the caller's). */
 pid_t harness_spawn_in(const char *netns, const char *log, const char *extra_env,

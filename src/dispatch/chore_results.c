@@ -222,6 +222,8 @@ static void rescue_done(void *arg, PGresult *res, int away, const void *note)
 	put_off = atoll(PQgetvalue(res, 0, 2));
 	d->st.rescued_requeued += (uint64_t)requeued;
 	d->st.rescued_failed += (uint64_t)failed;
+	d->st.rescue_put_off += (uint64_t)put_off;
+	d->st.rescue_put_off_last = (unsigned)put_off;
 	if (requeued || failed)
 		log_warn("rescue: requeued %lld and failed %lld rows of silent dispatchers",
 			 requeued, failed);
@@ -831,22 +833,43 @@ static void left(void *arg, PGresult *res, int away, const void *note)
 	event_base_loopbreak(d->base);
 }
 
-/* Stopping and nothing held, on the wire or waiting to be claimed: our
- * dispatcher row is deleted (a chore), then the loop ends.  A rescue on
- * its lane is not waited for: freed with the lane, it commits or not at
- * the server, either way by a judgment that held when it started. */
-void maybe_done_stopping(struct dispatcher *d)
+static void left_hot(void *arg, PGresult *res, int away)
+{
+	PQclear(res);
+	left(arg, NULL, away, NULL);
+}
+
+/* The leave goes on a connection that is up: the heartbeat's lane, else
+ * a hot connection (idle: nothing is held), so that the stop never waits
+ * for a connection attempt under way (the heartbeat's lane connects at
+ * the first beat, each host of the connection string within its
+ * connect_timeout).  With none up, on the heartbeat's lane: it waits for
+ * an attempt under way, or fails at once while the database is away.  0
+ * when sent or queued. */
+static int send_leave(struct dispatcher *d)
 {
 	const char *params[3] = { d->cfg->instance_id, d->host, d->pid };
 
+	if (!db_up(chores_db(d->beat_lane)))
+		for (int t = 0; t < HOT_CONNS; t++)
+			if (db_up(d->turns[t].db) && !db_busy(d->turns[t].db))
+				return db_send(d->turns[t].db, d->q_leave, 3, params, left_hot, d);
+	return chores_add(d->beat_lane, d->q_leave, 3, params, NULL, 0, left, d);
+}
+
+/* Stopping and nothing held, on the wire or waiting to be claimed: our
+ * dispatcher row is deleted (send_leave), then the loop ends.  A rescue
+ * on its lane is not waited for: freed with the lane, it commits or not
+ * at the server, either way by a judgment that held when it started. */
+void maybe_done_stopping(struct dispatcher *d)
+{
 	if (!d->stopping || d->list || turn_busy(d) || d->flush_out || d->local_out ||
 	    d->sweep_out || d->leaving)
 		return;
 	if (d->gave_up)
 		log_warn("stopping: outcomes were given up; our dispatcher row stays, so that the "
 			 "rescue reruns their rows");
-	else if (d->registered &&
-		 chores_add(d->beat_lane, d->q_leave, 3, params, NULL, 0, left, d) == 0) {
+	else if (d->registered && send_leave(d) == 0) {
 		d->leaving = 1;
 		return;
 	}

@@ -96,14 +96,15 @@ static void pump_cb(evutil_socket_t fd, short what, void *arg)
 		event_active(c->pump_ev, EV_TIMEOUT, 0);
 }
 
-struct chores *chores_new(struct event_base *base, const char *conninfo, int timeout_ms,
-			  void (*on_up)(void *), void *arg)
+struct chores *chores_new(struct event_base *base, const char *name, const char *conninfo,
+			  int timeout_ms, void (*on_up)(void *), void *arg)
 {
 	struct chores *c = calloc(1, sizeof *c);
 
 	if (!c)
 		return NULL;
-	if (db_init(&c->db, conninfo) < 0 || db_attach(&c->db, base, timeout_ms, on_up, arg) < 0 ||
+	if (db_init(&c->db, name, conninfo) < 0 ||
+	    db_attach(&c->db, base, timeout_ms, on_up, arg) < 0 ||
 	    !(c->pump_ev = event_new(base, -1, 0, pump_cb, c))) {
 		chores_free(c);
 		return NULL;

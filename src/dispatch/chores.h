@@ -32,10 +32,11 @@ struct chores;
 
 typedef void (*chore_fn)(void *arg, PGresult *res, int away, const void *note);
 
-/* The queue and its connection (not connected yet), on base; on_up(arg)
- * when the connection comes up.  NULL when out of memory. */
-struct chores *chores_new(struct event_base *base, const char *conninfo, int timeout_ms,
-			  void (*on_up)(void *), void *arg);
+/* The queue and its connection (not connected yet, named name in the
+ * log: db_init), on base; on_up(arg) when the connection comes up.  NULL
+ * when out of memory. */
+struct chores *chores_new(struct event_base *base, const char *name, const char *conninfo,
+			  int timeout_ms, void (*on_up)(void *), void *arg);
 /* Drops what is queued (callbacks not called) and closes the connection. */
 void chores_free(struct chores *c);
 /* Queues a statement (sql must outlive it; params and note are copied).

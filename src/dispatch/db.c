@@ -37,9 +37,10 @@ static void one_line(char *dst, size_t len, const char *msg)
 			*p = (p[1] ? ' ' : '\0');
 }
 
-int db_init(struct db *db, const char *conninfo)
+int db_init(struct db *db, const char *name, const char *conninfo)
 {
 	memset(db, 0, sizeof *db);
+	snprintf(db->name, sizeof db->name, "%s", name);
 	db->backoff_ms = BACKOFF_MIN_MS;
 	db->conninfo = strdup(conninfo);
 	return db->conninfo ? 0 : -1;
@@ -90,7 +91,8 @@ static void went_away(struct db *db, const char *why)
 		event_active(db->deliver_ev, EV_TIMEOUT, 0);
 	}
 	if (db->was_up)
-		log_error("database: connection lost (%s); retrying with back-off", db->last_error);
+		log_error("database (%s): connection lost (%s); retrying with back-off", db->name,
+			  db->last_error);
 	db->was_up = 0;
 	db->retry_at_ms = (int64_t)clock_mono_ms() + db->backoff_ms;
 	db->backoff_ms = db->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : db->backoff_ms * 2;
@@ -99,17 +101,18 @@ static void went_away(struct db *db, const char *why)
 /* NOTICEs ("already exists, skipping") are not news. */
 static void quiet_notice(void *arg, const char *message)
 {
-	(void)arg;
-	log_debug("database: %s", message);
+	const struct db *db = arg;
+
+	log_debug("database (%s): %s", db->name, message);
 }
 
 static void connected(struct db *db)
 {
 	db->connecting = 0;
-	PQsetNoticeProcessor(db->conn, quiet_notice, NULL);
+	PQsetNoticeProcessor(db->conn, quiet_notice, db);
 	PQsetnonblocking(db->conn, 1);
 	if (db->warned || db->statements)
-		log_info("database: connected");
+		log_info("database (%s): connected", db->name);
 	db->warned = 0;
 	db->was_up = 1;
 	db->up_since_ms = (int64_t)clock_mono_ms();
@@ -121,14 +124,14 @@ static void failed_attempt(struct db *db)
 {
 	went_away(db, db->conn ? PQerrorMessage(db->conn) : "out of memory");
 	if (!db->warned++)
-		log_error("database: cannot connect: %s", db->last_error);
+		log_error("database (%s): cannot connect: %s", db->name, db->last_error);
 }
 
 static void timed_out(struct db *db)
 {
 	went_away(db, "timeout expired while connecting");
 	if (!db->warned++)
-		log_error("database: cannot connect: %s", db->last_error);
+		log_error("database (%s): cannot connect: %s", db->name, db->last_error);
 }
 
 /* connect_timeout of the connection string in ms, else CONNECT_TIMEOUT_MS
@@ -216,8 +219,8 @@ static int next_host(struct db_connect *c, int timed_out)
 		char why[256];
 		one_line(why, sizeof why,
 			 timed_out ? "no answer within connect_timeout" : PQerrorMessage(c->conn));
-		log_warn("database: host %s port %s: %s; trying the next host", PQhost(c->conn),
-			 PQport(c->conn), why);
+		log_warn("database (%s): host %s port %s: %s; trying the next host", c->name,
+			 PQhost(c->conn), PQport(c->conn), why);
 	}
 	PQfinish(c->conn);
 	c->conn = NULL;
@@ -225,9 +228,10 @@ static int next_host(struct db_connect *c, int timed_out)
 	return connect_host(c) < 0 ? next_host(c, 0) : EV_WRITE;
 }
 
-int db_connect_begin(struct db_connect *c, const char *conninfo)
+int db_connect_begin(struct db_connect *c, const char *name, const char *conninfo)
 {
 	memset(c, 0, sizeof *c);
+	c->name = name;
 	c->conninfo = conninfo;
 	return connect_host(c) < 0 ? next_host(c, 0) : EV_WRITE;
 }
@@ -251,7 +255,7 @@ static void io_cb(evutil_socket_t fd, short what, void *arg);
  * PQcancelConn before libpq 17), and a server that does not answer must
  * not hold the loop.  The child gives up after CANCEL_WAIT_SEC; the
  * daemon reaps its children (SIGCHLD). */
-static void cancel_on_server(PGconn *conn)
+static void cancel_on_server(const struct db *db, PGconn *conn)
 {
 	PGcancel *c = PQgetCancel(conn);
 	pid_t pid;
@@ -276,8 +280,8 @@ static void cancel_on_server(PGconn *conn)
 		_exit(PQcancel(c, err, sizeof err) ? 0 : 1);
 	}
 	if (pid < 0)
-		log_warn("database: cannot cancel the statement abandoned at its deadline: %s",
-			 strerror(errno));
+		log_warn("database (%s): cannot cancel the statement abandoned at its deadline: %s",
+			 db->name, strerror(errno));
 	PQfreeCancel(c);
 }
 
@@ -292,15 +296,16 @@ static void settle(struct db_abandoned *a, int ended)
 	PQfinish(a->conn);
 	a->conn = NULL;
 	if (ended) {
-		log_info("database: the statement abandoned at its deadline has ended");
+		log_info("database (%s): the statement abandoned at its deadline has ended",
+			 db->name);
 		if (db->on_up)
 			db->on_up(db->up_arg);
 		return;
 	}
-	log_warn("database: a statement abandoned at its deadline has not ended %d ms after "
+	log_warn("database (%s): a statement abandoned at its deadline has not ended %d ms after "
 		 "its cancel; closed; looking again for what it may commit once the database "
 		 "has been up for %d ms",
-		 db->timeout_ms, db->timeout_ms);
+		 db->name, db->timeout_ms, db->timeout_ms);
 	db->late = 1;
 	if (!evtimer_pending(db->late_ev, NULL)) {
 		struct timeval tv = { (time_t)(db->timeout_ms / 1000),
@@ -354,7 +359,8 @@ static void late_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	db->late = 0;
-	log_info("database: looking again for what a statement given up may have committed");
+	log_info("database (%s): looking again for what a statement given up may have committed",
+		 db->name);
 	if (db->on_up)
 		db->on_up(db->up_arg);
 }
@@ -379,7 +385,7 @@ static void abandon(struct db *db)
 	}
 	if (a->conn)
 		settle(a, 0);
-	cancel_on_server(db->conn);
+	cancel_on_server(db, db->conn);
 	a->conn = db->conn;
 	a->since_ms = (int64_t)clock_mono_ms();
 	db->conn = NULL;
@@ -444,7 +450,7 @@ int db_ready(struct db *db)
 		return 1;
 	}
 	db->connecting = 1;
-	connect_next(db, db_connect_begin(&db->dc, db->conninfo));
+	connect_next(db, db_connect_begin(&db->dc, db->name, db->conninfo));
 	return 0;
 }
 
@@ -573,6 +579,11 @@ int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_
 	db->on_up = on_up;
 	db->up_arg = arg;
 	return 0;
+}
+
+int db_up(const struct db *db)
+{
+	return db->conn && !db->connecting;
 }
 
 int db_busy(const struct db *db)

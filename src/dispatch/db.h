@@ -37,6 +37,7 @@
  * accepts and never answers is left for the next one as PQconnectdb
  * leaves it. */
 struct db_connect {
+	const char *name; /* the owner's lane, for the log (struct db's name) */
 	const char *conninfo;
 	PGconn *conn; /* the attempt under way, or the last one that failed */
 	int host;     /* which host of the string it tries */
@@ -44,8 +45,9 @@ struct db_connect {
 	int64_t deadline_ms; /* monotonic: this host's connect_timeout */
 };
 
-/* Starts with the first host; db_connect_step says what follows. */
-int db_connect_begin(struct db_connect *c, const char *conninfo);
+/* Starts with the first host; db_connect_step says what follows.  name
+ * (kept, not copied) goes into its log lines. */
+int db_connect_begin(struct db_connect *c, const char *name, const char *conninfo);
 /* Moves the attempt on after its socket was ready, or after its deadline
  * (timed_out).  Returns what to wait for (EV_READ or EV_WRITE, until
  * deadline_ms), 0 when connected (c->conn is the caller's now), or -1 when
@@ -74,7 +76,12 @@ struct db_abandoned {
 	int64_t since_ms;
 };
 
+#define DB_NAME_MAX 16 /* a lane's name, with its '\0' */
+
 struct db {
+	/* which connection of its owner this is ("hot1", "beat", ...): every
+	 * log line says it, "database (NAME): ..." */
+	char name[DB_NAME_MAX];
 	char *conninfo;
 	PGconn *conn;         /* NULL while away */
 	int64_t retry_at_ms;  /* monotonic: no attempt before this */
@@ -110,8 +117,9 @@ struct db {
 	int kept_away;
 };
 
-/* Sets up (no connection yet). */
-int db_init(struct db *db, const char *conninfo);
+/* Sets up (no connection yet); name (cut to DB_NAME_MAX - 1) is the
+ * lane's, for the log. */
+int db_init(struct db *db, const char *name, const char *conninfo);
 void db_close(struct db *db);
 /* From now on connect without blocking, on base; on_up(arg) is called
  * from the loop whenever a connection comes up.  A db_send statement not
@@ -136,6 +144,8 @@ int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_
  * when it succeeds; after, it is started and db_ready answers 0 until it
  * is up (on_up). */
 int db_ready(struct db *db);
+/* 1 when connected, as db_ready, but never starting an attempt. */
+int db_up(const struct db *db);
 /* A db_send statement is outstanding (no other may be sent). */
 int db_busy(const struct db *db);
 /* Sends one statement without waiting; fn(arg, ...) is called from the

@@ -832,7 +832,7 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	d->st.statements = d->db.statements + d->db2.statements + chores_db(d->chores)->statements +
 			   chores_db(d->beat_lane)->statements +
 			   chores_db(d->rescue_lane)->statements;
-	d->st.db_up = d->db.conn != NULL && !d->db.connecting;
+	d->st.db_up = db_up(&d->db);
 	if (!beat_fresh(d)) {
 		if (!d->said_stale++)
 			log_warn("heartbeat not written for %d s or more: starting nothing new",
@@ -956,8 +956,8 @@ int dispatcher_run(const struct dispatch_config *cfg)
 		d.turns[t].d = &d;
 		d.turns[t].db = t ? &d.db2 : &d.db;
 	}
-	if (!d.local_names || expand_all(&d) < 0 || db_init(&d.db, cfg->database) < 0 ||
-	    db_init(&d.db2, cfg->database) < 0) {
+	if (!d.local_names || expand_all(&d) < 0 || db_init(&d.db, "hot1", cfg->database) < 0 ||
+	    db_init(&d.db2, "hot2", cfg->database) < 0) {
 		log_error("out of memory");
 		goto out;
 	}
@@ -966,9 +966,12 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	 * taken for lost (by then our heartbeat is stale anyway) */
 	if (!d.base || db_attach(&d.db, d.base, timeout_ms, on_db_up, &d) < 0 ||
 	    db_attach(&d.db2, d.base, timeout_ms, on_db_up, &d) < 0 ||
-	    !(d.chores = chores_new(d.base, cfg->database, timeout_ms, on_chores_up, &d)) ||
-	    !(d.beat_lane = chores_new(d.base, cfg->database, timeout_ms, on_beat_lane_up, &d)) ||
-	    !(d.rescue_lane = chores_new(d.base, cfg->database, timeout_ms, NULL, NULL))) {
+	    !(d.chores = chores_new(d.base, "chores", cfg->database, timeout_ms, on_chores_up,
+				    &d)) ||
+	    !(d.beat_lane = chores_new(d.base, "beat", cfg->database, timeout_ms, on_beat_lane_up,
+				       &d)) ||
+	    !(d.rescue_lane = chores_new(d.base, "rescue", cfg->database, timeout_ms, NULL,
+					 NULL))) {
 		log_error("out of memory");
 		goto out;
 	}

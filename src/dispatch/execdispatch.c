@@ -41,7 +41,7 @@ static int migrate(const struct dispatch_config *cfg)
 	char msg[600];
 	int n;
 
-	if (db_init(&db, cfg->database) < 0) {
+	if (db_init(&db, "migrate", cfg->database) < 0) {
 		fprintf(stderr, "execdispatch: out of memory\n");
 		return 2;
 	}

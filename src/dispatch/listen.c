@@ -162,7 +162,7 @@ void listener_keep(struct listener *l)
 	if (l->state != L_DOWN)
 		return;
 	l->state = L_CONNECTING;
-	connect_next(l, db_connect_begin(&l->dc, l->conninfo));
+	connect_next(l, db_connect_begin(&l->dc, "listen", l->conninfo));
 }
 
 struct listener *listener_new(struct event_base *base, const char *conninfo, const char *schema,

@@ -66,6 +66,10 @@ static const struct metric_def defs[] = {
 	  "Rows of silent dispatchers this one "
 	  "failed (out of attempts).",
 	  rescued_failed, U64),
+	M("execdispatch_rescue_put_off_total", "counter",
+	  "Silent dispatchers this one's rescues put off because another transaction "
+	  "holds a lock on one of their rows (each rescue counts each one again).",
+	  rescue_put_off, U64),
 	M("execdispatch_cancels_total", "counter",
 	  "Cancels of held rows noticed by the cancel "
 	  "poll.",
@@ -85,6 +89,10 @@ static const struct metric_def defs[] = {
 	  "Services admission knows now (those the "
 	  "execservers run, and those of rows held).",
 	  services, UINT),
+	M("execdispatch_rescue_put_off", "gauge",
+	  "Silent dispatchers this one's last rescue put off (their rows wait for "
+	  "a lock).",
+	  rescue_put_off_last, UINT),
 	M("execdispatch_database_up", "gauge", "1 while connected to the database.", db_up, INT),
 };
 

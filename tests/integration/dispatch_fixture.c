@@ -144,6 +144,17 @@ int df_spawn_disp(struct dfix *f, int i)
 	return f->disp[i] < 0 ? -1 : 0;
 }
 
+int df_start_with_metrics(struct dfix *f, int i, const char *extra)
+{
+	char lines[512];
+	int port = harness_free_port();
+
+	snprintf(lines, sizeof lines, "metrics: 127.0.0.1:%d\n%s", port, extra ? extra : "");
+	if (port <= 0 || df_write_config(f, i, lines) < 0 || df_start_disp(f, i) < 0)
+		return -1;
+	return port;
+}
+
 long long df_metric(int port, const char *name)
 {
 	char cmd[200], line[512];

@@ -47,6 +47,9 @@ int df_write_config(struct dfix *f, int i, const char *extra);
  * heartbeat row exists and its start is complete (logged: an earlier
  * life's claims requeued); 0 or -1 (its log printed). */
 int df_start_disp(struct dfix *f, int i);
+/* Writes dispatcher i's configuration with `metrics` on a free loopback
+ * port (and extra) and starts it (df_start_disp): that port, or -1. */
+int df_start_with_metrics(struct dfix *f, int i, const char *extra);
 /* Starts dispatcher i without waiting for anything; 0 or -1. */
 int df_spawn_disp(struct dfix *f, int i);
 /* The value of a metric of a dispatcher's /metrics on port, or -1 (also

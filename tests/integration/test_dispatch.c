@@ -43,13 +43,11 @@ static void clear_queue(void)
  * which it returns. */
 static int start_with_metrics(void)
 {
-	char extra[64];
-	int mport = harness_free_port();
+	int mport;
 
 	clear_queue();
-	snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport);
-	CU_ASSERT_FATAL(df_write_config(&F, 0, extra) == 0);
-	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	mport = df_start_with_metrics(&F, 0, NULL);
+	CU_ASSERT_FATAL(mport > 0);
 	return mport;
 }
 
@@ -946,6 +944,34 @@ static void test_claim_failed_after_full_batch(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
 }
 
+/* Dispatcher 0's configuration (extra lines with it) with a connection
+ * string whose first host is a socket that takes connections and never
+ * answers (listening, never accepted), the real server second, each host
+ * within connect_timeout seconds (0: the default, 5 s): the socket, for
+ * the caller to close. */
+static int silent_first_host(int connect_timeout, const char *extra)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t salen = sizeof sa;
+	char conninfo[600], timeout[32] = "";
+	const char *saved_conninfo = F.conninfo;
+	int silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	CU_ASSERT_FATAL(silent >= 0 && bind(silent, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+			listen(silent, 16) == 0 &&
+			getsockname(silent, (struct sockaddr *)&sa, &salen) == 0);
+	if (connect_timeout)
+		snprintf(timeout, sizeof timeout, " connect_timeout=%d", connect_timeout);
+	snprintf(conninfo, sizeof conninfo,
+		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres%s",
+		 ntohs(sa.sin_port), F.pg.port, timeout);
+	F.conninfo = conninfo;
+	CU_ASSERT_FATAL(df_write_config(&F, 0, extra) == 0);
+	F.conninfo = saved_conninfo;
+	return silent;
+}
+
 /* notify's connection gives up on a server that accepts and never
  * answers, as the main one does, and goes on to the next host, without
  * holding the event loop meanwhile: the conninfo names such a server
@@ -956,24 +982,12 @@ static void test_claim_failed_after_full_batch(void)
  * up. */
 static void test_notify_silent_server(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t salen = sizeof sa;
-	char conninfo[600], buf[64];
-	const char *saved_conninfo = F.conninfo;
+	char buf[64];
 	long long id, t0, took;
-	int silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int silent;
 
 	clear_queue();
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	CU_ASSERT_FATAL(silent >= 0 && bind(silent, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-			listen(silent, 16) == 0 &&
-			getsockname(silent, (struct sockaddr *)&sa, &salen) == 0);
-	snprintf(conninfo, sizeof conninfo,
-		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres",
-		 ntohs(sa.sin_port), F.pg.port);
-	F.conninfo = conninfo;
-	CU_ASSERT_FATAL(df_write_config(&F, 0, "notify: true\npollMs: 200\n") == 0);
-	F.conninfo = saved_conninfo;
+	silent = silent_first_host(0, "notify: true\npollMs: 200\n");
 	df_start_disp(&F, 0);
 	t0 = harness_now_ms();
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
@@ -993,19 +1007,40 @@ static void test_notify_silent_server(void)
 		harness_sleep_ms(50);
 	CU_ASSERT(pgtest_int(F.c, "SELECT count(*) FROM pg_stat_activity "
 				  "WHERE query LIKE 'LISTEN %%'") == 1);
-	/* and a first heartbeat written: the heartbeat's lane connects at the
-	 * first beat, past the silent host too (connect_timeout), and the
-	 * stop's leave goes on that lane; stopped before, the stop would
-	 * measure that attempt, not the loop */
-	for (int i = 0; i < 300 && pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher "
-						   "WHERE instance = 'd0' AND "
-						   "heartbeat_at > started_at") == 0;
-	     i++)
-		harness_sleep_ms(50);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 	close(silent);
 	clear_queue();
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+}
+
+/* A stop while the heartbeat's lane is still connecting: that lane's
+ * first connection is made at the first beat (heartbeatSec 1 after the
+ * start) and waits out a silent first host's connect_timeout (5 s).  The
+ * leave goes on a connection that is up (the hot one that registered):
+ * the stop takes well under connect_timeout, and the dispatcher row is
+ * gone.  Before, the leave was queued on the heartbeat's lane and the
+ * stop waited for that whole attempt (about 4 s here). */
+static void test_stop_beat_lane_connecting(void)
+{
+	long long t0, took;
+	int silent;
+
+	clear_queue();
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+	silent = silent_first_host(5, NULL);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0); /* registered past the silent host */
+	harness_sleep_ms(1500); /* the first beat has begun the lane's connection */
+	/* no beat written yet: the heartbeat's lane is not up */
+	CU_ASSERT_FATAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance = 'd0' AND heartbeat_at = started_at") == 1);
+	t0 = harness_now_ms();
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 10000), 0);
+	took = harness_now_ms() - t0;
+	fprintf(stderr,
+		"stop with the heartbeat's lane connecting: %lld ms (connect_timeout 5 s)\n", took);
+	CU_ASSERT(took < 1500);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 0);
+	close(silent);
 }
 
 /* The services a dispatcher knows stay bounded whatever service names
@@ -1090,27 +1125,17 @@ static void test_no_slot_new_claim(void)
  * named in the log. */
 static void test_start_silent_first_host(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct sockaddr_in sa;
 	socklen_t salen = sizeof sa;
-	char conninfo[600], extra[64], line[200];
-	const char *saved_conninfo = F.conninfo;
-	int mport = harness_free_port(), silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	char extra[64], line[200];
+	int mport = harness_free_port(), silent;
 	long long t0;
 
 	clear_queue();
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
-	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-	CU_ASSERT_FATAL(silent >= 0 && bind(silent, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-			listen(silent, 16) == 0 &&
-			getsockname(silent, (struct sockaddr *)&sa, &salen) == 0);
-	snprintf(conninfo, sizeof conninfo,
-		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres "
-		 "connect_timeout=2",
-		 ntohs(sa.sin_port), F.pg.port);
-	F.conninfo = conninfo;
 	snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport);
-	CU_ASSERT_FATAL(df_write_config(&F, 0, extra) == 0);
-	F.conninfo = saved_conninfo;
+	silent = silent_first_host(2, extra);
+	CU_ASSERT_FATAL(getsockname(silent, (struct sockaddr *)&sa, &salen) == 0);
 	t0 = harness_now_ms();
 	CU_ASSERT_FATAL(df_spawn_disp(&F, 0) == 0);
 	harness_sleep_ms(700);
@@ -1124,8 +1149,8 @@ static void test_start_silent_first_host(void)
 		harness_now_ms() - t0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 1);
 	snprintf(line, sizeof line,
-		 "database: host 127.0.0.1 port %d: no answer within connect_timeout; trying the "
-		 "next host",
+		 "database (hot1): host 127.0.0.1 port %d: no answer within connect_timeout; "
+		 "trying the next host",
 		 ntohs(sa.sin_port));
 	size_t len;
 	unsigned char *log = harness_read_file(F.log[0], &len);
@@ -1174,6 +1199,9 @@ int main(void)
 		{ "notify: true starts a submission at once", test_notify },
 		{ "notify: a silent server does not hold the loop, the next host is reached",
 		  test_notify_silent_server },
+		{ "stop: the heartbeat's lane still connecting past a silent host: the leave "
+		  "goes on a connection that is up",
+		  test_stop_beat_lane_connecting },
 		{ "local services: on this host, localSlots with a quarter for priority >= 2",
 		  test_local },
 		{ "position: queued from the database, claimed from the execserver",

@@ -18,7 +18,10 @@
  *    stays held and is written once the database takes it, never dropped
  *    nor run again; refused only as done, it ends failed with error
  *    outcome_not_stored; no other job is disturbed; a stop meanwhile gives
- *    it up after 10 s and leaves the row to the rescue.
+ *    it up after 10 s and leaves the row to the rescue;
+ *  - a database that stops answering (backends stopped): the loop goes
+ *    on; a claim given up at a stopped backend and committed after it
+ *    resumed is requeued by the late sweep, and runs once.
  * Timings: heartbeatSec 1, staleAfterSec 3, pollMs 100, retryDelaySec 1.
  */
 #include <signal.h>
@@ -161,13 +164,34 @@ static void test_sigstop(void)
 	stop_all(2);
 }
 
+static int wait_log(int i, const char *text, int timeout_ms);
+
 static void test_db_sessions_killed(void)
 {
+	long long t0 = harness_now_ms();
+
 	fresh(2);
-	submit_ledger(6, 1200);
+	submit_ledger(6, 2000);
 	CU_ASSERT_FATAL(wait_held_running("d0", 1, 10000) == 0);
+	/* every lane up: both dispatchers' rescue lanes have sent a rescue
+	 * (after a written beat), so each lane has a session to lose */
+	while (pgtest_int(F.c,
+			  "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+			  "'execdispatch' AND query LIKE 'WITH stale AS MATERIALIZED%%'") < 2 &&
+	       harness_now_ms() - t0 < 10000)
+		harness_sleep_ms(50);
 	CU_ASSERT(pgtest_int(F.c, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
 				  "WHERE application_name = 'execdispatch'") >= 2);
+	/* each lost connection's line names its lane (this run's lines: the
+	 * pid) */
+	const char *lanes[] = { "hot1", "chores", "beat", "rescue" };
+	for (size_t i = 0; i < sizeof lanes / sizeof lanes[0]; i++) {
+		char line[120];
+		snprintf(line, sizeof line,
+			 "[execdispatch %d] error: database (%s): connection lost (",
+			 (int)F.disp[0], lanes[i]);
+		CU_ASSERT(wait_log(0, line, 10000) == 0);
+	}
 	check_all_done(6);
 	/* nothing ran twice: the runs went on and their outcomes were written */
 	CU_ASSERT_EQUAL(
@@ -182,8 +206,6 @@ static void test_db_sessions_killed(void)
  * the job; the dispatcher's session is then ended.  Once reconnected, the
  * dispatcher requeues the claims it holds in the database but not in
  * memory, and the job runs (the lost claim's attempt stays counted). */
-static int wait_log(int i, const char *text, int timeout_ms);
-
 static void test_claim_reply_lost(void)
 {
 	char job[3072], started[80];
@@ -392,7 +414,7 @@ static void test_finish_reply_lost(void)
 {
 	char conninfo[600], line[200];
 	const char *saved = F.conninfo;
-	long long id, t0;
+	long long id;
 	size_t len;
 	unsigned char *txt;
 
@@ -644,6 +666,148 @@ static void test_db_silent(void)
 	stop_all(1);
 }
 
+/* Dispatcher i's log from the first line of its current run on (the log
+ * goes on from the earlier tests), malloc'd, or NULL. */
+static char *this_run(int i)
+{
+	char started[80];
+	size_t len;
+	unsigned char *log = harness_read_file(F.log[i], &len);
+	const char *run;
+	char *out;
+
+	snprintf(started, sizeof started, "[execdispatch %d] info: execdispatch ", (int)F.disp[i]);
+	run = log ? strstr((char *)log, started) : NULL;
+	out = run ? strdup(run) : NULL;
+	free(log);
+	return out;
+}
+
+/* How often text is in this_run(i). */
+static int run_count(int i, const char *text)
+{
+	char *run = this_run(i);
+	int n = 0;
+
+	for (const char *p = run; p && (p = strstr(p, text)); p++)
+		n++;
+	free(run);
+	return n;
+}
+
+/* The late sweep (db.c, late_cb).  A claim sent to a backend stopped
+ * (SIGSTOP) while idle waits past its deadline (staleAfterSec, 3 s): it is
+ * abandoned and cancelled at the server (the cancel waits in the stopped
+ * backend), is not answered within 3 s more either, and is given up: its
+ * connection closed.  Then the backend is resumed: the cancel came while
+ * it was idle, so PostgreSQL drops it, reads the claim and commits it,
+ * after every sweep the reconnections ran.  Only the sweep made once the
+ * connection has been up for staleAfterSec after the give-up finds the row
+ * claimed under the instance by a claim it does not hold, and requeues
+ * it.  No other claim may take the job meanwhile: a session holds our
+ * dispatcher row locked, so no heartbeat is written and the dispatcher
+ * starts nothing (stale after staleAfterSec / 2), and the job is submitted
+ * only then.  Once the lock is gone the job runs once (the ledger), as
+ * attempt 2: the late claim's attempt counts. */
+#define GIVEN_UP "abandoned at its deadline has not ended"
+
+static void test_claim_committed_late(void)
+{
+	char job[3072], line[200], ids[200] = "{}";
+	long long pids[4];
+	int npids = 0;
+	PGconn *other;
+	PGresult *res;
+
+	fresh(1);
+	/* the claims' backends (the hot connections), stopped while idle: one
+	 * stopped in a statement would take the cancel; then resumed, again */
+	for (int tries = 0; tries < 50 && npids == 0; tries++) {
+		size_t at = 1;
+		res = pgtest_query(F.c, "SELECT pid FROM pg_stat_activity WHERE application_name = "
+					"'execdispatch' AND query LIKE 'WITH picked%%'");
+		for (int i = 0; res && i < PQntuples(res) && npids < 4; i++) {
+			pids[npids] = atoll(PQgetvalue(res, i, 0));
+			kill((pid_t)pids[npids], SIGSTOP);
+			at += (size_t)snprintf(ids + at, sizeof ids - at, "%s%lld",
+					       npids ? "," : "", pids[npids]);
+			npids++;
+		}
+		PQclear(res);
+		snprintf(ids + at, sizeof ids - at, "}");
+		/* a stopped backend cannot change its state */
+		if (npids && pgtest_int(F.c,
+					"SELECT count(*) FROM pg_stat_activity WHERE pid = "
+					"ANY('%s'::int[]) AND state <> 'idle'",
+					ids) > 0) {
+			for (int i = 0; i < npids; i++)
+				kill((pid_t)pids[i], SIGCONT);
+			npids = 0;
+		}
+		if (npids == 0)
+			harness_sleep_ms(30);
+	}
+	CU_ASSERT_FATAL(npids >= 1);
+	/* no heartbeat from now on, so nothing is started: the job is not
+	 * claimed but by the claims at the stopped backends (sent within a
+	 * poll, 100 ms, while the heartbeat was fresh) */
+	other = pgtest_connect(F.pg.conninfo);
+	CU_ASSERT_FATAL(other != NULL);
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(other, "SELECT 1 FROM execdispatch.dispatcher WHERE instance = 'd0' "
+				    "FOR NO KEY UPDATE"));
+	snprintf(line, sizeof line, "[execdispatch %d] warn: heartbeat not written",
+		 (int)F.disp[0]);
+	CU_ASSERT_FATAL(wait_log(0, line, 10000) == 0);
+	harness_sleep_ms(300);
+	df_ledger_job(&F, job, sizeof job, 100, 1);
+	long long id = df_submit(&F, job, 0);
+	/* every claim at a stopped backend given up */
+	for (long long t0 = harness_now_ms();
+	     harness_now_ms() - t0 < 15000 && run_count(0, GIVEN_UP) < npids;)
+		harness_sleep_ms(50);
+	CU_ASSERT_FATAL(run_count(0, GIVEN_UP) == npids);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'queued' AND claims = 0",
+				   id),
+			1);
+	for (int i = 0; i < npids; i++)
+		kill((pid_t)pids[i], SIGCONT);
+	/* claimed by the resumed backend, then requeued by the late sweep,
+	 * the lock still held */
+	for (long long t0 = harness_now_ms();
+	     harness_now_ms() - t0 < 10000 &&
+	     pgtest_int(
+		     F.c,
+		     "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND state = 'queued' "
+		     "AND claims = 1 AND attempts = 1",
+		     id) == 0;)
+		harness_sleep_ms(50);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'queued' AND claims = 1 AND attempts = 1",
+				   id),
+			1);
+	/* by the late sweep: after the give-up and the look again */
+	char *run = this_run(0);
+	const char *gave = run ? strstr(run, GIVEN_UP) : NULL;
+	const char *again = gave ? strstr(gave, "looking again for what a statement given up may "
+						"have committed")
+				 : NULL;
+	const char *requeued = run ? strstr(run, "requeued 1 rows claimed by a statement whose "
+						 "result the lost connection took")
+				   : NULL;
+	CU_ASSERT(again && requeued && requeued > again);
+	free(run);
+	PQclear(pgtest_query(other, "COMMIT"));
+	PQfinish(other);
+	check_all_done(1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT attempts FROM execdispatch.job"), 2);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM ledger"), 1);
+	stop_all(1);
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -668,6 +832,8 @@ int main(void)
 		  test_stop_outcome_refused },
 		{ "a database that stops answering: the loop goes on, then recovers",
 		  test_db_silent },
+		{ "a claim committed after it was given up is requeued by the late sweep",
+		  test_claim_committed_late },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

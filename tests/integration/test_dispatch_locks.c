@@ -199,15 +199,28 @@ static void test_position_locked(void)
 	clear_queue();
 }
 
+/* Waits up to ms for metric name on port to read want; 1 once it does. */
+static int wait_metric(int ms, int port, const char *name, long long want)
+{
+	for (long long t0 = harness_now_ms(); harness_now_ms() - t0 < ms; harness_sleep_ms(50))
+		if (df_metric(port, name) == want)
+			return 1;
+	return 0;
+}
+
 /* A silent dispatcher ("ghost") holds a running row that a session has
  * locked: the rescue puts the ghost off (it waited for the lock, with our
  * heartbeat in the same statement, before) and rescues it whole once the
- * lock is gone; the row then runs here as its second attempt. */
+ * lock is gone; the row then runs here as its second attempt.  /metrics
+ * counts the put-offs: the gauge is 1 while the lock is held and 0 after
+ * the rescue, the counter grows at each rescue while the lock is held and
+ * stops after. */
 static void test_rescue_locked(void)
 {
 	PGconn *other;
-	long long id, max_ms;
+	long long id, max_ms, put_off;
 	char buf[64];
+	int mport;
 
 	clear_queue();
 	PQclear(pgtest_query(F.c, "INSERT INTO execdispatch.dispatcher (instance, host, pid, "
@@ -220,17 +233,26 @@ static void test_rescue_locked(void)
 		"'ghost', attempts = 1, claims = 1, started_at = now() WHERE id = %lld",
 		id));
 	other = lock_row(id);
-	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
-	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	mport = df_start_with_metrics(&F, 0, NULL);
+	CU_ASSERT_FATAL(mport > 0);
 	max_ms = hold_and_sample(HOLD_MS);
 	fprintf(stderr, "rescue blocked by a lock: heartbeat at most %lld ms old\n", max_ms);
 	CU_ASSERT(max_ms < FRESH_MS);
-	/* put off whole: the ghost's row and its job untouched */
+	/* put off whole: the ghost's row and its job untouched; counted at
+	 * each rescue (after each heartbeat) */
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
 					"instance = 'ghost'"),
 			1);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_rescue_put_off"), 1);
+	put_off = df_metric(mport, "execdispatch_rescue_put_off_total");
+	fprintf(stderr, "rescue blocked by a lock: put off %lld times\n", put_off);
+	CU_ASSERT(put_off >= 1);
 	PQclear(pgtest_query(other, "COMMIT"));
 	CU_ASSERT(wait_row(5000, id, "state = 'done'"));
+	CU_ASSERT(wait_metric(2000, mport, "execdispatch_rescue_put_off", 0));
+	put_off = df_metric(mport, "execdispatch_rescue_put_off_total");
+	harness_sleep_ms(1500); /* a heartbeat and its rescue, at least */
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_rescue_put_off_total"), put_off);
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
 					   "SELECT attempts || '/' || runner_instance FROM "
 					   "execdispatch.job WHERE id = %lld",
@@ -259,7 +281,7 @@ static int children_of(pid_t pid)
 	int n = 0;
 
 	while (dir && (e = readdir(dir))) {
-		char path[64], stat[512];
+		char path[sizeof "/proc//stat" + sizeof e->d_name], stat[512];
 		FILE *f;
 		const char *p;
 		int ppid;
@@ -419,17 +441,14 @@ static void test_table_lock(void)
 	long long max_ms, t0;
 	size_t from[2];
 	int ok = 0, mport[2];
-	char extra[64];
 
 	CU_ASSERT_FATAL(other != NULL);
 	clear_queue();
 	PQclear(pgtest_query(F.c, "TRUNCATE ledger, violations"));
 	for (int i = 0; i < 2; i++) {
-		mport[i] = harness_free_port();
-		snprintf(extra, sizeof extra, "metrics: 127.0.0.1:%d\n", mport[i]);
-		CU_ASSERT_FATAL(df_write_config(&F, i, extra) == 0);
 		from[i] = log_size(i);
-		CU_ASSERT_FATAL(df_start_disp(&F, i) == 0);
+		mport[i] = df_start_with_metrics(&F, i, NULL);
+		CU_ASSERT_FATAL(mport[i] > 0);
 	}
 	/* each has the HELLO counting two clients, a claim share of 3 of the
 	 * 4 slots, before the jobs come, so that both take some of them (a

@@ -169,10 +169,19 @@ struct exc_conn {
 	struct json_object *hello; /* the last HELLO */
 	int clients;
 	int draining;
-	int protocol;                  /* HELLO.protocol: >= PROTO_VERSION_ACK: ACK each DONE */
+	int protocol;     /* HELLO.protocol: >= PROTO_VERSION_ACK: ACK each DONE */
+	size_t max_frame; /* HELLO.max_frame_bytes, else 1 MiB: the largest message */
+	/* how long the instance may run a job after losing this connection
+	 * (keeps_jobs_ms(), from HELLO); 0: HELLO does not say */
+	uint64_t keeps_jobs_ms;
 	struct sockaddr_storage local; /* getsockname of the broker socket */
 	socklen_t local_len;
 };
+
+/* What keeps_jobs_ms adds to the server's deadlines: its kill grace (a
+ * cancelled job's SIGKILL follows its SIGTERM after 3 s) and the ticks
+ * of its want-book. */
+#define CONN_KILL_MARGIN_MS 5000
 
 /* Opens a connection of a (TCP + upgrade); NULL if it cannot start. */
 struct exc_conn *conn_open(struct exc_addr *a);

@@ -180,6 +180,10 @@ static char *encode_hello(int protocol)
 	json_object_object_add(o, "waitgroups", wgs);
 	json_object_object_add(o, "clients", json_object_new_int64(st.clients));
 	json_object_object_add(o, "draining", json_object_new_boolean(st.draining != 0));
+	json_object_object_add(o, "max_frame_bytes", json_object_new_int(cfg->max_frame_bytes));
+	json_object_object_add(o, "resume_grace_sec", json_object_new_int(cfg->resume_grace_sec));
+	json_object_object_add(o, "ping_timeout_sec", json_object_new_int(cfg->ping_timeout_sec));
+	json_object_object_add(o, "ping_interval_sec", json_object_new_int(cfg->ping_interval_sec));
 	return msg_to_text(o);
 }
 

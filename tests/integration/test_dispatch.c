@@ -163,6 +163,62 @@ static void test_run_outcomes(void)
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 0);
 }
 
+/* A payload within the database's cap whose JOB is larger than the
+ * execserver's maxFrameBytes (1 MiB; json-c writes each '/' as "\/", so
+ * 600 000 slashes make 1.2 MB): libexecclient refuses it without sending
+ * it, the row ends failed with bad_job naming the limit, at its first
+ * attempt, and the jobs around it run as their first attempt on the same
+ * connection: the dispatcher never loses its execserver. */
+static void test_payload_over_frame(void)
+{
+	enum {
+		SLASHES = 600000
+	};
+	char *job = malloc(SLASHES + 64), buf[512];
+	long long big, before, after[3];
+	size_t len;
+
+	CU_ASSERT_FATAL(job != NULL);
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	before = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"2\"]}", 0);
+	for (int i = 0; i < 200 && pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job "
+						   "WHERE state = 'running'") < 1;
+	     i++)
+		harness_sleep_ms(50);
+	int k = snprintf(job, SLASHES + 64, "{\"command\":\"true\",\"pad\":\"");
+	memset(job + k, '/', SLASHES);
+	strcpy(job + k + SLASHES, "\"}");
+	big = df_submit(&F, job, 0);
+	free(job);
+	CU_ASSERT_FATAL(big > 0);
+	for (int i = 0; i < 3; i++)
+		after[i] = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.2\"]}", 0);
+	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
+	pgtest_text(F.c, buf, sizeof buf,
+		    "SELECT state || '/' || attempts || '/' || coalesce(error, '-') FROM "
+		    "execdispatch.job WHERE id = %lld",
+		    big);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "failed/1/bad_job: the JOB message is "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "bytes, more than the 1048576 bytes instance "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "takes (its maxFrameBytes)"));
+	if (!strstr(buf, "failed/1/bad_job"))
+		fprintf(stderr, "the big payload's row: %s\n", buf);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id IN "
+				   "(%lld, %lld, %lld, %lld) AND state = 'done' AND attempts = 1",
+				   before, after[0], after[1], after[2]),
+			4);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	unsigned char *log = harness_read_file(F.log[0], &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(log);
+	CU_ASSERT_PTR_NULL(strstr((char *)log, "no execserver connected"));
+	CU_ASSERT_PTR_NULL(strstr((char *)log, "1009"));
+	free(log);
+	clear_queue();
+}
+
 /* Samples the held rows of d0 and d1 for ms; the largest counts seen. */
 static void sample_held(int ms, long long *max0, long long *max1)
 {
@@ -1131,6 +1187,8 @@ int main(void)
 		{ "setup: PostgreSQL, one execserver of 4 slots", test_setup },
 		{ "runs jobs: done, failed, unknown command, unknown service, env",
 		  test_run_outcomes },
+		{ "a JOB over maxFrameBytes: bad_job, one execserver connection undisturbed",
+		  test_payload_over_frame },
 		{ "claim shares of two dispatchers; the survivor's grows", test_claim_shares },
 		{ "admission per service: each up to its waitgroup's share",
 		  test_admission_per_service },

@@ -104,8 +104,8 @@ static void test_migrate_idempotent(void)
 
 	/* df_start migrated once; again changes nothing */
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, args), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is current (version 5)"));
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 5);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is current (version 6)"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 6);
 	/* the table's settings and the indexes */
 	char buf[256];
 	pgtest_text(F.c, buf, sizeof buf,
@@ -140,7 +140,7 @@ static void test_daemon_refuses_schema(void)
 	/* migrated, then a version this program does not know */
 	const char *mig[] = { "--migrate", "-c", cfg, NULL };
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 5 (5 migrations applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (6 migrations applied)"));
 	/* an older version: the daemon names --migrate, which upgrades it */
 	PQclear(pgtest_query(
 		F.c,
@@ -149,9 +149,9 @@ static void test_daemon_refuses_schema(void)
 		"ALTER TABLE other.job DROP COLUMN position_wanted_at, DROP COLUMN exec_position"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
 	CU_ASSERT_PTR_NOT_NULL(
-		strstr(out, "at version 2, this execdispatch needs 5: run execdispatch --migrate"));
+		strstr(out, "at version 2, this execdispatch needs 6: run execdispatch --migrate"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 5 (3 migrations applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (4 migrations applied)"));
 	PQclear(pgtest_query(F.c,
 			     "INSERT INTO other.schema_version VALUES (99, '099_future.sql')"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
@@ -178,7 +178,7 @@ static void test_migrate_claims_upgrade(void)
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
 	/* back to version 4, with a queued, a claimed, a running and a done row */
 	PQclear(pgtest_query(
-		F.c, "DELETE FROM up.schema_version WHERE version = 5; "
+		F.c, "DELETE FROM up.schema_version WHERE version >= 5; "
 		     "ALTER TABLE up.job DROP COLUMN claims; "
 		     "INSERT INTO up.job (service, job, state, attempts, runner_instance) VALUES "
 		     "('work', '{\"command\": \"true\"}', 'queued', 1, NULL), "
@@ -186,15 +186,15 @@ static void test_migrate_claims_upgrade(void)
 		     "('work', '{\"command\": \"true\"}', 'running', 1, 'x'), "
 		     "('work', '{\"command\": \"true\"}', 'done', 1, 'x')"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 5 (1 migration applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (2 migrations applied)"));
 	static const char rows[] = "SELECT string_agg(state || '/' || attempts || '/' || claims, "
 				   "' ' ORDER BY id) FROM up.job";
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, rows),
 			       "queued/1/1 claimed/2/2 running/1/1 done/1/0");
 	/* 005 once more over its own result */
-	PQclear(pgtest_query(F.c, "DELETE FROM up.schema_version WHERE version = 5"));
+	PQclear(pgtest_query(F.c, "DELETE FROM up.schema_version WHERE version >= 5"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 5 (1 migration applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (2 migrations applied)"));
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, rows),
 			       "queued/1/1 claimed/2/2 running/1/1 done/1/0");
 	/* the daemon's claim counts on: attempts 2, claims 2 */
@@ -302,6 +302,103 @@ static void test_sql_api(void)
 					   c),
 			       "done");
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
+/* A payload of 1044480 + extra bytes as JSON text, as an SQL expression. */
+static const char *capped(char *buf, size_t len, int extra)
+{
+	snprintf(buf, len,
+		 "jsonb_build_object('command', 'true', 'pad', repeat('x', 1044480 + %d - "
+		 "octet_length(jsonb_build_object('command', 'true', 'pad', '')::text)))",
+		 extra);
+	return buf;
+}
+
+/* The payload cap (migration 006, docs/dispatch.md "Payload size"):
+ * submit() takes a payload of exactly 1044480 bytes as JSON text and
+ * refuses one byte more with its documented error, inserting nothing;
+ * any other INSERT or UPDATE of a row not finished meets the CHECK. */
+static void test_payload_cap(void)
+{
+	char e[300], sql[512];
+	PGresult *r;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	snprintf(sql, sizeof sql, "SELECT execdispatch.submit('work', %s)", capped(e, sizeof e, 0));
+	r = PQexec(F.c, sql);
+	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
+	PQclear(r);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT octet_length(job::text) FROM execdispatch.job"),
+			1044480);
+	snprintf(sql, sizeof sql, "SELECT execdispatch.submit('work', %s)", capped(e, sizeof e, 1));
+	r = PQexec(F.c, sql);
+	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_FATAL_ERROR);
+	CU_ASSERT_STRING_EQUAL(PQresultErrorField(r, PG_DIAG_SQLSTATE), "22023");
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(PQresultErrorMessage(r),
+		       "submit: job is 1044481 bytes as JSON text, more than 1044480 "
+		       "(docs/dispatch.md, \"Payload size\")"));
+	PQclear(r);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job"), 1);
+	/* past submit(): the CHECK, for a new row and for a queued row's update */
+	snprintf(sql, sizeof sql, "INSERT INTO execdispatch.job (service, job) VALUES ('work', %s)",
+		 capped(e, sizeof e, 1));
+	r = PQexec(F.c, sql);
+	CU_ASSERT_STRING_EQUAL(PQresultErrorField(r, PG_DIAG_SQLSTATE), "23514");
+	CU_ASSERT_PTR_NOT_NULL(strstr(PQresultErrorMessage(r), "job_payload_size"));
+	PQclear(r);
+	r = PQexec(F.c, "UPDATE execdispatch.job SET job = job || '{\"more\": 1}'");
+	CU_ASSERT_STRING_EQUAL(PQresultErrorField(r, PG_DIAG_SQLSTATE), "23514");
+	PQclear(r);
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
+/* Migration 006 over a version 5 database holding payloads over the cap:
+ * the rows not finished end failed, bad_job, naming their size; finished
+ * and small rows stay as they were; applied again, nothing changes. */
+static void test_migrate_payload_cap(void)
+{
+	char out[2048], cfg[300], buf[512];
+	FILE *f;
+
+	snprintf(cfg, sizeof cfg, "%s/cap.yml", F.dir);
+	f = fopen(cfg, "w");
+	fprintf(f, "database: \"%s\"\nexecservers: [ws://127.0.0.1:9]\nschema: cap\n", F.conninfo);
+	fclose(f);
+	const char *mig[] = { "--migrate", "-c", cfg, NULL };
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	PQclear(pgtest_query(
+		F.c,
+		"DELETE FROM cap.schema_version WHERE version = 6; "
+		"ALTER TABLE cap.job DROP CONSTRAINT job_payload_size; "
+		"INSERT INTO cap.job (service, job, state, attempts, runner_instance) "
+		"SELECT 'work', jsonb_build_object('command', 'true', 'pad', repeat('x', n)), s, "
+		"1, CASE WHEN s IN ('queued') THEN NULL ELSE 'x' END FROM (VALUES "
+		"(2000000, 'queued'), (2000000, 'running'), (2000000, 'done'), (10, 'queued')) "
+		"AS v(n, s)"));
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (1 migration applied)"));
+	static const char rows[] =
+		"SELECT string_agg(state || '/' || coalesce(error, '-'), ' | ' ORDER BY id) "
+		"FROM cap.job";
+	static const char want[] =
+		"failed/bad_job: the payload is 2000030 bytes as JSON text, more than 1044480 "
+		"(migration 006) | failed/bad_job: the payload is 2000030 bytes as JSON text, "
+		"more than 1044480 (migration 006) | done/- | queued/-";
+	if (strcmp(pgtest_text(F.c, buf, sizeof buf, rows), want) != 0)
+		fprintf(stderr, "rows after 006: %s\n", buf);
+	CU_ASSERT_STRING_EQUAL(buf, want);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM cap.job WHERE state = 'failed' "
+					"AND finished_at IS NOT NULL"),
+			2);
+	PQclear(pgtest_query(F.c, "DELETE FROM cap.schema_version WHERE version = 6"));
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (1 migration applied)"));
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, rows), want);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM pg_constraint WHERE conname = "
+					"'job_payload_size' AND conrelid = 'cap.job'::regclass"),
+			1);
+	PQclear(pgtest_query(F.c, "DROP SCHEMA cap CASCADE"));
 }
 
 /* ---- the claim's plan ---- */
@@ -1202,6 +1299,10 @@ int main(void)
 		  test_migrate_claims_upgrade },
 		{ "the longest schema takes submissions", test_longest_schema },
 		{ "submit checks, cancel's three answers, position", test_sql_api },
+		{ "payload cap: submit refuses one byte more, the CHECK the rest",
+		  test_payload_cap },
+		{ "migration 006 ends unfinished rows over the cap, idempotent",
+		  test_migrate_payload_cap },
 		{ "the claim runs on the partial index, in its order", test_claim_uses_index },
 		{ "the exec-bound claim: per service, others, never local; with a finish",
 		  test_claim_per_service },

@@ -367,7 +367,7 @@ struct exc_file {
 #define EXC_E_BAD_JOB \
 	"bad_job" /* also the library's: the JOB message would be
 					 * larger than the instance's
-					 * HELLO.max_frame_bytes (else 1 MiB);
+					 * HELLO.max_frame_bytes (not checked when absent);
 					 * not sent, the connection untouched
 					 * (not retryable) */
 

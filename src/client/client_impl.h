@@ -170,7 +170,7 @@ struct exc_conn {
 	int clients;
 	int draining;
 	int protocol;     /* HELLO.protocol: >= PROTO_VERSION_ACK: ACK each DONE */
-	size_t max_frame; /* HELLO.max_frame_bytes, else 1 MiB: the largest message */
+	size_t max_frame; /* HELLO.max_frame_bytes (SIZE_MAX: not said): the largest JOB */
 	/* how long the instance may run a job after losing this connection
 	 * (keeps_jobs_ms(), from HELLO); 0: HELLO does not say */
 	uint64_t keeps_jobs_ms;
@@ -215,6 +215,11 @@ int64_t wire_int_in(struct json_object *o, const char *key, int64_t def, int64_t
 /* The most slots a client believes of one instance's HELLO (one waitgroup,
  * or all of them): far above any real host, far below any overflow. */
 #define WIRE_SLOTS_MAX 1000000
+/* How a message is written for the wire: compact, and `/` not escaped
+ * (a payload full of paths would otherwise grow by a byte per slash, and
+ * the JOB's size check, made on this same text, would refuse a payload
+ * the database's cap let through). */
+#define WIRE_TEXT (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 /* ---- client_job.c ------------------------------------------------------- */
 

@@ -253,7 +253,7 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 	}
 	msg = wire_job(id, token, job);
 	json_object_put(job);
-	len = msg ? strlen(json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN)) : 0;
+	len = msg ? strlen(json_object_to_json_string_ext(msg, WIRE_TEXT)) : 0;
 	if (len > k->max_frame) {
 		/* the execserver would close the whole connection (1009),
 		 * every other job on it with it: refused here, not sent */

@@ -100,7 +100,7 @@ int conn_send(struct exc_conn *k, struct json_object *o)
 	if (o == NULL)
 		return -1;
 	if (k->ws && (k->state == K_OPEN || k->state == K_READY)) {
-		text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+		text = json_object_to_json_string_ext(o, WIRE_TEXT);
 		r = ws_send_text(k->ws, text, strlen(text));
 	}
 	json_object_put(o);
@@ -213,8 +213,11 @@ static void on_hello(struct exc_conn *k, struct json_object *o)
 	k->clients = (int)wire_int_in(o, "clients", 1, 1, INT_MAX);
 	k->protocol = (int)wire_int_in(o, "protocol", 1, 1, INT_MAX);
 	k->draining = json_object_object_get_ex(o, "draining", &dr) && json_object_get_boolean(dr);
-	k->max_frame = (size_t)wire_int_in(o, "max_frame_bytes", WS_DEFAULT_MAX_MSG_LEN, 1024,
-					   INT32_MAX);
+	/* an older instance does not say: no check (it closes the connection
+	 * with 1009 on a JOB over its limit, as before) */
+	k->max_frame = json_object_object_get_ex(o, "max_frame_bytes", NULL)
+			       ? (size_t)wire_int_in(o, "max_frame_bytes", 0, 1024, INT32_MAX)
+			       : SIZE_MAX;
 	k->keeps_jobs_ms = keeps_jobs_ms(o);
 	if (first) {
 		k->state = K_READY;

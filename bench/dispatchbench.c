@@ -215,12 +215,18 @@ static void claim_finish_loop(const char *inst)
 	char *claim = dq_expand(DQ_CLAIM, "execdispatch"),
 	     *finish = dq_expand(DQ_FINISH, "execdispatch");
 	char limit[16];
-	const char *cp[5] = { inst, limit, "{}", "false", "-1000" };
+	const char *cp[6] = { inst, limit, "{}", "false", "-1000", "2026-01-02 03:04:05+00" };
 
 	snprintf(limit, sizeof limit, "%d", batch);
+	/* a claim takes nothing without its dispatcher's row (of this token) */
+	PQclear(pgtest_query(
+		c,
+		"INSERT INTO execdispatch.dispatcher (instance, host, pid, started_at) "
+		"VALUES ('%s', 'bench', 1, '%s') ON CONFLICT (instance) DO NOTHING",
+		inst, cp[5]));
 
 	for (;;) {
-		PGresult *r = PQexecParams(c, claim, 5, NULL, cp, NULL, NULL, 0);
+		PGresult *r = PQexecParams(c, claim, 6, NULL, cp, NULL, NULL, 0);
 		int n = PQntuples(r);
 		if (n == 0) {
 			PQclear(r);

@@ -79,7 +79,7 @@ extern "C" {
 				 * 3: exc_claim_share_service, claim shares floor(slots / clients) + 1;
 				 * 4: protocol 2 (each DONE acknowledged), ping_timeout_ms;
 				 * 5: pipe_idle_timeout_ms (pipe endpoints: no idle limit by default),
-				 * EXC_AUTH_TOKEN_MAX (auth_token checked) */
+				 * EXC_AUTH_TOKEN_MAX (auth_token checked), EXC_E_BAD_JOB */
 
 struct event_base;
 
@@ -175,8 +175,11 @@ struct exc_options {
 	 * 30000 ms. */
 	unsigned reconnect_max_ms;
 	/* How long a running job whose owner instance cannot be reached is
-	 * sought before it is done with the retryable error "lost".  Match the
-	 * servers' resumeGraceSec.  Default 30 s. */
+	 * sought before it is done with the retryable error "lost" (and a held
+	 * cancel ends "cancel not confirmed").  "lost" comes no earlier than
+	 * the instance's HELLO says it may still run the job
+	 * (ping_timeout_sec + ping_interval_sec + resume_grace_sec + 5 s),
+	 * so that a retry never overlaps it.  Default 30 s. */
 	unsigned owner_grace_sec;
 	/* Socket connect + websocket upgrade deadline.  Default 10000 ms. */
 	unsigned handshake_timeout_ms;
@@ -354,8 +357,12 @@ struct exc_file {
 #define EXC_E_LOST \
 	"lost" /* the instance running the job was not
 					 * reached again within owner_grace_sec,
-					 * or its DONE had no readable receipt
-					 * (retryable: it may have run) */
+					 * or within the time the instance may
+					 * still run it (its HELLO's
+					 * ping_timeout_sec + resume_grace_sec
+					 * + 5 s) if that is longer, or its DONE
+					 * had no readable receipt (retryable:
+					 * it may have run, and has stopped) */
 #define EXC_E_UNKNOWN_SERVICE \
 	"unknown_service" /* no address serves the
 					 * service, or every one that does was
@@ -376,6 +383,12 @@ struct exc_file {
 					 * file, or a stream ended early); the
 					 * message names it; not retryable */
 #define EXC_E_CANCELLED "cancelled" /* exc_cancel (also the server's code) */
+#define EXC_E_BAD_JOB \
+	"bad_job" /* also the library's: the JOB message would be
+					 * larger than the instance's
+					 * HELLO.max_frame_bytes (not checked when absent);
+					 * not sent, the connection untouched
+					 * (not retryable) */
 
 struct exc_receipt {
 	const char *job_id;

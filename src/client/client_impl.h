@@ -169,10 +169,19 @@ struct exc_conn {
 	struct json_object *hello; /* the last HELLO */
 	int clients;
 	int draining;
-	int protocol;                  /* HELLO.protocol: >= PROTO_VERSION_ACK: ACK each DONE */
+	int protocol;     /* HELLO.protocol: >= PROTO_VERSION_ACK: ACK each DONE */
+	size_t max_frame; /* HELLO.max_frame_bytes (SIZE_MAX: not said): the largest JOB */
+	/* how long the instance may run a job after losing this connection
+	 * (keeps_jobs_ms(), from HELLO); 0: HELLO does not say */
+	uint64_t keeps_jobs_ms;
 	struct sockaddr_storage local; /* getsockname of the broker socket */
 	socklen_t local_len;
 };
+
+/* What keeps_jobs_ms adds to the server's deadlines: its kill grace (a
+ * cancelled job's SIGKILL follows its SIGTERM after 3 s) and the ticks
+ * of its want-book. */
+#define CONN_KILL_MARGIN_MS 5000
 
 /* Opens a connection of a (TCP + upgrade); NULL if it cannot start. */
 struct exc_conn *conn_open(struct exc_addr *a);
@@ -206,6 +215,11 @@ int64_t wire_int_in(struct json_object *o, const char *key, int64_t def, int64_t
 /* The most slots a client believes of one instance's HELLO (one waitgroup,
  * or all of them): far above any real host, far below any overflow. */
 #define WIRE_SLOTS_MAX 1000000
+/* How a message is written for the wire: compact, and `/` not escaped
+ * (a payload full of paths would otherwise grow by a byte per slash, and
+ * the JOB's size check, made on this same text, would refuse a payload
+ * the database's cap let through). */
+#define WIRE_TEXT (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
 
 /* ---- client_job.c ------------------------------------------------------- */
 

@@ -225,7 +225,8 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 {
 	const char *id = wire_str(o, "job_id"), *token = wire_str(o, "token");
 	struct exc_job *j = job_find(c, id);
-	struct json_object *job;
+	struct json_object *job, *msg;
+	size_t len;
 
 	if (id == NULL || token == NULL)
 		return;
@@ -250,8 +251,21 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 				 strerror(errno ? errno : ENOMEM));
 		return;
 	}
-	conn_send(k, wire_job(id, token, job));
+	msg = wire_job(id, token, job);
 	json_object_put(job);
+	len = msg ? strlen(json_object_to_json_string_ext(msg, WIRE_TEXT)) : 0;
+	if (len > k->max_frame) {
+		/* the execserver would close the whole connection (1009),
+		 * every other job on it with it: refused here, not sent */
+		json_object_put(msg);
+		conn_send(k, wire_decline(id, token));
+		job_finish_local(j, EXC_E_BAD_JOB, 0,
+				 "the JOB message is %zu bytes, more than the %zu bytes instance "
+				 "%s takes (its maxFrameBytes)",
+				 len, k->max_frame, k->instance_id);
+		return;
+	}
+	conn_send(k, msg);
 	snprintf(j->token, sizeof j->token, "%s", token);
 	j->state = J_RUNNING;
 	j->owner = k;

@@ -57,7 +57,8 @@ struct exc_job {
 	char token[17]; /* the OFFER's token the JOB went with */
 	char owner_instance[65];
 	struct exc_addr *owner_addr;
-	uint64_t seek_until_ms;
+	uint64_t seek_since_ms;  /* when it began to be sought */
+	uint64_t seek_ms;        /* how long before it ends lost (placement.c, seek_ms) */
 	int resumed;             /* the owner is not the connection the JOB went on */
 	unsigned resume_queries; /* the library's QUERYs on resume, unanswered */
 	int cancel_requested;

@@ -138,6 +138,18 @@ static struct exc_conn *conn_to(exc_client *c, const char *id, const struct exc_
 	return NULL;
 }
 
+/* How long a job whose connection k dropped is sought before it ends
+ * lost: owner_grace_sec, and never less than the instance may still run
+ * it (keeps_jobs_ms), so that a job ended lost has stopped there and a
+ * retry cannot overlap it.  (A job whose cancel is held ends "cancel not
+ * confirmed" after owner_grace_sec: it is not run again.) */
+static uint64_t seek_ms(const exc_client *c, const struct exc_conn *k)
+{
+	uint64_t ms = c->opt.owner_grace_sec * 1000ull;
+
+	return k->keeps_jobs_ms > ms ? k->keeps_jobs_ms : ms;
+}
+
 void job_on_conn_gone(exc_client *c, struct exc_conn *k)
 {
 	for (struct exc_job *j = c->jobs; j; j = j->next) {
@@ -154,7 +166,8 @@ void job_on_conn_gone(exc_client *c, struct exc_conn *k)
 			job_resume_on(j, other);
 		if (j->owner == NULL && j->state == J_RUNNING && !c->freeing) {
 			j->state = J_SEEKING;
-			j->seek_until_ms = client_now_ms() + c->opt.owner_grace_sec * 1000ull;
+			j->seek_ms = seek_ms(c, k);
+			j->seek_since_ms = client_now_ms();
 			snprintf(j->owner_addr->seek, sizeof j->owner_addr->seek, "%s",
 				 j->owner_instance);
 			client_log(c, EXC_LOG_INFO,
@@ -251,7 +264,8 @@ void job_tick(exc_client *c)
 		if (j->local_code[0])
 			continue;
 		if (j->state == J_SEEKING) {
-			if (now >= j->seek_until_ms && j->cancel_requested) {
+			if (j->cancel_requested &&
+			    now >= j->seek_since_ms + c->opt.owner_grace_sec * 1000ull) {
 				/* the instance cancels the job itself when the
 				 * client's resume grace there ends; should a
 				 * connection reach it before, CANCEL goes out */
@@ -263,11 +277,12 @@ void job_tick(exc_client *c)
 					"within %u s (it cancels the jobs of a client that "
 					"stays away past its resumeGraceSec)",
 					j->owner_instance, c->opt.owner_grace_sec);
-			} else if (now >= j->seek_until_ms) {
+			} else if (now >= j->seek_since_ms + j->seek_ms) {
 				j->state = J_RUNNING; /* for finish: it may have run */
 				job_finish_local(j, EXC_E_LOST, 1,
-						 "instance %s not reached again within %u s",
-						 j->owner_instance, c->opt.owner_grace_sec);
+						 "instance %s not reached again within %llu s",
+						 j->owner_instance,
+						 (unsigned long long)j->seek_ms / 1000);
 			} else {
 				snprintf(j->owner_addr->seek, sizeof j->owner_addr->seek, "%s",
 					 j->owner_instance);

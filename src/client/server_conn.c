@@ -103,7 +103,7 @@ int conn_send(struct exc_conn *k, struct json_object *o)
 	if (o == NULL)
 		return -1;
 	if (k->ws && (k->state == K_OPEN || k->state == K_READY)) {
-		text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+		text = json_object_to_json_string_ext(o, WIRE_TEXT);
 		r = ws_send_text(k->ws, text, strlen(text));
 	}
 	json_object_put(o);
@@ -177,6 +177,27 @@ static int instance_id_valid(const char *id)
 	return strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
 }
 
+/* How long the instance of HELLO o may still run a job after the client
+ * lost its connection, or 0 if o does not say: it notices a silent
+ * connection within ping_timeout_sec + ping_interval_sec of the last
+ * frame it got (docs/protocol.md, "Liveness"), keeps the client's jobs
+ * for resume_grace_sec more (section 6), and then stops them. */
+static uint64_t keeps_jobs_ms(struct json_object *o)
+{
+	static const char *const keys[] = { "ping_timeout_sec", "ping_interval_sec",
+					    "resume_grace_sec" };
+	uint64_t ms = CONN_KILL_MARGIN_MS;
+
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		int64_t s = wire_int(o, keys[i], -1);
+
+		if (s < 0 || s > 86400)
+			return 0;
+		ms += (uint64_t)s * 1000;
+	}
+	return ms;
+}
+
 static void on_hello(struct exc_conn *k, struct json_object *o)
 {
 	const char *id = wire_str(o, "instance_id");
@@ -195,6 +216,12 @@ static void on_hello(struct exc_conn *k, struct json_object *o)
 	k->clients = (int)wire_int_in(o, "clients", 1, 1, INT_MAX);
 	k->protocol = (int)wire_int_in(o, "protocol", 1, 1, INT_MAX);
 	k->draining = json_object_object_get_ex(o, "draining", &dr) && json_object_get_boolean(dr);
+	/* an older instance does not say: no check (it closes the connection
+	 * with 1009 on a JOB over its limit, as before) */
+	k->max_frame = json_object_object_get_ex(o, "max_frame_bytes", NULL)
+			       ? (size_t)wire_int_in(o, "max_frame_bytes", 0, 1024, INT32_MAX)
+			       : SIZE_MAX;
+	k->keeps_jobs_ms = keeps_jobs_ms(o);
 	if (first) {
 		k->state = K_READY;
 		if (k->timer)

@@ -1,7 +1,8 @@
 /*
  * chore_results.c - the dispatcher's chores (chores.h) and the handlers of
  * their results: the heartbeat and registering again (on the beat's lane,
- * statements of the dispatcher table alone), the rescue after each
+ * statements of the dispatcher table alone), the requeue of what our
+ * instance held when registered again, the rescue after each
  * written beat (on a lane of its own: it may wait for a lock on job), the
  * start of runs, the cancel poll, the local services' claims, the sweep of
  * lost claims, the landed check, outcomes written apart (a refused batch,
@@ -85,17 +86,26 @@ int ask_landed(struct dispatcher *d, const struct held *h)
 
 static void local_claimed(void *arg, PGresult *res, int away, const void *note);
 
+/* What a local claim asked for, and in which registration. */
+struct local_note {
+	int minprio;
+	unsigned life;
+};
+
 /* Claims up to n rows of the local services of priority minprio or more
  * (a chore: a local service spawns here, off the hot path). */
 static void claim_local_rows(struct dispatcher *d, unsigned n, int minprio)
 {
 	char limit[16], prio[16];
-	const char *params[5] = { d->cfg->instance_id, limit, d->local_names, "true", prio };
+	const char *params[6] = {
+		d->cfg->instance_id, limit, d->local_names, "true", prio, d->token
+	};
+	struct local_note note = { minprio, d->life };
 
 	snprintf(limit, sizeof limit, "%u", n);
 	snprintf(prio, sizeof prio, "%d", minprio);
-	if (chores_add(d->chores, d->q_claim, 5, params, &minprio, sizeof minprio, local_claimed,
-		       d) == 0) {
+	if (chores_add(d->chores, d->q_claim, 6, params, &note, sizeof note, local_claimed, d) ==
+	    0) {
 		d->local_out = 1;
 		d->st.claims++;
 	}
@@ -109,7 +119,7 @@ void claim_local(struct dispatcher *d)
 {
 	unsigned slots = (unsigned)d->cfg->local_slots, reserve = slots / 4;
 
-	if (d->local_out || d->sweep_out)
+	if (d->local_out || !may_claim_now(d))
 		return;
 	if (d->local_running + reserve < slots)
 		claim_local_rows(d, slots - reserve - d->local_running, -1000);
@@ -120,18 +130,28 @@ void claim_local(struct dispatcher *d)
 static void local_claimed(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
-	int minprio = *(const int *)note, rows = res ? PQntuples(res) : 0;
+	const struct local_note *n = note;
+	int minprio = n->minprio, rows = res ? PQntuples(res) : 0;
 	unsigned slots = (unsigned)d->cfg->local_slots;
 
 	d->local_out = 0;
 	if (!res && !away)
 		log_error("claim: %s", chores_db(d->chores)->last_error);
+	if (!res && away)
+		d->sweep_lost = d->lost_claims = 1;
+	if (n->life != d->life) {
+		if (rows)
+			log_info("%d local rows claimed before our dispatcher row was removed; "
+				 "not run (requeued by the rescue or when we register again)",
+				 rows);
+		rows = 0;
+	}
 	d->st.claimed += (uint64_t)rows;
 	for (int i = 0; i < rows; i++) {
 		d->st.attempts += (uint64_t)atoi(PQgetvalue(res, i, 1));
 		start_row(d, res, i, 0);
 	}
-	if (res && minprio < 2 && !d->stopping && !d->sweep_out && d->local_running < slots)
+	if (res && minprio < 2 && !d->stopping && may_claim_now(d) && d->local_running < slots)
 		claim_local_rows(d, slots - d->local_running, 2);
 	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
 		arm(d->start_ev, START_CHECK_MS);
@@ -146,6 +166,7 @@ static void swept(void *arg, PGresult *res, int away, const void *note)
 	d->sweep_out = 0;
 	if (res) {
 		d->sweep_lost = 0;
+		d->swept_ms = now_ms();
 		if (PQntuples(res) > 0)
 			log_warn("requeued %d rows claimed by a statement whose result the lost "
 				 "connection took",
@@ -190,8 +211,8 @@ void sweep_lost_claims(struct dispatcher *d)
 	db_int_array(ids, v, (int)n);
 	db_int_array(claims, c, (int)n);
 	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
-	const char *params[4] = { d->cfg->instance_id, ids, maxa, claims };
-	if (chores_add(d->chores, d->q_rescue_lost, 4, params, NULL, 0, swept, d) == 0)
+	const char *params[5] = { d->cfg->instance_id, ids, maxa, claims, d->token };
+	if (chores_add(d->chores, d->q_rescue_lost, 5, params, NULL, 0, swept, d) == 0)
 		d->sweep_out = 1;
 	free(ids);
 	free(claims);
@@ -277,9 +298,14 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
 	} else {
 		/* Another dispatcher found us silent for staleAfterSec and
 		 * requeued everything we held. */
-		log_warn("our dispatcher row was removed by a rescue: every claim we held was "
-			 "requeued; dropping their runs and registering again");
+		log_warn("our dispatcher row was removed by a rescue (or taken over by another "
+			 "life of instance %s): every claim we held was requeued; dropping their "
+			 "runs and registering again",
+			 d->cfg->instance_id);
 		d->registered = 0;
+		d->owning = 0;
+		d->life++;
+		new_token(d);
 		lose_everything(d, "its claim was rescued by another dispatcher");
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 	}
@@ -290,11 +316,49 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
 /* The heartbeat, a chore on its lane (the rescue follows its answer). */
 static void send_beat(struct dispatcher *d)
 {
-	const char *params[3] = { d->cfg->instance_id, d->host, d->pid };
+	const char *params[2] = { d->cfg->instance_id, d->token };
 	int64_t sent = now_ms();
 
-	if (chores_add(d->beat_lane, d->q_beat, 3, params, &sent, sizeof sent, beat_done, d) == 0)
+	if (chores_add(d->beat_lane, d->q_beat, 2, params, &sent, sizeof sent, beat_done, d) == 0)
 		d->beat_out = 1;
+}
+
+static void owned(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+
+	d->own_out = 0;
+	if (*(const unsigned *)note != d->life)
+		return; /* our row was lost again meanwhile */
+	if (!res) {
+		if (!away)
+			log_error("requeueing the rows of our earlier registration: %s",
+				  chores_db(d->chores)->last_error);
+		return; /* again at the next heartbeat (beat_cb) */
+	}
+	if (PQntuples(res) > 0)
+		log_warn("requeued %d rows still held under instance %s from before our row was "
+			 "removed",
+			 PQntuples(res), d->cfg->instance_id);
+	d->owning = 0;
+	d->sweep_lost = 0; /* every row held under our instance was requeued */
+	event_active(d->poll_ev, EV_TIMEOUT, 0);
+}
+
+/* Registered again after our row was removed: the rows still held under
+ * our instance are requeued before anything is claimed (DQ_RESCUE_OWN, as
+ * at the start; a chore: it may wait for a lock on job).  Those are the
+ * runs we dropped, and claims of ours that committed after the snapshot
+ * of the rescue that removed our row, which it did not see. */
+static void send_own(struct dispatcher *d)
+{
+	char maxa[16];
+	const char *params[3] = { d->cfg->instance_id, maxa, d->token };
+
+	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
+	if (chores_add(d->chores, d->q_rescue_own, 3, params, &d->life, sizeof d->life, owned, d) ==
+	    0)
+		d->own_out = 1;
 }
 
 static void reregistered(void *arg, PGresult *res, int away, const void *note)
@@ -312,6 +376,8 @@ static void reregistered(void *arg, PGresult *res, int away, const void *note)
 	if (rc < 0)
 		return;
 	log_info("registered again as %s", d->cfg->instance_id);
+	d->owning = 1;
+	send_own(d);
 	send_beat(d);
 }
 
@@ -322,7 +388,7 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
 	char stale[16];
-	const char *params[4];
+	const char *params[5];
 	int64_t sent = now_ms();
 
 	(void)fd;
@@ -330,6 +396,15 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 	arm(d->beat_ev, d->cfg->heartbeat_sec * 1000LL);
 	if (d->listener)
 		listener_keep(d->listener);
+	if (d->registered && d->owning && !d->own_out)
+		send_own(d);
+	/* a claim lost with its connection may be committed by its backend
+	 * at any later time: swept every staleAfterSec from then on */
+	if (d->lost_claims && d->registered &&
+	    now_ms() - d->swept_ms >= d->cfg->stale_after_sec * 1000LL) {
+		d->sweep_lost = 1;
+		event_active(d->poll_ev, EV_TIMEOUT, 0);
+	}
 	if (d->beat_out || d->leaving)
 		return;
 	if (d->registered) {
@@ -337,7 +412,7 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	register_params(d, stale, sizeof stale, params);
-	if (chores_add(d->beat_lane, d->q_register, 4, params, &sent, sizeof sent, reregistered,
+	if (chores_add(d->beat_lane, d->q_register, 5, params, &sent, sizeof sent, reregistered,
 		       d) == 0)
 		d->beat_out = 1;
 }
@@ -351,7 +426,8 @@ void on_chores_up(void *arg)
 
 	if (d->contact < CONTACT_DONE)
 		return;
-	d->sweep_lost = 1; /* a local claim may have been lost with it */
+	if (d->lost_claims)
+		d->sweep_lost = 1; /* a local claim may have been lost with it */
 	if (!beat_fresh(d) && !d->beat_out)
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 	if (d->stopping)
@@ -827,16 +903,19 @@ static void left(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 
-	(void)res;
 	(void)away;
 	(void)note;
+	if (res && PQntuples(res) > 0)
+		log_warn("leaving: requeued %d rows held under instance %s by claims whose result "
+			 "a lost connection took",
+			 PQntuples(res), d->cfg->instance_id);
 	event_base_loopbreak(d->base);
 }
 
 static void left_hot(void *arg, PGresult *res, int away)
 {
+	left(arg, res, away, NULL);
 	PQclear(res);
-	left(arg, NULL, away, NULL);
 }
 
 /* The leave goes on a connection that is up: the heartbeat's lane, else
@@ -848,8 +927,10 @@ static void left_hot(void *arg, PGresult *res, int away)
  * when sent or queued. */
 static int send_leave(struct dispatcher *d)
 {
-	const char *params[3] = { d->cfg->instance_id, d->host, d->pid };
+	char maxa[16];
+	const char *params[3] = { d->cfg->instance_id, d->token, maxa };
 
+	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
 	if (!db_up(chores_db(d->beat_lane)))
 		for (int t = 0; t < HOT_CONNS; t++)
 			if (db_up(d->turns[t].db) && !db_busy(d->turns[t].db))

@@ -13,11 +13,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "dispatch/dispatcher_impl.h"
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
+
+/* A new life's token (docs/dispatch.md, "Identity"): our clock now to
+ * the millisecond, in UTC, with a random number of microseconds below
+ * it, as the text of a timestamptz (microseconds, as PostgreSQL keeps
+ * it, so that it compares equal to what the row stores).  Two lives of
+ * one instance get the same token only when they register in the same
+ * millisecond and draw the same of 1000 numbers. */
+void new_token(struct dispatcher *d)
+{
+	struct timeval tv;
+	struct tm tm;
+	unsigned r = 0;
+	char day[32];
+
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm);
+	if (getentropy(&r, sizeof r) < 0)
+		r = d->rnd = d->rnd * 1103515245u + 12345u;
+	snprintf(d->token, sizeof d->token, "%.20s.%03d%03u+00", day,
+		 (int)(tv.tv_usec / 1000 % 1000), r % 1000);
+}
 
 /* The parameters of DQ_REGISTER into params (stale: its buffer). */
 void register_params(struct dispatcher *d, char *stale, size_t len, const char **params)
@@ -27,6 +52,7 @@ void register_params(struct dispatcher *d, char *stale, size_t len, const char *
 	params[1] = d->host;
 	params[2] = d->pid;
 	params[3] = stale;
+	params[4] = d->token;
 }
 
 /* DQ_REGISTER's answer (sent at sent_ms): 0 registered, -1 the statement
@@ -152,11 +178,11 @@ static void contact_step(struct dispatcher *d, PGresult *res, int away)
 void contact_next(struct dispatcher *d)
 {
 	char maxa[16], stale[16];
-	const char *params[4] = { d->cfg->instance_id, maxa };
+	const char *params[5] = { d->cfg->instance_id, maxa, d->token };
 	const char *sql = d->contact == CONTACT_VERSION    ? d->q_version
 			  : d->contact == CONTACT_REGISTER ? d->q_register
 							   : d->q_rescue_own;
-	int n = d->contact == CONTACT_VERSION ? 0 : d->contact == CONTACT_REGISTER ? 4 : 2;
+	int n = d->contact == CONTACT_VERSION ? 0 : d->contact == CONTACT_REGISTER ? 5 : 3;
 
 	if (d->contact >= CONTACT_DONE || db_busy(&d->db) || !db_ready(&d->db))
 		return;

@@ -63,6 +63,8 @@ void db_close(struct db *db)
 	if (db->late_ev)
 		event_free(db->late_ev);
 	db->io_ev = db->deliver_ev = db->late_ev = NULL;
+	PQfreeCancel(db->cancel);
+	db->cancel = NULL;
 	PQclear(db->kept);
 	db->kept = NULL;
 	db->fn = NULL;
@@ -73,9 +75,27 @@ void db_close(struct db *db)
 	db->conninfo = NULL;
 }
 
+static void cancel_on_server(const struct db *db, PGcancel *c);
+static void look_again_later(struct db *db);
+
 static void went_away(struct db *db, const char *why)
 {
 	one_line(db->last_error, sizeof db->last_error, why);
+	if (db->on_wire && db->conn) {
+		/* lost by an error, not abandoned at its deadline (abandon took
+		 * the connection): the backend may go on with the statement
+		 * (a pooler does not cancel it when its client goes, a backend
+		 * waiting for a lock does not notice), so it is cancelled, and
+		 * the owner looks again later for what it may have committed */
+		cancel_on_server(db, db->cancel);
+		log_warn("database (%s): a statement was on the wire when the connection was "
+			 "lost (%s); cancelled at the server; looking again for what it may "
+			 "commit once the database has been up for %d ms",
+			 db->name, db->last_error, db->timeout_ms);
+		look_again_later(db);
+	}
+	PQfreeCancel(db->cancel);
+	db->cancel = NULL;
 	if (db->conn)
 		PQfinish(db->conn);
 	db->conn = NULL;
@@ -111,6 +131,9 @@ static void connected(struct db *db)
 	db->connecting = 0;
 	PQsetNoticeProcessor(db->conn, quiet_notice, db);
 	PQsetnonblocking(db->conn, 1);
+	/* taken now: libpq gives none once the connection broke */
+	PQfreeCancel(db->cancel);
+	db->cancel = PQgetCancel(db->conn);
 	if (db->warned || db->statements)
 		log_info("database (%s): connected", db->name);
 	db->warned = 0;
@@ -250,14 +273,13 @@ int db_connect_step(struct db_connect *c, int timed_out)
 
 static void io_cb(evutil_socket_t fd, short what, void *arg);
 
-/* Asks the server to cancel conn's statement, from a child process:
- * libpq 15's PQcancel blocks until the server has read the request (no
- * PQcancelConn before libpq 17), and a server that does not answer must
- * not hold the loop.  The child gives up after CANCEL_WAIT_SEC; the
- * daemon reaps its children (SIGCHLD). */
-static void cancel_on_server(const struct db *db, PGconn *conn)
+/* Asks the server to cancel the statement of the connection c was taken
+ * from, from a child process: libpq 15's PQcancel blocks until the server
+ * has read the request (no PQcancelConn before libpq 17), and a server
+ * that does not answer must not hold the loop.  The child gives up after
+ * CANCEL_WAIT_SEC; the daemon reaps its children (SIGCHLD). */
+static void cancel_on_server(const struct db *db, PGcancel *c)
 {
-	PGcancel *c = PQgetCancel(conn);
 	pid_t pid;
 
 	if (!c)
@@ -280,9 +302,20 @@ static void cancel_on_server(const struct db *db, PGconn *conn)
 		_exit(PQcancel(c, err, sizeof err) ? 0 : 1);
 	}
 	if (pid < 0)
-		log_warn("database (%s): cannot cancel the statement abandoned at its deadline: %s",
+		log_warn("database (%s): cannot cancel the statement lost with its connection: %s",
 			 db->name, strerror(errno));
-	PQfreeCancel(c);
+}
+
+/* A statement whose end is not known was given up: the owner is told
+ * once more when the connection has been up for timeout_ms (late_cb). */
+static void look_again_later(struct db *db)
+{
+	db->late = 1;
+	if (db->late_ev && !evtimer_pending(db->late_ev, NULL)) {
+		struct timeval tv = { (time_t)(db->timeout_ms / 1000),
+				      (suseconds_t)(db->timeout_ms % 1000 * 1000) };
+		evtimer_add(db->late_ev, &tv);
+	}
 }
 
 /* a is settled: closed, its place free.  ended: its statement answered or
@@ -306,12 +339,7 @@ static void settle(struct db_abandoned *a, int ended)
 		 "its cancel; closed; looking again for what it may commit once the database "
 		 "has been up for %d ms",
 		 db->name, db->timeout_ms, db->timeout_ms);
-	db->late = 1;
-	if (!evtimer_pending(db->late_ev, NULL)) {
-		struct timeval tv = { (time_t)(db->timeout_ms / 1000),
-				      (suseconds_t)(db->timeout_ms % 1000 * 1000) };
-		evtimer_add(db->late_ev, &tv);
-	}
+	look_again_later(db);
 }
 
 /* An abandoned connection answered, or ended (its statement will not
@@ -385,7 +413,7 @@ static void abandon(struct db *db)
 	}
 	if (a->conn)
 		settle(a, 0);
-	cancel_on_server(db, db->conn);
+	cancel_on_server(db, db->cancel);
 	a->conn = db->conn;
 	a->since_ms = (int64_t)clock_mono_ms();
 	db->conn = NULL;

@@ -113,7 +113,8 @@ struct db {
 	struct event *late_ev;
 	int late;
 	int64_t up_since_ms;
-	PGresult *kept; /* the result, read, not delivered yet */
+	PGcancel *cancel; /* the connection's cancel key, taken when it came up */
+	PGresult *kept;   /* the result, read, not delivered yet */
 	int kept_away;
 };
 
@@ -135,8 +136,13 @@ void db_close(struct db *db);
  * looks again for what a lost statement may have done.  One that has not
  * ended timeout_ms after its cancel (the server does not answer at all),
  * or the oldest when DB_ABANDONED are watched, is closed, and on_up is
- * called once more when the connection has been up for timeout_ms.  0,
- * or -1 (no memory). */
+ * called once more when the connection has been up for timeout_ms.  A
+ * connection lost by an error with a statement on the wire is treated
+ * alike: the statement is cancelled at the server (through the cancel
+ * key taken when the connection came up) and on_up is called once more
+ * when the new connection has been up for timeout_ms (the backend may
+ * still be running it: a pooler does not cancel a server's statement
+ * when its client goes).  0, or -1 (no memory). */
 int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_up)(void *),
 	      void *arg);
 /* 1 when connected.  Otherwise 0, and a (re)connection is attempted once

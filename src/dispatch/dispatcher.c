@@ -22,7 +22,14 @@
  *    cancelled at the execserver and its result dropped;
  *  - our dispatcher row exists as long as we hold rows (it is deleted
  *    only at a clean stop with nothing held), so every held row can be
- *    rescued if we die.
+ *    rescued if we die;
+ *  - every statement about our own row or the rows of "me" names our
+ *    row of this life (instance and token), and a claim holds that row
+ *    FOR KEY SHARE while it runs, so no rescue deletes it under a claim
+ *    in flight and no other life of the instance takes it over; nothing
+ *    is claimed or swept unless registered, with the requeue of the rows
+ *    the instance left done (owning 0) and no sweep of lost claims
+ *    waiting.
  * This file has the loop, the runs, admission and the hot path; the
  * start's first contact is in contact.c, the statements off the hot path
  * and their results in chore_results.c (shared: dispatcher_impl.h).
@@ -136,7 +143,14 @@ static void set_outcome(struct held *h, const struct exc_receipt *r)
 	} else {
 		h->state = "failed";
 	}
-	if (r->error_code) {
+	if (r->error_code && !r->json && r->error_message &&
+	    strcmp(r->error_code, EXC_E_BAD_JOB) == 0) {
+		/* the JOB refused, by the library (larger than the
+		 * instance's maxFrameBytes) or by the execserver's ERROR:
+		 * no receipt, so the reason goes into the row */
+		if (asprintf(&h->error, "%s: %s", r->error_code, r->error_message) < 0)
+			h->error = NULL;
+	} else if (r->error_code) {
 		h->error = strdup(r->error_code);
 	} else if (!r->ok) {
 		if (r->exited)
@@ -414,8 +428,12 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	struct exc_job_spec spec;
 	char *payload;
 
-	if (!h)
-		return; /* out of memory: the claim goes stale and is rescued */
+	if (!h) {
+		/* out of memory: the row is claimed under us and not held, as
+		 * one whose result a lost connection took: swept (requeued) */
+		d->sweep_lost = 1;
+		return;
+	}
 	h->d = d;
 	h->id = strtoll(PQgetvalue(res, row, col), NULL, 10);
 	h->attempts = atoi(PQgetvalue(res, row, col + 1));
@@ -672,7 +690,7 @@ static void turn_release(struct turn *t)
  * the database is away. */
 static int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 {
-	const char *params[10];
+	const char *params[11];
 	int claims = a && a->total > 0, other = 0, rc;
 
 	if (fin_build(d, &t->fin, FINISH_BATCH) > 0) {
@@ -680,7 +698,8 @@ static int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 		fin_params(d, &t->fin, params);
 		params[8] = claims ? a->services : NULL;
 		params[9] = claims ? a->limits : NULL;
-		rc = db_send(t->db, claims ? d->q_finish_claim : d->q_finish, claims ? 10 : 8,
+		params[10] = d->token;
+		rc = db_send(t->db, claims ? d->q_finish_claim : d->q_finish, claims ? 11 : 8,
 			     params, turn_done, t);
 		fin_free_arrays(&t->fin);
 	} else if (claims) {
@@ -689,8 +708,9 @@ static int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 		params[2] = a->limits;
 		params[3] = a->other;
 		params[4] = d->local_names;
+		params[5] = d->token;
 		other = strcmp(a->other, "0") != 0;
-		rc = db_send(t->db, d->q_claim_exec, 5, params, turn_done, t);
+		rc = db_send(t->db, d->q_claim_exec, 6, params, turn_done, t);
 		if (rc == 0 && other)
 			d->other_due_ms = now_ms() + d->cfg->poll_ms;
 	} else {
@@ -705,6 +725,7 @@ static int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 		t->other = other;
 		t->bound = a->bound;
 		t->total = a->bound + (unsigned)other;
+		t->life = d->life;
 		t->names = a->names;
 		t->lims = a->lims;
 		t->k = a->k;
@@ -721,7 +742,7 @@ static void turn_done(void *arg, PGresult *res, int away)
 	struct turn *t = arg;
 	struct dispatcher *d = t->d;
 	int wrote = t->fin.k, claims = t->claims, claimed = 0, again;
-	unsigned bound = t->bound;
+	unsigned bound = t->bound, life = t->life;
 
 	/* the reservation ends here; the rows claimed are held from here on */
 	turn_release(t);
@@ -732,7 +753,7 @@ static void turn_done(void *arg, PGresult *res, int away)
 		 * on whichever connection is up (not only once this one is back,
 		 * which it may never be while the other one suffices) */
 		if (away && claims)
-			d->sweep_lost = 1;
+			d->sweep_lost = d->lost_claims = 1;
 		if (away && wrote)
 			outcomes_waiting(d, t->db->last_error);
 		if (!away && wrote)
@@ -747,6 +768,15 @@ static void turn_done(void *arg, PGresult *res, int away)
 			int col = wrote ? 1 : 0;
 			if (wrote && PQgetvalue(res, r, 0)[0] != 'c')
 				continue;
+			if (life != d->life) {
+				/* claimed under a registration lost since: a rescue
+				 * requeued it, or our DQ_RESCUE_OWN does */
+				log_info("job %s: claimed before our dispatcher row was removed; "
+					 "not run (requeued by the rescue or when we register "
+					 "again)",
+					 PQgetvalue(res, r, col));
+				continue;
+			}
 			d->st.claimed++;
 			d->st.attempts += (uint64_t)atoi(PQgetvalue(res, r, col + 1));
 			start_row(d, res, r, col);
@@ -810,8 +840,11 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	evtimer_del(d->poll_ev);
-	/* only with no result outstanding: every claim that came back is held */
-	if (d->sweep_lost && !turn_busy(d) && !d->local_out && !d->sweep_out)
+	/* only with no result outstanding: every claim that came back is held;
+	 * and only as a registered dispatcher of this life (its statement
+	 * names our row: another life of the instance is left alone) */
+	if (d->sweep_lost && d->registered && !d->owning && !turn_busy(d) && !d->local_out &&
+	    !d->sweep_out)
 		sweep_lost_claims(d);
 	if (admission(d, &a) < 0) {
 		admission_free(&a);
@@ -835,11 +868,12 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 			log_warn("no execserver connected: claiming nothing");
 	} else {
 		d->said_no_exec = 0;
-		/* no claim while a sweep of lost claims is out (it would requeue
-		 * the rows of a claim it did not know of) */
-		may_claim = a.total > 0 && !d->sweep_out;
+		/* no claim while a sweep of lost claims waits or is out (it
+		 * would requeue the rows of a claim it did not know of, and
+		 * claims going on would put it off for good) */
+		may_claim = a.total > 0 && may_claim_now(d);
 	}
-	if (d->cfg->nlocal && beat_fresh(d))
+	if (d->cfg->nlocal && may_claim_now(d))
 		claim_local(d);
 	if (!t)
 		t = idle_turn(d);
@@ -860,7 +894,8 @@ static void on_db_up(void *arg)
 		contact_next(d);
 		return;
 	}
-	d->sweep_lost = 1;
+	if (d->lost_claims)
+		d->sweep_lost = 1; /* a claim lost with it may have committed since */
 	event_active(d->stopping ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
 }
 
@@ -940,6 +975,7 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	if (gethostname(d.host, sizeof d.host - 1) < 0)
 		strcpy(d.host, "unknown");
 	snprintf(d.pid, sizeof d.pid, "%ld", (long)getpid());
+	new_token(&d);
 	const char **names = calloc(cfg->nlocal + 1, sizeof *names);
 	for (size_t i = 0; names && i < cfg->nlocal; i++)
 		names[i] = cfg->local[i].name;

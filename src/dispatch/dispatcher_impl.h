@@ -100,6 +100,7 @@ struct turn {
 	unsigned bound; /* rows of services with a share it may claim */
 	unsigned total; /* all it may claim (bound + the other class) */
 	int other;      /* it may claim a row of the "other" class */
+	unsigned life;  /* d->life when it was sent */
 	size_t k;       /* per service: names (into d->services), limits */
 	const char **names;
 	int64_t *lims;
@@ -123,6 +124,14 @@ struct dispatcher {
 	struct event *sig_term, *sig_int, *sig_hup;
 	int64_t beat_ok_ms; /* monotonic time of the last written heartbeat */
 	int registered;
+	/* this life's token: our dispatcher row's started_at as we set it
+	 * (new_token), in every statement about our row; life counts the
+	 * registrations lost (a claim sent in an earlier one is not run);
+	 * owning: registered again, the requeue of the rows the instance
+	 * left (DQ_RESCUE_OWN) not answered yet: no claim, no sweep */
+	char token[48];
+	unsigned life;
+	int owning, own_out;
 	int stopping;
 	int64_t give_up_ms; /* stopping: outcomes refused in every form are given up then */
 	int gave_up;        /* outcomes were given up: our row stays for the rescue */
@@ -145,12 +154,18 @@ struct dispatcher {
 	struct turn turns[HOT_CONNS];
 	int poll_again;
 	int sweep_lost; /* reconnected: look for claims whose result was lost */
+	/* a claim was lost with its connection: its backend may commit it at
+	 * any later time, so the sweep runs every staleAfterSec from then on
+	 * (swept_ms: the last one answered) */
+	int lost_claims;
+	int64_t swept_ms;
 	/* the statements off the hot path (chores.h); each flag: a chore of
 	 * that kind is queued or on the wire, so that no kind piles up */
 	struct chores *chores;
 	int beat_out, start_out, cancel_out, local_out, sweep_out, flush_out, leaving;
-	/* the heartbeat's own lane: the beat, registering again and the leave,
-	 * statements of the dispatcher table alone, on a connection no other
+	/* the heartbeat's own lane: the beat and registering again,
+	 * statements of the dispatcher table alone, and at the end the leave
+	 * (which also requeues what the stop left held), on a connection no other
 	 * statement (or its lock wait) can hold; the rescue follows each
 	 * written beat on a lane of its own (it may wait for a lock on job:
 	 * the next beat does not wait with it); rescue_out: on the wire */
@@ -231,6 +246,14 @@ void write_position(struct dispatcher *d, struct held *h);
 void outcomes_waiting(struct dispatcher *d, const char *why);
 void outcomes_flowing(struct dispatcher *d);
 
+/* The claims may go: the heartbeat is fresh, the requeue of an earlier
+ * life's rows is done, and no sweep of lost claims waits (it waits for
+ * every claim on the wire; claims going on would put it off for good). */
+static inline int may_claim_now(const struct dispatcher *d)
+{
+	return beat_fresh(d) && !d->owning && !d->sweep_lost && !d->sweep_out;
+}
+
 /* chore_results.c: the chores and their results */
 int ask_landed(struct dispatcher *d, const struct held *h);
 void claim_local(struct dispatcher *d);
@@ -246,6 +269,7 @@ void flush_cb(evutil_socket_t fd, short what, void *arg);
 void janitor_cb(evutil_socket_t fd, short what, void *arg);
 
 /* contact.c: the start's first contact */
+void new_token(struct dispatcher *d);
 void register_params(struct dispatcher *d, char *stale, size_t len, const char **params);
 int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms);
 int expand_all(struct dispatcher *d);

@@ -22,19 +22,64 @@
 
 const char DQ_SCHEMA_VERSION[] = "SELECT max(version) FROM @schema@.schema_version";
 
+/* A takeover names instance among the columns it sets: ON CONFLICT DO
+ * UPDATE then locks the row as for a key update (FOR UPDATE strength), so
+ * it waits for a claim of the life before that holds the row FOR KEY
+ * SHARE (OUR_ROW), and that claim, once committed, is seen by the new
+ * life's DQ_RESCUE_OWN.  A live row is taken only by the same life (its
+ * own register whose reply was lost, sent again): same started_at. */
 const char DQ_REGISTER[] =
-	"INSERT INTO @schema@.dispatcher (instance, host, pid) VALUES ($1, $2, $3::int) "
-	"ON CONFLICT (instance) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, "
-	"started_at = now(), heartbeat_at = now() "
+	"INSERT INTO @schema@.dispatcher (instance, host, pid, started_at) "
+	"VALUES ($1, $2, $3::int, $5::timestamptz) "
+	"ON CONFLICT (instance) DO UPDATE SET instance = EXCLUDED.instance, host = EXCLUDED.host, "
+	"pid = EXCLUDED.pid, started_at = EXCLUDED.started_at, heartbeat_at = now() "
 	"WHERE @schema@.dispatcher.heartbeat_at < now() - make_interval(secs => $4::int) "
-	"OR (@schema@.dispatcher.host = EXCLUDED.host AND @schema@.dispatcher.pid = EXCLUDED.pid) "
+	"OR @schema@.dispatcher.started_at = EXCLUDED.started_at "
 	"RETURNING 1";
 
 /* The beat touches the dispatcher table alone (no trigger, no foreign
  * key reaches job from it), so no lock on job, however long an
- * application holds it, ever holds a beat back. */
+ * application holds it, ever holds a beat back.  It changes no key
+ * column: a claim's FOR KEY SHARE on the row does not hold it back
+ * either. */
 const char DQ_BEAT[] = "UPDATE @schema@.dispatcher SET heartbeat_at = now()"
-		       " WHERE instance = $1 AND host = $2 AND pid = $3::int RETURNING 1";
+		       " WHERE instance = $1 AND started_at = $2::timestamptz RETURNING 1";
+
+/* Our dispatcher row of this life (instance INST, started_at TOKEN),
+ * locked FOR KEY SHARE: a statement that acts on the rows of "me" does
+ * nothing unless it is there, and while it runs no rescue can take the
+ * row (the rescue's FOR UPDATE skips it, its DELETE waits) and no other
+ * life of the instance can take it over (DQ_REGISTER waits); the beat,
+ * a non-key update, is not held back. */
+#define OUR_ROW(INST, TOKEN)                                                                  \
+	"me AS MATERIALIZED (SELECT instance FROM @schema@.dispatcher WHERE instance = " INST \
+	" AND started_at = " TOKEN "::timestamptz FOR KEY SHARE)"
+
+/* The held rows of instances that have no dispatcher row at all, as the
+ * statement's snapshot sees them (id, claims): a claim takes its
+ * dispatcher's row FOR KEY SHARE, so such a row was claimed by a
+ * dispatcher whose row was deleted after the claim committed, by a
+ * rescue whose snapshot was taken before that commit (or by a leave of
+ * an older execdispatch).  Nobody would ever free it. */
+#define ORPHANS                                                                          \
+	"orphan AS MATERIALIZED (SELECT j.id, j.claims FROM @schema@.job j"              \
+	" WHERE j.state IN " HELD " AND NOT EXISTS (SELECT 1 FROM @schema@.dispatcher d" \
+	" WHERE d.instance = j.runner_instance)), "                                      \
+	"ofree AS MATERIALIZED (SELECT j.id FROM @schema@.job j JOIN orphan o"           \
+	" ON j.id = o.id AND j.claims = o.claims WHERE j.state IN " HELD                 \
+	" FOR NO KEY UPDATE OF j SKIP LOCKED), "
+
+/* The rescue's writes: the held rows of the silent dispatchers ready to
+ * be rescued, and the orphans; all_moved: the states they got. */
+#define RESCUE_SET_3 RESCUE_SET("$3::int")
+#define RESCUE_MOVED                                                                  \
+	"moved AS (UPDATE @schema@.job j SET " RESCUE_SET_3 " FROM ready"             \
+	" WHERE j.id IN (SELECT id FROM free) AND j.runner_instance = ready.instance" \
+	" RETURNING j.state), "
+#define RESCUE_LONE                                                  \
+	"lone AS (UPDATE @schema@.job j SET " RESCUE_SET_3           \
+	" WHERE j.id IN (SELECT id FROM ofree) RETURNING j.state), " \
+	"all_moved AS (SELECT state FROM moved UNION ALL SELECT state FROM lone) "
 
 /* The rescue, a statement and transaction of its own after the beat.
  * Staleness is judged by its now(), the time its statement (and so its
@@ -58,7 +103,7 @@ const char DQ_BEAT[] = "UPDATE @schema@.dispatcher SET heartbeat_at = now()"
  * every job of it, for the next heartbeat: a deleted dispatcher row
  * always means every job it held was requeued. */
 const char DQ_RESCUE[] =
-	"WITH stale AS MATERIALIZED ("
+	"WITH " ORPHANS "stale AS MATERIALIZED ("
 	" SELECT instance FROM @schema@.dispatcher"
 	" WHERE heartbeat_at < now() - make_interval(secs => $2::int) AND instance <> $1"
 	" FOR UPDATE SKIP LOCKED), "
@@ -74,22 +119,21 @@ const char DQ_RESCUE[] =
 	" WHERE h.runner_instance = s.instance AND h.id NOT IN (SELECT id FROM free))), "
 	"gone AS ("
 	" DELETE FROM @schema@.dispatcher WHERE instance IN (SELECT instance FROM ready)"
-	" RETURNING instance), "
-	"moved AS ("
-	" UPDATE @schema@.job j SET " RESCUE_SET(
-		"$3::int") " FROM ready WHERE j.id IN (SELECT id FROM free) "
-			   "AND j.runner_instance = ready.instance RETURNING j.state) "
-			   "SELECT (SELECT count(*) FROM moved WHERE state = 'queued'), "
-			   "(SELECT count(*) FROM moved WHERE state = 'failed'), "
-			   "(SELECT count(*) FROM stale) - (SELECT count(*) FROM gone)";
+	" RETURNING instance), " RESCUE_MOVED RESCUE_LONE
+	"SELECT (SELECT count(*) FROM all_moved WHERE state = 'queued'), "
+	"(SELECT count(*) FROM all_moved WHERE state = 'failed'), "
+	"(SELECT count(*) FROM stale) - (SELECT count(*) FROM gone)";
 
-const char DQ_RESCUE_OWN[] = "UPDATE @schema@.job j SET " RESCUE_SET(
-	"$2::int") "WHERE j.runner_instance = $1 AND j.state IN " HELD " RETURNING j.id";
+const char DQ_RESCUE_OWN[] = "WITH " OUR_ROW("$1", "$3") " UPDATE @schema@.job j SET " RESCUE_SET(
+	"$2::int") "WHERE j.runner_instance = $1 AND j.state IN " HELD
+		   " AND EXISTS (SELECT 1 FROM me) RETURNING j.id";
 
-const char DQ_RESCUE_LOST[] = "UPDATE @schema@.job j SET " RESCUE_SET(
-	"$3::int") "WHERE j.runner_instance = $1 AND j.state = 'claimed' "
-		   "AND NOT EXISTS (SELECT 1 FROM unnest($2::bigint[], $4::int[]) AS "
-		   "h(id, claims) WHERE h.id = j.id AND h.claims = j.claims) RETURNING j.id";
+const char DQ_RESCUE_LOST[] = "WITH " OUR_ROW(
+	"$1",
+	"$5") " UPDATE @schema@.job j SET " RESCUE_SET_3
+	      "WHERE j.runner_instance = $1 AND j.state = 'claimed' AND EXISTS (SELECT 1 FROM me)"
+	      " AND NOT EXISTS (SELECT 1 FROM unnest($2::bigint[], $4::int[]) AS h(id, claims)"
+	      " WHERE h.id = j.id AND h.claims = j.claims) RETURNING j.id";
 
 /* The claim's two halves: the rows picked (LIMIT from the parameter
  * named), and their change to claimed by $1. */
@@ -98,7 +142,7 @@ const char DQ_RESCUE_LOST[] = "UPDATE @schema@.job j SET " RESCUE_SET(
  * MINPRIO bounds the priority from below (the reserved local slots). */
 #define CLAIM_PICK(LIMIT, LOCAL, IS_LOCAL, MINPRIO)                                             \
 	"SELECT id FROM @schema@.job"                                                           \
-	" WHERE state = 'queued' AND start_after <= now()"                                      \
+	" WHERE state = 'queued' AND start_after <= now() AND EXISTS (SELECT 1 FROM me)"        \
 	" AND (service = ANY(" LOCAL "::text[])) = " IS_LOCAL "::bool AND priority >= " MINPRIO \
 	"::int ORDER BY priority DESC, id"                                                      \
 	" LIMIT " LIMIT " FOR UPDATE SKIP LOCKED"
@@ -130,8 +174,8 @@ const char DQ_RESCUE_LOST[] = "UPDATE @schema@.job j SET " RESCUE_SET(
 	"WHERE j.id = u.id AND j.runner_instance = $1 AND j.claims = u.claims "                 \
 	"AND j.state IN " HELD " RETURNING j.id"
 
-const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int", "$3", "$4",
-								   "$5") ") " CLAIM_SET;
+const char DQ_CLAIM[] = "WITH " OUR_ROW("$1", "$6") ", picked AS MATERIALIZED (" CLAIM_PICK(
+	"$2::int", "$3", "$4", "$5") ") " CLAIM_SET;
 
 /* The exec-bound claim, each service up to its own admission: the
  * services in the array SVC up to the matching LIM each (their claim
@@ -141,19 +185,22 @@ const char DQ_CLAIM[] = "WITH picked AS MATERIALIZED (" CLAIM_PICK("$2::int", "$
 	" SELECT p.id FROM unnest(" SVC "::text[], " LIM "::int[]) AS s(service, lim)" \
 	" CROSS JOIN LATERAL (SELECT id FROM @schema@.job"                             \
 	"  WHERE state = 'queued' AND start_after <= now() AND service = s.service"    \
+	"  AND EXISTS (SELECT 1 FROM me)"                                              \
 	"  ORDER BY priority DESC, id LIMIT s.lim FOR UPDATE SKIP LOCKED) p) "
 /* ...and the rows of every other service that is not local (OTHER at
  * most): a service not seen yet, or one no execserver runs, whose rows end
  * unknown_service.  Two CTEs, since FOR UPDATE does not go with UNION. */
-#define CLAIM_PICK_EXEC(SVC, LIM, OTHER, LOCAL)                                         \
-	CLAIM_PICK_SERVICES(SVC, LIM)                                                   \
-	", picked_o AS MATERIALIZED ("                                                  \
-	" SELECT id FROM @schema@.job WHERE state = 'queued' AND start_after <= now()"  \
-	" AND service <> ALL(" SVC "::text[]) AND NOT service = ANY(" LOCAL "::text[])" \
-	" ORDER BY priority DESC, id LIMIT " OTHER "::int FOR UPDATE SKIP LOCKED), "    \
+#define CLAIM_PICK_EXEC(SVC, LIM, OTHER, LOCAL)                                        \
+	CLAIM_PICK_SERVICES(SVC, LIM)                                                  \
+	", picked_o AS MATERIALIZED ("                                                 \
+	" SELECT id FROM @schema@.job WHERE state = 'queued' AND start_after <= now()" \
+	" AND EXISTS (SELECT 1 FROM me) AND service <> ALL(" SVC                       \
+	"::text[]) AND NOT service = ANY(" LOCAL "::text[])"                           \
+	" ORDER BY priority DESC, id LIMIT " OTHER "::int FOR UPDATE SKIP LOCKED), "   \
 	"picked AS (SELECT id FROM picked_s UNION ALL SELECT id FROM picked_o) "
 
-const char DQ_CLAIM_EXEC[] = "WITH " CLAIM_PICK_EXEC("$2", "$3", "$4", "$5") CLAIM_SET;
+const char DQ_CLAIM_EXEC[] = "WITH " OUR_ROW("$1", "$6") ", " CLAIM_PICK_EXEC("$2", "$3", "$4",
+									      "$5") CLAIM_SET;
 
 /* A row another transaction has locked is skipped, not waited for, and
  * answered as still claimed (0), so that its start is tried again (FOR NO
@@ -176,11 +223,15 @@ const char DQ_FINISH[] = FINISH_SET;
  * outcomes).  The rows being finished are held (not queued) in the
  * statement's snapshot, so the claim never picks one of them. */
 const char DQ_FINISH_CLAIM[] =
-	"WITH fin AS (" FINISH_SET
-	"), " CLAIM_PICK_SERVICES("$9", "$10") ", claimed AS (" CLAIM_SET_FROM(
-		"picked_s") ") "
-			    "SELECT 'c', id, attempts, priority, service, job, claims FROM claimed "
-			    "UNION ALL SELECT 'f', id, NULL, NULL, NULL, NULL, NULL FROM fin";
+	"WITH fin AS (" FINISH_SET "), " OUR_ROW("$1", "$11") ", " CLAIM_PICK_SERVICES(
+		"$9",
+		"$10") ", claimed AS (" CLAIM_SET_FROM("picked_s") ") "
+								   "SELECT 'c', id, attempts, "
+								   "priority, service, job, claims "
+								   "FROM claimed "
+								   "UNION ALL SELECT 'f', id, "
+								   "NULL, NULL, NULL, NULL, NULL "
+								   "FROM fin";
 
 const char DQ_LANDED[] =
 	"SELECT 1 FROM @schema@.job WHERE id = $1::bigint AND claims = $2::int AND state = $3 "
@@ -206,8 +257,15 @@ const char DQ_POSITION[] =
 	" WHERE id IN (SELECT id FROM free) RETURNING 1) "
 	"SELECT (SELECT count(*) FROM pos), (SELECT count(*) FROM mine)";
 
-const char DQ_LEAVE[] =
-	"DELETE FROM @schema@.dispatcher WHERE instance = $1 AND host = $2 AND pid = $3::int";
+/* Our row deleted and, in the same statement, the rows still held under
+ * our instance requeued (the leaving dispatcher holds none it knows of:
+ * these are claims whose result a lost connection took), so that a
+ * deleted dispatcher row still means every job it held was requeued. */
+const char DQ_LEAVE[] = "WITH gone AS (DELETE FROM @schema@.dispatcher WHERE instance = $1"
+			" AND started_at = $2::timestamptz RETURNING instance) "
+			"UPDATE @schema@.job j SET " RESCUE_SET_3 "FROM gone"
+			" WHERE j.runner_instance = gone.instance AND j.state IN " HELD
+			" RETURNING j.id";
 
 const char DQ_JANITOR[] =
 	"DELETE FROM @schema@.job WHERE id IN ("

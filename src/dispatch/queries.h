@@ -10,6 +10,14 @@
  * (runner_instance, claims, state) in its WHERE clause: claims counts the
  * claims of a row and is never decremented, so (id, claims) names one
  * claim for good (attempts does not: "no slot" gives an attempt back).
+ *
+ * A dispatcher's row is named by its instance and its life's token, the
+ * row's started_at as the dispatcher chose it when registering (one life
+ * of a process, until a rescue removes its row): every statement that
+ * acts on "my" rows (the claims, the beat, the sweep of lost claims, the
+ * requeue of an earlier life's rows, the leave) carries both, and does
+ * nothing when that row is not there (another life of the instance
+ * took it over, or a rescue removed it).
  */
 #ifndef ES_DISPATCH_QUERIES_H
 #define ES_DISPATCH_QUERIES_H
@@ -22,13 +30,15 @@ char *dq_expand(const char *text, const char *schema);
 extern const char DQ_SCHEMA_VERSION[];
 
 /* Register this dispatcher, or take over a stale row of the same
- * instance: ($1 instance, $2 host, $3 pid, $4 staleAfterSec) -> one row,
- * or none when a live dispatcher holds the instance. */
+ * instance, or our own row again (the same token: a register whose reply
+ * was lost): ($1 instance, $2 host, $3 pid, $4 staleAfterSec, $5 token)
+ * -> one row, or none when another live dispatcher holds the instance. */
 extern const char DQ_REGISTER[];
 
 /* The heartbeat: refresh our row, touching no other table (so that no
- * lock on job can hold it back): ($1 instance, $2 host, $3 pid) -> one
- * row, or none when a rescue removed our row. */
+ * lock on job can hold it back): ($1 instance, $2 token) -> one row, or
+ * none when our row is gone (a rescue removed it, or another life of the
+ * instance took it over). */
 extern const char DQ_BEAT[];
 
 /* The rescue, its own statement and transaction after a written beat:
@@ -37,29 +47,37 @@ extern const char DQ_BEAT[];
  * error dispatcher_lost once attempts >= maxAttempts).  It never waits
  * for a row lock: a silent dispatcher one of whose jobs (or its own row)
  * another transaction has locked is left whole for the next heartbeat
- * (put off).  ($1 instance, $2 staleAfterSec, $3 maxAttempts)
+ * (put off).  Also requeued: held rows whose instance has no dispatcher
+ * row at all (claimed by a dispatcher whose row a rescue deleted after
+ * the claim committed, unseen by that rescue's snapshot).
+ * ($1 instance, $2 staleAfterSec, $3 maxAttempts)
  * -> (requeued, failed, put off) */
 extern const char DQ_RESCUE[];
 
-/* At start: requeue the held rows a previous life of this instance left
- * (same outcome rule as the rescue): ($1 instance, $2 maxAttempts) -> rows */
+/* After each registration (at start, and again after a rescue removed
+ * our row): requeue the held rows an earlier life of this instance left
+ * (same outcome rule as the rescue), if our row of this life is there:
+ * ($1 instance, $2 maxAttempts, $3 token) -> rows */
 extern const char DQ_RESCUE_OWN[];
 
 /* After a reconnection: requeue the rows claimed by this instance under
  * a claim it does not hold (a claim whose result was lost with the
- * connection; same outcome rule as the rescue): ($1 instance, $2 ids
- * held, $3 maxAttempts, $4 their claims) -> rows */
+ * connection; same outcome rule as the rescue), if our row of this life
+ * is there: ($1 instance, $2 ids held, $3 maxAttempts, $4 their claims,
+ * $5 token) -> rows */
 extern const char DQ_RESCUE_LOST[];
 
 /* Claim a batch: ($1 instance, $2 limit, $3 the local services text[],
- * $4 true: claim those, false: the others, $5 the lowest priority)
- * -> (id, attempts, priority, service, job, claims) */
+ * $4 true: claim those, false: the others, $5 the lowest priority,
+ * $6 token) -> (id, attempts, priority, service, job, claims); nothing
+ * unless our row of this life is there (locked FOR KEY SHARE meanwhile). */
 extern const char DQ_CLAIM[];
 
 /* Claim exec-bound rows, each service up to its admission: ($1 instance,
  * $2 services text[], $3 their limits int[], $4 at most this many rows of
- * services not in $2, $5 the local services text[] (never claimed here))
- * -> (id, attempts, priority, service, job, claims) */
+ * services not in $2, $5 the local services text[] (never claimed here),
+ * $6 token) -> (id, attempts, priority, service, job, claims); nothing
+ * unless our row of this life is there, as DQ_CLAIM. */
 extern const char DQ_CLAIM_EXEC[];
 
 /* Claimed rows whose run started: ($1 instance, $2 ids[], $3 claims[])
@@ -75,7 +93,7 @@ extern const char DQ_FINISH[];
 
 /* DQ_FINISH and DQ_CLAIM_EXEC's claim of the listed services (not the
  * other class) in one statement: ($1..$8 as DQ_FINISH, $9 services
- * text[], $10 limits int[]) -> ('f', id) per outcome written and ('c', id, attempts,
+ * text[], $10 limits int[], $11 token; the claim as DQ_CLAIM's) -> ('f', id) per outcome written and ('c', id, attempts,
  * priority, service, job, claims) per row claimed */
 extern const char DQ_FINISH_CLAIM[];
 
@@ -95,7 +113,10 @@ extern const char DQ_HELD[];
  * (written 0, ours 1: to be written again) */
 extern const char DQ_POSITION[];
 
-/* Leave: delete our row: ($1 instance, $2 host, $3 pid) */
+/* Leave: delete our row of this life and requeue the held rows left
+ * under our instance (claims whose result was lost; same outcome rule as
+ * the rescue) in the same statement: ($1 instance, $2 token, $3
+ * maxAttempts) -> rows requeued */
 extern const char DQ_LEAVE[];
 
 /* Retention janitor: ($1 days) delete at most 1000 finished rows older;

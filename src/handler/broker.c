@@ -33,6 +33,10 @@
 #define HELLO_COALESCE_MS 100
 #define MAX_PENDING_OUT (8u << 20) /* a peer that reads nothing is cut off here */
 
+struct hello_pings {
+	int interval_sec, timeout_sec;
+};
+
 struct broker_conn {
 	struct broker_conn *next, *prev;
 	struct ws_session *ws;
@@ -42,7 +46,9 @@ struct broker_conn {
 	struct ip_addr peer_ip; /* family 0 when unknown (callback guard) */
 	struct event *idle_ev;  /* idleTimeoutSec, re-armed by activity */
 	int protocol; /* in effect (HELLO.protocol); >= PROTO_VERSION_ACK: DONEs are acknowledged */
-	uint64_t hello_hash; /* of the last HELLO sent: unchanged ones are not re-sent */
+	uint64_t hello_hash;      /* of the last HELLO sent: unchanged ones are not re-sent */
+	struct hello_pings pings; /* this connection's, fixed when it opened: a reload
+				   * changes only later connections' (its HELLO says so) */
 };
 
 static struct broker_conn *conns;
@@ -150,7 +156,21 @@ static void send_error(struct broker_conn *c, const char *code, const char *mess
 
 /* ---- HELLO ---------------------------------------------------------- */
 
-static char *encode_hello(int protocol)
+/* The liveness a connection's HELLO announces: its own (a reload leaves
+ * an open session's pings as they were), so that a client's bound on how
+ * long a job outlives a lost connection (protocol.md, HELLO) holds. */
+static struct hello_pings current_pings(void)
+{
+	const struct es_config *cfg = handler.inst->cfg;
+	return (struct hello_pings){ cfg->ping_interval_sec, cfg->ping_timeout_sec };
+}
+
+static int same_pings(struct hello_pings a, struct hello_pings b)
+{
+	return a.interval_sec == b.interval_sec && a.timeout_sec == b.timeout_sec;
+}
+
+static char *encode_hello(int protocol, struct hello_pings pings)
 {
 	const struct es_config *cfg = handler.inst->cfg;
 	struct book_status st;
@@ -180,6 +200,10 @@ static char *encode_hello(int protocol)
 	json_object_object_add(o, "waitgroups", wgs);
 	json_object_object_add(o, "clients", json_object_new_int64(st.clients));
 	json_object_object_add(o, "draining", json_object_new_boolean(st.draining != 0));
+	json_object_object_add(o, "max_frame_bytes", json_object_new_int(cfg->max_frame_bytes));
+	json_object_object_add(o, "resume_grace_sec", json_object_new_int(cfg->resume_grace_sec));
+	json_object_object_add(o, "ping_timeout_sec", json_object_new_int(pings.timeout_sec));
+	json_object_object_add(o, "ping_interval_sec", json_object_new_int(pings.interval_sec));
 	return msg_to_text(o);
 }
 
@@ -210,9 +234,18 @@ void broker_schedule_hello(void)
 void broker_hello_cb(evutil_socket_t fd, short what, void *arg)
 {
 	char *hello[PROTO_VERSION + 1] = { NULL };
+	struct hello_pings now = current_pings();
 	for (struct broker_conn *c = conns; c; c = c->next) {
+		if (!same_pings(c->pings, now)) {
+			/* opened before a reload that changed them: rare, its own */
+			char *own = encode_hello(c->protocol, c->pings);
+			if (own)
+				send_hello(c, own);
+			free(own);
+			continue;
+		}
 		if (!hello[c->protocol])
-			hello[c->protocol] = encode_hello(c->protocol);
+			hello[c->protocol] = encode_hello(c->protocol, now);
 		if (hello[c->protocol])
 			send_hello(c, hello[c->protocol]);
 	}
@@ -506,8 +539,9 @@ int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *clie
 	struct ws_options opt;
 	ws_options_default(&opt);
 	opt.max_msg_len = (size_t)cfg->max_frame_bytes;
-	opt.ping_interval_ms = (unsigned)cfg->ping_interval_sec * 1000u;
-	opt.ping_timeout_ms = (unsigned)cfg->ping_timeout_sec * 1000u;
+	struct hello_pings pings = current_pings();
+	opt.ping_interval_ms = (unsigned)pings.interval_sec * 1000u;
+	opt.ping_timeout_ms = (unsigned)pings.timeout_sec * 1000u;
 	opt.pinger = handler.pinger;
 	struct ws_callbacks cb = { .on_text = on_text,
 				   .on_closed = on_closed,
@@ -517,6 +551,7 @@ int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *clie
 		return -1;
 	c->ref = ref;
 	c->protocol = protocol;
+	c->pings = pings;
 	snprintf(c->client_id, sizeof c->client_id, "%s", client_id ? client_id : "");
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
 	if (!peer_sa || ip_addr_from_sockaddr(peer_sa, peer_len, &c->peer_ip) != 0)
@@ -539,7 +574,7 @@ int broker_attach(struct bufferevent *bev, struct book_ref ref, const char *clie
 		conns->prev = c;
 	conns = c;
 	handler.nbroker++;
-	char *hello = encode_hello(protocol);
+	char *hello = encode_hello(protocol, c->pings);
 	if (hello)
 		send_hello(c, hello);
 	free(hello);

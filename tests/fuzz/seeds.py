@@ -119,7 +119,8 @@ msgs = {
     "ack": '{"type":"ACK","job_id":"42"}',
     "hello": '{"type":"HELLO","instance_id":"5f0c","version":"0.1.0","protocol":1,'
              '"services":{"demo":"light"},"waitgroups":{"light":{"processes":4}},'
-             '"clients":1,"draining":false}',
+             '"clients":1,"draining":false,"max_frame_bytes":1048576,'
+             '"resume_grace_sec":30,"ping_timeout_sec":45,"ping_interval_sec":15}',
     "offer": '{"type":"OFFER","job_id":"42","token":"%s"}' % TOKEN,
     "done": '{"type":"DONE","job_id":"42","receipt":{"exit_code":0,"duration_ms":2,'
             '"stdout":"7 /etc/hostname\\n"}}',

@@ -141,14 +141,16 @@ static int job_state_is(void *arg)
 
 /* Starts a 2-instance fleet and a client "seeker" with a running job of
  * `seconds`; returns the instance running it (*job, *c set). */
-static int start_running_job(exc_client **c, exc_job **job, struct fx_done *done,
-			     unsigned grace_sec, const char *seconds, int slots)
+static int start_running_job_with(exc_client **c, exc_job **job, struct fx_done *done,
+				  unsigned grace_sec, const char *seconds, int slots,
+				  const char *extra)
 {
 	struct exc_options o;
-	char json[128];
+	char json[128], body[4096];
 	struct exc_job_spec s;
 
-	CU_ASSERT_FATAL(fleet_start(&F, 2, slots, NULL) == 0);
+	snprintf(body, sizeof body, "%s%s", harness_default_body(slots), extra);
+	CU_ASSERT_FATAL(fleet_start(&F, 2, slots, (const char *const[]){ body, body }) == 0);
 	fx_options(&o);
 	o.client_id = "seeker";
 	o.owner_grace_sec = grace_sec;
@@ -166,6 +168,12 @@ static int start_running_job(exc_client **c, exc_job **job, struct fx_done *done
 			owner = i;
 	CU_ASSERT_FATAL(owner >= 0);
 	return owner;
+}
+
+static int start_running_job(exc_client **c, exc_job **job, struct fx_done *done,
+			     unsigned grace_sec, const char *seconds, int slots)
+{
+	return start_running_job_with(c, job, done, grace_sec, seconds, slots, "");
 }
 
 /* The owner leaves the balancer and its connections are cut: every
@@ -213,22 +221,34 @@ static void test_owner_seeking_reconnect(void)
 	CU_ASSERT(fleet_stop(&F) == 0);
 }
 
-/* The owner stays away longer than the client's grace: lost, retryable. */
+/* The owner stays away longer than the client's grace: lost, retryable,
+ * but not before the instance has stopped the job.  Its resumeGraceSec (6)
+ * is longer than the client's owner_grace_sec (2): the job ends lost only
+ * after the time HELLO announces (pingTimeoutSec 2 + pingIntervalSec 1 +
+ * resumeGraceSec 6 + 5 s = 14 s), when the instance no longer runs it, so
+ * that a retry cannot overlap it.  (Before: lost after 2 s, the job still
+ * running there for 4 s more.) */
 static void test_owner_never_back(void)
 {
 	exc_client *c;
 	exc_job *job;
 	struct fx_done done;
-	int owner = start_running_job(&c, &job, &done, 2, "5", 2);
+	int owner = start_running_job_with(
+		&c, &job, &done, 2, "30", 2,
+		"resumeGraceSec: 6\npingIntervalSec: 1\npingTimeoutSec: 2\n");
 
 	long long t0 = harness_now_ms();
 	lose_owner(owner);
-	CU_ASSERT(fx_wait(&done.called, 10000));
+	CU_ASSERT(fx_wait(&done.called, 20000));
 	long long waited = harness_now_ms() - t0;
 	CU_ASSERT_FALSE(done.ok);
 	CU_ASSERT_STRING_EQUAL(done.error_code, "lost");
 	CU_ASSERT(done.retryable);
-	CU_ASSERT(waited >= 1500 && waited < 6000);
+	CU_ASSERT(strstr(done.error_message, "not reached again within 14 s") != NULL);
+	CU_ASSERT(waited >= 13500 && waited < 17000);
+	/* the instance stopped the job when the client's grace there ended */
+	CU_ASSERT_EQUAL(fleet_status_int(&F, owner, "waitgroups", "wg", "running", NULL), 0);
+	CU_ASSERT_EQUAL(fleet_status_int(&F, owner, "services", "sleep", "failed", NULL), 1);
 	exc_client_free(c);
 	CU_ASSERT(fleet_stop(&F) == 0);
 }

@@ -77,7 +77,12 @@ static const char *body(void)
 		 "  sleep:\n"
 		 "    waitgroup: wg\n"
 		 "    commands:\n"
-		 "      sleep: {prog: sleep}\n",
+		 "      sleep: {prog: sleep}\n"
+		 /* a job of a killed instance ends lost after 15 + 10 + 3 +
+		  * 5 = 33 s (its HELLO's deadlines), within the settling */
+		 "resumeGraceSec: 15\n"
+		 "pingIntervalSec: 3\n"
+		 "pingTimeoutSec: 10\n",
 		 SLOTS);
 	return b;
 }
@@ -154,8 +159,9 @@ static void client_main(int host, int seconds)
 		fx_spin(20);
 	}
 	deadline_passed = 1;
-	/* the jobs in flight end: seeking owners may take owner_grace_sec */
-	long long settle = harness_now_ms() + 40000;
+	/* the jobs in flight end: seeking owners may take owner_grace_sec,
+	 * or the 33 s their instance's HELLO says it keeps a job */
+	long long settle = harness_now_ms() + 60000;
 	while (ndone < njobs && harness_now_ms() < settle)
 		fx_spin(50);
 	char path[160];

@@ -876,6 +876,47 @@ static void test_idle_silence(void)
 	harness_cleanup(&d);
 }
 
+/* A JOB larger than the maxFrameBytes the instance announces (4096 here)
+ * is not sent: the job ends bad_job (not retryable) naming both sizes,
+ * and the connection stays up for the job running beside it and the one
+ * after (the server would have closed it with 1009, and those with it). */
+static void test_job_over_frame(void)
+{
+	struct es_daemon d;
+	struct fx_done a = { 0 }, big = { 0 }, b = { 0 };
+	struct exc_job_spec s;
+	struct exc_address_stats st;
+	char json[6000];
+	exc_job *ja;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 2, "maxFrameBytes: 4096\n") == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"1\"]}", &a);
+	ja = exc_submit(c, &s);
+	while (strcmp(exc_job_state(ja), "running") != 0 && !a.called)
+		fx_spin(50);
+	int n = snprintf(json, sizeof json, "{\"command\":\"sleep\",\"args\":[\"0\"],\"pad\":\"");
+	memset(json + n, 'x', 5000);
+	strcpy(json + n + 5000, "\"}");
+	fx_spec(&s, "tools", json, &big);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&big.called, 10000));
+	CU_ASSERT_STRING_EQUAL(big.error_code, "bad_job");
+	CU_ASSERT_FALSE(big.retryable);
+	CU_ASSERT(strstr(big.error_message, "more than the 4096 bytes instance") != NULL);
+	CU_ASSERT(strstr(big.error_message, "(its maxFrameBytes)") != NULL);
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"0\"]}", &b);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 10000));
+	CU_ASSERT(fx_wait(&b.called, 10000));
+	CU_ASSERT(a.ok && b.ok);
+	CU_ASSERT(exc_address_stats(c, 0, &st) == 0);
+	CU_ASSERT_EQUAL(st.opened, 1);
+	CU_ASSERT_EQUAL(harness_status_int(&d, "services", "tools", "started", NULL), 2);
+	fx_stop(c, &d);
+}
+
 /* The handler is killed: the client reconnects, parks its waiting want
  * again, and gets the running job's DONE (exec_lost) by its client id. */
 static void test_reconnect(void)
@@ -916,7 +957,9 @@ static void test_reconnect(void)
 }
 
 /* The instance running a job vanishes for good: lost, retryable, after
- * the owner grace. */
+ * the owner grace (5 s) or, longer here, the time its HELLO said it keeps
+ * a job after losing the client (pingTimeoutSec 2 + pingIntervalSec 1 +
+ * resumeGraceSec 1 + 5 s = 9 s). */
 static void test_owner_lost(void)
 {
 	struct es_daemon d;
@@ -927,7 +970,8 @@ static void test_owner_lost(void)
 	int pids[4], n;
 	long long t0;
 
-	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	CU_ASSERT_FATAL(
+		start(&d, 1, "resumeGraceSec: 1\npingIntervalSec: 1\npingTimeoutSec: 2\n") == 0);
 	c = fx_client(NULL, &d, 1, NULL); /* owner grace 5 s */
 	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &a);
 	ja = exc_submit(c, &s);
@@ -938,9 +982,10 @@ static void test_owner_lost(void)
 	for (int i = 0; i < n; i++)
 		kill(pids[i], SIGKILL);
 	t0 = harness_now_ms();
-	CU_ASSERT(fx_wait(&a.called, 15000));
-	CU_ASSERT(harness_now_ms() - t0 >= 4500);
+	CU_ASSERT(fx_wait(&a.called, 20000));
+	CU_ASSERT(harness_now_ms() - t0 >= 8500);
 	CU_ASSERT_STRING_EQUAL(a.error_code, "lost");
+	CU_ASSERT(strstr(a.error_message, "not reached again within 9 s") != NULL);
 	CU_ASSERT(a.retryable);
 	exc_client_free(c);
 	harness_cleanup(&d);
@@ -1702,6 +1747,7 @@ static const struct test_case cases[] = {
 	{ "pipe URLs carry the local address, not the one dialled", test_pipe_local_address },
 	{ "reconnect after a handler is killed", test_reconnect },
 	{ "owner never comes back: lost", test_owner_lost },
+	{ "a JOB over the instance's maxFrameBytes: bad_job, not sent", test_job_over_frame },
 	{ "pool growth stops when covered", test_pool_covered },
 	{ "unknown service", test_unknown_service },
 	{ "address filter and token", test_address_filter_and_token },

@@ -245,8 +245,14 @@ static void test_sighup_reload(void)
 	CU_ASSERT(st != NULL);
 	if (st)
 		json_object_put(st);
-	/* A good one is taken. */
-	snprintf(body, sizeof body, "addr: 127.0.0.1:%d\ntempDir: %s/tmp\nlogLevel: info\n%s",
+	/* A good one is taken, with new pings (the defaults were 15 and 45). */
+	struct tclient *before = tc_connect(d.port, "before");
+	CU_ASSERT_FATAL(before != NULL);
+	CU_ASSERT_EQUAL(tc_int(before->hello, "ping_interval_sec"), 15);
+	CU_ASSERT_EQUAL(tc_int(before->hello, "ping_timeout_sec"), 45);
+	snprintf(body, sizeof body,
+		 "addr: 127.0.0.1:%d\ntempDir: %s/tmp\nlogLevel: info\npingIntervalSec: 5\n"
+		 "pingTimeoutSec: 20\n%s",
 		 d.port, d.dir, harness_default_body(1));
 	f = fopen(d.config, "w");
 	fputs(body, f);
@@ -254,6 +260,22 @@ static void test_sighup_reload(void)
 	kill(d.pid, SIGHUP);
 	harness_sleep_ms(300);
 	CU_ASSERT(harness_log_contains(&d, "configuration reloaded"));
+	/* A connection opened now runs with the new pings and says so; the
+	 * open one keeps its own, and the HELLO it gets again (the clients
+	 * went up) still announces them: a client's bound on how long a job
+	 * outlives a lost connection rests on them (protocol.md, HELLO). */
+	struct tclient *after = tc_connect(d.port, "after");
+	CU_ASSERT_FATAL(after != NULL);
+	CU_ASSERT_EQUAL(tc_int(after->hello, "ping_interval_sec"), 5);
+	CU_ASSERT_EQUAL(tc_int(after->hello, "ping_timeout_sec"), 20);
+	struct json_object *again = tc_expect(before, "HELLO", 3000);
+	CU_ASSERT_FATAL(again != NULL);
+	CU_ASSERT_EQUAL(tc_int(again, "clients"), 2);
+	CU_ASSERT_EQUAL(tc_int(again, "ping_interval_sec"), 15);
+	CU_ASSERT_EQUAL(tc_int(again, "ping_timeout_sec"), 45);
+	json_object_put(again);
+	tc_close(after);
+	tc_close(before);
 	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
 	harness_cleanup(&d);
 }

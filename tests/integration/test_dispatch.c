@@ -163,6 +163,82 @@ static void test_run_outcomes(void)
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 0);
 }
 
+/* The execserver of these tests (4 slots) started again with `extra`
+ * appended to its configuration, on a new port. */
+static int restart_exec(const char *extra)
+{
+	char body[1536];
+
+	snprintf(body, sizeof body, "%s%s", df_exec_body(4), extra);
+	harness_stop(&F.es[0], 10000);
+	return harness_restart(&F.es[0], 1, body, NULL);
+}
+
+/* A payload within the database's cap whose JOB is larger than the
+ * execserver's maxFrameBytes (64 KiB here, a 100 000-byte payload):
+ * libexecclient refuses it without sending it, the row ends failed with
+ * bad_job naming the limit, at its first attempt, and the jobs around it
+ * run as their first attempt on the same connection: the dispatcher never
+ * loses its execserver.  The payload is all slashes, which the JOB carries
+ * unescaped, so a payload under the database's cap fits an execserver of
+ * the default 1 MiB (docs/dispatch.md, "Payload size"). */
+static void test_payload_over_frame(void)
+{
+	enum {
+		SLASHES = 100000
+	};
+	char *job = malloc(SLASHES + 64), buf[512];
+	long long big, before, after[3];
+	size_t len;
+
+	CU_ASSERT_FATAL(job != NULL);
+	clear_queue();
+	CU_ASSERT_FATAL(restart_exec("maxFrameBytes: 65536\n") == 0);
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	before = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"2\"]}", 0);
+	for (int i = 0; i < 200 && pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job "
+						   "WHERE state = 'running'") < 1;
+	     i++)
+		harness_sleep_ms(50);
+	int k = snprintf(job, SLASHES + 64, "{\"command\":\"true\",\"pad\":\"");
+	memset(job + k, '/', SLASHES);
+	strcpy(job + k + SLASHES, "\"}");
+	big = df_submit(&F, job, 0);
+	free(job);
+	CU_ASSERT_FATAL(big > 0);
+	for (int i = 0; i < 3; i++)
+		after[i] = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.2\"]}", 0);
+	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
+	pgtest_text(F.c, buf, sizeof buf,
+		    "SELECT state || '/' || attempts || '/' || coalesce(error, '-') FROM "
+		    "execdispatch.job WHERE id = %lld",
+		    big);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "failed/1/bad_job: the JOB message is "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "bytes, more than the 65536 bytes instance "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "takes (its maxFrameBytes)"));
+	/* sent as it is: 100 000 slashes, not 200 000 escaped ones */
+	long long sent = atoll(strstr(buf, "message is ") ? strstr(buf, "message is ") + 11 : "0");
+	CU_ASSERT(sent > SLASHES && sent < SLASHES + 2000);
+	if (!strstr(buf, "failed/1/bad_job"))
+		fprintf(stderr, "the big payload's row: %s\n", buf);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id IN "
+				   "(%lld, %lld, %lld, %lld) AND state = 'done' AND attempts = 1",
+				   before, after[0], after[1], after[2]),
+			4);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	unsigned char *log = harness_read_file(F.log[0], &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(log);
+	CU_ASSERT_PTR_NULL(strstr((char *)log, "no execserver connected"));
+	CU_ASSERT_PTR_NULL(strstr((char *)log, "1009"));
+	free(log);
+	clear_queue();
+	CU_ASSERT_FATAL(restart_exec("") == 0);
+	/* the later tests' files name the new port */
+	CU_ASSERT(df_write_config(&F, 0, NULL) == 0 && df_write_config(&F, 1, NULL) == 0);
+}
+
 /* Samples the held rows of d0 and d1 for ms; the largest counts seen. */
 static void sample_held(int ms, long long *max0, long long *max1)
 {
@@ -200,6 +276,7 @@ static void test_claim_shares(void)
 		df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.5\"]}", 0);
 	/* 4 slots, 2 clients: ceil(4/2) + 1 headroom = 3 each */
 	sample_held(1500, &m0, &m1);
+	fprintf(stderr, "held at most: %lld and %lld (share 3 each); ", m0, m1);
 	CU_ASSERT(m0 <= 3 && m1 <= 3);
 	CU_ASSERT(m0 >= 2 && m1 >= 2);
 	/* one leaves: the survivor's share becomes 4 + 1 */
@@ -207,6 +284,7 @@ static void test_claim_shares(void)
 	CU_ASSERT_EQUAL(df_held(&F, "d0"), 0);
 	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, two_clients, (void *)1) == 0);
 	sample_held(1500, &m0, &m1);
+	fprintf(stderr, "the survivor %lld (share 5)\n", m1);
 	CU_ASSERT_EQUAL(m0, 0);
 	CU_ASSERT(m1 >= 4 && m1 <= 5);
 	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
@@ -966,6 +1044,7 @@ static void test_notify_silent_server(void)
  * stop waited for that whole attempt (about 4 s here). */
 static void test_stop_beat_lane_connecting(void)
 {
+	char registered[64];
 	long long t0, took;
 	int silent;
 
@@ -973,10 +1052,14 @@ static void test_stop_beat_lane_connecting(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
 	silent = silent_first_host(5, NULL);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0); /* registered past the silent host */
+	pgtest_text(F.c, registered, sizeof registered,
+		    "SELECT heartbeat_at::text FROM execdispatch.dispatcher WHERE instance = 'd0'");
 	harness_sleep_ms(1500); /* the first beat has begun the lane's connection */
 	/* no beat written yet: the heartbeat's lane is not up */
-	CU_ASSERT_FATAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
-					"instance = 'd0' AND heartbeat_at = started_at") == 1);
+	CU_ASSERT_FATAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+				   "instance = 'd0' AND heartbeat_at = '%s'",
+				   registered) == 1);
 	t0 = harness_now_ms();
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 10000), 0);
 	took = harness_now_ms() - t0;
@@ -1124,6 +1207,8 @@ int main(void)
 		{ "setup: PostgreSQL, one execserver of 4 slots", test_setup },
 		{ "runs jobs: done, failed, unknown command, unknown service, env",
 		  test_run_outcomes },
+		{ "a JOB over maxFrameBytes: bad_job, one execserver connection undisturbed",
+		  test_payload_over_frame },
 		{ "claim shares of two dispatchers; the survivor's grows", test_claim_shares },
 		{ "admission per service: each up to its waitgroup's share",
 		  test_admission_per_service },

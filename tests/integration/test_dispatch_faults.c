@@ -372,14 +372,26 @@ static void test_outcome_refused(void)
 	stop_all(1);
 }
 
+/* PgBouncer's pid, or 0. */
+static pid_t bouncer_pid(void)
+{
+	char path[400];
+	size_t len;
+	unsigned char *txt;
+	pid_t pid;
+
+	snprintf(path, sizeof path, "%s/pgbouncer.pid", F.pg.dir);
+	txt = harness_read_file(path, &len);
+	pid = txt ? (pid_t)atoi((char *)txt) : 0;
+	free(txt);
+	return pid;
+}
+
 /* Once `sleeping` statements sleep in a trigger (pg_sleep), PgBouncer is
  * stopped (SIGSTOP: what it forwarded goes on, the replies wait in it),
  * and the row id waited for until it is done.  PgBouncer's pid, or 0. */
 static pid_t stop_bouncer_until_done(int sleeping, long long id)
 {
-	char path[400];
-	size_t len;
-	unsigned char *txt;
 	pid_t pid;
 	long long t0;
 
@@ -387,10 +399,7 @@ static pid_t stop_bouncer_until_done(int sleeping, long long id)
 				    pgtest_int(F.c, "SELECT count(*) FROM pg_stat_activity WHERE "
 						    "wait_event = 'PgSleep'") < sleeping;)
 		harness_sleep_ms(10);
-	snprintf(path, sizeof path, "%s/pgbouncer.pid", F.pg.dir);
-	txt = harness_read_file(path, &len);
-	pid = txt ? (pid_t)atoi((char *)txt) : 0;
-	free(txt);
+	pid = bouncer_pid();
 	if (pid <= 0 || kill(pid, SIGSTOP) != 0)
 		return 0;
 	for (t0 = harness_now_ms();
@@ -403,6 +412,42 @@ static pid_t stop_bouncer_until_done(int sleeping, long long id)
 	return pid;
 }
 
+/* A trigger name on job sleeping secs after each row updated when (a
+ * condition on NEW). */
+static void sleep_trigger(const char *name, int secs, const char *when)
+{
+	PQclear(pgtest_query(F.c,
+			     "CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS "
+			     "$$ BEGIN PERFORM pg_sleep(%d); RETURN NULL; END $$",
+			     name, secs));
+	PQclear(pgtest_query(F.c,
+			     "CREATE TRIGGER %s AFTER UPDATE ON execdispatch.job FOR EACH ROW WHEN "
+			     "(%s) EXECUTE FUNCTION %s()",
+			     name, when, name));
+}
+
+/* A fresh queue and dispatcher 0 through PgBouncer, started now, with
+ * PostgreSQL itself as the second host of its connection string (where
+ * it goes once PgBouncer is gone).  0, or -1. */
+static int disp_through_bouncer(void)
+{
+	static char conninfo[600];
+	const char *saved = F.conninfo;
+	int rc;
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+				  "violations"));
+	if (pgtest_start_bouncer(&F.pg) != 0)
+		return -1;
+	snprintf(conninfo, sizeof conninfo,
+		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres",
+		 F.pg.bouncer_port, F.pg.port);
+	F.conninfo = conninfo;
+	rc = df_write_config(&F, 0, NULL);
+	F.conninfo = saved;
+	return rc == 0 ? df_start_disp(&F, 0) : -1;
+}
+
 /* A finish whose commit went through but whose reply the lost connection
  * took: the dispatcher runs through PgBouncer, which the test stops while
  * the finish sleeps in a trigger (the commit and its reply then wait in
@@ -412,28 +457,13 @@ static pid_t stop_bouncer_until_done(int sleeping, long long id)
  * dropped. */
 static void test_finish_reply_lost(void)
 {
-	char conninfo[600], line[200];
-	const char *saved = F.conninfo;
+	char line[200];
 	long long id;
 	size_t len;
 	unsigned char *txt;
 
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
-				  "violations"));
-	CU_ASSERT_FATAL(pgtest_start_bouncer(&F.pg) == 0);
-	snprintf(conninfo, sizeof conninfo,
-		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres",
-		 F.pg.bouncer_port, F.pg.port);
-	F.conninfo = conninfo;
-	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
-	F.conninfo = saved;
-	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
-	PQclear(pgtest_query(F.c, "CREATE OR REPLACE FUNCTION slow_finish() RETURNS trigger "
-				  "LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; "
-				  "END $$"));
-	PQclear(pgtest_query(F.c, "CREATE TRIGGER slow_finish AFTER UPDATE ON execdispatch.job "
-				  "FOR EACH ROW WHEN (NEW.state = 'done') EXECUTE FUNCTION "
-				  "slow_finish()"));
+	CU_ASSERT_FATAL(disp_through_bouncer() == 0);
+	sleep_trigger("slow_finish", 1, "NEW.state = 'done'");
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
 	pid_t bouncer = stop_bouncer_until_done(1, id);
 	CU_ASSERT_FATAL(bouncer > 0);
@@ -695,16 +725,146 @@ static int run_count(int i, const char *text)
 	return n;
 }
 
+/* Waits until text is in this_run(i): 0, or -1 after timeout_ms. */
+static int wait_run_log(int i, const char *text, int timeout_ms)
+{
+	long long end = harness_now_ms() + timeout_ms;
+
+	while (run_count(i, text) == 0) {
+		if (harness_now_ms() >= end)
+			return -1;
+		harness_sleep_ms(50);
+	}
+	return 0;
+}
+
+static int wait_sql(const char *q, long long want, int timeout_ms)
+{
+	long long end = harness_now_ms() + timeout_ms;
+
+	while (harness_now_ms() < end) {
+		if (pgtest_int(F.c, "%s", q) >= want)
+			return 0;
+		harness_sleep_ms(20);
+	}
+	return -1;
+}
+
+/* A claim whose connection broke by an error (not at its deadline) while
+ * its backend still ran it: the dispatcher goes through PgBouncer, a
+ * trigger makes the claim sleep 4 s at the server (as one waiting for a
+ * lock would), and PgBouncer is killed meanwhile (it does not cancel the
+ * server's statement; the backend goes on and commits).  The dispatcher
+ * reconnects straight to PostgreSQL and sweeps at once, before that
+ * commit; the row claimed after it must still be requeued (the sweep
+ * again once the connection has been up for staleAfterSec, and every
+ * staleAfterSec after a lost claim) and run.  (review15, finding 2: it
+ * stayed claimed under a live dispatcher that did not hold it.) */
+static void test_claim_committed_after_sweep(void)
+{
+	long long id, t0;
+
+	CU_ASSERT_FATAL(disp_through_bouncer() == 0);
+	sleep_trigger("slow_claim", 4, "NEW.state = 'claimed' AND NEW.claims = 1");
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event = "
+				 "'PgSleep'",
+				 1, 10000) == 0);
+	pid_t bouncer = bouncer_pid();
+	CU_ASSERT_FATAL(bouncer > 0);
+	kill(bouncer, SIGKILL);
+	F.pg.bouncer_port = 0; /* gone: nothing to stop at the cleanup */
+	t0 = harness_now_ms();
+	CU_ASSERT(wait_run_log(0, "a statement was on the wire when the connection was lost",
+			       5000) == 0);
+	/* done: requeued by a later sweep (staleAfterSec 3 s after the
+	 * reconnection, or the one every staleAfterSec), claimed again, run */
+	CU_ASSERT(wait_sql("SELECT count(*) FROM execdispatch.job WHERE state = 'done'", 1,
+			   20000) == 0);
+	fprintf(stderr, "the claim committed after the sweeps: done %lld ms after PgBouncer died\n",
+		harness_now_ms() - t0);
+	CU_ASSERT_EQUAL(run_count(0, "requeued 1 rows claimed by a statement whose result"), 1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT claims FROM execdispatch.job WHERE id = %lld", id),
+			2);
+	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_claim ON execdispatch.job"));
+	stop_all(1);
+}
+
+/* An instanceId reused by a new process (an orchestrator restarting it
+ * with the same EXECDISPATCH_INSTANCE_ID) while the old one is cut off
+ * (SIGSTOP while a claim waits at the server for an application's LOCK
+ * TABLE job; the lock goes while it is stopped): the new life takes the
+ * stale row over, requeues the old life's rows and claims them again.
+ * The old one, woken, finds its row taken (its beat names its own life),
+ * and neither sweeps the new life's claims (its statements name its own
+ * row) nor claims: the new life's claims stay as they are.  (review15,
+ * finding 4: the old life's sweep requeued them, and they ran twice.) */
+static void test_reused_instance(void)
+{
+	long long parked;
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+				  "violations"));
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	for (int i = 0; i < 4; i++)
+		df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"25\"]}", 0);
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM execdispatch.job WHERE state = 'running'", 4,
+				 15000) == 0);
+	PGconn *lk = pgtest_connect(F.conninfo);
+	PQclear(pgtest_query(lk, "BEGIN; LOCK TABLE execdispatch.job IN ACCESS EXCLUSIVE MODE"));
+	/* its claim (admission 5, 4 held) waits for the lock */
+	CU_ASSERT(wait_sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+			   "'execdispatch' AND wait_event_type = 'Lock' AND query LIKE '%picked%'",
+			   1, 5000) == 0);
+	kill(F.disp[0], SIGSTOP);
+	PQclear(pgtest_query(lk, "COMMIT"));
+	PQfinish(lk);
+	/* the new life: the same file, so the same instanceId d0, once the
+	 * old row is stale (staleAfterSec 3) */
+	CU_ASSERT(wait_sql("SELECT count(*) FROM execdispatch.dispatcher WHERE heartbeat_at < "
+			   "now() - interval '3.5 seconds'",
+			   1, 10000) == 0);
+	snprintf(F.cfg[2], sizeof F.cfg[2], "%s", F.cfg[0]);
+	snprintf(F.log[2], sizeof F.log[2], "%s/d0-new.log", F.dir);
+	CU_ASSERT_FATAL(df_spawn_disp(&F, 2) == 0);
+	CU_ASSERT_FATAL(wait_log(2, "registered as d0: claiming", 10000) == 0);
+	/* it claims the requeued rows again; the slots are busy with the old
+	 * life's runs, so they stay claimed (parked) */
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM execdispatch.job WHERE state = 'claimed' "
+				 "AND claims = 2",
+				 1, 15000) == 0);
+	parked = pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE claims = 2");
+	kill(F.disp[0], SIGCONT);
+	CU_ASSERT(wait_run_log(0, "is held by another live dispatcher: starting nothing", 10000) ==
+		  0);
+	/* the old life's sweep, if one was on its way, has answered by now */
+	harness_sleep_ms(1000);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE claims >= 3"),
+			0);
+	/* every claim of the new life still stands */
+	CU_ASSERT(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE claims = 2") >=
+		  parked);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE claims = 2 "
+					"AND NOT (runner_instance = 'd0' AND state IN ('claimed', "
+					"'running'))"),
+			0);
+	CU_ASSERT_EQUAL(run_count(0, "claimed by a statement whose result the lost"), 0);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 2, SIGKILL, 5000), SIGKILL);
+}
+
 /* The late sweep (db.c, late_cb).  A claim sent to a backend stopped
  * (SIGSTOP) while idle waits past its deadline (staleAfterSec, 3 s): it is
  * abandoned and cancelled at the server (the cancel waits in the stopped
  * backend), is not answered within 3 s more either, and is given up: its
  * connection closed.  Then the backend is resumed: the cancel came while
  * it was idle, so PostgreSQL drops it, reads the claim and commits it,
- * after every sweep the reconnections ran.  Only the sweep made once the
- * connection has been up for staleAfterSec after the give-up finds the row
- * claimed under the instance by a claim it does not hold, and requeues
- * it.  No other claim may take the job meanwhile: a session holds our
+ * after every sweep the reconnections ran.  Only a sweep made after the
+ * give-up (the one once the connection has been up for staleAfterSec, or
+ * the one every staleAfterSec after a lost claim, whichever comes first)
+ * finds the row claimed under the instance by a claim it does not hold,
+ * and requeues it.  No other claim may take the job meanwhile: a session holds our
  * dispatcher row locked, so no heartbeat is written and the dispatcher
  * starts nothing (stale after staleAfterSec / 2), and the job is submitted
  * only then.  Once the lock is gone the job runs once (the ledger), as
@@ -725,7 +885,7 @@ static void test_claim_committed_late(void)
 	for (int tries = 0; tries < 50 && npids == 0; tries++) {
 		size_t at = 1;
 		res = pgtest_query(F.c, "SELECT pid FROM pg_stat_activity WHERE application_name = "
-					"'execdispatch' AND query LIKE 'WITH picked%%'");
+					"'execdispatch' AND query LIKE 'WITH me AS%%picked_s%%'");
 		for (int i = 0; res && i < PQntuples(res) && npids < 4; i++) {
 			pids[npids] = atoll(PQgetvalue(res, i, 0));
 			kill((pid_t)pids[npids], SIGSTOP);
@@ -789,16 +949,13 @@ static void test_claim_committed_late(void)
 				   "state = 'queued' AND claims = 1 AND attempts = 1",
 				   id),
 			1);
-	/* by the late sweep: after the give-up and the look again */
+	/* by a sweep after the give-up */
 	char *run = this_run(0);
 	const char *gave = run ? strstr(run, GIVEN_UP) : NULL;
-	const char *again = gave ? strstr(gave, "looking again for what a statement given up may "
-						"have committed")
-				 : NULL;
 	const char *requeued = run ? strstr(run, "requeued 1 rows claimed by a statement whose "
 						 "result the lost connection took")
 				   : NULL;
-	CU_ASSERT(again && requeued && requeued > again);
+	CU_ASSERT(gave && requeued && requeued > gave);
 	free(run);
 	PQclear(pgtest_query(other, "COMMIT"));
 	PQfinish(other);
@@ -832,7 +989,11 @@ int main(void)
 		  test_stop_outcome_refused },
 		{ "a database that stops answering: the loop goes on, then recovers",
 		  test_db_silent },
-		{ "a claim committed after it was given up is requeued by the late sweep",
+		{ "a claim committed after the sweeps (its connection broke) is requeued",
+		  test_claim_committed_after_sweep },
+		{ "a reused instanceId: the old life leaves the new one's claims alone",
+		  test_reused_instance },
+		{ "a claim committed after it was given up is requeued by a later sweep",
 		  test_claim_committed_late },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }

@@ -22,6 +22,25 @@
 
 static struct dfix F;
 
+/* The token (started_at) of every dispatcher row the tests make, as the
+ * daemon passes its own: the text of a timestamptz. */
+#define TOKEN "2026-01-02 03:04:05.678901+00"
+
+/* A fresh dispatcher row of instance in schema (its claims need it). */
+static void alive_in(const char *schema, const char *instance)
+{
+	PQclear(pgtest_query(F.c,
+			     "INSERT INTO %s.dispatcher (instance, host, pid, started_at) VALUES "
+			     "('%s', 'h', 1, '" TOKEN "') ON CONFLICT (instance) DO UPDATE SET "
+			     "heartbeat_at = now(), started_at = EXCLUDED.started_at",
+			     schema, instance));
+}
+
+static void alive(const char *instance)
+{
+	alive_in("execdispatch", instance);
+}
+
 /* ---- configuration ---- */
 
 static int check_config(const char *text, char *out, size_t len)
@@ -85,8 +104,8 @@ static void test_migrate_idempotent(void)
 
 	/* df_start migrated once; again changes nothing */
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, args), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is current (version 5)"));
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 5);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is current (version 6)"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 6);
 	/* the table's settings and the indexes */
 	char buf[256];
 	pgtest_text(F.c, buf, sizeof buf,
@@ -121,7 +140,7 @@ static void test_daemon_refuses_schema(void)
 	/* migrated, then a version this program does not know */
 	const char *mig[] = { "--migrate", "-c", cfg, NULL };
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 5 (5 migrations applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (6 migrations applied)"));
 	/* an older version: the daemon names --migrate, which upgrades it */
 	PQclear(pgtest_query(
 		F.c,
@@ -130,9 +149,9 @@ static void test_daemon_refuses_schema(void)
 		"ALTER TABLE other.job DROP COLUMN position_wanted_at, DROP COLUMN exec_position"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
 	CU_ASSERT_PTR_NOT_NULL(
-		strstr(out, "at version 2, this execdispatch needs 5: run execdispatch --migrate"));
+		strstr(out, "at version 2, this execdispatch needs 6: run execdispatch --migrate"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 5 (3 migrations applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (4 migrations applied)"));
 	PQclear(pgtest_query(F.c,
 			     "INSERT INTO other.schema_version VALUES (99, '099_future.sql')"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
@@ -159,7 +178,7 @@ static void test_migrate_claims_upgrade(void)
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
 	/* back to version 4, with a queued, a claimed, a running and a done row */
 	PQclear(pgtest_query(
-		F.c, "DELETE FROM up.schema_version WHERE version = 5; "
+		F.c, "DELETE FROM up.schema_version WHERE version >= 5; "
 		     "ALTER TABLE up.job DROP COLUMN claims; "
 		     "INSERT INTO up.job (service, job, state, attempts, runner_instance) VALUES "
 		     "('work', '{\"command\": \"true\"}', 'queued', 1, NULL), "
@@ -167,21 +186,22 @@ static void test_migrate_claims_upgrade(void)
 		     "('work', '{\"command\": \"true\"}', 'running', 1, 'x'), "
 		     "('work', '{\"command\": \"true\"}', 'done', 1, 'x')"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 5 (1 migration applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (2 migrations applied)"));
 	static const char rows[] = "SELECT string_agg(state || '/' || attempts || '/' || claims, "
 				   "' ' ORDER BY id) FROM up.job";
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, rows),
 			       "queued/1/1 claimed/2/2 running/1/1 done/1/0");
 	/* 005 once more over its own result */
-	PQclear(pgtest_query(F.c, "DELETE FROM up.schema_version WHERE version = 5"));
+	PQclear(pgtest_query(F.c, "DELETE FROM up.schema_version WHERE version >= 5"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 5 (1 migration applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (2 migrations applied)"));
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, rows),
 			       "queued/1/1 claimed/2/2 running/1/1 done/1/0");
 	/* the daemon's claim counts on: attempts 2, claims 2 */
 	char *claim = dq_expand(DQ_CLAIM, "up");
-	const char *p[5] = { "me", "10", "{}", "false", "-1000" };
-	PGresult *r = PQexecParams(F.c, claim, 5, NULL, p, NULL, NULL, 0);
+	const char *p[6] = { "me", "10", "{}", "false", "-1000", TOKEN };
+	alive_in("up", "me");
+	PGresult *r = PQexecParams(F.c, claim, 6, NULL, p, NULL, NULL, 0);
 	CU_ASSERT_EQUAL(PQntuples(r), 1);
 	if (PQntuples(r) == 1) {
 		CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "2");
@@ -284,6 +304,103 @@ static void test_sql_api(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 }
 
+/* A payload of 1044480 + extra bytes as JSON text, as an SQL expression. */
+static const char *capped(char *buf, size_t len, int extra)
+{
+	snprintf(buf, len,
+		 "jsonb_build_object('command', 'true', 'pad', repeat('x', 1044480 + %d - "
+		 "octet_length(jsonb_build_object('command', 'true', 'pad', '')::text)))",
+		 extra);
+	return buf;
+}
+
+/* The payload cap (migration 006, docs/dispatch.md "Payload size"):
+ * submit() takes a payload of exactly 1044480 bytes as JSON text and
+ * refuses one byte more with its documented error, inserting nothing;
+ * any other INSERT or UPDATE of a row not finished meets the CHECK. */
+static void test_payload_cap(void)
+{
+	char e[300], sql[512];
+	PGresult *r;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	snprintf(sql, sizeof sql, "SELECT execdispatch.submit('work', %s)", capped(e, sizeof e, 0));
+	r = PQexec(F.c, sql);
+	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
+	PQclear(r);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT octet_length(job::text) FROM execdispatch.job"),
+			1044480);
+	snprintf(sql, sizeof sql, "SELECT execdispatch.submit('work', %s)", capped(e, sizeof e, 1));
+	r = PQexec(F.c, sql);
+	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_FATAL_ERROR);
+	CU_ASSERT_STRING_EQUAL(PQresultErrorField(r, PG_DIAG_SQLSTATE), "22023");
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(PQresultErrorMessage(r),
+		       "submit: job is 1044481 bytes as JSON text, more than 1044480 "
+		       "(docs/dispatch.md, \"Payload size\")"));
+	PQclear(r);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job"), 1);
+	/* past submit(): the CHECK, for a new row and for a queued row's update */
+	snprintf(sql, sizeof sql, "INSERT INTO execdispatch.job (service, job) VALUES ('work', %s)",
+		 capped(e, sizeof e, 1));
+	r = PQexec(F.c, sql);
+	CU_ASSERT_STRING_EQUAL(PQresultErrorField(r, PG_DIAG_SQLSTATE), "23514");
+	CU_ASSERT_PTR_NOT_NULL(strstr(PQresultErrorMessage(r), "job_payload_size"));
+	PQclear(r);
+	r = PQexec(F.c, "UPDATE execdispatch.job SET job = job || '{\"more\": 1}'");
+	CU_ASSERT_STRING_EQUAL(PQresultErrorField(r, PG_DIAG_SQLSTATE), "23514");
+	PQclear(r);
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
+/* Migration 006 over a version 5 database holding payloads over the cap:
+ * the rows not finished end failed, bad_job, naming their size; finished
+ * and small rows stay as they were; applied again, nothing changes. */
+static void test_migrate_payload_cap(void)
+{
+	char out[2048], cfg[300], buf[512];
+	FILE *f;
+
+	snprintf(cfg, sizeof cfg, "%s/cap.yml", F.dir);
+	f = fopen(cfg, "w");
+	fprintf(f, "database: \"%s\"\nexecservers: [ws://127.0.0.1:9]\nschema: cap\n", F.conninfo);
+	fclose(f);
+	const char *mig[] = { "--migrate", "-c", cfg, NULL };
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	PQclear(pgtest_query(
+		F.c,
+		"DELETE FROM cap.schema_version WHERE version = 6; "
+		"ALTER TABLE cap.job DROP CONSTRAINT job_payload_size; "
+		"INSERT INTO cap.job (service, job, state, attempts, runner_instance) "
+		"SELECT 'work', jsonb_build_object('command', 'true', 'pad', repeat('x', n)), s, "
+		"1, CASE WHEN s IN ('queued') THEN NULL ELSE 'x' END FROM (VALUES "
+		"(2000000, 'queued'), (2000000, 'running'), (2000000, 'done'), (10, 'queued')) "
+		"AS v(n, s)"));
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (1 migration applied)"));
+	static const char rows[] =
+		"SELECT string_agg(state || '/' || coalesce(error, '-'), ' | ' ORDER BY id) "
+		"FROM cap.job";
+	static const char want[] =
+		"failed/bad_job: the payload is 2000030 bytes as JSON text, more than 1044480 "
+		"(migration 006) | failed/bad_job: the payload is 2000030 bytes as JSON text, "
+		"more than 1044480 (migration 006) | done/- | queued/-";
+	if (strcmp(pgtest_text(F.c, buf, sizeof buf, rows), want) != 0)
+		fprintf(stderr, "rows after 006: %s\n", buf);
+	CU_ASSERT_STRING_EQUAL(buf, want);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM cap.job WHERE state = 'failed' "
+					"AND finished_at IS NOT NULL"),
+			2);
+	PQclear(pgtest_query(F.c, "DELETE FROM cap.schema_version WHERE version = 6"));
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (1 migration applied)"));
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, rows), want);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM pg_constraint WHERE conname = "
+					"'job_payload_size' AND conrelid = 'cap.job'::regclass"),
+			1);
+	PQclear(pgtest_query(F.c, "DROP SCHEMA cap CASCADE"));
+}
+
 /* ---- the claim's plan ---- */
 
 static char *q(const char *text)
@@ -303,8 +420,8 @@ static void test_claim_uses_index(void)
 	PQclear(pgtest_query(F.c, "BEGIN; SET LOCAL enable_seqscan = off"));
 	/* the claim's selection, as the planner sees it inside the statement */
 	snprintf(sql, sizeof sql, "EXPLAIN %s", claim);
-	const char *params[5] = { "x", "10", "{}", "false", "-1000" };
-	r = PQexecParams(F.c, sql, 5, NULL, params, NULL, NULL, 0);
+	const char *params[6] = { "x", "10", "{}", "false", "-1000", TOKEN };
+	r = PQexecParams(F.c, sql, 6, NULL, params, NULL, NULL, 0);
 	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
 	for (int i = 0; i < PQntuples(r); i++) {
 		found |= strstr(PQgetvalue(r, i, 0), "Index Scan using job_claim") != NULL;
@@ -378,10 +495,12 @@ static long long silent_holder(const char *instance, int pid, const char *state)
 {
 	long long id;
 
-	PQclear(pgtest_query(F.c,
-			     "INSERT INTO execdispatch.dispatcher (instance, host, pid, "
-			     "heartbeat_at) VALUES ('%s', 'h', %d, now() - interval '1 hour')",
-			     instance, pid));
+	PQclear(pgtest_query(
+		F.c,
+		"INSERT INTO execdispatch.dispatcher (instance, host, pid, started_at, "
+		"heartbeat_at) VALUES ('%s', 'h', %d, '" TOKEN "', now() - interval "
+		"'1 hour')",
+		instance, pid));
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
 	PQclear(pgtest_query(F.c,
 			     "UPDATE execdispatch.job SET state = '%s', runner_instance = '%s', "
@@ -406,7 +525,7 @@ static const char *rescue_params[3] = { "live", "30", "3" };
 /* The parameters of DQ_FINISH for one row under its claim (the row's
  * claims): "done" with a receipt. */
 struct finish_args {
-	char ids[32], claim[16];
+	char ids[32], claim[32];
 	const char *p[8];
 };
 
@@ -437,20 +556,21 @@ static void test_race_claim_rescue(void)
 	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
 	long long id = held_row("running");
 	char buf[64];
-	const char *claim[5] = { "third", "10", "{}", "false", "-1000" };
+	const char *claim[6] = { "third", "10", "{}", "false", "-1000", TOKEN };
 	PGresult *r;
 
+	alive("third");
 	/* the rescue has requeued the row but not committed: a claim sees
 	 * nothing to take (the row is locked, and claimed in its snapshot) */
 	PQclear(pgtest_query(a.c, "BEGIN"));
 	r = run_stmt(a.c, DQ_RESCUE, 3, rescue_params);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "1");
 	PQclear(r);
-	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 5, claim), 0);
+	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 6, claim), 0);
 	PQclear(pgtest_query(a.c, "COMMIT"));
 	/* after the commit it is claimed exactly once, as the second attempt */
-	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 5, claim), 1);
-	CU_ASSERT_EQUAL(rows_of(a.c, DQ_CLAIM, 5, claim), 0);
+	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 6, claim), 1);
+	CU_ASSERT_EQUAL(rows_of(a.c, DQ_CLAIM, 6, claim), 0);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
 	/* the stale dispatcher's late finish changes nothing */
 	struct finish_args fa;
@@ -612,17 +732,19 @@ static void test_race_cancel_rescue(void)
 static void test_race_claim_claim(void)
 {
 	struct sess a = { pgtest_connect(F.conninfo) }, b = { pgtest_connect(F.conninfo) };
-	const char *ca[5] = { "one", "6", "{}", "false", "-1000" },
-		   *cb[5] = { "two", "100", "{}", "false", "-1000" };
+	const char *ca[6] = { "one", "6", "{}", "false", "-1000", TOKEN },
+		   *cb[6] = { "two", "100", "{}", "false", "-1000", TOKEN };
 
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	alive("one");
+	alive("two");
 	for (int i = 0; i < 10; i++)
 		df_submit(&F, "{\"command\":\"true\"}", 0);
 	/* the first claim's rows stay locked: the second takes the rest at
 	 * once (SKIP LOCKED), and no row is claimed twice */
 	PQclear(pgtest_query(a.c, "BEGIN"));
-	CU_ASSERT_EQUAL(rows_of(a.c, DQ_CLAIM, 5, ca), 6);
-	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 5, cb), 4);
+	CU_ASSERT_EQUAL(rows_of(a.c, DQ_CLAIM, 6, ca), 6);
+	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 6, cb), 4);
 	PQclear(pgtest_query(a.c, "COMMIT"));
 	CU_ASSERT_EQUAL(pgtest_int(F.c,
 				   "SELECT count(*) FROM execdispatch.job WHERE state = 'claimed' "
@@ -649,9 +771,13 @@ static void no_slot_params(struct finish_args *f, long long id, const char *clai
 /* Claims row id as "me" (the only row queued): its claims, or -1. */
 static int claim_one(long long id, char *claim, size_t len)
 {
-	const char *p[5] = { "me", "10", "{}", "false", "-1000" };
-	PGresult *r = run_stmt(F.c, DQ_CLAIM, 5, p);
-	int ok = PQntuples(r) == 1 && strtoll(PQgetvalue(r, 0, 0), NULL, 10) == id;
+	const char *p[6] = { "me", "10", "{}", "false", "-1000", TOKEN };
+	PGresult *r;
+	int ok;
+
+	alive("me");
+	r = run_stmt(F.c, DQ_CLAIM, 6, p);
+	ok = PQntuples(r) == 1 && strtoll(PQgetvalue(r, 0, 0), NULL, 10) == id;
 
 	snprintf(claim, len, "%s", ok ? PQgetvalue(r, 0, 5) : "-1");
 	PQclear(r);
@@ -698,8 +824,8 @@ static void test_lost_requeue_reclaimed(void)
 	 * requeued, not left claimed for ever */
 	snprintf(held, sizeof held, "{%s}", ids);
 	snprintf(claims, sizeof claims, "{%s}", c1);
-	const char *sweep[4] = { "me", held, "3", claims };
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_RESCUE_LOST, 4, sweep), 1);
+	const char *sweep[5] = { "me", held, "3", claims, TOKEN };
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_RESCUE_LOST, 5, sweep), 1);
 	/* claimed again, and that claim ends "no slot" too: the row carries
 	 * an outcome equal to the first claim's, but not under it */
 	char c3[16];
@@ -881,7 +1007,7 @@ static void test_key_share_not_skipped(void)
 static void test_beat_passes_table_lock(void)
 {
 	PGconn *other = pgtest_connect(F.conninfo), *b = pgtest_connect(F.conninfo);
-	const char *beat[3] = { "late", "h", "3" };
+	const char *beat[2] = { "late", TOKEN };
 	long long id = held_row("running"), id2 = silent_holder("late", 3, "running");
 	char buf[64];
 	PGresult *r;
@@ -890,7 +1016,7 @@ static void test_beat_passes_table_lock(void)
 	PQclear(pgtest_query(other, "LOCK TABLE execdispatch.job IN ACCESS EXCLUSIVE MODE"));
 	send_blocked(b, DQ_RESCUE, 3, rescue_params);
 	PQclear(pgtest_query(F.c, "SET statement_timeout = 2000"));
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 3, beat), 1);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 2, beat), 1);
 	PQclear(pgtest_query(F.c, "RESET statement_timeout"));
 	PQclear(pgtest_query(other, "COMMIT"));
 	r = collect(b);
@@ -902,6 +1028,182 @@ static void test_beat_passes_table_lock(void)
 			1);
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 	PQfinish(other);
+	PQfinish(b);
+}
+
+/* No claim of a dispatcher whose row a rescue removes is left held by
+ * nobody: its claim in flight holds its row FOR KEY SHARE, so a rescue
+ * meanwhile passes it over (the claim commits, the next rescue requeues
+ * the row), and a claim after a rescue that holds the row waits for it
+ * and then claims nothing.  (review15, finding 1: the rescue deleted the
+ * row, requeued nothing, and the claim committed under no dispatcher.) */
+static void test_race_own_claim_rescue(void)
+{
+	PGconn *a = pgtest_connect(F.conninfo), *b = pgtest_connect(F.conninfo);
+	const char *claim[6] = { "stale", "{work}", "{5}", "0", "{}", TOKEN };
+	char buf[64];
+	long long id;
+	PGresult *r;
+
+	held_row("running");
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	/* the stale dispatcher's claim in flight: the rescue passes it over */
+	PQclear(pgtest_query(a, "BEGIN"));
+	CU_ASSERT_EQUAL(rows_of(a, DQ_CLAIM_EXEC, 6, claim), 1);
+	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance = 'stale'"),
+			1);
+	PQclear(pgtest_query(a, "COMMIT"));
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/1");
+	/* the next rescue sees the claim: requeued, and the row removed */
+	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 1, failed 0");
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/1");
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance = 'stale'"),
+			0);
+
+	/* the rescue first, not committed: the claim waits for it, then
+	 * finds no row of its own and claims nothing */
+	PQclear(pgtest_query(
+		F.c, "INSERT INTO execdispatch.dispatcher (instance, host, pid, started_at, "
+		     "heartbeat_at) VALUES ('stale', 'h', 1, '" TOKEN "', now() - interval "
+		     "'1 hour')"));
+	PQclear(pgtest_query(b, "BEGIN"));
+	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
+	send_blocked(a, DQ_CLAIM_EXEC, 6, claim);
+	PQclear(pgtest_query(b, "COMMIT"));
+	r = collect(a);
+	CU_ASSERT_EQUAL(PQntuples(r), 0);
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/1");
+	PQfinish(a);
+	PQfinish(b);
+}
+
+/* A held row whose instance has no dispatcher row at all (claimed under
+ * a row that a rescue removed by a snapshot taken before the claim
+ * committed, or left by an older execdispatch's leave) is requeued by
+ * the next rescue, counting the attempt; a row of a live dispatcher is
+ * not. */
+static void test_rescue_orphans(void)
+{
+	long long lone, kept;
+	char buf[64];
+	PGresult *r;
+
+	held_row("running");
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	lone = df_submit(&F, "{\"command\":\"true\"}", 0);
+	kept = df_submit(&F, "{\"command\":\"true\"}", 0);
+	PQclear(pgtest_query(
+		F.c,
+		"UPDATE execdispatch.job SET state = 'claimed', attempts = 1, claims = "
+		"1, runner_instance = CASE WHEN id = %lld THEN 'nobody' ELSE 'live' END",
+		lone));
+	r = run_stmt(F.c, DQ_RESCUE, 3, rescue_params);
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 1, failed 0");
+	CU_ASSERT_STRING_EQUAL(state_of(lone, buf), "queued/1");
+	CU_ASSERT_STRING_EQUAL(state_of(kept, buf), "claimed/1");
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
+/* The identity of a dispatcher's row is its instance and its life's
+ * token (started_at as it registered): a second live process of the same
+ * instance, host and pid (containers with pid 1 and a fixed hostname)
+ * does not take the row over; the same life's register sent again (its
+ * reply lost) does; once another life took a stale row over, the old
+ * life's beat, sweep, requeue and leave touch nothing of the new one;
+ * the new one's leave requeues the rows still held under the instance.
+ * (review15, findings 4 and 6.) */
+static void test_identity_token(void)
+{
+	static const char t2[] = "2026-01-02 03:04:05.678902+00";
+	const char *reg1[5] = { "dup", "h", "1", "30", TOKEN },
+		   *reg2[5] = { "dup", "h", "1", "30", t2 };
+	const char *beat1[2] = { "dup", TOKEN }, *beat2[2] = { "dup", t2 };
+	const char *own1[3] = { "dup", "3", TOKEN }, *own2[3] = { "dup", "3", t2 };
+	const char *leave1[3] = { "dup", TOKEN, "3" }, *leave2[3] = { "dup", t2, "3" };
+	char ids[32], buf[64];
+	long long id;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job; DELETE FROM "
+				  "execdispatch.dispatcher"));
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_REGISTER, 5, reg1), 1);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_REGISTER, 5, reg2), 0); /* live: not taken over */
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_REGISTER, 5, reg1), 1); /* the same life again */
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 2, beat1), 1);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 2, beat2), 0);
+	/* the first life claims, goes silent; the second takes the row over */
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	const char *claim1[6] = { "dup", "10", "{}", "false", "-1000", TOKEN };
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_CLAIM, 6, claim1), 1);
+	PQclear(pgtest_query(F.c, "UPDATE execdispatch.dispatcher SET heartbeat_at = now() - "
+				  "interval '1 hour'"));
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_REGISTER, 5, reg2), 1);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 2, beat1), 0);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_CLAIM, 6, claim1), 0);
+	/* the old life's requeue of its earlier rows and its sweep: nothing */
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_RESCUE_OWN, 3, own1), 0);
+	const char *sweep1[5] = { "dup", "{}", "3", "{}", TOKEN };
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_RESCUE_LOST, 5, sweep1), 0);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/1");
+	/* the new life's requeue of the rows the instance left takes it, and
+	 * its next claim takes it again */
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_RESCUE_OWN, 3, own2), 1);
+	const char *claim2[6] = { "dup", "10", "{}", "false", "-1000", t2 };
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_CLAIM, 6, claim2), 1);
+	/* the old life's leave deletes and requeues nothing */
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_LEAVE, 3, leave1), 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 1);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
+	/* the new life's sweep holding the claim: nothing; its leave holding
+	 * nothing (a claim whose result it lost): requeued with the row gone */
+	snprintf(ids, sizeof ids, "{%lld}", id);
+	const char *sweep2[5] = { "dup", ids, "3", "{2}", t2 };
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_RESCUE_LOST, 5, sweep2), 0);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_LEAVE, 3, leave2), 1);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/2");
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 0);
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
+/* A takeover of a stale row waits for a claim of the life before that is
+ * in flight (it holds the row FOR KEY SHARE; the takeover locks it as a
+ * key update), so the new life's requeue of the rows its instance left,
+ * sent after the takeover, sees that claim and requeues it. */
+static void test_takeover_waits_for_claim(void)
+{
+	static const char t2[] = "2026-01-02 03:04:05.678902+00";
+	PGconn *a = pgtest_connect(F.conninfo), *b = pgtest_connect(F.conninfo);
+	const char *claim1[6] = { "dup", "10", "{}", "false", "-1000", TOKEN };
+	const char *reg2[5] = { "dup", "h", "1", "30", t2 }, *own2[3] = { "dup", "3", t2 };
+	char buf[64];
+	long long id;
+	PGresult *r;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job; DELETE FROM "
+				  "execdispatch.dispatcher"));
+	PQclear(pgtest_query(
+		F.c, "INSERT INTO execdispatch.dispatcher (instance, host, pid, started_at, "
+		     "heartbeat_at) VALUES ('dup', 'h', 1, '" TOKEN "', now() - interval "
+		     "'1 hour')"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	PQclear(pgtest_query(a, "BEGIN"));
+	CU_ASSERT_EQUAL(rows_of(a, DQ_CLAIM, 6, claim1), 1);
+	send_blocked(b, DQ_REGISTER, 5, reg2);
+	PQclear(pgtest_query(a, "COMMIT"));
+	r = collect(b);
+	CU_ASSERT_EQUAL(PQntuples(r), 1);
+	PQclear(r);
+	CU_ASSERT_EQUAL(rows_of(b, DQ_RESCUE_OWN, 3, own2), 1);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/1");
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	PQfinish(a);
 	PQfinish(b);
 }
 
@@ -917,7 +1219,7 @@ static long long submit_svc(const char *service, int priority)
  * also writes an outcome under its claim. */
 static void test_claim_per_service(void)
 {
-	const char *p[5] = { "me", "{a,b}", "{2,0}", "1", "{loc}" };
+	const char *p[6] = { "me", "{a,b}", "{2,0}", "1", "{loc}", TOKEN };
 	long long a_hi, id;
 	struct finish_args fa;
 	PGresult *r;
@@ -932,7 +1234,8 @@ static void test_claim_per_service(void)
 		submit_svc("c", 0);
 		submit_svc("loc", 0);
 	}
-	r = run_stmt(F.c, DQ_CLAIM_EXEC, 5, p);
+	alive("me");
+	r = run_stmt(F.c, DQ_CLAIM_EXEC, 6, p);
 	CU_ASSERT_EQUAL(PQntuples(r), 3);
 	for (int i = 0; i < PQntuples(r); i++) {
 		const char *svc = PQgetvalue(r, i, 3);
@@ -949,9 +1252,9 @@ static void test_claim_per_service(void)
 
 	/* finish a_hi as done and claim b up to 2 in one statement */
 	finish_params(&fa, a_hi, "me", "1");
-	const char *fc[10] = { fa.p[0], fa.p[1], fa.p[2], fa.p[3], fa.p[4],
-			       fa.p[5], fa.p[6], fa.p[7], "{a,b}", "{0,2}" };
-	r = run_stmt(F.c, DQ_FINISH_CLAIM, 10, fc);
+	const char *fc[11] = { fa.p[0], fa.p[1], fa.p[2], fa.p[3], fa.p[4], fa.p[5],
+			       fa.p[6], fa.p[7], "{a,b}", "{0,2}", TOKEN };
+	r = run_stmt(F.c, DQ_FINISH_CLAIM, 11, fc);
 	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
 	for (int i = 0; i < PQntuples(r); i++) {
 		id = strtoll(PQgetvalue(r, i, 1), NULL, 10);
@@ -996,6 +1299,10 @@ int main(void)
 		  test_migrate_claims_upgrade },
 		{ "the longest schema takes submissions", test_longest_schema },
 		{ "submit checks, cancel's three answers, position", test_sql_api },
+		{ "payload cap: submit refuses one byte more, the CHECK the rest",
+		  test_payload_cap },
+		{ "migration 006 ends unfinished rows over the cap, idempotent",
+		  test_migrate_payload_cap },
 		{ "the claim runs on the partial index, in its order", test_claim_uses_index },
 		{ "the exec-bound claim: per service, others, never local; with a finish",
 		  test_claim_per_service },
@@ -1013,6 +1320,14 @@ int main(void)
 		  test_locked_rows_skipped },
 		{ "locks: a key-share lock (a foreign key's) is not skipped",
 		  test_key_share_not_skipped },
+		{ "race: a rescue passes over a stale dispatcher's claim in flight",
+		  test_race_own_claim_rescue },
+		{ "the rescue requeues held rows whose dispatcher has no row",
+		  test_rescue_orphans },
+		{ "identity: instance and token; another life's row is left alone",
+		  test_identity_token },
+		{ "identity: a takeover waits for the claim of the life before",
+		  test_takeover_waits_for_claim },
 		{ "locks: the beat passes a LOCK TABLE job; the rescue after it spares who beat",
 		  test_beat_passes_table_lock },
 		{ "teardown", test_teardown },

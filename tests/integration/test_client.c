@@ -1502,7 +1502,10 @@ static void test_seek_connect_fails_at_once(void)
 	exc_client *c;
 	exc_job *j;
 
-	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	/* short server graces: "lost" waits for the instance's own bound
+	 * (pingTimeout + pingInterval + resumeGrace + 5 s = 9 s) */
+	CU_ASSERT_FATAL(
+		start(&d, 1, "resumeGraceSec: 1\npingIntervalSec: 1\npingTimeoutSec: 2\n") == 0);
 	fx_options(&o);
 	o.owner_grace_sec = 3;
 	c = fx_client(&o, NULL, 0, NULL);
@@ -1522,7 +1525,7 @@ static void test_seek_connect_fails_at_once(void)
 	while (!fx_log_find("seeking") && !done.called)
 		fx_spin(20);
 	CU_ASSERT_FATAL(fx_fds_exhaust() >= 0);
-	fx_wait(&done.called, 8000);
+	fx_wait(&done.called, 20000);
 	fx_fds_release();
 	CU_ASSERT(done.called == 1);
 	CU_ASSERT_STRING_EQUAL(done.error_code, "lost");

@@ -75,11 +75,18 @@ extern "C" {
 #endif
 
 #define EXC_API_VERSION \
-	4 /* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
+	5 /* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
 				 * 3: exc_claim_share_service, claim shares floor(slots / clients) + 1;
-				 * 4: protocol 2 (each DONE acknowledged), ping_timeout_ms */
+				 * 4: protocol 2 (each DONE acknowledged), ping_timeout_ms;
+				 * 5: pipe_idle_timeout_ms (pipe endpoints: no idle limit by default),
+				 * EXC_AUTH_TOKEN_MAX (auth_token checked), EXC_E_BAD_JOB */
 
 struct event_base;
+
+/* The longest auth_token: with it, the longest request the library sends
+ * (a legacy PUT with its 4 KiB target) stays within the server's 8 KiB
+ * request head. */
+#define EXC_AUTH_TOKEN_MAX 3072
 
 /* A client: its addresses, connection pools, pipe server and jobs. */
 typedef struct exc_client exc_client;
@@ -140,7 +147,10 @@ struct exc_options {
 	 * query as it is); NULL: 32 random hex digits.  Running jobs are resumed
 	 * with it after a reconnect. */
 	const char *client_id;
-	/* Sent as "Authorization: Bearer <token>"; NULL: none. */
+	/* Sent as "Authorization: Bearer <token>"; NULL: none.  1 to
+	 * EXC_AUTH_TOKEN_MAX visible ASCII characters (0x21-0x7e, as the
+	 * server's authToken); any other token makes exc_client_new fail
+	 * with EINVAL. */
 	const char *auth_token;
 	/* Default for jobs whose spec leaves connect_timeout_sec 0: a job that
 	 * has no slot after this many seconds is UNWANTed everywhere and
@@ -201,6 +211,14 @@ struct exc_options {
 	 * the server sent a frame other than a pong meanwhile.  At least 300.
 	 * Default 30000 ms. */
 	unsigned ping_timeout_ms;
+	/* Idle limit of a pipe endpoint's transfer (the stdin/stdout and file
+	 * streams the execserver fetches and sends, docs/client.md): a GET
+	 * whose peer took no byte of what is waiting for it, or a PUT whose
+	 * peer sent no byte, for this long is cut (a stdout cut that way ends
+	 * the job failed).  0: no limit, the default: a program may be quiet,
+	 * or leave its stdin unread, for as long as it runs; the job's
+	 * timeout_sec and its DONE end its streams. */
+	unsigned pipe_idle_timeout_ms;
 };
 
 /* Fills o with the defaults above (every pointer NULL). */
@@ -342,7 +360,8 @@ struct exc_file {
 					 * or within the time the instance may
 					 * still run it (its HELLO's
 					 * ping_timeout_sec + resume_grace_sec
-					 * + 5 s) if that is longer (retryable:
+					 * + 5 s) if that is longer, or its DONE
+					 * had no readable receipt (retryable:
 					 * it may have run, and has stopped) */
 #define EXC_E_UNKNOWN_SERVICE \
 	"unknown_service" /* no address serves the

@@ -12,6 +12,12 @@
 #include <json-c/json.h>
 
 #include "cli/options.h"
+#include "execserver/client.h"
+
+/* What --client may hold (exc_options.client_id). */
+#define CLIENT_ID_CHARS                                                 \
+	"!\"$'()*,-./0123456789:;<>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`" \
+	"abcdefghijklmnopqrstuvwxyz{|}~"
 
 /* ---- usage ---------------------------------------------------------------- */
 
@@ -184,24 +190,54 @@ static int addresses_from_env(struct cli_common *c, const char *value)
 	return 0;
 }
 
+/* Why a bearer token would be refused (exc_options.auth_token), or NULL. */
+static const char *token_problem(const char *t)
+{
+	if (strlen(t) > EXC_AUTH_TOKEN_MAX)
+		return "the token is longer than the library takes";
+	for (; *t; t++)
+		if (*t < 0x21 || *t > 0x7e)
+			return "the token holds a character other than visible ASCII (a space, a "
+			       "control character)";
+	return NULL;
+}
+
 static int read_token_file(struct cli_common *c, const char *path, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
-	char line[4096];
+	char *line = NULL;
+	size_t cap = 0;
+	const char *why;
+
 	if (!f) {
 		say(err, errlen, "--token-file %s: %s", path, strerror(errno));
 		return -1;
 	}
-	int got = fgets(line, sizeof line, f) != NULL;
+	/* the whole first line, however long: never a truncated token */
+	ssize_t got = getline(&line, &cap, f);
+	int e = errno, eof = feof(f);
 	fclose(f);
-	line[got ? strcspn(line, "\r\n") : 0] = '\0';
-	if (!line[0]) {
+	if (got < 0 && !eof) {
+		free(line);
+		say(err, errlen, "--token-file %s: %s", path, strerror(e));
+		return -1;
+	}
+	if (line)
+		line[got > 0 ? strcspn(line, "\r\n") : 0] = '\0';
+	if (!line || !line[0]) {
+		free(line);
 		say(err, errlen, "--token-file %s: the first line is empty", path);
 		return -1;
 	}
+	if ((why = token_problem(line)) != NULL) {
+		say(err, errlen, "--token-file %s: %s (at most %d visible ASCII characters)", path,
+		    why, EXC_AUTH_TOKEN_MAX);
+		free(line);
+		return -1;
+	}
 	free(c->token);
-	c->token = strdup(line);
-	return c->token ? 0 : -1;
+	c->token = line;
+	return 0;
 }
 
 /* NAME=FILE for --input/--output. */
@@ -266,19 +302,27 @@ static int common_option(struct cli_common *c, int opt, const char *arg, char *e
 	}
 }
 
-/* Defaults from the environment, after the options. */
-static int common_finish(struct cli_common *c, const char *(*env)(const char *), char *err,
-			 size_t errlen)
+/* Defaults from the environment, after the options of command cmd. */
+static int common_finish(struct cli_common *c, const char *cmd, const char *(*env)(const char *),
+			 char *err, size_t errlen)
 {
-	const char *v;
+	const char *v, *why;
 	if (c->naddresses == 0 && (v = env("EXECCTL_ADDR")) && addresses_from_env(c, v) != 0)
 		return -1;
 	if (c->naddresses == 0) {
-		say(err, errlen, "no address: give -a URL (or set EXECCTL_ADDR)");
+		say(err, errlen, "%s: no address: give -a URL (or set EXECCTL_ADDR)", cmd);
 		return -1;
 	}
-	if (!c->token && (v = env("EXECCTL_TOKEN")) && *v && !(c->token = strdup(v)))
-		return -1;
+	if (!c->token && (v = env("EXECCTL_TOKEN")) && *v) {
+		if ((why = token_problem(v)) != NULL) {
+			say(err, errlen,
+			    "%s: EXECCTL_TOKEN: %s (at most %d visible ASCII characters)", cmd, why,
+			    EXC_AUTH_TOKEN_MAX);
+			return -1;
+		}
+		if (!(c->token = strdup(v)))
+			return -1;
+	}
 	if (!c->cacert && (v = env("EXECCTL_CACERT")) && *v && !(c->cacert = strdup(v)))
 		return -1;
 	return 0;
@@ -299,6 +343,20 @@ enum {
 	OWN_BAD = -1,
 	OWN_UNKNOWN = 2
 };
+
+/* Puts "cmd: " before a message that does not begin with it. */
+static void name_command(char *err, size_t errlen, const char *cmd)
+{
+	size_t n = strlen(cmd);
+	char *copy;
+
+	if (strncmp(err, cmd, n) == 0 && err[n] == ':')
+		return;
+	copy = strdup(err);
+	if (copy)
+		say(err, errlen, "%s: %s", cmd, copy);
+	free(copy);
+}
 
 /*
  * The scan both commands share: getopt_long over argv (argv[0] is the
@@ -334,6 +392,8 @@ static int scan(int argc, char **argv, const char *shortopts, const struct optio
 			say(err, errlen, "%s: unknown option %s", cmd, argv[optind - 1]);
 		else if (!err[0])
 			say(err, errlen, "%s: out of memory", cmd);
+		else
+			name_command(err, errlen, cmd);
 		return CLI_BAD;
 	}
 	return CLI_PARSED;
@@ -387,6 +447,15 @@ static int run_option(void *arg, int opt, const char *optarg_, char *err, size_t
 		say(err, errlen, "run: --ping-timeout %s: expected seconds, 1 to 3600", optarg_);
 		return OWN_BAD;
 	case OPT_CLIENT:
+		/* exc_options.client_id: it goes into the upgrade URL as it is */
+		if (!*optarg_ || strlen(optarg_) > 64 ||
+		    strspn(optarg_, CLIENT_ID_CHARS) != strlen(optarg_)) {
+			say(err, errlen,
+			    "run: --client %s: expected 1 to 64 visible ASCII characters other "
+			    "than & %% # + =",
+			    optarg_);
+			return OWN_BAD;
+		}
 		free(o->client_id);
 		return (o->client_id = strdup(optarg_)) ? OWN_DONE : OWN_BAD;
 	case 'n': o->no_stdin = 1; return OWN_DONE;
@@ -428,7 +497,7 @@ int cli_parse_run(int argc, char **argv, struct cli_run *o, const char *(*env)(c
 	for (int i = optind; i < argc; i++)
 		if (push(&o->command, &o->ncommand, argv[i]) != 0)
 			goto out;
-	if (common_finish(&o->c, env, err, errlen) != 0)
+	if (common_finish(&o->c, "run", env, err, errlen) != 0)
 		goto out;
 	if (!o->service)
 		say(err, errlen, "run: no service: give -s SERVICE");
@@ -521,7 +590,7 @@ int cli_parse_status(int argc, char **argv, struct cli_status *o,
 	if (rc == CLI_PARSED && optind < argc) {
 		say(err, errlen, "status: unexpected argument: %s", argv[optind]);
 		rc = CLI_BAD;
-	} else if (rc == CLI_PARSED && common_finish(&o->c, env, err, errlen) != 0) {
+	} else if (rc == CLI_PARSED && common_finish(&o->c, "status", env, err, errlen) != 0) {
 		rc = CLI_BAD;
 	}
 	if (rc == CLI_PARSED)

@@ -297,15 +297,24 @@ void job_on_done(exc_client *c, struct exc_conn *k, struct json_object *o)
 			   k->a->url, id ? id : "?");
 		return;
 	}
-	if (!json_object_object_get_ex(o, "receipt", &rj) ||
-	    !json_object_is_type(rj, json_type_object))
-		return;
 	if (j->state == J_WAITING && !j->cancel_requested)
 		return; /* a DONE for a parked copy we gave up */
 	if (j->state != J_WAITING && strcmp(j->owner_instance, k->instance_id) != 0)
 		return; /* another instance's job of the same id */
 	if (!j->owner_instance[0])
 		snprintf(j->owner_instance, sizeof j->owner_instance, "%s", k->instance_id);
+	if (!json_object_object_get_ex(o, "receipt", &rj) ||
+	    !json_object_is_type(rj, json_type_object)) {
+		/* acknowledged, so never handed on: the job ends here, not
+		 * left running for ever */
+		client_log(c, EXC_LOG_WARN, "%s: DONE of %s without a receipt object", k->a->url,
+			   j->id);
+		job_finish_local(j, EXC_E_LOST, 1,
+				 "instance %s ended the job without a readable receipt; it may "
+				 "have run",
+				 k->instance_id);
+		return;
+	}
 	job_finish(j, rj);
 }
 

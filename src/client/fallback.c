@@ -17,7 +17,11 @@
  * With a token the job runs as PUT /job/<svc>?token=&job= in body mode,
  * on its own connection: "Expect: 100-continue", so that no stdin byte is
  * read before the program runs (an answer without 100 leaves the stdin
- * source untouched and the job may wait again: 403 token gone, 503);
+ * source untouched and the job may wait again: 403 token gone, 503; so
+ * does a connection that failed before the whole request head left: the
+ * server cannot have started it.  One that fails after the head left
+ * and before the 100 arrived ends the job lost: the server may have
+ * started the program and its 100 may be what was lost);
  * stdin goes up as chunks, read from the source only while the socket's
  * output is below LJ_OUT_MAX; the response body goes to the stdout sink,
  * and the socket is not read while the sink's queue is above LJ_SINK_MAX.
@@ -62,8 +66,10 @@ struct lreq {
 	int is_put;
 	struct bufferevent *bev;
 	http_parser hp;
-	int status;    /* final status (not 1xx) */
-	int continued; /* 100 Continue seen: upload runs */
+	int status;      /* final status (not 1xx) */
+	int continued;   /* 100 Continue seen: upload runs */
+	int head_queued; /* PUT: the request head was handed to the socket */
+	int sock_err;    /* the socket's error, when it failed */
 	int upload_done;
 	int header_is;                          /* the field being read: 1 receipt */
 	int body_is_output;                     /* the body goes to stdout */
@@ -289,6 +295,14 @@ static void refusal(struct lreq *r)
 	j->local_retryable = 0;
 }
 
+/* The whole PUT head left for the server (written to the socket): from
+ * then on the server may have started the program, whether or not its
+ * 100 Continue arrives. */
+static int head_left(struct lreq *r)
+{
+	return r->head_queued && evbuffer_get_length(bufferevent_get_output(r->bev)) == 0;
+}
+
 static void put_finish(struct lreq *r)
 {
 	struct legacy_job *lj = r->lj;
@@ -296,10 +310,10 @@ static void put_finish(struct lreq *r)
 	struct json_object *rj = NULL;
 
 	if (r->receipt == NULL && !r->continued &&
-	    (r->status == 403 || r->status == 503 || r->status == 0)) {
+	    (r->status == 403 || r->status == 503 || (r->status == 0 && !head_left(r)))) {
 		back_to_waiting(lj, r->status == 403 ? "token gone"
 				    : r->status      ? "HTTP 503"
-						     : "connection failed");
+						     : "connection failed before the request left");
 		return;
 	}
 	if (r->receipt && r->complete) {
@@ -330,8 +344,9 @@ static void put_finish(struct lreq *r)
 	} else if (rj == NULL) {
 		snprintf(j->local_code, sizeof j->local_code, "%s", EXC_E_LOST);
 		snprintf(j->local_msg, sizeof j->local_msg,
-			 "the legacy PUT to %s ended without an outcome (it may have run)",
-			 r->a->url);
+			 "the legacy PUT to %s ended without an outcome%s%s (it may have run)",
+			 r->a->url, r->sock_err ? ": " : "",
+			 r->sock_err ? strerror(r->sock_err) : "");
 		j->local_retryable = 1;
 	}
 	lj->put = NULL;
@@ -535,7 +550,11 @@ static struct lreq *req_open(struct legacy_job *lj, struct exc_addr *a, int is_p
 	r->is_put = is_put;
 	r->small = evbuffer_new();
 	r->tmp = evbuffer_new();
-	r->bev = bufferevent_socket_new(c->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	/* deferred callbacks, as in server_conn.c: a failure known at once
+	 * (name, descriptors, network) reaches on_event from the loop, after
+	 * the caller linked r, never from inside req_open */
+	r->bev = bufferevent_socket_new(c->base, -1,
+					BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (r->small == NULL || r->tmp == NULL || r->bev == NULL) {
 		req_free(r);
 		return NULL;
@@ -562,7 +581,9 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 					    j->service);
 			host_header(out, r->a);
 			evbuffer_add_printf(out, "Connection: close\r\n\r\n");
-		} else if (put_head(r) != 0) {
+		} else if (put_head(r) == 0) {
+			r->head_queued = 1;
+		} else {
 			int e = errno;
 
 			job_free_pipes(j);
@@ -582,6 +603,8 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF)) {
+		if (what & BEV_EVENT_ERROR)
+			r->sock_err = EVUTIL_SOCKET_ERROR();
 		r->eof = 1;
 		bufferevent_disable(bev, EV_WRITE);
 		feed(r); /* r may be gone after this */
@@ -645,6 +668,10 @@ static void get_finish(struct lreq *r, int ok)
 	} else if (ok) {
 		client_log(j->c, EXC_LOG_DEBUG, "job %s: GET /token at %s: HTTP %d", j->id, a->url,
 			   r->status);
+	} else {
+		client_log(j->c, EXC_LOG_DEBUG, "job %s: GET /token at %s: no answer%s%s", j->id,
+			   a->url, r->sock_err ? ": " : "",
+			   r->sock_err ? strerror(r->sock_err) : "");
 	}
 	unlink_get(lj, r);
 	req_free(r);

@@ -17,7 +17,10 @@
  * and never after endpoint_free; at most OUT_HIGH bytes of a GET are
  * buffered, and a PUT connection stops being read while its sink holds
  * more than SINK_HIGH bytes.  One request per connection (Connection:
- * close).
+ * close).  A request that ends, however, detaches its endpoint's stream
+ * (stream_detach), so that the caller's fd becoming ready later never
+ * reaches a freed request; a GET keeps reading its connection only to
+ * notice the peer's close at once (the program closed its stdin).
  *
  * Against a local peer that connects and dawdles: a request head must be
  * complete HEAD_TIMEOUT_SEC after the accept (an absolute deadline, not
@@ -50,7 +53,6 @@
 #define SINK_HIGH (256 * 1024)
 #define LINE_MAX_LEN 4096
 #define HEAD_TIMEOUT_SEC 10
-#define IDLE_TIMEOUT_SEC 300
 #define HEAD_WAITERS_BASE 8
 #define ACCEPT_PAUSE_MS 200
 
@@ -132,11 +134,16 @@ static void req_unlink(struct pipe_req *r)
 		}
 }
 
+/* Frees r; its endpoint's stream forgets r (the ready/drained callback it
+ * armed names r), so that the stream's fd becoming ready later reaches
+ * nobody. */
 static void req_free(struct pipe_req *r)
 {
 	req_unlink(r);
-	if (r->ep)
+	if (r->ep) {
+		stream_detach(r->ep->st);
 		r->ep->req = NULL;
+	}
 	if (r->bev)
 		bufferevent_free(r->bev);
 	if (r->tmp)
@@ -173,6 +180,8 @@ static void req_abort(struct pipe_req *r, const char *why)
 {
 	struct endpoint *e = r->ep;
 
+	if (e)
+		client_log(r->srv->c, EXC_LOG_DEBUG, "pipe endpoint %s: %s", e->id, why);
 	req_free(r);
 	ep_finish(e, 0, why);
 }
@@ -223,6 +232,22 @@ static void get_ready(void *arg)
 	get_pump(arg);
 }
 
+/* pipe_idle_timeout_ms (0, the default: none) on the direction that moves
+ * the body: a GET whose peer took nothing of what is queued, a PUT whose
+ * peer sent nothing, for that long is cut.  A direction that waits for the
+ * local side (the source has nothing new, the sink is full) is not timed.
+ * Without it a taken endpoint lives as long as its job: the job's
+ * timeout_sec, its DONE or its loss end it (job_free_pipes). */
+static void set_idle_timeout(struct pipe_req *r, int is_sink)
+{
+	unsigned ms = r->srv->c->opt.pipe_idle_timeout_ms;
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	if (ms == 0)
+		return;
+	bufferevent_set_timeouts(r->bev, is_sink ? &tv : NULL, is_sink ? NULL : &tv);
+}
+
 static void start_get(struct pipe_req *r)
 {
 	struct evbuffer *out = bufferevent_get_output(r->bev);
@@ -237,8 +262,10 @@ static void start_get(struct pipe_req *r)
 	else
 		evbuffer_add_printf(out, "Content-Length: %lld\r\n\r\n", (long long)len);
 	bufferevent_setwatermark(r->bev, EV_WRITE, OUT_HIGH / 2, 0);
-	bufferevent_enable(r->bev, EV_WRITE);
-	bufferevent_disable(r->bev, EV_READ);
+	set_idle_timeout(r, 0);
+	/* reading stays on: the peer's close (the program closed its stdin)
+	 * ends the GET at once, not at the next write into it */
+	bufferevent_enable(r->bev, EV_READ | EV_WRITE);
 	get_pump(r);
 }
 
@@ -319,9 +346,11 @@ static void put_pump(struct pipe_req *r)
 		return;
 	}
 	r->ep->bytes += n;
-	if (queued > SINK_HIGH)
+	/* a complete body: nothing more is read (a peer that goes on
+	 * sending is not buffered while the sink drains) */
+	if (queued > SINK_HIGH || r->body_done)
 		bufferevent_disable(r->bev, EV_READ);
-	else if (!r->body_done)
+	else
 		bufferevent_enable(r->bev, EV_READ);
 	if (r->body_done && queued == 0) {
 		ep_finish(r->ep, 1, NULL);
@@ -342,6 +371,7 @@ static void start_put(struct pipe_req *r, const struct http_head *h)
 	const char *expect = http_header_get(h, "Expect");
 
 	r->state = R_PUT;
+	set_idle_timeout(r, 1);
 	if (h->chunked) {
 		r->chunked = 1;
 		r->cs = C_SIZE;
@@ -413,19 +443,13 @@ static void req_read(struct bufferevent *bev, void *arg)
 			respond(r, http_head_status(r->hp), "bad request\n");
 			return;
 		}
-		bufferevent_set_timeouts(bev, NULL, NULL);
 		evtimer_del(r->head_deadline);
-		{
-			struct timeval idle = { IDLE_TIMEOUT_SEC, 0 };
-
-			bufferevent_set_timeouts(bev, &idle, &idle);
-		}
 		route(r, http_head_get(r->hp));
 		return;
 	}
 	if (r->state == R_PUT)
 		put_pump(r);
-	else if (r->state == R_FINISH)
+	else /* a GET's peer has nothing more to say: read only for its close */
 		evbuffer_drain(in, evbuffer_get_length(in));
 }
 
@@ -661,10 +685,8 @@ void endpoint_free(struct endpoint *e)
 			*pp = e->next;
 			break;
 		}
-	if (e->req) {
-		e->req->ep = NULL;
-		req_free(e->req);
-	}
+	if (e->req)
+		req_free(e->req); /* detaches e's stream, clears e->req */
 	srv_update_listening(e->srv);
 	free(e);
 }

@@ -13,7 +13,10 @@
  * the pipe endpoints of jobs run on this connection are bound there.
  * Host names are resolved by libevent without a DNS base (getaddrinfo,
  * which blocks the loop while it runs; give numeric addresses or names
- * from /etc/hosts where that matters).
+ * from /etc/hosts where that matters).  The connection's bufferevent
+ * defers its callbacks, so that a failure libevent knows at once (no such
+ * name, no descriptor left, a network unreachable) still comes from the
+ * loop: conn_open never frees the connection it returns.
  * wss:// (tls.c): once TCP is up, the socket moves from its plain
  * bufferevent to an OpenSSL one in connecting state (so that a refused
  * connect is told apart from a failed handshake); that one's CONNECTED
@@ -381,7 +384,7 @@ static void start_tls(struct exc_conn *k)
 static void hs_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct exc_conn *k = arg;
-	char req[2048], host[300], target[200], auth[600] = "";
+	char host[300], target[200];
 
 	if (what & BEV_EVENT_CONNECTED) {
 		evutil_socket_t fd = bufferevent_getfd(bev);
@@ -406,17 +409,13 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 		snprintf(target, sizeof target, "%s?client=%s&%s=%d%s%s", PROTO_BROKER_PATH,
 			 k->a->c->client_id, PROTO_PARAM_PROTOCOL, PROTO_VERSION,
 			 k->hint[0] ? "&instance=" : "", k->hint);
-		if (k->a->c->auth_token)
-			snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n",
-				 k->a->c->auth_token);
 		if (ws_handshake_client_key(k->key) != 0 ||
-		    ws_handshake_client_request(host, k->a->u.port, target, k->key, auth, req,
-						sizeof req) < 0) {
+		    ws_handshake_client_request(bufferevent_get_output(bev), host, k->a->u.port,
+						target, k->key, k->a->c->auth_token) != 0) {
 			conn_end(k, 0, "cannot build the upgrade request");
 			return;
 		}
 		k->state = K_UPGRADING;
-		bufferevent_write(bev, req, strlen(req));
 		bufferevent_enable(bev, EV_READ | EV_WRITE);
 		return;
 	}
@@ -465,7 +464,12 @@ struct exc_conn *conn_open(struct exc_addr *a)
 		return NULL;
 	k->a = a;
 	k->state = K_CONNECTING;
-	k->bev = bufferevent_socket_new(c->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	/* deferred callbacks: without a DNS base, libevent reports a failed
+	 * resolution, socket() or connect() from inside the connect call;
+	 * deferred, every failure reaches hs_event from the loop, after
+	 * conn_open returned k to the pool (which may still write to it) */
+	k->bev = bufferevent_socket_new(c->base, -1,
+					BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	k->timer = evtimer_new(c->base, hs_timeout, k);
 	if (k->bev == NULL || k->timer == NULL) {
 		if (k->bev)
@@ -481,7 +485,8 @@ struct exc_conn *conn_open(struct exc_addr *a)
 	evtimer_add(k->timer, &tv);
 	if (bufferevent_socket_connect_hostname(k->bev, NULL, AF_UNSPEC, a->u.host, a->u.port) !=
 	    0) {
-		/* reported through hs_event in most cases; else end now from the loop */
+		/* a bad port or family only (url_parse refuses those): the
+		 * handshake deadline ends the attempt */
 		client_log(c, EXC_LOG_DEBUG, "%s: connect failed at once", a->url);
 	}
 	return k;

@@ -65,13 +65,14 @@ int ws_bearer_ok(const char *authorization, const char *token);
 int ws_handshake_client_key(char key[WS_KEY_LEN + 1]);
 
 /*
- * Writes the upgrade request for target (path and query) on host:port
- * (host as it goes into the Host header: a name, IPv4, or [IPv6]) with key;
- * extra_headers NULL or CRLF-terminated lines (Authorization).  Returns
- * the length, or -1 if buf is too small.
+ * Appends to out the upgrade request for target (path and query) on
+ * host:port (host as it goes into the Host header: a name, IPv4, or
+ * [IPv6]) with key, and "Authorization: Bearer <bearer>" unless bearer is
+ * NULL (the caller checked it: visible ASCII).  0, or -1 (out of memory).
  */
-int ws_handshake_client_request(const char *host, int port, const char *target, const char *key,
-				const char *extra_headers, char *buf, size_t buflen);
+struct evbuffer;
+int ws_handshake_client_request(struct evbuffer *out, const char *host, int port,
+				const char *target, const char *key, const char *bearer);
 
 /*
  * Checks a complete response head (status line to the empty line, len

@@ -2,7 +2,9 @@
  * ws_handshake_client.c - the client side of the websocket opening
  * handshake (RFC 6455 section 4.1): the key, the request, and the check
  * of the server's answer.  The accept value comes from the same function
- * the server uses (ws_handshake_accept).  Pure functions, no allocation.
+ * the server uses (ws_handshake_accept).  Pure functions; the request is
+ * appended to the caller's evbuffer (no fixed buffer: a long bearer token
+ * is sent whole).
  */
 #include "autoconfig.h"
 #include "net/ws_handshake.h"
@@ -12,6 +14,7 @@
 #include <strings.h>
 #include <sys/random.h>
 
+#include <event2/buffer.h>
 #include <openssl/evp.h>
 
 int ws_handshake_client_key(char key[WS_KEY_LEN + 1])
@@ -26,16 +29,18 @@ int ws_handshake_client_key(char key[WS_KEY_LEN + 1])
 	return 0;
 }
 
-int ws_handshake_client_request(const char *host, int port, const char *target, const char *key,
-				const char *extra_headers, char *buf, size_t buflen)
+int ws_handshake_client_request(struct evbuffer *out, const char *host, int port,
+				const char *target, const char *key, const char *bearer)
 {
-	int n = snprintf(buf, buflen,
-			 "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\n"
-			 "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-			 "Sec-WebSocket-Key: %s\r\n%s\r\n",
-			 target, host, port, key, extra_headers ? extra_headers : "");
-
-	return n < 0 || (size_t)n >= buflen ? -1 : n;
+	if (evbuffer_add_printf(out,
+				"GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\n"
+				"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+				"Sec-WebSocket-Key: %s\r\n",
+				target, host, port, key) < 0 ||
+	    (bearer && evbuffer_add_printf(out, "Authorization: Bearer %s\r\n", bearer) < 0) ||
+	    evbuffer_add(out, "\r\n", 2) != 0)
+		return -1;
+	return 0;
 }
 
 /*

@@ -4,9 +4,12 @@
 #include "autoconfig.h"
 #include "client_fixture.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 #include <event2/event.h>
@@ -211,4 +214,39 @@ void fx_instance_id(const struct es_daemon *d, char out[65])
 	if (st && json_object_object_get_ex(st, "instance_id", &v))
 		snprintf(out, 65, "%s", json_object_get_string(v));
 	json_object_put(st);
+}
+
+/* ---- descriptor exhaustion ------------------------------------------------ */
+
+#define FX_HOARD_MAX 256
+static int hoard[FX_HOARD_MAX];
+static int nhoard;
+static struct rlimit saved_nofile;
+
+int fx_fds_exhaust(void)
+{
+	struct rlimit low;
+	int top = 0, fd;
+
+	if (getrlimit(RLIMIT_NOFILE, &saved_nofile) != 0)
+		return -1;
+	for (int i = 0; i < (int)saved_nofile.rlim_cur && i < 4096; i++)
+		if (fcntl(i, F_GETFD) >= 0)
+			top = i;
+	if (top + 1 >= FX_HOARD_MAX)
+		return -1;
+	low = saved_nofile;
+	low.rlim_cur = (rlim_t)top + 1;
+	if (setrlimit(RLIMIT_NOFILE, &low) != 0)
+		return -1;
+	while (nhoard < FX_HOARD_MAX && (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		hoard[nhoard++] = fd;
+	return nhoard;
+}
+
+void fx_fds_release(void)
+{
+	while (nhoard > 0)
+		close(hoard[--nhoard]);
+	setrlimit(RLIMIT_NOFILE, &saved_nofile);
 }

@@ -62,5 +62,11 @@ void fx_instance_id(const struct es_daemon *d, char out[65]);
 /* The log lines of the last client made with fx_options, searchable. */
 const char *fx_log_find(const char *needle);
 void fx_log_clear(void);
+/* Leaves the process no free descriptor: lowers RLIMIT_NOFILE's soft
+ * limit to just above the highest open one and fills every hole below
+ * with /dev/null, so that each socket() or open() fails with EMFILE at
+ * once.  Returns the descriptors taken, or -1.  fx_fds_release undoes it. */
+int fx_fds_exhaust(void);
+void fx_fds_release(void);
 
 #endif

@@ -14,10 +14,17 @@
  * a JOB refused limit_reached waiting again, caller fds on /dev/null, a
  * broken stdout pipe ending the job local_io,
  * the pipe server's head deadline and its cap on waiting connections,
- * and exc_client_free cancelling what it held.
+ * exc_client_free cancelling what it held, a program that closes its
+ * stdin and runs on (the caller's pipe let go of at once), and an owner
+ * sought while every connect fails at once (no descriptor left), and
+ * streams quiet for longer than the pipe server's head deadline (no idle
+ * limit by default; pipe_idle_timeout_ms cuts them), the longest bearer
+ * token and the refused ones, and a PUT endpoint that stops reading once
+ * its body is complete.
  */
 #include "autoconfig.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -46,12 +53,13 @@
 #include "wsclient.h"
 #include "wstap.h"
 
-/* A daemon with one handler and the service "tools" (cat, cp, sleep) on
+/* A daemon with one handler and the service "tools" (cat, cp, sleep, sh) on
  * `slots` processes; extra: YAML lines after it (NULL for none). */
 static int start(struct es_daemon *d, int slots, const char *extra)
 {
 	return harness_start(
-		d, 1, harness_tools_body("jobRemovalPolicy: all\n", slots, "cat cp sleep", extra),
+		d, 1,
+		harness_tools_body("jobRemovalPolicy: all\n", slots, "cat cp sleep sh", extra),
 		NULL);
 }
 
@@ -1166,6 +1174,22 @@ static int wait_taken(const char *url)
 	return fx_log_find(needle) != NULL;
 }
 
+/* Runs the loop until the library logged the URL of a job's endpoint
+ * (what: "stdin GET at ", "stdout PUT at "), or the job (done) ended;
+ * the URL and its host, port and path into the arguments.  0 or -1. */
+static int endpoint_url(const char *what, const struct fx_done *done, char url[200], char host[64],
+			int *port, char path[160])
+{
+	const char *at;
+
+	while (!(at = fx_log_find(what)) && !done->called)
+		fx_spin(20);
+	if (at == NULL || sscanf(at + strlen(what), "%199s", url) != 1 ||
+	    sscanf(url, "http://%63[^:]:%d%159s", host, port, path) != 3)
+		return -1;
+	return 0;
+}
+
 /* Pipe endpoints: each URL serves one request; a wrong id is refused. */
 static void test_pipe_once(void)
 {
@@ -1173,7 +1197,6 @@ static void test_pipe_once(void)
 	struct fx_done a = { 0 };
 	struct exc_job_spec s;
 	exc_client *c;
-	const char *at;
 	char url[200], path[160], host[64];
 	int port = 0;
 
@@ -1185,11 +1208,7 @@ static void test_pipe_once(void)
 	s.in.data = "not read\n";
 	s.in.len = 9;
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	while (!(at = fx_log_find("stdin GET at ")) && !a.called)
-		fx_spin(20);
-	CU_ASSERT_FATAL(at != NULL);
-	CU_ASSERT_FATAL(sscanf(at + strlen("stdin GET at "), "%199s", url) == 1);
-	CU_ASSERT_FATAL(sscanf(url, "http://%63[^:]:%d%159s", host, &port, path) == 3);
+	CU_ASSERT_FATAL(endpoint_url("stdin GET at ", &a, url, host, &port, path) == 0);
 	CU_ASSERT_STRING_EQUAL(host, "127.0.0.1"); /* the broker connection's local address */
 	CU_ASSERT(wait_taken(url));                /* the execserver fetched it */
 	CU_ASSERT_EQUAL(status_async("GET", host, port, path), 410);
@@ -1314,7 +1333,6 @@ static void test_pipe_put_once(void)
 	struct fx_done a = { 0 };
 	struct exc_job_spec s;
 	exc_client *c;
-	const char *at;
 	char url[200], path[160], host[64], out[300], chunk[6000];
 	int port = 0, in[2], fd;
 	size_t got = 0;
@@ -1334,11 +1352,7 @@ static void test_pipe_put_once(void)
 	s.out.kind = EXC_IO_FD;
 	s.out.fd = fd;
 	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	while (!(at = fx_log_find("stdout PUT at ")) && !a.called)
-		fx_spin(20);
-	CU_ASSERT_FATAL(at != NULL);
-	CU_ASSERT_FATAL(sscanf(at + strlen("stdout PUT at "), "%199s", url) == 1);
-	CU_ASSERT_FATAL(sscanf(url, "http://%63[^:]:%d%159s", host, &port, path) == 3);
+	CU_ASSERT_FATAL(endpoint_url("stdout PUT at ", &a, url, host, &port, path) == 0);
 	CU_ASSERT(wait_taken(url)); /* 6000 bytes > 4000: the PUT is streaming */
 	CU_ASSERT_EQUAL(status_async("PUT", host, port, path), 410);
 	CU_ASSERT(!a.called); /* stdin is still open: the job still runs */
@@ -1423,6 +1437,303 @@ static void test_owner_found_again(void)
 	fx_stop(c, &d);
 }
 
+/* The program closes its stdin and runs on (it reads only part of its
+ * input): the execserver's next write into it fails (EPIPE) and it closes
+ * the stdin GET while the library's source waits for the caller's pipe.
+ * The library lets go of the pipe then: bytes written to it afterwards
+ * stay there for the caller (no freed request is woken by them: the
+ * sanitizer pass of scripts/test.sh runs this), and the job ends ok. */
+static void test_stdin_closed_early(void)
+{
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	char job[600], mark[300], back[16];
+	int in[2];
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	snprintf(mark, sizeof mark, "%s/stdin-closed", d.dir);
+	snprintf(job, sizeof job,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"exec 0<&-; : > %s; sleep 2\"]}", mark);
+	CU_ASSERT_FATAL(pipe(in) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", job, &done);
+	s.in.kind = EXC_IO_FD;
+	s.in.fd = in[0];
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	while (!(access(mark, F_OK) == 0 && fx_log_find("GET taken")) && !done.called)
+		fx_spin(20);
+	CU_ASSERT_FATAL(!done.called);
+	/* passed on by the library; the execserver cannot deliver it (EPIPE)
+	 * and closes the GET, which the library notices at once */
+	CU_ASSERT_FATAL(write(in[1], "a", 1) == 1);
+	while (!fx_log_find("pipe connection closed early") && !done.called)
+		fx_spin(20);
+	CU_ASSERT(fx_log_find("pipe connection closed early") != NULL);
+	CU_ASSERT(!done.called);
+	CU_ASSERT_FATAL(write(in[1], "later", 5) == 5);
+	fx_spin(300); /* the pipe is readable now: nobody may take it */
+	CU_ASSERT(fx_wait(&done.called, 15000));
+	CU_ASSERT(done.ok);
+	CU_ASSERT_EQUAL(done.stdin_bytes, 1);
+	CU_ASSERT(fcntl(in[0], F_SETFL, O_NONBLOCK) == 0);
+	CU_ASSERT(read(in[0], back, sizeof back) == 5 && memcmp(back, "later", 5) == 0);
+	close(in[0]);
+	close(in[1]);
+	fx_stop(c, &d);
+}
+
+/* A running job's connection drops and every attempt to reach its
+ * instance again fails inside the connect call (no descriptor left:
+ * socket() says EMFILE): the failure still comes from the loop, after the
+ * pool wrote the ?instance= hint into the connection (no write into a
+ * freed one: the sanitizer pass runs this), and the job ends lost after
+ * the owner grace. */
+static void test_seek_connect_fails_at_once(void)
+{
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+	struct wstap *tap;
+	char url[100];
+	exc_client *c;
+	exc_job *j;
+
+	/* short server graces: "lost" waits for the instance's own bound
+	 * (pingTimeout + pingInterval + resumeGrace + 5 s = 9 s) */
+	CU_ASSERT_FATAL(
+		start(&d, 1, "resumeGraceSec: 1\npingIntervalSec: 1\npingTimeoutSec: 2\n") == 0);
+	fx_options(&o);
+	o.owner_grace_sec = 3;
+	c = fx_client(&o, NULL, 0, NULL);
+	tap = wstap_new(fx_base, d.port);
+	CU_ASSERT_FATAL(tap != NULL);
+	snprintf(url, sizeof url, "ws://127.0.0.1:%d", wstap_port(tap));
+	CU_ASSERT_FATAL(exc_client_add_address(c, url) == 0);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"6\"]}", &done);
+	j = exc_submit(c, &s);
+	CU_ASSERT_FATAL(j != NULL);
+	while (strcmp(exc_job_state(j), "running") != 0 && !done.called)
+		fx_spin(50);
+	CU_ASSERT_FATAL(!done.called);
+	wstap_free(tap); /* the connection drops: the job is sought */
+	/* once the dropped connection's descriptor is closed */
+	while (!fx_log_find("seeking") && !done.called)
+		fx_spin(20);
+	CU_ASSERT_FATAL(fx_fds_exhaust() >= 0);
+	fx_wait(&done.called, 20000);
+	fx_fds_release();
+	CU_ASSERT(done.called == 1);
+	CU_ASSERT_STRING_EQUAL(done.error_code, "lost");
+	CU_ASSERT(fx_log_find("?instance=") != NULL);
+	CU_ASSERT(fx_log_find("cannot connect: Too many open files") != NULL);
+	/* each attempt carried the hint and counts as a miss of it */
+	CU_ASSERT(fx_log_find("hint dropped, seeking without it") != NULL);
+	fx_stop(c, &d);
+}
+
+/* Streams that go quiet longer than any timer the pipe server keeps (the
+ * 10 s head deadline): a job's stdout commits (5000 bytes) and then says
+ * nothing for 11 s, while its stdin (32 MiB, more than the pipes and
+ * socket buffers hold) is not read for those 11 s either.  With the
+ * default options both streams survive and the job ends ok with every
+ * byte.  Beside it, a client with pipe_idle_timeout_ms = 1000 runs a job
+ * whose stdout (100000 bytes into a pipe nobody reads yet) then goes
+ * quiet: its PUT is cut after 1 s ("timed out"), and from then on the
+ * library writes nothing more into that pipe (the cut request's sink
+ * callback is gone: the sanitizer pass runs this), and the job does not
+ * end ok. */
+static void test_quiet_streams(void)
+{
+	struct es_daemon d;
+	struct fx_done quiet = { 0 }, cut = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+	size_t n = 32u << 20, got = 0;
+	unsigned char *data = harness_pattern(n);
+	char path[300], buf[65536];
+	exc_client *c, *c_idle;
+	int fd, out[2];
+	ssize_t r;
+
+	CU_ASSERT_FATAL(start(&d, 2, NULL) == 0);
+	snprintf(path, sizeof path, "%s/quiet.out", d.dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CU_ASSERT_FATAL(fd >= 0 && pipe(out) == 0);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_spec(&s, "tools",
+		"{\"command\":\"sh\",\"args\":[\"-c\",\"head -c 5000 /dev/zero; sleep 11; "
+		"cat > /dev/null; echo more\"]}",
+		&quiet);
+	s.in.kind = EXC_IO_BUFFER;
+	s.in.data = data;
+	s.in.len = n;
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = fd;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+
+	fx_options(&o);
+	o.pipe_idle_timeout_ms = 1000;
+	c_idle = fx_client(&o, &d, 1, NULL);
+	fx_spec(&s, "tools",
+		"{\"command\":\"sh\",\"args\":[\"-c\",\"head -c 100000 /dev/zero; sleep 3\"]}",
+		&cut);
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = out[1];
+	CU_ASSERT_FATAL(exc_submit(c_idle, &s) != NULL);
+	while (!fx_log_find("pipe connection timed out") && !cut.called && !quiet.called)
+		fx_spin(50);
+	CU_ASSERT_FATAL(fx_log_find("pipe connection timed out") != NULL);
+	/* what the library wrote before the cut; nothing comes after it */
+	CU_ASSERT(fcntl(out[0], F_SETFL, O_NONBLOCK) == 0);
+	while ((r = read(out[0], buf, sizeof buf)) > 0)
+		got += (size_t)r;
+	fx_spin(500);
+	while ((r = read(out[0], buf, sizeof buf)) > 0)
+		got += (size_t)r;
+	CU_ASSERT(got > 0 && got < 100000);
+	CU_ASSERT(fx_wait(&cut.called, 10000));
+	CU_ASSERT(!cut.ok);
+	CU_ASSERT(cut.error_code[0] != '\0');
+	fprintf(stderr, "\nidle-cut job: %s: %s (%zu bytes before the cut)\n", cut.error_code,
+		cut.error_message, got);
+
+	CU_ASSERT(fx_wait(&quiet.called, 30000));
+	CU_ASSERT(quiet.ok);
+	if (!quiet.ok)
+		fprintf(stderr, "quiet job: %s: %s\n", quiet.error_code, quiet.error_message);
+	CU_ASSERT_EQUAL(quiet.stdin_bytes, n);
+	CU_ASSERT_EQUAL(quiet.stdout_bytes, 5005);
+	close(fd);
+	close(out[0]);
+	close(out[1]);
+	free(data);
+	exc_client_free(c_idle);
+	fx_stop(c, &d);
+}
+
+/* Bearer tokens: the longest the library takes (EXC_AUTH_TOKEN_MAX
+ * visible characters) goes whole into the upgrade request and runs a job
+ * (it was cut at 600 bytes, without its CRLF, and the upgrade never
+ * ended); one character more, or a CR/LF (header injection), a space or
+ * an empty token, and exc_client_new refuses the options (EINVAL). */
+static void test_long_token(void)
+{
+	static char tok[EXC_AUTH_TOKEN_MAX + 2], extra[EXC_AUTH_TOKEN_MAX + 40];
+	static const char *const bad[] = { "a\r\nX-Injected: 1", "two words", "", "tab\t" };
+	struct es_daemon d;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+	exc_client *c;
+
+	for (size_t i = 0; i < sizeof tok - 1; i++)
+		tok[i] = (char)('!' + i % 94); /* every visible character */
+	tok[EXC_AUTH_TOKEN_MAX] = '\0';
+	fx_options(&o);
+	o.auth_token = tok;
+	c = fx_client(&o, NULL, 0, NULL);
+	CU_ASSERT_PTR_NOT_NULL(c);
+	exc_client_free(c);
+	tok[EXC_AUTH_TOKEN_MAX] = 'x';
+	errno = 0;
+	CU_ASSERT_PTR_NULL(exc_client_new(fx_base, &o));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	tok[EXC_AUTH_TOKEN_MAX] = '\0';
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		o.auth_token = bad[i];
+		errno = 0;
+		CU_ASSERT_PTR_NULL(exc_client_new(fx_base, &o));
+		CU_ASSERT_EQUAL(errno, EINVAL);
+	}
+
+	/* letters only in the daemon's YAML: no quoting to get wrong */
+	memset(tok, 'k', EXC_AUTH_TOKEN_MAX);
+	snprintf(extra, sizeof extra, "authToken: %s\n", tok);
+	harness_auth_token = tok;
+	CU_ASSERT_FATAL(start(&d, 1, extra) == 0);
+	o.auth_token = tok;
+	o.handshake_timeout_ms = 3000;
+	c = fx_client(&o, &d, 1, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.connect_timeout_sec = 8;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 15000));
+	CU_ASSERT(done.ok);
+	fx_stop(c, &d);
+	harness_auth_token = NULL;
+}
+
+/* A PUT endpoint whose body is complete stops reading its connection
+ * while its sink drains: a peer that goes on sending after the body (here
+ * the test, on a stdout endpoint the execserver has not taken: the
+ * program wrote nothing yet) is held back by TCP, not buffered by the
+ * library.  The sink is a pipe nobody reads, so the body's last 134464
+ * bytes stay queued; what the peer gets into the connection after the
+ * body is bounded by the socket buffers (a few MiB), not 24 MiB. */
+static void test_put_complete_stops_reading(void)
+{
+	static char chunk[1 << 16];
+	const size_t body = 200000, junk_max = 24u << 20;
+	struct es_daemon d;
+	struct fx_done a = { 0 };
+	struct exc_job_spec s;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	char url[200], path[160], host[64], head[400];
+	size_t sent = 0, junk = 0;
+	int port = 0, out[2], sock;
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(&d, 1, NULL) == 0);
+	CU_ASSERT_FATAL(pipe(out) == 0);
+	memset(chunk, 'x', sizeof chunk);
+	c = fx_client(NULL, &d, 1, NULL);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"6\"]}", &a);
+	s.out.kind = EXC_IO_FD;
+	s.out.fd = out[1];
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT_FATAL(endpoint_url("stdout PUT at ", &a, url, host, &port, path) == 0);
+	sock = socket(AF_INET, SOCK_STREAM, 0);
+	CU_ASSERT_FATAL(sock >= 0);
+	sin.sin_port = htons((uint16_t)port);
+	CU_ASSERT_FATAL(inet_pton(AF_INET, host, &sin.sin_addr) == 1);
+	CU_ASSERT_FATAL(connect(sock, (struct sockaddr *)&sin, sizeof sin) == 0);
+	CU_ASSERT(fcntl(sock, F_SETFL, O_NONBLOCK) == 0);
+	snprintf(head, sizeof head, "PUT %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Length: %zu\r\n\r\n",
+		 path, host, port, body);
+	CU_ASSERT_FATAL(write(sock, head, strlen(head)) == (ssize_t)strlen(head));
+	for (long long end = harness_now_ms() + 4000; harness_now_ms() < end && junk < junk_max;) {
+		ssize_t w;
+
+		fx_spin(10);
+		while (junk < junk_max) {
+			size_t want = sent < body ? body - sent : sizeof chunk;
+
+			w = write(sock, chunk, want < sizeof chunk ? want : sizeof chunk);
+			if (w <= 0)
+				break;
+			if (sent < body)
+				sent += (size_t)w;
+			else
+				junk += (size_t)w;
+		}
+	}
+	fprintf(stderr, "\n%zu bytes after the body went into the connection\n", junk);
+	CU_ASSERT_EQUAL(sent, body);
+	CU_ASSERT(junk < 16u << 20);
+	close(sock);
+	CU_ASSERT(fx_wait(&a.called, 15000));
+	close(out[0]);
+	close(out[1]);
+	fx_stop(c, &d);
+}
+
 static const struct test_case cases[] = {
 	{ "stdin buffer, stdout file", test_buffer_to_file },
 	{ "stdin and stdout pipes", test_pipe_fds },
@@ -1450,6 +1761,12 @@ static const struct test_case cases[] = {
 	{ "a JOB refused limit_reached waits again", test_limit_reached_waits_again },
 	{ "/dev/null fds and a broken stdout pipe", test_devnull_and_broken_pipe },
 	{ "pipe server: slow heads and idle floods", test_pipe_dawdlers },
+	{ "stdin closed early by the program", test_stdin_closed_early },
+	{ "seeking: a connect that fails at once", test_seek_connect_fails_at_once },
+	{ "quiet streams: no idle limit by default, pipe_idle_timeout_ms cuts",
+	  test_quiet_streams },
+	{ "bearer tokens: the longest runs, broken ones are refused", test_long_token },
+	{ "a complete PUT body: the endpoint stops reading", test_put_complete_stops_reading },
 	{ NULL, NULL },
 };
 

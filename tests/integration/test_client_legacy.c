@@ -7,11 +7,16 @@
  * library's pipe endpoints; polling once per second until
  * connect_timeout_sec, then the retryable no_slot; a mixed pool (one
  * broker instance, one legacy instance) running jobs on both; cancel of a
- * job running over a PUT; and execctl run against a legacy-only address.
+ * job running over a PUT; execctl run against a legacy-only address;
+ * token polls whose connect fails at once (no descriptor left); and a PUT
+ * whose connection ends after its head left, before 100 Continue (played
+ * by a fake legacy server): lost, never placed again.
  */
 #include "autoconfig.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +24,10 @@
 #include <unistd.h>
 
 #include <CUnit/Basic.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/listener.h>
 #include <json-c/json.h>
 
 #include "client_fixture.h"
@@ -181,6 +189,28 @@ static void test_fallback_files(void)
 	fx_stop(c, &d);
 }
 
+/* A legacy daemon d with one slot and a client c on it; a job of `sleep
+ * secs` (done into busy) holds the slot by a token: every GET /token
+ * answers 503 until it ends.  The client's log is cleared. */
+static exc_client *busy_legacy(struct es_daemon *d, struct fx_done *busy, const char *secs)
+{
+	struct exc_job_spec s;
+	char job[100];
+	exc_client *c;
+
+	CU_ASSERT_FATAL(start(d, 1, 1) == 0);
+	c = fx_client(NULL, d, 1, NULL);
+	snprintf(job, sizeof job, "{\"command\":\"sleep\",\"args\":[\"%s\"]}", secs);
+	fx_spec(&s, "tools", job, busy);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	for (int i = 0; i < 200 && harness_status_int(d, "waitgroups", "wg", "tokens", NULL) < 1;
+	     i++)
+		fx_spin(50);
+	CU_ASSERT_EQUAL_FATAL(harness_status_int(d, "waitgroups", "wg", "tokens", NULL), 1);
+	fx_log_clear();
+	return c;
+}
+
 /* The only slot stays taken: the second job polls GET /token about once a
  * second and ends after connect_timeout_sec with the retryable no_slot. */
 static void test_poll_until_timeout(void)
@@ -192,15 +222,7 @@ static void test_poll_until_timeout(void)
 	long long t0, took;
 	int polls;
 
-	CU_ASSERT_FATAL(start(&d, 1, 1) == 0);
-	c = fx_client(NULL, &d, 1, NULL);
-	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"8\"]}", &busy);
-	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
-	for (int i = 0; i < 200 && harness_status_int(&d, "waitgroups", "wg", "tokens", NULL) < 1;
-	     i++)
-		fx_spin(50);
-	CU_ASSERT_EQUAL_FATAL(harness_status_int(&d, "waitgroups", "wg", "tokens", NULL), 1);
-	fx_log_clear();
+	c = busy_legacy(&d, &busy, "8");
 	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &late);
 	s.connect_timeout_sec = 3;
 	t0 = harness_now_ms();
@@ -300,6 +322,160 @@ static void test_mixed_pool(void)
 		fx_stop(NULL, &d[i]);
 }
 
+/* While a job polls, every GET /token fails inside the connect call (no
+ * descriptor left: socket() says EMFILE): the failure comes from the
+ * loop, after the request was linked to the job, so that it is unlinked
+ * and freed once (the sanitizer pass runs this), and polling goes on
+ * once descriptors are back; the job ends no_slot at its connect
+ * timeout. */
+static void test_poll_connect_fails_at_once(void)
+{
+	struct es_daemon d;
+	struct fx_done busy = { 0 }, late = { 0 };
+	struct exc_job_spec s;
+	exc_client *c;
+
+	c = busy_legacy(&d, &busy, "7");
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &late);
+	s.connect_timeout_sec = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	while (!fx_log_find("HTTP 503") && !late.called)
+		fx_spin(20);
+	CU_ASSERT_FATAL(fx_fds_exhaust() >= 0);
+	fx_spin(2200); /* two polls */
+	fx_fds_release();
+	CU_ASSERT(count_log("no answer: Too many open files") >= 1);
+	fx_log_clear();
+	CU_ASSERT(fx_wait(&late.called, 10000));
+	CU_ASSERT_STRING_EQUAL(late.error_code, "no_slot");
+	/* the failed requests are gone: polling went on (a freed one taken
+	 * for a request in flight would have stopped it) */
+	CU_ASSERT(fx_log_find("HTTP 503") != NULL);
+	CU_ASSERT(fx_wait(&busy.called, 15000));
+	CU_ASSERT(busy.ok);
+	fx_stop(c, &d);
+}
+
+/* ---- a legacy execserver that loses the PUT's answer ------------------------------ */
+
+/* Plays an execserver without the broker on fx_base: GET /broker answers
+ * 404, GET /token/<svc> a token; a PUT /job is counted and its connection
+ * closed once its head arrived, without an answer (as if the 100 Continue
+ * of a started program were lost with the connection). */
+struct fake_legacy {
+	struct evconnlistener *lis;
+	int port;
+	unsigned tokens, puts;
+};
+
+static void fake_written(struct bufferevent *bev, void *arg)
+{
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		bufferevent_free(bev);
+}
+
+static void fake_event(struct bufferevent *bev, short what, void *arg)
+{
+	bufferevent_free(bev);
+}
+
+static void fake_read(struct bufferevent *bev, void *arg)
+{
+	static const char token[] = "{\"token\":\"00000001000000020123456789abcdef\","
+				    "\"service\":\"tools\",\"valid_ms\":10000}";
+	struct fake_legacy *f = arg;
+	struct evbuffer *in = bufferevent_get_input(bev), *out = bufferevent_get_output(bev);
+	char line[16] = "";
+
+	if (evbuffer_search(in, "\r\n\r\n", 4, NULL).pos < 0)
+		return;
+	evbuffer_copyout(in, line, sizeof line - 1);
+	evbuffer_drain(in, evbuffer_get_length(in));
+	if (strncmp(line, "PUT ", 4) == 0) {
+		f->puts++;
+		bufferevent_free(bev);
+		return;
+	}
+	if (strncmp(line, "GET /token/", 11) == 0) {
+		f->tokens++;
+		evbuffer_add_printf(out,
+				    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+				    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+				    strlen(token), token);
+	} else {
+		evbuffer_add_printf(out, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n"
+					 "Connection: close\r\n\r\n");
+	}
+	/* closed once the answer is out */
+	bufferevent_setcb(bev, NULL, fake_written, fake_event, f);
+	bufferevent_disable(bev, EV_READ);
+}
+
+static void fake_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
+			int salen, void *arg)
+{
+	struct bufferevent *bev = bufferevent_socket_new(evconnlistener_get_base(lis), fd,
+							 BEV_OPT_CLOSE_ON_FREE);
+
+	bufferevent_setcb(bev, fake_read, NULL, fake_event, arg);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
+static int fake_legacy_start(struct fake_legacy *f)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in bound;
+	socklen_t len = sizeof bound;
+
+	memset(f, 0, sizeof *f);
+	if (fx_base == NULL)
+		fx_base = event_base_new();
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	f->lis = evconnlistener_new_bind(fx_base, fake_accept, f,
+					 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 16,
+					 (struct sockaddr *)&sin, sizeof sin);
+	if (f->lis == NULL ||
+	    getsockname(evconnlistener_get_fd(f->lis), (struct sockaddr *)&bound, &len) != 0)
+		return -1;
+	f->port = ntohs(bound.sin_port);
+	return 0;
+}
+
+/* The PUT's connection ends after its whole head left, before any answer
+ * (no 100 Continue): the program may have started, so the job is not
+ * placed again: it ends lost (retryable, "it may have run"), after one
+ * PUT.  (A connection that fails before its head left goes back to
+ * waiting: test_poll_connect_fails_at_once's jobs never send one.) */
+static void test_put_lost_before_continue(void)
+{
+	struct fake_legacy f;
+	struct fx_done done = { 0 };
+	struct exc_job_spec s;
+	struct exc_options o;
+	char url[100];
+	exc_client *c;
+
+	CU_ASSERT_FATAL(fake_legacy_start(&f) == 0);
+	fx_options(&o);
+	c = fx_client(&o, NULL, 0, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	snprintf(url, sizeof url, "ws://127.0.0.1:%d", f.port);
+	CU_ASSERT_FATAL(exc_client_add_address(c, url) == 0);
+	fx_log_clear();
+	fx_spec(&s, "tools", "{\"command\":\"cat\"}", &done);
+	s.connect_timeout_sec = 5;
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&done.called, 10000));
+	fx_spin(1500); /* a second PUT would come within a poll */
+	CU_ASSERT_EQUAL(f.puts, 1);
+	CU_ASSERT_STRING_EQUAL(done.error_code, "lost");
+	CU_ASSERT(done.retryable);
+	CU_ASSERT(strstr(done.error_message, "it may have run") != NULL);
+	CU_ASSERT(fx_log_find("waiting again") == NULL);
+	exc_client_free(c);
+	evconnlistener_free(f.lis);
+}
+
 /* ---- execctl ---------------------------------------------------------------------- */
 
 static char execctl[512];
@@ -370,6 +546,10 @@ int main(void)
 		{ "fallback: cancel of a running PUT", test_cancel_running },
 		{ "mixed pool: broker and legacy instances", test_mixed_pool },
 		{ "execctl run against a legacy-only address", test_execctl_legacy },
+		{ "fallback: token polls whose connect fails at once",
+		  test_poll_connect_fails_at_once },
+		{ "fallback: a PUT lost before 100 Continue is not placed again",
+		  test_put_lost_before_continue },
 		{ NULL, NULL },
 	};
 	int rc;

@@ -262,10 +262,14 @@ const char *harness_auth_token;
 
 struct json_object *harness_status(const struct es_daemon *d)
 {
-	char body[1 << 16], req[512];
+	char body[1 << 16];
+	size_t cap = 512 + (harness_auth_token ? strlen(harness_auth_token) : 0);
+	char *req = malloc(cap); /* a token of any length, whole */
 	int status = 0;
 
-	snprintf(req, sizeof req,
+	if (req == NULL)
+		return NULL;
+	snprintf(req, cap,
 		 "GET /status?check=1 HTTP/1.1\r\nHost: %s\r\n"
 		 "Connection: close\r\n%s%s%s\r\n",
 		 harness_host(d), harness_auth_token ? "Authorization: Bearer " : "",
@@ -273,11 +277,14 @@ struct json_object *harness_status(const struct es_daemon *d)
 	/* from the daemon's own host: its link may be cut, and a bed address
 	 * is never dialled from outside the bed */
 	int home = harness_netns_enter(d->netns);
-	if (home == -1)
+	if (home == -1) {
+		free(req);
 		return NULL;
+	}
 	int r = wsc_https_request(harness_host(d), d->port, d->tls_ca[0] ? d->tls_ca : NULL, req,
 				  2000, &status, body, sizeof body);
 	harness_netns_return(home);
+	free(req);
 	if (r < 0 || status != 200)
 		return NULL;
 	return json_tokener_parse(body);

@@ -22,6 +22,7 @@
 #include "cli/progress.h"
 #include "cli/status.h"
 #include "cli/table.h"
+#include "execserver/client.h"
 #include "suite.h"
 
 /* ---- a stand-in environment ------------------------------------------------ */
@@ -188,6 +189,34 @@ static void test_environment(void)
 	close(fd);
 	CU_ASSERT_EQUAL(STATUS("--token-file", path), CLI_BAD);
 	CU_ASSERT(strstr(err, "first line is empty") != NULL);
+	/* a token the library would refuse is refused here, whole (never cut
+	 * at a buffer's size): too long, a space, a control character */
+	{
+		static char tok[EXC_AUTH_TOKEN_MAX + 2];
+
+		memset(tok, 't', sizeof tok - 1);
+		fd = open(path, O_WRONLY | O_TRUNC);
+		CU_ASSERT(write(fd, tok, EXC_AUTH_TOKEN_MAX) == EXC_AUTH_TOKEN_MAX);
+		close(fd);
+		CU_ASSERT_EQUAL_FATAL(STATUS("-a", "x:1", "--token-file", path), CLI_PARSED);
+		CU_ASSERT_EQUAL(strlen(s.c.token), EXC_AUTH_TOKEN_MAX);
+		cli_status_free(&s);
+		fd = open(path, O_WRONLY | O_TRUNC);
+		CU_ASSERT(write(fd, tok, EXC_AUTH_TOKEN_MAX + 1) == EXC_AUTH_TOKEN_MAX + 1);
+		close(fd);
+		CU_ASSERT_EQUAL(STATUS("-a", "x:1", "--token-file", path), CLI_BAD);
+		CU_ASSERT(strncmp(err, "status: --token-file ", 21) == 0);
+		CU_ASSERT(strstr(err, "longer than") != NULL);
+		fd = open(path, O_WRONLY | O_TRUNC);
+		CU_ASSERT(write(fd, "two words\n", 10) == 10);
+		close(fd);
+		CU_ASSERT_EQUAL(STATUS("-a", "x:1", "--token-file", path), CLI_BAD);
+		CU_ASSERT(strstr(err, "other than visible ASCII") != NULL);
+		fake_token = "inject\r\nX-Evil: 1";
+		CU_ASSERT_EQUAL(STATUS("-a", "x:1"), CLI_BAD);
+		CU_ASSERT(strncmp(err, "status: EXECCTL_TOKEN: ", 23) == 0);
+		CU_ASSERT(strstr(err, "other than visible ASCII") != NULL);
+	}
 	unlink(path);
 	CU_ASSERT_EQUAL(STATUS("--token-file", path), CLI_BAD);
 	CU_ASSERT(strstr(err, "No such file") != NULL);
@@ -203,7 +232,8 @@ static void test_refusals(void)
 		const char *words[8];
 		const char *message;
 	} cases[] = {
-		{ { "-s", "cat", "--", "true" }, "no address: give -a URL (or set EXECCTL_ADDR)" },
+		{ { "-s", "cat", "--", "true" },
+		  "run: no address: give -a URL (or set EXECCTL_ADDR)" },
 		{ { "-a", "x:1", "--", "true" }, "run: no service: give -s SERVICE" },
 		{ { "-a", "x:1", "-s", "cat" },
 		  "run: no command: give -- COMMAND [ARGS...] after the options" },
@@ -220,11 +250,11 @@ static void test_refusals(void)
 		{ { "-a", "x:1", "-s", "cat", "--job-timeout", "86401", "--", "true" },
 		  "run: --job-timeout 86401" },
 		{ { "-a", "x:1", "-s", "cat", "--input", "a", "--", "true" },
-		  "--input a: expected NAME=FILE" },
+		  "run: --input a: expected NAME=FILE" },
 		{ { "-a", "x:1", "-s", "cat", "--input", "=f", "--", "true" },
-		  "--input =f: expected NAME=FILE" },
+		  "run: --input =f: expected NAME=FILE" },
 		{ { "-a", "x:1", "-s", "cat", "--output", "d/x=f", "--", "true" },
-		  "--output d/x=f: NAME is a file name" },
+		  "run: --output d/x=f: NAME is a file name" },
 		{ { "-a", "x:1", "-s", "cat", "--env", "NOEQ", "--", "true" },
 		  "run: --env NOEQ: expected NAME=VALUE" },
 		{ { "-a", "x:1", "-s", "cat", "-x", "--", "true" }, "run: unknown option -x" },
@@ -233,7 +263,11 @@ static void test_refusals(void)
 		{ { "-a", "x:1", "-s" }, "run: option -s needs a value" },
 		{ { "-a", "x:1", "-s", "cat", "--timeout" },
 		  "run: option --timeout needs a value" },
-		{ { "-a", "", "-s", "cat", "--", "true" }, "-a: empty address" },
+		{ { "-a", "", "-s", "cat", "--", "true" }, "run: -a: empty address" },
+		{ { "-a", "x:1", "-s", "cat", "--client", "a b", "--", "true" },
+		  "run: --client a b: expected 1 to 64 visible ASCII characters" },
+		{ { "-a", "x:1", "-s", "cat", "--client", "a&b", "--", "true" },
+		  "run: --client a&b: expected 1 to 64" },
 		{ { "-a", "x:1", "-s", "", "--", "true" }, "run: -s: empty service name" },
 	};
 	fake_addr = fake_token = NULL;
@@ -253,7 +287,7 @@ static void test_refusals(void)
 	CU_ASSERT_EQUAL(STATUS("-a", "x:1", "--jsn"), CLI_BAD);
 	CU_ASSERT_STRING_EQUAL(err, "status: unknown option --jsn");
 	CU_ASSERT_EQUAL(STATUS("-v"), CLI_BAD);
-	CU_ASSERT_STRING_EQUAL(err, "no address: give -a URL (or set EXECCTL_ADDR)");
+	CU_ASSERT_STRING_EQUAL(err, "status: no address: give -a URL (or set EXECCTL_ADDR)");
 }
 
 static void test_priority(void)

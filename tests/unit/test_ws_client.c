@@ -15,9 +15,11 @@
 #include <unistd.h>
 
 #include <CUnit/Basic.h>
+#include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "execserver/client.h"
 #include "net/http_head.h"
 #include "net/ws.h"
 #include "net/ws_handshake.h"
@@ -25,7 +27,8 @@
 
 static void test_request_and_answer(void)
 {
-	char key[WS_KEY_LEN + 1], key2[WS_KEY_LEN + 1], req[1024], accept[WS_ACCEPT_LEN + 1];
+	char key[WS_KEY_LEN + 1], key2[WS_KEY_LEN + 1], accept[WS_ACCEPT_LEN + 1];
+	struct evbuffer *req = evbuffer_new();
 	char resp[512];
 	struct http_head_parser *p = malloc(sizeof *p);
 	const struct http_head *h;
@@ -36,12 +39,13 @@ static void test_request_and_answer(void)
 	CU_ASSERT_FATAL(ws_handshake_client_key(key2) == 0);
 	CU_ASSERT_EQUAL(strlen(key), WS_KEY_LEN);
 	CU_ASSERT(strcmp(key, key2) != 0); /* random */
-	n = ws_handshake_client_request("[::1]", 8083, "/broker?client=a", key,
-					"Authorization: Bearer t\r\n", req, sizeof req);
-	CU_ASSERT_FATAL(n > 0);
+	CU_ASSERT_FATAL(
+		ws_handshake_client_request(req, "[::1]", 8083, "/broker?client=a", key, "t") == 0);
+	n = (int)evbuffer_get_length(req);
 	/* the server's parser and check accept it */
 	http_head_parser_init(p);
-	CU_ASSERT_FATAL(http_head_feed(p, req, (size_t)n, &used) == HTTP_HEAD_DONE);
+	CU_ASSERT_FATAL(http_head_feed(p, (const char *)evbuffer_pullup(req, -1), (size_t)n,
+				       &used) == HTTP_HEAD_DONE);
 	CU_ASSERT_EQUAL(used, (size_t)n);
 	h = http_head_get(p);
 	CU_ASSERT_STRING_EQUAL(http_header_get(h, "Host"), "[::1]:8083");
@@ -59,11 +63,34 @@ static void test_request_and_answer(void)
 	n = ws_handshake_error_response(401, NULL, resp, sizeof resp);
 	CU_ASSERT_EQUAL(ws_handshake_client_check(resp, (size_t)n, key, &status), -1);
 	CU_ASSERT_EQUAL(status, 401);
-	/* too small a buffer */
-	CU_ASSERT(ws_handshake_client_request("h", 1, "/", key, NULL, req, 20) == -1);
+	/* no token: no Authorization; the longest token libexecclient takes
+	 * (EXC_AUTH_TOKEN_MAX) goes whole, and the server's parser takes it */
+	evbuffer_drain(req, evbuffer_get_length(req));
+	CU_ASSERT_FATAL(ws_handshake_client_request(req, "h", 1, "/", key, NULL) == 0);
+	http_head_parser_init(p);
+	CU_ASSERT_FATAL(http_head_feed(p, (const char *)evbuffer_pullup(req, -1),
+				       evbuffer_get_length(req), &used) == HTTP_HEAD_DONE);
+	CU_ASSERT_PTR_NULL(http_header_get(http_head_get(p), "Authorization"));
+	{
+		char tok[EXC_AUTH_TOKEN_MAX + 1], target[300];
+
+		memset(tok, 'x', EXC_AUTH_TOKEN_MAX);
+		tok[EXC_AUTH_TOKEN_MAX] = '\0';
+		/* the longest target the client builds: client id and hint of 64 */
+		memset(target, 'c', 200);
+		target[0] = '/';
+		target[200] = '\0';
+		evbuffer_drain(req, evbuffer_get_length(req));
+		CU_ASSERT_FATAL(ws_handshake_client_request(req, "h", 1, target, key, tok) == 0);
+		http_head_parser_init(p);
+		CU_ASSERT_FATAL(http_head_feed(p, (const char *)evbuffer_pullup(req, -1),
+					       evbuffer_get_length(req), &used) == HTTP_HEAD_DONE);
+		CU_ASSERT(ws_bearer_ok(http_header_get(http_head_get(p), "Authorization"), tok));
+	}
 	/* garbage */
 	CU_ASSERT_EQUAL(ws_handshake_client_check("HTTP", 4, key, &status), -1);
 	CU_ASSERT_EQUAL(status, 0);
+	evbuffer_free(req);
 	free(p);
 }
 

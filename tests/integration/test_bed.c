@@ -278,23 +278,26 @@ static void test_daemon_dies_with_run(void)
 	memset(&d, 0, sizeof d);
 	CU_ASSERT(read(fds[0], &d, sizeof d) == (ssize_t)sizeof d);
 	close(fds[0]);
-	if (d.pid > 0)
-		CU_ASSERT(harness_status(&d) != NULL); /* it serves */
+	if (d.pid > 0) {
+		struct json_object *status = harness_status(&d);
+		CU_ASSERT(status != NULL); /* it serves */
+		json_object_put(status);
+	}
 	kill(run, SIGKILL);
 	waitpid(run, NULL, 0);
 	CU_ASSERT_FATAL(d.pid > 0);
 	/* adopted by this process now: its end is ours to see */
-	int status = -1;
+	int wstatus = -1;
 	pid_t got = 0;
 	for (int ms = 0; ms < 10000 && got == 0; ms += 20) {
-		got = waitpid(d.pid, &status, WNOHANG);
+		got = waitpid(d.pid, &wstatus, WNOHANG);
 		if (got == 0)
 			harness_sleep_ms(20);
 	}
 	if (got != d.pid)
 		kill(d.pid, SIGKILL);
 	CU_ASSERT(got == d.pid);
-	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CU_ASSERT(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
 	prctl(PR_SET_CHILD_SUBREAPER, 0);
 	harness_remove_dir(d.dir);
 }

@@ -232,6 +232,7 @@ int main(int argc, char **argv)
 
 	opt.ready_fd = -1;
 	opt.log_level_override = log_level;
+	opt.pid_file_override = pid_file;
 	if (!opt.foreground) {
 		if (daemonize(&opt.ready_fd) != 0) {
 			log_error("cannot daemonize: %s", strerror(errno));

@@ -264,10 +264,17 @@ static void on_sighup(evutil_socket_t sig, short what, void *arg)
 		log_error("reload refused: %s", err.text);
 		return;
 	}
-	if (config_take_reloadable(M.inst.cfg, &fresh, M.opt->log_level_override >= 0))
-		log_warn("reload: addr, tls, waitgroups, services, handlers, the book limits and "
-			 "the auto-balance keys change only with a restart");
-	else if (M.inst.tls_ctx && tls_files_changed(M.inst.cfg, &M.tls_files))
+	char changed[512];
+	if (M.opt->pid_file_override) { /* -p wins over the file, as at the start */
+		free(fresh.pid_file);
+		fresh.pid_file = strdup(M.opt->pid_file_override);
+	}
+	if (config_restart_keys(M.inst.cfg, &fresh, changed, sizeof changed) > 0)
+		log_warn("reload: %s changed in the file and keep their old values until a "
+			 "restart",
+			 changed);
+	config_take_reloadable(M.inst.cfg, &fresh, M.opt->log_level_override >= 0);
+	if (M.inst.tls_ctx && tls_files_changed(M.inst.cfg, &M.tls_files))
 		log_warn("reload: the TLS certificate or key changed on disk; the listener "
 			 "keeps the one it started with until a restart");
 	log_set_level((enum log_level)M.inst.cfg->log_level);

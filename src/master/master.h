@@ -16,6 +16,7 @@ struct master_options {
 	int strict;
 	int ready_fd;                  /* daemon: write one status byte when listening, -1: none */
 	int log_level_override;        /* -l given: keeps it across reloads; -1: none */
+	const char *pid_file_override; /* -p given: the pid file whatever the file says */
 	const struct privileges *priv; /* the user to drop to once bound */
 };
 

@@ -250,16 +250,24 @@ static void test_sighup_reload(void)
 	CU_ASSERT_FATAL(before != NULL);
 	CU_ASSERT_EQUAL(tc_int(before->hello, "ping_interval_sec"), 15);
 	CU_ASSERT_EQUAL(tc_int(before->hello, "ping_timeout_sec"), 45);
+	int frame = tc_int(before->hello, "max_frame_bytes");
+	CU_ASSERT(frame > 0 && frame != 65536);
+	/* the harness's keys as it wrote them (a changed one is named) */
 	snprintf(body, sizeof body,
-		 "addr: 127.0.0.1:%d\ntempDir: %s/tmp\nlogLevel: info\npingIntervalSec: 5\n"
-		 "pingTimeoutSec: 20\n%s",
-		 d.port, d.dir, harness_default_body(1));
+		 "addr: 127.0.0.1:%d\ntempDir: %s/tmp\npidFile: %s/execserver.pid\nhandlers: 1\n"
+		 "%slogLevel: info\npingIntervalSec: 5\npingTimeoutSec: 20\n"
+		 "maxFrameBytes: 65536\nresumeGraceSec: 7\n%s",
+		 d.port, d.dir, d.dir, geteuid() == 0 ? "allowRootJobs: true\n" : "",
+		 harness_default_body(1));
 	f = fopen(d.config, "w");
 	fputs(body, f);
 	fclose(f);
 	kill(d.pid, SIGHUP);
 	harness_sleep_ms(300);
 	CU_ASSERT(harness_log_contains(&d, "configuration reloaded"));
+	/* The keys that need a restart are named, exactly those that changed,
+	 * and keep their values (HELLO's frame size and grace). */
+	CU_ASSERT(harness_log_contains(&d, "reload: resumeGraceSec, maxFrameBytes changed"));
 	/* A connection opened now runs with the new pings and says so; the
 	 * open one keeps its own, and the HELLO it gets again (the clients
 	 * went up) still announces them: a client's bound on how long a job
@@ -268,6 +276,9 @@ static void test_sighup_reload(void)
 	CU_ASSERT_FATAL(after != NULL);
 	CU_ASSERT_EQUAL(tc_int(after->hello, "ping_interval_sec"), 5);
 	CU_ASSERT_EQUAL(tc_int(after->hello, "ping_timeout_sec"), 20);
+	CU_ASSERT_EQUAL(tc_int(after->hello, "max_frame_bytes"), frame);
+	CU_ASSERT_EQUAL(tc_int(after->hello, "resume_grace_sec"),
+			tc_int(before->hello, "resume_grace_sec"));
 	struct json_object *again = tc_expect(before, "HELLO", 3000);
 	CU_ASSERT_FATAL(again != NULL);
 	CU_ASSERT_EQUAL(tc_int(again, "clients"), 2);

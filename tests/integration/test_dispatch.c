@@ -261,17 +261,29 @@ static int two_clients(struct json_object *st, void *arg)
 	return harness_json_int(st, "clients", NULL) == (long long)(size_t)arg;
 }
 
+/* Waits (10 s at most) until the dispatcher with /metrics on port
+ * announces a claim share of share: it has read the HELLO that gives it. */
+static int admission_is(int port, long long share)
+{
+	for (int ms = 0; ms < 10000; ms += 50) {
+		if (df_metric(port, "execdispatch_admission") == share)
+			return 1;
+		harness_sleep_ms(50);
+	}
+	return 0;
+}
+
 static void test_claim_shares(void)
 {
 	long long m0, m1;
 
 	clear_queue();
-	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
-	CU_ASSERT_FATAL(df_write_config(&F, 1, NULL) == 0);
-	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
-	CU_ASSERT_FATAL(df_start_disp(&F, 1) == 0);
+	int p0 = df_start_with_metrics(&F, 0, NULL), p1 = df_start_with_metrics(&F, 1, NULL);
+	CU_ASSERT_FATAL(p0 > 0 && p1 > 0);
 	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, two_clients, (void *)2) == 0);
-	harness_sleep_ms(300); /* both have the HELLO with clients 2 */
+	/* both have read the HELLO with clients 2 (on a loaded machine the
+	 * second dispatcher's arrival reaches the first one late) */
+	CU_ASSERT_FATAL(admission_is(p0, 3) && admission_is(p1, 3));
 	for (int i = 0; i < 24; i++)
 		df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.5\"]}", 0);
 	/* 4 slots, 2 clients: ceil(4/2) + 1 headroom = 3 each */
@@ -283,6 +295,7 @@ static void test_claim_shares(void)
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 10000), 0);
 	CU_ASSERT_EQUAL(df_held(&F, "d0"), 0);
 	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, two_clients, (void *)1) == 0);
+	CU_ASSERT(admission_is(p1, 5));
 	sample_held(1500, &m0, &m1);
 	fprintf(stderr, "the survivor %lld (share 5)\n", m1);
 	CU_ASSERT_EQUAL(m0, 0);
@@ -293,6 +306,8 @@ static void test_claim_shares(void)
 				   "AND attempts = 1"),
 			24);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 1, SIGTERM, 5000), 0);
+	/* the later tests' files have no metrics port */
+	CU_ASSERT(df_write_config(&F, 0, NULL) == 0 && df_write_config(&F, 1, NULL) == 0);
 }
 
 static int running_n(struct json_object *st, void *arg)

@@ -124,16 +124,30 @@ const char DQ_RESCUE[] =
 	"(SELECT count(*) FROM all_moved WHERE state = 'failed'), "
 	"(SELECT count(*) FROM stale) - (SELECT count(*) FROM gone)";
 
-const char DQ_RESCUE_OWN[] = "WITH " OUR_ROW("$1", "$3") " UPDATE @schema@.job j SET " RESCUE_SET(
-	"$2::int") "WHERE j.runner_instance = $1 AND j.state IN " HELD
-		   " AND EXISTS (SELECT 1 FROM me) RETURNING j.id";
+/* Our dispatcher row of this life is there, read and not locked: the
+ * look for rows to requeue (DQ_FIND_OWN, DQ_FIND_LOST) changes nothing,
+ * so a copy of it that a given-up connection's backend runs late does
+ * nothing either; the requeue of what it found locks the row (OUR_ROW). */
+#define OUR_ROW_THERE(INST, TOKEN)                                         \
+	"EXISTS (SELECT 1 FROM @schema@.dispatcher WHERE instance = " INST \
+	" AND started_at = " TOKEN "::timestamptz)"
 
-const char DQ_RESCUE_LOST[] = "WITH " OUR_ROW(
-	"$1",
-	"$5") " UPDATE @schema@.job j SET " RESCUE_SET_3
-	      "WHERE j.runner_instance = $1 AND j.state = 'claimed' AND EXISTS (SELECT 1 FROM me)"
-	      " AND NOT EXISTS (SELECT 1 FROM unnest($2::bigint[], $4::int[]) AS h(id, claims)"
-	      " WHERE h.id = j.id AND h.claims = j.claims) RETURNING j.id";
+const char DQ_FIND_OWN[] = "SELECT j.id, j.claims FROM @schema@.job j WHERE j.runner_instance = $1"
+			   " AND j.state IN " HELD " AND " OUR_ROW_THERE("$1", "$2");
+
+const char DQ_FIND_LOST[] =
+	"SELECT j.id, j.claims FROM @schema@.job j WHERE j.runner_instance = $1"
+	" AND j.state = 'claimed' AND NOT EXISTS (SELECT 1 FROM unnest($2::bigint[],"
+	" $3::int[]) AS h(id, claims) WHERE h.id = j.id AND h.claims = j.claims)"
+	" AND " OUR_ROW_THERE("$1", "$4");
+
+/* Each row under exactly the claim found (id, claims): a claim made after
+ * the look bumped claims and is not touched, however late this runs. */
+const char DQ_REQUEUE_CLAIMS[] =
+	"WITH " OUR_ROW("$1", "$5") " UPDATE @schema@.job j SET " RESCUE_SET(
+		"$4::int") "FROM unnest($2::bigint[], $3::int[]) AS u(id, claims)"
+			   " WHERE j.id = u.id AND j.claims = u.claims AND j.runner_instance = $1"
+			   " AND j.state IN " HELD " AND EXISTS (SELECT 1 FROM me) RETURNING j.id";
 
 /* The claim's two halves: the rows picked (LIMIT from the parameter
  * named), and their change to claimed by $1. */

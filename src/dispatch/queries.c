@@ -101,12 +101,23 @@ const char DQ_BEAT[] = "UPDATE @schema@.dispatcher SET heartbeat_at = now()"
  * transaction has locked (an application's open transaction after
  * cancel(), a finish racing the rescue) is left entirely, its row and
  * every job of it, for the next heartbeat: a deleted dispatcher row
- * always means every job it held was requeued. */
+ * always means every job it held was requeued.
+ * Put off (the third column): the silent dispatchers seen and not
+ * removed: those left for a locked job, and those whose own row the
+ * stale CTE skipped under a lock weaker than a removal's (passed: it
+ * takes FOR KEY SHARE SKIP LOCKED, which a claim of theirs in flight, a
+ * late beat of theirs under way or an application's FOR SHARE lets
+ * through, and another rescue removing them or a takeover does not: a
+ * dispatcher being removed is not counted). */
 const char DQ_RESCUE[] =
 	"WITH " ORPHANS "stale AS MATERIALIZED ("
 	" SELECT instance FROM @schema@.dispatcher"
 	" WHERE heartbeat_at < now() - make_interval(secs => $2::int) AND instance <> $1"
 	" FOR UPDATE SKIP LOCKED), "
+	"passed AS MATERIALIZED ("
+	" SELECT instance FROM @schema@.dispatcher"
+	" WHERE heartbeat_at < now() - make_interval(secs => $2::int) AND instance <> $1"
+	" AND instance NOT IN (SELECT instance FROM stale) FOR KEY SHARE SKIP LOCKED), "
 	"held AS MATERIALIZED ("
 	" SELECT id, runner_instance FROM @schema@.job"
 	" WHERE runner_instance IN (SELECT instance FROM stale) AND state IN " HELD "), "
@@ -122,7 +133,8 @@ const char DQ_RESCUE[] =
 	" RETURNING instance), " RESCUE_MOVED RESCUE_LONE
 	"SELECT (SELECT count(*) FROM all_moved WHERE state = 'queued'), "
 	"(SELECT count(*) FROM all_moved WHERE state = 'failed'), "
-	"(SELECT count(*) FROM stale) - (SELECT count(*) FROM gone)";
+	"(SELECT count(*) FROM stale) - (SELECT count(*) FROM gone)"
+	" + (SELECT count(*) FROM passed)";
 
 /* Our dispatcher row of this life is there, read and not locked: the
  * look for rows to requeue (DQ_FIND_OWN, DQ_FIND_LOST) changes nothing,

@@ -48,7 +48,8 @@ extern const char DQ_BEAT[];
  * error dispatcher_lost once attempts >= maxAttempts).  It never waits
  * for a row lock: a silent dispatcher one of whose jobs (or its own row)
  * another transaction has locked is left whole for the next heartbeat
- * (put off).  Also requeued: held rows whose instance has no dispatcher
+ * (put off; one whose row another rescue or a takeover is taking is not
+ * counted).  Also requeued: held rows whose instance has no dispatcher
  * row at all (claimed by a dispatcher whose row a rescue deleted after
  * the claim committed, unseen by that rescue's snapshot).
  * ($1 instance, $2 staleAfterSec, $3 maxAttempts)

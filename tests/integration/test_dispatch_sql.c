@@ -1169,11 +1169,12 @@ static void test_race_own_claim_rescue(void)
 	held_row("running");
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
-	/* the stale dispatcher's claim in flight: the rescue passes it over */
+	/* the stale dispatcher's claim in flight: the rescue passes it over,
+	 * and counts it put off (review17: it was not counted) */
 	PQclear(pgtest_query(a, "BEGIN"));
 	CU_ASSERT_EQUAL(rows_of(a, DQ_CLAIM_EXEC, 6, claim), 1);
 	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
-	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0, put off 1");
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
 					"instance = 'stale'"),
 			1);
@@ -1202,6 +1203,22 @@ static void test_race_own_claim_rescue(void)
 	CU_ASSERT_EQUAL(PQntuples(r), 0);
 	PQclear(r);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/1");
+
+	/* two rescues of one silent dispatcher: the one that finds the other
+	 * removing it does not count it put off */
+	PQclear(pgtest_query(
+		F.c, "INSERT INTO execdispatch.dispatcher (instance, host, pid, started_at, "
+		     "heartbeat_at) VALUES ('stale', 'h', 1, '" TOKEN "', now() - interval "
+		     "'1 hour')"));
+	PQclear(pgtest_query(b, "BEGIN"));
+	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
+	r = run_stmt(a, DQ_RESCUE, 3, rescue_params);
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
+	PQclear(pgtest_query(b, "COMMIT"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance = 'stale'"),
+			0);
 	PQfinish(a);
 	PQfinish(b);
 }
@@ -1440,7 +1457,7 @@ int main(void)
 		  test_locked_rows_skipped },
 		{ "locks: a key-share lock (a foreign key's) is not skipped",
 		  test_key_share_not_skipped },
-		{ "race: a rescue passes over a stale dispatcher's claim in flight",
+		{ "race: a rescue passes over a stale dispatcher's claim in flight, put off",
 		  test_race_own_claim_rescue },
 		{ "the rescue requeues held rows whose dispatcher has no row",
 		  test_rescue_orphans },

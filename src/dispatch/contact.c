@@ -165,6 +165,10 @@ static void contact_step(struct dispatcher *d, PGresult *res, int away)
 	}
 	if (!res && away)
 		return; /* the same step again once the connection is back */
+	if (!res && d->contact >= CONTACT_OWN) {
+		contact_retry(d, d->db.last_error);
+		return;
+	}
 	switch (d->contact) {
 	case CONTACT_VERSION:
 		if (migrate_judge(res, d->db.last_error, d->cfg->schema, d->cfg->file, msg,
@@ -189,10 +193,6 @@ static void contact_step(struct dispatcher *d, PGresult *res, int away)
 		}
 		break;
 	case CONTACT_OWN:
-		if (!res) {
-			contact_retry(d, d->db.last_error);
-			return;
-		}
 		if (PQntuples(res) == 0)
 			d->contact++; /* nothing to requeue */
 		else if (claim_arrays(res, &d->contact_ids, &d->contact_claims) < 0) {
@@ -201,10 +201,6 @@ static void contact_step(struct dispatcher *d, PGresult *res, int away)
 		}
 		break;
 	case CONTACT_REQUEUE:
-		if (!res) {
-			contact_retry(d, d->db.last_error);
-			return;
-		}
 		if (PQntuples(res) > 0)
 			log_warn("requeued %d rows an earlier run of instance %s still held",
 				 PQntuples(res), d->cfg->instance_id);

@@ -489,18 +489,24 @@ static PGresult *collect(PGconn *c)
 	return r;
 }
 
-/* The dispatcher row of instance (host h, pid), its heartbeat an hour
- * old, and a row it holds in state: the row's id. */
-static long long silent_holder(const char *instance, int pid, const char *state)
+/* The dispatcher row of instance (host h, pid, this file's token), its
+ * heartbeat an hour old. */
+static void silent_row(const char *instance, int pid)
 {
-	long long id;
-
 	PQclear(pgtest_query(
 		F.c,
 		"INSERT INTO execdispatch.dispatcher (instance, host, pid, started_at, "
 		"heartbeat_at) VALUES ('%s', 'h', %d, '" TOKEN "', now() - interval "
 		"'1 hour')",
 		instance, pid));
+}
+
+/* silent_row, and a row it holds in state: the row's id. */
+static long long silent_holder(const char *instance, int pid, const char *state)
+{
+	long long id;
+
+	silent_row(instance, pid);
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
 	PQclear(pgtest_query(F.c,
 			     "UPDATE execdispatch.job SET state = '%s', runner_instance = '%s', "
@@ -1190,10 +1196,7 @@ static void test_race_own_claim_rescue(void)
 
 	/* the rescue first, not committed: the claim waits for it, then
 	 * finds no row of its own and claims nothing */
-	PQclear(pgtest_query(
-		F.c, "INSERT INTO execdispatch.dispatcher (instance, host, pid, started_at, "
-		     "heartbeat_at) VALUES ('stale', 'h', 1, '" TOKEN "', now() - interval "
-		     "'1 hour')"));
+	silent_row("stale", 1);
 	PQclear(pgtest_query(b, "BEGIN"));
 	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
@@ -1206,10 +1209,7 @@ static void test_race_own_claim_rescue(void)
 
 	/* two rescues of one silent dispatcher: the one that finds the other
 	 * removing it does not count it put off */
-	PQclear(pgtest_query(
-		F.c, "INSERT INTO execdispatch.dispatcher (instance, host, pid, started_at, "
-		     "heartbeat_at) VALUES ('stale', 'h', 1, '" TOKEN "', now() - interval "
-		     "'1 hour')"));
+	silent_row("stale", 1);
 	PQclear(pgtest_query(b, "BEGIN"));
 	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
@@ -1323,10 +1323,7 @@ static void test_takeover_waits_for_claim(void)
 
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job; DELETE FROM "
 				  "execdispatch.dispatcher"));
-	PQclear(pgtest_query(
-		F.c, "INSERT INTO execdispatch.dispatcher (instance, host, pid, started_at, "
-		     "heartbeat_at) VALUES ('dup', 'h', 1, '" TOKEN "', now() - interval "
-		     "'1 hour')"));
+	silent_row("dup", 1);
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
 	PQclear(pgtest_query(a, "BEGIN"));
 	CU_ASSERT_EQUAL(rows_of(a, DQ_CLAIM, 6, claim1), 1);

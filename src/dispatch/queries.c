@@ -26,7 +26,7 @@ const char DQ_SCHEMA_VERSION[] = "SELECT max(version) FROM @schema@.schema_versi
  * UPDATE then locks the row as for a key update (FOR UPDATE strength), so
  * it waits for a claim of the life before that holds the row FOR KEY
  * SHARE (OUR_ROW), and that claim, once committed, is seen by the new
- * life's DQ_RESCUE_OWN.  A live row is taken only by the same life (its
+ * life's DQ_FIND_OWN.  A live row is taken only by the same life (its
  * own register whose reply was lost, sent again): same started_at. */
 const char DQ_REGISTER[] =
 	"INSERT INTO @schema@.dispatcher (instance, host, pid, started_at) "

@@ -725,17 +725,24 @@ static int run_count(int i, const char *text)
 	return n;
 }
 
-/* Waits until text is in this_run(i): 0, or -1 after timeout_ms. */
-static int wait_run_log(int i, const char *text, int timeout_ms)
+/* Waits until text is in this_run(i) n times or more: 0, or -1 after
+ * timeout_ms. */
+static int wait_run_count(int i, const char *text, int n, int timeout_ms)
 {
 	long long end = harness_now_ms() + timeout_ms;
 
-	while (run_count(i, text) == 0) {
+	while (run_count(i, text) < n) {
 		if (harness_now_ms() >= end)
 			return -1;
 		harness_sleep_ms(50);
 	}
 	return 0;
+}
+
+/* Waits until text is in this_run(i): 0, or -1 after timeout_ms. */
+static int wait_run_log(int i, const char *text, int timeout_ms)
+{
+	return wait_run_count(i, text, 1, timeout_ms);
 }
 
 static int wait_sql(const char *q, long long want, int timeout_ms)
@@ -1000,9 +1007,8 @@ static void test_start_requeue_refused(void)
 	CU_ASSERT_FATAL(df_submit(&F, job, 0) > left);
 	CU_ASSERT_FATAL(df_spawn_disp(&F, 0) == 0);
 	CU_ASSERT(wait_run_log(0, "requeue refused by the test", 10000) == 0);
-	/* two more tries (heartbeatSec 1), and nothing claimed meanwhile */
-	harness_sleep_ms(2500);
-	CU_ASSERT(run_count(0, "requeue refused by the test") >= 2);
+	/* tried again (heartbeatSec 1), twice more, and nothing claimed meanwhile */
+	CU_ASSERT(wait_run_count(0, "requeue refused by the test", 3, 10000) == 0);
 	CU_ASSERT_EQUAL(run_count(0, "claiming"), 0);
 	/* the left row (the lower id) still held, the queued one not claimed */
 	char rows[64];

@@ -158,6 +158,68 @@ static void local_claimed(void *arg, PGresult *res, int away, const void *note)
 	maybe_done_stopping(d);
 }
 
+/* The (id, claims) pairs a DQ_FIND_OWN or DQ_FIND_LOST answered as the
+ * arrays of DQ_REQUEUE_CLAIMS (malloc'd).  0, or -1 when out of memory. */
+int claim_arrays(PGresult *res, char **ids, char **claims)
+{
+	int n = PQntuples(res);
+	int64_t *v = calloc((size_t)n + 1, sizeof *v), *c = calloc((size_t)n + 1, sizeof *c);
+
+	*ids = malloc(21 * (size_t)n + 3);
+	*claims = malloc(21 * (size_t)n + 3);
+	if (!v || !c || !*ids || !*claims) {
+		free(*ids);
+		free(*claims);
+		*ids = *claims = NULL;
+	} else {
+		for (int i = 0; i < n; i++) {
+			v[i] = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+			c[i] = strtoll(PQgetvalue(res, i, 1), NULL, 10);
+		}
+		db_int_array(*ids, v, n);
+		db_int_array(*claims, c, n);
+	}
+	free(v);
+	free(c);
+	return *ids ? 0 : -1;
+}
+
+/* DQ_REQUEUE_CLAIMS's parameters (maxa: a buffer of len for maxAttempts). */
+void requeue_params(struct dispatcher *d, const char *ids, const char *claims, char *maxa,
+		    size_t len, const char **params)
+{
+	snprintf(maxa, len, "%d", d->cfg->max_attempts);
+	params[0] = d->cfg->instance_id;
+	params[1] = ids;
+	params[2] = claims;
+	params[3] = maxa;
+	params[4] = d->token;
+}
+
+/* The claims a look (DQ_FIND_OWN, DQ_FIND_LOST) found, in res, requeued
+ * under exactly those claims: a chore answered to fn with the same note
+ * (the life of the look).  1 when queued, 0 when res found none, -1 when
+ * out of memory. */
+static int requeue_found(struct dispatcher *d, PGresult *res, const void *note, size_t note_len,
+			 chore_fn fn)
+{
+	char *ids, *claims, maxa[16];
+	const char *params[5];
+	int rc;
+
+	if (PQntuples(res) == 0)
+		return 0;
+	if (claim_arrays(res, &ids, &claims) < 0)
+		return -1;
+	requeue_params(d, ids, claims, maxa, sizeof maxa, params);
+	rc = chores_add(d->chores, d->q_requeue, 5, params, note, note_len, fn, d) == 0 ? 1 : -1;
+	free(ids);
+	free(claims);
+	return rc;
+}
+
+/* The sweep's end: the answer of its requeue, or of its look when that
+ * found nothing or failed. */
 static void swept(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
@@ -178,6 +240,26 @@ static void swept(void *arg, PGresult *res, int away, const void *note)
 		event_active(d->poll_ev, EV_TIMEOUT, 0); /* claims waited for it */
 }
 
+/* The sweep's look answered: what it found is requeued (the sweep stays
+ * out, so no claim goes, until that answers too), under this life only:
+ * a life lost meanwhile has its rows requeued by the rescue or by the
+ * requeue of the next registration (owned). */
+static void lost_found(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	int rc;
+
+	if (*(const unsigned *)note != d->life) {
+		d->sweep_out = 0;
+		return;
+	}
+	rc = res ? requeue_found(d, res, note, sizeof d->life, swept) : 0;
+	if (rc == 0)
+		swept(arg, res, away, note);
+	else if (rc < 0)
+		d->sweep_out = 0; /* tried again at the next turn (sweep_lost) */
+}
+
 /* After a reconnection, with no statement on the wire and every result
  * delivered (so every row this dispatcher claimed and knows is in its
  * list): the rows claimed under its instance by a claim it does not hold
@@ -185,12 +267,12 @@ static void swept(void *arg, PGresult *res, int away, const void *note)
  * to be written is not the row's claim) were claimed by a statement whose
  * result the lost connection took (the commit went through, the answer
  * did not).  Nobody else would ever free them while this dispatcher's
- * heartbeat lives: requeued like a rescue (a chore; no claim is sent
- * until its answer, swept). */
+ * heartbeat lives: looked for (DQ_FIND_LOST) and requeued under exactly
+ * those claims (DQ_REQUEUE_CLAIMS, lost_found) like a rescue; chores, and
+ * no claim is sent until the last answer (swept). */
 void sweep_lost_claims(struct dispatcher *d)
 {
 	size_t n = 0;
-	char maxa[16];
 
 	for (struct held *h = d->list; h; h = h->next)
 		n++;
@@ -210,9 +292,9 @@ void sweep_lost_claims(struct dispatcher *d)
 	}
 	db_int_array(ids, v, (int)n);
 	db_int_array(claims, c, (int)n);
-	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
-	const char *params[5] = { d->cfg->instance_id, ids, maxa, claims, d->token };
-	if (chores_add(d->chores, d->q_rescue_lost, 5, params, NULL, 0, swept, d) == 0)
+	const char *params[4] = { d->cfg->instance_id, ids, claims, d->token };
+	if (chores_add(d->chores, d->q_find_lost, 4, params, &d->life, sizeof d->life, lost_found,
+		       d) == 0)
 		d->sweep_out = 1;
 	free(ids);
 	free(claims);
@@ -323,6 +405,8 @@ static void send_beat(struct dispatcher *d)
 		d->beat_out = 1;
 }
 
+/* The requeue of the rows of our earlier registration: its answer, or
+ * its look's when that found nothing or failed. */
 static void owned(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
@@ -345,19 +429,35 @@ static void owned(void *arg, PGresult *res, int away, const void *note)
 	event_active(d->poll_ev, EV_TIMEOUT, 0);
 }
 
+/* The look of send_own answered: what it found is requeued (owning and
+ * own_out stay until that answers too). */
+static void own_found(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	int rc = res && *(const unsigned *)note == d->life
+			 ? requeue_found(d, res, note, sizeof d->life, owned)
+			 : 0;
+
+	if (rc == 0)
+		owned(arg, res, away, note);
+	else if (rc < 0)
+		d->own_out = 0; /* again at the next heartbeat (beat_cb) */
+}
+
 /* Registered again after our row was removed: the rows still held under
- * our instance are requeued before anything is claimed (DQ_RESCUE_OWN, as
- * at the start; a chore: it may wait for a lock on job).  Those are the
- * runs we dropped, and claims of ours that committed after the snapshot
- * of the rescue that removed our row, which it did not see. */
+ * our instance are requeued before anything is claimed (DQ_FIND_OWN, then
+ * DQ_REQUEUE_CLAIMS of what it found, as at the start; chores: the
+ * requeue may wait for a lock on job).  Those are the runs we dropped,
+ * and claims of ours that committed after the snapshot of the rescue
+ * that removed our row, which it did not see; nothing of this life is
+ * claimed before (owning), and every claim of the lives before has
+ * committed or claims nothing (our row of this life is a new one). */
 static void send_own(struct dispatcher *d)
 {
-	char maxa[16];
-	const char *params[3] = { d->cfg->instance_id, maxa, d->token };
+	const char *params[2] = { d->cfg->instance_id, d->token };
 
-	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
-	if (chores_add(d->chores, d->q_rescue_own, 3, params, &d->life, sizeof d->life, owned, d) ==
-	    0)
+	if (chores_add(d->chores, d->q_find_own, 2, params, &d->life, sizeof d->life, own_found,
+		       d) == 0)
 		d->own_out = 1;
 }
 

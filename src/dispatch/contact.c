@@ -2,9 +2,12 @@
  * contact.c - the dispatcher's start: the first contact with the database
  * on the main connection, in the loop and without blocking (the schema's
  * version, registering our dispatcher row, requeueing the claims of an
- * earlier life of our instance; docs/dispatch.md, "Starting"), then the
+ * earlier life of our instance, looked for first and then requeued under
+ * exactly the claims found; docs/dispatch.md, "Starting"), then the
  * loop's timers (begin).  Invariants: one contact statement on the wire at
- * a time; nothing is claimed before CONTACT_DONE; no database within
+ * a time; nothing is claimed before CONTACT_DONE, which comes only after
+ * the requeue succeeded (a failed statement is sent again after
+ * heartbeatSec, contact_retry); no database within
  * START_GIVE_UP_MS, a schema we do not know or an instance held by a live
  * dispatcher ends the daemon with status 1.
  */
@@ -75,8 +78,9 @@ int expand_all(struct dispatcher *d)
 	d->q_register = dq_expand(DQ_REGISTER, s);
 	d->q_beat = dq_expand(DQ_BEAT, s);
 	d->q_rescue = dq_expand(DQ_RESCUE, s);
-	d->q_rescue_own = dq_expand(DQ_RESCUE_OWN, s);
-	d->q_rescue_lost = dq_expand(DQ_RESCUE_LOST, s);
+	d->q_find_own = dq_expand(DQ_FIND_OWN, s);
+	d->q_find_lost = dq_expand(DQ_FIND_LOST, s);
+	d->q_requeue = dq_expand(DQ_REQUEUE_CLAIMS, s);
 	d->q_claim = dq_expand(DQ_CLAIM, s);
 	d->q_start = dq_expand(DQ_START, s);
 	d->q_finish = dq_expand(DQ_FINISH, s);
@@ -89,8 +93,8 @@ int expand_all(struct dispatcher *d)
 	d->q_landed = dq_expand(DQ_LANDED, s);
 	d->q_version = dq_expand(DQ_SCHEMA_VERSION, s);
 	return d->q_version && d->q_claim_exec && d->q_landed && d->q_register && d->q_beat &&
-			       d->q_rescue && d->q_rescue_own && d->q_rescue_lost && d->q_claim &&
-			       d->q_start && d->q_finish && d->q_held && d->q_leave &&
+			       d->q_rescue && d->q_find_own && d->q_find_lost && d->q_requeue &&
+			       d->q_claim && d->q_start && d->q_finish && d->q_held && d->q_leave &&
 			       d->q_janitor && d->q_position && d->q_finish_claim
 		       ? 0
 		       : -1;
@@ -118,12 +122,36 @@ static void begin(struct dispatcher *d)
 		event_active(d->janitor_ev, EV_TIMEOUT, 0); /* at the start, then hourly */
 }
 
+/* What CONTACT_OWN found, forgotten. */
+void contact_forget(struct dispatcher *d)
+{
+	free(d->contact_ids);
+	free(d->contact_claims);
+	d->contact_ids = d->contact_claims = NULL;
+}
+
 static void contact_step(struct dispatcher *d, PGresult *res, int away);
 
 static void contact_done(void *arg, PGresult *res, int away)
 {
 	contact_step(arg, res, away);
 	PQclear(res);
+}
+
+/* The requeue of our earlier life's rows failed (the statement, not the
+ * connection: a trigger, a permission, a lock or statement timeout): said,
+ * and looked for again after heartbeatSec (contact_cb), nothing claimed
+ * meanwhile (review17, F-B).  Our row stays registered: should it go
+ * stale meanwhile, a rescue requeues the rows and removes it, the look
+ * then finds nothing, and the beat after the start registers again. */
+static void contact_retry(struct dispatcher *d, const char *why)
+{
+	log_error("requeueing the rows an earlier run of instance %s still holds: %s; nothing is "
+		  "claimed before; trying again in %d s",
+		  d->cfg->instance_id, why, d->cfg->heartbeat_sec);
+	contact_forget(d);
+	d->contact = CONTACT_OWN;
+	d->contact_retry_ms = now_ms() + d->cfg->heartbeat_sec * 1000LL;
 }
 
 /* What one statement of the first contact answered, and the next step. */
@@ -137,6 +165,10 @@ static void contact_step(struct dispatcher *d, PGresult *res, int away)
 	}
 	if (!res && away)
 		return; /* the same step again once the connection is back */
+	if (!res && d->contact >= CONTACT_OWN) {
+		contact_retry(d, d->db.last_error);
+		return;
+	}
 	switch (d->contact) {
 	case CONTACT_VERSION:
 		if (migrate_judge(res, d->db.last_error, d->cfg->schema, d->cfg->file, msg,
@@ -160,10 +192,19 @@ static void contact_step(struct dispatcher *d, PGresult *res, int away)
 			return;
 		}
 		break;
-	case CONTACT_RESCUE:
-		if (res && PQntuples(res) > 0)
+	case CONTACT_OWN:
+		if (PQntuples(res) == 0)
+			d->contact++; /* nothing to requeue */
+		else if (claim_arrays(res, &d->contact_ids, &d->contact_claims) < 0) {
+			contact_retry(d, "out of memory");
+			return;
+		}
+		break;
+	case CONTACT_REQUEUE:
+		if (PQntuples(res) > 0)
 			log_warn("requeued %d rows an earlier run of instance %s still held",
 				 PQntuples(res), d->cfg->instance_id);
+		contact_forget(d);
 		break;
 	}
 	if (++d->contact == CONTACT_DONE)
@@ -173,22 +214,26 @@ static void contact_step(struct dispatcher *d, PGresult *res, int away)
 }
 
 /* The first contact's next statement on the main connection, without
- * blocking: the schema's version, our row, our previous life's claims
- * (docs/dispatch.md, "Starting"). */
+ * blocking: the schema's version, our row, the rows our previous life
+ * left (the look, then their requeue; docs/dispatch.md, "Starting"). */
 void contact_next(struct dispatcher *d)
 {
 	char maxa[16], stale[16];
-	const char *params[5] = { d->cfg->instance_id, maxa, d->token };
+	const char *params[5] = { d->cfg->instance_id, d->token };
 	const char *sql = d->contact == CONTACT_VERSION    ? d->q_version
 			  : d->contact == CONTACT_REGISTER ? d->q_register
-							   : d->q_rescue_own;
-	int n = d->contact == CONTACT_VERSION ? 0 : d->contact == CONTACT_REGISTER ? 5 : 3;
+			  : d->contact == CONTACT_OWN      ? d->q_find_own
+							   : d->q_requeue;
+	int n = d->contact == CONTACT_VERSION ? 0 : d->contact == CONTACT_OWN ? 2 : 5;
 
-	if (d->contact >= CONTACT_DONE || db_busy(&d->db) || !db_ready(&d->db))
+	if (d->contact >= CONTACT_DONE || db_busy(&d->db) || !db_ready(&d->db) ||
+	    now_ms() < d->contact_retry_ms)
 		return;
-	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
+	d->contact_retry_ms = 0;
 	if (d->contact == CONTACT_REGISTER)
 		register_params(d, stale, sizeof stale, params);
+	else if (d->contact == CONTACT_REQUEUE)
+		requeue_params(d, d->contact_ids, d->contact_claims, maxa, sizeof maxa, params);
 	db_send(&d->db, sql, n, params, contact_done, d);
 }
 
@@ -203,8 +248,13 @@ void contact_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	arm(d->contact_ev, CONTACT_CHECK_MS);
-	if (d->db.conn || db_busy(&d->db))
-		return; /* connecting, or a statement of it on the wire */
+	if (d->db.conn || db_busy(&d->db)) {
+		/* connecting, or a statement of it on the wire; or one failed,
+		 * to be sent again once contact_retry_ms has come */
+		if (d->contact_retry_ms)
+			contact_next(d);
+		return;
+	}
 	if (now_ms() - d->contact_t0_ms >= START_GIVE_UP_MS) {
 		log_error("cannot reach the database within %d s at the start: %s",
 			  START_GIVE_UP_MS / 1000, d->db.last_error);

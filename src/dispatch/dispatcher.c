@@ -770,7 +770,8 @@ static void turn_done(void *arg, PGresult *res, int away)
 				continue;
 			if (life != d->life) {
 				/* claimed under a registration lost since: a rescue
-				 * requeued it, or our DQ_RESCUE_OWN does */
+				 * requeued it, or our requeue of the rows our
+				 * instance left (send_own) does */
 				log_info("job %s: claimed before our dispatcher row was removed; "
 					 "not run (requeued by the rescue or when we register "
 					 "again)",
@@ -1094,10 +1095,12 @@ out:
 	for (size_t i = 0; i < d.nservices; i++)
 		free(d.services[i]);
 	free(d.services);
-	char **qs[] = { &d.q_register,     &d.q_beat,       &d.q_rescue,  &d.q_rescue_own,
-			&d.q_rescue_lost,  &d.q_claim,      &d.q_start,   &d.q_finish,
-			&d.q_held,         &d.q_leave,      &d.q_janitor, &d.q_position,
-			&d.q_finish_claim, &d.q_claim_exec, &d.q_landed,  &d.q_version };
+	contact_forget(&d);
+	char **qs[] = { &d.q_register,  &d.q_beat,         &d.q_rescue,     &d.q_find_own,
+			&d.q_find_lost, &d.q_requeue,      &d.q_claim,      &d.q_start,
+			&d.q_finish,    &d.q_held,         &d.q_leave,      &d.q_janitor,
+			&d.q_position,  &d.q_finish_claim, &d.q_claim_exec, &d.q_landed,
+			&d.q_version };
 	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
 		free(*qs[i]);
 	return rc;

@@ -111,8 +111,8 @@ struct dispatcher {
 	struct event_base *base;
 	exc_client *client;
 	struct db db;
-	char *q_register, *q_beat, *q_rescue, *q_rescue_own, *q_rescue_lost, *q_claim, *q_start,
-		*q_finish, *q_held, *q_leave, *q_janitor, *q_position, *q_finish_claim,
+	char *q_register, *q_beat, *q_rescue, *q_find_own, *q_find_lost, *q_requeue, *q_claim,
+		*q_start, *q_finish, *q_held, *q_leave, *q_janitor, *q_position, *q_finish_claim,
 		*q_claim_exec, *q_landed, *q_version;
 	char host[65];
 	char pid[16];
@@ -128,7 +128,8 @@ struct dispatcher {
 	 * (new_token), in every statement about our row; life counts the
 	 * registrations lost (a claim sent in an earlier one is not run);
 	 * owning: registered again, the requeue of the rows the instance
-	 * left (DQ_RESCUE_OWN) not answered yet: no claim, no sweep */
+	 * left (DQ_FIND_OWN, then DQ_REQUEUE_CLAIMS) not done yet: no claim,
+	 * no sweep; own_out: its look or its requeue is queued or out */
 	char token[48];
 	unsigned life;
 	int owning, own_out;
@@ -181,12 +182,15 @@ struct dispatcher {
 	struct event *contact_ev;
 	int contact; /* its step: CONTACT_VERSION ... CONTACT_DONE */
 	int64_t contact_t0_ms;
+	int64_t contact_retry_ms;           /* a statement of it failed: sent again then */
+	char *contact_ids, *contact_claims; /* what CONTACT_OWN found, for CONTACT_REQUEUE */
 };
 
 enum {
 	CONTACT_VERSION,  /* the schema's version */
 	CONTACT_REGISTER, /* our dispatcher row */
-	CONTACT_RESCUE,   /* the claims of our previous life */
+	CONTACT_OWN,      /* the claims of our previous life: the look */
+	CONTACT_REQUEUE,  /* ... and their requeue */
 	CONTACT_DONE
 };
 
@@ -255,6 +259,9 @@ static inline int may_claim_now(const struct dispatcher *d)
 }
 
 /* chore_results.c: the chores and their results */
+int claim_arrays(PGresult *res, char **ids, char **claims);
+void requeue_params(struct dispatcher *d, const char *ids, const char *claims, char *maxa,
+		    size_t len, const char **params);
 int ask_landed(struct dispatcher *d, const struct held *h);
 void claim_local(struct dispatcher *d);
 void sweep_lost_claims(struct dispatcher *d);
@@ -274,6 +281,7 @@ void register_params(struct dispatcher *d, char *stale, size_t len, const char *
 int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms);
 int expand_all(struct dispatcher *d);
 void contact_next(struct dispatcher *d);
+void contact_forget(struct dispatcher *d);
 void contact_cb(evutil_socket_t fd, short what, void *arg);
 
 #endif

@@ -26,7 +26,7 @@ const char DQ_SCHEMA_VERSION[] = "SELECT max(version) FROM @schema@.schema_versi
  * UPDATE then locks the row as for a key update (FOR UPDATE strength), so
  * it waits for a claim of the life before that holds the row FOR KEY
  * SHARE (OUR_ROW), and that claim, once committed, is seen by the new
- * life's DQ_RESCUE_OWN.  A live row is taken only by the same life (its
+ * life's DQ_FIND_OWN.  A live row is taken only by the same life (its
  * own register whose reply was lost, sent again): same started_at. */
 const char DQ_REGISTER[] =
 	"INSERT INTO @schema@.dispatcher (instance, host, pid, started_at) "
@@ -101,12 +101,23 @@ const char DQ_BEAT[] = "UPDATE @schema@.dispatcher SET heartbeat_at = now()"
  * transaction has locked (an application's open transaction after
  * cancel(), a finish racing the rescue) is left entirely, its row and
  * every job of it, for the next heartbeat: a deleted dispatcher row
- * always means every job it held was requeued. */
+ * always means every job it held was requeued.
+ * Put off (the third column): the silent dispatchers seen and not
+ * removed: those left for a locked job, and those whose own row the
+ * stale CTE skipped under a lock weaker than a removal's (passed: it
+ * takes FOR KEY SHARE SKIP LOCKED, which a claim of theirs in flight, a
+ * late beat of theirs under way or an application's FOR SHARE lets
+ * through, and another rescue removing them or a takeover does not: a
+ * dispatcher being removed is not counted). */
 const char DQ_RESCUE[] =
 	"WITH " ORPHANS "stale AS MATERIALIZED ("
 	" SELECT instance FROM @schema@.dispatcher"
 	" WHERE heartbeat_at < now() - make_interval(secs => $2::int) AND instance <> $1"
 	" FOR UPDATE SKIP LOCKED), "
+	"passed AS MATERIALIZED ("
+	" SELECT instance FROM @schema@.dispatcher"
+	" WHERE heartbeat_at < now() - make_interval(secs => $2::int) AND instance <> $1"
+	" AND instance NOT IN (SELECT instance FROM stale) FOR KEY SHARE SKIP LOCKED), "
 	"held AS MATERIALIZED ("
 	" SELECT id, runner_instance FROM @schema@.job"
 	" WHERE runner_instance IN (SELECT instance FROM stale) AND state IN " HELD "), "
@@ -122,18 +133,33 @@ const char DQ_RESCUE[] =
 	" RETURNING instance), " RESCUE_MOVED RESCUE_LONE
 	"SELECT (SELECT count(*) FROM all_moved WHERE state = 'queued'), "
 	"(SELECT count(*) FROM all_moved WHERE state = 'failed'), "
-	"(SELECT count(*) FROM stale) - (SELECT count(*) FROM gone)";
+	"(SELECT count(*) FROM stale) - (SELECT count(*) FROM gone)"
+	" + (SELECT count(*) FROM passed)";
 
-const char DQ_RESCUE_OWN[] = "WITH " OUR_ROW("$1", "$3") " UPDATE @schema@.job j SET " RESCUE_SET(
-	"$2::int") "WHERE j.runner_instance = $1 AND j.state IN " HELD
-		   " AND EXISTS (SELECT 1 FROM me) RETURNING j.id";
+/* Our dispatcher row of this life is there, read and not locked: the
+ * look for rows to requeue (DQ_FIND_OWN, DQ_FIND_LOST) changes nothing,
+ * so a copy of it that a given-up connection's backend runs late does
+ * nothing either; the requeue of what it found locks the row (OUR_ROW). */
+#define OUR_ROW_THERE(INST, TOKEN)                                         \
+	"EXISTS (SELECT 1 FROM @schema@.dispatcher WHERE instance = " INST \
+	" AND started_at = " TOKEN "::timestamptz)"
 
-const char DQ_RESCUE_LOST[] = "WITH " OUR_ROW(
-	"$1",
-	"$5") " UPDATE @schema@.job j SET " RESCUE_SET_3
-	      "WHERE j.runner_instance = $1 AND j.state = 'claimed' AND EXISTS (SELECT 1 FROM me)"
-	      " AND NOT EXISTS (SELECT 1 FROM unnest($2::bigint[], $4::int[]) AS h(id, claims)"
-	      " WHERE h.id = j.id AND h.claims = j.claims) RETURNING j.id";
+const char DQ_FIND_OWN[] = "SELECT j.id, j.claims FROM @schema@.job j WHERE j.runner_instance = $1"
+			   " AND j.state IN " HELD " AND " OUR_ROW_THERE("$1", "$2");
+
+const char DQ_FIND_LOST[] =
+	"SELECT j.id, j.claims FROM @schema@.job j WHERE j.runner_instance = $1"
+	" AND j.state = 'claimed' AND NOT EXISTS (SELECT 1 FROM unnest($2::bigint[],"
+	" $3::int[]) AS h(id, claims) WHERE h.id = j.id AND h.claims = j.claims)"
+	" AND " OUR_ROW_THERE("$1", "$4");
+
+/* Each row under exactly the claim found (id, claims): a claim made after
+ * the look bumped claims and is not touched, however late this runs. */
+const char DQ_REQUEUE_CLAIMS[] =
+	"WITH " OUR_ROW("$1", "$5") " UPDATE @schema@.job j SET " RESCUE_SET(
+		"$4::int") "FROM unnest($2::bigint[], $3::int[]) AS u(id, claims)"
+			   " WHERE j.id = u.id AND j.claims = u.claims AND j.runner_instance = $1"
+			   " AND j.state IN " HELD " AND EXISTS (SELECT 1 FROM me) RETURNING j.id";
 
 /* The claim's two halves: the rows picked (LIMIT from the parameter
  * named), and their change to claimed by $1. */

@@ -14,9 +14,10 @@
  * A dispatcher's row is named by its instance and its life's token, the
  * row's started_at as the dispatcher chose it when registering (one life
  * of a process, until a rescue removes its row): every statement that
- * acts on "my" rows (the claims, the beat, the sweep of lost claims, the
- * requeue of an earlier life's rows, the leave) carries both, and does
- * nothing when that row is not there (another life of the instance
+ * acts on "my" rows (the claims, the beat, the sweep of lost claims and
+ * the requeue of an earlier life's rows, both their look and their
+ * requeue, the leave) carries both, and does nothing when that row is not
+ * there (another life of the instance
  * took it over, or a rescue removed it).
  */
 #ifndef ES_DISPATCH_QUERIES_H
@@ -47,25 +48,41 @@ extern const char DQ_BEAT[];
  * error dispatcher_lost once attempts >= maxAttempts).  It never waits
  * for a row lock: a silent dispatcher one of whose jobs (or its own row)
  * another transaction has locked is left whole for the next heartbeat
- * (put off).  Also requeued: held rows whose instance has no dispatcher
+ * (put off; one whose row another rescue or a takeover is taking is not
+ * counted).  Also requeued: held rows whose instance has no dispatcher
  * row at all (claimed by a dispatcher whose row a rescue deleted after
  * the claim committed, unseen by that rescue's snapshot).
  * ($1 instance, $2 staleAfterSec, $3 maxAttempts)
  * -> (requeued, failed, put off) */
 extern const char DQ_RESCUE[];
 
-/* After each registration (at start, and again after a rescue removed
- * our row): requeue the held rows an earlier life of this instance left
- * (same outcome rule as the rescue), if our row of this life is there:
- * ($1 instance, $2 maxAttempts, $3 token) -> rows */
-extern const char DQ_RESCUE_OWN[];
+/* The requeue of claims nobody will run is two statements: a look for
+ * them, (id, claims) per row, that changes nothing, then DQ_REQUEUE_CLAIMS
+ * of exactly those claims.  One UPDATE of "every held row of the
+ * instance [not in my list]" would, run late by the backend of a
+ * connection given up (the cancel lost), requeue the claims this
+ * dispatcher made since under the same row and token while their jobs
+ * run: they would run twice.  A late look changes nothing, and a late
+ * requeue touches only the claims it names, which a new claim of the
+ * row (claims + 1) is not.  (review17, F-A.)
+ *
+ * After each registration (at start, and again after a rescue removed
+ * our row): the held rows an earlier life of this instance left, if our
+ * row of this life is there: ($1 instance, $2 token) -> (id, claims) */
+extern const char DQ_FIND_OWN[];
 
-/* After a reconnection: requeue the rows claimed by this instance under
- * a claim it does not hold (a claim whose result was lost with the
- * connection; same outcome rule as the rescue), if our row of this life
- * is there: ($1 instance, $2 ids held, $3 maxAttempts, $4 their claims,
- * $5 token) -> rows */
-extern const char DQ_RESCUE_LOST[];
+/* After a reconnection: the rows claimed by this instance under a claim
+ * it does not hold (a claim whose result was lost with the connection),
+ * if our row of this life is there: ($1 instance, $2 ids held, $3 their
+ * claims, $4 token) -> (id, claims) */
+extern const char DQ_FIND_LOST[];
+
+/* Requeue the held rows under exactly the claims named (what DQ_FIND_OWN
+ * or DQ_FIND_LOST found; the outcome rule of the rescue), if our row of
+ * this life is there (locked FOR KEY SHARE meanwhile): ($1 instance, $2
+ * ids[], $3 claims[], $4 maxAttempts, $5 token) -> (id) per row requeued
+ * or failed */
+extern const char DQ_REQUEUE_CLAIMS[];
 
 /* Claim a batch: ($1 instance, $2 limit, $3 the local services text[],
  * $4 true: claim those, false: the others, $5 the lowest priority,

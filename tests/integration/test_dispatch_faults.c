@@ -725,17 +725,24 @@ static int run_count(int i, const char *text)
 	return n;
 }
 
-/* Waits until text is in this_run(i): 0, or -1 after timeout_ms. */
-static int wait_run_log(int i, const char *text, int timeout_ms)
+/* Waits until text is in this_run(i) n times or more: 0, or -1 after
+ * timeout_ms. */
+static int wait_run_count(int i, const char *text, int n, int timeout_ms)
 {
 	long long end = harness_now_ms() + timeout_ms;
 
-	while (run_count(i, text) == 0) {
+	while (run_count(i, text) < n) {
 		if (harness_now_ms() >= end)
 			return -1;
 		harness_sleep_ms(50);
 	}
 	return 0;
+}
+
+/* Waits until text is in this_run(i): 0, or -1 after timeout_ms. */
+static int wait_run_log(int i, const char *text, int timeout_ms)
+{
+	return wait_run_count(i, text, 1, timeout_ms);
 }
 
 static int wait_sql(const char *q, long long want, int timeout_ms)
@@ -965,6 +972,60 @@ static void test_claim_committed_late(void)
 	stop_all(1);
 }
 
+/* review17, F-B: the start's requeue of the rows an earlier life of the
+ * instance left is refused by the database (here a trigger; a permission
+ * or a lock timeout alike): the dispatcher says so, claims nothing, and
+ * tries again every heartbeatSec; once the requeue goes through, the
+ * left row runs again and the queued one runs.  Before, the error was
+ * not even logged and the dispatcher began claiming with the old life's
+ * row still held under its instance. */
+static void test_start_requeue_refused(void)
+{
+	char job[3072];
+	long long left;
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+				  "violations"));
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	/* an earlier life of d0, silent, holding a row */
+	PQclear(pgtest_query(F.c,
+			     "INSERT INTO execdispatch.dispatcher (instance, host, pid, "
+			     "started_at, heartbeat_at) VALUES ('d0', 'h', 1, now() - interval "
+			     "'1 hour', now() - interval '1 hour')"));
+	df_ledger_job(&F, job, sizeof job, 100, 1);
+	left = df_submit(&F, job, 0);
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET state = 'claimed', runner_instance = "
+			     "'d0', attempts = 1, claims = 1 WHERE id = %lld",
+			     left));
+	PQclear(pgtest_query(
+		F.c, "CREATE FUNCTION refuse_requeue() RETURNS trigger LANGUAGE plpgsql AS "
+		     "$$BEGIN RAISE EXCEPTION 'requeue refused by the test'; END$$; "
+		     "CREATE TRIGGER refuse_requeue BEFORE UPDATE ON execdispatch.job FOR EACH ROW "
+		     "WHEN (OLD.state = 'claimed' AND NEW.state = 'queued') "
+		     "EXECUTE FUNCTION refuse_requeue()"));
+	CU_ASSERT_FATAL(df_submit(&F, job, 0) > left);
+	CU_ASSERT_FATAL(df_spawn_disp(&F, 0) == 0);
+	CU_ASSERT(wait_run_log(0, "requeue refused by the test", 10000) == 0);
+	/* tried again (heartbeatSec 1), twice more, and nothing claimed meanwhile */
+	CU_ASSERT(wait_run_count(0, "requeue refused by the test", 3, 10000) == 0);
+	CU_ASSERT_EQUAL(run_count(0, "claiming"), 0);
+	/* the left row (the lower id) still held, the queued one not claimed */
+	char rows[64];
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, rows, sizeof rows,
+					   "SELECT string_agg(state || '/' || claims, ' ' ORDER BY "
+					   "id) FROM execdispatch.job"),
+			       "claimed/1 queued/0");
+	PQclear(pgtest_query(F.c, "DROP TRIGGER refuse_requeue ON execdispatch.job; "
+				  "DROP FUNCTION refuse_requeue()"));
+	CU_ASSERT(wait_run_log(0, "requeued 1 rows an earlier run of instance d0 still held",
+			       5000) == 0);
+	check_all_done(2);
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c, "SELECT attempts FROM execdispatch.job WHERE id = %lld", left), 2);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 10000), 0);
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -995,6 +1056,8 @@ int main(void)
 		  test_reused_instance },
 		{ "a claim committed after it was given up is requeued by a later sweep",
 		  test_claim_committed_late },
+		{ "the start's requeue refused: nothing claimed until it goes through",
+		  test_start_requeue_refused },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -489,18 +489,24 @@ static PGresult *collect(PGconn *c)
 	return r;
 }
 
-/* The dispatcher row of instance (host h, pid), its heartbeat an hour
- * old, and a row it holds in state: the row's id. */
-static long long silent_holder(const char *instance, int pid, const char *state)
+/* The dispatcher row of instance (host h, pid, this file's token), its
+ * heartbeat an hour old. */
+static void silent_row(const char *instance, int pid)
 {
-	long long id;
-
 	PQclear(pgtest_query(
 		F.c,
 		"INSERT INTO execdispatch.dispatcher (instance, host, pid, started_at, "
 		"heartbeat_at) VALUES ('%s', 'h', %d, '" TOKEN "', now() - interval "
 		"'1 hour')",
 		instance, pid));
+}
+
+/* silent_row, and a row it holds in state: the row's id. */
+static long long silent_holder(const char *instance, int pid, const char *state)
+{
+	long long id;
+
+	silent_row(instance, pid);
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
 	PQclear(pgtest_query(F.c,
 			     "UPDATE execdispatch.job SET state = '%s', runner_instance = '%s', "
@@ -784,6 +790,65 @@ static int claim_one(long long id, char *claim, size_t len)
 	return ok ? atoi(claim) : -1;
 }
 
+/* The daemon's requeue of what its instance holds under no claim it
+ * knows is two statements: a look (DQ_FIND_OWN, DQ_FIND_LOST) for the
+ * (id, claims) pairs, then DQ_REQUEUE_CLAIMS of exactly those. */
+struct pairs {
+	char ids[256], claims[256];
+};
+
+/* The look: its pairs into p (as array literals); how many it found. */
+static int look(PGconn *c, const char *text, int n, const char *const *params, struct pairs *p)
+{
+	PGresult *r = run_stmt(c, text, n, params);
+	size_t li = 0, lc = 0;
+	int rows = PQntuples(r);
+
+	li += (size_t)snprintf(p->ids, sizeof p->ids, "{");
+	lc += (size_t)snprintf(p->claims, sizeof p->claims, "{");
+	for (int i = 0; i < rows; i++) {
+		li += (size_t)snprintf(p->ids + li, sizeof p->ids - li, "%s%s", i ? "," : "",
+				       PQgetvalue(r, i, 0));
+		lc += (size_t)snprintf(p->claims + lc, sizeof p->claims - lc, "%s%s", i ? "," : "",
+				       PQgetvalue(r, i, 1));
+	}
+	snprintf(p->ids + li, sizeof p->ids - li, "}");
+	snprintf(p->claims + lc, sizeof p->claims - lc, "}");
+	PQclear(r);
+	return rows;
+}
+
+/* The requeue of the pairs p by instance inst of life token: rows
+ * requeued (or failed). */
+static int requeue(PGconn *c, const char *inst, const struct pairs *p, const char *token)
+{
+	const char *params[5] = { inst, p->ids, p->claims, "3", token };
+
+	return rows_of(c, DQ_REQUEUE_CLAIMS, 5, params);
+}
+
+/* Both steps of the requeue of the rows an earlier life left. */
+static int rescue_own(PGconn *c, const char *inst, const char *token)
+{
+	const char *params[2] = { inst, token };
+	struct pairs p;
+
+	look(c, DQ_FIND_OWN, 2, params, &p);
+	return requeue(c, inst, &p, token);
+}
+
+/* Both steps of the sweep of lost claims, holding the claims (ids[],
+ * claims[]) given. */
+static int sweep_lost(PGconn *c, const char *inst, const char *ids, const char *claims,
+		      const char *token)
+{
+	const char *params[4] = { inst, ids, claims, token };
+	struct pairs p;
+
+	look(c, DQ_FIND_LOST, 4, params, &p);
+	return requeue(c, inst, &p, token);
+}
+
 /* A "no slot" requeue whose reply was lost, then the same dispatcher's
  * next claim of the row before the requeue is written again (same
  * runner_instance, same attempts, since "no slot" gave the attempt back):
@@ -824,8 +889,7 @@ static void test_lost_requeue_reclaimed(void)
 	 * requeued, not left claimed for ever */
 	snprintf(held, sizeof held, "{%s}", ids);
 	snprintf(claims, sizeof claims, "{%s}", c1);
-	const char *sweep[5] = { "me", held, "3", claims, TOKEN };
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_RESCUE_LOST, 5, sweep), 1);
+	CU_ASSERT_EQUAL(sweep_lost(F.c, "me", held, claims, TOKEN), 1);
 	/* claimed again, and that claim ends "no slot" too: the row carries
 	 * an outcome equal to the first claim's, but not under it */
 	char c3[16];
@@ -837,6 +901,69 @@ static void test_lost_requeue_reclaimed(void)
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_LANDED, 6, land_first), 0);
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_LANDED, 6, land_third), 1);
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
+/* review17, F-A: the sweep of lost claims and the requeue of the rows an
+ * earlier life left each run on a connection that may be given up (a
+ * stalled backend; the cancel may be lost), and its backend may still run
+ * the statement later, after the dispatcher reconnected, did it again and
+ * claimed anew under the same instance and token.  Such a late requeue
+ * names the claims its look found: a new claim of the row (claims + 1)
+ * is not among them, also when the late requeue waits for the new claim's
+ * lock and rechecks after its commit.  The one statement of before
+ * ("every claimed row of the instance not in my list") requeued the new
+ * claim there while its job ran: it ran twice. */
+static void test_late_requeue_misses_new_claim(void)
+{
+	PGconn *a = pgtest_connect(F.conninfo), *b = pgtest_connect(F.conninfo);
+	const char *find[4] = { "me", "{}", "{}", TOKEN }, *own[2] = { "me", TOKEN };
+	const char *claim[6] = { "me", "10", "{}", "false", "-1000", TOKEN };
+	struct pairs late, now;
+	char c1[16], buf[64];
+	long long id;
+	PGresult *r;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	/* a claim whose result the lost connection took */
+	CU_ASSERT_EQUAL_FATAL(claim_one(id, c1, sizeof c1), 1);
+	/* the sweep on connection a: its look answered; its requeue given up
+	 * before the backend ran it */
+	CU_ASSERT_EQUAL(look(a, DQ_FIND_LOST, 4, find, &late), 1);
+	/* reconnected (b): the sweep again, and a new claim of the row, both
+	 * in flight when the late requeue comes: it sees the lost claim,
+	 * waits for the row, and rechecks it after the commit */
+	CU_ASSERT_EQUAL(look(b, DQ_FIND_LOST, 4, find, &now), 1);
+	PQclear(pgtest_query(b, "BEGIN"));
+	CU_ASSERT_EQUAL(requeue(b, "me", &now, TOKEN), 1);
+	CU_ASSERT_EQUAL(rows_of(b, DQ_CLAIM, 6, claim), 1);
+	const char *late_p[5] = { "me", late.ids, late.claims, "3", TOKEN };
+	send_blocked(a, DQ_REQUEUE_CLAIMS, 5, late_p);
+	PQclear(pgtest_query(b, "COMMIT"));
+	r = collect(a);
+	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
+	CU_ASSERT_EQUAL(PQntuples(r), 0);
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
+	/* the same requeue later still, and a late look: nothing changes */
+	CU_ASSERT_EQUAL(requeue(a, "me", &late, TOKEN), 0);
+	CU_ASSERT_EQUAL(look(a, DQ_FIND_LOST, 4, find, &late), 1);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
+
+	/* the requeue of the rows an earlier life left: its look answered on
+	 * a, its requeue given up; done again on b, the row claimed anew;
+	 * then a's requeue runs */
+	CU_ASSERT_EQUAL(look(a, DQ_FIND_OWN, 2, own, &late), 1);
+	CU_ASSERT_EQUAL(rescue_own(b, "me", TOKEN), 1);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/2");
+	CU_ASSERT_EQUAL(rows_of(b, DQ_CLAIM, 6, claim), 1);
+	CU_ASSERT_EQUAL(requeue(a, "me", &late, TOKEN), 0);
+	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/3");
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT claims FROM execdispatch.job WHERE id = %lld", id),
+			3);
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	PQfinish(a);
+	PQfinish(b);
 }
 
 /* The execserver's POSITION written under one claim is that claim's:
@@ -1048,11 +1175,12 @@ static void test_race_own_claim_rescue(void)
 	held_row("running");
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
-	/* the stale dispatcher's claim in flight: the rescue passes it over */
+	/* the stale dispatcher's claim in flight: the rescue passes it over,
+	 * and counts it put off (review17: it was not counted) */
 	PQclear(pgtest_query(a, "BEGIN"));
 	CU_ASSERT_EQUAL(rows_of(a, DQ_CLAIM_EXEC, 6, claim), 1);
 	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
-	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0, put off 1");
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
 					"instance = 'stale'"),
 			1);
@@ -1068,10 +1196,7 @@ static void test_race_own_claim_rescue(void)
 
 	/* the rescue first, not committed: the claim waits for it, then
 	 * finds no row of its own and claims nothing */
-	PQclear(pgtest_query(
-		F.c, "INSERT INTO execdispatch.dispatcher (instance, host, pid, started_at, "
-		     "heartbeat_at) VALUES ('stale', 'h', 1, '" TOKEN "', now() - interval "
-		     "'1 hour')"));
+	silent_row("stale", 1);
 	PQclear(pgtest_query(b, "BEGIN"));
 	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
@@ -1081,6 +1206,19 @@ static void test_race_own_claim_rescue(void)
 	CU_ASSERT_EQUAL(PQntuples(r), 0);
 	PQclear(r);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/1");
+
+	/* two rescues of one silent dispatcher: the one that finds the other
+	 * removing it does not count it put off */
+	silent_row("stale", 1);
+	PQclear(pgtest_query(b, "BEGIN"));
+	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
+	r = run_stmt(a, DQ_RESCUE, 3, rescue_params);
+	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
+	PQclear(pgtest_query(b, "COMMIT"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
+					"instance = 'stale'"),
+			0);
 	PQfinish(a);
 	PQfinish(b);
 }
@@ -1126,7 +1264,6 @@ static void test_identity_token(void)
 	const char *reg1[5] = { "dup", "h", "1", "30", TOKEN },
 		   *reg2[5] = { "dup", "h", "1", "30", t2 };
 	const char *beat1[2] = { "dup", TOKEN }, *beat2[2] = { "dup", t2 };
-	const char *own1[3] = { "dup", "3", TOKEN }, *own2[3] = { "dup", "3", t2 };
 	const char *leave1[3] = { "dup", TOKEN, "3" }, *leave2[3] = { "dup", t2, "3" };
 	char ids[32], buf[64];
 	long long id;
@@ -1148,13 +1285,12 @@ static void test_identity_token(void)
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 2, beat1), 0);
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_CLAIM, 6, claim1), 0);
 	/* the old life's requeue of its earlier rows and its sweep: nothing */
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_RESCUE_OWN, 3, own1), 0);
-	const char *sweep1[5] = { "dup", "{}", "3", "{}", TOKEN };
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_RESCUE_LOST, 5, sweep1), 0);
+	CU_ASSERT_EQUAL(rescue_own(F.c, "dup", TOKEN), 0);
+	CU_ASSERT_EQUAL(sweep_lost(F.c, "dup", "{}", "{}", TOKEN), 0);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/1");
 	/* the new life's requeue of the rows the instance left takes it, and
 	 * its next claim takes it again */
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_RESCUE_OWN, 3, own2), 1);
+	CU_ASSERT_EQUAL(rescue_own(F.c, "dup", t2), 1);
 	const char *claim2[6] = { "dup", "10", "{}", "false", "-1000", t2 };
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_CLAIM, 6, claim2), 1);
 	/* the old life's leave deletes and requeues nothing */
@@ -1164,8 +1300,7 @@ static void test_identity_token(void)
 	/* the new life's sweep holding the claim: nothing; its leave holding
 	 * nothing (a claim whose result it lost): requeued with the row gone */
 	snprintf(ids, sizeof ids, "{%lld}", id);
-	const char *sweep2[5] = { "dup", ids, "3", "{2}", t2 };
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_RESCUE_LOST, 5, sweep2), 0);
+	CU_ASSERT_EQUAL(sweep_lost(F.c, "dup", ids, "{2}", t2), 0);
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_LEAVE, 3, leave2), 1);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/2");
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 0);
@@ -1181,17 +1316,14 @@ static void test_takeover_waits_for_claim(void)
 	static const char t2[] = "2026-01-02 03:04:05.678902+00";
 	PGconn *a = pgtest_connect(F.conninfo), *b = pgtest_connect(F.conninfo);
 	const char *claim1[6] = { "dup", "10", "{}", "false", "-1000", TOKEN };
-	const char *reg2[5] = { "dup", "h", "1", "30", t2 }, *own2[3] = { "dup", "3", t2 };
+	const char *reg2[5] = { "dup", "h", "1", "30", t2 };
 	char buf[64];
 	long long id;
 	PGresult *r;
 
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job; DELETE FROM "
 				  "execdispatch.dispatcher"));
-	PQclear(pgtest_query(
-		F.c, "INSERT INTO execdispatch.dispatcher (instance, host, pid, started_at, "
-		     "heartbeat_at) VALUES ('dup', 'h', 1, '" TOKEN "', now() - interval "
-		     "'1 hour')"));
+	silent_row("dup", 1);
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
 	PQclear(pgtest_query(a, "BEGIN"));
 	CU_ASSERT_EQUAL(rows_of(a, DQ_CLAIM, 6, claim1), 1);
@@ -1200,7 +1332,7 @@ static void test_takeover_waits_for_claim(void)
 	r = collect(b);
 	CU_ASSERT_EQUAL(PQntuples(r), 1);
 	PQclear(r);
-	CU_ASSERT_EQUAL(rows_of(b, DQ_RESCUE_OWN, 3, own2), 1);
+	CU_ASSERT_EQUAL(rescue_own(b, "dup", t2), 1);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/1");
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 	PQfinish(a);
@@ -1314,13 +1446,15 @@ int main(void)
 		{ "race: two claims take disjoint rows", test_race_claim_claim },
 		{ "a lost requeue written again misses the same dispatcher's new claim",
 		  test_lost_requeue_reclaimed },
+		{ "a late requeue of lost or left claims misses the claims made since",
+		  test_late_requeue_misses_new_claim },
 		{ "position() of a new claim does not answer the claim before's POSITION",
 		  test_position_of_new_claim },
 		{ "locks: start, position and rescue skip a locked row, say so, do it after",
 		  test_locked_rows_skipped },
 		{ "locks: a key-share lock (a foreign key's) is not skipped",
 		  test_key_share_not_skipped },
-		{ "race: a rescue passes over a stale dispatcher's claim in flight",
+		{ "race: a rescue passes over a stale dispatcher's claim in flight, put off",
 		  test_race_own_claim_rescue },
 		{ "the rescue requeues held rows whose dispatcher has no row",
 		  test_rescue_orphans },

@@ -552,10 +552,14 @@ static long long held_row(const char *state)
 
 static const char *rescue_params[3] = { "live", "30", "3" };
 
+/* A row's claims (an integer column) as text, with its NUL: what
+ * claim_one writes and finish_params takes. */
+#define CLAIM_TEXT sizeof "-2147483648"
+
 /* The parameters of DQ_FINISH for one row under its claim (the row's
- * claims): "done" with a receipt. */
+ * claims, at most CLAIM_TEXT with its NUL): "done" with a receipt. */
 struct finish_args {
-	char ids[32], claim[32];
+	char ids[sizeof "{-9223372036854775808}"], claim[CLAIM_TEXT + 2];
 	const char *p[8];
 };
 
@@ -798,7 +802,8 @@ static void no_slot_params(struct finish_args *f, long long id, const char *clai
 	f->p[7] = "{NULL}";
 }
 
-/* Claims row id as "me" (the only row queued): its claims, or -1. */
+/* Claims row id as "me" (the only row queued): its claims, also as text
+ * into claim (CLAIM_TEXT bytes), or -1. */
 static int claim_one(long long id, char *claim, size_t len)
 {
 	const char *p[6] = { "me", "10", "{}", "false", "-1000", TOKEN };
@@ -825,7 +830,7 @@ static int claim_one(long long id, char *claim, size_t len)
 static void test_lost_requeue_reclaimed(void)
 {
 	struct finish_args first, second;
-	char c1[16], c2[16], ids[24], held[64], claims[64];
+	char c1[CLAIM_TEXT], c2[CLAIM_TEXT], ids[24], held[64], claims[64];
 	long long id;
 
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
@@ -858,7 +863,7 @@ static void test_lost_requeue_reclaimed(void)
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_RESCUE_LOST, 5, sweep), 1);
 	/* claimed again, and that claim ends "no slot" too: the row carries
 	 * an outcome equal to the first claim's, but not under it */
-	char c3[16];
+	char c3[CLAIM_TEXT];
 	CU_ASSERT_EQUAL_FATAL(claim_one(id, c3, sizeof c3), 3);
 	no_slot_params(&second, id, c3);
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, second.p), 1);
@@ -877,7 +882,7 @@ static void test_lost_requeue_reclaimed(void)
 static void test_position_of_new_claim(void)
 {
 	struct finish_args req;
-	char c1[16], c2[16], ids[24], buf[512];
+	char c1[CLAIM_TEXT], c2[CLAIM_TEXT], ids[24], buf[512];
 	long long id;
 
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
@@ -907,7 +912,7 @@ static void test_position_of_new_claim(void)
 static void test_locked_rows_skipped(void)
 {
 	PGconn *other = pgtest_connect(F.conninfo);
-	char c1[16], ids[24], claims[24], buf[64];
+	char c1[CLAIM_TEXT], ids[24], claims[24], buf[64];
 	long long id;
 	PGresult *r;
 
@@ -990,7 +995,7 @@ static void test_locked_rows_skipped(void)
 static void test_key_share_not_skipped(void)
 {
 	PGconn *other = pgtest_connect(F.conninfo);
-	char c1[16], ids[24], claims[24], buf[64];
+	char c1[CLAIM_TEXT], ids[24], claims[24], buf[64];
 	long long id;
 	PGresult *r;
 

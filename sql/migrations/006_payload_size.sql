@@ -58,7 +58,11 @@ BEGIN
 END $$;
 
 -- first, so that the table's lock keeps out any row the update below
--- would not see
+-- would not see; the ACCESS EXCLUSIVE lock of ALTER TABLE taken before
+-- the triggers' weaker one: upgrading that lock while a session holding
+-- a row lock (cancel(), position()) waits for it would deadlock
+ALTER TABLE @schema@.job DROP CONSTRAINT IF EXISTS job_payload;
+ALTER TABLE @schema@.job DROP CONSTRAINT IF EXISTS job_payload_size;
 DROP TRIGGER IF EXISTS job_payload_size ON @schema@.job;
 CREATE TRIGGER job_payload_size BEFORE INSERT OR UPDATE OF job ON @schema@.job
     FOR EACH ROW EXECUTE FUNCTION @schema@.job_payload_size();
@@ -67,8 +71,6 @@ CREATE TRIGGER job_payload_size_back BEFORE UPDATE OF state ON @schema@.job
     FOR EACH ROW
     WHEN (OLD.state IN ('done', 'failed', 'cancelled') AND NEW.state NOT IN ('done', 'failed', 'cancelled'))
     EXECUTE FUNCTION @schema@.job_payload_size();
-ALTER TABLE @schema@.job DROP CONSTRAINT IF EXISTS job_payload;
-ALTER TABLE @schema@.job DROP CONSTRAINT IF EXISTS job_payload_size;
 
 UPDATE @schema@.job
 SET state = 'failed', finished_at = now(), receipt = NULL,

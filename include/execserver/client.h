@@ -362,7 +362,9 @@ struct exc_file {
 					 * ping_timeout_sec + resume_grace_sec
 					 * + 5 s) if that is longer, or its DONE
 					 * had no readable receipt (retryable:
-					 * it may have run, and has stopped) */
+					 * it may have run, and has stopped);
+					 * after exc_cancel each of these ends
+					 * EXC_E_CANCELLED instead */
 #define EXC_E_UNKNOWN_SERVICE \
 	"unknown_service" /* no address serves the
 					 * service, or every one that does was

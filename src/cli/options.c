@@ -12,12 +12,8 @@
 #include <json-c/json.h>
 
 #include "cli/options.h"
+#include "common/credentials.h"
 #include "execserver/client.h"
-
-/* What --client may hold (exc_options.client_id). */
-#define CLIENT_ID_CHARS                                                 \
-	"!\"$'()*,-./0123456789:;<>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`" \
-	"abcdefghijklmnopqrstuvwxyz{|}~"
 
 /* ---- usage ---------------------------------------------------------------- */
 
@@ -190,18 +186,6 @@ static int addresses_from_env(struct cli_common *c, const char *value)
 	return 0;
 }
 
-/* Why a bearer token would be refused (exc_options.auth_token), or NULL. */
-static const char *token_problem(const char *t)
-{
-	if (strlen(t) > EXC_AUTH_TOKEN_MAX)
-		return "the token is longer than the library takes";
-	for (; *t; t++)
-		if (*t < 0x21 || *t > 0x7e)
-			return "the token holds a character other than visible ASCII (a space, a "
-			       "control character)";
-	return NULL;
-}
-
 static int read_token_file(struct cli_common *c, const char *path, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
@@ -229,7 +213,7 @@ static int read_token_file(struct cli_common *c, const char *path, char *err, si
 		say(err, errlen, "--token-file %s: the first line is empty", path);
 		return -1;
 	}
-	if ((why = token_problem(line)) != NULL) {
+	if ((why = auth_token_problem(line)) != NULL) {
 		say(err, errlen, "--token-file %s: %s (at most %d visible ASCII characters)", path,
 		    why, EXC_AUTH_TOKEN_MAX);
 		free(line);
@@ -314,7 +298,7 @@ static int common_finish(struct cli_common *c, const char *cmd, const char *(*en
 		return -1;
 	}
 	if (!c->token && (v = env("EXECCTL_TOKEN")) && *v) {
-		if ((why = token_problem(v)) != NULL) {
+		if ((why = auth_token_problem(v)) != NULL) {
 			say(err, errlen,
 			    "%s: EXECCTL_TOKEN: %s (at most %d visible ASCII characters)", cmd, why,
 			    EXC_AUTH_TOKEN_MAX);
@@ -404,6 +388,7 @@ static int scan(int argc, char **argv, const char *shortopts, const struct optio
 static int run_option(void *arg, int opt, const char *optarg_, char *err, size_t errlen)
 {
 	struct cli_run *o = arg;
+	const char *why;
 	switch (opt) {
 	case 's':
 		if (!*optarg_) {
@@ -447,13 +432,9 @@ static int run_option(void *arg, int opt, const char *optarg_, char *err, size_t
 		say(err, errlen, "run: --ping-timeout %s: expected seconds, 1 to 3600", optarg_);
 		return OWN_BAD;
 	case OPT_CLIENT:
-		/* exc_options.client_id: it goes into the upgrade URL as it is */
-		if (!*optarg_ || strlen(optarg_) > 64 ||
-		    strspn(optarg_, CLIENT_ID_CHARS) != strlen(optarg_)) {
-			say(err, errlen,
-			    "run: --client %s: expected 1 to 64 visible ASCII characters other "
-			    "than & %% # + =",
-			    optarg_);
+		/* exc_options.client_id, checked as the library does */
+		if ((why = client_id_problem(optarg_)) != NULL) {
+			say(err, errlen, "run: --client %s: %s", optarg_, why);
 			return OWN_BAD;
 		}
 		free(o->client_id);

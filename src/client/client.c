@@ -22,6 +22,8 @@
 
 #include <event2/event.h>
 
+#include "common/credentials.h"
+
 uint64_t client_now_ms(void)
 {
 	struct timespec ts;
@@ -118,19 +120,6 @@ void exc_options_init(struct exc_options *o)
 	o->log_level = EXC_LOG_WARN;
 }
 
-/* 1 to max visible ASCII characters (0x21-0x7e), none of banned. */
-static int visible_ok(const char *s, size_t max, const char *banned)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > max)
-		return 0;
-	for (; *s; s++)
-		if (*s < 0x21 || *s > 0x7e || strchr(banned, *s))
-			return 0;
-	return 1;
-}
-
 exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
 {
 	exc_client *c;
@@ -150,10 +139,8 @@ exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
 	if (c->opt.pool_cap == 0 || c->opt.retry_tick_ms == 0 || c->opt.grow_interval_ms == 0 ||
 	    c->opt.reprobe_interval_ms == 0 || c->opt.handshake_timeout_ms == 0 ||
 	    c->opt.ping_timeout_ms < 300 ||
-	    /* the id goes into the upgrade URL's query as it is */
-	    (c->opt.client_id && !visible_ok(c->opt.client_id, 64, "&%#+=")) ||
-	    /* the token into a header line (protocol.md: no CR/LF, no space) */
-	    (c->opt.auth_token && !visible_ok(c->opt.auth_token, EXC_AUTH_TOKEN_MAX, ""))) {
+	    (c->opt.client_id && client_id_problem(c->opt.client_id)) ||
+	    (c->opt.auth_token && auth_token_problem(c->opt.auth_token))) {
 		free(c);
 		errno = EINVAL;
 		return NULL;

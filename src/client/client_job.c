@@ -190,18 +190,14 @@ static void done_ev_cb(evutil_socket_t fd, short what, void *arg)
 	job_finish(arg, NULL);
 }
 
-void job_receipt_gone(struct exc_job *j)
+void job_outcome_unknown(struct exc_job *j, const char *instance, const char *what)
 {
 	if (j->cancel_requested)
-		job_finish_local(j, EXC_E_CANCELLED, 0,
-				 "cancelled; instance %s no longer knows the job (its receipt was "
-				 "dropped)",
-				 j->owner_instance);
+		job_finish_local(j, EXC_E_CANCELLED, 0, "cancelled; instance %s %s", instance,
+				 what);
 	else
-		job_finish_local(j, EXC_E_LOST, 1,
-				 "instance %s no longer knows the job (its receipt was dropped, "
-				 "or its JOB never arrived); it may have run",
-				 j->owner_instance);
+		job_finish_local(j, EXC_E_LOST, 1, "instance %s %s; it may have run", instance,
+				 what);
 }
 
 /* A receipt made by the library; delivered from the loop. */
@@ -306,13 +302,10 @@ void job_on_done(exc_client *c, struct exc_conn *k, struct json_object *o)
 	if (!json_object_object_get_ex(o, "receipt", &rj) ||
 	    !json_object_is_type(rj, json_type_object)) {
 		/* acknowledged, so never handed on: the job ends here, not
-		 * left running for ever */
+		 * left running for ever (cancelled if the caller cancelled it) */
 		client_log(c, EXC_LOG_WARN, "%s: DONE of %s without a receipt object", k->a->url,
 			   j->id);
-		job_finish_local(j, EXC_E_LOST, 1,
-				 "instance %s ended the job without a readable receipt; it may "
-				 "have run",
-				 k->instance_id);
+		job_outcome_unknown(j, k->instance_id, "ended the job without a readable receipt");
 		return;
 	}
 	job_finish(j, rj);
@@ -455,7 +448,9 @@ void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o)
 	 * no longer has the job; it is never sent again on its own. */
 	if (j->resumed) {
 		if (code_is(code, PROTO_E_UNKNOWN_JOB) && answers_ask(o, j))
-			job_receipt_gone(j);
+			job_outcome_unknown(j, j->owner_instance,
+					    "no longer knows the job (its receipt was dropped, or "
+					    "its JOB never arrived)");
 		return;
 	}
 	/*

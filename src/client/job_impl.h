@@ -88,10 +88,12 @@ void job_unlink_free(struct exc_job *j);
 /* Calls on_done with receipt rj (the server's, or NULL for a local one)
  * and frees the job. */
 void job_finish(struct exc_job *j, struct json_object *rj);
-/* The instance that ran j no longer knows it (unknown_job after a resume:
- * its receipt was dropped, or its JOB never arrived): lost (retryable), or
- * cancelled when the caller asked for that; never run again. */
-void job_receipt_gone(struct exc_job *j);
+/* The instance that ran j cannot say how it ended (what: it no longer
+ * knows it, unknown_job after a resume, its receipt dropped or its JOB
+ * never arrived; or its DONE had no readable receipt): lost (retryable,
+ * "it may have run"), or cancelled when the caller asked for that; never
+ * run again. */
+void job_outcome_unknown(struct exc_job *j, const char *instance, const char *what);
 /* A receipt made by the library; delivered from the loop. */
 void job_finish_local(struct exc_job *j, const char *code, int retryable, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -50,7 +50,7 @@ void job_place(struct exc_job *j)
  * its JOB went on: a CANCEL the caller asked for goes out; otherwise a
  * QUERY asks whether the instance still knows the job (POSITION running,
  * or finished in protocol 2: its DONE will come, and the POSITION is not
- * passed on; unknown_job: its receipt is gone, job_receipt_gone).  In
+ * passed on; unknown_job: its receipt is gone, job_outcome_unknown).  In
  * protocol 1 a finished job whose DONE is still to come answers
  * unknown_job too: a DONE for this connection was queued when it opened,
  * before its HELLO, so it arrives before that answer; one for another

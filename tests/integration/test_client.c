@@ -20,7 +20,8 @@
  * streams quiet for longer than the pipe server's head deadline (no idle
  * limit by default; pipe_idle_timeout_ms cuts them), the longest bearer
  * token and the refused ones, and a PUT endpoint that stops reading once
- * its body is complete.
+ * its body is complete; and, against a scripted broker (fakebroker.h), a
+ * DONE without a readable receipt: lost, or cancelled after a cancel.
  */
 #include "autoconfig.h"
 
@@ -46,6 +47,7 @@
 #include <json-c/json.h>
 
 #include "client_fixture.h"
+#include "fakebroker.h"
 #include "harness.h"
 #include "pipe_server.h"
 #include "proto.h"
@@ -1734,6 +1736,104 @@ static void test_put_complete_stops_reading(void)
 	fx_stop(c, &d);
 }
 
+/* The scripted broker of test_broken_done: every want gets an offer; the
+ * JOB of a job whose command is "plain" is answered at once with a DONE
+ * whose receipt is a string; the others' DONE (no receipt) answers their
+ * CANCEL. */
+struct broken_done {
+	int jobs, cancels, acks;
+	char cancelled[64];
+};
+
+static void broken_done_script(struct fb_conn *k, const char *type, struct json_object *o,
+			       void *arg)
+{
+	struct broken_done *b = arg;
+	struct json_object *v, *job;
+	const char *id = json_object_object_get_ex(o, "job_id", &v) ? json_object_get_string(v)
+								    : "";
+	char msg[300];
+
+	if (strcmp(type, "WANT") == 0) {
+		snprintf(msg, sizeof msg,
+			 "{\"type\":\"OFFER\",\"job_id\":\"%s\",\"token\":\"0123456789abcdef\"}",
+			 id);
+		fakebroker_send(k, msg);
+	} else if (strcmp(type, "JOB") == 0) {
+		b->jobs++;
+		if (json_object_object_get_ex(o, "job", &job) &&
+		    json_object_object_get_ex(job, "command", &v) &&
+		    strcmp(json_object_get_string(v), "plain") == 0) {
+			snprintf(msg, sizeof msg,
+				 "{\"type\":\"DONE\",\"job_id\":\"%s\",\"receipt\":\"exit 0\"}",
+				 id);
+			fakebroker_send(k, msg);
+		}
+	} else if (strcmp(type, "CANCEL") == 0) {
+		b->cancels++;
+		snprintf(b->cancelled, sizeof b->cancelled, "%s", id);
+		snprintf(msg, sizeof msg, "{\"type\":\"DONE\",\"job_id\":\"%s\"}", id);
+		fakebroker_send(k, msg);
+	} else if (strcmp(type, "ACK") == 0) {
+		b->acks++;
+	}
+}
+
+/* A DONE of a running job without a readable receipt (not an object, or
+ * none): acknowledged, and the job ends lost (retryable: it may have
+ * run), not left running for ever; after exc_cancel it ends cancelled
+ * (not retryable), as a cancelled job whose receipt the instance dropped
+ * (docs/client.md, "Receipts").  Before, the cancelled one ended lost. */
+static void test_broken_done(void)
+{
+	static const char hello[] =
+		"{\"type\":\"HELLO\",\"instance_id\":\"fake-1\",\"version\":\"0\",\"protocol\":2,"
+		"\"services\":{\"tools\":\"wg\"},\"waitgroups\":{\"wg\":{\"processes\":2}},"
+		"\"clients\":1,\"draining\":false}";
+	struct broken_done b = { 0 };
+	struct fx_done a = { 0 }, z = { 0 };
+	struct fakebroker *fb;
+	struct exc_job_spec s;
+	exc_client *c;
+	exc_job *jz;
+	char url[64];
+
+	c = fx_client(NULL, NULL, 0, NULL);
+	CU_ASSERT_FATAL(c != NULL);
+	fb = fakebroker_new(fx_base, hello, broken_done_script, &b);
+	CU_ASSERT_FATAL(fb != NULL);
+	snprintf(url, sizeof url, "ws://127.0.0.1:%d", fakebroker_port(fb));
+	CU_ASSERT_FATAL(exc_client_add_address(c, url) == 0);
+	/* not cancelled: lost */
+	fx_spec(&s, "tools", "{\"command\":\"plain\"}", &a);
+	CU_ASSERT_FATAL(exc_submit(c, &s) != NULL);
+	CU_ASSERT(fx_wait(&a.called, 5000));
+	CU_ASSERT_STRING_EQUAL(a.error_code, "lost");
+	CU_ASSERT(a.retryable);
+	CU_ASSERT(strstr(a.error_message, "without a readable receipt") != NULL);
+	/* cancelled while running: cancelled */
+	fx_spec(&s, "tools", "{\"command\":\"sleep\",\"args\":[\"30\"]}", &z);
+	jz = exc_submit(c, &s);
+	CU_ASSERT_FATAL(jz != NULL);
+	for (long long end = harness_now_ms() + 5000; b.jobs < 2 && harness_now_ms() < end;)
+		fx_spin(20);
+	CU_ASSERT_STRING_EQUAL(exc_job_state(jz), "running");
+	CU_ASSERT_EQUAL(exc_cancel(jz), 0);
+	CU_ASSERT(fx_wait(&z.called, 5000));
+	CU_ASSERT_EQUAL(b.cancels, 1);
+	CU_ASSERT_STRING_EQUAL(b.cancelled, exc_job_id(jz));
+	CU_ASSERT_STRING_EQUAL(z.error_code, "cancelled");
+	CU_ASSERT(!z.retryable);
+	CU_ASSERT(!z.ok);
+	if (strcmp(z.error_code, "cancelled") != 0)
+		fprintf(stderr, "cancelled job ended %s: %s\n", z.error_code, z.error_message);
+	for (long long end = harness_now_ms() + 5000; b.acks < 2 && harness_now_ms() < end;)
+		fx_spin(20);
+	CU_ASSERT_EQUAL(b.acks, 2); /* both DONEs acknowledged */
+	exc_client_free(c);
+	fakebroker_free(fb);
+}
+
 static const struct test_case cases[] = {
 	{ "stdin buffer, stdout file", test_buffer_to_file },
 	{ "stdin and stdout pipes", test_pipe_fds },
@@ -1767,6 +1867,8 @@ static const struct test_case cases[] = {
 	  test_quiet_streams },
 	{ "bearer tokens: the longest runs, broken ones are refused", test_long_token },
 	{ "a complete PUT body: the endpoint stops reading", test_put_complete_stops_reading },
+	{ "a DONE without a readable receipt: lost, or cancelled after a cancel",
+	  test_broken_done },
 	{ NULL, NULL },
 };
 

@@ -423,22 +423,11 @@ static void fake_accept(struct evconnlistener *lis, evutil_socket_t fd, struct s
 
 static int fake_legacy_start(struct fake_legacy *f)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	struct sockaddr_in bound;
-	socklen_t len = sizeof bound;
-
 	memset(f, 0, sizeof *f);
 	if (fx_base == NULL)
 		fx_base = event_base_new();
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	f->lis = evconnlistener_new_bind(fx_base, fake_accept, f,
-					 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 16,
-					 (struct sockaddr *)&sin, sizeof sin);
-	if (f->lis == NULL ||
-	    getsockname(evconnlistener_get_fd(f->lis), (struct sockaddr *)&bound, &len) != 0)
-		return -1;
-	f->port = ntohs(bound.sin_port);
-	return 0;
+	f->lis = harness_listen(fx_base, fake_accept, f, &f->port);
+	return f->lis ? 0 : -1;
 }
 
 /* The PUT's connection ends after its whole head left, before any answer

@@ -317,7 +317,10 @@ static const char *capped(char *buf, size_t len, int extra)
 /* The payload cap (migration 006, docs/dispatch.md "Payload size"):
  * submit() takes a payload of exactly 1044480 bytes as JSON text and
  * refuses one byte more with its documented error, inserting nothing;
- * any other INSERT or UPDATE of a row not finished meets the CHECK. */
+ * any other INSERT or UPDATE of a row not finished that sets its payload
+ * meets the trigger job_payload_size, and so does a finished row brought
+ * back; the updates of the dispatchers' hot path (claim, start, finish),
+ * which leave the payload as it is, never run it. */
 static void test_payload_cap(void)
 {
 	char e[300], sql[512];
@@ -349,6 +352,30 @@ static void test_payload_cap(void)
 	PQclear(r);
 	r = PQexec(F.c, "UPDATE execdispatch.job SET job = job || '{\"more\": 1}'");
 	CU_ASSERT_STRING_EQUAL(PQresultErrorField(r, PG_DIAG_SQLSTATE), "23514");
+	CU_ASSERT_PTR_NOT_NULL(strstr(PQresultErrorMessage(r), "job_payload_size"));
+	PQclear(r);
+	r = PQexec(F.c, "INSERT INTO execdispatch.job (service, job) VALUES ('work', '[1]')");
+	CU_ASSERT_STRING_EQUAL(PQresultErrorField(r, PG_DIAG_SQLSTATE), "23514");
+	CU_ASSERT_PTR_NOT_NULL(strstr(PQresultErrorMessage(r), "job_payload"));
+	PQclear(r);
+	/* the hot path's updates do not run the check (nor read the payload) */
+	PQclear(pgtest_query(
+		F.c, "BEGIN; SET LOCAL track_functions = 'pl'; "
+		     "UPDATE execdispatch.job SET state = 'claimed', runner_instance = 'x', "
+		     "attempts = 1, claims = 1; "
+		     "UPDATE execdispatch.job SET state = 'running', started_at = now(); "
+		     "UPDATE execdispatch.job SET state = 'done', finished_at = now()"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT coalesce(pg_stat_get_xact_function_calls("
+					"'execdispatch.job_payload_size'::regproc), 0)"),
+			0);
+	PQclear(pgtest_query(F.c, "COMMIT"));
+	/* a finished row over the cap (finished before 006) brought back */
+	PQclear(pgtest_query(F.c, "ALTER TABLE execdispatch.job DISABLE TRIGGER job_payload_size; "
+				  "UPDATE execdispatch.job SET job = job || '{\"more\": 1}'; "
+				  "ALTER TABLE execdispatch.job ENABLE TRIGGER job_payload_size"));
+	r = PQexec(F.c, "UPDATE execdispatch.job SET state = 'queued', runner_instance = NULL");
+	CU_ASSERT_STRING_EQUAL(PQresultErrorField(r, PG_DIAG_SQLSTATE), "23514");
+	CU_ASSERT_PTR_NOT_NULL(strstr(PQresultErrorMessage(r), "job_payload_size"));
 	PQclear(r);
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 }
@@ -370,7 +397,7 @@ static void test_migrate_payload_cap(void)
 	PQclear(pgtest_query(
 		F.c,
 		"DELETE FROM cap.schema_version WHERE version = 6; "
-		"ALTER TABLE cap.job DROP CONSTRAINT job_payload_size; "
+		"DROP TRIGGER job_payload_size ON cap.job; "
 		"INSERT INTO cap.job (service, job, state, attempts, runner_instance) "
 		"SELECT 'work', jsonb_build_object('command', 'true', 'pad', repeat('x', n)), s, "
 		"1, CASE WHEN s IN ('queued') THEN NULL ELSE 'x' END FROM (VALUES "
@@ -395,9 +422,12 @@ static void test_migrate_payload_cap(void)
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (1 migration applied)"));
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, rows), want);
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM pg_constraint WHERE conname = "
-					"'job_payload_size' AND conrelid = 'cap.job'::regclass"),
-			1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM pg_trigger WHERE tgname LIKE "
+					"'job_payload_size%%' AND tgrelid = 'cap.job'::regclass"),
+			2);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM pg_constraint WHERE conname LIKE "
+					"'job_payload%%' AND conrelid = 'cap.job'::regclass"),
+			0);
 	PQclear(pgtest_query(F.c, "DROP SCHEMA cap CASCADE"));
 }
 
@@ -528,10 +558,14 @@ static long long held_row(const char *state)
 
 static const char *rescue_params[3] = { "live", "30", "3" };
 
+/* A row's claims (an integer column) as text, with its NUL: what
+ * claim_one writes and finish_params takes. */
+#define CLAIM_TEXT sizeof "-2147483648"
+
 /* The parameters of DQ_FINISH for one row under its claim (the row's
- * claims): "done" with a receipt. */
+ * claims, at most CLAIM_TEXT with its NUL): "done" with a receipt. */
 struct finish_args {
-	char ids[32], claim[32];
+	char ids[sizeof "{-9223372036854775808}"], claim[CLAIM_TEXT + 2];
 	const char *p[8];
 };
 
@@ -774,7 +808,8 @@ static void no_slot_params(struct finish_args *f, long long id, const char *clai
 	f->p[7] = "{NULL}";
 }
 
-/* Claims row id as "me" (the only row queued): its claims, or -1. */
+/* Claims row id as "me" (the only row queued): its claims, also as text
+ * into claim (CLAIM_TEXT bytes), or -1. */
 static int claim_one(long long id, char *claim, size_t len)
 {
 	const char *p[6] = { "me", "10", "{}", "false", "-1000", TOKEN };
@@ -860,7 +895,7 @@ static int sweep_lost(PGconn *c, const char *inst, const char *ids, const char *
 static void test_lost_requeue_reclaimed(void)
 {
 	struct finish_args first, second;
-	char c1[16], c2[16], ids[24], held[64], claims[64];
+	char c1[CLAIM_TEXT], c2[CLAIM_TEXT], ids[24], held[64], claims[64];
 	long long id;
 
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
@@ -892,7 +927,7 @@ static void test_lost_requeue_reclaimed(void)
 	CU_ASSERT_EQUAL(sweep_lost(F.c, "me", held, claims, TOKEN), 1);
 	/* claimed again, and that claim ends "no slot" too: the row carries
 	 * an outcome equal to the first claim's, but not under it */
-	char c3[16];
+	char c3[CLAIM_TEXT];
 	CU_ASSERT_EQUAL_FATAL(claim_one(id, c3, sizeof c3), 3);
 	no_slot_params(&second, id, c3);
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, second.p), 1);
@@ -974,7 +1009,7 @@ static void test_late_requeue_misses_new_claim(void)
 static void test_position_of_new_claim(void)
 {
 	struct finish_args req;
-	char c1[16], c2[16], ids[24], buf[512];
+	char c1[CLAIM_TEXT], c2[CLAIM_TEXT], ids[24], buf[512];
 	long long id;
 
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
@@ -1004,7 +1039,7 @@ static void test_position_of_new_claim(void)
 static void test_locked_rows_skipped(void)
 {
 	PGconn *other = pgtest_connect(F.conninfo);
-	char c1[16], ids[24], claims[24], buf[64];
+	char c1[CLAIM_TEXT], ids[24], claims[24], buf[64];
 	long long id;
 	PGresult *r;
 
@@ -1087,7 +1122,7 @@ static void test_locked_rows_skipped(void)
 static void test_key_share_not_skipped(void)
 {
 	PGconn *other = pgtest_connect(F.conninfo);
-	char c1[16], ids[24], claims[24], buf[64];
+	char c1[CLAIM_TEXT], ids[24], claims[24], buf[64];
 	long long id;
 	PGresult *r;
 
@@ -1431,7 +1466,7 @@ int main(void)
 		  test_migrate_claims_upgrade },
 		{ "the longest schema takes submissions", test_longest_schema },
 		{ "submit checks, cancel's three answers, position", test_sql_api },
-		{ "payload cap: submit refuses one byte more, the CHECK the rest",
+		{ "payload cap: submit refuses one byte more, the trigger the rest",
 		  test_payload_cap },
 		{ "migration 006 ends unfinished rows over the cap, idempotent",
 		  test_migrate_payload_cap },

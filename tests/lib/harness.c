@@ -60,6 +60,25 @@ int harness_free_port(void)
 	return port;
 }
 
+struct evconnlistener *harness_listen(struct event_base *base, evconnlistener_cb cb, void *arg,
+				      int *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof sa;
+	struct evconnlistener *lis = evconnlistener_new_bind(
+		base, cb, arg, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC | LEV_OPT_REUSEABLE,
+		16, (struct sockaddr *)&sa, sizeof sa);
+
+	if (lis && getsockname(evconnlistener_get_fd(lis), (struct sockaddr *)&sa, &len) != 0) {
+		evconnlistener_free(lis);
+		lis = NULL;
+	}
+	if (lis)
+		*port = ntohs(sa.sin_port);
+	return lis;
+}
+
 const char *harness_default_body(int slots)
 {
 	static char body[1024];

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <sys/types.h>
 
+#include <event2/listener.h>
 #include <json-c/json.h>
 
 struct es_daemon {
@@ -129,6 +130,11 @@ void harness_remove_dir(const char *dir);
 void harness_tail(const char *what, const char *file, int lines);
 /* A loopback TCP port that was free a moment ago, or -1. */
 int harness_free_port(void);
+/* A listener of base on a free loopback port (bound, so no race for
+ * it), calling cb with arg for each connection; the port into *port.
+ * NULL on error.  evconnlistener_free closes it. */
+struct evconnlistener *harness_listen(struct event_base *base, evconnlistener_cb cb, void *arg,
+				      int *port);
 
 /* The execctl program under test: $EXECCTL_BIN, else the one next to
  * $EXECSERVER_BIN (the build directory), else ./execctl. */

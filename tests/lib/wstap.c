@@ -11,6 +11,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "harness.h"
 #include "wstap.h"
 
 struct relay {
@@ -189,24 +190,16 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
 struct wstap *wstap_new(struct event_base *base, int server_port)
 {
 	struct wstap *t = calloc(1, sizeof *t);
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t len = sizeof sa;
 
 	if (t == NULL)
 		return NULL;
 	t->base = base;
 	t->server_port = server_port;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	t->lis = evconnlistener_new_bind(base, on_accept, t,
-					 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
-						 LEV_OPT_REUSEABLE,
-					 16, (struct sockaddr *)&sa, sizeof sa);
-	if (t->lis == NULL ||
-	    getsockname(evconnlistener_get_fd(t->lis), (struct sockaddr *)&sa, &len) != 0) {
+	t->lis = harness_listen(base, on_accept, t, &t->port);
+	if (t->lis == NULL) {
 		wstap_free(t);
 		return NULL;
 	}
-	t->port = ntohs(sa.sin_port);
 	return t;
 }
 

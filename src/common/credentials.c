@@ -1,0 +1,35 @@
+/* credentials.c - see credentials.h. */
+#include "autoconfig.h"
+
+#include <string.h>
+
+#include "common/credentials.h"
+#include "execserver/client.h"
+
+/* 1 if s holds a character outside 0x21-0x7e or one of banned. */
+static int has_other(const char *s, const char *banned)
+{
+	for (; *s; s++)
+		if (*s < 0x21 || *s > 0x7e || strchr(banned, *s))
+			return 1;
+	return 0;
+}
+
+const char *client_id_problem(const char *id)
+{
+	if (!*id || strlen(id) > CLIENT_ID_MAX || has_other(id, "&%#+="))
+		return "expected 1 to 64 visible ASCII characters other than & % # + =";
+	return NULL;
+}
+
+const char *auth_token_problem(const char *t)
+{
+	if (!*t)
+		return "the token is empty";
+	if (strlen(t) > EXC_AUTH_TOKEN_MAX)
+		return "the token is longer than the library takes";
+	if (has_other(t, ""))
+		return "the token holds a character other than visible ASCII (a space, a control "
+		       "character)";
+	return NULL;
+}

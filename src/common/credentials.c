@@ -6,6 +6,9 @@
 #include "common/credentials.h"
 #include "execserver/client.h"
 
+#define TEXT_OF(x) #x
+#define NUMBER_TEXT(x) TEXT_OF(x) /* a macro's value as a string literal */
+
 /* 1 if s holds a character outside 0x21-0x7e or one of banned. */
 static int has_other(const char *s, const char *banned)
 {
@@ -18,7 +21,9 @@ static int has_other(const char *s, const char *banned)
 const char *client_id_problem(const char *id)
 {
 	if (!*id || strlen(id) > CLIENT_ID_MAX || has_other(id, "&%#+="))
-		return "expected 1 to 64 visible ASCII characters other than & % # + =";
+		return "expected 1 to " NUMBER_TEXT(
+			CLIENT_ID_MAX) " visible ASCII characters other "
+				       "than & % # + =";
 	return NULL;
 }
 

@@ -79,7 +79,8 @@ extern "C" {
 				 * 3: exc_claim_share_service, claim shares floor(slots / clients) + 1;
 				 * 4: protocol 2 (each DONE acknowledged), ping_timeout_ms;
 				 * 5: pipe_idle_timeout_ms (pipe endpoints: no idle limit by default),
-				 * EXC_AUTH_TOKEN_MAX (auth_token checked), EXC_E_BAD_JOB */
+				 * EXC_AUTH_TOKEN_MAX (auth_token checked), EXC_E_BAD_JOB,
+				 * exc_client_id_problem, exc_auth_token_problem */
 
 struct event_base;
 
@@ -87,6 +88,8 @@ struct event_base;
  * (a legacy PUT with its 4 KiB target) stays within the server's 8 KiB
  * request head. */
 #define EXC_AUTH_TOKEN_MAX 3072
+/* The longest client_id. */
+#define EXC_CLIENT_ID_MAX 64
 
 /* A client: its addresses, connection pools, pipe server and jobs. */
 typedef struct exc_client exc_client;
@@ -251,6 +254,15 @@ int exc_client_add_address(exc_client *c, const char *url);
 
 /* The client id in use (the given one or the random one). */
 const char *exc_client_id(const exc_client *c);
+
+/* Why id would be refused as exc_options.client_id, or token as
+ * exc_options.auth_token: a static sentence ("expected 1 to 64 visible
+ * ASCII characters other than & % # + =", "the token is empty", ...);
+ * NULL when it is taken.  exc_client_new checks both the same way, so a
+ * program can name the option at fault first (execctl does).  API level
+ * 5. */
+const char *exc_client_id_problem(const char *id);
+const char *exc_auth_token_problem(const char *token);
 
 /*
  * Claim share: how many jobs this client should hold at most (waiting +

@@ -12,7 +12,6 @@
 #include <json-c/json.h>
 
 #include "cli/options.h"
-#include "common/credentials.h"
 #include "execserver/client.h"
 
 /* ---- usage ---------------------------------------------------------------- */
@@ -213,7 +212,7 @@ static int read_token_file(struct cli_common *c, const char *path, char *err, si
 		say(err, errlen, "--token-file %s: the first line is empty", path);
 		return -1;
 	}
-	if ((why = auth_token_problem(line)) != NULL) {
+	if ((why = exc_auth_token_problem(line)) != NULL) {
 		say(err, errlen, "--token-file %s: %s (at most %d visible ASCII characters)", path,
 		    why, EXC_AUTH_TOKEN_MAX);
 		free(line);
@@ -298,7 +297,7 @@ static int common_finish(struct cli_common *c, const char *cmd, const char *(*en
 		return -1;
 	}
 	if (!c->token && (v = env("EXECCTL_TOKEN")) && *v) {
-		if ((why = auth_token_problem(v)) != NULL) {
+		if ((why = exc_auth_token_problem(v)) != NULL) {
 			say(err, errlen,
 			    "%s: EXECCTL_TOKEN: %s (at most %d visible ASCII characters)", cmd, why,
 			    EXC_AUTH_TOKEN_MAX);
@@ -433,7 +432,7 @@ static int run_option(void *arg, int opt, const char *optarg_, char *err, size_t
 		return OWN_BAD;
 	case OPT_CLIENT:
 		/* exc_options.client_id, checked as the library does */
-		if ((why = client_id_problem(optarg_)) != NULL) {
+		if ((why = exc_client_id_problem(optarg_)) != NULL) {
 			say(err, errlen, "run: --client %s: %s", optarg_, why);
 			return OWN_BAD;
 		}

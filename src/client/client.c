@@ -22,8 +22,6 @@
 
 #include <event2/event.h>
 
-#include "common/credentials.h"
-
 uint64_t client_now_ms(void)
 {
 	struct timespec ts;
@@ -139,8 +137,8 @@ exc_client *exc_client_new(struct event_base *base, const struct exc_options *o)
 	if (c->opt.pool_cap == 0 || c->opt.retry_tick_ms == 0 || c->opt.grow_interval_ms == 0 ||
 	    c->opt.reprobe_interval_ms == 0 || c->opt.handshake_timeout_ms == 0 ||
 	    c->opt.ping_timeout_ms < 300 ||
-	    (c->opt.client_id && client_id_problem(c->opt.client_id)) ||
-	    (c->opt.auth_token && auth_token_problem(c->opt.auth_token))) {
+	    (c->opt.client_id && exc_client_id_problem(c->opt.client_id)) ||
+	    (c->opt.auth_token && exc_auth_token_problem(c->opt.auth_token))) {
 		free(c);
 		errno = EINVAL;
 		return NULL;

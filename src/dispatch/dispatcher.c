@@ -288,14 +288,33 @@ static void learn_service(struct dispatcher *d, const char *service)
 		d->nservices++;
 }
 
-/* The rows of service at the execservers, and those the turns on the
+static int outcome_due(const struct held *h, int64_t now);
+
+/* Whether h holds a place of the claim share: its run is at an execserver,
+ * or its run ended and its row is still held in the table because its
+ * outcome is not written, unless the place is taken in the same statement
+ * that writes it (a claiming turn carries it, or it is due now: the next
+ * turn carries it, and claims in that same statement).  Without the
+ * second part a claim on the other hot connection could commit before a
+ * finish that claims nothing (a turn that claims a row of the "other"
+ * class, a stop's or a refused batch's flush, an outcome to be tried
+ * again later) and the table would show the share exceeded. */
+static int holds_place(const struct held *h, int64_t now)
+{
+	if (h->xj)
+		return 1;
+	return !h->local && h->state && !h->carried && (h->writing || !outcome_due(h, now));
+}
+
+/* The places of service held (holds_place), and those the turns on the
  * wire may claim (NULL: of every service). */
 static unsigned held_of(const struct dispatcher *d, const char *service)
 {
+	int64_t now = now_ms();
 	unsigned n = 0;
 
 	for (const struct held *h = d->list; h; h = h->next)
-		if (h->xj && (!service || strcmp(h->service, service) == 0))
+		if (holds_place(h, now) && (!service || strcmp(h->service, service) == 0))
 			n++;
 	for (int t = 0; t < HOT_CONNS; t++) {
 		const struct turn *tn = &d->turns[t];
@@ -449,6 +468,7 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	payload = job_payload(h, PQgetvalue(res, row, col + 4));
 	for (size_t i = 0; i < d->cfg->nlocal; i++)
 		if (h->service && strcmp(d->cfg->local[i].name, h->service) == 0) {
+			h->local = 1;
 			start_local(d, h, &d->cfg->local[i], payload);
 			free(payload);
 			return;
@@ -589,6 +609,7 @@ void fin_abort(struct fin *f, int away)
 {
 	for (int i = 0; i < f->k; i++) {
 		f->rows[i]->writing = 0;
+		f->rows[i]->carried = 0;
 		f->rows[i]->unsure |= away;
 	}
 	f->k = 0;
@@ -623,6 +644,7 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 			count_outcome(d, h->state, h->uncount);
 		} else if (h->unsure && ask_landed(d, h) == 0) {
 			h->writing = 1; /* kept until the answer comes (landed_cb) */
+			h->carried = 0;
 			continue;
 		} else {
 			d->st.dropped++;
@@ -721,6 +743,8 @@ static int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 		return 0;
 	}
 	if (claims) {
+		for (int i = 0; i < t->fin.k; i++)
+			t->fin.rows[i]->carried = 1;
 		t->claims = 1;
 		t->other = other;
 		t->bound = a->bound;

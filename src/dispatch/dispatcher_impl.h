@@ -58,7 +58,9 @@ struct held {
 	char *error;
 	char *receipt; /* JSON text or NULL */
 	char job_id[48];
+	int local;   /* a local service's row: outside the claim share */
 	int writing; /* in the outcome statement on the wire (struct fin) */
+	int carried; /* ...in one that also claims: its reservation is the place */
 	int unsure;  /* a statement writing it lost its reply: it may be written */
 	/* an outcome the database refused alone: how far it was cut down
 	 * (flush_outcomes), the original kept, and when to try it again */

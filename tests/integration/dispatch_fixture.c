@@ -205,7 +205,11 @@ int df_start_disp(struct dfix *f, int i)
 	if (df_spawn_disp(f, i) < 0)
 		return -1;
 	snprintf(inst, sizeof inst, "d%d", i);
-	for (int t = 0; t < 250; t++) {
+	/* a start past a silent first host waits out its connect_timeout
+	 * (5 s) before registering: the budget is well beyond that, under
+	 * the load of a parallel make check */
+	for (long long t0 = harness_now_ms(); harness_now_ms() - t0 < DF_START_MS;
+	     harness_sleep_ms(20)) {
 		int st;
 		if (pgtest_int(f->c,
 			       "SELECT count(*) FROM execdispatch.dispatcher WHERE instance = '%s'",
@@ -216,9 +220,12 @@ int df_start_disp(struct dfix *f, int i)
 			f->disp[i] = 0;
 			break;
 		}
-		harness_sleep_ms(20);
 	}
 	harness_tail("dispatcher did not register", f->log[i], 30);
+	/* not left running: it would hold instance d<i> against the next
+	 * test's dispatcher */
+	if (f->disp[i])
+		harness_reap(&f->disp[i], SIGKILL, 2000);
 	return -1;
 }
 

@@ -45,7 +45,9 @@ int df_start_exec(struct dfix *f, int i, int slots);
 int df_write_config(struct dfix *f, int i, const char *extra);
 /* Starts dispatcher i (df_write_config first) and waits until its
  * heartbeat row exists and its start is complete (logged: an earlier
- * life's claims requeued); 0 or -1 (its log printed). */
+ * life's claims requeued), up to DF_START_MS; 0, or -1 (its log printed,
+ * the dispatcher killed). */
+#define DF_START_MS 20000
 int df_start_disp(struct dfix *f, int i);
 /* Writes dispatcher i's configuration with `metrics` on a free loopback
  * port (and extra) and starts it (df_start_disp): that port, or -1. */

@@ -12,7 +12,8 @@ struct test_case {
 
 /* cases ends with { NULL, NULL }.  Ignores SIGPIPE (tests write to peers
  * that may have gone).  With TEST_ONLY=text in the environment only the
- * tests whose name contains text run (for iterating on one test).
+ * tests whose name contains text run (for iterating on one test); texts
+ * separated by | select each (TEST_ONLY='setup|the one|teardown').
  * Returns the process exit status. */
 int run_suite(const char *suite, const struct test_case *cases);
 

@@ -883,76 +883,67 @@ static void test_admission_per_service(void)
 	clear_queue();
 }
 
-/* The claims on the wire count against admission: every claim made slow
- * (a trigger sleeps 0.1 s per claimed row), pollMs 100, so the dispatcher
- * polls, and opens its second hot connection, while a claim of the whole
- * share is still on the wire.  If that claim did not reserve its rows, the
- * next poll would claim the share a second time. */
-static void test_admission_claims_on_wire(void)
+/* One dispatcher, one execserver of 4 slots (share 4 + 1), n runs of
+ * `sleep secs` queued, and every UPDATE of a row WHEN when (a trigger's
+ * condition) made slow by pause seconds: over sample_ms the table never
+ * shows more than 5 rows held, nor fewer than 4; then every row ends done
+ * at its first attempt. */
+static void held_within_share_when_slow(const char *when, const char *pause, int n,
+					const char *secs, int sample_ms)
 {
 	long long max0, max1;
+	char job[96];
 
 	clear_queue();
-	PQclear(pgtest_query(
-		F.c, "CREATE FUNCTION public.slow_claim() RETURNS trigger LANGUAGE plpgsql AS "
-		     "$$BEGIN PERFORM pg_sleep(0.1); RETURN NEW; END$$"));
-	PQclear(pgtest_query(F.c, "CREATE TRIGGER slow_claim BEFORE UPDATE ON execdispatch.job "
-				  "FOR EACH ROW WHEN (NEW.state = 'claimed' AND OLD.state = "
-				  "'queued') EXECUTE FUNCTION public.slow_claim()"));
-	for (int i = 0; i < 12; i++)
-		df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"1\"]}", 0);
+	PQclear(pgtest_query(F.c,
+			     "CREATE FUNCTION public.slow_update() RETURNS trigger LANGUAGE "
+			     "plpgsql AS $$BEGIN PERFORM pg_sleep(%s); RETURN NEW; END$$",
+			     pause));
+	PQclear(pgtest_query(F.c,
+			     "CREATE TRIGGER slow_update BEFORE UPDATE ON execdispatch.job "
+			     "FOR EACH ROW WHEN (%s) EXECUTE FUNCTION public.slow_update()",
+			     when));
+	snprintf(job, sizeof job, "{\"command\":\"sleep\",\"args\":[\"%s\"]}", secs);
+	for (int i = 0; i < n; i++)
+		df_submit(&F, job, 0);
 	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
-	/* share 4 + 1; claims of 0.5 s on the wire while polls come every 0.1 s:
-	 * without the reservation every row (12) would be held at once */
-	sample_held(2500, &max0, &max1);
+	sample_held(sample_ms, &max0, &max1);
 	if (max0 > 5)
 		fprintf(stderr, "held %lld rows with a claim share of 5\n", max0);
 	CU_ASSERT(max0 >= 4 && max0 <= 5);
-	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_claim ON execdispatch.job"));
-	PQclear(pgtest_query(F.c, "DROP FUNCTION public.slow_claim()"));
+	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_update ON execdispatch.job"));
+	PQclear(pgtest_query(F.c, "DROP FUNCTION public.slow_update()"));
 	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = "
 					"'done' AND attempts = 1"),
-			12);
+			n);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 	clear_queue();
 }
 
+/* The claims on the wire count against admission: every claim made slow
+ * (0.1 s per claimed row), pollMs 100, so the dispatcher polls, and opens
+ * its second hot connection, while a claim of the whole share (0.5 s) is
+ * still on the wire.  If that claim did not reserve its rows, the next
+ * poll would claim the share a second time: every row (12) held at once. */
+static void test_admission_claims_on_wire(void)
+{
+	held_within_share_when_slow("NEW.state = 'claimed' AND OLD.state = 'queued'", "0.1", 12,
+				    "1", 2500);
+}
+
 /* A row whose run ended keeps its place in the share until its outcome's
  * write commits, unless that statement itself claims the place: every
- * write of an outcome made slow (a trigger sleeps 0.3 s per finished row),
- * runs of 0.2 s.  A finish that claims nothing (once per pollMs, when the
- * turn may claim a row of the "other" class) was not counted, and the
- * other hot connection claimed the place it freed and committed first:
- * the table showed 6 or 7 rows held against a share of 5. */
+ * write of an outcome made slow (0.3 s per finished row), runs of 0.2 s.
+ * A finish that claims nothing (once per pollMs, when the turn may claim
+ * a row of the "other" class) was not counted, and the other hot
+ * connection claimed the place it freed and committed first: the table
+ * showed 8 rows held against a share of 5. */
 static void test_admission_outcomes_on_wire(void)
 {
-	long long max0, max1;
-
-	clear_queue();
-	PQclear(pgtest_query(
-		F.c, "CREATE FUNCTION public.slow_finish() RETURNS trigger LANGUAGE plpgsql AS "
-		     "$$BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END$$"));
-	PQclear(pgtest_query(F.c, "CREATE TRIGGER slow_finish BEFORE UPDATE ON execdispatch.job "
-				  "FOR EACH ROW WHEN (NEW.state = 'done' AND OLD.state IN "
-				  "('claimed', 'running')) EXECUTE FUNCTION public.slow_finish()"));
-	for (int i = 0; i < 16; i++)
-		df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"0.2\"]}", 0);
-	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
-	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
-	sample_held(3000, &max0, &max1);
-	if (max0 > 5)
-		fprintf(stderr, "held %lld rows with a claim share of 5\n", max0);
-	CU_ASSERT(max0 >= 4 && max0 <= 5);
-	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_finish ON execdispatch.job"));
-	PQclear(pgtest_query(F.c, "DROP FUNCTION public.slow_finish()"));
-	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = "
-					"'done' AND attempts = 1"),
-			16);
-	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
-	clear_queue();
+	held_within_share_when_slow("NEW.state = 'done' AND OLD.state IN ('claimed', 'running')",
+				    "0.3", 16, "0.2", 3000);
 }
 
 /* Admission is the execservers' claim share and nothing else: the

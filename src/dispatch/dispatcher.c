@@ -293,17 +293,20 @@ static int outcome_due(const struct held *h, int64_t now);
 /* Whether h holds a place of the claim share: its run is at an execserver,
  * or its run ended and its row is still held in the table because its
  * outcome is not written, unless the place is taken in the same statement
- * that writes it (a claiming turn carries it, or it is due now: the next
- * turn carries it, and claims in that same statement).  Without the
+ * that writes it (a claiming turn carries it, or it is due now and among
+ * the first FINISH_BATCH due (*due counts them, in fin_build's order): the
+ * next turn carries it, and claims in that same statement).  Without the
  * second part a claim on the other hot connection could commit before a
  * finish that claims nothing (a turn that claims a row of the "other"
  * class, a stop's or a refused batch's flush, an outcome to be tried
  * again later) and the table would show the share exceeded. */
-static int holds_place(const struct held *h, int64_t now)
+static int holds_place(const struct held *h, int64_t now, int *due)
 {
 	if (h->xj)
 		return 1;
-	return !h->local && h->state && !h->carried && (h->writing || !outcome_due(h, now));
+	if (outcome_due(h, now))
+		return ++*due > FINISH_BATCH && !h->local;
+	return !h->local && h->state && !h->carried;
 }
 
 /* The places of service held (holds_place), and those the turns on the
@@ -312,9 +315,10 @@ static unsigned held_of(const struct dispatcher *d, const char *service)
 {
 	int64_t now = now_ms();
 	unsigned n = 0;
+	int due = 0;
 
 	for (const struct held *h = d->list; h; h = h->next)
-		if (holds_place(h, now) && (!service || strcmp(h->service, service) == 0))
+		if (holds_place(h, now, &due) && (!service || strcmp(h->service, service) == 0))
 			n++;
 	for (int t = 0; t < HOT_CONNS; t++) {
 		const struct turn *tn = &d->turns[t];

@@ -310,7 +310,9 @@ static int holds_place(const struct held *h, int64_t now, int *due)
 }
 
 /* The places of service held (holds_place), and those the turns on the
- * wire may claim (NULL: of every service). */
+ * wire may claim (NULL: of every service).  A row whose service name did
+ * not fit in memory (start_row) has no service: it holds a place only in
+ * the count of every service. */
 static unsigned held_of(const struct dispatcher *d, const char *service)
 {
 	int64_t now = now_ms();
@@ -318,7 +320,8 @@ static unsigned held_of(const struct dispatcher *d, const char *service)
 	int due = 0;
 
 	for (const struct held *h = d->list; h; h = h->next)
-		if (holds_place(h, now, &due) && (!service || strcmp(h->service, service) == 0))
+		if (holds_place(h, now, &due) &&
+		    (!service || (h->service && strcmp(h->service, service) == 0)))
 			n++;
 	for (int t = 0; t < HOT_CONNS; t++) {
 		const struct turn *tn = &d->turns[t];

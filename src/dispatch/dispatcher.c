@@ -556,7 +556,7 @@ void fin_free_arrays(struct fin *f)
 }
 
 /* Up to n outcomes due now into f, marked writing: their number, 0 when
- * none is due or memory is short (they wait for the next turn). */
+ * none is due, -1 when memory is short (they wait for the next turn). */
 int fin_build(struct dispatcher *d, struct fin *f, int n)
 {
 	int64_t ids[FINISH_BATCH], claim[FINISH_BATCH], unc[FINISH_BATCH], delay[FINISH_BATCH];
@@ -589,7 +589,7 @@ int fin_build(struct dispatcher *d, struct fin *f, int n)
 	f->receipts = db_text_array(receipts, k);
 	if (!f->states || !f->errors || !f->receipts) {
 		fin_free_arrays(f);
-		return 0;
+		return -1;
 	}
 	f->k = k;
 	for (int i = 0; i < k; i++)
@@ -720,9 +720,11 @@ static void turn_release(struct turn *t)
 static int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 {
 	const char *params[11];
-	int claims = a && a->total > 0, other = 0, rc;
+	int claims = a && a->total > 0, other = 0, rc, k = fin_build(d, &t->fin, FINISH_BATCH);
 
-	if (fin_build(d, &t->fin, FINISH_BATCH) > 0) {
+	if (k < 0)
+		return 0; /* not a claim alone either: a's places count the due rows free */
+	if (k > 0) {
 		claims = claims && a->bound > 0 && strcmp(a->other, "0") == 0;
 		fin_params(d, &t->fin, params);
 		params[8] = claims ? a->services : NULL;

@@ -51,6 +51,8 @@ static void landed_cb(void *arg, PGresult *res, int away, const void *note)
 		h->writing = 0;
 		if (d->stopping && !evtimer_pending(d->flush_ev, NULL))
 			arm(d->flush_ev, FLUSH_RETRY_MS);
+		else if (!d->stopping)
+			event_active(d->poll_ev, EV_TIMEOUT, 0); /* due: the next turn carries it */
 		return;
 	}
 	if (PQntuples(res) == 1) {
@@ -66,6 +68,8 @@ static void landed_cb(void *arg, PGresult *res, int away, const void *note)
 	}
 	d->pending--;
 	held_free(d, h);
+	if (!d->stopping)
+		event_active(d->poll_ev, EV_TIMEOUT, 0); /* its place is free now */
 	maybe_done_stopping(d);
 }
 

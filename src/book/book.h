@@ -110,6 +110,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/histogram.h"
+
 #define BOOK_ID_MAX 64 /* job_id and client_id: at most 64 bytes */
 #define BOOK_MAX_HANDLERS 64
 #define BOOK_MAX_WAITGROUPS 32
@@ -591,6 +593,11 @@ struct book_service_status {
 	uint64_t samples;        /* finished jobs in the average (class_takes_sample) */
 	uint32_t waiting, running, offered;
 	uint32_t klass; /* enum svc_class (book_class.h); SVC_UNKNOWN unless auto-balance */
+	/* run time of the finished jobs (duration_ms; not those lost with
+	 * their handler, whose run time is not known), and slot wait: from a
+	 * want's WANT (book_want's now_ms) to its grant, for the wants that
+	 * got an offer (legacy tokens wait for nothing: not counted) */
+	struct hist runtime, slot_wait;
 };
 struct book_status {
 	uint8_t instance_id[16];

@@ -127,8 +127,8 @@ static void test_run_outcomes(void)
 	/* the counters of /metrics (the gauges follow at the next poll) */
 	harness_sleep_ms(250);
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_claimed_total"), 6);
-	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_done_total"), 3);
-	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_failed_total"), 3);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_outcomes_total{outcome=\"done\"}"), 3);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_outcomes_total{outcome=\"failed\"}"), 3);
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_held"), 0);
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_admission"), 5);
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_database_up"), 1);
@@ -363,11 +363,13 @@ static void test_cancel_from_elsewhere(void)
 	/* the cancel reached the run (the dispatcher noticed it and sent
 	 * CANCEL at once) within cancelPollMs + 200 ms of its commit, measured
 	 * on the database's clock */
-	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_cancels_total"), 1);
-	long long lat = df_metric(mport, "execdispatch_cancel_latency_ms_total");
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_cancel_latency_seconds_count"), 1);
+	long long lat = (long long)(df_metric_value(mport,
+						    "execdispatch_cancel_latency_seconds_sum") *
+				    1000);
 	fprintf(stderr, "cancel: noticed %lld ms after the commit\n", lat);
 	CU_ASSERT(lat >= 0 && lat <= 100 + 200);
-	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_dropped_total"), 1);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_outcomes_total{outcome=\"dropped\"}"), 1);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 }
 

@@ -475,6 +475,12 @@ static struct relay R;
 
 static void freeze(void)
 {
+	/* Freeze once the job runs (the JOB has crossed the relay), not at a
+	 * fixed time: a loaded machine may take longer to get there. */
+	long long t0 = harness_now_ms();
+	while (harness_status_int(&D, "services", "cat", "started", NULL) < 1 &&
+	       harness_now_ms() - t0 < 10000)
+		usleep(10000);
 	CU_ASSERT_EQUAL(relay_freeze(&R), 1);
 }
 
@@ -485,7 +491,7 @@ static void test_silent_connection(void)
 	start(NULL);
 	CU_ASSERT_FATAL(relay_start(&R, D.port) == 0);
 	snprintf(via, sizeof via, "ws://127.0.0.1:%d", R.port);
-	struct run_opts o = { .during = freeze, .during_ms = 700 };
+	struct run_opts o = { .during = freeze, .during_ms = 1 };
 	run(&p, &o,
 	    ARGS("run", "-a", via, "-s", "cat", "-n", "-q", "--ping-timeout", "1", "--", "slow5"));
 	expect(&p, 5, "execctl: the job exited with status 5\n");

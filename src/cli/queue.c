@@ -186,9 +186,10 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 
 			json_object_put(j);
 			if (!object) {
-				snprintf(err, len, "%s: --job: %s", cmd,
+				snprintf(err, len, "%s: --job: %s%s", cmd,
 					 j ? "a JSON object is required ({\"command\": ...})"
-					   : json_tokener_error_desc(jerr));
+					   : "not JSON: ",
+					 j ? "" : json_tokener_error_desc(jerr));
 				return CLI_BAD;
 			}
 			free(o->job);

@@ -697,6 +697,13 @@ static void test_unknown_service_and_unreachable(void)
 	run(&p, NULL, ARGS("status", "-a", addr));
 	expect(&p, EXECCTL_UNREACHABLE, "execctl: cannot reach ws://127.0.0.1:");
 	release(&p);
+	/* a name that does not resolve: the system's words, not libevent's BSD
+	 * ones ("nodename nor servname provided") */
+	run(&p, NULL,
+	    ARGS("run", "-a", "ws://no-such-host.invalid:1", "-s", "cat", "-n", "--", "cat"));
+	expect(&p, EXECCTL_UNREACHABLE, "cannot resolve no-such-host.invalid: ");
+	CU_ASSERT_PTR_NULL(strstr(p.err, "nodename"));
+	release(&p);
 	/* one dead address among live ones is not "unreachable" */
 	char dead[64];
 	snprintf(dead, sizeof dead, "%s", addr);

@@ -816,6 +816,58 @@ static void test_line_erased_before_output(void)
 	stop();
 }
 
+/* eta_ms of want job_id of c (QUERY); -1 for null, -2 without an answer. */
+static long long eta_of(struct tclient *c, const char *job_id)
+{
+	struct json_object *p, *v;
+	long long eta = -2;
+
+	tc_send(c, "{\"type\":\"QUERY\",\"job_id\":\"%s\"}", job_id);
+	if ((p = tc_expect(c, "POSITION", 3000)) == NULL)
+		return -2;
+	if (json_object_object_get_ex(p, "eta_ms", &v))
+		eta = v ? json_object_get_int64(v) : -1;
+	json_object_put(p);
+	return eta;
+}
+
+/* The estimate comes from what holds the slot: a job of the slow service
+ * `sleep` holds it, so a want of the quick service `cat` waits about the
+ * rest of sleep's mean, not cat's own mean; once the holder has run past
+ * its mean the server cannot tell (null). */
+static void test_eta_from_holder(void)
+{
+	struct proc p;
+	start(NULL);
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "cat"));
+	expect(&p, 0, NULL);
+	release(&p);
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "sleep", "-n", "--", "sleep", "2"));
+	expect(&p, 0, NULL);
+	release(&p);
+	long long mean = harness_status_int(&D, "services", "sleep", "mean_runtime_ms", NULL);
+	long long quick = harness_status_int(&D, "services", "cat", "mean_runtime_ms", NULL);
+	long long t0 = harness_now_ms();
+	block_slot();
+	struct tclient *c = tc_connect(D.port, "eta");
+	CU_ASSERT_FATAL(c != NULL);
+	tc_send(c, "{\"type\":\"WANT\",\"job_id\":\"quick\",\"service\":\"cat\"}");
+	long long eta = eta_of(c, "quick"), ran = harness_now_ms() - t0;
+	CU_ASSERT(eta >= mean - ran && eta <= mean);
+	if (eta < mean - ran || eta > mean)
+		fprintf(stderr, "\neta %lld ms: sleep's mean %lld, cat's %lld, %lld ms after\n",
+			eta, mean, quick, ran);
+	/* past the holder's mean: no estimate rather than a wrong one */
+	long long deadline = t0 + mean + 5000;
+	while ((eta = eta_of(c, "quick")) >= 0 && harness_now_ms() < deadline)
+		usleep(100 * 1000); /* a poll: the answer changes when the mean is passed */
+	CU_ASSERT_EQUAL(eta, -1);
+	CU_ASSERT(harness_now_ms() - t0 >= mean);
+	tc_close(c);
+	drop_blocker();
+	stop();
+}
+
 /* On a terminal the position is shown while waiting and erased before the
  * job's output; on a pipe it is not shown at all. */
 static void test_position_on_terminal(void)
@@ -1029,6 +1081,7 @@ int main(void)
 		{ "no slot within --timeout", test_no_slot },
 		{ "SIGINT cancels", test_interrupt },
 		{ "position on a terminal only", test_position_on_terminal },
+		{ "the estimate comes from what holds the slot", test_eta_from_holder },
 		{ "the position line is erased before the job's output",
 		  test_line_erased_before_output },
 		{ "status tables and --json", test_status },

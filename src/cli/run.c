@@ -29,7 +29,7 @@
 #include "cli/progress.h"
 #include "cli/run.h"
 
-#define TICK_MS 200   /* state check (erase the line in time) */
+#define TICK_MS 200   /* the first QUERY this soon after the start */
 #define QUERY_EVERY 5 /* ticks between QUERYs: once a second */
 
 struct address_state {

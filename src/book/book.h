@@ -522,6 +522,22 @@ struct book_position {
  * WANT_FINISHED (ahead 0). */
 enum book_rc book_query(const struct book *b, struct book_ref conn, const char *job_id,
 			struct book_position *pos);
+/*
+ * The estimated wait of the PARKED want of pos (book_query's answer) until
+ * it gets a slot, in ms, or -1 when the book cannot tell (docs/protocol.md,
+ * POSITION eta_ms).  Each slot of its waitgroup in use frees, expectedly,
+ * at its job's service mean minus how long it has run (an offered want's:
+ * its service mean); a slot whose end is unknown (that service has no
+ * mean yet, its job has run longer than the mean, a legacy token) is
+ * taken never to free; a free slot frees now.  Of these, the `usable`
+ * latest-freeing slots are the want's (auto-balance keeps the others for
+ * lighter services; usable >= processes: all).  Each of the `ahead` wants
+ * before it takes the next slot that frees and holds it for the want's
+ * own service mean; the want gets the next one after them.  -1 when that
+ * slot is one never to free, or when ahead > 0 and the service has no
+ * mean.  Cost: one pass over the running wants of every handler.
+ */
+int64_t book_eta(const struct book *b, const struct book_position *pos, uint32_t usable);
 
 /* ---- drain -------------------------------------------------------------- */
 

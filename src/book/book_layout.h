@@ -112,11 +112,12 @@ struct bk_want {
 	uint32_t node;               /* (D) PARKED: its node */
 	uint64_t seq;                /* (P) book-wide arrival number */
 	uint64_t token;              /* (P) OFFERED/RUNNING: the offer's token */
-	/* The offer's fields and the outcome share their bytes: an offer
-	 * means nothing once the want RUNs, and only RUNNING turns FINISHED
-	 * (bk_job_end writes the outcome while the state still says RUNNING,
-	 * which reads neither), so a record is wholly old or wholly new at
-	 * any crash point as before.  book_want zeroes both. */
+	/* The offer's fields, the start and the outcome share their bytes:
+	 * an offer means nothing once the want RUNs, and only RUNNING turns
+	 * FINISHED (bk_job_end writes the outcome while the state still says
+	 * RUNNING; only book_eta reads started_ms, as a hint that clamps what
+	 * it reads), so a record is wholly old or wholly new at any crash
+	 * point as before.  book_want zeroes all. */
 	union {
 		struct {
 			union {
@@ -128,6 +129,7 @@ struct bk_want {
 			};
 			uint64_t offer_no; /* (P) OFFERED: book-wide grant number */
 		};
+		uint64_t started_ms; /* (P) RUNNING: the book's clock at book_accept */
 		struct {
 			int32_t exit_code;    /* (P) FINISHED: the compact outcome */
 			uint32_t duration_ms; /* (P) FINISHED */

@@ -451,6 +451,7 @@ enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_i
 	w->pgid = 0;
 	w->flags &= (uint8_t) ~(BKW_OFFER_MAIL | BKW_CANCEL_MAIL);
 	bk_set_state(&w->state, WANT_RUNNING);
+	w->started_ms = b->clock; /* after the state: the deadline is not read any more */
 	bk_fault("accept.mid");
 	bk_mail_unlink(b, wi);
 	bk_offered_unlink(b, wi);

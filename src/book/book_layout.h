@@ -117,7 +117,8 @@ struct bk_want {
 	 * FINISHED (bk_job_end writes the outcome while the state still says
 	 * RUNNING; only book_eta reads started_ms, as a hint that clamps what
 	 * it reads), so a record is wholly old or wholly new at any crash
-	 * point as before.  book_want zeroes all. */
+	 * point as before.  book_want zeroes all, then sets parked_at, which
+	 * the grant reads before the deadline takes its place. */
 	union {
 		struct {
 			union {

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/daemonize.h"
 #include "common/log.h"
 #include "config/config.h"
 #include "master/master.h"
@@ -37,49 +38,6 @@ static void usage(FILE *out)
 		     "  -l, --log-level LVL  error|warn|info|debug (overrides logLevel)\n"
 		     "  -V, --version        print the version\n"
 		     "  -h, --help           this text\n");
-}
-
-/* Classic double fork: the daemon is not a session leader and cannot
- * reacquire a terminal; stdio goes to /dev/null.  The process that was
- * started waits on a pipe until the master reports that it listens (or
- * why it could not), and exits with that status, so an init script learns
- * of a port already in use from the exit code. */
-static int daemonize(int *ready_fd)
-{
-	int pipefd[2];
-	if (pipe2(pipefd, O_CLOEXEC) != 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid > 0) {
-		unsigned char status = 2;
-		close(pipefd[1]);
-		if (read(pipefd[0], &status, 1) != 1)
-			status = 2; /* the master died before it was ready */
-		_exit(status);
-	}
-	close(pipefd[0]);
-	*ready_fd = pipefd[1];
-	if (setsid() < 0)
-		return -1;
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid > 0)
-		_exit(0);
-	if (chdir("/") != 0)
-		return -1;
-	umask(022);
-	int fd = open("/dev/null", O_RDWR);
-	if (fd < 0)
-		return -1;
-	dup2(fd, STDIN_FILENO);
-	dup2(fd, STDOUT_FILENO);
-	dup2(fd, STDERR_FILENO);
-	if (fd > STDERR_FILENO)
-		close(fd);
-	return 0;
 }
 
 /* The startup check runs the configured programs: started as root, it runs
@@ -179,7 +137,7 @@ int main(int argc, char **argv)
 	uselocale(newlocale(LC_ALL_MASK, "C", (locale_t)0));
 
 	log_set_process("master");
-	log_open(0);
+	log_open("execserver", 0);
 
 	struct es_config *cfg = calloc(1, sizeof *cfg);
 	struct config_error err;
@@ -224,6 +182,14 @@ int main(int argc, char **argv)
 		return rc == 0 ? 0 : 1;
 	}
 
+	/* The pid file and the address first: a second start fails at once,
+	 * without running the startup checks. */
+	if (master_prepare(&opt, cfg, why, sizeof why) != 0) {
+		fprintf(stderr, "execserver: %s\n", why);
+		config_free(cfg);
+		free(cfg);
+		return 2;
+	}
 	if (checked_startup(cfg, &priv, opt.strict) != 0) {
 		config_free(cfg);
 		free(cfg);
@@ -238,7 +204,7 @@ int main(int argc, char **argv)
 			log_error("cannot daemonize: %s", strerror(errno));
 			return 2;
 		}
-		log_open(1);
+		log_open("execserver", 1);
 	}
 	return master_run(&opt, cfg);
 }

@@ -2,8 +2,8 @@
  * test_daemon.c - the daemon's lifecycle against a real process tree:
  * handler count, a killed handler replaced, -t on good and broken files,
  * a clean exit on SIGTERM (also when SIGTERM comes again while it stops),
- * no orphans when the master is killed, and a
- * SIGHUP reload.
+ * no orphans when the master is killed, a SIGHUP reload, and a second
+ * start refused: on a busy address, and with a pid file in use.
  */
 #include "autoconfig.h"
 
@@ -344,6 +344,96 @@ static void test_descriptor_limit(void)
 	harness_cleanup(&d);
 }
 
+/* Runs execserver with args (after the program's name), its output into
+ * out; waits up to 10 s for it to exit.  The exit status, or -1 (it was
+ * still running: killed). */
+static int run_execserver(const char *dir, const char *const args[], char *out, size_t outlen)
+{
+	const char *bin = getenv("EXECSERVER_BIN");
+	char log[300], *argv[12] = { (char *)(bin ? bin : "./execserver") };
+	size_t len = 0;
+
+	for (int i = 0; args[i] && i < 10; i++)
+		argv[i + 1] = (char *)args[i];
+	snprintf(log, sizeof log, "%s/run.log", dir);
+	unlink(log);
+	pid_t pid = harness_spawn(log, NULL, argv);
+	int status = harness_reap(&pid, 0, 10000);
+	unsigned char *text = harness_read_file(log, &len);
+	snprintf(out, outlen, "%s", text ? (char *)text : "");
+	free(text);
+	return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A second execserver on the address of a running one fails before it
+ * detaches, naming the address, with exit status 2 (daemon or not); the
+ * first keeps the port to itself and serves on. */
+static void test_busy_address_refused(void)
+{
+	struct es_daemon d;
+	char out[4096], pid_file[300], expect[64];
+
+	CU_ASSERT_FATAL(harness_start(&d, 2, harness_default_body(1), NULL) == 0);
+	snprintf(pid_file, sizeof pid_file, "%s/second.pid", d.dir);
+	snprintf(expect, sizeof expect, "cannot listen on 127.0.0.1:%d: Address already in use",
+		 d.port);
+	const char *daemon_args[] = { "-c", d.config, "-p", pid_file, NULL };
+	CU_ASSERT_EQUAL(run_execserver(d.dir, daemon_args, out, sizeof out), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, expect));
+	CU_ASSERT(access(pid_file, F_OK) != 0); /* not left behind */
+	const char *fg_args[] = { "-f", "-c", d.config, NULL };
+	CU_ASSERT_EQUAL(run_execserver(d.dir, fg_args, out, sizeof out), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, expect));
+	if (!strstr(out, expect))
+		printf("\n  output: %s\n", out);
+	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
+}
+
+static int alive_after(int pid, int timeout_ms)
+{
+	for (int waited = 0; waited < timeout_ms && process_alive(pid); waited += 10)
+		harness_sleep_ms(10);
+	return process_alive(pid);
+}
+
+/* The pid file is locked for the daemon's life: a second start with the
+ * same pid file (here on another port) names the running pid and exits 2,
+ * and the file still holds the first daemon's pid. */
+static void test_pid_file_locked(void)
+{
+	char dir[] = "/tmp/es-pidlock-XXXXXX", config[300], pid_file[300], text[2048];
+	char out[4096], expect[128];
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(config, sizeof config, "%s/c.yml", dir);
+	snprintf(pid_file, sizeof pid_file, "%s/x.pid", dir);
+	snprintf(text, sizeof text, "addr: 127.0.0.1:0\ntempDir: %s/tmp\nhandlers: 1\n%s%s", dir,
+		 geteuid() == 0 ? "allowRootJobs: true\n" : "", harness_default_body(1));
+	write_file(config, text);
+
+	const char *args[] = { "-c", config, "-p", pid_file, NULL };
+	CU_ASSERT_EQUAL_FATAL(run_execserver(dir, args, out, sizeof out), 0);
+	size_t len;
+	unsigned char *content = harness_read_file(pid_file, &len);
+	int pid = content ? atoi((char *)content) : 0;
+	free(content);
+	CU_ASSERT_FATAL(pid > 0 && process_alive(pid));
+
+	CU_ASSERT_EQUAL(run_execserver(dir, args, out, sizeof out), 2);
+	snprintf(expect, sizeof expect, "already running as pid %d", pid);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, expect));
+	if (!strstr(out, expect))
+		printf("\n  output: %s\n", out);
+	content = harness_read_file(pid_file, &len);
+	CU_ASSERT(content && atoi((char *)content) == pid);
+	free(content);
+
+	kill(pid, SIGTERM);
+	CU_ASSERT(!alive_after(pid, 10000));
+	if (process_alive(pid))
+		kill(pid, SIGKILL);
+	harness_remove_dir(dir);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -356,6 +446,8 @@ int main(void)
 		{ "-t on good and broken files", test_check_config },
 		{ "SIGHUP reload", test_sighup_reload },
 		{ "descriptor limit raised for maxConnections", test_descriptor_limit },
+		{ "a second start on a busy address: exit 2", test_busy_address_refused },
+		{ "a second start with the same pid file: exit 2", test_pid_file_locked },
 		{ NULL, NULL },
 	};
 	return run_suite("daemon", cases);

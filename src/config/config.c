@@ -749,11 +749,15 @@ static int top_instance_id(struct loader *ld, const struct topkey *tk, const str
 
 static int top_user(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
+	ld->cfg->user_line = v->line;
+	ld->cfg->user_column = v->column;
 	return get_opt_string(ld, v, tk->name, &ld->cfg->user);
 }
 
 static int top_group(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
+	ld->cfg->group_line = v->line;
+	ld->cfg->group_column = v->column;
 	return get_opt_string(ld, v, tk->name, &ld->cfg->group);
 }
 
@@ -1185,6 +1189,8 @@ int config_load_buffer(const char *name, const char *text, size_t len, struct es
 	if (cy_expect(&ld.cy, root, CY_MAPPING, "the top level") < 0 || find_block(&ld, root) < 0 ||
 	    parse_block(&ld) < 0 || check_relations(&ld) < 0)
 		goto out;
+	cfg->block_line = ld.block_at->line;
+	cfg->block_column = ld.block_at->column;
 	rc = 0;
 out:
 	if (ld.extra) {

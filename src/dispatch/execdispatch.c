@@ -25,10 +25,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "common/daemonize.h"
 #include "common/log.h"
 #include "common/pidfile.h"
 #include "common/port_probe.h"
+#include "common/secret_file.h"
 #include "dispatch/db.h"
 #include "dispatch/dispatch_config.h"
 #include "dispatch/dispatcher.h"
@@ -110,6 +113,19 @@ static int lock_pid_file(const char *path, char *abs, size_t abslen, char *why, 
 	return fd;
 }
 
+/* "authToken", "database password" or NULL: the secret cfg's file holds. */
+static const char *secret_of(const struct dispatch_config *cfg)
+{
+	PQconninfoOption *opts = PQconninfoParse(cfg->database, NULL);
+	int password = 0;
+
+	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+		if (strcmp(o->keyword, "password") == 0 && o->val && *o->val)
+			password = 1;
+	PQconninfoFree(opts);
+	return password ? "database password" : cfg->auth_token ? "authToken" : NULL;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longs[] = { { "foreground", no_argument, NULL, 'f' },
@@ -153,6 +169,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "execdispatch: %s\n", err.text);
 		return 1;
 	}
+	log_set_process("execdispatch");
+	secret_file_check(config, secret_of(&cfg));
 	if (test) {
 		printf("execdispatch: configuration file %s test is successful\n", config);
 		dispatch_config_free(&cfg);
@@ -172,7 +190,6 @@ int main(int argc, char **argv)
 		dispatch_config_free(&cfg);
 		return 2;
 	}
-	log_set_process("execdispatch");
 	log_set_level(level ? (enum log_level)log_level_parse(level)
 			    : (enum log_level)cfg.log_level);
 	log_open("execdispatch", !foreground);

@@ -19,6 +19,7 @@
 
 #include "common/daemonize.h"
 #include "common/log.h"
+#include "common/secret_file.h"
 #include "config/config.h"
 #include "master/master.h"
 #include "master/privileges.h"
@@ -42,21 +43,38 @@ static void usage(FILE *out)
 
 /* The startup check runs the configured programs: started as root, it runs
  * them in a child that has dropped to the configured user first, as the
- * jobs will run.  The child sends back which services stay enabled. */
+ * jobs will run.  The child sends back which services stay enabled, and
+ * why the others do not; the parent logs that (startup_check_report), so
+ * that the warnings reach the log as well as the terminal. */
+struct verdict {
+	unsigned char enabled;
+	int line, column;
+	char why[CONFIG_DISABLED_WHY_MAX];
+};
+
 static int checked_startup(struct es_config *cfg, const struct privileges *priv, int strict)
 {
 	int fds[2], status;
-	unsigned char enabled[CONFIG_MAX_SERVICES];
+	struct verdict *v;
+	size_t size = cfg->nservices * sizeof *v;
 	char why[512];
 
-	if (!priv->drop)
-		return startup_check_run(cfg, strict);
-	if (pipe2(fds, O_CLOEXEC) != 0)
+	if (!priv->drop) {
+		if (startup_check_run(cfg, strict) != 0)
+			return -1;
+		startup_check_report(cfg);
+		return 0;
+	}
+	v = calloc(cfg->nservices + 1, sizeof *v);
+	if (!v || pipe2(fds, O_CLOEXEC) != 0) {
+		free(v);
 		return -1;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(fds[0]);
 		close(fds[1]);
+		free(v);
 		return -1;
 	}
 	if (pid == 0) {
@@ -66,25 +84,55 @@ static int checked_startup(struct es_config *cfg, const struct privileges *priv,
 			_exit(2);
 		}
 		int rc = startup_check_run(cfg, strict);
-		for (size_t i = 0; i < cfg->nservices; i++)
-			enabled[i] = (unsigned char)cfg->services[i].enabled;
-		if (write(fds[1], enabled, cfg->nservices) != (ssize_t)cfg->nservices)
-			_exit(2);
+		for (size_t i = 0; i < cfg->nservices; i++) {
+			const struct config_service *svc = &cfg->services[i];
+			v[i].enabled = (unsigned char)svc->enabled;
+			v[i].line = svc->disabled_line;
+			v[i].column = svc->disabled_column;
+			memcpy(v[i].why, svc->disabled_why, sizeof v[i].why);
+		}
+		for (size_t done = 0; done < size;) {
+			ssize_t n = write(fds[1], (char *)v + done, size - done);
+			if (n <= 0)
+				_exit(2);
+			done += (size_t)n;
+		}
 		_exit(rc == 0 ? 0 : 1);
 	}
 	close(fds[1]);
-	ssize_t got = 0, n;
-	while ((size_t)got < cfg->nservices &&
-	       (n = read(fds[0], enabled + got, cfg->nservices - (size_t)got)) > 0)
-		got += n;
+	ssize_t n;
+	size_t got = 0;
+	while (got < size && (n = read(fds[0], (char *)v + got, size - got)) > 0)
+		got += (size_t)n;
 	close(fds[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || (size_t)got != cfg->nservices)
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got != size) {
+		free(v);
 		return -1;
-	for (size_t i = 0; i < cfg->nservices; i++)
-		cfg->services[i].enabled = enabled[i];
+	}
+	for (size_t i = 0; i < cfg->nservices; i++) {
+		struct config_service *svc = &cfg->services[i];
+		svc->enabled = v[i].enabled;
+		svc->disabled_line = v[i].line;
+		svc->disabled_column = v[i].column;
+		memcpy(svc->disabled_why, v[i].why, sizeof svc->disabled_why);
+		svc->disabled_why[sizeof svc->disabled_why - 1] = '\0';
+	}
+	free(v);
+	startup_check_report(cfg);
 	return 0;
+}
+
+/* What a valid file may still get wrong, said at -t and at the start (the
+ * log gets it too: log_open replays it). */
+static void config_warnings(const struct es_config *cfg)
+{
+	if (cfg->nservices == 0)
+		log_warn("%s:%d:%d: no \"services\" are defined: the daemon starts but runs no "
+			 "job",
+			 cfg->file, cfg->block_line, cfg->block_column);
+	secret_file_check(cfg->file, cfg->auth_token ? "authToken" : NULL);
 }
 
 int main(int argc, char **argv)
@@ -157,16 +205,18 @@ int main(int argc, char **argv)
 	struct privileges priv;
 	char why[512];
 	if (privileges_plan(cfg, test_only, &priv, why, sizeof why) != 0) {
-		fprintf(stderr, "%s: %s\n", opt.config_path, why);
+		fprintf(stderr, "%s\n", why);
 		config_free(cfg);
 		free(cfg);
 		return 1;
 	}
 	opt.priv = &priv;
+	config_warnings(cfg);
 
 	if (test_only) {
-		/* -t also checks that every program is found, strictly. */
-		int rc = checked_startup(cfg, &priv, 1);
+		/* -t runs the startup checks as a start does: a service that
+		 * fails is a warning, an error with --strict */
+		int rc = checked_startup(cfg, &priv, opt.strict);
 		char tls_why[512];
 		struct ssl_ctx_st *tls = tls_context_create(cfg, tls_why, sizeof tls_why);
 		if (tls_why[0]) {

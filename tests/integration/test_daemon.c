@@ -2,8 +2,9 @@
  * test_daemon.c - the daemon's lifecycle against a real process tree:
  * handler count, a killed handler replaced, -t on good and broken files,
  * a clean exit on SIGTERM (also when SIGTERM comes again while it stops),
- * no orphans when the master is killed, a SIGHUP reload, and a second
- * start refused: on a busy address, and with a pid file in use.
+ * no orphans when the master is killed, a SIGHUP reload, a second start
+ * refused (on a busy address, with a pid file in use), and a service whose
+ * program is missing (disabled with a warning, clients told why).
  */
 #include "autoconfig.h"
 
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -202,7 +204,7 @@ static void test_check_config(void)
 			 "    commands: {cat: {prog: cat}}\n"
 			 "    waitgroup: nosuch\n");
 	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 1);
-	char expect[200];
+	char expect[400];
 	snprintf(expect, sizeof expect, "%s:7:16:", path);
 	CU_ASSERT(strstr(out, expect) != NULL);
 
@@ -212,7 +214,8 @@ static void test_check_config(void)
 	snprintf(expect, sizeof expect, "%s:2:1:", path);
 	CU_ASSERT(strstr(out, expect) != NULL);
 
-	/* a program that does not exist is an error for -t */
+	/* a program that does not exist: -t warns as a start does, naming
+	 * file:line:column and disabling the service; an error with --strict */
 	snprintf(good, sizeof good,
 		 "%swaitgroups: {wg: {processes: 1}}\n"
 		 "services:\n"
@@ -221,9 +224,51 @@ static void test_check_config(void)
 		 "    commands: {x: {prog: no-such-program-anywhere}}\n",
 		 root_ok);
 	write_file(path, good);
-	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 1);
-	CU_ASSERT(strstr(out, "no-such-program-anywhere") != NULL);
+	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 0);
+	snprintf(expect, sizeof expect,
+		 "%s:%d:16: service x disabled: command x: program no-such-program-anywhere not "
+		 "found in PATH",
+		 path, root_ok[0] ? 6 : 5);
+	CU_ASSERT(strstr(out, expect) != NULL);
+	CU_ASSERT(strstr(out, "successful") != NULL);
+	if (!strstr(out, expect))
+		printf("\n  -t said: %s\n", out);
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "'%s' -t --strict -c '%s' >/dev/null 2>&1",
+		 getenv("EXECSERVER_BIN") ? getenv("EXECSERVER_BIN") : "./execserver", path);
+	int st = system(cmd);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 1);
 
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Valid files that still deserve a word, at -t as at a start: one
+ * without services, one holding an authToken readable by everyone. */
+static void test_check_config_warnings(void)
+{
+	char dir[] = "/tmp/es-warn-XXXXXX", path[128], out[2048], text[2048], expect[300];
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof path, "%s/c.yml", dir);
+	const char *root_ok = geteuid() == 0 ? "allowRootJobs: true\n" : "";
+
+	snprintf(text, sizeof text, "addr: 127.0.0.1:0\n%s", root_ok);
+	write_file(path, text);
+	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 0);
+	snprintf(expect, sizeof expect, "%s:1:1: no \"services\" are defined", path);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, expect));
+
+	snprintf(text, sizeof text, "authToken: s3cret\n%s%s", root_ok, harness_default_body(1));
+	write_file(path, text);
+	CU_ASSERT_FATAL(chmod(path, 0644) == 0);
+	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 0);
+	snprintf(expect, sizeof expect,
+		 "%s holds the authToken and is readable by every user of the host (mode 0644)",
+		 path);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, expect));
+	CU_ASSERT_FATAL(chmod(path, 0640) == 0);
+	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 0);
+	CU_ASSERT_PTR_NULL(strstr(out, "readable by every user"));
 	unlink(path);
 	rmdir(dir);
 }
@@ -344,6 +389,49 @@ static void test_descriptor_limit(void)
 	harness_cleanup(&d);
 }
 
+/* A service whose program is missing: the daemon starts without it, the
+ * log says why with file:line:column, HELLO and /status say why, and a
+ * client asking for it is told it is disabled and why (execctl: 113). */
+static void test_disabled_service(void)
+{
+	struct es_daemon d;
+	char body[2048], url[64], out[4096], log[300];
+
+	snprintf(body, sizeof body,
+		 "%s"
+		 "  images:\n    waitgroup: wg\n    commands:\n"
+		 "      convert: {prog: convert-not-here}\n",
+		 harness_default_body(1));
+	CU_ASSERT_FATAL(harness_start(&d, 1, body, NULL) == 0);
+	CU_ASSERT(harness_log_contains(&d, "service images disabled: command convert: program "
+					   "convert-not-here not found in PATH"));
+	CU_ASSERT(harness_log_contains(&d, "execserver.yml:"));
+	struct tclient *c = tc_connect(d.port, "dis");
+	CU_ASSERT_FATAL(c != NULL);
+	struct json_object *off = NULL;
+	CU_ASSERT(json_object_object_get_ex(c->hello, "disabled", &off));
+	CU_ASSERT_PTR_NOT_NULL(off ? strstr(tc_str(off, "images"), "convert-not-here") : NULL);
+	tc_close(c);
+
+	snprintf(url, sizeof url, "ws://127.0.0.1:%d", d.port);
+	snprintf(log, sizeof log, "%s/execctl.log", d.dir);
+	char *argv[] = {
+		(char *)harness_execctl(), "run", "-a", url, "-s", "images", "--", "convert", NULL
+	};
+	pid_t pid = harness_spawn(log, NULL, argv);
+	int st = harness_reap(&pid, 0, 10000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 113);
+	size_t len;
+	unsigned char *text = harness_read_file(log, &len);
+	snprintf(out, sizeof out, "%s", text ? (char *)text : "");
+	free(text);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "service_disabled"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "program convert-not-here not found in PATH"));
+	if (!strstr(out, "service_disabled"))
+		printf("\n  execctl said: %s\n", out);
+	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
+}
+
 /* Runs execserver with args (after the program's name), its output into
  * out; waits up to 10 s for it to exit.  The exit status, or -1 (it was
  * still running: killed). */
@@ -444,9 +532,12 @@ int main(void)
 		  test_sigterm_repeated_while_stopping },
 		{ "master killed: no orphans", test_master_killed_no_orphans },
 		{ "-t on good and broken files", test_check_config },
+		{ "-t warns: no services, a token readable by all", test_check_config_warnings },
 		{ "SIGHUP reload", test_sighup_reload },
 		{ "descriptor limit raised for maxConnections", test_descriptor_limit },
 		{ "a second start on a busy address: exit 2", test_busy_address_refused },
+		{ "a disabled service: warned with its place, told to clients",
+		  test_disabled_service },
 		{ "a second start with the same pid file: exit 2", test_pid_file_locked },
 		{ NULL, NULL },
 	};

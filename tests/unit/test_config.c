@@ -129,7 +129,8 @@ static const struct error_case {
 	{ "syntax_unclosed_quote", "addr: \"127.0.0.1\n", 2, 1,
 	  "quoted scalar at line 1 column 7" },
 	{ "syntax_unclosed_flow", "addr: [a\n", 2, 1, "YAML syntax error" },
-	{ "syntax_tab_indent", "\taddr: x\n", 1, 1, "YAML syntax error" },
+	{ "syntax_tab_indent", "\taddr: x\n", 1, 1, "tabs for indentation" },
+	{ "syntax_tab_nested", WG "services:\n\ts:\n", 5, 1, "indent with spaces" },
 	{ "invalid_utf8", "addr: \xff\n", 1, 7, "UTF-8" },
 	{ "top_sequence",
 	  "- a\n"

@@ -84,6 +84,7 @@ static int set_defaults(struct es_config *cfg)
 	cfg->broker = 1;
 	cfg->legacy_token = 1;
 	cfg->legacy_token_validity_sec = 10;
+	cfg->job_log = 1;
 	cfg->drain_timeout_sec = 20;
 	cfg->ping_interval_sec = 15;
 	cfg->ping_timeout_sec = 45;
@@ -949,6 +950,7 @@ static const struct topkey topkeys[] = {
 	{ "tls", top_tls, 0, 0, 0, 0 },
 	{ "broker", top_bool, offsetof(struct es_config, broker), 0, 0, 0 },
 	{ "legacyToken", top_bool, offsetof(struct es_config, legacy_token), 0, 0, 0 },
+	{ "jobLog", top_bool, offsetof(struct es_config, job_log), 0, 0, 0 },
 	INTKEY("legacyTokenValiditySec", legacy_token_validity_sec, 1, 3600),
 	/* auto-balance (no waitgroups block) */
 	AB_INTKEY("cpus", cpus, 0, CONFIG_MAX_PROCESSES),

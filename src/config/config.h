@@ -161,6 +161,7 @@ struct es_config {
 	int broker;                    /* broker: serve /broker (off: 404); default on */
 	int legacy_token;              /* legacyToken: GET /token, PUT /job; default on */
 	int legacy_token_validity_sec; /* legacyTokenValiditySec: default 10 */
+	int job_log;                   /* jobLog: an info line per finished job; default on */
 };
 
 /* Error reporting: "file:line:column: message".  Loaders fill this in and

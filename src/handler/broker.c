@@ -441,7 +441,7 @@ static void step_reply(struct broker_conn *c, const struct step *s)
 			reply_book_error(c, s->rc, in);
 		else /* (refused descriptions have their code) */
 			job_start(s->want, in->job_id, s->plan,
-				  c->peer_ip.family ? &c->peer_ip : NULL);
+				  c->peer_ip.family ? &c->peer_ip : NULL, c->client_id);
 		break;
 	case MSG_QUERY:
 		if (s->rc != BOOK_OK)

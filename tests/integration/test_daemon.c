@@ -3,8 +3,9 @@
  * handler count, a killed handler replaced, -t on good and broken files,
  * a clean exit on SIGTERM (also when SIGTERM comes again while it stops),
  * no orphans when the master is killed, a SIGHUP reload, a second start
- * refused (on a busy address, with a pid file in use), and a service whose
- * program is missing (disabled with a warning, clients told why).
+ * refused (on a busy address, with a pid file in use), a service whose
+ * program is missing (disabled with a warning, clients told why), and the
+ * log line of each finished job (jobLog).
  */
 #include "autoconfig.h"
 
@@ -432,6 +433,43 @@ static void test_disabled_service(void)
 	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
 }
 
+/* jobLog: an info line per finished job (service, command, client, exit,
+ * duration, bytes, the receipt's error); jobLog: false turns it off. */
+static void test_job_log(void)
+{
+	struct es_daemon d;
+	char body[2048];
+
+	CU_ASSERT_FATAL(harness_start(&d, 1, harness_default_body(1), NULL) == 0);
+	struct tclient *c = tc_connect(d.port, "logger");
+	CU_ASSERT_FATAL(c != NULL);
+	struct json_object *done = tc_run_job(c, "j1", "cat",
+					      "{\"command\":\"echo\",\"args\":[\"hi\"]}", 5000);
+	CU_ASSERT(done != NULL);
+	json_object_put(done);
+	done = tc_run_job(c, "j2", "cat", "{\"command\":\"false\"}", 5000);
+	CU_ASSERT(done != NULL);
+	json_object_put(done);
+	tc_close(c);
+	CU_ASSERT(harness_log_contains(&d, "info: job j1: service cat, command echo, client logger "
+					   "(127.0.0.1): exit 0, "));
+	CU_ASSERT(harness_log_contains(&d, "s, 0 bytes in, 3 bytes out"));
+	CU_ASSERT(harness_log_contains(&d, "info: job j2: service cat, command false, client "
+					   "logger (127.0.0.1): exit 1, "));
+	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
+
+	snprintf(body, sizeof body, "jobLog: false\n%s", harness_default_body(1));
+	CU_ASSERT_FATAL(harness_start(&d, 1, body, NULL) == 0);
+	c = tc_connect(d.port, "quiet");
+	CU_ASSERT_FATAL(c != NULL);
+	done = tc_run_job(c, "j3", "cat", "{\"command\":\"true\"}", 5000);
+	CU_ASSERT(done != NULL);
+	json_object_put(done);
+	tc_close(c);
+	CU_ASSERT_EQUAL(harness_log_count(&d, "info: job j3"), 0);
+	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
+}
+
 /* Runs execserver with args (after the program's name), its output into
  * out; waits up to 10 s for it to exit.  The exit status, or -1 (it was
  * still running: killed). */
@@ -536,6 +574,7 @@ int main(void)
 		{ "SIGHUP reload", test_sighup_reload },
 		{ "descriptor limit raised for maxConnections", test_descriptor_limit },
 		{ "a second start on a busy address: exit 2", test_busy_address_refused },
+		{ "jobLog: a line per finished job, off with the key", test_job_log },
 		{ "a disabled service: warned with its place, told to clients",
 		  test_disabled_service },
 		{ "a second start with the same pid file: exit 2", test_pid_file_locked },

@@ -3,7 +3,8 @@
  * fail without the database fails before it detaches, with the reason on
  * stderr and exit status 2 (a metrics address another process holds, a pid
  * file another daemon has locked); the daemon's made instanceId names its
- * own pid; a second start with the same pid file names the running pid.
+ * own pid; a second start with the same pid file names the running pid;
+ * its syslog lines carry its own name.
  * Real processes and a private PostgreSQL (dispatch_fixture.h).
  */
 #include "autoconfig.h"
@@ -14,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CUnit/Basic.h>
@@ -129,11 +133,71 @@ static void test_daemon_pid_and_instance(void)
 		kill(pid, SIGKILL);
 }
 
+/* The daemon logs to syslog under its own name: "execdispatch[PID]: info:
+ * ...", not "execserver[PID]: [execdispatch] ...".  The host runs no
+ * syslog daemon here, so the test is the syslog daemon: a datagram socket
+ * that /dev/log points at in a mount namespace of the daemon's own (a
+ * tmpfs on /dev with /dev/null in it; root only). */
+static void test_syslog_name(void)
+{
+	char cfg[300], pid_file[300], sock_path[100], script[1200], log[300], msg[2048];
+	const char *bin = getenv("EXECDISPATCH_BIN");
+
+	if (geteuid() != 0 || system("command -v unshare >/dev/null") != 0) {
+		printf("\n  skipped: needs root and unshare(1)\n");
+		return;
+	}
+	write_config(F.pg.conninfo, "syslog.yml", NULL, cfg, sizeof cfg);
+	snprintf(pid_file, sizeof pid_file, "%s/syslog.pid", F.dir);
+	snprintf(sock_path, sizeof sock_path, "%.80s/devlog", F.dir);
+	snprintf(log, sizeof log, "%s/syslog-start.log", F.dir);
+	int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", sock_path);
+	CU_ASSERT_FATAL(bind(s, (struct sockaddr *)&sun, sizeof sun) == 0);
+	struct timeval tv = { 10, 0 };
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	snprintf(script, sizeof script,
+		 "mount -t tmpfs none /dev && mknod -m 666 /dev/null c 1 3 && "
+		 "ln -s '%s' /dev/log && exec '%s' -c '%s' -p '%s'",
+		 sock_path, bin ? bin : "./execdispatch", cfg, pid_file);
+	char *argv[] = { "unshare", "-m", "sh", "-c", script, NULL };
+	pid_t pid = harness_spawn(log, NULL, argv);
+	int st = harness_reap(&pid, 0, 10000);
+	CU_ASSERT_FATAL(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	int daemon_pid = pid_in(pid_file);
+	CU_ASSERT(alive(daemon_pid));
+
+	char want[64];
+	int found = 0, foreign = 0;
+	snprintf(want, sizeof want, "execdispatch[%d]: info: execdispatch ", daemon_pid);
+	for (int i = 0; i < 50 && !found; i++) {
+		ssize_t n = recv(s, msg, sizeof msg - 1, 0);
+		if (n <= 0)
+			break;
+		msg[n] = '\0';
+		found = strstr(msg, want) != NULL;
+		foreign += strstr(msg, "execserver[") != NULL ||
+			   strstr(msg, "[execdispatch]") != NULL;
+	}
+	CU_ASSERT(found);
+	CU_ASSERT_EQUAL(foreign, 0);
+	if (!found)
+		printf("\n  last datagram: %s\n", msg);
+	kill(daemon_pid, SIGTERM);
+	for (int waited = 0; waited < 10000 && alive(daemon_pid); waited += 10)
+		harness_sleep_ms(10);
+	if (alive(daemon_pid))
+		kill(daemon_pid, SIGKILL);
+	close(s);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
 		{ "metrics address busy: exit 2 before detaching", test_metrics_address_busy },
 		{ "daemon: own pid in instanceId, pid file locked", test_daemon_pid_and_instance },
+		{ "daemon: logs to syslog as execdispatch", test_syslog_name },
 		{ NULL, NULL },
 	};
 	if (df_start(&F) < 0) {

@@ -10,10 +10,11 @@
 #include "common/daemonize.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-int daemonize(int *ready_fd)
+int daemonize(const char *program, int *ready_fd)
 {
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC) != 0)
@@ -26,6 +27,11 @@ int daemonize(int *ready_fd)
 		close(pipefd[1]);
 		if (read(pipefd[0], &status, 1) != 1)
 			status = 2; /* the daemon died before it was ready */
+		if (status != 0)
+			fprintf(stderr,
+				"%s: the daemon failed after it detached (exit status %d); the "
+				"reason is in the system log\n",
+				program, status);
 		_exit(status);
 	}
 	close(pipefd[0]);

@@ -11,8 +11,9 @@
 /* Detaches (double fork, new session, chdir /, stdio on /dev/null).
  * Returns 0 in the daemon with *ready_fd set for daemonize_ready, or -1
  * (errno) before the first fork or in the daemon; the starting process
- * never returns. */
-int daemonize(int *ready_fd);
+ * never returns (a failure reported after detaching: one line on its
+ * stderr naming program, as the reason went to syslog). */
+int daemonize(const char *program, int *ready_fd);
 /* Tells the starting process to exit with status (0: started); closes
  * *ready_fd and sets it to -1.  Nothing when *ready_fd is -1 (in the
  * foreground).  0, or -1 when the report could not be written. */

@@ -194,7 +194,7 @@ int main(int argc, char **argv)
 			    : (enum log_level)cfg.log_level);
 	log_open("execdispatch", !foreground);
 	signal(SIGPIPE, SIG_IGN);
-	if (!foreground && daemonize(&ready_fd) < 0) {
+	if (!foreground && daemonize("execdispatch", &ready_fd) < 0) {
 		log_error("cannot go into the background: %s", strerror(errno));
 		return 2;
 	}

@@ -250,7 +250,7 @@ int main(int argc, char **argv)
 	opt.log_level_override = log_level;
 	opt.pid_file_override = pid_file;
 	if (!opt.foreground) {
-		if (daemonize(&opt.ready_fd) != 0) {
+		if (daemonize("execserver", &opt.ready_fd) != 0) {
 			log_error("cannot daemonize: %s", strerror(errno));
 			return 2;
 		}

@@ -450,12 +450,20 @@ static void test_job_log(void)
 	done = tc_run_job(c, "j2", "cat", "{\"command\":\"false\"}", 5000);
 	CU_ASSERT(done != NULL);
 	json_object_put(done);
+	/* the receipt's error: stdin from a port where nothing listens */
+	char job[160];
+	snprintf(job, sizeof job, "{\"command\":\"cat\",\"stdin\":\"http://127.0.0.1:%d/in\"}",
+		 harness_free_port());
+	done = tc_run_job(c, "j4", "cat", job, 5000);
+	CU_ASSERT(done != NULL);
+	json_object_put(done);
 	tc_close(c);
 	CU_ASSERT(harness_log_contains(&d, "info: job j1: service cat, command echo, client logger "
 					   "(127.0.0.1): exit 0, "));
 	CU_ASSERT(harness_log_contains(&d, "s, 0 bytes in, 3 bytes out"));
 	CU_ASSERT(harness_log_contains(&d, "info: job j2: service cat, command false, client "
 					   "logger (127.0.0.1): exit 1, "));
+	CU_ASSERT(harness_log_contains(&d, "bytes out, error stdin_failed: "));
 	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
 
 	snprintf(body, sizeof body, "jobLog: false\n%s", harness_default_body(1));

@@ -385,6 +385,12 @@ struct exc_file {
 					 * explored to the end (reached, and
 					 * covered or full) and no instance
 					 * offers it (not retryable) */
+#define EXC_E_SERVICE_DISABLED \
+	"service_disabled" /* no reached instance offers
+					 * the service, and one has it but
+					 * disabled it (its startup check
+					 * failed: the message says why; not
+					 * retryable) */
 #define EXC_E_UNAUTHORIZED \
 	"unauthorized" /* every address refused the
 					 * token (401; not retryable) */

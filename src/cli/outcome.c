@@ -37,7 +37,8 @@ static int error_exit(const struct exc_receipt *r, int interrupted)
 		return EXECCTL_UNAUTHORIZED;
 	if (is(code, EXC_E_TLS_VERIFY))
 		return EXECCTL_TLS_VERIFY;
-	if (is(code, EXC_E_UNKNOWN_SERVICE) || is(code, "unknown_command"))
+	if (is(code, EXC_E_UNKNOWN_SERVICE) || is(code, "unknown_command") ||
+	    is(code, EXC_E_SERVICE_DISABLED))
 		return EXECCTL_UNKNOWN_SERVICE;
 	if (is(code, EXC_E_NO_SLOT))
 		return EXECCTL_NO_SLOT;

@@ -191,6 +191,8 @@ void conn_free(struct exc_conn *k, int flush);
 int conn_send(struct exc_conn *k, struct json_object *o);
 /* 1 if the instance's HELLO lists service (and it is not draining). */
 int conn_has_service(const struct exc_conn *k, const char *service);
+/* Why k's instance disabled service (its HELLO's "disabled"), or NULL. */
+const char *conn_disabled_why(const struct exc_conn *k, const char *service);
 /* Claim share of the instance, headroom included: floor(slots / clients)
  * + 1, where slots are those of the waitgroup running service (NULL: of
  * every waitgroup); 0 when it does not run the service or drains. */

@@ -220,6 +220,19 @@ static int service_unknown(const struct exc_job *j)
 	return c->naddrs > 0; /* no address at all: wait for one */
 }
 
+/* A connection whose instance has j's service but disabled it (its
+ * startup check failed), with the reason in *why; NULL if none. */
+static const struct exc_conn *disabled_at(const struct exc_job *j, const char **why)
+{
+	exc_client *c = j->c;
+
+	for (unsigned i = 0; i < c->naddrs; i++)
+		for (struct exc_conn *k = c->addrs[i]->conns; k; k = k->next)
+			if ((*why = conn_disabled_why(k, j->service)) != NULL)
+				return k;
+	return NULL;
+}
+
 /* Every address that serves the job's service refused it the same way:
  * its last attempt got HTTP 401 (tls 0), or a certificate that did not
  * verify (tls 1), and it has no live connection. */
@@ -308,8 +321,15 @@ void job_tick(exc_client *c)
 			continue;
 		}
 		if (j->ncopies == 0 && service_unknown(j)) {
-			job_finish_local(j, EXC_E_UNKNOWN_SERVICE, 0,
-					 "no reached instance offers service \"%s\"", j->service);
+			const struct exc_conn *k = disabled_at(j, &why);
+			if (k)
+				job_finish_local(j, EXC_E_SERVICE_DISABLED, 0,
+						 "service \"%s\" is disabled on instance %s: %s",
+						 j->service, k->instance_id, why);
+			else
+				job_finish_local(j, EXC_E_UNKNOWN_SERVICE, 0,
+						 "no reached instance offers service \"%s\"",
+						 j->service);
 			continue;
 		}
 		if (now - j->since_ms >= c->opt.retry_tick_ms) {

@@ -122,6 +122,18 @@ int conn_has_service(const struct exc_conn *k, const char *service)
 	       json_object_object_get_ex(svc, service, NULL);
 }
 
+const char *conn_disabled_why(const struct exc_conn *k, const char *service)
+{
+	struct json_object *off, *why;
+
+	if (k->state != K_READY || k->hello == NULL ||
+	    !json_object_object_get_ex(k->hello, "disabled", &off) ||
+	    !json_object_object_get_ex(off, service, &why) ||
+	    !json_object_is_type(why, json_type_string))
+		return NULL;
+	return json_object_get_string(why);
+}
+
 /* Slots of the waitgroup that runs service on k's instance (every
  * waitgroup's when service is NULL); -1 when it does not run the service. */
 static int64_t slots_for(const struct exc_conn *k, const char *service)

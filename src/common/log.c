@@ -17,6 +17,16 @@
 static enum log_level current_level = LOG_LVL_INFO;
 static int use_syslog;
 static char process_name[32] = "execserver";
+static char ident[32] = "execserver"; /* the program's name in syslog */
+/* Warnings and errors written to stderr before the daemon opened syslog
+ * (the start, before detaching), sent to syslog too once it is opened, so
+ * that the log has them and not only the terminal that started it. */
+#define EARLY_MAX 32
+static struct {
+	enum log_level level;
+	char body[512];
+} early[EARLY_MAX];
+static int nearly;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
@@ -42,11 +52,16 @@ enum log_level log_get_level(void)
 	return current_level;
 }
 
-void log_open(int to_syslog)
+void log_open(const char *program, int to_syslog)
 {
+	snprintf(ident, sizeof ident, "%s", program);
 	use_syslog = to_syslog;
-	if (use_syslog)
-		openlog("execserver", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	if (!use_syslog)
+		return;
+	openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	for (int i = 0; i < nearly; i++)
+		log_msg(early[i].level, "%s", early[i].body);
+	nearly = 0;
 }
 
 void log_set_process(const char *name)
@@ -58,7 +73,7 @@ void log_reopen(void)
 {
 	if (use_syslog) {
 		closelog();
-		openlog("execserver", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+		openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	}
 }
 
@@ -75,10 +90,17 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	vsnprintf(body, sizeof body, fmt, ap);
 	va_end(ap);
 
-	if (use_syslog) {
+	if (use_syslog && strcmp(process_name, ident) == 0) { /* one process: named once */
+		syslog(syslog_prio[level], "%s: %s", level_names[level], body);
+	} else if (use_syslog) {
 		syslog(syslog_prio[level], "[%s] %s: %s", process_name, level_names[level], body);
 	} else {
 		char line[1200];
+		if (level <= LOG_LVL_WARN && nearly < EARLY_MAX) {
+			early[nearly].level = level;
+			snprintf(early[nearly++].body, sizeof early[0].body, "%.*s",
+				 (int)sizeof early[0].body - 1, body);
+		}
 		struct timeval tv;
 		struct tm tm;
 		gettimeofday(&tv, NULL);

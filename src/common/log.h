@@ -25,8 +25,12 @@ const char *log_level_name(enum log_level level);
 
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
-/* to_syslog != 0 sends lines to syslog(LOG_DAEMON), else to stderr. */
-void log_open(int to_syslog);
+/* to_syslog != 0 sends lines to syslog(LOG_DAEMON) under the name program
+ * ("execserver", "execdispatch"), else to stderr.  A syslog line names the
+ * process too ("[handler 2]") unless it is the program's only one.
+ * Opening syslog sends it the first warnings and errors written to stderr
+ * before (those of the start, before the daemon detached). */
+void log_open(const char *program, int to_syslog);
 void log_set_process(const char *name);
 /* Reopens the output (SIGHUP): syslog is closed and opened again. */
 void log_reopen(void);

@@ -84,6 +84,7 @@ static int set_defaults(struct es_config *cfg)
 	cfg->broker = 1;
 	cfg->legacy_token = 1;
 	cfg->legacy_token_validity_sec = 10;
+	cfg->job_log = 1;
 	cfg->drain_timeout_sec = 20;
 	cfg->ping_interval_sec = 15;
 	cfg->ping_timeout_sec = 45;
@@ -749,11 +750,15 @@ static int top_instance_id(struct loader *ld, const struct topkey *tk, const str
 
 static int top_user(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
+	ld->cfg->user_line = v->line;
+	ld->cfg->user_column = v->column;
 	return get_opt_string(ld, v, tk->name, &ld->cfg->user);
 }
 
 static int top_group(struct loader *ld, const struct topkey *tk, const struct cy_node *v)
 {
+	ld->cfg->group_line = v->line;
+	ld->cfg->group_column = v->column;
 	return get_opt_string(ld, v, tk->name, &ld->cfg->group);
 }
 
@@ -945,6 +950,7 @@ static const struct topkey topkeys[] = {
 	{ "tls", top_tls, 0, 0, 0, 0 },
 	{ "broker", top_bool, offsetof(struct es_config, broker), 0, 0, 0 },
 	{ "legacyToken", top_bool, offsetof(struct es_config, legacy_token), 0, 0, 0 },
+	{ "jobLog", top_bool, offsetof(struct es_config, job_log), 0, 0, 0 },
 	INTKEY("legacyTokenValiditySec", legacy_token_validity_sec, 1, 3600),
 	/* auto-balance (no waitgroups block) */
 	AB_INTKEY("cpus", cpus, 0, CONFIG_MAX_PROCESSES),
@@ -1185,6 +1191,8 @@ int config_load_buffer(const char *name, const char *text, size_t len, struct es
 	if (cy_expect(&ld.cy, root, CY_MAPPING, "the top level") < 0 || find_block(&ld, root) < 0 ||
 	    parse_block(&ld) < 0 || check_relations(&ld) < 0)
 		goto out;
+	cfg->block_line = ld.block_at->line;
+	cfg->block_column = ld.block_at->column;
 	rc = 0;
 out:
 	if (ld.extra) {

@@ -33,6 +33,7 @@
 #define CONFIG_AUTO_POOL "auto"       /* the one waitgroup of auto-balance */
 #define CONFIG_INSTANCE_ID_MAX 64     /* characters of instanceId */
 #define CONFIG_MAX_CALLBACK_ALLOW 256 /* entries of callbackAllow, of trustedProxies */
+#define CONFIG_DISABLED_WHY_MAX 200   /* bytes of a disabled service's reason */
 
 /* A list of strings (args, env). */
 struct strlist {
@@ -63,6 +64,10 @@ struct config_service {
 	size_t ncommands;
 	int enabled; /* cleared by the startup check */
 	int line, column;
+	/* disabled: why ("command convert: program convert-not-here not found
+	 * in PATH") and where (the command), from the startup check */
+	char disabled_why[CONFIG_DISABLED_WHY_MAX];
+	int disabled_line, disabled_column;
 };
 
 struct config_waitgroup {
@@ -97,7 +102,9 @@ struct config_job_limits {
 #define CONFIG_JOB_NICE_DEFAULT 0
 
 struct es_config {
-	char *file; /* path it was loaded from */
+	char *file;                   /* path it was loaded from */
+	int block_line, block_column; /* where its keys start (the file, or the
+					 * fylr.services.execserver key) */
 
 	/* keys shared with fylr.yml's services.execserver block */
 	char *addr;                                 /* "host:port", default 127.0.0.1:8083 */
@@ -133,6 +140,8 @@ struct es_config {
 	char *instance_id;                 /* instanceId; NULL = random at start */
 	char *user;                        /* NULL = keep the current user */
 	char *group;                       /* NULL = the user's primary group */
+	int user_line, user_column;        /* where user and group were given, for */
+	int group_line, group_column;      /* the messages of the privilege plan */
 	int allow_root_jobs;               /* allowRootJobs: jobs may run as root */
 	char *pid_file;                    /* default /run/execserver.pid */
 	int log_level;                     /* enum log_level, default info */
@@ -152,6 +161,7 @@ struct es_config {
 	int broker;                    /* broker: serve /broker (off: 404); default on */
 	int legacy_token;              /* legacyToken: GET /token, PUT /job; default on */
 	int legacy_token_validity_sec; /* legacyTokenValiditySec: default 10 */
+	int job_log;                   /* jobLog: an info line per finished job; default on */
 };
 
 /* Error reporting: "file:line:column: message".  Loaders fill this in and

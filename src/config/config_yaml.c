@@ -255,6 +255,11 @@ static int parser_error(const struct cy_ctx *ctx, const yaml_parser_t *p, const 
 	default:
 		line = (int)p->problem_mark.line + 1;
 		column = (int)p->problem_mark.column + 1;
+		/* libyaml's words for a tab where a token should start */
+		if (p->problem_mark.index < len && text[p->problem_mark.index] == '\t')
+			return cy_error_at(ctx, line, column,
+					   "a tab character: YAML does not allow tabs for "
+					   "indentation; indent with spaces");
 		if (p->context)
 			return cy_error_at(ctx, line, column,
 					   "YAML syntax error: %s (%s at line %d column %d)",

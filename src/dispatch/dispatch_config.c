@@ -107,6 +107,17 @@ static char *made_instance_id(void)
 	return strdup(buf);
 }
 
+int dispatch_config_new_instance_id(struct dispatch_config *cfg)
+{
+	char *id = made_instance_id();
+
+	if (!id)
+		return -1;
+	free(cfg->instance_id);
+	cfg->instance_id = id;
+	return 0;
+}
+
 int dispatch_schema_ok(const char *s)
 {
 	size_t n = strlen(s);

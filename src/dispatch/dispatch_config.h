@@ -7,7 +7,8 @@
  * execserver address are set; every number is inside its documented
  * range; schema is a plain lower-case SQL identifier; instance_id is
  * always set (configured, from EXECDISPATCH_INSTANCE_ID, or made of the
- * host name, the pid and a random part at load time).
+ * host name, the pid and a random part at load time, and made again by
+ * the daemon once it has detached, so that it names the daemon's pid).
  */
 #ifndef ES_DISPATCH_CONFIG_H
 #define ES_DISPATCH_CONFIG_H
@@ -68,6 +69,9 @@ int dispatch_config_load_buffer(const char *name, const char *text, size_t len,
 				const char *env_instance, struct dispatch_config *cfg,
 				struct config_error *err);
 void dispatch_config_free(struct dispatch_config *cfg);
+/* Makes instance_id anew (host, the caller's pid, random); 0, or -1 when
+ * out of memory (the old one stays). */
+int dispatch_config_new_instance_id(struct dispatch_config *cfg);
 /* 1 if s is a schema name: a-z, 0-9, _, not starting with a digit, 1 to
  * DISPATCH_SCHEMA_MAX characters (it is put into SQL between double
  * quotes, so nothing else may be in it). */

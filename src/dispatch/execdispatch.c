@@ -3,19 +3,35 @@
  * pid file and the move into the background; the loop itself is
  * dispatcher.c.  Exit status: 0 ok, 1 configuration or schema error,
  * 2 runtime error.
+ *
+ * What can be checked without the database is checked before the daemon
+ * detaches, so that the starting process (an init script, a terminal)
+ * gets the reason on stderr and a non-zero exit status: the configuration,
+ * the pid file (locked for the daemon's life: a second start is refused,
+ * pidfile.h) and the metrics address (refused when another process holds
+ * it, port_probe.h).  The database is not among them: one that is not up
+ * yet is waited for by the running daemon.
  */
 #include "autoconfig.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
+#include "common/daemonize.h"
 #include "common/log.h"
+#include "common/pidfile.h"
+#include "common/port_probe.h"
+#include "common/secret_file.h"
 #include "dispatch/db.h"
 #include "dispatch/dispatch_config.h"
 #include "dispatch/dispatcher.h"
@@ -60,6 +76,56 @@ static int migrate(const struct dispatch_config *cfg)
 	return 0;
 }
 
+/* The metrics address ("host:port", checked by the configuration) is
+ * free?  0, or -1 with why. */
+static int metrics_free(const char *addr, char *why, size_t len)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *res;
+	const char *colon = strrchr(addr, ':');
+	char host[256];
+	int gai, e;
+
+	snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
+	gai = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res);
+	if (gai != 0) {
+		snprintf(why, len, "metrics: cannot listen on %s: %s", addr, gai_strerror(gai));
+		return -1;
+	}
+	e = port_probe(res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	if (e == 0)
+		return 0;
+	snprintf(why, len, "metrics: cannot listen on %s: %s%s", addr, strerror(e),
+		 e == EADDRINUSE ? " (another process listens there: is execdispatch already "
+				   "running?)"
+				 : "");
+	return -1;
+}
+
+/* The pid file, locked and made absolute (the daemon changes to /). */
+static int lock_pid_file(const char *path, char *abs, size_t abslen, char *why, size_t len)
+{
+	char real[PATH_MAX];
+	int fd = pidfile_lock(path, why, len);
+
+	if (fd >= 0)
+		snprintf(abs, abslen, "%s", realpath(path, real) ? real : path);
+	return fd;
+}
+
+/* "authToken", "database password" or NULL: the secret cfg's file holds. */
+static const char *secret_of(const struct dispatch_config *cfg)
+{
+	PQconninfoOption *opts = PQconninfoParse(cfg->database, NULL);
+	int password = 0;
+
+	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+		if (strcmp(o->keyword, "password") == 0 && o->val && *o->val)
+			password = 1;
+	PQconninfoFree(opts);
+	return password ? "database password" : cfg->auth_token ? "authToken" : NULL;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longs[] = { { "foreground", no_argument, NULL, 'f' },
@@ -72,9 +138,10 @@ int main(int argc, char **argv)
 					       { "help", no_argument, NULL, 'h' },
 					       { NULL, 0, NULL, 0 } };
 	const char *config = DISPATCH_CONFIG_DEFAULT, *pidfile = NULL, *level = NULL;
-	int foreground = 0, test = 0, do_migrate = 0, c, rc;
+	int foreground = 0, test = 0, do_migrate = 0, c, rc, pid_fd = -1, ready_fd = -1;
 	struct dispatch_config cfg;
 	struct config_error err;
+	char why[600], pid_path[PATH_MAX] = "";
 
 	while ((c = getopt_long(argc, argv, "fc:tp:l:Vh", longs, NULL)) != -1) {
 		switch (c) {
@@ -102,6 +169,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "execdispatch: %s\n", err.text);
 		return 1;
 	}
+	log_set_process("execdispatch");
+	secret_file_check(config, secret_of(&cfg));
 	if (test) {
 		printf("execdispatch: configuration file %s test is successful\n", config);
 		dispatch_config_free(&cfg);
@@ -112,26 +181,39 @@ int main(int argc, char **argv)
 		dispatch_config_free(&cfg);
 		return rc;
 	}
-	log_set_process("execdispatch");
-	log_set_level(level ? (enum log_level)log_level_parse(level)
-			    : (enum log_level)cfg.log_level);
-	log_open(!foreground);
-	signal(SIGPIPE, SIG_IGN);
-	if (!foreground && daemon(0, 0) < 0) {
-		fprintf(stderr, "execdispatch: cannot go into the background: %s\n",
-			strerror(errno));
+	if ((pidfile &&
+	     (pid_fd = lock_pid_file(pidfile, pid_path, sizeof pid_path, why, sizeof why)) < 0) ||
+	    (cfg.metrics && metrics_free(cfg.metrics, why, sizeof why) < 0)) {
+		fprintf(stderr, "execdispatch: %s\n", why);
+		if (pid_fd >= 0)
+			unlink(pid_path); /* ours, still empty */
+		dispatch_config_free(&cfg);
 		return 2;
 	}
-	if (pidfile) {
-		FILE *f = fopen(pidfile, "w");
-		if (!f || fprintf(f, "%ld\n", (long)getpid()) < 0 || fclose(f) != 0) {
-			log_error("pid file %s: %s", pidfile, strerror(errno));
-			return 2;
-		}
+	log_set_level(level ? (enum log_level)log_level_parse(level)
+			    : (enum log_level)cfg.log_level);
+	log_open("execdispatch", !foreground);
+	signal(SIGPIPE, SIG_IGN);
+	if (!foreground && daemonize("execdispatch", &ready_fd) < 0) {
+		log_error("cannot go into the background: %s", strerror(errno));
+		return 2;
 	}
+	/* the made instanceId names the daemon's pid, not the starting one's */
+	if (!foreground && !cfg.instance_configured && dispatch_config_new_instance_id(&cfg) < 0) {
+		log_error("out of memory");
+		daemonize_ready(&ready_fd, 2);
+		return 2;
+	}
+	if (pid_fd >= 0 && pidfile_write(pid_fd, why, sizeof why) < 0) {
+		log_error("%s: %s", pid_path, why);
+		daemonize_ready(&ready_fd, 2);
+		return 2;
+	}
+	/* started: the database is waited for by the running daemon */
+	daemonize_ready(&ready_fd, 0);
 	rc = dispatcher_run(&cfg);
-	if (pidfile)
-		unlink(pidfile);
+	if (pid_fd >= 0)
+		unlink(pid_path);
 	dispatch_config_free(&cfg);
-	return rc == 0 ? 0 : 1;
+	return rc;
 }

@@ -186,10 +186,15 @@ static char *encode_hello(int protocol, struct hello_pings pings)
 			       json_object_new_string(handler.inst->instance_name));
 	json_object_object_add(o, "version", json_object_new_string(PACKAGE_VERSION));
 	json_object_object_add(o, "protocol", json_object_new_int(protocol));
+	struct json_object *off = json_object_new_object();
 	for (size_t i = 0; i < cfg->nservices; i++)
 		if (cfg->services[i].enabled)
 			json_object_object_add(svcs, cfg->services[i].name,
 					       json_object_new_string(cfg->services[i].waitgroup));
+		else
+			json_object_object_add(
+				off, cfg->services[i].name,
+				json_object_new_string(cfg->services[i].disabled_why));
 	for (size_t i = 0; i < cfg->nwaitgroups; i++) {
 		struct json_object *wg = json_object_new_object();
 		json_object_object_add(
@@ -198,6 +203,7 @@ static char *encode_hello(int protocol, struct hello_pings pings)
 		json_object_object_add(wgs, cfg->waitgroups[i].name, wg);
 	}
 	json_object_object_add(o, "services", svcs);
+	json_object_object_add(o, "disabled", off);
 	json_object_object_add(o, "waitgroups", wgs);
 	json_object_object_add(o, "clients", json_object_new_int64(st.clients));
 	json_object_object_add(o, "draining", json_object_new_boolean(st.draining != 0));
@@ -431,7 +437,7 @@ static void step_reply(struct broker_conn *c, const struct step *s)
 			reply_book_error(c, s->rc, in);
 		else /* (refused descriptions have their code) */
 			job_start(s->want, in->job_id, s->plan,
-				  c->peer_ip.family ? &c->peer_ip : NULL);
+				  c->peer_ip.family ? &c->peer_ip : NULL, c->client_id);
 		break;
 	case MSG_QUERY:
 		if (s->rc != BOOK_OK)

@@ -139,6 +139,11 @@ void status_json(struct evbuffer *out, int check)
 				       json_object_new_string(cfg->services[i].waitgroup));
 		json_object_object_add(v, "enabled",
 				       json_object_new_boolean(cfg->services[i].enabled));
+		json_object_object_add(
+			v, "disabled_why",
+			cfg->services[i].enabled
+				? NULL
+				: json_object_new_string(cfg->services[i].disabled_why));
 		json_object_object_add(v, "waiting", jint(s->svc[i].waiting));
 		json_object_object_add(v, "running", jint(s->svc[i].running));
 		json_object_object_add(v, "started", jint(s->svc[i].started));

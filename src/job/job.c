@@ -88,12 +88,14 @@ struct job {
 	/* the first failure around the process */
 	uint8_t io_error; /* JOB_ERR_* */
 	uint8_t io_retryable;
-	struct ip_addr peer; /* of the placing connection (callback guard);
+	struct ip_addr peer;          /* of the placing connection (callback guard);
 				     * family 0: unknown */
+	uint64_t bytes_in, bytes_out; /* inputs and stdin; stdout and outputs */
 
 	/* Last, and not zeroed by job_new (3 KiB of a record made per job):
 	 * strings, each set there or written before it is read. */
 	char job_id[BOOK_ID_MAX + 1];
+	char client[BOOK_ID_MAX + 1]; /* its client's id, "" when unknown */
 	char dir[512];
 	char err_line[JOB_STDERR_LINE_CAP]; /* last complete non-empty line */
 	char err_cur[JOB_STDERR_LINE_CAP];  /* line being read */
@@ -334,6 +336,32 @@ static int may_reuse_dir(const struct job *j)
 	       (childless || !spawn_other_children(is_running_leader));
 }
 
+/* jobLog: one line per finished job, for the operator (who ran what, how
+ * it ended, how long, how much went in and out). */
+static void log_job(const struct job *j, const struct book_outcome *o, const char *message)
+{
+	const struct config_service *svc = &host.cfg->services[j->service];
+	char peer[64], how[48];
+
+	if (!host.cfg->job_log)
+		return;
+	if (o->exit_code >= 0)
+		snprintf(how, sizeof how, "exit %d", o->exit_code);
+	else if (o->signal)
+		snprintf(how, sizeof how, "signal %d", o->signal);
+	else
+		snprintf(how, sizeof how, "no exit");
+	log_info("job %s: service %s, command %s, client %s (%s): %s, %.3f s, %llu bytes in, "
+		 "%llu bytes out%s%s%s%s",
+		 j->job_id, svc->name, j->spec.command ? j->spec.command->name : "-",
+		 j->client[0] ? j->client : "-",
+		 j->peer.family ? ip_addr_format(&j->peer, peer, sizeof peer) : "unknown", how,
+		 o->duration_ms / 1000.0, (unsigned long long)j->bytes_in,
+		 (unsigned long long)j->bytes_out, o->error ? ", error " : "",
+		 o->error ? receipt_error_name(o->error) : "", message && o->error ? ": " : "",
+		 message && o->error ? message : "");
+}
+
 /* The job is over: its receipt goes into the book, which frees the slot
  * and mails the DONE to whichever handler holds the owner connection (this
  * one included), now or when the client comes back within its grace. */
@@ -361,6 +389,8 @@ static void complete(struct job *j)
 	};
 	size_t len = 0;
 	char *text = receipt_build(&parts, &len);
+
+	log_job(j, &o, message);
 
 	struct book *b = host.book_lock();
 	enum book_rc rc = j->is_body ? book_token_finished(b, j->want, &o)
@@ -473,6 +503,7 @@ static void spawn_job(struct job *j);
 static void on_inputs_done(void *arg, const struct job_io_result *r)
 {
 	struct job *j = arg;
+	j->bytes_in += r->bytes;
 	if (r->ok) {
 		spawn_job(j);
 		return;
@@ -487,6 +518,7 @@ static void on_stdin_done(void *arg, const struct job_io_result *r)
 {
 	struct job *j = arg;
 	j->stdin_done = 1;
+	j->bytes_in += r->bytes;
 	if (!r->ok) {
 		/* a truncated input must not pass for a complete one */
 		io_failed(j, JOB_ERR_STDIN_FAILED, r);
@@ -502,6 +534,7 @@ static void on_stdout_done(void *arg, const struct job_io_result *r)
 {
 	struct job *j = arg;
 	j->stdout_done = 1;
+	j->bytes_out += r->bytes;
 	if (!r->ok) {
 		io_failed(j, JOB_ERR_STDOUT_FAILED, r);
 		if (!j->reaped) {
@@ -516,6 +549,7 @@ static void on_outputs_done(void *arg, const struct job_io_result *r)
 {
 	struct job *j = arg;
 	j->outputs_done = 1;
+	j->bytes_out += r->bytes;
 	if (!r->ok)
 		io_failed(j, JOB_ERR_OUTPUT_FAILED, r);
 	maybe_complete(j);
@@ -813,7 +847,7 @@ static int job_guard(void *arg, const char *url_host, const struct sockaddr *sa,
 /* A new job record, linked, with its timers (NULL: out of memory).  peer:
  * the address of the client that placed it (the callback guard), or NULL. */
 static struct job *job_new(struct book_ref want, const char *job_id, uint32_t service,
-			   const struct ip_addr *peer)
+			   const struct ip_addr *peer, const char *client)
 {
 	struct job *j = malloc(sizeof *j);
 
@@ -828,6 +862,7 @@ static struct job *job_new(struct book_ref want, const char *job_id, uint32_t se
 	j->err_fd = -1;
 	j->start_ms = clock_mono_ms();
 	snprintf(j->job_id, sizeof j->job_id, "%s", job_id);
+	snprintf(j->client, sizeof j->client, "%s", client ? client : "");
 	j->next = jobs;
 	if (jobs)
 		jobs->prev = j;
@@ -893,9 +928,9 @@ static void job_run(struct job *j, struct json_object *desc)
 }
 
 void job_start(struct book_ref want, const char *job_id, struct job_plan *plan,
-	       const struct ip_addr *peer)
+	       const struct ip_addr *peer, const char *client)
 {
-	struct job *j = job_new(want, job_id, plan->service, peer);
+	struct job *j = job_new(want, job_id, plan->service, peer, client);
 
 	if (!j) {
 		/* nothing to run it with: give the slot back with a failure */
@@ -931,7 +966,7 @@ struct job *job_start_body(struct book_ref token, uint32_t service, struct json_
 {
 	char id[32];
 	snprintf(id, sizeof id, "token-%u.%u", token.idx, token.gen);
-	struct job *j = job_new(token, id, service, peer);
+	struct job *j = job_new(token, id, service, peer, NULL);
 
 	if (j) {
 		j->is_body = 1;

@@ -71,9 +71,10 @@ void job_plan_free(struct job_plan *plan);
  * job takes what it needs; the caller still frees the plan).  Whatever
  * happens — even a failure to spawn — exactly one DONE follows.  peer: the
  * address of the broker connection that placed it (its URLs may call back
- * there, see the callback guard), NULL if unknown. */
+ * there, see the callback guard), NULL if unknown; client: its client id
+ * for the log (jobLog), NULL if unknown. */
 void job_start(struct book_ref want, const char *job_id, struct job_plan *plan,
-	       const struct ip_addr *peer);
+	       const struct ip_addr *peer, const char *client);
 
 /* Body mode (PUT /job of the legacy token transport, handler/legacy.c):
  * runs desc (validated by job_validate) on the slot of the RUNNING legacy

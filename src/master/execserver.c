@@ -17,7 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/daemonize.h"
 #include "common/log.h"
+#include "common/secret_file.h"
 #include "config/config.h"
 #include "master/master.h"
 #include "master/privileges.h"
@@ -39,66 +41,40 @@ static void usage(FILE *out)
 		     "  -h, --help           this text\n");
 }
 
-/* Classic double fork: the daemon is not a session leader and cannot
- * reacquire a terminal; stdio goes to /dev/null.  The process that was
- * started waits on a pipe until the master reports that it listens (or
- * why it could not), and exits with that status, so an init script learns
- * of a port already in use from the exit code. */
-static int daemonize(int *ready_fd)
-{
-	int pipefd[2];
-	if (pipe2(pipefd, O_CLOEXEC) != 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid > 0) {
-		unsigned char status = 2;
-		close(pipefd[1]);
-		if (read(pipefd[0], &status, 1) != 1)
-			status = 2; /* the master died before it was ready */
-		_exit(status);
-	}
-	close(pipefd[0]);
-	*ready_fd = pipefd[1];
-	if (setsid() < 0)
-		return -1;
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid > 0)
-		_exit(0);
-	if (chdir("/") != 0)
-		return -1;
-	umask(022);
-	int fd = open("/dev/null", O_RDWR);
-	if (fd < 0)
-		return -1;
-	dup2(fd, STDIN_FILENO);
-	dup2(fd, STDOUT_FILENO);
-	dup2(fd, STDERR_FILENO);
-	if (fd > STDERR_FILENO)
-		close(fd);
-	return 0;
-}
-
 /* The startup check runs the configured programs: started as root, it runs
  * them in a child that has dropped to the configured user first, as the
- * jobs will run.  The child sends back which services stay enabled. */
+ * jobs will run.  The child sends back which services stay enabled, and
+ * why the others do not; the parent logs that (startup_check_report), so
+ * that the warnings reach the log as well as the terminal. */
+struct verdict {
+	unsigned char enabled;
+	int line, column;
+	char why[CONFIG_DISABLED_WHY_MAX];
+};
+
 static int checked_startup(struct es_config *cfg, const struct privileges *priv, int strict)
 {
 	int fds[2], status;
-	unsigned char enabled[CONFIG_MAX_SERVICES];
+	struct verdict *v;
+	size_t size = cfg->nservices * sizeof *v;
 	char why[512];
 
-	if (!priv->drop)
-		return startup_check_run(cfg, strict);
-	if (pipe2(fds, O_CLOEXEC) != 0)
+	if (!priv->drop) {
+		if (startup_check_run(cfg, strict) != 0)
+			return -1;
+		startup_check_report(cfg);
+		return 0;
+	}
+	v = calloc(cfg->nservices + 1, sizeof *v);
+	if (!v || pipe2(fds, O_CLOEXEC) != 0) {
+		free(v);
 		return -1;
+	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(fds[0]);
 		close(fds[1]);
+		free(v);
 		return -1;
 	}
 	if (pid == 0) {
@@ -108,25 +84,55 @@ static int checked_startup(struct es_config *cfg, const struct privileges *priv,
 			_exit(2);
 		}
 		int rc = startup_check_run(cfg, strict);
-		for (size_t i = 0; i < cfg->nservices; i++)
-			enabled[i] = (unsigned char)cfg->services[i].enabled;
-		if (write(fds[1], enabled, cfg->nservices) != (ssize_t)cfg->nservices)
-			_exit(2);
+		for (size_t i = 0; i < cfg->nservices; i++) {
+			const struct config_service *svc = &cfg->services[i];
+			v[i].enabled = (unsigned char)svc->enabled;
+			v[i].line = svc->disabled_line;
+			v[i].column = svc->disabled_column;
+			memcpy(v[i].why, svc->disabled_why, sizeof v[i].why);
+		}
+		for (size_t done = 0; done < size;) {
+			ssize_t n = write(fds[1], (char *)v + done, size - done);
+			if (n <= 0)
+				_exit(2);
+			done += (size_t)n;
+		}
 		_exit(rc == 0 ? 0 : 1);
 	}
 	close(fds[1]);
-	ssize_t got = 0, n;
-	while ((size_t)got < cfg->nservices &&
-	       (n = read(fds[0], enabled + got, cfg->nservices - (size_t)got)) > 0)
-		got += n;
+	ssize_t n;
+	size_t got = 0;
+	while (got < size && (n = read(fds[0], (char *)v + got, size - got)) > 0)
+		got += (size_t)n;
 	close(fds[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || (size_t)got != cfg->nservices)
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || got != size) {
+		free(v);
 		return -1;
-	for (size_t i = 0; i < cfg->nservices; i++)
-		cfg->services[i].enabled = enabled[i];
+	}
+	for (size_t i = 0; i < cfg->nservices; i++) {
+		struct config_service *svc = &cfg->services[i];
+		svc->enabled = v[i].enabled;
+		svc->disabled_line = v[i].line;
+		svc->disabled_column = v[i].column;
+		memcpy(svc->disabled_why, v[i].why, sizeof svc->disabled_why);
+		svc->disabled_why[sizeof svc->disabled_why - 1] = '\0';
+	}
+	free(v);
+	startup_check_report(cfg);
 	return 0;
+}
+
+/* What a valid file may still get wrong, said at -t and at the start (the
+ * log gets it too: log_open replays it). */
+static void config_warnings(const struct es_config *cfg)
+{
+	if (cfg->nservices == 0)
+		log_warn("%s:%d:%d: no \"services\" are defined: the daemon starts but runs no "
+			 "job",
+			 cfg->file, cfg->block_line, cfg->block_column);
+	secret_file_check(cfg->file, cfg->auth_token ? "authToken" : NULL);
 }
 
 int main(int argc, char **argv)
@@ -179,7 +185,7 @@ int main(int argc, char **argv)
 	uselocale(newlocale(LC_ALL_MASK, "C", (locale_t)0));
 
 	log_set_process("master");
-	log_open(0);
+	log_open("execserver", 0);
 
 	struct es_config *cfg = calloc(1, sizeof *cfg);
 	struct config_error err;
@@ -199,16 +205,18 @@ int main(int argc, char **argv)
 	struct privileges priv;
 	char why[512];
 	if (privileges_plan(cfg, test_only, &priv, why, sizeof why) != 0) {
-		fprintf(stderr, "%s: %s\n", opt.config_path, why);
+		fprintf(stderr, "%s\n", why);
 		config_free(cfg);
 		free(cfg);
 		return 1;
 	}
 	opt.priv = &priv;
+	config_warnings(cfg);
 
 	if (test_only) {
-		/* -t also checks that every program is found, strictly. */
-		int rc = checked_startup(cfg, &priv, 1);
+		/* -t runs the startup checks as a start does: a service that
+		 * fails is a warning, an error with --strict */
+		int rc = checked_startup(cfg, &priv, opt.strict);
 		char tls_why[512];
 		struct ssl_ctx_st *tls = tls_context_create(cfg, tls_why, sizeof tls_why);
 		if (tls_why[0]) {
@@ -224,6 +232,14 @@ int main(int argc, char **argv)
 		return rc == 0 ? 0 : 1;
 	}
 
+	/* The pid file and the address first: a second start fails at once,
+	 * without running the startup checks. */
+	if (master_prepare(&opt, cfg, why, sizeof why) != 0) {
+		fprintf(stderr, "execserver: %s\n", why);
+		config_free(cfg);
+		free(cfg);
+		return 2;
+	}
 	if (checked_startup(cfg, &priv, opt.strict) != 0) {
 		config_free(cfg);
 		free(cfg);
@@ -234,11 +250,11 @@ int main(int argc, char **argv)
 	opt.log_level_override = log_level;
 	opt.pid_file_override = pid_file;
 	if (!opt.foreground) {
-		if (daemonize(&opt.ready_fd) != 0) {
+		if (daemonize("execserver", &opt.ready_fd) != 0) {
 			log_error("cannot daemonize: %s", strerror(errno));
 			return 2;
 		}
-		log_open(1);
+		log_open("execserver", 1);
 	}
 	return master_run(&opt, cfg);
 }

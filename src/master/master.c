@@ -32,7 +32,9 @@
 #include <event2/event.h>
 
 #include "common/clock.h"
+#include "common/daemonize.h"
 #include "common/log.h"
+#include "common/pidfile.h"
 #include "config/reload.h"
 #include "handler/handler.h"
 #include "handler/instance.h"
@@ -64,7 +66,9 @@ static struct master {
 	int stopping;
 	struct event *stop_deadline;
 	struct tls_files tls_files; /* what the TLS context was made from */
-} M;
+	int pid_fd;                 /* the locked pid file (pidfile.h), or -1 */
+	int ready_fd;               /* daemonize_ready's, or -1 */
+} M = { .pid_fd = -1, .ready_fd = -1 };
 
 static int spawn_handler(int slot);
 
@@ -295,24 +299,8 @@ static void expire_cb(evutil_socket_t fd, short what, void *arg)
 /* Tells the process that started a daemon how the start went. */
 static void report_ready(int status)
 {
-	if (M.opt->ready_fd >= 0) {
-		unsigned char b = (unsigned char)status;
-		if (write(M.opt->ready_fd, &b, 1) != 1)
-			log_warn("could not report the start to the starting process");
-		close(M.opt->ready_fd);
-	}
-}
-
-static int write_pid_file(const char *path)
-{
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		log_error("cannot write pid file %s: %s", path, strerror(errno));
-		return -1;
-	}
-	fprintf(f, "%d\n", (int)getpid());
-	fclose(f);
-	return 0;
+	if (daemonize_ready(&M.ready_fd, status) != 0)
+		log_warn("could not report the start to the starting process");
 }
 
 /*
@@ -347,18 +335,36 @@ static void raise_descriptor_limit(const struct es_config *cfg)
 			 (unsigned long long)rl.rlim_max);
 }
 
+int master_prepare(const struct master_options *opt, struct es_config *cfg, char *why, size_t len)
+{
+	M.inst.cfg = cfg;
+	M.inst.nhandlers = config_effective_handlers(cfg);
+	if (!opt->foreground && cfg->pid_file &&
+	    (M.pid_fd = pidfile_lock(cfg->pid_file, why, len)) < 0)
+		return -1;
+	if (listeners_create(&M.inst, why, len) == 0)
+		return 0;
+	if (M.pid_fd >= 0) { /* ours, still empty: the running instance has another */
+		unlink(cfg->pid_file);
+		close(M.pid_fd);
+		M.pid_fd = -1;
+	}
+	return -1;
+}
+
 int master_run(const struct master_options *opt, struct es_config *cfg)
 {
-	int nhandlers = config_effective_handlers(cfg);
+	int nhandlers = M.inst.nhandlers;
 	int rc = 2;
 
 	M.opt = opt;
+	M.ready_fd = opt->ready_fd;
 	M.inst.config_path = opt->config_path;
 	M.inst.log_level_fixed = opt->log_level_override >= 0;
 	signal(SIGPIPE, SIG_IGN);
+	log_info("listening on %s (%d handlers)", M.inst.listen_addr, nhandlers);
 	raise_descriptor_limit(cfg);
-	if (segment_create(&M.inst, cfg, nhandlers) != 0 || listeners_create(&M.inst) != 0 ||
-	    janitor_prepare(cfg) != 0) {
+	if (segment_create(&M.inst, cfg, nhandlers) != 0 || janitor_prepare(cfg) != 0) {
 		report_ready(2);
 		goto out;
 	}
@@ -371,7 +377,8 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 	}
 	tls_files_note(cfg, &M.tls_files);
 	profile_keeper_restore(&M.inst, &keeper_lock);
-	if (!opt->foreground && cfg->pid_file && write_pid_file(cfg->pid_file) != 0) {
+	if (M.pid_fd >= 0 && pidfile_write(M.pid_fd, why, sizeof why) != 0) {
+		log_error("%s: %s", cfg->pid_file, why);
 		report_ready(2);
 		goto out;
 	}
@@ -452,8 +459,8 @@ int master_run(const struct master_options *opt, struct es_config *cfg)
 out:
 	tls_context_free(M.inst.tls_ctx);
 	M.inst.tls_ctx = NULL;
-	if (!opt->foreground && cfg->pid_file)
-		unlink(cfg->pid_file);
+	if (M.pid_fd >= 0)
+		unlink(cfg->pid_file); /* fails once privileges are dropped: harmless (pidfile.h) */
 	config_free(cfg);
 	free(cfg);
 	return rc;

@@ -20,7 +20,13 @@ struct master_options {
 	const struct privileges *priv; /* the user to drop to once bound */
 };
 
-/* Runs until stopped; returns the process exit status.  Takes cfg. */
+/* What must be checked while the starting process can still say why it
+ * failed, before the daemon detaches: locks the pid file (a daemon only;
+ * pidfile.h) and creates the listening sockets (refused when another
+ * process holds the address).  0, or -1 with why (exit status 2). */
+int master_prepare(const struct master_options *opt, struct es_config *cfg, char *why, size_t len);
+/* Runs until stopped, after master_prepare; returns the process exit
+ * status.  Takes cfg. */
 int master_run(const struct master_options *opt, struct es_config *cfg);
 
 #endif

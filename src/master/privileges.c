@@ -18,6 +18,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,53 +63,63 @@ static int lookup_group(const char *name, gid_t *gid)
 	return 0;
 }
 
+/* "file:line:column: message" (line 0: "file: message") into why; -1. */
+static int refuse(const struct es_config *cfg, int line, int column, char *why, size_t len,
+		  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static int refuse(const struct es_config *cfg, int line, int column, char *why, size_t len,
+		  const char *fmt, ...)
+{
+	va_list ap;
+	int n = line > 0 ? snprintf(why, len, "%s:%d:%d: ", cfg->file, line, column)
+			 : snprintf(why, len, "%s: ", cfg->file);
+
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(why + n, len - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
 int privileges_plan(const struct es_config *cfg, int check_only, struct privileges *p, char *why,
 		    size_t len)
 {
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
+	int ul = cfg->user_line, uc = cfg->user_column;
 
 	memset(p, 0, sizeof *p);
-	if (cfg->group && !cfg->user) {
-		snprintf(why, len, "group is set but user is not: set user as well");
-		return -1;
-	}
+	if (cfg->group && !cfg->user)
+		return refuse(cfg, cfg->group_line, cfg->group_column, why, len,
+			      "group is set but user is not: set user as well");
 	if (cfg->user) {
-		if (lookup_user(cfg->user, &p->uid, &p->gid, p->user, sizeof p->user) != 0) {
-			snprintf(why, len, "user: no such user \"%s\"", cfg->user);
-			return -1;
-		}
-		if (cfg->group && lookup_group(cfg->group, &p->gid) != 0) {
-			snprintf(why, len, "group: no such group \"%s\"", cfg->group);
-			return -1;
-		}
-		if (p->uid == 0 && !cfg->allow_root_jobs) {
-			snprintf(why, len,
-				 "user: \"%s\" is root, so jobs would run as root: name "
-				 "another user, or set allowRootJobs: true to allow it",
-				 cfg->user);
-			return -1;
-		}
+		if (lookup_user(cfg->user, &p->uid, &p->gid, p->user, sizeof p->user) != 0)
+			return refuse(cfg, ul, uc, why, len, "user: no such user \"%s\"",
+				      cfg->user);
+		if (cfg->group && lookup_group(cfg->group, &p->gid) != 0)
+			return refuse(cfg, cfg->group_line, cfg->group_column, why, len,
+				      "group: no such group \"%s\"", cfg->group);
+		if (p->uid == 0 && !cfg->allow_root_jobs)
+			return refuse(cfg, ul, uc, why, len,
+				      "user: \"%s\" is root, so jobs would run as root: name "
+				      "another user, or set allowRootJobs: true to allow it",
+				      cfg->user);
 		if (uid != 0) {
-			if (!check_only && (p->uid != uid || p->gid != gid)) {
-				snprintf(why, len,
-					 "user/group: cannot switch to %s: execserver was "
-					 "not started as root",
-					 cfg->user);
-				return -1;
-			}
+			if (!check_only && (p->uid != uid || p->gid != gid))
+				return refuse(cfg, ul, uc, why, len,
+					      "user/group: cannot switch to %s: execserver was "
+					      "not started as root",
+					      cfg->user);
 			return 0; /* already that user */
 		}
 		p->drop = 1;
 		return 0;
 	}
-	if (uid == 0 && !cfg->allow_root_jobs) {
-		snprintf(why, len,
-			 "started as root without a user to switch to: set user (and "
-			 "group) to the account the daemon and its jobs should run as, or set "
-			 "allowRootJobs: true to run everything, jobs included, as root");
-		return -1;
-	}
+	if (uid == 0 && !cfg->allow_root_jobs)
+		return refuse(cfg, 0, 0, why, len,
+			      "started as root without a user to switch to: set user (and "
+			      "group) to the account the daemon and its jobs should run as, or "
+			      "set allowRootJobs: true to run everything, jobs included, as root");
 	return 0;
 }
 

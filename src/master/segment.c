@@ -24,6 +24,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/port_probe.h"
 #include "job/receipt.h"
 #include "master/segment.h"
 
@@ -182,28 +183,38 @@ static int bind_one(const struct addrinfo *ai, int port_override)
 	return fd;
 }
 
-int listeners_create(struct instance *inst)
+int listeners_create(struct instance *inst, char *why, size_t whylen)
 {
 	char host[100], port[16];
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *res;
-	const char *addr = inst->cfg->addr, *why;
-	int portnum, bound_port = 0;
+	const char *addr = inst->cfg->addr, *bad;
+	int portnum, bound_port = 0, e;
 
-	if (config_addr_split(addr, host, sizeof host, &portnum, &why) != 0) {
-		log_error("addr '%s': %s", addr, why);
+	if (config_addr_split(addr, host, sizeof host, &portnum, &bad) != 0) {
+		snprintf(why, whylen, "addr '%s': %s", addr, bad);
 		return -1;
 	}
 	snprintf(port, sizeof port, "%d", portnum);
 	int gai = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
 	if (gai != 0) {
-		log_error("addr '%s': %s", addr, gai_strerror(gai));
+		snprintf(why, whylen, "addr '%s': %s", addr, gai_strerror(gai));
+		return -1;
+	}
+	/* Another process on the port?  The sockets below would join it
+	 * (port_probe.h); port 0 is a new port each time. */
+	if (portnum > 0 && (e = port_probe(res->ai_addr, res->ai_addrlen)) != 0) {
+		snprintf(why, whylen, "cannot listen on %s: %s%s", addr, strerror(e),
+			 e == EADDRINUSE ? " (another process listens there: is execserver "
+					   "already running?)"
+					 : "");
+		freeaddrinfo(res);
 		return -1;
 	}
 	/* The first socket may bind port 0; the others join the port it got. */
 	for (int i = 0; i < inst->nhandlers; i++) {
 		inst->listen_fd[i] = bind_one(res, bound_port);
 		if (inst->listen_fd[i] < 0) {
-			log_error("cannot listen on %s: %s", addr, strerror(errno));
+			snprintf(why, whylen, "cannot listen on %s: %s", addr, strerror(errno));
 			freeaddrinfo(res);
 			return -1;
 		}
@@ -223,6 +234,5 @@ int listeners_create(struct instance *inst)
 	else
 		snprintf(inst->listen_addr, sizeof inst->listen_addr, "%s:%d", host[0] ? host : "*",
 			 bound_port);
-	log_info("listening on %s (%d handlers)", inst->listen_addr, inst->nhandlers);
 	return 0;
 }

@@ -267,12 +267,10 @@ done:
 
 int startup_check_run(struct es_config *cfg, int strict)
 {
-	size_t enabled = 0;
-
 	for (size_t s = 0; s < cfg->nservices; s++) {
 		struct config_service *svc = &cfg->services[s];
 
-		for (size_t c = 0; c < svc->ncommands; c++) {
+		for (size_t c = 0; c < svc->ncommands && svc->enabled; c++) {
 			const struct config_command *cmd = &svc->commands[c];
 			char why[512];
 
@@ -283,17 +281,37 @@ int startup_check_run(struct es_config *cfg, int strict)
 				continue;
 			}
 			if (strict) {
-				log_error("service %s: command %s: %s", svc->name, cmd->name, why);
+				log_error("%s:%d:%d: service %s: command %s: %s", cfg->file,
+					  cmd->line, cmd->column, svc->name, cmd->name, why);
 				return -1;
 			}
-			log_warn("service %s: command %s: %s; service %s disabled", svc->name,
-				 cmd->name, why, svc->name);
 			svc->enabled = 0;
+			int n = snprintf(svc->disabled_why, sizeof svc->disabled_why,
+					 "command %s: ", cmd->name);
+			if (n > 0 && (size_t)n < sizeof svc->disabled_why) { /* cut if long */
+				size_t w = strnlen(why, sizeof svc->disabled_why - (size_t)n - 1);
+				memcpy(svc->disabled_why + n, why, w);
+				svc->disabled_why[(size_t)n + w] = '\0';
+			}
+			svc->disabled_line = cmd->line;
+			svc->disabled_column = cmd->column;
 		}
+	}
+	return 0;
+}
+
+void startup_check_report(const struct es_config *cfg)
+{
+	size_t enabled = 0;
+
+	for (size_t s = 0; s < cfg->nservices; s++) {
+		const struct config_service *svc = &cfg->services[s];
 		if (svc->enabled)
 			enabled++;
+		else
+			log_warn("%s:%d:%d: service %s disabled: %s", cfg->file, svc->disabled_line,
+				 svc->disabled_column, svc->name, svc->disabled_why);
 	}
 	if (cfg->nservices > 0 && enabled == 0)
 		log_warn("no service passed its startup check: every service is disabled");
-	return 0;
 }

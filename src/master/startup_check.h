@@ -4,8 +4,10 @@
  *
  * Owns: running a startupCheck (programs are found by spawn_find_program,
  * job/spawn.h, as for jobs).  A failing command disables its whole
- * service (svc->enabled = 0, with a warning), or makes the strict run
- * fail.  Programs run as argv (never through a shell)
+ * service (svc->enabled = 0, with the reason), or makes the strict run
+ * fail.  One rule for `execserver -t`, a start and a reload (whose init
+ * script and unit run -t first): a disabled service is a warning naming
+ * file:line:column, an error only with --strict (execserver.yml(5)).  Programs run as argv (never through a shell)
  * with stdin from /dev/null, stdout and stderr captured together, the
  * daemon's environment plus the config's env and the command's env, in a
  * process group of their own that is killed with SIGKILL at the timeout.
@@ -24,8 +26,12 @@
 #define STARTUP_CHECK_MAX_OUTPUT (64 * 1024) /* bytes of output matched; more is read and dropped */
 
 /* Checks every command of every service.  A failure disables the service
- * with log_warn (returns 0), or with strict logs an error and returns -1. */
+ * (enabled 0, disabled_why and the command's place set; returns 0), or
+ * with strict logs an error naming file:line:column and returns -1. */
 int startup_check_run(struct es_config *cfg, int strict);
+/* Logs a warning for each disabled service: "file:line:column: service S
+ * disabled: command C: why" (and one when every service is). */
+void startup_check_report(const struct es_config *cfg);
 
 /* Checks one command: prog found (PATH or absolute); if it has a
  * startupCheck, runs it within timeout_ms and matches its regex against the

@@ -2,8 +2,10 @@
  * test_daemon.c - the daemon's lifecycle against a real process tree:
  * handler count, a killed handler replaced, -t on good and broken files,
  * a clean exit on SIGTERM (also when SIGTERM comes again while it stops),
- * no orphans when the master is killed, and a
- * SIGHUP reload.
+ * no orphans when the master is killed, a SIGHUP reload, a second start
+ * refused (on a busy address, with a pid file in use), a service whose
+ * program is missing (disabled with a warning, clients told why), and the
+ * log line of each finished job (jobLog).
  */
 #include "autoconfig.h"
 
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -202,7 +205,7 @@ static void test_check_config(void)
 			 "    commands: {cat: {prog: cat}}\n"
 			 "    waitgroup: nosuch\n");
 	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 1);
-	char expect[200];
+	char expect[400];
 	snprintf(expect, sizeof expect, "%s:7:16:", path);
 	CU_ASSERT(strstr(out, expect) != NULL);
 
@@ -212,7 +215,8 @@ static void test_check_config(void)
 	snprintf(expect, sizeof expect, "%s:2:1:", path);
 	CU_ASSERT(strstr(out, expect) != NULL);
 
-	/* a program that does not exist is an error for -t */
+	/* a program that does not exist: -t warns as a start does, naming
+	 * file:line:column and disabling the service; an error with --strict */
 	snprintf(good, sizeof good,
 		 "%swaitgroups: {wg: {processes: 1}}\n"
 		 "services:\n"
@@ -221,9 +225,51 @@ static void test_check_config(void)
 		 "    commands: {x: {prog: no-such-program-anywhere}}\n",
 		 root_ok);
 	write_file(path, good);
-	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 1);
-	CU_ASSERT(strstr(out, "no-such-program-anywhere") != NULL);
+	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 0);
+	snprintf(expect, sizeof expect,
+		 "%s:%d:16: service x disabled: command x: program no-such-program-anywhere not "
+		 "found in PATH",
+		 path, root_ok[0] ? 6 : 5);
+	CU_ASSERT(strstr(out, expect) != NULL);
+	CU_ASSERT(strstr(out, "successful") != NULL);
+	if (!strstr(out, expect))
+		printf("\n  -t said: %s\n", out);
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "'%s' -t --strict -c '%s' >/dev/null 2>&1",
+		 getenv("EXECSERVER_BIN") ? getenv("EXECSERVER_BIN") : "./execserver", path);
+	int st = system(cmd);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 1);
 
+	unlink(path);
+	rmdir(dir);
+}
+
+/* Valid files that still deserve a word, at -t as at a start: one
+ * without services, one holding an authToken readable by everyone. */
+static void test_check_config_warnings(void)
+{
+	char dir[] = "/tmp/es-warn-XXXXXX", path[128], out[2048], text[2048], expect[300];
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof path, "%s/c.yml", dir);
+	const char *root_ok = geteuid() == 0 ? "allowRootJobs: true\n" : "";
+
+	snprintf(text, sizeof text, "addr: 127.0.0.1:0\n%s", root_ok);
+	write_file(path, text);
+	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 0);
+	snprintf(expect, sizeof expect, "%s:1:1: no \"services\" are defined", path);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, expect));
+
+	snprintf(text, sizeof text, "authToken: s3cret\n%s%s", root_ok, harness_default_body(1));
+	write_file(path, text);
+	CU_ASSERT_FATAL(chmod(path, 0644) == 0);
+	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 0);
+	snprintf(expect, sizeof expect,
+		 "%s holds the authToken and is readable by every user of the host (mode 0644)",
+		 path);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, expect));
+	CU_ASSERT_FATAL(chmod(path, 0640) == 0);
+	CU_ASSERT_EQUAL(harness_check_config(path, out, sizeof out), 0);
+	CU_ASSERT_PTR_NULL(strstr(out, "readable by every user"));
 	unlink(path);
 	rmdir(dir);
 }
@@ -344,6 +390,184 @@ static void test_descriptor_limit(void)
 	harness_cleanup(&d);
 }
 
+/* A service whose program is missing: the daemon starts without it, the
+ * log says why with file:line:column, HELLO and /status say why, and a
+ * client asking for it is told it is disabled and why (execctl: 113). */
+static void test_disabled_service(void)
+{
+	struct es_daemon d;
+	char body[2048], url[64], out[4096], log[300];
+
+	snprintf(body, sizeof body,
+		 "%s"
+		 "  images:\n    waitgroup: wg\n    commands:\n"
+		 "      convert: {prog: convert-not-here}\n",
+		 harness_default_body(1));
+	CU_ASSERT_FATAL(harness_start(&d, 1, body, NULL) == 0);
+	CU_ASSERT(harness_log_contains(&d, "service images disabled: command convert: program "
+					   "convert-not-here not found in PATH"));
+	CU_ASSERT(harness_log_contains(&d, "execserver.yml:"));
+	struct tclient *c = tc_connect(d.port, "dis");
+	CU_ASSERT_FATAL(c != NULL);
+	struct json_object *off = NULL;
+	CU_ASSERT(json_object_object_get_ex(c->hello, "disabled", &off));
+	CU_ASSERT_PTR_NOT_NULL(off ? strstr(tc_str(off, "images"), "convert-not-here") : NULL);
+	tc_close(c);
+
+	snprintf(url, sizeof url, "ws://127.0.0.1:%d", d.port);
+	snprintf(log, sizeof log, "%s/execctl.log", d.dir);
+	char *argv[] = {
+		(char *)harness_execctl(), "run", "-a", url, "-s", "images", "--", "convert", NULL
+	};
+	pid_t pid = harness_spawn(log, NULL, argv);
+	int st = harness_reap(&pid, 0, 10000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 113);
+	size_t len;
+	unsigned char *text = harness_read_file(log, &len);
+	snprintf(out, sizeof out, "%s", text ? (char *)text : "");
+	free(text);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "service_disabled"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "program convert-not-here not found in PATH"));
+	if (!strstr(out, "service_disabled"))
+		printf("\n  execctl said: %s\n", out);
+	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
+}
+
+/* jobLog: an info line per finished job (service, command, client, exit,
+ * duration, bytes, the receipt's error); jobLog: false turns it off. */
+static void test_job_log(void)
+{
+	struct es_daemon d;
+	char body[2048];
+
+	CU_ASSERT_FATAL(harness_start(&d, 1, harness_default_body(1), NULL) == 0);
+	struct tclient *c = tc_connect(d.port, "logger");
+	CU_ASSERT_FATAL(c != NULL);
+	struct json_object *done = tc_run_job(c, "j1", "cat",
+					      "{\"command\":\"echo\",\"args\":[\"hi\"]}", 5000);
+	CU_ASSERT(done != NULL);
+	json_object_put(done);
+	done = tc_run_job(c, "j2", "cat", "{\"command\":\"false\"}", 5000);
+	CU_ASSERT(done != NULL);
+	json_object_put(done);
+	/* the receipt's error: stdin from a port where nothing listens */
+	char job[160];
+	snprintf(job, sizeof job, "{\"command\":\"cat\",\"stdin\":\"http://127.0.0.1:%d/in\"}",
+		 harness_free_port());
+	done = tc_run_job(c, "j4", "cat", job, 5000);
+	CU_ASSERT(done != NULL);
+	json_object_put(done);
+	tc_close(c);
+	CU_ASSERT(harness_log_contains(&d, "info: job j1: service cat, command echo, client logger "
+					   "(127.0.0.1): exit 0, "));
+	CU_ASSERT(harness_log_contains(&d, "s, 0 bytes in, 3 bytes out"));
+	CU_ASSERT(harness_log_contains(&d, "info: job j2: service cat, command false, client "
+					   "logger (127.0.0.1): exit 1, "));
+	CU_ASSERT(harness_log_contains(&d, "bytes out, error stdin_failed: "));
+	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
+
+	snprintf(body, sizeof body, "jobLog: false\n%s", harness_default_body(1));
+	CU_ASSERT_FATAL(harness_start(&d, 1, body, NULL) == 0);
+	c = tc_connect(d.port, "quiet");
+	CU_ASSERT_FATAL(c != NULL);
+	done = tc_run_job(c, "j3", "cat", "{\"command\":\"true\"}", 5000);
+	CU_ASSERT(done != NULL);
+	json_object_put(done);
+	tc_close(c);
+	CU_ASSERT_EQUAL(harness_log_count(&d, "info: job j3"), 0);
+	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
+}
+
+/* Runs execserver with args (after the program's name), its output into
+ * out; waits up to 10 s for it to exit.  The exit status, or -1 (it was
+ * still running: killed). */
+static int run_execserver(const char *dir, const char *const args[], char *out, size_t outlen)
+{
+	const char *bin = getenv("EXECSERVER_BIN");
+	char log[300], *argv[12] = { (char *)(bin ? bin : "./execserver") };
+	size_t len = 0;
+
+	for (int i = 0; args[i] && i < 10; i++)
+		argv[i + 1] = (char *)args[i];
+	snprintf(log, sizeof log, "%s/run.log", dir);
+	unlink(log);
+	pid_t pid = harness_spawn(log, NULL, argv);
+	int status = harness_reap(&pid, 0, 10000);
+	unsigned char *text = harness_read_file(log, &len);
+	snprintf(out, outlen, "%s", text ? (char *)text : "");
+	free(text);
+	return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A second execserver on the address of a running one fails before it
+ * detaches, naming the address, with exit status 2 (daemon or not); the
+ * first keeps the port to itself and serves on. */
+static void test_busy_address_refused(void)
+{
+	struct es_daemon d;
+	char out[4096], pid_file[300], expect[64];
+
+	CU_ASSERT_FATAL(harness_start(&d, 2, harness_default_body(1), NULL) == 0);
+	snprintf(pid_file, sizeof pid_file, "%s/second.pid", d.dir);
+	snprintf(expect, sizeof expect, "cannot listen on 127.0.0.1:%d: Address already in use",
+		 d.port);
+	const char *daemon_args[] = { "-c", d.config, "-p", pid_file, NULL };
+	CU_ASSERT_EQUAL(run_execserver(d.dir, daemon_args, out, sizeof out), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, expect));
+	CU_ASSERT(access(pid_file, F_OK) != 0); /* not left behind */
+	const char *fg_args[] = { "-f", "-c", d.config, NULL };
+	CU_ASSERT_EQUAL(run_execserver(d.dir, fg_args, out, sizeof out), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, expect));
+	if (!strstr(out, expect))
+		printf("\n  output: %s\n", out);
+	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
+}
+
+static int alive_after(int pid, int timeout_ms)
+{
+	for (int waited = 0; waited < timeout_ms && process_alive(pid); waited += 10)
+		harness_sleep_ms(10);
+	return process_alive(pid);
+}
+
+/* The pid file is locked for the daemon's life: a second start with the
+ * same pid file (here on another port) names the running pid and exits 2,
+ * and the file still holds the first daemon's pid. */
+static void test_pid_file_locked(void)
+{
+	char dir[] = "/tmp/es-pidlock-XXXXXX", config[300], pid_file[300], text[2048];
+	char out[4096], expect[128];
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(config, sizeof config, "%s/c.yml", dir);
+	snprintf(pid_file, sizeof pid_file, "%s/x.pid", dir);
+	snprintf(text, sizeof text, "addr: 127.0.0.1:0\ntempDir: %s/tmp\nhandlers: 1\n%s%s", dir,
+		 geteuid() == 0 ? "allowRootJobs: true\n" : "", harness_default_body(1));
+	write_file(config, text);
+
+	const char *args[] = { "-c", config, "-p", pid_file, NULL };
+	CU_ASSERT_EQUAL_FATAL(run_execserver(dir, args, out, sizeof out), 0);
+	size_t len;
+	unsigned char *content = harness_read_file(pid_file, &len);
+	int pid = content ? atoi((char *)content) : 0;
+	free(content);
+	CU_ASSERT_FATAL(pid > 0 && process_alive(pid));
+
+	CU_ASSERT_EQUAL(run_execserver(dir, args, out, sizeof out), 2);
+	snprintf(expect, sizeof expect, "already running as pid %d", pid);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, expect));
+	if (!strstr(out, expect))
+		printf("\n  output: %s\n", out);
+	content = harness_read_file(pid_file, &len);
+	CU_ASSERT(content && atoi((char *)content) == pid);
+	free(content);
+
+	kill(pid, SIGTERM);
+	CU_ASSERT(!alive_after(pid, 10000));
+	if (process_alive(pid))
+		kill(pid, SIGKILL);
+	harness_remove_dir(dir);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -354,8 +578,14 @@ int main(void)
 		  test_sigterm_repeated_while_stopping },
 		{ "master killed: no orphans", test_master_killed_no_orphans },
 		{ "-t on good and broken files", test_check_config },
+		{ "-t warns: no services, a token readable by all", test_check_config_warnings },
 		{ "SIGHUP reload", test_sighup_reload },
 		{ "descriptor limit raised for maxConnections", test_descriptor_limit },
+		{ "a second start on a busy address: exit 2", test_busy_address_refused },
+		{ "jobLog: a line per finished job, off with the key", test_job_log },
+		{ "a disabled service: warned with its place, told to clients",
+		  test_disabled_service },
+		{ "a second start with the same pid file: exit 2", test_pid_file_locked },
 		{ NULL, NULL },
 	};
 	return run_suite("daemon", cases);

@@ -230,6 +230,7 @@ static void test_refusals(void)
 	snprintf(body, sizeof body, "user: no-such-user-here\n%s", body_tools);
 	CU_ASSERT_EQUAL(run_daemon("-f", body, out, sizeof out), 1);
 	CU_ASSERT(strstr(out, "no such user \"no-such-user-here\"") != NULL);
+	CU_ASSERT(strstr(out, "c.yml:3:7: user: no such user") != NULL); /* where it is */
 	snprintf(body, sizeof body, "user: nobody\ngroup: no-such-group-here\n%s", body_tools);
 	CU_ASSERT_EQUAL(run_daemon("-f", body, out, sizeof out), 1);
 	CU_ASSERT(strstr(out, "no such group") != NULL);

@@ -22,19 +22,24 @@
  * start (0: the pid file names a live execdispatch running as nobody whose
  * heartbeat row is in the database; a second start 0, same pid), status 0,
  * restart (a new pid, a new row), stop (0: the process gone, its row
- * deleted by the clean stop, the pid file removed; status 3; again 0).  The script has no reload: the daemon rereads nothing on
- * SIGHUP but its log.
+ * deleted by the clean stop, the pid file removed; status 3; again 0); a
+ * start with the metrics address in use fails (1, the reason printed,
+ * nothing running), with a broken file 6 (LSB: not configured, as
+ * execserver's script; restart too).  The script has no reload: the
+ * daemon rereads nothing on SIGHUP but its log.
  * The daemons start as root and drop to the user nobody, as a service
  * does: not root, the test says so in one line and is skipped (exit 77).
  */
 #include "autoconfig.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -380,7 +385,7 @@ static void test_init_script_dispatch(void)
 	CU_ASSERT_EQUAL(SCRIPT("configtest"), 1);
 	snprintf(text, sizeof text, "grep -q '%s:[0-9]*:[0-9]*: ' '%s'", config, logfile);
 	CU_ASSERT_EQUAL(system(text), 0);
-	CU_ASSERT_EQUAL(SCRIPT("restart"), 1);
+	CU_ASSERT_EQUAL(SCRIPT("restart"), 6);
 	CU_ASSERT(kill(pid, 0) == 0 && read_pid(pidfile) == pid);
 	CU_ASSERT_EQUAL(dispatcher_rows(c, pid), 1);
 	CU_ASSERT_EQUAL(SCRIPT("stop"), 0);
@@ -417,6 +422,28 @@ static void test_init_script_dispatch(void)
 	CU_ASSERT_EQUAL(SCRIPT("stop"), 0); /* not running: still 0 */
 	if (pid2 > 0 && kill(pid2, 0) == 0)
 		kill(pid2, SIGKILL);
+
+	/* the metrics address in use: start fails (1, the reason printed),
+	 * nothing runs; a broken file: 6 */
+	int busy = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof sin;
+	CU_ASSERT_FATAL(bind(busy, (struct sockaddr *)&sin, sizeof sin) == 0 &&
+			listen(busy, 1) == 0);
+	getsockname(busy, (struct sockaddr *)&sin, &sl);
+	snprintf(text, sizeof text, "metrics: 127.0.0.1:%d\n", ntohs(sin.sin_port));
+	CU_ASSERT_FATAL(write_file(config, "a", text) == 0);
+	CU_ASSERT_EQUAL(SCRIPT("start"), 1);
+	CU_ASSERT_EQUAL(SCRIPT("status"), 3);
+	snprintf(text, sizeof text,
+		 "grep -q 'metrics: cannot listen on 127.0.0.1:%d: Address already in use' '%s'",
+		 ntohs(sin.sin_port), logfile);
+	CU_ASSERT_EQUAL(system(text), 0);
+	close(busy);
+	CU_ASSERT_FATAL(write_file(config, "a", "pollMs: [\n") == 0);
+	CU_ASSERT_EQUAL(SCRIPT("start"), 6);
+	CU_ASSERT_EQUAL(SCRIPT("status"), 3);
 	PQfinish(c);
 	pgtest_cleanup(&pg);
 	unsetenv("LD_LIBRARY_PATH");

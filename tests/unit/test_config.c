@@ -129,7 +129,8 @@ static const struct error_case {
 	{ "syntax_unclosed_quote", "addr: \"127.0.0.1\n", 2, 1,
 	  "quoted scalar at line 1 column 7" },
 	{ "syntax_unclosed_flow", "addr: [a\n", 2, 1, "YAML syntax error" },
-	{ "syntax_tab_indent", "\taddr: x\n", 1, 1, "YAML syntax error" },
+	{ "syntax_tab_indent", "\taddr: x\n", 1, 1, "tabs for indentation" },
+	{ "syntax_tab_nested", WG "services:\n\ts:\n", 5, 1, "indent with spaces" },
 	{ "invalid_utf8", "addr: \xff\n", 1, 7, "UTF-8" },
 	{ "top_sequence",
 	  "- a\n"
@@ -1826,6 +1827,26 @@ static void test_run_all_good(void)
 
 /* ---- runner ---- */
 
+/* Where the keys start and where user and group were given, for the
+ * messages said after loading (a user that does not exist, no services):
+ * file:line:column like every other. */
+static void test_places_for_later(void)
+{
+	struct es_config cfg;
+	struct config_error err;
+	const char *text = WG "user: someone\ngroup:   staff\n";
+
+	CU_ASSERT_FATAL(load(text, &cfg, &err) == 0);
+	CU_ASSERT_EQUAL(cfg.block_line, 1);
+	CU_ASSERT_EQUAL(cfg.block_column, 1);
+	CU_ASSERT_EQUAL(cfg.user_line, 4);
+	CU_ASSERT_EQUAL(cfg.user_column, 7);
+	CU_ASSERT_EQUAL(cfg.group_line, 5);
+	CU_ASSERT_EQUAL(cfg.group_column, 10);
+	CU_ASSERT_EQUAL(cfg.nservices, 0); /* valid: a warning at start, not an error */
+	config_free(&cfg);
+}
+
 /* instanceId: 1 to 64 of [A-Za-z0-9_.-]; absent means random at start
  * (NULL here); errors name the position. */
 static void test_instance_id(void)
@@ -1886,6 +1907,7 @@ int main(void)
 		{ "file: fylr.yml wrapper", test_file_fylr_wrapper },
 		{ "out of memory at each allocation", test_out_of_memory },
 		{ "shipped etc/execserver.yml", test_shipped_config },
+		{ "places kept for later messages: user, group, the keys", test_places_for_later },
 		{ "duration parse", test_duration_parse },
 		{ "duration format", test_duration_format },
 		{ "yaml bool", test_yaml_bool },

@@ -243,7 +243,7 @@ static int run_job(const char *command, const char *const *args, int timeout_sec
 	struct job_plan *plan = job_prepare(0, desc, &code, why, sizeof why);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
 	json_object_put(desc); /* the plan keeps what it needs */
-	job_start(want, id, plan, NULL);
+	job_start(want, id, plan, NULL, NULL);
 	job_plan_free(plan);
 	/* running, unless it ended at once (a program not found) */
 	CU_ASSERT_EQUAL(job_running_count(), ended == ended_before ? 1u : 0u);

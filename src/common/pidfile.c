@@ -1,0 +1,59 @@
+/*
+ * pidfile.c - see pidfile.h.
+ *
+ * The lock is flock(2), not fcntl(2): an flock lock belongs to the open
+ * file, so it survives the forks of daemonizing (and is held by every
+ * process of the instance that keeps the descriptor), while a record lock
+ * would stay with the process that took it and vanish when that process
+ * exits after the first fork.  The descriptor is close-on-exec, so no job
+ * holds the lock.
+ */
+#include "autoconfig.h"
+#include "common/pidfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+int pidfile_lock(const char *path, char *why, size_t len)
+{
+	char buf[32];
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+	if (fd < 0) {
+		snprintf(why, len, "cannot open pid file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	int e = errno;
+	if (e == EWOULDBLOCK) {
+		ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+		long pid = n > 0 ? (buf[n] = '\0', strtol(buf, NULL, 10)) : 0;
+		if (pid > 0)
+			snprintf(why, len, "already running as pid %ld (pid file %s is locked)",
+				 pid, path);
+		else
+			snprintf(why, len, "already running (pid file %s is locked)", path);
+	} else {
+		snprintf(why, len, "cannot lock pid file %s: %s", path, strerror(e));
+	}
+	close(fd);
+	return -1;
+}
+
+int pidfile_write(int fd, char *why, size_t len)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
+
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)n, 0) != n) {
+		snprintf(why, len, "cannot write the pid file: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}

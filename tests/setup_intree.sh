@@ -27,7 +27,7 @@ entries=""
 for e in "$top"/* "$top"/.[!.]*; do
 	case ${e##*/} in
 	build-aux) ;;
-	build | build-* | .git | autom4te.cache | '.[!.]*' | '*') continue ;;
+	build | build-* | _build | _inst | .git | autom4te.cache | '.[!.]*' | '*') continue ;;
 	esac
 	entries="$entries ${e##*/}"
 done

@@ -2,8 +2,9 @@
 # setup.sh - prepares a Debian 12 machine to build execserver and builds it.
 #
 # Installs the build dependencies with apt-get where they are missing (as
-# root, or through sudo), bootstraps autotools and builds in ./build.
-# Sourced by demo.sh and test.sh; safe to run again.
+# root, or through sudo), bootstraps autotools and builds in ./build (after
+# `make distclean` of a build configured in the tree itself, which would
+# stop configure there).  Run by demo.sh and test.sh; safe to run again.
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,6 +44,17 @@ if [ -n "$missing" ]; then
 fi
 
 cd "$top"
+# A build configured in the tree itself (the README's Install: ./configure;
+# make install) makes autoconf refuse every other build directory ("source
+# directory already configured"), and its objects would be found through
+# VPATH.  What it installed stays installed; its build products go.
+if [ -f config.status ]; then
+	echo "setup: the tree holds an in-tree build (config.status): make distclean there first"
+	if [ ! -f Makefile ] || ! make distclean > /dev/null; then
+		echo "setup: make distclean failed in $top: remove the in-tree build by hand" >&2
+		exit 1
+	fi
+fi
 if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
 	autoreconf -fi
 fi

@@ -11,7 +11,8 @@
 #   4. each libFuzzer target for a fixed 200,000 inputs from seed 1 in a
 #      clang build (build-fuzz): the same inputs on every run, never a
 #      random search (docs/security.md); any crash, leak, timeout or
-#      sanitizer report fails.
+#      sanitizer report fails;
+#   5. the Debian packages (scripts/test-debs.sh, root only).
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,8 +42,10 @@ if ! make -j"$(nproc)" check; then
 fi
 # The slot model (model/check.sh) was checked by the make check above; it
 # does not depend on the build, so the later passes leave it out.
+# The same holds for the in-tree build check of scripts/setup.sh.
 SLOT_MODEL_SKIP="checked by the first make check of scripts/test.sh"
-export SLOT_MODEL_SKIP
+SETUP_INTREE_SKIP="$SLOT_MODEL_SKIP"
+export SLOT_MODEL_SKIP SETUP_INTREE_SKIP
 # distcheck is there to catch what the tarball lacks: it builds everything
 # from it and runs the tests that would miss a file (the unit tests, the
 # fuzz replays of the seed corpora, the layering check and the integration
@@ -51,7 +54,8 @@ export SLOT_MODEL_SKIP
 dist_tests=""
 for t in $(make -s print-tests); do
 	case "$t" in
-	tests/unit/* | tests/fuzz/* | tests/layering.sh | tests/integration/test_daemon | \
+	tests/unit/* | tests/fuzz/* | tests/layering.sh | tests/install_files.sh | \
+		tests/integration/test_daemon | \
 		tests/integration/test_bad_input | tests/integration/test_example | \
 		tests/integration/test_metrics | tests/integration/test_dispatch_sql)
 		dist_tests="$dist_tests $t" ;;
@@ -125,6 +129,11 @@ if ! make -j"$(nproc)" fuzz FUZZ_RUNS=200000 FUZZ_SEED=1 > fuzz.log 2>&1; then
 fi
 grep "^fuzz: " fuzz.log
 echo "test.sh: fuzz pass green: $(grep '^fuzz: [0-9]* targets' fuzz.log)"
+# 5. The Debian packages (scripts/test-debs.sh): built without their test
+# suite (it ran above), checked by lintian, installed, upgraded with a job
+# running, removed and purged in a throw-away Debian 12 root; as root only
+# (else one line says it was skipped).
+"$top/scripts/test-debs.sh"
 echo "test.sh: all passes green"
 cd "$top/build"
 summary

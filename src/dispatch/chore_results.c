@@ -471,11 +471,11 @@ static void reregistered(void *arg, PGresult *res, int away, const void *note)
 	int rc = took_register(d, res, away, *(const int64_t *)note);
 
 	d->beat_out = 0;
-	if (rc == -3)
-		log_error("instance %s is held by another live dispatcher: starting nothing "
-			  "until its heartbeat is older than %d s",
-			  d->cfg->instance_id, d->cfg->stale_after_sec);
-	else if (rc == -1)
+	if (rc == -3) {
+		taken_over(d);
+		return;
+	}
+	if (rc == -1)
 		log_error("heartbeat: %s", chores_db(d->beat_lane)->last_error);
 	if (rc < 0)
 		return;

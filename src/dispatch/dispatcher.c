@@ -490,8 +490,14 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	spec.on_done = on_done;
 	spec.on_position = on_position;
 	spec.arg = h;
-	h->xj = payload && h->service ? exc_submit(d->client, &spec) : NULL;
-	if (!h->xj) {
+	h->xj = payload && h->service && d->client ? exc_submit(d->client, &spec) : NULL;
+	if (!d->client) {
+		/* claimed as a stop left its runs to the rescue (stop_cb): given
+		 * back, as a claim whose want is still parked */
+		h->state = "queued";
+		h->uncount = 1;
+		outcome_pending(d, h);
+	} else if (!h->xj) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "bad_job: %s",
 			 payload ? exc_client_last_error(d->client)
@@ -960,6 +966,51 @@ static void chld_cb(evutil_socket_t sig, short what, void *arg)
 				break;
 }
 
+/* stopTimeoutSec after the stop signal with runs still going (a long
+ * job, or a DONE that never comes): they are left for the rescue, as
+ * after a crash.  The client is freed first (the library cancels its
+ * running jobs at the execservers, best effort, and calls nothing back);
+ * their rows stay held under our instance and our dispatcher row stays
+ * (gave_up), so that another dispatcher requeues them after
+ * staleAfterSec; a local run is killed and its result dropped.  Nothing
+ * is requeued here: a run whose end we did not see may still go on, and
+ * only the rescue may start a job again then (docs/dispatch.md,
+ * "Stopping"). */
+static void stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+	struct held *next;
+
+	(void)fd;
+	(void)what;
+	if (!d->at_exec && !d->local_running)
+		return;
+	log_error("stopping: %u jobs still running %d s after the signal (stopTimeoutSec): "
+		  "cancelling them at the execservers and leaving their rows held for the rescue "
+		  "(after staleAfterSec, %d s)",
+		  d->at_exec + d->local_running, d->cfg->stop_timeout_sec, d->cfg->stale_after_sec);
+	exc_client_free(d->client);
+	d->client = NULL;
+	for (struct held *h = d->list; h; h = next) {
+		next = h->next;
+		if (h->lr && !h->lost) {
+			h->lost = 1; /* its end drops it (run_ended) */
+			local_cancel(h->lr);
+		}
+		if (!h->xj)
+			continue;
+		log_warn("job %lld attempt %d: left held under instance %s for the rescue",
+			 (long long)h->id, h->attempts, d->cfg->instance_id);
+		h->xj = NULL;
+		d->at_exec--;
+		if (!h->started)
+			d->claimed_unstarted--;
+		held_free(d, h);
+	}
+	d->gave_up = 1;
+	maybe_done_stopping(d);
+}
+
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct dispatcher *d = arg;
@@ -977,9 +1028,11 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 	}
 	d->stopping = 1;
 	d->give_up_ms = now_ms() + STOP_GIVE_UP_MS;
-	log_info("stopping: giving back claims not started, waiting for %u running jobs",
-		 d->at_exec - d->claimed_unstarted);
+	log_info("stopping: giving back claims not started, waiting for %u running jobs (at "
+		 "most %d s)",
+		 d->at_exec - d->claimed_unstarted, d->cfg->stop_timeout_sec);
 	evtimer_del(d->poll_ev);
+	arm(d->stop_ev, d->cfg->stop_timeout_sec * 1000LL);
 	release_waiting(d);
 	maybe_done_stopping(d);
 }
@@ -1010,6 +1063,7 @@ int dispatcher_run(const struct dispatch_config *cfg)
 		strcpy(d.host, "unknown");
 	snprintf(d.pid, sizeof d.pid, "%ld", (long)getpid());
 	new_token(&d);
+	make_client_id(&d);
 	const char **names = calloc(cfg->nlocal + 1, sizeof *names);
 	for (size_t i = 0; names && i < cfg->nlocal; i++)
 		names[i] = cfg->local[i].name;
@@ -1043,7 +1097,7 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	o.connect_timeout_sec = (unsigned)cfg->connect_timeout_sec;
 	o.log = client_log;
 	o.log_level = (enum exc_log_level)cfg->log_level;
-	o.client_id = cfg->instance_id;
+	o.client_id = d.client_id;
 	d.client = d.base ? exc_client_new(d.base, &o) : NULL;
 	if (!d.client) {
 		log_error("cannot create the client: %s", strerror(errno));
@@ -1065,7 +1119,8 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	d.sig_hup = evsignal_new(d.base, SIGHUP, signal_cb, &d);
 	d.sig_chld = evsignal_new(d.base, SIGCHLD, chld_cb, &d);
 	d.contact_ev = evtimer_new(d.base, contact_cb, &d);
-	if (!d.poll_ev || !d.beat_ev || !d.cancel_ev || !d.start_ev || !d.flush_ev ||
+	d.stop_ev = evtimer_new(d.base, stop_cb, &d);
+	if (!d.stop_ev || !d.poll_ev || !d.beat_ev || !d.cancel_ev || !d.start_ev || !d.flush_ev ||
 	    !d.janitor_ev || !d.sig_term || !d.sig_int || !d.sig_hup || !d.contact_ev) {
 		log_error("out of memory");
 		goto out;
@@ -1089,10 +1144,10 @@ int dispatcher_run(const struct dispatch_config *cfg)
 			goto out;
 		}
 	}
-	log_info("execdispatch %s: instance %s, schema %s, %zu execserver address%s; connecting "
-		 "to the database",
-		 PACKAGE_VERSION, cfg->instance_id, cfg->schema, cfg->execservers.count,
-		 cfg->execservers.count == 1 ? "" : "es");
+	log_info("execdispatch %s: instance %s (execserver client id %s), schema %s, %zu "
+		 "execserver address%s; connecting to the database",
+		 PACKAGE_VERSION, cfg->instance_id, d.client_id, cfg->schema,
+		 cfg->execservers.count, cfg->execservers.count == 1 ? "" : "es");
 	/* the first contact, in the loop (contact_next, then begin) */
 	d.contact_t0_ms = now_ms();
 	arm(d.contact_ev, CONTACT_CHECK_MS);
@@ -1104,9 +1159,9 @@ out:
 	listener_free(d.listener);
 	if (d.client)
 		exc_client_free(d.client);
-	struct event *evs[] = { d.poll_ev,  d.beat_ev,    d.cancel_ev, d.start_ev,
-				d.flush_ev, d.janitor_ev, d.sig_term,  d.sig_int,
-				d.sig_hup,  d.sig_chld,   d.contact_ev };
+	struct event *evs[] = { d.poll_ev,  d.beat_ev,    d.cancel_ev,  d.start_ev,
+				d.flush_ev, d.janitor_ev, d.sig_term,   d.sig_int,
+				d.sig_hup,  d.sig_chld,   d.contact_ev, d.stop_ev };
 	for (struct held *h = d.list; h; h = h->next)
 		if (h->lr)
 			local_cancel(h->lr); /* a forced exit: no local job outlives us */

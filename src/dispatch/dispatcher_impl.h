@@ -124,6 +124,10 @@ struct dispatcher {
 	unsigned pending;           /* outcomes waiting to be written */
 	struct event *poll_ev, *beat_ev, *cancel_ev, *start_ev, *flush_ev, *janitor_ev;
 	struct event *sig_term, *sig_int, *sig_hup;
+	struct event *stop_ev; /* stopping: runs still going are left for the rescue then */
+	/* the client id the execservers see: the instanceId and a random tag
+	 * of this process (make_client_id; docs/dispatch.md, "Identity") */
+	char client_id[EXC_CLIENT_ID_MAX + 1];
 	int64_t beat_ok_ms; /* monotonic time of the last written heartbeat */
 	int registered;
 	/* this life's token: our dispatcher row's started_at as we set it
@@ -279,11 +283,13 @@ void janitor_cb(evutil_socket_t fd, short what, void *arg);
 
 /* contact.c: the start's first contact */
 void new_token(struct dispatcher *d);
+void make_client_id(struct dispatcher *d);
 void register_params(struct dispatcher *d, char *stale, size_t len, const char **params);
 int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms);
 int expand_all(struct dispatcher *d);
 void contact_next(struct dispatcher *d);
 void contact_forget(struct dispatcher *d);
 void contact_cb(evutil_socket_t fd, short what, void *arg);
+void taken_over(struct dispatcher *d);
 
 #endif

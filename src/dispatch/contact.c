@@ -9,9 +9,10 @@
  * whose instance another live process took over.  Invariants: one contact statement on the wire at
  * a time; nothing is claimed before CONTACT_DONE, which comes only after
  * the requeue succeeded (a failed statement is sent again after
- * heartbeatSec, contact_retry); no database within
- * START_GIVE_UP_MS, a schema we do not know or an instance held by a live
- * dispatcher ends the daemon with status 1.
+ * heartbeatSec, contact_retry); a database not reachable yet is waited
+ * for (the connection's back-off, one log line per failed attempt); a
+ * schema we do not know or an instance held by a live dispatcher ends
+ * the daemon with status 1.
  */
 #include "autoconfig.h"
 
@@ -282,9 +283,11 @@ void contact_next(struct dispatcher *d)
 }
 
 /* Every CONTACT_CHECK_MS until the first contact is made: a new attempt
- * once the back-off has passed; given up once START_GIVE_UP_MS have
- * passed and the last attempt failed (every host of the connection
- * string tried, each within its connect_timeout). */
+ * once the back-off has passed (250 ms doubling to 8 s, db.c).  A
+ * database not reachable yet is waited for, never given up: a remote
+ * database that comes up after the dispatcher is normal at boot.  Each
+ * failed attempt (every host of the connection string tried, each within
+ * its connect_timeout) is said once. */
 void contact_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
@@ -299,11 +302,14 @@ void contact_cb(evutil_socket_t fd, short what, void *arg)
 			contact_next(d);
 		return;
 	}
-	if (now_ms() - d->contact_t0_ms >= START_GIVE_UP_MS) {
-		log_error("cannot reach the database within %d s at the start: %s",
-			  START_GIVE_UP_MS / 1000, d->db.last_error);
-		contact_fatal(d);
-		return;
+	if (d->db.warned > d->contact_failed) {
+		d->contact_failed = d->db.warned;
+		log_warn("waiting for the database at the start (for %lld s, attempt %d failed: "
+			 "%s); trying again in %lld ms",
+			 (long long)((now_ms() - d->contact_t0_ms) / 1000), d->contact_failed,
+			 d->db.last_error,
+			 (long long)(d->db.retry_at_ms > now_ms() ? d->db.retry_at_ms - now_ms()
+								  : 0));
 	}
 	contact_next(d);
 }

@@ -37,7 +37,6 @@
 #define STOP_GIVE_UP_MS 10000 /* stopping: an outcome not written is given up */
 #define WAITING_SAY_MS 60000  /* outcomes waiting for the database: said again */
 #define CONTACT_CHECK_MS 250  /* start: how often the first contact is looked after */
-#define START_GIVE_UP_MS 5000 /* start: no database reached within it, after a failed attempt */
 
 struct held {
 	struct held *next, *prev;
@@ -188,6 +187,7 @@ struct dispatcher {
 	struct event *contact_ev;
 	int contact; /* its step: CONTACT_VERSION ... CONTACT_DONE */
 	int64_t contact_t0_ms;
+	int contact_failed;                 /* failed attempts said (contact_cb) */
 	int64_t contact_retry_ms;           /* a statement of it failed: sent again then */
 	char *contact_ids, *contact_claims; /* what CONTACT_OWN found, for CONTACT_REQUEUE */
 };

@@ -927,6 +927,29 @@ static void test_reused_instance_life(void)
 	CU_ASSERT(harness_now_ms() - t0 < 3000);
 }
 
+/* A database not reachable at the start is waited for, with back-off
+ * and a line per failed attempt (docs/dispatch.md, "Starting"): the
+ * dispatcher is still up at its sixth attempt (about 8 s), and once
+ * PostgreSQL is started it registers and claims.  Before, it exited with
+ * status 1 five seconds after its start. */
+static void test_start_database_down(void)
+{
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+				  "violations"));
+	CU_ASSERT(df_submit(&F, "{\"command\":\"true\"}", 0) > 0);
+	CU_ASSERT_FATAL(pgtest_stop(&F.pg) == 0);
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_spawn_disp(&F, 0) == 0);
+	CU_ASSERT(wait_run_count(0, "waiting for the database at the start", 6, 15000) == 0);
+	CU_ASSERT_FATAL(pgtest_restart(&F.pg) == 0);
+	PQreset(F.c);
+	CU_ASSERT(wait_sql("SELECT count(*) FROM execdispatch.dispatcher WHERE instance = 'd0'", 1,
+			   15000) == 0);
+	CU_ASSERT(df_wait_final(&F, 10000) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT (state = 'done')::int FROM execdispatch.job"), 1);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 10000), 0);
+}
+
 /* A stop ends within stopTimeoutSec even while a run goes on (a long
  * job, or a DONE that never comes): the run is cancelled at the
  * execserver, its row stays held under the instance and the dispatcher
@@ -1152,6 +1175,7 @@ int main(void)
 		  test_claim_committed_late },
 		{ "the start's requeue refused: nothing claimed until it goes through",
 		  test_start_requeue_refused },
+		{ "a database down at the start is waited for", test_start_database_down },
 		{ "a stop ends within stopTimeoutSec while a run goes on", test_stop_bound },
 		/* last: it restarts the execserver with short pings */
 		{ "a reused instanceId: the old life takes none of the new one's jobs over",

@@ -159,7 +159,9 @@ static void begin(struct dispatcher *d)
 	event_del(d->contact_ev);
 	log_info("database: schema version %d, registered as %s: claiming", DISPATCH_SCHEMA_VERSION,
 		 d->cfg->instance_id);
-	arm(d->poll_ev, jittered(d, d->cfg->poll_ms));
+	/* the first claim at once: rows queued before the start wait for no
+	 * poll (and no notification comes for them) */
+	event_active(d->poll_ev, EV_TIMEOUT, 0);
 	arm(d->beat_ev, d->cfg->heartbeat_sec * 1000LL);
 	if (d->cfg->cancel_poll_ms > 0)
 		arm(d->cancel_ev, d->cfg->cancel_poll_ms);

@@ -856,6 +856,15 @@ static void turn_done(void *arg, PGresult *res, int away)
 					: jittered(d, d->cfg->poll_ms));
 }
 
+/* How often "no execserver connected" is said again while it lasts: 10
+ * polls, between 1 s and a minute. */
+static int64_t no_exec_say_ms(const struct dispatcher *d)
+{
+	int64_t ms = 10LL * d->cfg->poll_ms;
+
+	return ms < 1000 ? 1000 : ms > 60000 ? 60000 : ms;
+}
+
 /* A turn of the hot path: at pollMs, at an outcome, at a notification,
  * when the database is back.  It goes on a hot connection with nothing on
  * the wire; while both have a turn on the wire it only notes that it was
@@ -904,10 +913,14 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 			log_warn("heartbeat not written for %d s or more: starting nothing new",
 				 d->cfg->stale_after_sec / 2);
 	} else if (a.share == 0) {
-		if (!d->said_no_exec++)
-			log_warn("no execserver connected: claiming nothing");
+		/* said once a connection failed or closed (not while the
+		 * first ones are still being made), and again now and then */
+		if (d->exec_why[0] && now_ms() >= d->no_exec_said_ms + no_exec_say_ms(d)) {
+			log_warn("no execserver connected: claiming nothing (%s)", d->exec_why);
+			d->no_exec_said_ms = now_ms();
+		}
 	} else {
-		d->said_no_exec = 0;
+		d->no_exec_said_ms = 0;
 		/* no claim while a sweep of lost claims waits or is out (it
 		 * would requeue the rows of a claim it did not know of, and
 		 * claims going on would put it off for good) */
@@ -945,10 +958,32 @@ static void on_submit(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (!d->stopping) {
+	if (!d->stopping && d->contact == CONTACT_DONE) {
 		d->other_due_ms = 0; /* it may be of a service not seen yet */
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	}
+}
+
+/* An execserver connection came up: claim at once (its share is new),
+ * not at the next poll.  One that failed or closed: its reason is kept,
+ * for the line that says why nothing is claimed (poll_cb). */
+static void on_exec_conn(void *arg, enum exc_conn_event ev, const struct exc_conn_info *info)
+{
+	struct dispatcher *d = arg;
+
+	if (ev == EXC_CONN_UP) {
+		on_submit(d);
+		return;
+	}
+	if (ev != EXC_CONN_FAILED && ev != EXC_CONN_DOWN)
+		return;
+	if (ev == EXC_CONN_FAILED && info->code == 401)
+		snprintf(d->exec_why, sizeof d->exec_why, "%s: 401, the authToken was refused",
+			 info->address);
+	else
+		snprintf(d->exec_why, sizeof d->exec_why, "%s: %s%s (%d)", info->address,
+			 ev == EXC_CONN_DOWN ? "closed: " : "", info->message ? info->message : "",
+			 info->code);
 }
 
 /* Children of local runs: each reaped one goes to its run. */
@@ -1098,6 +1133,8 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	o.log = client_log;
 	o.log_level = (enum exc_log_level)cfg->log_level;
 	o.client_id = d.client_id;
+	o.on_conn = on_exec_conn;
+	o.arg = &d;
 	d.client = d.base ? exc_client_new(d.base, &o) : NULL;
 	if (!d.client) {
 		log_error("cannot create the client: %s", strerror(errno));

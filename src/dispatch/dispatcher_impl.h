@@ -142,7 +142,11 @@ struct dispatcher {
 	int64_t give_up_ms; /* stopping: outcomes refused in every form are given up then */
 	int gave_up;        /* outcomes were given up: our row stays for the rescue */
 	int exit_status;
-	int said_stale, said_no_exec;
+	int said_stale;
+	/* no execserver connected: the last reason a connection failed or
+	 * closed, and when "claiming nothing" was said last */
+	char exec_why[300];
+	int64_t no_exec_said_ms;
 	unsigned rnd;
 	struct dispatch_stats st;
 	struct metrics *metrics;

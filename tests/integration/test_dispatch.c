@@ -424,6 +424,17 @@ static void test_no_execserver(void)
 	fprintf(stderr, "statements in 2 s without an execserver: %d\n", after - before);
 	CU_ASSERT(after - before >= 1 && after - before <= 6);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 2, SIGTERM, 5000), 0);
+	/* why nothing is claimed, said again every 10 polls (1 s here), not
+	 * once for good */
+	size_t len;
+	unsigned char *log = harness_read_file(F.log[2], &len);
+	int said = 0;
+	for (char *p = (char *)log; p && (p = strstr(p, "no execserver connected: claiming "
+							"nothing (ws://127.0.0.1:9: "));
+	     p++)
+		said++;
+	free(log);
+	CU_ASSERT(said >= 2 && said <= 4);
 	clear_queue();
 }
 
@@ -812,6 +823,35 @@ static void test_notify(void)
 	fprintf(stderr, "notify: submitted to done in %lld ms (pollMs 60000)\n", took);
 	CU_ASSERT_STRING_EQUAL(buf, "done");
 	CU_ASSERT(took < 1000);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	clear_queue();
+}
+
+/* notify: true with rows queued before the start and a poll of 10 s: the
+ * first claim goes at the start and again when the execserver connects,
+ * not at the first poll (issue 28, item 2).  Before, the first job started
+ * about 10 s after the start. */
+static void test_notify_start(void)
+{
+	long long t0, took;
+
+	clear_queue();
+	for (int i = 0; i < 20; i++)
+		df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT_FATAL(df_write_config(&F, 0, "notify: true\npollMs: 10000\n") == 0);
+	t0 = harness_now_ms();
+	CU_ASSERT_FATAL(df_spawn_disp(&F, 0) == 0);
+	while (pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE started_at IS NOT "
+			       "NULL OR state = 'done'") < 1 &&
+	       harness_now_ms() - t0 < 12000)
+		harness_sleep_ms(5);
+	took = harness_now_ms() - t0;
+	fprintf(stderr,
+		"notify: from the start to the first job started: %lld ms (pollMs "
+		"10000)\n",
+		took);
+	CU_ASSERT(took < 2000);
+	CU_ASSERT(df_wait_final(&F, 5000) == 0);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 	clear_queue();
 }
@@ -1281,6 +1321,7 @@ int main(void)
 		{ "retention: a locked finished row holds neither the janitor nor the heartbeat",
 		  test_retention_locked_row },
 		{ "notify: true starts a submission at once", test_notify },
+		{ "notify: true claims at the start, not at the first poll", test_notify_start },
 		{ "notify: a silent server does not hold the loop, the next host is reached",
 		  test_notify_silent_server },
 		{ "stop: the heartbeat's lane still connecting past a silent host: the leave "

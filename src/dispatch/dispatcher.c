@@ -144,10 +144,13 @@ static void set_outcome(struct held *h, const struct exc_receipt *r)
 		h->state = "failed";
 	}
 	if (r->error_code && !r->json && r->error_message &&
-	    strcmp(r->error_code, EXC_E_BAD_JOB) == 0) {
+	    (strcmp(r->error_code, EXC_E_BAD_JOB) == 0 ||
+	     strcmp(r->error_code, PROTO_E_UNKNOWN_COMMAND) == 0 ||
+	     strcmp(r->error_code, EXC_E_UNKNOWN_SERVICE) == 0)) {
 		/* the JOB refused, by the library (larger than the
-		 * instance's maxFrameBytes) or by the execserver's ERROR:
-		 * no receipt, so the reason goes into the row */
+		 * instance's maxFrameBytes, a service no instance offers) or
+		 * by the execserver's ERROR (bad_job, unknown_command): no
+		 * receipt, so the reason goes into the row */
 		if (asprintf(&h->error, "%s: %s", r->error_code, r->error_message) < 0)
 			h->error = NULL;
 	} else if (r->error_code) {

@@ -186,7 +186,10 @@ const char DQ_REQUEUE_CLAIMS[] =
 	"RETURNING j.id, j.attempts, j.priority, j.service, j.job::text, j.claims"
 #define CLAIM_SET CLAIM_SET_FROM("picked")
 
-/* Outcomes of claims of $1, from the arrays $2..$8. */
+/* Outcomes of claims of $1, from the arrays $2..$8.  A run that ended
+ * before DQ_START saw it running (a short job) gets its started_at here:
+ * every receipt of a run that started has duration_ms, the time from the
+ * accepted JOB to its end, so the start is the finish less that. */
 #define FINISH_SET                                                                              \
 	"UPDATE @schema@.job j SET state = u.state, "                                           \
 	"runner_instance = CASE WHEN u.state = 'queued' THEN NULL ELSE j.runner_instance END, " \
@@ -194,6 +197,9 @@ const char DQ_REQUEUE_CLAIMS[] =
 	"start_after = CASE WHEN u.state = 'queued' "                                           \
 	" THEN now() + make_interval(secs => u.delay) ELSE j.start_after END, "                 \
 	"finished_at = CASE WHEN u.state = 'queued' THEN NULL ELSE now() END, "                 \
+	"started_at = CASE WHEN j.started_at IS NULL AND u.receipt ? 'duration_ms' THEN now() " \
+	" - make_interval(secs => (u.receipt->>'duration_ms')::float8 / 1000) "                 \
+	" ELSE j.started_at END, "                                                              \
 	"error = u.error, receipt = u.receipt "                                                 \
 	"FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], "   \
 	" $8::jsonb[]) AS u(id, claims, state, uncount, delay, error, receipt) "                \

@@ -88,16 +88,31 @@ static void test_run_outcomes(void)
 			"WHERE id = %lld AND started_at IS NOT NULL AND finished_at > started_at",
 			slow),
 		"done");
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
-					   "SELECT state || '/' || error FROM "
-					   "execdispatch.job WHERE id = %lld",
-					   badjob),
-			       "failed/unknown_command");
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
-					   "SELECT state || '/' || error FROM "
-					   "execdispatch.job WHERE id = %lld",
-					   unknown),
-			       "failed/unknown_service");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state || '/' || error FROM "
+			    "execdispatch.job WHERE id = %lld",
+			    badjob),
+		"failed/unknown_command: job.command: not configured for service work");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state || '/' || error FROM "
+			    "execdispatch.job WHERE id = %lld",
+			    unknown),
+		"failed/unknown_service: no reached instance offers service \"nope\"");
+	/* every run that started records it, the short ones too (DQ_START
+	 * sees them only when they are still running 100 ms on) */
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id IN (%lld, "
+				   "%lld, %lld) AND started_at IS NOT NULL AND started_at <= "
+				   "finished_at",
+				   ok, bad, env),
+			3);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id IN (%lld, "
+				   "%lld) AND started_at IS NULL",
+				   badjob, unknown),
+			2);
 	/* the program sees its row and attempt (the job's own entry replaced) */
 	snprintf(buf, sizeof buf, "%lld/1\n", env);
 	char got[256];
@@ -1193,8 +1208,10 @@ static void test_unknown_services_bounded(void)
 	fprintf(stderr, "services known: at most %lld during the run, %lld at the end\n", most,
 		df_metric(mport, "execdispatch_services"));
 	CU_ASSERT_EQUAL(
-		pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE service LIKE "
-				"'made-up-%%' AND state = 'failed' AND error = 'unknown_service'"),
+		pgtest_int(
+			F.c,
+			"SELECT count(*) FROM execdispatch.job WHERE service LIKE "
+			"'made-up-%%' AND state = 'failed' AND error LIKE 'unknown_service: %%'"),
 		n);
 	CU_ASSERT_EQUAL(pgtest_int(F.c,
 				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "

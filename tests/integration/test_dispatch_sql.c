@@ -61,24 +61,37 @@ static void test_config_errors(void)
 	static const struct {
 		const char *text, *expect;
 	} cases[] = {
-		{ "database: x\nexecservers: [ws://h:1]\npollMs: 5\n", "check.yml:3:9: pollMs" },
-		{ "database: x\nexecservers: [http://h:1]\n", "check.yml:2:15: execservers[0]" },
-		{ "database: x\nexecservers: [ws://h:1]\npolMs: 100\n", "check.yml:3:1:" },
+		{ "database: dbname=x\nexecservers: [ws://h:1]\npollMs: 5\n",
+		  "check.yml:3:9: pollMs" },
+		{ "database: dbname=x\nexecservers: [http://h:1]\n",
+		  "check.yml:2:15: execservers[0]" },
+		{ "database: dbname=x\nexecservers: [ws://h:1]\npolMs: 100\n", "check.yml:3:1:" },
 		{ "execservers: [ws://h:1]\n", "database: a libpq connection string" },
-		{ "database: x\nexecservers: [ws://h:1]\nschema: Bad-Name\n",
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nschema: Bad-Name\n",
 		  "check.yml:3:9: schema" },
 		/* 57 characters: "<schema>_submit" would not be a PostgreSQL name,
 		 * and migration 002's pg_notify would fail every insert */
-		{ "database: x\nexecservers: [ws://h:1]\nschema: "
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nschema: "
 		  "a23456789012345678901234567890123456789012345678901234567\n",
 		  "check.yml:3:9: schema: a lower-case SQL identifier is required (a-z, 0-9, _, "
 		  "not starting with a digit, at most 56)" },
-		{ "database: x\nexecservers: [ws://h:1]\nheartbeatSec: 5\nstaleAfterSec: 6\n",
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nheartbeatSec: 5\nstaleAfterSec: "
+		  "6\n",
 		  "check.yml:4:16: staleAfterSec (6) must be at least twice heartbeatSec" },
-		{ "database: x\nexecservers: [ws://h:1]\ninstanceId: \"a b\"\n",
+		{ "database: dbname=x\nexecservers: [ws://h:1]\ninstanceId: \"a b\"\n",
 		  "check.yml:3:13: instanceId" },
-		{ "database: x\nexecservers: [ws://h:1]\nmetrics: nope\n",
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nmetrics: nope\n",
 		  "check.yml:3:10: metrics" },
+		/* libpq's own parser: a misspelt keyword, a missing "=" */
+		{ "execservers: [ws://h:1]\ndatabase: \"hots=x\"\n",
+		  "check.yml:2:11: database: not a libpq connection string or URI: invalid "
+		  "connection option \"hots\"" },
+		{ "execservers: [ws://h:1]\ndatabase: x\n",
+		  "check.yml:2:11: database: not a libpq connection string or URI: missing \"=\" "
+		  "after \"x\"" },
+		{ "execservers: [ws://h:1]\ndatabase: \"postgresql://h/db?hots=x\"\n",
+		  "check.yml:2:11: database: not a libpq connection string or URI: invalid URI "
+		  "query parameter: \"hots\"" },
 	};
 	char out[1024];
 
@@ -91,7 +104,8 @@ static void test_config_errors(void)
 			CU_FAIL("config error text");
 		}
 	}
-	CU_ASSERT_EQUAL(check_config("database: x\nexecservers: [ws://h:1]\n", out, sizeof out), 0);
+	CU_ASSERT_EQUAL(
+		check_config("database: dbname=x\nexecservers: [ws://h:1]\n", out, sizeof out), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "test is successful"));
 }
 

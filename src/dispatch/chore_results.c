@@ -485,6 +485,36 @@ static void reregistered(void *arg, PGresult *res, int away, const void *note)
 	send_beat(d);
 }
 
+/* PgBouncer has refused our connections with its server_login_retry
+ * (a PostgreSQL restart seen through it) for longer than half of
+ * staleAfterSec: the other dispatchers may be refused as long, and the
+ * first one back rescues the others' running jobs, which then run twice.
+ * Said once per spell (docs/dispatch.md, "Poolers and the database's
+ * health": set server_login_retry well below staleAfterSec / 2). */
+static void say_login_retry(struct dispatcher *d)
+{
+	struct db *dbs[] = { &d->db, &d->db2, chores_db(d->chores), chores_db(d->beat_lane),
+			     chores_db(d->rescue_lane) };
+	int64_t longest = 0;
+
+	for (size_t i = 0; i < sizeof dbs / sizeof dbs[0]; i++)
+		if (db_login_retry_for(dbs[i]) > longest)
+			longest = db_login_retry_for(dbs[i]);
+	if (longest <= d->cfg->stale_after_sec * 1000LL / 2) {
+		if (!longest)
+			d->said_login_retry = 0;
+		return;
+	}
+	if (d->said_login_retry++)
+		return;
+	log_warn("database: PgBouncer has refused our connections for %lld s (server login has "
+		 "been failing, server_login_retry), longer than half of staleAfterSec (%d s): "
+		 "other dispatchers are likely refused as long, and the first one back rescues "
+		 "the others' running jobs, which then run again; set PgBouncer's "
+		 "server_login_retry well below %d s (docs/dispatch.md, \"Poolers\")",
+		 (long long)(longest / 1000), d->cfg->stale_after_sec, d->cfg->stale_after_sec / 2);
+}
+
 /* Every heartbeatSec: the heartbeat (registering again first when a
  * rescue removed our row); a tick with the last one still out is let
  * pass (its deadline bounds it). */
@@ -498,6 +528,7 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	arm(d->beat_ev, d->cfg->heartbeat_sec * 1000LL);
+	say_login_retry(d);
 	if (d->listener)
 		listener_keep(d->listener);
 	if (d->registered && d->owning && !d->own_out)

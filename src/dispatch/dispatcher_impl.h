@@ -143,6 +143,7 @@ struct dispatcher {
 	int gave_up;        /* outcomes were given up: our row stays for the rescue */
 	int exit_status;
 	int said_stale;
+	int said_login_retry; /* PgBouncer's login retry said (say_login_retry) */
 	/* no execserver connected: the last reason a connection failed or
 	 * closed, and when "claiming nothing" was said last */
 	char exec_why[300];

@@ -927,6 +927,37 @@ static void test_reused_instance_life(void)
 	CU_ASSERT(harness_now_ms() - t0 < 3000);
 }
 
+/* PostgreSQL stopped behind PgBouncer: PgBouncer refuses every new server
+ * login for its server_login_retry (15 s by default, longer than half of
+ * staleAfterSec, 3 s here) with "server login has been failing, try again
+ * later (server_login_retry)"; the dispatcher says so once it has seen it
+ * for longer than 1.5 s (docs/dispatch.md, "Poolers and the database's
+ * health").  Before, it logged only lost connections. */
+static void test_login_retry_said(void)
+{
+	static char conninfo[300];
+	const char *saved = F.conninfo;
+	int rc;
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+				  "violations"));
+	CU_ASSERT_FATAL(pgtest_start_bouncer(&F.pg) == 0);
+	snprintf(conninfo, sizeof conninfo, "host=127.0.0.1 port=%d user=postgres dbname=postgres",
+		 F.pg.bouncer_port);
+	F.conninfo = conninfo;
+	rc = df_write_config(&F, 0, NULL);
+	F.conninfo = saved;
+	CU_ASSERT_FATAL(rc == 0 && df_start_disp(&F, 0) == 0);
+	CU_ASSERT_FATAL(pgtest_stop(&F.pg) == 0);
+	CU_ASSERT(wait_run_log(0, "PgBouncer has refused our connections for", 15000) == 0);
+	CU_ASSERT_EQUAL(run_count(0, "PgBouncer has refused our connections for"), 1);
+	df_stop_disp(&F, 0, SIGKILL, 5000);
+	kill(bouncer_pid(), SIGKILL);
+	F.pg.bouncer_port = 0; /* gone: nothing to stop at the cleanup */
+	CU_ASSERT_FATAL(pgtest_restart(&F.pg) == 0);
+	PQreset(F.c);
+}
+
 /* A database not reachable at the start is waited for, with back-off
  * and a line per failed attempt (docs/dispatch.md, "Starting"): the
  * dispatcher is still up at its sixth attempt (about 8 s), and once
@@ -1175,6 +1206,8 @@ int main(void)
 		  test_claim_committed_late },
 		{ "the start's requeue refused: nothing claimed until it goes through",
 		  test_start_requeue_refused },
+		{ "PgBouncer's server_login_retry past staleAfterSec / 2 is said",
+		  test_login_retry_said },
 		{ "a database down at the start is waited for", test_start_database_down },
 		{ "a stop ends within stopTimeoutSec while a run goes on", test_stop_bound },
 		/* last: it restarts the execserver with short pings */

@@ -433,8 +433,9 @@ static void sleep_trigger(const char *name, int secs, const char *when)
 
 /* A fresh queue and dispatcher 0 through PgBouncer, started now, with
  * PostgreSQL itself as the second host of its connection string (where
- * it goes once PgBouncer is gone).  0, or -1. */
-static int disp_through_bouncer(void)
+ * it goes once PgBouncer is gone), or (bouncer_only) PgBouncer alone.
+ * 0, or -1. */
+static int disp_through_bouncer_as(int bouncer_only)
 {
 	static char conninfo[600];
 	const char *saved = F.conninfo;
@@ -444,13 +445,22 @@ static int disp_through_bouncer(void)
 				  "violations"));
 	if (pgtest_start_bouncer(&F.pg) != 0)
 		return -1;
-	snprintf(conninfo, sizeof conninfo,
-		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres",
-		 F.pg.bouncer_port, F.pg.port);
+	if (bouncer_only)
+		snprintf(conninfo, sizeof conninfo,
+			 "host=127.0.0.1 port=%d user=postgres dbname=postgres", F.pg.bouncer_port);
+	else
+		snprintf(conninfo, sizeof conninfo,
+			 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres",
+			 F.pg.bouncer_port, F.pg.port);
 	F.conninfo = conninfo;
 	rc = df_write_config(&F, 0, NULL);
 	F.conninfo = saved;
 	return rc == 0 ? df_start_disp(&F, 0) : -1;
+}
+
+static int disp_through_bouncer(void)
+{
+	return disp_through_bouncer_as(0);
 }
 
 /* A finish whose commit went through but whose reply the lost connection
@@ -935,19 +945,7 @@ static void test_reused_instance_life(void)
  * health").  Before, it logged only lost connections. */
 static void test_login_retry_said(void)
 {
-	static char conninfo[300];
-	const char *saved = F.conninfo;
-	int rc;
-
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
-				  "violations"));
-	CU_ASSERT_FATAL(pgtest_start_bouncer(&F.pg) == 0);
-	snprintf(conninfo, sizeof conninfo, "host=127.0.0.1 port=%d user=postgres dbname=postgres",
-		 F.pg.bouncer_port);
-	F.conninfo = conninfo;
-	rc = df_write_config(&F, 0, NULL);
-	F.conninfo = saved;
-	CU_ASSERT_FATAL(rc == 0 && df_start_disp(&F, 0) == 0);
+	CU_ASSERT_FATAL(disp_through_bouncer_as(1) == 0);
 	CU_ASSERT_FATAL(pgtest_stop(&F.pg) == 0);
 	CU_ASSERT(wait_run_log(0, "PgBouncer has refused our connections for", 15000) == 0);
 	CU_ASSERT_EQUAL(run_count(0, "PgBouncer has refused our connections for"), 1);

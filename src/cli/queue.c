@@ -319,7 +319,8 @@ static int do_show(PGconn *c, const struct qopts *o)
 }
 
 /* The position text of a job from position(): "3 running, 7 ahead" for a
- * queued row, "claimed, waiting for a slot (4 running)" or the state.
+ * queued row (with why it waits when it is not simply its turn),
+ * "claimed, waiting for a slot (4 running)" or the state.
  * EXECCTL_OK, EXECCTL_FAILED (printed), or EXECCTL_NOT_FOUND (printed). */
 static int position_text(PGconn *c, const struct qopts *o, char *state, size_t slen, char *buf,
 			 size_t len)
@@ -353,13 +354,18 @@ static int position_text(PGconn *c, const struct qopts *o, char *state, size_t s
 			 (long long)running);
 	else
 		snprintf(buf, len, "%s", state);
+	/* a queued row: why it waits, unless it is simply its turn (migration
+	 * 007: "no dispatcher claims: d0: no execserver connected (...)") */
+	if (json_object_object_get_ex(p, "waiting", &v) && v &&
+	    strcmp(json_object_get_string(v), "its turn") != 0 && strlen(buf) + 4 < len)
+		snprintf(buf + strlen(buf), len - strlen(buf), " (%s)", json_object_get_string(v));
 	json_object_put(p);
 	return EXECCTL_OK;
 }
 
 static int do_position(PGconn *c, const struct qopts *o)
 {
-	char state[32], line[128];
+	char state[32], line[512];
 	int rc = position_text(c, o, state, sizeof state, line, sizeof line);
 
 	if (rc == EXECCTL_OK)

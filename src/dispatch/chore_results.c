@@ -399,13 +399,29 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
 		event_active(d->poll_ev, EV_TIMEOUT, 0); /* outcomes held back while away */
 }
 
+/* Why this dispatcher claims nothing now, into buf, or NULL while it
+ * claims: written with each beat into its dispatcher row, where
+ * position() of a queued row reads it (migration 007). */
+static const char *claiming_nothing(const struct dispatcher *d, char *buf, size_t len)
+{
+	if (d->stopping)
+		return "stopping";
+	if (!d->client || exc_claim_share(d->client) > 0)
+		return NULL;
+	snprintf(buf, len, "no execserver connected%s%s%s", d->exec_why[0] ? " (" : "", d->exec_why,
+		 d->exec_why[0] ? ")" : "");
+	return buf;
+}
+
 /* The heartbeat, a chore on its lane (the rescue follows its answer). */
 static void send_beat(struct dispatcher *d)
 {
-	const char *params[2] = { d->cfg->instance_id, d->token };
+	char why[sizeof d->exec_why + 40];
+	const char *params[3] = { d->cfg->instance_id, d->token,
+				  claiming_nothing(d, why, sizeof why) };
 	int64_t sent = now_ms();
 
-	if (chores_add(d->beat_lane, d->q_beat, 2, params, &sent, sizeof sent, beat_done, d) == 0)
+	if (chores_add(d->beat_lane, d->q_beat, 3, params, &sent, sizeof sent, beat_done, d) == 0)
 		d->beat_out = 1;
 }
 

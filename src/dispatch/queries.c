@@ -37,12 +37,13 @@ const char DQ_REGISTER[] =
 	"OR @schema@.dispatcher.started_at = EXCLUDED.started_at "
 	"RETURNING 1";
 
-/* The beat touches the dispatcher table alone (no trigger, no foreign
+/* The beat ($3: why we claim nothing, or NULL; position() says it) touches
+ * the dispatcher table alone (no trigger, no foreign
  * key reaches job from it), so no lock on job, however long an
  * application holds it, ever holds a beat back.  It changes no key
  * column: a claim's FOR KEY SHARE on the row does not hold it back
  * either. */
-const char DQ_BEAT[] = "UPDATE @schema@.dispatcher SET heartbeat_at = now()"
+const char DQ_BEAT[] = "UPDATE @schema@.dispatcher SET heartbeat_at = now(), claiming_nothing = $3"
 		       " WHERE instance = $1 AND started_at = $2::timestamptz RETURNING 1";
 
 /* Our dispatcher row of this life (instance INST, started_at TOKEN),

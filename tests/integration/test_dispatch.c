@@ -403,6 +403,9 @@ static int logged_statements(void)
 	return n;
 }
 
+static int execctl(char *out, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 static void test_no_execserver(void)
 {
 	char buf[64], conninfo[600];
@@ -438,6 +441,14 @@ static void test_no_execserver(void)
 	 * no cancel poll */
 	fprintf(stderr, "statements in 2 s without an execserver: %d\n", after - before);
 	CU_ASSERT(after - before >= 1 && after - before <= 6);
+	/* position() and execctl position say why the job waits (the beat
+	 * writes it into the dispatcher row; migration 007) */
+	char out[1024];
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position --db '%s' %lld", F.conninfo, id), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(
+		out, "(no dispatcher claims: d2: no execserver connected (ws://127.0.0.1:9: "));
+	if (!strstr(out, "no dispatcher claims: d2"))
+		fprintf(stderr, "execctl position: %s\n", out);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 2, SIGTERM, 5000), 0);
 	/* why nothing is claimed, said again every 10 polls (1 s here), not
 	 * once for good */
@@ -455,8 +466,6 @@ static void test_no_execserver(void)
 
 /* Runs execctl with args (a shell fragment); its stdout+stderr into out;
  * the exit status. */
-static int execctl(char *out, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 static int execctl(char *out, size_t len, const char *fmt, ...)
 {
 	char args[1024], cmd[1400];

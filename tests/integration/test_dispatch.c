@@ -852,6 +852,58 @@ static void test_notify(void)
 	clear_queue();
 }
 
+/* A wrong authToken: every execserver answers 401, nothing can be
+ * claimed, and the log says so with the reason, again every 10 polls
+ * (1 s here) while it lasts; position() names it (issue 27, item 7).
+ * Before, one 401 line at the start, then silence. */
+static void test_wrong_token(void)
+{
+	struct es_daemon es;
+	char body[1200];
+	FILE *f;
+	int said = 0;
+
+	clear_queue();
+	snprintf(body, sizeof body, "%sauthToken: s3cret\n", df_exec_body(1));
+	harness_auth_token = "s3cret";
+	CU_ASSERT_FATAL(harness_start(&es, 1, body, NULL) == 0);
+	harness_auth_token = NULL;
+	snprintf(F.cfg[3], sizeof F.cfg[3], "%s/d3.yml", F.dir);
+	snprintf(F.log[3], sizeof F.log[3], "%s/d3.log", F.dir);
+	f = fopen(F.cfg[3], "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fprintf(f,
+		"database: \"%s\"\nexecservers: [ws://127.0.0.1:%d]\nauthToken: wrong\n"
+		"instanceId: d3\npollMs: 100\nheartbeatSec: 1\nstaleAfterSec: 3\n",
+		F.conninfo, es.port);
+	fclose(f);
+	CU_ASSERT_FATAL(df_start_disp(&F, 3) == 0);
+	long long id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	char line[200], buf[512];
+	snprintf(line, sizeof line,
+		 "no execserver connected: claiming nothing (ws://127.0.0.1:%d: 401, the "
+		 "authToken was refused)",
+		 es.port);
+	for (long long t0 = harness_now_ms(); said < 3 && harness_now_ms() - t0 < 10000;
+	     harness_sleep_ms(50)) {
+		size_t len;
+		unsigned char *log = harness_read_file(F.log[3], &len);
+		said = 0;
+		for (char *p = (char *)log; p && (p = strstr(p, line)); p++)
+			said++;
+		free(log);
+	}
+	CU_ASSERT(said >= 3);
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(pgtest_text(F.c, buf, sizeof buf,
+				   "SELECT execdispatch.position(%lld)->>'waiting'", id),
+		       "d3: no execserver connected (ws://127.0.0.1:"));
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 3, SIGTERM, 5000), 0);
+	harness_stop(&es, 5000);
+	harness_cleanup(&es);
+	clear_queue();
+}
+
 /* notify: true with rows queued before the start and a poll of 10 s: the
  * first claim goes at the start and again when the execserver connects,
  * not at the first poll (issue 28, item 2).  Before, the first job started
@@ -1349,6 +1401,8 @@ int main(void)
 		  test_retention_locked_row },
 		{ "notify: true starts a submission at once", test_notify },
 		{ "notify: true claims at the start, not at the first poll", test_notify_start },
+		{ "a wrong authToken: why nothing is claimed, said again and in position()",
+		  test_wrong_token },
 		{ "notify: a silent server does not hold the loop, the next host is reached",
 		  test_notify_silent_server },
 		{ "stop: the heartbeat's lane still connecting past a silent host: the leave "

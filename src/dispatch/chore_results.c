@@ -1099,8 +1099,8 @@ void maybe_done_stopping(struct dispatcher *d)
 	    d->sweep_out || d->leaving)
 		return;
 	if (d->gave_up)
-		log_warn("stopping: outcomes were given up; our dispatcher row stays, so that the "
-			 "rescue reruns their rows");
+		log_warn("stopping: outcomes or runs were given up; our dispatcher row stays, so "
+			 "that the rescue reruns their rows");
 	else if (d->registered && send_leave(d) == 0) {
 		d->leaving = 1;
 		return;

@@ -140,7 +140,7 @@ struct dispatcher {
 	int owning, own_out;
 	int stopping;
 	int64_t give_up_ms; /* stopping: outcomes refused in every form are given up then */
-	int gave_up;        /* outcomes were given up: our row stays for the rescue */
+	int gave_up;        /* outcomes or runs were given up: our row stays for the rescue */
 	int exit_status;
 	int said_stale;
 	int said_login_retry; /* PgBouncer's login retry said (say_login_retry) */

@@ -25,6 +25,10 @@ libssl-dev libwslay-dev libhttp-parser-dev
 curl procps valgrind openssl clang libclang-rt-14-dev clang-format haproxy iproute2 nftables systemd spin
 gearman-job-server libgearman-dev gnuplot-nox util-linux linux-perf
 libpq-dev postgresql postgresql-contrib pgbouncer"
+# python3-prometheus-client: the parsers (Prometheus text and OpenMetrics)
+# that test_metrics feeds both daemons' /metrics to; 200 KB, where the
+# prometheus package's promtool would bring 96 MB and a server
+PACKAGES="$PACKAGES python3-prometheus-client"
 
 missing=""
 for p in $PACKAGES; do

@@ -332,7 +332,9 @@ enum exc_io_kind {
 	EXC_IO_BUFFER,   /* source only: len bytes at data (copied at
 				 * exc_submit) */
 	EXC_IO_FILE,     /* path of a local file: opened at exc_submit
-				 * (source: read; sink: created/truncated, 0644) */
+				 * (source: read; sink: a temporary file
+				 * beside it, renamed to path when the job
+				 * succeeded, else removed: docs/client.md) */
 	EXC_IO_URL,      /* a URL the execserver fetches/PUTs itself; the
 				 * library serves nothing for it */
 	EXC_IO_DISCARD,  /* sink only: streamed and thrown away (the
@@ -423,7 +425,10 @@ struct exc_receipt {
 				 * exec_lost, exec_stopped, ...) */
 	int receipt_lost;
 	uint64_t stdin_bytes;  /* bytes served to the stdin endpoint */
-	uint64_t stdout_bytes; /* bytes received on the stdout endpoint */
+	uint64_t stdout_bytes; /* bytes received on the stdout endpoint,
+				 * also when the job's end cut the
+				 * transfer short (then the sink holds a
+				 * prefix of the job's output) */
 	const char *json;      /* the server's receipt object as JSON text,
 				 * or NULL for a receipt made by the library */
 };
@@ -495,6 +500,18 @@ const char *exc_job_state(const exc_job *j);
  * outcome the job already had).  Returns 0, or -1 when it is already done.
  */
 int exc_cancel(exc_job *j);
+
+/*
+ * The job left "waiting": an instance's slot was taken and the JOB sent
+ * (or, over the legacy fallback, its PUT began).  Called once, from the
+ * loop, before any byte of the job's stdout can reach the sink (a
+ * terminal's status line is erased here); not for a job that ends
+ * without starting.  arg: the spec's arg.
+ */
+typedef void (*exc_start_cb)(exc_job *job, void *arg);
+/* Sets j's start callback (NULL: none).  Call it right after exc_submit:
+ * no callback runs inside an exc_* call, so no start is missed. */
+void exc_job_on_start(exc_job *j, exc_start_cb cb);
 
 /*
  * Sends QUERY to every instance holding the job (each parked copy, or the

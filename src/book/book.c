@@ -366,8 +366,10 @@ void bk_tick(struct book *b, uint64_t now_ms)
 		uint32_t i = b->wgs[g].off_tail;
 		while (i != BK_NIL && !(bk_want(b, i)->flags & BKW_STAMPED)) {
 			struct bk_want *w = bk_want(b, i);
+			uint64_t parked_at = w->parked_at; /* the deadline takes its place */
 			w->deadline = b->clock + b->lim.offer_timeout_ms;
 			w->flags |= BKW_STAMPED;
+			bk_wait_sample(b, w->service, parked_at);
 			i = w->q_prev;
 		}
 	}
@@ -473,6 +475,8 @@ void book_service_status(const struct book *b, uint32_t svc, struct book_service
 	st->running = s->running;
 	st->offered = s->offered;
 	st->klass = s->klass;
+	st->runtime = s->runtime;
+	st->slot_wait = s->slot_wait;
 }
 
 const struct book_topology *book_topology(const struct book *b)

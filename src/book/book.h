@@ -110,6 +110,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/histogram.h"
+
 #define BOOK_ID_MAX 64 /* job_id and client_id: at most 64 bytes */
 #define BOOK_MAX_HANDLERS 64
 #define BOOK_MAX_WAITGROUPS 32
@@ -520,6 +522,22 @@ struct book_position {
  * WANT_FINISHED (ahead 0). */
 enum book_rc book_query(const struct book *b, struct book_ref conn, const char *job_id,
 			struct book_position *pos);
+/*
+ * The estimated wait of the PARKED want of pos (book_query's answer) until
+ * it gets a slot, in ms, or -1 when the book cannot tell (docs/protocol.md,
+ * POSITION eta_ms).  Each slot of its waitgroup in use frees, expectedly,
+ * at its job's service mean minus how long it has run (an offered want's:
+ * its service mean); a slot whose end is unknown (that service has no
+ * mean yet, its job has run longer than the mean, a legacy token) is
+ * taken never to free; a free slot frees now.  Of these, the `usable`
+ * latest-freeing slots are the want's (auto-balance keeps the others for
+ * lighter services; usable >= processes: all).  Each of the `ahead` wants
+ * before it takes the next slot that frees and holds it for the want's
+ * own service mean; the want gets the next one after them.  -1 when that
+ * slot is one never to free, or when ahead > 0 and the service has no
+ * mean.  Cost: one pass over the running wants of every handler.
+ */
+int64_t book_eta(const struct book *b, const struct book_position *pos, uint32_t usable);
 
 /* ---- drain -------------------------------------------------------------- */
 
@@ -591,6 +609,11 @@ struct book_service_status {
 	uint64_t samples;        /* finished jobs in the average (class_takes_sample) */
 	uint32_t waiting, running, offered;
 	uint32_t klass; /* enum svc_class (book_class.h); SVC_UNKNOWN unless auto-balance */
+	/* run time of the finished jobs (duration_ms; not those lost with
+	 * their handler, whose run time is not known), and slot wait: from a
+	 * want's WANT (book_want's now_ms) to its grant, for the wants that
+	 * got an offer (legacy tokens wait for nothing: not counted) */
+	struct hist runtime, slot_wait;
 };
 struct book_status {
 	uint8_t instance_id[16];

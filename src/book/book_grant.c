@@ -82,7 +82,9 @@ static int grant_one(struct book *b, uint32_t g)
 	uint32_t wi = n->head, c = n->conn;
 	struct bk_want *w = bk_want(b, wi);
 
-	/* primary: the conn's stamp, then the want (state last) */
+	/* primary: the conn's stamp, then the want (state last); the slot
+	 * wait counted after the state (without the time: at the stamp) */
+	uint64_t parked_at = w->parked_at;
 	bk_conn(b, c)->stamp[g] = ++wg->grant_counter;
 	w->token = bk_token(b);
 	w->offer_no = ++b->grants;
@@ -92,6 +94,8 @@ static int grant_one(struct book *b, uint32_t g)
 		w->flags |= BKW_STAMPED;
 	}
 	bk_set_state(&w->state, WANT_OFFERED);
+	if (b->now_valid)
+		bk_wait_sample(b, w->service, parked_at);
 	bk_fault("grant.mid");
 
 	/* derived: leave the FIFO, then re-key every node of the conn in this
@@ -128,6 +132,11 @@ static int grant_one(struct book *b, uint32_t g)
 	bk_offered_append(b, wi);
 	bk_mail_push(b, bk_conn(b, c)->handler, wi);
 	return 1;
+}
+
+void bk_wait_sample(struct book *b, uint32_t svc, uint64_t parked_at)
+{
+	hist_add(&b->svcs[svc].slot_wait, b->clock > parked_at ? b->clock - parked_at : 0);
 }
 
 void bk_grant(struct book *b, uint32_t g)

@@ -36,6 +36,14 @@
  * first two groups share their bytes, see struct bk_want).  A want that is not FINISHED has receipt == BK_NIL (a crash
  * between writing it and the state is undone by repair).
  *
+ * Statistics (started, finished, failed, the histograms): counters that
+ * only grow, each written with a store of its own after the state write
+ * of the step they count, and read by nothing but book_service_status.
+ * Nothing is derived from them and repair leaves them alone; a holder
+ * that dies in a step loses at most that step's count (a histogram's
+ * _sum may lack the one observation whose bucket it counted, histogram.h),
+ * never counts a step twice.
+ *
  * The receipt store: max_receipts slots of receipt_bytes bytes (the text,
  * PRIMARY, written before the owning want turns FINISHED) and one bk_rslot
  * per slot (DERIVED: free list link and owner).  Each slot is owned by
@@ -48,13 +56,14 @@
 #include <stdint.h>
 
 #include "book/book.h"
+#include "common/histogram.h"
 
 #define BK_NIL UINT32_MAX
 #define BK_NIL8 UINT8_MAX /* none, in a one-byte handler index */
 _Static_assert(BOOK_MAX_HANDLERS < BK_NIL8, "handler indices fit a byte besides BK_NIL8");
 _Static_assert(BOOK_MAX_SERVICES <= UINT16_MAX, "service indices fit 16 bits");
 #define BK_MAGIC 0x4b4f4f4258455345ULL /* "ESEXBOOK" little endian */
-#define BK_VERSION 5u
+#define BK_VERSION 6u
 #define BK_MAX_CONNECTIONS (1u << 20)
 #define BK_MAX_WANTS (1u << 22)
 #define BK_MAX_TOKENS (1u << 16)
@@ -103,16 +112,25 @@ struct bk_want {
 	uint32_t node;               /* (D) PARKED: its node */
 	uint64_t seq;                /* (P) book-wide arrival number */
 	uint64_t token;              /* (P) OFFERED/RUNNING: the offer's token */
-	/* The offer's fields and the outcome share their bytes: an offer
-	 * means nothing once the want RUNs, and only RUNNING turns FINISHED
-	 * (bk_job_end writes the outcome while the state still says RUNNING,
-	 * which reads neither), so a record is wholly old or wholly new at
-	 * any crash point as before.  book_want zeroes both. */
+	/* The offer's fields, the start and the outcome share their bytes:
+	 * an offer means nothing once the want RUNs, and only RUNNING turns
+	 * FINISHED (bk_job_end writes the outcome while the state still says
+	 * RUNNING; only book_eta reads started_ms, as a hint that clamps what
+	 * it reads), so a record is wholly old or wholly new at any crash
+	 * point as before.  book_want zeroes all, then sets parked_at, which
+	 * the grant reads before the deadline takes its place. */
 	union {
 		struct {
-			uint64_t deadline; /* (P) OFFERED with BKW_STAMPED */
+			union {
+				uint64_t parked_at; /* (P) PARKED, and OFFERED without
+						     * BKW_STAMPED: the book's clock
+						     * at its WANT (the slot wait's
+						     * start, bk_wait_sample) */
+				uint64_t deadline;  /* (P) OFFERED with BKW_STAMPED */
+			};
 			uint64_t offer_no; /* (P) OFFERED: book-wide grant number */
 		};
+		uint64_t started_ms; /* (P) RUNNING: the book's clock at book_accept */
 		struct {
 			int32_t exit_code;    /* (P) FINISHED: the compact outcome */
 			uint32_t duration_ms; /* (P) FINISHED */
@@ -208,6 +226,8 @@ struct bk_service {
 	double ema_ms;                      /* (P) runtime EMA (book_class.h) */
 	uint32_t klass;                     /* (P) enum svc_class; written after ema_ms and
 				  * nsamples, repaired when not consistent with them */
+	struct hist runtime;   /* (P) statistics: finished jobs' duration_ms (bk_service_sample) */
+	struct hist slot_wait; /* (P) statistics: WANT to grant (bk_wait_sample) */
 };
 
 /* A legacy token (book_token_*): holds one slot of its service's

@@ -27,9 +27,16 @@
  *
  * Cost: O(N log N), N = nodes of the waitgroup at priorities >= p, plus the
  * conn's wants at priority p.
+ *
+ * book_eta turns a position into a time from what holds the slots (book.h
+ * says the model); the k-th free time of slots that free at e_i and every
+ * m after is found by a binary search on t over the count of frees by t,
+ * so a long queue costs no more than a short one.
  */
 #include "autoconfig.h"
 
+#include "book/book.h"
+#include "book/book_class.h"
 #include "book/book_heap.h"
 #include "book/book_impl.h"
 
@@ -139,4 +146,79 @@ uint32_t bk_query_ahead(const struct book *b, uint32_t wi)
 		break;
 	}
 	return ahead;
+}
+
+/* Free times (ms from now) of slots that free in the model: how many are
+ * free by time t, each slot freeing at e and again every m after. */
+static uint64_t frees_by(const uint32_t *e, size_t n, uint64_t m, uint64_t t)
+{
+	uint64_t count = 0;
+	for (size_t i = 0; i < n; i++)
+		if (e[i] <= t)
+			count += m ? (t - e[i]) / m + 1 : 1;
+	return count;
+}
+
+/* The remaining time of a slot held by a want of service svc that began
+ * at start (ms on the book's clock); UINT32_MAX: unknown. */
+static uint32_t remaining(const struct book *b, uint32_t svc, uint64_t start)
+{
+	const struct bk_service *s = &b->svcs[svc];
+	uint64_t mean = s->nsamples ? class_ema_round(s->ema_ms) : 0;
+	uint64_t ran = b->clock > start ? b->clock - start : 0;
+	if (mean == 0 || mean >= UINT32_MAX || ran > mean)
+		return UINT32_MAX;
+	return (uint32_t)(mean - ran);
+}
+
+static int ascending(const struct book *b, const void *ctx, uint32_t x, uint32_t y)
+{
+	(void)b;
+	(void)ctx;
+	return x < y;
+}
+
+int64_t book_eta(const struct book *b, const struct book_position *pos, uint32_t usable)
+{
+	uint32_t g = b->svcs[pos->service].wg, *e = bk_scratch(b, 0);
+	const struct bk_wg *wg = &b->wgs[g];
+	size_t n = 0, unknown = wg->tokens;
+
+	if (pos->state != WANT_PARKED)
+		return -1;
+	for (uint32_t h = 0; h < b->lim.nhandlers; h++)
+		for (uint32_t x = b->handlers[h].run_head; x != BK_NIL; x = bk_want(b, x)->q_next) {
+			const struct bk_want *w = bk_want(b, x);
+			if (bk_want_wg(b, w) == g && n < b->scratch_len)
+				e[n++] = remaining(b, w->service, w->started_ms);
+		}
+	for (uint32_t x = wg->off_head; x != BK_NIL && n < b->scratch_len;
+	     x = bk_want(b, x)->q_next)
+		e[n++] = remaining(b, bk_want(b, x)->service, b->clock);
+	/* free slots free now; unknown ends sort last */
+	for (size_t used = n + unknown; used < wg->processes && n < b->scratch_len; used++)
+		e[n++] = 0;
+	bk_sort(b, e, n, ascending, NULL);
+	while (n > 0 && e[n - 1] == UINT32_MAX)
+		n--, unknown++;
+	/* the want's slots are the ones that free last */
+	size_t all = n + unknown, skip = usable < all ? all - usable : 0;
+	if (skip >= n)
+		return -1;
+	e += skip;
+	n -= skip;
+	const struct bk_service *s = &b->svcs[pos->service];
+	uint64_t m = s->nsamples ? class_ema_round(s->ema_ms) : 0, k = (uint64_t)pos->ahead + 1;
+	if (pos->ahead > 0 && m == 0)
+		return -1;
+	/* the k-th free time: the least t by which k slots have freed */
+	uint64_t lo = 0, hi = (uint64_t)e[n - 1] + (uint64_t)pos->ahead * m;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (frees_by(e, n, m, mid) >= k)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return (int64_t)lo;
 }

@@ -174,10 +174,12 @@ size_t bk_token_purge(struct book *b, uint32_t handler, int32_t *pgids, size_t m
 			continue;
 		if (t->pgid > 0 && pgids && n < max)
 			pgids[n++] = t->pgid;
-		/* it ended, and failed (no runtime sample: it was cut short) */
-		b->svcs[t->service].finished++;
-		b->svcs[t->service].failed++;
+		/* it ended, and failed (no runtime sample: it was cut short);
+		 * counted after the end, as every statistic (book_layout.h) */
+		uint32_t svc = t->service;
 		token_free(b, i);
+		b->svcs[svc].finished++;
+		b->svcs[svc].failed++;
 	}
 	return n;
 }

@@ -365,6 +365,7 @@ enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
 	w->exit_code = 0;
 	w->signal = w->error = w->retryable = w->failed = 0;
 	w->duration_ms = 0;
+	w->parked_at = b->clock; /* after the outcome's zeroes: they share its bytes */
 	w->receipt = BK_NIL;
 	w->receipt_len = 0;
 	w->m_handler = BK_NIL8;
@@ -450,6 +451,7 @@ enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_i
 	w->pgid = 0;
 	w->flags &= (uint8_t) ~(BKW_OFFER_MAIL | BKW_CANCEL_MAIL);
 	bk_set_state(&w->state, WANT_RUNNING);
+	w->started_ms = b->clock; /* after the state: the deadline is not read any more */
 	bk_fault("accept.mid");
 	bk_mail_unlink(b, wi);
 	bk_offered_unlink(b, wi);
@@ -563,6 +565,8 @@ void bk_service_sample(struct book *b, uint32_t svc, const struct book_outcome *
 	s->finished++;
 	if (o->failed)
 		s->failed++;
+	if (o->error != BOOK_ERROR_LOST) /* a lost job's run time is not known */
+		hist_add(&s->runtime, o->duration_ms);
 	bk_profile_sample(b, svc, o);
 	bk_fault("sample.mid");
 }

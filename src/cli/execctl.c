@@ -29,7 +29,7 @@ static int parse_failed(int parsed, const char *cmd, const char *err)
 {
 	if (parsed == CLI_HELP)
 		return EXECCTL_OK;
-	fprintf(stderr, "execctl %s\n(execctl %s --help for the options)\n", err, cmd);
+	fprintf(stderr, "execctl: %s\n(execctl %s --help for the options)\n", err, cmd);
 	return EXECCTL_USAGE;
 }
 

@@ -41,9 +41,9 @@ void cli_run_usage(FILE *out)
 	      "  -a, --address URL       ws[s]://host:port[/job/SERVICE] (repeatable; default:\n"
 	      "                          $EXECCTL_ADDR, several separated by spaces or commas)\n"
 	      "  -s, --service NAME      the service to run COMMAND under (required)\n"
-	      "  -p, --priority P        an integer, or background (-2), normal (0, default),\n"
+	      "  -P, --priority P        an integer, or background (-2), normal (0, default),\n"
 	      "                          interactive (2), synchronous (4)\n"
-	      "      --timeout S         give up when no slot is free within S seconds\n"
+	      "      --slot-timeout S    give up when no slot is free within S seconds\n"
 	      "                          (exit 114); default: wait as long as it takes\n"
 	      "      --job-timeout S     the server stops the job after S seconds (1-86400)\n"
 	      "      --input NAME=FILE   FILE becomes the file NAME in the job's directory\n"
@@ -397,18 +397,19 @@ static int run_option(void *arg, int opt, const char *optarg_, char *err, size_t
 		free(o->service);
 		return (o->service = strdup(optarg_)) ? OWN_DONE : OWN_BAD;
 	case 'p':
+	case 'P':
 		if (cli_parse_priority(optarg_, &o->priority) == 0)
 			return OWN_DONE;
 		say(err, errlen,
-		    "run: -p %s: not an integer nor background, normal, "
+		    "run: --priority %s: not an integer nor background, normal, "
 		    "interactive, synchronous",
 		    optarg_);
 		return OWN_BAD;
 	case OPT_TIMEOUT:
 		if (cli_parse_uint(optarg_, 0, 10000000, &o->timeout_sec) == 0)
 			return OWN_DONE;
-		say(err, errlen, "run: --timeout %s: expected seconds, 0 (no limit) to 10000000",
-		    optarg_);
+		say(err, errlen,
+		    "run: --slot-timeout %s: expected seconds, 0 (no limit) to 10000000", optarg_);
 		return OWN_BAD;
 	case OPT_JOB_TIMEOUT:
 		if (cli_parse_uint(optarg_, 1, 86400, &o->job_timeout_sec) == 0)
@@ -450,7 +451,9 @@ int cli_parse_run(int argc, char **argv, struct cli_run *o, const char *(*env)(c
 	static const struct option longopts[] = {
 		{ "address", required_argument, NULL, 'a' },
 		{ "service", required_argument, NULL, 's' },
-		{ "priority", required_argument, NULL, 'p' },
+		{ "priority", required_argument, NULL, 'P' },
+		{ "slot-timeout", required_argument, NULL, OPT_TIMEOUT },
+		/* the old spelling, kept for scripts */
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "job-timeout", required_argument, NULL, OPT_JOB_TIMEOUT },
 		{ "input", required_argument, NULL, OPT_INPUT },
@@ -469,7 +472,9 @@ int cli_parse_run(int argc, char **argv, struct cli_run *o, const char *(*env)(c
 
 	memset(o, 0, sizeof *o);
 	err[0] = '\0';
-	int rc = scan(argc, argv, "+:a:s:p:nqvh", longopts, &o->c, run_option, o, cli_run_usage,
+	/* -p: the old short priority, kept for scripts (-p is the pid file of
+	 * the daemons) */
+	int rc = scan(argc, argv, "+:a:s:p:P:nqvh", longopts, &o->c, run_option, o, cli_run_usage,
 		      err, errlen);
 	if (rc != CLI_PARSED)
 		goto out;

@@ -36,7 +36,7 @@ struct cli_run {
 	struct cli_common c;
 	char *service;
 	int priority;
-	unsigned timeout_sec;      /* --timeout: slot wait; 0 forever */
+	unsigned timeout_sec;      /* --slot-timeout: slot wait; 0 forever */
 	unsigned job_timeout_sec;  /* --job-timeout: the job's timeout_sec */
 	char *client_id;           /* --client */
 	unsigned ping_timeout_sec; /* --ping-timeout; 0: the library's default */

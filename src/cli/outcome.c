@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "cli/exit_codes.h"
 #include "cli/outcome.h"
+#include "cli/table.h"
 
 static void add(char *msg, size_t msglen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -69,9 +72,10 @@ int outcome_exit(const struct exc_receipt *r, int interrupted, const char *servi
 			add(msg, msglen, "execctl: unknown service '%s': %s\n", service,
 			    "no instance reached offers it");
 		else if (is(r->error_code, EXC_E_NO_SLOT))
-			add(msg, msglen,
-			    "execctl: no slot for service '%s' within the timeout%s%s\n", service,
-			    r->error_message ? ": " : "", r->error_message ? r->error_message : "");
+			add(msg, msglen, "execctl: service '%s': %s\n", service,
+			    r->error_message && r->error_message[0]
+				    ? r->error_message
+				    : "no slot within --slot-timeout");
 		else if (is(r->error_code, EXC_E_TLS_VERIFY))
 			add(msg, msglen, "execctl: %s\n",
 			    r->error_message ? r->error_message : "certificate verify failed");
@@ -97,7 +101,68 @@ int outcome_exit(const struct exc_receipt *r, int interrupted, const char *servi
 		status = EXECCTL_FAILED;
 		add(msg, msglen, "execctl: the job ended without an exit status\n");
 	}
-	if (r->stderr_line && r->stderr_line[0])
-		add(msg, msglen, "execctl: its last stderr line: %s\n", r->stderr_line);
+	if (r->stderr_line && r->stderr_line[0]) {
+		char *line = table_escape(r->stderr_line);
+		add(msg, msglen, "execctl: its last stderr line: %s\n", line ? line : "?");
+		free(line);
+	}
 	return status;
+}
+
+int outcome_show(const struct exc_receipt *r, const char *msg, FILE *out, FILE *err)
+{
+	int rc = 0;
+
+	if (r->stdout_bytes == 0 && r->stdout_text && r->stdout_text[0]) {
+		size_t len = strlen(r->stdout_text);
+		if (fwrite(r->stdout_text, 1, len, out) != len || fflush(out) != 0)
+			rc = -1;
+		if (r->stdout_truncated)
+			fputs("execctl: (standard output cut after its first 4000 bytes: the "
+			      "receipt keeps no more)\n",
+			      err);
+	}
+	fputs(msg, err);
+	return rc;
+}
+
+static const char *text(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+		       ? json_object_get_string(v)
+		       : NULL;
+}
+
+int outcome_parse(const char *json, struct exc_receipt *r, struct json_object **doc)
+{
+	struct json_object *o = json_tokener_parse(json), *v, *e;
+
+	memset(r, 0, sizeof *r);
+	*doc = o;
+	if (!json_object_is_type(o, json_type_object))
+		return -1;
+	r->duration_ms = -1;
+	if (json_object_object_get_ex(o, "exit_code", &v) &&
+	    json_object_is_type(v, json_type_int)) {
+		r->exited = 1;
+		r->exit_code = json_object_get_int(v);
+	}
+	if (json_object_object_get_ex(o, "signal", &v))
+		r->signal = json_object_get_int(v);
+	if (json_object_object_get_ex(o, "duration_ms", &v))
+		r->duration_ms = json_object_get_int64(v);
+	r->stdout_text = text(o, "stdout");
+	r->stdout_truncated = json_object_object_get_ex(o, "stdout_truncated", &v) &&
+			      json_object_get_boolean(v);
+	r->stderr_line = text(o, "stderr");
+	if (json_object_object_get_ex(o, "error", &e) && json_object_is_type(e, json_type_object)) {
+		r->error_code = text(e, "code") ? text(e, "code") : "internal";
+		r->error_message = text(e, "message") ? text(e, "message") : "";
+		r->retryable = json_object_object_get_ex(e, "retryable", &v) &&
+			       json_object_get_boolean(v);
+	}
+	r->ok = !r->error_code && r->exited && r->exit_code == 0 && r->signal == 0;
+	r->json = json;
+	return 0;
 }

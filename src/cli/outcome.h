@@ -10,12 +10,19 @@
  * interrupt 130, another retryable error 116, any other error 115); then a
  * signal gives 128+N; then the program's own exit code.  Every failure
  * prints what failed and, when the receipt has one, the decisive stderr
- * line.
+ * line (its control characters as \xNN: the job's bytes never reach the
+ * terminal raw).
+ *
+ * outcome_show prints a receipt as `execctl run`, `submit -w` and `wait`
+ * do; outcome_parse reads a receipt's JSON (a queue row's) for it.
  */
 #ifndef ES_CLI_OUTCOME_H
 #define ES_CLI_OUTCOME_H
 
 #include <stddef.h>
+#include <stdio.h>
+
+#include <json-c/json.h>
 
 #include <execserver/client.h>
 
@@ -24,6 +31,17 @@
  * "execctl: "), or "" on success.  service names the service in messages. */
 int outcome_exit(const struct exc_receipt *r, int interrupted, const char *service, char *msg,
 		 size_t msglen);
+
+/* Prints r: the stdout it carries (its first 4000 bytes, the rest cut,
+ * said on err) to out when none of the job's output reached out already
+ * (r->stdout_bytes == 0: never after streamed bytes), then msg (the lines
+ * of outcome_exit) on err.  0, or -1 when writing to out failed. */
+int outcome_show(const struct exc_receipt *r, const char *msg, FILE *out, FILE *err);
+
+/* r from the JSON text of a DONE receipt (docs/protocol.md, section 2);
+ * its strings point into *doc, to be freed with json_object_put.  0, or -1
+ * when json is not a JSON object. */
+int outcome_parse(const char *json, struct exc_receipt *r, struct json_object **doc);
 
 /* What to try after "certificate verify failed: <reason>" (wss or https):
  * a certificate not issued for the host, or one from an untrusted CA

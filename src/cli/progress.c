@@ -23,10 +23,14 @@ void progress_eta(char *buf, size_t len, int64_t eta_ms)
 		snprintf(buf, len, "about %" PRId64 " h", (s + 1800) / 3600);
 }
 
-void progress_line(char *buf, size_t len, int64_t running, int64_t ahead, int64_t eta_ms)
+void progress_line(char *buf, size_t len, int64_t busy, int64_t capacity, int64_t ahead,
+		   int64_t eta_ms)
 {
-	char eta[32];
+	char eta[32], of[32] = "";
 	progress_eta(eta, sizeof eta, eta_ms);
-	snprintf(buf, len, "%" PRId64 " running, %" PRId64 " ahead%s%s", running, ahead,
-		 eta[0] ? ", " : "", eta);
+	if (capacity > 0)
+		snprintf(of, sizeof of, " of %" PRId64, capacity);
+	snprintf(buf, len, "%" PRId64 "%s slot%s busy, %" PRId64 " ahead, %s", busy, of,
+		 (capacity > 0 ? capacity : busy) == 1 ? "" : "s", ahead,
+		 eta[0] ? eta : "time unknown");
 }

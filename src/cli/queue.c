@@ -22,6 +22,7 @@
 
 #include "cli/exit_codes.h"
 #include "cli/options.h"
+#include "cli/outcome.h"
 #include "cli/progress.h"
 #include "cli/queue.h"
 #include "dispatch/dispatch_config.h"
@@ -52,11 +53,11 @@ struct qopts {
 static void usage(FILE *out, const char *cmd)
 {
 	fprintf(out,
-		"usage: execctl submit (--db CONNINFO | -c FILE) -s SERVICE [-p P] [--after S]\n"
+		"usage: execctl submit (--db CONNINFO | -c FILE) -s SERVICE [-P P] [--after S]\n"
 		"                      [--env NAME=VALUE] [-w] (--job JSON | -- COMMAND "
 		"[ARGS...])\n"
 		"       execctl show     (--db CONNINFO | -c FILE) [--json] ID\n"
-		"       execctl wait     (--db CONNINFO | -c FILE) [--timeout S] [-q] ID\n"
+		"       execctl wait     (--db CONNINFO | -c FILE) [--wait-timeout S] [-q] ID\n"
 		"       execctl cancel   (--db CONNINFO | -c FILE) ID\n"
 		"       execctl position (--db CONNINFO | -c FILE) ID\n"
 		"\n"
@@ -68,13 +69,14 @@ static void usage(FILE *out, const char *cmd)
 		"  -c, --config FILE     take database and schema from execdispatch.yml FILE\n"
 		"      --schema NAME     the queue's schema (default execdispatch)\n"
 		"  -s, --service NAME    submit: the service (required)\n"
-		"  -p, --priority P      submit: an integer, or background (-2), normal (0),\n"
+		"  -P, --priority P      submit: an integer, or background (-2), normal (0),\n"
 		"                        interactive (2), synchronous (4)\n"
 		"      --after S         submit: not before S seconds from now\n"
 		"      --env NAME=VALUE  submit: an environment variable (repeatable)\n"
-		"      --job JSON        submit: the whole job payload instead of COMMAND\n"
+		"      --job JSON        submit: the whole job payload (a JSON object)\n"
+		"                        instead of COMMAND\n"
 		"  -w, --wait            submit: then wait as `execctl wait` does\n"
-		"      --timeout S       wait: give up after S seconds (exit 121)\n"
+		"      --wait-timeout S  wait: give up after S seconds (exit 121)\n"
 		"  -q, --quiet           wait: no position line\n"
 		"      --json            show: the row as JSON\n"
 		"  -h, --help            this text\n",
@@ -104,6 +106,8 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 					       { "env", required_argument, NULL, 'E' },
 					       { "job", required_argument, NULL, 'J' },
 					       { "wait", no_argument, NULL, 'w' },
+					       { "wait-timeout", required_argument, NULL, 'T' },
+					       /* the old spelling, kept for scripts */
 					       { "timeout", required_argument, NULL, 'T' },
 					       { "quiet", no_argument, NULL, 'q' },
 					       { "json", no_argument, NULL, 'j' },
@@ -115,7 +119,9 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 	memset(o, 0, sizeof *o);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+c:s:p:wqh", longs, NULL)) != -1) {
+	/* -p: the old short priority, kept for scripts (-p is the pid file of
+	 * the daemons) */
+	while ((c = getopt_long(argc, argv, "+c:s:p:P:wqh", longs, NULL)) != -1) {
 		switch (c) {
 		case 'D':
 			free(o->conninfo);
@@ -144,6 +150,7 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 			o->service = strdup(optarg);
 			break;
 		case 'p':
+		case 'P':
 			if (cli_parse_priority(optarg, &o->priority) < 0 ||
 			    o->priority < PRIORITY_MIN || o->priority > PRIORITY_MAX) {
 				snprintf(err, len,
@@ -170,17 +177,32 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 			o->env[o->nenv++] = strdup(optarg);
 			break;
 		}
-		case 'J':
+		case 'J': {
+			/* checked here: a payload the database would refuse with
+			 * a parser's CONTEXT lines gets one line, nothing sent */
+			enum json_tokener_error jerr;
+			struct json_object *j = json_tokener_parse_verbose(optarg, &jerr);
+			int object = json_object_is_type(j, json_type_object);
+
+			json_object_put(j);
+			if (!object) {
+				snprintf(err, len, "%s: --job: %s%s", cmd,
+					 j ? "a JSON object is required ({\"command\": ...})"
+					   : "not JSON: ",
+					 j ? "" : json_tokener_error_desc(jerr));
+				return CLI_BAD;
+			}
 			free(o->job);
 			o->job = strdup(optarg);
 			break;
+		}
 		case 'w': o->wait = 1; break;
 		case 'T':
 			if (cli_parse_uint(optarg, 0, TIMEOUT_MAX_SEC, &o->timeout_sec) < 0) {
-				snprintf(
-					err, len,
-					"%s: --timeout %.64s: expected seconds, 0 (no limit) to %d",
-					cmd, optarg, TIMEOUT_MAX_SEC);
+				snprintf(err, len,
+					 "%s: --wait-timeout %.64s: expected seconds, 0 (no limit) "
+					 "to %d",
+					 cmd, optarg, TIMEOUT_MAX_SEC);
 				return CLI_BAD;
 			}
 			break;
@@ -228,14 +250,28 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 	return CLI_PARSED;
 }
 
-/* Runs sql with $1.. params; NULL after printing the error. */
+/* The SQLSTATE of the last statement that failed ("" if none). */
+static char failed_state[6];
+
+/* Runs sql with $1.. params; NULL after printing the error on one line:
+ * the server's primary message and its detail, without the CONTEXT lines
+ * of the functions it came through. */
 static PGresult *run(PGconn *c, const char *sql, int n, const char *const *params)
 {
 	PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+	const char *primary, *detail, *state;
 
 	if (PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK)
 		return r;
-	fprintf(stderr, "execctl: %s", PQresultErrorMessage(r));
+	primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+	detail = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
+	state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+	snprintf(failed_state, sizeof failed_state, "%s", state ? state : "");
+	if (primary)
+		fprintf(stderr, "execctl: %s%s%s\n", primary, detail ? ": " : "",
+			detail ? detail : "");
+	else
+		fprintf(stderr, "execctl: %s", r ? PQresultErrorMessage(r) : PQerrorMessage(c));
 	PQclear(r);
 	return NULL;
 }
@@ -279,8 +315,12 @@ static int do_submit(PGconn *c, struct qopts *o)
 		 o->schema);
 	r = job ? run(c, sql, 4, params) : NULL;
 	free(job);
+	/* input the database refused (class 22: data exception, e.g. a bad
+	 * payload or a service name submit() does not take): nothing queued */
 	if (!r)
-		return EXECCTL_FAILED;
+		return strncmp(failed_state, "22", 2) == 0 || strcmp(failed_state, "P0001") == 0
+			       ? EXECCTL_USAGE
+			       : EXECCTL_FAILED;
 	o->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
 	printf("%lld\n", o->id);
 	fflush(stdout);
@@ -308,19 +348,24 @@ static int do_show(PGconn *c, const struct qopts *o)
 		PQclear(r);
 		return EXECCTL_NOT_FOUND;
 	}
+	int width = 0;
+	for (int f = 0; f < PQnfields(r); f++)
+		if ((int)strlen(PQfname(r, f)) > width)
+			width = (int)strlen(PQfname(r, f));
 	if (o->json)
 		printf("%s\n", PQgetvalue(r, 0, 0));
 	else
 		for (int f = 0; f < PQnfields(r); f++)
-			printf("%-16s %s\n", PQfname(r, f),
+			printf("%-*s  %s\n", width, PQfname(r, f),
 			       PQgetisnull(r, 0, f) ? "" : PQgetvalue(r, 0, f));
 	PQclear(r);
 	return EXECCTL_OK;
 }
 
-/* The position text of a job from position(): "3 running, 7 ahead" for a
- * queued row (with why it waits when it is not simply its turn),
- * "claimed, waiting for a slot (4 running)" or the state.
+/* The position text of a job from position(): "3 running, 7 ahead in the
+ * queue" for a queued row (running: rows of its service; with why it
+ * waits when it is not simply its turn), the execserver's "1 of 2 slots
+ * busy, 0 ahead, about 3 s" for a claimed one, or the state.
  * EXECCTL_OK, EXECCTL_FAILED (printed), or EXECCTL_NOT_FOUND (printed). */
 static int position_text(PGconn *c, const struct qopts *o, char *state, size_t slen, char *buf,
 			 size_t len)
@@ -346,12 +391,20 @@ static int position_text(PGconn *c, const struct qopts *o, char *state, size_t s
 		 json_object_object_get_ex(p, "state", &v) ? json_object_get_string(v) : "?");
 	int64_t running = json_object_object_get_ex(p, "running", &v) ? json_object_get_int64(v)
 								      : 0;
-	int64_t eta = json_object_object_get_ex(p, "eta_ms", &v) ? json_object_get_int64(v) : -1;
-	if (json_object_object_get_ex(p, "ahead", &v) && v)
-		progress_line(buf, len, running, json_object_get_int64(v), eta);
+	int64_t eta = json_object_object_get_ex(p, "eta_ms", &v) && v ? json_object_get_int64(v)
+								      : -1;
+	int64_t capacity = json_object_object_get_ex(p, "capacity", &v) && v
+				   ? json_object_get_int64(v)
+				   : 0;
+	int64_t ahead = json_object_object_get_ex(p, "ahead", &v) && v ? json_object_get_int64(v)
+								       : -1;
+	if (ahead >= 0 && strcmp(state, "claimed") == 0)
+		progress_line(buf, len, running, capacity, ahead, eta);
+	else if (ahead >= 0)
+		snprintf(buf, len, "%lld running, %lld ahead in the queue", (long long)running,
+			 (long long)ahead);
 	else if (strcmp(state, "claimed") == 0)
-		snprintf(buf, len, "claimed, waiting for a slot (%lld running)",
-			 (long long)running);
+		snprintf(buf, len, "claimed, waiting for a slot");
 	else
 		snprintf(buf, len, "%s", state);
 	/* a queued row: why it waits, unless it is simply its turn (migration
@@ -400,9 +453,11 @@ static void on_signal(int sig)
 	interrupted = 1;
 }
 
-/* The exit status of a finished row: done -> the program's exit code (0);
- * failed -> its exit code when it exited non-zero, else 115; cancelled
- * -> 120. */
+/* Shows a finished row as `execctl run` shows a receipt (outcome_show:
+ * the stdout the receipt keeps, the outcome, the last stderr line), after
+ * "job N: STATE (ERROR)".  The exit status: done -> 0; failed -> the
+ * program's exit code when it exited non-zero, else 115; cancelled ->
+ * 120. */
 static int final_status(PGconn *c, const struct qopts *o, const char *state)
 {
 	char sql[256], id[24];
@@ -412,8 +467,8 @@ static int final_status(PGconn *c, const struct qopts *o, const char *state)
 
 	snprintf(id, sizeof id, "%lld", o->id);
 	snprintf(sql, sizeof sql,
-		 "SELECT coalesce(error, ''), receipt->>'exit_code' FROM \"%s\".job "
-		 "WHERE id = $1",
+		 "SELECT coalesce(error, ''), receipt->>'exit_code', receipt::text, service "
+		 "FROM \"%s\".job WHERE id = $1",
 		 o->schema);
 	r = run(c, sql, 1, params);
 	if (!r)
@@ -429,8 +484,22 @@ static int final_status(PGconn *c, const struct qopts *o, const char *state)
 		rc = EXECCTL_CANCELLED;
 	else if (!PQgetisnull(r, 0, 1) && atoi(PQgetvalue(r, 0, 1)) > 0)
 		rc = atoi(PQgetvalue(r, 0, 1));
-	fprintf(stderr, "execctl: job %lld: %s%s%s\n", o->id, state,
-		PQgetvalue(r, 0, 0)[0] ? " " : "", PQgetvalue(r, 0, 0));
+	const char *error = PQgetvalue(r, 0, 0);
+	/* the error says more than the state only when it differs from it */
+	int say_error = error[0] && strcmp(error, state) != 0;
+	fprintf(stderr, "execctl: job %lld: %s%s%s%s\n", o->id, state, say_error ? " (" : "",
+		say_error ? error : "", say_error ? ")" : "");
+	if (!PQgetisnull(r, 0, 2)) {
+		struct exc_receipt rc_;
+		struct json_object *doc;
+		char msg[2048];
+		if (outcome_parse(PQgetvalue(r, 0, 2), &rc_, &doc) == 0) {
+			outcome_exit(&rc_, 0, PQgetvalue(r, 0, 3), msg, sizeof msg);
+			if (outcome_show(&rc_, msg, stdout, stderr) != 0 && rc == EXECCTL_OK)
+				rc = EXECCTL_LOCAL_IO;
+		}
+		json_object_put(doc);
+	}
 	PQclear(r);
 	return rc;
 }
@@ -466,7 +535,7 @@ static int do_wait(PGconn *c, const struct qopts *o)
 				fprintf(stderr, "\r\033[K");
 			fprintf(stderr,
 				"execctl: job %lld: still %s (%s); not waiting any longer\n", o->id,
-				state, interrupted ? "interrupted" : "--timeout");
+				state, interrupted ? "interrupted" : "--wait-timeout");
 			return interrupted ? EXECCTL_INTERRUPTED : EXECCTL_WAIT_TIMEOUT;
 		}
 		usleep(WAIT_TICK_MS * 1000);
@@ -482,7 +551,7 @@ int cli_queue_main(int argc, char **argv)
 
 	if (rc != CLI_PARSED) {
 		if (rc == CLI_BAD)
-			fprintf(stderr, "execctl %s\n(execctl %s --help for the options)\n", err,
+			fprintf(stderr, "execctl: %s\n(execctl %s --help for the options)\n", err,
 				argv[0]);
 		qopts_free(&o);
 		return rc == CLI_HELP ? EXECCTL_OK : EXECCTL_USAGE;

@@ -6,7 +6,10 @@
  * connection came up).  Invariants: the client is freed only after the
  * loop has stopped (never from a callback); the position line is drawn
  * only while the job waits and stderr is a terminal, and it is erased
- * before the job starts so that it never mixes with the job's output.
+ * before any message and when the job starts (the library's on_start comes
+ * before any byte of its output), never drawn again after that: on a
+ * terminal that shows both stdout and stderr, the job's output never lands
+ * behind a position line.
  */
 #include "autoconfig.h"
 
@@ -26,7 +29,7 @@
 #include "cli/progress.h"
 #include "cli/run.h"
 
-#define TICK_MS 200   /* state check (erase the line in time) */
+#define TICK_MS 200   /* the first QUERY this soon after the start */
 #define QUERY_EVERY 5 /* ticks between QUERYs: once a second */
 
 struct address_state {
@@ -47,6 +50,7 @@ struct run {
 	int interrupted;
 	int tty; /* stderr is a terminal and not -q */
 	int line_shown;
+	int started; /* the job left waiting: no more position lines */
 	unsigned ticks;
 	/* the best (fewest ahead) POSITION of the current round */
 	int have_position;
@@ -166,15 +170,23 @@ static void on_conn(void *arg, enum exc_conn_event ev, const struct exc_conn_inf
 static void on_position(exc_job *job, const struct exc_position *p, void *arg)
 {
 	struct run *r = arg;
-	if (!r->tty || !p->state || strcmp(p->state, "waiting") != 0)
+	if (!r->tty || r->started || !p->state || strcmp(p->state, "waiting") != 0)
 		return;
 	if (r->have_position && p->ahead >= r->best.ahead)
 		return;
 	r->best = *p;
 	r->have_position = 1;
 	char line[160];
-	progress_line(line, sizeof line, p->running, p->ahead, p->eta_ms);
+	progress_line(line, sizeof line, p->running, p->capacity, p->ahead, p->eta_ms);
 	draw_line(r, line);
+}
+
+static void on_start(exc_job *job, void *arg)
+{
+	struct run *r = arg;
+
+	r->started = 1;
+	erase_line(r);
 }
 
 static void on_done(exc_job *job, const struct exc_receipt *rc, void *arg)
@@ -187,15 +199,8 @@ static void on_done(exc_job *job, const struct exc_receipt *rc, void *arg)
 	r->job = NULL;
 	/* A failed job whose output never reached the stream (at most 4000
 	 * bytes, kept in the receipt) still shows it, as it would locally. */
-	if (rc->stdout_bytes == 0 && rc->stdout_text && rc->stdout_text[0]) {
-		size_t len = strlen(rc->stdout_text);
-		if (fwrite(rc->stdout_text, 1, len, stdout) != len || fflush(stdout) != 0)
-			status = status ? status : EXECCTL_LOCAL_IO;
-		if (rc->stdout_truncated)
-			fputs("execctl: (standard output cut after its first 4000 bytes)\n",
-			      stderr);
-	}
-	fputs(msg, stderr);
+	if (outcome_show(rc, msg, stdout, stderr) != 0 && status == 0)
+		status = EXECCTL_LOCAL_IO;
 	if (r->o->c.verbose && rc->json)
 		fprintf(stderr, "execctl: receipt from instance %s: %s\n",
 			rc->instance_id ? rc->instance_id : "-", rc->json);
@@ -207,12 +212,8 @@ static void on_done(exc_job *job, const struct exc_receipt *rc, void *arg)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct run *r = arg;
-	if (!r->job)
+	if (!r->job || r->started)
 		return;
-	if (strcmp(exc_job_state(r->job), "waiting") != 0) {
-		erase_line(r);
-		return;
-	}
 	if (r->ticks++ % QUERY_EVERY != 0)
 		return;
 	r->have_position = 0;
@@ -305,6 +306,8 @@ static exc_job *submit(struct run *r, char *job_json, struct exc_file *in, struc
 	exc_job *j = exc_submit(r->client, &s);
 	if (!j)
 		fprintf(stderr, "execctl: %s\n", exc_client_last_error(r->client));
+	else
+		exc_job_on_start(j, on_start);
 	return j;
 }
 

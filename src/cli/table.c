@@ -16,8 +16,7 @@ struct table {
 	char **cells; /* nrows * ncols */
 };
 
-/* A copy of s with its control characters as \xNN. */
-static char *escaped_copy(const char *s)
+char *table_escape(const char *s)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t n = strlen(s);
@@ -47,7 +46,7 @@ static int add_row(struct table *t, const char *const *cells)
 	t->cells = grown;
 	char **row = grown + t->nrows * (size_t)t->ncols;
 	for (int i = 0; i < t->ncols; i++) {
-		row[i] = escaped_copy(cells[i] ? cells[i] : "-");
+		row[i] = table_escape(cells[i] ? cells[i] : "-");
 		if (!row[i]) {
 			while (i-- > 0)
 				free(row[i]);

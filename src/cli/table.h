@@ -16,6 +16,10 @@
 
 struct table;
 
+/* A malloc'd copy of s with its control characters as \xNN (also for
+ * server text printed outside tables); NULL when out of memory. */
+char *table_escape(const char *s);
+
 /* ncols columns with these headers; text_cols: bit i set = column i is
  * left-aligned (column 0 always is). */
 struct table *table_new(int ncols, const char *const *headers, unsigned text_cols);

@@ -258,6 +258,8 @@ struct endpoint *endpoint_new(exc_client *c, const struct sockaddr_storage *loca
 void endpoint_free(struct endpoint *e);
 /* 1 once a request took the endpoint. */
 int endpoint_used(const struct endpoint *e);
+/* Body bytes moved so far (a transfer still going, or cut, included). */
+uint64_t endpoint_bytes(const struct endpoint *e);
 void pipes_free_all(exc_client *c);
 
 /* ---- stream.c ----------------------------------------------------------- */
@@ -291,6 +293,12 @@ long stream_write(struct stream *s, struct evbuffer *in, void (*drained)(void *a
 /* Forgets the ready/drained callback (its owner goes away); the stream
  * stays usable. */
 void stream_detach(struct stream *s);
+/* A file sink's bytes take the place of its file (rename of the
+ * temporary file): 0, or -1 with the error set (stream_error).  Nothing
+ * to do for other streams. */
+int stream_commit(struct stream *s);
+/* A file sink's temporary file is removed; the file stays as it was. */
+void stream_discard(struct stream *s);
 /* The last error of the stream ("" if none). */
 const char *stream_error(const struct stream *s);
 

@@ -113,6 +113,8 @@ void job_unlink_free(struct exc_job *j)
 		event_free(j->timer);
 	if (j->done_ev)
 		event_free(j->done_ev);
+	if (j->start_ev)
+		event_free(j->start_ev);
 	json_object_put(j->payload);
 	free(j->service);
 	free(j);
@@ -173,13 +175,33 @@ void job_finish(struct exc_job *j, struct json_object *rj)
 		r.error_code = EXC_E_LOCAL_IO;
 		r.error_message = msg;
 	}
-	if (j->nfiles > 1) {
-		r.stdin_bytes = j->files[0].bytes;
-		r.stdout_bytes = j->files[1].bytes;
+	/* what moved, also through a transfer the end of the job cuts short:
+	 * a stdout that got bytes is never the place for the receipt's copy */
+	for (size_t i = 0; i < 2 && i < j->nfiles; i++) {
+		const struct jfile *f = &j->files[i];
+		uint64_t n = f->ep && endpoint_bytes(f->ep) > f->bytes ? endpoint_bytes(f->ep)
+								       : f->bytes;
+
+		*(i == 0 ? &r.stdin_bytes : &r.stdout_bytes) = n;
 	}
 	r.ok = r.error_code == NULL && r.exited && r.exit_code == 0 && r.signal == 0;
 	j->state = J_DONE;
 	job_free_pipes(j);
+	/* local files take the job's output only when it succeeded */
+	for (size_t i = 0; i < j->nfiles; i++) {
+		struct jfile *f = &j->files[i];
+
+		if (!f->is_out || f->st == NULL)
+			continue;
+		if (!r.ok) {
+			stream_discard(f->st);
+		} else if (stream_commit(f->st) != 0) {
+			snprintf(msg, sizeof msg, "%s: %s", f->name, stream_error(f->st));
+			r.error_code = EXC_E_LOCAL_IO;
+			r.error_message = msg;
+			r.ok = 0;
+		}
+	}
 	if (j->on_done)
 		j->on_done(j, &r, j->arg);
 	job_unlink_free(j);
@@ -264,6 +286,7 @@ void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o)
 	conn_send(k, msg);
 	snprintf(j->token, sizeof j->token, "%s", token);
 	j->state = J_RUNNING;
+	job_started(j);
 	j->owner = k;
 	j->owner_addr = k->a;
 	j->owner_pending = 0;
@@ -492,6 +515,30 @@ const char *exc_job_id(const exc_job *j)
 const char *exc_job_state(const exc_job *j)
 {
 	return state_names[j->state];
+}
+
+static void start_ev_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct exc_job *j = arg;
+
+	if (j->on_start && j->state != J_DONE)
+		j->on_start(j, j->arg);
+}
+
+void job_started(struct exc_job *j)
+{
+	if (j->start_told)
+		return;
+	j->start_told = 1;
+	if (j->on_start && j->start_ev)
+		event_active(j->start_ev, 0, 0);
+}
+
+void exc_job_on_start(exc_job *j, exc_start_cb cb)
+{
+	if (j->start_ev == NULL)
+		j->start_ev = event_new(j->c->base, -1, 0, start_ev_cb, j);
+	j->on_start = j->start_ev ? cb : NULL;
 }
 
 exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)

@@ -632,6 +632,7 @@ static void start_put(struct exc_job *j, struct exc_addr *a, const char *token)
 	}
 	job_unwant_all(j);
 	j->state = J_RUNNING;
+	job_started(j);
 	j->owner = NULL;
 	j->owner_addr = a;
 	lj->put = req_open(lj, a, 1);

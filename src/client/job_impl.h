@@ -68,6 +68,9 @@ struct exc_job {
 	uint64_t submit_ms;          /* when exc_submit ran (connect timeout) */
 	struct event *timer;         /* connect timeout */
 	struct event *done_ev;       /* deferred local receipt */
+	struct event *start_ev;      /* deferred on_start (exc_job_on_start) */
+	exc_start_cb on_start;
+	int start_told; /* the start was announced */
 	char local_code[32];
 	char local_msg[256];
 	int local_retryable;
@@ -85,6 +88,9 @@ int job_add_copy(struct exc_job *j, struct exc_conn *k);
 /* UNWANT on every parked copy; forgets them. */
 void job_unwant_all(struct exc_job *j);
 void job_unlink_free(struct exc_job *j);
+/* The job left waiting for the first time: on_start is due (deferred to
+ * the loop, so that it runs outside the caller's work). */
+void job_started(struct exc_job *j);
 /* Calls on_done with receipt rj (the server's, or NULL for a local one)
  * and frees the job. */
 void job_finish(struct exc_job *j, struct json_object *rj);

@@ -696,6 +696,11 @@ int endpoint_used(const struct endpoint *e)
 	return e->used;
 }
 
+uint64_t endpoint_bytes(const struct endpoint *e)
+{
+	return e->bytes;
+}
+
 void pipes_free_all(exc_client *c)
 {
 	while (c->pipes) {

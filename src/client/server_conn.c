@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -425,9 +426,11 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 		char why[400];
 
 		k->a->tls_refused = 0;
+		/* the system's own text: libevent's table has BSD wording
+		 * ("nodename nor servname provided") on every system */
 		if (dns)
 			snprintf(why, sizeof why, "cannot resolve %s: %s", k->a->u.host,
-				 evutil_gai_strerror(dns));
+				 dns == EVUTIL_EAI_CANCEL ? "lookup cancelled" : gai_strerror(dns));
 		else if (k->state == K_TLS)
 			k->a->tls_refused = tls_failure(bev, what & BEV_EVENT_ERROR ? err : 0, why,
 							sizeof why);

@@ -35,6 +35,8 @@ struct stream {
 	enum exc_io_kind kind;
 	int fd;
 	int own_fd;   /* opened here (EXC_IO_FILE): closed at free */
+	char *tmp;    /* file sink: the temporary file, until committed */
+	char *target; /* ... and the file it becomes */
 	int regular;  /* a regular file or unpollable device: no polling */
 	int failed;   /* a read/write error happened: err says which */
 	int nonblock; /* the fd is O_NONBLOCK: write what it takes */
@@ -78,6 +80,53 @@ static int wait_ready(struct stream *s)
 	return -1;
 }
 
+/* Opens the sink of path: a new temporary file beside a regular (or
+ * absent) file, else path itself.  The fd, or -1 with errno. */
+static int open_file_sink(struct stream *s, const char *path)
+{
+	struct stat st;
+	char *real = realpath(path, NULL); /* a symbolic link: replace its target */
+	const char *target = real ? real : path;
+	int have = stat(target, &st) == 0, fd = -1;
+
+	if (have && !S_ISREG(st.st_mode)) {
+		free(real);
+		return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	}
+	const char *slash = strrchr(target, '/');
+	int dirlen = slash ? (int)(slash - target + 1) : 0;
+	size_t cap = strlen(target) + 24;
+
+	s->target = strdup(target);
+	s->tmp = malloc(cap);
+	free(real);
+	if (s->target == NULL || s->tmp == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (int tries = 0; fd < 0 && tries < 8; tries++) {
+		char id[17];
+
+		if (client_random_hex(id, 8) != 0)
+			return -1;
+		snprintf(s->tmp, cap, "%.*s.%s.%s", dirlen, s->target, s->target + dirlen, id);
+		fd = open(s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		int e = errno;
+
+		free(s->tmp);
+		s->tmp = NULL;
+		errno = e;
+		return -1;
+	}
+	if (have) /* the file keeps its permissions */
+		(void)fchmod(fd, st.st_mode & 07777);
+	return fd;
+}
+
 static struct stream *stream_new(struct event_base *base, const struct exc_io *io, int is_sink)
 {
 	struct stream *s = calloc(1, sizeof *s);
@@ -103,10 +152,8 @@ static struct stream *stream_new(struct event_base *base, const struct exc_io *i
 			goto fail;
 		return s;
 	case EXC_IO_FILE:
-		s->fd = open(io->path,
-			     is_sink ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC
-				     : O_RDONLY | O_CLOEXEC,
-			     0644);
+		s->fd = is_sink ? open_file_sink(s, io->path)
+				: open(io->path, O_RDONLY | O_CLOEXEC);
 		if (s->fd < 0)
 			goto fail;
 		s->own_fd = 1;
@@ -166,6 +213,10 @@ void stream_free(struct stream *s)
 		evbuffer_free(s->buf);
 	if (s->own_fd && s->fd >= 0)
 		close(s->fd);
+	if (s->tmp)
+		unlink(s->tmp);
+	free(s->tmp);
+	free(s->target);
 	free(s);
 }
 
@@ -268,4 +319,28 @@ void stream_detach(struct stream *s)
 		event_del(s->ev);
 	s->cb = NULL;
 	s->cb_arg = NULL;
+}
+
+int stream_commit(struct stream *s)
+{
+	if (s == NULL || s->tmp == NULL)
+		return 0;
+	/* the bytes on disk before the name: a crash leaves the old file or
+	 * the new one, never an empty one */
+	if (fsync(s->fd) != 0 || rename(s->tmp, s->target) != 0) {
+		set_err(s, s->target);
+		return -1;
+	}
+	free(s->tmp);
+	s->tmp = NULL;
+	return 0;
+}
+
+void stream_discard(struct stream *s)
+{
+	if (s == NULL || s->tmp == NULL)
+		return;
+	unlink(s->tmp);
+	free(s->tmp);
+	s->tmp = NULL;
 }

@@ -758,8 +758,8 @@ static void polled(void *arg, PGresult *res, int away, const void *note)
 		if (!h || ours)
 			continue;
 		if (row >= 0 && !PQgetisnull(res, row, 3)) {
-			d->st.cancels++;
-			d->st.cancel_latency_ms += strtoull(PQgetvalue(res, row, 3), NULL, 10);
+			metrics_ms(&d->st.cancel_latency,
+				   strtoll(PQgetvalue(res, row, 3), NULL, 10));
 			drop_claim(d, h, "cancelled");
 		} else {
 			drop_claim(d, h, "its claim was rescued by another dispatcher");

@@ -172,6 +172,7 @@ static void run_ended(struct held *h, const struct exc_receipt *r)
 {
 	struct dispatcher *d = h->d;
 
+	metrics_ms(&d->st.run, r->duration_ms);
 	if (!h->started)
 		d->claimed_unstarted--;
 	if (h->lost) {
@@ -469,6 +470,7 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	h->priority = atoi(PQgetvalue(res, row, col + 2));
 	h->service = strdup(PQgetvalue(res, row, col + 3));
 	h->claim = atoi(PQgetvalue(res, row, col + 5));
+	metrics_ms(&d->st.queue_wait, strtoll(PQgetvalue(res, row, col + 6), NULL, 10));
 	snprintf(h->job_id, sizeof h->job_id, "j%lld.%d", (long long)h->id, h->claim);
 	h->next = d->list;
 	if (d->list)
@@ -1177,8 +1179,7 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	}
 	if (cfg->metrics) {
 		char err[300];
-		d.metrics = metrics_start(d.base, cfg->metrics, &d.st, cfg->instance_id, err,
-					  sizeof err);
+		d.metrics = metrics_start(d.base, cfg, &d.st, d.client, d.chores, err, sizeof err);
 		if (!d.metrics) {
 			log_error("%s", err);
 			goto out;

@@ -1,9 +1,12 @@
 /*
  * metrics.h - execdispatch's counters and its /metrics endpoint (the
  * Prometheus text format over libevent's evhttp, on the configured local
- * address).  The dispatcher owns the numbers and updates them in place;
- * this file only renders them.  Nothing here blocks or allocates per
- * counter update.
+ * address; the families are listed in docs/dispatch.md, "Metrics").  The
+ * dispatcher owns the numbers and updates them in place; this file
+ * renders them, and asks on its own for what only the database and the
+ * client library know: the queue's depth (one statement on the chores
+ * lane every METRICS_QUEUE_MS) and the execservers connected per
+ * address.  Nothing here blocks or allocates per counter update.
  */
 #ifndef ES_DISPATCH_METRICS_H
 #define ES_DISPATCH_METRICS_H
@@ -11,7 +14,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <execserver/client.h>
+
+#include "common/histogram.h"
+
 struct event_base;
+struct chores;
+struct dispatch_config;
+
+#define METRICS_QUEUE_MS 10000 /* the queue's figures: asked again after each answer */
 
 struct dispatch_stats {
 	uint64_t claims;                           /* claim statements sent */
@@ -22,8 +33,9 @@ struct dispatch_stats {
 	uint64_t rescue_put_off;      /* silent dispatchers our rescues put off, summed */
 	unsigned rescue_put_off_last; /* ... by the last one */
 	uint64_t attempts;            /* sum of the attempt numbers of the rows claimed */
-	uint64_t cancels;             /* cancels of held rows noticed by the poll */
-	uint64_t cancel_latency_ms;   /* sum over them: cancel commit -> noticed */
+	struct hist queue_wait;       /* rows claimed: from due (start_after) to the claim */
+	struct hist run;              /* runs whose receipt has a duration_ms */
+	struct hist cancel_latency;   /* cancels of held rows: commit -> noticed by the poll */
 	uint64_t statements;          /* statements sent (db.c counts) */
 	unsigned share;               /* claim share now */
 	unsigned at_exec;             /* rows at the execservers now */
@@ -31,12 +43,22 @@ struct dispatch_stats {
 	int db_up;                    /* 1 while connected */
 };
 
+/* One duration into h; a negative one (not known) is left out. */
+static inline void metrics_ms(struct hist *h, int64_t ms)
+{
+	if (ms >= 0)
+		hist_add(h, (uint64_t)ms);
+}
+
 struct metrics;
 
-/* Listens on addr ("host:port"); NULL with a message in err on failure. */
-struct metrics *metrics_start(struct event_base *base, const char *addr,
-			      const struct dispatch_stats *st, const char *instance, char *err,
-			      size_t errlen);
+/* Listens on cfg->metrics ("host:port"); the page shows st, the
+ * execservers connected per address of cfg (client), and the queue's
+ * figures, asked for on chores (at once, then METRICS_QUEUE_MS after
+ * each answer).  NULL with a message in err on failure. */
+struct metrics *metrics_start(struct event_base *base, const struct dispatch_config *cfg,
+			      const struct dispatch_stats *st, exc_client *client,
+			      struct chores *chores, char *err, size_t errlen);
 void metrics_stop(struct metrics *m);
 
 #endif

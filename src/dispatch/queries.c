@@ -179,12 +179,14 @@ const char DQ_REQUEUE_CLAIMS[] =
  * estimates a CTE of LIMIT $n at a tenth of the table and hash-joins it
  * with a sequential scan of the whole table (done rows included) at every
  * claim. */
-#define CLAIM_SET_FROM(CTE)                                                     \
-	"UPDATE @schema@.job j SET state = 'claimed', runner_instance = $1, "   \
-	"attempts = j.attempts + 1, claims = j.claims + 1, started_at = NULL, " \
-	"exec_position = NULL "                                                 \
-	"WHERE j.id = ANY(ARRAY(SELECT id FROM " CTE ")) "                      \
-	"RETURNING j.id, j.attempts, j.priority, j.service, j.job::text, j.claims"
+#define CLAIM_SET_FROM(CTE)                                                        \
+	"UPDATE @schema@.job j SET state = 'claimed', runner_instance = $1, "      \
+	"attempts = j.attempts + 1, claims = j.claims + 1, started_at = NULL, "    \
+	"exec_position = NULL "                                                    \
+	"WHERE j.id = ANY(ARRAY(SELECT id FROM " CTE ")) "                         \
+	"RETURNING j.id, j.attempts, j.priority, j.service, j.job::text, j.claims" \
+	", floor(extract(epoch FROM now() - j.start_after) * 1000)::bigint"        \
+	" AS waited"
 #define CLAIM_SET CLAIM_SET_FROM("picked")
 
 /* Outcomes of claims of $1, from the arrays $2..$8.  A run that ended
@@ -260,10 +262,12 @@ const char DQ_FINISH_CLAIM[] =
 		"$9",
 		"$10") ", claimed AS (" CLAIM_SET_FROM("picked_s") ") "
 								   "SELECT 'c', id, attempts, "
-								   "priority, service, job, claims "
-								   "FROM claimed "
+								   "priority, service, job, "
+								   "claims, "
+								   "waited FROM claimed "
 								   "UNION ALL SELECT 'f', id, "
-								   "NULL, NULL, NULL, NULL, NULL "
+								   "NULL, NULL, NULL, NULL, NULL, "
+								   "NULL "
 								   "FROM fin";
 
 const char DQ_LANDED[] =
@@ -335,3 +339,15 @@ char *dq_expand(const char *text, const char *schema)
 	*o = '\0';
 	return out;
 }
+
+/* The queue's figures for /metrics: the rows not finished per service and
+ * state, and for the queued ones how long the one due longest has waited
+ * (ms on the database's clock; 0 while none is due), ordered by service.
+ * Each half reads the rows of a partial index (queued: job_claim or
+ * job_claim_service; held: job_holder), never the finished rows. */
+const char DQ_QUEUE_STATS[] =
+	"SELECT service, 'queued', count(*), "
+	"greatest(0, floor(extract(epoch FROM now() - min(start_after)) * 1000))::bigint "
+	"FROM @schema@.job WHERE state = 'queued' GROUP BY service "
+	"UNION ALL SELECT service, state, count(*), 0 FROM @schema@.job "
+	"WHERE state IN ('claimed', 'running') GROUP BY service, state ORDER BY 1";

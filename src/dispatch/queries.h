@@ -86,15 +86,16 @@ extern const char DQ_REQUEUE_CLAIMS[];
 
 /* Claim a batch: ($1 instance, $2 limit, $3 the local services text[],
  * $4 true: claim those, false: the others, $5 the lowest priority,
- * $6 token) -> (id, attempts, priority, service, job, claims); nothing
- * unless our row of this life is there (locked FOR KEY SHARE meanwhile). */
+ * $6 token) -> (id, attempts, priority, service, job, claims, waited:
+ * ms from its start_after to the claim); nothing unless our row of this
+ * life is there (locked FOR KEY SHARE meanwhile). */
 extern const char DQ_CLAIM[];
 
 /* Claim exec-bound rows, each service up to its admission: ($1 instance,
  * $2 services text[], $3 their limits int[], $4 at most this many rows of
  * services not in $2, $5 the local services text[] (never claimed here),
- * $6 token) -> (id, attempts, priority, service, job, claims); nothing
- * unless our row of this life is there, as DQ_CLAIM. */
+ * $6 token) -> (id, attempts, priority, service, job, claims, waited);
+ * nothing unless our row of this life is there, as DQ_CLAIM. */
 extern const char DQ_CLAIM_EXEC[];
 
 /* Claimed rows whose run started: ($1 instance, $2 ids[], $3 claims[])
@@ -111,7 +112,7 @@ extern const char DQ_FINISH[];
 /* DQ_FINISH and DQ_CLAIM_EXEC's claim of the listed services (not the
  * other class) in one statement: ($1..$8 as DQ_FINISH, $9 services
  * text[], $10 limits int[], $11 token; the claim as DQ_CLAIM's) -> ('f', id) per outcome written and ('c', id, attempts,
- * priority, service, job, claims) per row claimed */
+ * priority, service, job, claims, waited) per row claimed */
 extern const char DQ_FINISH_CLAIM[];
 
 /* Whether an outcome whose reply the lost connection took was written:
@@ -141,5 +142,10 @@ extern const char DQ_LEAVE[];
  * chores queued behind the janitor, the heartbeat among them, would wait
  * with it). */
 extern const char DQ_JANITOR[];
+
+/* The queue's figures for /metrics: () -> (service, state, rows, for
+ * queued rows the ms the one due longest has waited), one row per service
+ * and state of the rows not finished (metrics.c, every METRICS_QUEUE_MS). */
+extern const char DQ_QUEUE_STATS[];
 
 #endif

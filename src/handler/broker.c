@@ -68,6 +68,7 @@ struct step {
 	enum book_rc rc;
 	struct book_position pos;      /* JOB, QUERY */
 	struct book_service_status ss; /* QUERY */
+	int64_t eta_ms;                /* QUERY: book_eta, -1 unknown */
 	struct book_ref want;          /* JOB: the running want */
 	enum want_state was;           /* CANCEL */
 	int invalid;                   /* JOB: description refused (code, detail) */
@@ -352,8 +353,18 @@ static int step_book(struct book *b, struct broker_conn *c, struct step *s, uint
 		if (s->rc == BOOK_OK && s->pos.state == WANT_FINISHED &&
 		    c->protocol < PROTO_VERSION_ACK)
 			s->rc = BOOK_E_UNKNOWN_JOB;
-		if (s->rc == BOOK_OK)
+		if (s->rc == BOOK_OK) {
+			/* the slots the service may take: auto-balance keeps the
+			 * reserve from heavy and caps unknown services */
+			const struct es_config *cfg = handler.inst->cfg;
 			book_service_status(b, s->pos.service, &s->ss);
+			uint32_t usable = cfg->auto_balance
+						  ? class_usable_slots(s->ss.klass, s->pos.capacity,
+								       (uint32_t)cfg->fast_reserve,
+								       (uint32_t)cfg->unknown_cap)
+						  : s->pos.capacity;
+			s->eta_ms = book_eta(b, &s->pos, usable);
+		}
 		break;
 	case MSG_CANCEL: s->rc = book_cancel(b, c->ref, in->job_id, &s->was, &s->want); break;
 	case MSG_ACK: s->rc = book_done_ack(b, c->ref, in->job_id); break;
@@ -382,24 +393,9 @@ static void step_accept(struct book *b, struct broker_conn *c, struct step *s)
 
 static void reply_position(struct broker_conn *c, const struct step *s)
 {
-	const struct book_position *pos = &s->pos;
-	const struct book_service_status *ss = &s->ss;
-
-	/* Estimated wait until start: the wants ahead and this one, spread
-	 * over the slots the service may take (auto-balance: all for light,
-	 * all but the reserve for heavy, the cap for unknown), at the service's
-	 * mean runtime (the average auto-balance classifies by). */
-	const struct es_config *cfg = handler.inst->cfg;
-	uint32_t slots = cfg->auto_balance ? class_usable_slots(ss->klass, pos->capacity,
-								(uint32_t)cfg->fast_reserve,
-								(uint32_t)cfg->unknown_cap)
-					   : pos->capacity;
-	int has_eta = pos->state == WANT_PARKED && ss->mean_runtime_ms > 0 && slots > 0;
-	/* the mean is at most UINT32_MAX ms (book_service_status), so the
-	 * product stays below 2^64 for any number of wants ahead */
-	uint64_t mean = ss->mean_runtime_ms < UINT32_MAX ? ss->mean_runtime_ms : UINT32_MAX;
-	uint64_t eta = has_eta ? mean * ((uint64_t)pos->ahead + 1) / slots : 0;
-	send_text(c, msg_encode_position(s->in.job_id, pos, eta, has_eta));
+	/* the estimate was made under the lock (book_eta) */
+	send_text(c, msg_encode_position(s->in.job_id, &s->pos,
+					 s->eta_ms >= 0 ? (uint64_t)s->eta_ms : 0, s->eta_ms >= 0));
 }
 
 static void reply_cancel(struct broker_conn *c, const struct step *s)

@@ -39,6 +39,8 @@ struct instance {
 	char instance_name[65];  /* the id clients see (HELLO, /status):
 					 * instanceId, or instance_hex */
 	int32_t master_pid;
+	uint64_t start_ms;              /* wall clock when the segment was made: the zero of its
+			    * counters (process_start_time_seconds) */
 	int log_level_fixed;            /* -l given: reloads keep the log level */
 	struct ssl_ctx_st *tls_ctx;     /* listener TLS (tls_context.h); NULL: plain */
 	unsigned long long jobs_nofile; /* the open-files limit the daemon was started

@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 
 #include "book/book_class.h"
+#include "common/prom_text.h"
 #include "config/config.h"
 #include "handler/handler.h"
 #include "handler/status_page.h"
@@ -163,12 +164,75 @@ void status_json(struct evbuffer *out, int check)
 	free(s);
 }
 
-/* Names in labels are config names ([A-Za-z0-9_.-]), which need no escaping. */
-static void metric(struct evbuffer *out, const char *name, const char *type, const char *help)
+/* The per-service families: counts and gauges, the finished jobs by
+ * outcome (the two outcomes add up to the finished jobs), the
+ * histograms. */
+static void per_service(struct evbuffer *out, const struct es_config *cfg, const struct snapshot *s)
 {
-	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	static const struct {
+		const char *name, *type, *help;
+		size_t off;
+		int ms; /* a uint64_t of milliseconds, shown in seconds */
+	} fields[] = {
+		{ "execserver_service_jobs_started_total", "counter",
+		  "Jobs that started, by service.", offsetof(struct book_service_status, started),
+		  0 },
+		{ "execserver_service_mean_runtime_seconds", "gauge",
+		  "Moving average of the service's job runtime.",
+		  offsetof(struct book_service_status, mean_runtime_ms), 1 },
+		{ "execserver_service_runtime_samples", "gauge",
+		  "Finished jobs in the service's runtime average.",
+		  offsetof(struct book_service_status, samples), 0 },
+	};
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} hists[] = {
+		{ "execserver_service_job_duration_seconds",
+		  "Run time of the finished jobs (not those lost with their handler), by service.",
+		  offsetof(struct book_service_status, runtime) },
+		{ "execserver_service_slot_wait_seconds",
+		  "Wait of the wants that got a slot, from WANT to OFFER, by service.",
+		  offsetof(struct book_service_status, slot_wait) },
+	};
+
+	for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
+		prom_family(out, fields[f].name, fields[f].type, fields[f].help);
+		for (size_t i = 0; i < cfg->nservices; i++) {
+			uint64_t v;
+			memcpy(&v, (const char *)&s->svc[i] + fields[f].off, sizeof v);
+			evbuffer_add_printf(out, "%s{service=\"%s\"} ", fields[f].name,
+					    cfg->services[i].name);
+			if (fields[f].ms)
+				evbuffer_add_printf(out, "%" PRIu64 ".%03u\n", v / 1000,
+						    (unsigned)(v % 1000));
+			else
+				evbuffer_add_printf(out, "%" PRIu64 "\n", v);
+		}
+	}
+	prom_family(out, "execserver_service_jobs_finished_total", "counter",
+		    "Jobs that finished, by service and outcome (succeeded or failed).");
+	for (size_t i = 0; i < cfg->nservices; i++) {
+		const char *n = cfg->services[i].name;
+		const struct book_service_status *v = &s->svc[i];
+		evbuffer_add_printf(out,
+				    "execserver_service_jobs_finished_total{service=\"%s\","
+				    "outcome=\"succeeded\"} %" PRIu64 "\n"
+				    "execserver_service_jobs_finished_total{service=\"%s\","
+				    "outcome=\"failed\"} %" PRIu64 "\n",
+				    n, v->finished - v->failed, n, v->failed);
+	}
+	for (size_t h = 0; h < sizeof hists / sizeof hists[0]; h++) {
+		prom_family(out, hists[h].name, "histogram", hists[h].help);
+		for (size_t i = 0; i < cfg->nservices; i++)
+			prom_histogram(
+				out, hists[h].name, "service", cfg->services[i].name,
+				(const struct hist *)((const char *)&s->svc[i] + hists[h].off));
+	}
 }
 
+/* Label values here are config names ([A-Za-z0-9_.-]), which need no
+ * escaping; the version and the instance id go through prom_identity's. */
 void status_metrics(struct evbuffer *out)
 {
 	const struct es_config *cfg = handler.inst->cfg;
@@ -191,22 +255,23 @@ void status_metrics(struct evbuffer *out)
 		  offsetof(struct book_wg_status, tokens) },
 	};
 
-	metric(out, "execserver_clients", "gauge", "Distinct clients with a live connection.");
+	prom_identity(out, "execserver", handler.inst->instance_name, handler.inst->start_ms);
+	prom_family(out, "execserver_clients", "gauge", "Distinct clients with a live connection.");
 	evbuffer_add_printf(out, "execserver_clients %" PRIu32 "\n", s->st.clients);
-	metric(out, "execserver_connections", "gauge", "Broker websocket connections.");
+	prom_family(out, "execserver_connections", "gauge", "Broker websocket connections.");
 	evbuffer_add_printf(out, "execserver_connections %" PRIu32 "\n", s->st.connections);
-	metric(out, "execserver_wants", "gauge",
-	       "Jobs known to the want-book (parked, offered, running).");
+	prom_family(out, "execserver_wants", "gauge",
+		    "Jobs known to the want-book (parked, offered, running).");
 	evbuffer_add_printf(out, "execserver_wants %" PRIu32 "\n", s->st.wants);
-	metric(out, "execserver_grants_total", "counter", "Slots offered since start.");
+	prom_family(out, "execserver_grants_total", "counter", "Slots offered since start.");
 	evbuffer_add_printf(out, "execserver_grants_total %" PRIu64 "\n", s->st.grants);
-	metric(out, "execserver_book_repairs_total", "counter",
-	       "Want-book repairs after a process died holding its lock.");
+	prom_family(out, "execserver_book_repairs_total", "counter",
+		    "Want-book repairs after a process died holding its lock.");
 	evbuffer_add_printf(out, "execserver_book_repairs_total %" PRIu64 "\n", s->st.repairs);
-	metric(out, "execserver_draining", "gauge", "1 while the instance drains.");
+	prom_family(out, "execserver_draining", "gauge", "1 while the instance drains.");
 	evbuffer_add_printf(out, "execserver_draining %d\n", s->st.draining ? 1 : 0);
 	for (size_t f = 0; f < sizeof wg_fields / sizeof wg_fields[0]; f++) {
-		metric(out, wg_fields[f].name, "gauge", wg_fields[f].help);
+		prom_family(out, wg_fields[f].name, "gauge", wg_fields[f].help);
 		for (size_t i = 0; i < cfg->nwaitgroups; i++) {
 			uint32_t v;
 			memcpy(&v, (const char *)&s->wg[i] + wg_fields[f].off, sizeof v);
@@ -214,34 +279,11 @@ void status_metrics(struct evbuffer *out)
 					    wg_fields[f].name, cfg->waitgroups[i].name, v);
 		}
 	}
-	metric(out, "execserver_service_jobs_total", "counter", "Jobs by service and outcome.");
-	for (size_t i = 0; i < cfg->nservices; i++) {
-		const char *n = cfg->services[i].name;
-		evbuffer_add_printf(
-			out,
-			"execserver_service_jobs_total{service=\"%s\",outcome=\"started\"} %" PRIu64
-			"\n"
-			"execserver_service_jobs_total{service=\"%s\",outcome=\"finished\"} "
-			"%" PRIu64 "\n"
-			"execserver_service_jobs_total{service=\"%s\",outcome=\"failed\"} %" PRIu64
-			"\n",
-			n, s->svc[i].started, n, s->svc[i].finished, n, s->svc[i].failed);
-	}
-	metric(out, "execserver_service_mean_runtime_seconds", "gauge",
-	       "Moving average of the service's job runtime.");
-	for (size_t i = 0; i < cfg->nservices; i++)
-		evbuffer_add_printf(
-			out, "execserver_service_mean_runtime_seconds{service=\"%s\"} %.3f\n",
-			cfg->services[i].name, (double)s->svc[i].mean_runtime_ms / 1000.0);
-	metric(out, "execserver_service_runtime_samples", "gauge",
-	       "Finished jobs in the service's runtime average.");
-	for (size_t i = 0; i < cfg->nservices; i++)
-		evbuffer_add_printf(
-			out, "execserver_service_runtime_samples{service=\"%s\"} %" PRIu64 "\n",
-			cfg->services[i].name, s->svc[i].samples);
+	per_service(out, cfg, s);
 	if (cfg->auto_balance) {
-		metric(out, "execserver_service_class", "gauge",
-		       "Auto-balance class of the service: 1 for its class, 0 for the others.");
+		prom_family(
+			out, "execserver_service_class", "gauge",
+			"Auto-balance class of the service: 1 for its class, 0 for the others.");
 		for (size_t i = 0; i < cfg->nservices; i++)
 			for (unsigned k = SVC_UNKNOWN; k <= SVC_HEAVY; k++)
 				evbuffer_add_printf(out,
@@ -249,8 +291,8 @@ void status_metrics(struct evbuffer *out)
 						    "\"%s\"} %d\n",
 						    cfg->services[i].name, class_name(k),
 						    s->svc[i].klass == k);
-		metric(out, "execserver_fast_reserve", "gauge",
-		       "Slots of the auto-balance pool that only light jobs take.");
+		prom_family(out, "execserver_fast_reserve", "gauge",
+			    "Slots of the auto-balance pool that only light jobs take.");
 		evbuffer_add_printf(out, "execserver_fast_reserve %d\n", cfg->fast_reserve);
 	}
 	free(s);

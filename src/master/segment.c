@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "job/receipt.h"
 #include "master/segment.h"
@@ -135,6 +136,7 @@ int segment_create(struct instance *inst, struct es_config *cfg, int nhandlers)
 	inst->cfg = cfg;
 	inst->nhandlers = nhandlers;
 	inst->master_pid = (int32_t)getpid();
+	inst->start_ms = clock_wall_ms();
 
 	for (int i = 0; i < nhandlers; i++) {
 		inst->wake_fd[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -155,20 +155,28 @@ int df_start_with_metrics(struct dfix *f, int i, const char *extra)
 	return port;
 }
 
-long long df_metric(int port, const char *name)
+double df_metric_value(int port, const char *series)
 {
 	char cmd[200], line[512];
-	long long v = -1;
+	size_t n = strlen(series);
+	int labelled = strchr(series, '{') != NULL;
+	double v = -1;
 	FILE *p;
 
 	snprintf(cmd, sizeof cmd, "curl -sf --max-time 2 http://127.0.0.1:%d/metrics", port);
 	p = popen(cmd, "r");
 	while (p && fgets(line, sizeof line, p))
-		if (strncmp(line, name, strlen(name)) == 0 && line[strlen(name)] == '{')
-			v = atoll(strchr(line, ' ') + 1);
+		if (strncmp(line, series, n) == 0 &&
+		    (line[n] == ' ' || (line[n] == '{' && !labelled)))
+			v = strtod(strchr(line + n, ' ') + 1, NULL);
 	if (p)
 		pclose(p);
 	return v;
+}
+
+long long df_metric(int port, const char *series)
+{
+	return (long long)df_metric_value(port, series);
 }
 
 /* Whether dispatcher i's log says its start is complete (the first

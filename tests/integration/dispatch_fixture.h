@@ -54,9 +54,12 @@ int df_start_disp(struct dfix *f, int i);
 int df_start_with_metrics(struct dfix *f, int i, const char *extra);
 /* Starts dispatcher i without waiting for anything; 0 or -1. */
 int df_spawn_disp(struct dfix *f, int i);
-/* The value of a metric of a dispatcher's /metrics on port, or -1 (also
- * when no answer came within 2 s). */
-long long df_metric(int port, const char *name);
+/* The value of a series of a dispatcher's /metrics on port: "name" (the
+ * last series of the family) or "name{label=\"v\",...}" as the page
+ * writes it; -1 when there is none (also when no answer came within
+ * 2 s).  df_metric: the same cut to an integer. */
+double df_metric_value(int port, const char *series);
+long long df_metric(int port, const char *series);
 /* Sends sig to dispatcher i and waits for its exit (SIGKILL after
  * timeout_ms); the wait status. */
 int df_stop_disp(struct dfix *f, int i, int sig, int timeout_ms);

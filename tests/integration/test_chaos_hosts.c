@@ -392,7 +392,9 @@ static void test_chaos_hosts(void)
 	CU_ASSERT_EQUAL(t.ran_unreported, 0);
 	CU_ASSERT_EQUAL(t.ok + t.retryable, t.jobs);
 	CU_ASSERT(l.n <= t.jobs);
-	CU_ASSERT(t.jobs >= 50 * seconds); /* it did work under fire */
+	/* It did work under fire: a floor far below an idle machine's rate
+	 * (about 60 jobs/s), not a throughput figure (make bench has those). */
+	CU_ASSERT(t.jobs >= 10 * seconds);
 	free(l.ids);
 
 	/* nothing held, every slot grantable, masters alive */

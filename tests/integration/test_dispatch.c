@@ -142,8 +142,8 @@ static void test_run_outcomes(void)
 	/* the counters of /metrics (the gauges follow at the next poll) */
 	harness_sleep_ms(250);
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_claimed_total"), 6);
-	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_done_total"), 3);
-	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_failed_total"), 3);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_outcomes_total{outcome=\"done\"}"), 3);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_outcomes_total{outcome=\"failed\"}"), 3);
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_held"), 0);
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_admission"), 5);
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_database_up"), 1);
@@ -378,11 +378,13 @@ static void test_cancel_from_elsewhere(void)
 	/* the cancel reached the run (the dispatcher noticed it and sent
 	 * CANCEL at once) within cancelPollMs + 200 ms of its commit, measured
 	 * on the database's clock */
-	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_cancels_total"), 1);
-	long long lat = df_metric(mport, "execdispatch_cancel_latency_ms_total");
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_cancel_latency_seconds_count"), 1);
+	long long lat = (long long)(df_metric_value(mport,
+						    "execdispatch_cancel_latency_seconds_sum") *
+				    1000);
 	fprintf(stderr, "cancel: noticed %lld ms after the commit\n", lat);
 	CU_ASSERT(lat >= 0 && lat <= 100 + 200);
-	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_dropped_total"), 1);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_outcomes_total{outcome=\"dropped\"}"), 1);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 }
 
@@ -499,15 +501,23 @@ static void test_execctl_db(void)
 	/* submit -w: the id, then the outcome; exit status of the program */
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work -w -- true", F.cfg[0]), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, ": done"));
+	/* ... and the receipt as run shows it, said once */
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work -w -- false", F.cfg[0]), 1);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, ": failed exit_status"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, ": failed (exit_status)\n"
+					   "execctl: the job exited with status 1\n"));
+	/* a payload that is not JSON: one line, exit 2, nothing queued */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work --job 'not json'", F.cfg[0]),
+			2);
+	CU_ASSERT(strncmp(out, "execctl: submit: --job: ", 24) == 0 && !strstr(out, "CONTEXT"));
 	/* show, with --db instead of the file */
 	CU_ASSERT_EQUAL(
 		execctl(out, sizeof out, "submit --db '%s' -s work -- sleep 0.1", F.conninfo), 0);
 	snprintf(id, sizeof id, "%lld", atoll(out));
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s %s", F.cfg[0], id), 0);
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s %s", F.cfg[0], id), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "runner_instance  d0"));
+	/* one column for the values, as wide as the longest name */
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nrunner_instance     d0\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nposition_wanted_at  "));
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s --json %s", F.cfg[0], id), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"state\":\"done\""));
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "cancel -c %s %s", F.cfg[0], id), 122);
@@ -522,16 +532,20 @@ static void test_execctl_db(void)
 		0);
 	snprintf(id, sizeof id, "%lld", qid + 1);
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position -c %s %s", F.cfg[0], id), 0);
-	/* the interactive one and qid ahead; why it waits (migration 007) */
-	CU_ASSERT_STRING_EQUAL(out, "0 running, 2 ahead (no dispatcher is running)\n");
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s --timeout 1 %s", F.cfg[0], id), 121);
+	/* the interactive one and qid; why it waits (migration 007) */
+	CU_ASSERT_STRING_EQUAL(out, "0 running, 2 ahead in the queue (no dispatcher is running)\n");
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s --wait-timeout 1 %s", F.cfg[0], id),
+			121);
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "cancel -c %s %s", F.cfg[0], id), 0);
 	CU_ASSERT_STRING_EQUAL(out, "cancelled\n");
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s %s", F.cfg[0], id), 120);
+	CU_ASSERT(strstr(out, ": cancelled\n") && !strstr(out, "cancelled cancelled"));
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s 999999", F.cfg[0]), 122);
+	/* refused by submit(): one line, no CONTEXT lines, exit 2 */
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s 'bad name' -- true", F.cfg[0]),
-			115);
+			2);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "service must be 1 to 64"));
+	CU_ASSERT(strchr(out, '\n') == out + strlen(out) - 1);
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -- true", F.cfg[0]), 2);
 	/* numbers: garbage, overflow and out of range refused, naming the option */
 	static const struct {
@@ -546,8 +560,9 @@ static void test_execctl_db(void)
 		{ "submit --db x -s work -p 1001 -- true",
 		  "--priority 1001: expected an integer in" },
 		{ "submit --db x -s work -p 99999999999999999999 -- true", "--priority 9999" },
-		{ "wait --db x --timeout ten 1", "wait: --timeout ten: expected seconds" },
-		{ "wait --db x --timeout 99999999999 1", "wait: --timeout 99999999999" },
+		{ "wait --db x --timeout ten 1", "wait: --wait-timeout ten: expected seconds" },
+		{ "wait --db x --wait-timeout 99999999999 1", "wait: --wait-timeout 99999999999" },
+		{ "submit --db x -s work --job '[1]'", "submit: --job: a JSON object is required" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		CU_ASSERT_EQUAL(execctl(out, sizeof out, "%s", bad[i].args), 2);

@@ -243,13 +243,13 @@ static void test_rescue_locked(void)
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
 					"instance = 'ghost'"),
 			1);
-	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_rescue_put_off"), 1);
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_rescue_put_off_dispatchers"), 1);
 	put_off = df_metric(mport, "execdispatch_rescue_put_off_total");
 	fprintf(stderr, "rescue blocked by a lock: put off %lld times\n", put_off);
 	CU_ASSERT(put_off >= 1);
 	PQclear(pgtest_query(other, "COMMIT"));
 	CU_ASSERT(wait_row(5000, id, "state = 'done'"));
-	CU_ASSERT(wait_metric(2000, mport, "execdispatch_rescue_put_off", 0));
+	CU_ASSERT(wait_metric(2000, mport, "execdispatch_rescue_put_off_dispatchers", 0));
 	put_off = df_metric(mport, "execdispatch_rescue_put_off_total");
 	harness_sleep_ms(1500); /* a heartbeat and its rescue, at least */
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_rescue_put_off_total"), put_off);

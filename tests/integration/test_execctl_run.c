@@ -12,6 +12,7 @@
  */
 #include "autoconfig.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,6 +48,8 @@ static const char body[] =
 	"      cp: {prog: cp}\n"
 	"      fail3: {prog: sh, args: [\"-c\", \"echo partial; echo oops >&2; exit 3\"]}\n"
 	"      slow5: {prog: sh, args: [\"-c\", \"sleep 1.5; echo slow; exit 5\"]}\n"
+	"      ff: {prog: sh, args: [\"-c\", \"tr '\\\\000' '\\\\377' </dev/zero | tee "
+	"/dev/stderr\"]}\n"
 	"  sleep:\n"
 	"    waitgroup: wg\n"
 	"    commands:\n"
@@ -83,7 +87,9 @@ struct run_opts {
 	size_t inlen;
 	const char *env[4];     /* "K=V" added to the environment */
 	int stderr_pty;         /* stderr is a terminal (read from its master) */
+	int stdout_pty;         /* with stderr_pty: stdout on the same terminal */
 	int interrupt_after_ms; /* > 0: SIGINT then */
+	int stdout_after_ms;    /* stdout is not read before then (a slow reader) */
 	void (*during)(void);   /* called once, during_ms after the start */
 	int during_ms;
 };
@@ -135,7 +141,7 @@ static void run(struct proc *p, const struct run_opts *o, const char *const *arg
 		if (o && o->stderr_pty)
 			setsid(); /* the pty may become its terminal; no signal from ours */
 		dup2(in[0], 0);
-		dup2(out[1], 1);
+		dup2(o && o->stdout_pty ? err[1] : out[1], 1);
 		dup2(err[1], 2);
 		for (int fd = 3; fd < 64; fd++)
 			close(fd);
@@ -156,12 +162,13 @@ static void run(struct proc *p, const struct run_opts *o, const char *const *arg
 	size_t sent = 0, errlen = 0;
 	int out_open = 1, err_open = 1, signalled = 0, during_done = 0;
 	while (out_open || err_open) {
+		long long now = harness_now_ms() - t0;
 		struct pollfd fds[3] = {
-			{ .fd = out_open ? out[0] : -1, .events = POLLIN },
+			{ .fd = out_open && (!o || now >= o->stdout_after_ms) ? out[0] : -1,
+			  .events = POLLIN },
 			{ .fd = err_open ? err[0] : -1, .events = POLLIN },
 			{ .fd = in[1], .events = POLLOUT },
 		};
-		long long now = harness_now_ms() - t0;
 		if (now > 60000)
 			break;
 		if (o && o->interrupt_after_ms > 0 && !signalled && now >= o->interrupt_after_ms) {
@@ -475,6 +482,12 @@ static struct relay R;
 
 static void freeze(void)
 {
+	/* Freeze once the job runs (the JOB has crossed the relay), not at a
+	 * fixed time: a loaded machine may take longer to get there. */
+	long long t0 = harness_now_ms();
+	while (harness_status_int(&D, "services", "cat", "started", NULL) < 1 &&
+	       harness_now_ms() - t0 < 10000)
+		usleep(10000);
 	CU_ASSERT_EQUAL(relay_freeze(&R), 1);
 }
 
@@ -485,7 +498,7 @@ static void test_silent_connection(void)
 	start(NULL);
 	CU_ASSERT_FATAL(relay_start(&R, D.port) == 0);
 	snprintf(via, sizeof via, "ws://127.0.0.1:%d", R.port);
-	struct run_opts o = { .during = freeze, .during_ms = 700 };
+	struct run_opts o = { .during = freeze, .during_ms = 1 };
 	run(&p, &o,
 	    ARGS("run", "-a", via, "-s", "cat", "-n", "-q", "--ping-timeout", "1", "--", "slow5"));
 	expect(&p, 5, "execctl: the job exited with status 5\n");
@@ -548,6 +561,132 @@ static void test_files(void)
 	stop();
 }
 
+/* dir holds only keep.txt, with its old bytes and mode: nothing of a
+ * failed job's --output reached it, no temporary file is left. */
+static void expect_kept(const char *dir, const char *what)
+{
+	char path[400];
+	struct stat st;
+	size_t len = 0, entries = 0;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	CU_ASSERT_FATAL(d != NULL);
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+			entries++;
+			if (strcmp(e->d_name, "keep.txt") != 0)
+				fprintf(stderr, "\n%s: left behind: %s\n", what, e->d_name);
+		}
+	closedir(d);
+	snprintf(path, sizeof path, "%s/keep.txt", dir);
+	unsigned char *back = harness_read_file(path, &len);
+	int same = back && len == 9 && memcmp(back, "precious\n", 9) == 0;
+	CU_ASSERT(same);
+	CU_ASSERT_EQUAL(entries, 1);
+	CU_ASSERT(stat(path, &st) == 0 && (st.st_mode & 07777) == 0640);
+	if (!same)
+		fprintf(stderr, "\n%s: keep.txt is now %zu bytes\n", what, len);
+	free(back);
+}
+
+/* --output NAME=FILE on every way a job can fail: FILE keeps its bytes,
+ * no temporary file stays beside it; a job that succeeds replaces it
+ * (mode kept). */
+static void test_output_kept_on_failure(void)
+{
+	char dir[400], keep[420], arg[440];
+	struct proc p;
+	struct run_opts interrupt = { .interrupt_after_ms = 800 };
+
+	start(NULL);
+	snprintf(dir, sizeof dir, "%s/outdir", D.dir);
+	snprintf(keep, sizeof keep, "%s/keep.txt", dir);
+	snprintf(arg, sizeof arg, "b.txt=%s", keep);
+	CU_ASSERT_FATAL(mkdir(dir, 0755) == 0);
+	FILE *f = fopen(keep, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs("precious\n", f);
+	fclose(f);
+	CU_ASSERT_FATAL(chmod(keep, 0640) == 0);
+
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "nosuch", "--output", arg, "--", "cat"));
+	expect(&p, EXECCTL_UNKNOWN_SERVICE, NULL);
+	expect_kept(dir, "unknown service");
+	release(&p);
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "--output", arg, "--", "fail3"));
+	expect(&p, 3, NULL);
+	expect_kept(dir, "exit 3");
+	release(&p);
+	run(&p, NULL,
+	    ARGS("run", "-a", addr, "-s", "sleep", "--job-timeout", "1", "--output", arg, "--",
+		 "sleep", "30"));
+	expect(&p, EXECCTL_FAILED, "timeout");
+	expect_kept(dir, "job timeout");
+	release(&p);
+	run(&p, &interrupt,
+	    ARGS("run", "-a", addr, "-s", "sleep", "--output", arg, "--", "sleep", "30"));
+	expect(&p, EXECCTL_INTERRUPTED, NULL);
+	expect_kept(dir, "interrupted while running");
+	release(&p);
+	block_slot();
+	run(&p, NULL,
+	    ARGS("run", "-a", addr, "-s", "cat", "--timeout", "1", "--output", arg, "--", "cat"));
+	expect(&p, EXECCTL_NO_SLOT, NULL);
+	expect_kept(dir, "no slot");
+	release(&p);
+	drop_blocker();
+
+	/* success: the job's file takes the place of keep.txt, mode kept */
+	char in_path[420], in_arg[440];
+	snprintf(in_path, sizeof in_path, "%s/new.txt", D.dir);
+	snprintf(in_arg, sizeof in_arg, "a.txt=%s", in_path);
+	f = fopen(in_path, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs("new\n", f);
+	fclose(f);
+	run(&p, NULL,
+	    ARGS("run", "-a", addr, "-s", "cat", "--input", in_arg, "--output", arg, "-n", "--",
+		 "cp", "a.txt", "b.txt"));
+	expect(&p, 0, NULL);
+	release(&p);
+	size_t len = 0;
+	unsigned char *back = harness_read_file(keep, &len);
+	CU_ASSERT(back && len == 4 && memcmp(back, "new\n", 4) == 0);
+	free(back);
+	struct stat st;
+	CU_ASSERT(stat(keep, &st) == 0 && (st.st_mode & 07777) == 0640);
+	stop();
+}
+
+/* A job that streamed much binary output and then failed (its timeout,
+ * while execctl's reader is slow, so the receipt arrives in the middle of
+ * the stream): stdout holds only the job's bytes (all 0xff here), never the
+ * receipt's UTF-8 copy of its first 4000 bytes; execctl's stderr holds only
+ * its own lines, none of the job's raw bytes. */
+static void test_binary_output_cut(void)
+{
+	struct proc p;
+	struct run_opts slow = { .stdout_after_ms = 2500 };
+
+	start(NULL);
+	run(&p, &slow,
+	    ARGS("run", "-a", addr, "-s", "cat", "-n", "--job-timeout", "1", "--", "ff"));
+	expect(&p, EXECCTL_FAILED, "timeout");
+	CU_ASSERT(p.outlen > 4000);
+	size_t bad = 0;
+	while (bad < p.outlen && (unsigned char)p.out[bad] == 0xff)
+		bad++;
+	CU_ASSERT_EQUAL(bad, p.outlen);
+	if (bad != p.outlen)
+		fprintf(stderr, "\nstdout: byte %zu of %zu is not the job's\n", bad, p.outlen);
+	CU_ASSERT_PTR_NULL(strchr(p.err, '\xff'));
+	for (const char *l = p.err; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : "")
+		CU_ASSERT(strncmp(l, "execctl: ", 9) == 0);
+	release(&p);
+	stop();
+}
+
 static void test_unknown_service_and_unreachable(void)
 {
 	struct proc p;
@@ -564,6 +703,13 @@ static void test_unknown_service_and_unreachable(void)
 	run(&p, NULL, ARGS("status", "-a", addr));
 	expect(&p, EXECCTL_UNREACHABLE, "execctl: cannot reach ws://127.0.0.1:");
 	release(&p);
+	/* a name that does not resolve: the system's words, not libevent's BSD
+	 * ones ("nodename nor servname provided") */
+	run(&p, NULL,
+	    ARGS("run", "-a", "ws://no-such-host.invalid:1", "-s", "cat", "-n", "--", "cat"));
+	expect(&p, EXECCTL_UNREACHABLE, "cannot resolve no-such-host.invalid: ");
+	CU_ASSERT_PTR_NULL(strstr(p.err, "nodename"));
+	release(&p);
 	/* one dead address among live ones is not "unreachable" */
 	char dead[64];
 	snprintf(dead, sizeof dead, "%s", addr);
@@ -576,7 +722,7 @@ static void test_unknown_service_and_unreachable(void)
 	stop();
 	/* usage errors: 2, nothing sent */
 	run(&p, NULL, ARGS("run", "-a", addr, "--", "cat"));
-	expect(&p, EXECCTL_USAGE, "execctl run: no service: give -s SERVICE");
+	expect(&p, EXECCTL_USAGE, "execctl: run: no service: give -s SERVICE");
 	release(&p);
 	run(&p, NULL, ARGS("frobnicate"));
 	expect(&p, EXECCTL_USAGE, "execctl: unknown command 'frobnicate'");
@@ -620,7 +766,7 @@ static void test_no_slot(void)
 	start(NULL);
 	block_slot();
 	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "--timeout", "1", "-n", "--", "cat"));
-	expect(&p, EXECCTL_NO_SLOT, "execctl: no slot for service 'cat' within the timeout");
+	expect(&p, EXECCTL_NO_SLOT, "execctl: service 'cat': no slot within 1 s\n");
 	CU_ASSERT(p.ms >= 900 && p.ms < 5000);
 	release(&p);
 	/* the want was withdrawn: only the blocker is left */
@@ -646,6 +792,88 @@ static void test_interrupt(void)
 	stop();
 }
 
+/* stdout and stderr on one terminal, as at a shell: the position line is
+ * erased before the first byte of the job's output, not a moment later. */
+static void test_line_erased_before_output(void)
+{
+	struct proc p;
+	struct run_opts tty = { .in = "hello\n",
+				.inlen = 6,
+				.stderr_pty = 1,
+				.stdout_pty = 1,
+				.during = unblock_slot,
+				.during_ms = 1500 };
+	start(NULL);
+	block_slot();
+	run(&p, &tty, ARGS("run", "-a", addr, "-s", "cat", "--", "cat"));
+	expect(&p, 0, NULL);
+	const char *out = strstr(p.err, "hello"), *line = NULL;
+	CU_ASSERT_FATAL(out != NULL);
+	for (const char *l = p.err; (l = strstr(l, "execctl: ")) && l < out; l++)
+		line = l;
+	CU_ASSERT_PTR_NOT_NULL(line);
+	/* the erase sequence comes after the last line drawn, before hello */
+	const char *erase = line ? strstr(line, "\r\033[K") : NULL;
+	CU_ASSERT(erase && erase < out);
+	if (!erase || erase >= out)
+		fprintf(stderr, "\nthe terminal got: %s\n", p.err);
+	release(&p);
+	tc_close(blocker);
+	stop();
+}
+
+/* eta_ms of want job_id of c (QUERY); -1 for null, -2 without an answer. */
+static long long eta_of(struct tclient *c, const char *job_id)
+{
+	struct json_object *p, *v;
+	long long eta = -2;
+
+	tc_send(c, "{\"type\":\"QUERY\",\"job_id\":\"%s\"}", job_id);
+	if ((p = tc_expect(c, "POSITION", 3000)) == NULL)
+		return -2;
+	if (json_object_object_get_ex(p, "eta_ms", &v))
+		eta = v ? json_object_get_int64(v) : -1;
+	json_object_put(p);
+	return eta;
+}
+
+/* The estimate comes from what holds the slot: a job of the slow service
+ * `sleep` holds it, so a want of the quick service `cat` waits about the
+ * rest of sleep's mean, not cat's own mean; once the holder has run past
+ * its mean the server cannot tell (null). */
+static void test_eta_from_holder(void)
+{
+	struct proc p;
+	start(NULL);
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "cat"));
+	expect(&p, 0, NULL);
+	release(&p);
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "sleep", "-n", "--", "sleep", "2"));
+	expect(&p, 0, NULL);
+	release(&p);
+	long long mean = harness_status_int(&D, "services", "sleep", "mean_runtime_ms", NULL);
+	long long quick = harness_status_int(&D, "services", "cat", "mean_runtime_ms", NULL);
+	long long t0 = harness_now_ms();
+	block_slot();
+	struct tclient *c = tc_connect(D.port, "eta");
+	CU_ASSERT_FATAL(c != NULL);
+	tc_send(c, "{\"type\":\"WANT\",\"job_id\":\"quick\",\"service\":\"cat\"}");
+	long long eta = eta_of(c, "quick"), ran = harness_now_ms() - t0;
+	CU_ASSERT(eta >= mean - ran && eta <= mean);
+	if (eta < mean - ran || eta > mean)
+		fprintf(stderr, "\neta %lld ms: sleep's mean %lld, cat's %lld, %lld ms after\n",
+			eta, mean, quick, ran);
+	/* past the holder's mean: no estimate rather than a wrong one */
+	long long deadline = t0 + mean + 5000;
+	while ((eta = eta_of(c, "quick")) >= 0 && harness_now_ms() < deadline)
+		usleep(100 * 1000); /* a poll: the answer changes when the mean is passed */
+	CU_ASSERT_EQUAL(eta, -1);
+	CU_ASSERT(harness_now_ms() - t0 >= mean);
+	tc_close(c);
+	drop_blocker();
+	stop();
+}
+
 /* On a terminal the position is shown while waiting and erased before the
  * job's output; on a pipe it is not shown at all. */
 static void test_position_on_terminal(void)
@@ -656,7 +884,7 @@ static void test_position_on_terminal(void)
 	block_slot();
 	run(&p, &tty, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "cat"));
 	expect(&p, 0, NULL);
-	CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "execctl: 1 running, 0 ahead"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "execctl: 1 of 1 slot busy, 0 ahead"));
 	/* the last thing on the terminal erases the line */
 	size_t len = strlen(p.err);
 	CU_ASSERT(len >= 4 && strcmp(p.err + len - 4, "\r\033[K") == 0);
@@ -852,11 +1080,16 @@ int main(void)
 		{ "stdin -> cat -> stdout, bytes compared", test_stream },
 		{ "exit code and failing output passed on", test_exit_code },
 		{ "--input and --output files", test_files },
+		{ "--output FILE untouched when the job fails", test_output_kept_on_failure },
+		{ "binary output cut by a timeout: stdout byte-exact", test_binary_output_cut },
 		{ "unknown service, unreachable, usage", test_unknown_service_and_unreachable },
 		{ "refused token", test_token },
 		{ "no slot within --timeout", test_no_slot },
 		{ "SIGINT cancels", test_interrupt },
 		{ "position on a terminal only", test_position_on_terminal },
+		{ "the estimate comes from what holds the slot", test_eta_from_holder },
+		{ "the position line is erased before the job's output",
+		  test_line_erased_before_output },
 		{ "status tables and --json", test_status },
 		{ "run and status over wss/https, --cacert, exit 119", test_wss },
 		{ "behind a load balancer", test_behind_balancer },

@@ -1,196 +1,79 @@
 /*
- * test_metrics.c - GET /metrics against its contract, protocol.md section
- * 7 ("GET /metrics"): the list of metrics is read from that section itself
- * (so a metric documented later is checked too), every one must be there
- * with every documented label value, and nothing undocumented; with fixed
- * waitgroups the auto-balance metrics are absent, with auto-balance
- * present.  After a known sequence of jobs, offers and errors on a real
- * daemon, every figure has the value the sequence implies.
+ * test_metrics.c - GET /metrics of both daemons against Prometheus and
+ * their contracts: each page goes through metrics_check.py (Debian's
+ * python3-prometheus-client parses it, the strict OpenMetrics parser
+ * too, the conventions hold, and its families are the table of
+ * docs/protocol.md section 7, resp. docs/dispatch.md "Metrics", both
+ * ways); after a known sequence of jobs, offers and errors on a real
+ * execserver every figure has the value the sequence implies and the
+ * histograms count the waits and runs it made; a real execdispatch shows
+ * the queue of a real PostgreSQL, an execserver address that answers
+ * nothing as 0 connected, and its histograms move with a run and a
+ * cancel.
  */
 #include "autoconfig.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
+#include "dispatch_fixture.h"
 #include "harness.h"
+#include "pgtest.h"
 #include "proto.h"
 #include "suite.h"
 #include "wsclient.h"
 
-/* One documented metric: its name and its label set as written
- * ("service,outcome=\"started|finished|failed\"", or ""). */
-struct doc_metric {
-	char name[96];
-	char labels[160];
-	int auto_only; /* listed after "with auto-balance also" */
-};
-
-static struct doc_metric doc[64];
-static int ndoc;
-
-static void doc_add(const char *name, size_t name_len, const char *labels, size_t labels_len,
-		    int auto_only)
-{
-	if (ndoc == 64 || name_len >= sizeof doc[0].name || labels_len >= sizeof doc[0].labels) {
-		CU_FAIL("protocol.md lists more or longer metrics than this test can hold");
-		return;
-	}
-	snprintf(doc[ndoc].name, sizeof doc[0].name, "%.*s", (int)name_len, name);
-	snprintf(doc[ndoc].labels, sizeof doc[0].labels, "%.*s", (int)labels_len, labels);
-	doc[ndoc++].auto_only = auto_only;
-}
-
-/* Expands one backquoted name: a brace group right after '_' lists
- * alternatives of the name ("execserver_waitgroup_{processes,running}"),
- * a brace group after a letter is the label set. */
-static void doc_expand(const char *span, size_t len, int auto_only)
-{
-	const char *open = memchr(span, '{', len);
-
-	if (open == NULL) {
-		doc_add(span, len, "", 0, auto_only);
-		return;
-	}
-	const char *close = memchr(open, '}', len - (size_t)(open - span));
-	if (close == NULL) {
-		CU_FAIL("protocol.md: a metric's braces are not closed");
-		return;
-	}
-	if (open > span && open[-1] == '_') {
-		for (const char *alt = open + 1; alt < close;) {
-			const char *end = memchr(alt, ',', (size_t)(close - alt));
-			char name[200];
-			if (end == NULL)
-				end = close;
-			int n = snprintf(name, sizeof name, "%.*s%.*s%.*s", (int)(open - span),
-					 span, (int)(end - alt), alt,
-					 (int)(len - (size_t)(close + 1 - span)), close + 1);
-			doc_expand(name, (size_t)n, auto_only);
-			alt = end + 1;
-		}
-		return;
-	}
-	doc_add(span, (size_t)(open - span), open + 1, (size_t)(close - open - 1), auto_only);
-}
-
-/* Reads the metric names of protocol.md's "### GET /metrics" section. */
-static void doc_load(void)
-{
-	const char *top = getenv("TOP_SRCDIR");
-	char path[512];
-	size_t len;
-
-	snprintf(path, sizeof path, "%s/docs/protocol.md", top ? top : "..");
-	char *md = (char *)harness_read_file(path, &len);
-	CU_ASSERT_FATAL(md != NULL);
-	char *sec = strstr(md, "### GET /metrics\n");
-	CU_ASSERT_FATAL(sec != NULL);
-	char *end = strstr(sec + 1, "\n#");
-	if (end)
-		*end = '\0';
-	char *auto_from = strstr(sec, "auto-balance also");
-	ndoc = 0;
-	for (char *p = strchr(sec, '`'); p; p = strchr(p, '`')) {
-		char *q = strchr(p + 1, '`');
-		if (q == NULL)
-			break;
-		if (strncmp(p + 1, "execserver_", 11) == 0)
-			doc_expand(p + 1, (size_t)(q - p - 1), auto_from && p > auto_from);
-		p = q + 1;
-	}
-	free(md);
-	CU_ASSERT(ndoc >= 16); /* what the section listed when this test was written */
-}
-
-/* 1 if body has a sample of name (whose line contains label_text, when
- * not NULL). */
-static int has_sample(const char *body, const char *name, const char *label_text)
-{
-	size_t n = strlen(name);
-
-	for (const char *l = body; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-		const char *eol = strchr(l, '\n');
-		size_t ll = eol ? (size_t)(eol - l) : strlen(l);
-		if (ll > n && strncmp(l, name, n) == 0 && (l[n] == ' ' || l[n] == '{')) {
-			if (label_text == NULL)
-				return 1;
-			char line[512];
-			snprintf(line, sizeof line, "%.*s", (int)ll, l);
-			if (strstr(line, label_text))
-				return 1;
-		}
-	}
-	return 0;
-}
-
-/* Every metric listed (the auto-balance ones only when with_auto) is in
- * body with a TYPE line, a sample, each label and each documented value;
- * the auto-balance ones are absent otherwise; body has no other metric. */
-static void check_documented(const char *body, int with_auto)
-{
-	char text[256];
-
-	for (int i = 0; i < ndoc; i++) {
-		const struct doc_metric *m = &doc[i];
-		snprintf(text, sizeof text, "# TYPE %.95s ", m->name);
-		if (m->auto_only && !with_auto) {
-			if (strstr(body, text))
-				fprintf(stderr,
-					"%s: an auto-balance metric with fixed waitgroups\n",
-					m->name);
-			CU_ASSERT(strstr(body, text) == NULL);
-			continue;
-		}
-		int ok = strstr(body, text) != NULL && has_sample(body, m->name, NULL);
-		char labels[160];
-		snprintf(labels, sizeof labels, "%s", m->labels);
-		for (char *save, *lab = strtok_r(labels, ",", &save); lab;
-		     lab = strtok_r(NULL, ",", &save)) {
-			char *eq = strchr(lab, '=');
-			if (eq == NULL) {
-				snprintf(text, sizeof text, "%s=\"", lab);
-				ok = ok && has_sample(body, m->name, text);
-				continue;
-			}
-			*eq = '\0';
-			char *vals = eq + 1 + (eq[1] == '"');
-			vals[strcspn(vals, "\"")] = '\0';
-			for (char *s2, *v = strtok_r(vals, "|", &s2); v;
-			     v = strtok_r(NULL, "|", &s2)) {
-				snprintf(text, sizeof text, "%s=\"%s\"", lab, v);
-				ok = ok && has_sample(body, m->name, text);
-			}
-		}
-		if (!ok)
-			fprintf(stderr, "/metrics lacks %s{%s} as protocol.md lists it\n", m->name,
-				m->labels);
-		CU_ASSERT(ok);
-	}
-	for (const char *t = strstr(body, "# TYPE "); t; t = strstr(t + 1, "# TYPE ")) {
-		char name[96] = "";
-		int known = 0;
-		sscanf(t + 7, "%95s", name);
-		for (int i = 0; i < ndoc; i++)
-			known |= strcmp(doc[i].name, name) == 0;
-		if (!known)
-			fprintf(stderr, "/metrics has %s, which protocol.md does not list\n", name);
-		CU_ASSERT(known);
-	}
-}
+/* Debian's interpreter, which sees python3-prometheus-client
+ * (scripts/setup.sh); a python3 earlier in PATH (pyenv's) may not. */
+#define PYTHON "/usr/bin/python3"
 
 static char body[1 << 16];
 
-static void get_metrics(const struct es_daemon *d)
+static void get_page(int port)
 {
 	int status = 0;
 	body[0] = '\0';
-	CU_ASSERT(wsc_http_get("127.0.0.1", d->port, "/metrics", 5000, &status, body,
-			       sizeof body) >= 0);
+	CU_ASSERT(wsc_http_get("127.0.0.1", port, "/metrics", 5000, &status, body, sizeof body) >=
+		  0);
 	CU_ASSERT_EQUAL(status, 200);
+}
+
+static void get_metrics(const struct es_daemon *d)
+{
+	get_page(d->port);
+}
+
+/* body through metrics_check.py against the table of doc (under the
+ * line heading); auto_balance "yes", "no" or NULL (the option left out). */
+static void check_page(const char *doc, const char *heading, const char *auto_balance)
+{
+	const char *top = getenv("TOP_SRCDIR");
+	char page[] = "/tmp/es-metrics-XXXXXX", cmd[1200], line[512];
+	int fd = mkstemp(page);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(write(fd, body, strlen(body)) == (ssize_t)strlen(body));
+	close(fd);
+	snprintf(cmd, sizeof cmd,
+		 PYTHON " '%s/tests/integration/metrics_check.py' '%s' '%s/docs/%s' '%s' %s%s 2>&1",
+		 top ? top : "..", page, top ? top : "..", doc, heading,
+		 auto_balance ? "--auto-balance " : "", auto_balance ? auto_balance : "");
+	FILE *p = popen(cmd, "r");
+	CU_ASSERT_FATAL(p != NULL);
+	while (fgets(line, sizeof line, p))
+		fprintf(stderr, "metrics_check %s: %s", doc, line);
+	int st = pclose(p);
+	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		fprintf(stderr, "---- the page ----\n%s----\n", body);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	unlink(page);
 }
 
 /* The value of the sample "name{labels}" (or "name"), NAN if absent. */
@@ -243,17 +126,22 @@ static void expect_done(struct tclient *c, const char *job_id, long long exit_co
 	json_object_put(done);
 }
 
-/* Fixed waitgroups: the list, then the figures after a known sequence. */
+#define SVC(name, svc) name "{service=\"" svc "\"}"
+#define JOBS_FINISHED(svc, outcome) \
+	"execserver_service_jobs_finished_total{service=\"" svc "\",outcome=\"" outcome "\"}"
+
+/* Fixed waitgroups: the page checked, then the figures after a known
+ * sequence, the histograms among them. */
 static void test_fixed(void)
 {
 	struct es_daemon d;
 	long long one = 1;
 
-	doc_load();
 	CU_ASSERT_FATAL(harness_start(&d, 1, harness_default_body(1), NULL) == 0);
 	get_metrics(&d);
-	check_documented(body, 0);
+	check_page("protocol.md", "### GET /metrics", "no");
 	CU_ASSERT_EQUAL(value("execserver_grants_total"), 0);
+	CU_ASSERT_EQUAL(value(SVC("execserver_service_slot_wait_seconds_count", "cat")), 0);
 
 	struct tclient *a = tc_connect(d.port, "a"), *b = tc_connect(d.port, "b");
 	CU_ASSERT_FATAL(a != NULL && b != NULL);
@@ -279,11 +167,13 @@ static void test_fixed(void)
 	expect_done(a, "j5", 0, "cancelled");
 	/* b holds the only slot with a sleep, a's want waits behind it */
 	start_sleep(&d, b, "h");
+	long long want_sent = harness_now_ms();
 	CU_ASSERT(tc_send(a, "{\"type\":\"WANT\",\"job_id\":\"j6\",\"service\":\"cat\"}") == 0);
 	CU_ASSERT(harness_wait_status(&d, 5000, waiting_is, &one) == 0);
+	long long seen_parked = harness_now_ms();
 
 	get_metrics(&d);
-	check_documented(body, 0);
+	check_page("protocol.md", "### GET /metrics", "no");
 	CU_ASSERT_EQUAL(value("execserver_clients"), 2);
 	CU_ASSERT_EQUAL(value("execserver_connections"), 2);
 	CU_ASSERT_EQUAL(value("execserver_wants"), 2);        /* h running, j6 parked */
@@ -295,42 +185,77 @@ static void test_fixed(void)
 	CU_ASSERT_EQUAL(value("execserver_waitgroup_offered{waitgroup=\"wg\"}"), 0);
 	CU_ASSERT_EQUAL(value("execserver_waitgroup_waiting{waitgroup=\"wg\"}"), 1);
 	CU_ASSERT_EQUAL(value("execserver_waitgroup_tokens{waitgroup=\"wg\"}"), 0);
-	CU_ASSERT_EQUAL(value("execserver_service_jobs_total{service=\"cat\",outcome=\"started\"}"),
-			2);
-	CU_ASSERT_EQUAL(
-		value("execserver_service_jobs_total{service=\"cat\",outcome=\"finished\"}"), 2);
-	CU_ASSERT_EQUAL(value("execserver_service_jobs_total{service=\"cat\",outcome=\"failed\"}"),
-			1);
-	CU_ASSERT_EQUAL(
-		value("execserver_service_jobs_total{service=\"sleep\",outcome=\"started\"}"), 2);
-	CU_ASSERT_EQUAL(
-		value("execserver_service_jobs_total{service=\"sleep\",outcome=\"finished\"}"), 1);
-	CU_ASSERT_EQUAL(
-		value("execserver_service_jobs_total{service=\"sleep\",outcome=\"failed\"}"), 1);
-	CU_ASSERT_EQUAL(value("execserver_service_runtime_samples{service=\"cat\"}"), 2);
-	double mean = value("execserver_service_mean_runtime_seconds{service=\"cat\"}");
+	/* started, and finished by outcomes that add up to the finished jobs */
+	CU_ASSERT_EQUAL(value(SVC("execserver_service_jobs_started_total", "cat")), 2);
+	CU_ASSERT_EQUAL(value(JOBS_FINISHED("cat", "succeeded")), 1);
+	CU_ASSERT_EQUAL(value(JOBS_FINISHED("cat", "failed")), 1);
+	CU_ASSERT_EQUAL(value(SVC("execserver_service_jobs_started_total", "sleep")), 2);
+	CU_ASSERT_EQUAL(value(JOBS_FINISHED("sleep", "succeeded")), 0);
+	CU_ASSERT_EQUAL(value(JOBS_FINISHED("sleep", "failed")), 1);
+	CU_ASSERT_EQUAL(value(SVC("execserver_service_runtime_samples", "cat")), 2);
+	double mean = value(SVC("execserver_service_mean_runtime_seconds", "cat"));
 	CU_ASSERT(mean >= 0 && mean < 1.0);
+	/* run time: each finished job once; slot wait: each offer once */
+	CU_ASSERT_EQUAL(value(SVC("execserver_service_job_duration_seconds_count", "cat")), 2);
+	CU_ASSERT_EQUAL(value(SVC("execserver_service_job_duration_seconds_count", "sleep")), 1);
+	CU_ASSERT_EQUAL(value(SVC("execserver_service_slot_wait_seconds_count", "cat")), 3);
+	CU_ASSERT_EQUAL(value(SVC("execserver_service_slot_wait_seconds_count", "sleep")), 2);
+	double wait_sum = value(SVC("execserver_service_slot_wait_seconds_sum", "cat"));
 	/* /status says the same (the two views of one snapshot) */
 	struct json_object *st = harness_status(&d);
 	CU_ASSERT_EQUAL(harness_json_int(st, "grants", NULL), 5);
 	CU_ASSERT_EQUAL(harness_json_int(st, "services", "sleep", "samples", NULL),
-			(long long)value("execserver_service_runtime_samples{service=\"sleep\"}"));
+			(long long)value(SVC("execserver_service_runtime_samples", "sleep")));
+	CU_ASSERT_EQUAL(harness_json_int(st, "services", "cat", "finished", NULL),
+			value(JOBS_FINISHED("cat", "succeeded")) +
+				value(JOBS_FINISHED("cat", "failed")));
 	json_object_put(st);
 
+	/* h ends: j6 gets the slot; its wait lies between the time it was
+	 * seen parked and the cancel, and the time from its WANT to the
+	 * OFFER (the book's clock in whole ms: 2 ms either way) */
+	long long cancel_sent = harness_now_ms();
 	CU_ASSERT(tc_send(b, "{\"type\":\"CANCEL\",\"job_id\":\"h\"}") == 0);
-	expect_done(b, "h", 0, "cancelled"); /* so that the stop need not wait for it */
+	expect_done(b, "h", 0, "cancelled");
+	struct json_object *offer = tc_expect(a, "OFFER", 5000);
+	long long offered = harness_now_ms();
+	CU_ASSERT_FATAL(offer != NULL && strcmp(tc_str(offer, "job_id"), "j6") == 0);
+	CU_ASSERT(tc_send(a, "{\"type\":\"DECLINE\",\"job_id\":\"j6\",\"token\":\"%s\"}",
+			  tc_str(offer, "token")) == 0);
+	json_object_put(offer);
+	get_metrics(&d);
+	CU_ASSERT_EQUAL(value(SVC("execserver_service_slot_wait_seconds_count", "cat")), 4);
+	double waited = value(SVC("execserver_service_slot_wait_seconds_sum", "cat")) - wait_sum;
+	fprintf(stderr,
+		"slot wait of j6: %.3f s (parked %lld ms before the cancel, %lld ms from "
+		"the WANT to the OFFER)\n",
+		waited, cancel_sent - seen_parked, offered - want_sent);
+	CU_ASSERT(waited * 1000 >= (double)(cancel_sent - seen_parked) - 2);
+	CU_ASSERT(waited * 1000 <= (double)(offered - want_sent) + 2);
+	/* a job of 0.3 s: counted above the 0.25 bucket, its time in _sum */
+#define SLEEP_RUNS(le) \
+	"execserver_service_job_duration_seconds_bucket{service=\"sleep\",le=\"" le "\"}"
+	double runs = value(SVC("execserver_service_job_duration_seconds_sum", "sleep"));
+	double quick = value(SLEEP_RUNS("0.25")), all = value(SLEEP_RUNS("+Inf"));
+	done = tc_run_job(b, "j7", "sleep", "{\"command\":\"sleep\",\"args\":[\"0.3\"]}", 10000);
+	CU_ASSERT(done != NULL && tc_int(tc_receipt(done), "exit_code") == 0);
+	json_object_put(done);
+	get_metrics(&d);
+	check_page("protocol.md", "### GET /metrics", "no");
+	CU_ASSERT_EQUAL(value(SLEEP_RUNS("0.25")), quick);
+	CU_ASSERT_EQUAL(value(SLEEP_RUNS("+Inf")), all + 1);
+	CU_ASSERT(value(SVC("execserver_service_job_duration_seconds_sum", "sleep")) - runs >= 0.3);
 	tc_close(a);
 	tc_close(b);
 	CU_ASSERT_EQUAL(harness_stop(&d, 10000), 0);
 	harness_cleanup(&d);
 }
 
-/* Auto-balance: the same list, with the class and reserve metrics. */
+/* Auto-balance: the page with the class and reserve metrics. */
 static void test_auto_balance(void)
 {
 	struct es_daemon d;
 
-	doc_load();
 	CU_ASSERT_FATAL(harness_start(&d, 1,
 				      "cpus: 3\n"
 				      "fastReserve: 1\n"
@@ -340,13 +265,92 @@ static void test_auto_balance(void)
 				      "      true: {prog: \"true\"}\n",
 				      NULL) == 0);
 	get_metrics(&d);
-	check_documented(body, 1);
+	check_page("protocol.md", "### GET /metrics", "yes");
 	CU_ASSERT_EQUAL(value("execserver_fast_reserve"), 1);
 	CU_ASSERT_EQUAL(value("execserver_waitgroup_processes{waitgroup=\"auto\"}"), 3);
 	CU_ASSERT_EQUAL(value("execserver_service_class{service=\"light\",class=\"unknown\"}"), 1);
 	CU_ASSERT_EQUAL(value("execserver_service_class{service=\"light\",class=\"light\"}"), 0);
 	CU_ASSERT_EQUAL(harness_stop(&d, 10000), 0);
 	harness_cleanup(&d);
+}
+
+/* Waits (ms at most) until the dispatcher's series has the value want. */
+static int wait_series(int port, const char *series, double want, int ms)
+{
+	for (long long t0 = harness_now_ms(); harness_now_ms() - t0 < ms; harness_sleep_ms(50))
+		if (df_metric_value(port, series) == want)
+			return 1;
+	fprintf(stderr, "%s: %g, not %g\n", series, df_metric_value(port, series), want);
+	return 0;
+}
+
+#define SUBMIT_WORK(when) \
+	"SELECT execdispatch.submit('work', '{\"command\":\"true\"}', 0, now() " when ")"
+#define QUEUE_JOBS(state) "execdispatch_queue_jobs{service=\"work\",state=\"" state "\"}"
+
+/* execdispatch: a dispatcher without an execserver claims nothing and
+ * shows the queue as it is (two rows due a minute ago, one due in an
+ * hour) and its address as 0 connected; one with an execserver runs the
+ * two rows, and its histograms count their wait in the queue, their runs
+ * and a cancel. */
+static void test_dispatch(void)
+{
+	struct dfix f;
+	char series[160];
+
+	CU_ASSERT_FATAL(df_start(&f) == 0);
+	PQclear(pgtest_query(f.c, SUBMIT_WORK("- interval '60 seconds'")));
+	PQclear(pgtest_query(f.c, SUBMIT_WORK("- interval '60 seconds'")));
+	PQclear(pgtest_query(f.c, SUBMIT_WORK("+ interval '1 hour'")));
+	/* no execserver started yet: d0's one address is ws://127.0.0.1:9 */
+	int p0 = df_start_with_metrics(&f, 0, NULL);
+	CU_ASSERT_FATAL(p0 > 0);
+	CU_ASSERT(wait_series(p0, QUEUE_JOBS("queued"), 3, 10000));
+	get_page(p0);
+	check_page("dispatch.md", "## Metrics", NULL);
+	CU_ASSERT_EQUAL(value(QUEUE_JOBS("claimed")), 0);
+	CU_ASSERT_EQUAL(value(QUEUE_JOBS("running")), 0);
+	CU_ASSERT(value("execdispatch_queue_oldest_age_seconds{service=\"work\"}") >= 60);
+	CU_ASSERT_EQUAL(value("execdispatch_execservers_connected{address=\"ws://127.0.0.1:9\"}"),
+			0);
+	CU_ASSERT_EQUAL(value("execdispatch_build_info{version=\"" PACKAGE_VERSION
+			      "\",instance_id=\"d0\"}"),
+			1);
+	CU_ASSERT_EQUAL(value("execdispatch_claimed_total"), 0);
+	CU_ASSERT_EQUAL(df_stop_disp(&f, 0, SIGTERM, 5000), 0);
+
+	CU_ASSERT_FATAL(df_start_exec(&f, 0, 1) == 0);
+	int p1 = df_start_with_metrics(&f, 1, NULL);
+	CU_ASSERT_FATAL(p1 > 0);
+	CU_ASSERT(wait_series(p1, "execdispatch_outcomes_total{outcome=\"done\"}", 2, 10000));
+	snprintf(series, sizeof series,
+		 "execdispatch_execservers_connected{address=\"ws://127.0.0.1:%d\"}", f.es[0].port);
+	get_page(p1);
+	CU_ASSERT_EQUAL(value(series), 1);
+	/* each row waited a minute and more in the queue */
+	CU_ASSERT_EQUAL(value("execdispatch_queue_wait_seconds_count"), 2);
+	CU_ASSERT_EQUAL(value("execdispatch_queue_wait_seconds_bucket{le=\"30\"}"), 0);
+	CU_ASSERT_EQUAL(value("execdispatch_queue_wait_seconds_bucket{le=\"300\"}"), 2);
+	CU_ASSERT(value("execdispatch_queue_wait_seconds_sum") >= 120);
+	CU_ASSERT_EQUAL(value("execdispatch_job_duration_seconds_count"), 2);
+	CU_ASSERT_EQUAL(value("execdispatch_cancel_latency_seconds_count"), 0);
+	/* a running row cancelled */
+	long long id = df_submit(&f, "{\"command\":\"sleep\",\"args\":[\"30\"]}", 0);
+	for (long long t0 = harness_now_ms();
+	     harness_now_ms() - t0 < 10000 &&
+	     pgtest_int(f.c,
+			"SELECT count(*) FROM execdispatch.job WHERE id = %lld AND state = "
+			"'running'",
+			id) != 1;
+	     harness_sleep_ms(50))
+		;
+	PQclear(pgtest_query(f.c, "SELECT execdispatch.cancel(%lld)", id));
+	CU_ASSERT(wait_series(p1, "execdispatch_cancel_latency_seconds_count", 1, 10000));
+	CU_ASSERT(wait_series(p1, "execdispatch_job_duration_seconds_count", 3, 10000));
+	get_page(p1);
+	check_page("dispatch.md", "## Metrics", NULL);
+	CU_ASSERT_EQUAL(df_stop_disp(&f, 1, SIGTERM, 5000), 0);
+	df_cleanup(&f, CU_get_number_of_failures() > 0);
 }
 
 int main(void)
@@ -356,6 +360,8 @@ int main(void)
 		  test_fixed },
 		{ "auto-balance: every documented metric, the class and reserve",
 		  test_auto_balance },
+		{ "execdispatch: the page, the queue, an address not reached, the histograms",
+		  test_dispatch },
 		{ NULL, NULL },
 	};
 	return run_suite("metrics", cases);

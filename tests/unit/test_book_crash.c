@@ -5,8 +5,9 @@
  * after short and long runtimes, some cut short by an error, legacy
  * tokens, expiry) and _exits at the N-th fault point, inside the lock.  The
  * parent's next lock repairs the book, which must then pass book_check
- * (eager grants with eligibility, classes consistent with their averages),
- * and must stay usable: more random operations, checked again.
+ * (eager grants with eligibility, classes consistent with their averages)
+ * and count no step twice in its statistics, and must stay usable: more
+ * random operations, checked again.
  *
  * ES_CRASH_ROUNDS sets the number of rounds (default 600, a few seconds;
  * raise it for a longer run) and ES_CRASH_SEED the seed (default 1, so
@@ -169,6 +170,46 @@ static void run_ops(struct fx *f, struct driver *d, int n)
 	}
 }
 
+static uint64_t hist_count(const struct hist *h)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		n += h->n[i];
+	return n;
+}
+
+/* The statistics never count a step twice (book_layout.h): at most one
+ * slot wait per offer made, one run time per finished job, one end per
+ * start.  0, or -1 with why. */
+static int stats_check(struct fx *f, char *why, size_t whylen)
+{
+	struct book_status st;
+	struct book_service_status sv;
+	uint64_t waits = 0;
+	int rc = 0;
+
+	fx_lock(f);
+	book_status(f->b, &st);
+	for (uint32_t s = 0; s < 3 && rc == 0; s++) {
+		book_service_status(f->b, s, &sv);
+		waits += hist_count(&sv.slot_wait);
+		if (hist_count(&sv.runtime) > sv.finished || sv.finished > sv.started) {
+			snprintf(why, whylen,
+				 "service %u: %llu run times, %llu finished, %llu started", s,
+				 (unsigned long long)hist_count(&sv.runtime),
+				 (unsigned long long)sv.finished, (unsigned long long)sv.started);
+			rc = -1;
+		}
+	}
+	if (rc == 0 && waits > st.grants) {
+		snprintf(why, whylen, "%llu slot waits for %llu offers", (unsigned long long)waits,
+			 (unsigned long long)st.grants);
+		rc = -1;
+	}
+	fx_unlock(f);
+	return rc;
+}
+
 static void test_crash_fuzz(void)
 {
 	const char *env = getenv("ES_CRASH_ROUNDS");
@@ -214,7 +255,7 @@ static void test_crash_fuzz(void)
 		reached += WIFEXITED(status) && WEXITSTATUS(status) == 0;
 		/* the child's view of the book is gone: start over, repaired */
 		char why[256];
-		if (fx_check(&f, why, sizeof why) != 0) {
+		if (fx_check(&f, why, sizeof why) != 0 || stats_check(&f, why, sizeof why) != 0) {
 			printf("  round %d (crash at fault point %ld): %s\n", round, g_target, why);
 			bad++;
 		}
@@ -223,7 +264,7 @@ static void test_crash_fuzz(void)
 		again.now = d.now + 1000;
 		again.jobs = 100000;
 		run_ops(&f, &again, 100);
-		if (fx_check(&f, why, sizeof why) != 0) {
+		if (fx_check(&f, why, sizeof why) != 0 || stats_check(&f, why, sizeof why) != 0) {
 			printf("  round %d, after more operations: %s\n", round, why);
 			bad++;
 		}

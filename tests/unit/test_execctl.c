@@ -74,8 +74,8 @@ static void test_run_full(void)
 	struct cli_run o;
 	char err[512];
 	fake_addr = fake_token = NULL;
-	CU_ASSERT_EQUAL_FATAL(RUN("-a", "ws://a:1", "--address", "b:2", "-s", "conv", "-p",
-				  "interactive", "--timeout", "30", "--job-timeout", "600",
+	CU_ASSERT_EQUAL_FATAL(RUN("-a", "ws://a:1", "--address", "b:2", "-s", "conv", "-P",
+				  "interactive", "--slot-timeout", "30", "--job-timeout", "600",
 				  "--input", "in.png=/tmp/x.png", "--output", "out.jpg=/tmp/y.jpg",
 				  "--env", "LANG=C", "--env", "X=a=b", "-n", "-q", "-v", "--client",
 				  "me", "--", "convert", "-resize", "50%", "--", "in.png"),
@@ -115,6 +115,23 @@ static void test_run_full(void)
 	CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(j, "timeout_sec")), 600);
 	json_object_put(j);
 	free(json);
+	cli_run_free(&o);
+}
+
+/* The old spellings stay: -p for --priority, --timeout for --slot-timeout. */
+static void test_run_old_spellings(void)
+{
+	struct cli_run o;
+	char err[512];
+	fake_addr = "ws://e:1";
+	fake_token = NULL;
+	CU_ASSERT_EQUAL_FATAL(RUN("-s", "c", "-p", "background", "--timeout", "7", "--", "true"),
+			      CLI_PARSED);
+	CU_ASSERT_EQUAL(o.priority, -2);
+	CU_ASSERT_EQUAL(o.timeout_sec, 7);
+	cli_run_free(&o);
+	CU_ASSERT_EQUAL_FATAL(RUN("-s", "c", "--priority", "5", "--", "true"), CLI_PARSED);
+	CU_ASSERT_EQUAL(o.priority, 5);
 	cli_run_free(&o);
 }
 
@@ -237,14 +254,14 @@ static void test_refusals(void)
 		{ { "-a", "x:1", "--", "true" }, "run: no service: give -s SERVICE" },
 		{ { "-a", "x:1", "-s", "cat" },
 		  "run: no command: give -- COMMAND [ARGS...] after the options" },
-		{ { "-a", "x:1", "-s", "cat", "-p", "urgent", "--", "true" },
-		  "run: -p urgent: not an integer" },
+		{ { "-a", "x:1", "-s", "cat", "-P", "urgent", "--", "true" },
+		  "run: --priority urgent: not an integer" },
 		{ { "-a", "x:1", "-s", "cat", "-p", "99999999999", "--", "true" },
-		  "run: -p 99999999999" },
-		{ { "-a", "x:1", "-s", "cat", "--timeout", "-1", "--", "true" },
-		  "run: --timeout -1: expected seconds" },
+		  "run: --priority 99999999999" },
+		{ { "-a", "x:1", "-s", "cat", "--slot-timeout", "-1", "--", "true" },
+		  "run: --slot-timeout -1: expected seconds" },
 		{ { "-a", "x:1", "-s", "cat", "--timeout", "1s", "--", "true" },
-		  "run: --timeout 1s: expected seconds" },
+		  "run: --slot-timeout 1s: expected seconds" },
 		{ { "-a", "x:1", "-s", "cat", "--job-timeout", "0", "--", "true" },
 		  "run: --job-timeout 0" },
 		{ { "-a", "x:1", "-s", "cat", "--job-timeout", "86401", "--", "true" },
@@ -308,10 +325,12 @@ static void test_priority(void)
 static void test_progress(void)
 {
 	char b[128];
-	progress_line(b, sizeof b, 3, 7, 2 * 60 * 1000);
-	CU_ASSERT_STRING_EQUAL(b, "3 running, 7 ahead, about 2 min");
-	progress_line(b, sizeof b, 4, 0, -1);
-	CU_ASSERT_STRING_EQUAL(b, "4 running, 0 ahead");
+	progress_line(b, sizeof b, 3, 4, 7, 2 * 60 * 1000);
+	CU_ASSERT_STRING_EQUAL(b, "3 of 4 slots busy, 7 ahead, about 2 min");
+	progress_line(b, sizeof b, 1, 1, 0, -1);
+	CU_ASSERT_STRING_EQUAL(b, "1 of 1 slot busy, 0 ahead, time unknown");
+	progress_line(b, sizeof b, 4, 0, 0, 1000);
+	CU_ASSERT_STRING_EQUAL(b, "4 slots busy, 0 ahead, about 1 s");
 	progress_eta(b, sizeof b, 0);
 	CU_ASSERT_STRING_EQUAL(b, "about 1 s");
 	progress_eta(b, sizeof b, 40200);
@@ -375,8 +394,7 @@ static void test_outcome(void)
 		{ "unauthorized", 0, 0, EXECCTL_UNAUTHORIZED,
 		  "execctl: the server refused the token" },
 		{ "tls_verify", 0, 0, EXECCTL_TLS_VERIFY, "execctl: m\n" },
-		{ "no_slot", 1, 0, EXECCTL_NO_SLOT,
-		  "execctl: no slot for service 'cat' within the timeout" },
+		{ "no_slot", 1, 0, EXECCTL_NO_SLOT, "execctl: service 'cat': m\n" },
 		{ "local_io", 0, 0, EXECCTL_LOCAL_IO, "execctl: job failed: local_io: m" },
 		{ "cancelled", 0, 1, EXECCTL_INTERRUPTED, "execctl: job failed: cancelled" },
 		{ "cancelled", 0, 0, EXECCTL_FAILED, "execctl: job failed: cancelled" },
@@ -416,6 +434,59 @@ static void test_outcome(void)
 	r.error_message = "a very long message that does not fit";
 	outcome_exit(&r, 0, "cat", small, sizeof small);
 	CU_ASSERT_EQUAL(strlen(small), sizeof small - 1);
+}
+
+/* The job's stderr line never reaches the terminal raw; a receipt's
+ * stdout is shown only when nothing was streamed; a receipt read from
+ * JSON (a queue row's) shows as run's. */
+static void test_outcome_show(void)
+{
+	char msg[1024], *out = NULL, *err = NULL;
+	size_t outlen = 0, errlen = 0;
+	struct exc_receipt r = receipt();
+	struct json_object *doc;
+
+	r.exited = 1;
+	r.exit_code = 1;
+	r.stderr_line = "\033[2Jgone\x9b";
+	outcome_exit(&r, 0, "cat", msg, sizeof msg);
+	CU_ASSERT_STRING_EQUAL(msg, "execctl: the job exited with status 1\n"
+				    "execctl: its last stderr line: \\x1b[2Jgone\x9b\n");
+
+	FILE *o = open_memstream(&out, &outlen), *e = open_memstream(&err, &errlen);
+	r.stdout_text = "prefix\xef\xbf\xbd";
+	r.stdout_bytes = 65536; /* streamed: the receipt's copy stays out */
+	CU_ASSERT_EQUAL(outcome_show(&r, msg, o, e), 0);
+	fflush(o);
+	CU_ASSERT_EQUAL(outlen, 0);
+	r.stdout_bytes = 0;
+	r.stdout_truncated = 1;
+	outcome_show(&r, "", o, e);
+	fclose(o);
+	fclose(e);
+	CU_ASSERT_STRING_EQUAL(out, "prefix\xef\xbf\xbd");
+	CU_ASSERT(strstr(err, "execctl: (standard output cut after its first 4000 bytes") != NULL);
+	free(out);
+	free(err);
+
+	CU_ASSERT_EQUAL(
+		outcome_parse("{\"exit_code\":3,\"stdout\":\"partial\\n\",\"stdout_truncated\":"
+			      "true,\"stderr\":\"oops\",\"duration_ms\":12}",
+			      &r, &doc),
+		0);
+	CU_ASSERT(r.exited && r.exit_code == 3 && !r.ok && r.stdout_truncated);
+	CU_ASSERT_STRING_EQUAL(r.stdout_text, "partial\n");
+	CU_ASSERT_STRING_EQUAL(r.stderr_line, "oops");
+	json_object_put(doc);
+	CU_ASSERT_EQUAL(outcome_parse("{\"exit_code\":0,\"error\":{\"code\":\"timeout\","
+				      "\"message\":\"after 1 s\"}}",
+				      &r, &doc),
+			0);
+	CU_ASSERT(!r.ok && r.error_code && strcmp(r.error_code, "timeout") == 0);
+	CU_ASSERT_EQUAL(outcome_exit(&r, 0, "cat", msg, sizeof msg), EXECCTL_FAILED);
+	json_object_put(doc);
+	CU_ASSERT_EQUAL(outcome_parse("not json", &r, &doc), -1);
+	json_object_put(doc);
 }
 
 /* ---- status ------------------------------------------------------------------------------ */
@@ -536,12 +607,14 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "run: every option", test_run_full },
 		{ "run: scanning stops at the command", test_run_stops_at_command },
+		{ "run: -p and --timeout still taken", test_run_old_spellings },
 		{ "EXECCTL_ADDR, EXECCTL_TOKEN, EXECCTL_CACERT, --token-file, --cacert",
 		  test_environment },
 		{ "refusals and their messages", test_refusals },
 		{ "priorities", test_priority },
 		{ "the position line", test_progress },
 		{ "receipts to exit statuses", test_outcome },
+		{ "receipts shown, stderr line escaped", test_outcome_show },
 		{ "tables", test_table },
 		{ "table escapes control characters", test_table_escapes },
 		{ "status tables", test_status_tables },

@@ -363,8 +363,9 @@ static int do_show(PGconn *c, const struct qopts *o)
 }
 
 /* The position text of a job from position(): "3 running, 7 ahead in the
- * queue" for a queued row (running: rows of its service), the execserver's
- * "1 of 2 slots busy, 0 ahead, about 3 s" for a claimed one, or the state.
+ * queue" for a queued row (running: rows of its service; with why it
+ * waits when it is not simply its turn), the execserver's "1 of 2 slots
+ * busy, 0 ahead, about 3 s" for a claimed one, or the state.
  * EXECCTL_OK, EXECCTL_FAILED (printed), or EXECCTL_NOT_FOUND (printed). */
 static int position_text(PGconn *c, const struct qopts *o, char *state, size_t slen, char *buf,
 			 size_t len)
@@ -406,13 +407,18 @@ static int position_text(PGconn *c, const struct qopts *o, char *state, size_t s
 		snprintf(buf, len, "claimed, waiting for a slot");
 	else
 		snprintf(buf, len, "%s", state);
+	/* a queued row: why it waits, unless it is simply its turn (migration
+	 * 007: "no dispatcher claims: d0: no execserver connected (...)") */
+	if (json_object_object_get_ex(p, "waiting", &v) && v &&
+	    strcmp(json_object_get_string(v), "its turn") != 0 && strlen(buf) + 4 < len)
+		snprintf(buf + strlen(buf), len - strlen(buf), " (%s)", json_object_get_string(v));
 	json_object_put(p);
 	return EXECCTL_OK;
 }
 
 static int do_position(PGconn *c, const struct qopts *o)
 {
-	char state[32], line[128];
+	char state[32], line[512];
 	int rc = position_text(c, o, state, sizeof state, line, sizeof line);
 
 	if (rc == EXECCTL_OK)

@@ -399,13 +399,29 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
 		event_active(d->poll_ev, EV_TIMEOUT, 0); /* outcomes held back while away */
 }
 
+/* Why this dispatcher claims nothing now, into buf, or NULL while it
+ * claims: written with each beat into its dispatcher row, where
+ * position() of a queued row reads it (migration 007). */
+static const char *claiming_nothing(const struct dispatcher *d, char *buf, size_t len)
+{
+	if (d->stopping)
+		return "stopping";
+	if (!d->client || exc_claim_share(d->client) > 0)
+		return NULL;
+	snprintf(buf, len, "no execserver connected%s%s%s", d->exec_why[0] ? " (" : "", d->exec_why,
+		 d->exec_why[0] ? ")" : "");
+	return buf;
+}
+
 /* The heartbeat, a chore on its lane (the rescue follows its answer). */
 static void send_beat(struct dispatcher *d)
 {
-	const char *params[2] = { d->cfg->instance_id, d->token };
+	char why[sizeof d->exec_why + 40];
+	const char *params[3] = { d->cfg->instance_id, d->token,
+				  claiming_nothing(d, why, sizeof why) };
 	int64_t sent = now_ms();
 
-	if (chores_add(d->beat_lane, d->q_beat, 2, params, &sent, sizeof sent, beat_done, d) == 0)
+	if (chores_add(d->beat_lane, d->q_beat, 3, params, &sent, sizeof sent, beat_done, d) == 0)
 		d->beat_out = 1;
 }
 
@@ -471,11 +487,11 @@ static void reregistered(void *arg, PGresult *res, int away, const void *note)
 	int rc = took_register(d, res, away, *(const int64_t *)note);
 
 	d->beat_out = 0;
-	if (rc == -3)
-		log_error("instance %s is held by another live dispatcher: starting nothing "
-			  "until its heartbeat is older than %d s",
-			  d->cfg->instance_id, d->cfg->stale_after_sec);
-	else if (rc == -1)
+	if (rc == -3) {
+		taken_over(d);
+		return;
+	}
+	if (rc == -1)
 		log_error("heartbeat: %s", chores_db(d->beat_lane)->last_error);
 	if (rc < 0)
 		return;
@@ -483,6 +499,36 @@ static void reregistered(void *arg, PGresult *res, int away, const void *note)
 	d->owning = 1;
 	send_own(d);
 	send_beat(d);
+}
+
+/* PgBouncer has refused our connections with its server_login_retry
+ * (a PostgreSQL restart seen through it) for longer than half of
+ * staleAfterSec: the other dispatchers may be refused as long, and the
+ * first one back rescues the others' running jobs, which then run twice.
+ * Said once per spell (docs/dispatch.md, "Poolers and the database's
+ * health": set server_login_retry well below staleAfterSec / 2). */
+static void say_login_retry(struct dispatcher *d)
+{
+	struct db *dbs[] = { &d->db, &d->db2, chores_db(d->chores), chores_db(d->beat_lane),
+			     chores_db(d->rescue_lane) };
+	int64_t longest = 0;
+
+	for (size_t i = 0; i < sizeof dbs / sizeof dbs[0]; i++)
+		if (db_login_retry_for(dbs[i]) > longest)
+			longest = db_login_retry_for(dbs[i]);
+	if (longest <= d->cfg->stale_after_sec * 1000LL / 2) {
+		if (!longest)
+			d->said_login_retry = 0;
+		return;
+	}
+	if (d->said_login_retry++)
+		return;
+	log_warn("database: PgBouncer has refused our connections for %lld s (server login has "
+		 "been failing, server_login_retry), longer than half of staleAfterSec (%d s): "
+		 "other dispatchers are likely refused as long, and the first one back rescues "
+		 "the others' running jobs, which then run again; set PgBouncer's "
+		 "server_login_retry well below %d s (docs/dispatch.md, \"Poolers\")",
+		 (long long)(longest / 1000), d->cfg->stale_after_sec, d->cfg->stale_after_sec / 2);
 }
 
 /* Every heartbeatSec: the heartbeat (registering again first when a
@@ -498,6 +544,7 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	arm(d->beat_ev, d->cfg->heartbeat_sec * 1000LL);
+	say_login_retry(d);
 	if (d->listener)
 		listener_keep(d->listener);
 	if (d->registered && d->owning && !d->own_out)
@@ -1052,8 +1099,8 @@ void maybe_done_stopping(struct dispatcher *d)
 	    d->sweep_out || d->leaving)
 		return;
 	if (d->gave_up)
-		log_warn("stopping: outcomes were given up; our dispatcher row stays, so that the "
-			 "rescue reruns their rows");
+		log_warn("stopping: outcomes or runs were given up; our dispatcher row stays, so "
+			 "that the rescue reruns their rows");
 	else if (d->registered && send_leave(d) == 0) {
 		d->leaving = 1;
 		return;

@@ -4,12 +4,15 @@
  * version, registering our dispatcher row, requeueing the claims of an
  * earlier life of our instance, looked for first and then requeued under
  * exactly the claims found; docs/dispatch.md, "Starting"), then the
- * loop's timers (begin).  Invariants: one contact statement on the wire at
+ * loop's timers (begin); and the identity of a life: its token, the
+ * process's client id at the execservers, and the exit of a process
+ * whose instance another live process took over.  Invariants: one contact statement on the wire at
  * a time; nothing is claimed before CONTACT_DONE, which comes only after
  * the requeue succeeded (a failed statement is sent again after
- * heartbeatSec, contact_retry); no database within
- * START_GIVE_UP_MS, a schema we do not know or an instance held by a live
- * dispatcher ends the daemon with status 1.
+ * heartbeatSec, contact_retry); a database not reachable yet is waited
+ * for (the connection's back-off, one log line per failed attempt); a
+ * schema we do not know or an instance held by a live dispatcher ends
+ * the daemon with status 1.
  */
 #include "autoconfig.h"
 
@@ -45,6 +48,48 @@ void new_token(struct dispatcher *d)
 		r = d->rnd = d->rnd * 1103515245u + 12345u;
 	snprintf(d->token, sizeof d->token, "%.20s.%03d%03u+00", day,
 		 (int)(tv.tv_usec / 1000 % 1000), r % 1000);
+}
+
+/* The client id this process shows the execservers: the instanceId (its
+ * first 51 characters) and "@" with 12 random hex digits, drawn once per
+ * process.  An execserver gives a client's running jobs to its newest
+ * connection (docs/protocol.md section 6): were it the instanceId alone,
+ * a process of an earlier life that reconnects after a freeze would take
+ * the new life's jobs over, acknowledge their DONEs as unknown and leave
+ * their rows running for good.  The lives of one process (registered
+ * again after a rescue) share the id: they are one client library, and a
+ * life cancels its runs before the next one claims. */
+void make_client_id(struct dispatcher *d)
+{
+	unsigned char r[6];
+	char tag[13];
+
+	if (getentropy(r, sizeof r) < 0)
+		for (size_t i = 0; i < sizeof r; i++)
+			r[i] = (unsigned char)((d->rnd = d->rnd * 1103515245u + 12345u) >> 16);
+	for (size_t i = 0; i < sizeof r; i++)
+		snprintf(tag + 2 * i, 3, "%02x", r[i]);
+	snprintf(d->client_id, sizeof d->client_id, "%.*s@%s", EXC_CLIENT_ID_MAX - (int)sizeof tag,
+		 d->cfg->instance_id, tag);
+}
+
+/* Another live process registered our instanceId (a new life started
+ * while this one was frozen): its execserver connections are closed
+ * first (the library cancels what still runs of ours), then the daemon
+ * exits with status 1, writing nothing: the rows held under the instance
+ * are that life's now (docs/dispatch.md, "Identity"). */
+void taken_over(struct dispatcher *d)
+{
+	log_error("instance %s was taken over by another live dispatcher (a new process with "
+		  "the same instanceId): closing our execserver connections and exiting; the "
+		  "rows we held were requeued by it",
+		  d->cfg->instance_id);
+	exc_client_free(d->client);
+	d->client = NULL;
+	for (struct held *h = d->list; h; h = h->next)
+		h->xj = NULL; /* freed with the client, no callback */
+	d->exit_status = 1;
+	event_base_loopbreak(d->base);
 }
 
 /* The parameters of DQ_REGISTER into params (stale: its buffer). */
@@ -114,7 +159,9 @@ static void begin(struct dispatcher *d)
 	event_del(d->contact_ev);
 	log_info("database: schema version %d, registered as %s: claiming", DISPATCH_SCHEMA_VERSION,
 		 d->cfg->instance_id);
-	arm(d->poll_ev, jittered(d, d->cfg->poll_ms));
+	/* the first claim at once: rows queued before the start wait for no
+	 * poll (and no notification comes for them) */
+	event_active(d->poll_ev, EV_TIMEOUT, 0);
 	arm(d->beat_ev, d->cfg->heartbeat_sec * 1000LL);
 	if (d->cfg->cancel_poll_ms > 0)
 		arm(d->cancel_ev, d->cfg->cancel_poll_ms);
@@ -238,9 +285,11 @@ void contact_next(struct dispatcher *d)
 }
 
 /* Every CONTACT_CHECK_MS until the first contact is made: a new attempt
- * once the back-off has passed; given up once START_GIVE_UP_MS have
- * passed and the last attempt failed (every host of the connection
- * string tried, each within its connect_timeout). */
+ * once the back-off has passed (250 ms doubling to 8 s, db.c).  A
+ * database not reachable yet is waited for, never given up: a remote
+ * database that comes up after the dispatcher is normal at boot.  Each
+ * failed attempt (every host of the connection string tried, each within
+ * its connect_timeout) is said once. */
 void contact_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;
@@ -255,11 +304,14 @@ void contact_cb(evutil_socket_t fd, short what, void *arg)
 			contact_next(d);
 		return;
 	}
-	if (now_ms() - d->contact_t0_ms >= START_GIVE_UP_MS) {
-		log_error("cannot reach the database within %d s at the start: %s",
-			  START_GIVE_UP_MS / 1000, d->db.last_error);
-		contact_fatal(d);
-		return;
+	if (d->db.warned > d->contact_failed) {
+		d->contact_failed = d->db.warned;
+		log_warn("waiting for the database at the start (for %lld s, attempt %d failed: "
+			 "%s); trying again in %lld ms",
+			 (long long)((now_ms() - d->contact_t0_ms) / 1000), d->contact_failed,
+			 d->db.last_error,
+			 (long long)(d->db.retry_at_ms > now_ms() ? d->db.retry_at_ms - now_ms()
+								  : 0));
 	}
 	contact_next(d);
 }

@@ -81,6 +81,11 @@ static void look_again_later(struct db *db);
 static void went_away(struct db *db, const char *why)
 {
 	one_line(db->last_error, sizeof db->last_error, why);
+	/* PgBouncer refusing while its server_login_retry runs: from when */
+	if (!strstr(db->last_error, "(server_login_retry)"))
+		db->login_retry_ms = 0;
+	else if (!db->login_retry_ms)
+		db->login_retry_ms = (int64_t)clock_mono_ms();
 	if (db->on_wire && db->conn) {
 		/* lost by an error, not abandoned at its deadline (abandon took
 		 * the connection): the backend may go on with the statement
@@ -482,6 +487,11 @@ int db_ready(struct db *db)
 	return 0;
 }
 
+int64_t db_login_retry_for(const struct db *db)
+{
+	return db->login_retry_ms ? (int64_t)clock_mono_ms() - db->login_retry_ms : 0;
+}
+
 static PGresult *checked(struct db *db, PGresult *res, int *away)
 {
 	ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
@@ -493,6 +503,7 @@ static PGresult *checked(struct db *db, PGresult *res, int *away)
 		 * database that takes connections and never answers a statement
 		 * is retried ever more slowly */
 		db->backoff_ms = BACKOFF_MIN_MS;
+		db->login_retry_ms = 0;
 		return res;
 	}
 	if (!res || PQstatus(db->conn) != CONNECTION_OK) {

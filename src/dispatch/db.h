@@ -90,6 +90,9 @@ struct db {
 	int warned;           /* "cannot connect" said since the last success */
 	uint64_t statements;  /* sent since the start */
 	char last_error[256]; /* the last failure, one line */
+	/* monotonic time since which every failure was PgBouncer's refusal
+	 * while its server_login_retry runs (0: none since the last answer) */
+	int64_t login_retry_ms;
 	/* the event loop (db_attach), NULL before */
 	struct event_base *base;
 	struct event *io_ev;      /* PQsocket: connecting, or a db_send on the wire */
@@ -150,6 +153,11 @@ int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_
  * when it succeeds; after, it is started and db_ready answers 0 until it
  * is up (on_up). */
 int db_ready(struct db *db);
+/* How long (ms) every failure has been PgBouncer's "server login has
+ * been failing, try again later (server_login_retry)", with no statement
+ * answered since; 0 when the last failure was another one or a statement
+ * was answered since. */
+int64_t db_login_retry_for(const struct db *db);
 /* 1 when connected, as db_ready, but never starting an attempt. */
 int db_up(const struct db *db);
 /* A db_send statement is outstanding (no other may be sent). */

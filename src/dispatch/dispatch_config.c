@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "common/log.h"
 #include "config/config_yaml.h"
 
@@ -39,6 +41,7 @@ static const struct int_key int_keys[] = {
 	INT_KEY("connectTimeoutSec", 0, 86400, connect_timeout_sec),
 	INT_KEY("retainDoneDays", 0, 36500, retain_done_days),
 	INT_KEY("localSlots", 1, 4096, local_slots),
+	INT_KEY("stopTimeoutSec", 1, 86400, stop_timeout_sec),
 };
 
 static const char *const allowed_keys[] = { "database",
@@ -55,6 +58,7 @@ static const char *const allowed_keys[] = { "database",
 					    "retryDelaySec",
 					    "connectTimeoutSec",
 					    "retainDoneDays",
+					    "stopTimeoutSec",
 					    "metrics",
 					    "notify",
 					    NULL };
@@ -70,6 +74,7 @@ static void set_defaults(struct dispatch_config *cfg)
 	cfg->retry_delay_sec = 60;
 	cfg->connect_timeout_sec = 120;
 	cfg->retain_done_days = 7;
+	cfg->stop_timeout_sec = 240;
 	cfg->log_level = LOG_LVL_INFO;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	cfg->local_slots = cpus > 0 ? (int)cpus : 1;
@@ -198,8 +203,22 @@ static int parse_key(const struct cy_ctx *cy, const struct cy_node *key, const s
 		*(int *)((char *)cfg + int_keys[i].offset) = (int)v;
 		return 0;
 	}
-	if (strcmp(k, "database") == 0)
-		return cy_get_string(cy, val, k, &cfg->database);
+	if (strcmp(k, "database") == 0) {
+		/* libpq's own parser, so that a misspelt keyword ("hots=x")
+		 * is said here, with its place, not at each connection */
+		char *why = NULL;
+		PQconninfoOption *opts;
+		if (cy_get_string(cy, val, k, &cfg->database) < 0)
+			return -1;
+		opts = PQconninfoParse(cfg->database, &why);
+		PQconninfoFree(opts);
+		if (opts)
+			return 0;
+		cy_error(cy, val, "database: not a libpq connection string or URI: %.*s",
+			 why ? (int)strcspn(why, "\n") : 13, why ? why : "out of memory");
+		PQfreemem(why);
+		return -1;
+	}
 	if (strcmp(k, "authToken") == 0)
 		return cy_get_string(cy, val, k, &cfg->auth_token);
 	if (strcmp(k, "services") == 0)

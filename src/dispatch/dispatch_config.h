@@ -57,7 +57,8 @@ struct dispatch_config {
 	int notify;                           /* LISTEN for submissions (direct connections only) */
 	struct dispatch_local_service *local; /* services marked local */
 	size_t nlocal;
-	int local_slots; /* localSlots: default the CPU count */
+	int local_slots;      /* localSlots: default the CPU count */
+	int stop_timeout_sec; /* 240: a stop waits this long for running jobs */
 };
 
 /* Loads and checks path; 0, or -1 with err->text "file:line:column: ...".

@@ -144,10 +144,13 @@ static void set_outcome(struct held *h, const struct exc_receipt *r)
 		h->state = "failed";
 	}
 	if (r->error_code && !r->json && r->error_message &&
-	    strcmp(r->error_code, EXC_E_BAD_JOB) == 0) {
+	    (strcmp(r->error_code, EXC_E_BAD_JOB) == 0 ||
+	     strcmp(r->error_code, PROTO_E_UNKNOWN_COMMAND) == 0 ||
+	     strcmp(r->error_code, EXC_E_UNKNOWN_SERVICE) == 0)) {
 		/* the JOB refused, by the library (larger than the
-		 * instance's maxFrameBytes) or by the execserver's ERROR:
-		 * no receipt, so the reason goes into the row */
+		 * instance's maxFrameBytes, a service no instance offers) or
+		 * by the execserver's ERROR (bad_job, unknown_command): no
+		 * receipt, so the reason goes into the row */
 		if (asprintf(&h->error, "%s: %s", r->error_code, r->error_message) < 0)
 			h->error = NULL;
 	} else if (r->error_code) {
@@ -492,8 +495,14 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	spec.on_done = on_done;
 	spec.on_position = on_position;
 	spec.arg = h;
-	h->xj = payload && h->service ? exc_submit(d->client, &spec) : NULL;
-	if (!h->xj) {
+	h->xj = payload && h->service && d->client ? exc_submit(d->client, &spec) : NULL;
+	if (!d->client) {
+		/* claimed as a stop left its runs to the rescue (stop_cb): given
+		 * back, as a claim whose want is still parked */
+		h->state = "queued";
+		h->uncount = 1;
+		outcome_pending(d, h);
+	} else if (!h->xj) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "bad_job: %s",
 			 payload ? exc_client_last_error(d->client)
@@ -852,6 +861,15 @@ static void turn_done(void *arg, PGresult *res, int away)
 					: jittered(d, d->cfg->poll_ms));
 }
 
+/* How often "no execserver connected" is said again while it lasts: 10
+ * polls, between 1 s and a minute. */
+static int64_t no_exec_say_ms(const struct dispatcher *d)
+{
+	int64_t ms = 10LL * d->cfg->poll_ms;
+
+	return ms < 1000 ? 1000 : ms > 60000 ? 60000 : ms;
+}
+
 /* A turn of the hot path: at pollMs, at an outcome, at a notification,
  * when the database is back.  It goes on a hot connection with nothing on
  * the wire; while both have a turn on the wire it only notes that it was
@@ -900,10 +918,14 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 			log_warn("heartbeat not written for %d s or more: starting nothing new",
 				 d->cfg->stale_after_sec / 2);
 	} else if (a.share == 0) {
-		if (!d->said_no_exec++)
-			log_warn("no execserver connected: claiming nothing");
+		/* said once a connection failed or closed (not while the
+		 * first ones are still being made), and again now and then */
+		if (d->exec_why[0] && now_ms() >= d->no_exec_said_ms + no_exec_say_ms(d)) {
+			log_warn("no execserver connected: claiming nothing (%s)", d->exec_why);
+			d->no_exec_said_ms = now_ms();
+		}
 	} else {
-		d->said_no_exec = 0;
+		d->no_exec_said_ms = 0;
 		/* no claim while a sweep of lost claims waits or is out (it
 		 * would requeue the rows of a claim it did not know of, and
 		 * claims going on would put it off for good) */
@@ -941,10 +963,32 @@ static void on_submit(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (!d->stopping) {
+	if (!d->stopping && d->contact == CONTACT_DONE) {
 		d->other_due_ms = 0; /* it may be of a service not seen yet */
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	}
+}
+
+/* An execserver connection came up: claim at once (its share is new),
+ * not at the next poll.  One that failed or closed: its reason is kept,
+ * for the line that says why nothing is claimed (poll_cb). */
+static void on_exec_conn(void *arg, enum exc_conn_event ev, const struct exc_conn_info *info)
+{
+	struct dispatcher *d = arg;
+
+	if (ev == EXC_CONN_UP) {
+		on_submit(d);
+		return;
+	}
+	if (ev != EXC_CONN_FAILED && ev != EXC_CONN_DOWN)
+		return;
+	if (ev == EXC_CONN_FAILED && info->code == 401)
+		snprintf(d->exec_why, sizeof d->exec_why, "%s: 401, the authToken was refused",
+			 info->address);
+	else
+		snprintf(d->exec_why, sizeof d->exec_why, "%s: %s%s (%d)", info->address,
+			 ev == EXC_CONN_DOWN ? "closed: " : "", info->message ? info->message : "",
+			 info->code);
 }
 
 /* Children of local runs: each reaped one goes to its run. */
@@ -960,6 +1004,51 @@ static void chld_cb(evutil_socket_t sig, short what, void *arg)
 		for (struct held *h = d->list; h; h = h->next)
 			if (h->lr && local_reaped(h->lr, pid, status))
 				break;
+}
+
+/* stopTimeoutSec after the stop signal with runs still going (a long
+ * job, or a DONE that never comes): they are left for the rescue, as
+ * after a crash.  The client is freed first (the library cancels its
+ * running jobs at the execservers, best effort, and calls nothing back);
+ * their rows stay held under our instance and our dispatcher row stays
+ * (gave_up), so that another dispatcher requeues them after
+ * staleAfterSec; a local run is killed and its result dropped.  Nothing
+ * is requeued here: a run whose end we did not see may still go on, and
+ * only the rescue may start a job again then (docs/dispatch.md,
+ * "Stopping"). */
+static void stop_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatcher *d = arg;
+	struct held *next;
+
+	(void)fd;
+	(void)what;
+	if (!d->at_exec && !d->local_running)
+		return;
+	log_error("stopping: %u jobs still running %d s after the signal (stopTimeoutSec): "
+		  "cancelling them at the execservers and leaving their rows held for the rescue "
+		  "(after staleAfterSec, %d s)",
+		  d->at_exec + d->local_running, d->cfg->stop_timeout_sec, d->cfg->stale_after_sec);
+	exc_client_free(d->client);
+	d->client = NULL;
+	for (struct held *h = d->list; h; h = next) {
+		next = h->next;
+		if (h->lr && !h->lost) {
+			h->lost = 1; /* its end drops it (run_ended) */
+			local_cancel(h->lr);
+		}
+		if (!h->xj)
+			continue;
+		log_warn("job %lld attempt %d: left held under instance %s for the rescue",
+			 (long long)h->id, h->attempts, d->cfg->instance_id);
+		h->xj = NULL;
+		d->at_exec--;
+		if (!h->started)
+			d->claimed_unstarted--;
+		held_free(d, h);
+	}
+	d->gave_up = 1;
+	maybe_done_stopping(d);
 }
 
 static void signal_cb(evutil_socket_t sig, short what, void *arg)
@@ -979,9 +1068,11 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 	}
 	d->stopping = 1;
 	d->give_up_ms = now_ms() + STOP_GIVE_UP_MS;
-	log_info("stopping: giving back claims not started, waiting for %u running jobs",
-		 d->at_exec - d->claimed_unstarted);
+	log_info("stopping: giving back claims not started, waiting for %u running jobs (at "
+		 "most %d s)",
+		 d->at_exec - d->claimed_unstarted, d->cfg->stop_timeout_sec);
 	evtimer_del(d->poll_ev);
+	arm(d->stop_ev, d->cfg->stop_timeout_sec * 1000LL);
 	release_waiting(d);
 	maybe_done_stopping(d);
 }
@@ -1012,6 +1103,7 @@ int dispatcher_run(const struct dispatch_config *cfg)
 		strcpy(d.host, "unknown");
 	snprintf(d.pid, sizeof d.pid, "%ld", (long)getpid());
 	new_token(&d);
+	make_client_id(&d);
 	const char **names = calloc(cfg->nlocal + 1, sizeof *names);
 	for (size_t i = 0; names && i < cfg->nlocal; i++)
 		names[i] = cfg->local[i].name;
@@ -1045,7 +1137,9 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	o.connect_timeout_sec = (unsigned)cfg->connect_timeout_sec;
 	o.log = client_log;
 	o.log_level = (enum exc_log_level)cfg->log_level;
-	o.client_id = cfg->instance_id;
+	o.client_id = d.client_id;
+	o.on_conn = on_exec_conn;
+	o.arg = &d;
 	d.client = d.base ? exc_client_new(d.base, &o) : NULL;
 	if (!d.client) {
 		log_error("cannot create the client: %s", strerror(errno));
@@ -1067,7 +1161,8 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	d.sig_hup = evsignal_new(d.base, SIGHUP, signal_cb, &d);
 	d.sig_chld = evsignal_new(d.base, SIGCHLD, chld_cb, &d);
 	d.contact_ev = evtimer_new(d.base, contact_cb, &d);
-	if (!d.poll_ev || !d.beat_ev || !d.cancel_ev || !d.start_ev || !d.flush_ev ||
+	d.stop_ev = evtimer_new(d.base, stop_cb, &d);
+	if (!d.stop_ev || !d.poll_ev || !d.beat_ev || !d.cancel_ev || !d.start_ev || !d.flush_ev ||
 	    !d.janitor_ev || !d.sig_term || !d.sig_int || !d.sig_hup || !d.contact_ev) {
 		log_error("out of memory");
 		goto out;
@@ -1090,10 +1185,10 @@ int dispatcher_run(const struct dispatch_config *cfg)
 			goto out;
 		}
 	}
-	log_info("execdispatch %s: instance %s, schema %s, %zu execserver address%s; connecting "
-		 "to the database",
-		 PACKAGE_VERSION, cfg->instance_id, cfg->schema, cfg->execservers.count,
-		 cfg->execservers.count == 1 ? "" : "es");
+	log_info("execdispatch %s: instance %s (execserver client id %s), schema %s, %zu "
+		 "execserver address%s; connecting to the database",
+		 PACKAGE_VERSION, cfg->instance_id, d.client_id, cfg->schema,
+		 cfg->execservers.count, cfg->execservers.count == 1 ? "" : "es");
 	/* the first contact, in the loop (contact_next, then begin) */
 	d.contact_t0_ms = now_ms();
 	arm(d.contact_ev, CONTACT_CHECK_MS);
@@ -1105,9 +1200,9 @@ out:
 	listener_free(d.listener);
 	if (d.client)
 		exc_client_free(d.client);
-	struct event *evs[] = { d.poll_ev,  d.beat_ev,    d.cancel_ev, d.start_ev,
-				d.flush_ev, d.janitor_ev, d.sig_term,  d.sig_int,
-				d.sig_hup,  d.sig_chld,   d.contact_ev };
+	struct event *evs[] = { d.poll_ev,  d.beat_ev,    d.cancel_ev,  d.start_ev,
+				d.flush_ev, d.janitor_ev, d.sig_term,   d.sig_int,
+				d.sig_hup,  d.sig_chld,   d.contact_ev, d.stop_ev };
 	for (struct held *h = d.list; h; h = h->next)
 		if (h->lr)
 			local_cancel(h->lr); /* a forced exit: no local job outlives us */

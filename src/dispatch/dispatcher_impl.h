@@ -37,7 +37,6 @@
 #define STOP_GIVE_UP_MS 10000 /* stopping: an outcome not written is given up */
 #define WAITING_SAY_MS 60000  /* outcomes waiting for the database: said again */
 #define CONTACT_CHECK_MS 250  /* start: how often the first contact is looked after */
-#define START_GIVE_UP_MS 5000 /* start: no database reached within it, after a failed attempt */
 
 struct held {
 	struct held *next, *prev;
@@ -124,6 +123,10 @@ struct dispatcher {
 	unsigned pending;           /* outcomes waiting to be written */
 	struct event *poll_ev, *beat_ev, *cancel_ev, *start_ev, *flush_ev, *janitor_ev;
 	struct event *sig_term, *sig_int, *sig_hup;
+	struct event *stop_ev; /* stopping: runs still going are left for the rescue then */
+	/* the client id the execservers see: the instanceId and a random tag
+	 * of this process (make_client_id; docs/dispatch.md, "Identity") */
+	char client_id[EXC_CLIENT_ID_MAX + 1];
 	int64_t beat_ok_ms; /* monotonic time of the last written heartbeat */
 	int registered;
 	/* this life's token: our dispatcher row's started_at as we set it
@@ -137,9 +140,14 @@ struct dispatcher {
 	int owning, own_out;
 	int stopping;
 	int64_t give_up_ms; /* stopping: outcomes refused in every form are given up then */
-	int gave_up;        /* outcomes were given up: our row stays for the rescue */
+	int gave_up;        /* outcomes or runs were given up: our row stays for the rescue */
 	int exit_status;
-	int said_stale, said_no_exec;
+	int said_stale;
+	int said_login_retry; /* PgBouncer's login retry said (say_login_retry) */
+	/* no execserver connected: the last reason a connection failed or
+	 * closed, and when "claiming nothing" was said last */
+	char exec_why[300];
+	int64_t no_exec_said_ms;
 	unsigned rnd;
 	struct dispatch_stats st;
 	struct metrics *metrics;
@@ -184,6 +192,7 @@ struct dispatcher {
 	struct event *contact_ev;
 	int contact; /* its step: CONTACT_VERSION ... CONTACT_DONE */
 	int64_t contact_t0_ms;
+	int contact_failed;                 /* failed attempts said (contact_cb) */
 	int64_t contact_retry_ms;           /* a statement of it failed: sent again then */
 	char *contact_ids, *contact_claims; /* what CONTACT_OWN found, for CONTACT_REQUEUE */
 };
@@ -279,11 +288,13 @@ void janitor_cb(evutil_socket_t fd, short what, void *arg);
 
 /* contact.c: the start's first contact */
 void new_token(struct dispatcher *d);
+void make_client_id(struct dispatcher *d);
 void register_params(struct dispatcher *d, char *stale, size_t len, const char **params);
 int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms);
 int expand_all(struct dispatcher *d);
 void contact_next(struct dispatcher *d);
 void contact_forget(struct dispatcher *d);
 void contact_cb(evutil_socket_t fd, short what, void *arg);
+void taken_over(struct dispatcher *d);
 
 #endif

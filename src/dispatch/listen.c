@@ -119,6 +119,9 @@ static void listen_answer(struct listener *l, short what)
 		if (l->said_down)
 			log_info("notify: listening on %s", l->channel);
 		l->said_down = 0;
+		/* the submissions committed while nobody listened sent no
+		 * notification to us: claim once now, not at the next poll */
+		l->on_submit(l->arg);
 		return;
 	}
 	if ((what & EV_TIMEOUT) && (int64_t)clock_mono_ms() >= l->deadline_ms)

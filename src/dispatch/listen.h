@@ -2,7 +2,9 @@
  * listen.h - notify: true.  A second database connection of its own that
  * LISTENs on "<schema>_submit" (migration 002's trigger) and calls back
  * when a submission was committed, so that the dispatcher claims at once
- * instead of at its next poll.  The poll stays the safety net: a lost
+ * instead of at its next poll; it calls back once too each time LISTEN
+ * is (again) in place, for what was submitted while nobody listened.
+ * The poll stays the safety net: a lost
  * notification, or a connection that is down, costs at most pollMs.
  *
  * Connecting and LISTEN do not block the event loop (db_connect: each

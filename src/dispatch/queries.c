@@ -37,12 +37,13 @@ const char DQ_REGISTER[] =
 	"OR @schema@.dispatcher.started_at = EXCLUDED.started_at "
 	"RETURNING 1";
 
-/* The beat touches the dispatcher table alone (no trigger, no foreign
+/* The beat ($3: why we claim nothing, or NULL; position() says it) touches
+ * the dispatcher table alone (no trigger, no foreign
  * key reaches job from it), so no lock on job, however long an
  * application holds it, ever holds a beat back.  It changes no key
  * column: a claim's FOR KEY SHARE on the row does not hold it back
  * either. */
-const char DQ_BEAT[] = "UPDATE @schema@.dispatcher SET heartbeat_at = now()"
+const char DQ_BEAT[] = "UPDATE @schema@.dispatcher SET heartbeat_at = now(), claiming_nothing = $3"
 		       " WHERE instance = $1 AND started_at = $2::timestamptz RETURNING 1";
 
 /* Our dispatcher row of this life (instance INST, started_at TOKEN),
@@ -188,7 +189,10 @@ const char DQ_REQUEUE_CLAIMS[] =
 	" AS waited"
 #define CLAIM_SET CLAIM_SET_FROM("picked")
 
-/* Outcomes of claims of $1, from the arrays $2..$8. */
+/* Outcomes of claims of $1, from the arrays $2..$8.  A run that ended
+ * before DQ_START saw it running (a short job) gets its started_at here:
+ * every receipt of a run that started has duration_ms, the time from the
+ * accepted JOB to its end, so the start is the finish less that. */
 #define FINISH_SET                                                                              \
 	"UPDATE @schema@.job j SET state = u.state, "                                           \
 	"runner_instance = CASE WHEN u.state = 'queued' THEN NULL ELSE j.runner_instance END, " \
@@ -196,6 +200,9 @@ const char DQ_REQUEUE_CLAIMS[] =
 	"start_after = CASE WHEN u.state = 'queued' "                                           \
 	" THEN now() + make_interval(secs => u.delay) ELSE j.start_after END, "                 \
 	"finished_at = CASE WHEN u.state = 'queued' THEN NULL ELSE now() END, "                 \
+	"started_at = CASE WHEN j.started_at IS NULL AND u.receipt ? 'duration_ms' THEN now() " \
+	" - make_interval(secs => (u.receipt->>'duration_ms')::float8 / 1000) "                 \
+	" ELSE j.started_at END, "                                                              \
 	"error = u.error, receipt = u.receipt "                                                 \
 	"FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], "   \
 	" $8::jsonb[]) AS u(id, claims, state, uncount, delay, error, receipt) "                \

@@ -21,13 +21,17 @@
  *    it up after 10 s and leaves the row to the rescue;
  *  - a database that stops answering (backends stopped): the loop goes
  *    on; a claim given up at a stopped backend and committed after it
- *    resumed is requeued by the late sweep, and runs once.
+ *    resumed is requeued by the late sweep, and runs once;
+ *  - a reused instanceId: a process frozen while a new life took its row
+ *    over takes none of the new life's jobs over at the execserver and
+ *    exits; a stop ends within stopTimeoutSec while a run goes on.
  * Timings: heartbeatSec 1, staleAfterSec 3, pollMs 100, retryDelaySec 1.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include <CUnit/CUnit.h>
 
@@ -296,16 +300,17 @@ static int wait_log(int i, const char *text, int timeout_ms)
 {
 	long long end = harness_now_ms() + timeout_ms;
 
-	while (harness_now_ms() < end) {
+	for (;;) {
 		size_t len;
 		unsigned char *log = harness_read_file(F.log[i], &len);
 		int found = log && strstr((char *)log, text);
 		free(log);
 		if (found)
 			return 0;
+		if (harness_now_ms() >= end)
+			return -1;
 		harness_sleep_ms(50);
 	}
-	return -1;
 }
 
 static void test_outcome_refused(void)
@@ -428,8 +433,9 @@ static void sleep_trigger(const char *name, int secs, const char *when)
 
 /* A fresh queue and dispatcher 0 through PgBouncer, started now, with
  * PostgreSQL itself as the second host of its connection string (where
- * it goes once PgBouncer is gone).  0, or -1. */
-static int disp_through_bouncer(void)
+ * it goes once PgBouncer is gone), or (bouncer_only) PgBouncer alone.
+ * 0, or -1. */
+static int disp_through_bouncer_as(int bouncer_only)
 {
 	static char conninfo[600];
 	const char *saved = F.conninfo;
@@ -439,13 +445,22 @@ static int disp_through_bouncer(void)
 				  "violations"));
 	if (pgtest_start_bouncer(&F.pg) != 0)
 		return -1;
-	snprintf(conninfo, sizeof conninfo,
-		 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres",
-		 F.pg.bouncer_port, F.pg.port);
+	if (bouncer_only)
+		snprintf(conninfo, sizeof conninfo,
+			 "host=127.0.0.1 port=%d user=postgres dbname=postgres", F.pg.bouncer_port);
+	else
+		snprintf(conninfo, sizeof conninfo,
+			 "host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres",
+			 F.pg.bouncer_port, F.pg.port);
 	F.conninfo = conninfo;
 	rc = df_write_config(&F, 0, NULL);
 	F.conninfo = saved;
 	return rc == 0 ? df_start_disp(&F, 0) : -1;
+}
+
+static int disp_through_bouncer(void)
+{
+	return disp_through_bouncer_as(0);
 }
 
 /* A finish whose commit went through but whose reply the lost connection
@@ -843,8 +858,9 @@ static void test_reused_instance(void)
 				 1, 15000) == 0);
 	parked = pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE claims = 2");
 	kill(F.disp[0], SIGCONT);
-	CU_ASSERT(wait_run_log(0, "is held by another live dispatcher: starting nothing", 10000) ==
-		  0);
+	/* it finds its row taken and exits (test_reused_instance_life) */
+	CU_ASSERT(wait_run_log(0, "was taken over by another live dispatcher", 10000) == 0);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, 0, 5000), 1 << 8);
 	/* the old life's sweep, if one was on its way, has answered by now */
 	harness_sleep_ms(1000);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE claims >= 3"),
@@ -856,9 +872,139 @@ static void test_reused_instance(void)
 					"AND NOT (runner_instance = 'd0' AND state IN ('claimed', "
 					"'running'))"),
 			0);
-	CU_ASSERT_EQUAL(run_count(0, "claimed by a statement whose result the lost"), 0);
-	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 2, SIGKILL, 5000), SIGKILL);
+}
+
+/* The sequence of issue 28 (docs/dispatch.md, "Identity"): a dispatcher
+ * P1 of instance d0 is frozen (SIGSTOP) past staleAfterSec; the
+ * execserver, pinging every second with a deadline of 2 s, closes its
+ * connection meanwhile; a new life P2 of d0 takes the row over and runs
+ * three jobs; then P1 is continued (SIGCONT), and its client library
+ * connects again at once.  With the instanceId as the client id of both,
+ * that connection took P2's running jobs over (docs/protocol.md section
+ * 6): their DONEs went to P1, which acknowledged and dropped them ("a job
+ * done already"), the rows stayed running under P2 for good and P2's stop
+ * never ended.  Each process now shows the execservers a client id of its
+ * own: P1 finds its row taken, closes its connections and exits (status
+ * 1); the jobs end done under P2 with their receipts, and P2's stop ends
+ * at once. */
+static void test_reused_instance_life(void)
+{
+	char body[1200];
+	long long t0;
+	int st;
+
+	harness_stop(&F.es[0], 5000);
+	harness_cleanup(&F.es[0]);
+	snprintf(body, sizeof body, "%spingIntervalSec: 1\npingTimeoutSec: 2\n", df_exec_body(4));
+	CU_ASSERT_FATAL(harness_start(&F.es[0], 1, body, NULL) == 0);
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+				  "violations"));
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	for (t0 = harness_now_ms();
+	     harness_status_int(&F.es[0], "clients", NULL) < 1 && harness_now_ms() - t0 < 10000;)
+		harness_sleep_ms(20);
+	kill(F.disp[0], SIGSTOP);
+	CU_ASSERT(wait_sql("SELECT count(*) FROM execdispatch.dispatcher WHERE heartbeat_at < "
+			   "now() - interval '3.5 seconds'",
+			   1, 10000) == 0);
+	/* P1's connection is closed by the execserver's ping deadline */
+	for (t0 = harness_now_ms();
+	     harness_status_int(&F.es[0], "clients", NULL) != 0 && harness_now_ms() - t0 < 10000;)
+		harness_sleep_ms(20);
+	CU_ASSERT(harness_status_int(&F.es[0], "clients", NULL) == 0);
+	snprintf(F.cfg[2], sizeof F.cfg[2], "%s", F.cfg[0]);
+	snprintf(F.log[2], sizeof F.log[2], "%s/d0-life2.log", F.dir);
+	CU_ASSERT_FATAL(df_spawn_disp(&F, 2) == 0);
+	CU_ASSERT_FATAL(wait_log(2, "registered as d0: claiming", 10000) == 0);
+	for (int i = 0; i < 3; i++)
+		df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"4\"]}", 0);
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM execdispatch.job WHERE state = 'running'", 3,
+				 10000) == 0);
+	kill(F.disp[0], SIGCONT);
+	st = df_stop_disp(&F, 0, 0, 10000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+	CU_ASSERT(df_wait_final(&F, 15000) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = "
+					"'done' AND runner_instance = 'd0' AND claims = 1 AND "
+					"receipt IS NOT NULL AND started_at IS NOT NULL"),
+			3);
+	CU_ASSERT_EQUAL(wait_log(0, "a job done already", 0), -1);
+	t0 = harness_now_ms();
+	st = df_stop_disp(&F, 2, SIGTERM, 10000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CU_ASSERT(harness_now_ms() - t0 < 3000);
+}
+
+/* PostgreSQL stopped behind PgBouncer: PgBouncer refuses every new server
+ * login for its server_login_retry (15 s by default, longer than half of
+ * staleAfterSec, 3 s here) with "server login has been failing, try again
+ * later (server_login_retry)"; the dispatcher says so once it has seen it
+ * for longer than 1.5 s (docs/dispatch.md, "Poolers and the database's
+ * health").  Before, it logged only lost connections. */
+static void test_login_retry_said(void)
+{
+	CU_ASSERT_FATAL(disp_through_bouncer_as(1) == 0);
+	CU_ASSERT_FATAL(pgtest_stop(&F.pg) == 0);
+	CU_ASSERT(wait_run_log(0, "PgBouncer has refused our connections for", 15000) == 0);
+	CU_ASSERT_EQUAL(run_count(0, "PgBouncer has refused our connections for"), 1);
+	df_stop_disp(&F, 0, SIGKILL, 5000);
+	kill(bouncer_pid(), SIGKILL);
+	F.pg.bouncer_port = 0; /* gone: nothing to stop at the cleanup */
+	CU_ASSERT_FATAL(pgtest_restart(&F.pg) == 0);
+	PQreset(F.c);
+}
+
+/* A database not reachable at the start is waited for, with back-off
+ * and a line per failed attempt (docs/dispatch.md, "Starting"): the
+ * dispatcher is still up at its sixth attempt (about 8 s), and once
+ * PostgreSQL is started it registers and claims.  Before, it exited with
+ * status 1 five seconds after its start. */
+static void test_start_database_down(void)
+{
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+				  "violations"));
+	CU_ASSERT(df_submit(&F, "{\"command\":\"true\"}", 0) > 0);
+	CU_ASSERT_FATAL(pgtest_stop(&F.pg) == 0);
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+	CU_ASSERT_FATAL(df_spawn_disp(&F, 0) == 0);
+	CU_ASSERT(wait_run_count(0, "waiting for the database at the start", 6, 15000) == 0);
+	CU_ASSERT_FATAL(pgtest_restart(&F.pg) == 0);
+	PQreset(F.c);
+	CU_ASSERT(wait_sql("SELECT count(*) FROM execdispatch.dispatcher WHERE instance = 'd0'", 1,
+			   15000) == 0);
+	CU_ASSERT(df_wait_final(&F, 10000) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT (state = 'done')::int FROM execdispatch.job"), 1);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 10000), 0);
+}
+
+/* A stop ends within stopTimeoutSec even while a run goes on (a long
+ * job, or a DONE that never comes): the run is cancelled at the
+ * execserver, its row stays held under the instance and the dispatcher
+ * row stays, so that the rescue requeues it (docs/dispatch.md,
+ * "Stopping").  Before, the stop waited for the run's end for ever. */
+static void test_stop_bound(void)
+{
+	long long t0;
+	int st;
+
+	fresh_with(1, "stopTimeoutSec: 1\n");
+	df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"30\"]}", 0);
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM execdispatch.job WHERE state = 'running'", 1,
+				 10000) == 0);
+	t0 = harness_now_ms();
+	st = df_stop_disp(&F, 0, SIGTERM, 8000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CU_ASSERT(harness_now_ms() - t0 < 3000);
+	CU_ASSERT_EQUAL(df_held(&F, "d0"), 1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 1);
+	CU_ASSERT_EQUAL(wait_log(0, "left held under instance d0 for the rescue", 0), 0);
+	/* cancelled at the execserver: its slot is free again */
+	for (t0 = harness_now_ms();
+	     harness_wg_field(&F.es[0], "wg", "running") != 0 && harness_now_ms() - t0 < 5000;)
+		harness_sleep_ms(20);
+	CU_ASSERT_EQUAL(harness_wg_field(&F.es[0], "wg", "running"), 0);
 }
 
 /* The late sweep (db.c, late_cb).  A claim sent to a backend stopped
@@ -1058,6 +1204,13 @@ int main(void)
 		  test_claim_committed_late },
 		{ "the start's requeue refused: nothing claimed until it goes through",
 		  test_start_requeue_refused },
+		{ "PgBouncer's server_login_retry past staleAfterSec / 2 is said",
+		  test_login_retry_said },
+		{ "a database down at the start is waited for", test_start_database_down },
+		{ "a stop ends within stopTimeoutSec while a run goes on", test_stop_bound },
+		/* last: it restarts the execserver with short pings */
+		{ "a reused instanceId: the old life takes none of the new one's jobs over",
+		  test_reused_instance_life },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -61,24 +61,37 @@ static void test_config_errors(void)
 	static const struct {
 		const char *text, *expect;
 	} cases[] = {
-		{ "database: x\nexecservers: [ws://h:1]\npollMs: 5\n", "check.yml:3:9: pollMs" },
-		{ "database: x\nexecservers: [http://h:1]\n", "check.yml:2:15: execservers[0]" },
-		{ "database: x\nexecservers: [ws://h:1]\npolMs: 100\n", "check.yml:3:1:" },
+		{ "database: dbname=x\nexecservers: [ws://h:1]\npollMs: 5\n",
+		  "check.yml:3:9: pollMs" },
+		{ "database: dbname=x\nexecservers: [http://h:1]\n",
+		  "check.yml:2:15: execservers[0]" },
+		{ "database: dbname=x\nexecservers: [ws://h:1]\npolMs: 100\n", "check.yml:3:1:" },
 		{ "execservers: [ws://h:1]\n", "database: a libpq connection string" },
-		{ "database: x\nexecservers: [ws://h:1]\nschema: Bad-Name\n",
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nschema: Bad-Name\n",
 		  "check.yml:3:9: schema" },
 		/* 57 characters: "<schema>_submit" would not be a PostgreSQL name,
 		 * and migration 002's pg_notify would fail every insert */
-		{ "database: x\nexecservers: [ws://h:1]\nschema: "
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nschema: "
 		  "a23456789012345678901234567890123456789012345678901234567\n",
 		  "check.yml:3:9: schema: a lower-case SQL identifier is required (a-z, 0-9, _, "
 		  "not starting with a digit, at most 56)" },
-		{ "database: x\nexecservers: [ws://h:1]\nheartbeatSec: 5\nstaleAfterSec: 6\n",
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nheartbeatSec: 5\nstaleAfterSec: "
+		  "6\n",
 		  "check.yml:4:16: staleAfterSec (6) must be at least twice heartbeatSec" },
-		{ "database: x\nexecservers: [ws://h:1]\ninstanceId: \"a b\"\n",
+		{ "database: dbname=x\nexecservers: [ws://h:1]\ninstanceId: \"a b\"\n",
 		  "check.yml:3:13: instanceId" },
-		{ "database: x\nexecservers: [ws://h:1]\nmetrics: nope\n",
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nmetrics: nope\n",
 		  "check.yml:3:10: metrics" },
+		/* libpq's own parser: a misspelt keyword, a missing "=" */
+		{ "execservers: [ws://h:1]\ndatabase: \"hots=x\"\n",
+		  "check.yml:2:11: database: not a libpq connection string or URI: invalid "
+		  "connection option \"hots\"" },
+		{ "execservers: [ws://h:1]\ndatabase: x\n",
+		  "check.yml:2:11: database: not a libpq connection string or URI: missing \"=\" "
+		  "after \"x\"" },
+		{ "execservers: [ws://h:1]\ndatabase: \"postgresql://h/db?hots=x\"\n",
+		  "check.yml:2:11: database: not a libpq connection string or URI: invalid URI "
+		  "query parameter: \"hots\"" },
 	};
 	char out[1024];
 
@@ -91,7 +104,8 @@ static void test_config_errors(void)
 			CU_FAIL("config error text");
 		}
 	}
-	CU_ASSERT_EQUAL(check_config("database: x\nexecservers: [ws://h:1]\n", out, sizeof out), 0);
+	CU_ASSERT_EQUAL(
+		check_config("database: dbname=x\nexecservers: [ws://h:1]\n", out, sizeof out), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "test is successful"));
 }
 
@@ -104,8 +118,8 @@ static void test_migrate_idempotent(void)
 
 	/* df_start migrated once; again changes nothing */
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, args), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is current (version 6)"));
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 6);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is current (version 7)"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schema_version"), 7);
 	/* the table's settings and the indexes */
 	char buf[256];
 	pgtest_text(F.c, buf, sizeof buf,
@@ -140,7 +154,7 @@ static void test_daemon_refuses_schema(void)
 	/* migrated, then a version this program does not know */
 	const char *mig[] = { "--migrate", "-c", cfg, NULL };
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (6 migrations applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 7 (7 migrations applied)"));
 	/* an older version: the daemon names --migrate, which upgrades it */
 	PQclear(pgtest_query(
 		F.c,
@@ -149,9 +163,9 @@ static void test_daemon_refuses_schema(void)
 		"ALTER TABLE other.job DROP COLUMN position_wanted_at, DROP COLUMN exec_position"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
 	CU_ASSERT_PTR_NOT_NULL(
-		strstr(out, "at version 2, this execdispatch needs 6: run execdispatch --migrate"));
+		strstr(out, "at version 2, this execdispatch needs 7: run execdispatch --migrate"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (4 migrations applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 7 (5 migrations applied)"));
 	PQclear(pgtest_query(F.c,
 			     "INSERT INTO other.schema_version VALUES (99, '099_future.sql')"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, run), 1);
@@ -186,7 +200,7 @@ static void test_migrate_claims_upgrade(void)
 		     "('work', '{\"command\": \"true\"}', 'running', 1, 'x'), "
 		     "('work', '{\"command\": \"true\"}', 'done', 1, 'x')"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (2 migrations applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 7 (3 migrations applied)"));
 	static const char rows[] = "SELECT string_agg(state || '/' || attempts || '/' || claims, "
 				   "' ' ORDER BY id) FROM up.job";
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, rows),
@@ -194,7 +208,7 @@ static void test_migrate_claims_upgrade(void)
 	/* 005 once more over its own result */
 	PQclear(pgtest_query(F.c, "DELETE FROM up.schema_version WHERE version >= 5"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (2 migrations applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 7 (3 migrations applied)"));
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, rows),
 			       "queued/1/1 claimed/2/2 running/1/1 done/1/0");
 	/* the daemon's claim counts on: attempts 2, claims 2 */
@@ -273,6 +287,32 @@ static void test_sql_api(void)
 	pgtest_text(F.c, buf, sizeof buf,
 		    "SELECT coalesce(execdispatch.position(-5)::text, 'null')");
 	CU_ASSERT_STRING_EQUAL(buf, "null");
+	/* why a queued row waits (migration 007), from the dispatcher rows */
+	static const char waiting[] = "SELECT execdispatch.position(%lld)->>'waiting'";
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, waiting, b),
+			       "no dispatcher is running");
+	PQclear(pgtest_query(F.c,
+			     "INSERT INTO execdispatch.dispatcher (instance, host, pid, "
+			     "claiming_nothing) VALUES ('w2', 'h', 2, 'stopping'), ('w1', 'h', "
+			     "1, 'no execserver connected (ws://h:1: 401, the authToken was "
+			     "refused)')"));
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, waiting, b),
+			       "no dispatcher claims: w1: no execserver connected (ws://h:1: 401, "
+			       "the authToken was refused); w2: stopping");
+	PQclear(pgtest_query(F.c, "INSERT INTO execdispatch.dispatcher (instance, host, pid) "
+				  "VALUES ('w3', 'h', 3)"));
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, waiting, b), "its turn");
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET start_after = now() + interval "
+			     "'1 hour' WHERE id = %lld",
+			     b));
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(pgtest_text(F.c, buf, sizeof buf, waiting, b), "not before "));
+	PQclear(pgtest_query(F.c,
+			     "DELETE FROM execdispatch.dispatcher; UPDATE execdispatch.job "
+			     "SET start_after = now() WHERE id = %lld",
+			     b));
 
 	/* cancel: queued -> cancelled; again and unknown -> not_found_or_finished */
 	CU_ASSERT_STRING_EQUAL(
@@ -396,7 +436,7 @@ static void test_migrate_payload_cap(void)
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
 	PQclear(pgtest_query(
 		F.c,
-		"DELETE FROM cap.schema_version WHERE version = 6; "
+		"DELETE FROM cap.schema_version WHERE version >= 6; "
 		"DROP TRIGGER job_payload_size ON cap.job; "
 		"INSERT INTO cap.job (service, job, state, attempts, runner_instance) "
 		"SELECT 'work', jsonb_build_object('command', 'true', 'pad', repeat('x', n)), s, "
@@ -404,7 +444,7 @@ static void test_migrate_payload_cap(void)
 		"(2000000, 'queued'), (2000000, 'running'), (2000000, 'done'), (10, 'queued')) "
 		"AS v(n, s)"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (1 migration applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 7 (2 migrations applied)"));
 	static const char rows[] =
 		"SELECT string_agg(state || '/' || coalesce(error, '-'), ' | ' ORDER BY id) "
 		"FROM cap.job";
@@ -418,9 +458,9 @@ static void test_migrate_payload_cap(void)
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM cap.job WHERE state = 'failed' "
 					"AND finished_at IS NOT NULL"),
 			2);
-	PQclear(pgtest_query(F.c, "DELETE FROM cap.schema_version WHERE version = 6"));
+	PQclear(pgtest_query(F.c, "DELETE FROM cap.schema_version WHERE version >= 6"));
 	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 6 (1 migration applied)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 7 (2 migrations applied)"));
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf, rows), want);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM pg_trigger WHERE tgname LIKE "
 					"'job_payload_size%%' AND tgrelid = 'cap.job'::regclass"),
@@ -1169,7 +1209,7 @@ static void test_key_share_not_skipped(void)
 static void test_beat_passes_table_lock(void)
 {
 	PGconn *other = pgtest_connect(F.conninfo), *b = pgtest_connect(F.conninfo);
-	const char *beat[2] = { "late", TOKEN };
+	const char *beat[3] = { "late", TOKEN, NULL };
 	long long id = held_row("running"), id2 = silent_holder("late", 3, "running");
 	char buf[64];
 	PGresult *r;
@@ -1178,7 +1218,7 @@ static void test_beat_passes_table_lock(void)
 	PQclear(pgtest_query(other, "LOCK TABLE execdispatch.job IN ACCESS EXCLUSIVE MODE"));
 	send_blocked(b, DQ_RESCUE, 3, rescue_params);
 	PQclear(pgtest_query(F.c, "SET statement_timeout = 2000"));
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 2, beat), 1);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 3, beat), 1);
 	PQclear(pgtest_query(F.c, "RESET statement_timeout"));
 	PQclear(pgtest_query(other, "COMMIT"));
 	r = collect(b);
@@ -1298,7 +1338,7 @@ static void test_identity_token(void)
 	static const char t2[] = "2026-01-02 03:04:05.678902+00";
 	const char *reg1[5] = { "dup", "h", "1", "30", TOKEN },
 		   *reg2[5] = { "dup", "h", "1", "30", t2 };
-	const char *beat1[2] = { "dup", TOKEN }, *beat2[2] = { "dup", t2 };
+	const char *beat1[3] = { "dup", TOKEN, NULL }, *beat2[3] = { "dup", t2, NULL };
 	const char *leave1[3] = { "dup", TOKEN, "3" }, *leave2[3] = { "dup", t2, "3" };
 	char ids[32], buf[64];
 	long long id;
@@ -1308,8 +1348,8 @@ static void test_identity_token(void)
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_REGISTER, 5, reg1), 1);
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_REGISTER, 5, reg2), 0); /* live: not taken over */
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_REGISTER, 5, reg1), 1); /* the same life again */
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 2, beat1), 1);
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 2, beat2), 0);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 3, beat1), 1);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 3, beat2), 0);
 	/* the first life claims, goes silent; the second takes the row over */
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
 	const char *claim1[6] = { "dup", "10", "{}", "false", "-1000", TOKEN };
@@ -1317,7 +1357,7 @@ static void test_identity_token(void)
 	PQclear(pgtest_query(F.c, "UPDATE execdispatch.dispatcher SET heartbeat_at = now() - "
 				  "interval '1 hour'"));
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_REGISTER, 5, reg2), 1);
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 2, beat1), 0);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 3, beat1), 0);
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_CLAIM, 6, claim1), 0);
 	/* the old life's requeue of its earlier rows and its sweep: nothing */
 	CU_ASSERT_EQUAL(rescue_own(F.c, "dup", TOKEN), 0);

@@ -6,15 +6,18 @@
 # build-deb/root-*.tar), in network and mount namespaces of its own:
 #  1. installs a previous build (the same packages repacked with version
 #     VERSION~0) and checks that execserver runs under its own user and
-#     answers /status, that `execctl run` streams a file through a job, and
-#     that execdispatch can read its configuration as that user;
+#     answers /status, that `execctl run` streams a file through a job,
+#     that execdispatch can read its configuration as that user and was
+#     not started;
 #  2. changes the conffile execserver.yml, starts a job of 3 s, and upgrades
 #     to the new build: the job ends with exit 0 (the restart drains it), the
 #     change is kept, the file stays 0640 root:execserver, a new daemon
-#     answers;
+#     answers; execdispatch, enabled and started as its README.Debian
+#     says, is restarted too;
 #  3. removes the packages (no daemon left, the configuration kept), then
-#     purges them: no file, user, group or state directory is left that
-#     was not there before the first install.
+#     purges them: no file or state directory is left that was not there
+#     before the first install; the system user and group stay
+#     (debian/execserver.postrm says why).
 # The root stands for a sysvinit host booted to runlevel 2 (a /sbin/runlevel
 # that says so), so that the maintainer scripts start the service through
 # invoke-rc.d as on a sysvinit host; systemd does not run in it.
@@ -110,6 +113,15 @@ up() {
 	done
 }
 master() { cat /run/execserver.pid; }
+# dispatcher: waits (10 s at most) for an execdispatch other than $1 to run
+dispatcher() {
+	i=0
+	until p=$(pgrep -u execserver -x execdispatch) && [ "$p" != "$1" ]; do
+		i=$((i + 1)); [ $i -lt 100 ] || fail "execdispatch does not run (or was not restarted)"
+		sleep 0.1
+	done
+	echo "$p"
+}
 conf=/etc/execserver/execserver.yml
 listing > /tmp/before
 
@@ -127,6 +139,12 @@ execctl run -a ws://127.0.0.1:8083 -s demo -- cat < /usr/bin/execctl > /tmp/copy
 	fail "execctl run failed"
 cmp -s /usr/bin/execctl /tmp/copy || fail "execctl run: other bytes came back"
 echo "test-debs: running as execserver, /status answers, execctl run streams a file"
+# execdispatch: installed disabled, then enabled as README.Debian says (it
+# waits for its database, which is not there)
+! pgrep -x execdispatch > /dev/null || fail "execdispatch was started before it was enabled"
+{ update-rc.d execdispatch enable && service execdispatch start; } > /tmp/dispatch.log 2>&1 ||
+	{ cat /tmp/dispatch.log; fail "execdispatch cannot be enabled and started"; }
+dispatch_old=$(dispatcher none)
 
 echo "# changed by the operator" >> $conf
 execctl run -a ws://127.0.0.1:8083 -s sleep -- sleep 3 > /tmp/job.out 2>&1 &
@@ -144,27 +162,29 @@ grep -q '^# changed by the operator' $conf || fail "the upgrade lost the change 
 [ "$(stat -c '%a %U %G' $conf)" = "640 root execserver" ] || fail "$conf: $(stat -c '%a %U %G' $conf)"
 up
 [ "$(master)" != "$old" ] || fail "the daemon was not restarted"
+dispatcher "$dispatch_old" > /dev/null
 [ "$(dpkg-query -W -f='${Version}' execserver)" = "$(dpkg-deb -f /tmp/new/execserver_*.deb Version)" ] ||
 	fail "not upgraded"
-echo "test-debs: the job drained, the conffile kept its change, a new daemon answers"
+echo "test-debs: the job drained, the conffile kept its change, new daemons run"
 
 echo "test-debs: remove"
 dpkg -r libexecclient-dev execctl execdispatch libexecclient0 execserver > /tmp/dpkg.log 2>&1 ||
 	{ cat /tmp/dpkg.log; fail "dpkg -r failed"; }
 ! pgrep -x execserver > /dev/null || fail "execserver still runs after remove"
+! pgrep -x execdispatch > /dev/null || fail "execdispatch still runs after remove"
 [ -f $conf ] || fail "remove took the configuration"
 [ ! -e /usr/sbin/execserver ] || fail "remove left the daemon"
 echo "test-debs: purge"
 dpkg -P libexecclient-dev execctl execdispatch libexecclient0 execserver > /tmp/dpkg.log 2>&1 ||
 	{ cat /tmp/dpkg.log; fail "dpkg -P failed"; }
-! getent passwd execserver > /dev/null || fail "purge left the user"
-! getent group execserver > /dev/null || fail "purge left the group"
+getent passwd execserver > /dev/null || fail "purge removed the system user (debian/execserver.postrm)"
+getent group execserver > /dev/null || fail "purge removed the system group"
 listing > /tmp/after
 if ! diff /tmp/before /tmp/after > /tmp/diff; then
 	cat /tmp/diff
 	fail "purge left the root changed"
 fi
-echo "test-debs: remove stopped the service and kept the configuration; purge left nothing"
+echo "test-debs: remove stopped the services and kept the configuration; purge left only the user"
 EOT
 
 unshare --net --mount --pid --fork --propagation private sh -c '

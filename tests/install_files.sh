@@ -8,7 +8,9 @@
 #    directory those pages give (/usr/share/doc/execserver for --prefix=/usr,
 #    $(docdir)), the example of docs/client.md beside it;
 #  - execserver(8) points to execdispatch(8); the README's Install names
-#    all five man pages.
+#    all five man pages;
+#  - a changed configuration survives a second make install and make
+#    uninstall (an unchanged one is uninstalled).
 # Installs with DESTDIR into a temporary directory; takes a few seconds.
 set -eu
 
@@ -56,5 +58,21 @@ install_text=$(sed -n '/^Install$/,/^Configure$/p' "$top/README")
 for m in 'execserver(8)' 'execserver.yml(5)' 'execdispatch(8)' 'execdispatch.yml(5)' 'execctl(1)'; do
 	printf '%s\n' "$install_text" | tr '\n' ' ' | grep -qF "$m" || bad "README's Install does not name $m"
 done
-[ $fail -eq 0 ] && echo "install_files: modes, defaults, docs and their references as promised"
+
+# the operator's configuration: a second install keeps a changed file, and
+# uninstall removes only the shipped one unchanged
+conf=$(one '*/execserver/execserver.yml')
+if [ -n "$conf" ]; then
+	echo "# the operator's change" >> "$conf"
+	if ! ${MAKE:-make} -s install DESTDIR="$dest" > "$dest.log" 2>&1 ||
+		! ${MAKE:-make} -s uninstall DESTDIR="$dest" >> "$dest.log" 2>&1; then
+		cat "$dest.log"; bad "make install or uninstall failed over an installed configuration"
+	fi
+	rm -f "$dest.log"
+	grep -q "^# the operator's change" "$conf" 2> /dev/null ||
+		bad "install or uninstall lost a changed ${conf#"$dest"}"
+	[ -z "$(one '*/execserver/execdispatch.yml')" ] ||
+		bad "uninstall left the unchanged execdispatch.yml"
+fi
+[ $fail -eq 0 ] && echo "install_files: modes, defaults, docs, references and a changed configuration as promised"
 exit $fail

@@ -69,9 +69,12 @@ changes=$(ls "$work"/execserver_"$version"_*.changes)
 echo "debs: lintian"
 lintian --fail-on error,warning "$changes"
 
-# the packages in OUTDIR, their debug symbols in OUTDIR/dbgsym
+# the packages in OUTDIR, their debug symbols in OUTDIR/dbgsym, replacing
+# those of an earlier run (and no other file: OUTDIR may hold others)
 mkdir -p "$out/dbgsym"
-rm -f "$out"/*.deb "$out"/dbgsym/*.deb
+for p in $(sed -n 's/^Package: *//p' "$top/debian/control"); do
+	rm -f "$out/${p}_"*.deb "$out/dbgsym/${p}-dbgsym_"*.deb
+done
 for f in $(sed -n '/^Files:/,$s/^ [0-9a-f]* [0-9]* [^ ]* [^ ]* \(.*\.deb\)$/\1/p' "$changes"); do
 	case $f in
 	*-dbgsym_*) mv "$work/$f" "$out/dbgsym/" ;;

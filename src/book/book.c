@@ -365,12 +365,8 @@ void bk_tick(struct book *b, uint64_t now_ms)
 	for (uint32_t g = 0; g < b->topo.nwaitgroups; g++) {
 		uint32_t i = b->wgs[g].off_tail;
 		while (i != BK_NIL && !(bk_want(b, i)->flags & BKW_STAMPED)) {
-			struct bk_want *w = bk_want(b, i);
-			uint64_t parked_at = w->parked_at; /* the deadline takes its place */
-			w->deadline = b->clock + b->lim.offer_timeout_ms;
-			w->flags |= BKW_STAMPED;
-			bk_wait_sample(b, w->service, parked_at);
-			i = w->q_prev;
+			bk_offer_stamp(b, bk_want(b, i));
+			i = bk_want(b, i)->q_prev;
 		}
 	}
 	for (uint32_t i = b->grace_tail; i != BK_NIL && !bk_client(b, i)->stamped;) {

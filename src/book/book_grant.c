@@ -82,20 +82,18 @@ static int grant_one(struct book *b, uint32_t g)
 	uint32_t wi = n->head, c = n->conn;
 	struct bk_want *w = bk_want(b, wi);
 
-	/* primary: the conn's stamp, then the want (state last); the slot
-	 * wait counted after the state (without the time: at the stamp) */
-	uint64_t parked_at = w->parked_at;
+	/* primary: the conn's stamp, then the want (state last); the
+	 * deadline only after the state, as an offer granted without the
+	 * time gets it: until the state says OFFERED its bytes are the
+	 * PARKED want's parked_at, which a crash must leave intact */
 	bk_conn(b, c)->stamp[g] = ++wg->grant_counter;
 	w->token = bk_token(b);
 	w->offer_no = ++b->grants;
 	w->flags = BKW_OFFER_MAIL;
-	if (b->now_valid) {
-		w->deadline = b->clock + b->lim.offer_timeout_ms;
-		w->flags |= BKW_STAMPED;
-	}
+	bk_fault("grant.state");
 	bk_set_state(&w->state, WANT_OFFERED);
 	if (b->now_valid)
-		bk_wait_sample(b, w->service, parked_at);
+		bk_offer_stamp(b, w);
 	bk_fault("grant.mid");
 
 	/* derived: leave the FIFO, then re-key every node of the conn in this
@@ -134,9 +132,12 @@ static int grant_one(struct book *b, uint32_t g)
 	return 1;
 }
 
-void bk_wait_sample(struct book *b, uint32_t svc, uint64_t parked_at)
+void bk_offer_stamp(struct book *b, struct bk_want *w)
 {
-	hist_add(&b->svcs[svc].slot_wait, b->clock > parked_at ? b->clock - parked_at : 0);
+	uint64_t parked_at = w->parked_at; /* the deadline takes its place */
+	w->deadline = b->clock + b->lim.offer_timeout_ms;
+	w->flags |= BKW_STAMPED;
+	hist_add(&b->svcs[w->service].slot_wait, b->clock > parked_at ? b->clock - parked_at : 0);
 }
 
 void bk_grant(struct book *b, uint32_t g)

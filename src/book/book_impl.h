@@ -110,11 +110,14 @@ void bk_grant(struct book *b, uint32_t wg);
 void bk_grant_all(struct book *b);
 void bk_offered_append(struct book *b, uint32_t wi);
 void bk_offered_unlink(struct book *b, uint32_t wi);
-/* The slot wait of a want of service svc parked at parked_at and granted
- * now (b->clock, valid) into the service's histogram: once per offer,
- * after its state write (at the grant, or where bk_tick stamps an offer
- * granted without the time). */
-void bk_wait_sample(struct book *b, uint32_t svc, uint64_t parked_at);
+/* Stamps the OFFERED want w, not stamped yet, with the time (b->clock,
+ * valid): its deadline takes the place of its parked_at, and the slot
+ * wait from parked_at to now goes into its service's histogram, after
+ * BKW_STAMPED, so once per offer (at the grant, or where bk_tick stamps
+ * an offer granted without the time).  A holder that dies between the
+ * deadline's store and BKW_STAMPED's leaves that one wait measured from
+ * the deadline at the next stamp (0, or less than it was). */
+void bk_offer_stamp(struct book *b, struct bk_want *w);
 /* An OFFERED want's offer is withdrawn (it ran out, or its client's newer
  * conn superseded the conn): the want is gone, its slot free (the caller
  * grants), the record stays EXPIRED until its OFFER_EXPIRED mail is taken. */

@@ -31,7 +31,8 @@
  * Fields of a want by state: conn/conn_gen is the placing conn (PARKED,
  * OFFERED, EXPIRED) or the owner conn (RUNNING, FINISHED; BK_NIL while the
  * client has no live conn); runner/pgid/token only mean something while
- * RUNNING; deadline and offer_no only while OFFERED; the outcome fields
+ * RUNNING; parked_at while PARKED (and OFFERED not yet stamped), deadline
+ * and offer_no only while OFFERED; the outcome fields
  * (exit_code ... failed, receipt, receipt_len) only while FINISHED (the
  * first two groups share their bytes, see struct bk_want).  A want that is not FINISHED has receipt == BK_NIL (a crash
  * between writing it and the state is undone by repair).
@@ -117,15 +118,17 @@ struct bk_want {
 	 * FINISHED (bk_job_end writes the outcome while the state still says
 	 * RUNNING; only book_eta reads started_ms, as a hint that clamps what
 	 * it reads), so a record is wholly old or wholly new at any crash
-	 * point as before.  book_want zeroes all, then sets parked_at, which
-	 * the grant reads before the deadline takes its place. */
+	 * point as before.  book_want zeroes all, then sets parked_at; the
+	 * deadline takes its place only after the state says OFFERED
+	 * (bk_offer_stamp), so a PARKED want's parked_at is never
+	 * overwritten. */
 	union {
 		struct {
 			union {
 				uint64_t parked_at; /* (P) PARKED, and OFFERED without
 						     * BKW_STAMPED: the book's clock
 						     * at its WANT (the slot wait's
-						     * start, bk_wait_sample) */
+						     * start, bk_offer_stamp) */
 				uint64_t deadline;  /* (P) OFFERED with BKW_STAMPED */
 			};
 			uint64_t offer_no; /* (P) OFFERED: book-wide grant number */
@@ -227,7 +230,7 @@ struct bk_service {
 	uint32_t klass;                     /* (P) enum svc_class; written after ema_ms and
 				  * nsamples, repaired when not consistent with them */
 	struct hist runtime;   /* (P) statistics: finished jobs' duration_ms (bk_service_sample) */
-	struct hist slot_wait; /* (P) statistics: WANT to grant (bk_wait_sample) */
+	struct hist slot_wait; /* (P) statistics: WANT to grant (bk_offer_stamp) */
 };
 
 /* A legacy token (book_token_*): holds one slot of its service's

@@ -387,6 +387,8 @@ static void unoffer_newest(struct book *b, uint32_t g)
 	struct bk_want *w = bk_want(b, wi);
 	bk_offered_unlink(b, wi);
 	bk_mail_unlink(b, wi);
+	if (w->flags & BKW_STAMPED)
+		w->parked_at = b->clock; /* its bytes held the deadline: it waits from now */
 	w->flags = 0;
 	w->token = 0;
 	bk_set_state(&w->state, WANT_PARKED);

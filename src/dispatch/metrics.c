@@ -48,6 +48,7 @@ struct metrics {
 	uint64_t start_ms;
 	char *q_queue;           /* DQ_QUEUE_STATS in the schema */
 	struct event *queue_ev;  /* the next DQ_QUEUE_STATS */
+	uint64_t asked_ms;       /* when the one on the lane was asked (monotonic) */
 	struct queue_row *queue; /* its last answer; NULL: none, or it failed */
 	size_t nqueue;
 	int said_failed; /* the statement failed, logged once until it answers */
@@ -224,7 +225,12 @@ static void queue_forget(struct metrics *m)
 static void queue_answer(void *arg, PGresult *res, int away, const void *note)
 {
 	struct metrics *m = arg;
-	struct timeval tv = { METRICS_QUEUE_MS / 1000, (METRICS_QUEUE_MS % 1000) * 1000 };
+	/* the next one after METRICS_QUEUE_MS, or 10 times as long as this
+	 * one took (a big queue: its count takes at most a tenth of the lane) */
+	uint64_t took = clock_mono_ms() - m->asked_ms, next = took * 10;
+	if (next < METRICS_QUEUE_MS)
+		next = METRICS_QUEUE_MS;
+	struct timeval tv = { (time_t)(next / 1000), (suseconds_t)(next % 1000 * 1000) };
 	int n = res ? PQntuples(res) : 0;
 
 	(void)note;
@@ -259,6 +265,7 @@ static void queue_ask(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	m->asked_ms = clock_mono_ms();
 	if (chores_add(m->chores, m->q_queue, 0, NULL, NULL, 0, queue_answer, m) != 0)
 		evtimer_add(m->queue_ev, &tv); /* out of memory: the next time */
 }

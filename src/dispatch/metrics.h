@@ -22,7 +22,9 @@ struct event_base;
 struct chores;
 struct dispatch_config;
 
-#define METRICS_QUEUE_MS 10000 /* the queue's figures: asked again after each answer */
+#define METRICS_QUEUE_MS \
+	10000 /* the queue's figures: asked again so long after each
+				* answer, or 10 times the statement's time when longer */
 
 struct dispatch_stats {
 	uint64_t claims;                           /* claim statements sent */

@@ -105,6 +105,19 @@ static void run_finish(struct fx *f, struct book_ref c, const char *job)
 
 /* ---- primitives ---- */
 
+static void test_hist_buckets(void)
+{
+	/* le: a value on a bound is in that bound's bucket */
+	CU_ASSERT_EQUAL(hist_bucket(0), 0);
+	CU_ASSERT_EQUAL(hist_bucket(5), 0);
+	CU_ASSERT_EQUAL(hist_bucket(6), 1);
+	CU_ASSERT_EQUAL(hist_bucket(3600000), HIST_FINITE - 1);
+	CU_ASSERT_EQUAL(hist_bucket(3600001), HIST_FINITE);
+	CU_ASSERT_EQUAL(hist_bucket(UINT64_MAX), HIST_FINITE);
+	for (unsigned i = 1; i < HIST_FINITE; i++)
+		CU_ASSERT(hist_bound_ms(i - 1) < hist_bound_ms(i));
+}
+
 static void test_siphash_vectors(void)
 {
 	/* reference vectors of SipHash-2-4: key 00..0f, message 00..(n-1) */
@@ -1223,6 +1236,15 @@ static void test_time_without_now(void)
 	CU_ASSERT_EQUAL(ss.failed, 1);
 	CU_ASSERT_EQUAL(ss.mean_runtime_ms, 140); /* 100, then +0.2*(300-100) */
 	CU_ASSERT_EQUAL(ss.running, 0);
+	/* the slot waits: a1 0 ms; b1 from 10 to its stamp at 50000; a2
+	 * from 50500 to 51000 (on the bound 0.5 s); b2 from 51000 to 60000;
+	 * the run times 100 ms (on the bound 0.1 s) and 300 ms */
+	static const uint64_t waits[HIST_BUCKETS] = { [0] = 1, [6] = 1, [10] = 1, [12] = 1 };
+	static const uint64_t runs[HIST_BUCKETS] = { [4] = 1, [6] = 1 };
+	CU_ASSERT(memcmp(ss.slot_wait.n, waits, sizeof waits) == 0);
+	CU_ASSERT_EQUAL(ss.slot_wait.sum_ms, 49990 + 500 + 9000);
+	CU_ASSERT(memcmp(ss.runtime.n, runs, sizeof runs) == 0);
+	CU_ASSERT_EQUAL(ss.runtime.sum_ms, 400);
 	book_service_status(f.b, 2, &ss);
 	CU_ASSERT_EQUAL(ss.mean_runtime_ms, 0);
 	fx_unlock(&f);
@@ -2599,6 +2621,42 @@ static void test_fault_grant(void)
 	done(&f);
 }
 
+/* A crash in a grant before the offer's state write: the parked want
+ * keeps its parked_at, whose bytes the deadline takes only once it is
+ * OFFERED, so its slot wait at the repaired book's grant runs from its
+ * WANT (before, the deadline written ahead of the state was read as the
+ * arrival: 1000 ms instead of 6900). */
+static void op_close_a_5000(struct fx *f, struct fctx *cx)
+{
+	book_conn_close(f->b, cx->a, 5000);
+}
+
+static void test_fault_grant_state(void)
+{
+	struct fx f;
+	struct fctx cx;
+	struct book_service_status sv;
+
+	mk(&f, 1, 1);
+	memset(&cx, 0, sizeof cx);
+	OK(fx_open(&f, 0, NULL, 0, &cx.a));
+	OK(fx_open(&f, 1, NULL, 0, &cx.b));
+	OK(fx_want(&f, cx.a, "o", 0, 0, 0));               /* offered at once: waited 0 */
+	OK(fx_want(&f, cx.b, "q", 0, 0, 100));             /* parked at 100 */
+	crash_at(&f, "grant.state", op_close_a_5000, &cx); /* a's close grants q */
+	fx_expire(&f, 7000); /* the repair offered q again: stamped now */
+	wg0(&f, 0, 1, 0);
+	fx_lock(&f);
+	book_service_status(f.b, 0, &sv);
+	fx_unlock(&f);
+	uint64_t n = 0;
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		n += sv.slot_wait.n[i];
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT_EQUAL(sv.slot_wait.sum_ms, 6900);
+	done(&f);
+}
+
 static void test_fault_unwant(void)
 {
 	struct fx f;
@@ -3062,6 +3120,7 @@ int main(void)
 		CU_TestFunc fn;
 	} tests[] = {
 		{ "siphash reference vectors", test_siphash_vectors },
+		{ "histogram buckets: le, +Inf", test_hist_buckets },
 		{ "init limits", test_init_limits },
 		{ "no lock figures in a normal build", test_no_lock_figures },
 		{ "prepared hashes: only their own key", test_prepared_hashes_own_key },
@@ -3118,6 +3177,7 @@ int main(void)
 		{ "fault close.mid", test_fault_close },
 		{ "fault want.mid", test_fault_want },
 		{ "fault grant.mid", test_fault_grant },
+		{ "fault grant.state: a parked want keeps its arrival", test_fault_grant_state },
 		{ "fault unwant.mid", test_fault_unwant },
 		{ "fault accept.mid", test_fault_accept },
 		{ "fault decline.mid", test_fault_decline },

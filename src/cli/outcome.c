@@ -68,27 +68,31 @@ int outcome_exit(const struct exc_receipt *r, int interrupted, const char *servi
 	if (r->ok)
 		return EXECCTL_OK;
 	if (r->error_code) {
+		/* the server's words may carry a job's or a payload's text */
+		char *code = table_escape(r->error_code),
+		     *text = r->error_message ? table_escape(r->error_message) : NULL;
+		const char *m = r->error_message ? (text ? text : "?") : NULL;
+
 		status = error_exit(r, interrupted);
 		if (is(r->error_code, EXC_E_UNKNOWN_SERVICE))
 			add(msg, msglen, "execctl: unknown service '%s': %s\n", service,
 			    "no instance reached offers it");
 		else if (is(r->error_code, EXC_E_NO_SLOT))
 			add(msg, msglen, "execctl: service '%s': %s\n", service,
-			    r->error_message && r->error_message[0]
-				    ? r->error_message
-				    : "no slot within --slot-timeout");
+			    m && m[0] ? m : "no slot within --slot-timeout");
 		else if (is(r->error_code, EXC_E_TLS_VERIFY))
-			add(msg, msglen, "execctl: %s\n",
-			    r->error_message ? r->error_message : "certificate verify failed");
+			add(msg, msglen, "execctl: %s\n", m ? m : "certificate verify failed");
 		else if (is(r->error_code, EXC_E_UNAUTHORIZED))
 			add(msg, msglen,
 			    "execctl: the server refused the token (give the right one "
 			    "with --token-file or EXECCTL_TOKEN): %s\n",
-			    r->error_message ? r->error_message : "401");
+			    m ? m : "401");
 		else
-			add(msg, msglen, "execctl: job failed: %s%s%s%s\n", r->error_code,
-			    r->error_message ? ": " : "", r->error_message ? r->error_message : "",
+			add(msg, msglen, "execctl: job failed: %s%s%s%s\n", code ? code : "?",
+			    m ? ": " : "", m ? m : "",
 			    r->retryable ? " (retryable: run it again)" : "");
+		free(code);
+		free(text);
 	} else if (r->signal > 0) {
 		status = 128 + r->signal;
 		add(msg, msglen, "execctl: the job was killed by signal %d (%s)\n", r->signal,

@@ -10,8 +10,8 @@
  * interrupt 130, another retryable error 116, any other error 115); then a
  * signal gives 128+N; then the program's own exit code.  Every failure
  * prints what failed and, when the receipt has one, the decisive stderr
- * line (its control characters as \xNN: the job's bytes never reach the
- * terminal raw).
+ * line (the error's text and that line with control characters as \xNN:
+ * the job's bytes never reach the terminal raw).
  *
  * outcome_show prints a receipt as `execctl run`, `submit -w` and `wait`
  * do; outcome_parse reads a receipt's JSON (a queue row's) for it.

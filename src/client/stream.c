@@ -35,8 +35,9 @@ struct stream {
 	enum exc_io_kind kind;
 	int fd;
 	int own_fd;   /* opened here (EXC_IO_FILE): closed at free */
-	char *tmp;    /* file sink: the temporary file, until committed */
-	char *target; /* ... and the file it becomes */
+	int dirfd;    /* file sink: the directory of the file, held open */
+	char *tmp;    /* ... the temporary file's name in it, until committed */
+	char *base;   /* ... and the name it takes there */
 	int regular;  /* a regular file or unpollable device: no polling */
 	int failed;   /* a read/write error happened: err says which */
 	int nonblock; /* the fd is O_NONBLOCK: write what it takes */
@@ -80,51 +81,79 @@ static int wait_ready(struct stream *s)
 	return -1;
 }
 
-/* Opens the sink of path: a new temporary file beside a regular (or
- * absent) file, else path itself.  The fd, or -1 with errno. */
+/* Opens the sink of path (docs/client.md, "A file sink never damages its
+ * file"): a new temporary file in the directory of a regular (or absent)
+ * file, that directory held open so that the rename and the removal find
+ * it wherever it is moved; a file that is not regular is opened itself.
+ * A symbolic link is followed by the kernel (stat), with its protections
+ * (fs.protected_symlinks): realpath only names the file the kernel found.
+ * The fd, or -1 with errno. */
 static int open_file_sink(struct stream *s, const char *path)
 {
-	struct stat st;
-	char *real = realpath(path, NULL); /* a symbolic link: replace its target */
-	const char *target = real ? real : path;
-	int have = stat(target, &st) == 0, fd = -1;
+	struct stat st, at;
+	char *real = NULL, *dir = NULL;
+	const char *target = path, *slash;
+	int have = stat(path, &st) == 0, fd = -1, e;
 
-	if (have && !S_ISREG(st.st_mode)) {
-		free(real);
+	if (!have && errno != ENOENT)
+		goto fail; /* EACCES: also a link the kernel will not follow */
+	if (!have && lstat(path, &at) == 0) {
+		errno = ENOENT; /* a link to nothing: never replaced by a file */
+		goto fail;
+	}
+	if (have && !S_ISREG(st.st_mode))
 		return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	}
-	const char *slash = strrchr(target, '/');
-	int dirlen = slash ? (int)(slash - target + 1) : 0;
-	size_t cap = strlen(target) + 24;
-
-	s->target = strdup(target);
-	s->tmp = malloc(cap);
-	free(real);
-	if (s->target == NULL || s->tmp == NULL) {
+	if (have && (target = real = realpath(path, NULL)) == NULL)
+		goto fail;
+	slash = strrchr(target, '/');
+	dir = slash ? strndup(target, (size_t)(slash - target) + 1) : strdup(".");
+	s->base = strdup(slash ? slash + 1 : target);
+	s->tmp = malloc(strlen(s->base) + 20);
+	if (dir == NULL || s->base == NULL || s->tmp == NULL) {
 		errno = ENOMEM;
-		return -1;
+		goto fail;
 	}
-	for (int tries = 0; fd < 0 && tries < 8; tries++) {
+	s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dirfd < 0)
+		goto fail;
+	/* the file the kernel found is the one in the directory held */
+	if (have && (fstatat(s->dirfd, s->base, &at, AT_SYMLINK_NOFOLLOW) != 0 ||
+		     at.st_dev != st.st_dev || at.st_ino != st.st_ino)) {
+		errno = EAGAIN; /* it was replaced meanwhile */
+		goto fail;
+	}
+	for (int tries = 0; tries < 8; tries++) {
 		char id[17];
 
 		if (client_random_hex(id, 8) != 0)
-			return -1;
-		snprintf(s->tmp, cap, "%.*s.%s.%s", dirlen, s->target, s->target + dirlen, id);
-		fd = open(s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0 && errno != EEXIST)
+			goto fail;
+		/* at most 218 bytes: within NAME_MAX for any name */
+		snprintf(s->tmp, strlen(s->base) + 20, ".%.200s.%s", s->base, id);
+		fd = openat(s->dirfd, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != EEXIST)
 			break;
 	}
-	if (fd < 0) {
-		int e = errno;
-
-		free(s->tmp);
-		s->tmp = NULL;
-		errno = e;
-		return -1;
+	if (fd < 0)
+		goto fail;
+	if (have) {
+		/* the file keeps its owner and group where this process may give
+		 * them (root; a group it is in), and its permission bits; set-id
+		 * bits are not carried to new bytes (a write would clear them) */
+		if (fchown(fd, st.st_uid, st.st_gid) != 0)
+			(void)fchown(fd, (uid_t)-1, st.st_gid);
+		(void)fchmod(fd, st.st_mode & 0777);
 	}
-	if (have) /* the file keeps its permissions */
-		(void)fchmod(fd, st.st_mode & 07777);
+	free(real);
+	free(dir);
 	return fd;
+fail:
+	e = errno;
+	free(real);
+	free(dir);
+	free(s->tmp);
+	s->tmp = NULL; /* nothing of ours to remove */
+	errno = e;
+	return -1;
 }
 
 static struct stream *stream_new(struct event_base *base, const struct exc_io *io, int is_sink)
@@ -137,6 +166,7 @@ static struct stream *stream_new(struct event_base *base, const struct exc_io *i
 	s->is_sink = is_sink;
 	s->kind = io->kind;
 	s->fd = -1;
+	s->dirfd = -1;
 	s->length = -1;
 	s->buf = evbuffer_new();
 	if (s->buf == NULL)
@@ -213,10 +243,10 @@ void stream_free(struct stream *s)
 		evbuffer_free(s->buf);
 	if (s->own_fd && s->fd >= 0)
 		close(s->fd);
-	if (s->tmp)
-		unlink(s->tmp);
-	free(s->tmp);
-	free(s->target);
+	stream_discard(s);
+	if (s->dirfd >= 0)
+		close(s->dirfd);
+	free(s->base);
 	free(s);
 }
 
@@ -327,12 +357,14 @@ int stream_commit(struct stream *s)
 		return 0;
 	/* the bytes on disk before the name: a crash leaves the old file or
 	 * the new one, never an empty one */
-	if (fsync(s->fd) != 0 || rename(s->tmp, s->target) != 0) {
-		set_err(s, s->target);
+	if (fsync(s->fd) != 0 || renameat(s->dirfd, s->tmp, s->dirfd, s->base) != 0) {
+		set_err(s, s->base);
 		return -1;
 	}
 	free(s->tmp);
 	s->tmp = NULL;
+	/* ... and the new name on disk before the caller is told */
+	(void)fsync(s->dirfd);
 	return 0;
 }
 
@@ -340,7 +372,7 @@ void stream_discard(struct stream *s)
 {
 	if (s == NULL || s->tmp == NULL)
 		return;
-	unlink(s->tmp);
+	unlinkat(s->dirfd, s->tmp, 0);
 	free(s->tmp);
 	s->tmp = NULL;
 }

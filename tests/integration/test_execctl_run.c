@@ -266,15 +266,20 @@ static void unblock_slot(void)
 
 /* The blocker's job ends (a named client's job would outlive its
  * connection by resumeGraceSec) and its connection closes. */
-static void drop_blocker(void)
+static void blocker_done(void)
 {
-	unblock_slot();
 	struct json_object *done = tc_expect(blocker, "DONE", 5000);
 	CU_ASSERT(done != NULL);
 	if (done)
 		json_object_put(done);
 	tc_close(blocker);
 	blocker = NULL;
+}
+
+static void drop_blocker(void)
+{
+	unblock_slot();
+	blocker_done();
 }
 
 static int wg_waiting_is(struct json_object *st, void *arg)
@@ -590,6 +595,22 @@ static void expect_kept(const char *dir, const char *what)
 	free(back);
 }
 
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A new directory dir holding keep.txt (path keep): "precious\n", 0640. */
+static void make_keep(const char *dir, const char *keep)
+{
+	CU_ASSERT_FATAL(mkdir(dir, 0755) == 0);
+	write_file(keep, "precious\n");
+	CU_ASSERT_FATAL(chmod(keep, 0640) == 0);
+}
+
 /* --output NAME=FILE on every way a job can fail: FILE keeps its bytes,
  * no temporary file stays beside it; a job that succeeds replaces it
  * (mode kept). */
@@ -603,12 +624,7 @@ static void test_output_kept_on_failure(void)
 	snprintf(dir, sizeof dir, "%s/outdir", D.dir);
 	snprintf(keep, sizeof keep, "%s/keep.txt", dir);
 	snprintf(arg, sizeof arg, "b.txt=%s", keep);
-	CU_ASSERT_FATAL(mkdir(dir, 0755) == 0);
-	FILE *f = fopen(keep, "w");
-	CU_ASSERT_FATAL(f != NULL);
-	fputs("precious\n", f);
-	fclose(f);
-	CU_ASSERT_FATAL(chmod(keep, 0640) == 0);
+	make_keep(dir, keep);
 
 	run(&p, NULL, ARGS("run", "-a", addr, "-s", "nosuch", "--output", arg, "--", "cat"));
 	expect(&p, EXECCTL_UNKNOWN_SERVICE, NULL);
@@ -641,10 +657,7 @@ static void test_output_kept_on_failure(void)
 	char in_path[420], in_arg[440];
 	snprintf(in_path, sizeof in_path, "%s/new.txt", D.dir);
 	snprintf(in_arg, sizeof in_arg, "a.txt=%s", in_path);
-	f = fopen(in_path, "w");
-	CU_ASSERT_FATAL(f != NULL);
-	fputs("new\n", f);
-	fclose(f);
+	write_file(in_path, "new\n");
 	run(&p, NULL,
 	    ARGS("run", "-a", addr, "-s", "cat", "--input", in_arg, "--output", arg, "-n", "--",
 		 "cp", "a.txt", "b.txt"));
@@ -656,6 +669,94 @@ static void test_output_kept_on_failure(void)
 	free(back);
 	struct stat st;
 	CU_ASSERT(stat(keep, &st) == 0 && (st.st_mode & 07777) == 0640);
+	stop();
+}
+
+/* The directory of test_output_held_dir: moved while execctl waits. */
+static char held_dir[400], held_moved[420];
+
+static int one_waiting(struct json_object *st, void *arg)
+{
+	(void)arg;
+	return harness_json_int(st, "waitgroups", "wg", "waiting", NULL) == 1;
+}
+
+/* Once execctl's want waits (its temporary file made), the directory
+ * moves. */
+static void move_held_dir(void)
+{
+	CU_ASSERT(harness_wait_status(&D, 5000, one_waiting, NULL) == 0);
+	CU_ASSERT(rename(held_dir, held_moved) == 0);
+}
+
+static void move_held_dir_and_unblock(void)
+{
+	move_held_dir();
+	unblock_slot();
+}
+
+/* FILE's directory is held from the submit: moved while the job waits,
+ * an interrupt leaves no temporary file in it, and a success puts the
+ * file there.  An existing FILE keeps its owner and group (root can give
+ * them) and its permission bits, set-id bits dropped.  A symbolic link
+ * to nothing is refused before anything is sent, and stays a link. */
+static void test_output_held_dir(void)
+{
+	char keep[440], arg[460], in_path[420], in_arg[440], link_path[440];
+	struct proc p;
+	struct run_opts interrupt = { .during = move_held_dir,
+				      .during_ms = 1,
+				      .interrupt_after_ms = 800 };
+	struct run_opts moved = { .during = move_held_dir_and_unblock, .during_ms = 1 };
+	struct stat st;
+
+	start(NULL);
+	snprintf(held_dir, sizeof held_dir, "%s/held", D.dir);
+	snprintf(held_moved, sizeof held_moved, "%s/held.moved", D.dir);
+	snprintf(keep, sizeof keep, "%s/keep.txt", held_dir);
+	snprintf(arg, sizeof arg, "b.txt=%s", keep);
+	make_keep(held_dir, keep);
+
+	block_slot();
+	run(&p, &interrupt, ARGS("run", "-a", addr, "-s", "cat", "--output", arg, "--", "cat"));
+	expect(&p, EXECCTL_INTERRUPTED, NULL);
+	expect_kept(held_moved, "interrupted after its directory moved");
+	release(&p);
+	CU_ASSERT_FATAL(rename(held_moved, held_dir) == 0);
+
+	/* owned by another user, set-id bits: root gives the owner back */
+	int root = geteuid() == 0;
+	if (root)
+		CU_ASSERT(chown(keep, 65534, 65534) == 0);
+	CU_ASSERT(chmod(keep, 02750) == 0);
+	snprintf(in_path, sizeof in_path, "%s/new.txt", D.dir);
+	snprintf(in_arg, sizeof in_arg, "a.txt=%s", in_path);
+	write_file(in_path, "new\n");
+	run(&p, &moved,
+	    ARGS("run", "-a", addr, "-s", "cat", "--input", in_arg, "--output", arg, "-n", "--",
+		 "cp", "a.txt", "b.txt"));
+	expect(&p, 0, NULL);
+	release(&p);
+	char moved_keep[460];
+	snprintf(moved_keep, sizeof moved_keep, "%s/keep.txt", held_moved);
+	size_t len = 0;
+	unsigned char *back = harness_read_file(moved_keep, &len);
+	CU_ASSERT(back && len == 4 && memcmp(back, "new\n", 4) == 0);
+	free(back);
+	CU_ASSERT_FATAL(stat(moved_keep, &st) == 0);
+	CU_ASSERT_EQUAL(st.st_mode & 07777, 0750);
+	if (root)
+		CU_ASSERT(st.st_uid == 65534 && st.st_gid == 65534);
+	blocker_done(); /* cancelled by move_held_dir_and_unblock */
+
+	/* a link to a file that does not exist: refused, the link stays */
+	snprintf(link_path, sizeof link_path, "%s/dangling", held_moved);
+	CU_ASSERT_FATAL(symlink("nothere", link_path) == 0);
+	snprintf(arg, sizeof arg, "b.txt=%s", link_path);
+	run(&p, NULL, ARGS("run", "-a", addr, "-s", "cat", "--output", arg, "--", "cat"));
+	expect(&p, EXECCTL_LOCAL_IO, "No such file or directory");
+	release(&p);
+	CU_ASSERT(lstat(link_path, &st) == 0 && S_ISLNK(st.st_mode));
 	stop();
 }
 
@@ -1081,6 +1182,8 @@ int main(void)
 		{ "exit code and failing output passed on", test_exit_code },
 		{ "--input and --output files", test_files },
 		{ "--output FILE untouched when the job fails", test_output_kept_on_failure },
+		{ "--output FILE: its directory held, owner and mode, a link to nothing",
+		  test_output_held_dir },
 		{ "binary output cut by a timeout: stdout byte-exact", test_binary_output_cut },
 		{ "unknown service, unreachable, usage", test_unknown_service_and_unreachable },
 		{ "refused token", test_token },

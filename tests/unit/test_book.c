@@ -1014,6 +1014,82 @@ static void test_query_position(void)
 	done(&f);
 }
 
+/* book_eta of the want job of conn c over `usable` slots. */
+static int64_t eta_of(struct fx *f, struct book_ref c, const char *job, uint32_t usable)
+{
+	struct book_position p = pos_of(f, c, job);
+	fx_lock(f);
+	int64_t eta = book_eta(f->b, &p, usable);
+	fx_unlock(f);
+	return eta;
+}
+
+/* Runs job of service svc on conn c to its end after ms (a sample of
+ * the service's mean). */
+static void sample(struct fx *f, struct book_ref c, const char *job, uint32_t svc, uint64_t ms)
+{
+	struct book_ref r;
+	OK(fx_want(f, c, job, svc, 0, 1));
+	fx_pump(f);
+	OK(fx_take_job(f, c, job, &r));
+	OK(fx_finish(f, r, ms, 0));
+}
+
+/* The estimate from what holds the slots (book.h, book_eta): three slots
+ * held by a job of service 1 (mean 10 s) and one of service 0 (mean 1 s),
+ * both started at T, and an offer of service 0; the parked wants of
+ * service 0 take the slots as they free, every mean after. */
+static void test_eta_from_holders(void)
+{
+	struct fx f;
+	struct book_ref a, r;
+	const uint64_t T = 100000;
+	const char *w[] = { "w1", "w2", "w3", "w4" };
+	struct book_limits l;
+	fx_limits(&l);
+	l.offer_timeout_ms = 5000; /* C stays offered throughout */
+	mk_lim(&f, &l, 3, 1);
+	OK(fx_open(&f, 0, NULL, 0, &a));
+	sample(&f, a, "m1", 1, 10000);
+	sample(&f, a, "m0", 0, 1000);
+	OK(fx_want(&f, a, "A", 1, 0, T));
+	OK(fx_want(&f, a, "B", 0, 0, T));
+	OK(fx_want(&f, a, "C", 0, 0, T));
+	fx_pump(&f);
+	OK(fx_take_job(&f, a, "A", &r));
+	OK(fx_take_job(&f, a, "B", &r));
+	fx_expire(&f, T + 400); /* A has 9600 ms left, B 600, C (offered) 1000 */
+	for (int i = 0; i < 4; i++)
+		OK(fx_want(&f, a, w[i], 0, 0, T + 400));
+	CU_ASSERT_EQUAL(pos_of(&f, a, "w4").state, WANT_PARKED);
+	CU_ASSERT_EQUAL(pos_of(&f, a, "w4").ahead, 3);
+	/* frees at 600, 1000, then 1600, 2000 (each slot again after 1000) */
+	static const int64_t all3[] = { 600, 1000, 1600, 2000 };
+	/* two usable: the latest-freeing, 1000 and 9600 */
+	static const int64_t two[] = { 1000, 2000, 3000, 4000 };
+	for (int i = 0; i < 4; i++) {
+		CU_ASSERT_EQUAL(eta_of(&f, a, w[i], 3), all3[i]);
+		CU_ASSERT_EQUAL(eta_of(&f, a, w[i], 2), two[i]);
+	}
+	CU_ASSERT_EQUAL(eta_of(&f, a, "w1", 1), 9600);
+	CU_ASSERT_EQUAL(eta_of(&f, a, "w2", 1), 10600);
+	CU_ASSERT_EQUAL(eta_of(&f, a, "w1", 0), -1);
+	CU_ASSERT_EQUAL(eta_of(&f, a, "C", 3), -1); /* not parked */
+	fx_expire(&f, T + 700);
+	CU_ASSERT_EQUAL(eta_of(&f, a, "w1", 3), 300);
+	/* B ran past its mean: its end is unknown, a slot that never frees */
+	fx_expire(&f, T + 1200);
+	CU_ASSERT_EQUAL(eta_of(&f, a, "w1", 3), 1000);
+	CU_ASSERT_EQUAL(eta_of(&f, a, "w2", 3), 2000);
+	CU_ASSERT_EQUAL(eta_of(&f, a, "w1", 1), -1);
+	/* wg1: its only slot offered to a service with no mean yet */
+	OK(fx_want(&f, a, "x", 2, 0, T + 1200));
+	OK(fx_want(&f, a, "y", 2, 0, T + 1200));
+	CU_ASSERT_EQUAL(pos_of(&f, a, "y").state, WANT_PARKED);
+	CU_ASSERT_EQUAL(eta_of(&f, a, "y", 1), -1);
+	done(&f);
+}
+
 static void test_mail_and_mask(void)
 {
 	struct fx f;
@@ -3144,6 +3220,7 @@ int main(void)
 		{ "grace ends with its jobs", test_grace_ends_with_its_jobs },
 		{ "anonymous close cancels", test_anonymous_close_cancels },
 		{ "query position", test_query_position },
+		{ "eta from what holds the slots", test_eta_from_holders },
 		{ "mail and mask", test_mail_and_mask },
 		{ "mail pending: the look before the lock", test_mail_pending },
 		{ "wake needed: only handlers marked asleep", test_wake_needed },

@@ -452,6 +452,14 @@ static void test_outcome_show(void)
 	outcome_exit(&r, 0, "cat", msg, sizeof msg);
 	CU_ASSERT_STRING_EQUAL(msg, "execctl: the job exited with status 1\n"
 				    "execctl: its last stderr line: \\x1b[2Jgone\x9b\n");
+	/* the server's error text too (it may carry a payload's) */
+	r.error_code = "output_failed";
+	r.error_message = "PUT http://h/\033]0;owned\a: 500";
+	outcome_exit(&r, 0, "cat", msg, sizeof msg);
+	CU_ASSERT_PTR_NOT_NULL(strstr(
+		msg, "execctl: job failed: output_failed: PUT http://h/\\x1b]0;owned\\x07: 500\n"));
+	r.error_code = NULL;
+	r.error_message = NULL;
 
 	FILE *o = open_memstream(&out, &outlen), *e = open_memstream(&err, &errlen);
 	r.stdout_text = "prefix\xef\xbf\xbd";

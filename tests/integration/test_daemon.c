@@ -433,6 +433,40 @@ static void test_disabled_service(void)
 	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
 }
 
+/* A disabled service's reason is cut to its limit on a character
+ * boundary: HELLO (a text frame) carries it, and a cut inside a UTF-8
+ * sequence would make every HELLO of the instance invalid UTF-8, which
+ * the daemon refuses to send, so no client could connect at all.  The
+ * regex (in the reason) is "a" and then two-byte characters, so that
+ * the limit falls inside one of them. */
+static void test_disabled_reason_utf8(void)
+{
+	struct es_daemon d;
+	char body[2048], regex[400] = "a";
+
+	for (int i = 0; i < 150; i++)
+		strcat(regex, "\u00fc");
+	snprintf(body, sizeof body,
+		 "%s"
+		 "  images:\n    waitgroup: wg\n    commands:\n"
+		 "      convert:\n        prog: echo\n"
+		 "        startupCheck: {args: [hi], regex: \"%s\"}\n",
+		 harness_default_body(1), regex);
+	CU_ASSERT_FATAL(harness_start(&d, 1, body, NULL) == 0);
+	struct tclient *c = tc_connect(d.port, "utf8");
+	CU_ASSERT_PTR_NOT_NULL(c);
+	struct json_object *off = NULL;
+	if (c && json_object_object_get_ex(c->hello, "disabled", &off)) {
+		const char *why = tc_str(off, "images");
+		CU_ASSERT_PTR_NOT_NULL(why ? strstr(why, "did not match /a\xc3\xbc") : NULL);
+	} else {
+		CU_FAIL("no HELLO.disabled");
+	}
+	if (c)
+		tc_close(c);
+	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
+}
+
 /* jobLog: an info line per finished job (service, command, client, exit,
  * duration, bytes, the receipt's error); jobLog: false turns it off. */
 static void test_job_log(void)
@@ -586,6 +620,7 @@ int main(void)
 		{ "a disabled service: warned with its place, told to clients",
 		  test_disabled_service },
 		{ "a second start with the same pid file: exit 2", test_pid_file_locked },
+		{ "a disabled service's reason cut as UTF-8", test_disabled_reason_utf8 },
 		{ NULL, NULL },
 	};
 	return run_suite("daemon", cases);

@@ -19,6 +19,7 @@
 
 #include "common/daemonize.h"
 #include "common/log.h"
+#include "common/pidfile.h"
 #include "common/secret_file.h"
 #include "config/config.h"
 #include "master/master.h"
@@ -173,6 +174,11 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc) {
 		usage(stderr);
+		return 1;
+	}
+	/* the daemon changes to / and removes the file there at its end */
+	if (pid_file && !(pid_file = pidfile_absolute(pid_file))) {
+		fprintf(stderr, "execserver: -p: %s\n", strerror(errno));
 		return 1;
 	}
 

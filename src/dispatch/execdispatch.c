@@ -131,6 +131,8 @@ int main(int argc, char **argv)
 	struct config_error err;
 	char why[600];
 
+	if (daemonize_std_fds() != 0)
+		return 2;
 	while ((c = getopt_long(argc, argv, "fc:tp:l:Vh", longs, NULL)) != -1) {
 		switch (c) {
 		case 'f': foreground = 1; break;

@@ -153,6 +153,9 @@ int main(int argc, char **argv)
 	int test_only = 0, c, log_level = -1;
 	const char *pid_file = NULL;
 
+	if (daemonize_std_fds() != 0)
+		return 2;
+
 	while ((c = getopt_long(argc, argv, "fc:tp:l:Vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': opt.foreground = 1; break;

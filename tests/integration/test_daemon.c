@@ -727,6 +727,29 @@ static void test_pid_file_stale_emptied(void)
 	harness_remove_dir(dir);
 }
 
+/* Started with descriptors 0, 1 and 2 closed (as some supervisors do):
+ * the pid file and the listener opened before detaching must not take
+ * their numbers, which the daemon points at /dev/null.  It starts (0),
+ * and holds the lock of its pid file. */
+static void test_closed_stdio(void)
+{
+	char dir[] = "/tmp/es-nostd-XXXXXX", config[300], out[4096], cmd[1200], pid_file[300];
+	const char *bin = getenv("EXECSERVER_BIN");
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	pid_test_config(dir, config, sizeof config, "");
+	snprintf(pid_file, sizeof pid_file, "%s/x.pid", dir);
+	snprintf(cmd, sizeof cmd, "'%s' -c '%s' -p '%s' <&- >&- 2>&-", bin ? bin : "./execserver",
+		 config, pid_file);
+	int st = system(cmd);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	const char *args[] = { "-c", config, "-p", pid_file, NULL };
+	CU_ASSERT_EQUAL(run_execserver(dir, args, out, sizeof out), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "already running as pid"));
+	CU_ASSERT(stop_daemon_of(pid_file));
+	harness_remove_dir(dir);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -749,6 +772,7 @@ int main(void)
 		{ "a relative pid file: removed where it was made", test_pid_file_relative },
 		{ "a hard-linked pid file: refused", test_pid_file_hard_link },
 		{ "a stale pid file: emptied at the lock", test_pid_file_stale_emptied },
+		{ "started with stdin, stdout, stderr closed", test_closed_stdio },
 		{ NULL, NULL },
 	};
 	return run_suite("daemon", cases);

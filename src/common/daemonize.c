@@ -14,6 +14,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int daemonize_std_fds(void)
+{
+	for (;;) {
+		int fd = open("/dev/null", O_RDWR);
+		if (fd < 0)
+			return -1;
+		if (fd > STDERR_FILENO) {
+			close(fd);
+			return 0;
+		}
+	}
+}
+
 int daemonize(const char *program, int *ready_fd)
 {
 	int pipefd[2];

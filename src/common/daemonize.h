@@ -8,6 +8,12 @@
 #ifndef ES_DAEMONIZE_H
 #define ES_DAEMONIZE_H
 
+/* Opens /dev/null on each of the descriptors 0, 1 and 2 that is closed
+ * (a daemon started with them closed), so that none of what the daemon
+ * opens before it detaches (the locked pid file, a listener, the pipe of
+ * daemonize) gets one of them and is replaced by /dev/null there.  Call
+ * it first.  0, or -1 (errno). */
+int daemonize_std_fds(void);
 /* Detaches (double fork, new session, chdir /, stdio on /dev/null).
  * Returns 0 in the daemon with *ready_fd set for daemonize_ready, or -1
  * (errno) before the first fork or in the daemon; the starting process

@@ -80,3 +80,14 @@ char *utf8_sanitize(const unsigned char *s, size_t len)
 	*p = '\0';
 	return out;
 }
+
+size_t utf8_cut(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max);
+
+	if (n < max || s[n] == '\0')
+		return n;
+	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	return n;
+}

@@ -14,5 +14,9 @@ int utf8_valid(const unsigned char *buf, size_t len);
  * sequence and each NUL by U+FFFD, so that any bytes (a program's output)
  * can travel in a JSON text frame.  Returns NULL on allocation failure. */
 char *utf8_sanitize(const unsigned char *buf, size_t len);
+/* The length of the longest prefix of s (NUL-terminated) of at most max
+ * bytes that does not end inside a multi-byte sequence: where to cut a
+ * valid string so that it stays valid. */
+size_t utf8_cut(const char *s, size_t max);
 
 #endif

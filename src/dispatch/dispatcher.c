@@ -146,9 +146,11 @@ static void set_outcome(struct held *h, const struct exc_receipt *r)
 	if (r->error_code && !r->json && r->error_message &&
 	    (strcmp(r->error_code, EXC_E_BAD_JOB) == 0 ||
 	     strcmp(r->error_code, PROTO_E_UNKNOWN_COMMAND) == 0 ||
-	     strcmp(r->error_code, EXC_E_UNKNOWN_SERVICE) == 0)) {
+	     strcmp(r->error_code, EXC_E_UNKNOWN_SERVICE) == 0 ||
+	     strcmp(r->error_code, EXC_E_SERVICE_DISABLED) == 0)) {
 		/* the JOB refused, by the library (larger than the
-		 * instance's maxFrameBytes, a service no instance offers) or
+		 * instance's maxFrameBytes, a service no instance offers or
+		 * one that disabled it: why) or
 		 * by the execserver's ERROR (bad_job, unknown_command): no
 		 * receipt, so the reason goes into the row */
 		if (asprintf(&h->error, "%s: %s", r->error_code, r->error_message) < 0)

@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <limits.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
@@ -102,17 +101,6 @@ static int metrics_free(const char *addr, char *why, size_t len)
 	return -1;
 }
 
-/* The pid file, locked and made absolute (the daemon changes to /). */
-static int lock_pid_file(const char *path, char *abs, size_t abslen, char *why, size_t len)
-{
-	char real[PATH_MAX];
-	int fd = pidfile_lock(path, why, len);
-
-	if (fd >= 0)
-		snprintf(abs, abslen, "%s", realpath(path, real) ? real : path);
-	return fd;
-}
-
 /* "authToken", "database password" or NULL: the secret cfg's file holds. */
 static const char *secret_of(const struct dispatch_config *cfg)
 {
@@ -141,8 +129,10 @@ int main(int argc, char **argv)
 	int foreground = 0, test = 0, do_migrate = 0, c, rc, pid_fd = -1, ready_fd = -1;
 	struct dispatch_config cfg;
 	struct config_error err;
-	char why[600], pid_path[PATH_MAX] = "";
+	char why[600];
 
+	if (daemonize_std_fds() != 0)
+		return 2;
 	while ((c = getopt_long(argc, argv, "fc:tp:l:Vh", longs, NULL)) != -1) {
 		switch (c) {
 		case 'f': foreground = 1; break;
@@ -159,6 +149,11 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "execdispatch: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
+		return 1;
+	}
+	/* the daemon changes to / and removes the file there at its end */
+	if (pidfile && !(pidfile = pidfile_absolute(pidfile))) {
+		fprintf(stderr, "execdispatch: -p: %s\n", strerror(errno));
 		return 1;
 	}
 	if (level && log_level_parse(level) < 0) {
@@ -181,12 +176,11 @@ int main(int argc, char **argv)
 		dispatch_config_free(&cfg);
 		return rc;
 	}
-	if ((pidfile &&
-	     (pid_fd = lock_pid_file(pidfile, pid_path, sizeof pid_path, why, sizeof why)) < 0) ||
+	if ((pidfile && (pid_fd = pidfile_lock(pidfile, why, sizeof why)) < 0) ||
 	    (cfg.metrics && metrics_free(cfg.metrics, why, sizeof why) < 0)) {
 		fprintf(stderr, "execdispatch: %s\n", why);
 		if (pid_fd >= 0)
-			unlink(pid_path); /* ours, still empty */
+			unlink(pidfile); /* ours, still empty */
 		dispatch_config_free(&cfg);
 		return 2;
 	}
@@ -205,7 +199,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (pid_fd >= 0 && pidfile_write(pid_fd, why, sizeof why) < 0) {
-		log_error("%s: %s", pid_path, why);
+		log_error("%s: %s", pidfile, why);
 		daemonize_ready(&ready_fd, 2);
 		return 2;
 	}
@@ -213,7 +207,7 @@ int main(int argc, char **argv)
 	daemonize_ready(&ready_fd, 0);
 	rc = dispatcher_run(&cfg);
 	if (pid_fd >= 0)
-		unlink(pid_path);
+		unlink(pidfile);
 	dispatch_config_free(&cfg);
 	return rc;
 }

@@ -469,12 +469,7 @@ static void io_failed(struct job *j, uint8_t code, const struct job_io_result *r
 	j->io_error = code;
 	j->io_retryable = (uint8_t)(r->retryable != 0);
 	/* cut on a character boundary: the message goes into a text frame */
-	size_t n = strlen(r->message);
-	if (n >= sizeof j->io_message) {
-		n = sizeof j->io_message - 1;
-		while (n > 0 && ((unsigned char)r->message[n] & 0xC0) == 0x80)
-			n--;
-	}
+	size_t n = utf8_cut(r->message, sizeof j->io_message - 1);
 	memcpy(j->io_message, r->message, n);
 	j->io_message[n] = '\0';
 }

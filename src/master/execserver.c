@@ -19,6 +19,7 @@
 
 #include "common/daemonize.h"
 #include "common/log.h"
+#include "common/pidfile.h"
 #include "common/secret_file.h"
 #include "config/config.h"
 #include "master/master.h"
@@ -152,6 +153,9 @@ int main(int argc, char **argv)
 	int test_only = 0, c, log_level = -1;
 	const char *pid_file = NULL;
 
+	if (daemonize_std_fds() != 0)
+		return 2;
+
 	while ((c = getopt_long(argc, argv, "fc:tp:l:Vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': opt.foreground = 1; break;
@@ -173,6 +177,11 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc) {
 		usage(stderr);
+		return 1;
+	}
+	/* the daemon changes to / and removes the file there at its end */
+	if (pid_file && !(pid_file = pidfile_absolute(pid_file))) {
+		fprintf(stderr, "execserver: -p: %s\n", strerror(errno));
 		return 1;
 	}
 

@@ -26,6 +26,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "job/spawn.h"
 
 extern char **environ;
@@ -289,7 +290,7 @@ int startup_check_run(struct es_config *cfg, int strict)
 			int n = snprintf(svc->disabled_why, sizeof svc->disabled_why,
 					 "command %s: ", cmd->name);
 			if (n > 0 && (size_t)n < sizeof svc->disabled_why) { /* cut if long */
-				size_t w = strnlen(why, sizeof svc->disabled_why - (size_t)n - 1);
+				size_t w = utf8_cut(why, sizeof svc->disabled_why - (size_t)n - 1);
 				memcpy(svc->disabled_why + n, why, w);
 				svc->disabled_why[(size_t)n + w] = '\0';
 			}

@@ -7,10 +7,11 @@
  * service (svc->enabled = 0, with the reason), or makes the strict run
  * fail.  One rule for `execserver -t`, a start and a reload (whose init
  * script and unit run -t first): a disabled service is a warning naming
- * file:line:column, an error only with --strict (execserver.yml(5)).  Programs run as argv (never through a shell)
- * with stdin from /dev/null, stdout and stderr captured together, the
- * daemon's environment plus the config's env and the command's env, in a
- * process group of their own that is killed with SIGKILL at the timeout.
+ * file:line:column, an error only with --strict (execserver.yml(5)).
+ * Programs run as argv (never through a shell) with stdin from /dev/null,
+ * stdout and stderr captured together, the daemon's environment plus the
+ * config's env and the command's env, in a process group of their own
+ * that is killed with SIGKILL at the timeout.
  *
  * Blocks, and waits for its own children with waitpid(pid): run it before a
  * SIGCHLD handler that reaps every child is installed.

@@ -10,6 +10,7 @@
 #include "autoconfig.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,6 +434,40 @@ static void test_disabled_service(void)
 	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
 }
 
+/* A disabled service's reason is cut to its limit on a character
+ * boundary: HELLO (a text frame) carries it, and a cut inside a UTF-8
+ * sequence would make every HELLO of the instance invalid UTF-8, which
+ * the daemon refuses to send, so no client could connect at all.  The
+ * regex (in the reason) is "a" and then two-byte characters, so that
+ * the limit falls inside one of them. */
+static void test_disabled_reason_utf8(void)
+{
+	struct es_daemon d;
+	char body[2048], regex[400] = "a";
+
+	for (int i = 0; i < 150; i++)
+		strcat(regex, "\u00fc");
+	snprintf(body, sizeof body,
+		 "%s"
+		 "  images:\n    waitgroup: wg\n    commands:\n"
+		 "      convert:\n        prog: echo\n"
+		 "        startupCheck: {args: [hi], regex: \"%s\"}\n",
+		 harness_default_body(1), regex);
+	CU_ASSERT_FATAL(harness_start(&d, 1, body, NULL) == 0);
+	struct tclient *c = tc_connect(d.port, "utf8");
+	CU_ASSERT_PTR_NOT_NULL(c);
+	struct json_object *off = NULL;
+	if (c && json_object_object_get_ex(c->hello, "disabled", &off)) {
+		const char *why = tc_str(off, "images");
+		CU_ASSERT_PTR_NOT_NULL(why ? strstr(why, "did not match /a\xc3\xbc") : NULL);
+	} else {
+		CU_FAIL("no HELLO.disabled");
+	}
+	if (c)
+		tc_close(c);
+	CU_ASSERT_EQUAL(harness_finish(&d, 0), 0);
+}
+
 /* jobLog: an info line per finished job (service, command, client, exit,
  * duration, bytes, the receipt's error); jobLog: false turns it off. */
 static void test_job_log(void)
@@ -568,6 +603,153 @@ static void test_pid_file_locked(void)
 	harness_remove_dir(dir);
 }
 
+/* dir/c.yml (into config): port 0, one handler, the default body and
+ * then extra (more services). */
+static void pid_test_config(const char *dir, char *config, size_t len, const char *extra)
+{
+	char text[4096];
+
+	snprintf(config, len, "%s/c.yml", dir);
+	snprintf(text, sizeof text, "addr: 127.0.0.1:0\ntempDir: %s/tmp\nhandlers: 1\n%s%s%s", dir,
+		 geteuid() == 0 ? "allowRootJobs: true\n" : "", harness_default_body(1), extra);
+	write_file(config, text);
+}
+
+/* Stops the daemon of a pid file; 1 when it exited within 10 s. */
+static int stop_daemon_of(const char *pid_file)
+{
+	size_t len;
+	unsigned char *content = harness_read_file(pid_file, &len);
+	int pid = content ? atoi((char *)content) : 0;
+
+	free(content);
+	if (pid <= 0 || kill(pid, SIGTERM) != 0)
+		return 0;
+	if (!alive_after(pid, 10000))
+		return 1;
+	kill(pid, SIGKILL);
+	return 0;
+}
+
+/* -p with a relative path names a file in the directory execserver was
+ * started in: the daemon changes to /, and at its end removes that file,
+ * not one of the same name in /. */
+static void test_pid_file_relative(void)
+{
+	char dir[] = "/tmp/es-pidrel-XXXXXX", config[300], out[4096], cwd[1024], pid_file[300];
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	pid_test_config(dir, config, sizeof config, "");
+	snprintf(pid_file, sizeof pid_file, "%s/rel.pid", dir);
+	CU_ASSERT_FATAL(getcwd(cwd, sizeof cwd) != NULL);
+	CU_ASSERT_FATAL(chdir(dir) == 0);
+	const char *args[] = { "-c", config, "-p", "rel.pid", NULL };
+	int rc = run_execserver(dir, args, out, sizeof out);
+	CU_ASSERT_FATAL(chdir(cwd) == 0);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	CU_ASSERT(stop_daemon_of(pid_file));
+	CU_ASSERT(access(pid_file, F_OK) != 0); /* removed at the end */
+	harness_remove_dir(dir);
+}
+
+/* The pid file is opened as root: one that is not a regular file of one
+ * link (a hard link to another file) is refused before anything else. */
+static void test_pid_file_hard_link(void)
+{
+	char dir[] = "/tmp/es-pidlink-XXXXXX", config[300], out[4096], other[300], pid_file[300];
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	pid_test_config(dir, config, sizeof config, "");
+	snprintf(other, sizeof other, "%s/precious", dir);
+	snprintf(pid_file, sizeof pid_file, "%s/x.pid", dir);
+	write_file(other, "precious\n");
+	CU_ASSERT_FATAL(link(other, pid_file) == 0);
+	const char *args[] = { "-c", config, "-p", pid_file, NULL };
+	CU_ASSERT_EQUAL(run_execserver(dir, args, out, sizeof out), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "is not a regular file of one link"));
+	size_t len;
+	unsigned char *content = harness_read_file(other, &len);
+	CU_ASSERT(content && strcmp((char *)content, "precious\n") == 0);
+	free(content);
+	if (!strstr(out, "one link")) {
+		printf("\n  output: %s\n", out);
+		stop_daemon_of(pid_file);
+	}
+	harness_remove_dir(dir);
+}
+
+/* Between the lock and the pid (the startup checks run in between), the
+ * pid file does not name the dead daemon that left it: it is emptied at
+ * the lock, and a second start does not name that pid as the running one.
+ * The startup check reads a FIFO, so that the test holds the first start
+ * there. */
+static void test_pid_file_stale_emptied(void)
+{
+	char dir[] = "/tmp/es-pidold-XXXXXX", config[300], out[4096], fifo[300], pid_file[300];
+	char extra[600], log[300];
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	snprintf(fifo, sizeof fifo, "%s/hold", dir);
+	CU_ASSERT_FATAL(mkfifo(fifo, 0666) == 0);
+	snprintf(extra, sizeof extra,
+		 "  held:\n    waitgroup: wg\n    commands:\n      cat:\n        prog: cat\n"
+		 "        startupCheck: {args: [\"%s\"], regex: go}\n",
+		 fifo);
+	pid_test_config(dir, config, sizeof config, extra);
+	snprintf(pid_file, sizeof pid_file, "%s/x.pid", dir);
+	write_file(pid_file, "999999\n");
+	snprintf(log, sizeof log, "%s/first.log", dir);
+	const char *bin = getenv("EXECSERVER_BIN");
+	char *argv[] = { (char *)(bin ? bin : "./execserver"), "-c", config, "-p", pid_file, NULL };
+	pid_t first = harness_spawn(log, NULL, argv);
+	CU_ASSERT_FATAL(first > 0);
+	/* the startup check has opened the FIFO: the lock is taken */
+	int w = -1;
+	for (int waited = 0; waited < 10000 && w < 0; waited += 10) {
+		w = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (w < 0)
+			harness_sleep_ms(10);
+	}
+	CU_ASSERT_FATAL(w >= 0);
+	size_t len;
+	unsigned char *content = harness_read_file(pid_file, &len);
+	CU_ASSERT(content && len == 0);
+	free(content);
+	const char *args[] = { "-c", config, "-p", pid_file, NULL };
+	CU_ASSERT_EQUAL(run_execserver(dir, args, out, sizeof out), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "already running (pid file"));
+	CU_ASSERT_PTR_NULL(strstr(out, "999999"));
+	CU_ASSERT(write(w, "go\n", 3) == 3);
+	close(w);
+	int st = harness_reap(&first, 0, 10000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CU_ASSERT(stop_daemon_of(pid_file));
+	harness_remove_dir(dir);
+}
+
+/* Started with descriptors 0, 1 and 2 closed (as some supervisors do):
+ * the pid file and the listener opened before detaching must not take
+ * their numbers, which the daemon points at /dev/null.  It starts (0),
+ * and holds the lock of its pid file. */
+static void test_closed_stdio(void)
+{
+	char dir[] = "/tmp/es-nostd-XXXXXX", config[300], out[4096], cmd[1200], pid_file[300];
+	const char *bin = getenv("EXECSERVER_BIN");
+
+	CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+	pid_test_config(dir, config, sizeof config, "");
+	snprintf(pid_file, sizeof pid_file, "%s/x.pid", dir);
+	snprintf(cmd, sizeof cmd, "'%s' -c '%s' -p '%s' <&- >&- 2>&-", bin ? bin : "./execserver",
+		 config, pid_file);
+	int st = system(cmd);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	const char *args[] = { "-c", config, "-p", pid_file, NULL };
+	CU_ASSERT_EQUAL(run_execserver(dir, args, out, sizeof out), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "already running as pid"));
+	CU_ASSERT(stop_daemon_of(pid_file));
+	harness_remove_dir(dir);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -586,6 +768,11 @@ int main(void)
 		{ "a disabled service: warned with its place, told to clients",
 		  test_disabled_service },
 		{ "a second start with the same pid file: exit 2", test_pid_file_locked },
+		{ "a disabled service's reason cut as UTF-8", test_disabled_reason_utf8 },
+		{ "a relative pid file: removed where it was made", test_pid_file_relative },
+		{ "a hard-linked pid file: refused", test_pid_file_hard_link },
+		{ "a stale pid file: emptied at the lock", test_pid_file_stale_emptied },
+		{ "started with stdin, stdout, stderr closed", test_closed_stdio },
 		{ NULL, NULL },
 	};
 	return run_suite("daemon", cases);

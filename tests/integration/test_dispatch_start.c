@@ -4,7 +4,8 @@
  * stderr and exit status 2 (a metrics address another process holds, a pid
  * file another daemon has locked); the daemon's made instanceId names its
  * own pid; a second start with the same pid file names the running pid;
- * its syslog lines carry its own name.
+ * its syslog lines carry its own name; a row for a service its execserver
+ * disabled fails with the reason.
  * Real processes and a private PostgreSQL (dispatch_fixture.h).
  */
 #include "autoconfig.h"
@@ -192,12 +193,41 @@ static void test_syslog_name(void)
 	close(s);
 }
 
+/* A row for a service that the execserver has but disabled (its program
+ * is missing) fails with service_disabled and keeps the reason, as an
+ * unknown service's row keeps libexecclient's message. */
+static void test_disabled_service_row(void)
+{
+	char body[2048], buf[512];
+
+	snprintf(body, sizeof body,
+		 "waitgroups: {wg: {processes: 1}}\nservices:\n"
+		 "  images:\n    waitgroup: wg\n    commands:\n"
+		 "      convert: {prog: convert-not-here}\n");
+	CU_ASSERT_FATAL(harness_start(&F.es[0], 1, body, NULL) == 0);
+	F.nes = 1;
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0 && df_start_disp(&F, 0) == 0);
+	long long id = pgtest_int(
+		F.c, "SELECT execdispatch.submit('images', '{\"command\":\"convert\"}')");
+	CU_ASSERT_FATAL(df_wait_final(&F, 20000) == 0);
+	pgtest_text(F.c, buf, sizeof buf,
+		    "SELECT state || '/' || error FROM execdispatch.job WHERE id = %lld", id);
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "failed/service_disabled: service \"images\" is "
+					   "disabled on instance "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "command convert: program convert-not-here not "
+					   "found in PATH"));
+	if (!strstr(buf, "convert-not-here"))
+		printf("\n  row: %s\n", buf);
+	df_stop_disp(&F, 0, SIGTERM, 10000);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
 		{ "metrics address busy: exit 2 before detaching", test_metrics_address_busy },
 		{ "daemon: own pid in instanceId, pid file locked", test_daemon_pid_and_instance },
 		{ "daemon: logs to syslog as execdispatch", test_syslog_name },
+		{ "a disabled service's row keeps the reason", test_disabled_service_row },
 		{ NULL, NULL },
 	};
 	if (df_start(&F) < 0) {

@@ -328,6 +328,11 @@ static int do_submit(PGconn *c, struct qopts *o)
 	return o->wait ? do_wait(c, o) : EXECCTL_OK;
 }
 
+static int position_text(PGconn *c, const struct qopts *o, char *state, size_t slen, char *buf,
+			 size_t len);
+
+/* The row, one column a line; a queued or claimed row ends with its
+ * position line, as `execctl position` prints it (why it waits included). */
 static int do_show(PGconn *c, const struct qopts *o)
 {
 	char sql[512], id[24];
@@ -348,17 +353,26 @@ static int do_show(PGconn *c, const struct qopts *o)
 		PQclear(r);
 		return EXECCTL_NOT_FOUND;
 	}
-	int width = 0;
+	int width = (int)strlen("position"), waits = 0;
 	for (int f = 0; f < PQnfields(r); f++)
 		if ((int)strlen(PQfname(r, f)) > width)
 			width = (int)strlen(PQfname(r, f));
-	if (o->json)
+	if (o->json) {
 		printf("%s\n", PQgetvalue(r, 0, 0));
-	else
+	} else {
 		for (int f = 0; f < PQnfields(r); f++)
 			printf("%-*s  %s\n", width, PQfname(r, f),
 			       PQgetisnull(r, 0, f) ? "" : PQgetvalue(r, 0, f));
+		int sf = PQfnumber(r, "state");
+		waits = sf >= 0 && (strcmp(PQgetvalue(r, 0, sf), "queued") == 0 ||
+				    strcmp(PQgetvalue(r, 0, sf), "claimed") == 0);
+	}
 	PQclear(r);
+	if (waits) {
+		char state[32], line[512];
+		if (position_text(c, o, state, sizeof state, line, sizeof line) == EXECCTL_OK)
+			printf("%-*s  %s\n", width, "position", line);
+	}
 	return EXECCTL_OK;
 }
 

@@ -451,6 +451,9 @@ static void test_no_execserver(void)
 		out, "(no dispatcher claims: d2: no execserver connected (ws://127.0.0.1:9: "));
 	if (!strstr(out, "no dispatcher claims: d2"))
 		fprintf(stderr, "execctl position: %s\n", out);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show --db '%s' %lld", F.conninfo, id), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nposition "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "(no dispatcher claims: d2: no execserver connected"));
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 2, SIGTERM, 5000), 0);
 	/* why nothing is claimed, said again every 10 polls (1 s here), not
 	 * once for good */

@@ -100,7 +100,8 @@ vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=de
 export TOP_SRCDIR="$top"
 for t in test_book test_book_lockstats test_book_token test_config test_net test_job_spec test_book_class \
 	test_book_autobalance test_profile test_addr_rule test_job_dir test_book_usage test_transfer_guard \
-	test_client_url test_ws_client test_execctl test_job test_spawn test_spawn_vfork test_proxy_header; do
+	test_client_url test_ws_client test_execctl test_job test_spawn test_spawn_vfork test_proxy_header \
+	test_prom_text; do
 	$vg "tests/unit/$t" > /dev/null || { echo "test.sh: valgrind: $t failed"; exit 1; }
 done
 $vg tests/unit/test_book_diff 7 30000 > /dev/null || { echo "test.sh: valgrind: test_book_diff failed"; exit 1; }

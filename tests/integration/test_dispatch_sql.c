@@ -924,6 +924,68 @@ static int sweep_lost(PGconn *c, const char *inst, const char *ids, const char *
 	return requeue(c, inst, &p, token);
 }
 
+/* started_at from the receipt's duration_ms (DQ_FINISH): the receipt is
+ * the execserver's text, so a duration_ms that is not a number of ms from
+ * 0 to about 31 years leaves started_at NULL and the outcome is written
+ * with its receipt; before, the cast or the interval failed the whole
+ * statement (a batch refused, the outcome then written without its
+ * receipt). */
+static void test_finish_duration(void)
+{
+	static const struct {
+		const char *receipt, *started; /* started: finished_at - started_at, or NULL */
+	} cases[] = {
+		{ "{\"exit_code\": 0, \"duration_ms\": 1500}", "00:00:01.5" },
+		{ "{\"exit_code\": 0, \"duration_ms\": \"soon\"}", NULL },
+		{ "{\"exit_code\": 0, \"duration_ms\": -5}", NULL },
+		{ "{\"exit_code\": 0, \"duration_ms\": 1e300}", NULL },
+		{ "{\"exit_code\": 0, \"duration_ms\": 1e400}", NULL },
+		{ "{\"exit_code\": 0, \"duration_ms\": null}", NULL },
+		{ "{\"exit_code\": 0}", NULL },
+	};
+	char buf[128];
+
+	PQclear(pgtest_query(F.c,
+			     "DELETE FROM execdispatch.job; DELETE FROM execdispatch.dispatcher"));
+	silent_row("me", 1);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct finish_args f;
+		char arr[256], *o = arr;
+		long long id = df_submit(&F, "{\"command\":\"true\"}", 0);
+
+		PQclear(pgtest_query(
+			F.c,
+			"UPDATE execdispatch.job SET state = 'claimed', runner_instance "
+			"= 'me', attempts = 1, claims = 1 WHERE id = %lld",
+			id));
+		finish_params(&f, id, "me", "1");
+		*o++ = '{';
+		*o++ = '"';
+		for (const char *c = cases[i].receipt; *c; c++) {
+			if (*c == '"' || *c == '\\')
+				*o++ = '\\';
+			*o++ = *c;
+		}
+		strcpy(o, "\"}");
+		f.p[7] = arr;
+		CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, f.p), 1);
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state || '/' || (receipt IS NOT NULL) || '/' || "
+			    "coalesce((finished_at - started_at)::text, 'null') FROM "
+			    "execdispatch.job WHERE id = %lld",
+			    id);
+		char want[64];
+		snprintf(want, sizeof want, "done/true/%s",
+			 cases[i].started ? cases[i].started : "null");
+		if (strcmp(buf, want) != 0)
+			fprintf(stderr, "receipt %s: %s, expected %s\n", cases[i].receipt, buf,
+				want);
+		CU_ASSERT_STRING_EQUAL(buf, want);
+	}
+	PQclear(pgtest_query(F.c,
+			     "DELETE FROM execdispatch.job; DELETE FROM execdispatch.dispatcher"));
+}
+
 /* A "no slot" requeue whose reply was lost, then the same dispatcher's
  * next claim of the row before the requeue is written again (same
  * runner_instance, same attempts, since "no slot" gave the attempt back):
@@ -1521,6 +1583,8 @@ int main(void)
 		{ "race: two claims take disjoint rows", test_race_claim_claim },
 		{ "a lost requeue written again misses the same dispatcher's new claim",
 		  test_lost_requeue_reclaimed },
+		{ "started_at from the receipt's duration_ms, a bad one left out",
+		  test_finish_duration },
 		{ "a late requeue of lost or left claims misses the claims made since",
 		  test_late_requeue_misses_new_claim },
 		{ "position() of a new claim does not answer the claim before's POSITION",

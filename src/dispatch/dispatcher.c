@@ -1179,7 +1179,7 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	}
 	if (cfg->metrics) {
 		char err[300];
-		d.metrics = metrics_start(d.base, cfg, &d.st, d.client, d.chores, err, sizeof err);
+		d.metrics = metrics_start(d.base, cfg, &d.st, &d.client, d.chores, err, sizeof err);
 		if (!d.metrics) {
 			log_error("%s", err);
 			goto out;

@@ -1007,6 +1007,48 @@ static void test_stop_bound(void)
 	CU_ASSERT_EQUAL(harness_wg_field(&F.es[0], "wg", "running"), 0);
 }
 
+/* /metrics after a stop's stopTimeoutSec freed the client, while the
+ * loop still waits for an outcome (its finish held by a row lock): the
+ * page is served and has no execservers_connected lines.  Before, it read
+ * the freed client (exc_address_stats): stale figures, or a crash that
+ * lost the outcome. */
+static void test_stop_bound_metrics(void)
+{
+	PGconn *locker = pgtest_connect(F.conninfo);
+	long long quick;
+	int port;
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
+	port = df_start_with_metrics(&F, 0, "stopTimeoutSec: 1\n");
+	CU_ASSERT_FATAL(port > 0);
+	df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"30\"]}", 0);
+	quick = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"1\"]}", 0);
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM execdispatch.job WHERE state = 'running'", 2,
+				 10000) == 0);
+	CU_ASSERT(df_metric(port, "execdispatch_execservers_connected") == 1);
+	PQclear(pgtest_query(locker,
+			     "BEGIN; SELECT 1 FROM execdispatch.job WHERE id = %lld FOR "
+			     "UPDATE",
+			     quick));
+	/* the quick run's finish waits for the lock */
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
+				 "'Lock'",
+				 1, 10000) == 0);
+	kill(F.disp[0], SIGTERM);
+	CU_ASSERT(wait_log(0, "left held under instance d0 for the rescue", 5000) == 0);
+	CU_ASSERT(df_metric(port, "execdispatch_database_up") == 1);
+	CU_ASSERT(df_metric(port, "execdispatch_execservers_connected") == -1);
+	PQclear(pgtest_query(locker, "COMMIT"));
+	PQfinish(locker);
+	int st = df_stop_disp(&F, 0, 0, 8000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'done'",
+				   quick),
+			1);
+}
+
 /* The late sweep (db.c, late_cb).  A claim sent to a backend stopped
  * (SIGSTOP) while idle waits past its deadline (staleAfterSec, 3 s): it is
  * abandoned and cancelled at the server (the cancel waits in the stopped
@@ -1208,6 +1250,7 @@ int main(void)
 		  test_login_retry_said },
 		{ "a database down at the start is waited for", test_start_database_down },
 		{ "a stop ends within stopTimeoutSec while a run goes on", test_stop_bound },
+		{ "/metrics after the stop's timeout freed the client", test_stop_bound_metrics },
 		/* last: it restarts the execserver with short pings */
 		{ "a reused instanceId: the old life takes none of the new one's jobs over",
 		  test_reused_instance_life },

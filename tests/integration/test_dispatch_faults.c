@@ -1005,6 +1005,21 @@ static void test_stop_bound(void)
 	     harness_wg_field(&F.es[0], "wg", "running") != 0 && harness_now_ms() - t0 < 5000;)
 		harness_sleep_ms(20);
 	CU_ASSERT_EQUAL(harness_wg_field(&F.es[0], "wg", "running"), 0);
+	/* restarted at once with the same instanceId (an init script's
+	 * restart): the row left fresh is waited for until it goes stale, then
+	 * taken over and the held row requeued.  Before, the start exited with
+	 * status 1 ("held by another live dispatcher"), which the systemd unit
+	 * does not restart. */
+	CU_ASSERT_FATAL(df_spawn_disp(&F, 0) == 0);
+	CU_ASSERT(wait_run_log(0, "waiting up to 5 s for it to go stale", 5000) == 0);
+	CU_ASSERT(wait_run_log(0, "requeued 1 rows an earlier run of instance d0 still held",
+			       10000) == 0);
+	CU_ASSERT_EQUAL(df_held(&F, "d0") + pgtest_int(F.c,
+						       "SELECT count(*) FROM execdispatch.job "
+						       "WHERE state = 'queued' AND attempts = 1"),
+			1);
+	st = df_stop_disp(&F, 0, SIGTERM, 8000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 /* /metrics after a stop's stopTimeoutSec freed the client, while the
@@ -1035,7 +1050,7 @@ static void test_stop_bound_metrics(void)
 				 "'Lock'",
 				 1, 10000) == 0);
 	kill(F.disp[0], SIGTERM);
-	CU_ASSERT(wait_log(0, "left held under instance d0 for the rescue", 5000) == 0);
+	CU_ASSERT(wait_run_log(0, "left held under instance d0 for the rescue", 5000) == 0);
 	CU_ASSERT(df_metric(port, "execdispatch_database_up") == 1);
 	CU_ASSERT(df_metric(port, "execdispatch_execservers_connected") == -1);
 	PQclear(pgtest_query(locker, "COMMIT"));

@@ -111,6 +111,39 @@ static void test_config_errors(void)
 
 /* ---- migrations ---- */
 
+/* Migration 007 over version 6 while a session holds a lock on the
+ * dispatcher table (a pg_dump, an open transaction that read it): its
+ * ALTER waits 2 s at most and the migration fails, naming the lock
+ * timeout, rather than queueing every dispatcher's beat and claim behind
+ * it; once the session is gone it goes through.  Before, it waited for the
+ * session (here until its idle_in_transaction_session_timeout of 6 s
+ * ended it) and succeeded. */
+static void test_migrate_lock_bounded(void)
+{
+	char out[2048];
+	const char *args[] = { "--migrate", "-c", F.cfg[0], NULL };
+	PGconn *dump = pgtest_connect(F.conninfo);
+	long long t0;
+
+	PQclear(pgtest_query(F.c,
+			     "DELETE FROM execdispatch.schema_version WHERE version = 7; "
+			     "ALTER TABLE execdispatch.dispatcher DROP COLUMN claiming_nothing"));
+	PQclear(pgtest_query(dump, "SET idle_in_transaction_session_timeout = '6s'; BEGIN; "
+				   "SELECT count(*) FROM execdispatch.dispatcher"));
+	t0 = harness_now_ms();
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, args), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "lock timeout"));
+	CU_ASSERT(harness_now_ms() - t0 < 5000);
+	PQfinish(dump);
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, args), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 7 (1 migration applied)"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM information_schema.columns WHERE "
+				   "table_schema = 'execdispatch' AND table_name = 'dispatcher' "
+				   "AND column_name = 'claiming_nothing'"),
+			1);
+}
+
 static void test_migrate_idempotent(void)
 {
 	char out[2048];
@@ -1563,6 +1596,8 @@ int main(void)
 		{ "configuration errors name file:line:column", test_config_errors },
 		{ "migrations are idempotent; table settings and indexes",
 		  test_migrate_idempotent },
+		{ "migration 007 waits 2 s at most for the dispatcher table's lock",
+		  test_migrate_lock_bounded },
 		{ "the daemon refuses a missing or unknown schema", test_daemon_refuses_schema },
 		{ "migration 005 upgrades rows in flight, idempotent",
 		  test_migrate_claims_upgrade },

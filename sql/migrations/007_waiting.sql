@@ -7,8 +7,18 @@
 -- not claimed yet.  003's position() keeps its body under the name
 -- position_counts; the new position() adds "waiting" to its answer.
 -- Applied again over its own result it changes nothing.
+--
+-- The ALTER takes the dispatcher table's ACCESS EXCLUSIVE lock, which
+-- waits for every transaction that touched the table (a pg_dump, an open
+-- session that read it) while the beats and claims of the running
+-- dispatchers queue behind it: held up past staleAfterSec, the rescues
+-- would requeue live dispatchers' rows once it is granted.  The lock is
+-- waited for 2 s at most: the migration fails instead ("lock timeout"),
+-- to be run again later.
 
+SET LOCAL lock_timeout = '2s';
 ALTER TABLE @schema@.dispatcher ADD COLUMN IF NOT EXISTS claiming_nothing text;
+SET LOCAL lock_timeout = DEFAULT;
 
 DO $$ BEGIN
     IF to_regprocedure('@schema@.position_counts(bigint)') IS NULL THEN

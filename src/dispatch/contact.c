@@ -201,6 +201,30 @@ static void contact_retry(struct dispatcher *d, const char *why)
 	d->contact_retry_ms = now_ms() + d->cfg->heartbeat_sec * 1000LL;
 }
 
+/* Our instance's row is fresh at the start: 1 while it may still go
+ * stale (registering is tried again every heartbeatSec), 0 once its
+ * heartbeat has gone on for staleAfterSec + 2 heartbeatSec (a live
+ * dispatcher holds it).  A previous run of this instance leaves its row
+ * fresh when its stop left runs or outcomes to the rescue
+ * (stopTimeoutSec, an outcome given up): a restart right after it waits
+ * for that row instead of exiting (docs/dispatch.md, "Identity"). */
+static int held_wait(struct dispatcher *d)
+{
+	int64_t bound = (d->cfg->stale_after_sec + 2LL * d->cfg->heartbeat_sec) * 1000;
+
+	if (!d->held_since_ms) {
+		d->held_since_ms = now_ms();
+		log_warn("instance %s is held by a dispatcher whose heartbeat is younger than "
+			 "%d s: waiting up to %lld s for it to go stale (a previous run whose "
+			 "stop left rows for the rescue)",
+			 d->cfg->instance_id, d->cfg->stale_after_sec, (long long)(bound / 1000));
+	}
+	if (now_ms() - d->held_since_ms >= bound)
+		return 0;
+	d->contact_retry_ms = now_ms() + d->cfg->heartbeat_sec * 1000LL;
+	return 1;
+}
+
 /* What one statement of the first contact answered, and the next step. */
 static void contact_step(struct dispatcher *d, PGresult *res, int away)
 {
@@ -228,9 +252,12 @@ static void contact_step(struct dispatcher *d, PGresult *res, int away)
 	case CONTACT_REGISTER:
 		switch (took_register(d, res, away, now_ms())) {
 		case -3:
-			log_error("instance %s is held by another live dispatcher (heartbeat "
-				  "younger than %d s): give each dispatcher its own instanceId",
-				  d->cfg->instance_id, d->cfg->stale_after_sec);
+			if (held_wait(d))
+				return;
+			log_error("instance %s is held by another live dispatcher (its heartbeat "
+				  "went on for %d s): give each dispatcher its own instanceId",
+				  d->cfg->instance_id,
+				  d->cfg->stale_after_sec + 2 * d->cfg->heartbeat_sec);
 			contact_fatal(d);
 			return;
 		case -1:

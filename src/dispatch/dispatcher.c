@@ -479,6 +479,16 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 		d->list->prev = h;
 	d->list = h;
 
+	if (!d->client) {
+		/* claimed as a stop left its runs to the rescue (stop_cb), by a
+		 * claim sent before: given back, as a claim whose want is still
+		 * parked; a run started now (a local one too) would hold the stop
+		 * past its bound */
+		h->state = "queued";
+		h->uncount = 1;
+		outcome_pending(d, h);
+		return;
+	}
 	payload = job_payload(h, PQgetvalue(res, row, col + 4));
 	for (size_t i = 0; i < d->cfg->nlocal; i++)
 		if (h->service && strcmp(d->cfg->local[i].name, h->service) == 0) {
@@ -497,14 +507,8 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	spec.on_done = on_done;
 	spec.on_position = on_position;
 	spec.arg = h;
-	h->xj = payload && h->service && d->client ? exc_submit(d->client, &spec) : NULL;
-	if (!d->client) {
-		/* claimed as a stop left its runs to the rescue (stop_cb): given
-		 * back, as a claim whose want is still parked */
-		h->state = "queued";
-		h->uncount = 1;
-		outcome_pending(d, h);
-	} else if (!h->xj) {
+	h->xj = payload && h->service ? exc_submit(d->client, &spec) : NULL;
+	if (!h->xj) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "bad_job: %s",
 			 payload ? exc_client_last_error(d->client)
@@ -1181,7 +1185,7 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	}
 	if (cfg->metrics) {
 		char err[300];
-		d.metrics = metrics_start(d.base, cfg, &d.st, d.client, d.chores, err, sizeof err);
+		d.metrics = metrics_start(d.base, cfg, &d.st, &d.client, d.chores, err, sizeof err);
 		if (!d.metrics) {
 			log_error("%s", err);
 			goto out;

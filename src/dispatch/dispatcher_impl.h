@@ -192,8 +192,9 @@ struct dispatcher {
 	struct event *contact_ev;
 	int contact; /* its step: CONTACT_VERSION ... CONTACT_DONE */
 	int64_t contact_t0_ms;
-	int contact_failed;                 /* failed attempts said (contact_cb) */
-	int64_t contact_retry_ms;           /* a statement of it failed: sent again then */
+	int contact_failed;       /* failed attempts said (contact_cb) */
+	int64_t held_since_ms;    /* our row first found held by a fresh heartbeat (held_wait) */
+	int64_t contact_retry_ms; /* a statement of it failed: sent again then */
 	char *contact_ids, *contact_claims; /* what CONTACT_OWN found, for CONTACT_REQUEUE */
 };
 

@@ -43,7 +43,9 @@ struct metrics {
 	struct evhttp *http;
 	const struct dispatch_config *cfg;
 	const struct dispatch_stats *st;
-	exc_client *client;
+	/* the dispatcher's client, NULL once a stop left its runs or the
+	 * instance was taken over (the client is freed then) */
+	exc_client *const *client;
 	struct chores *chores;
 	uint64_t start_ms;
 	char *q_queue;           /* DQ_QUEUE_STATS in the schema */
@@ -186,9 +188,9 @@ static void outside(struct evbuffer *out, const struct metrics *m)
 	}
 	prom_family(out, "execdispatch_execservers_connected", "gauge",
 		    "Execservers (distinct instances) connected through each configured address.");
-	for (size_t i = 0; i < m->cfg->execservers.count; i++) {
+	for (size_t i = 0; *m->client && i < m->cfg->execservers.count; i++) {
 		struct exc_address_stats as;
-		if (exc_address_stats(m->client, (unsigned)i, &as) != 0)
+		if (exc_address_stats(*m->client, (unsigned)i, &as) != 0)
 			continue;
 		evbuffer_add_printf(out, "execdispatch_execservers_connected{address=");
 		prom_label_value(out, m->cfg->execservers.items[i]);
@@ -272,7 +274,7 @@ static void queue_ask(evutil_socket_t fd, short what, void *arg)
 
 /* What the page shows besides st: 0, or -1 (out of memory). */
 static int sources(struct metrics *m, struct event_base *base, const struct dispatch_config *cfg,
-		   exc_client *client, struct chores *chores)
+		   exc_client *const *client, struct chores *chores)
 {
 	m->cfg = cfg;
 	m->client = client;
@@ -284,7 +286,7 @@ static int sources(struct metrics *m, struct event_base *base, const struct disp
 }
 
 struct metrics *metrics_start(struct event_base *base, const struct dispatch_config *cfg,
-			      const struct dispatch_stats *st, exc_client *client,
+			      const struct dispatch_stats *st, exc_client *const *client,
 			      struct chores *chores, char *err, size_t errlen)
 {
 	struct metrics *m = calloc(1, sizeof *m);

@@ -55,11 +55,13 @@ static inline void metrics_ms(struct hist *h, int64_t ms)
 struct metrics;
 
 /* Listens on cfg->metrics ("host:port"); the page shows st, the
- * execservers connected per address of cfg (client), and the queue's
+ * execservers connected per address of cfg (*client, read at each
+ * request: the dispatcher frees it and sets it NULL at a stop's
+ * stopTimeoutSec or a takeover, and then there are none), and the queue's
  * figures, asked for on chores (at once, then METRICS_QUEUE_MS after
  * each answer).  NULL with a message in err on failure. */
 struct metrics *metrics_start(struct event_base *base, const struct dispatch_config *cfg,
-			      const struct dispatch_stats *st, exc_client *client,
+			      const struct dispatch_stats *st, exc_client *const *client,
 			      struct chores *chores, char *err, size_t errlen);
 void metrics_stop(struct metrics *m);
 

@@ -192,21 +192,27 @@ const char DQ_REQUEUE_CLAIMS[] =
 /* Outcomes of claims of $1, from the arrays $2..$8.  A run that ended
  * before DQ_START saw it running (a short job) gets its started_at here:
  * every receipt of a run that started has duration_ms, the time from the
- * accepted JOB to its end, so the start is the finish less that. */
-#define FINISH_SET                                                                              \
-	"UPDATE @schema@.job j SET state = u.state, "                                           \
-	"runner_instance = CASE WHEN u.state = 'queued' THEN NULL ELSE j.runner_instance END, " \
-	"attempts = j.attempts - u.uncount, "                                                   \
-	"start_after = CASE WHEN u.state = 'queued' "                                           \
-	" THEN now() + make_interval(secs => u.delay) ELSE j.start_after END, "                 \
-	"finished_at = CASE WHEN u.state = 'queued' THEN NULL ELSE now() END, "                 \
-	"started_at = CASE WHEN j.started_at IS NULL AND u.receipt ? 'duration_ms' THEN now() " \
-	" - make_interval(secs => (u.receipt->>'duration_ms')::float8 / 1000) "                 \
-	" ELSE j.started_at END, "                                                              \
-	"error = u.error, receipt = u.receipt "                                                 \
-	"FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], "   \
-	" $8::jsonb[]) AS u(id, claims, state, uncount, delay, error, receipt) "                \
-	"WHERE j.id = u.id AND j.runner_instance = $1 AND j.claims = u.claims "                 \
+ * accepted JOB to its end, so the start is the finish less that.  The
+ * receipt is the execserver's text: a duration_ms that is not a number
+ * from 0 to DURATION_MAX_MS (a string, negative, beyond the range of an
+ * interval) leaves started_at NULL rather than failing the statement,
+ * which would cost the outcome its receipt (cut_outcome). */
+#define DURATION_MAX_MS "1e12" /* about 31 years */
+#define FINISH_SET                                                                                 \
+	"UPDATE @schema@.job j SET state = u.state, "                                              \
+	"runner_instance = CASE WHEN u.state = 'queued' THEN NULL ELSE j.runner_instance END, "    \
+	"attempts = j.attempts - u.uncount, "                                                      \
+	"start_after = CASE WHEN u.state = 'queued' "                                              \
+	" THEN now() + make_interval(secs => u.delay) ELSE j.start_after END, "                    \
+	"finished_at = CASE WHEN u.state = 'queued' THEN NULL ELSE now() END, "                    \
+	"started_at = CASE WHEN j.started_at IS NOT NULL "                                         \
+	" OR jsonb_typeof(u.receipt->'duration_ms') IS DISTINCT FROM 'number' THEN j.started_at "  \
+	" WHEN (u.receipt->>'duration_ms')::numeric BETWEEN 0 AND " DURATION_MAX_MS " THEN now() " \
+	" - make_interval(secs => (u.receipt->>'duration_ms')::float8 / 1000) END, "               \
+	"error = u.error, receipt = u.receipt "                                                    \
+	"FROM unnest($2::bigint[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], "      \
+	" $8::jsonb[]) AS u(id, claims, state, uncount, delay, error, receipt) "                   \
+	"WHERE j.id = u.id AND j.runner_instance = $1 AND j.claims = u.claims "                    \
 	"AND j.state IN " HELD " RETURNING j.id"
 
 const char DQ_CLAIM[] = "WITH " OUR_ROW("$1", "$6") ", picked AS MATERIALIZED (" CLAIM_PICK(

@@ -1005,6 +1005,102 @@ static void test_stop_bound(void)
 	     harness_wg_field(&F.es[0], "wg", "running") != 0 && harness_now_ms() - t0 < 5000;)
 		harness_sleep_ms(20);
 	CU_ASSERT_EQUAL(harness_wg_field(&F.es[0], "wg", "running"), 0);
+	/* restarted at once with the same instanceId (an init script's
+	 * restart): the row left fresh is waited for until it goes stale, then
+	 * taken over and the held row requeued.  Before, the start exited with
+	 * status 1 ("held by another live dispatcher"), which the systemd unit
+	 * does not restart. */
+	CU_ASSERT_FATAL(df_spawn_disp(&F, 0) == 0);
+	CU_ASSERT(wait_run_log(0, "waiting up to 5 s for it to go stale", 5000) == 0);
+	CU_ASSERT(wait_run_log(0, "requeued 1 rows an earlier run of instance d0 still held",
+			       10000) == 0);
+	CU_ASSERT_EQUAL(df_held(&F, "d0") + pgtest_int(F.c,
+						       "SELECT count(*) FROM execdispatch.job "
+						       "WHERE state = 'queued' AND attempts = 1"),
+			1);
+	st = df_stop_disp(&F, 0, SIGTERM, 8000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* The stop after stopTimeoutSec: lk's lock released (COMMIT), dispatcher 0
+ * exits with status 0 and row id is as cond says. */
+static void unlock_then_exited(PGconn *lk, long long id, const char *cond)
+{
+	int st;
+
+	PQclear(pgtest_query(lk, "COMMIT"));
+	PQfinish(lk);
+	st = df_stop_disp(&F, 0, 0, 8000);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND %s",
+				   id, cond),
+			1);
+}
+
+/* A local claim sent before the stop whose answer comes after
+ * stopTimeoutSec left the runs to the rescue (held up by a lock on the
+ * dispatcher row): the row is given back, not run.  Before, its run
+ * started then, and the stop waited for it with no bound left (a 30 s
+ * job: 30 s). */
+static void test_stop_bound_late_local_claim(void)
+{
+	static const char sleep30[] = "'{\"command\":\"sleep\",\"args\":[\"30\"]}'";
+	PGconn *lk = pgtest_connect(F.conninfo);
+	long long late;
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
+	CU_ASSERT_FATAL(df_write_config(&F, 0,
+					"stopTimeoutSec: 1\nlocalSlots: 2\nservices:\n  here:\n"
+					"    local: true\n    commands:\n"
+					"      sleep: {prog: /bin/sleep}\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	PQclear(pgtest_query(F.c, "SELECT execdispatch.submit('here', %s, 0)", sleep30));
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM execdispatch.job WHERE state = 'running'", 1,
+				 10000) == 0);
+	PQclear(pgtest_query(lk, "BEGIN; SELECT 1 FROM execdispatch.dispatcher FOR UPDATE"));
+	late = pgtest_int(F.c, "SELECT execdispatch.submit('here', %s, 0)", sleep30);
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+				 "'execdispatch' AND wait_event_type = 'Lock' AND query LIKE "
+				 "'%%picked%%'",
+				 1, 5000) == 0);
+	kill(F.disp[0], SIGTERM);
+	CU_ASSERT(wait_run_log(0, "(stopTimeoutSec): cancelling them", 3000) == 0);
+	unlock_then_exited(lk, late, "state = 'queued' AND attempts = 0");
+}
+
+/* /metrics after a stop's stopTimeoutSec freed the client, while the
+ * loop still waits for an outcome (its finish held by a row lock): the
+ * page is served and has no execservers_connected lines.  Before, it read
+ * the freed client (exc_address_stats): stale figures, or a crash that
+ * lost the outcome. */
+static void test_stop_bound_metrics(void)
+{
+	PGconn *locker = pgtest_connect(F.conninfo);
+	long long quick;
+	int port;
+
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
+	port = df_start_with_metrics(&F, 0, "stopTimeoutSec: 1\n");
+	CU_ASSERT_FATAL(port > 0);
+	df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"30\"]}", 0);
+	quick = df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"1\"]}", 0);
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM execdispatch.job WHERE state = 'running'", 2,
+				 10000) == 0);
+	CU_ASSERT(df_metric(port, "execdispatch_execservers_connected") == 1);
+	PQclear(pgtest_query(locker,
+			     "BEGIN; SELECT 1 FROM execdispatch.job WHERE id = %lld FOR "
+			     "UPDATE",
+			     quick));
+	/* the quick run's finish waits for the lock */
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = "
+				 "'Lock'",
+				 1, 10000) == 0);
+	kill(F.disp[0], SIGTERM);
+	CU_ASSERT(wait_run_log(0, "left held under instance d0 for the rescue", 5000) == 0);
+	CU_ASSERT(df_metric(port, "execdispatch_database_up") == 1);
+	CU_ASSERT(df_metric(port, "execdispatch_execservers_connected") == -1);
+	unlock_then_exited(locker, quick, "state = 'done'");
 }
 
 /* The late sweep (db.c, late_cb).  A claim sent to a backend stopped
@@ -1208,6 +1304,9 @@ int main(void)
 		  test_login_retry_said },
 		{ "a database down at the start is waited for", test_start_database_down },
 		{ "a stop ends within stopTimeoutSec while a run goes on", test_stop_bound },
+		{ "/metrics after the stop's timeout freed the client", test_stop_bound_metrics },
+		{ "a local claim answered after the stop's timeout is given back",
+		  test_stop_bound_late_local_claim },
 		/* last: it restarts the execserver with short pings */
 		{ "a reused instanceId: the old life takes none of the new one's jobs over",
 		  test_reused_instance_life },

@@ -111,6 +111,39 @@ static void test_config_errors(void)
 
 /* ---- migrations ---- */
 
+/* Migration 007 over version 6 while a session holds a lock on the
+ * dispatcher table (a pg_dump, an open transaction that read it): its
+ * ALTER waits 2 s at most and the migration fails, naming the lock
+ * timeout, rather than queueing every dispatcher's beat and claim behind
+ * it; once the session is gone it goes through.  Before, it waited for the
+ * session (here until its idle_in_transaction_session_timeout of 6 s
+ * ended it) and succeeded. */
+static void test_migrate_lock_bounded(void)
+{
+	char out[2048];
+	const char *args[] = { "--migrate", "-c", F.cfg[0], NULL };
+	PGconn *dump = pgtest_connect(F.conninfo);
+	long long t0;
+
+	PQclear(pgtest_query(F.c,
+			     "DELETE FROM execdispatch.schema_version WHERE version = 7; "
+			     "ALTER TABLE execdispatch.dispatcher DROP COLUMN claiming_nothing"));
+	PQclear(pgtest_query(dump, "SET idle_in_transaction_session_timeout = '6s'; BEGIN; "
+				   "SELECT count(*) FROM execdispatch.dispatcher"));
+	t0 = harness_now_ms();
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, args), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "lock timeout"));
+	CU_ASSERT(harness_now_ms() - t0 < 5000);
+	PQfinish(dump);
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, args), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "migrated to version 7 (1 migration applied)"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM information_schema.columns WHERE "
+				   "table_schema = 'execdispatch' AND table_name = 'dispatcher' "
+				   "AND column_name = 'claiming_nothing'"),
+			1);
+}
+
 static void test_migrate_idempotent(void)
 {
 	char out[2048];
@@ -924,6 +957,68 @@ static int sweep_lost(PGconn *c, const char *inst, const char *ids, const char *
 	return requeue(c, inst, &p, token);
 }
 
+/* started_at from the receipt's duration_ms (DQ_FINISH): the receipt is
+ * the execserver's text, so a duration_ms that is not a number of ms from
+ * 0 to about 31 years leaves started_at NULL and the outcome is written
+ * with its receipt; before, the cast or the interval failed the whole
+ * statement (a batch refused, the outcome then written without its
+ * receipt). */
+static void test_finish_duration(void)
+{
+	static const struct {
+		const char *receipt, *started; /* started: finished_at - started_at, or NULL */
+	} cases[] = {
+		{ "{\"exit_code\": 0, \"duration_ms\": 1500}", "00:00:01.5" },
+		{ "{\"exit_code\": 0, \"duration_ms\": \"soon\"}", NULL },
+		{ "{\"exit_code\": 0, \"duration_ms\": -5}", NULL },
+		{ "{\"exit_code\": 0, \"duration_ms\": 1e300}", NULL },
+		{ "{\"exit_code\": 0, \"duration_ms\": 1e400}", NULL },
+		{ "{\"exit_code\": 0, \"duration_ms\": null}", NULL },
+		{ "{\"exit_code\": 0}", NULL },
+	};
+	char buf[128];
+
+	PQclear(pgtest_query(F.c,
+			     "DELETE FROM execdispatch.job; DELETE FROM execdispatch.dispatcher"));
+	silent_row("me", 1);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct finish_args f;
+		char arr[256], *o = arr;
+		long long id = df_submit(&F, "{\"command\":\"true\"}", 0);
+
+		PQclear(pgtest_query(
+			F.c,
+			"UPDATE execdispatch.job SET state = 'claimed', runner_instance "
+			"= 'me', attempts = 1, claims = 1 WHERE id = %lld",
+			id));
+		finish_params(&f, id, "me", "1");
+		*o++ = '{';
+		*o++ = '"';
+		for (const char *c = cases[i].receipt; *c; c++) {
+			if (*c == '"' || *c == '\\')
+				*o++ = '\\';
+			*o++ = *c;
+		}
+		strcpy(o, "\"}");
+		f.p[7] = arr;
+		CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, f.p), 1);
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state || '/' || (receipt IS NOT NULL) || '/' || "
+			    "coalesce((finished_at - started_at)::text, 'null') FROM "
+			    "execdispatch.job WHERE id = %lld",
+			    id);
+		char want[64];
+		snprintf(want, sizeof want, "done/true/%s",
+			 cases[i].started ? cases[i].started : "null");
+		if (strcmp(buf, want) != 0)
+			fprintf(stderr, "receipt %s: %s, expected %s\n", cases[i].receipt, buf,
+				want);
+		CU_ASSERT_STRING_EQUAL(buf, want);
+	}
+	PQclear(pgtest_query(F.c,
+			     "DELETE FROM execdispatch.job; DELETE FROM execdispatch.dispatcher"));
+}
+
 /* A "no slot" requeue whose reply was lost, then the same dispatcher's
  * next claim of the row before the requeue is written again (same
  * runner_instance, same attempts, since "no slot" gave the attempt back):
@@ -1501,6 +1596,8 @@ int main(void)
 		{ "configuration errors name file:line:column", test_config_errors },
 		{ "migrations are idempotent; table settings and indexes",
 		  test_migrate_idempotent },
+		{ "migration 007 waits 2 s at most for the dispatcher table's lock",
+		  test_migrate_lock_bounded },
 		{ "the daemon refuses a missing or unknown schema", test_daemon_refuses_schema },
 		{ "migration 005 upgrades rows in flight, idempotent",
 		  test_migrate_claims_upgrade },
@@ -1521,6 +1618,8 @@ int main(void)
 		{ "race: two claims take disjoint rows", test_race_claim_claim },
 		{ "a lost requeue written again misses the same dispatcher's new claim",
 		  test_lost_requeue_reclaimed },
+		{ "started_at from the receipt's duration_ms, a bad one left out",
+		  test_finish_duration },
 		{ "a late requeue of lost or left claims misses the claims made since",
 		  test_late_requeue_misses_new_claim },
 		{ "position() of a new claim does not answer the claim before's POSITION",

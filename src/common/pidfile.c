@@ -23,15 +23,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-char *pidfile_absolute(const char *path)
+const char *pidfile_absolute(const char *path, char *buf, size_t len)
 {
-	char cwd[PATH_MAX], *abs;
+	char cwd[PATH_MAX];
+	int n;
 
 	if (path[0] == '/')
-		return strdup(path);
-	if (!getcwd(cwd, sizeof cwd) || asprintf(&abs, "%s/%s", cwd, path) < 0)
+		n = snprintf(buf, len, "%s", path);
+	else if (getcwd(cwd, sizeof cwd))
+		n = snprintf(buf, len, "%s/%s", cwd, path);
+	else
 		return NULL;
-	return abs;
+	if (n < 0 || (size_t)n >= len) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	return buf;
 }
 
 int pidfile_lock(const char *path, char *why, size_t len)

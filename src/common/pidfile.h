@@ -14,10 +14,10 @@
 
 #include <stddef.h>
 
-/* path as an absolute path, relative to the current directory (a daemon
- * changes to / before it removes the file); malloc'd, NULL when out of
- * memory or the current directory is unknown. */
-char *pidfile_absolute(const char *path);
+/* path as an absolute path in buf, relative to the current directory (a
+ * daemon changes to / before it removes the file); buf, or NULL with errno
+ * when the current directory is unknown or the path does not fit. */
+const char *pidfile_absolute(const char *path, char *buf, size_t len);
 /* Opens (creating) path and locks it; the descriptor, to keep open for the
  * daemon's life, or -1 with why ("already running as pid N ..."). */
 int pidfile_lock(const char *path, char *why, size_t len);

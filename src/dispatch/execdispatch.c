@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
@@ -152,7 +153,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* the daemon changes to / and removes the file there at its end */
-	if (pidfile && !(pidfile = pidfile_absolute(pidfile))) {
+	char pid_path[PATH_MAX];
+	if (pidfile && !(pidfile = pidfile_absolute(pidfile, pid_path, sizeof pid_path))) {
 		fprintf(stderr, "execdispatch: -p: %s\n", strerror(errno));
 		return 1;
 	}

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,7 +181,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	/* the daemon changes to / and removes the file there at its end */
-	if (pid_file && !(pid_file = pidfile_absolute(pid_file))) {
+	char pid_path[PATH_MAX];
+	if (pid_file && !(pid_file = pidfile_absolute(pid_file, pid_path, sizeof pid_path))) {
 		fprintf(stderr, "execserver: -p: %s\n", strerror(errno));
 		return 1;
 	}

@@ -188,7 +188,7 @@ static void contact_done(void *arg, PGresult *res, int away)
 /* The requeue of our earlier life's rows failed (the statement, not the
  * connection: a trigger, a permission, a lock or statement timeout): said,
  * and looked for again after heartbeatSec (contact_cb), nothing claimed
- * meanwhile (review17, F-B).  Our row stays registered: should it go
+ * meanwhile.  Our row stays registered: should it go
  * stale meanwhile, a rescue requeues the rows and removes it, the look
  * then finds nothing, and the beat after the start registers again. */
 static void contact_retry(struct dispatcher *d, const char *why)

@@ -64,7 +64,7 @@ extern const char DQ_RESCUE[];
  * dispatcher made since under the same row and token while their jobs
  * run: they would run twice.  A late look changes nothing, and a late
  * requeue touches only the claims it names, which a new claim of the
- * row (claims + 1) is not.  (review17, F-A.)
+ * row (claims + 1) is not.
  *
  * After each registration (at start, and again after a rescue removed
  * our row): the held rows an earlier life of this instance left, if our

@@ -401,6 +401,19 @@ enum book_rc book_unwant(struct book *b, struct book_ref conn, const char *job_i
 	return BOOK_OK;
 }
 
+/* A RUNNING want's cancel on behalf of its client (not an orphan's):
+ * one CANCEL mail to its runner; already asked, one is enough. */
+static void mail_cancel(struct book *b, uint32_t wi)
+{
+	struct bk_want *w = bk_want(b, wi);
+	if (!(w->flags & BKW_CANCEL_MAIL)) {
+		w->flags |= BKW_OWNER_CANCEL;
+		w->flags |= BKW_CANCEL_MAIL;
+		bk_fault("cancel.mid");
+		bk_mail_push(b, w->runner, wi);
+	}
+}
+
 enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_id,
 			 enum want_state *was, struct book_ref *want)
 {
@@ -418,13 +431,18 @@ enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_i
 		want->idx = wi;
 		want->gen = w->gen;
 	}
-	/* Already asked: one CANCEL mail is enough. */
-	if (!(w->flags & BKW_CANCEL_MAIL)) {
-		w->flags |= BKW_OWNER_CANCEL;
-		w->flags |= BKW_CANCEL_MAIL;
-		bk_fault("cancel.mid");
-		bk_mail_push(b, w->runner, wi);
-	}
+	mail_cancel(b, wi);
+	return BOOK_OK;
+}
+
+enum book_rc book_cancel_ref(struct book *b, struct book_ref want)
+{
+	uint32_t wi = bk_want_get(b, want);
+	if (wi == BK_NIL)
+		return BOOK_E_STALE;
+	if (bk_want(b, wi)->state != WANT_RUNNING)
+		return BOOK_E_BAD_STATE;
+	mail_cancel(b, wi);
 	return BOOK_OK;
 }
 
@@ -500,12 +518,21 @@ void book_job_set_pgid(struct book *b, struct book_ref want, int32_t pgid)
 		bk_want(b, wi)->pgid = pgid;
 }
 
+void book_job_set_command(struct book *b, struct book_ref want, unsigned command)
+{
+	uint32_t wi = bk_want_get(b, want);
+	if (wi != BK_NIL && bk_want(b, wi)->state == WANT_RUNNING && command < UINT8_MAX)
+		bk_want(b, wi)->command = (uint8_t)(command + 1);
+}
+
 uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, const char *receipt,
 		    size_t len, const char *point)
 {
 	struct bk_want *w = bk_want(b, wi);
 	struct bk_service *s = &b->svcs[w->service];
 	uint32_t g = bk_want_wg(b, w), svc = w->service;
+	if (o->failed)
+		bk_failure_note(b, w, o);
 	if (w->client == BK_NIL) {
 		/* an orphan (its client ended): nobody to tell */
 		bk_want_free(b, wi, point);
@@ -584,7 +611,9 @@ enum book_rc book_job_finished(struct book *b, struct book_ref want, const struc
 		return BOOK_E_BAD_STATE;
 	/* the grant after the sample (bk_job_end): a class change changes who
 	 * may take the slot */
+	uint64_t grants = b->grants;
 	bk_grant(b, bk_job_end(b, wi, o, receipt, len, "finished.mid"));
+	b->handovers += b->grants - grants;
 	return BOOK_OK;
 }
 

@@ -162,6 +162,8 @@ struct es_config {
 	int legacy_token;              /* legacyToken: GET /token, PUT /job; default on */
 	int legacy_token_validity_sec; /* legacyTokenValiditySec: default 10 */
 	int job_log;                   /* jobLog: an info line per finished job; default on */
+	int console_enabled;           /* consoleEnabled: GET /console and its actions; default (-1
+			      * while loading) on with an authToken or a loopback addr */
 };
 
 /* Error reporting: "file:line:column: message".  Loaders fill this in and

@@ -5,7 +5,8 @@ Starts a real execserver (2 slots, a token) and drives headless Chromium
 through the page: without the token only the sign-in form shows and
 /status answers 401; a wrong token is refused; with the token the page
 shows the slots.  Two long jobs (execctl run, in the background) fill the
-slots and a third waits: the test sees it in the waiting line, cancels a
+slots (one with a client id that is markup: shown as text) and a third
+waits: the test sees it in the waiting line, cancels a
 slot holder from the page, sees the waiting job move to running, cancels
 it too and sees its failure (error cancelled) in the last failures.  Any
 JavaScript error in the browser's console fails the test.
@@ -33,6 +34,8 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 TOKEN = "console-test-token-31"
+# a client id that is markup: the page must show it as text
+HOLDER2 = "holder-2<i>x</i>"
 DEADLINE = 20.0  # seconds for any one condition on a loaded machine
 
 
@@ -258,9 +261,12 @@ def main():
 
         # two jobs fill the slots, a third waits
         bench.run("holder-1", 120)
-        bench.run("holder-2", 120)
+        bench.run(HOLDER2, 120)
         wait_for("both holders running", lambda: row_text(drv, "#running", "holder-1")
                  and row_text(drv, "#running", "holder-2"))
+        if HOLDER2 not in row_text(drv, "#running", "holder-2") or \
+                drv.find_elements(By.CSS_SELECTOR, "#running i"):
+            fail("a client id was not shown as text")
         waiter = bench.run("waiter", 120)
         wait_for("the waiter in the waiting line at #1", lambda: row_text(
             drv, '[data-waitgroup="video"]', "waiter").startswith("1|"))
@@ -294,9 +300,10 @@ def main():
         drv.set_window_size(1280, 1000)
 
         if shot:
-            bench.run("render-farm", 120, priority=2)
-            bench.run("batch-7", 120, priority=-2)
-            bench.run("batch-8", 120, priority=-2)
+            # one takes the slot the waiter left, three wait
+            for client, prio in (("render-farm", 2), ("batch-7", -2), ("batch-8", -2),
+                                 ("interactive-3", 2)):
+                bench.run(client, 120, priority=prio)
             wait_for("three waiting", lambda: len((bench.status() or {}).get("waiting", [])) == 3)
             time.sleep(6)  # a few seconds of rate samples for the plots (the time is the point)
             drv.set_window_size(1280, 1400)

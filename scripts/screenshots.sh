@@ -1,5 +1,6 @@
 #!/bin/sh
-# screenshots.sh [BUILDDIR] - makes docs/console-execserver.png again: the
+# screenshots.sh [BUILDDIR] - makes docs/console-execserver.png (and
+# docs/console-execserver-dark.png, the dark scheme) again: the
 # browser test's scenario (tests/browser/test_console_execserver.py) with
 # real data (a real execserver, jobs from execctl run), a few more wants in
 # the line, saved by headless Chromium at 1280 px.  Needs chromium,

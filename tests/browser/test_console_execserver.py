@@ -13,7 +13,8 @@ JavaScript error in the browser's console fails the test.
 
 Run by console_execserver.sh (make check).  EXECSERVER_BIN names the
 daemon; execctl is beside it.  With --screenshot PATH it also fills the
-line with a few more wants and saves the page (scripts/screenshots.sh).
+line with a few more wants and saves the page, and PATH-dark.png in the
+dark scheme (scripts/screenshots.sh).
 Every wait is a poll with a deadline, never a bare sleep.
 """
 import json
@@ -261,10 +262,11 @@ def main():
 
         # two jobs fill the slots, a third waits
         bench.run("holder-1", 120)
-        bench.run(HOLDER2, 120)
+        holder2 = "holder-2" if shot else HOLDER2  # the screenshot shows ordinary names
+        bench.run(holder2, 120)
         wait_for("both holders running", lambda: row_text(drv, "#running", "holder-1")
                  and row_text(drv, "#running", "holder-2"))
-        if HOLDER2 not in row_text(drv, "#running", "holder-2") or \
+        if holder2 not in row_text(drv, "#running", "holder-2") or \
                 drv.find_elements(By.CSS_SELECTOR, "#running i"):
             fail("a client id was not shown as text")
         waiter = bench.run("waiter", 120)
@@ -309,6 +311,11 @@ def main():
             drv.set_window_size(1280, 1400)
             drv.save_screenshot(shot)
             print("screenshot: " + shot)
+            dark = shot.replace(".png", "-dark.png")
+            drv.execute_cdp_cmd("Emulation.setEmulatedMedia", {
+                "features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+            drv.save_screenshot(dark)
+            print("screenshot: " + dark)
 
         bad = js_errors(drv, log)
         if bad:

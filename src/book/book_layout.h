@@ -37,9 +37,11 @@
  * first two groups share their bytes, see struct bk_want).  A want that is not FINISHED has receipt == BK_NIL (a crash
  * between writing it and the state is undone by repair).
  *
- * Statistics (started, finished, failed, the histograms): counters that
+ * Statistics (started, finished, failed, the histograms, hand-overs,
+ * handler starts, the ring of the last failures): counters that
  * only grow, each written with a store of its own after the state write
- * of the step they count, and read by nothing but book_service_status.
+ * of the step they count, and read by nothing but the status calls
+ * (book_service_status, book_status, book_failures).
  * Nothing is derived from them and repair leaves them alone; a holder
  * that dies in a step loses at most that step's count (a histogram's
  * _sum may lack the one observation whose bucket it counted, histogram.h),
@@ -105,8 +107,7 @@ struct bk_want {
 	uint8_t m_handler;           /* (D) mailbox it is queued in, or BK_NIL8 */
 	uint16_t service;            /* (P) < BOOK_MAX_SERVICES */
 	uint8_t runner;              /* (P) RUNNING: handler that runs it (else BK_NIL8) */
-	uint8_t command;             /* (P) RUNNING: 1 + its command's index in the service's
-			    * commands, 0 = not known yet (book_job_set_command) */
+	uint8_t command;             /* (P) RUNNING: 1 + command index, 0 unknown */
 	int32_t priority;            /* (P) */
 	uint32_t conn, conn_gen;     /* (P) placing conn; RUNNING: current owner or BK_NIL */
 	uint32_t client, client_gen; /* (P) BK_NIL: orphaned running job */

@@ -357,6 +357,7 @@ enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
 	w->client = cn->client;
 	w->client_gen = bk_client(b, cn->client)->gen;
 	w->runner = BK_NIL8;
+	w->command = 0;
 	w->pgid = 0;
 	w->seq = ++b->seq;
 	w->token = 0;
@@ -467,6 +468,7 @@ enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_i
 		return BOOK_E_LIMIT_JOBS;
 	w->runner = runner;
 	w->pgid = 0;
+	w->command = 0;
 	w->flags &= (uint8_t) ~(BKW_OFFER_MAIL | BKW_CANCEL_MAIL);
 	bk_set_state(&w->state, WANT_RUNNING);
 	w->started_ms = b->clock; /* after the state: the deadline is not read any more */
@@ -531,10 +533,11 @@ uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, c
 	struct bk_want *w = bk_want(b, wi);
 	struct bk_service *s = &b->svcs[w->service];
 	uint32_t g = bk_want_wg(b, w), svc = w->service;
-	if (o->failed)
-		bk_failure_note(b, w, o);
 	if (w->client == BK_NIL) {
-		/* an orphan (its client ended): nobody to tell */
+		/* an orphan (its client ended): nobody to tell; its failure is
+		 * noted while the record still names it */
+		if (o->failed)
+			bk_failure_note(b, w, o);
 		bk_want_free(b, wi, point);
 		bk_service_sample(b, svc, o);
 		return g;
@@ -570,6 +573,8 @@ uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, c
 	/* statistics after the state write: a process dying in between loses
 	 * a sample, never counts one for a job that repair ends otherwise */
 	bk_service_sample(b, svc, o);
+	if (o->failed)
+		bk_failure_note(b, w, o);
 	if (point)
 		bk_fault(point);
 

@@ -5,17 +5,19 @@ Starts a real execserver (2 slots, a token) and drives headless Chromium
 through the page: without the token only the sign-in form shows and
 /status answers 401; a wrong token is refused; with the token the page
 shows the slots.  Two long jobs (execctl run, in the background) fill the
-slots (one with a client id that is markup: shown as text) and a third
-waits: the test sees it in the waiting line, cancels a
-slot holder from the page, sees the waiting job move to running, cancels
-it too and sees its failure (error cancelled) in the last failures.  Any
-JavaScript error in the browser's console fails the test.
+slots (one for a client id that is markup: shown as text).  POST
+/jobs/ID/cancel without the token or from another site is refused (and
+that job keeps running).  A third job waits: the test sees it in the
+waiting line at #1, cancels a slot holder from the page, sees the waiting
+job move to running, cancels it too and sees its failure (error
+cancelled) in the last failures.  Any JavaScript error in the browser's
+console fails the test.
 
 Run by console_execserver.sh (make check).  EXECSERVER_BIN names the
 daemon; execctl is beside it.  With --screenshot PATH it also fills the
 line with a few more wants and saves the page, and PATH-dark.png in the
-dark scheme (scripts/screenshots.sh).
-Every wait is a poll with a deadline, never a bare sleep.
+dark scheme (scripts/screenshots.sh).  Every wait is a poll with a
+deadline; the one sleep is the screenshot's few seconds of rate samples.
 """
 import json
 import os
@@ -73,8 +75,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-def http_status(url, token=None):
-    req = urllib.request.Request(url)
+def http_status(url, token=None, method="GET", headers=None):
+    req = urllib.request.Request(url, method=method, headers=headers or {})
     if token:
         req.add_header("Authorization", "Bearer " + token)
     try:
@@ -269,6 +271,17 @@ def main():
         if holder2 not in row_text(drv, "#running", "holder-2") or \
                 drv.find_elements(By.CSS_SELECTOR, "#running i"):
             fail("a client id was not shown as text")
+        # the action refuses a request without the token or from another site
+        job = [j for j in bench.status()["jobs"] if j["client"] == holder2][0]
+        url = f"{bench.base}/jobs/{job['id']}/cancel"
+        for token, headers, want in ((None, {}, 401),
+                                     (TOKEN, {"Origin": "http://evil.example"}, 403),
+                                     (TOKEN, {"Sec-Fetch-Site": "cross-site"}, 403),
+                                     (TOKEN, {"Origin": bench.base, "Sec-Fetch-Site": "same-site"},
+                                      403)):
+            got = http_status(url, token, "POST", headers)[0]
+            if got != want:
+                fail(f"POST {url} {headers} with token {token}: {got}, not {want}")
         waiter = bench.run("waiter", 120)
         wait_for("the waiter in the waiting line at #1", lambda: row_text(
             drv, '[data-waitgroup="video"]', "waiter").startswith("1|"))
@@ -294,6 +307,11 @@ def main():
         # the rates come from counters: the hand-over of holder-1's slot
         wait_for("a hand-over counted", lambda: (bench.status() or {}).get("handovers", 0) >= 1)
         wait_for("the plots", lambda: len(drv.find_elements(By.CSS_SELECTOR, "[data-rate] svg")) == 4)
+
+        # the refused cancels above left holder-2 alone, seconds later
+        if not any(j["client"] == holder2 and j["state"] == "running"
+                   for j in bench.status()["jobs"]):
+            fail("a refused cancel stopped the job")
 
         # readable on a phone: nothing wider than the screen but the tables' own scroll
         drv.set_window_size(390, 844)

@@ -39,9 +39,11 @@ struct snapshot {
 #define DETAIL_PARKED 100u
 #define DETAIL_WANTS 4096u
 
-/* check: also run the book's consistency check, which is O(table sizes)
- * under the lock, so only on request (GET /status?check=1). */
-static struct snapshot *take_snapshot(int check, int detail)
+/* json: for /status (the per-handler client counts); check: also run the
+ * book's consistency check, which is O(table sizes) under the lock, so
+ * only on request (GET /status?check=1); detail: the wants and failures
+ * one by one (GET /status?detail=1). */
+static struct snapshot *take_snapshot(int json, int check, int detail)
 {
 	const struct es_config *cfg = handler.inst->cfg;
 	struct snapshot *s = calloc(1,
@@ -50,7 +52,8 @@ static struct snapshot *take_snapshot(int check, int detail)
 		return NULL;
 	s->detail = detail;
 	struct book *b = handler_book_lock();
-	book_handler_clients(b, s->handler_clients);
+	if (json) /* O(connections): /status only, not every scrape */
+		book_handler_clients(b, s->handler_clients);
 	if (detail) {
 		s->nwants = book_list_wants(b, s->wants, DETAIL_WANTS, DETAIL_PARKED);
 		s->nfailures = book_failures(b, s->failures, BOOK_FAILURES);
@@ -213,7 +216,7 @@ static void detail_json(struct json_object *o, const struct es_config *cfg, stru
 void status_json(struct evbuffer *out, int check, int detail)
 {
 	const struct es_config *cfg = handler.inst->cfg;
-	struct snapshot *s = take_snapshot(check, detail);
+	struct snapshot *s = take_snapshot(1, check, detail);
 	if (!s)
 		return;
 	struct json_object *o = json_object_new_object(), *hs = json_object_new_array();
@@ -374,7 +377,7 @@ static void per_service(struct evbuffer *out, const struct es_config *cfg, const
 void status_metrics(struct evbuffer *out)
 {
 	const struct es_config *cfg = handler.inst->cfg;
-	struct snapshot *s = take_snapshot(0, 0);
+	struct snapshot *s = take_snapshot(0, 0, 0);
 	if (!s)
 		return;
 	static const struct {

@@ -124,6 +124,7 @@ const Console = (() => {
 			const data = await r.json();
 			if (gen !== generation) return;
 			$("signin").hidden = true;
+			$("signin-error").textContent = "";
 			$(opts.main).hidden = false;
 			$("signout").hidden = !token();
 			$("banner").hidden = true;

@@ -35,6 +35,7 @@ from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 TOKEN = "console-test-token-31"
 # a client id that is markup: the page must show it as text
@@ -292,8 +293,19 @@ def main():
         if row_text(drv, '[data-waitgroup="video"]', "waiter"):
             fail("the waiter is still in the waiting line")
 
-        # the waiter cancelled from the page: its failure is listed
-        click_cancel(drv, "waiter")
+        # the waiter cancelled from the keyboard: Cancel pressed, the focus
+        # stays on its button across a redraw, Enter confirms; its failure
+        # is then listed
+        wait_for("the Cancel button of waiter", lambda: cancel_button(drv, "waiter"))
+        cancel_button(drv, "waiter").send_keys(Keys.ENTER)
+        stamp = text_of(drv, "#updated")
+        wait_for("a redraw", lambda: text_of(drv, "#updated") != stamp)
+        row = drv.execute_script(
+            "const b = document.activeElement;"
+            "return b.tagName + '|' + b.textContent + '|' + (b.closest('tr') || b).textContent;")
+        if not row.startswith("BUTTON|Confirm cancel|") or "waiter" not in row:
+            fail(f"the focus left the waiter's button: {row[:200]!r}")
+        drv.switch_to.active_element.send_keys(Keys.ENTER)
         wait_for("the waiter's failure",
                  lambda: "cancelled" in row_text(drv, "#failures", "waiter"))
         try:

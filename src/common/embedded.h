@@ -22,10 +22,16 @@ extern const struct embedded_file embedded_files[];
 const struct embedded_file *embedded_find(const char *name);
 /* Its Content-Type, from the name's extension (.html, .css, .js, .svg, .png). */
 const char *embedded_type(const char *name);
-/* The response headers of a console file or data answer, each line ended
- * by CRLF: a strict Content-Security-Policy (scripts and styles from the
- * same origin only, no inline script, no frames), nosniff, no referrer;
- * and Cache-Control: no-cache (a browser checks again after an upgrade). */
+/* The response headers of a console file: a strict Content-Security-Policy
+ * (scripts and styles from the same origin only, no inline script, no
+ * frames), nosniff, no framing, no referrer, and Cache-Control: no-cache
+ * (a browser checks again after an upgrade).  As name/value pairs ending
+ * with a NULL name (for evhttp_add_header), and as one block of lines each
+ * ended by CRLF (for a hand-written response head). */
+struct embedded_header {
+	const char *name, *value;
+};
+extern const struct embedded_header embedded_header_list[];
 const char *embedded_headers(void);
 
 #endif

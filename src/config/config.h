@@ -98,7 +98,7 @@ struct config_job_limits {
 /* Jobs run at the daemon's own priority unless jobLimits.nice says
  * otherwise (a positive value keeps the daemon's hand-overs and pings
  * ahead of converters on a saturated host, and makes every job start a
- * little later there: bench/notes.md, row 7). */
+ * little later there: bench/notes/row3-throughput.md). */
 #define CONFIG_JOB_NICE_DEFAULT 0
 
 struct es_config {

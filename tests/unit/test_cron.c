@@ -408,9 +408,10 @@ static void test_zones(void)
 	zone_fails("Europe", "unknown time zone 'Europe' (no such zone in /usr/share/zoneinfo)");
 	zone_fails("zone.tab", "unknown time zone 'zone.tab' (/usr/share/zoneinfo/zone.tab is "
 			       "not a TZif file)");
-	const char *not_names[] = { "",      "/etc/localtime", "../../etc/passwd", "Europe/../UTC",
-				    "./UTC", "Europe//Berlin", "Europe/Berlin/",   "Europe/Ber lin",
-				    "UTC\n" };
+	const char *not_names[] = {
+		"",      "/etc/localtime", "../../etc/passwd", "Europe/../UTC",
+		"./UTC", "Europe//Berlin", "Europe/Berlin/",   "Europe/Ber lin"
+	};
 	for (size_t i = 0; i < sizeof not_names / sizeof not_names[0]; i++) {
 		char want[256];
 		snprintf(want, sizeof want,
@@ -419,6 +420,8 @@ static void test_zones(void)
 			 not_names[i]);
 		zone_fails(not_names[i], want);
 	}
+	zone_fails("UTC\n", "time zone name with byte 0x0a at 4 is not a zone name (an IANA name "
+			    "such as Europe/Berlin or UTC)");
 }
 
 /* cron_next leaves TZ as it found it: set, or unset. */

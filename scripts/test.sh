@@ -111,7 +111,9 @@ TRANSFER_TEST_MIB=2 $vg tests/unit/test_transfer > /dev/null ||
 	{ echo "test.sh: valgrind: test_transfer failed"; exit 1; }
 JOB_IO_TEST_MIB=2 $vg tests/unit/test_job_io > /dev/null ||
 	{ echo "test.sh: valgrind: test_job_io failed"; exit 1; }
-for t in ws_frames messages http_head job_spec config proxy_header; do
+CRON_ORACLE_SPECS=40 $vg tests/unit/test_cron > /dev/null ||
+	{ echo "test.sh: valgrind: test_cron failed"; exit 1; }
+for t in ws_frames messages http_head job_spec config proxy_header cron; do
 	$vg "tests/fuzz/fuzz_$t" > /dev/null || { echo "test.sh: valgrind: fuzz_$t (replay) failed"; exit 1; }
 done
 echo "test.sh: valgrind memcheck of the unit suites passed"

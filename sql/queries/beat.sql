@@ -11,6 +11,7 @@
 --             no key column: a claim's FOR KEY SHARE on the row does not
 --             hold it back either.
 -- Index:      dispatcher_pkey.
+-- Sent:       the beat lane, every heartbeatSec.
 -- On failure: logged; the next beat comes at heartbeatSec.  No row: every
 --             claim held is dropped (the rescuer requeued them), and the
 --             dispatcher registers again as a new life.  A written beat

@@ -13,7 +13,7 @@
 -- Guard:      as claim.sql: "me" FOR KEY SHARE, FOR UPDATE SKIP LOCKED,
 --             the rows by primary key from an array.
 -- Index:      job_claim_service (picked_s), job_claim (picked_o), job_pkey.
--- Sent:       the hot path (hot1/hot2), when no outcome is due.
+-- Sent:       the hot path (hot1/hot2) when no outcome is due.
 -- On failure: logged; the reservation ends; the database away: the
 --             claims whose reply was lost are looked for (find_lost.sql)
 --             before the next claim.

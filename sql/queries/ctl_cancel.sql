@@ -4,5 +4,6 @@
 -- Parameters: $1 id.
 -- Result:     (answer); not_found_or_finished exits 122.
 -- Index:      job_pkey.
+-- Sent:       execctl, on its one connection.
 -- On failure: execctl exits 115.
 SELECT @schema@.cancel($1)

@@ -5,6 +5,7 @@
 -- Result:     (error or '', exit code, receipt, service), or none when
 --             the row was removed since (retainDoneDays).
 -- Index:      job_pkey.
+-- Sent:       execctl, on its one connection.
 -- On failure: execctl exits 115.
 SELECT coalesce(error, ''), receipt->>'exit_code', receipt::text, service
 FROM @schema@.job

@@ -5,5 +5,6 @@
 -- Result:     (position as JSON text), NULL for no such job (exit 122).
 -- Index:      job_pkey, then position()'s own (job_claim_service,
 --             job_holder).
+-- Sent:       execctl, on its one connection.
 -- On failure: execctl exits 115.
 SELECT @schema@.position($1)::text

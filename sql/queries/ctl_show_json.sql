@@ -4,5 +4,6 @@
 -- Parameters: $1 id.
 -- Result:     (row as JSON text), or none.
 -- Index:      job_pkey.
+-- Sent:       execctl, on its one connection.
 -- On failure: execctl exits 115; no row: 122 ("not found").
 SELECT row_to_json(j)::text FROM @schema@.job j WHERE id = $1

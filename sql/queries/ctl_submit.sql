@@ -7,5 +7,6 @@
 -- Guard:      submit()'s own checks; a refusal (SQLSTATE class 22 or
 --             P0001) queues nothing.
 -- Index:      none (one INSERT).
+-- Sent:       execctl, on its one connection.
 -- On failure: execctl exits 2 (refused input) or 115.
 SELECT @schema@.submit($1, $2::jsonb, $3::int, now() + make_interval(secs => $4::int))

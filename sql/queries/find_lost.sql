@@ -10,6 +10,7 @@
 -- Guard:      our dispatcher row of this life is there (EXISTS, not
 --             locked: the look changes nothing).
 -- Index:      job_holder.
+-- Sent:       chores lane, after a connection was lost with claims on it.
 -- On failure: logged; the sweep stays due and goes again at the next
 --             chance (claims wait for it).
 SELECT j.id, j.claims FROM @schema@.job j

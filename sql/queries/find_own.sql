@@ -15,8 +15,8 @@
 -- Guard:      our dispatcher row of this life is there (EXISTS, read and
 --             not locked: the look changes nothing; the requeue locks it).
 -- Index:      job_holder.
--- Sent:       after each registration (at the start: main connection;
---             after a rescue removed our row: chores lane).
+-- Sent:       after each registration: hot1 at the start (the first
+--             contact), the chores lane after a rescue removed our row.
 -- On failure: at the start, tried again after a back-off (the database
 --             away: once it is back); after a re-registration, again at
 --             the next heartbeat.  Nothing is claimed meanwhile.

@@ -19,9 +19,9 @@
 --             held): a row cancelled, rescued or claimed again since is
 --             not touched.
 -- Index:      job_pkey.
--- Sent:       the hot path (hot1/hot2) when there is nothing to claim;
---             the chores lane to write outcomes apart (a refused batch,
---             the stop).
+-- Sent:       the hot path (hot1/hot2) when outcomes are due and nothing
+--             is claimed with them; the chores lane to write outcomes
+--             apart (a refused batch, the stop).
 -- On failure: the database away: the outcomes stay due and are written
 --             again; one whose reply was lost is asked about first
 --             (landed.sql).  Refused: written again one row at a time on

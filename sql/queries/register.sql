@@ -15,6 +15,8 @@
 --             CTE of the claims), and that claim, once committed, is seen
 --             by the new life's find_own.sql.
 -- Index:      dispatcher_pkey (the conflict target).
+-- Sent:       hot1 at the start (the first contact); the beat lane to
+--             register again after a rescue removed our row.
 -- On failure: at the start, an error ends the daemon (the database away:
 --             tried again once it is back); no row: it waits for the
 --             other dispatcher's beat to go stale, then exits naming the

@@ -13,6 +13,7 @@
 --             made after the look bumped claims and is not touched,
 --             however late this runs.
 -- Index:      job_pkey.
+-- Sent:       as the look before it: hot1 at the start, else chores lane.
 -- On failure: as the look that found the rows (find_own.sql,
 --             find_lost.sql): looked for and requeued again later.
 WITH me AS MATERIALIZED (

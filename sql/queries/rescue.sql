@@ -40,6 +40,7 @@
 --             claims).
 -- Index:      job_holder (held, orphan), job_pkey (free, ofree, the
 --             updates), dispatcher_pkey.
+-- Sent:       the rescue lane, after each written beat.
 -- On failure: logged; the next written beat sends the next rescue (one at
 --             a time: a beat that finds the last rescue still out sends
 --             none).

@@ -3,7 +3,8 @@
 -- Parameters: none.
 -- Result:     (version); NULL when the table is empty.
 -- Guard:      none (reads only).
--- Sent by:    the first contact (main connection) and `execdispatch --migrate`.
+-- Sent:       hot1 at the start (the first contact); `execdispatch
+--             --migrate`.
 -- On failure: the daemon names the missing or unknown schema and the
 --             command that makes it, and exits (migrate_judge).
 SELECT max(version) FROM @schema@.schema_version

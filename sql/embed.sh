@@ -9,7 +9,8 @@
 # leading and trailing blanks, and the lines joined by one space: the
 # statement as one line, placeholders (@schema@, $1..$n) as written.  A
 # line with "--" after SQL is refused (exit 1), so that no comment is ever
-# sent and cut the line after it short; so is a file without SQL.
+# sent and cut the line after it short; so is a backslash (C and awk
+# would each want it escaped) and a file without SQL.
 #
 # usage: embed.sh SRCDIR FILE... (FILE relative to SRCDIR)
 set -eu
@@ -30,7 +31,13 @@ for f in "$@"; do
 				bad = 1
 				exit 1
 			}
-			gsub(/\\/, "\\\\"); gsub(/"/, "\\\"")
+			if (index($0, "\\")) {
+				printf "%s:%d: a backslash: write the SQL without one\n", file, NR \
+					> "/dev/stderr"
+				bad = 1
+				exit 1
+			}
+			gsub(/"/, "\\\"")
 			line[n++] = $0
 		}
 		END {

@@ -140,7 +140,6 @@ static void test_sigkill(void)
 
 static void test_sigstop(void)
 {
-	char path[300];
 	long long t0;
 
 	fresh(2);
@@ -156,12 +155,15 @@ static void test_sigstop(void)
 	CU_ASSERT(harness_wait_wg(&F.es[0], "wg", "running", 0, 15000) == 0);
 	CU_ASSERT_EQUAL(kill(F.disp[0], SIGCONT), 0);
 	check_all_done(6);
-	snprintf(path, sizeof path, "%s", F.log[0]);
-	size_t len;
-	unsigned char *log = harness_read_file(path, &len);
-	CU_ASSERT(log && strstr((char *)log, "our dispatcher row was removed by a rescue"));
-	free(log);
+	CU_ASSERT(df_wait_log(&F, 0, "our dispatcher row was removed by a rescue", 10000) == 0);
 	/* the stopped one registered again and still works */
+	for (t0 = harness_now_ms();
+	     pgtest_int(F.c,
+			"SELECT count(*) FROM execdispatch.dispatcher WHERE instance = 'd0'") !=
+		     1 &&
+	     harness_now_ms() - t0 < 10000;
+	     harness_sleep_ms(50))
+		;
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
 					"instance = 'd0'"),
 			1);

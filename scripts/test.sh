@@ -4,10 +4,13 @@
 #   1. `make check` (unit tests, integration tests against real daemons)
 #      and `make distcheck` (the tarball's build, with the tests that read
 #      the source tree);
-#   2. the whole of `make check` again in a build with AddressSanitizer and
-#      UndefinedBehaviorSanitizer (any report, from any process, fails);
+#   2. `make check` again in a build with AddressSanitizer and
+#      UndefinedBehaviorSanitizer (any report, from any process, fails),
+#      but for the checks of the source tree and the suites that time
+#      PostgreSQL more than they run C (the list below says which, and why);
 #   3. the unit suites, and the fuzz targets over their seed corpora, under
-#      valgrind memcheck (errors or leaks fail);
+#      valgrind memcheck (errors or leaks fail), as many at once as there
+#      are processors;
 #   4. each libFuzzer target for a fixed 200,000 inputs from seed 1 in a
 #      clang build (build-fuzz): the same inputs on every run, never a
 #      random search (docs/security.md); any crash, leak, timeout or
@@ -44,30 +47,37 @@ fi
 # does not depend on the build, so the later passes leave it out.
 # The same holds for the in-tree build check of scripts/setup.sh, for the
 # console's browser test (tests/browser/: HTML and JavaScript, which a
-# sanitizer build does not change) and for the statements' plans on a
-# million rows (test_dispatch_explain: the plans are PostgreSQL's, whatever
-# the build's sanitizers).
+# sanitizer build does not change).
 SLOT_MODEL_SKIP="checked by the first make check of scripts/test.sh"
 SETUP_INTREE_SKIP="$SLOT_MODEL_SKIP"
 BROWSER_TEST_SKIP="$SLOT_MODEL_SKIP"
-DISPATCH_EXPLAIN_SKIP="$SLOT_MODEL_SKIP"
-export SLOT_MODEL_SKIP SETUP_INTREE_SKIP BROWSER_TEST_SKIP DISPATCH_EXPLAIN_SKIP
-# distcheck is there to catch what the tarball lacks: it builds everything
-# from it and runs the tests that would miss a file (the unit tests, the
-# fuzz replays of the seed corpora, the layering check and the integration
-# tests that read the source tree). The whole suite ran above and runs
-# again under the sanitizers below.
+export SLOT_MODEL_SKIP SETUP_INTREE_SKIP BROWSER_TEST_SKIP
+# distcheck is there to catch what the tarball lacks.  A missing source
+# file breaks its build; a missing data file only fails a test that reads
+# the source tree, so it runs those and no other: test_config (tests/data,
+# the example configurations), the fuzz replays (the seed corpora), the
+# checks of the tree (layering, fixed sleeps, installed files), and the
+# integration tests that read it (test_bad_input, test_example: the
+# example configuration, which also starts the tarball's daemon;
+# test_metrics: metrics_check.py; test_dispatch_sql: sql/).  Every other
+# test ran above on the same sources, and runs again under the sanitizers.
 dist_tests=""
 for t in $(make -s print-tests); do
 	case "$t" in
-	tests/unit/* | tests/fuzz/* | tests/layering.sh | tests/install_files.sh | \
-		tests/integration/test_daemon | \
-		tests/integration/test_bad_input | tests/integration/test_example | \
-		tests/integration/test_metrics | tests/integration/test_dispatch_sql)
+	tests/unit/test_config | tests/fuzz/* | tests/layering.sh | tests/fixed_sleeps.sh | \
+		tests/install_files.sh | tests/integration/test_bad_input | \
+		tests/integration/test_example | tests/integration/test_metrics | \
+		tests/integration/test_dispatch_sql)
 		dist_tests="$dist_tests $t" ;;
 	esac
 done
-make -j"$(nproc)" distcheck TESTS="$dist_tests"
+# and it builds only their programs (check_PROGRAMS): the other 50-odd
+# test programs are as much C again as the daemons, compiled in pass 1.
+dist_progs=""
+for t in $dist_tests; do
+	case "$t" in *.sh) ;; *) dist_progs="$dist_progs $t" ;; esac
+done
+make -j"$(nproc)" distcheck TESTS="$dist_tests" check_PROGRAMS="$dist_progs"
 make check-style
 echo "test.sh: every C file is as clang-format (.clang-format) writes it"
 echo "test.sh: make check and make distcheck passed"
@@ -86,9 +96,32 @@ chmod 1777 "$reports"
 cd "$san"
 [ -f Makefile ] || ../configure --enable-asan --enable-ubsan
 make -j"$(nproc)"
+# Left out here, each having run in pass 1:
+#  - the checks of the source tree and its scripts (model, layering, fixed
+#    sleeps, installed files, setup.sh, debs.sh): no C of ours runs in them;
+#  - test_dispatch_explain: the plans of the statements on a million rows
+#    are PostgreSQL's, whatever the build's sanitizers;
+#  - test_dispatch_sql: the SQL API and the schema's state machine,
+#    driven by the test's own session (the dispatcher's C runs in the
+#    other test_dispatch* suites, which stay);
+#  - test_dispatch_ledger (about a minute: hundreds of jobs through the
+#    claim, cancel and outcome paths of test_dispatch) and
+#    test_dispatch_locks (a minute of row locks held against the
+#    dispatcher: its statement deadline and cancel requests, which
+#    test_dispatch_faults's silent database runs too): each holds one of
+#    make's job slots while it waits on PostgreSQL, for little C that
+#    test_dispatch and test_dispatch_faults, which stay, do not run.
+san_tests=""
+for t in $(make -s print-tests); do
+	case "$t" in
+	*.sh | tests/integration/test_dispatch_sql | tests/integration/test_dispatch_ledger | \
+		tests/integration/test_dispatch_locks | tests/integration/test_dispatch_explain) ;;
+	*) san_tests="$san_tests $t" ;;
+	esac
+done
 if ! ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1" \
      UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1" \
-     make -j"$(nproc)" check; then
+     make -j"$(nproc)" check TESTS="$san_tests"; then
 	failed_logs
 	echo "test.sh: the sanitizer build failed its tests"
 	exit 1
@@ -100,28 +133,38 @@ if [ -n "$(ls -A "$reports")" ]; then
 fi
 echo "test.sh: make check under ASan+UBSan passed, no reports"
 
-# 3. valgrind memcheck of the unit suites (smaller sizes: memcheck is slow).
+# 3. valgrind memcheck of the unit suites (smaller sizes: memcheck is slow),
+# one run per line of vg_runs, as many at once as there are processors
+# (each is one process on one core; make check runs them side by side
+# too).  A failing run is named, and the pass stops.
 cd "$top/build"
-vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --child-silent-after-fork=yes"
 export TOP_SRCDIR="$top"
-for t in test_book test_book_lockstats test_book_token test_config test_net test_job_spec test_book_class \
-	test_book_autobalance test_profile test_addr_rule test_job_dir test_book_usage test_transfer_guard \
-	test_client_url test_ws_client test_execctl test_job test_spawn test_spawn_vfork test_proxy_header \
-	test_prom_text; do
-	$vg "tests/unit/$t" > /dev/null || { echo "test.sh: valgrind: $t failed"; exit 1; }
-done
-$vg tests/unit/test_book_diff 7 30000 > /dev/null || { echo "test.sh: valgrind: test_book_diff failed"; exit 1; }
-ES_CRASH_ROUNDS=60 $vg tests/unit/test_book_crash > /dev/null ||
-	{ echo "test.sh: valgrind: test_book_crash failed"; exit 1; }
-TRANSFER_TEST_MIB=2 $vg tests/unit/test_transfer > /dev/null ||
-	{ echo "test.sh: valgrind: test_transfer failed"; exit 1; }
-JOB_IO_TEST_MIB=2 $vg tests/unit/test_job_io > /dev/null ||
-	{ echo "test.sh: valgrind: test_job_io failed"; exit 1; }
-CRON_ORACLE_SPECS=40 $vg tests/unit/test_cron > /dev/null ||
-	{ echo "test.sh: valgrind: test_cron failed"; exit 1; }
-for t in ws_frames messages http_head job_spec config proxy_header cron; do
-	$vg "tests/fuzz/fuzz_$t" > /dev/null || { echo "test.sh: valgrind: fuzz_$t (replay) failed"; exit 1; }
-done
+vg_runs() {
+	for t in test_book test_book_lockstats test_book_token test_config test_net test_job_spec \
+		test_book_class test_book_autobalance test_profile test_addr_rule test_job_dir \
+		test_book_usage test_transfer_guard test_client_url test_ws_client test_execctl test_job \
+		test_spawn test_spawn_vfork test_proxy_header test_prom_text; do
+		echo "tests/unit/$t"
+	done
+	echo "tests/unit/test_book_diff 7 30000"
+	echo "env ES_CRASH_ROUNDS=60 tests/unit/test_book_crash"
+	echo "env TRANSFER_TEST_MIB=2 tests/unit/test_transfer"
+	echo "env JOB_IO_TEST_MIB=2 tests/unit/test_job_io"
+	echo "env CRON_ORACLE_SPECS=40 tests/unit/test_cron"
+	for t in ws_frames messages http_head job_spec config proxy_header cron; do
+		echo "tests/fuzz/fuzz_$t"
+	done
+}
+vg="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --child-silent-after-fork=yes"
+# A line "env VAR=N prog args": the variable is set for valgrind, which
+# checks prog (env itself is not what is tested).  exit 255 stops xargs.
+if ! vg_runs | xargs -P "$(nproc)" -I{} sh -c '
+	set -- {}
+	pre=""
+	if [ "$1" = env ]; then pre="$2"; shift 2; fi
+	env $pre '"$vg"' "$@" > /dev/null || { echo "test.sh: valgrind: $* failed"; exit 255; }'; then
+	exit 1
+fi
 echo "test.sh: valgrind memcheck of the unit suites passed"
 
 # 4. Fuzz pass: each target runs the same 200,000 inputs from seed 1 on a

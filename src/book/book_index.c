@@ -110,12 +110,6 @@ static void ix_del(struct book *b, struct bk_index *ix, uint32_t hash, uint32_t 
 	ix->count--;
 }
 
-int bk_index_has(const struct book *b, const struct bk_index *ix, uint32_t hash, uint32_t idx)
-{
-	uint32_t i = ix_slot_of(b, ix, hash, idx);
-	return i != BK_NIL && bk_slots(b, ix)[i].hash == hash;
-}
-
 uint32_t bk_index_used(const struct book *b, const struct bk_index *ix)
 {
 	const struct bk_slot *s = bk_slots(b, ix);

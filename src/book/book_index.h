@@ -47,9 +47,8 @@ uint32_t bk_find_node_hashed(const struct book *b, uint32_t hash, uint32_t conn,
 void bk_node_index_add_hashed(struct book *b, uint32_t ni, uint32_t hash);
 void bk_node_index_del(struct book *b, uint32_t ni);
 
-/* For book_check: is entry idx reachable through its key?  And how many
- * slots are in use (compared with ix->count and the table). */
-int bk_index_has(const struct book *b, const struct bk_index *ix, uint32_t hash, uint32_t idx);
+/* For book_check: how many slots are in use (compared with ix->count and
+ * the table). */
 uint32_t bk_index_used(const struct book *b, const struct bk_index *ix);
 uint32_t bk_hash_want(const struct book *b, uint32_t client, const char *id, size_t len);
 uint32_t bk_hash_client(const struct book *b, const char *id, size_t len);

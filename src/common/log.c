@@ -38,11 +38,6 @@ int log_level_parse(const char *name)
 	return -1;
 }
 
-const char *log_level_name(enum log_level level)
-{
-	return level_names[level];
-}
-
 void log_set_level(enum log_level level)
 {
 	current_level = level;

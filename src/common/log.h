@@ -21,7 +21,6 @@ enum log_level {
 
 /* Parses "error", "warn", "info", "debug"; returns -1 for anything else. */
 int log_level_parse(const char *name);
-const char *log_level_name(enum log_level level);
 
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);

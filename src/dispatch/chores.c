@@ -158,11 +158,6 @@ int chores_add(struct chores *c, const char *sql, int nparams, const char *const
 	return 0;
 }
 
-int chores_idle(const struct chores *c)
-{
-	return !c->head;
-}
-
 struct db *chores_db(struct chores *c)
 {
 	return &c->db;

@@ -44,8 +44,6 @@ void chores_free(struct chores *c);
  * queued, fn not called). */
 int chores_add(struct chores *c, const char *sql, int nparams, const char *const *params,
 	       const void *note, size_t note_len, chore_fn fn, void *arg);
-/* Nothing queued and nothing on the wire. */
-int chores_idle(const struct chores *c);
 /* The connection (statements counted, last_error, up or not). */
 struct db *chores_db(struct chores *c);
 

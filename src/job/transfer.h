@@ -1,8 +1,8 @@
 /*
  * transfer.h - HTTP transfers of a handler process: GET into a sink, PUT
  * from a source, on libcurl's multi interface driven by the handler's
- * libevent loop.  No threads, no blocking call (except write(2)/read(2) on
- * regular files in the file helpers).
+ * libevent loop.  No threads, no blocking call.  (Files and pipes as
+ * bodies, for the tests: tests/lib/transfer_files.h, on transfer_set_end.)
  *
  * Owns: one CURLM per transfer_loop, one libevent event per curl socket,
  * one libevent timer for curl's timeout, and per transfer an easy handle, a
@@ -14,9 +14,8 @@
  *    inside a sink or source callback.  After done returns the handle is
  *    gone (freed); do not use it.
  *  - transfer_abort(t) cancels: done is NOT called, no sink/source callback
- *    runs after transfer_abort returns, and the fd/file helpers have given
- *    up their fd event (and, for a download, removed the partial file) by
- *    then.  The handle is invalid after the call.  Memory and the socket are
+ *    runs after transfer_abort returns, and its end hook (transfer_set_end)
+ *    has run by then.  The handle is invalid after the call.  Memory and the socket are
  *    released on the loop's next turn (or by transfer_loop_free).  It may be
  *    called from anywhere, including a sink/source callback of the same or
  *    another transfer and another transfer's done; inside its own done it
@@ -124,25 +123,17 @@ struct transfer *transfer_get(struct transfer_loop *loop, const char *url,
 struct transfer *transfer_put(struct transfer_loop *loop, const char *url,
 			      const struct transfer_source *src, void *arg, int64_t size);
 
-/* Downloads url into path (created 0644 or truncated).  More than max_bytes
- * fails the transfer.  On any failure or abort the file is removed. */
-struct transfer *transfer_get_file(struct transfer_loop *loop, const char *url, const char *path,
-				   uint64_t max_bytes, transfer_done_fn done, void *arg);
-/* Uploads the regular file path with its size as Content-Length. */
-struct transfer *transfer_put_file(struct transfer_loop *loop, const char *url, const char *path,
-				   transfer_done_fn done, void *arg);
-
-/* Streams the body of a GET into fd (a pipe), and a PUT body from fd, with
- * back-pressure both ways: a full pipe pauses the download until fd is
- * writable, an empty pipe pauses the upload until fd is readable; EOF on fd
- * ends the upload.  The helpers set O_NONBLOCK on fd but never close it:
- * the caller closes it after done (or transfer_abort).  A reader that went
- * away (EPIPE) fails the download; SIGPIPE must be ignored by the process.
- * size: as for transfer_put. */
-struct transfer *transfer_get_fd(struct transfer_loop *loop, const char *url, int fd,
-				 transfer_done_fn done, void *arg);
-struct transfer *transfer_put_fd(struct transfer_loop *loop, const char *url, int fd, int64_t size,
-				 transfer_done_fn done, void *arg);
+/* An owner's end hook on t, for a sink or source that holds something
+ * (an open file, an event): end(helper, ok) runs once when t ends, before
+ * done, with ok 0 when it failed or was aborted (transfer_abort and
+ * transfer_loop_free call it, and no done follows); a non-zero return
+ * fails a transfer that had succeeded.  helper is freed (free()) with t. */
+void transfer_set_end(struct transfer *t, int (*end)(void *helper, int ok), void *helper);
+/* A download whose Content-Length is over max bytes is refused before
+ * any byte of its body. */
+void transfer_set_max_body(struct transfer *t, uint64_t max);
+/* The event base the loop runs on. */
+struct event_base *transfer_loop_base(const struct transfer_loop *loop);
 
 /* The callback guard of one transfer: called with every address curl is
  * about to connect to (after name resolution); 1 allows it, 0 refuses it

@@ -84,6 +84,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/utf8.h"
+#include "net/ws_ping.h"
 
 enum ws_state {
 	ST_OPEN,
@@ -91,8 +92,6 @@ enum ws_state {
 	ST_LINGER,
 	ST_ENDED
 };
-
-struct ping_queue;
 
 struct ws_session {
 	struct bufferevent *bev;
@@ -108,11 +107,7 @@ struct ws_session {
 	int heard;           /* a frame other than a pong came since the last
 			      * tick: the peer is alive, no ping is due */
 	/* pings and the liveness check: a place in the pinger's queue */
-	struct ws_pinger *pinger;
-	struct ping_queue *due_q; /* the queue s is in; NULL: none */
-	struct ws_session *due_prev, *due_next;
-	uint64_t due_ms;        /* the next tick */
-	unsigned period_ms;     /* between ticks; 0: no ticks */
+	struct ws_ping_entry ping;
 	struct event *close_ev; /* deadline once out of OPEN */
 	struct event *kick_ev;  /* run ws_process from the loop; on a plain
 				 * socket also the read event (read_socket) */
@@ -419,190 +414,21 @@ static int take_frames(struct ws_session *s)
 	return 0;
 }
 
-/* ---- the ping sweep ------------------------------------------------------ */
+/* ---- the ping sweep (ws_ping.c) ------------------------------------------ */
 
-/*
- * One timer for many sessions: the pinger keeps a queue of sessions per
- * tick period (sessions made under an older configuration keep theirs),
- * each ordered by the time of the next tick (due_ms) simply by appending:
- * a session is queued at "now + its period", and now only grows.  The
- * timer fires for the earliest head.  A sweep ticks every session whose
- * tick is due within its slack (an eighth of its period, at most a second)
- * and queues it again one period after the sweep, so the sessions of one
- * sweep stay in one batch and batches closer than the slack merge: the
- * timer fires at most about period / slack + 1 times per period and queue
- * however many sessions there are.  A handler with 10,000 idle
- * connections wakes up a few times per ping interval, not 10,000 times,
- * sends the pings in bursts and reads the pongs with few epoll_wait calls.
- * Between two pings of a session: at least its period minus the slack.
- * More distinct periods than queues (reload after reload) share the last
- * queue, where a session then walks back from the tail to its place.
- */
-#define PINGER_QUEUES 4
-
-struct ping_queue {
-	unsigned period_ms; /* 0: unused */
-	struct ws_session *head, *tail;
-};
-
-struct ws_pinger {
-	struct event *ev;
-	struct ping_queue q[PINGER_QUEUES];
-	unsigned refs;
-	uint64_t sweeps;
-};
-
+/* A due tick of the session that holds entry e. */
 static void tick(struct ws_session *s);
 
-static unsigned tick_slack(const struct ws_session *s)
+static void tick_entry(struct ws_ping_entry *e)
 {
-	unsigned slack = s->period_ms / 8;
-
-	return slack < 1000 ? slack : 1000;
-}
-
-/* The session whose tick comes first, or NULL. */
-static struct ws_session *pinger_first(const struct ws_pinger *p)
-{
-	struct ws_session *first = NULL;
-
-	for (int i = 0; i < PINGER_QUEUES; i++)
-		if (p->q[i].head && (!first || p->q[i].head->due_ms < first->due_ms))
-			first = p->q[i].head;
-	return first;
-}
-
-/* Arms the timer for the first tick (or disarms it). */
-static void pinger_arm(struct ws_pinger *p)
-{
-	struct ws_session *first = pinger_first(p);
-
-	if (!first) {
-		evtimer_del(p->ev);
-		return;
-	}
-	uint64_t now = clock_mono_ms(), due = first->due_ms;
-	uint64_t in = due > now ? due - now : 0;
-	struct timeval tv = { .tv_sec = (time_t)(in / 1000),
-			      .tv_usec = (suseconds_t)(in % 1000) * 1000 };
-
-	evtimer_add(p->ev, &tv);
-}
-
-/* The queue of s's period: the one that has it, else a free one, else
- * the last. */
-static struct ping_queue *queue_of(struct ws_pinger *p, unsigned period_ms)
-{
-	for (int i = 0; i < PINGER_QUEUES; i++)
-		if (p->q[i].period_ms == period_ms)
-			return &p->q[i];
-	for (int i = 0; i < PINGER_QUEUES; i++)
-		if (!p->q[i].head) {
-			p->q[i].period_ms = period_ms;
-			return &p->q[i];
-		}
-	return &p->q[PINGER_QUEUES - 1];
-}
-
-/* Puts s (due_ms set) at its place in its queue, from the tail. */
-static void enqueue(struct ws_session *s)
-{
-	struct ws_pinger *p = s->pinger;
-	struct ping_queue *q = queue_of(p, s->period_ms);
-	struct ws_session *after = q->tail, *first = pinger_first(p);
-
-	s->due_q = q;
-
-	while (after && after->due_ms > s->due_ms)
-		after = after->due_prev;
-	s->due_prev = after;
-	s->due_next = after ? after->due_next : q->head;
-	if (s->due_next)
-		s->due_next->due_prev = s;
-	else
-		q->tail = s;
-	if (after)
-		after->due_next = s;
-	else
-		q->head = s;
-	if (!first || s->due_ms < first->due_ms)
-		pinger_arm(p);
-}
-
-/* Takes s out of its queue: no more ticks.  Harmless if it is not in. */
-static void unqueue(struct ws_session *s)
-{
-	struct ping_queue *q = s->due_q;
-
-	if (!q)
-		return;
-	if (s->due_prev)
-		s->due_prev->due_next = s->due_next;
-	else
-		q->head = s->due_next;
-	if (s->due_next)
-		s->due_next->due_prev = s->due_prev;
-	else
-		q->tail = s->due_prev;
-	s->due_prev = s->due_next = NULL;
-	s->due_q = NULL;
-}
-
-static void sweep_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct ws_pinger *p = arg;
-	uint64_t now = clock_mono_ms();
-	struct ws_session *s;
-
-	p->refs++; /* a tick may free the last session, and the owner
-			 * may have let go of p already */
-	p->sweeps++;
-	while ((s = pinger_first(p)) && s->due_ms <= now + tick_slack(s)) {
-		/* one period from this sweep, not from the due time: the
-		 * sessions of one sweep stay together, and a stalled loop
-		 * pings once, not once per missed period */
-		unqueue(s);
-		s->due_ms = now + s->period_ms;
-		enqueue(s);
-		tick(s); /* may take s out again, or free it */
-	}
-	pinger_arm(p);
-	ws_pinger_release(p);
-}
-
-struct ws_pinger *ws_pinger_new(struct event_base *base)
-{
-	struct ws_pinger *p = calloc(1, sizeof *p);
-
-	if (!p)
-		return NULL;
-	p->ev = evtimer_new(base, sweep_cb, p);
-	if (!p->ev) {
-		free(p);
-		return NULL;
-	}
-	p->refs = 1;
-	return p;
-}
-
-void ws_pinger_release(struct ws_pinger *p)
-{
-	if (p && --p->refs == 0) {
-		event_free(p->ev);
-		free(p);
-	}
-}
-
-uint64_t ws_pinger_sweeps(const struct ws_pinger *p)
-{
-	return p->sweeps;
+	tick((struct ws_session *)(void *)((char *)e - offsetof(struct ws_session, ping)));
 }
 
 static void destroy(struct ws_session *s)
 {
-	if (s->pinger) {
-		unqueue(s);
-		ws_pinger_release(s->pinger);
+	if (s->ping.pinger) {
+		ws_ping_stop(&s->ping);
+		ws_pinger_release(s->ping.pinger);
 	}
 	if (s->close_ev)
 		event_free(s->close_ev);
@@ -679,7 +505,7 @@ static void ws_end(struct ws_session *s, uint16_t code)
 		return;
 	s->state = ST_ENDED;
 	s->code = code;
-	unqueue(s);
+	ws_ping_stop(&s->ping);
 	evtimer_del(s->close_ev);
 	event_del(s->kick_ev);
 	bufferevent_disable(s->bev, EV_READ | EV_WRITE);
@@ -741,7 +567,7 @@ static void linger(struct ws_session *s)
 	if (s->ctx)
 		wslay_event_shutdown_read(s->ctx);
 	arm_close_timer(s);
-	unqueue(s);
+	ws_ping_stop(&s->ping);
 	if (s->read_paused) {
 		s->read_paused = 0;
 		set_reading(s, 1);
@@ -993,7 +819,7 @@ static void begin_close(struct ws_session *s, uint16_t code, const char *reason)
 	s->close_pending = 1; /* flush() queues it behind pending messages */
 	s->code = code;
 	s->state = ST_CLOSING;
-	unqueue(s);
+	ws_ping_stop(&s->ping);
 	arm_close_timer(s);
 }
 
@@ -1180,9 +1006,9 @@ static void tick(struct ws_session *s)
 	enter(s);
 	if (s->state == ST_OPEN && !s->free_pending) {
 		uint64_t now = clock_mono_ms();
-		int heard = s->heard &&
-			    (!s->opt.ping_timeout_ms ||
-			     now - s->last_rx_ms + 2ull * s->period_ms <= s->opt.ping_timeout_ms);
+		int heard = s->heard && (!s->opt.ping_timeout_ms ||
+					 now - s->last_rx_ms + 2ull * s->ping.period_ms <=
+						 s->opt.ping_timeout_ms);
 
 		s->heard = 0;
 		if (s->opt.ping_timeout_ms && now - s->last_rx_ms >= s->opt.ping_timeout_ms) {
@@ -1288,27 +1114,23 @@ struct ws_session *ws_session_new(struct bufferevent *bev, const struct ws_optio
 
 	/* wslay's context is created on demand (ctx_get) */
 	if (s->opt.pinger) {
-		s->pinger = s->opt.pinger;
-		s->pinger->refs++;
+		s->ping.pinger = s->opt.pinger;
+		ws_pinger_hold(s->ping.pinger);
 	} else {
-		s->pinger = ws_pinger_new(base);
+		s->ping.pinger = ws_pinger_new(base);
 	}
 	fd = bufferevent_getfd(bev);
 	s->direct = fd >= 0 && bufferevent_openssl_get_ssl(bev) == NULL;
 	s->close_ev = evtimer_new(base, close_timer_cb, s);
 	s->kick_ev = s->direct ? event_new(base, fd, EV_READ | EV_PERSIST, kick_cb, s)
 			       : event_new(base, -1, 0, kick_cb, s);
-	if (!s->pinger || !s->close_ev || !s->kick_ev ||
+	if (!s->ping.pinger || !s->close_ev || !s->kick_ev ||
 	    (s->direct && event_add(s->kick_ev, NULL) != 0))
 		goto fail;
 	period = s->opt.ping_interval_ms;
 	if (s->opt.ping_timeout_ms && (period == 0 || s->opt.ping_timeout_ms < period))
 		period = s->opt.ping_timeout_ms;
-	s->period_ms = period;
-	if (period) {
-		s->due_ms = clock_mono_ms() + period;
-		enqueue(s);
-	}
+	ws_ping_start(&s->ping, period, tick_entry);
 
 	if (fd >= 0 && ws_set_keepalive(fd) != 0)
 		ws_log(s, LOG_LVL_DEBUG, "websocket: cannot enable keepalive on fd %d", (int)fd);

@@ -179,6 +179,47 @@ long long df_metric(int port, const char *series)
 	return (long long)df_metric_value(port, series);
 }
 
+int df_wait_metric(int port, const char *series, long long want, int timeout_ms)
+{
+	for (long long t0 = harness_now_ms(); df_metric(port, series) != want; harness_sleep_ms(50))
+		if (harness_now_ms() - t0 >= timeout_ms)
+			return -1;
+	return 0;
+}
+
+int df_wait_statements(struct dfix *f, int n, int timeout_ms)
+{
+	static const char *const latest =
+		"SELECT coalesce(floor(extract(epoch FROM max(query_start)) * 1e6), 0)::bigint "
+		"FROM pg_stat_activity WHERE application_name = 'execdispatch'";
+	long long last = pgtest_int(f->c, "%s", latest), t0 = harness_now_ms();
+
+	while (n > 0 && harness_now_ms() - t0 < timeout_ms) {
+		long long now = pgtest_int(f->c, "%s", latest);
+		if (now != last) {
+			n--;
+			last = now;
+		}
+		harness_sleep_ms(10);
+	}
+	return n > 0 ? -1 : 0;
+}
+
+int df_wait_log(struct dfix *f, int i, const char *text, int timeout_ms)
+{
+	for (long long t0 = harness_now_ms();; harness_sleep_ms(50)) {
+		size_t len;
+		unsigned char *log = harness_read_file(f->log[i], &len);
+		int found = log && strstr((char *)log, text);
+
+		free(log);
+		if (found)
+			return 0;
+		if (harness_now_ms() - t0 >= timeout_ms)
+			return -1;
+	}
+}
+
 /* Whether dispatcher i's log says its start is complete (the first
  * contact's last step, the requeue of an earlier life's claims, done).
  * A dispatcher configured quieter than info (the benchmark's) never logs

@@ -60,6 +60,15 @@ int df_spawn_disp(struct dfix *f, int i);
  * 2 s).  df_metric: the same cut to an integer. */
 double df_metric_value(int port, const char *series);
 long long df_metric(int port, const char *series);
+/* Waits until df_metric(port, series) reads want; 0, or -1 after
+ * timeout_ms. */
+int df_wait_metric(int port, const char *series, long long want, int timeout_ms);
+/* Waits until the dispatchers' sessions have begun statements at n
+ * different times (pg_stat_activity.query_start seen to move n times: n
+ * statements at least, most of them polls); 0, or -1 after timeout_ms. */
+int df_wait_statements(struct dfix *f, int n, int timeout_ms);
+/* Waits until dispatcher i's log holds text; 0, or -1 after timeout_ms. */
+int df_wait_log(struct dfix *f, int i, const char *text, int timeout_ms);
 /* Sends sig to dispatcher i and waits for its exit (SIGKILL after
  * timeout_ms); the wait status. */
 int df_stop_disp(struct dfix *f, int i, int sig, int timeout_ms);

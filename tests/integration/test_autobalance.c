@@ -290,8 +290,7 @@ static void test_unknown_share_cap(void)
 	CU_ASSERT_EQUAL(harness_status_int(&D, "waitgroups", "auto", "offered", NULL), 4);
 	tc_close(c);
 	tc_close(l);
-	harness_sleep_ms(100);
-	CU_ASSERT_EQUAL(harness_status_int(&D, "wants", NULL, NULL, NULL), 0);
+	CU_ASSERT_EQUAL(harness_wait_int(&D, 0, 5000, "wants", NULL), 0);
 }
 
 static void test_classification(void)
@@ -547,6 +546,7 @@ static void test_cancels_keep_heavy(void)
 			"{\"type\":\"JOB\",\"job_id\":\"%s\",\"token\":\"%s\","
 			"\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}",
 			id, tok);
+		/* sleep: a run far shorter than the mean (800 ms) is what is tested */
 		harness_sleep_ms(30);
 		tc_send(c, "{\"type\":\"CANCEL\",\"job_id\":\"%s\"}", id);
 		struct json_object *d = tc_expect(c, "DONE", 5000);
@@ -577,6 +577,7 @@ static void test_cancels_keep_heavy(void)
 		"{\"type\":\"JOB\",\"job_id\":\"long\",\"token\":\"%s\","
 		"\"job\":{\"command\":\"sleep\",\"args\":[\"60\"]}}",
 		tok);
+	/* sleep: a run longer than the mean is what is tested */
 	harness_sleep_ms((int)mean + 700);
 	tc_send(c, "{\"type\":\"CANCEL\",\"job_id\":\"long\"}");
 	struct json_object *d = tc_expect(c, "DONE", 5000);

@@ -141,7 +141,9 @@ static void test_execctl_cut_after_job(void)
 	CU_ASSERT_FATAL(harness_wait_status(&d, 10000, count_in, &started) == 0);
 	CU_ASSERT_FATAL(bed_cut(A) == 0);
 	CU_ASSERT(harness_wait_status(&d, 10000, count_in, &finished) == 0);
-	harness_sleep_ms(4000); /* execctl's deadline (2 s) fires */
+	/* sleep: the cut outlasts execctl's ping deadline (2 s), which fires:
+	 * nothing outside execctl shows it */
+	harness_sleep_ms(4000);
 	CU_ASSERT(bed_mend(A) == 0);
 	int status = harness_reap(&pid, 0, 30000);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 5);

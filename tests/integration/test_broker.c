@@ -117,7 +117,7 @@ static void test_job_round_trip(void)
 	/* the job id may be reused after DONE; slots are all free again */
 	CU_ASSERT(tc_want_offer(a, "j1", "cat", 0, 3000) != NULL);
 	tc_send(a, "{\"type\":\"UNWANT\",\"job_id\":\"j1\"}");
-	harness_sleep_ms(100);
+	CU_ASSERT_EQUAL(harness_wait_wg(&D, "wg", "offered", 0, 5000), 0);
 	CU_ASSERT_EQUAL(wg_field("running"), 0);
 	CU_ASSERT_EQUAL(wg_field("offered"), 0);
 	tc_close(a);
@@ -284,7 +284,7 @@ static void test_priority_across_clients(void)
 			"{\"type\":\"WANT\",\"job_id\":\"bg%d\",\"service\":\"cat\",\"priority\":-"
 			"2}",
 			i);
-	harness_sleep_ms(100);
+	CU_ASSERT_EQUAL(harness_wait_wg(&D, "wg", "waiting", 5, 5000), 0);
 	tc_send(b, "{\"type\":\"WANT\",\"job_id\":\"urgent\",\"service\":\"cat\",\"priority\":2}");
 	/* QUERY: b's want is first in line, a's background wants behind it */
 	tc_send(b, "{\"type\":\"QUERY\",\"job_id\":\"urgent\"}");
@@ -532,9 +532,7 @@ static void test_handler_crash_under_load(void)
 		"{\"type\":\"JOB\",\"job_id\":\"v1\",\"token\":\"%s\",\"job\":{\"command\":"
 		"\"sleep\",\"args\":[\"%s\"]}}",
 		t, dur);
-	harness_sleep_ms(200);
-	int pg = system(pattern);
-	CU_ASSERT(WIFEXITED(pg) && WEXITSTATUS(pg) == 0); /* it runs */
+	CU_ASSERT(harness_wait_pgrep(pattern, 1, 5000) == 0); /* it runs */
 	for (int i = 2; i < 50; i++)
 		tc_send(victim, "{\"type\":\"WANT\",\"job_id\":\"v%d\",\"service\":\"cat\"}", i);
 	for (int i = 0; i < 10; i++)
@@ -542,8 +540,7 @@ static void test_handler_crash_under_load(void)
 			"{\"type\":\"WANT\",\"job_id\":\"s%d\",\"service\":\"cat\",\"priority\":-"
 			"2}",
 			i);
-	harness_sleep_ms(300);
-	CU_ASSERT_EQUAL(wg_field("waiting"), 58);
+	CU_ASSERT_EQUAL(harness_wait_wg(&D, "wg", "waiting", 58, 5000), 0);
 
 	int pids[2];
 	CU_ASSERT_EQUAL_FATAL(harness_handler_pids(&D, pids, 2), 2);
@@ -567,8 +564,7 @@ static void test_handler_crash_under_load(void)
 	CU_ASSERT(r == WSC_EOF || r == WSC_ERROR || r == WSC_CLOSE);
 	wsc_msg_free(&m);
 	/* its wants are gone too, and the sleep job's process group was killed */
-	harness_sleep_ms(300);
-	CU_ASSERT_EQUAL(wg_field("waiting"), 8);
+	CU_ASSERT_EQUAL(harness_wait_wg(&D, "wg", "waiting", 8, 5000), 0);
 	CU_ASSERT_EQUAL(wg_field("offered"), 2);
 	CU_ASSERT_EQUAL(wg_field("running"), 0);
 	struct json_object *st = harness_status(&D), *v;
@@ -578,8 +574,7 @@ static void test_handler_crash_under_load(void)
 	if (st)
 		json_object_put(st);
 	/* pgrep exits 1 for "no such process"; 127 (not installed) must fail */
-	pg = system(pattern);
-	CU_ASSERT(WIFEXITED(pg) && WEXITSTATUS(pg) == 1);
+	CU_ASSERT(harness_wait_pgrep(pattern, 0, 5000) == 0);
 	/* the survivor still works, and saw a HELLO with one client */
 	CU_ASSERT(tc_quiet(survivor, 300));
 	CU_ASSERT(survivor->hello && tc_int(survivor->hello, "clients") == 1);
@@ -758,7 +753,7 @@ static void test_drain(void)
 		tc_start_job(a, "short", "sleep", "{\"command\":\"sleep\",\"args\":[\"1\"]}") == 0);
 	CU_ASSERT_FATAL(
 		tc_start_job(a, "long", "sleep", "{\"command\":\"sleep\",\"args\":[\"30\"]}") == 0);
-	harness_sleep_ms(200);
+	CU_ASSERT_EQUAL(harness_wait_wg(&D, "wg", "running", 2, 5000), 0);
 	long long t0 = harness_now_ms();
 	kill(D.pid, SIGTERM);
 

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -290,7 +291,8 @@ static void test_pipe_dawdlers(void)
 		setrlimit(RLIMIT_NOFILE, &old);
 		for (int i = 0; i < 300; i++)
 			connect_local(port);
-		sleep(15);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause(); /* holds the connections until killed */
 		_exit(0);
 	}
 	fx_spin(500); /* the flood is in */
@@ -1430,7 +1432,8 @@ static void test_owner_found_again(void)
 	ja = exc_submit(c, &s);
 	while (strcmp(exc_job_state(ja), "running") != 0 && !a.called)
 		fx_spin(50);
-	harness_sleep_ms(3500); /* no loop: no pong; the server closes */
+	/* no loop: no pong; the server closes the connection */
+	CU_ASSERT(harness_wait_int(&d, 0, 10000, "clients", NULL) == 0);
 	CU_ASSERT(fx_wait(&a.called, 15000));
 	CU_ASSERT(a.ok);
 	CU_ASSERT_EQUAL(a.exit_code, 0);

@@ -157,9 +157,8 @@ static void test_sigterm_clean_exit(void)
 	int status = harness_stop(&d, 10000);
 	CU_ASSERT(WIFEXITED(status));
 	CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);
-	harness_sleep_ms(50);
-	CU_ASSERT(!process_alive(pids[0]));
-	CU_ASSERT(!process_alive(pids[1]));
+	CU_ASSERT(harness_wait_gone(pids[0], 5000) == 0);
+	CU_ASSERT(harness_wait_gone(pids[1], 5000) == 0);
 	CU_ASSERT(harness_log_contains(&d, "stopped"));
 	harness_cleanup(&d);
 }
@@ -328,8 +327,7 @@ static void test_sighup_reload(void)
 	fputs("unknownKey: 1\n", f);
 	fclose(f);
 	kill(d.pid, SIGHUP);
-	harness_sleep_ms(300);
-	CU_ASSERT(harness_log_contains(&d, "reload refused"));
+	CU_ASSERT(harness_wait_log(&d, "reload refused", 5000) == 0);
 	struct json_object *st = harness_status(&d);
 	CU_ASSERT(st != NULL);
 	if (st)
@@ -352,8 +350,7 @@ static void test_sighup_reload(void)
 	fputs(body, f);
 	fclose(f);
 	kill(d.pid, SIGHUP);
-	harness_sleep_ms(300);
-	CU_ASSERT(harness_log_contains(&d, "configuration reloaded"));
+	CU_ASSERT(harness_wait_log(&d, "configuration reloaded", 5000) == 0);
 	/* The keys that need a restart are named, exactly those that changed,
 	 * and keep their values (HELLO's frame size and grace). */
 	CU_ASSERT(harness_log_contains(&d, "reload: resumeGraceSec, maxFrameBytes changed"));

@@ -140,7 +140,8 @@ static void test_run_outcomes(void)
 		fprintf(stderr, "metrics with big headers: %s\n", code);
 	CU_ASSERT_STRING_EQUAL(code, "400");
 	/* the counters of /metrics (the gauges follow at the next poll) */
-	harness_sleep_ms(250);
+	CU_ASSERT(df_wait_metric(mport, "execdispatch_held", 0, 5000) == 0);
+	CU_ASSERT(df_wait_metric(mport, "execdispatch_admission", 5, 5000) == 0);
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_claimed_total"), 6);
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_outcomes_total{outcome=\"done\"}"), 3);
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_outcomes_total{outcome=\"failed\"}"), 3);
@@ -369,7 +370,7 @@ static void test_cancel_from_elsewhere(void)
 		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
 		"not_found_or_finished");
 	/* the dispatcher dropped the run's result: the row stays cancelled */
-	harness_sleep_ms(300);
+	CU_ASSERT(df_wait_metric(mport, "execdispatch_held", 0, 5000) == 0);
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
 					   "SELECT state || coalesce(receipt::text, "
 					   "'') FROM execdispatch.job WHERE id = %lld",
@@ -430,8 +431,10 @@ static void test_no_execserver(void)
 	long long t0 = harness_now_ms();
 	CU_ASSERT_FATAL(df_start_disp(&F, 2) == 0);
 	long long id = df_submit(&F, "{\"command\":\"true\"}", 0);
-	harness_sleep_ms(300);
+	/* past the start: the first poll found no execserver */
+	CU_ASSERT(df_wait_log(&F, 2, "no execserver connected: claiming nothing", 10000) == 0);
 	before = logged_statements();
+	/* sleep: the statements of a 2 s window are counted (the rate) */
 	harness_sleep_ms(2000);
 	after = logged_statements();
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
@@ -757,7 +760,8 @@ static void test_local(void)
 		submit_to("hostwork", "{\"command\":\"sleep\",\"args\":[\"3\"]}", 0);
 	for (int i = 0; i < 100 && local_running() < 3; i++)
 		harness_sleep_ms(20);
-	harness_sleep_ms(400); /* several polls: the fourth slot stays free */
+	/* several polls pass, and the fourth slot stays free */
+	CU_ASSERT(df_wait_statements(&F, 4, 5000) == 0);
 	CU_ASSERT_EQUAL(local_running(), 3);
 	big = submit_to("hostwork", "{\"command\":\"sleep\",\"args\":[\"7.5\"]}", 2);
 	for (int i = 0; i < 100 && local_running() < 4; i++)
@@ -857,7 +861,9 @@ static void test_notify(void)
 	/* the poll alone would take a minute */
 	CU_ASSERT_FATAL(df_write_config(&F, 0, "notify: true\npollMs: 60000\n") == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
-	harness_sleep_ms(300); /* connected to the execserver */
+	/* connected to the execserver, listening */
+	CU_ASSERT_FATAL(harness_wait_int(&F.es[0], 1, 5000, "clients", NULL) == 0);
+	CU_ASSERT_FATAL(df_wait_log(&F, 0, "notify: listening on", 5000) == 0);
 	t0 = harness_now_ms();
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
 	while (strcmp(pgtest_text(F.c, buf, sizeof buf,
@@ -1140,11 +1146,15 @@ static void test_claim_failed_after_full_batch(void)
 			     "OLD.state = 'queued') EXECUTE FUNCTION public.fail_second_claim()"));
 	CU_ASSERT_FATAL(df_write_config(&F, 0, "notify: true\npollMs: 60000\n") == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
-	harness_sleep_ms(500); /* connected to the execserver, listening */
+	/* connected to the execserver, listening */
+	CU_ASSERT_FATAL(harness_wait_int(&F.es[0], 1, 5000, "clients", NULL) == 0);
+	CU_ASSERT_FATAL(df_wait_log(&F, 0, "notify: listening on", 5000) == 0);
 	PQclear(pgtest_query(F.c, "SELECT execdispatch.submit('work', "
 				  "'{\"command\":\"sleep\",\"args\":[\"3\"]}') FROM "
 				  "generate_series(1, 5)"));
-	harness_sleep_ms(1500);
+	for (long long t0 = harness_now_ms();
+	     df_held(&F, "d0") < 5 && harness_now_ms() - t0 < 10000; harness_sleep_ms(50))
+		;
 	sample_held(100, &max0, &max1);
 	if (max0 != 5)
 		fprintf(stderr, "held %lld rows 1.5 s after the failed claim\n", max0);
@@ -1245,7 +1255,9 @@ static void test_stop_beat_lane_connecting(void)
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0); /* registered past the silent host */
 	pgtest_text(F.c, registered, sizeof registered,
 		    "SELECT heartbeat_at::text FROM execdispatch.dispatcher WHERE instance = 'd0'");
-	harness_sleep_ms(1500); /* the first beat has begun the lane's connection */
+	/* sleep: past the first heartbeat (1 s), whose lane then connects to
+	 * the silent host for 5 s: nothing the test can read shows the attempt */
+	harness_sleep_ms(1500);
 	/* no beat written yet: the heartbeat's lane is not up */
 	CU_ASSERT_FATAL(pgtest_int(F.c,
 				   "SELECT count(*) FROM execdispatch.dispatcher WHERE "
@@ -1289,7 +1301,8 @@ static void test_unknown_services_bounded(void)
 		long long v = df_metric(mport, "execdispatch_services");
 		most = v > most ? v : most;
 	}
-	harness_sleep_ms(300); /* a poll after the last outcome */
+	/* a poll after the last outcome: only "work" is known */
+	CU_ASSERT(df_wait_metric(mport, "execdispatch_services", 1, 5000) == 0);
 	fprintf(stderr, "services known: at most %lld during the run, %lld at the end\n", most,
 		df_metric(mport, "execdispatch_services"));
 	CU_ASSERT_EQUAL(
@@ -1358,15 +1371,15 @@ static void test_start_silent_first_host(void)
 	CU_ASSERT_FATAL(getsockname(silent, (struct sockaddr *)&sa, &salen) == 0);
 	t0 = harness_now_ms();
 	CU_ASSERT_FATAL(df_spawn_disp(&F, 0) == 0);
-	harness_sleep_ms(700);
 	/* still waiting for the silent host (2 s), and serving: /metrics
 	 * answers meanwhile (a loaded machine may take a while to start it) */
-	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 0);
 	long long up;
 	while ((up = df_metric(mport, "execdispatch_database_up")) < 0 &&
 	       harness_now_ms() - t0 < 1800)
 		harness_sleep_ms(50);
 	CU_ASSERT_EQUAL(up, 0);
+	if (harness_now_ms() - t0 < 1900)
+		CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 0);
 	while (pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher") == 0 &&
 	       harness_now_ms() - t0 < 10000)
 		harness_sleep_ms(50);

@@ -140,7 +140,6 @@ static void test_sigkill(void)
 
 static void test_sigstop(void)
 {
-	char path[300];
 	long long t0;
 
 	fresh(2);
@@ -153,15 +152,18 @@ static void test_sigstop(void)
 	CU_ASSERT_EQUAL(df_held(&F, "d0"), 0);
 	/* let its runs end at the execserver while it sleeps, then wake it:
 	 * its receipts arrive for claims that are not its own any more */
-	harness_sleep_ms(2500);
+	CU_ASSERT(harness_wait_wg(&F.es[0], "wg", "running", 0, 15000) == 0);
 	CU_ASSERT_EQUAL(kill(F.disp[0], SIGCONT), 0);
 	check_all_done(6);
-	snprintf(path, sizeof path, "%s", F.log[0]);
-	size_t len;
-	unsigned char *log = harness_read_file(path, &len);
-	CU_ASSERT(log && strstr((char *)log, "our dispatcher row was removed by a rescue"));
-	free(log);
+	CU_ASSERT(df_wait_log(&F, 0, "our dispatcher row was removed by a rescue", 10000) == 0);
 	/* the stopped one registered again and still works */
+	for (t0 = harness_now_ms();
+	     pgtest_int(F.c,
+			"SELECT count(*) FROM execdispatch.dispatcher WHERE instance = 'd0'") !=
+		     1 &&
+	     harness_now_ms() - t0 < 10000;
+	     harness_sleep_ms(50))
+		;
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
 					"instance = 'd0'"),
 			1);
@@ -229,7 +231,8 @@ static void test_claim_reply_lost(void)
 		"attempts = 1 WHERE state = 'queued'; COMMIT",
 		job));
 	CU_ASSERT_EQUAL(df_held(&F, "d0"), 1);
-	harness_sleep_ms(300); /* a few polls: the row stays claimed */
+	/* a few polls pass while the row stays claimed */
+	CU_ASSERT(df_wait_statements(&F, 3, 5000) == 0);
 	CU_ASSERT(pgtest_int(F.c, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
 				  "WHERE application_name = 'execdispatch'") >= 1);
 	t0 = harness_now_ms();
@@ -256,11 +259,9 @@ static void test_db_restart(void)
 	fresh_with(2, "staleAfterSec: 30\n");
 	submit_ledger(6, 2000);
 	CU_ASSERT_FATAL(wait_held_running("d0", 1, 10000) == 0);
-	harness_sleep_ms(200);
 	PQfinish(F.c);
 	F.c = NULL;
 	CU_ASSERT_FATAL(pgtest_stop(&F.pg) == 0);
-	harness_sleep_ms(1000);
 	CU_ASSERT_FATAL(pgtest_restart(&F.pg) == 0);
 	F.c = pgtest_connect(F.pg.conninfo);
 	CU_ASSERT_FATAL(F.c != NULL);
@@ -277,7 +278,7 @@ static void test_exec_lost(void)
 	fresh(1);
 	submit_ledger(4, 3000);
 	CU_ASSERT_FATAL(wait_held_running("d0", 4, 10000) == 0);
-	harness_sleep_ms(300);
+	CU_ASSERT(harness_wait_wg(&F.es[0], "wg", "running", 4, 5000) == 0);
 	/* kill every handler: each running job ends with exec_lost */
 	n = harness_handler_pids(&F.es[0], pids, 8);
 	CU_ASSERT(n >= 1);
@@ -298,19 +299,7 @@ static void test_exec_lost(void)
 /* Polls the dispatcher's log for text. */
 static int wait_log(int i, const char *text, int timeout_ms)
 {
-	long long end = harness_now_ms() + timeout_ms;
-
-	for (;;) {
-		size_t len;
-		unsigned char *log = harness_read_file(F.log[i], &len);
-		int found = log && strstr((char *)log, text);
-		free(log);
-		if (found)
-			return 0;
-		if (harness_now_ms() >= end)
-			return -1;
-		harness_sleep_ms(50);
-	}
+	return df_wait_log(&F, i, text, timeout_ms);
 }
 
 static void test_outcome_refused(void)
@@ -687,6 +676,7 @@ static void test_db_silent(void)
 	t0 = harness_now_ms();
 	/* the run ends 1.5 s in; the statements wait for 3 s */
 	for (int i = 0; i < 5; i++) {
+		/* sleep: /metrics is sampled every 0.5 s through the stall */
 		harness_sleep_ms(500);
 		served += df_metric(mport, "execdispatch_held") >= 0;
 	}
@@ -861,7 +851,8 @@ static void test_reused_instance(void)
 	/* it finds its row taken and exits (test_reused_instance_life) */
 	CU_ASSERT(wait_run_log(0, "was taken over by another live dispatcher", 10000) == 0);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, 0, 5000), 1 << 8);
-	/* the old life's sweep, if one was on its way, has answered by now */
+	/* sleep: the old life's sweep, if one was on its way, has answered
+	 * within 1 s; no sign of a statement that never comes can be awaited */
 	harness_sleep_ms(1000);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE claims >= 3"),
 			0);
@@ -1170,7 +1161,6 @@ static void test_claim_committed_late(void)
 	snprintf(line, sizeof line, "[execdispatch %d] warn: heartbeat not written",
 		 (int)F.disp[0]);
 	CU_ASSERT_FATAL(wait_log(0, line, 10000) == 0);
-	harness_sleep_ms(300);
 	df_ledger_job(&F, job, sizeof job, 100, 1);
 	long long id = df_submit(&F, job, 0);
 	/* every claim at a stopped backend given up */

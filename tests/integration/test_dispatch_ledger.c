@@ -72,8 +72,8 @@ static void run_ledger(const char *conninfo)
 			CU_ASSERT(answer[k] == 'c' || answer[k] == 'r' ||
 				  strcmp(buf, "not_found_or_finished") == 0);
 		}
-		if (i % 50 == 49)
-			harness_sleep_ms(30); /* let claims interleave with submissions */
+		if (i % 50 == 49) /* sleep: paced, so claims interleave with submissions */
+			harness_sleep_ms(30);
 	}
 	/* cancel rows that are held or running right now, and finished ones */
 	for (int round = 0; round < 24; round++) {
@@ -89,6 +89,7 @@ static void run_ledger(const char *conninfo)
 					    "SELECT execdispatch.cancel(%lld)", id);
 				answer[i] = buf[0] == 'c' ? 'c' : buf[0] == 'r' ? 'r' : 'n';
 			}
+		/* sleep: the rounds spread over 1 s meet rows in other states */
 		harness_sleep_ms(40);
 	}
 	/* 2 minutes, more for the long run (150 ms a job: slow machines) */

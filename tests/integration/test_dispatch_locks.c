@@ -81,6 +81,26 @@ static long long hold_and_sample(int ms)
 	return max_ms;
 }
 
+/* Waits up to ms for d0's heartbeat_at to change n times; 1 once it has. */
+static int wait_beats(int n, int ms)
+{
+	char last[64], now[64];
+
+	pgtest_text(F.c, last, sizeof last,
+		    "SELECT heartbeat_at::text FROM execdispatch.dispatcher WHERE instance = 'd0'");
+	for (long long t0 = harness_now_ms(); n > 0 && harness_now_ms() - t0 < ms;
+	     harness_sleep_ms(50)) {
+		pgtest_text(F.c, now, sizeof now,
+			    "SELECT heartbeat_at::text FROM execdispatch.dispatcher WHERE "
+			    "instance = 'd0'");
+		if (strcmp(now, last) != 0) {
+			n--;
+			snprintf(last, sizeof last, "%s", now);
+		}
+	}
+	return n == 0;
+}
+
 /* Waits up to ms for row id to meet cond (SQL); 1 once it does. */
 static int wait_row(int ms, long long id, const char *cond)
 {
@@ -251,7 +271,8 @@ static void test_rescue_locked(void)
 	CU_ASSERT(wait_row(5000, id, "state = 'done'"));
 	CU_ASSERT(wait_metric(2000, mport, "execdispatch_rescue_put_off_dispatchers", 0));
 	put_off = df_metric(mport, "execdispatch_rescue_put_off_total");
-	harness_sleep_ms(1500); /* a heartbeat and its rescue, at least */
+	/* a heartbeat and its rescue, at least: the beat written twice */
+	CU_ASSERT(wait_beats(2, 10000));
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_rescue_put_off_total"), put_off);
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
 					   "SELECT attempts || '/' || runner_instance FROM "
@@ -335,7 +356,10 @@ static void test_abandoned_cancelled(void)
 					   "WHERE id = %lld",
 					   id),
 			       "done/1");
-	harness_sleep_ms(500);
+	for (t0 = harness_now_ms();
+	     (lock_waiters() > 0 || children_of(F.disp[0]) > 0) && harness_now_ms() - t0 < 5000;
+	     harness_sleep_ms(50))
+		;
 	CU_ASSERT_EQUAL(lock_waiters(), 0);
 	/* the cancel requests' children have ended and were reaped */
 	CU_ASSERT_EQUAL(children_of(F.disp[0]), 0);

@@ -224,9 +224,8 @@ static void test_leader_exits_children_left(void)
 	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(d), "stdout"), "started\n");
 	json_object_put(d);
 	CU_ASSERT_EQUAL(slots_in_use(), 0);
-	harness_sleep_ms(100);
-	int pg = system(pattern); /* the child went with it (1: no match; 127: no pgrep) */
-	CU_ASSERT(WIFEXITED(pg) && WEXITSTATUS(pg) == 1);
+	/* the child went with it (1: no match; 127: no pgrep) */
+	CU_ASSERT(harness_wait_pgrep(pattern, 0, 5000) == 0);
 	tc_close(c);
 	stop();
 }
@@ -372,6 +371,7 @@ static void test_removal_policy_and_janitor(void)
 	/* but not the directory of a job still running */
 	CU_ASSERT_FATAL(
 		tc_start_job(c, "r3", "tools", "{\"command\":\"sleep\",\"args\":[\"4\"]}") == 0);
+	/* sleep: the directory outlives janitorFileAge (2 s) while its job runs */
 	harness_sleep_ms(3500);
 	CU_ASSERT_EQUAL(job_dir_entries(), 1);
 	d = tc_expect(c, "DONE", 5000);
@@ -432,8 +432,10 @@ static void test_dir_not_reused_under_a_stray(void)
 	CU_ASSERT(strncmp(out, first, strlen(first)) != 0 || out[strlen(first)] != '\n');
 	CU_ASSERT(strstr(out, "planted") == NULL);
 	json_object_put(d);
-	/* the stray is gone: reuse resumes, and a clean stop removes the spare */
-	harness_sleep_ms(300);
+	/* the stray is gone: reuse resumes, and a clean stop removes the spare
+	 * ("[f]": the shell that runs pgrep does not match itself) */
+	CU_ASSERT(harness_wait_pgrep("pgrep -f 'echo [f]rom-s1 > planted' > /dev/null", 0, 5000) ==
+		  0);
 	d = tc_run_job(c, "s3", "tools", "{\"command\":\"true\"}", 5000);
 	CU_ASSERT(d && tc_int(tc_receipt(d), "exit_code") == 0);
 	if (d)

@@ -357,8 +357,13 @@ static void test_token_on_another_handler(void)
 		CU_ASSERT_EQUAL(r.status, 200);
 		CU_ASSERT(body_is(&r, "hi\n"));
 		httpc_free(&r);
-		harness_sleep_ms(20); /* the log line */
-		int issuer = handler_of(tok, "issued"), runner = handler_of(tok, "redeemed");
+		int issuer = -1, runner = -1;
+		for (long long t0 = harness_now_ms();
+		     ((issuer = handler_of(tok, "issued")) < 0 ||
+		      (runner = handler_of(tok, "redeemed")) < 0) &&
+		     harness_now_ms() - t0 < 5000;
+		     harness_sleep_ms(20))
+			; /* the log lines */
 		CU_ASSERT(issuer >= 0 && runner >= 0);
 		crossed = issuer >= 0 && runner >= 0 && issuer != runner;
 	}
@@ -594,20 +599,6 @@ static pid_t find_sleep_job(pid_t *handler)
 	return found;
 }
 
-/* 1 while pid runs (a zombie nobody reaped does not count). */
-static int alive(pid_t pid)
-{
-	char path[64], state = 'Z';
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
-		state = 'Z';
-	fclose(f);
-	return state != 'Z' && state != 'X';
-}
-
 /* find_sleep_job, for up to 5 s. */
 static pid_t wait_sleep_job(pid_t *handler)
 {
@@ -657,8 +648,7 @@ static void test_handler_crash(void)
 	int status = 0;
 	CU_ASSERT_EQUAL(waitpid(child, &status, 0), child);
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	harness_sleep_ms(200);
-	CU_ASSERT(!alive(job)); /* the job died with its handler */
+	CU_ASSERT(harness_wait_gone(job, 5000) == 0); /* the job died with its handler */
 	CU_ASSERT_EQUAL(get_token("sleep", tok), 200);
 	stop();
 }
@@ -686,8 +676,7 @@ static void test_client_gone(void)
 	CU_ASSERT_EQUAL(harness_wait_status(&D, 2000, tokens_are, &one), 0);
 	close(fd);
 	CU_ASSERT_EQUAL(harness_wait_status(&D, 5000, tokens_are, &zero), 0);
-	harness_sleep_ms(200);
-	CU_ASSERT(!alive(job));
+	CU_ASSERT(harness_wait_gone(job, 5000) == 0);
 	/* counted as a finished, failed job of the service */
 	CU_ASSERT_EQUAL(harness_status_int(&D, "services", "sleep", "failed", NULL), 1);
 	stop();
@@ -712,7 +701,10 @@ static void test_body_cut(void)
 		int fd = wsc_tcp_connect("127.0.0.1", D.port, 2000);
 		CU_ASSERT_FATAL(fd >= 0);
 		CU_ASSERT_EQUAL(write(fd, req, strlen(req)), (ssize_t)strlen(req));
-		harness_sleep_ms(300);
+		/* the job runs, waiting for the rest of the body, when it is cut */
+		char redeemed[64];
+		snprintf(redeemed, sizeof redeemed, "legacy token %.16s redeemed", tok);
+		CU_ASSERT(harness_wait_log(&D, redeemed, 5000) == 0);
 		close(fd);
 		/* the slot is back and the (only) handler answers */
 		CU_ASSERT_EQUAL(harness_wait_status(&D, 5000, tokens_are, &zero), 0);
@@ -764,7 +756,10 @@ static void test_auth_and_reload(void)
 	CU_ASSERT(r.status == 200 || r.status == 503);
 	httpc_free(&r);
 	reload_with("legacyToken: off\n", auth, 404);
-	harness_sleep_ms(1200); /* the issued tokens expire all the same */
+	long long zero = 0; /* the issued tokens expire all the same */
+	harness_auth_token = "s3cret";
+	CU_ASSERT_EQUAL(harness_wait_status(&D, 5000, tokens_are, &zero), 0);
+	harness_auth_token = NULL;
 	CU_ASSERT(harness_stop_clean(&D) == 0);
 }
 

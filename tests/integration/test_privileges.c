@@ -197,9 +197,9 @@ static void test_drop_to_nobody(void)
 	CU_ASSERT(kill(pids[0], SIGKILL) == 0);
 	int fresh[8] = { 0 };
 	for (int i = 0; i < 100; i++) {
-		harness_sleep_ms(50);
 		if (harness_handler_pids(&D, fresh, 8) == 2 && fresh[0] && fresh[0] != pids[0])
 			break;
+		harness_sleep_ms(50);
 	}
 	CU_ASSERT(fresh[0] != 0 && fresh[0] != pids[0]);
 	if (fresh[0] && fresh[0] != pids[0])

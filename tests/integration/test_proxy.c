@@ -209,6 +209,7 @@ static int raw_exchange(const struct bed_host *h, const void *bytes, size_t len,
 			close(fd);
 			return -1;
 		}
+		/* sleep: the two parts must arrive in separate reads */
 		harness_sleep_ms(200);
 		bytes = (const char *)bytes + split;
 		len -= split;

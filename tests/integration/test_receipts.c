@@ -144,7 +144,7 @@ static void test_silent_client_gets_done_on_return(void)
 	start_sleep(a, "j", "0.3");
 	/* a reads nothing from here on: the job ends (its DONE is sent into
 	 * the silent connection), then the ping deadline (2 s) closes it */
-	harness_sleep_ms(3500);
+	CU_ASSERT(harness_wait_int(&D, 0, 10000, "clients", NULL) == 0);
 	struct tclient *b = v2("rc1");
 	CU_ASSERT_FATAL(b != NULL);
 	expect_done(b, "j", NULL, 3000);
@@ -165,7 +165,8 @@ static void test_new_connection_takes_over(void)
 	wsc_set_options(a->ws, WSC_OPT_NO_AUTO_PONG);
 	start_sleep(a, "j", "0.3");
 	start_sleep(a, "k", "1.5");
-	harness_sleep_ms(800); /* j ended, its DONE went to a */
+	/* j ended, its DONE went to a */
+	CU_ASSERT(harness_wait_int(&D, 1, 5000, "services", "sleep", "finished", NULL) == 0);
 	struct tclient *b = v2("rc2");
 	CU_ASSERT_FATAL(b != NULL);
 	/* j's DONE again, and k's when it ends: b owns both now */
@@ -317,7 +318,8 @@ static void test_negotiation_and_protocol_1(void)
 		json_object_put(e);
 	wsc_set_options(a->ws, WSC_OPT_NO_AUTO_PONG);
 	start_sleep(a, "j", "0.3");
-	harness_sleep_ms(3500); /* DONE sent into the silence; 1001 */
+	/* DONE sent into the silence; 1001 */
+	CU_ASSERT(harness_wait_int(&D, 0, 10000, "clients", NULL) == 0);
 	struct tclient *b = tc_connect(D.port, "rc4");
 	CU_ASSERT_FATAL(b != NULL);
 	CU_ASSERT(tc_quiet(b, 500)); /* the known limit of protocol 1 */

@@ -37,9 +37,11 @@ static void start_sleep(struct tclient *c, const char *id, const char *secs)
 {
 	char job[96];
 
+	long long started = harness_status_int(&D, "services", "sleep", "started", NULL);
 	snprintf(job, sizeof job, "{\"command\":\"sleep\",\"args\":[\"%s\"]}", secs);
 	CU_ASSERT_FATAL(tc_start_job(c, id, "sleep", job) == 0);
-	harness_sleep_ms(100);
+	CU_ASSERT(harness_wait_int(&D, started + 1, 5000, "services", "sleep", "started", NULL) ==
+		  0);
 }
 
 static void expect_done(struct tclient *c, const char *id, int exit_code, const char *error,
@@ -81,7 +83,8 @@ static void test_reconnect_after_job_ended(void)
 	CU_ASSERT_FATAL(a != NULL);
 	start_sleep(a, "j", "0.3");
 	tc_close(a);
-	harness_sleep_ms(1000); /* the job ends while the client is away */
+	/* the job ends while the client is away */
+	CU_ASSERT(harness_wait_wg(&D, "wg", "running", 0, 5000) == 0);
 	/* any handler: a probing connection that landed elsewhere would itself
 	 * be the comeback and take the DONE */
 	struct tclient *b = tc_connect(D.port, "res2");
@@ -103,9 +106,8 @@ static void test_grace_runs_out(void)
 	snprintf(pattern, sizeof pattern, "pgrep -f '^sleep %s$' > /dev/null", dur);
 	start_sleep(a, "long", dur);
 	tc_close(a);
-	harness_sleep_ms(3500); /* grace 2 s, then SIGTERM */
-	int pg = system(pattern);
-	CU_ASSERT(WIFEXITED(pg) && WEXITSTATUS(pg) == 1);
+	/* grace 2 s, then SIGTERM */
+	CU_ASSERT(harness_wait_pgrep(pattern, 0, 10000) == 0);
 	struct tclient *b = tc_connect(D.port, "res3");
 	CU_ASSERT_FATAL(b != NULL);
 	CU_ASSERT(tc_quiet(b, 300)); /* no DONE: the grace is over */

@@ -47,6 +47,13 @@ static const char *error_code(struct json_object *done)
 	return tc_str(e, "code");
 }
 
+/* 1 when a connection to the port (*arg) is established: an upload or
+ * fetch under way. */
+static int upload_open(void *arg)
+{
+	return harness_tcp_connected(*(int *)arg) > 0;
+}
+
 static void test_cat_round_trip_100mib(void)
 {
 	const uint64_t size = 100ull << 20, seed = 42;
@@ -278,7 +285,11 @@ static void test_stream_failures_and_deadlines(void)
 	const char *token = tc_want_offer(c, "up", "tools", 0, 3000);
 	CU_ASSERT_FATAL(token != NULL);
 	tc_send(c, "{\"type\":\"JOB\",\"job_id\":\"up\",\"token\":\"%s\",\"job\":%s}", token, job);
-	harness_sleep_ms(1500);
+	/* the program has ended and the upload is under way: connected to
+	 * the slow endpoint (3 MB at 100 kB/s: 30 s to go) */
+	int up_port = 0;
+	CU_ASSERT_FATAL(sscanf(out_url, "http://127.0.0.1:%d/", &up_port) == 1);
+	CU_ASSERT_FATAL(harness_wait_until(upload_open, &up_port, 10000) == 0);
 	t0 = harness_now_ms();
 	tc_send(c, "{\"type\":\"CANCEL\",\"job_id\":\"up\"}");
 	d = tc_expect(c, "DONE", 5000);

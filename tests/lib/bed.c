@@ -75,8 +75,7 @@ int bed_usable(const char *prog, int ntests)
 		why = "root, but no network namespace can be made here (ip netns add failed)";
 	if (!why)
 		return 1;
-	printf("%s: %d tests left out: %s\n", prog, ntests, why);
-	fflush(stdout);
+	suite_left_out(prog, ntests, why);
 	return 0;
 }
 

@@ -248,6 +248,102 @@ int harness_log_contains(const struct es_daemon *d, const char *text)
 	return harness_log_count(d, text) > 0;
 }
 
+int harness_wait_until(int (*cond)(void *arg), void *arg, int timeout_ms)
+{
+	long long t0 = harness_now_ms();
+
+	for (;;) {
+		if (cond(arg))
+			return 0;
+		if (harness_now_ms() - t0 >= timeout_ms)
+			return -1;
+		harness_sleep_ms(20);
+	}
+}
+
+struct log_goal {
+	const struct es_daemon *d;
+	const char *text;
+	int count;
+};
+
+static int log_reached(void *arg)
+{
+	const struct log_goal *g = arg;
+	return harness_log_count(g->d, g->text) >= g->count;
+}
+
+int harness_wait_log_count(const struct es_daemon *d, const char *text, int count, int timeout_ms)
+{
+	struct log_goal g = { d, text, count };
+	return harness_wait_until(log_reached, &g, timeout_ms);
+}
+
+int harness_wait_log(const struct es_daemon *d, const char *text, int timeout_ms)
+{
+	return harness_wait_log_count(d, text, 1, timeout_ms);
+}
+
+int harness_pid_alive(pid_t pid)
+{
+	char path[64], state = 'Z';
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if (pid <= 0 || !(f = fopen(path, "r")))
+		return 0;
+	if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+		state = 'Z';
+	fclose(f);
+	return state != 'Z' && state != 'X';
+}
+
+static int pid_gone(void *arg)
+{
+	return !harness_pid_alive(*(pid_t *)arg);
+}
+
+int harness_wait_gone(pid_t pid, int timeout_ms)
+{
+	return harness_wait_until(pid_gone, &pid, timeout_ms);
+}
+
+int harness_tcp_connected(int port)
+{
+	FILE *f = fopen("/proc/net/tcp", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof line, f)) {
+		unsigned rport, st;
+		if (sscanf(line, " %*d: %*x:%*x %*x:%x %x", &rport, &st) == 2 &&
+		    (int)rport == port && st == 1)
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+struct pgrep_goal {
+	const char *command;
+	int status; /* pgrep's exit status awaited: 0 found, 1 none */
+};
+
+static int pgrep_says(void *arg)
+{
+	const struct pgrep_goal *g = arg;
+	int st = system(g->command);
+	return WIFEXITED(st) && WEXITSTATUS(st) == g->status;
+}
+
+int harness_wait_pgrep(const char *command, int found, int timeout_ms)
+{
+	struct pgrep_goal g = { command, found ? 0 : 1 };
+	return harness_wait_until(pgrep_says, &g, timeout_ms);
+}
+
 static int write_config(struct es_daemon *d, int handlers, const char *body)
 {
 	FILE *f = fopen(d->config, "w");
@@ -547,6 +643,42 @@ long long harness_status_int(const struct es_daemon *d, ...)
 long long harness_wg_field(const struct es_daemon *d, const char *wg, const char *field)
 {
 	return harness_status_int(d, "waitgroups", wg, field, NULL);
+}
+
+struct int_goal {
+	const char *keys[8]; /* NULL-terminated */
+	long long want;
+};
+
+static int int_reached(struct json_object *st, void *arg)
+{
+	const struct int_goal *g = arg;
+	struct json_object *o = st;
+
+	for (int i = 0; o && g->keys[i]; i++)
+		if (!json_object_object_get_ex(o, g->keys[i], &o))
+			o = NULL;
+	return o && json_object_get_int64(o) == g->want;
+}
+
+int harness_wait_int(const struct es_daemon *d, long long want, int timeout_ms, ...)
+{
+	struct int_goal g = { .want = want };
+	va_list ap;
+	int n = 0;
+
+	va_start(ap, timeout_ms);
+	while (n < 7 && (g.keys[n] = va_arg(ap, const char *)) != NULL)
+		n++;
+	va_end(ap);
+	g.keys[n] = NULL;
+	return harness_wait_status(d, timeout_ms, int_reached, &g);
+}
+
+int harness_wait_wg(const struct es_daemon *d, const char *wg, const char *field, long long want,
+		    int timeout_ms)
+{
+	return harness_wait_int(d, want, timeout_ms, "waitgroups", wg, field, NULL);
 }
 
 long long harness_json_vint(struct json_object *o, va_list ap)

@@ -79,6 +79,24 @@ void harness_dump_log(const struct es_daemon *d);
 int harness_log_contains(const struct es_daemon *d, const char *text);
 /* How many lines of the log contain text. */
 int harness_log_count(const struct es_daemon *d, const char *text);
+/* Waits until at least count lines of the log contain text; 0, or -1
+ * after timeout_ms. */
+int harness_wait_log_count(const struct es_daemon *d, const char *text, int count, int timeout_ms);
+/* harness_wait_log_count for one line. */
+int harness_wait_log(const struct es_daemon *d, const char *text, int timeout_ms);
+
+/* Polls cond(arg) every 20 ms until it returns non-zero (0) or timeout_ms
+ * pass (-1): the wait for a condition that no other helper names. */
+int harness_wait_until(int (*cond)(void *arg), void *arg, int timeout_ms);
+/* 1 while process pid exists and is not a zombie (/proc/PID/stat). */
+int harness_pid_alive(pid_t pid);
+/* Waits until pid is gone or a zombie; 0, or -1 after timeout_ms. */
+int harness_wait_gone(pid_t pid, int timeout_ms);
+/* Waits until the shell command (a pgrep, e.g. "pgrep -f '^sleep 30.123$'
+ * > /dev/null") finds its process (found 1: exit status 0) or finds none
+ * (found 0: exit status 1; 127, no pgrep, never counts); 0, or -1 after
+ * timeout_ms. */
+int harness_wait_pgrep(const char *command, int found, int timeout_ms);
 
 /* Sent as a bearer token with every /status request when not NULL (for
  * daemons configured with authToken). */
@@ -102,6 +120,13 @@ long long harness_status_int(const struct es_daemon *d, ...);
 long long harness_wg_field(const struct es_daemon *d, const char *wg, const char *field);
 /* The same with the keys in a va_list. */
 long long harness_json_vint(struct json_object *o, va_list ap);
+/* Waits until the integer at a path of keys in GET /status (NULL-
+ * terminated, as harness_status_int) equals want; 0, or -1 after
+ * timeout_ms. */
+int harness_wait_int(const struct es_daemon *d, long long want, int timeout_ms, ...);
+/* harness_wait_int for field of waitgroup wg. */
+int harness_wait_wg(const struct es_daemon *d, const char *wg, const char *field, long long want,
+		    int timeout_ms);
 
 /* Forks and execs argv (PATH searched) with stdout and stderr appended to
  * log and extra_env ("K=V" or NULL) added.  The process gets SIGTERM when
@@ -128,6 +153,9 @@ int harness_await(pid_t *pid, int timeout_ms, int (*ready)(void *arg), void *arg
 void harness_remove_dir(const char *dir);
 /* Prints the last lines of a file to stderr under a title. */
 void harness_tail(const char *what, const char *file, int lines);
+/* How many IPv4 TCP connections of this network namespace to remote port
+ * `port` are established (/proc/net/tcp). */
+int harness_tcp_connected(int port);
 /* A loopback TCP port that was free a moment ago, or -1. */
 int harness_free_port(void);
 /* A listener of base on a free loopback port (bound, so no race for

@@ -22,6 +22,14 @@ static int selected(const char *name, const char *only)
 	}
 }
 
+void suite_left_out(const char *prog, int ntests, const char *why)
+{
+	const char *slash = strrchr(prog, '/');
+
+	printf("%s: %d tests left out: %s\n", slash ? slash + 1 : prog, ntests, why);
+	fflush(stdout);
+}
+
 int run_suite(const char *suite, const struct test_case *cases)
 {
 	signal(SIGPIPE, SIG_IGN);

@@ -62,7 +62,8 @@ static int usage(const struct es_daemon *d, struct proc_usage *u)
 	for (int i = 0; i < n; i++)
 		u[i + 1].pid = pids[i];
 	/* the /status request above used a connection of one handler: let it
-	 * close, and freed memory settle, before counting */
+	 * close, and freed memory settle, before counting (sleep: no event
+	 * says the allocator has returned its memory) */
 	harness_sleep_ms(1000);
 	for (int i = 0; i <= n; i++) {
 		u[i].anon_kib = harness_proc_kib(u[i].pid, "RssAnon");

@@ -139,7 +139,7 @@ static void test_trusted_by_its_times(void)
 	CU_ASSERT_FATAL(job_dir_take(root, 0, a, sizeof a, &sa) == 0);
 	CU_ASSERT_FALSE(sa.trusted); /* new */
 	job_dir_release(a, 1, &sa);  /* read: changed just now, not trusted */
-	usleep(3100000);
+	usleep(3100000); /* sleep: trust needs times 3 s old; ctime cannot be set back */
 	CU_ASSERT_FATAL(job_dir_take(root, 0, b, sizeof b, &sb) == 0);
 	CU_ASSERT_STRING_EQUAL(a, b);
 	CU_ASSERT_TRUE(sb.trusted); /* read again, 3 s after its last change */

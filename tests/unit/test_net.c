@@ -1166,15 +1166,15 @@ static void send_in_pieces(struct wsc *c, const unsigned char *b, size_t n)
 			k = n - off;
 		wsc_send_bytes(c, b + off, k);
 		off += k;
-		usleep(3000); /* most likely a read of its own */
+		usleep(3000); /* sleep: paced, so that each piece is most likely a read of its own */
 	}
 }
 
 static void idle_gap(struct run *r)
 {
-	usleep(5000);
+	usleep(5000); /* sleep: the server's turn after the last message ends */
 	atomic_store(&r->idle_gap, 1);
-	usleep(40000);
+	usleep(40000); /* sleep: an idle window of 40 ms, sampled by the server's loop */
 	atomic_store(&r->idle_gap, 0);
 }
 
@@ -1719,7 +1719,7 @@ static void sc_flood(struct run *r, struct wsc *c)
 	int ok = 0;
 
 	wsc_send_text(c, "flood", 5);
-	usleep(200 * 1000); /* let the server's output pile up */
+	usleep(200 * 1000); /* sleep: the server's output piles up while nothing is read */
 	for (int i = 0; i < 20; i++) {
 		struct wsc_msg m;
 

@@ -283,10 +283,6 @@ static int answer(int listener, const struct seccomp_notif *n, int error)
  * checks. */
 static void in_subprocess(int (*body)(void))
 {
-	if (spawn_waits_for_exec()) {
-		printf("(not where the spawn waits for the exec: valgrind, ES_SPAWN_VFORK) ");
-		return;
-	}
 	pid_t p = fork();
 	CU_ASSERT_FATAL(p >= 0);
 	if (p == 0) {
@@ -412,9 +408,14 @@ static void test_child_errno_not_the_spawners(void)
 	in_subprocess(held_failing_chdir);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	static const struct test_case cases[] = {
+	/* the last HELD cases hold the child in its exec: not where the spawn
+	 * waits for the exec (valgrind, ES_SPAWN_VFORK), so left out there */
+	enum {
+		HELD = 3
+	};
+	static struct test_case cases[] = {
 		{ "each failed step reported by spawn_reaped with its errno",
 		  test_each_failure_reported },
 		{ "the spawner's errno kept, whatever failed in the child",
@@ -436,6 +437,14 @@ int main(void)
 		return 1;
 	}
 	spawn_init();
+	(void)argc;
+	if (spawn_waits_for_exec()) {
+		size_t n = sizeof cases / sizeof cases[0] - 1;
+		cases[n - HELD] = cases[n];
+		suite_left_out(argv[0], HELD,
+			       "the spawn waits for the exec here (valgrind, ES_SPAWN_VFORK): no "
+			       "child can be held in its exec");
+	}
 	int rc = run_suite("spawn", cases);
 	char path[128];
 	snprintf(path, sizeof path, "%s/noperm", dir);

@@ -37,6 +37,7 @@
 #include "job/transfer.h"
 #include "pipe_server.h"
 #include "suite.h"
+#include "transfer_files.h"
 
 #define MiB (1024ULL * 1024ULL)
 

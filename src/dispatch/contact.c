@@ -127,7 +127,7 @@ int expand_all(struct dispatcher *d)
 	d->q_find_lost = dq_expand(DQ_FIND_LOST, s);
 	d->q_requeue = dq_expand(DQ_REQUEUE_CLAIMS, s);
 	d->q_claim = dq_expand(DQ_CLAIM, s);
-	d->q_start = dq_expand(DQ_START, s);
+	d->q_start = dq_expand(DQ_START_ONCE, s);
 	d->q_finish = dq_expand(DQ_FINISH, s);
 	d->q_held = dq_expand(DQ_HELD, s);
 	d->q_leave = dq_expand(DQ_LEAVE, s);

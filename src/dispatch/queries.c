@@ -357,3 +357,24 @@ const char DQ_QUEUE_STATS[] =
 	"FROM @schema@.job WHERE state = 'queued' GROUP BY service "
 	"UNION ALL SELECT service, state, count(*), 0 FROM @schema@.job "
 	"WHERE state IN ('claimed', 'running') GROUP BY service, state ORDER BY 1";
+
+/* DQ_START that may be sent again: a row of the same claim (id, claims)
+ * already running under our instance is answered as started (1), so that
+ * a START whose commit went through while the lost connection took its
+ * reply counts its runs started the next time, never as claims lost.  A
+ * row claimed that another transaction has locked is skipped, not waited
+ * for, and answered as still claimed (0). */
+const char DQ_START_ONCE[] =
+	"WITH u AS (SELECT * FROM unnest($2::bigint[], $3::int[]) AS u(id, claims)), "
+	"mine AS (SELECT j.id, j.state FROM @schema@.job j JOIN u ON j.id = u.id "
+	" AND j.claims = u.claims WHERE j.runner_instance = $1 "
+	" AND j.state IN ('claimed', 'running')), "
+	"free AS MATERIALIZED (SELECT j.id FROM @schema@.job j JOIN u ON j.id = u.id "
+	" AND j.claims = u.claims WHERE j.runner_instance = $1 AND j.state = 'claimed' "
+	" FOR NO KEY UPDATE OF j SKIP LOCKED), "
+	"run AS (UPDATE @schema@.job j SET state = 'running', started_at = now() "
+	" WHERE j.id IN (SELECT id FROM free) RETURNING j.id) "
+	"SELECT id, 1 FROM run "
+	"UNION ALL SELECT id, 1 FROM mine WHERE state = 'running' "
+	"UNION ALL SELECT id, 0 FROM mine WHERE state = 'claimed' "
+	" AND id NOT IN (SELECT id FROM free)";

@@ -148,4 +148,11 @@ extern const char DQ_JANITOR[];
  * and state of the rows not finished (metrics.c, every METRICS_QUEUE_MS). */
 extern const char DQ_QUEUE_STATS[];
 
+/* DQ_START that may be sent again: ($1 instance, $2 ids[], $3 claims[])
+ * -> (id, 1) per row changed or already running under the same claim,
+ * (id, 0) per row still claimed that another transaction has locked (not
+ * waited for: to be tried again).  A START whose reply was lost, sent
+ * again, finds its runs started, not their claims lost. */
+extern const char DQ_START_ONCE[];
+
 #endif

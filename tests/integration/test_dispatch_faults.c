@@ -11,7 +11,8 @@
  *    once the database is back, nothing runs twice;
  *  - a claim whose result was lost with the connection: requeued once the
  *    dispatcher is back, and run; a finish whose reply was lost (PgBouncer
- *    stopped, then killed): written again, found written, counted so;
+ *    stopped, then killed): written again, found written, counted so; a
+ *    start whose reply was lost: sent again, its run found started;
  *  - a handler of the execserver killed: its jobs come back as exec_lost
  *    and are requeued, counting the attempt;
  *  - an outcome the database refuses (a trigger): refused in every form it
@@ -394,8 +395,8 @@ static pid_t bouncer_pid(void)
 
 /* Once `sleeping` statements sleep in a trigger (pg_sleep), PgBouncer is
  * stopped (SIGSTOP: what it forwarded goes on, the replies wait in it),
- * and the row id waited for until it is done.  PgBouncer's pid, or 0. */
-static pid_t stop_bouncer_until_done(int sleeping, long long id)
+ * and the row id waited for until it is in state.  PgBouncer's pid, or 0. */
+static pid_t stop_bouncer_until_state(int sleeping, long long id, const char *state)
 {
 	pid_t pid;
 	long long t0;
@@ -411,10 +412,15 @@ static pid_t stop_bouncer_until_done(int sleeping, long long id)
 	     harness_now_ms() - t0 < 10000 &&
 	     pgtest_int(F.c,
 			"SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
-			"state = 'done'",
-			id) == 0;)
+			"state = '%s'",
+			id, state) == 0;)
 		harness_sleep_ms(10);
 	return pid;
+}
+
+static pid_t stop_bouncer_until_done(int sleeping, long long id)
+{
+	return stop_bouncer_until_state(sleeping, id, "done");
 }
 
 /* A trigger name on job sleeping secs after each row updated when (a
@@ -463,41 +469,82 @@ static int disp_through_bouncer(void)
 	return disp_through_bouncer_as(0);
 }
 
+/* The reply of a statement lost after its commit: dispatcher 0 through
+ * PgBouncer (disp_through_bouncer), a trigger named trigger sleeping 1 s
+ * after each row updated when (a condition on NEW), the job submitted;
+ * PgBouncer is stopped while the statement sleeps (the commit and its
+ * reply then wait in PgBouncer's socket) and killed once the row is in
+ * state.  The job's id. */
+static long long lose_reply(const char *trigger, const char *when, const char *job,
+			    const char *state)
+{
+	long long id;
+
+	CU_ASSERT_FATAL(disp_through_bouncer() == 0);
+	sleep_trigger(trigger, 1, when);
+	id = df_submit(&F, job, 0);
+	pid_t bouncer = stop_bouncer_until_state(1, id, state);
+	CU_ASSERT_FATAL(bouncer > 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = '%s'",
+				   id, state),
+			1);
+	kill(bouncer, SIGKILL);
+	F.pg.bouncer_port = 0; /* gone: nothing to stop at the cleanup */
+	return id;
+}
+
+/* Dispatcher 0's log does not say "job <id> attempt 1: <what>". */
+static void log_lacks(long long id, const char *what)
+{
+	char line[200];
+	size_t len;
+	unsigned char *txt = harness_read_file(F.log[0], &len);
+
+	snprintf(line, sizeof line, "job %lld attempt 1: %s", id, what);
+	CU_ASSERT(txt && !strstr((char *)txt, line));
+	free(txt);
+}
+
 /* A finish whose commit went through but whose reply the lost connection
- * took: the dispatcher runs through PgBouncer, which the test stops while
- * the finish sleeps in a trigger (the commit and its reply then wait in
- * PgBouncer's socket) and kills once the row is done; the dispatcher
- * reconnects straight to PostgreSQL (the next host), writes the outcome
- * again, finds it written under its claim, and counts it written, not
- * dropped. */
+ * took (lose_reply): the dispatcher reconnects straight to PostgreSQL
+ * (the next host), writes the outcome again, finds it written under its
+ * claim, and counts it written, not dropped. */
 static void test_finish_reply_lost(void)
 {
 	char line[200];
-	long long id;
-	size_t len;
-	unsigned char *txt;
+	long long id = lose_reply("slow_finish", "NEW.state = 'done'", "{\"command\":\"true\"}",
+				  "done");
 
-	CU_ASSERT_FATAL(disp_through_bouncer() == 0);
-	sleep_trigger("slow_finish", 1, "NEW.state = 'done'");
-	id = df_submit(&F, "{\"command\":\"true\"}", 0);
-	pid_t bouncer = stop_bouncer_until_done(1, id);
-	CU_ASSERT_FATAL(bouncer > 0);
-	CU_ASSERT(pgtest_int(F.c,
-			     "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
-			     "state = 'done'",
-			     id) == 1);
-	kill(bouncer, SIGKILL);
-	F.pg.bouncer_port = 0; /* gone: nothing to stop at the cleanup */
 	snprintf(line, sizeof line,
 		 "job %lld attempt 1: outcome done written by a statement whose reply the lost "
 		 "connection took",
 		 id);
 	CU_ASSERT(wait_log(0, line, 20000) == 0);
-	txt = harness_read_file(F.log[0], &len);
-	snprintf(line, sizeof line, "job %lld attempt 1: claim lost before its outcome", id);
-	CU_ASSERT(txt && !strstr((char *)txt, line));
-	free(txt);
+	log_lacks(id, "claim lost before its outcome");
 	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_finish ON execdispatch.job"));
+	stop_all(1);
+}
+
+/* A start (the statement writing the row running) whose commit went
+ * through but whose reply the lost connection took (lose_reply): the
+ * dispatcher reconnects straight to PostgreSQL, sends the start again,
+ * finds the row running under its claim, and lets the run go on to its
+ * outcome (never cancelled as a claim lost, nor left running). */
+static void test_start_reply_lost(void)
+{
+	long long id = lose_reply("slow_start", "NEW.state = 'running'",
+				  "{\"command\":\"sleep\",\"args\":[\"2\"]}", "running");
+
+	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_start ON execdispatch.job"));
+	CU_ASSERT_EQUAL(df_wait_final(&F, 20000), 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'done' AND attempts = 1",
+				   id),
+			1);
+	log_lacks(id, "its claim was lost before it started");
 	stop_all(1);
 }
 
@@ -1288,6 +1335,8 @@ int main(void)
 		{ "an outcome the database refuses: kept, or cut to outcome_not_stored",
 		  test_outcome_refused },
 		{ "a finish whose reply was lost counts as written", test_finish_reply_lost },
+		{ "a start whose reply was lost: the run goes on to its outcome",
+		  test_start_reply_lost },
 		{ "a claim whose reply was lost on the second connection is requeued",
 		  test_claim_reply_lost_second_conn },
 		{ "a stop while an outcome is refused in every form: given up after 10 s",

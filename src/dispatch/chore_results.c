@@ -142,7 +142,7 @@ static void local_claimed(void *arg, PGresult *res, int away, const void *note)
 	if (!res && !away)
 		log_error("claim: %s", chores_db(d->chores)->last_error);
 	if (!res && away)
-		d->sweep_lost = d->lost_claims = 1;
+		claims_lost(d);
 	if (n->life != d->life) {
 		if (rows)
 			log_info("%d local rows claimed before our dispatcher row was removed; "
@@ -222,6 +222,12 @@ static int requeue_found(struct dispatcher *d, PGresult *res, const void *note, 
 	return rc;
 }
 
+/* The note of DQ_CLAIMS_SETTLED: the life, the claims in limbo then. */
+struct probe_note {
+	unsigned life;
+	size_t nlimbo;
+};
+
 /* The sweep's end: the answer of its requeue, or of its look when that
  * found nothing or failed. */
 static void swept(void *arg, PGresult *res, int away, const void *note)
@@ -233,6 +239,11 @@ static void swept(void *arg, PGresult *res, int away, const void *note)
 	if (res) {
 		d->sweep_lost = 0;
 		d->swept_ms = now_ms();
+		if (d->limbo_probed)
+			log_debug("%zu claims lost with their connections settled: their places "
+				  "are free",
+				  d->limbo_probed);
+		limbo_free(d, d->limbo_probed);
 		if (PQntuples(res) > 0)
 			log_warn("requeued %d rows claimed by a statement whose result the lost "
 				 "connection took",
@@ -240,6 +251,7 @@ static void swept(void *arg, PGresult *res, int away, const void *note)
 	} else if (!away) {
 		log_error("claims lost with the connection: %s", chores_db(d->chores)->last_error);
 	}
+	d->limbo_probed = 0;
 	if (res && !d->stopping)
 		event_active(d->poll_ev, EV_TIMEOUT, 0); /* claims waited for it */
 }
@@ -264,7 +276,7 @@ static void lost_found(void *arg, PGresult *res, int away, const void *note)
 		d->sweep_out = 0; /* tried again at the next turn (sweep_lost) */
 }
 
-/* After a reconnection, with no statement on the wire and every result
+/* The sweep's look, with no statement on the wire and every result
  * delivered (so every row this dispatcher claimed and knows is in its
  * list): the rows claimed under its instance by a claim it does not hold
  * (id and claims; an earlier claim of the same row whose outcome is still
@@ -274,7 +286,7 @@ static void lost_found(void *arg, PGresult *res, int away, const void *note)
  * heartbeat lives: looked for (DQ_FIND_LOST) and requeued under exactly
  * those claims (DQ_REQUEUE_CLAIMS, lost_found) like a rescue; chores, and
  * no claim is sent until the last answer (swept). */
-void sweep_lost_claims(struct dispatcher *d)
+static void find_lost_claims(struct dispatcher *d)
 {
 	size_t n = 0;
 
@@ -304,6 +316,48 @@ void sweep_lost_claims(struct dispatcher *d)
 	free(claims);
 	free(v);
 	free(c);
+}
+
+/* The probe before a sweep while claims are in limbo: answered, the sweep
+ * looks; the claims in limbo when it was sent are freed by the sweep's
+ * answer if no statement held our row (limbo_probed), else they are
+ * probed again at the next heartbeat (beat_cb). */
+static void on_settled_answer(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	const struct probe_note *n = note;
+
+	d->sweep_out = 0;
+	if (n->life != d->life)
+		return; /* tried again at the next turn (sweep_lost) */
+	if (!res) {
+		if (!away)
+			log_error("claims lost with the connection: %s",
+				  chores_db(d->chores)->last_error);
+		return;
+	}
+	d->limbo_probed = PQntuples(res) == 1 ? n->nlimbo : 0;
+	if (!d->limbo_probed)
+		log_debug("claims lost with their connections: a statement still holds our "
+			  "dispatcher row; their places stay taken");
+	find_lost_claims(d);
+}
+
+/* After a reconnection, with no statement on the wire and every result
+ * delivered: the sweep (find_lost_claims), after a probe of our row
+ * (DQ_CLAIMS_SETTLED) while claims are in limbo (struct limbo). */
+void sweep_lost_claims(struct dispatcher *d)
+{
+	struct probe_note n = { d->life, d->nlimbo };
+	const char *params[2] = { d->cfg->instance_id, d->token };
+
+	d->limbo_probed = 0;
+	if (!d->nlimbo) {
+		find_lost_claims(d);
+		return;
+	}
+	if (chores_add(d->chores, d->q_settled, 2, params, &n, sizeof n, on_settled_answer, d) == 0)
+		d->sweep_out = 1;
 }
 
 static void lose_everything(struct dispatcher *d, const char *why)
@@ -550,10 +604,11 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 	if (d->registered && d->owning && !d->own_out)
 		send_own(d);
 	/* a claim lost with its connection may be committed by its backend
-	 * at any later time: swept every staleAfterSec from then on */
+	 * at any later time: swept every staleAfterSec from then on, and at
+	 * every heartbeat while its places are in limbo (struct limbo) */
 	if (d->lost_claims && d->registered &&
-	    now_ms() - d->swept_ms >= d->cfg->stale_after_sec * 1000LL) {
-		d->sweep_lost = 1;
+	    (d->nlimbo || now_ms() - d->swept_ms >= d->cfg->stale_after_sec * 1000LL)) {
+		sweep_want(d);
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	}
 	if (d->beat_out || d->leaving)
@@ -578,7 +633,7 @@ void on_chores_up(void *arg)
 	if (d->contact < CONTACT_DONE)
 		return;
 	if (d->lost_claims)
-		d->sweep_lost = 1; /* a local claim may have been lost with it */
+		sweep_want(d); /* a local claim may have been lost with it */
 	if (!beat_fresh(d) && !d->beat_out)
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 	if (d->stopping)

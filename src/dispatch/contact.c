@@ -137,10 +137,12 @@ int expand_all(struct dispatcher *d)
 	d->q_claim_exec = dq_expand(DQ_CLAIM_EXEC, s);
 	d->q_landed = dq_expand(DQ_LANDED, s);
 	d->q_version = dq_expand(DQ_SCHEMA_VERSION, s);
-	return d->q_version && d->q_claim_exec && d->q_landed && d->q_register && d->q_beat &&
-			       d->q_rescue && d->q_find_own && d->q_find_lost && d->q_requeue &&
-			       d->q_claim && d->q_start && d->q_finish && d->q_held && d->q_leave &&
-			       d->q_janitor && d->q_position && d->q_finish_claim
+	d->q_settled = dq_expand(DQ_CLAIMS_SETTLED, s);
+	return d->q_version && d->q_settled && d->q_claim_exec && d->q_landed && d->q_register &&
+			       d->q_beat && d->q_rescue && d->q_find_own && d->q_find_lost &&
+			       d->q_requeue && d->q_claim && d->q_start && d->q_finish &&
+			       d->q_held && d->q_leave && d->q_janitor && d->q_position &&
+			       d->q_finish_claim
 		       ? 0
 		       : -1;
 }

@@ -378,3 +378,13 @@ const char DQ_START_ONCE[] =
 	"UNION ALL SELECT id, 1 FROM mine WHERE state = 'running' "
 	"UNION ALL SELECT id, 0 FROM mine WHERE state = 'claimed' "
 	" AND id NOT IN (SELECT id FROM free)";
+
+/* Whether every statement of ours that locked our dispatcher row of this
+ * life has ended: a claim holds the row FOR KEY SHARE (OUR_ROW) until it
+ * commits or ends, which FOR UPDATE conflicts with, so a claim whose
+ * connection was lost while its backend goes on keeps this from answering
+ * its row (so does our heartbeat's update for a moment: asked again).
+ * Asked before the sweep of lost claims, with no claim of ours on the
+ * wire, to know whether the sweep that follows sees every claim lost. */
+const char DQ_CLAIMS_SETTLED[] = "SELECT 1 FROM @schema@.dispatcher WHERE instance = $1 "
+				 "AND started_at = $2::timestamptz FOR UPDATE SKIP LOCKED";

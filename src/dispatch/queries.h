@@ -155,4 +155,10 @@ extern const char DQ_QUEUE_STATS[];
  * again, finds its runs started, not their claims lost. */
 extern const char DQ_START_ONCE[];
 
+/* No statement holds our dispatcher row of this life locked: ($1
+ * instance, $2 token) -> one row if so; none while a claim (ours, on a
+ * lost connection too) or our heartbeat's update has it, or if it is
+ * gone.  Asked with no claim of ours on the wire (sweep_lost_claims). */
+extern const char DQ_CLAIMS_SETTLED[];
+
 #endif

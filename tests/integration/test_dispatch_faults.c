@@ -819,6 +819,20 @@ static int wait_sql(const char *q, long long want, int timeout_ms)
 	return -1;
 }
 
+/* Once a statement sleeps in a trigger (pg_sleep), PgBouncer is killed:
+ * the dispatcher's connections through it break while the backend goes
+ * on with the statement (PgBouncer does not cancel it). */
+static void kill_bouncer_once_sleeping(void)
+{
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event = "
+				 "'PgSleep'",
+				 1, 10000) == 0);
+	pid_t bouncer = bouncer_pid();
+	CU_ASSERT_FATAL(bouncer > 0);
+	kill(bouncer, SIGKILL);
+	F.pg.bouncer_port = 0; /* gone: nothing to stop at the cleanup */
+}
+
 /* A claim whose connection broke by an error (not at its deadline) while
  * its backend still ran it: the dispatcher goes through PgBouncer, a
  * trigger makes the claim sleep 4 s at the server (as one waiting for a
@@ -836,13 +850,7 @@ static void test_claim_committed_after_sweep(void)
 	CU_ASSERT_FATAL(disp_through_bouncer() == 0);
 	sleep_trigger("slow_claim", 4, "NEW.state = 'claimed' AND NEW.claims = 1");
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
-	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event = "
-				 "'PgSleep'",
-				 1, 10000) == 0);
-	pid_t bouncer = bouncer_pid();
-	CU_ASSERT_FATAL(bouncer > 0);
-	kill(bouncer, SIGKILL);
-	F.pg.bouncer_port = 0; /* gone: nothing to stop at the cleanup */
+	kill_bouncer_once_sleeping();
 	t0 = harness_now_ms();
 	CU_ASSERT(wait_run_log(0, "a statement was on the wire when the connection was lost",
 			       5000) == 0);
@@ -857,6 +865,60 @@ static void test_claim_committed_after_sweep(void)
 			2);
 	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_claim ON execdispatch.job"));
 	stop_all(1);
+}
+
+/* A claim lost with its connection while its backend goes on keeps its
+ * places until that backend ended and the sweep after it looked: the
+ * dispatcher goes through PgBouncer, one row held (A, running), then 12
+ * rows queued at once, whose claim (4 places: share 4 + 1, less A) a
+ * trigger makes sleep 3 s at the server (at its first row); PgBouncer is killed meanwhile
+ * and the backend commits the claim later.  The dispatcher, straight to
+ * PostgreSQL, must claim nothing in those places until the sweep has
+ * requeued what that claim took: the table never shows more than 5 rows
+ * held by it (without the places kept: 9). */
+static void test_lost_claim_keeps_places(void)
+{
+	static const char job[] = "{\"command\":\"sleep\",\"args\":[\"6\"]}";
+	long long first = 0, most = 0, t0;
+	char when[120];
+
+	CU_ASSERT_FATAL(disp_through_bouncer() == 0);
+	df_submit(&F, job, 0);
+	CU_ASSERT_FATAL(wait_held_running("d0", 1, 10000) == 0);
+	PQclear(pgtest_query(F.c, "BEGIN"));
+	for (int i = 0; i < 12; i++) {
+		long long id = df_submit(&F, job, 0);
+		if (!first)
+			first = id;
+	}
+	snprintf(when, sizeof when, "NEW.state = 'claimed' AND NEW.claims = 1 AND NEW.id = %lld",
+		 first);
+	sleep_trigger("slow_claim", 3, when);
+	PQclear(pgtest_query(F.c, "COMMIT"));
+	kill_bouncer_once_sleeping();
+	/* the rows held sampled until the late claim's rows are requeued
+	 * (their claims 2) and claimed again by the dispatcher (held again) */
+	for (t0 = harness_now_ms(); harness_now_ms() - t0 < 30000;) {
+		long long held = df_held(&F, "d0");
+		if (held > most)
+			most = held;
+		if (pgtest_int(F.c,
+			       "SELECT count(*) FROM execdispatch.job WHERE id >= %lld AND "
+			       "claims >= 2",
+			       first) > 0)
+			break;
+		harness_sleep_ms(10);
+	}
+	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_claim ON execdispatch.job"));
+	if (most > 5) {
+		fprintf(stderr, "held %lld rows with a claim share of 5\n", most);
+		harness_tail("dispatcher holding more than its share", F.log[0], 60);
+	}
+	CU_ASSERT(most >= 4 && most <= 5);
+	CU_ASSERT(run_count(0, "rows claimed by a statement whose result the lost connection "
+			       "took") >= 1);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
 }
 
 /* An instanceId reused by a new process (an orchestrator restarting it
@@ -1345,6 +1407,8 @@ int main(void)
 		  test_db_silent },
 		{ "a claim committed after the sweeps (its connection broke) is requeued",
 		  test_claim_committed_after_sweep },
+		{ "a claim lost with its connection keeps its places until it is swept",
+		  test_lost_claim_keeps_places },
 		{ "a reused instanceId: the old life leaves the new one's claims alone",
 		  test_reused_instance },
 		{ "a claim committed after it was given up is requeued by a later sweep",

@@ -85,7 +85,7 @@ int ask_landed(struct dispatcher *d, const struct held *h)
 
 	snprintf(id, sizeof id, "%lld", (long long)h->id);
 	snprintf(claim, sizeof claim, "%d", h->claim);
-	return chores_add(d->chores, d->q_landed, 6, params, &n, sizeof n, landed_cb, d);
+	return chores_add(d->chores, d->sql[Q_LANDED], 6, params, &n, sizeof n, landed_cb, d);
 }
 
 static void local_claimed(void *arg, PGresult *res, int away, const void *note);
@@ -108,8 +108,8 @@ static void claim_local_rows(struct dispatcher *d, unsigned n, int minprio)
 
 	snprintf(limit, sizeof limit, "%u", n);
 	snprintf(prio, sizeof prio, "%d", minprio);
-	if (chores_add(d->chores, d->q_claim, 6, params, &note, sizeof note, local_claimed, d) ==
-	    0) {
+	if (chores_add(d->chores, d->sql[Q_CLAIM], 6, params, &note, sizeof note, local_claimed,
+		       d) == 0) {
 		d->local_out = 1;
 		d->st.claims++;
 	}
@@ -216,7 +216,8 @@ static int requeue_found(struct dispatcher *d, PGresult *res, const void *note, 
 	if (claim_arrays(res, &ids, &claims) < 0)
 		return -1;
 	requeue_params(d, ids, claims, maxa, sizeof maxa, params);
-	rc = chores_add(d->chores, d->q_requeue, 5, params, note, note_len, fn, d) == 0 ? 1 : -1;
+	rc = chores_add(d->chores, d->sql[Q_REQUEUE], 5, params, note, note_len, fn, d) == 0 ? 1
+											     : -1;
 	free(ids);
 	free(claims);
 	return rc;
@@ -309,8 +310,8 @@ static void find_lost_claims(struct dispatcher *d)
 	db_int_array(ids, v, (int)n);
 	db_int_array(claims, c, (int)n);
 	const char *params[4] = { d->cfg->instance_id, ids, claims, d->token };
-	if (chores_add(d->chores, d->q_find_lost, 4, params, &d->life, sizeof d->life, lost_found,
-		       d) == 0)
+	if (chores_add(d->chores, d->sql[Q_FIND_LOST], 4, params, &d->life, sizeof d->life,
+		       lost_found, d) == 0)
 		d->sweep_out = 1;
 	free(ids);
 	free(claims);
@@ -356,7 +357,8 @@ void sweep_lost_claims(struct dispatcher *d)
 		find_lost_claims(d);
 		return;
 	}
-	if (chores_add(d->chores, d->q_settled, 2, params, &n, sizeof n, on_settled_answer, d) == 0)
+	if (chores_add(d->chores, d->sql[Q_SETTLED], 2, params, &n, sizeof n, on_settled_answer,
+		       d) == 0)
 		d->sweep_out = 1;
 }
 
@@ -411,7 +413,7 @@ static void send_rescue(struct dispatcher *d)
 		return;
 	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
 	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
-	if (chores_add(d->rescue_lane, d->q_rescue, 3, params, NULL, 0, rescue_done, d) == 0)
+	if (chores_add(d->rescue_lane, d->sql[Q_RESCUE], 3, params, NULL, 0, rescue_done, d) == 0)
 		d->rescue_out = 1;
 }
 
@@ -475,7 +477,8 @@ static void send_beat(struct dispatcher *d)
 				  claiming_nothing(d, why, sizeof why) };
 	int64_t sent = now_ms();
 
-	if (chores_add(d->beat_lane, d->q_beat, 3, params, &sent, sizeof sent, beat_done, d) == 0)
+	if (chores_add(d->beat_lane, d->sql[Q_BEAT], 3, params, &sent, sizeof sent, beat_done, d) ==
+	    0)
 		d->beat_out = 1;
 }
 
@@ -530,8 +533,8 @@ static void send_own(struct dispatcher *d)
 {
 	const char *params[2] = { d->cfg->instance_id, d->token };
 
-	if (chores_add(d->chores, d->q_find_own, 2, params, &d->life, sizeof d->life, own_found,
-		       d) == 0)
+	if (chores_add(d->chores, d->sql[Q_FIND_OWN], 2, params, &d->life, sizeof d->life,
+		       own_found, d) == 0)
 		d->own_out = 1;
 }
 
@@ -618,8 +621,8 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	register_params(d, stale, sizeof stale, params);
-	if (chores_add(d->beat_lane, d->q_register, 5, params, &sent, sizeof sent, reregistered,
-		       d) == 0)
+	if (chores_add(d->beat_lane, d->sql[Q_REGISTER], 5, params, &sent, sizeof sent,
+		       reregistered, d) == 0)
 		d->beat_out = 1;
 }
 
@@ -780,7 +783,7 @@ void start_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!d->start_out && ask_chore(d, 1, d->q_start, 3, started))
+	if (!d->start_out && ask_chore(d, 1, d->sql[Q_START], 3, started))
 		d->start_out = 1;
 	else if (d->claimed_unstarted)
 		arm(d->start_ev, START_CHECK_MS);
@@ -865,7 +868,8 @@ void write_position(struct dispatcher *d, struct held *h)
 		return;
 	snprintf(id, sizeof id, "%lld", (long long)h->id);
 	snprintf(claim, sizeof claim, "%d", h->claim);
-	if (chores_add(d->chores, d->q_position, 4, params, &n, sizeof n, position_written, d) == 0)
+	if (chores_add(d->chores, d->sql[Q_POSITION], 4, params, &n, sizeof n, position_written,
+		       d) == 0)
 		h->position_out = 1;
 }
 
@@ -882,7 +886,7 @@ void cancel_cb(evutil_socket_t fd, short what, void *arg)
 	for (struct held *h = d->list; h; h = h->next)
 		if (h->position && !h->started && !h->lost)
 			write_position(d, h);
-	if (!d->cancel_out && ask_chore(d, 0, d->q_held, 2, polled))
+	if (!d->cancel_out && ask_chore(d, 0, d->sql[Q_HELD], 2, polled))
 		d->cancel_out = 1;
 }
 
@@ -1020,7 +1024,7 @@ void flush_outcomes(struct dispatcher *d)
 		give_up_unwritten(d);
 	if (fin_build(d, f, d->flush_per) > 0) {
 		fin_params(d, f, params);
-		if (chores_add(d->chores, d->q_finish, 8, params, NULL, 0, flushed, d) == 0)
+		if (chores_add(d->chores, d->sql[Q_FINISH], 8, params, NULL, 0, flushed, d) == 0)
 			d->flush_out = 1;
 		fin_free_arrays(f);
 		if (d->flush_out)
@@ -1099,7 +1103,7 @@ void janitor_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	snprintf(days, sizeof days, "%d", d->cfg->retain_done_days);
-	if (chores_add(d->chores, d->q_janitor, 1, params, NULL, 0, janitor_done, d) < 0)
+	if (chores_add(d->chores, d->sql[Q_JANITOR], 1, params, NULL, 0, janitor_done, d) < 0)
 		arm(d->janitor_ev, JANITOR_AGAIN_MS);
 }
 
@@ -1140,8 +1144,9 @@ static int send_leave(struct dispatcher *d)
 	if (!db_up(chores_db(d->beat_lane)))
 		for (int t = 0; t < HOT_CONNS; t++)
 			if (db_up(d->turns[t].db) && !db_busy(d->turns[t].db))
-				return db_send(d->turns[t].db, d->q_leave, 3, params, left_hot, d);
-	return chores_add(d->beat_lane, d->q_leave, 3, params, NULL, 0, left, d);
+				return db_send(d->turns[t].db, d->sql[Q_LEAVE], 3, params, left_hot,
+					       d);
+	return chores_add(d->beat_lane, d->sql[Q_LEAVE], 3, params, NULL, 0, left, d);
 }
 
 /* Stopping and nothing held, on the wire or waiting to be claimed: our

@@ -789,8 +789,8 @@ static int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 		params[8] = claims ? a->services : NULL;
 		params[9] = claims ? a->limits : NULL;
 		params[10] = d->token;
-		rc = db_send(t->db, claims ? d->q_finish_claim : d->q_finish, claims ? 11 : 8,
-			     params, turn_done, t);
+		rc = db_send(t->db, claims ? d->sql[Q_FINISH_CLAIM] : d->sql[Q_FINISH],
+			     claims ? 11 : 8, params, turn_done, t);
 		fin_free_arrays(&t->fin);
 	} else if (claims) {
 		params[0] = d->cfg->instance_id;
@@ -800,7 +800,7 @@ static int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 		params[4] = d->local_names;
 		params[5] = d->token;
 		other = strcmp(a->other, "0") != 0;
-		rc = db_send(t->db, d->q_claim_exec, 6, params, turn_done, t);
+		rc = db_send(t->db, d->sql[Q_CLAIM_EXEC], 6, params, turn_done, t);
 		if (rc == 0 && other)
 			d->other_due_ms = now_ms() + d->cfg->poll_ms;
 	} else {
@@ -1280,12 +1280,7 @@ out:
 		free(d.services[i]);
 	free(d.services);
 	contact_forget(&d);
-	char **qs[] = { &d.q_register,  &d.q_beat,         &d.q_rescue,     &d.q_find_own,
-			&d.q_find_lost, &d.q_requeue,      &d.q_claim,      &d.q_start,
-			&d.q_finish,    &d.q_held,         &d.q_leave,      &d.q_janitor,
-			&d.q_position,  &d.q_finish_claim, &d.q_claim_exec, &d.q_landed,
-			&d.q_version,   &d.q_settled };
-	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
-		free(*qs[i]);
+	for (int q = 0; q < Q_COUNT; q++)
+		free(d.sql[q]);
 	return rc;
 }

@@ -107,6 +107,30 @@ struct turn {
 	int64_t *lims;
 };
 
+/* The statements the dispatcher sends, each named by its Q_ (d->sql[Q_x],
+ * filled by expand_all from the DQ_ text of queries.h it names). */
+enum q {
+	Q_REGISTER,     /* DQ_REGISTER */
+	Q_BEAT,         /* DQ_BEAT */
+	Q_RESCUE,       /* DQ_RESCUE */
+	Q_FIND_OWN,     /* DQ_FIND_OWN */
+	Q_FIND_LOST,    /* DQ_FIND_LOST */
+	Q_REQUEUE,      /* DQ_REQUEUE_CLAIMS */
+	Q_CLAIM,        /* DQ_CLAIM */
+	Q_START,        /* DQ_START_ONCE */
+	Q_FINISH,       /* DQ_FINISH */
+	Q_HELD,         /* DQ_HELD */
+	Q_LEAVE,        /* DQ_LEAVE */
+	Q_JANITOR,      /* DQ_JANITOR */
+	Q_POSITION,     /* DQ_POSITION */
+	Q_FINISH_CLAIM, /* DQ_FINISH_CLAIM */
+	Q_CLAIM_EXEC,   /* DQ_CLAIM_EXEC */
+	Q_LANDED,       /* DQ_LANDED */
+	Q_VERSION,      /* DQ_SCHEMA_VERSION */
+	Q_SETTLED,      /* DQ_CLAIMS_SETTLED */
+	Q_COUNT
+};
+
 /* The reservation of a claim lost with its connection (turn_done): its
  * backend may still commit it, so its places stay counted by admission
  * (held_of) until a probe of our dispatcher row finds no statement of ours
@@ -125,9 +149,7 @@ struct dispatcher {
 	struct event_base *base;
 	exc_client *client;
 	struct db db;
-	char *q_register, *q_beat, *q_rescue, *q_find_own, *q_find_lost, *q_requeue, *q_claim,
-		*q_start, *q_finish, *q_held, *q_leave, *q_janitor, *q_position, *q_finish_claim,
-		*q_claim_exec, *q_landed, *q_version, *q_settled;
+	char *sql[Q_COUNT]; /* each statement in the configured schema (expand_all) */
 	char host[65];
 	char pid[16];
 	struct held *list;

@@ -24,6 +24,7 @@
 #include "dispatch/listen.h"
 #include "dispatch/local_run.h"
 #include "dispatch/metrics.h"
+#include "dispatch/timing.h"
 
 #define CLAIM_MAX 100      /* most rows of one claim */
 #define START_CHECK_MS 100 /* how often held rows are looked at for a started run */
@@ -276,10 +277,7 @@ static inline void arm(struct event *ev, int64_t ms)
 /* pollMs with +-10 % jitter, so that dispatchers started together spread. */
 static inline int64_t jittered(struct dispatcher *d, int ms)
 {
-	int span = ms / 5;
-
-	d->rnd = d->rnd * 1103515245u + 12345u;
-	return span ? ms - span / 2 + (int64_t)((d->rnd >> 8) % (unsigned)(span + 1)) : ms;
+	return jitter_ms(&d->rnd, ms);
 }
 
 static inline int beat_fresh(const struct dispatcher *d)

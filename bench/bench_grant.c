@@ -439,7 +439,7 @@ static void pin_apart(const struct es_daemon *d)
 /* BENCH_SYSCALLS (by hand, not in make bench): the handlers' system
  * calls by kind over 3 s more of the loop (perf trace -s), with the cycles
  * of those 3 s, into DIR/syscalls-h<N>-<free|apart>-<daemon>.txt: where a
- * handler more spends (bench/notes.md row 4). */
+ * handler more spends (bench/notes/row4-grant-rate.md). */
 static void syscall_census(const struct bench_opts *o, const struct es_daemon *d, struct fleet *f,
 			   int handlers, const char *bin, int apart)
 {
@@ -711,7 +711,7 @@ void row_grant_rate(const struct bench_opts *o)
 			"every grant crossing) k tends to 2: ceiling %.0f cycles/s.  A lock per "
 			"waitgroup does not lift this row: it is one waitgroup, whose every "
 			"section would take that waitgroup's lock, so its ceiling stays 1 / (k × "
-			"h); with that split (bench/notes.md, \"Splitting the lock\"), W "
+			"h); with that split (bench/notes/lock-split.md), W "
 			"waitgroups loaded alike would reach about W times it.\n",
 			at32, at32 >= 1e6 ? "at or above" : "below", k_model * h_model,
 			h_model > 0 ? 1e9 / (2 * h_model) : 0);

@@ -8,8 +8,8 @@
  * hold) and, for a memory trace, stores to marker words around every
  * section: bench/booksections-lines.py reads the trace of
  * `valgrind --tool=lackey --trace-mem=yes` and counts the segment's cache
- * lines each kind of section touches and writes, by table (bench/notes.md,
- * row 4).  A tool for analysis, not a row of docs/benchmarks.md.
+ * lines each kind of section touches and writes, by table
+ * (bench/notes/row4-grant-rate.md).  A tool for analysis, not a row of docs/benchmarks.md.
  *
  * Usage: booksections [CYCLES]
  */

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""row7split.py - where a row 7 job's start goes (bench/notes.md, "Row 7 at
+"""row7split.py - where a row 7 job's start goes (bench/notes/row3-throughput.md, "Row 7 at
 K = 8 with more handlers").  Reads `perf script -F
 comm,pid,tid,cpu,time,event,trace` of a `perf record -p` of dispatcher
 processes (the execserver's handlers, or the gm_workers) with their jobs

@@ -2,7 +2,7 @@
 # run.sh - the driver of `make bench`: records the machine and its load,
 # runs every measurement of bench/esbench in one run, draws the plots
 # (gnuplot) into docs/bench/ and writes docs/benchmarks.md from the
-# fragments esbench wrote, followed by bench/notes.md (the reading of the
+# fragments esbench wrote, followed by the index of bench/notes/ (the reading of the
 # figures).  BENCH_BUILD: the build directory; BENCH_SRC: the source tree.
 # BENCH_QUICK=1: a short run to try it out (writes to the build directory
 # only, never to docs/).
@@ -197,7 +197,10 @@ $(cat "$out/row9.md")
 $(cat "$out/row-dispatch.md")
 
 EOT
-cat "$src/bench/notes.md"
+# the notes' index (bench/notes/README.md), its links made relative to docs/
+printf '\n'
+sed -e 's/^## /### /' -e '1s/^# .*/## Reading the figures/' \
+    -e 's#](\([a-z0-9-]*\.md\))#](../bench/notes/\1)#g' "$src/bench/notes/README.md"
 } >"$docs/benchmarks.md.tmp"
 mv "$docs/benchmarks.md.tmp" "$docs/benchmarks.md"
 echo "bench: wrote $docs/benchmarks.md and $docs/bench/*.png"

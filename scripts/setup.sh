@@ -30,6 +30,9 @@ libpq-dev postgresql postgresql-contrib pgbouncer"
 # that test_metrics feeds both daemons' /metrics to; 200 KB, where the
 # prometheus package's promtool would bring 96 MB and a server
 PACKAGES="$PACKAGES python3-prometheus-client"
+# chromium, chromium-driver and python3-selenium: the consoles' browser
+# tests (tests/browser/, headless) and scripts/screenshots.sh
+PACKAGES="$PACKAGES chromium chromium-driver python3-selenium"
 
 missing=""
 for p in $PACKAGES; do

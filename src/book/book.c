@@ -410,8 +410,10 @@ uint64_t book_next_deadline(const struct book *b)
 
 void book_handler_started(struct book *b, uint32_t handler, int32_t pid)
 {
-	if (handler < b->lim.nhandlers)
+	if (handler < b->lim.nhandlers) {
 		b->handlers[handler].pid = pid;
+		b->handlers[handler].starts++;
+	}
 }
 
 void book_set_draining(struct book *b)
@@ -437,9 +439,11 @@ void book_status(const struct book *b, struct book_status *st)
 	st->draining = b->draining;
 	st->grants = b->grants;
 	st->repairs = b->repairs;
+	st->handovers = b->handovers;
 	for (uint32_t h = 0; h < BOOK_MAX_HANDLERS; h++) {
 		st->handler_pids[h] = b->handlers[h].pid;
 		st->handler_conns[h] = b->handlers[h].nconns;
+		st->handler_starts[h] = b->handlers[h].starts;
 	}
 }
 

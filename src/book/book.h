@@ -626,6 +626,8 @@ struct book_status {
 	uint32_t handler_conns[BOOK_MAX_HANDLERS]; /* live connections per handler */
 	uint32_t finished;                         /* FINISHED wants (DONE not delivered yet) */
 	uint32_t receipts; /* receipt store slots in use (of max_receipts) */
+	uint32_t handler_starts[BOOK_MAX_HANDLERS]; /* book_handler_started calls */
+	uint64_t handovers; /* grants made by book_job_finished: a freed slot's next taker */
 };
 /* wants = PARKED + OFFERED + RUNNING + FINISHED; grants = offers made so far. */
 void book_status(const struct book *b, struct book_status *st);
@@ -717,6 +719,56 @@ void book_token_set_pgid(struct book *b, struct book_ref tok, int32_t pgid);
  * service statistics count it like a broker job.  STALE if the token is
  * gone (its runner was purged), BAD_STATE unless RUNNING. */
 enum book_rc book_token_finished(struct book *b, struct book_ref tok, const struct book_outcome *o);
+
+/* ---- views for the console (book_list.c) -------------------------------- */
+
+/* One failed job (book_outcome.failed) of the last BOOK_FAILURES, kept by
+ * book_job_finished and by the purge that ends jobs as lost. */
+#define BOOK_FAILURES 16
+struct book_failure {
+	char job_id[BOOK_ID_MAX + 1];
+	char client_id[BOOK_ID_MAX + 1]; /* "" for an anonymous client or an orphan */
+	uint16_t service;
+	uint8_t error, signal; /* book_outcome's */
+	int32_t exit_code;
+	uint32_t duration_ms;
+	uint64_t at_ms; /* the book's clock when it ended */
+};
+/* The failures kept, newest first, at most max; returns how many. */
+size_t book_failures(const struct book *b, struct book_failure *out, size_t max);
+
+/* A want as the console shows it. */
+struct book_want_info {
+	struct book_ref ref; /* for book_cancel_ref */
+	enum want_state state;
+	char job_id[BOOK_ID_MAX + 1];
+	char client_id[BOOK_ID_MAX + 1]; /* "" for an anonymous client */
+	uint32_t conn;                   /* conn index (names an anonymous client); BK_NIL none */
+	uint32_t service;
+	uint32_t handler; /* PARKED/OFFERED: its conn's handler; RUNNING: the runner */
+	int32_t priority;
+	uint32_t position; /* PARKED: 1 + the wants granted before it (book_query) */
+	uint64_t since_ms; /* PARKED: its WANT; RUNNING: its start (book clock); else 0 */
+	int command;       /* RUNNING: index in the service's commands, -1 unknown */
+	int32_t pgid;      /* RUNNING: process group, 0 unknown */
+};
+/* The RUNNING and OFFERED wants (all of them), then the PARKED wants of
+ * each waitgroup, at most max_parked per waitgroup (those of the first
+ * nodes visited: when more wait, the list is a sample, each with its exact
+ * position), into out (at most max in all); returns how many.  Cost:
+ * O(running + offered) plus a book_query per parked want listed. */
+size_t book_list_wants(const struct book *b, struct book_want_info *out, size_t max,
+		       uint32_t max_parked);
+/* Distinct clients with a live conn on each handler, into
+ * out[BOOK_MAX_HANDLERS].  Cost: O(conns x conns per client). */
+void book_handler_clients(const struct book *b, uint32_t *out);
+/* The running job's command (index in its service's commands), for
+ * book_list_wants; a stale ref or a want not RUNNING is left alone. */
+void book_job_set_command(struct book *b, struct book_ref want, unsigned command);
+/* An operator's cancel (the console): a RUNNING want gets its CANCEL mail
+ * as by its own client's book_cancel (its DONE then says cancelled).
+ * BOOK_E_STALE when the want is gone, BOOK_E_BAD_STATE unless RUNNING. */
+enum book_rc book_cancel_ref(struct book *b, struct book_ref want);
 
 /* ---- consistency -------------------------------------------------------- */
 

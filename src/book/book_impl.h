@@ -155,6 +155,8 @@ void bk_hello_dirty(struct book *b);
 
 /* book_query.c */
 uint32_t bk_query_ahead(const struct book *b, uint32_t wi);
+/* Keeps a failed job in the ring of book_failures (book_list.c). */
+void bk_failure_note(struct book *b, const struct bk_want *w, const struct book_outcome *o);
 
 /* book_token.c */
 /* Frees ISSUED tokens whose deadline <= clock and grants their slots;

@@ -37,9 +37,11 @@
  * first two groups share their bytes, see struct bk_want).  A want that is not FINISHED has receipt == BK_NIL (a crash
  * between writing it and the state is undone by repair).
  *
- * Statistics (started, finished, failed, the histograms): counters that
+ * Statistics (started, finished, failed, the histograms, hand-overs,
+ * handler starts, the ring of the last failures): counters that
  * only grow, each written with a store of its own after the state write
- * of the step they count, and read by nothing but book_service_status.
+ * of the step they count, and read by nothing but the status calls
+ * (book_service_status, book_status, book_failures).
  * Nothing is derived from them and repair leaves them alone; a holder
  * that dies in a step loses at most that step's count (a histogram's
  * _sum may lack the one observation whose bucket it counted, histogram.h),
@@ -64,7 +66,7 @@
 _Static_assert(BOOK_MAX_HANDLERS < BK_NIL8, "handler indices fit a byte besides BK_NIL8");
 _Static_assert(BOOK_MAX_SERVICES <= UINT16_MAX, "service indices fit 16 bits");
 #define BK_MAGIC 0x4b4f4f4258455345ULL /* "ESEXBOOK" little endian */
-#define BK_VERSION 6u
+#define BK_VERSION 7u
 #define BK_MAX_CONNECTIONS (1u << 20)
 #define BK_MAX_WANTS (1u << 22)
 #define BK_MAX_TOKENS (1u << 16)
@@ -98,14 +100,14 @@ enum bk_client_state {
 };
 
 struct bk_want {
-	uint32_t gen;      /* (P) bumped on free */
-	uint8_t state;     /* (P) enum want_state or BK_WANT_EXPIRED */
-	uint8_t flags;     /* (P) BKW_* */
-	uint8_t idlen;     /* (P) */
-	uint8_t m_handler; /* (D) mailbox it is queued in, or BK_NIL8 */
-	uint16_t service;  /* (P) < BOOK_MAX_SERVICES */
-	uint8_t runner;    /* (P) RUNNING: handler that runs it (else BK_NIL8) */
-	uint8_t pad;
+	uint32_t gen;                /* (P) bumped on free */
+	uint8_t state;               /* (P) enum want_state or BK_WANT_EXPIRED */
+	uint8_t flags;               /* (P) BKW_* */
+	uint8_t idlen;               /* (P) */
+	uint8_t m_handler;           /* (D) mailbox it is queued in, or BK_NIL8 */
+	uint16_t service;            /* (P) < BOOK_MAX_SERVICES */
+	uint8_t runner;              /* (P) RUNNING: handler that runs it (else BK_NIL8) */
+	uint8_t command;             /* (P) RUNNING: 1 + command index, 0 unknown */
 	int32_t priority;            /* (P) */
 	uint32_t conn, conn_gen;     /* (P) placing conn; RUNNING: current owner or BK_NIL */
 	uint32_t client, client_gen; /* (P) BK_NIL: orphaned running job */
@@ -208,6 +210,7 @@ struct bk_handler {
 	uint32_t mail_head, mail_tail; /* (D) m links */
 	uint32_t run_head, run_tail;   /* (D) wants it runs (q links) */
 	uint32_t asleep; /* neither: written and read without the lock (book_handler_asleep) */
+	uint32_t starts; /* (P) statistics: book_handler_started calls (restarts + 1) */
 };
 
 struct bk_wg {
@@ -303,6 +306,12 @@ struct book {
 	uint64_t open_seq, grace_seq;            /* (P) */
 	uint64_t repairs;                        /* (P) */
 	uint64_t profile_samples, class_changes; /* (P) book_profile_changes */
+	uint64_t handovers; /* (P) statistics: grants made by book_job_finished */
+	/* (P) statistics: the last BOOK_FAILURES failed jobs (book_failures);
+	 * fail_next counts all, the entry written last is (fail_next - 1) %
+	 * BOOK_FAILURES.  A holder dying mid-write leaves one torn entry. */
+	uint64_t fail_next;
+	struct book_failure failures[BOOK_FAILURES];
 
 	/* derived */
 	uint32_t nconns, nclients_live, nfinished;

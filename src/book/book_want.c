@@ -357,6 +357,7 @@ enum book_rc book_want(struct book *b, struct book_ref conn, const char *job_id,
 	w->client = cn->client;
 	w->client_gen = bk_client(b, cn->client)->gen;
 	w->runner = BK_NIL8;
+	w->command = 0;
 	w->pgid = 0;
 	w->seq = ++b->seq;
 	w->token = 0;
@@ -401,6 +402,19 @@ enum book_rc book_unwant(struct book *b, struct book_ref conn, const char *job_i
 	return BOOK_OK;
 }
 
+/* A RUNNING want's cancel on behalf of its client (not an orphan's):
+ * one CANCEL mail to its runner; already asked, one is enough. */
+static void mail_cancel(struct book *b, uint32_t wi)
+{
+	struct bk_want *w = bk_want(b, wi);
+	if (!(w->flags & BKW_CANCEL_MAIL)) {
+		w->flags |= BKW_OWNER_CANCEL;
+		w->flags |= BKW_CANCEL_MAIL;
+		bk_fault("cancel.mid");
+		bk_mail_push(b, w->runner, wi);
+	}
+}
+
 enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_id,
 			 enum want_state *was, struct book_ref *want)
 {
@@ -418,13 +432,18 @@ enum book_rc book_cancel(struct book *b, struct book_ref conn, const char *job_i
 		want->idx = wi;
 		want->gen = w->gen;
 	}
-	/* Already asked: one CANCEL mail is enough. */
-	if (!(w->flags & BKW_CANCEL_MAIL)) {
-		w->flags |= BKW_OWNER_CANCEL;
-		w->flags |= BKW_CANCEL_MAIL;
-		bk_fault("cancel.mid");
-		bk_mail_push(b, w->runner, wi);
-	}
+	mail_cancel(b, wi);
+	return BOOK_OK;
+}
+
+enum book_rc book_cancel_ref(struct book *b, struct book_ref want)
+{
+	uint32_t wi = bk_want_get(b, want);
+	if (wi == BK_NIL)
+		return BOOK_E_STALE;
+	if (bk_want(b, wi)->state != WANT_RUNNING)
+		return BOOK_E_BAD_STATE;
+	mail_cancel(b, wi);
 	return BOOK_OK;
 }
 
@@ -449,6 +468,7 @@ enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_i
 		return BOOK_E_LIMIT_JOBS;
 	w->runner = runner;
 	w->pgid = 0;
+	w->command = 0;
 	w->flags &= (uint8_t) ~(BKW_OFFER_MAIL | BKW_CANCEL_MAIL);
 	bk_set_state(&w->state, WANT_RUNNING);
 	w->started_ms = b->clock; /* after the state: the deadline is not read any more */
@@ -500,6 +520,13 @@ void book_job_set_pgid(struct book *b, struct book_ref want, int32_t pgid)
 		bk_want(b, wi)->pgid = pgid;
 }
 
+void book_job_set_command(struct book *b, struct book_ref want, unsigned command)
+{
+	uint32_t wi = bk_want_get(b, want);
+	if (wi != BK_NIL && bk_want(b, wi)->state == WANT_RUNNING && command < UINT8_MAX)
+		bk_want(b, wi)->command = (uint8_t)(command + 1);
+}
+
 uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, const char *receipt,
 		    size_t len, const char *point)
 {
@@ -507,7 +534,10 @@ uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, c
 	struct bk_service *s = &b->svcs[w->service];
 	uint32_t g = bk_want_wg(b, w), svc = w->service;
 	if (w->client == BK_NIL) {
-		/* an orphan (its client ended): nobody to tell */
+		/* an orphan (its client ended): nobody to tell; its failure is
+		 * noted while the record still names it */
+		if (o->failed)
+			bk_failure_note(b, w, o);
 		bk_want_free(b, wi, point);
 		bk_service_sample(b, svc, o);
 		return g;
@@ -543,6 +573,8 @@ uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, c
 	/* statistics after the state write: a process dying in between loses
 	 * a sample, never counts one for a job that repair ends otherwise */
 	bk_service_sample(b, svc, o);
+	if (o->failed)
+		bk_failure_note(b, w, o);
 	if (point)
 		bk_fault(point);
 
@@ -584,7 +616,9 @@ enum book_rc book_job_finished(struct book *b, struct book_ref want, const struc
 		return BOOK_E_BAD_STATE;
 	/* the grant after the sample (bk_job_end): a class change changes who
 	 * may take the slot */
+	uint64_t grants = b->grants;
 	bk_grant(b, bk_job_end(b, wi, o, receipt, len, "finished.mid"));
+	b->handovers += b->grants - grants;
 	return BOOK_OK;
 }
 

@@ -5,7 +5,9 @@
  * (docs/dispatch.md) on one connection: submit(), cancel(), position() and
  * the job row.  `wait` polls the row every 250 ms (no LISTEN: it works
  * through a transaction-mode pooler like the dispatchers) and keeps the
- * position line on a terminal while the job is queued.
+ * position line on a terminal while the job is queued.  The statements are
+ * sql/queries/ctl_*.sql (DQ_CTL_* of dispatch/queries.h), beside the
+ * daemon's.
  */
 #include "autoconfig.h"
 
@@ -26,6 +28,7 @@
 #include "cli/progress.h"
 #include "cli/queue.h"
 #include "dispatch/dispatch_config.h"
+#include "dispatch/queries.h"
 
 #define WAIT_TICK_MS 250
 #define AFTER_MAX_SEC 315360000  /* --after: ten years */
@@ -256,11 +259,21 @@ static char failed_state[6];
 /* Runs sql with $1.. params; NULL after printing the error on one line:
  * the server's primary message and its detail, without the CONTEXT lines
  * of the functions it came through. */
-static PGresult *run(PGconn *c, const char *sql, int n, const char *const *params)
+/* One of execctl's statements (sql/queries/ctl_*.sql) in o's schema. */
+static PGresult *run(PGconn *c, const struct qopts *o, const char *text, int n,
+		     const char *const *params)
 {
-	PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+	char *sql = dq_expand(text, o->schema);
+	PGresult *r;
 	const char *primary, *detail, *state;
 
+	if (!sql) {
+		fprintf(stderr, "execctl: out of memory\n");
+		snprintf(failed_state, sizeof failed_state, "53200");
+		return NULL;
+	}
+	r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+	free(sql);
 	if (PQresultStatus(r) == PGRES_TUPLES_OK || PQresultStatus(r) == PGRES_COMMAND_OK)
 		return r;
 	primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
@@ -302,18 +315,14 @@ static int do_wait(PGconn *c, const struct qopts *o);
 
 static int do_submit(PGconn *c, struct qopts *o)
 {
-	char sql[256], prio[16], after[16];
+	char prio[16], after[16];
 	char *job = job_json(o);
 	const char *params[4] = { o->service, job, prio, after };
 	PGresult *r;
 
 	snprintf(prio, sizeof prio, "%d", o->priority);
 	snprintf(after, sizeof after, "%u", o->after_sec);
-	snprintf(sql, sizeof sql,
-		 "SELECT \"%s\".submit($1, $2::jsonb, $3::int, "
-		 "now() + make_interval(secs => $4::int))",
-		 o->schema);
-	r = job ? run(c, sql, 4, params) : NULL;
+	r = job ? run(c, o, DQ_CTL_SUBMIT, 4, params) : NULL;
 	free(job);
 	/* input the database refused (class 22: data exception, e.g. a bad
 	 * payload or a service name submit() does not take): nothing queued */
@@ -335,17 +344,12 @@ static int position_text(PGconn *c, const struct qopts *o, char *state, size_t s
  * position line, as `execctl position` prints it (why it waits included). */
 static int do_show(PGconn *c, const struct qopts *o)
 {
-	char sql[512], id[24];
+	char id[24];
 	const char *params[1] = { id };
 	PGresult *r;
 
 	snprintf(id, sizeof id, "%lld", o->id);
-	if (o->json)
-		snprintf(sql, sizeof sql,
-			 "SELECT row_to_json(j)::text FROM \"%s\".job j WHERE id = $1", o->schema);
-	else
-		snprintf(sql, sizeof sql, "SELECT * FROM \"%s\".job WHERE id = $1", o->schema);
-	r = run(c, sql, 1, params);
+	r = run(c, o, o->json ? DQ_CTL_SHOW_JSON : DQ_CTL_SHOW, 1, params);
 	if (!r)
 		return EXECCTL_FAILED;
 	if (PQntuples(r) == 0) {
@@ -384,14 +388,13 @@ static int do_show(PGconn *c, const struct qopts *o)
 static int position_text(PGconn *c, const struct qopts *o, char *state, size_t slen, char *buf,
 			 size_t len)
 {
-	char sql[256], id[24];
+	char id[24];
 	const char *params[1] = { id };
 	struct json_object *p, *v;
 	PGresult *r;
 
 	snprintf(id, sizeof id, "%lld", o->id);
-	snprintf(sql, sizeof sql, "SELECT \"%s\".position($1)::text", o->schema);
-	r = run(c, sql, 1, params);
+	r = run(c, o, DQ_CTL_POSITION, 1, params);
 	if (!r)
 		return EXECCTL_FAILED;
 	if (PQgetisnull(r, 0, 0)) {
@@ -442,14 +445,13 @@ static int do_position(PGconn *c, const struct qopts *o)
 
 static int do_cancel(PGconn *c, const struct qopts *o)
 {
-	char sql[128], id[24];
+	char id[24];
 	const char *params[1] = { id };
 	PGresult *r;
 	int rc;
 
 	snprintf(id, sizeof id, "%lld", o->id);
-	snprintf(sql, sizeof sql, "SELECT \"%s\".cancel($1)", o->schema);
-	r = run(c, sql, 1, params);
+	r = run(c, o, DQ_CTL_CANCEL, 1, params);
 	if (!r)
 		return EXECCTL_FAILED;
 	printf("%s\n", PQgetvalue(r, 0, 0));
@@ -474,17 +476,13 @@ static void on_signal(int sig)
  * 120. */
 static int final_status(PGconn *c, const struct qopts *o, const char *state)
 {
-	char sql[256], id[24];
+	char id[24];
 	const char *params[1] = { id };
 	PGresult *r;
 	int rc = EXECCTL_FAILED;
 
 	snprintf(id, sizeof id, "%lld", o->id);
-	snprintf(sql, sizeof sql,
-		 "SELECT coalesce(error, ''), receipt->>'exit_code', receipt::text, service "
-		 "FROM \"%s\".job WHERE id = $1",
-		 o->schema);
-	r = run(c, sql, 1, params);
+	r = run(c, o, DQ_CTL_FINAL, 1, params);
 	if (!r)
 		return EXECCTL_FAILED;
 	if (PQntuples(r) == 0) { /* removed since (retainDoneDays) */

@@ -22,6 +22,7 @@
 #include "autoconfig.h"
 #include "config/config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <regex.h>
 #include <stddef.h>
@@ -85,6 +86,7 @@ static int set_defaults(struct es_config *cfg)
 	cfg->legacy_token = 1;
 	cfg->legacy_token_validity_sec = 10;
 	cfg->job_log = 1;
+	cfg->console_enabled = -1;
 	cfg->drain_timeout_sec = 20;
 	cfg->ping_interval_sec = 15;
 	cfg->ping_timeout_sec = 45;
@@ -951,6 +953,7 @@ static const struct topkey topkeys[] = {
 	{ "broker", top_bool, offsetof(struct es_config, broker), 0, 0, 0 },
 	{ "legacyToken", top_bool, offsetof(struct es_config, legacy_token), 0, 0, 0 },
 	{ "jobLog", top_bool, offsetof(struct es_config, job_log), 0, 0, 0 },
+	{ "consoleEnabled", top_bool, offsetof(struct es_config, console_enabled), 0, 0, 0 },
 	INTKEY("legacyTokenValiditySec", legacy_token_validity_sec, 1, 3600),
 	/* auto-balance (no waitgroups block) */
 	AB_INTKEY("cpus", cpus, 0, CONFIG_MAX_PROCESSES),
@@ -1101,6 +1104,24 @@ static int make_pool(struct loader *ld)
 	return rc < 0 ? oom(ld) : 0;
 }
 
+/* Whether addr's host is a loopback address (127.0.0.0/8, ::1) or
+ * "localhost": then only this machine reaches the port. */
+static int addr_is_loopback(const char *addr)
+{
+	char host[256];
+	int port;
+	const char *why;
+	unsigned char a[16];
+	static const unsigned char v6_loopback[16] = { [15] = 1 };
+	if (!addr || config_addr_split(addr, host, sizeof host, &port, &why) < 0)
+		return 0;
+	if (strcmp(host, "localhost") == 0)
+		return 1;
+	if (inet_pton(AF_INET, host, a) == 1)
+		return a[0] == 127;
+	return inet_pton(AF_INET6, host, a) == 1 && memcmp(a, v6_loopback, 16) == 0;
+}
+
 static int check_relations(struct loader *ld)
 {
 	const struct es_config *cfg = ld->cfg;
@@ -1116,6 +1137,8 @@ static int check_relations(struct loader *ld)
 	}
 	if (resolve_services(ld) < 0)
 		return -1;
+	if (cfg->console_enabled < 0)
+		ld->cfg->console_enabled = cfg->auth_token || addr_is_loopback(cfg->addr);
 	if (cfg->ping_timeout_sec <= cfg->ping_interval_sec)
 		return cy_error(&ld->cy, ld->ping_timeout ? ld->ping_timeout : ld->ping_interval,
 				"pingTimeoutSec (%d) must be greater than pingIntervalSec (%d)",

@@ -98,7 +98,7 @@ struct config_job_limits {
 /* Jobs run at the daemon's own priority unless jobLimits.nice says
  * otherwise (a positive value keeps the daemon's hand-overs and pings
  * ahead of converters on a saturated host, and makes every job start a
- * little later there: bench/notes.md, row 7). */
+ * little later there: bench/notes/row3-throughput.md). */
 #define CONFIG_JOB_NICE_DEFAULT 0
 
 struct es_config {
@@ -162,6 +162,9 @@ struct es_config {
 	int legacy_token;              /* legacyToken: GET /token, PUT /job; default on */
 	int legacy_token_validity_sec; /* legacyTokenValiditySec: default 10 */
 	int job_log;                   /* jobLog: an info line per finished job; default on */
+	/* consoleEnabled: GET /console and its action; default on with an
+	 * authToken or a loopback addr (-1 while loading: not given) */
+	int console_enabled;
 };
 
 /* Error reporting: "file:line:column: message".  Loaders fill this in and

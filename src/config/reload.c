@@ -141,6 +141,7 @@ void config_take_reloadable(struct es_config *cur, struct es_config *fresh, int 
 	cur->broker = fresh->broker;
 	cur->legacy_token = fresh->legacy_token;
 	cur->job_log = fresh->job_log;
+	cur->console_enabled = fresh->console_enabled;
 	cur->legacy_token_validity_sec = fresh->legacy_token_validity_sec;
 	cur->handshake_timeout_sec = fresh->handshake_timeout_sec;
 	cur->idle_timeout_sec = fresh->idle_timeout_sec;

@@ -653,7 +653,7 @@ void on_beat_lane_up(void *arg)
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 }
 
-/* Ids and claims of the held rows at the execserver, for DQ_START_ONCE/DQ_HELD. */
+/* Ids and claims of the held rows at the execserver, for DQ_START/DQ_HELD. */
 static int collect(struct dispatcher *d, int only_unstarted_running, int64_t *ids, int64_t *claim,
 		   int max)
 {
@@ -680,7 +680,7 @@ static struct held *find(struct dispatcher *d, int64_t id, int claim)
 	return NULL;
 }
 
-/* The held rows a chore asks about (DQ_START_ONCE, DQ_HELD), as its note:
+/* The held rows a chore asks about (DQ_START, DQ_HELD), as its note:
  * n, then the ids, then the claims. */
 struct asked {
 	int n;

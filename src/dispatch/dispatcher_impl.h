@@ -118,7 +118,7 @@ enum q {
 	Q_FIND_LOST,    /* DQ_FIND_LOST */
 	Q_REQUEUE,      /* DQ_REQUEUE_CLAIMS */
 	Q_CLAIM,        /* DQ_CLAIM */
-	Q_START,        /* DQ_START_ONCE */
+	Q_START,        /* DQ_START */
 	Q_FINISH,       /* DQ_FINISH */
 	Q_HELD,         /* DQ_HELD */
 	Q_LEAVE,        /* DQ_LEAVE */

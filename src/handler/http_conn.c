@@ -30,6 +30,7 @@
 #include "config/addr_rule.h"
 #include "execserver/protocol.h"
 #include "handler/broker.h"
+#include "handler/console.h"
 #include "handler/handler.h"
 #include "handler/http_conn.h"
 #include "handler/legacy.h"
@@ -208,11 +209,26 @@ static void route_legacy(struct http_conn *c, const struct http_head *h)
 	evbuffer_free(a.body);
 }
 
+/* The console's page, files and action (console.h): 1 when answered. */
+static int route_console(struct http_conn *c, const struct http_head *h)
+{
+	struct console_answer a = { .body = evbuffer_new() };
+	if (!a.body)
+		return 0;
+	int mine = console_handle(h, &a);
+	if (mine)
+		respond(c, a.status, a.content_type, a.body, a.extra_headers);
+	evbuffer_free(a.body);
+	return mine;
+}
+
 static void route(struct http_conn *c, const struct http_head *h)
 {
 	int is_get = strcmp(h->method, "GET") == 0;
 	int legacy = legacy_path(h->path);
 
+	if (route_console(c, h))
+		return;
 	if (strcmp(h->path, PROTO_BROKER_PATH) == 0 && !handler.inst->cfg->broker) {
 		respond_text(c, 404, "not found: the broker is switched off (broker: off)", NULL);
 	} else if (strcmp(h->path, PROTO_BROKER_PATH) == 0) {
@@ -230,9 +246,13 @@ static void route(struct http_conn *c, const struct http_head *h)
 	} else if (strcmp(h->path, "/status") == 0 && is_get) {
 		struct evbuffer *body = evbuffer_new();
 		char check[4];
-		status_json(body, http_query_param(h->query, "check", check, sizeof check) >= 0 &&
-					  strcmp(check, "1") == 0);
-		respond(c, 200, "application/json", body, NULL);
+		char detail[4];
+		status_json(body,
+			    http_query_param(h->query, "check", check, sizeof check) >= 0 &&
+				    strcmp(check, "1") == 0,
+			    http_query_param(h->query, "detail", detail, sizeof detail) >= 0 &&
+				    strcmp(detail, "1") == 0);
+		respond(c, 200, "application/json", body, "Cache-Control: no-store\r\n");
 		evbuffer_free(body);
 	} else if (legacy) {
 		route_legacy(c, h);

@@ -3,16 +3,20 @@
 
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "book/book_class.h"
+#include "common/clock.h"
 #include "common/prom_text.h"
 #include "config/config.h"
 #include "handler/handler.h"
 #include "handler/status_page.h"
+#include "job/receipt.h"
 
 struct snapshot {
 	struct book_status st;
@@ -22,17 +26,38 @@ struct snapshot {
 	char why[256];
 	int has_lock; /* a BOOK_LOCK_STATS build: lock figures */
 	struct book_lock_stats lock;
+	uint32_t handler_clients[BOOK_MAX_HANDLERS];
+	/* detail (GET /status?detail=1): the wants one by one, the failures */
+	int detail;
+	size_t nwants, nfailures;
+	struct book_failure failures[BOOK_FAILURES];
+	struct book_want_info wants[]; /* DETAIL_WANTS */
 };
 
-/* check: also run the book's consistency check, which is O(table sizes)
- * under the lock, so only on request (GET /status?check=1). */
-static struct snapshot *take_snapshot(int check)
+/* The detail's bounds: every running and offered job (the slots bound
+ * them), and the first DETAIL_PARKED parked wants of each waitgroup. */
+#define DETAIL_PARKED 100u
+#define DETAIL_WANTS 4096u
+
+/* json: for /status (the per-handler client counts); check: also run the
+ * book's consistency check, which is O(table sizes) under the lock, so
+ * only on request (GET /status?check=1); detail: the wants and failures
+ * one by one (GET /status?detail=1). */
+static struct snapshot *take_snapshot(int json, int check, int detail)
 {
 	const struct es_config *cfg = handler.inst->cfg;
-	struct snapshot *s = calloc(1, sizeof *s);
+	struct snapshot *s = calloc(1,
+				    sizeof *s + (detail ? DETAIL_WANTS * sizeof s->wants[0] : 0));
 	if (!s)
 		return NULL;
+	s->detail = detail;
 	struct book *b = handler_book_lock();
+	if (json) /* O(connections): /status only, not every scrape */
+		book_handler_clients(b, s->handler_clients);
+	if (detail) {
+		s->nwants = book_list_wants(b, s->wants, DETAIL_WANTS, DETAIL_PARKED);
+		s->nfailures = book_failures(b, s->failures, BOOK_FAILURES);
+	}
 	book_status(b, &s->st);
 	for (size_t i = 0; i < cfg->nwaitgroups; i++)
 		book_wg_status(b, (uint32_t)i, &s->wg[i]);
@@ -87,10 +112,111 @@ static struct json_object *auto_balance_json(const struct es_config *cfg)
 	return a;
 }
 
-void status_json(struct evbuffer *out, int check)
+/* A handler's CPU time (user + system) in seconds from /proc/PID/stat,
+ * or -1 when it cannot be read. */
+static double cpu_seconds(int pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", pid);
+	FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* after the command's closing parenthesis: state is field 3, utime
+	 * and stime are fields 14 and 15 */
+	const char *p = strrchr(buf, ')');
+	unsigned long long ut, st;
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	long hz = sysconf(_SC_CLK_TCK);
+	return hz > 0 ? (double)(ut + st) / (double)hz : -1;
+}
+
+static const char *state_name(enum want_state st)
+{
+	return st == WANT_PARKED    ? "parked"
+	       : st == WANT_OFFERED ? "offered"
+	       : st == WANT_RUNNING ? "running"
+				    : "finished";
+}
+
+static struct json_object *jstr_or_null(const char *v)
+{
+	return v && *v ? json_object_new_string(v) : NULL;
+}
+
+/* One want of the detail; now: the monotonic clock the book keeps. */
+static struct json_object *want_json(const struct es_config *cfg, const struct book_want_info *w,
+				     uint64_t now)
+{
+	struct json_object *j = json_object_new_object();
+	char id[32];
+	snprintf(id, sizeof id, "%" PRIu32 ".%" PRIu32, w->ref.idx, w->ref.gen);
+	const struct config_service *svc = &cfg->services[w->service];
+	json_object_object_add(j, "id", json_object_new_string(id));
+	json_object_object_add(j, "job_id", json_object_new_string(w->job_id));
+	json_object_object_add(j, "client", jstr_or_null(w->client_id));
+	json_object_object_add(j, "conn", jint(w->conn));
+	json_object_object_add(j, "state", json_object_new_string(state_name(w->state)));
+	json_object_object_add(j, "service", json_object_new_string(svc->name));
+	json_object_object_add(j, "waitgroup", json_object_new_string(svc->waitgroup));
+	json_object_object_add(j, "handler", json_object_new_int((int)w->handler));
+	json_object_object_add(j, "priority", json_object_new_int(w->priority));
+	if (w->state == WANT_PARKED) {
+		json_object_object_add(j, "position", jint(w->position));
+		json_object_object_add(j, "waited_ms",
+				       jint(now > w->since_ms ? now - w->since_ms : 0));
+	} else if (w->state == WANT_RUNNING) {
+		json_object_object_add(j, "elapsed_ms",
+				       jint(now > w->since_ms ? now - w->since_ms : 0));
+		json_object_object_add(
+			j, "command",
+			w->command >= 0 && (size_t)w->command < svc->ncommands
+				? json_object_new_string(svc->commands[w->command].name)
+				: NULL);
+		json_object_object_add(j, "pgid", json_object_new_int(w->pgid));
+	}
+	return j;
+}
+
+/* The detail's arrays: "jobs" (running, then offered), "waiting" (parked,
+ * by waitgroup, then position) and "failures" (newest first). */
+static void detail_json(struct json_object *o, const struct es_config *cfg, struct snapshot *s)
+{
+	struct json_object *jobs = json_object_new_array(), *waiting = json_object_new_array();
+	struct json_object *fails = json_object_new_array();
+	uint64_t now = clock_mono_ms();
+	for (size_t i = 0; i < s->nwants; i++)
+		json_object_array_add(s->wants[i].state == WANT_PARKED ? waiting : jobs,
+				      want_json(cfg, &s->wants[i], now));
+	for (size_t i = 0; i < s->nfailures; i++) {
+		const struct book_failure *f = &s->failures[i];
+		struct json_object *j = json_object_new_object();
+		const char *err = receipt_error_name(f->error);
+		json_object_object_add(j, "job_id", json_object_new_string(f->job_id));
+		json_object_object_add(j, "client", jstr_or_null(f->client_id));
+		json_object_object_add(j, "service",
+				       json_object_new_string(cfg->services[f->service].name));
+		json_object_object_add(j, "error", err ? json_object_new_string(err) : NULL);
+		json_object_object_add(j, "exit_code", json_object_new_int(f->exit_code));
+		json_object_object_add(j, "signal", json_object_new_int(f->signal));
+		json_object_object_add(j, "duration_ms", jint(f->duration_ms));
+		json_object_object_add(j, "ago_ms", jint(now > f->at_ms ? now - f->at_ms : 0));
+		json_object_array_add(fails, j);
+	}
+	json_object_object_add(o, "jobs", jobs);
+	json_object_object_add(o, "waiting", waiting);
+	json_object_object_add(o, "waiting_listed_max", jint(DETAIL_PARKED));
+	json_object_object_add(o, "failures", fails);
+}
+
+void status_json(struct evbuffer *out, int check, int detail)
 {
 	const struct es_config *cfg = handler.inst->cfg;
-	struct snapshot *s = take_snapshot(check);
+	struct snapshot *s = take_snapshot(1, check, detail);
 	if (!s)
 		return;
 	struct json_object *o = json_object_new_object(), *hs = json_object_new_array();
@@ -106,6 +232,7 @@ void status_json(struct evbuffer *out, int check)
 	json_object_object_add(o, "connections", jint(s->st.connections));
 	json_object_object_add(o, "wants", jint(s->st.wants));
 	json_object_object_add(o, "grants", jint(s->st.grants));
+	json_object_object_add(o, "handovers", jint(s->st.handovers));
 	json_object_object_add(o, "book_repairs", jint(s->st.repairs));
 	if (check) {
 		json_object_object_add(o, "book_consistent",
@@ -119,6 +246,13 @@ void status_json(struct evbuffer *out, int check)
 		json_object_object_add(h, "slot", json_object_new_int(i));
 		json_object_object_add(h, "pid", json_object_new_int(s->st.handler_pids[i]));
 		json_object_object_add(h, "connections", jint(s->st.handler_conns[i]));
+		json_object_object_add(h, "clients", jint(s->handler_clients[i]));
+		json_object_object_add(
+			h, "restarts",
+			jint(s->st.handler_starts[i] ? s->st.handler_starts[i] - 1 : 0));
+		double cpu = cpu_seconds(s->st.handler_pids[i]);
+		json_object_object_add(h, "cpu_seconds",
+				       cpu >= 0 ? json_object_new_double(cpu) : NULL);
 		json_object_array_add(hs, h);
 	}
 	json_object_object_add(o, "handlers", hs);
@@ -162,6 +296,8 @@ void status_json(struct evbuffer *out, int check)
 	json_object_object_add(o, "services", svcs);
 	if (s->has_lock)
 		json_object_object_add(o, "lock", lock_json(&s->lock));
+	if (s->detail)
+		detail_json(o, cfg, s);
 	evbuffer_add_printf(out, "%s\n",
 			    json_object_to_json_string_ext(
 				    o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -241,7 +377,7 @@ static void per_service(struct evbuffer *out, const struct es_config *cfg, const
 void status_metrics(struct evbuffer *out)
 {
 	const struct es_config *cfg = handler.inst->cfg;
-	struct snapshot *s = take_snapshot(0);
+	struct snapshot *s = take_snapshot(0, 0, 0);
 	if (!s)
 		return;
 	static const struct {

@@ -9,8 +9,10 @@
 
 #include <event2/buffer.h>
 
-/* check: include the book's consistency check (costly: on request only). */
-void status_json(struct evbuffer *out, int check);
+/* check: include the book's consistency check (costly: on request only);
+ * detail: the jobs, the waiting line and the last failures one by one
+ * (the console's data: GET /status?detail=1). */
+void status_json(struct evbuffer *out, int check, int detail);
 void status_metrics(struct evbuffer *out);
 
 #endif

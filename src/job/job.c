@@ -428,14 +428,20 @@ static void complete(struct job *j)
 	host.job_ended();
 }
 
-/* The process group of the job, in the book (0: forget it). */
+/* The process group of the job, in the book (0: forget it), and at its
+ * start its command (for the console's list of running jobs). */
 static void record_pgid(struct job *j, int32_t pgid)
 {
 	struct book *b = host.book_lock();
-	if (j->is_body)
+	if (j->is_body) {
 		book_token_set_pgid(b, j->want, pgid);
-	else
+	} else {
 		book_job_set_pgid(b, j->want, pgid);
+		if (pgid > 0 && j->spec.command)
+			book_job_set_command(b, j->want,
+					     (unsigned)(j->spec.command -
+							host.cfg->services[j->service].commands));
+	}
 	host.book_unlock();
 }
 

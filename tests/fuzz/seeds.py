@@ -7,7 +7,7 @@ crash-* inputs kept as regression tests.  The seeds are small and each
 stands for one path: valid client frames (masked, fragmented, control
 frames) and each kind of framing error; every message type of
 docs/protocol.md; real request heads; PROXY protocol headers; the payloads
-of docs/job-payload.md;
+of docs/job-payload.md; the cron specs of docs/cron.md;
 the configurations of etc/ and tests/data/config/.
 """
 import json
@@ -237,6 +237,42 @@ jobs = {
 }
 for k, v in jobs.items():
     write("job_spec", k, json.dumps(v, ensure_ascii=False))
+
+# ---- cron specs (docs/cron.md) ----
+
+crons = {
+    "every-minute": "* * * * *",
+    "every-20": "*/20 * * * *",
+    "hourly": "0 * * * *",
+    "daily-0230": "30 2 * * *",
+    "gap-pair": "0,30 2,3 * * *",
+    "repeat-hour": "*/20 1-2 * * *",
+    "lists": "1,2,5-7 10-50/20 1-31/10 */5 *",
+    "names": "0 0 1 JAN-mar,Dec Mon-FRI",
+    "sunday-7": "0 0 * * 5-7",
+    "both-days": "0 0 13 * fri",
+    "star-days": "0 0 */10 * 1",
+    "feb29": "0 0 29 2 *",
+    "feb29-sunday": "0 0 29 2 */7",
+    "month-end": "59 23 31 12 *",
+    "blanks": " \t5\t 4  3 2 1 \t",
+    "macro-daily": "@daily",
+    "macro-annually": "@ANNUALLY",
+    "macro-weekly": "  @weekly ",
+    "err-range": "0 24 * * *",
+    "err-step0": "*/0 * * * *",
+    "err-reversed": "fri-mon 0 * * *",
+    "err-single-step": "5/10 * * * *",
+    "err-few": "0 0 * *",
+    "err-many": "0 0 * * * x",
+    "err-garbage": "0 0 * * 1x",
+    "err-never": "0 0 30 2 *",
+    "err-macro": "@reboot",
+    "err-long": "1," * 100 + "2 * * * *",
+    "err-digits": "99999999999999999999 * * * *",
+}
+for k, v in crons.items():
+    write("cron", k, v)
 
 # ---- configurations ----
 

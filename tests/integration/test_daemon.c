@@ -23,6 +23,7 @@
 #include <CUnit/Basic.h>
 
 #include "harness.h"
+#include "httpc.h"
 #include "proto.h"
 #include "suite.h"
 
@@ -101,6 +102,47 @@ static void test_killed_handler_is_replaced(void)
 	CU_ASSERT_EQUAL(now[0], pids[0]); /* the other handler was untouched */
 	CU_ASSERT(process_alive(now[1]));
 	CU_ASSERT_EQUAL(parent_of(now[1]), d.pid);
+	/* /status counts the restart, for the slot that had it */
+	struct json_object *st = harness_status(&d), *hs;
+	CU_ASSERT_FATAL(st != NULL);
+	CU_ASSERT_FATAL(json_object_object_get_ex(st, "handlers", &hs));
+	CU_ASSERT_EQUAL(harness_json_int(json_object_array_get_idx(hs, 0), "restarts", NULL), 0);
+	CU_ASSERT_EQUAL(harness_json_int(json_object_array_get_idx(hs, 1), "restarts", NULL), 1);
+	json_object_put(st);
+	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
+	harness_cleanup(&d);
+}
+
+/* The status of method target on the daemon, or -1. */
+static int http_code(const struct es_daemon *d, const char *method, const char *target)
+{
+	struct httpc_resp r;
+	if (httpc_request(d->port, method, target, NULL, NULL, 0, 0, 5000, &r) != 0)
+		return -1;
+	int code = r.status;
+	httpc_free(&r);
+	return code;
+}
+
+/* consoleEnabled: on by default on loopback (the page, its files); false
+ * answers 404 to the page, its files and its action. */
+static void test_console_switch(void)
+{
+	struct es_daemon d;
+	char body[2048];
+	CU_ASSERT_FATAL(harness_start(&d, 1, harness_default_body(1), NULL) == 0);
+	CU_ASSERT_EQUAL(http_code(&d, "GET", "/console"), 200);
+	CU_ASSERT_EQUAL(http_code(&d, "GET", "/console/console.js"), 200);
+	CU_ASSERT_EQUAL(http_code(&d, "GET", "/console/nothing.js"), 404);
+	CU_ASSERT_EQUAL(http_code(&d, "POST", "/jobs/0.1/cancel"), 404); /* no such job */
+	CU_ASSERT_EQUAL(http_code(&d, "GET", "/jobs/0.1/cancel"), 405);
+	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
+	harness_cleanup(&d);
+	snprintf(body, sizeof body, "consoleEnabled: false\n%s", harness_default_body(1));
+	CU_ASSERT_FATAL(harness_start(&d, 1, body, NULL) == 0);
+	CU_ASSERT_EQUAL(http_code(&d, "GET", "/console"), 404);
+	CU_ASSERT_EQUAL(http_code(&d, "GET", "/console/console.js"), 404);
+	CU_ASSERT_EQUAL(http_code(&d, "POST", "/jobs/0.1/cancel"), 404);
 	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
 	harness_cleanup(&d);
 }
@@ -765,6 +807,7 @@ int main(void)
 		{ "descriptor limit raised for maxConnections", test_descriptor_limit },
 		{ "a second start on a busy address: exit 2", test_busy_address_refused },
 		{ "jobLog: a line per finished job, off with the key", test_job_log },
+		{ "consoleEnabled: the console, or 404 with false", test_console_switch },
 		{ "a disabled service: warned with its place, told to clients",
 		  test_disabled_service },
 		{ "a second start with the same pid file: exit 2", test_pid_file_locked },

@@ -1196,7 +1196,7 @@ static void test_locked_rows_skipped(void)
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
 	PQclear(r);
 	/* locked: not started, answered as still claimed (0) */
-	r = run_stmt(F.c, DQ_START_ONCE, 3, start);
+	r = run_stmt(F.c, DQ_START, 3, start);
 	CU_ASSERT_EQUAL(PQntuples(r), 1);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "0");
 	PQclear(r);
@@ -1207,24 +1207,24 @@ static void test_locked_rows_skipped(void)
 	r = run_stmt(F.c, DQ_POSITION, 4, pos);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "1");
 	PQclear(r);
-	r = run_stmt(F.c, DQ_START_ONCE, 3, start);
+	r = run_stmt(F.c, DQ_START, 3, start);
 	CU_ASSERT_EQUAL(PQntuples(r), 1);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
 	PQclear(r);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "running/1");
 	/* sent again (its reply lost): the row running under the same claim
 	 * is answered as started, not as a claim lost */
-	r = run_stmt(F.c, DQ_START_ONCE, 3, start);
+	r = run_stmt(F.c, DQ_START, 3, start);
 	CU_ASSERT_EQUAL(PQntuples(r), 1);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
 	PQclear(r);
 	/* a row not ours, or of another claim: not answered at all */
 	const char *theirs[3] = { "someone", ids, claims };
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_START_ONCE, 3, theirs), 0);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_START, 3, theirs), 0);
 	char later[24];
 	snprintf(later, sizeof later, "{%lld}", atoll(c1) + 1);
 	const char *other_claim[3] = { "me", ids, later };
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_START_ONCE, 3, other_claim), 0);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_START, 3, other_claim), 0);
 
 	/* two silent dispatchers, one row of "stale" locked: "stale" is put
 	 * off whole, "stale2" rescued */
@@ -1286,7 +1286,7 @@ static void test_key_share_not_skipped(void)
 	r = run_stmt(F.c, DQ_POSITION, 4, pos);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "1");
 	PQclear(r);
-	r = run_stmt(F.c, DQ_START_ONCE, 3, start);
+	r = run_stmt(F.c, DQ_START, 3, start);
 	CU_ASSERT_EQUAL(PQntuples(r), 1);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
 	PQclear(r);

@@ -451,6 +451,142 @@ static void test_waitgroups_independent(void)
 
 /* ---- requests ---- */
 
+/* ---- the console's views (book_list.c) ---- */
+
+static const struct book_want_info *info_of(const struct book_want_info *v, size_t n,
+					    const char *job)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].job_id, job) == 0)
+			return &v[i];
+	return NULL;
+}
+
+/* The listing: running jobs with runner, client and command; parked wants
+ * with the position book_query gives; the per-waitgroup bound. */
+static void test_list_wants(void)
+{
+	struct fx f;
+	struct book_ref a, b, r;
+	struct book_want_info v[16];
+	mk(&f, 1, 1);
+	OK(fx_open(&f, 0, "ca", 0, &a));
+	OK(fx_open(&f, 1, NULL, 0, &b));
+	OK(fx_want(&f, a, "a0", 0, 0, 0));
+	OK(fx_take_job(&f, a, "a0", &r));
+	OK(fx_want(&f, a, "a1", 0, 0, 1));
+	OK(fx_want(&f, a, "a2", 1, 0, 2));
+	OK(fx_want(&f, b, "b1", 0, 0, 3));
+	OK(fx_want(&f, b, "b9", 0, 5, 4));
+	fx_lock(&f);
+	book_job_set_command(f.b, r, 2);
+	size_t n = book_list_wants(f.b, v, 16, 100);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(n, 5);
+	const struct book_want_info *a0 = info_of(v, n, "a0");
+	CU_ASSERT_FATAL(a0 != NULL);
+	CU_ASSERT_EQUAL(a0->state, WANT_RUNNING);
+	CU_ASSERT_STRING_EQUAL(a0->client_id, "ca");
+	CU_ASSERT_EQUAL(a0->handler, 0);
+	CU_ASSERT_EQUAL(a0->command, 2);
+	CU_ASSERT_EQUAL(a0->ref.idx, r.idx);
+	const char *parked[] = { "a1", "a2", "b1", "b9" };
+	for (size_t i = 0; i < 4; i++) {
+		const struct book_want_info *w = info_of(v, n, parked[i]);
+		CU_ASSERT_FATAL(w != NULL);
+		CU_ASSERT_EQUAL(w->state, WANT_PARKED);
+		struct book_position p = pos_of(&f, w->client_id[0] ? a : b, parked[i]);
+		CU_ASSERT_EQUAL(w->position, p.ahead + 1);
+	}
+	CU_ASSERT_EQUAL(info_of(v, n, "b9")->position, 1);          /* priority first */
+	CU_ASSERT_STRING_EQUAL(info_of(v, n, "b1")->client_id, ""); /* anonymous */
+	CU_ASSERT_EQUAL(info_of(v, n, "b1")->handler, 1);
+	fx_lock(&f);
+	n = book_list_wants(f.b, v, 16, 2);                  /* two parked of the four */
+	CU_ASSERT_EQUAL(book_list_wants(f.b, v, 2, 100), 2); /* the caller's bound */
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(n, 3);
+	done(&f);
+}
+
+/* The failure ring keeps the last BOOK_FAILURES failed jobs, newest
+ * first; successes stay out; a freed slot granted at once is a hand-over. */
+static void test_failures_and_handovers(void)
+{
+	struct fx f;
+	struct book_ref a, r;
+	struct book_failure fl[BOOK_FAILURES + 4];
+	struct book_status st;
+	char job[16];
+	mk(&f, 1, 1);
+	OK(fx_open(&f, 0, "ca", 0, &a));
+	for (int i = 0; i < BOOK_FAILURES + 3; i++) {
+		snprintf(job, sizeof job, "f%d", i);
+		OK(fx_want(&f, a, job, 0, 0, (uint64_t)i));
+		OK(fx_take_job(&f, a, job, &r));
+		OK(fx_finished(&f, r, i == 0 ? 0 : 3, 7, NULL));
+		OK(fx_delivered(&f, r));
+	}
+	fx_lock(&f);
+	size_t n = book_failures(f.b, fl, BOOK_FAILURES + 4);
+	book_status(f.b, &st);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(n, BOOK_FAILURES);
+	CU_ASSERT_STRING_EQUAL(fl[0].job_id, "f18");
+	CU_ASSERT_STRING_EQUAL(fl[BOOK_FAILURES - 1].job_id, "f3");
+	CU_ASSERT_STRING_EQUAL(fl[0].client_id, "ca");
+	CU_ASSERT_EQUAL(fl[0].exit_code, 3);
+	CU_ASSERT_EQUAL(fl[0].duration_ms, 7);
+	CU_ASSERT_EQUAL(st.handovers, 0); /* nobody waited for those slots */
+	/* a parked want takes the slot a finished job frees: one hand-over */
+	OK(fx_want(&f, a, "h1", 0, 0, 100));
+	OK(fx_take_job(&f, a, "h1", &r));
+	OK(fx_want(&f, a, "h2", 0, 0, 101));
+	OK(fx_finished(&f, r, 0, 5, NULL));
+	fx_lock(&f);
+	book_status(f.b, &st);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(st.handovers, 1);
+	fx_pump(&f);
+	CU_ASSERT(fx_find(&f, MAIL_OFFER, "h2") != NULL);
+	done(&f);
+}
+
+/* The console's cancel: a running job gets its CANCEL mail once; a parked
+ * one is refused, a stale ref is gone; handler starts are counted. */
+static void test_cancel_ref_and_starts(void)
+{
+	struct fx f;
+	struct book_ref a, r, stale = { 0, 0 };
+	struct book_status st;
+	mk(&f, 1, 1);
+	OK(fx_open(&f, 0, "ca", 0, &a));
+	OK(fx_want(&f, a, "run", 0, 0, 0));
+	OK(fx_take_job(&f, a, "run", &r));
+	OK(fx_want(&f, a, "park", 0, 0, 1));
+	struct book_want_info v[4];
+	fx_lock(&f);
+	size_t n = book_list_wants(f.b, v, 4, 10);
+	const struct book_want_info *p = info_of(v, n, "park");
+	CU_ASSERT_FATAL(p != NULL);
+	RC(book_cancel_ref(f.b, p->ref), BOOK_E_BAD_STATE);
+	stale.idx = r.idx;
+	stale.gen = r.gen + 1;
+	RC(book_cancel_ref(f.b, stale), BOOK_E_STALE);
+	OK(book_cancel_ref(f.b, r));
+	OK(book_cancel_ref(f.b, r)); /* asked already: no second mail */
+	book_handler_started(f.b, 1, 4242);
+	book_handler_started(f.b, 1, 4243);
+	book_status(f.b, &st);
+	fx_unlock(&f);
+	fx_pump(&f);
+	CU_ASSERT_EQUAL(fx_count(&f, MAIL_CANCEL, "run"), 1);
+	CU_ASSERT_EQUAL(mail_handler(&f, MAIL_CANCEL, "run"), 0);
+	CU_ASSERT_EQUAL(st.handler_starts[1], 2);
+	CU_ASSERT_EQUAL(st.handler_pids[1], 4243);
+	done(&f);
+}
+
 static void test_unwant_states(void)
 {
 	struct fx f;
@@ -3206,6 +3342,9 @@ int main(void)
 		{ "one conn's lanes share its turn", test_lanes_share_the_turn },
 		{ "round robin shares over 9000 grants", test_round_robin_shares },
 		{ "waitgroups independent", test_waitgroups_independent },
+		{ "console: list wants", test_list_wants },
+		{ "console: failures ring, hand-overs", test_failures_and_handovers },
+		{ "console: cancel by ref, handler starts", test_cancel_ref_and_starts },
 		{ "unwant in every state", test_unwant_states },
 		{ "decline", test_decline },
 		{ "accept states, stale token", test_accept_states_and_stale_token },

@@ -1881,6 +1881,34 @@ static void test_instance_id(void)
 	expect_error(text, 2, 13, "instanceId");
 }
 
+/* consoleEnabled: on by default behind a token or on loopback only, off
+ * on a network address without a token; the key decides when given. */
+static void test_console_enabled(void)
+{
+	static const struct {
+		const char *text;
+		int want;
+	} cases[] = {
+		{ WG "addr: 127.0.0.1:8083\n", 1 },
+		{ WG "addr: \"[::1]:8083\"\n", 1 },
+		{ WG "addr: localhost:8083\n", 1 },
+		{ WG "addr: 0.0.0.0:8083\n", 0 },
+		{ WG "addr: 10.1.2.3:8083\n", 0 },
+		{ WG "addr: 0.0.0.0:8083\nauthToken: abc\n", 1 },
+		{ WG "addr: 0.0.0.0:8083\nconsoleEnabled: true\n", 1 },
+		{ WG "addr: 127.0.0.1:8083\nconsoleEnabled: false\n", 0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct es_config cfg;
+		struct config_error err;
+		CU_ASSERT_EQUAL_FATAL(load(cases[i].text, &cfg, &err), 0);
+		if (cfg.console_enabled != cases[i].want)
+			printf("\n  case %zu: consoleEnabled %d\n", i, cfg.console_enabled);
+		CU_ASSERT_EQUAL(cfg.console_enabled, cases[i].want);
+		config_free(&cfg);
+	}
+}
+
 int main(void)
 {
 	static const struct {
@@ -1924,6 +1952,7 @@ int main(void)
 		{ "startup: run all good", test_run_all_good },
 		{ "jobLimits", test_job_limits },
 		{ "instanceId", test_instance_id },
+		{ "consoleEnabled default", test_console_enabled },
 	};
 	CU_pSuite errors, others;
 	unsigned failures;

@@ -1,0 +1,12 @@
+-- ctl_submit.sql - DQ_CTL_SUBMIT: `execctl submit`: queue a job through
+-- the SQL API's submit() (its checks: docs/dispatch.md).
+--
+-- Parameters: $1 service, $2 job (jsonb), $3 priority, $4 seconds from
+--             now before it may be claimed.
+-- Result:     (id) of the row queued.
+-- Guard:      submit()'s own checks; a refusal (SQLSTATE class 22 or
+--             P0001) queues nothing.
+-- Index:      none (one INSERT).
+-- Sent:       execctl, on its one connection.
+-- On failure: execctl exits 2 (refused input) or 115.
+SELECT @schema@.submit($1, $2::jsonb, $3::int, now() + make_interval(secs => $4::int))

@@ -85,7 +85,7 @@ int ask_landed(struct dispatcher *d, const struct held *h)
 
 	snprintf(id, sizeof id, "%lld", (long long)h->id);
 	snprintf(claim, sizeof claim, "%d", h->claim);
-	return chores_add(d->chores, d->q_landed, 6, params, &n, sizeof n, landed_cb, d);
+	return chores_add(d->chores, d->sql[Q_LANDED], 6, params, &n, sizeof n, landed_cb, d);
 }
 
 static void local_claimed(void *arg, PGresult *res, int away, const void *note);
@@ -108,8 +108,8 @@ static void claim_local_rows(struct dispatcher *d, unsigned n, int minprio)
 
 	snprintf(limit, sizeof limit, "%u", n);
 	snprintf(prio, sizeof prio, "%d", minprio);
-	if (chores_add(d->chores, d->q_claim, 6, params, &note, sizeof note, local_claimed, d) ==
-	    0) {
+	if (chores_add(d->chores, d->sql[Q_CLAIM], 6, params, &note, sizeof note, local_claimed,
+		       d) == 0) {
 		d->local_out = 1;
 		d->st.claims++;
 	}
@@ -142,7 +142,7 @@ static void local_claimed(void *arg, PGresult *res, int away, const void *note)
 	if (!res && !away)
 		log_error("claim: %s", chores_db(d->chores)->last_error);
 	if (!res && away)
-		d->sweep_lost = d->lost_claims = 1;
+		claims_lost(d);
 	if (n->life != d->life) {
 		if (rows)
 			log_info("%d local rows claimed before our dispatcher row was removed; "
@@ -216,11 +216,18 @@ static int requeue_found(struct dispatcher *d, PGresult *res, const void *note, 
 	if (claim_arrays(res, &ids, &claims) < 0)
 		return -1;
 	requeue_params(d, ids, claims, maxa, sizeof maxa, params);
-	rc = chores_add(d->chores, d->q_requeue, 5, params, note, note_len, fn, d) == 0 ? 1 : -1;
+	rc = chores_add(d->chores, d->sql[Q_REQUEUE], 5, params, note, note_len, fn, d) == 0 ? 1
+											     : -1;
 	free(ids);
 	free(claims);
 	return rc;
 }
+
+/* The note of DQ_CLAIMS_SETTLED: the life, the claims in limbo then. */
+struct probe_note {
+	unsigned life;
+	size_t nlimbo;
+};
 
 /* The sweep's end: the answer of its requeue, or of its look when that
  * found nothing or failed. */
@@ -233,6 +240,11 @@ static void swept(void *arg, PGresult *res, int away, const void *note)
 	if (res) {
 		d->sweep_lost = 0;
 		d->swept_ms = now_ms();
+		if (d->limbo_probed)
+			log_debug("%zu claims lost with their connections settled: their places "
+				  "are free",
+				  d->limbo_probed);
+		limbo_free(d, d->limbo_probed);
 		if (PQntuples(res) > 0)
 			log_warn("requeued %d rows claimed by a statement whose result the lost "
 				 "connection took",
@@ -240,6 +252,7 @@ static void swept(void *arg, PGresult *res, int away, const void *note)
 	} else if (!away) {
 		log_error("claims lost with the connection: %s", chores_db(d->chores)->last_error);
 	}
+	d->limbo_probed = 0;
 	if (res && !d->stopping)
 		event_active(d->poll_ev, EV_TIMEOUT, 0); /* claims waited for it */
 }
@@ -264,7 +277,7 @@ static void lost_found(void *arg, PGresult *res, int away, const void *note)
 		d->sweep_out = 0; /* tried again at the next turn (sweep_lost) */
 }
 
-/* After a reconnection, with no statement on the wire and every result
+/* The sweep's look, with no statement on the wire and every result
  * delivered (so every row this dispatcher claimed and knows is in its
  * list): the rows claimed under its instance by a claim it does not hold
  * (id and claims; an earlier claim of the same row whose outcome is still
@@ -274,7 +287,7 @@ static void lost_found(void *arg, PGresult *res, int away, const void *note)
  * heartbeat lives: looked for (DQ_FIND_LOST) and requeued under exactly
  * those claims (DQ_REQUEUE_CLAIMS, lost_found) like a rescue; chores, and
  * no claim is sent until the last answer (swept). */
-void sweep_lost_claims(struct dispatcher *d)
+static void find_lost_claims(struct dispatcher *d)
 {
 	size_t n = 0;
 
@@ -297,13 +310,56 @@ void sweep_lost_claims(struct dispatcher *d)
 	db_int_array(ids, v, (int)n);
 	db_int_array(claims, c, (int)n);
 	const char *params[4] = { d->cfg->instance_id, ids, claims, d->token };
-	if (chores_add(d->chores, d->q_find_lost, 4, params, &d->life, sizeof d->life, lost_found,
-		       d) == 0)
+	if (chores_add(d->chores, d->sql[Q_FIND_LOST], 4, params, &d->life, sizeof d->life,
+		       lost_found, d) == 0)
 		d->sweep_out = 1;
 	free(ids);
 	free(claims);
 	free(v);
 	free(c);
+}
+
+/* The probe before a sweep while claims are in limbo: answered, the sweep
+ * looks; the claims in limbo when it was sent are freed by the sweep's
+ * answer if no statement held our row (limbo_probed), else they are
+ * probed again at the next heartbeat (beat_cb). */
+static void on_settled_answer(void *arg, PGresult *res, int away, const void *note)
+{
+	struct dispatcher *d = arg;
+	const struct probe_note *n = note;
+
+	d->sweep_out = 0;
+	if (n->life != d->life)
+		return; /* tried again at the next turn (sweep_lost) */
+	if (!res) {
+		if (!away)
+			log_error("claims lost with the connection: %s",
+				  chores_db(d->chores)->last_error);
+		return;
+	}
+	d->limbo_probed = PQntuples(res) == 1 ? n->nlimbo : 0;
+	if (!d->limbo_probed)
+		log_debug("claims lost with their connections: a statement still holds our "
+			  "dispatcher row; their places stay taken");
+	find_lost_claims(d);
+}
+
+/* After a reconnection, with no statement on the wire and every result
+ * delivered: the sweep (find_lost_claims), after a probe of our row
+ * (DQ_CLAIMS_SETTLED) while claims are in limbo (struct limbo). */
+void sweep_lost_claims(struct dispatcher *d)
+{
+	struct probe_note n = { d->life, d->nlimbo };
+	const char *params[2] = { d->cfg->instance_id, d->token };
+
+	d->limbo_probed = 0;
+	if (!d->nlimbo) {
+		find_lost_claims(d);
+		return;
+	}
+	if (chores_add(d->chores, d->sql[Q_SETTLED], 2, params, &n, sizeof n, on_settled_answer,
+		       d) == 0)
+		d->sweep_out = 1;
 }
 
 static void lose_everything(struct dispatcher *d, const char *why)
@@ -357,7 +413,7 @@ static void send_rescue(struct dispatcher *d)
 		return;
 	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
 	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
-	if (chores_add(d->rescue_lane, d->q_rescue, 3, params, NULL, 0, rescue_done, d) == 0)
+	if (chores_add(d->rescue_lane, d->sql[Q_RESCUE], 3, params, NULL, 0, rescue_done, d) == 0)
 		d->rescue_out = 1;
 }
 
@@ -421,7 +477,8 @@ static void send_beat(struct dispatcher *d)
 				  claiming_nothing(d, why, sizeof why) };
 	int64_t sent = now_ms();
 
-	if (chores_add(d->beat_lane, d->q_beat, 3, params, &sent, sizeof sent, beat_done, d) == 0)
+	if (chores_add(d->beat_lane, d->sql[Q_BEAT], 3, params, &sent, sizeof sent, beat_done, d) ==
+	    0)
 		d->beat_out = 1;
 }
 
@@ -476,8 +533,8 @@ static void send_own(struct dispatcher *d)
 {
 	const char *params[2] = { d->cfg->instance_id, d->token };
 
-	if (chores_add(d->chores, d->q_find_own, 2, params, &d->life, sizeof d->life, own_found,
-		       d) == 0)
+	if (chores_add(d->chores, d->sql[Q_FIND_OWN], 2, params, &d->life, sizeof d->life,
+		       own_found, d) == 0)
 		d->own_out = 1;
 }
 
@@ -550,10 +607,11 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 	if (d->registered && d->owning && !d->own_out)
 		send_own(d);
 	/* a claim lost with its connection may be committed by its backend
-	 * at any later time: swept every staleAfterSec from then on */
+	 * at any later time: swept every staleAfterSec from then on, and at
+	 * every heartbeat while its places are in limbo (struct limbo) */
 	if (d->lost_claims && d->registered &&
-	    now_ms() - d->swept_ms >= d->cfg->stale_after_sec * 1000LL) {
-		d->sweep_lost = 1;
+	    (d->nlimbo || now_ms() - d->swept_ms >= d->cfg->stale_after_sec * 1000LL)) {
+		sweep_want(d);
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	}
 	if (d->beat_out || d->leaving)
@@ -563,8 +621,8 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	register_params(d, stale, sizeof stale, params);
-	if (chores_add(d->beat_lane, d->q_register, 5, params, &sent, sizeof sent, reregistered,
-		       d) == 0)
+	if (chores_add(d->beat_lane, d->sql[Q_REGISTER], 5, params, &sent, sizeof sent,
+		       reregistered, d) == 0)
 		d->beat_out = 1;
 }
 
@@ -578,7 +636,7 @@ void on_chores_up(void *arg)
 	if (d->contact < CONTACT_DONE)
 		return;
 	if (d->lost_claims)
-		d->sweep_lost = 1; /* a local claim may have been lost with it */
+		sweep_want(d); /* a local claim may have been lost with it */
 	if (!beat_fresh(d) && !d->beat_out)
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 	if (d->stopping)
@@ -725,7 +783,7 @@ void start_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!d->start_out && ask_chore(d, 1, d->q_start, 3, started))
+	if (!d->start_out && ask_chore(d, 1, d->sql[Q_START], 3, started))
 		d->start_out = 1;
 	else if (d->claimed_unstarted)
 		arm(d->start_ev, START_CHECK_MS);
@@ -810,7 +868,8 @@ void write_position(struct dispatcher *d, struct held *h)
 		return;
 	snprintf(id, sizeof id, "%lld", (long long)h->id);
 	snprintf(claim, sizeof claim, "%d", h->claim);
-	if (chores_add(d->chores, d->q_position, 4, params, &n, sizeof n, position_written, d) == 0)
+	if (chores_add(d->chores, d->sql[Q_POSITION], 4, params, &n, sizeof n, position_written,
+		       d) == 0)
 		h->position_out = 1;
 }
 
@@ -827,7 +886,7 @@ void cancel_cb(evutil_socket_t fd, short what, void *arg)
 	for (struct held *h = d->list; h; h = h->next)
 		if (h->position && !h->started && !h->lost)
 			write_position(d, h);
-	if (!d->cancel_out && ask_chore(d, 0, d->q_held, 2, polled))
+	if (!d->cancel_out && ask_chore(d, 0, d->sql[Q_HELD], 2, polled))
 		d->cancel_out = 1;
 }
 
@@ -965,7 +1024,7 @@ void flush_outcomes(struct dispatcher *d)
 		give_up_unwritten(d);
 	if (fin_build(d, f, d->flush_per) > 0) {
 		fin_params(d, f, params);
-		if (chores_add(d->chores, d->q_finish, 8, params, NULL, 0, flushed, d) == 0)
+		if (chores_add(d->chores, d->sql[Q_FINISH], 8, params, NULL, 0, flushed, d) == 0)
 			d->flush_out = 1;
 		fin_free_arrays(f);
 		if (d->flush_out)
@@ -1044,7 +1103,7 @@ void janitor_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	snprintf(days, sizeof days, "%d", d->cfg->retain_done_days);
-	if (chores_add(d->chores, d->q_janitor, 1, params, NULL, 0, janitor_done, d) < 0)
+	if (chores_add(d->chores, d->sql[Q_JANITOR], 1, params, NULL, 0, janitor_done, d) < 0)
 		arm(d->janitor_ev, JANITOR_AGAIN_MS);
 }
 
@@ -1085,8 +1144,9 @@ static int send_leave(struct dispatcher *d)
 	if (!db_up(chores_db(d->beat_lane)))
 		for (int t = 0; t < HOT_CONNS; t++)
 			if (db_up(d->turns[t].db) && !db_busy(d->turns[t].db))
-				return db_send(d->turns[t].db, d->q_leave, 3, params, left_hot, d);
-	return chores_add(d->beat_lane, d->q_leave, 3, params, NULL, 0, left, d);
+				return db_send(d->turns[t].db, d->sql[Q_LEAVE], 3, params, left_hot,
+					       d);
+	return chores_add(d->beat_lane, d->sql[Q_LEAVE], 3, params, NULL, 0, left, d);
 }
 
 /* Stopping and nothing held, on the wire or waiting to be claimed: our

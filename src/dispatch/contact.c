@@ -116,33 +116,38 @@ int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms
 	return 0;
 }
 
+/* The text of each statement the dispatcher sends (enum q). */
+static const char *const q_text[Q_COUNT] = {
+	[Q_REGISTER] = DQ_REGISTER,
+	[Q_BEAT] = DQ_BEAT,
+	[Q_RESCUE] = DQ_RESCUE,
+	[Q_FIND_OWN] = DQ_FIND_OWN,
+	[Q_FIND_LOST] = DQ_FIND_LOST,
+	[Q_REQUEUE] = DQ_REQUEUE_CLAIMS,
+	[Q_CLAIM] = DQ_CLAIM,
+	[Q_START] = DQ_START,
+	[Q_FINISH] = DQ_FINISH,
+	[Q_HELD] = DQ_HELD,
+	[Q_LEAVE] = DQ_LEAVE,
+	[Q_JANITOR] = DQ_JANITOR,
+	[Q_POSITION] = DQ_POSITION,
+	[Q_FINISH_CLAIM] = DQ_FINISH_CLAIM,
+	[Q_CLAIM_EXEC] = DQ_CLAIM_EXEC,
+	[Q_LANDED] = DQ_LANDED,
+	[Q_VERSION] = DQ_SCHEMA_VERSION,
+	[Q_SETTLED] = DQ_CLAIMS_SETTLED,
+};
+
 int expand_all(struct dispatcher *d)
 {
 	const char *s = d->cfg->schema;
 
-	d->q_register = dq_expand(DQ_REGISTER, s);
-	d->q_beat = dq_expand(DQ_BEAT, s);
-	d->q_rescue = dq_expand(DQ_RESCUE, s);
-	d->q_find_own = dq_expand(DQ_FIND_OWN, s);
-	d->q_find_lost = dq_expand(DQ_FIND_LOST, s);
-	d->q_requeue = dq_expand(DQ_REQUEUE_CLAIMS, s);
-	d->q_claim = dq_expand(DQ_CLAIM, s);
-	d->q_start = dq_expand(DQ_START, s);
-	d->q_finish = dq_expand(DQ_FINISH, s);
-	d->q_held = dq_expand(DQ_HELD, s);
-	d->q_leave = dq_expand(DQ_LEAVE, s);
-	d->q_janitor = dq_expand(DQ_JANITOR, s);
-	d->q_position = dq_expand(DQ_POSITION, s);
-	d->q_finish_claim = dq_expand(DQ_FINISH_CLAIM, s);
-	d->q_claim_exec = dq_expand(DQ_CLAIM_EXEC, s);
-	d->q_landed = dq_expand(DQ_LANDED, s);
-	d->q_version = dq_expand(DQ_SCHEMA_VERSION, s);
-	return d->q_version && d->q_claim_exec && d->q_landed && d->q_register && d->q_beat &&
-			       d->q_rescue && d->q_find_own && d->q_find_lost && d->q_requeue &&
-			       d->q_claim && d->q_start && d->q_finish && d->q_held && d->q_leave &&
-			       d->q_janitor && d->q_position && d->q_finish_claim
-		       ? 0
-		       : -1;
+	int rc = 0;
+
+	for (int q = 0; q < Q_COUNT; q++)
+		if (!(d->sql[q] = dq_expand(q_text[q], s)))
+			rc = -1;
+	return rc;
 }
 
 /* The first contact failed for good: the daemon must not start. */
@@ -294,10 +299,10 @@ void contact_next(struct dispatcher *d)
 {
 	char maxa[16], stale[16];
 	const char *params[5] = { d->cfg->instance_id, d->token };
-	const char *sql = d->contact == CONTACT_VERSION    ? d->q_version
-			  : d->contact == CONTACT_REGISTER ? d->q_register
-			  : d->contact == CONTACT_OWN      ? d->q_find_own
-							   : d->q_requeue;
+	const char *sql = d->contact == CONTACT_VERSION    ? d->sql[Q_VERSION]
+			  : d->contact == CONTACT_REGISTER ? d->sql[Q_REGISTER]
+			  : d->contact == CONTACT_OWN      ? d->sql[Q_FIND_OWN]
+							   : d->sql[Q_REQUEUE];
 	int n = d->contact == CONTACT_VERSION ? 0 : d->contact == CONTACT_OWN ? 2 : 5;
 
 	if (d->contact >= CONTACT_DONE || db_busy(&d->db) || !db_ready(&d->db) ||

@@ -22,9 +22,8 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "dispatch/timing.h"
 
-#define BACKOFF_MIN_MS 250
-#define BACKOFF_MAX_MS 8000
 #define CONNECT_TIMEOUT_MS 5000 /* unless the connection string sets connect_timeout */
 #define CANCEL_WAIT_SEC 10      /* a cancel request's child waits this long at most */
 #define CHILD_FDS 1024          /* without close_range: the descriptors the child closes */
@@ -120,7 +119,7 @@ static void went_away(struct db *db, const char *why)
 			  db->last_error);
 	db->was_up = 0;
 	db->retry_at_ms = (int64_t)clock_mono_ms() + db->backoff_ms;
-	db->backoff_ms = db->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : db->backoff_ms * 2;
+	db->backoff_ms = backoff_next(db->backoff_ms);
 }
 
 /* NOTICEs ("already exists, skipping") are not news. */

@@ -13,7 +13,15 @@
  *    execservers never exceed that service's claim share
  *    (exc_claim_share_service), nor all of them together the overall one
  *    (exc_claim_share); rows of a service no execserver runs (yet) are
- *    claimed one at a time (struct admission);
+ *    claimed one at a time (struct admission).  The places a claim may
+ *    take count from its send until its rows are held, and a claim lost
+ *    with its connection keeps them (struct limbo) until a probe finds no
+ *    statement of ours holding our row and the sweep after it requeued
+ *    what the claim committed; so the table never shows more rows held
+ *    than the share, as long as the share does not shrink (an execserver
+ *    lost) and no lost claim reaches the server only after that probe (a
+ *    statement still in the network then): such rows are requeued by the
+ *    sweep every staleAfterSec;
  *  - nothing is claimed while the heartbeat is older than staleAfterSec/2
  *    or while no execserver is connected;
  *  - every write to a held row carries its claim (runner_instance, claims,
@@ -52,6 +60,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "dispatch/admission.h"
 #include "dispatch/chores.h"
 #include "dispatch/db.h"
 #include "dispatch/dispatcher_impl.h"
@@ -316,7 +325,7 @@ static int holds_place(const struct held *h, int64_t now, int *due)
 }
 
 /* The places of service held (holds_place), and those the turns on the
- * wire may claim (NULL: of every service).  A row whose service name did
+ * wire and the claims in limbo may claim (NULL: of every service).  A row whose service name did
  * not fit in memory (start_row) has no service: it holds a place only in
  * the count of every service. */
 static unsigned held_of(const struct dispatcher *d, const char *service)
@@ -331,24 +340,27 @@ static unsigned held_of(const struct dispatcher *d, const char *service)
 			n++;
 	for (int t = 0; t < HOT_CONNS; t++) {
 		const struct turn *tn = &d->turns[t];
-		if (!tn->claims)
-			continue;
-		if (!service)
-			n += tn->total;
-		for (size_t i = 0; service && i < tn->k; i++)
-			if (strcmp(tn->names[i], service) == 0)
-				n += (unsigned)tn->lims[i];
+		if (tn->claims)
+			n += admit_reserved(tn->total, tn->k, tn->names, tn->lims, service);
+	}
+	for (size_t l = 0; l < d->nlimbo; l++) {
+		const struct limbo *lb = &d->limbo[l];
+		n += admit_reserved(lb->total, lb->k, lb->names, lb->lims, service);
 	}
 	return n;
 }
 
-/* Whether a turn on the wire names service (its pointer into
- * d->services) in its reservation. */
+/* Whether a turn on the wire or a claim in limbo names service (its
+ * pointer into d->services) in its reservation. */
 static int named_on_wire(const struct dispatcher *d, const char *service)
 {
 	for (int t = 0; t < HOT_CONNS; t++)
 		for (size_t i = 0; d->turns[t].claims && i < d->turns[t].k; i++)
 			if (d->turns[t].names[i] == service)
+				return 1;
+	for (size_t l = 0; l < d->nlimbo; l++)
+		for (size_t i = 0; i < d->limbo[l].k; i++)
+			if (d->limbo[l].names[i] == service)
 				return 1;
 	return 0;
 }
@@ -377,11 +389,15 @@ static void forget_services(struct dispatcher *d)
 		d->rotate = 0;
 }
 
-/* A turn on the wire may claim a row of the "other" class. */
+/* A turn on the wire or a claim in limbo may claim a row of the "other"
+ * class. */
 static int other_on_wire(const struct dispatcher *d)
 {
 	for (int t = 0; t < HOT_CONNS; t++)
 		if (d->turns[t].claims && d->turns[t].other)
+			return 1;
+	for (size_t l = 0; l < d->nlimbo; l++)
+		if (d->limbo[l].other)
 			return 1;
 	return 0;
 }
@@ -403,7 +419,7 @@ static int other_on_wire(const struct dispatcher *d)
 static int admission(struct dispatcher *d, struct admission *a)
 {
 	size_t n;
-	unsigned left, unshared_held = 0, all = held_of(d, NULL);
+	unsigned unshared_held, all = held_of(d, NULL), *shares;
 
 	forget_services(d);
 	n = d->nservices;
@@ -412,31 +428,28 @@ static int admission(struct dispatcher *d, struct admission *a)
 	a->names = calloc(n + 1, sizeof *a->names);
 	a->lims = calloc(n + 1, sizeof *a->lims);
 	a->limits = malloc(21 * n + 3);
-	if (!a->names || !a->lims || !a->limits)
+	shares = calloc(2 * n + 1, sizeof *shares); /* then the places held */
+	if (!a->names || !a->lims || !a->limits || !shares) {
+		free(shares);
 		return -1;
-	left = a->share > all ? a->share - all : 0;
-	if (left > CLAIM_MAX)
-		left = CLAIM_MAX;
-	for (size_t i = 0; i < n; i++) {
-		const char *svc = d->services[(d->rotate + i) % n];
-		unsigned share = exc_claim_share_service(d->client, svc);
-		unsigned held = held_of(d, svc), lim;
-		if (share == 0) {
-			unshared_held += held;
-			continue; /* in the other class */
-		}
-		lim = share > held ? share - held : 0;
-		if (lim > left)
-			lim = left;
-		left -= lim;
-		a->total += lim;
-		a->names[a->k] = svc;
-		a->lims[a->k++] = lim;
 	}
+	for (size_t i = 0; i < n; i++) {
+		a->names[i] = d->services[(d->rotate + i) % n];
+		shares[i] = exc_claim_share_service(d->client, a->names[i]);
+		shares[n + i] = held_of(d, a->names[i]);
+	}
+	a->total = admit_places(a->share, all, CLAIM_MAX, n, shares, shares + n, a->lims,
+				&unshared_held);
+	free(shares);
+	for (size_t i = 0; i < n; i++)
+		if (a->lims[i] >= 0) { /* else in the other class */
+			a->names[a->k] = a->names[i];
+			a->lims[a->k++] = a->lims[i];
+		}
 	d->rotate = n ? (d->rotate + 1) % n : 0;
 	a->bound = a->total;
-	int other = a->share > 0 && unshared_held == 0 && !other_on_wire(d) &&
-		    now_ms() >= d->other_due_ms;
+	int other = admit_other(a->share, unshared_held, other_on_wire(d),
+				now_ms() >= d->other_due_ms);
 	snprintf(a->other, sizeof a->other, "%d", other);
 	a->total += (unsigned)other;
 	db_int_array(a->limits, a->lims, (int)a->k);
@@ -463,7 +476,7 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	if (!h) {
 		/* out of memory: the row is claimed under us and not held, as
 		 * one whose result a lost connection took: swept (requeued) */
-		d->sweep_lost = 1;
+		sweep_want(d);
 		return;
 	}
 	h->d = d;
@@ -726,6 +739,35 @@ static void turn_release(struct turn *t)
 	t->bound = t->total = 0;
 }
 
+/* t's claim was lost with its connection: its reservation goes on in
+ * limbo (struct limbo) instead of ending.  Out of memory, it ends. */
+static void limbo_keep(struct dispatcher *d, struct turn *t)
+{
+	struct limbo *more = realloc(d->limbo, (d->nlimbo + 1) * sizeof *more);
+
+	if (!more) {
+		turn_release(t);
+		return;
+	}
+	d->limbo = more;
+	more[d->nlimbo++] = (struct limbo){ t->total, t->other, t->k, t->names, t->lims };
+	t->names = NULL;
+	t->lims = NULL;
+	turn_release(t);
+}
+
+void limbo_free(struct dispatcher *d, size_t n)
+{
+	if (n > d->nlimbo)
+		n = d->nlimbo;
+	for (size_t l = 0; l < n; l++) {
+		free(d->limbo[l].names);
+		free(d->limbo[l].lims);
+	}
+	memmove(d->limbo, d->limbo + n, (d->nlimbo - n) * sizeof *d->limbo);
+	d->nlimbo -= n;
+}
+
 /* Sends the hot path's next statement on t, if there is one
  * (docs/dispatch.md, "The event loop"): the outcomes due, with the claim
  * within a in the same statement (DQ_FINISH_CLAIM) unless a carries a row
@@ -747,8 +789,8 @@ static int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 		params[8] = claims ? a->services : NULL;
 		params[9] = claims ? a->limits : NULL;
 		params[10] = d->token;
-		rc = db_send(t->db, claims ? d->q_finish_claim : d->q_finish, claims ? 11 : 8,
-			     params, turn_done, t);
+		rc = db_send(t->db, claims ? d->sql[Q_FINISH_CLAIM] : d->sql[Q_FINISH],
+			     claims ? 11 : 8, params, turn_done, t);
 		fin_free_arrays(&t->fin);
 	} else if (claims) {
 		params[0] = d->cfg->instance_id;
@@ -758,7 +800,7 @@ static int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 		params[4] = d->local_names;
 		params[5] = d->token;
 		other = strcmp(a->other, "0") != 0;
-		rc = db_send(t->db, d->q_claim_exec, 6, params, turn_done, t);
+		rc = db_send(t->db, d->sql[Q_CLAIM_EXEC], 6, params, turn_done, t);
 		if (rc == 0 && other)
 			d->other_due_ms = now_ms() + d->cfg->poll_ms;
 	} else {
@@ -794,8 +836,13 @@ static void turn_done(void *arg, PGresult *res, int away)
 	int wrote = t->fin.k, claims = t->claims, claimed = 0, again;
 	unsigned bound = t->bound, life = t->life;
 
-	/* the reservation ends here; the rows claimed are held from here on */
-	turn_release(t);
+	/* the reservation ends here, the rows claimed are held from here on;
+	 * or, the claim lost with its connection, it goes on in limbo until
+	 * the backend is known to have ended and the sweep has looked */
+	if (!res && away && claims)
+		limbo_keep(d, t);
+	else
+		turn_release(t);
 	if (!res) {
 		fin_abort(&t->fin, away);
 		/* a claim whose reply the lost connection took may have been
@@ -803,7 +850,7 @@ static void turn_done(void *arg, PGresult *res, int away)
 		 * on whichever connection is up (not only once this one is back,
 		 * which it may never be while the other one suffices) */
 		if (away && claims)
-			d->sweep_lost = d->lost_claims = 1;
+			claims_lost(d);
 		if (away && wrote)
 			outcomes_waiting(d, t->db->last_error);
 		if (!away && wrote)
@@ -959,7 +1006,7 @@ static void on_db_up(void *arg)
 		return;
 	}
 	if (d->lost_claims)
-		d->sweep_lost = 1; /* a claim lost with it may have committed since */
+		sweep_want(d); /* a claim lost with it may have committed since */
 	event_active(d->stopping ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
 }
 
@@ -1224,6 +1271,8 @@ out:
 	chores_free(d.rescue_lane);
 	for (int t = 0; t < HOT_CONNS; t++)
 		turn_release(&d.turns[t]);
+	limbo_free(&d, d.nlimbo);
+	free(d.limbo);
 	if (d.base)
 		event_base_free(d.base);
 	free(d.local_names);
@@ -1231,12 +1280,7 @@ out:
 		free(d.services[i]);
 	free(d.services);
 	contact_forget(&d);
-	char **qs[] = { &d.q_register,  &d.q_beat,         &d.q_rescue,     &d.q_find_own,
-			&d.q_find_lost, &d.q_requeue,      &d.q_claim,      &d.q_start,
-			&d.q_finish,    &d.q_held,         &d.q_leave,      &d.q_janitor,
-			&d.q_position,  &d.q_finish_claim, &d.q_claim_exec, &d.q_landed,
-			&d.q_version };
-	for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
-		free(*qs[i]);
+	for (int q = 0; q < Q_COUNT; q++)
+		free(d.sql[q]);
 	return rc;
 }

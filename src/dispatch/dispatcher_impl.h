@@ -24,6 +24,7 @@
 #include "dispatch/listen.h"
 #include "dispatch/local_run.h"
 #include "dispatch/metrics.h"
+#include "dispatch/timing.h"
 
 #define CLAIM_MAX 100      /* most rows of one claim */
 #define START_CHECK_MS 100 /* how often held rows are looked at for a started run */
@@ -107,14 +108,49 @@ struct turn {
 	int64_t *lims;
 };
 
+/* The statements the dispatcher sends, each named by its Q_ (d->sql[Q_x],
+ * filled by expand_all from the DQ_ text of queries.h it names). */
+enum q {
+	Q_REGISTER,     /* DQ_REGISTER */
+	Q_BEAT,         /* DQ_BEAT */
+	Q_RESCUE,       /* DQ_RESCUE */
+	Q_FIND_OWN,     /* DQ_FIND_OWN */
+	Q_FIND_LOST,    /* DQ_FIND_LOST */
+	Q_REQUEUE,      /* DQ_REQUEUE_CLAIMS */
+	Q_CLAIM,        /* DQ_CLAIM */
+	Q_START,        /* DQ_START */
+	Q_FINISH,       /* DQ_FINISH */
+	Q_HELD,         /* DQ_HELD */
+	Q_LEAVE,        /* DQ_LEAVE */
+	Q_JANITOR,      /* DQ_JANITOR */
+	Q_POSITION,     /* DQ_POSITION */
+	Q_FINISH_CLAIM, /* DQ_FINISH_CLAIM */
+	Q_CLAIM_EXEC,   /* DQ_CLAIM_EXEC */
+	Q_LANDED,       /* DQ_LANDED */
+	Q_VERSION,      /* DQ_SCHEMA_VERSION */
+	Q_SETTLED,      /* DQ_CLAIMS_SETTLED */
+	Q_COUNT
+};
+
+/* The reservation of a claim lost with its connection (turn_done): its
+ * backend may still commit it, so its places stay counted by admission
+ * (held_of) until a probe of our dispatcher row finds no statement of ours
+ * holding it (the backend committed or ended: limbo_probed) and the sweep
+ * after the probe has requeued what such a claim left (swept). */
+struct limbo {
+	unsigned total; /* all it may have claimed */
+	int other;      /* it may have claimed a row of the "other" class */
+	size_t k;       /* per service, as struct turn's */
+	const char **names;
+	int64_t *lims;
+};
+
 struct dispatcher {
 	const struct dispatch_config *cfg;
 	struct event_base *base;
 	exc_client *client;
 	struct db db;
-	char *q_register, *q_beat, *q_rescue, *q_find_own, *q_find_lost, *q_requeue, *q_claim,
-		*q_start, *q_finish, *q_held, *q_leave, *q_janitor, *q_position, *q_finish_claim,
-		*q_claim_exec, *q_landed, *q_version;
+	char *sql[Q_COUNT]; /* each statement in the configured schema (expand_all) */
 	char host[65];
 	char pid[16];
 	struct held *list;
@@ -164,12 +200,17 @@ struct dispatcher {
 	struct db db2;
 	struct turn turns[HOT_CONNS];
 	int poll_again;
-	int sweep_lost; /* reconnected: look for claims whose result was lost */
+	int sweep_lost; /* a sweep of lost claims is wanted (sweep_want) */
 	/* a claim was lost with its connection: its backend may commit it at
 	 * any later time, so the sweep runs every staleAfterSec from then on
 	 * (swept_ms: the last one answered) */
 	int lost_claims;
 	int64_t swept_ms;
+	/* the reservations of the claims lost with their connections, oldest
+	 * first; limbo_probed: the first ones the sweep on the wire frees
+	 * when it answers (its probe found our row held by nobody) */
+	struct limbo *limbo;
+	size_t nlimbo, limbo_probed;
 	/* the statements off the hot path (chores.h); each flag: a chore of
 	 * that kind is queued or on the wire, so that no kind piles up */
 	struct chores *chores;
@@ -236,10 +277,7 @@ static inline void arm(struct event *ev, int64_t ms)
 /* pollMs with +-10 % jitter, so that dispatchers started together spread. */
 static inline int64_t jittered(struct dispatcher *d, int ms)
 {
-	int span = ms / 5;
-
-	d->rnd = d->rnd * 1103515245u + 12345u;
-	return span ? ms - span / 2 + (int64_t)((d->rnd >> 8) % (unsigned)(span + 1)) : ms;
+	return jitter_ms(&d->rnd, ms);
 }
 
 static inline int beat_fresh(const struct dispatcher *d)
@@ -261,6 +299,22 @@ int turn_busy(const struct dispatcher *d);
 void write_position(struct dispatcher *d, struct held *h);
 void outcomes_waiting(struct dispatcher *d, const char *why);
 void outcomes_flowing(struct dispatcher *d);
+void limbo_free(struct dispatcher *d, size_t n); /* the n oldest claims in limbo */
+
+/* A sweep of lost claims is wanted: it goes at the next turn with no
+ * result outstanding (poll_cb), and no claim goes until it has answered. */
+static inline void sweep_want(struct dispatcher *d)
+{
+	d->sweep_lost = 1;
+}
+
+/* A claim's result was lost with its connection: swept now, and every
+ * staleAfterSec from now on (its backend may commit it at any time). */
+static inline void claims_lost(struct dispatcher *d)
+{
+	d->lost_claims = 1;
+	sweep_want(d);
+}
 
 /* The claims may go: the heartbeat is fresh, the requeue of an earlier
  * life's rows is done, and no sweep of lost claims waits (it waits for

@@ -45,7 +45,7 @@ extern const char DQ_FIND_LOST[];      /* claims lost with a connection */
 extern const char DQ_REQUEUE_CLAIMS[]; /* requeue exactly the claims found */
 extern const char DQ_CLAIM[];          /* claim a class (local or not) */
 extern const char DQ_CLAIM_EXEC[];     /* claim per service, and the others */
-extern const char DQ_START[];          /* claimed -> running */
+extern const char DQ_START[];          /* claimed -> running (or found so) */
 extern const char DQ_FINISH[];         /* the outcomes of claims */
 extern const char DQ_FINISH_CLAIM[];   /* DQ_FINISH and a claim, one trip */
 extern const char DQ_LANDED[];         /* was an outcome written? */
@@ -54,6 +54,7 @@ extern const char DQ_POSITION[];       /* an execserver POSITION, stored */
 extern const char DQ_LEAVE[];          /* delete our row, requeue the rest */
 extern const char DQ_JANITOR[];        /* delete old finished rows */
 extern const char DQ_QUEUE_STATS[];    /* the queue's figures for /metrics */
+extern const char DQ_CLAIMS_SETTLED[]; /* has every claim holding our row ended? */
 
 /* execctl's (src/cli/queue.c), sql/queries/ctl_*.sql: the SQL API. */
 extern const char DQ_CTL_SUBMIT[];

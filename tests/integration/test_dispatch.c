@@ -1032,11 +1032,11 @@ static void test_admission_per_service(void)
 /* One dispatcher, one execserver of 4 slots (share 4 + 1), n runs of
  * `sleep secs` queued, and every UPDATE of a row WHEN when (a trigger's
  * condition) made slow by pause seconds: over sample_ms the table never
- * shows more than 5 + slack rows held, nor fewer than 4 (more than 5: the
+ * shows more than 5 rows held, nor fewer than 4 (more than 5: the
  * dispatcher's log is printed); then every row ends done at its first
  * attempt. */
 static void held_within_share_when_slow(const char *when, const char *pause, int n,
-					const char *secs, int sample_ms, int slack)
+					const char *secs, int sample_ms)
 {
 	long long max0, max1;
 	char job[96];
@@ -1060,7 +1060,7 @@ static void held_within_share_when_slow(const char *when, const char *pause, int
 		fprintf(stderr, "held %lld rows with a claim share of 5\n", max0);
 		harness_tail("dispatcher holding more than its share", F.log[0], 80);
 	}
-	CU_ASSERT(max0 >= 4 && max0 <= 5 + slack);
+	CU_ASSERT(max0 >= 4 && max0 <= 5);
 	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_update ON execdispatch.job"));
 	PQclear(pgtest_query(F.c, "DROP FUNCTION public.slow_update()"));
 	CU_ASSERT_FATAL(df_wait_final(&F, 30000) == 0);
@@ -1076,14 +1076,14 @@ static void held_within_share_when_slow(const char *when, const char *pause, int
  * its second hot connection, while a claim of the whole share (0.5 s) is
  * still on the wire.  If that claim did not reserve its rows, the next
  * poll would claim the share a second time: every row (12) held at once.
- * Slack 2: under a loaded parallel make check the table has shown 6 held
- * (three times in about ten runs, also after the outcomes on the wire
- * were counted, never here alone or beside CPU or disk hogs); the cause
- * is not found yet, and the dispatcher's log is printed when it happens. */
+ * A claim slowed past its deadline (staleAfterSec, on a loaded machine)
+ * is given up while its backend may still commit it: its places stay
+ * taken until the sweep after its end (struct limbo), so the bound holds
+ * then too. */
 static void test_admission_claims_on_wire(void)
 {
 	held_within_share_when_slow("NEW.state = 'claimed' AND OLD.state = 'queued'", "0.1", 12,
-				    "1", 2500, 2);
+				    "1", 2500);
 }
 
 /* A row whose run ended keeps its place in the share until its outcome's
@@ -1092,12 +1092,11 @@ static void test_admission_claims_on_wire(void)
  * A finish that claims nothing (once per pollMs, when the turn may claim
  * a row of the "other" class) was not counted, and the other hot
  * connection claimed the place it freed and committed first: the table
- * showed 8 rows held against a share of 5 (3 runs of 3).  Slack 1, for
- * the one row more not explained yet (see the claims on the wire). */
+ * showed 8 rows held against a share of 5 (3 runs of 3). */
 static void test_admission_outcomes_on_wire(void)
 {
 	held_within_share_when_slow("NEW.state = 'done' AND OLD.state IN ('claimed', 'running')",
-				    "0.3", 16, "0.2", 3000, 1);
+				    "0.3", 16, "0.2", 3000);
 }
 
 /* Admission is the execservers' claim share and nothing else: the

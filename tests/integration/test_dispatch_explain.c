@@ -301,6 +301,7 @@ static const struct plan_case {
 	{ "leave", DQ_LEAVE, "'d0', @token@, 3", "job_holder" },
 	{ "janitor", DQ_JANITOR, "7", "job_finished" },
 	{ "queue_stats", DQ_QUEUE_STATS, NULL, "job_claim|job_claim_service job_holder" },
+	{ "claims_settled", DQ_CLAIMS_SETTLED, "'d0', @token@", "" },
 	{ "ctl_show", DQ_CTL_SHOW, "@done@", "job_pkey" },
 	{ "ctl_show_json", DQ_CTL_SHOW_JSON, "@done@", "job_pkey" },
 	{ "ctl_final", DQ_CTL_FINAL, "@done@", "job_pkey" },

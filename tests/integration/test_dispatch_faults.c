@@ -11,7 +11,8 @@
  *    once the database is back, nothing runs twice;
  *  - a claim whose result was lost with the connection: requeued once the
  *    dispatcher is back, and run; a finish whose reply was lost (PgBouncer
- *    stopped, then killed): written again, found written, counted so;
+ *    stopped, then killed): written again, found written, counted so; a
+ *    start whose reply was lost: sent again, its run found started;
  *  - a handler of the execserver killed: its jobs come back as exec_lost
  *    and are requeued, counting the attempt;
  *  - an outcome the database refuses (a trigger): refused in every form it
@@ -383,8 +384,8 @@ static pid_t bouncer_pid(void)
 
 /* Once `sleeping` statements sleep in a trigger (pg_sleep), PgBouncer is
  * stopped (SIGSTOP: what it forwarded goes on, the replies wait in it),
- * and the row id waited for until it is done.  PgBouncer's pid, or 0. */
-static pid_t stop_bouncer_until_done(int sleeping, long long id)
+ * and the row id waited for until it is in state.  PgBouncer's pid, or 0. */
+static pid_t stop_bouncer_until_state(int sleeping, long long id, const char *state)
 {
 	pid_t pid;
 	long long t0;
@@ -400,10 +401,15 @@ static pid_t stop_bouncer_until_done(int sleeping, long long id)
 	     harness_now_ms() - t0 < 10000 &&
 	     pgtest_int(F.c,
 			"SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
-			"state = 'done'",
-			id) == 0;)
+			"state = '%s'",
+			id, state) == 0;)
 		harness_sleep_ms(10);
 	return pid;
+}
+
+static pid_t stop_bouncer_until_done(int sleeping, long long id)
+{
+	return stop_bouncer_until_state(sleeping, id, "done");
 }
 
 /* A trigger name on job sleeping secs after each row updated when (a
@@ -452,41 +458,82 @@ static int disp_through_bouncer(void)
 	return disp_through_bouncer_as(0);
 }
 
+/* The reply of a statement lost after its commit: dispatcher 0 through
+ * PgBouncer (disp_through_bouncer), a trigger named trigger sleeping 1 s
+ * after each row updated when (a condition on NEW), the job submitted;
+ * PgBouncer is stopped while the statement sleeps (the commit and its
+ * reply then wait in PgBouncer's socket) and killed once the row is in
+ * state.  The job's id. */
+static long long lose_reply(const char *trigger, const char *when, const char *job,
+			    const char *state)
+{
+	long long id;
+
+	CU_ASSERT_FATAL(disp_through_bouncer() == 0);
+	sleep_trigger(trigger, 1, when);
+	id = df_submit(&F, job, 0);
+	pid_t bouncer = stop_bouncer_until_state(1, id, state);
+	CU_ASSERT_FATAL(bouncer > 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = '%s'",
+				   id, state),
+			1);
+	kill(bouncer, SIGKILL);
+	F.pg.bouncer_port = 0; /* gone: nothing to stop at the cleanup */
+	return id;
+}
+
+/* Dispatcher 0's log does not say "job <id> attempt 1: <what>". */
+static void log_lacks(long long id, const char *what)
+{
+	char line[200];
+	size_t len;
+	unsigned char *txt = harness_read_file(F.log[0], &len);
+
+	snprintf(line, sizeof line, "job %lld attempt 1: %s", id, what);
+	CU_ASSERT(txt && !strstr((char *)txt, line));
+	free(txt);
+}
+
 /* A finish whose commit went through but whose reply the lost connection
- * took: the dispatcher runs through PgBouncer, which the test stops while
- * the finish sleeps in a trigger (the commit and its reply then wait in
- * PgBouncer's socket) and kills once the row is done; the dispatcher
- * reconnects straight to PostgreSQL (the next host), writes the outcome
- * again, finds it written under its claim, and counts it written, not
- * dropped. */
+ * took (lose_reply): the dispatcher reconnects straight to PostgreSQL
+ * (the next host), writes the outcome again, finds it written under its
+ * claim, and counts it written, not dropped. */
 static void test_finish_reply_lost(void)
 {
 	char line[200];
-	long long id;
-	size_t len;
-	unsigned char *txt;
+	long long id = lose_reply("slow_finish", "NEW.state = 'done'", "{\"command\":\"true\"}",
+				  "done");
 
-	CU_ASSERT_FATAL(disp_through_bouncer() == 0);
-	sleep_trigger("slow_finish", 1, "NEW.state = 'done'");
-	id = df_submit(&F, "{\"command\":\"true\"}", 0);
-	pid_t bouncer = stop_bouncer_until_done(1, id);
-	CU_ASSERT_FATAL(bouncer > 0);
-	CU_ASSERT(pgtest_int(F.c,
-			     "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
-			     "state = 'done'",
-			     id) == 1);
-	kill(bouncer, SIGKILL);
-	F.pg.bouncer_port = 0; /* gone: nothing to stop at the cleanup */
 	snprintf(line, sizeof line,
 		 "job %lld attempt 1: outcome done written by a statement whose reply the lost "
 		 "connection took",
 		 id);
 	CU_ASSERT(wait_log(0, line, 20000) == 0);
-	txt = harness_read_file(F.log[0], &len);
-	snprintf(line, sizeof line, "job %lld attempt 1: claim lost before its outcome", id);
-	CU_ASSERT(txt && !strstr((char *)txt, line));
-	free(txt);
+	log_lacks(id, "claim lost before its outcome");
 	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_finish ON execdispatch.job"));
+	stop_all(1);
+}
+
+/* A start (the statement writing the row running) whose commit went
+ * through but whose reply the lost connection took (lose_reply): the
+ * dispatcher reconnects straight to PostgreSQL, sends the start again,
+ * finds the row running under its claim, and lets the run go on to its
+ * outcome (never cancelled as a claim lost, nor left running). */
+static void test_start_reply_lost(void)
+{
+	long long id = lose_reply("slow_start", "NEW.state = 'running'",
+				  "{\"command\":\"sleep\",\"args\":[\"2\"]}", "running");
+
+	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_start ON execdispatch.job"));
+	CU_ASSERT_EQUAL(df_wait_final(&F, 20000), 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'done' AND attempts = 1",
+				   id),
+			1);
+	log_lacks(id, "its claim was lost before it started");
 	stop_all(1);
 }
 
@@ -762,6 +809,20 @@ static int wait_sql(const char *q, long long want, int timeout_ms)
 	return -1;
 }
 
+/* Once a statement sleeps in a trigger (pg_sleep), PgBouncer is killed:
+ * the dispatcher's connections through it break while the backend goes
+ * on with the statement (PgBouncer does not cancel it). */
+static void kill_bouncer_once_sleeping(void)
+{
+	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event = "
+				 "'PgSleep'",
+				 1, 10000) == 0);
+	pid_t bouncer = bouncer_pid();
+	CU_ASSERT_FATAL(bouncer > 0);
+	kill(bouncer, SIGKILL);
+	F.pg.bouncer_port = 0; /* gone: nothing to stop at the cleanup */
+}
+
 /* A claim whose connection broke by an error (not at its deadline) while
  * its backend still ran it: the dispatcher goes through PgBouncer, a
  * trigger makes the claim sleep 4 s at the server (as one waiting for a
@@ -779,13 +840,7 @@ static void test_claim_committed_after_sweep(void)
 	CU_ASSERT_FATAL(disp_through_bouncer() == 0);
 	sleep_trigger("slow_claim", 4, "NEW.state = 'claimed' AND NEW.claims = 1");
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
-	CU_ASSERT_FATAL(wait_sql("SELECT count(*) FROM pg_stat_activity WHERE wait_event = "
-				 "'PgSleep'",
-				 1, 10000) == 0);
-	pid_t bouncer = bouncer_pid();
-	CU_ASSERT_FATAL(bouncer > 0);
-	kill(bouncer, SIGKILL);
-	F.pg.bouncer_port = 0; /* gone: nothing to stop at the cleanup */
+	kill_bouncer_once_sleeping();
 	t0 = harness_now_ms();
 	CU_ASSERT(wait_run_log(0, "a statement was on the wire when the connection was lost",
 			       5000) == 0);
@@ -800,6 +855,60 @@ static void test_claim_committed_after_sweep(void)
 			2);
 	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_claim ON execdispatch.job"));
 	stop_all(1);
+}
+
+/* A claim lost with its connection while its backend goes on keeps its
+ * places until that backend ended and the sweep after it looked: the
+ * dispatcher goes through PgBouncer, one row held (A, running), then 12
+ * rows queued at once, whose claim (4 places: share 4 + 1, less A) a
+ * trigger makes sleep 3 s at the server (at its first row); PgBouncer is killed meanwhile
+ * and the backend commits the claim later.  The dispatcher, straight to
+ * PostgreSQL, must claim nothing in those places until the sweep has
+ * requeued what that claim took: the table never shows more than 5 rows
+ * held by it (without the places kept: 9). */
+static void test_lost_claim_keeps_places(void)
+{
+	static const char job[] = "{\"command\":\"sleep\",\"args\":[\"6\"]}";
+	long long first = 0, most = 0, t0;
+	char when[120];
+
+	CU_ASSERT_FATAL(disp_through_bouncer() == 0);
+	df_submit(&F, job, 0);
+	CU_ASSERT_FATAL(wait_held_running("d0", 1, 10000) == 0);
+	PQclear(pgtest_query(F.c, "BEGIN"));
+	for (int i = 0; i < 12; i++) {
+		long long id = df_submit(&F, job, 0);
+		if (!first)
+			first = id;
+	}
+	snprintf(when, sizeof when, "NEW.state = 'claimed' AND NEW.claims = 1 AND NEW.id = %lld",
+		 first);
+	sleep_trigger("slow_claim", 3, when);
+	PQclear(pgtest_query(F.c, "COMMIT"));
+	kill_bouncer_once_sleeping();
+	/* the rows held sampled until the late claim's rows are requeued
+	 * (their claims 2) and claimed again by the dispatcher (held again) */
+	for (t0 = harness_now_ms(); harness_now_ms() - t0 < 30000;) {
+		long long held = df_held(&F, "d0");
+		if (held > most)
+			most = held;
+		if (pgtest_int(F.c,
+			       "SELECT count(*) FROM execdispatch.job WHERE id >= %lld AND "
+			       "claims >= 2",
+			       first) > 0)
+			break;
+		harness_sleep_ms(10);
+	}
+	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_claim ON execdispatch.job"));
+	if (most > 5) {
+		fprintf(stderr, "held %lld rows with a claim share of 5\n", most);
+		harness_tail("dispatcher holding more than its share", F.log[0], 60);
+	}
+	CU_ASSERT(most >= 4 && most <= 5);
+	CU_ASSERT(run_count(0, "rows claimed by a statement whose result the lost connection "
+			       "took") >= 1);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
 }
 
 /* An instanceId reused by a new process (an orchestrator restarting it
@@ -1278,6 +1387,8 @@ int main(void)
 		{ "an outcome the database refuses: kept, or cut to outcome_not_stored",
 		  test_outcome_refused },
 		{ "a finish whose reply was lost counts as written", test_finish_reply_lost },
+		{ "a start whose reply was lost: the run goes on to its outcome",
+		  test_start_reply_lost },
 		{ "a claim whose reply was lost on the second connection is requeued",
 		  test_claim_reply_lost_second_conn },
 		{ "a stop while an outcome is refused in every form: given up after 10 s",
@@ -1286,6 +1397,8 @@ int main(void)
 		  test_db_silent },
 		{ "a claim committed after the sweeps (its connection broke) is requeued",
 		  test_claim_committed_after_sweep },
+		{ "a claim lost with its connection keeps its places until it is swept",
+		  test_lost_claim_keeps_places },
 		{ "a reused instanceId: the old life leaves the new one's claims alone",
 		  test_reused_instance },
 		{ "a claim committed after it was given up is requeued by a later sweep",

@@ -1212,9 +1212,19 @@ static void test_locked_rows_skipped(void)
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
 	PQclear(r);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "running/1");
-	/* a row not ours: neither answered at all */
+	/* sent again (its reply lost): the row running under the same claim
+	 * is answered as started, not as a claim lost */
+	r = run_stmt(F.c, DQ_START, 3, start);
+	CU_ASSERT_EQUAL(PQntuples(r), 1);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
+	PQclear(r);
+	/* a row not ours, or of another claim: not answered at all */
 	const char *theirs[3] = { "someone", ids, claims };
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_START, 3, theirs), 0);
+	char later[24];
+	snprintf(later, sizeof later, "{%lld}", atoll(c1) + 1);
+	const char *other_claim[3] = { "me", ids, later };
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_START, 3, other_claim), 0);
 
 	/* two silent dispatchers, one row of "stale" locked: "stale" is put
 	 * off whole, "stale2" rescued */

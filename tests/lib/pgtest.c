@@ -207,6 +207,13 @@ static void stop_bouncer(struct pg_cluster *pg)
 		kill(pid, SIGTERM);
 	for (int i = 0; pid > 0 && i < 100 && kill(pid, 0) == 0; i++)
 		harness_sleep_ms(20);
+	/* still there after 2 s (a SIGSTOP'ed PgBouncer never takes its
+	 * SIGTERM): killed, so that no test leaves one running */
+	if (pid > 0 && kill(pid, 0) == 0) {
+		kill(pid, SIGKILL);
+		for (int i = 0; i < 100 && kill(pid, 0) == 0; i++)
+			harness_sleep_ms(20);
+	}
 	pg->bouncer_port = 0;
 }
 

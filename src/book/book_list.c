@@ -83,10 +83,29 @@ static void fill(const struct book *b, uint32_t wi, struct book_want_info *i)
 		i->pgid = w->pgid;
 	} else {
 		i->handler = w->conn != BK_NIL ? bk_conn(b, w->conn)->handler : BK_NIL;
-		if (w->state == WANT_PARKED) {
-			i->since_ms = w->parked_at;
-			i->position = bk_query_ahead(b, wi) + 1;
-		}
+		if (w->state == WANT_PARKED)
+			i->since_ms = w->parked_at; /* position: by positions() */
+	}
+}
+
+/* The positions of the parked wants out[from..n) of one waitgroup, a
+ * chunk of them per replay of the grant rule (bk_query_ahead_many): one
+ * replay costs what one QUERY costs, so the lock is not held a hundred
+ * times that. */
+static void positions(const struct book *b, struct book_want_info *out, size_t from, size_t n)
+{
+	enum {
+		CHUNK = 128
+	};
+	uint32_t ws[CHUNK], ahead[CHUNK];
+	while (from < n) {
+		size_t m = n - from < CHUNK ? n - from : CHUNK;
+		for (size_t t = 0; t < m; t++)
+			ws[t] = out[from + t].ref.idx;
+		bk_query_ahead_many(b, ws, m, ahead);
+		for (size_t t = 0; t < m; t++)
+			out[from + t].position = ahead[t] + 1;
+		from += m;
 	}
 }
 
@@ -104,12 +123,14 @@ size_t book_list_wants(const struct book *b, struct book_want_info *out, size_t 
 			fill(b, x, &out[n++]);
 	for (uint32_t g = 0; g < b->topo.nwaitgroups; g++) {
 		uint32_t listed = 0;
+		size_t first = n;
 		for (uint32_t s = b->wgs[g].svc_head; s != BK_NIL; s = b->svcs[s].wg_next)
 			for (uint32_t x = b->svcs[s].root; x != BK_NIL; x = bk_heap_next(b, x))
 				for (uint32_t y = bk_node(b, x)->head;
 				     y != BK_NIL && n < max && listed < max_parked;
 				     y = bk_want(b, y)->q_next, listed++)
 					fill(b, y, &out[n++]);
+		positions(b, out, first, n);
 	}
 	return n;
 }

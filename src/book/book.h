@@ -761,7 +761,7 @@ struct book_want_info {
 size_t book_list_wants(const struct book *b, struct book_want_info *out, size_t max,
 		       uint32_t max_parked);
 /* Distinct clients with a live conn on each handler, into
- * out[BOOK_MAX_HANDLERS].  Cost: O(conns x conns per client). */
+ * out[BOOK_MAX_HANDLERS].  Cost: O(conns). */
 void book_handler_clients(const struct book *b, uint32_t *out);
 /* The running job's command (index in its service's commands), for
  * book_list_wants; a stale ref or a want not RUNNING is left alone. */

@@ -559,6 +559,44 @@ static void test_list_positions_batch(void)
 	done(&f);
 }
 
+/* Clients per handler: a client once on each handler where it has a conn
+ * (its conns grouped by handler, as after reconnects), each anonymous conn
+ * a client of its own; the same answer on every call. */
+static void test_handler_clients(void)
+{
+	struct fx f;
+	struct book_ref x[4], y, anon[2];
+	uint32_t n[BOOK_MAX_HANDLERS];
+	const uint32_t on[4] = { 0, 0, 1, 2 };
+	mk(&f, 1, 1);
+	for (int i = 0; i < 4; i++)
+		OK(fx_open(&f, on[i], "x", 0, &x[i]));
+	OK(fx_open(&f, 1, "y", 0, &y));
+	OK(fx_open(&f, 1, NULL, 0, &anon[0]));
+	OK(fx_open(&f, 1, NULL, 0, &anon[1]));
+	for (int call = 0; call < 2; call++) {
+		fx_lock(&f);
+		book_handler_clients(f.b, n);
+		fx_unlock(&f);
+		CU_ASSERT_EQUAL(n[0], 1);
+		CU_ASSERT_EQUAL(n[1], 4);
+		CU_ASSERT_EQUAL(n[2], 1);
+		CU_ASSERT_EQUAL(n[3], 0);
+	}
+	fx_close(&f, x[0], 0);
+	fx_lock(&f);
+	book_handler_clients(f.b, n);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(n[0], 1);
+	fx_close(&f, x[1], 0);
+	fx_lock(&f);
+	book_handler_clients(f.b, n);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(n[0], 0);
+	CU_ASSERT_EQUAL(n[1], 4);
+	done(&f);
+}
+
 /* The failure ring keeps the last BOOK_FAILURES failed jobs, newest
  * first; successes stay out; a freed slot granted at once is a hand-over. */
 static void test_failures_and_handovers(void)
@@ -3394,6 +3432,7 @@ int main(void)
 		{ "waitgroups independent", test_waitgroups_independent },
 		{ "console: list wants", test_list_wants },
 		{ "console: positions of a listing, one replay", test_list_positions_batch },
+		{ "console: clients per handler", test_handler_clients },
 		{ "console: failures ring, hand-overs", test_failures_and_handovers },
 		{ "console: cancel by ref, handler starts", test_cancel_ref_and_starts },
 		{ "unwant in every state", test_unwant_states },

@@ -9,8 +9,10 @@
  * from no browser (curl, a script): the token alone decides.  Without a
  * token, Host must be an address or localhost: a page whose DNS name was
  * rebound to this address is same-origin to the browser, and with no
- * token to hold back, only the name tells it apart.  The request
- * is one head (http_head.c bounds its size); a body is not read.
+ * token to hold back, only the name tells it apart.  A request with a
+ * Content-Type is refused: the action takes no body, and a cross-site
+ * HTML form (of a browser old enough to send no Origin) always has one.
+ * The request is one head (http_head.c bounds its size); a body is not read.
  */
 #include "autoconfig.h"
 
@@ -138,6 +140,10 @@ static int cancel(const struct http_head *h, struct console_answer *a)
 			      "a valid Authorization: Bearer token is required");
 	if (!same_origin(h))
 		return answer(a, 403, NULL, "a cross-site request: refused");
+	/* a body is never read, and an HTML form always says its type: so a
+	 * cross-site form of a browser that sends no Origin cannot act */
+	if (http_header_get(h, "Content-Type"))
+		return answer(a, 415, NULL, "refused: the cancel takes no body (no Content-Type)");
 	const char *host = http_header_get(h, "Host");
 	if (!token && host && !host_is_address(host))
 		return answer(a, 403, NULL,

@@ -159,6 +159,10 @@ static void test_console_switch(void)
 	CU_ASSERT_EQUAL(post_code(&d, "/jobs/0.1/cancel", h), 404);
 	snprintf(h, sizeof h, "Host: [::1]:%d\r\n", d.port);
 	CU_ASSERT_EQUAL(post_code(&d, "/jobs/0.1/cancel", h), 404);
+	/* a cross-site form of a browser without Origin: refused by its type */
+	CU_ASSERT_EQUAL(post_code(&d, "/jobs/0.1/cancel",
+				  "Content-Type: application/x-www-form-urlencoded\r\n"),
+			415);
 	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
 	harness_cleanup(&d);
 	snprintf(body, sizeof body, "consoleEnabled: false\n%s", harness_default_body(1));

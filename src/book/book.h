@@ -756,11 +756,12 @@ struct book_want_info {
  * each waitgroup, at most max_parked per waitgroup (those of the first
  * nodes visited: when more wait, the list is a sample, each with its exact
  * position), into out (at most max in all); returns how many.  Cost:
- * O(running + offered) plus a book_query per parked want listed. */
+ * O(running + offered + nodes) plus, per waitgroup, about one book_query
+ * for all its parked wants listed (one replay of the grant rule). */
 size_t book_list_wants(const struct book *b, struct book_want_info *out, size_t max,
 		       uint32_t max_parked);
 /* Distinct clients with a live conn on each handler, into
- * out[BOOK_MAX_HANDLERS].  Cost: O(conns x conns per client). */
+ * out[BOOK_MAX_HANDLERS].  Cost: O(conns). */
 void book_handler_clients(const struct book *b, uint32_t *out);
 /* The running job's command (index in its service's commands), for
  * book_list_wants; a stale ref or a want not RUNNING is left alone. */

@@ -155,6 +155,9 @@ void bk_hello_dirty(struct book *b);
 
 /* book_query.c */
 uint32_t bk_query_ahead(const struct book *b, uint32_t wi);
+/* ahead[t] = bk_query_ahead(b, ws[t]) for nw parked wants of one
+ * waitgroup, with one replay of the grant rule for them all. */
+void bk_query_ahead_many(const struct book *b, const uint32_t *ws, size_t nw, uint32_t *ahead);
 /* Keeps a failed job in the ring of book_failures (book_list.c). */
 void bk_failure_note(struct book *b, const struct bk_want *w, const struct book_outcome *o);
 

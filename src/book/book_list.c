@@ -4,7 +4,8 @@
  *
  * Listing reads the derived lists (runner lists, offered lists, the
  * services' heaps and their nodes' FIFOs), so it is right after a repair
- * as well; it changes nothing but book_query's scratch arrays.  The ring
+ * as well; it changes nothing but the scratch arrays (book_query's, and
+ * book_handler_clients' marks per client).  The ring
  * of failures is statistics (book_layout.h): written after the state
  * write of the job's end, read by nothing but book_failures, left alone
  * by repair; a holder dying mid-entry leaves that one entry torn (its
@@ -83,10 +84,29 @@ static void fill(const struct book *b, uint32_t wi, struct book_want_info *i)
 		i->pgid = w->pgid;
 	} else {
 		i->handler = w->conn != BK_NIL ? bk_conn(b, w->conn)->handler : BK_NIL;
-		if (w->state == WANT_PARKED) {
-			i->since_ms = w->parked_at;
-			i->position = bk_query_ahead(b, wi) + 1;
-		}
+		if (w->state == WANT_PARKED)
+			i->since_ms = w->parked_at; /* position: by positions() */
+	}
+}
+
+/* The positions of the parked wants out[from..n) of one waitgroup, a
+ * chunk of them per replay of the grant rule (bk_query_ahead_many): one
+ * replay costs what one QUERY costs, so the lock is not held a hundred
+ * times that. */
+static void positions(const struct book *b, struct book_want_info *out, size_t from, size_t n)
+{
+	enum {
+		CHUNK = 128
+	};
+	uint32_t ws[CHUNK], ahead[CHUNK];
+	while (from < n) {
+		size_t m = n - from < CHUNK ? n - from : CHUNK;
+		for (size_t t = 0; t < m; t++)
+			ws[t] = out[from + t].ref.idx;
+		bk_query_ahead_many(b, ws, m, ahead);
+		for (size_t t = 0; t < m; t++)
+			out[from + t].position = ahead[t] + 1;
+		from += m;
 	}
 }
 
@@ -104,29 +124,39 @@ size_t book_list_wants(const struct book *b, struct book_want_info *out, size_t 
 			fill(b, x, &out[n++]);
 	for (uint32_t g = 0; g < b->topo.nwaitgroups; g++) {
 		uint32_t listed = 0;
+		size_t first = n;
 		for (uint32_t s = b->wgs[g].svc_head; s != BK_NIL; s = b->svcs[s].wg_next)
 			for (uint32_t x = b->svcs[s].root; x != BK_NIL; x = bk_heap_next(b, x))
 				for (uint32_t y = bk_node(b, x)->head;
 				     y != BK_NIL && n < max && listed < max_parked;
 				     y = bk_want(b, y)->q_next, listed++)
 					fill(b, y, &out[n++]);
+		positions(b, out, first, n);
 	}
 	return n;
 }
 
 void book_handler_clients(const struct book *b, uint32_t *out)
 {
+	/* mark[client] = 1 + the last handler that counted it: handlers are
+	 * visited in order, so one pass over the conns counts each client
+	 * once per handler (a walk of the client's conns per conn would cost
+	 * conns x conns per client, seconds for one client of 32,768 conns) */
+	uint32_t *mark = bk_scratch(b, 1);
+	for (uint32_t h = 0; h < b->lim.nhandlers; h++)
+		for (uint32_t c = b->handlers[h].conn_head; c != BK_NIL; c = bk_conn(b, c)->h_next)
+			mark[bk_conn(b, c)->client] = 0;
 	for (uint32_t h = 0; h < BOOK_MAX_HANDLERS; h++) {
 		out[h] = 0;
 		if (h >= b->lim.nhandlers)
 			continue;
-		/* a client counts once: at its first conn (client's list) on h */
 		for (uint32_t c = b->handlers[h].conn_head; c != BK_NIL;
 		     c = bk_conn(b, c)->h_next) {
-			uint32_t first = bk_client(b, bk_conn(b, c)->client)->conn_head;
-			while (first != BK_NIL && bk_conn(b, first)->handler != h)
-				first = bk_conn(b, first)->k_next;
-			out[h] += first == c;
+			uint32_t k = bk_conn(b, c)->client;
+			if (mark[k] != h + 1) {
+				mark[k] = h + 1;
+				out[h]++;
+			}
 		}
 	}
 }

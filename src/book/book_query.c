@@ -26,7 +26,10 @@
  * (docs/protocol.md says so).
  *
  * Cost: O(N log N), N = nodes of the waitgroup at priorities >= p, plus the
- * conn's wants at priority p.
+ * conn's wants at priority p.  Many wants of one waitgroup share one replay
+ * (bk_query_ahead_many): O(N log N) once, plus per want its conn's wants at
+ * its priority and that phase's conns (the console lists a hundred a
+ * waitgroup under the lock, book_list.c).
  *
  * book_eta turns a position into a time from what holds the slots (book.h
  * says the model); the k-th free time of slots that free at e_i and every
@@ -69,24 +72,41 @@ static int by_last_served(const struct book *b, const void *ctx, uint32_t x, uin
 	return qx->pos < qy->pos;
 }
 
-uint32_t bk_query_ahead(const struct book *b, uint32_t wi)
+/* The k (1-based) of parked want wi among its conn's wants of the phase
+ * A[i..j) (its priority): 1 + its conn's older wants there. */
+static uint32_t kth_of_conn(const struct book *b, const uint32_t *A, size_t i, size_t j,
+			    uint32_t wi)
 {
 	const struct bk_want *w = bk_want(b, wi);
-	uint32_t g = bk_want_wg(b, w), c0 = w->conn;
-	int32_t p = w->priority;
+	uint32_t k = 1;
+	for (size_t m = i; m < j; m++) {
+		const struct bk_node *n = bk_node(b, A[m]);
+		if (n->conn != w->conn)
+			continue;
+		for (uint32_t x = n->head; x != BK_NIL; x = bk_want(b, x)->q_next)
+			if (bk_want(b, x)->seq < w->seq)
+				k++;
+	}
+	return k;
+}
+
+void bk_query_ahead_many(const struct book *b, const uint32_t *ws, size_t nw, uint32_t *ahead)
+{
+	if (nw == 0)
+		return;
+	uint32_t g = bk_want_wg(b, bk_want(b, ws[0]));
+	int32_t p = bk_want(b, ws[0])->priority; /* the lowest phase replayed */
+	for (size_t t = 1; t < nw; t++)
+		if (bk_want(b, ws[t])->priority < p)
+			p = bk_want(b, ws[t])->priority;
 	uint32_t *A = bk_scratch(b, 0), *P = bk_scratch(b, 1);
 	size_t na = 0;
-	uint32_t ahead = 0;
+	uint32_t above = 0; /* wants of the phases replayed so far */
 
 	for (uint32_t s = b->wgs[g].svc_head; s != BK_NIL; s = b->svcs[s].wg_next)
-		for (uint32_t x = b->svcs[s].root; x != BK_NIL; x = bk_heap_next(b, x)) {
-			const struct bk_node *n = bk_node(b, x);
-			if (n->priority < p)
-				continue;
-			A[na++] = x;
-			if (n->priority > p)
-				ahead += n->count;
-		}
+		for (uint32_t x = b->svcs[s].root; x != BK_NIL; x = bk_heap_next(b, x))
+			if (bk_node(b, x)->priority >= p)
+				A[na++] = x;
 	bk_sort(b, A, na, by_prio_conn, NULL);
 	for (size_t i = 0; i < na; i++) {
 		uint32_t c = bk_node(b, A[i])->conn;
@@ -97,6 +117,7 @@ uint32_t bk_query_ahead(const struct book *b, uint32_t wi)
 	for (size_t i = 0; i < na;) {
 		int32_t q = bk_node(b, A[i])->priority;
 		size_t np = 0, j = i;
+		uint32_t count = 0;
 		for (; j < na && bk_node(b, A[j])->priority == q; j++) {
 			const struct bk_node *n = bk_node(b, A[j]);
 			struct bk_qconn *qc = bk_qconn(b, n->conn);
@@ -106,45 +127,49 @@ uint32_t bk_query_ahead(const struct book *b, uint32_t wi)
 				qc->head = UINT64_MAX;
 			}
 			qc->n += n->count;
+			count += n->count;
 			uint64_t hs = bk_want(b, n->head)->seq;
 			if (hs < qc->head)
 				qc->head = hs;
 		}
 		bk_sort(b, P, np, by_turn, NULL);
-		if (q > p) {
-			for (size_t k = 0; k < np; k++)
-				bk_qconn(b, P[k])->pos = (uint32_t)k;
-			bk_sort(b, P, np, by_last_served, NULL);
-			for (size_t k = 0; k < np; k++)
-				bk_qconn(b, P[k])->vs = counter + 1 + k;
-			counter += np;
-			i = j;
-			continue;
-		}
-		/* the want's own priority: it is the k-th oldest of its conn */
-		uint32_t k = 1;
-		for (size_t m = i; m < j; m++) {
-			const struct bk_node *n = bk_node(b, A[m]);
-			if (n->conn != c0)
+		/* the wants of this priority: each the k-th oldest of its conn */
+		for (size_t t = 0; t < nw; t++) {
+			const struct bk_want *w = bk_want(b, ws[t]);
+			if (w->priority != q)
 				continue;
-			for (uint32_t x = n->head; x != BK_NIL; x = bk_want(b, x)->q_next)
-				if (bk_want(b, x)->seq < w->seq)
-					k++;
-		}
-		int before = 1;
-		for (size_t m = 0; m < np; m++) {
-			uint32_t nc = bk_qconn(b, P[m])->n;
-			if (P[m] == c0) {
-				before = 0;
-				continue;
+			uint32_t k = kth_of_conn(b, A, i, j, ws[t]), sum = above;
+			int before = 1;
+			for (size_t m = 0; m < np; m++) {
+				uint32_t nc = bk_qconn(b, P[m])->n;
+				if (P[m] == w->conn) {
+					before = 0;
+					continue;
+				}
+				sum += nc < k - 1 ? nc : k - 1;
+				if (before && nc >= k)
+					sum++;
 			}
-			ahead += nc < k - 1 ? nc : k - 1;
-			if (before && nc >= k)
-				ahead++;
+			ahead[t] = sum + k - 1; /* with its own conn's older wants */
 		}
-		ahead += k - 1; /* its own conn's older wants */
-		break;
+		if (q == p)
+			break;
+		/* the phase's end: its conns get new stamps, by last served */
+		for (size_t k = 0; k < np; k++)
+			bk_qconn(b, P[k])->pos = (uint32_t)k;
+		bk_sort(b, P, np, by_last_served, NULL);
+		for (size_t k = 0; k < np; k++)
+			bk_qconn(b, P[k])->vs = counter + 1 + k;
+		counter += np;
+		above += count;
+		i = j;
 	}
+}
+
+uint32_t bk_query_ahead(const struct book *b, uint32_t wi)
+{
+	uint32_t ahead = 0;
+	bk_query_ahead_many(b, &wi, 1, &ahead);
 	return ahead;
 }
 

@@ -1122,6 +1122,11 @@ static int addr_is_loopback(const char *addr)
 	return inet_pton(AF_INET6, host, a) == 1 && memcmp(a, v6_loopback, 16) == 0;
 }
 
+int config_console_default(const struct es_config *cfg)
+{
+	return cfg->auth_token || addr_is_loopback(cfg->addr);
+}
+
 static int check_relations(struct loader *ld)
 {
 	const struct es_config *cfg = ld->cfg;
@@ -1137,8 +1142,10 @@ static int check_relations(struct loader *ld)
 	}
 	if (resolve_services(ld) < 0)
 		return -1;
-	if (cfg->console_enabled < 0)
-		ld->cfg->console_enabled = cfg->auth_token || addr_is_loopback(cfg->addr);
+	if (cfg->console_enabled < 0) {
+		ld->cfg->console_default = 1;
+		ld->cfg->console_enabled = config_console_default(cfg);
+	}
 	if (cfg->ping_timeout_sec <= cfg->ping_interval_sec)
 		return cy_error(&ld->cy, ld->ping_timeout ? ld->ping_timeout : ld->ping_interval,
 				"pingTimeoutSec (%d) must be greater than pingIntervalSec (%d)",

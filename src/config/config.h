@@ -165,6 +165,8 @@ struct es_config {
 	/* consoleEnabled: GET /console and its action; default on with an
 	 * authToken or a loopback addr (-1 while loading: not given) */
 	int console_enabled;
+	int console_default; /* consoleEnabled not given: console_enabled is
+			      * config_console_default's, again at a reload */
 };
 
 /* Error reporting: "file:line:column: message".  Loaders fill this in and
@@ -190,6 +192,9 @@ const struct config_command *config_find_command(const struct config_service *sv
 						 const char *name);
 /* The number of handlers to fork: cfg->handlers, or the CPU count for 0. */
 int config_effective_handlers(const struct es_config *cfg);
+
+/* consoleEnabled's default: on with an authToken or a loopback addr. */
+int config_console_default(const struct es_config *cfg);
 
 /* Splits "host:port" as accepted for `addr`: host is copied without IPv6
  * brackets, "" meaning all interfaces (":8083").  Returns 0, or -1 with *why

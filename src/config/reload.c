@@ -141,7 +141,6 @@ void config_take_reloadable(struct es_config *cur, struct es_config *fresh, int 
 	cur->broker = fresh->broker;
 	cur->legacy_token = fresh->legacy_token;
 	cur->job_log = fresh->job_log;
-	cur->console_enabled = fresh->console_enabled;
 	cur->legacy_token_validity_sec = fresh->legacy_token_validity_sec;
 	cur->handshake_timeout_sec = fresh->handshake_timeout_sec;
 	cur->idle_timeout_sec = fresh->idle_timeout_sec;
@@ -154,4 +153,10 @@ void config_take_reloadable(struct es_config *cur, struct es_config *fresh, int 
 	char *token = cur->auth_token;
 	cur->auth_token = fresh->auth_token;
 	fresh->auth_token = token;
+	/* the default from the addr in force (a restart key, kept) and the
+	 * new token: a file's new loopback addr does not open the console on
+	 * the network address still listened on */
+	cur->console_default = fresh->console_default;
+	cur->console_enabled = fresh->console_default ? config_console_default(cur)
+						      : fresh->console_enabled;
 }

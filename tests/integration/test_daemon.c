@@ -124,6 +124,17 @@ static int http_code(const struct es_daemon *d, const char *method, const char *
 	return code;
 }
 
+/* The status of POST target with extra header lines, or -1. */
+static int post_code(const struct es_daemon *d, const char *target, const char *headers)
+{
+	struct httpc_resp r;
+	if (httpc_request(d->port, "POST", target, headers, NULL, 0, 0, 5000, &r) != 0)
+		return -1;
+	int code = r.status;
+	httpc_free(&r);
+	return code;
+}
+
 /* consoleEnabled: on by default on loopback (the page, its files); false
  * answers 404 to the page, its files and its action. */
 static void test_console_switch(void)
@@ -136,6 +147,22 @@ static void test_console_switch(void)
 	CU_ASSERT_EQUAL(http_code(&d, "GET", "/console/nothing.js"), 404);
 	CU_ASSERT_EQUAL(http_code(&d, "POST", "/jobs/0.1/cancel"), 404); /* no such job */
 	CU_ASSERT_EQUAL(http_code(&d, "GET", "/jobs/0.1/cancel"), 405);
+	/* no authToken: a page of a DNS name rebound to 127.0.0.1 is
+	 * same-origin to its browser, and refused by its Host; addresses and
+	 * localhost reach the book (404: no such job) */
+	char h[256];
+	snprintf(h, sizeof h, "Host: rebound.example:%d\r\nOrigin: http://rebound.example:%d\r\n",
+		 d.port, d.port);
+	CU_ASSERT_EQUAL(post_code(&d, "/jobs/0.1/cancel", h), 403);
+	snprintf(h, sizeof h, "Host: localhost:%d\r\nOrigin: http://localhost:%d\r\n", d.port,
+		 d.port);
+	CU_ASSERT_EQUAL(post_code(&d, "/jobs/0.1/cancel", h), 404);
+	snprintf(h, sizeof h, "Host: [::1]:%d\r\n", d.port);
+	CU_ASSERT_EQUAL(post_code(&d, "/jobs/0.1/cancel", h), 404);
+	/* a cross-site form of a browser without Origin: refused by its type */
+	CU_ASSERT_EQUAL(post_code(&d, "/jobs/0.1/cancel",
+				  "Content-Type: application/x-www-form-urlencoded\r\n"),
+			415);
 	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
 	harness_cleanup(&d);
 	snprintf(body, sizeof body, "consoleEnabled: false\n%s", harness_default_body(1));

@@ -52,8 +52,10 @@ static int build(struct buf *out, const char *method, const char *target, const 
 		 const void *body, size_t len, size_t chunk)
 {
 	char head[8192];
-	int n = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s", method,
-			 target, headers ? headers : "");
+	/* Host: 127.0.0.1 unless headers name one (first) */
+	int own = headers && strncasecmp(headers, "Host:", 5) == 0;
+	int n = snprintf(head, sizeof head, "%s %s HTTP/1.1\r\n%s%s", method, target,
+			 own ? "" : "Host: 127.0.0.1\r\n", headers ? headers : "");
 	if (n < 0 || (size_t)n >= sizeof head)
 		return -1;
 	if (buf_add(out, head, (size_t)n) < 0)

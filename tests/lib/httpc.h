@@ -25,7 +25,8 @@ struct httpc_resp {
 
 /*
  * Sends `method target` to 127.0.0.1:port with extra header lines
- * (each ending in \r\n, may be NULL) and a body of len bytes (body NULL:
+ * (each ending in \r\n, may be NULL; "Host: 127.0.0.1" unless they start
+ * with a Host line of their own) and a body of len bytes (body NULL:
  * none).  chunk > 0 sends the body chunked in pieces of that size, else
  * with Content-Length (when body is not NULL).  Returns 0 (r filled, free
  * it with httpc_free) or -1 (connection failed, or no answer within

@@ -509,6 +509,94 @@ static void test_list_wants(void)
 	done(&f);
 }
 
+/* The listing's positions come from one replay of the grant rule for all
+ * the parked wants of a waitgroup: each equals what its own client's
+ * QUERY says, over several priorities, two services of one waitgroup,
+ * conns of different counts and stamps moved by grants. */
+static void test_list_positions_batch(void)
+{
+	struct fx f;
+	struct book_ref c[8], r;
+	struct book_want_info v[128];
+	char job[16];
+	mk(&f, 1, 1);
+	for (int i = 0; i < 8; i++)
+		OK(fx_open(&f, (uint32_t)i % 4, NULL, 0, &c[i]));
+	OK(fx_want(&f, c[0], "hold", 0, 0, 0));
+	OK(fx_take_job(&f, c[0], "hold", &r));
+	for (int i = 0; i < 60; i++) {
+		int conn = (i * 5 + i / 7) % 8;
+		snprintf(job, sizeof job, "w%d.%d", conn, i);
+		OK(fx_want(&f, c[conn], job, (uint32_t)i % 2, (i * 7) % 3, (uint64_t)i + 1));
+	}
+	/* two grants move the stamps of the conns served */
+	for (int g = 0; g < 2; g++) {
+		OK(fx_finish(&f, r, 10, 0));
+		fx_pump(&f);
+		const struct fx_mail *m = fx_find(&f, MAIL_OFFER, NULL);
+		CU_ASSERT_FATAL(m != NULL);
+		char took[BOOK_ID_MAX + 1];
+		snprintf(took, sizeof took, "%s", m->m.job_id);
+		OK(fx_take_job(&f, c[atoi(took + 1)], took, &r));
+		fx_log_clear(&f);
+	}
+	fx_lock(&f);
+	size_t n = book_list_wants(f.b, v, 128, 100);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(n, 59); /* the running one and 58 parked */
+	size_t parked = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].state != WANT_PARKED)
+			continue;
+		parked++;
+		struct book_position p = pos_of(&f, c[atoi(v[i].job_id + 1)], v[i].job_id);
+		if (v[i].position != p.ahead + 1)
+			printf("\n  %s: listed %u, query %u\n", v[i].job_id, v[i].position,
+			       p.ahead + 1);
+		CU_ASSERT_EQUAL(v[i].position, p.ahead + 1);
+	}
+	CU_ASSERT_EQUAL(parked, 58);
+	done(&f);
+}
+
+/* Clients per handler: a client once on each handler where it has a conn
+ * (its conns grouped by handler, as after reconnects), each anonymous conn
+ * a client of its own; the same answer on every call. */
+static void test_handler_clients(void)
+{
+	struct fx f;
+	struct book_ref x[4], y, anon[2];
+	uint32_t n[BOOK_MAX_HANDLERS];
+	const uint32_t on[4] = { 0, 0, 1, 2 };
+	mk(&f, 1, 1);
+	for (int i = 0; i < 4; i++)
+		OK(fx_open(&f, on[i], "x", 0, &x[i]));
+	OK(fx_open(&f, 1, "y", 0, &y));
+	OK(fx_open(&f, 1, NULL, 0, &anon[0]));
+	OK(fx_open(&f, 1, NULL, 0, &anon[1]));
+	for (int call = 0; call < 2; call++) {
+		fx_lock(&f);
+		book_handler_clients(f.b, n);
+		fx_unlock(&f);
+		CU_ASSERT_EQUAL(n[0], 1);
+		CU_ASSERT_EQUAL(n[1], 4);
+		CU_ASSERT_EQUAL(n[2], 1);
+		CU_ASSERT_EQUAL(n[3], 0);
+	}
+	fx_close(&f, x[0], 0);
+	fx_lock(&f);
+	book_handler_clients(f.b, n);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(n[0], 1);
+	fx_close(&f, x[1], 0);
+	fx_lock(&f);
+	book_handler_clients(f.b, n);
+	fx_unlock(&f);
+	CU_ASSERT_EQUAL(n[0], 0);
+	CU_ASSERT_EQUAL(n[1], 4);
+	done(&f);
+}
+
 /* The failure ring keeps the last BOOK_FAILURES failed jobs, newest
  * first; successes stay out; a freed slot granted at once is a hand-over. */
 static void test_failures_and_handovers(void)
@@ -3343,6 +3431,8 @@ int main(void)
 		{ "round robin shares over 9000 grants", test_round_robin_shares },
 		{ "waitgroups independent", test_waitgroups_independent },
 		{ "console: list wants", test_list_wants },
+		{ "console: positions of a listing, one replay", test_list_positions_batch },
+		{ "console: clients per handler", test_handler_clients },
 		{ "console: failures ring, hand-overs", test_failures_and_handovers },
 		{ "console: cancel by ref, handler starts", test_cancel_ref_and_starts },
 		{ "unwant in every state", test_unwant_states },

@@ -26,6 +26,7 @@
 #include "config/config.h"
 #include "config/config_yaml.h"
 #include "config/duration.h"
+#include "config/reload.h"
 #include "failalloc.h"
 #include "job/spawn.h"
 #include "master/startup_check.h"
@@ -1909,6 +1910,37 @@ static void test_console_enabled(void)
 	}
 }
 
+/* A reload takes consoleEnabled's default from the addr still listened
+ * on (addr needs a restart) and the new authToken. */
+static void test_console_enabled_reload(void)
+{
+	static const struct {
+		const char *cur, *fresh;
+		int want;
+	} cases[] = {
+		/* addr changed in the file to loopback, still on 0.0.0.0: off */
+		{ WG "addr: 0.0.0.0:8083\n", WG "addr: 127.0.0.1:8083\n", 0 },
+		{ WG "addr: 0.0.0.0:8083\n", WG "addr: 0.0.0.0:8083\nauthToken: abc\n", 1 },
+		{ WG "addr: 0.0.0.0:8083\nauthToken: abc\n", WG "addr: 0.0.0.0:8083\n", 0 },
+		{ WG "addr: 127.0.0.1:8083\n", WG "addr: 0.0.0.0:8083\n", 1 },
+		{ WG "addr: 0.0.0.0:8083\n", WG "addr: 0.0.0.0:8083\nconsoleEnabled: true\n", 1 },
+		{ WG "addr: 127.0.0.1:8083\n", WG "addr: 127.0.0.1:8083\nconsoleEnabled: false\n",
+		  0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct es_config cur, fresh;
+		struct config_error err;
+		CU_ASSERT_EQUAL_FATAL(load(cases[i].cur, &cur, &err), 0);
+		CU_ASSERT_EQUAL_FATAL(load(cases[i].fresh, &fresh, &err), 0);
+		config_take_reloadable(&cur, &fresh, 0);
+		if (cur.console_enabled != cases[i].want)
+			printf("\n  case %zu: consoleEnabled %d\n", i, cur.console_enabled);
+		CU_ASSERT_EQUAL(cur.console_enabled, cases[i].want);
+		config_free(&fresh);
+		config_free(&cur);
+	}
+}
+
 int main(void)
 {
 	static const struct {
@@ -1953,6 +1985,7 @@ int main(void)
 		{ "jobLimits", test_job_limits },
 		{ "instanceId", test_instance_id },
 		{ "consoleEnabled default", test_console_enabled },
+		{ "consoleEnabled default at a reload", test_console_enabled_reload },
 	};
 	CU_pSuite errors, others;
 	unsigned failures;

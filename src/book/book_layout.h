@@ -377,10 +377,12 @@ static inline uint32_t *bk_scratch(const struct book *b, int which)
 
 /* Per-conn scratch of book_query's replay (one entry per conn slot). */
 struct bk_qconn {
-	uint64_t vs;   /* virtual stamp during the replay */
-	uint64_t head; /* smallest seq of its wants in the current phase */
-	uint32_t n;    /* its wants in the current phase */
-	uint32_t pos;  /* its turn in the phase's first round */
+	uint64_t vs;         /* virtual stamp during the replay */
+	uint64_t head;       /* smallest seq of its wants in the current phase */
+	uint32_t n;          /* its wants in the current phase */
+	uint32_t pos;        /* its turn in the phase's first round */
+	uint32_t first, end; /* bk_query_head: its nodes' cursors in the replay's array */
+	uint32_t left;       /* bk_query_head: its wants of the phase not yet listed */
 };
 static inline struct bk_qconn *bk_qconn(const struct book *b, uint32_t c)
 {

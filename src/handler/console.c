@@ -173,8 +173,8 @@ int console_handle(const struct http_head *h, struct console_answer *a)
 			      "not found: the console is switched off (consoleEnabled)");
 	if (action)
 		return cancel(h, a);
-	if (strcmp(h->method, "GET") != 0)
-		return answer(a, 405, "Allow: GET\r\n", "GET only");
+	if (strcmp(h->method, "GET") != 0 && strcmp(h->method, "HEAD") != 0)
+		return answer(a, 405, "Allow: GET, HEAD\r\n", "GET or HEAD only");
 	if (page)
 		return serve_file(a, CONSOLE_PAGE);
 	for (size_t i = 0; i < sizeof assets / sizeof assets[0]; i++)

@@ -174,6 +174,54 @@ static void test_console_switch(void)
 	harness_cleanup(&d);
 }
 
+/* HEAD answers where GET reads (the console's page and files, /status,
+ * /metrics): GET's status and header fields, Content-Length included,
+ * and no body; where GET acts (the broker's upgrade) it is still 405. */
+static void test_head_like_get(void)
+{
+	static const char *const targets[] = { "/console",
+					       "/console/",
+					       "/console/execserver.js",
+					       "/console/common.css",
+					       "/status",
+					       "/status?detail=1",
+					       "/metrics" };
+	struct es_daemon d;
+	CU_ASSERT_FATAL(harness_start(&d, 1, harness_default_body(1), NULL) == 0);
+	for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+		struct httpc_resp g, h;
+		char gt[128], ht[128], gl[32], hl[32];
+		CU_ASSERT_FATAL(
+			httpc_request(d.port, "GET", targets[i], NULL, NULL, 0, 0, 5000, &g) == 0);
+		CU_ASSERT_FATAL(
+			httpc_request(d.port, "HEAD", targets[i], NULL, NULL, 0, 0, 5000, &h) == 0);
+		if (h.status != 200)
+			printf("\n  HEAD %s: %d\n", targets[i], h.status);
+		CU_ASSERT_EQUAL(g.status, 200);
+		CU_ASSERT_EQUAL(h.status, 200);
+		CU_ASSERT_EQUAL(h.body_len, 0);
+		CU_ASSERT(g.body_len > 0);
+		CU_ASSERT_FATAL(httpc_field(g.head, "Content-Type", gt, sizeof gt) != NULL);
+		CU_ASSERT_FATAL(httpc_field(h.head, "Content-Type", ht, sizeof ht) != NULL);
+		CU_ASSERT_STRING_EQUAL(ht, gt);
+		CU_ASSERT_FATAL(httpc_field(h.head, "Content-Length", hl, sizeof hl) != NULL);
+		CU_ASSERT_FATAL(httpc_field(g.head, "Content-Length", gl, sizeof gl) != NULL);
+		if (strncmp(targets[i], "/console", 8) == 0) /* the rest changes as it runs */
+			CU_ASSERT_STRING_EQUAL(hl, gl);
+		CU_ASSERT(strtoul(hl, NULL, 10) > 0);
+		httpc_free(&g);
+		httpc_free(&h);
+	}
+	struct httpc_resp r;
+	CU_ASSERT_FATAL(httpc_request(d.port, "HEAD", "/broker", NULL, NULL, 0, 0, 5000, &r) == 0);
+	CU_ASSERT_EQUAL(r.status, 405);
+	CU_ASSERT_EQUAL(r.body_len, 0);
+	httpc_free(&r);
+	CU_ASSERT_EQUAL(http_code(&d, "PUT", "/console"), 405);
+	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
+	harness_cleanup(&d);
+}
+
 static void test_sigterm_clean_exit(void)
 {
 	struct es_daemon d;
@@ -832,6 +880,7 @@ int main(void)
 		{ "a second start on a busy address: exit 2", test_busy_address_refused },
 		{ "jobLog: a line per finished job, off with the key", test_job_log },
 		{ "consoleEnabled: the console, or 404 with false", test_console_switch },
+		{ "HEAD where GET reads: same head, no body", test_head_like_get },
 		{ "a disabled service: warned with its place, told to clients",
 		  test_disabled_service },
 		{ "a second start with the same pid file: exit 2", test_pid_file_locked },

@@ -113,26 +113,26 @@ static void test_killed_handler_is_replaced(void)
 	harness_cleanup(&d);
 }
 
-/* The status of method target on the daemon, or -1. */
-static int http_code(const struct es_daemon *d, const char *method, const char *target)
+/* The status of method target with extra header lines (NULL: none), or -1. */
+static int code_with(const struct es_daemon *d, const char *method, const char *target,
+		     const char *headers)
 {
 	struct httpc_resp r;
-	if (httpc_request(d->port, method, target, NULL, NULL, 0, 0, 5000, &r) != 0)
+	if (httpc_request(d->port, method, target, headers, NULL, 0, 0, 5000, &r) != 0)
 		return -1;
 	int code = r.status;
 	httpc_free(&r);
 	return code;
 }
 
-/* The status of POST target with extra header lines, or -1. */
+static int http_code(const struct es_daemon *d, const char *method, const char *target)
+{
+	return code_with(d, method, target, NULL);
+}
+
 static int post_code(const struct es_daemon *d, const char *target, const char *headers)
 {
-	struct httpc_resp r;
-	if (httpc_request(d->port, "POST", target, headers, NULL, 0, 0, 5000, &r) != 0)
-		return -1;
-	int code = r.status;
-	httpc_free(&r);
-	return code;
+	return code_with(d, "POST", target, headers);
 }
 
 /* consoleEnabled: on by default on loopback (the page, its files); false
@@ -218,6 +218,53 @@ static void test_head_like_get(void)
 	CU_ASSERT_EQUAL(r.body_len, 0);
 	httpc_free(&r);
 	CU_ASSERT_EQUAL(http_code(&d, "PUT", "/console"), 405);
+	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
+	harness_cleanup(&d);
+}
+
+/* The status of GET target with a Host line (and more header lines), or -1. */
+static int get_with_host(const struct es_daemon *d, const char *target, const char *host,
+			 const char *more)
+{
+	char h[256];
+	snprintf(h, sizeof h, "Host: %s\r\n%s", host, more ? more : "");
+	return code_with(d, "GET", target, h);
+}
+
+/* DNS rebinding: without authToken, /status (the console's data) answers
+ * only a Host that is an address or localhost, 403 to a name; /metrics
+ * answers any name (Prometheus targets are often names).  With a token,
+ * the token decides and a name is fine. */
+static void test_status_host_rule(void)
+{
+	static const char *const data[] = { "/status", "/status?detail=1" };
+	struct es_daemon d;
+	char evil[64], ok[3][64], body[2048];
+	CU_ASSERT_FATAL(harness_start(&d, 1, harness_default_body(1), NULL) == 0);
+	snprintf(evil, sizeof evil, "evil.example:%d", d.port);
+	snprintf(ok[0], sizeof ok[0], "localhost:%d", d.port);
+	snprintf(ok[1], sizeof ok[1], "127.0.0.1:%d", d.port);
+	snprintf(ok[2], sizeof ok[2], "[::1]:%d", d.port);
+	for (size_t i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(get_with_host(&d, data[i], evil, NULL), 403);
+		CU_ASSERT_EQUAL(get_with_host(&d, data[i], "evil.example", NULL), 403);
+		for (size_t k = 0; k < 3; k++)
+			CU_ASSERT_EQUAL(get_with_host(&d, data[i], ok[k], NULL), 200);
+	}
+	CU_ASSERT_EQUAL(get_with_host(&d, "/metrics", evil, NULL), 200);
+	CU_ASSERT_EQUAL(get_with_host(&d, "/console", evil, NULL), 200); /* no data */
+	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
+	harness_cleanup(&d);
+	snprintf(body, sizeof body, "authToken: s3cret\n%s", harness_default_body(1));
+	harness_auth_token = "s3cret"; /* for the harness's own /status */
+	int started = harness_start(&d, 1, body, NULL);
+	harness_auth_token = NULL;
+	CU_ASSERT_FATAL(started == 0);
+	snprintf(evil, sizeof evil, "evil.example:%d", d.port);
+	CU_ASSERT_EQUAL(get_with_host(&d, "/status?detail=1", evil, NULL), 401);
+	CU_ASSERT_EQUAL(
+		get_with_host(&d, "/status?detail=1", evil, "Authorization: Bearer s3cret\r\n"),
+		200);
 	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
 	harness_cleanup(&d);
 }
@@ -881,6 +928,7 @@ int main(void)
 		{ "jobLog: a line per finished job, off with the key", test_job_log },
 		{ "consoleEnabled: the console, or 404 with false", test_console_switch },
 		{ "HEAD where GET reads: same head, no body", test_head_like_get },
+		{ "no authToken: /status needs an address in Host", test_status_host_rule },
 		{ "a disabled service: warned with its place, told to clients",
 		  test_disabled_service },
 		{ "a second start with the same pid file: exit 2", test_pid_file_locked },

@@ -369,7 +369,8 @@ static inline struct bk_slot *bk_slots(const struct book *b, const struct bk_ind
 /* Two scratch arrays for repair and query (used only with the book
  * locked; their content is meaningless between calls): 0 has scratch_len
  * entries (wants, nodes or clients), 1 has nclient_tab entries (conns, in
- * book_query). */
+ * book_query; 2 x max_connections, so bk_query_head keeps a second list of
+ * conns in its upper half). */
 static inline uint32_t *bk_scratch(const struct book *b, int which)
 {
 	return (uint32_t *)((char *)(uintptr_t)b + b->off_scratch) + (size_t)which * b->scratch_len;

@@ -1,6 +1,8 @@
 /*
  * book_list.c - the console's views of the book (book.h, "views for the
- * console"): the wants one by one, and the ring of the last failed jobs.
+ * console"): the wants one by one (the parked ones from the head of each
+ * waitgroup's line, book_query.c's bk_query_head), and the ring of the
+ * last failed jobs.
  *
  * Listing reads the derived lists (runner lists, offered lists, the
  * services' heaps and their nodes' FIFOs), so it is right after a repair

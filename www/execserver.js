@@ -54,7 +54,7 @@
 				], line, "nobody waits"));
 			if (w.waiting > line.length)
 				part.append(el("div", { class: "muted",
-					text: `${line.length} of ${w.waiting} waiting wants listed (up to ${d.waiting_listed_max})` }));
+					text: `the first ${line.length} of ${w.waiting} waiting wants, in grant order (up to ${d.waiting_listed_max})` }));
 			box.append(part);
 		}
 		return box;

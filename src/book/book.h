@@ -753,11 +753,11 @@ struct book_want_info {
 	int32_t pgid;      /* RUNNING: process group, 0 unknown */
 };
 /* The RUNNING and OFFERED wants (all of them), then the PARKED wants of
- * each waitgroup, at most max_parked per waitgroup (those of the first
- * nodes visited: when more wait, the list is a sample, each with its exact
- * position), into out (at most max in all); returns how many.  Cost:
- * O(running + offered + nodes) plus, per waitgroup, about one book_query
- * for all its parked wants listed (one replay of the grant rule). */
+ * each waitgroup: the head of its line, the first max_parked in grant
+ * order with positions 1, 2, ... (as book_query counts them), into out (at
+ * most max in all); returns how many.  Cost: O(running + offered) plus,
+ * per waitgroup, about one book_query (one replay of the grant rule,
+ * stopped after the last want listed). */
 size_t book_list_wants(const struct book *b, struct book_want_info *out, size_t max,
 		       uint32_t max_parked);
 /* Distinct clients with a live conn on each handler, into

@@ -158,6 +158,12 @@ uint32_t bk_query_ahead(const struct book *b, uint32_t wi);
 /* ahead[t] = bk_query_ahead(b, ws[t]) for nw parked wants of one
  * waitgroup, with one replay of the grant rule for them all. */
 void bk_query_ahead_many(const struct book *b, const uint32_t *ws, size_t nw, uint32_t *ahead);
+/* The first max parked wants of waitgroup g in grant order: emit(wi,
+ * position) for each, positions 1, 2, ... (bk_query_ahead + 1); returns
+ * how many. */
+size_t bk_query_head(const struct book *b, uint32_t g, size_t max,
+		     void (*emit)(const struct book *b, uint32_t wi, uint32_t position, void *ctx),
+		     void *ctx);
 /* Keeps a failed job in the ring of book_failures (book_list.c). */
 void bk_failure_note(struct book *b, const struct bk_want *w, const struct book_outcome *o);
 

@@ -369,7 +369,8 @@ static inline struct bk_slot *bk_slots(const struct book *b, const struct bk_ind
 /* Two scratch arrays for repair and query (used only with the book
  * locked; their content is meaningless between calls): 0 has scratch_len
  * entries (wants, nodes or clients), 1 has nclient_tab entries (conns, in
- * book_query). */
+ * book_query; 2 x max_connections, so bk_query_head keeps a second list of
+ * conns in its upper half). */
 static inline uint32_t *bk_scratch(const struct book *b, int which)
 {
 	return (uint32_t *)((char *)(uintptr_t)b + b->off_scratch) + (size_t)which * b->scratch_len;
@@ -377,10 +378,12 @@ static inline uint32_t *bk_scratch(const struct book *b, int which)
 
 /* Per-conn scratch of book_query's replay (one entry per conn slot). */
 struct bk_qconn {
-	uint64_t vs;   /* virtual stamp during the replay */
-	uint64_t head; /* smallest seq of its wants in the current phase */
-	uint32_t n;    /* its wants in the current phase */
-	uint32_t pos;  /* its turn in the phase's first round */
+	uint64_t vs;         /* virtual stamp during the replay */
+	uint64_t head;       /* smallest seq of its wants in the current phase */
+	uint32_t n;          /* its wants in the current phase */
+	uint32_t pos;        /* its turn in the phase's first round */
+	uint32_t first, end; /* bk_query_head: its nodes' cursors in the replay's array */
+	uint32_t left;       /* bk_query_head: its wants of the phase not yet listed */
 };
 static inline struct bk_qconn *bk_qconn(const struct book *b, uint32_t c)
 {

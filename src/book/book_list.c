@@ -1,6 +1,8 @@
 /*
  * book_list.c - the console's views of the book (book.h, "views for the
- * console"): the wants one by one, and the ring of the last failed jobs.
+ * console"): the wants one by one (the parked ones from the head of each
+ * waitgroup's line, book_query.c's bk_query_head), and the ring of the
+ * last failed jobs.
  *
  * Listing reads the derived lists (runner lists, offered lists, the
  * services' heaps and their nodes' FIFOs), so it is right after a repair
@@ -16,7 +18,6 @@
 #include <string.h>
 
 #include "book/book.h"
-#include "book/book_heap.h"
 #include "book/book_impl.h"
 
 static void copy_id(char *dst, const char *src, size_t len)
@@ -85,55 +86,38 @@ static void fill(const struct book *b, uint32_t wi, struct book_want_info *i)
 	} else {
 		i->handler = w->conn != BK_NIL ? bk_conn(b, w->conn)->handler : BK_NIL;
 		if (w->state == WANT_PARKED)
-			i->since_ms = w->parked_at; /* position: by positions() */
+			i->since_ms = w->parked_at; /* position: by bk_query_head */
 	}
 }
 
-/* The positions of the parked wants out[from..n) of one waitgroup, a
- * chunk of them per replay of the grant rule (bk_query_ahead_many): one
- * replay costs what one QUERY costs, so the lock is not held a hundred
- * times that. */
-static void positions(const struct book *b, struct book_want_info *out, size_t from, size_t n)
+struct listing {
+	struct book_want_info *out;
+	size_t n;
+};
+
+static void list_parked(const struct book *b, uint32_t wi, uint32_t position, void *ctx)
 {
-	enum {
-		CHUNK = 128
-	};
-	uint32_t ws[CHUNK], ahead[CHUNK];
-	while (from < n) {
-		size_t m = n - from < CHUNK ? n - from : CHUNK;
-		for (size_t t = 0; t < m; t++)
-			ws[t] = out[from + t].ref.idx;
-		bk_query_ahead_many(b, ws, m, ahead);
-		for (size_t t = 0; t < m; t++)
-			out[from + t].position = ahead[t] + 1;
-		from += m;
-	}
+	struct listing *l = ctx;
+	fill(b, wi, &l->out[l->n]);
+	l->out[l->n++].position = position;
 }
 
 size_t book_list_wants(const struct book *b, struct book_want_info *out, size_t max,
 		       uint32_t max_parked)
 {
-	size_t n = 0;
+	struct listing l = { out, 0 };
 	for (uint32_t h = 0; h < b->lim.nhandlers; h++)
-		for (uint32_t x = b->handlers[h].run_head; x != BK_NIL && n < max;
+		for (uint32_t x = b->handlers[h].run_head; x != BK_NIL && l.n < max;
 		     x = bk_want(b, x)->q_next)
-			fill(b, x, &out[n++]);
+			fill(b, x, &out[l.n++]);
 	for (uint32_t g = 0; g < b->topo.nwaitgroups; g++)
-		for (uint32_t x = b->wgs[g].off_head; x != BK_NIL && n < max;
+		for (uint32_t x = b->wgs[g].off_head; x != BK_NIL && l.n < max;
 		     x = bk_want(b, x)->q_next)
-			fill(b, x, &out[n++]);
-	for (uint32_t g = 0; g < b->topo.nwaitgroups; g++) {
-		uint32_t listed = 0;
-		size_t first = n;
-		for (uint32_t s = b->wgs[g].svc_head; s != BK_NIL; s = b->svcs[s].wg_next)
-			for (uint32_t x = b->svcs[s].root; x != BK_NIL; x = bk_heap_next(b, x))
-				for (uint32_t y = bk_node(b, x)->head;
-				     y != BK_NIL && n < max && listed < max_parked;
-				     y = bk_want(b, y)->q_next, listed++)
-					fill(b, y, &out[n++]);
-		positions(b, out, first, n);
-	}
-	return n;
+			fill(b, x, &out[l.n++]);
+	for (uint32_t g = 0; g < b->topo.nwaitgroups && l.n < max; g++)
+		bk_query_head(b, g, max - l.n < max_parked ? max - l.n : max_parked, list_parked,
+			      &l);
+	return l.n;
 }
 
 void book_handler_clients(const struct book *b, uint32_t *out)

@@ -28,8 +28,16 @@
  * Cost: O(N log N), N = nodes of the waitgroup at priorities >= p, plus the
  * conn's wants at priority p.  Many wants of one waitgroup share one replay
  * (bk_query_ahead_many): O(N log N) once, plus per want its conn's wants at
- * its priority and that phase's conns (the console lists a hundred a
- * waitgroup under the lock, book_list.c).
+ * its priority and that phase's conns.
+ *
+ * The head of the line (bk_query_head, the console's list, book_list.c)
+ * walks the same replay forwards: phase by phase, round after round, each
+ * conn still holding wants in turn order gives its oldest (a cursor per
+ * node, the conn's nodes merged by seq).  The k-th want met is the k-th
+ * granted, so its position is k, the same number bk_query_ahead gives.
+ * Cost: a walk of the nodes per phase reached (to find the lowest one),
+ * O(N log N) for the nodes of those phases, plus per want listed the
+ * conn's nodes in its phase; it stops after the max-th want.
  *
  * book_eta turns a position into a time from what holds the slots (book.h
  * says the model); the k-th free time of slots that free at e_i and every
@@ -90,6 +98,66 @@ static uint32_t kth_of_conn(const struct book *b, const uint32_t *A, size_t i, s
 	return k;
 }
 
+/* The replay's start: the nodes of waitgroup g at priorities >= p into A,
+ * by (priority descending, conn), each conn's virtual stamp its real one;
+ * returns how many. */
+static size_t replay_start(const struct book *b, uint32_t g, int32_t p, uint32_t *A)
+{
+	size_t na = 0;
+	for (uint32_t s = b->wgs[g].svc_head; s != BK_NIL; s = b->svcs[s].wg_next)
+		for (uint32_t x = b->svcs[s].root; x != BK_NIL; x = bk_heap_next(b, x))
+			if (bk_node(b, x)->priority >= p)
+				A[na++] = x;
+	bk_sort(b, A, na, by_prio_conn, NULL);
+	for (size_t i = 0; i < na; i++) {
+		uint32_t c = bk_node(b, A[i])->conn;
+		bk_qconn(b, c)->vs = bk_conn(b, c)->stamp[g];
+	}
+	return na;
+}
+
+/* The phase (one priority) whose nodes start at A[i]: its conns into P in
+ * turn order, each with its want count n and its nodes A[first..end);
+ * *np conns, *count wants; returns where the phase's nodes end. */
+static size_t phase_open(const struct book *b, const uint32_t *A, size_t na, size_t i, uint32_t *P,
+			 size_t *np, uint32_t *count)
+{
+	int32_t q = bk_node(b, A[i])->priority;
+	size_t j = i;
+	*np = 0;
+	*count = 0;
+	for (; j < na && bk_node(b, A[j])->priority == q; j++) {
+		const struct bk_node *n = bk_node(b, A[j]);
+		struct bk_qconn *qc = bk_qconn(b, n->conn);
+		if (*np == 0 || P[*np - 1] != n->conn) {
+			P[(*np)++] = n->conn;
+			qc->n = 0;
+			qc->head = UINT64_MAX;
+			qc->first = (uint32_t)j;
+		}
+		qc->end = (uint32_t)j + 1;
+		qc->n += n->count;
+		*count += n->count;
+		uint64_t hs = bk_want(b, n->head)->seq;
+		if (hs < qc->head)
+			qc->head = hs;
+	}
+	bk_sort(b, P, *np, by_turn, NULL);
+	return j;
+}
+
+/* The phase's end: its conns get new stamps, larger than all, by last
+ * served. */
+static void phase_close(const struct book *b, uint32_t *P, size_t np, uint64_t *counter)
+{
+	for (size_t k = 0; k < np; k++)
+		bk_qconn(b, P[k])->pos = (uint32_t)k;
+	bk_sort(b, P, np, by_last_served, NULL);
+	for (size_t k = 0; k < np; k++)
+		bk_qconn(b, P[k])->vs = *counter + 1 + k;
+	*counter += np;
+}
+
 void bk_query_ahead_many(const struct book *b, const uint32_t *ws, size_t nw, uint32_t *ahead)
 {
 	if (nw == 0)
@@ -100,39 +168,15 @@ void bk_query_ahead_many(const struct book *b, const uint32_t *ws, size_t nw, ui
 		if (bk_want(b, ws[t])->priority < p)
 			p = bk_want(b, ws[t])->priority;
 	uint32_t *A = bk_scratch(b, 0), *P = bk_scratch(b, 1);
-	size_t na = 0;
-	uint32_t above = 0; /* wants of the phases replayed so far */
-
-	for (uint32_t s = b->wgs[g].svc_head; s != BK_NIL; s = b->svcs[s].wg_next)
-		for (uint32_t x = b->svcs[s].root; x != BK_NIL; x = bk_heap_next(b, x))
-			if (bk_node(b, x)->priority >= p)
-				A[na++] = x;
-	bk_sort(b, A, na, by_prio_conn, NULL);
-	for (size_t i = 0; i < na; i++) {
-		uint32_t c = bk_node(b, A[i])->conn;
-		bk_qconn(b, c)->vs = bk_conn(b, c)->stamp[g];
-	}
+	size_t na = replay_start(b, g, p, A);
 	uint64_t counter = b->wgs[g].grant_counter;
+	uint32_t above = 0; /* wants of the phases replayed so far */
 
 	for (size_t i = 0; i < na;) {
 		int32_t q = bk_node(b, A[i])->priority;
-		size_t np = 0, j = i;
-		uint32_t count = 0;
-		for (; j < na && bk_node(b, A[j])->priority == q; j++) {
-			const struct bk_node *n = bk_node(b, A[j]);
-			struct bk_qconn *qc = bk_qconn(b, n->conn);
-			if (np == 0 || P[np - 1] != n->conn) {
-				P[np++] = n->conn;
-				qc->n = 0;
-				qc->head = UINT64_MAX;
-			}
-			qc->n += n->count;
-			count += n->count;
-			uint64_t hs = bk_want(b, n->head)->seq;
-			if (hs < qc->head)
-				qc->head = hs;
-		}
-		bk_sort(b, P, np, by_turn, NULL);
+		size_t np;
+		uint32_t count;
+		size_t j = phase_open(b, A, na, i, P, &np, &count);
 		/* the wants of this priority: each the k-th oldest of its conn */
 		for (size_t t = 0; t < nw; t++) {
 			const struct bk_want *w = bk_want(b, ws[t]);
@@ -154,16 +198,96 @@ void bk_query_ahead_many(const struct book *b, const uint32_t *ws, size_t nw, ui
 		}
 		if (q == p)
 			break;
-		/* the phase's end: its conns get new stamps, by last served */
-		for (size_t k = 0; k < np; k++)
-			bk_qconn(b, P[k])->pos = (uint32_t)k;
-		bk_sort(b, P, np, by_last_served, NULL);
-		for (size_t k = 0; k < np; k++)
-			bk_qconn(b, P[k])->vs = counter + 1 + k;
-		counter += np;
+		phase_close(b, P, np, &counter);
 		above += count;
 		i = j;
 	}
+}
+
+/* The oldest want not yet listed of a conn of the phase: the smallest seq
+ * among its nodes' cursors in A[first..end), that cursor moved on. */
+static uint32_t next_of_conn(const struct book *b, uint32_t *A, const struct bk_qconn *qc)
+{
+	uint32_t best = qc->first;
+	for (uint32_t m = qc->first + 1; m < qc->end; m++)
+		if (A[m] != BK_NIL &&
+		    (A[best] == BK_NIL || bk_want(b, A[m])->seq < bk_want(b, A[best])->seq))
+			best = m;
+	uint32_t wi = A[best];
+	A[best] = bk_want(b, wi)->q_next;
+	return wi;
+}
+
+/* The lowest priority the first max wants of waitgroup g reach: one walk
+ * of the nodes per phase reached, so the replay sorts no phase below;
+ * past HEAD_WALKS phases (many priorities of few wants) all of them. */
+static int32_t head_cut(const struct book *b, uint32_t g, size_t max)
+{
+	enum {
+		HEAD_WALKS = 8
+	};
+	int32_t cut = INT32_MIN;
+	int have = 0; /* a phase above: cut is its priority */
+	for (uint64_t wants = 0, walks = 0; wants < max; walks++) {
+		if (walks == HEAD_WALKS)
+			return INT32_MIN;
+		int32_t q = INT32_MIN;
+		int found = 0;
+		for (uint32_t s = b->wgs[g].svc_head; s != BK_NIL; s = b->svcs[s].wg_next)
+			for (uint32_t x = b->svcs[s].root; x != BK_NIL; x = bk_heap_next(b, x)) {
+				int32_t px = bk_node(b, x)->priority;
+				if ((!have || px < cut) && (!found || px > q)) {
+					q = px;
+					found = 1;
+				}
+			}
+		if (!found)
+			break;
+		for (uint32_t s = b->wgs[g].svc_head; s != BK_NIL; s = b->svcs[s].wg_next)
+			for (uint32_t x = b->svcs[s].root; x != BK_NIL; x = bk_heap_next(b, x))
+				if (bk_node(b, x)->priority == q)
+					wants += bk_node(b, x)->count;
+		cut = q;
+		have = 1;
+	}
+	return cut;
+}
+
+size_t bk_query_head(const struct book *b, uint32_t g, size_t max,
+		     void (*emit)(const struct book *b, uint32_t wi, uint32_t position, void *ctx),
+		     void *ctx)
+{
+	uint32_t *A = bk_scratch(b, 0), *P = bk_scratch(b, 1);
+	uint32_t *Q = P + b->lim.max_connections; /* the conns still in the rounds */
+	size_t na = replay_start(b, g, head_cut(b, g, max), A), listed = 0;
+	uint64_t counter = b->wgs[g].grant_counter;
+
+	for (size_t i = 0; i < na && listed < max;) {
+		size_t np;
+		uint32_t count;
+		size_t j = phase_open(b, A, na, i, P, &np, &count);
+		for (size_t m = i; m < j; m++) /* a node becomes its cursor */
+			A[m] = bk_node(b, A[m])->head;
+		size_t nq = np;
+		for (size_t m = 0; m < np; m++) {
+			Q[m] = P[m];
+			bk_qconn(b, P[m])->left = bk_qconn(b, P[m])->n;
+		}
+		/* round after round, each conn left in turn order takes its oldest */
+		while (nq > 0 && listed < max) {
+			size_t kept = 0;
+			for (size_t m = 0; m < nq && listed < max; m++) {
+				struct bk_qconn *qc = bk_qconn(b, Q[m]);
+				emit(b, next_of_conn(b, A, qc), (uint32_t)++listed, ctx);
+				if (--qc->left > 0)
+					Q[kept++] = Q[m];
+			}
+			nq = kept;
+		}
+		phase_close(b, P, np, &counter);
+		i = j;
+	}
+	return listed;
 }
 
 uint32_t bk_query_ahead(const struct book *b, uint32_t wi)

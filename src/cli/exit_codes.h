@@ -17,7 +17,7 @@ enum execctl_exit {
 	EXECCTL_USAGE = 2,             /* bad option or argument: nothing was sent */
 	EXECCTL_UNREACHABLE = 111,     /* no address could be connected (network
 					 * error, or not an execserver) */
-	EXECCTL_UNAUTHORIZED = 112,    /* the server refused the token (401) */
+	EXECCTL_UNAUTHORIZED = 112,    /* the server refused the token (401), or a name (403) */
 	EXECCTL_UNKNOWN_SERVICE = 113, /* no reached instance offers the service,
 					 * or the command is not configured */
 	EXECCTL_NO_SLOT = 114,         /* no slot within --timeout */

@@ -255,6 +255,12 @@ static int status_one(const struct cli_status *o, const char *address)
 			o->c.token ? "the token is wrong"
 				   : "it needs a token (--token-file or EXECCTL_TOKEN)");
 		rc = EXECCTL_UNAUTHORIZED;
+	} else if (code == 403) {
+		fprintf(stderr,
+			"execctl: %s refused the request (403): without an authToken it answers "
+			"/status only to an IP address or localhost in the URL\n",
+			address);
+		rc = EXECCTL_UNAUTHORIZED;
 	} else if (code != 200 || body.too_big) {
 		fprintf(stderr,
 			"execctl: %s answered HTTP %ld to GET /status%s: not an execserver?\n",

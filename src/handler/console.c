@@ -16,12 +16,10 @@
  */
 #include "autoconfig.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "book/book.h"
 #include "common/embedded.h"
@@ -78,29 +76,6 @@ static int same_origin(const struct http_head *h)
 	return rest && host && strcmp(rest, host) == 0;
 }
 
-/* 1 when a Host header names an address or localhost (with or without
- * a port), not a DNS name that a rebinding attack could point here. */
-static int host_is_address(const char *host)
-{
-	char name[64];
-	unsigned char a[16];
-	const char *end;
-	if (host[0] == '[') {
-		host++;
-		end = strchr(host, ']');
-	} else {
-		end = strchr(host, ':');
-		if (!end)
-			end = host + strlen(host);
-	}
-	if (!end || (size_t)(end - host) >= sizeof name)
-		return 0;
-	memcpy(name, host, (size_t)(end - host));
-	name[end - host] = '\0';
-	return strcasecmp(name, "localhost") == 0 || inet_pton(AF_INET, name, a) == 1 ||
-	       inet_pton(AF_INET6, name, a) == 1;
-}
-
 /* "IDX.GEN" of a book_ref, as /status?detail=1 writes it. */
 static int parse_ref(const char *s, size_t len, struct book_ref *ref)
 {
@@ -144,8 +119,7 @@ static int cancel(const struct http_head *h, struct console_answer *a)
 	 * cross-site form of a browser that sends no Origin cannot act */
 	if (http_header_get(h, "Content-Type"))
 		return answer(a, 415, NULL, "refused: the cancel takes no body (no Content-Type)");
-	const char *host = http_header_get(h, "Host");
-	if (!token && host && !host_is_address(host))
+	if (!token && !http_host_is_address(h))
 		return answer(a, 403, NULL,
 			      "refused: without authToken, Host must be an address or localhost");
 	struct book *b = handler_book_lock();
@@ -173,8 +147,8 @@ int console_handle(const struct http_head *h, struct console_answer *a)
 			      "not found: the console is switched off (consoleEnabled)");
 	if (action)
 		return cancel(h, a);
-	if (strcmp(h->method, "GET") != 0)
-		return answer(a, 405, "Allow: GET\r\n", "GET only");
+	if (strcmp(h->method, "GET") != 0 && strcmp(h->method, "HEAD") != 0)
+		return answer(a, 405, "Allow: GET, HEAD\r\n", "GET or HEAD only");
 	if (page)
 		return serve_file(a, CONSOLE_PAGE);
 	for (size_t i = 0; i < sizeof assets / sizeof assets[0]; i++)

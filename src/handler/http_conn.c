@@ -50,6 +50,7 @@ struct http_conn {
 	int answered;                   /* response queued: free once written */
 	int proxied;                    /* peer_addr came in a PROXY header (proxy_gate.c) */
 	int started;                    /* its first bytes were looked at */
+	int head_only;                  /* a HEAD request: every answer without its body */
 	struct http_head_parser parser; /* last: initialised by its own init */
 };
 
@@ -84,7 +85,7 @@ static void respond(struct http_conn *c, int status, const char *content_type,
 			    status, http_reason(status), PACKAGE_VERSION, len,
 			    content_type ? "Content-Type: " : "", content_type ? content_type : "",
 			    content_type ? "\r\n" : "", extra_headers ? extra_headers : "");
-	if (body)
+	if (body && !c->head_only) /* HEAD: GET's head, its Content-Length too */
 		evbuffer_add_buffer(out, body);
 	c->answered = 1;
 	bufferevent_disable(c->bev, EV_READ);
@@ -224,7 +225,11 @@ static int route_console(struct http_conn *c, const struct http_head *h)
 
 static void route(struct http_conn *c, const struct http_head *h)
 {
-	int is_get = strcmp(h->method, "GET") == 0;
+	/* HEAD where GET reads (the console, /status, /metrics): the same
+	 * answer without its body; not where a GET acts (a legacy token, the
+	 * broker's upgrade) */
+	c->head_only = strcmp(h->method, "HEAD") == 0;
+	int is_get = strcmp(h->method, "GET") == 0 || c->head_only;
 	int legacy = legacy_path(h->path);
 
 	if (route_console(c, h))
@@ -243,6 +248,13 @@ static void route(struct http_conn *c, const struct http_head *h)
 				 handler.inst->cfg->auth_token)) {
 		respond_text(c, 401, "a valid Authorization: Bearer token is required",
 			     "WWW-Authenticate: Bearer realm=\"execserver\"\r\n");
+	} else if (strcmp(h->path, "/status") == 0 && !handler.inst->cfg->auth_token &&
+		   !http_host_is_address(h)) {
+		/* no token to hold back a page whose DNS name was rebound to
+		 * this address: only the name in Host tells it apart */
+		respond_text(c, 403,
+			     "refused: without authToken, Host must be an address or localhost",
+			     NULL);
 	} else if (strcmp(h->path, "/status") == 0 && is_get) {
 		struct evbuffer *body = evbuffer_new();
 		char check[4];

@@ -20,6 +20,7 @@
 #include "autoconfig.h"
 #include "net/http_head.h"
 
+#include <arpa/inet.h>
 #include <limits.h>
 #include <string.h>
 #include <strings.h>
@@ -403,6 +404,29 @@ const char *http_header_get(const struct http_head *h, const char *name)
 		if (strcasecmp(h->headers[i].name, name) == 0)
 			return h->headers[i].value;
 	return NULL;
+}
+
+int http_host_is_address(const struct http_head *h)
+{
+	const char *host = http_header_get(h, "Host"), *end;
+	char name[64];
+	unsigned char a[16];
+	if (!host)
+		return 1;
+	if (host[0] == '[') {
+		host++;
+		end = strchr(host, ']');
+	} else {
+		end = strchr(host, ':');
+		if (!end)
+			end = host + strlen(host);
+	}
+	if (!end || (size_t)(end - host) >= sizeof name)
+		return 0;
+	memcpy(name, host, (size_t)(end - host));
+	name[end - host] = '\0';
+	return strcasecmp(name, "localhost") == 0 || inet_pton(AF_INET, name, a) == 1 ||
+	       inet_pton(AF_INET6, name, a) == 1;
 }
 
 size_t http_header_count(const struct http_head *h, const char *name)

@@ -100,6 +100,10 @@ const struct http_head *http_head_get(const struct http_head_parser *p);
 
 /* Value of the first header field called name (case-insensitive), or NULL. */
 const char *http_header_get(const struct http_head *h, const char *name);
+/* 1 when h's Host names an IP address or localhost (with or without a
+ * port), or h has none; 0 for a DNS name, which a rebinding attack could
+ * point at this address (docs/security.md, "DNS rebinding"). */
+int http_host_is_address(const struct http_head *h);
 
 /* How many header fields are called name. */
 size_t http_header_count(const struct http_head *h, const char *name);

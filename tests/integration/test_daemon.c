@@ -113,26 +113,26 @@ static void test_killed_handler_is_replaced(void)
 	harness_cleanup(&d);
 }
 
-/* The status of method target on the daemon, or -1. */
-static int http_code(const struct es_daemon *d, const char *method, const char *target)
+/* The status of method target with extra header lines (NULL: none), or -1. */
+static int code_with(const struct es_daemon *d, const char *method, const char *target,
+		     const char *headers)
 {
 	struct httpc_resp r;
-	if (httpc_request(d->port, method, target, NULL, NULL, 0, 0, 5000, &r) != 0)
+	if (httpc_request(d->port, method, target, headers, NULL, 0, 0, 5000, &r) != 0)
 		return -1;
 	int code = r.status;
 	httpc_free(&r);
 	return code;
 }
 
-/* The status of POST target with extra header lines, or -1. */
+static int http_code(const struct es_daemon *d, const char *method, const char *target)
+{
+	return code_with(d, method, target, NULL);
+}
+
 static int post_code(const struct es_daemon *d, const char *target, const char *headers)
 {
-	struct httpc_resp r;
-	if (httpc_request(d->port, "POST", target, headers, NULL, 0, 0, 5000, &r) != 0)
-		return -1;
-	int code = r.status;
-	httpc_free(&r);
-	return code;
+	return code_with(d, "POST", target, headers);
 }
 
 /* consoleEnabled: on by default on loopback (the page, its files); false
@@ -170,6 +170,101 @@ static void test_console_switch(void)
 	CU_ASSERT_EQUAL(http_code(&d, "GET", "/console"), 404);
 	CU_ASSERT_EQUAL(http_code(&d, "GET", "/console/console.js"), 404);
 	CU_ASSERT_EQUAL(http_code(&d, "POST", "/jobs/0.1/cancel"), 404);
+	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
+	harness_cleanup(&d);
+}
+
+/* HEAD answers where GET reads (the console's page and files, /status,
+ * /metrics): GET's status and header fields, Content-Length included,
+ * and no body; where GET acts (the broker's upgrade) it is still 405. */
+static void test_head_like_get(void)
+{
+	static const char *const targets[] = { "/console",
+					       "/console/",
+					       "/console/execserver.js",
+					       "/console/common.css",
+					       "/status",
+					       "/status?detail=1",
+					       "/metrics" };
+	struct es_daemon d;
+	CU_ASSERT_FATAL(harness_start(&d, 1, harness_default_body(1), NULL) == 0);
+	for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+		struct httpc_resp g, h;
+		char gt[128], ht[128], gl[32], hl[32];
+		CU_ASSERT_FATAL(
+			httpc_request(d.port, "GET", targets[i], NULL, NULL, 0, 0, 5000, &g) == 0);
+		CU_ASSERT_FATAL(
+			httpc_request(d.port, "HEAD", targets[i], NULL, NULL, 0, 0, 5000, &h) == 0);
+		if (h.status != 200)
+			printf("\n  HEAD %s: %d\n", targets[i], h.status);
+		CU_ASSERT_EQUAL(g.status, 200);
+		CU_ASSERT_EQUAL(h.status, 200);
+		CU_ASSERT_EQUAL(h.body_len, 0);
+		CU_ASSERT(g.body_len > 0);
+		CU_ASSERT_FATAL(httpc_field(g.head, "Content-Type", gt, sizeof gt) != NULL);
+		CU_ASSERT_FATAL(httpc_field(h.head, "Content-Type", ht, sizeof ht) != NULL);
+		CU_ASSERT_STRING_EQUAL(ht, gt);
+		CU_ASSERT_FATAL(httpc_field(h.head, "Content-Length", hl, sizeof hl) != NULL);
+		CU_ASSERT_FATAL(httpc_field(g.head, "Content-Length", gl, sizeof gl) != NULL);
+		if (strncmp(targets[i], "/console", 8) == 0) /* the rest changes as it runs */
+			CU_ASSERT_STRING_EQUAL(hl, gl);
+		CU_ASSERT(strtoul(hl, NULL, 10) > 0);
+		httpc_free(&g);
+		httpc_free(&h);
+	}
+	struct httpc_resp r;
+	CU_ASSERT_FATAL(httpc_request(d.port, "HEAD", "/broker", NULL, NULL, 0, 0, 5000, &r) == 0);
+	CU_ASSERT_EQUAL(r.status, 405);
+	CU_ASSERT_EQUAL(r.body_len, 0);
+	httpc_free(&r);
+	CU_ASSERT_EQUAL(http_code(&d, "PUT", "/console"), 405);
+	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
+	harness_cleanup(&d);
+}
+
+/* The status of GET target with a Host line (and more header lines), or -1. */
+static int get_with_host(const struct es_daemon *d, const char *target, const char *host,
+			 const char *more)
+{
+	char h[256];
+	snprintf(h, sizeof h, "Host: %s\r\n%s", host, more ? more : "");
+	return code_with(d, "GET", target, h);
+}
+
+/* DNS rebinding: without authToken, /status (the console's data) answers
+ * only a Host that is an address or localhost, 403 to a name; /metrics
+ * answers any name (Prometheus targets are often names).  With a token,
+ * the token decides and a name is fine. */
+static void test_status_host_rule(void)
+{
+	static const char *const data[] = { "/status", "/status?detail=1" };
+	struct es_daemon d;
+	char evil[64], ok[3][64], body[2048];
+	CU_ASSERT_FATAL(harness_start(&d, 1, harness_default_body(1), NULL) == 0);
+	snprintf(evil, sizeof evil, "evil.example:%d", d.port);
+	snprintf(ok[0], sizeof ok[0], "localhost:%d", d.port);
+	snprintf(ok[1], sizeof ok[1], "127.0.0.1:%d", d.port);
+	snprintf(ok[2], sizeof ok[2], "[::1]:%d", d.port);
+	for (size_t i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(get_with_host(&d, data[i], evil, NULL), 403);
+		CU_ASSERT_EQUAL(get_with_host(&d, data[i], "evil.example", NULL), 403);
+		for (size_t k = 0; k < 3; k++)
+			CU_ASSERT_EQUAL(get_with_host(&d, data[i], ok[k], NULL), 200);
+	}
+	CU_ASSERT_EQUAL(get_with_host(&d, "/metrics", evil, NULL), 200);
+	CU_ASSERT_EQUAL(get_with_host(&d, "/console", evil, NULL), 200); /* no data */
+	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
+	harness_cleanup(&d);
+	snprintf(body, sizeof body, "authToken: s3cret\n%s", harness_default_body(1));
+	harness_auth_token = "s3cret"; /* for the harness's own /status */
+	int started = harness_start(&d, 1, body, NULL);
+	harness_auth_token = NULL;
+	CU_ASSERT_FATAL(started == 0);
+	snprintf(evil, sizeof evil, "evil.example:%d", d.port);
+	CU_ASSERT_EQUAL(get_with_host(&d, "/status?detail=1", evil, NULL), 401);
+	CU_ASSERT_EQUAL(
+		get_with_host(&d, "/status?detail=1", evil, "Authorization: Bearer s3cret\r\n"),
+		200);
 	CU_ASSERT(WIFEXITED(harness_stop(&d, 10000)));
 	harness_cleanup(&d);
 }
@@ -832,6 +927,8 @@ int main(void)
 		{ "a second start on a busy address: exit 2", test_busy_address_refused },
 		{ "jobLog: a line per finished job, off with the key", test_job_log },
 		{ "consoleEnabled: the console, or 404 with false", test_console_switch },
+		{ "HEAD where GET reads: same head, no body", test_head_like_get },
+		{ "no authToken: /status needs an address in Host", test_status_host_rule },
 		{ "a disabled service: warned with its place, told to clients",
 		  test_disabled_service },
 		{ "a second start with the same pid file: exit 2", test_pid_file_locked },

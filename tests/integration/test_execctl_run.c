@@ -15,6 +15,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
@@ -1002,6 +1004,19 @@ static void test_position_on_terminal(void)
 	stop();
 }
 
+/* This machine's host name when it resolves to 127.0.0.1 (a DNS name of
+ * the loopback address, as a rebound one would be), else NULL. */
+static const char *loopback_name(void)
+{
+	static char name[256];
+	struct addrinfo hints = { .ai_family = AF_INET }, *ai;
+	if (gethostname(name, sizeof name) != 0 || getaddrinfo(name, NULL, &hints, &ai) != 0)
+		return NULL;
+	int loop = ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+	freeaddrinfo(ai);
+	return loop ? name : NULL;
+}
+
 static void test_status(void)
 {
 	struct proc p;
@@ -1033,6 +1048,23 @@ static void test_status(void)
 	CU_ASSERT(strchr(p.out, '\n') == p.out + p.outlen - 1); /* one line */
 	json_object_put(j);
 	release(&p);
+
+	/* no authToken: a host name in the URL is refused (403, DNS
+	 * rebinding), localhost is not */
+	char url[320];
+	snprintf(url, sizeof url, "ws://localhost:%d", D.port);
+	run(&p, NULL, ARGS("status", "-a", url));
+	expect(&p, 0, NULL);
+	release(&p);
+	const char *name = loopback_name();
+	if (name) {
+		snprintf(url, sizeof url, "ws://%s:%d", name, D.port);
+		run(&p, NULL, ARGS("status", "-a", url));
+		expect(&p, EXECCTL_UNAUTHORIZED, "(403): without an authToken");
+		release(&p);
+	} else {
+		fprintf(stderr, "  (no host name of 127.0.0.1 here: its 403 not tried)\n");
+	}
 
 	/* two addresses: one line each; the worst status wins */
 	run(&p, NULL, ARGS("status", "-a", addr, "-a", "127.0.0.1:1", "--json"));

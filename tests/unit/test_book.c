@@ -509,6 +509,22 @@ static void test_list_wants(void)
 	done(&f);
 }
 
+/* Two grants in turn on the one slot r holds, each to the want offered
+ * (job ids "w<conn>.<n>" of conns c): r ends holding the second. */
+static void grant_twice(struct fx *f, const struct book_ref *c, struct book_ref *r)
+{
+	for (int g = 0; g < 2; g++) {
+		OK(fx_finish(f, *r, 10, 0));
+		fx_pump(f);
+		const struct fx_mail *m = fx_find(f, MAIL_OFFER, NULL);
+		CU_ASSERT_FATAL(m != NULL);
+		char took[BOOK_ID_MAX + 1];
+		snprintf(took, sizeof took, "%s", m->m.job_id);
+		OK(fx_take_job(f, c[atoi(took + 1)], took, r));
+		fx_log_clear(f);
+	}
+}
+
 /* The listing's positions come from one replay of the grant rule for all
  * the parked wants of a waitgroup: each equals what its own client's
  * QUERY says, over several priorities, two services of one waitgroup,
@@ -529,17 +545,7 @@ static void test_list_positions_batch(void)
 		snprintf(job, sizeof job, "w%d.%d", conn, i);
 		OK(fx_want(&f, c[conn], job, (uint32_t)i % 2, (i * 7) % 3, (uint64_t)i + 1));
 	}
-	/* two grants move the stamps of the conns served */
-	for (int g = 0; g < 2; g++) {
-		OK(fx_finish(&f, r, 10, 0));
-		fx_pump(&f);
-		const struct fx_mail *m = fx_find(&f, MAIL_OFFER, NULL);
-		CU_ASSERT_FATAL(m != NULL);
-		char took[BOOK_ID_MAX + 1];
-		snprintf(took, sizeof took, "%s", m->m.job_id);
-		OK(fx_take_job(&f, c[atoi(took + 1)], took, &r));
-		fx_log_clear(&f);
-	}
+	grant_twice(&f, c, &r); /* moves the stamps of the conns served */
 	fx_lock(&f);
 	size_t n = book_list_wants(f.b, v, 128, 100);
 	fx_unlock(&f);
@@ -557,6 +563,83 @@ static void test_list_positions_batch(void)
 	}
 	CU_ASSERT_EQUAL(parked, 58);
 	done(&f);
+}
+
+/* The listing is the head of each waitgroup's line: with more parked
+ * wants than listed (three priorities, two services of one waitgroup,
+ * conns of uneven counts, stamps moved by grants), the wants listed are
+ * those of positions 1..K in order, each position what its own client's
+ * QUERY says; a shorter bound lists a prefix of the same line; a
+ * waitgroup with fewer parked than the bound lists them all.  With nprio
+ * priorities: 3 (the head within the first phases), 64 (past the phases
+ * bk_query_head looks for one by one). */
+static void head_of_line(int nprio)
+{
+	enum {
+		NCONN = 12,
+		NWANT = 480,
+		K = 100
+	};
+	struct fx f;
+	struct book_ref c[NCONN], r, r1;
+	static struct book_want_info v[NWANT + 8], v7[NWANT + 8];
+	char job[16];
+	mk(&f, 1, 1);
+	for (int i = 0; i < NCONN; i++)
+		OK(fx_open(&f, (uint32_t)i % 4, NULL, 0, &c[i]));
+	OK(fx_want(&f, c[0], "hold", 0, 0, 0));
+	OK(fx_take_job(&f, c[0], "hold", &r));
+	OK(fx_want(&f, c[1], "hold1", 2, 0, 1));
+	OK(fx_take_job(&f, c[1], "hold1", &r1));
+	uint32_t parked[2] = { 0, 0 };
+	for (int i = 0; i < NWANT; i++) {
+		int conn = i < NWANT / 2 ? (i * 7 + i / 11) % NCONN : i % 3; /* 0..2 heavier */
+		uint32_t svc = i % 5 == 4 ? 2 : (uint32_t)(i / 3) % 2;
+		snprintf(job, sizeof job, "w%d.%d", conn, i);
+		OK(fx_want(&f, c[conn], job, svc, (i * 7) % nprio, (uint64_t)i + 2));
+		parked[svc == 2]++;
+	}
+	fx_log_clear(&f);
+	grant_twice(&f, c, &r); /* moves the stamps of the conns served */
+	parked[0] -= 2;
+	CU_ASSERT_FATAL(parked[0] > K && parked[1] < K);
+	fx_lock(&f);
+	size_t n = book_list_wants(f.b, v, NWANT + 8, K);
+	size_t n7 = book_list_wants(f.b, v7, NWANT + 8, 7);
+	fx_unlock(&f);
+	uint32_t want_n[2] = { K, parked[1] }, seen[2] = { 0, 0 };
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].state != WANT_PARKED)
+			continue;
+		uint32_t g = v[i].service == 2;
+		seen[g]++;
+		CU_ASSERT_EQUAL(v[i].position, seen[g]); /* 1, 2, ... in grant order */
+		struct book_position p = pos_of(&f, c[atoi(v[i].job_id + 1)], v[i].job_id);
+		CU_ASSERT_EQUAL(v[i].position, p.ahead + 1);
+	}
+	CU_ASSERT_EQUAL(seen[0], want_n[0]);
+	CU_ASSERT_EQUAL(seen[1], want_n[1]);
+	CU_ASSERT_EQUAL(n, 2 + want_n[0] + want_n[1]); /* the two running */
+	/* the bound 7: the first 7 of each line, the same wants */
+	size_t at = 0;
+	for (size_t i = 0; i < n7; i++) {
+		if (v7[i].state != WANT_PARKED || v7[i].service == 2)
+			continue;
+		while (at < n && (v[at].state != WANT_PARKED || v[at].service == 2))
+			at++;
+		CU_ASSERT_FATAL(at < n);
+		CU_ASSERT_STRING_EQUAL(v7[i].job_id, v[at].job_id);
+		CU_ASSERT_EQUAL(v7[i].position, v[at].position);
+		at++;
+	}
+	CU_ASSERT_EQUAL(n7, 2 + 7 + 7);
+	done(&f);
+}
+
+static void test_list_head_of_line(void)
+{
+	head_of_line(3);
+	head_of_line(64);
 }
 
 /* Clients per handler: a client once on each handler where it has a conn
@@ -3432,6 +3515,7 @@ int main(void)
 		{ "waitgroups independent", test_waitgroups_independent },
 		{ "console: list wants", test_list_wants },
 		{ "console: positions of a listing, one replay", test_list_positions_batch },
+		{ "console: the listing is the head of the line", test_list_head_of_line },
 		{ "console: clients per handler", test_handler_clients },
 		{ "console: failures ring, hand-overs", test_failures_and_handovers },
 		{ "console: cancel by ref, handler starts", test_cancel_ref_and_starts },

@@ -909,6 +909,10 @@ static void test_lost_claim_keeps_places(void)
 			break;
 		harness_sleep_ms(10);
 	}
+	/* the claim that broke the loop may have come after its sample */
+	long long last = df_held(&F, "d0");
+	if (last > most)
+		most = last;
 	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_claim ON execdispatch.job"));
 	if (most > 5) {
 		fprintf(stderr, "held %lld rows with a claim share of 5\n", most);

@@ -5,7 +5,9 @@
 -- Result:     one row if no transaction holds our row locked; none while
 --             a claim (ours, on a lost connection too) holds it FOR KEY
 --             SHARE (OUR_ROW: until it commits or ends), or our
---             heartbeat's update holds it for a moment, or it is gone.
+--             heartbeat's update holds it until its commit (so it is
+--             never sent while our beat is out: beat_answered), or it is
+--             gone.
 -- Guard:      our row of this life (instance, started_at).  FOR UPDATE
 --             conflicts with FOR KEY SHARE; SKIP LOCKED: never waits.
 -- Index:      dispatcher_pkey.

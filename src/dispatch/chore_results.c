@@ -421,7 +421,7 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 
-	d->beat_out = 0;
+	beat_answered(d);
 	if (d->leaving)
 		return; /* our row is being deleted: not news */
 	if (!res) {
@@ -543,7 +543,7 @@ static void reregistered(void *arg, PGresult *res, int away, const void *note)
 	struct dispatcher *d = arg;
 	int rc = took_register(d, res, away, *(const int64_t *)note);
 
-	d->beat_out = 0;
+	beat_answered(d);
 	if (rc == -3) {
 		taken_over(d);
 		return;

@@ -949,9 +949,11 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	evtimer_del(d->poll_ev);
 	/* only with no result outstanding: every claim that came back is held;
 	 * and only as a registered dispatcher of this life (its statement
-	 * names our row: another life of the instance is left alone) */
+	 * names our row: another life of the instance is left alone); while
+	 * claims are in limbo, not beside our own heartbeat, whose update
+	 * holds our row and would make the probe miss it (beat_answered) */
 	if (d->sweep_lost && d->registered && !d->owning && !turn_busy(d) && !d->local_out &&
-	    !d->sweep_out)
+	    !d->sweep_out && !(d->nlimbo && d->beat_out))
 		sweep_lost_claims(d);
 	if (admission(d, &a) < 0) {
 		admission_free(&a);

@@ -308,6 +308,17 @@ static inline void sweep_want(struct dispatcher *d)
 	d->sweep_lost = 1;
 }
 
+/* Our heartbeat (or registration) answered: its transaction, which held
+ * our dispatcher row, has ended, so the probe of claims in limbo that
+ * waited for it (poll_cb: a probe beside it would always find the row
+ * held) goes now. */
+static inline void beat_answered(struct dispatcher *d)
+{
+	d->beat_out = 0;
+	if (d->sweep_lost && d->nlimbo)
+		event_active(d->poll_ev, EV_TIMEOUT, 0);
+}
+
 /* A claim's result was lost with its connection: swept now, and every
  * staleAfterSec from now on (its backend may commit it at any time). */
 static inline void claims_lost(struct dispatcher *d)

@@ -857,19 +857,15 @@ static void test_claim_committed_after_sweep(void)
 	stop_all(1);
 }
 
-/* A claim lost with its connection while its backend goes on keeps its
- * places until that backend ended and the sweep after it looked: the
- * dispatcher goes through PgBouncer, one row held (A, running), then 12
- * rows queued at once, whose claim (4 places: share 4 + 1, less A) a
- * trigger makes sleep 3 s at the server (at its first row); PgBouncer is killed meanwhile
- * and the backend commits the claim later.  The dispatcher, straight to
- * PostgreSQL, must claim nothing in those places until the sweep has
- * requeued what that claim took: the table never shows more than 5 rows
- * held by it (without the places kept: 9). */
-static void test_lost_claim_keeps_places(void)
+/* A claim of 4 places lost with its connection while its backend goes
+ * on: the dispatcher goes through PgBouncer, one row held (running), then
+ * 12 rows of job queued at once, whose claim (4 places: share 4 + 1, less
+ * the one held) a trigger makes sleep secs at the server (at its first
+ * row); PgBouncer is killed meanwhile and the backend commits the claim
+ * later.  The id of the first of the 12 rows. */
+static long long lose_claim_of_four(const char *job, int secs)
 {
-	static const char job[] = "{\"command\":\"sleep\",\"args\":[\"6\"]}";
-	long long first = 0, most = 0, t0;
+	long long first = 0;
 	char when[120];
 
 	CU_ASSERT_FATAL(disp_through_bouncer() == 0);
@@ -883,9 +879,23 @@ static void test_lost_claim_keeps_places(void)
 	}
 	snprintf(when, sizeof when, "NEW.state = 'claimed' AND NEW.claims = 1 AND NEW.id = %lld",
 		 first);
-	sleep_trigger("slow_claim", 3, when);
+	sleep_trigger("slow_claim", secs, when);
 	PQclear(pgtest_query(F.c, "COMMIT"));
 	kill_bouncer_once_sleeping();
+	return first;
+}
+
+/* A claim lost with its connection while its backend goes on keeps its
+ * places until that backend ended and the sweep after it looked
+ * (lose_claim_of_four).  The dispatcher, straight to PostgreSQL, must
+ * claim nothing in those places until the sweep has requeued what that
+ * claim took: the table never shows more than 5 rows held by it (without
+ * the places kept: 9). */
+static void test_lost_claim_keeps_places(void)
+{
+	long long first = lose_claim_of_four("{\"command\":\"sleep\",\"args\":[\"6\"]}", 3),
+		  most = 0, t0;
+
 	/* the rows held sampled until the late claim's rows are requeued
 	 * (their claims 2) and claimed again by the dispatcher (held again) */
 	for (t0 = harness_now_ms(); harness_now_ms() - t0 < 30000;) {
@@ -899,6 +909,10 @@ static void test_lost_claim_keeps_places(void)
 			break;
 		harness_sleep_ms(10);
 	}
+	/* the claim that broke the loop may have come after its sample */
+	long long last = df_held(&F, "d0");
+	if (last > most)
+		most = last;
 	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_claim ON execdispatch.job"));
 	if (most > 5) {
 		fprintf(stderr, "held %lld rows with a claim share of 5\n", most);
@@ -907,6 +921,42 @@ static void test_lost_claim_keeps_places(void)
 	CU_ASSERT(most >= 4 && most <= 5);
 	CU_ASSERT(run_count(0, "rows claimed by a statement whose result the lost connection "
 			       "took") >= 1);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
+}
+
+/* The places of a lost claim (lose_claim_of_four, its backend sleeping
+ * 6 s) are freed by the first probe after its backend ended, also beside
+ * a heartbeat slow to commit (a trigger sleeping 0.3 s after our
+ * dispatcher row is updated, as a synchronous standby far away makes
+ * every commit wait): our beat holds our row (FOR NO KEY UPDATE) until
+ * it commits, so a probe sent beside it misses the row and keeps the
+ * places taken one heartbeat more, or for good if it always is.  Once the
+ * sweep requeued the late claim's rows (it has ended then), no probe
+ * finds the row held. */
+static void test_lost_claim_freed_beside_slow_beat(void)
+{
+	static const char held[] = "a statement still holds our dispatcher row";
+	unsigned char *txt;
+	const char *req;
+	size_t len;
+
+	lose_claim_of_four("{\"command\":\"sleep\",\"args\":[\"8\"]}", 6);
+	PQclear(pgtest_query(F.c,
+			     "CREATE OR REPLACE FUNCTION slow_beat() RETURNS trigger LANGUAGE "
+			     "plpgsql AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NULL; END $$"));
+	PQclear(pgtest_query(F.c,
+			     "CREATE TRIGGER slow_beat AFTER UPDATE ON execdispatch.dispatcher "
+			     "FOR EACH ROW EXECUTE FUNCTION slow_beat()"));
+	CU_ASSERT(wait_log(0, "settled: their places are free", 20000) == 0);
+	txt = harness_read_file(F.log[0], &len);
+	req = txt ? strstr((char *)txt, "requeued 4 rows claimed by a statement") : NULL;
+	CU_ASSERT(req && !strstr(req, held));
+	if (!req || strstr(req, held))
+		harness_tail("a probe beside our own heartbeat", F.log[0], 40);
+	free(txt);
+	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_beat ON execdispatch.dispatcher"));
+	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_claim ON execdispatch.job"));
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
 	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
 }
@@ -1399,6 +1449,8 @@ int main(void)
 		  test_claim_committed_after_sweep },
 		{ "a claim lost with its connection keeps its places until it is swept",
 		  test_lost_claim_keeps_places },
+		{ "a lost claim's places are freed beside a heartbeat slow to commit",
+		  test_lost_claim_freed_beside_slow_beat },
 		{ "a reused instanceId: the old life leaves the new one's claims alone",
 		  test_reused_instance },
 		{ "a claim committed after it was given up is requeued by a later sweep",

@@ -45,7 +45,7 @@ void new_token(struct dispatcher *d)
 	gmtime_r(&tv.tv_sec, &tm);
 	strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm);
 	if (getentropy(&r, sizeof r) < 0)
-		r = d->rnd = d->rnd * 1103515245u + 12345u;
+		r = rnd_next(&d->rnd);
 	snprintf(d->token, sizeof d->token, "%.20s.%03d%03u+00", day,
 		 (int)(tv.tv_usec / 1000 % 1000), r % 1000);
 }
@@ -66,7 +66,7 @@ void make_client_id(struct dispatcher *d)
 
 	if (getentropy(r, sizeof r) < 0)
 		for (size_t i = 0; i < sizeof r; i++)
-			r[i] = (unsigned char)((d->rnd = d->rnd * 1103515245u + 12345u) >> 16);
+			r[i] = (unsigned char)(rnd_next(&d->rnd) >> 16);
 	for (size_t i = 0; i < sizeof r; i++)
 		snprintf(tag + 2 * i, 3, "%02x", r[i]);
 	snprintf(d->client_id, sizeof d->client_id, "%.*s@%s", EXC_CLIENT_ID_MAX - (int)sizeof tag,

@@ -19,14 +19,23 @@ static inline int backoff_next(int ms)
 	return ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : ms * 2;
 }
 
+/* The next value of the generator state *rnd (a linear congruential
+ * step): the dispatcher's one source of cheap spread, never of secrets
+ * (tokens and client ids take getentropy first). */
+static inline unsigned rnd_next(unsigned *rnd)
+{
+	return *rnd = *rnd * 1103515245u + 12345u;
+}
+
 /* ms with +-10 % jitter (a span of ms / 5), from the generator state
  * *rnd (advanced), so that dispatchers started together spread. */
 static inline int64_t jitter_ms(unsigned *rnd, int ms)
 {
 	int span = ms / 5;
 
-	*rnd = *rnd * 1103515245u + 12345u;
-	return span ? ms - span / 2 + (int64_t)((*rnd >> 8) % (unsigned)(span + 1)) : ms;
+	unsigned r = rnd_next(rnd);
+
+	return span ? ms - span / 2 + (int64_t)((r >> 8) % (unsigned)(span + 1)) : ms;
 }
 
 #endif

@@ -48,7 +48,7 @@ static void landed_cb(void *arg, PGresult *res, int away, const void *note)
 		if (!away)
 			log_error("job %lld: whether its outcome was written: %s", (long long)n->id,
 				  chores_db(d->chores)->last_error);
-		h->writing = 0;
+		held_to(h, HELD_DUE);
 		if (d->stopping && !evtimer_pending(d->flush_ev, NULL))
 			arm(d->flush_ev, FLUSH_RETRY_MS);
 		else if (!d->stopping)
@@ -660,7 +660,7 @@ static int collect(struct dispatcher *d, int only_unstarted_running, int64_t *id
 	int n = 0;
 
 	for (struct held *h = d->list; h && n < max; h = h->next) {
-		if ((!h->xj && !h->lr) || h->lost)
+		if ((!h->xj && !h->lr) || h->phase == HELD_LOST)
 			continue;
 		if (only_unstarted_running &&
 		    (h->started || (h->xj && strcmp(exc_job_state(h->xj), "running") != 0)))
@@ -884,7 +884,7 @@ void cancel_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	arm(d->cancel_ev, d->cfg->cancel_poll_ms);
 	for (struct held *h = d->list; h; h = h->next)
-		if (h->position && !h->started && !h->lost)
+		if (h->position && !h->started && h->phase != HELD_LOST)
 			write_position(d, h);
 	if (!d->cancel_out && ask_chore(d, 0, d->sql[Q_HELD], 2, polled))
 		d->cancel_out = 1;
@@ -1000,8 +1000,8 @@ static void give_up_unwritten(struct dispatcher *d)
 
 	for (struct held *h = d->list; h; h = next) {
 		next = h->next;
-		if (!h->xj && !h->lr && h->state && !h->writing && h->cut == 0 &&
-		    now >= d->give_up_ms && now >= h->due_ms + STOP_GIVE_UP_MS)
+		if (h->phase == HELD_DUE && h->cut == 0 && now >= d->give_up_ms &&
+		    now >= h->due_ms + STOP_GIVE_UP_MS)
 			give_up(d, h,
 				h->refused ? "in any form" : "because the database did not answer");
 	}
@@ -1036,7 +1036,7 @@ void flush_outcomes(struct dispatcher *d)
 	}
 	d->flush_per = FINISH_BATCH;
 	for (struct held *h = d->list; h; h = h->next)
-		if (!h->xj && !h->lr && h->state && !h->writing && (!next || h->retry_at_ms < next))
+		if (h->phase == HELD_DUE && (!next || h->retry_at_ms < next))
 			next = h->retry_at_ms;
 	if (next && !evtimer_pending(d->flush_ev, NULL))
 		arm(d->flush_ev, next > now_ms() ? next - now_ms() : 0);

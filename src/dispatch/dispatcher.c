@@ -73,11 +73,13 @@
 /* h's outcome is set: it waits to be written from now on. */
 static void outcome_pending(struct dispatcher *d, struct held *h)
 {
+	held_to(h, HELD_DUE);
 	d->pending++;
 	h->due_ms = now_ms();
 }
 
-void held_free(struct dispatcher *d, struct held *h)
+/* h out of the list and freed, whatever its phase (held_free; the end). */
+static void held_discard(struct dispatcher *d, struct held *h)
 {
 	if (h->prev)
 		h->prev->next = h->next;
@@ -92,6 +94,12 @@ void held_free(struct dispatcher *d, struct held *h)
 	free(h->orig_receipt);
 	free(h->position);
 	free(h);
+}
+
+void held_free(struct dispatcher *d, struct held *h)
+{
+	held_to(h, HELD_GONE);
+	held_discard(d, h);
 }
 
 /* ---- running a claimed row ---- */
@@ -186,7 +194,7 @@ static void run_ended(struct held *h, const struct exc_receipt *r)
 	metrics_ms(&d->st.run, r->duration_ms);
 	if (!h->started)
 		d->claimed_unstarted--;
-	if (h->lost) {
+	if (h->phase == HELD_LOST) {
 		d->st.dropped++;
 		log_info("job %lld attempt %d: ended (%s) after its claim was lost; result dropped",
 			 (long long)h->id, h->attempts, r->error_code ? r->error_code : "ok");
@@ -194,7 +202,8 @@ static void run_ended(struct held *h, const struct exc_receipt *r)
 		maybe_done_stopping(d);
 		return;
 	}
-	if (h->releasing && r->error_code && strcmp(r->error_code, EXC_E_CANCELLED) == 0) {
+	if (h->phase == HELD_RELEASING && r->error_code &&
+	    strcmp(r->error_code, EXC_E_CANCELLED) == 0) {
 		h->state = "queued"; /* given back at a stop: the attempt does not count */
 		h->uncount = 1;
 	} else {
@@ -237,7 +246,7 @@ static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
 	char json[256];
 
 	(void)xj;
-	if (h->lost || h->started)
+	if (h->phase == HELD_LOST || h->started)
 		return;
 	snprintf(json, sizeof json,
 		 "{\"running\": %lld, \"ahead\": %lld, \"capacity\": %lld, "
@@ -253,9 +262,9 @@ static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
 /* The row's claim was lost (cancelled or rescued): stop its run. */
 void drop_claim(struct dispatcher *d, struct held *h, const char *why)
 {
-	if (h->lost || (!h->xj && !h->lr))
+	if (h->phase == HELD_LOST || (!h->xj && !h->lr))
 		return;
-	h->lost = 1;
+	held_to(h, HELD_LOST);
 	log_info("job %lld attempt %d: %s; stopping its run", (long long)h->id, h->attempts, why);
 	if (h->xj)
 		exc_cancel(h->xj);
@@ -280,6 +289,7 @@ static void start_local(struct dispatcher *d, struct held *h,
 		outcome_pending(d, h);
 		return;
 	}
+	held_to(h, HELD_RUNNING);
 	d->local_running++;
 	d->claimed_unstarted++;
 }
@@ -321,7 +331,7 @@ static int holds_place(const struct held *h, int64_t now, int *due)
 		return 1;
 	if (outcome_due(h, now))
 		return ++*due > FINISH_BATCH && !h->local;
-	return !h->local && h->state && !h->carried;
+	return !h->local && h->state && h->phase != HELD_CARRIED;
 }
 
 /* The places of service held (holds_place), and those the turns on the
@@ -531,6 +541,7 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 		h->error = strdup(msg);
 		outcome_pending(d, h);
 	} else {
+		held_to(h, HELD_RUNNING);
 		d->at_exec++;
 		d->claimed_unstarted++;
 	}
@@ -574,7 +585,7 @@ void outcomes_flowing(struct dispatcher *d)
 /* Whether h's outcome waits to be written now. */
 static int outcome_due(const struct held *h, int64_t now)
 {
-	return !h->xj && !h->lr && h->state && !h->writing && now >= h->retry_at_ms;
+	return h->phase == HELD_DUE && now >= h->retry_at_ms;
 }
 
 void fin_free_arrays(struct fin *f)
@@ -601,7 +612,7 @@ int fin_build(struct dispatcher *d, struct fin *f, int n)
 		ids[k] = h->id;
 		claim[k] = h->claim;
 		unc[k] = h->uncount;
-		delay[k] = h->releasing ? 0 : d->cfg->retry_delay_sec;
+		delay[k] = h->given_back ? 0 : d->cfg->retry_delay_sec;
 		states[k] = h->state;
 		errors[k] = h->error;
 		receipts[k] = h->receipt;
@@ -623,7 +634,7 @@ int fin_build(struct dispatcher *d, struct fin *f, int n)
 	}
 	f->k = k;
 	for (int i = 0; i < k; i++)
-		f->rows[i]->writing = 1;
+		held_to(f->rows[i], HELD_WRITING);
 	return k;
 }
 
@@ -645,8 +656,7 @@ void fin_params(const struct dispatcher *d, const struct fin *f, const char **pa
 void fin_abort(struct fin *f, int away)
 {
 	for (int i = 0; i < f->k; i++) {
-		f->rows[i]->writing = 0;
-		f->rows[i]->carried = 0;
+		held_to(f->rows[i], HELD_DUE);
 		f->rows[i]->unsure |= away;
 	}
 	f->k = 0;
@@ -680,8 +690,7 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 		if (ours) {
 			count_outcome(d, h->state, h->uncount);
 		} else if (h->unsure && ask_landed(d, h) == 0) {
-			h->writing = 1; /* kept until the answer comes (landed_cb) */
-			h->carried = 0;
+			held_to(h, HELD_ASKING); /* kept until the answer comes (landed_cb) */
 			continue;
 		} else {
 			d->st.dropped++;
@@ -701,8 +710,10 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 static void release_waiting(struct dispatcher *d)
 {
 	for (struct held *h = d->list; h; h = h->next)
-		if (h->xj && !h->releasing && strcmp(exc_job_state(h->xj), "waiting") == 0) {
-			h->releasing = 1;
+		if (h->xj && h->phase == HELD_RUNNING &&
+		    strcmp(exc_job_state(h->xj), "waiting") == 0) {
+			held_to(h, HELD_RELEASING);
+			h->given_back = 1;
 			exc_cancel(h->xj);
 		}
 }
@@ -812,7 +823,7 @@ static int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 	}
 	if (claims) {
 		for (int i = 0; i < t->fin.k; i++)
-			t->fin.rows[i]->carried = 1;
+			held_to(t->fin.rows[i], HELD_CARRIED);
 		t->claims = 1;
 		t->other = other;
 		t->bound = a->bound;
@@ -1086,8 +1097,8 @@ static void stop_cb(evutil_socket_t fd, short what, void *arg)
 	d->client = NULL;
 	for (struct held *h = d->list; h; h = next) {
 		next = h->next;
-		if (h->lr && !h->lost) {
-			h->lost = 1; /* its end drops it (run_ended) */
+		if (h->lr && h->phase != HELD_LOST) {
+			held_to(h, HELD_LOST); /* its end drops it (run_ended) */
 			local_cancel(h->lr);
 		}
 		if (!h->xj)
@@ -1263,7 +1274,7 @@ out:
 		if (evs[i])
 			event_free(evs[i]);
 	while (d.list)
-		held_free(&d, d.list);
+		held_discard(&d, d.list);
 	db_close(&d.db); /* their events first */
 	db_close(&d.db2);
 	chores_free(d.chores);

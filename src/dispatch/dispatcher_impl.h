@@ -24,6 +24,7 @@
 #include "dispatch/listen.h"
 #include "dispatch/local_run.h"
 #include "dispatch/metrics.h"
+#include "dispatch/phases.h"
 #include "dispatch/timing.h"
 
 #define CLAIM_MAX 100      /* most rows of one claim */
@@ -47,21 +48,19 @@ struct held {
 	int attempts;
 	int priority;
 	char *service;
-	exc_job *xj;          /* NULL once the run ended */
-	struct local_run *lr; /* a local service's run, or NULL */
-	int started;          /* written as running */
-	int lost;             /* not ours any more: cancelled at the execserver, dropped */
-	int releasing;        /* given back at a stop */
+	exc_job *xj;           /* NULL once the run ended */
+	struct local_run *lr;  /* a local service's run, or NULL */
+	enum held_phase phase; /* changed by held_to alone (phases.h) */
+	int started;           /* written as running */
+	int given_back;        /* given back at a stop: requeued with no delay */
 	/* the outcome, once xj is NULL */
 	const char *state; /* "done", "failed", "queued" */
 	int uncount;       /* 1: the attempt does not count (no slot) */
 	char *error;
 	char *receipt; /* JSON text or NULL */
 	char job_id[48];
-	int local;   /* a local service's row: outside the claim share */
-	int writing; /* in the outcome statement on the wire (struct fin) */
-	int carried; /* ...in one that also claims: its reservation is the place */
-	int unsure;  /* a statement writing it lost its reply: it may be written */
+	int local;  /* a local service's row: outside the claim share */
+	int unsure; /* a statement writing it lost its reply: it may be written */
 	/* an outcome the database refused alone: how far it was cut down
 	 * (flush_outcomes), the original kept, and when to try it again */
 	int cut;
@@ -154,9 +153,10 @@ struct dispatcher {
 	char host[65];
 	char pid[16];
 	struct held *list;
-	unsigned at_exec;           /* held rows whose xj is set */
-	unsigned claimed_unstarted; /* at the execserver, not yet written running */
-	unsigned pending;           /* outcomes waiting to be written */
+	struct phase_counts held_moves; /* the held rows' transitions (held_to) */
+	unsigned at_exec;               /* held rows whose xj is set */
+	unsigned claimed_unstarted;     /* at the execserver, not yet written running */
+	unsigned pending;               /* outcomes waiting to be written */
 	struct event *poll_ev, *beat_ev, *cancel_ev, *start_ev, *flush_ev, *janitor_ev;
 	struct event *sig_term, *sig_int, *sig_hup;
 	struct event *stop_ev; /* stopping: runs still going are left for the rescue then */
@@ -283,6 +283,15 @@ static inline int64_t jittered(struct dispatcher *d, int ms)
 static inline int beat_fresh(const struct dispatcher *d)
 {
 	return d->registered && now_ms() - d->beat_ok_ms < d->cfg->stale_after_sec * 1000LL / 2;
+}
+
+/* h moves to phase to: checked against HELD_TABLE and counted (phases.h). */
+static inline void held_to(struct held *h, enum held_phase to)
+{
+	int at = (int)h->phase;
+
+	phase_move(&held_phases, &h->d->held_moves, &at, (int)to, (long long)h->id);
+	h->phase = (enum held_phase)at;
 }
 
 /* dispatcher.c: the runs and the hot path */

@@ -1,0 +1,47 @@
+/*
+ * phases.c - see phases.h: the tables built from their X lists, and the
+ * one mover every state machine of the dispatcher goes through.
+ */
+#include "autoconfig.h"
+#include "dispatch/phases.h"
+
+#include "common/log.h"
+
+#define NAME(p) [p] = #p,
+#define CELL(from, to, n) [(from) * (n) + (to)] = 1,
+
+static const char *const held_names[HELD_PHASES] = { NAME(HELD_NEW) NAME(HELD_RUNNING) NAME(
+	HELD_RELEASING) NAME(HELD_LOST) NAME(HELD_DUE) NAME(HELD_WRITING) NAME(HELD_CARRIED)
+							     NAME(HELD_ASKING) NAME(HELD_GONE) };
+
+#define HELD_CELL(from, to) CELL(from, to, HELD_PHASES)
+static const uint8_t held_legal[HELD_PHASES * HELD_PHASES] = { HELD_TABLE(HELD_CELL) };
+
+const struct phase_table held_phases = { "job", HELD_PHASES, held_names, held_legal };
+
+_Static_assert(HELD_PHASES <= PHASES_MAX, "struct phase_counts holds the held row's table");
+
+const char *phase_name(const struct phase_table *t, int phase)
+{
+	return phase >= 0 && phase < t->n && t->names[phase] ? t->names[phase] : "(none)";
+}
+
+int phase_legal(const struct phase_table *t, int from, int to)
+{
+	return from >= 0 && from < t->n && to >= 0 && to < t->n && t->legal[from * t->n + to];
+}
+
+int phase_move(const struct phase_table *t, struct phase_counts *c, int *at, int to, long long id)
+{
+	int from = *at, ok = phase_legal(t, from, to);
+
+	if (from >= 0 && from < t->n && to >= 0 && to < t->n)
+		c->moves[from][to]++;
+	*at = to;
+	if (ok)
+		return 0;
+	c->illegal++;
+	log_error("%s %lld: illegal transition %s -> %s (a bug: reported, and the code goes on)",
+		  t->what, id, phase_name(t, from), phase_name(t, to));
+	return -1;
+}

@@ -1,0 +1,91 @@
+/*
+ * phases.h - the phases a held row goes through, as one enum and one table
+ * of the legal transitions, and the mover that checks each transition
+ * against its table and counts it.  Pure (no database, no client, no
+ * clock): tests/unit/test_phases.c holds the table to the row's life.
+ *
+ * Invariant: a held row changes phase only through held_to
+ * (dispatcher_impl.h), which calls phase_move with HELD_TABLE; a transition
+ * not in the table is logged as an error and counted as illegal (the tree
+ * builds its daemons with assert on, so an assert would end a dispatcher
+ * that holds rows: the count and the log line are what a test checks), and
+ * the phase is set anyway, so that the code's own course does not change.
+ *
+ * The facts that are not a phase stay fields of struct held: started
+ * (written running in the table: a row at the execserver or lost may be
+ * either), given_back (its outcome is requeued with no delay), unsure (a
+ * statement writing it lost its reply), cut and refused (the form its
+ * outcome is written in, cut_outcome).
+ */
+#ifndef ES_DISPATCH_PHASES_H
+#define ES_DISPATCH_PHASES_H
+
+#include <stdint.h>
+
+/* A held row's phase (struct held, dispatcher_impl.h). */
+enum held_phase {
+	HELD_NEW,       /* claimed, its run not handed on yet (start_row) */
+	HELD_RUNNING,   /* at the execserver (xj set) or spawned here (lr set) */
+	HELD_RELEASING, /* at the execserver, its want parked, given back at a stop */
+	HELD_LOST,      /* not ours any more: its run is stopped, its result dropped */
+	HELD_DUE,       /* the run ended; its outcome waits to be written (retry_at_ms) */
+	HELD_WRITING,   /* its outcome in a statement on the wire (struct fin) */
+	HELD_CARRIED,   /* ...in one that also claims: its reservation is the place */
+	HELD_ASKING,    /* whether a statement whose reply was lost wrote it (ask_landed) */
+	HELD_GONE,      /* freed (held_free): its outcome written, dropped or given up */
+	HELD_PHASES
+};
+
+/* The legal transitions of a held row, X(from, to), each with where it is
+ * made and why. */
+#define HELD_TABLE(X)                                                                              \
+	X(HELD_NEW, HELD_RUNNING)       /* start_row: handed to libexecclient, or spawned */       \
+	X(HELD_NEW, HELD_DUE)           /* start_row: refused, or claimed as a stop began */       \
+	X(HELD_RUNNING, HELD_RELEASING) /* release_waiting: a stop gives a parked want back */     \
+	X(HELD_RUNNING, HELD_LOST)      /* drop_claim: cancelled or rescued; a stop's timeout */   \
+	X(HELD_RELEASING, HELD_LOST)    /* drop_claim: lost while being given back */              \
+	X(HELD_RUNNING, HELD_DUE)       /* run_ended: the receipt gives the outcome */             \
+	X(HELD_RELEASING, HELD_DUE)     /* run_ended: queued again, the attempt not counted */     \
+	X(HELD_LOST, HELD_GONE)         /* run_ended: the result is dropped */                     \
+	X(HELD_RUNNING, HELD_GONE)      /* stop_cb: left held under the instance for the rescue */ \
+	X(HELD_RELEASING, HELD_GONE)    /* stop_cb: the same, its cancel not answered */           \
+	X(HELD_DUE, HELD_WRITING)       /* fin_build: into a finish statement */                   \
+	X(HELD_WRITING, HELD_CARRIED)   /* send_turn: that statement also claims */                \
+	X(HELD_WRITING, HELD_DUE)       /* fin_abort: not sent, refused, or its reply lost */      \
+	X(HELD_CARRIED, HELD_DUE)       /* fin_abort: the same for a claiming statement */         \
+	X(HELD_WRITING, HELD_GONE)      /* fin_apply: written, or its claim found lost */          \
+	X(HELD_CARRIED, HELD_GONE)      /* fin_apply: the same for a claiming statement */         \
+	X(HELD_WRITING, HELD_ASKING)    /* fin_apply: not ours, but an earlier reply was lost */   \
+	X(HELD_CARRIED, HELD_ASKING)    /* fin_apply: the same for a claiming statement */         \
+	X(HELD_ASKING, HELD_DUE)        /* landed_cb: no answer: written again, asked again */     \
+	X(HELD_ASKING, HELD_GONE)       /* landed_cb: landed (counted) or not ours (dropped) */    \
+	X(HELD_DUE, HELD_GONE)          /* give_up: stopping, not written in time */
+
+/* One table of a state machine: its name (in log lines), the names of its
+ * states, and the legal transitions as a bit per (from, to). */
+struct phase_table {
+	const char *what;
+	int n;
+	const char *const *names;
+	const uint8_t *legal; /* n * n: legal[from * n + to] */
+};
+
+#define PHASES_MAX 12 /* the most states of one table */
+
+/* The transitions made, per (from, to), and the illegal ones among them. */
+struct phase_counts {
+	uint64_t moves[PHASES_MAX][PHASES_MAX];
+	uint64_t illegal;
+};
+
+extern const struct phase_table held_phases;
+
+const char *phase_name(const struct phase_table *t, int phase);
+int phase_legal(const struct phase_table *t, int from, int to);
+
+/* *at becomes to and the transition is counted in c->moves; one not in t
+ * is also counted in c->illegal and logged as an error naming id (the
+ * row's job id).  0 when legal, -1 when not. */
+int phase_move(const struct phase_table *t, struct phase_counts *c, int *at, int to, long long id);
+
+#endif

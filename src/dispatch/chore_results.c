@@ -444,8 +444,7 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
 			 "life of instance %s): every claim we held was requeued; dropping their "
 			 "runs and registering again",
 			 d->cfg->instance_id);
-		d->registered = 0;
-		d->owning = 0;
+		life_to(d, LIFE_RESCUED);
 		d->life++;
 		new_token(d);
 		lose_everything(d, "its claim was rescued by another dispatcher");
@@ -501,12 +500,12 @@ static void owned(void *arg, PGresult *res, int away, const void *note)
 		log_warn("requeued %d rows still held under instance %s from before our row was "
 			 "removed",
 			 PQntuples(res), d->cfg->instance_id);
-	d->owning = 0;
+	life_to(d, LIFE_RUNNING);
 	d->sweep_lost = 0; /* every row held under our instance was requeued */
 	event_active(d->poll_ev, EV_TIMEOUT, 0);
 }
 
-/* The look of send_own answered: what it found is requeued (owning and
+/* The look of send_own answered: what it found is requeued (LIFE_OWNING and
  * own_out stay until that answers too). */
 static void own_found(void *arg, PGresult *res, int away, const void *note)
 {
@@ -527,7 +526,7 @@ static void own_found(void *arg, PGresult *res, int away, const void *note)
  * requeue may wait for a lock on job).  Those are the runs we dropped,
  * and claims of ours that committed after the snapshot of the rescue
  * that removed our row, which it did not see; nothing of this life is
- * claimed before (owning), and every claim of the lives before has
+ * claimed before (LIFE_OWNING), and every claim of the lives before has
  * committed or claims nothing (our row of this life is a new one). */
 static void send_own(struct dispatcher *d)
 {
@@ -553,7 +552,7 @@ static void reregistered(void *arg, PGresult *res, int away, const void *note)
 	if (rc < 0)
 		return;
 	log_info("registered again as %s", d->cfg->instance_id);
-	d->owning = 1;
+	life_to(d, LIFE_OWNING);
 	send_own(d);
 	send_beat(d);
 }
@@ -604,19 +603,19 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 	say_login_retry(d);
 	if (d->listener)
 		listener_keep(d->listener);
-	if (d->registered && d->owning && !d->own_out)
+	if (d->stage == LIFE_OWNING && !d->own_out)
 		send_own(d);
 	/* a claim lost with its connection may be committed by its backend
 	 * at any later time: swept every staleAfterSec from then on, and at
 	 * every heartbeat while its places are in limbo (struct limbo) */
-	if (d->lost_claims && d->registered &&
+	if (d->lost_claims && is_registered(d) &&
 	    (d->nlimbo || now_ms() - d->swept_ms >= d->cfg->stale_after_sec * 1000LL)) {
 		sweep_want(d);
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	}
 	if (d->beat_out || d->leaving)
 		return;
-	if (d->registered) {
+	if (is_registered(d)) {
 		send_beat(d);
 		return;
 	}
@@ -633,7 +632,7 @@ void on_chores_up(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (d->contact < CONTACT_DONE)
+	if (first_contact(d))
 		return;
 	if (d->lost_claims)
 		sweep_want(d); /* a local claim may have been lost with it */
@@ -649,7 +648,7 @@ void on_beat_lane_up(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (d->contact == CONTACT_DONE && !beat_fresh(d) && !d->beat_out)
+	if (!first_contact(d) && !beat_fresh(d) && !d->beat_out)
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 }
 
@@ -1161,7 +1160,7 @@ void maybe_done_stopping(struct dispatcher *d)
 	if (d->gave_up)
 		log_warn("stopping: outcomes or runs were given up; our dispatcher row stays, so "
 			 "that the rescue reruns their rows");
-	else if (d->registered && send_leave(d) == 0) {
+	else if (is_registered(d) && send_leave(d) == 0) {
 		d->leaving = 1;
 		return;
 	}

@@ -3,12 +3,11 @@
  *
  * One event loop, its database connections (docs/dispatch.md, "The event
  * loop"), one libexecclient client.  The rows this dispatcher holds are a
- * list of `struct held`; each is in one of these phases:
- *   at the execserver  (xj set)     its want is parked or its run goes on
- *   outcome pending    (xj NULL)    the run ended; the outcome waits to be
- *                                   written (the database may be away)
- * A held row is freed once its outcome is written or found not to be ours
- * any more.  Invariants:
+ * list of `struct held`, each in one phase of enum held_phase (phases.h:
+ * at the execserver, then its outcome waiting, on the wire, asked about);
+ * a phase changes only through held_to, which checks it against the table
+ * of legal transitions.  A held row is freed once its outcome is written
+ * or found not to be ours any more.  Invariants:
  *  - admission: when a claim is made, the rows of each service at the
  *    execservers never exceed that service's claim share
  *    (exc_claim_share_service), nor all of them together the overall one
@@ -36,7 +35,7 @@
  *    FOR KEY SHARE while it runs, so no rescue deletes it under a claim
  *    in flight and no other life of the instance takes it over; nothing
  *    is claimed or swept unless registered, with the requeue of the rows
- *    the instance left done (owning 0) and no sweep of lost claims
+ *    the instance left done (not LIFE_OWNING) and no sweep of lost claims
  *    waiting.
  * This file has the loop, the runs, admission and the hot path; the
  * start's first contact is in contact.c, the statements off the hot path
@@ -961,8 +960,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	/* only with no result outstanding: every claim that came back is held;
 	 * and only as a registered dispatcher of this life (its statement
 	 * names our row: another life of the instance is left alone) */
-	if (d->sweep_lost && d->registered && !d->owning && !turn_busy(d) && !d->local_out &&
-	    !d->sweep_out)
+	if (d->sweep_lost && is_registered(d) && d->stage != LIFE_OWNING && !turn_busy(d) &&
+	    !d->local_out && !d->sweep_out)
 		sweep_lost_claims(d);
 	if (admission(d, &a) < 0) {
 		admission_free(&a);
@@ -1012,7 +1011,7 @@ static void on_db_up(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (d->contact < CONTACT_DONE) {
+	if (first_contact(d)) {
 		contact_next(d);
 		return;
 	}
@@ -1027,7 +1026,7 @@ static void on_submit(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (!d->stopping && d->contact == CONTACT_DONE) {
+	if (!d->stopping && !first_contact(d)) {
 		d->other_due_ms = 0; /* it may be of a service not seen yet */
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	}

@@ -164,16 +164,18 @@ struct dispatcher {
 	 * of this process (make_client_id; docs/dispatch.md, "Identity") */
 	char client_id[EXC_CLIENT_ID_MAX + 1];
 	int64_t beat_ok_ms; /* monotonic time of the last written heartbeat */
-	int registered;
 	/* this life's token: our dispatcher row's started_at as we set it
 	 * (new_token), in every statement about our row; life counts the
 	 * registrations lost (a claim sent in an earlier one is not run);
-	 * owning: registered again, the requeue of the rows the instance
-	 * left (DQ_FIND_OWN, then DQ_REQUEUE_CLAIMS) not done yet: no claim,
-	 * no sweep; own_out: its look or its requeue is queued or out */
+	 * stage: where the life is (changed by life_to alone, phases.h): in
+	 * LIFE_OWNING (registered again, the requeue of the rows the instance
+	 * left, DQ_FIND_OWN then DQ_REQUEUE_CLAIMS, not done yet) no claim
+	 * and no sweep goes; own_out: its look or its requeue is queued or out */
 	char token[48];
 	unsigned life;
-	int owning, own_out;
+	enum life_stage stage;
+	struct phase_counts life_moves; /* the stages' transitions (life_to) */
+	int own_out;
 	int stopping;
 	int64_t give_up_ms; /* stopping: outcomes refused in every form are given up then */
 	int gave_up;        /* outcomes or runs were given up: our row stays for the rescue */
@@ -231,20 +233,11 @@ struct dispatcher {
 	struct fin flush_fin; /* flush_outcomes' statement */
 	/* start: the first contact on the main connection (contact_cb) */
 	struct event *contact_ev;
-	int contact; /* its step: CONTACT_VERSION ... CONTACT_DONE */
 	int64_t contact_t0_ms;
 	int contact_failed;       /* failed attempts said (contact_cb) */
 	int64_t held_since_ms;    /* our row first found held by a fresh heartbeat (held_wait) */
 	int64_t contact_retry_ms; /* a statement of it failed: sent again then */
-	char *contact_ids, *contact_claims; /* what CONTACT_OWN found, for CONTACT_REQUEUE */
-};
-
-enum {
-	CONTACT_VERSION,  /* the schema's version */
-	CONTACT_REGISTER, /* our dispatcher row */
-	CONTACT_OWN,      /* the claims of our previous life: the look */
-	CONTACT_REQUEUE,  /* ... and their requeue */
-	CONTACT_DONE
+	char *contact_ids, *contact_claims; /* what LIFE_FINDING_OWN found, to requeue */
 };
 
 /* What the next exec-bound claim may take (DQ_CLAIM_EXEC's parameters). */
@@ -280,9 +273,33 @@ static inline int64_t jittered(struct dispatcher *d, int ms)
 	return jitter_ms(&d->rnd, ms);
 }
 
+/* The dispatcher moves to stage to: checked against LIFE_TABLE and
+ * counted (phases.h). */
+static inline void life_to(struct dispatcher *d, enum life_stage to)
+{
+	int at = (int)d->stage;
+
+	if (phase_move(&life_stages, &d->life_moves, &at, (int)to, (long long)d->life) < 0)
+		d->st.illegal_transitions++;
+	d->stage = (enum life_stage)at;
+}
+
+/* The first contact is under way (contact.c): nothing else goes. */
+static inline int first_contact(const struct dispatcher *d)
+{
+	return d->stage < LIFE_RUNNING;
+}
+
+/* Our dispatcher row of this life is written. */
+static inline int is_registered(const struct dispatcher *d)
+{
+	return d->stage != LIFE_CHECKING && d->stage != LIFE_REGISTERING &&
+	       d->stage != LIFE_RESCUED;
+}
+
 static inline int beat_fresh(const struct dispatcher *d)
 {
-	return d->registered && now_ms() - d->beat_ok_ms < d->cfg->stale_after_sec * 1000LL / 2;
+	return is_registered(d) && now_ms() - d->beat_ok_ms < d->cfg->stale_after_sec * 1000LL / 2;
 }
 
 /* h moves to phase to: checked against HELD_TABLE and counted (phases.h). */
@@ -290,7 +307,8 @@ static inline void held_to(struct held *h, enum held_phase to)
 {
 	int at = (int)h->phase;
 
-	phase_move(&held_phases, &h->d->held_moves, &at, (int)to, (long long)h->id);
+	if (phase_move(&held_phases, &h->d->held_moves, &at, (int)to, (long long)h->id) < 0)
+		h->d->st.illegal_transitions++;
 	h->phase = (enum held_phase)at;
 }
 
@@ -330,7 +348,7 @@ static inline void claims_lost(struct dispatcher *d)
  * every claim on the wire; claims going on would put it off for good). */
 static inline int may_claim_now(const struct dispatcher *d)
 {
-	return beat_fresh(d) && !d->owning && !d->sweep_lost && !d->sweep_out;
+	return beat_fresh(d) && d->stage != LIFE_OWNING && !d->sweep_lost && !d->sweep_out;
 }
 
 /* chore_results.c: the chores and their results */

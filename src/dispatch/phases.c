@@ -19,6 +19,16 @@ static const uint8_t held_legal[HELD_PHASES * HELD_PHASES] = { HELD_TABLE(HELD_C
 
 const struct phase_table held_phases = { "job", HELD_PHASES, held_names, held_legal };
 
+static const char *const life_names[LIFE_STAGES] = { NAME(LIFE_CHECKING) NAME(
+	LIFE_REGISTERING) NAME(LIFE_FINDING_OWN) NAME(LIFE_REQUEUEING) NAME(LIFE_RUNNING)
+							     NAME(LIFE_RESCUED) NAME(LIFE_OWNING) };
+
+#define LIFE_CELL(from, to) CELL(from, to, LIFE_STAGES)
+static const uint8_t life_legal[LIFE_STAGES * LIFE_STAGES] = { LIFE_TABLE(LIFE_CELL) };
+
+const struct phase_table life_stages = { "dispatcher", LIFE_STAGES, life_names, life_legal };
+
+_Static_assert(LIFE_STAGES <= PHASES_MAX, "struct phase_counts holds the life's table");
 _Static_assert(HELD_PHASES <= PHASES_MAX, "struct phase_counts holds the held row's table");
 
 const char *phase_name(const struct phase_table *t, int phase)

@@ -1,21 +1,23 @@
 /*
- * phases.h - the phases a held row goes through, as one enum and one table
- * of the legal transitions, and the mover that checks each transition
- * against its table and counts it.  Pure (no database, no client, no
- * clock): tests/unit/test_phases.c holds the table to the row's life.
+ * phases.h - the phases a held row goes through and the stages of the
+ * dispatcher's life, each as one enum and one table of the legal
+ * transitions, and the mover that checks each transition against its
+ * table and counts it.  Pure (no database, no client, no clock):
+ * tests/unit/test_phases.c holds the tables to the courses the code takes.
  *
- * Invariant: a held row changes phase only through held_to
- * (dispatcher_impl.h), which calls phase_move with HELD_TABLE; a transition
- * not in the table is logged as an error and counted as illegal (the tree
+ * Invariant: a held row changes phase only through held_to, the
+ * dispatcher's stage only through life_to (dispatcher_impl.h), both
+ * through phase_move; a transition not in the table is logged as an error
+ * and counted as illegal (execdispatch_illegal_transitions_total; the tree
  * builds its daemons with assert on, so an assert would end a dispatcher
- * that holds rows: the count and the log line are what a test checks), and
- * the phase is set anyway, so that the code's own course does not change.
+ * that holds rows), and the phase is set anyway, so that the code's own
+ * course does not change.
  *
- * The facts that are not a phase stay fields of struct held: started
- * (written running in the table: a row at the execserver or lost may be
- * either), given_back (its outcome is requeued with no delay), unsure (a
- * statement writing it lost its reply), cut and refused (the form its
- * outcome is written in, cut_outcome).
+ * The facts of a held row that are not a phase stay fields of struct
+ * held: started (written running in the table: a row at the execserver or
+ * lost may be either), given_back (its outcome is requeued with no delay),
+ * unsure (a statement writing it lost its reply), cut and refused (the
+ * form its outcome is written in, cut_outcome).
  */
 #ifndef ES_DISPATCH_PHASES_H
 #define ES_DISPATCH_PHASES_H
@@ -46,7 +48,7 @@ enum held_phase {
 	X(HELD_RELEASING, HELD_LOST)    /* drop_claim: lost while being given back */              \
 	X(HELD_RUNNING, HELD_DUE)       /* run_ended: the receipt gives the outcome */             \
 	X(HELD_RELEASING, HELD_DUE)     /* run_ended: queued again, the attempt not counted */     \
-	X(HELD_LOST, HELD_GONE)         /* run_ended: the result is dropped */                     \
+	X(HELD_LOST, HELD_GONE)         /* run_ended: the result dropped; stop_cb */               \
 	X(HELD_RUNNING, HELD_GONE)      /* stop_cb: left held under the instance for the rescue */ \
 	X(HELD_RELEASING, HELD_GONE)    /* stop_cb: the same, its cancel not answered */           \
 	X(HELD_DUE, HELD_WRITING)       /* fin_build: into a finish statement */                   \
@@ -60,6 +62,38 @@ enum held_phase {
 	X(HELD_ASKING, HELD_DUE)        /* landed_cb: no answer: written again, asked again */     \
 	X(HELD_ASKING, HELD_GONE)       /* landed_cb: landed (counted) or not ours (dropped) */    \
 	X(HELD_DUE, HELD_GONE)          /* give_up: stopping, not written in time */
+
+/* The dispatcher's life: the first contact (the schema's version, our
+ * dispatcher row, the requeue of the rows an earlier run of the instance
+ * left: contact.c), then claiming; a rescue that removed our row sends it
+ * through registering again and the requeue of what it held (the beat's
+ * lane: chore_results.c).  Stopping is a fact of its own (d->stopping): a
+ * stop may begin in any stage.  The first contact's stages come first
+ * (first_contact() compares with LIFE_RUNNING). */
+enum life_stage {
+	LIFE_CHECKING,    /* first contact: the schema's version */
+	LIFE_REGISTERING, /* ...our dispatcher row of this life */
+	LIFE_FINDING_OWN, /* ...registered; the rows an earlier run left: the look */
+	LIFE_REQUEUEING,  /* ...and their requeue */
+	LIFE_RUNNING,     /* registered, claiming when admission allows */
+	LIFE_RESCUED,     /* our row removed by a rescue: registering again */
+	LIFE_OWNING,      /* registered again; the rows left under the instance not requeued yet */
+	LIFE_STAGES
+};
+
+/* The legal transitions of the dispatcher's life, X(from, to). */
+#define LIFE_TABLE(X)                                                                             \
+	X(LIFE_CHECKING, LIFE_REGISTERING)    /* contact_step: the schema's version fits */       \
+	X(LIFE_REGISTERING, LIFE_FINDING_OWN) /* contact_step: our row written */                 \
+	X(LIFE_FINDING_OWN, LIFE_REQUEUEING)  /* contact_step: rows of an earlier run found */    \
+	X(LIFE_FINDING_OWN, LIFE_FINDING_OWN) /* contact_retry: the look failed: again later */   \
+	X(LIFE_REQUEUEING, LIFE_FINDING_OWN)  /* contact_retry: the requeue failed: look again */ \
+	X(LIFE_FINDING_OWN, LIFE_RUNNING)     /* begin: nothing to requeue */                     \
+	X(LIFE_REQUEUEING, LIFE_RUNNING)      /* begin: requeued */                               \
+	X(LIFE_RUNNING, LIFE_RESCUED)         /* beat_done: a rescue removed our row */           \
+	X(LIFE_OWNING, LIFE_RESCUED)          /* beat_done: the same, its requeue not done */     \
+	X(LIFE_RESCUED, LIFE_OWNING)          /* reregistered: our row of a new life */           \
+	X(LIFE_OWNING, LIFE_RUNNING)          /* owned: what the instance left requeued */
 
 /* One table of a state machine: its name (in log lines), the names of its
  * states, and the legal transitions as a bit per (from, to). */
@@ -78,7 +112,7 @@ struct phase_counts {
 	uint64_t illegal;
 };
 
-extern const struct phase_table held_phases;
+extern const struct phase_table held_phases, life_stages;
 
 const char *phase_name(const struct phase_table *t, int phase);
 int phase_legal(const struct phase_table *t, int from, int to);

@@ -1,10 +1,12 @@
 /*
  * test_phases.c - unit tests of the dispatcher's state machines
  * (src/dispatch/phases.c), without a database: every course a held row
- * takes in dispatcher.c and chore_results.c is legal in HELD_TABLE, the
- * transitions that would break an invariant are not (a lost row's result
- * written, a row back at the execserver, a freed row moved), and each
- * transition is counted, an illegal one too, with the phase set anyway.
+ * takes in dispatcher.c and chore_results.c is legal in HELD_TABLE, and
+ * every course of the dispatcher's life in LIFE_TABLE; the transitions
+ * that would break an invariant are not (a lost row's result written, a
+ * row back at the execserver, a freed row moved, a claim before the rows
+ * an earlier life left are requeued); each transition is counted, an
+ * illegal one too, with the phase set anyway.
  */
 #include "autoconfig.h"
 
@@ -62,6 +64,24 @@ static void test_courses_are_legal(void)
 	CU_ASSERT_EQUAL(c.moves[HELD_RELEASING][HELD_LOST], 1);
 }
 
+/* Each of the n transitions bad[i] (from, to) in t: not legal; moved,
+ * it returns -1, sets the phase, and is counted in its cell and as
+ * illegal. */
+static void refused_all(const struct phase_table *t, const int (*bad)[2], size_t n)
+{
+	struct phase_counts c;
+
+	memset(&c, 0, sizeof c);
+	for (size_t i = 0; i < n; i++) {
+		int at = bad[i][0];
+		CU_ASSERT_FALSE(phase_legal(t, bad[i][0], bad[i][1]));
+		CU_ASSERT_EQUAL(phase_move(t, &c, &at, bad[i][1], 7), -1);
+		CU_ASSERT_EQUAL(at, bad[i][1]);
+		CU_ASSERT_EQUAL(c.moves[bad[i][0]][bad[i][1]], 1);
+		CU_ASSERT_EQUAL(c.illegal, i + 1);
+	}
+}
+
 /* Transitions that would break an invariant are illegal: each returns
  * -1, is counted as illegal and in its cell, and sets the phase. */
 static void test_illegal_counted(void)
@@ -78,17 +98,7 @@ static void test_illegal_counted(void)
 		{ HELD_WRITING, HELD_WRITING }, /* in two statements at once */
 		{ HELD_RUNNING, HELD_NEW },     /* nothing enters NEW */
 	};
-	struct phase_counts c;
-
-	memset(&c, 0, sizeof c);
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		int at = bad[i][0];
-		CU_ASSERT_FALSE(phase_legal(&held_phases, bad[i][0], bad[i][1]));
-		CU_ASSERT_EQUAL(phase_move(&held_phases, &c, &at, bad[i][1], 7), -1);
-		CU_ASSERT_EQUAL(at, bad[i][1]);
-		CU_ASSERT_EQUAL(c.moves[bad[i][0]][bad[i][1]], 1);
-		CU_ASSERT_EQUAL(c.illegal, i + 1);
-	}
+	refused_all(&held_phases, bad, sizeof bad / sizeof bad[0]);
 }
 
 /* The table's shape: nothing leaves GONE, nothing enters NEW, every
@@ -115,6 +125,52 @@ static void test_table_shape(void)
 	CU_ASSERT_EQUAL(lines, 21);
 }
 
+/* The dispatcher's life: the start with and without rows to requeue and
+ * a failed requeue, then a rescue that removed our row, twice. */
+static void test_life_courses(void)
+{
+	static const int start[] = { LIFE_REGISTERING, LIFE_FINDING_OWN, LIFE_FINDING_OWN,
+				     LIFE_REQUEUEING,  LIFE_FINDING_OWN, LIFE_REQUEUEING,
+				     LIFE_RUNNING,     LIFE_RESCUED,     LIFE_OWNING,
+				     LIFE_RESCUED,     LIFE_OWNING,      LIFE_RUNNING };
+	struct phase_counts c;
+	int at = LIFE_CHECKING;
+
+	memset(&c, 0, sizeof c);
+	for (size_t i = 0; i < sizeof start / sizeof start[0]; i++)
+		CU_ASSERT_EQUAL(phase_move(&life_stages, &c, &at, start[i], 0), 0);
+	CU_ASSERT_EQUAL(at, LIFE_RUNNING);
+	CU_ASSERT_EQUAL(c.illegal, 0);
+	CU_ASSERT_EQUAL(c.moves[LIFE_RESCUED][LIFE_OWNING], 2);
+	CU_ASSERT_EQUAL(c.moves[LIFE_FINDING_OWN][LIFE_FINDING_OWN], 1);
+	CU_ASSERT_EQUAL(c.moves[LIFE_REQUEUEING][LIFE_FINDING_OWN], 1);
+#define ONE(from, to) +1
+	const int lines = 0 LIFE_TABLE(ONE);
+#undef ONE
+	int cells = 0;
+	for (int from = 0; from < LIFE_STAGES; from++)
+		for (int to = 0; to < LIFE_STAGES; to++)
+			cells += phase_legal(&life_stages, from, to);
+	CU_ASSERT_EQUAL(cells, lines);
+	CU_ASSERT_EQUAL(lines, 11);
+}
+
+/* No claim before the rows an earlier life left are requeued: the
+ * stages that would claim early are not reached from before it. */
+static void test_life_illegal(void)
+{
+	static const int bad[][2] = {
+		{ LIFE_CHECKING, LIFE_RUNNING },    /* the schema not checked */
+		{ LIFE_REGISTERING, LIFE_RUNNING }, /* the earlier run's rows not looked for */
+		{ LIFE_RESCUED, LIFE_RUNNING },     /* what the instance left not requeued */
+		{ LIFE_RUNNING, LIFE_OWNING },      /* owning without registering again */
+		{ LIFE_RUNNING, LIFE_CHECKING },    /* nothing enters CHECKING */
+		{ LIFE_RESCUED, LIFE_FINDING_OWN }, /* the first contact is over */
+	};
+	refused_all(&life_stages, bad, sizeof bad / sizeof bad[0]);
+	CU_ASSERT_STRING_EQUAL(phase_name(&life_stages, LIFE_OWNING), "LIFE_OWNING");
+}
+
 /* Out of range: never legal, never counted outside the table, named. */
 static void test_out_of_range(void)
 {
@@ -137,6 +193,8 @@ int main(void)
 		{ "illegal transitions: refused, counted, phase set", test_illegal_counted },
 		{ "the table: no way out of GONE, none into NEW", test_table_shape },
 		{ "phases out of range", test_out_of_range },
+		{ "the dispatcher's life: its courses are legal", test_life_courses },
+		{ "the dispatcher's life: no claim before the requeue", test_life_illegal },
 		{ NULL, NULL },
 	};
 	return run_suite("phases", cases);

@@ -49,9 +49,9 @@ static void landed_cb(void *arg, PGresult *res, int away, const void *note)
 			log_error("job %lld: whether its outcome was written: %s", (long long)n->id,
 				  chores_db(d->chores)->last_error);
 		held_to(h, HELD_DUE);
-		if (d->stopping && !evtimer_pending(d->flush_ev, NULL))
+		if (stopping(d) && !evtimer_pending(d->flush_ev, NULL))
 			arm(d->flush_ev, FLUSH_RETRY_MS);
-		else if (!d->stopping)
+		else if (!stopping(d))
 			event_active(d->poll_ev, EV_TIMEOUT, 0); /* due: the next turn carries it */
 		return;
 	}
@@ -68,7 +68,7 @@ static void landed_cb(void *arg, PGresult *res, int away, const void *note)
 	}
 	d->pending--;
 	held_free(d, h);
-	if (!d->stopping)
+	if (!stopping(d))
 		event_active(d->poll_ev, EV_TIMEOUT, 0); /* its place is free now */
 	maybe_done_stopping(d);
 }
@@ -155,7 +155,7 @@ static void local_claimed(void *arg, PGresult *res, int away, const void *note)
 		d->st.attempts += (uint64_t)atoi(PQgetvalue(res, i, 1));
 		start_row(d, res, i, 0);
 	}
-	if (res && minprio < 2 && !d->stopping && may_claim_now(d) && d->local_running < slots)
+	if (res && minprio < 2 && !stopping(d) && may_claim_now(d) && d->local_running < slots)
 		claim_local_rows(d, slots - d->local_running, 2);
 	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
 		arm(d->start_ev, START_CHECK_MS);
@@ -253,7 +253,7 @@ static void swept(void *arg, PGresult *res, int away, const void *note)
 		log_error("claims lost with the connection: %s", chores_db(d->chores)->last_error);
 	}
 	d->limbo_probed = 0;
-	if (res && !d->stopping)
+	if (res && !stopping(d))
 		event_active(d->poll_ev, EV_TIMEOUT, 0); /* claims waited for it */
 }
 
@@ -409,7 +409,7 @@ static void send_rescue(struct dispatcher *d)
 	char stale[16], maxa[16];
 	const char *params[3] = { d->cfg->instance_id, stale, maxa };
 
-	if (d->rescue_out || d->leaving)
+	if (d->rescue_out || d->stop == STOP_LEAVING)
 		return;
 	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
 	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
@@ -422,7 +422,7 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
 	struct dispatcher *d = arg;
 
 	d->beat_out = 0;
-	if (d->leaving)
+	if (d->stop == STOP_LEAVING)
 		return; /* our row is being deleted: not news */
 	if (!res) {
 		if (!away)
@@ -459,7 +459,7 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
  * position() of a queued row reads it (migration 007). */
 static const char *claiming_nothing(const struct dispatcher *d, char *buf, size_t len)
 {
-	if (d->stopping)
+	if (stopping(d))
 		return "stopping";
 	if (!d->client || exc_claim_share(d->client) > 0)
 		return NULL;
@@ -613,7 +613,7 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 		sweep_want(d);
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	}
-	if (d->beat_out || d->leaving)
+	if (d->beat_out || d->stop == STOP_LEAVING)
 		return;
 	if (is_registered(d)) {
 		send_beat(d);
@@ -638,7 +638,7 @@ void on_chores_up(void *arg)
 		sweep_want(d); /* a local claim may have been lost with it */
 	if (!beat_fresh(d) && !d->beat_out)
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
-	if (d->stopping)
+	if (stopping(d))
 		event_active(d->flush_ev, EV_TIMEOUT, 0);
 }
 
@@ -970,7 +970,7 @@ static void cut_outcome(struct dispatcher *d, struct held *h)
 		h->orig_error = h->orig_receipt = NULL;
 		h->cut = 0;
 		h->refused = 1;
-		if (d->stopping && now_ms() >= d->give_up_ms) {
+		if (stopping(d) && now_ms() >= d->give_up_ms) {
 			give_up(d, h, "in any form");
 			break;
 		}
@@ -979,7 +979,7 @@ static void cut_outcome(struct dispatcher *d, struct held *h)
 			  (long long)h->id, h->attempts, h->state, d->db.last_error,
 			  OUTCOME_RETRY_MS / 1000);
 		h->retry_at_ms = now_ms() + OUTCOME_RETRY_MS;
-		if (d->stopping && h->retry_at_ms > d->give_up_ms)
+		if (stopping(d) && h->retry_at_ms > d->give_up_ms)
 			h->retry_at_ms = d->give_up_ms;
 		break;
 	}
@@ -1019,7 +1019,7 @@ void flush_outcomes(struct dispatcher *d)
 
 	if (d->flush_out)
 		return;
-	if (d->stopping)
+	if (stopping(d))
 		give_up_unwritten(d);
 	if (fin_build(d, f, d->flush_per) > 0) {
 		fin_params(d, f, params);
@@ -1154,14 +1154,14 @@ static int send_leave(struct dispatcher *d)
  * at the server, either way by a judgment that held when it started. */
 void maybe_done_stopping(struct dispatcher *d)
 {
-	if (!d->stopping || d->list || turn_busy(d) || d->flush_out || d->local_out ||
-	    d->sweep_out || d->leaving)
+	if (!stopping(d) || d->list || turn_busy(d) || d->flush_out || d->local_out ||
+	    d->sweep_out || d->stop == STOP_LEAVING)
 		return;
 	if (d->gave_up)
 		log_warn("stopping: outcomes or runs were given up; our dispatcher row stays, so "
 			 "that the rescue reruns their rows");
 	else if (is_registered(d) && send_leave(d) == 0) {
-		d->leaving = 1;
+		stop_to(d, STOP_LEAVING);
 		return;
 	}
 	event_base_loopbreak(d->base);

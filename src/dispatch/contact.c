@@ -235,7 +235,7 @@ static void contact_step(struct dispatcher *d, PGresult *res, int away)
 	char msg[600];
 	enum life_stage next = LIFE_RUNNING;
 
-	if (d->stopping) {
+	if (stopping(d)) {
 		maybe_done_stopping(d);
 		return;
 	}

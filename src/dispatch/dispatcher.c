@@ -214,7 +214,7 @@ static void run_ended(struct held *h, const struct exc_receipt *r)
 	/* written after this loop iteration, with the other outcomes that
 	 * arrived in it, in one statement that also claims for the share's
 	 * free places (poll_cb); when stopping, only written */
-	event_active(d->stopping ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
+	event_active(stopping(d) ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
 }
 
 static void on_done(exc_job *xj, const struct exc_receipt *r, void *arg)
@@ -899,7 +899,7 @@ static void turn_done(void *arg, PGresult *res, int away)
 	}
 	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
 		arm(d->start_ev, START_CHECK_MS);
-	if (d->stopping) {
+	if (stopping(d)) {
 		release_waiting(d); /* rows claimed while the stop began */
 		d->poll_again = 0;
 		if (d->pending)
@@ -946,11 +946,11 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!d->stopping && turn_busy(d) && !(t = idle_turn(d))) {
+	if (!stopping(d) && turn_busy(d) && !(t = idle_turn(d))) {
 		d->poll_again = 1;
 		return;
 	}
-	if (d->stopping) {
+	if (stopping(d)) {
 		/* an outcome that arrived before the stop began */
 		if (d->pending)
 			flush_outcomes(d);
@@ -1017,7 +1017,7 @@ static void on_db_up(void *arg)
 	}
 	if (d->lost_claims)
 		sweep_want(d); /* a claim lost with it may have committed since */
-	event_active(d->stopping ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
+	event_active(stopping(d) ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
 }
 
 /* notify: a submission was committed: claim now (poll_cb decides whether
@@ -1026,7 +1026,7 @@ static void on_submit(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (!d->stopping && !first_contact(d)) {
+	if (!stopping(d) && !first_contact(d)) {
 		d->other_due_ms = 0; /* it may be of a service not seen yet */
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	}
@@ -1123,13 +1123,13 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 		log_reopen();
 		return;
 	}
-	if (d->stopping) {
+	if (stopping(d)) {
 		log_warn("second signal: exiting now; the rows still held are rescued after %d s",
 			 d->cfg->stale_after_sec);
 		event_base_loopbreak(d->base);
 		return;
 	}
-	d->stopping = 1;
+	stop_to(d, STOP_STOPPING);
 	d->give_up_ms = now_ms() + STOP_GIVE_UP_MS;
 	log_info("stopping: giving back claims not started, waiting for %u running jobs (at "
 		 "most %d s)",

@@ -176,7 +176,8 @@ struct dispatcher {
 	enum life_stage stage;
 	struct phase_counts life_moves; /* the stages' transitions (life_to) */
 	int own_out;
-	int stopping;
+	enum stop_stage stop;           /* changed by stop_to alone (phases.h) */
+	struct phase_counts stop_moves; /* its transitions */
 	int64_t give_up_ms; /* stopping: outcomes refused in every form are given up then */
 	int gave_up;        /* outcomes or runs were given up: our row stays for the rescue */
 	int exit_status;
@@ -216,7 +217,7 @@ struct dispatcher {
 	/* the statements off the hot path (chores.h); each flag: a chore of
 	 * that kind is queued or on the wire, so that no kind piles up */
 	struct chores *chores;
-	int beat_out, start_out, cancel_out, local_out, sweep_out, flush_out, leaving;
+	int beat_out, start_out, cancel_out, local_out, sweep_out, flush_out;
 	/* the heartbeat's own lane: the beat and registering again,
 	 * statements of the dispatcher table alone, and at the end the leave
 	 * (which also requeues what the stop left held), on a connection no other
@@ -282,6 +283,23 @@ static inline void life_to(struct dispatcher *d, enum life_stage to)
 	if (phase_move(&life_stages, &d->life_moves, &at, (int)to, (long long)d->life) < 0)
 		d->st.illegal_transitions++;
 	d->stage = (enum life_stage)at;
+}
+
+/* The dispatcher's stop moves to to: checked against STOP_TABLE and
+ * counted (phases.h). */
+static inline void stop_to(struct dispatcher *d, enum stop_stage to)
+{
+	int at = (int)d->stop;
+
+	if (phase_move(&stop_stages, &d->stop_moves, &at, (int)to, (long long)d->life) < 0)
+		d->st.illegal_transitions++;
+	d->stop = (enum stop_stage)at;
+}
+
+/* A signal asked the dispatcher to stop (docs/dispatch.md, "Stopping"). */
+static inline int stopping(const struct dispatcher *d)
+{
+	return d->stop != STOP_NONE;
 }
 
 /* The first contact is under way (contact.c): nothing else goes. */

@@ -28,6 +28,14 @@ static const uint8_t life_legal[LIFE_STAGES * LIFE_STAGES] = { LIFE_TABLE(LIFE_C
 
 const struct phase_table life_stages = { "dispatcher", LIFE_STAGES, life_names, life_legal };
 
+static const char *const stop_names[STOP_STAGES] = { NAME(STOP_NONE) NAME(STOP_STOPPING)
+							     NAME(STOP_LEAVING) };
+
+#define STOP_CELL(from, to) CELL(from, to, STOP_STAGES)
+static const uint8_t stop_legal[STOP_STAGES * STOP_STAGES] = { STOP_TABLE(STOP_CELL) };
+
+const struct phase_table stop_stages = { "dispatcher stop", STOP_STAGES, stop_names, stop_legal };
+
 _Static_assert(LIFE_STAGES <= PHASES_MAX, "struct phase_counts holds the life's table");
 _Static_assert(HELD_PHASES <= PHASES_MAX, "struct phase_counts holds the held row's table");
 

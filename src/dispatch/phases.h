@@ -1,17 +1,18 @@
 /*
- * phases.h - the phases a held row goes through and the stages of the
- * dispatcher's life, each as one enum and one table of the legal
- * transitions, and the mover that checks each transition against its
- * table and counts it.  Pure (no database, no client, no clock):
- * tests/unit/test_phases.c holds the tables to the courses the code takes.
+ * phases.h - the phases a held row goes through, the stages of the
+ * dispatcher's life and those of its stop, each as one enum and one table
+ * of the legal transitions, and the mover that checks each transition
+ * against its table and counts it.  Pure (no database, no client, no
+ * clock): tests/unit/test_phases.c holds the tables to the code's courses.
  *
  * Invariant: a held row changes phase only through held_to, the
- * dispatcher's stage only through life_to (dispatcher_impl.h), both
- * through phase_move; a transition not in the table is logged as an error
- * and counted as illegal (execdispatch_illegal_transitions_total; the tree
- * builds its daemons with assert on, so an assert would end a dispatcher
- * that holds rows), and the phase is set anyway, so that the code's own
- * course does not change.
+ * dispatcher's stages only through life_to and stop_to
+ * (dispatcher_impl.h), all through phase_move; a transition not in its
+ * table is logged as an error and counted as illegal
+ * (execdispatch_illegal_transitions_total; the tree builds its daemons
+ * with assert on, so an assert would end a dispatcher that holds rows),
+ * and the phase is set anyway, so that the code's own course does not
+ * change.
  *
  * The facts of a held row that are not a phase stay fields of struct
  * held: started (written running in the table: a row at the execserver or
@@ -67,8 +68,8 @@ enum held_phase {
  * dispatcher row, the requeue of the rows an earlier run of the instance
  * left: contact.c), then claiming; a rescue that removed our row sends it
  * through registering again and the requeue of what it held (the beat's
- * lane: chore_results.c).  Stopping is a fact of its own (d->stopping): a
- * stop may begin in any stage.  The first contact's stages come first
+ * lane: chore_results.c).  Stopping is a machine of its own (enum
+ * stop_stage): a stop may begin in any stage.  The first contact's stages come first
  * (first_contact() compares with LIFE_RUNNING). */
 enum life_stage {
 	LIFE_CHECKING,    /* first contact: the schema's version */
@@ -95,6 +96,21 @@ enum life_stage {
 	X(LIFE_RESCUED, LIFE_OWNING)          /* reregistered: our row of a new life */           \
 	X(LIFE_OWNING, LIFE_RUNNING)          /* owned: what the instance left requeued */
 
+/* The dispatcher's stop: a signal begins it (signal_cb; a second one ends
+ * the loop at once), and once nothing is held, on the wire or waiting, our
+ * dispatcher row is deleted (maybe_done_stopping, send_leave), whose
+ * answer ends the loop. */
+enum stop_stage {
+	STOP_NONE,     /* no signal yet */
+	STOP_STOPPING, /* giving back what waits, waiting for runs and outcomes */
+	STOP_LEAVING,  /* the leave is on the wire: nothing new goes */
+	STOP_STAGES
+};
+
+#define STOP_TABLE(X)                                                               \
+	X(STOP_NONE, STOP_STOPPING)    /* signal_cb: the first SIGTERM or SIGINT */ \
+	X(STOP_STOPPING, STOP_LEAVING) /* maybe_done_stopping: nothing left, the leave sent */
+
 /* One table of a state machine: its name (in log lines), the names of its
  * states, and the legal transitions as a bit per (from, to). */
 struct phase_table {
@@ -112,7 +128,7 @@ struct phase_counts {
 	uint64_t illegal;
 };
 
-extern const struct phase_table held_phases, life_stages;
+extern const struct phase_table held_phases, life_stages, stop_stages;
 
 const char *phase_name(const struct phase_table *t, int phase);
 int phase_legal(const struct phase_table *t, int from, int to);

@@ -2,11 +2,12 @@
  * test_phases.c - unit tests of the dispatcher's state machines
  * (src/dispatch/phases.c), without a database: every course a held row
  * takes in dispatcher.c and chore_results.c is legal in HELD_TABLE, and
- * every course of the dispatcher's life in LIFE_TABLE; the transitions
- * that would break an invariant are not (a lost row's result written, a
- * row back at the execserver, a freed row moved, a claim before the rows
- * an earlier life left are requeued); each transition is counted, an
- * illegal one too, with the phase set anyway.
+ * every course of the dispatcher's life and stop in LIFE_TABLE and
+ * STOP_TABLE; the transitions that would break an invariant are not (a
+ * lost row's result written, a row back at the execserver, a freed row
+ * moved, a claim before the rows an earlier life left are requeued, a
+ * leave without a stop); each transition is counted, an illegal one too,
+ * with the phase set anyway.
  */
 #include "autoconfig.h"
 
@@ -171,6 +172,26 @@ static void test_life_illegal(void)
 	CU_ASSERT_STRING_EQUAL(phase_name(&life_stages, LIFE_OWNING), "LIFE_OWNING");
 }
 
+/* The stop: a signal, then the leave; never back, never leaving without
+ * a stop, and a second signal is no transition (it ends the loop). */
+static void test_stop(void)
+{
+	static const int bad[][2] = {
+		{ STOP_NONE, STOP_LEAVING },     /* the leave without a stop */
+		{ STOP_LEAVING, STOP_STOPPING }, /* back from leaving */
+		{ STOP_STOPPING, STOP_NONE },    /* a stop called off */
+		{ STOP_STOPPING, STOP_STOPPING } /* a second stop */
+	};
+	struct phase_counts c;
+	int at = STOP_NONE;
+
+	memset(&c, 0, sizeof c);
+	CU_ASSERT_EQUAL(phase_move(&stop_stages, &c, &at, STOP_STOPPING, 0), 0);
+	CU_ASSERT_EQUAL(phase_move(&stop_stages, &c, &at, STOP_LEAVING, 0), 0);
+	CU_ASSERT_EQUAL(c.illegal, 0);
+	refused_all(&stop_stages, bad, sizeof bad / sizeof bad[0]);
+}
+
 /* Out of range: never legal, never counted outside the table, named. */
 static void test_out_of_range(void)
 {
@@ -195,6 +216,7 @@ int main(void)
 		{ "phases out of range", test_out_of_range },
 		{ "the dispatcher's life: its courses are legal", test_life_courses },
 		{ "the dispatcher's life: no claim before the requeue", test_life_illegal },
+		{ "the stop: a signal, then the leave", test_stop },
 		{ NULL, NULL },
 	};
 	return run_suite("phases", cases);

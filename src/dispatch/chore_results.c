@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "dispatch/dispatcher_impl.h"
+#include "dispatch/dispatch_impl.h"
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
 

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "dispatch/dispatcher_impl.h"
+#include "dispatch/dispatch_impl.h"
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
 

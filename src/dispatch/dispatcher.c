@@ -39,7 +39,7 @@
  *    waiting.
  * This file has the loop, the runs, admission and the hot path; the
  * start's first contact is in contact.c, the statements off the hot path
- * and their results in chore_results.c (shared: dispatcher_impl.h).
+ * and their results in chore_results.c (shared: dispatch_impl.h).
  */
 #include "autoconfig.h"
 #include "dispatch/dispatcher.h"
@@ -62,7 +62,7 @@
 #include "dispatch/admission.h"
 #include "dispatch/chores.h"
 #include "dispatch/db.h"
-#include "dispatch/dispatcher_impl.h"
+#include "dispatch/dispatch_impl.h"
 #include "dispatch/listen.h"
 #include "dispatch/local_run.h"
 #include "dispatch/metrics.h"

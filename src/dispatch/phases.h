@@ -7,7 +7,7 @@
  *
  * Invariant: a held row changes phase only through held_to, the
  * dispatcher's stages only through life_to and stop_to
- * (dispatcher_impl.h), all through phase_move; a transition not in its
+ * (dispatch_impl.h), all through phase_move; a transition not in its
  * table is logged as an error and counted as illegal
  * (execdispatch_illegal_transitions_total; the tree builds its daemons
  * with assert on, so an assert would end a dispatcher that holds rows),
@@ -25,7 +25,7 @@
 
 #include <stdint.h>
 
-/* A held row's phase (struct held, dispatcher_impl.h). */
+/* A held row's phase (struct held, dispatch_impl.h). */
 enum held_phase {
 	HELD_NEW,       /* claimed, its run not handed on yet (start_row) */
 	HELD_RUNNING,   /* at the execserver (xj set) or spawned here (lr set) */

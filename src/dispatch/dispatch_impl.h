@@ -1,14 +1,56 @@
 /*
- * dispatcher_impl.h - what the dispatcher's files share: the dispatcher's
- * state (struct dispatcher), the rows it holds (struct held), the hot
- * path's statements (struct turn, struct fin), and the functions each file
- * offers the others.  Not an interface: only dispatcher.c (the loop, the
- * runs, admission and the hot path), contact.c (the start's first contact)
- * and chore_results.c (the chores and the handlers of their results)
- * include it.  The invariants are dispatcher.c's (its opening comment).
+ * dispatch_impl.h - the objects of execdispatch's loop and the calls
+ * between its files (private to src/dispatch): the dispatcher's state
+ * (struct dispatcher), the rows it holds (struct held), the hot path's
+ * statements (struct turn, struct fin).  The invariants are dispatcher.c's
+ * (its opening comment).
+ *
+ *   dispatcher.c    the loop and its setup, the runs, admission's figures,
+ *                   the hot path (turns: finishes and claims), the stop
+ *   chore_results.c the chores and their answers: heartbeat, registering
+ *                   again, rescue, starts, cancel poll, local claims, the
+ *                   sweep, the landed check, outcomes written apart, janitor,
+ *                   leave
+ *   contact.c       the first contact; a life's identity (token, client id)
+ *   phases.c        the state machines: held rows, the life, the stop (pure)
+ *   admission.c     the claim share's arithmetic (pure)
+ *   chores.c        a lane: the queue of chores on one connection
+ *   db.c            one database connection: back-off, send, deadline
+ *   queries.c       the statements' text in the configured schema
+ *   listen.c, local_run.c, metrics.c, migrate.c, dispatch_config.c: see
+ *                   their headers
+ * dispatcher.c, chore_results.c and contact.c still call each other
+ * (docs/dispatch.md, "Where in the code"); the others call nothing above.
+ *
+ * Words used throughout:
+ *   held      a row this dispatcher holds under its claim (struct held)
+ *   claim     one taking of a row, named (id, claims): every write carries it
+ *   share     the places the execservers offer us (exc_claim_share);
+ *             admission keeps the rows held under it
+ *   other     the class of services no execserver offers yet, claimed one
+ *             row at a time outside the share
+ *   turn      one statement of the hot path on a hot connection: the
+ *             outcomes due and the claims admission allows (struct turn)
+ *   fin       the outcomes of one finish statement (struct fin)
+ *   carried   an outcome in a turn that also claims (HELD_CARRIED)
+ *   unsure    an outcome whose statement lost its reply: it may be written
+ *   landed    the check whether such an outcome was written (ask_landed)
+ *   limbo     the places of a claim lost with its connection, kept counted
+ *             until a sweep shows what it did (struct limbo)
+ *   sweep     the look for claims lost with their connection and their
+ *             requeue (sweep_lost_claims)
+ *   chore     a statement off the hot path, queued on a lane (chores.h)
+ *   lane      a connection with its queue of chores: the chores', the
+ *             beat's, the rescue's
+ *   contact   the first statements at the start (contact.c)
+ *   life      one registration of our dispatcher row; token: its started_at,
+ *             in every statement about our row
+ *   own       the rows an earlier life left under our instance, requeued
+ *             before this life claims (LIFE_FINDING_OWN, LIFE_OWNING)
+ *   rescue    the requeue of the rows of dispatchers silent for staleAfterSec
  */
-#ifndef ES_DISPATCH_DISPATCHER_IMPL_H
-#define ES_DISPATCH_DISPATCHER_IMPL_H
+#ifndef ES_DISPATCH_DISPATCH_IMPL_H
+#define ES_DISPATCH_DISPATCH_IMPL_H
 
 #include <stdint.h>
 #include <sys/time.h>

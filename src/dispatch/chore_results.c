@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "dispatch/dispatcher_impl.h"
+#include "dispatch/dispatch_impl.h"
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
 
@@ -48,10 +48,10 @@ static void landed_cb(void *arg, PGresult *res, int away, const void *note)
 		if (!away)
 			log_error("job %lld: whether its outcome was written: %s", (long long)n->id,
 				  chores_db(d->chores)->last_error);
-		h->writing = 0;
-		if (d->stopping && !evtimer_pending(d->flush_ev, NULL))
+		held_to(h, HELD_DUE);
+		if (stopping(d) && !evtimer_pending(d->flush_ev, NULL))
 			arm(d->flush_ev, FLUSH_RETRY_MS);
-		else if (!d->stopping)
+		else if (!stopping(d))
 			event_active(d->poll_ev, EV_TIMEOUT, 0); /* due: the next turn carries it */
 		return;
 	}
@@ -68,7 +68,7 @@ static void landed_cb(void *arg, PGresult *res, int away, const void *note)
 	}
 	d->pending--;
 	held_free(d, h);
-	if (!d->stopping)
+	if (!stopping(d))
 		event_active(d->poll_ev, EV_TIMEOUT, 0); /* its place is free now */
 	maybe_done_stopping(d);
 }
@@ -155,7 +155,7 @@ static void local_claimed(void *arg, PGresult *res, int away, const void *note)
 		d->st.attempts += (uint64_t)atoi(PQgetvalue(res, i, 1));
 		start_row(d, res, i, 0);
 	}
-	if (res && minprio < 2 && !d->stopping && may_claim_now(d) && d->local_running < slots)
+	if (res && minprio < 2 && !stopping(d) && may_claim_now(d) && d->local_running < slots)
 		claim_local_rows(d, slots - d->local_running, 2);
 	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
 		arm(d->start_ev, START_CHECK_MS);
@@ -253,7 +253,7 @@ static void swept(void *arg, PGresult *res, int away, const void *note)
 		log_error("claims lost with the connection: %s", chores_db(d->chores)->last_error);
 	}
 	d->limbo_probed = 0;
-	if (res && !d->stopping)
+	if (res && !stopping(d))
 		event_active(d->poll_ev, EV_TIMEOUT, 0); /* claims waited for it */
 }
 
@@ -409,7 +409,7 @@ static void send_rescue(struct dispatcher *d)
 	char stale[16], maxa[16];
 	const char *params[3] = { d->cfg->instance_id, stale, maxa };
 
-	if (d->rescue_out || d->leaving)
+	if (d->rescue_out || d->stop == STOP_LEAVING)
 		return;
 	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
 	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
@@ -422,7 +422,7 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
 	struct dispatcher *d = arg;
 
 	beat_answered(d);
-	if (d->leaving)
+	if (d->stop == STOP_LEAVING)
 		return; /* our row is being deleted: not news */
 	if (!res) {
 		if (!away)
@@ -444,8 +444,7 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
 			 "life of instance %s): every claim we held was requeued; dropping their "
 			 "runs and registering again",
 			 d->cfg->instance_id);
-		d->registered = 0;
-		d->owning = 0;
+		life_to(d, LIFE_RESCUED);
 		d->life++;
 		new_token(d);
 		lose_everything(d, "its claim was rescued by another dispatcher");
@@ -460,7 +459,7 @@ static void beat_done(void *arg, PGresult *res, int away, const void *note)
  * position() of a queued row reads it (migration 007). */
 static const char *claiming_nothing(const struct dispatcher *d, char *buf, size_t len)
 {
-	if (d->stopping)
+	if (stopping(d))
 		return "stopping";
 	if (!d->client || exc_claim_share(d->client) > 0)
 		return NULL;
@@ -501,12 +500,12 @@ static void owned(void *arg, PGresult *res, int away, const void *note)
 		log_warn("requeued %d rows still held under instance %s from before our row was "
 			 "removed",
 			 PQntuples(res), d->cfg->instance_id);
-	d->owning = 0;
+	life_to(d, LIFE_RUNNING);
 	d->sweep_lost = 0; /* every row held under our instance was requeued */
 	event_active(d->poll_ev, EV_TIMEOUT, 0);
 }
 
-/* The look of send_own answered: what it found is requeued (owning and
+/* The look of send_own answered: what it found is requeued (LIFE_OWNING and
  * own_out stay until that answers too). */
 static void own_found(void *arg, PGresult *res, int away, const void *note)
 {
@@ -527,7 +526,7 @@ static void own_found(void *arg, PGresult *res, int away, const void *note)
  * requeue may wait for a lock on job).  Those are the runs we dropped,
  * and claims of ours that committed after the snapshot of the rescue
  * that removed our row, which it did not see; nothing of this life is
- * claimed before (owning), and every claim of the lives before has
+ * claimed before (LIFE_OWNING), and every claim of the lives before has
  * committed or claims nothing (our row of this life is a new one). */
 static void send_own(struct dispatcher *d)
 {
@@ -553,7 +552,7 @@ static void reregistered(void *arg, PGresult *res, int away, const void *note)
 	if (rc < 0)
 		return;
 	log_info("registered again as %s", d->cfg->instance_id);
-	d->owning = 1;
+	life_to(d, LIFE_OWNING);
 	send_own(d);
 	send_beat(d);
 }
@@ -604,19 +603,19 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 	say_login_retry(d);
 	if (d->listener)
 		listener_keep(d->listener);
-	if (d->registered && d->owning && !d->own_out)
+	if (d->stage == LIFE_OWNING && !d->own_out)
 		send_own(d);
 	/* a claim lost with its connection may be committed by its backend
 	 * at any later time: swept every staleAfterSec from then on, and at
 	 * every heartbeat while its places are in limbo (struct limbo) */
-	if (d->lost_claims && d->registered &&
+	if (d->lost_claims && is_registered(d) &&
 	    (d->nlimbo || now_ms() - d->swept_ms >= d->cfg->stale_after_sec * 1000LL)) {
 		sweep_want(d);
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	}
-	if (d->beat_out || d->leaving)
+	if (d->beat_out || d->stop == STOP_LEAVING)
 		return;
-	if (d->registered) {
+	if (is_registered(d)) {
 		send_beat(d);
 		return;
 	}
@@ -633,13 +632,13 @@ void on_chores_up(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (d->contact < CONTACT_DONE)
+	if (first_contact(d))
 		return;
 	if (d->lost_claims)
 		sweep_want(d); /* a local claim may have been lost with it */
 	if (!beat_fresh(d) && !d->beat_out)
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
-	if (d->stopping)
+	if (stopping(d))
 		event_active(d->flush_ev, EV_TIMEOUT, 0);
 }
 
@@ -649,7 +648,7 @@ void on_beat_lane_up(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (d->contact == CONTACT_DONE && !beat_fresh(d) && !d->beat_out)
+	if (!first_contact(d) && !beat_fresh(d) && !d->beat_out)
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 }
 
@@ -660,7 +659,7 @@ static int collect(struct dispatcher *d, int only_unstarted_running, int64_t *id
 	int n = 0;
 
 	for (struct held *h = d->list; h && n < max; h = h->next) {
-		if ((!h->xj && !h->lr) || h->lost)
+		if ((!h->xj && !h->lr) || h->phase == HELD_LOST)
 			continue;
 		if (only_unstarted_running &&
 		    (h->started || (h->xj && strcmp(exc_job_state(h->xj), "running") != 0)))
@@ -884,7 +883,7 @@ void cancel_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	arm(d->cancel_ev, d->cfg->cancel_poll_ms);
 	for (struct held *h = d->list; h; h = h->next)
-		if (h->position && !h->started && !h->lost)
+		if (h->position && !h->started && h->phase != HELD_LOST)
 			write_position(d, h);
 	if (!d->cancel_out && ask_chore(d, 0, d->sql[Q_HELD], 2, polled))
 		d->cancel_out = 1;
@@ -971,7 +970,7 @@ static void cut_outcome(struct dispatcher *d, struct held *h)
 		h->orig_error = h->orig_receipt = NULL;
 		h->cut = 0;
 		h->refused = 1;
-		if (d->stopping && now_ms() >= d->give_up_ms) {
+		if (stopping(d) && now_ms() >= d->give_up_ms) {
 			give_up(d, h, "in any form");
 			break;
 		}
@@ -980,7 +979,7 @@ static void cut_outcome(struct dispatcher *d, struct held *h)
 			  (long long)h->id, h->attempts, h->state, d->db.last_error,
 			  OUTCOME_RETRY_MS / 1000);
 		h->retry_at_ms = now_ms() + OUTCOME_RETRY_MS;
-		if (d->stopping && h->retry_at_ms > d->give_up_ms)
+		if (stopping(d) && h->retry_at_ms > d->give_up_ms)
 			h->retry_at_ms = d->give_up_ms;
 		break;
 	}
@@ -1000,8 +999,8 @@ static void give_up_unwritten(struct dispatcher *d)
 
 	for (struct held *h = d->list; h; h = next) {
 		next = h->next;
-		if (!h->xj && !h->lr && h->state && !h->writing && h->cut == 0 &&
-		    now >= d->give_up_ms && now >= h->due_ms + STOP_GIVE_UP_MS)
+		if (h->phase == HELD_DUE && h->cut == 0 && now >= d->give_up_ms &&
+		    now >= h->due_ms + STOP_GIVE_UP_MS)
 			give_up(d, h,
 				h->refused ? "in any form" : "because the database did not answer");
 	}
@@ -1020,7 +1019,7 @@ void flush_outcomes(struct dispatcher *d)
 
 	if (d->flush_out)
 		return;
-	if (d->stopping)
+	if (stopping(d))
 		give_up_unwritten(d);
 	if (fin_build(d, f, d->flush_per) > 0) {
 		fin_params(d, f, params);
@@ -1036,7 +1035,7 @@ void flush_outcomes(struct dispatcher *d)
 	}
 	d->flush_per = FINISH_BATCH;
 	for (struct held *h = d->list; h; h = h->next)
-		if (!h->xj && !h->lr && h->state && !h->writing && (!next || h->retry_at_ms < next))
+		if (h->phase == HELD_DUE && (!next || h->retry_at_ms < next))
 			next = h->retry_at_ms;
 	if (next && !evtimer_pending(d->flush_ev, NULL))
 		arm(d->flush_ev, next > now_ms() ? next - now_ms() : 0);
@@ -1155,14 +1154,14 @@ static int send_leave(struct dispatcher *d)
  * at the server, either way by a judgment that held when it started. */
 void maybe_done_stopping(struct dispatcher *d)
 {
-	if (!d->stopping || d->list || turn_busy(d) || d->flush_out || d->local_out ||
-	    d->sweep_out || d->leaving)
+	if (!stopping(d) || d->list || turn_busy(d) || d->flush_out || d->local_out ||
+	    d->sweep_out || d->stop == STOP_LEAVING)
 		return;
 	if (d->gave_up)
 		log_warn("stopping: outcomes or runs were given up; our dispatcher row stays, so "
 			 "that the rescue reruns their rows");
-	else if (d->registered && send_leave(d) == 0) {
-		d->leaving = 1;
+	else if (is_registered(d) && send_leave(d) == 0) {
+		stop_to(d, STOP_LEAVING);
 		return;
 	}
 	event_base_loopbreak(d->base);

@@ -7,7 +7,7 @@
  * loop's timers (begin); and the identity of a life: its token, the
  * process's client id at the execservers, and the exit of a process
  * whose instance another live process took over.  Invariants: one contact statement on the wire at
- * a time; nothing is claimed before CONTACT_DONE, which comes only after
+ * a time; nothing is claimed before LIFE_RUNNING, which comes only after
  * the requeue succeeded (a failed statement is sent again after
  * heartbeatSec, contact_retry); a database not reachable yet is waited
  * for (the connection's back-off, one log line per failed attempt); a
@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "dispatch/dispatcher_impl.h"
+#include "dispatch/dispatch_impl.h"
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
 
@@ -111,7 +111,6 @@ int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms
 		return away ? -2 : -1;
 	if (PQntuples(res) != 1)
 		return -3;
-	d->registered = 1;
 	d->beat_ok_ms = sent_ms;
 	return 0;
 }
@@ -160,7 +159,7 @@ static void contact_fatal(struct dispatcher *d)
 /* Everything after the first contact: the timers of the loop. */
 static void begin(struct dispatcher *d)
 {
-	d->contact = CONTACT_DONE;
+	life_to(d, LIFE_RUNNING);
 	event_del(d->contact_ev);
 	log_info("database: schema version %d, registered as %s: claiming", DISPATCH_SCHEMA_VERSION,
 		 d->cfg->instance_id);
@@ -174,7 +173,7 @@ static void begin(struct dispatcher *d)
 		event_active(d->janitor_ev, EV_TIMEOUT, 0); /* at the start, then hourly */
 }
 
-/* What CONTACT_OWN found, forgotten. */
+/* What LIFE_FINDING_OWN found, forgotten. */
 void contact_forget(struct dispatcher *d)
 {
 	free(d->contact_ids);
@@ -202,7 +201,7 @@ static void contact_retry(struct dispatcher *d, const char *why)
 		  "claimed before; trying again in %d s",
 		  d->cfg->instance_id, why, d->cfg->heartbeat_sec);
 	contact_forget(d);
-	d->contact = CONTACT_OWN;
+	life_to(d, LIFE_FINDING_OWN);
 	d->contact_retry_ms = now_ms() + d->cfg->heartbeat_sec * 1000LL;
 }
 
@@ -234,27 +233,29 @@ static int held_wait(struct dispatcher *d)
 static void contact_step(struct dispatcher *d, PGresult *res, int away)
 {
 	char msg[600];
+	enum life_stage next = LIFE_RUNNING;
 
-	if (d->stopping) {
+	if (stopping(d)) {
 		maybe_done_stopping(d);
 		return;
 	}
 	if (!res && away)
 		return; /* the same step again once the connection is back */
-	if (!res && d->contact >= CONTACT_OWN) {
+	if (!res && (d->stage == LIFE_FINDING_OWN || d->stage == LIFE_REQUEUEING)) {
 		contact_retry(d, d->db.last_error);
 		return;
 	}
-	switch (d->contact) {
-	case CONTACT_VERSION:
+	switch (d->stage) {
+	case LIFE_CHECKING:
 		if (migrate_judge(res, d->db.last_error, d->cfg->schema, d->cfg->file, msg,
 				  sizeof msg) < 0) {
 			log_error("%s", msg);
 			contact_fatal(d);
 			return;
 		}
+		next = LIFE_REGISTERING;
 		break;
-	case CONTACT_REGISTER:
+	case LIFE_REGISTERING:
 		switch (took_register(d, res, away, now_ms())) {
 		case -3:
 			if (held_wait(d))
@@ -270,26 +271,31 @@ static void contact_step(struct dispatcher *d, PGresult *res, int away)
 			contact_fatal(d);
 			return;
 		}
+		next = LIFE_FINDING_OWN;
 		break;
-	case CONTACT_OWN:
+	case LIFE_FINDING_OWN:
 		if (PQntuples(res) == 0)
-			d->contact++; /* nothing to requeue */
-		else if (claim_arrays(res, &d->contact_ids, &d->contact_claims) < 0) {
+			break; /* nothing to requeue */
+		if (claim_arrays(res, &d->contact_ids, &d->contact_claims) < 0) {
 			contact_retry(d, "out of memory");
 			return;
 		}
+		next = LIFE_REQUEUEING;
 		break;
-	case CONTACT_REQUEUE:
+	case LIFE_REQUEUEING:
 		if (PQntuples(res) > 0)
 			log_warn("requeued %d rows an earlier run of instance %s still held",
 				 PQntuples(res), d->cfg->instance_id);
 		contact_forget(d);
 		break;
+	default: return; /* not in the first contact */
 	}
-	if (++d->contact == CONTACT_DONE)
+	if (next == LIFE_RUNNING) {
 		begin(d);
-	else
-		contact_next(d);
+		return;
+	}
+	life_to(d, next);
+	contact_next(d);
 }
 
 /* The first contact's next statement on the main connection, without
@@ -299,19 +305,19 @@ void contact_next(struct dispatcher *d)
 {
 	char maxa[16], stale[16];
 	const char *params[5] = { d->cfg->instance_id, d->token };
-	const char *sql = d->contact == CONTACT_VERSION    ? d->sql[Q_VERSION]
-			  : d->contact == CONTACT_REGISTER ? d->sql[Q_REGISTER]
-			  : d->contact == CONTACT_OWN      ? d->sql[Q_FIND_OWN]
-							   : d->sql[Q_REQUEUE];
-	int n = d->contact == CONTACT_VERSION ? 0 : d->contact == CONTACT_OWN ? 2 : 5;
+	const char *sql = d->stage == LIFE_CHECKING      ? d->sql[Q_VERSION]
+			  : d->stage == LIFE_REGISTERING ? d->sql[Q_REGISTER]
+			  : d->stage == LIFE_FINDING_OWN ? d->sql[Q_FIND_OWN]
+							 : d->sql[Q_REQUEUE];
+	int n = d->stage == LIFE_CHECKING ? 0 : d->stage == LIFE_FINDING_OWN ? 2 : 5;
 
-	if (d->contact >= CONTACT_DONE || db_busy(&d->db) || !db_ready(&d->db) ||
+	if (!first_contact(d) || db_busy(&d->db) || !db_ready(&d->db) ||
 	    now_ms() < d->contact_retry_ms)
 		return;
 	d->contact_retry_ms = 0;
-	if (d->contact == CONTACT_REGISTER)
+	if (d->stage == LIFE_REGISTERING)
 		register_params(d, stale, sizeof stale, params);
-	else if (d->contact == CONTACT_REQUEUE)
+	else if (d->stage == LIFE_REQUEUEING)
 		requeue_params(d, d->contact_ids, d->contact_claims, maxa, sizeof maxa, params);
 	db_send(&d->db, sql, n, params, contact_done, d);
 }

@@ -3,12 +3,11 @@
  *
  * One event loop, its database connections (docs/dispatch.md, "The event
  * loop"), one libexecclient client.  The rows this dispatcher holds are a
- * list of `struct held`; each is in one of these phases:
- *   at the execserver  (xj set)     its want is parked or its run goes on
- *   outcome pending    (xj NULL)    the run ended; the outcome waits to be
- *                                   written (the database may be away)
- * A held row is freed once its outcome is written or found not to be ours
- * any more.  Invariants:
+ * list of `struct held`, each in one phase of enum held_phase (phases.h:
+ * at the execserver, then its outcome waiting, on the wire, asked about);
+ * a phase changes only through held_to, which checks it against the table
+ * of legal transitions.  A held row is freed once its outcome is written
+ * or found not to be ours any more.  Invariants:
  *  - admission: when a claim is made, the rows of each service at the
  *    execservers never exceed that service's claim share
  *    (exc_claim_share_service), nor all of them together the overall one
@@ -36,11 +35,11 @@
  *    FOR KEY SHARE while it runs, so no rescue deletes it under a claim
  *    in flight and no other life of the instance takes it over; nothing
  *    is claimed or swept unless registered, with the requeue of the rows
- *    the instance left done (owning 0) and no sweep of lost claims
+ *    the instance left done (not LIFE_OWNING) and no sweep of lost claims
  *    waiting.
  * This file has the loop, the runs, admission and the hot path; the
  * start's first contact is in contact.c, the statements off the hot path
- * and their results in chore_results.c (shared: dispatcher_impl.h).
+ * and their results in chore_results.c (shared: dispatch_impl.h).
  */
 #include "autoconfig.h"
 #include "dispatch/dispatcher.h"
@@ -63,7 +62,7 @@
 #include "dispatch/admission.h"
 #include "dispatch/chores.h"
 #include "dispatch/db.h"
-#include "dispatch/dispatcher_impl.h"
+#include "dispatch/dispatch_impl.h"
 #include "dispatch/listen.h"
 #include "dispatch/local_run.h"
 #include "dispatch/metrics.h"
@@ -73,11 +72,13 @@
 /* h's outcome is set: it waits to be written from now on. */
 static void outcome_pending(struct dispatcher *d, struct held *h)
 {
+	held_to(h, HELD_DUE);
 	d->pending++;
 	h->due_ms = now_ms();
 }
 
-void held_free(struct dispatcher *d, struct held *h)
+/* h out of the list and freed, whatever its phase (held_free; the end). */
+static void held_discard(struct dispatcher *d, struct held *h)
 {
 	if (h->prev)
 		h->prev->next = h->next;
@@ -92,6 +93,12 @@ void held_free(struct dispatcher *d, struct held *h)
 	free(h->orig_receipt);
 	free(h->position);
 	free(h);
+}
+
+void held_free(struct dispatcher *d, struct held *h)
+{
+	held_to(h, HELD_GONE);
+	held_discard(d, h);
 }
 
 /* ---- running a claimed row ---- */
@@ -186,7 +193,7 @@ static void run_ended(struct held *h, const struct exc_receipt *r)
 	metrics_ms(&d->st.run, r->duration_ms);
 	if (!h->started)
 		d->claimed_unstarted--;
-	if (h->lost) {
+	if (h->phase == HELD_LOST) {
 		d->st.dropped++;
 		log_info("job %lld attempt %d: ended (%s) after its claim was lost; result dropped",
 			 (long long)h->id, h->attempts, r->error_code ? r->error_code : "ok");
@@ -194,7 +201,8 @@ static void run_ended(struct held *h, const struct exc_receipt *r)
 		maybe_done_stopping(d);
 		return;
 	}
-	if (h->releasing && r->error_code && strcmp(r->error_code, EXC_E_CANCELLED) == 0) {
+	if (h->phase == HELD_RELEASING && r->error_code &&
+	    strcmp(r->error_code, EXC_E_CANCELLED) == 0) {
 		h->state = "queued"; /* given back at a stop: the attempt does not count */
 		h->uncount = 1;
 	} else {
@@ -206,7 +214,7 @@ static void run_ended(struct held *h, const struct exc_receipt *r)
 	/* written after this loop iteration, with the other outcomes that
 	 * arrived in it, in one statement that also claims for the share's
 	 * free places (poll_cb); when stopping, only written */
-	event_active(d->stopping ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
+	event_active(stopping(d) ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
 }
 
 static void on_done(exc_job *xj, const struct exc_receipt *r, void *arg)
@@ -237,7 +245,7 @@ static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
 	char json[256];
 
 	(void)xj;
-	if (h->lost || h->started)
+	if (h->phase == HELD_LOST || h->started)
 		return;
 	snprintf(json, sizeof json,
 		 "{\"running\": %lld, \"ahead\": %lld, \"capacity\": %lld, "
@@ -253,9 +261,9 @@ static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
 /* The row's claim was lost (cancelled or rescued): stop its run. */
 void drop_claim(struct dispatcher *d, struct held *h, const char *why)
 {
-	if (h->lost || (!h->xj && !h->lr))
+	if (h->phase == HELD_LOST || (!h->xj && !h->lr))
 		return;
-	h->lost = 1;
+	held_to(h, HELD_LOST);
 	log_info("job %lld attempt %d: %s; stopping its run", (long long)h->id, h->attempts, why);
 	if (h->xj)
 		exc_cancel(h->xj);
@@ -280,6 +288,7 @@ static void start_local(struct dispatcher *d, struct held *h,
 		outcome_pending(d, h);
 		return;
 	}
+	held_to(h, HELD_RUNNING);
 	d->local_running++;
 	d->claimed_unstarted++;
 }
@@ -321,7 +330,7 @@ static int holds_place(const struct held *h, int64_t now, int *due)
 		return 1;
 	if (outcome_due(h, now))
 		return ++*due > FINISH_BATCH && !h->local;
-	return !h->local && h->state && !h->carried;
+	return !h->local && h->state && h->phase != HELD_CARRIED;
 }
 
 /* The places of service held (holds_place), and those the turns on the
@@ -531,6 +540,7 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 		h->error = strdup(msg);
 		outcome_pending(d, h);
 	} else {
+		held_to(h, HELD_RUNNING);
 		d->at_exec++;
 		d->claimed_unstarted++;
 	}
@@ -574,7 +584,7 @@ void outcomes_flowing(struct dispatcher *d)
 /* Whether h's outcome waits to be written now. */
 static int outcome_due(const struct held *h, int64_t now)
 {
-	return !h->xj && !h->lr && h->state && !h->writing && now >= h->retry_at_ms;
+	return h->phase == HELD_DUE && now >= h->retry_at_ms;
 }
 
 void fin_free_arrays(struct fin *f)
@@ -601,7 +611,7 @@ int fin_build(struct dispatcher *d, struct fin *f, int n)
 		ids[k] = h->id;
 		claim[k] = h->claim;
 		unc[k] = h->uncount;
-		delay[k] = h->releasing ? 0 : d->cfg->retry_delay_sec;
+		delay[k] = h->given_back ? 0 : d->cfg->retry_delay_sec;
 		states[k] = h->state;
 		errors[k] = h->error;
 		receipts[k] = h->receipt;
@@ -623,7 +633,7 @@ int fin_build(struct dispatcher *d, struct fin *f, int n)
 	}
 	f->k = k;
 	for (int i = 0; i < k; i++)
-		f->rows[i]->writing = 1;
+		held_to(f->rows[i], HELD_WRITING);
 	return k;
 }
 
@@ -645,8 +655,7 @@ void fin_params(const struct dispatcher *d, const struct fin *f, const char **pa
 void fin_abort(struct fin *f, int away)
 {
 	for (int i = 0; i < f->k; i++) {
-		f->rows[i]->writing = 0;
-		f->rows[i]->carried = 0;
+		held_to(f->rows[i], HELD_DUE);
 		f->rows[i]->unsure |= away;
 	}
 	f->k = 0;
@@ -680,8 +689,7 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 		if (ours) {
 			count_outcome(d, h->state, h->uncount);
 		} else if (h->unsure && ask_landed(d, h) == 0) {
-			h->writing = 1; /* kept until the answer comes (landed_cb) */
-			h->carried = 0;
+			held_to(h, HELD_ASKING); /* kept until the answer comes (landed_cb) */
 			continue;
 		} else {
 			d->st.dropped++;
@@ -701,8 +709,10 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 static void release_waiting(struct dispatcher *d)
 {
 	for (struct held *h = d->list; h; h = h->next)
-		if (h->xj && !h->releasing && strcmp(exc_job_state(h->xj), "waiting") == 0) {
-			h->releasing = 1;
+		if (h->xj && h->phase == HELD_RUNNING &&
+		    strcmp(exc_job_state(h->xj), "waiting") == 0) {
+			held_to(h, HELD_RELEASING);
+			h->given_back = 1;
 			exc_cancel(h->xj);
 		}
 }
@@ -812,7 +822,7 @@ static int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 	}
 	if (claims) {
 		for (int i = 0; i < t->fin.k; i++)
-			t->fin.rows[i]->carried = 1;
+			held_to(t->fin.rows[i], HELD_CARRIED);
 		t->claims = 1;
 		t->other = other;
 		t->bound = a->bound;
@@ -889,7 +899,7 @@ static void turn_done(void *arg, PGresult *res, int away)
 	}
 	if (d->claimed_unstarted && !evtimer_pending(d->start_ev, NULL))
 		arm(d->start_ev, START_CHECK_MS);
-	if (d->stopping) {
+	if (stopping(d)) {
 		release_waiting(d); /* rows claimed while the stop began */
 		d->poll_again = 0;
 		if (d->pending)
@@ -936,11 +946,11 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!d->stopping && turn_busy(d) && !(t = idle_turn(d))) {
+	if (!stopping(d) && turn_busy(d) && !(t = idle_turn(d))) {
 		d->poll_again = 1;
 		return;
 	}
-	if (d->stopping) {
+	if (stopping(d)) {
 		/* an outcome that arrived before the stop began */
 		if (d->pending)
 			flush_outcomes(d);
@@ -952,8 +962,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	 * names our row: another life of the instance is left alone); while
 	 * claims are in limbo, not beside our own heartbeat, whose update
 	 * holds our row and would make the probe miss it (beat_answered) */
-	if (d->sweep_lost && d->registered && !d->owning && !turn_busy(d) && !d->local_out &&
-	    !d->sweep_out && !(d->nlimbo && d->beat_out))
+	if (d->sweep_lost && is_registered(d) && d->stage != LIFE_OWNING && !turn_busy(d) &&
+	    !d->local_out && !d->sweep_out && !(d->nlimbo && d->beat_out))
 		sweep_lost_claims(d);
 	if (admission(d, &a) < 0) {
 		admission_free(&a);
@@ -1003,13 +1013,13 @@ static void on_db_up(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (d->contact < CONTACT_DONE) {
+	if (first_contact(d)) {
 		contact_next(d);
 		return;
 	}
 	if (d->lost_claims)
 		sweep_want(d); /* a claim lost with it may have committed since */
-	event_active(d->stopping ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
+	event_active(stopping(d) ? d->flush_ev : d->poll_ev, EV_TIMEOUT, 0);
 }
 
 /* notify: a submission was committed: claim now (poll_cb decides whether
@@ -1018,7 +1028,7 @@ static void on_submit(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (!d->stopping && d->contact == CONTACT_DONE) {
+	if (!stopping(d) && !first_contact(d)) {
 		d->other_due_ms = 0; /* it may be of a service not seen yet */
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	}
@@ -1088,8 +1098,8 @@ static void stop_cb(evutil_socket_t fd, short what, void *arg)
 	d->client = NULL;
 	for (struct held *h = d->list; h; h = next) {
 		next = h->next;
-		if (h->lr && !h->lost) {
-			h->lost = 1; /* its end drops it (run_ended) */
+		if (h->lr && h->phase != HELD_LOST) {
+			held_to(h, HELD_LOST); /* its end drops it (run_ended) */
 			local_cancel(h->lr);
 		}
 		if (!h->xj)
@@ -1115,13 +1125,13 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
 		log_reopen();
 		return;
 	}
-	if (d->stopping) {
+	if (stopping(d)) {
 		log_warn("second signal: exiting now; the rows still held are rescued after %d s",
 			 d->cfg->stale_after_sec);
 		event_base_loopbreak(d->base);
 		return;
 	}
-	d->stopping = 1;
+	stop_to(d, STOP_STOPPING);
 	d->give_up_ms = now_ms() + STOP_GIVE_UP_MS;
 	log_info("stopping: giving back claims not started, waiting for %u running jobs (at "
 		 "most %d s)",
@@ -1265,7 +1275,7 @@ out:
 		if (evs[i])
 			event_free(evs[i]);
 	while (d.list)
-		held_free(&d, d.list);
+		held_discard(&d, d.list);
 	db_close(&d.db); /* their events first */
 	db_close(&d.db2);
 	chores_free(d.chores);

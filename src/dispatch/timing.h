@@ -1,7 +1,7 @@
 /*
  * timing.h - the dispatcher's waits, pure (no clock read, no state but
  * what the caller passes): the back-off of a connection that failed
- * (db.c) and the jitter of the poll (dispatcher_impl.h's jittered).
+ * (db.c) and the jitter of the poll (dispatch_impl.h's jittered).
  * tests/unit/test_dispatch_timing.c holds them to their bounds.
  */
 #ifndef ES_DISPATCH_TIMING_H

@@ -149,6 +149,8 @@ static void test_run_outcomes(void)
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_admission"), 5);
 	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_database_up"), 1);
 	CU_ASSERT(df_metric(mport, "execdispatch_statements_total") > 6);
+	/* every held row and the life moved only as their tables allow */
+	CU_ASSERT_EQUAL(df_metric(mport, "execdispatch_illegal_transitions_total"), 0);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 
 	/* the retention janitor (retainDoneDays 7) removes old finished rows

@@ -1,14 +1,56 @@
 /*
- * dispatcher_impl.h - what the dispatcher's files share: the dispatcher's
- * state (struct dispatcher), the rows it holds (struct held), the hot
- * path's statements (struct turn, struct fin), and the functions each file
- * offers the others.  Not an interface: only dispatcher.c (the loop, the
- * runs, admission and the hot path), contact.c (the start's first contact)
- * and chore_results.c (the chores and the handlers of their results)
- * include it.  The invariants are dispatcher.c's (its opening comment).
+ * dispatch_impl.h - the objects of execdispatch's loop and the calls
+ * between its files (private to src/dispatch): the dispatcher's state
+ * (struct dispatcher), the rows it holds (struct held), the hot path's
+ * statements (struct turn, struct fin).  The invariants are dispatcher.c's
+ * (its opening comment).
+ *
+ *   dispatcher.c    the loop and its setup, the runs, admission's figures,
+ *                   the hot path (turns: finishes and claims), the stop
+ *   chore_results.c the chores and their answers: heartbeat, registering
+ *                   again, rescue, starts, cancel poll, local claims, the
+ *                   sweep, the landed check, outcomes written apart, janitor,
+ *                   leave
+ *   contact.c       the first contact; a life's identity (token, client id)
+ *   phases.c        the state machines: held rows, the life, the stop (pure)
+ *   admission.c     the claim share's arithmetic (pure)
+ *   chores.c        a lane: the queue of chores on one connection
+ *   db.c            one database connection: back-off, send, deadline
+ *   queries.c       the statements' text in the configured schema
+ *   listen.c, local_run.c, metrics.c, migrate.c, dispatch_config.c: see
+ *                   their headers
+ * dispatcher.c, chore_results.c and contact.c still call each other
+ * (docs/dispatch.md, "Where in the code"); the others call nothing above.
+ *
+ * Words used throughout:
+ *   held      a row this dispatcher holds under its claim (struct held)
+ *   claim     one taking of a row, named (id, claims): every write carries it
+ *   share     the places the execservers offer us (exc_claim_share);
+ *             admission keeps the rows held under it
+ *   other     the class of services no execserver offers yet, claimed one
+ *             row at a time outside the share
+ *   turn      one statement of the hot path on a hot connection: the
+ *             outcomes due and the claims admission allows (struct turn)
+ *   fin       the outcomes of one finish statement (struct fin)
+ *   carried   an outcome in a turn that also claims (HELD_CARRIED)
+ *   unsure    an outcome whose statement lost its reply: it may be written
+ *   landed    the check whether such an outcome was written (ask_landed)
+ *   limbo     the places of a claim lost with its connection, kept counted
+ *             until a sweep shows what it did (struct limbo)
+ *   sweep     the look for claims lost with their connection and their
+ *             requeue (sweep_lost_claims)
+ *   chore     a statement off the hot path, queued on a lane (chores.h)
+ *   lane      a connection with its queue of chores: the chores', the
+ *             beat's, the rescue's
+ *   contact   the first statements at the start (contact.c)
+ *   life      one registration of our dispatcher row; token: its started_at,
+ *             in every statement about our row
+ *   own       the rows an earlier life left under our instance, requeued
+ *             before this life claims (LIFE_FINDING_OWN, LIFE_OWNING)
+ *   rescue    the requeue of the rows of dispatchers silent for staleAfterSec
  */
-#ifndef ES_DISPATCH_DISPATCHER_IMPL_H
-#define ES_DISPATCH_DISPATCHER_IMPL_H
+#ifndef ES_DISPATCH_DISPATCH_IMPL_H
+#define ES_DISPATCH_DISPATCH_IMPL_H
 
 #include <stdint.h>
 #include <sys/time.h>
@@ -24,6 +66,7 @@
 #include "dispatch/listen.h"
 #include "dispatch/local_run.h"
 #include "dispatch/metrics.h"
+#include "dispatch/phases.h"
 #include "dispatch/timing.h"
 
 #define CLAIM_MAX 100      /* most rows of one claim */
@@ -47,21 +90,19 @@ struct held {
 	int attempts;
 	int priority;
 	char *service;
-	exc_job *xj;          /* NULL once the run ended */
-	struct local_run *lr; /* a local service's run, or NULL */
-	int started;          /* written as running */
-	int lost;             /* not ours any more: cancelled at the execserver, dropped */
-	int releasing;        /* given back at a stop */
+	exc_job *xj;           /* NULL once the run ended */
+	struct local_run *lr;  /* a local service's run, or NULL */
+	enum held_phase phase; /* changed by held_to alone (phases.h) */
+	int started;           /* written as running */
+	int given_back;        /* given back at a stop: requeued with no delay */
 	/* the outcome, once xj is NULL */
 	const char *state; /* "done", "failed", "queued" */
 	int uncount;       /* 1: the attempt does not count (no slot) */
 	char *error;
 	char *receipt; /* JSON text or NULL */
 	char job_id[48];
-	int local;   /* a local service's row: outside the claim share */
-	int writing; /* in the outcome statement on the wire (struct fin) */
-	int carried; /* ...in one that also claims: its reservation is the place */
-	int unsure;  /* a statement writing it lost its reply: it may be written */
+	int local;  /* a local service's row: outside the claim share */
+	int unsure; /* a statement writing it lost its reply: it may be written */
 	/* an outcome the database refused alone: how far it was cut down
 	 * (flush_outcomes), the original kept, and when to try it again */
 	int cut;
@@ -154,9 +195,10 @@ struct dispatcher {
 	char host[65];
 	char pid[16];
 	struct held *list;
-	unsigned at_exec;           /* held rows whose xj is set */
-	unsigned claimed_unstarted; /* at the execserver, not yet written running */
-	unsigned pending;           /* outcomes waiting to be written */
+	struct phase_counts held_moves; /* the held rows' transitions (held_to) */
+	unsigned at_exec;               /* held rows whose xj is set */
+	unsigned claimed_unstarted;     /* at the execserver, not yet written running */
+	unsigned pending;               /* outcomes waiting to be written */
 	struct event *poll_ev, *beat_ev, *cancel_ev, *start_ev, *flush_ev, *janitor_ev;
 	struct event *sig_term, *sig_int, *sig_hup;
 	struct event *stop_ev; /* stopping: runs still going are left for the rescue then */
@@ -164,17 +206,20 @@ struct dispatcher {
 	 * of this process (make_client_id; docs/dispatch.md, "Identity") */
 	char client_id[EXC_CLIENT_ID_MAX + 1];
 	int64_t beat_ok_ms; /* monotonic time of the last written heartbeat */
-	int registered;
 	/* this life's token: our dispatcher row's started_at as we set it
 	 * (new_token), in every statement about our row; life counts the
 	 * registrations lost (a claim sent in an earlier one is not run);
-	 * owning: registered again, the requeue of the rows the instance
-	 * left (DQ_FIND_OWN, then DQ_REQUEUE_CLAIMS) not done yet: no claim,
-	 * no sweep; own_out: its look or its requeue is queued or out */
+	 * stage: where the life is (changed by life_to alone, phases.h): in
+	 * LIFE_OWNING (registered again, the requeue of the rows the instance
+	 * left, DQ_FIND_OWN then DQ_REQUEUE_CLAIMS, not done yet) no claim
+	 * and no sweep goes; own_out: its look or its requeue is queued or out */
 	char token[48];
 	unsigned life;
-	int owning, own_out;
-	int stopping;
+	enum life_stage stage;
+	struct phase_counts life_moves; /* the stages' transitions (life_to) */
+	int own_out;
+	enum stop_stage stop;           /* changed by stop_to alone (phases.h) */
+	struct phase_counts stop_moves; /* its transitions */
 	int64_t give_up_ms; /* stopping: outcomes refused in every form are given up then */
 	int gave_up;        /* outcomes or runs were given up: our row stays for the rescue */
 	int exit_status;
@@ -214,7 +259,7 @@ struct dispatcher {
 	/* the statements off the hot path (chores.h); each flag: a chore of
 	 * that kind is queued or on the wire, so that no kind piles up */
 	struct chores *chores;
-	int beat_out, start_out, cancel_out, local_out, sweep_out, flush_out, leaving;
+	int beat_out, start_out, cancel_out, local_out, sweep_out, flush_out;
 	/* the heartbeat's own lane: the beat and registering again,
 	 * statements of the dispatcher table alone, and at the end the leave
 	 * (which also requeues what the stop left held), on a connection no other
@@ -231,20 +276,11 @@ struct dispatcher {
 	struct fin flush_fin; /* flush_outcomes' statement */
 	/* start: the first contact on the main connection (contact_cb) */
 	struct event *contact_ev;
-	int contact; /* its step: CONTACT_VERSION ... CONTACT_DONE */
 	int64_t contact_t0_ms;
 	int contact_failed;       /* failed attempts said (contact_cb) */
 	int64_t held_since_ms;    /* our row first found held by a fresh heartbeat (held_wait) */
 	int64_t contact_retry_ms; /* a statement of it failed: sent again then */
-	char *contact_ids, *contact_claims; /* what CONTACT_OWN found, for CONTACT_REQUEUE */
-};
-
-enum {
-	CONTACT_VERSION,  /* the schema's version */
-	CONTACT_REGISTER, /* our dispatcher row */
-	CONTACT_OWN,      /* the claims of our previous life: the look */
-	CONTACT_REQUEUE,  /* ... and their requeue */
-	CONTACT_DONE
+	char *contact_ids, *contact_claims; /* what LIFE_FINDING_OWN found, to requeue */
 };
 
 /* What the next exec-bound claim may take (DQ_CLAIM_EXEC's parameters). */
@@ -280,9 +316,60 @@ static inline int64_t jittered(struct dispatcher *d, int ms)
 	return jitter_ms(&d->rnd, ms);
 }
 
+/* The dispatcher moves to stage to: checked against LIFE_TABLE and
+ * counted (phases.h). */
+static inline void life_to(struct dispatcher *d, enum life_stage to)
+{
+	int at = (int)d->stage;
+
+	if (phase_move(&life_stages, &d->life_moves, &at, (int)to, (long long)d->life) < 0)
+		d->st.illegal_transitions++;
+	d->stage = (enum life_stage)at;
+}
+
+/* The dispatcher's stop moves to to: checked against STOP_TABLE and
+ * counted (phases.h). */
+static inline void stop_to(struct dispatcher *d, enum stop_stage to)
+{
+	int at = (int)d->stop;
+
+	if (phase_move(&stop_stages, &d->stop_moves, &at, (int)to, (long long)d->life) < 0)
+		d->st.illegal_transitions++;
+	d->stop = (enum stop_stage)at;
+}
+
+/* A signal asked the dispatcher to stop (docs/dispatch.md, "Stopping"). */
+static inline int stopping(const struct dispatcher *d)
+{
+	return d->stop != STOP_NONE;
+}
+
+/* The first contact is under way (contact.c): nothing else goes. */
+static inline int first_contact(const struct dispatcher *d)
+{
+	return d->stage < LIFE_RUNNING;
+}
+
+/* Our dispatcher row of this life is written. */
+static inline int is_registered(const struct dispatcher *d)
+{
+	return d->stage != LIFE_CHECKING && d->stage != LIFE_REGISTERING &&
+	       d->stage != LIFE_RESCUED;
+}
+
 static inline int beat_fresh(const struct dispatcher *d)
 {
-	return d->registered && now_ms() - d->beat_ok_ms < d->cfg->stale_after_sec * 1000LL / 2;
+	return is_registered(d) && now_ms() - d->beat_ok_ms < d->cfg->stale_after_sec * 1000LL / 2;
+}
+
+/* h moves to phase to: checked against HELD_TABLE and counted (phases.h). */
+static inline void held_to(struct held *h, enum held_phase to)
+{
+	int at = (int)h->phase;
+
+	if (phase_move(&held_phases, &h->d->held_moves, &at, (int)to, (long long)h->id) < 0)
+		h->d->st.illegal_transitions++;
+	h->phase = (enum held_phase)at;
 }
 
 /* dispatcher.c: the runs and the hot path */
@@ -332,7 +419,7 @@ static inline void claims_lost(struct dispatcher *d)
  * every claim on the wire; claims going on would put it off for good). */
 static inline int may_claim_now(const struct dispatcher *d)
 {
-	return beat_fresh(d) && !d->owning && !d->sweep_lost && !d->sweep_out;
+	return beat_fresh(d) && d->stage != LIFE_OWNING && !d->sweep_lost && !d->sweep_out;
 }
 
 /* chore_results.c: the chores and their results */

@@ -1,0 +1,65 @@
+/*
+ * phases.c - see phases.h: the tables built from their X lists, and the
+ * one mover every state machine of the dispatcher goes through.
+ */
+#include "autoconfig.h"
+#include "dispatch/phases.h"
+
+#include "common/log.h"
+
+#define NAME(p) [p] = #p,
+#define CELL(from, to, n) [(from) * (n) + (to)] = 1,
+
+static const char *const held_names[HELD_PHASES] = { NAME(HELD_NEW) NAME(HELD_RUNNING) NAME(
+	HELD_RELEASING) NAME(HELD_LOST) NAME(HELD_DUE) NAME(HELD_WRITING) NAME(HELD_CARRIED)
+							     NAME(HELD_ASKING) NAME(HELD_GONE) };
+
+#define HELD_CELL(from, to) CELL(from, to, HELD_PHASES)
+static const uint8_t held_legal[HELD_PHASES * HELD_PHASES] = { HELD_TABLE(HELD_CELL) };
+
+const struct phase_table held_phases = { "job", HELD_PHASES, held_names, held_legal };
+
+static const char *const life_names[LIFE_STAGES] = { NAME(LIFE_CHECKING) NAME(
+	LIFE_REGISTERING) NAME(LIFE_FINDING_OWN) NAME(LIFE_REQUEUEING) NAME(LIFE_RUNNING)
+							     NAME(LIFE_RESCUED) NAME(LIFE_OWNING) };
+
+#define LIFE_CELL(from, to) CELL(from, to, LIFE_STAGES)
+static const uint8_t life_legal[LIFE_STAGES * LIFE_STAGES] = { LIFE_TABLE(LIFE_CELL) };
+
+const struct phase_table life_stages = { "dispatcher", LIFE_STAGES, life_names, life_legal };
+
+static const char *const stop_names[STOP_STAGES] = { NAME(STOP_NONE) NAME(STOP_STOPPING)
+							     NAME(STOP_LEAVING) };
+
+#define STOP_CELL(from, to) CELL(from, to, STOP_STAGES)
+static const uint8_t stop_legal[STOP_STAGES * STOP_STAGES] = { STOP_TABLE(STOP_CELL) };
+
+const struct phase_table stop_stages = { "dispatcher stop", STOP_STAGES, stop_names, stop_legal };
+
+_Static_assert(LIFE_STAGES <= PHASES_MAX, "struct phase_counts holds the life's table");
+_Static_assert(HELD_PHASES <= PHASES_MAX, "struct phase_counts holds the held row's table");
+
+const char *phase_name(const struct phase_table *t, int phase)
+{
+	return phase >= 0 && phase < t->n && t->names[phase] ? t->names[phase] : "(none)";
+}
+
+int phase_legal(const struct phase_table *t, int from, int to)
+{
+	return from >= 0 && from < t->n && to >= 0 && to < t->n && t->legal[from * t->n + to];
+}
+
+int phase_move(const struct phase_table *t, struct phase_counts *c, int *at, int to, long long id)
+{
+	int from = *at, ok = phase_legal(t, from, to);
+
+	if (from >= 0 && from < t->n && to >= 0 && to < t->n)
+		c->moves[from][to]++;
+	*at = to;
+	if (ok)
+		return 0;
+	c->illegal++;
+	log_error("%s %lld: illegal transition %s -> %s (a bug: reported, and the code goes on)",
+		  t->what, id, phase_name(t, from), phase_name(t, to));
+	return -1;
+}

@@ -119,7 +119,7 @@ static int cancel(const struct http_head *h, struct console_answer *a)
 	 * cross-site form of a browser that sends no Origin cannot act */
 	if (http_header_get(h, "Content-Type"))
 		return answer(a, 415, NULL, "refused: the cancel takes no body (no Content-Type)");
-	if (!token && !http_host_is_address(h))
+	if (!handler_host_trusted(h))
 		return answer(a, 403, NULL,
 			      "refused: without authToken, Host must be an address or localhost");
 	struct book *b = handler_book_lock();

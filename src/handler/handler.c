@@ -23,13 +23,20 @@
 #include "handler/broker.h"
 #include "handler/handler.h"
 #include "handler/http_conn.h"
+#include "handler/instance.h"
 #include "handler/listener.h"
 #include "handler/mailbox.h"
 #include "job/job.h"
 #include "job/job_dir.h"
+#include "net/http_head.h"
 #include "net/ws.h"
 
 struct handler handler;
+
+int handler_host_trusted(const struct http_head *h)
+{
+	return handler.inst->cfg->auth_token || handler.inst->tls_ctx || http_host_is_address(h);
+}
 
 struct book *handler_book_lock(void)
 {

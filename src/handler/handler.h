@@ -48,6 +48,14 @@ void handler_main(struct instance *inst, int slot) __attribute__((noreturn));
 struct book *handler_book_lock(void);
 void handler_book_unlock(void);
 
+struct http_head;
+/* Whether request h may read or act without a token's say: the daemon
+ * has an authToken (which then decides), or serves TLS (a page whose DNS
+ * name was rebound to this address fails the certificate's name check
+ * before it sends a request), or Host names an address or localhost
+ * (docs/security.md, "DNS rebinding"). */
+int handler_host_trusted(const struct http_head *h);
+
 /* Exits the process once draining and nothing is left to finish. */
 void handler_maybe_exit(void);
 

@@ -248,10 +248,10 @@ static void route(struct http_conn *c, const struct http_head *h)
 				 handler.inst->cfg->auth_token)) {
 		respond_text(c, 401, "a valid Authorization: Bearer token is required",
 			     "WWW-Authenticate: Bearer realm=\"execserver\"\r\n");
-	} else if (strcmp(h->path, "/status") == 0 && !handler.inst->cfg->auth_token &&
-		   !http_host_is_address(h)) {
+	} else if (strcmp(h->path, "/status") == 0 && !handler_host_trusted(h)) {
 		/* no token to hold back a page whose DNS name was rebound to
-		 * this address: only the name in Host tells it apart */
+		 * this address, no certificate to refuse its name: only the name
+		 * in Host tells it apart */
 		respond_text(c, 403,
 			     "refused: without authToken, Host must be an address or localhost",
 			     NULL);

@@ -770,6 +770,8 @@ void limbo_free(struct dispatcher *d, size_t n)
 {
 	if (n > d->nlimbo)
 		n = d->nlimbo;
+	if (n == 0)
+		return; /* d->limbo may be NULL: no memmove of it, even of 0 bytes */
 	for (size_t l = 0; l < n; l++) {
 		free(d->limbo[l].names);
 		free(d->limbo[l].lims);

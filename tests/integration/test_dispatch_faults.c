@@ -833,8 +833,9 @@ static void kill_bouncer_once_sleeping(void)
  * reconnects straight to PostgreSQL and sweeps at once, before that
  * commit; the row claimed after it must still be requeued (the sweep
  * again once the connection has been up for staleAfterSec, and every
- * staleAfterSec after a lost claim) and run.  (review15, finding 2: it
- * stayed claimed under a live dispatcher that did not hold it.) */
+ * staleAfterSec after a lost claim) and run.  Without the later sweeps it
+ * would stay claimed for good under a live dispatcher that does not hold
+ * it: nobody rescues the rows of a dispatcher whose heartbeat goes on. */
 static void test_claim_committed_after_sweep(void)
 {
 	long long id, t0;
@@ -970,8 +971,8 @@ static void test_lost_claim_freed_beside_slow_beat(void)
  * stale row over, requeues the old life's rows and claims them again.
  * The old one, woken, finds its row taken (its beat names its own life),
  * and neither sweeps the new life's claims (its statements name its own
- * row) nor claims: the new life's claims stay as they are.  (review15,
- * finding 4: the old life's sweep requeued them, and they ran twice.) */
+ * row) nor claims: the new life's claims stay as they are.  A sweep of the
+ * old life that requeued them would make their jobs run twice. */
 static void test_reused_instance(void)
 {
 	long long parked;
@@ -1401,13 +1402,13 @@ static void test_claim_committed_late(void)
 	stop_all(1);
 }
 
-/* review17, F-B: the start's requeue of the rows an earlier life of the
- * instance left is refused by the database (here a trigger; a permission
- * or a lock timeout alike): the dispatcher says so, claims nothing, and
- * tries again every heartbeatSec; once the requeue goes through, the
- * left row runs again and the queued one runs.  Before, the error was
- * not even logged and the dispatcher began claiming with the old life's
- * row still held under its instance. */
+/* The start's requeue of the rows an earlier life of the instance left is
+ * refused by the database (here a trigger; a permission or a lock timeout
+ * alike): the dispatcher logs the error, claims nothing, and tries again
+ * every heartbeatSec; once the requeue goes through, the left row runs
+ * again and the queued one runs.  Claiming with the old life's row still
+ * held under the instance would leave that row held by nobody who runs
+ * it. */
 static void test_start_requeue_refused(void)
 {
 	char job[3072];

@@ -1073,16 +1073,16 @@ static void test_lost_requeue_reclaimed(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 }
 
-/* review17, F-A: the sweep of lost claims and the requeue of the rows an
+/* The sweep of lost claims and the requeue of the rows an
  * earlier life left each run on a connection that may be given up (a
  * stalled backend; the cancel may be lost), and its backend may still run
  * the statement later, after the dispatcher reconnected, did it again and
  * claimed anew under the same instance and token.  Such a late requeue
  * names the claims its look found: a new claim of the row (claims + 1)
  * is not among them, also when the late requeue waits for the new claim's
- * lock and rechecks after its commit.  The one statement of before
- * ("every claimed row of the instance not in my list") requeued the new
- * claim there while its job ran: it ran twice. */
+ * lock and rechecks after its commit.  A requeue of "every claimed row of
+ * the instance not in my list" would requeue the new claim while its job
+ * runs, and the job would run twice. */
 static void test_late_requeue_misses_new_claim(void)
 {
 	PGconn *a = pgtest_connect(F.conninfo), *b = pgtest_connect(F.conninfo);
@@ -1342,8 +1342,8 @@ static void test_beat_passes_table_lock(void)
  * nobody: its claim in flight holds its row FOR KEY SHARE, so a rescue
  * meanwhile passes it over (the claim commits, the next rescue requeues
  * the row), and a claim after a rescue that holds the row waits for it
- * and then claims nothing.  (review15, finding 1: the rescue deleted the
- * row, requeued nothing, and the claim committed under no dispatcher.) */
+ * and then claims nothing.  A rescue that deleted the row under the claim
+ * would requeue nothing, and the claim would commit under no dispatcher. */
 static void test_race_own_claim_rescue(void)
 {
 	PGconn *a = pgtest_connect(F.conninfo), *b = pgtest_connect(F.conninfo);
@@ -1356,7 +1356,7 @@ static void test_race_own_claim_rescue(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
 	/* the stale dispatcher's claim in flight: the rescue passes it over,
-	 * and counts it put off (review17: it was not counted) */
+	 * and counts it put off (its third column) */
 	PQclear(pgtest_query(a, "BEGIN"));
 	CU_ASSERT_EQUAL(rows_of(a, DQ_CLAIM_EXEC, 6, claim), 1);
 	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
@@ -1437,7 +1437,8 @@ static void test_rescue_orphans(void)
  * reply lost) does; once another life took a stale row over, the old
  * life's beat, sweep, requeue and leave touch nothing of the new one;
  * the new one's leave requeues the rows still held under the instance.
- * (review15, findings 4 and 6.) */
+ * Either life touching the other's rows would run a job twice or leave a
+ * row held by nobody. */
 static void test_identity_token(void)
 {
 	static const char t2[] = "2026-01-02 03:04:05.678902+00";

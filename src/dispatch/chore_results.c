@@ -30,8 +30,6 @@ struct landed_note {
 	const char *state;
 };
 
-static struct held *find(struct dispatcher *d, int64_t id, int claim);
-
 /* The answer of ask_landed.  The row is kept (marked writing) until it
  * comes; no answer (the database away, the statement failed) is not "not
  * landed": the outcome is due again, written again at the next turn, and
@@ -40,7 +38,7 @@ static void landed_cb(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 	const struct landed_note *n = note;
-	struct held *h = find(d, n->id, n->claim);
+	struct held *h = held_find(d, n->id, n->claim);
 
 	if (!h)
 		return;
@@ -362,12 +360,6 @@ void sweep_lost_claims(struct dispatcher *d)
 		d->sweep_out = 1;
 }
 
-static void lose_everything(struct dispatcher *d, const char *why)
-{
-	for (struct held *h = d->list; h; h = h->next)
-		drop_claim(d, h, why);
-}
-
 static void rescue_done(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
@@ -671,14 +663,6 @@ static int collect(struct dispatcher *d, int only_unstarted_running, int64_t *id
 	return n;
 }
 
-static struct held *find(struct dispatcher *d, int64_t id, int claim)
-{
-	for (struct held *h = d->list; h; h = h->next)
-		if (h->id == id && h->claim == claim)
-			return h;
-	return NULL;
-}
-
 /* The held rows a chore asks about (DQ_START, DQ_HELD), as its note:
  * n, then the ids, then the claims. */
 struct asked {
@@ -727,7 +711,7 @@ static void started(void *arg, PGresult *res, int away, const void *note)
 	if (!res && !away)
 		log_error("start: %s", chores_db(d->chores)->last_error);
 	for (int i = 0; res && i < a->n; i++) {
-		struct held *h = find(d, a->v[i], (int)a->v[a->n + i]);
+		struct held *h = held_find(d, a->v[i], (int)a->v[a->n + i]);
 		int row = -1;
 		for (int r = 0; r < PQntuples(res) && row < 0; r++)
 			if (strtoll(PQgetvalue(res, r, 0), NULL, 10) == a->v[i])
@@ -801,7 +785,7 @@ static void polled(void *arg, PGresult *res, int away, const void *note)
 	}
 	for (int i = 0; i < a->n; i++) {
 		int64_t id = a->v[i], claim = a->v[a->n + i];
-		struct held *h = find(d, id, (int)claim);
+		struct held *h = held_find(d, id, (int)claim);
 		int ours = 0, row = -1;
 		for (int r = 0; r < PQntuples(res) && row < 0; r++)
 			if (strtoll(PQgetvalue(res, r, 0), NULL, 10) == id)
@@ -835,7 +819,7 @@ static void position_written(void *arg, PGresult *res, int away, const void *not
 {
 	struct dispatcher *d = arg;
 	const struct position_note *n = note;
-	struct held *h = find(d, n->id, n->claim);
+	struct held *h = held_find(d, n->id, n->claim);
 
 	if (!h)
 		return; /* its run ended meanwhile */

@@ -372,9 +372,16 @@ static inline void held_to(struct held *h, enum held_phase to)
 	h->phase = (enum held_phase)at;
 }
 
-/* dispatcher.c: the runs and the hot path */
+/* held.c: the held rows */
+void outcome_pending(struct dispatcher *d, struct held *h);
+void held_discard(struct dispatcher *d, struct held *h);
 void held_free(struct dispatcher *d, struct held *h);
 void drop_claim(struct dispatcher *d, struct held *h, const char *why);
+void release_waiting(struct dispatcher *d);
+struct held *held_find(struct dispatcher *d, int64_t id, int claim);
+void lose_everything(struct dispatcher *d, const char *why);
+
+/* dispatcher.c: the runs and the hot path */
 void start_row(struct dispatcher *d, PGresult *res, int row, int col);
 int fin_build(struct dispatcher *d, struct fin *f, int n);
 void fin_params(const struct dispatcher *d, const struct fin *f, const char **params);

@@ -69,38 +69,6 @@
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
 
-/* h's outcome is set: it waits to be written from now on. */
-static void outcome_pending(struct dispatcher *d, struct held *h)
-{
-	held_to(h, HELD_DUE);
-	d->pending++;
-	h->due_ms = now_ms();
-}
-
-/* h out of the list and freed, whatever its phase (held_free; the end). */
-static void held_discard(struct dispatcher *d, struct held *h)
-{
-	if (h->prev)
-		h->prev->next = h->next;
-	else
-		d->list = h->next;
-	if (h->next)
-		h->next->prev = h->prev;
-	free(h->service);
-	free(h->error);
-	free(h->receipt);
-	free(h->orig_error);
-	free(h->orig_receipt);
-	free(h->position);
-	free(h);
-}
-
-void held_free(struct dispatcher *d, struct held *h)
-{
-	held_to(h, HELD_GONE);
-	held_discard(d, h);
-}
-
 /* ---- running a claimed row ---- */
 
 /* The row's job with EXECDISPATCH_JOB_ID and EXECDISPATCH_ATTEMPT set in
@@ -256,19 +224,6 @@ static void on_position(exc_job *xj, const struct exc_position *p, void *arg)
 	h->position = strdup(json);
 	h->position_gen++;
 	write_position(h->d, h);
-}
-
-/* The row's claim was lost (cancelled or rescued): stop its run. */
-void drop_claim(struct dispatcher *d, struct held *h, const char *why)
-{
-	if (h->phase == HELD_LOST || (!h->xj && !h->lr))
-		return;
-	held_to(h, HELD_LOST);
-	log_info("job %lld attempt %d: %s; stopping its run", (long long)h->id, h->attempts, why);
-	if (h->xj)
-		exc_cancel(h->xj);
-	else
-		local_cancel(h->lr);
 }
 
 /* A claimed row of a local service, spawned here. */
@@ -703,18 +658,6 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 	if (f->k)
 		outcomes_flowing(d);
 	f->k = 0;
-}
-
-/* Stop: the claims whose want is still parked are given back. */
-static void release_waiting(struct dispatcher *d)
-{
-	for (struct held *h = d->list; h; h = h->next)
-		if (h->xj && h->phase == HELD_RUNNING &&
-		    strcmp(exc_job_state(h->xj), "waiting") == 0) {
-			held_to(h, HELD_RELEASING);
-			h->given_back = 1;
-			exc_cancel(h->xj);
-		}
 }
 
 static void turn_done(void *arg, PGresult *res, int away);

@@ -372,6 +372,15 @@ static inline void held_to(struct held *h, enum held_phase to)
 	h->phase = (enum held_phase)at;
 }
 
+/* A statement of the hot path is on the wire (a turn, or the leave). */
+static inline int turn_busy(const struct dispatcher *d)
+{
+	for (int t = 0; t < HOT_CONNS; t++)
+		if (db_busy(d->turns[t].db))
+			return 1;
+	return 0;
+}
+
 /* held.c: the held rows */
 void outcome_pending(struct dispatcher *d, struct held *h);
 void held_discard(struct dispatcher *d, struct held *h);
@@ -381,6 +390,12 @@ void release_waiting(struct dispatcher *d);
 struct held *held_find(struct dispatcher *d, int64_t id, int claim);
 void lose_everything(struct dispatcher *d, const char *why);
 
+/* stopping.c: the stop, the leave, the janitor */
+void maybe_done_stopping(struct dispatcher *d);
+void stop_cb(evutil_socket_t fd, short what, void *arg);
+void signal_cb(evutil_socket_t sig, short what, void *arg);
+void janitor_cb(evutil_socket_t fd, short what, void *arg);
+
 /* dispatcher.c: the runs and the hot path */
 void start_row(struct dispatcher *d, PGresult *res, int row, int col);
 int fin_build(struct dispatcher *d, struct fin *f, int n);
@@ -389,7 +404,6 @@ void fin_abort(struct fin *f, int away);
 void fin_free_arrays(struct fin *f);
 void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged);
 void count_outcome(struct dispatcher *d, const char *state, int uncount);
-int turn_busy(const struct dispatcher *d);
 void write_position(struct dispatcher *d, struct held *h);
 void outcomes_waiting(struct dispatcher *d, const char *why);
 void outcomes_flowing(struct dispatcher *d);
@@ -437,14 +451,12 @@ int ask_landed(struct dispatcher *d, const struct held *h);
 void claim_local(struct dispatcher *d);
 void sweep_lost_claims(struct dispatcher *d);
 void flush_outcomes(struct dispatcher *d);
-void maybe_done_stopping(struct dispatcher *d);
 void on_chores_up(void *arg);
 void on_beat_lane_up(void *arg);
 void beat_cb(evutil_socket_t fd, short what, void *arg);
 void cancel_cb(evutil_socket_t fd, short what, void *arg);
 void start_cb(evutil_socket_t fd, short what, void *arg);
 void flush_cb(evutil_socket_t fd, short what, void *arg);
-void janitor_cb(evutil_socket_t fd, short what, void *arg);
 
 /* contact.c: the start's first contact */
 void new_token(struct dispatcher *d);

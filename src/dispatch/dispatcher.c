@@ -660,16 +660,6 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 	f->k = 0;
 }
 
-static void turn_done(void *arg, PGresult *res, int away);
-
-int turn_busy(const struct dispatcher *d)
-{
-	for (int t = 0; t < HOT_CONNS; t++)
-		if (db_busy(d->turns[t].db))
-			return 1;
-	return 0;
-}
-
 /* A hot connection with nothing on the wire that is up, or NULL (a
  * connection that is down is started meanwhile: on_db_up follows). */
 static struct turn *idle_turn(struct dispatcher *d)
@@ -722,6 +712,8 @@ void limbo_free(struct dispatcher *d, size_t n)
 	memmove(d->limbo, d->limbo + n, (d->nlimbo - n) * sizeof *d->limbo);
 	d->nlimbo -= n;
 }
+
+static void turn_done(void *arg, PGresult *res, int away);
 
 /* Sends the hot path's next statement on t, if there is one
  * (docs/dispatch.md, "The event loop"): the outcomes due, with the claim
@@ -1014,77 +1006,6 @@ static void chld_cb(evutil_socket_t sig, short what, void *arg)
 		for (struct held *h = d->list; h; h = h->next)
 			if (h->lr && local_reaped(h->lr, pid, status))
 				break;
-}
-
-/* stopTimeoutSec after the stop signal with runs still going (a long
- * job, or a DONE that never comes): they are left for the rescue, as
- * after a crash.  The client is freed first (the library cancels its
- * running jobs at the execservers, best effort, and calls nothing back);
- * their rows stay held under our instance and our dispatcher row stays
- * (gave_up), so that another dispatcher requeues them after
- * staleAfterSec; a local run is killed and its result dropped.  Nothing
- * is requeued here: a run whose end we did not see may still go on, and
- * only the rescue may start a job again then (docs/dispatch.md,
- * "Stopping"). */
-static void stop_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct dispatcher *d = arg;
-	struct held *next;
-
-	(void)fd;
-	(void)what;
-	if (!d->at_exec && !d->local_running)
-		return;
-	log_error("stopping: %u jobs still running %d s after the signal (stopTimeoutSec): "
-		  "cancelling them at the execservers and leaving their rows held for the rescue "
-		  "(after staleAfterSec, %d s)",
-		  d->at_exec + d->local_running, d->cfg->stop_timeout_sec, d->cfg->stale_after_sec);
-	exc_client_free(d->client);
-	d->client = NULL;
-	for (struct held *h = d->list; h; h = next) {
-		next = h->next;
-		if (h->lr && h->phase != HELD_LOST) {
-			held_to(h, HELD_LOST); /* its end drops it (run_ended) */
-			local_cancel(h->lr);
-		}
-		if (!h->xj)
-			continue;
-		log_warn("job %lld attempt %d: left held under instance %s for the rescue",
-			 (long long)h->id, h->attempts, d->cfg->instance_id);
-		h->xj = NULL;
-		d->at_exec--;
-		if (!h->started)
-			d->claimed_unstarted--;
-		held_free(d, h);
-	}
-	d->gave_up = 1;
-	maybe_done_stopping(d);
-}
-
-static void signal_cb(evutil_socket_t sig, short what, void *arg)
-{
-	struct dispatcher *d = arg;
-
-	(void)what;
-	if (sig == SIGHUP) {
-		log_reopen();
-		return;
-	}
-	if (stopping(d)) {
-		log_warn("second signal: exiting now; the rows still held are rescued after %d s",
-			 d->cfg->stale_after_sec);
-		event_base_loopbreak(d->base);
-		return;
-	}
-	stop_to(d, STOP_STOPPING);
-	d->give_up_ms = now_ms() + STOP_GIVE_UP_MS;
-	log_info("stopping: giving back claims not started, waiting for %u running jobs (at "
-		 "most %d s)",
-		 d->at_exec - d->claimed_unstarted, d->cfg->stop_timeout_sec);
-	evtimer_del(d->poll_ev);
-	arm(d->stop_ev, d->cfg->stop_timeout_sec * 1000LL);
-	release_waiting(d);
-	maybe_done_stopping(d);
 }
 
 /* ---- setup ---- */

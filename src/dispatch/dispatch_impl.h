@@ -396,17 +396,23 @@ void stop_cb(evutil_socket_t fd, short what, void *arg);
 void signal_cb(evutil_socket_t sig, short what, void *arg);
 void janitor_cb(evutil_socket_t fd, short what, void *arg);
 
-/* dispatcher.c: the runs and the hot path */
-void start_row(struct dispatcher *d, PGresult *res, int row, int col);
+/* outcomes.c: outcomes written, landed, flushed, cut down, given up */
+void outcomes_waiting(struct dispatcher *d, const char *why);
+void outcomes_flowing(struct dispatcher *d);
+int outcome_due(const struct held *h, int64_t now);
+void fin_free_arrays(struct fin *f);
 int fin_build(struct dispatcher *d, struct fin *f, int n);
 void fin_params(const struct dispatcher *d, const struct fin *f, const char **params);
 void fin_abort(struct fin *f, int away);
-void fin_free_arrays(struct fin *f);
-void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged);
 void count_outcome(struct dispatcher *d, const char *state, int uncount);
+void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged);
+int ask_landed(struct dispatcher *d, const struct held *h);
+void flush_outcomes(struct dispatcher *d);
+void flush_cb(evutil_socket_t fd, short what, void *arg);
+
+/* dispatcher.c: the runs and the hot path */
+void start_row(struct dispatcher *d, PGresult *res, int row, int col);
 void write_position(struct dispatcher *d, struct held *h);
-void outcomes_waiting(struct dispatcher *d, const char *why);
-void outcomes_flowing(struct dispatcher *d);
 void limbo_free(struct dispatcher *d, size_t n); /* the n oldest claims in limbo */
 
 /* A sweep of lost claims is wanted: it goes at the next turn with no
@@ -447,16 +453,13 @@ static inline int may_claim_now(const struct dispatcher *d)
 int claim_arrays(PGresult *res, char **ids, char **claims);
 void requeue_params(struct dispatcher *d, const char *ids, const char *claims, char *maxa,
 		    size_t len, const char **params);
-int ask_landed(struct dispatcher *d, const struct held *h);
 void claim_local(struct dispatcher *d);
 void sweep_lost_claims(struct dispatcher *d);
-void flush_outcomes(struct dispatcher *d);
 void on_chores_up(void *arg);
 void on_beat_lane_up(void *arg);
 void beat_cb(evutil_socket_t fd, short what, void *arg);
 void cancel_cb(evutil_socket_t fd, short what, void *arg);
 void start_cb(evutil_socket_t fd, short what, void *arg);
-void flush_cb(evutil_socket_t fd, short what, void *arg);
 
 /* contact.c: the start's first contact */
 void new_token(struct dispatcher *d);

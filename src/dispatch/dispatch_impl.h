@@ -396,6 +396,11 @@ void stop_cb(evutil_socket_t fd, short what, void *arg);
 void signal_cb(evutil_socket_t sig, short what, void *arg);
 void janitor_cb(evutil_socket_t fd, short what, void *arg);
 
+/* watch.c: starts written, the cancel poll, positions */
+void write_position(struct dispatcher *d, struct held *h);
+void start_cb(evutil_socket_t fd, short what, void *arg);
+void cancel_cb(evutil_socket_t fd, short what, void *arg);
+
 /* outcomes.c: outcomes written, landed, flushed, cut down, given up */
 void outcomes_waiting(struct dispatcher *d, const char *why);
 void outcomes_flowing(struct dispatcher *d);
@@ -412,7 +417,6 @@ void flush_cb(evutil_socket_t fd, short what, void *arg);
 
 /* dispatcher.c: the runs and the hot path */
 void start_row(struct dispatcher *d, PGresult *res, int row, int col);
-void write_position(struct dispatcher *d, struct held *h);
 void limbo_free(struct dispatcher *d, size_t n); /* the n oldest claims in limbo */
 
 /* A sweep of lost claims is wanted: it goes at the next turn with no
@@ -458,8 +462,6 @@ void sweep_lost_claims(struct dispatcher *d);
 void on_chores_up(void *arg);
 void on_beat_lane_up(void *arg);
 void beat_cb(evutil_socket_t fd, short what, void *arg);
-void cancel_cb(evutil_socket_t fd, short what, void *arg);
-void start_cb(evutil_socket_t fd, short what, void *arg);
 
 /* contact.c: the start's first contact */
 void new_token(struct dispatcher *d);

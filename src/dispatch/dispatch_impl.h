@@ -396,6 +396,9 @@ void stop_cb(evutil_socket_t fd, short what, void *arg);
 void signal_cb(evutil_socket_t sig, short what, void *arg);
 void janitor_cb(evutil_socket_t fd, short what, void *arg);
 
+/* runs.c: a claimed row's run */
+void start_row(struct dispatcher *d, PGresult *res, int row, int col);
+
 /* watch.c: starts written, the cancel poll, positions */
 void write_position(struct dispatcher *d, struct held *h);
 void start_cb(evutil_socket_t fd, short what, void *arg);
@@ -416,7 +419,6 @@ void flush_outcomes(struct dispatcher *d);
 void flush_cb(evutil_socket_t fd, short what, void *arg);
 
 /* dispatcher.c: the runs and the hot path */
-void start_row(struct dispatcher *d, PGresult *res, int row, int col);
 void limbo_free(struct dispatcher *d, size_t n); /* the n oldest claims in limbo */
 
 /* A sweep of lost claims is wanted: it goes at the next turn with no

@@ -396,6 +396,15 @@ void stop_cb(evutil_socket_t fd, short what, void *arg);
 void signal_cb(evutil_socket_t sig, short what, void *arg);
 void janitor_cb(evutil_socket_t fd, short what, void *arg);
 
+/* hot.c: admission's figures, the turns, limbo, the local claims */
+int admission(struct dispatcher *d, struct admission *a);
+void admission_free(struct admission *a);
+struct turn *idle_turn(struct dispatcher *d);
+void turn_release(struct turn *t);
+void limbo_free(struct dispatcher *d, size_t n); /* the n oldest claims in limbo */
+int send_turn(struct dispatcher *d, struct turn *t, struct admission *a);
+void claim_local(struct dispatcher *d);
+
 /* runs.c: a claimed row's run */
 void start_row(struct dispatcher *d, PGresult *res, int row, int col);
 
@@ -419,7 +428,6 @@ void flush_outcomes(struct dispatcher *d);
 void flush_cb(evutil_socket_t fd, short what, void *arg);
 
 /* dispatcher.c: the runs and the hot path */
-void limbo_free(struct dispatcher *d, size_t n); /* the n oldest claims in limbo */
 
 /* A sweep of lost claims is wanted: it goes at the next turn with no
  * result outstanding (poll_cb), and no claim goes until it has answered. */
@@ -459,7 +467,6 @@ static inline int may_claim_now(const struct dispatcher *d)
 int claim_arrays(PGresult *res, char **ids, char **claims);
 void requeue_params(struct dispatcher *d, const char *ids, const char *claims, char *maxa,
 		    size_t len, const char **params);
-void claim_local(struct dispatcher *d);
 void sweep_lost_claims(struct dispatcher *d);
 void on_chores_up(void *arg);
 void on_beat_lane_up(void *arg);

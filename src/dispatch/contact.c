@@ -4,15 +4,14 @@
  * version, registering our dispatcher row, requeueing the claims of an
  * earlier life of our instance, looked for first and then requeued under
  * exactly the claims found; docs/dispatch.md, "Starting"), then the
- * loop's timers (begin); and the identity of a life: its token, the
- * process's client id at the execservers, and the exit of a process
- * whose instance another live process took over.  Invariants: one contact statement on the wire at
- * a time; nothing is claimed before LIFE_RUNNING, which comes only after
- * the requeue succeeded (a failed statement is sent again after
+ * loop's timers (begin).  Invariants: one contact statement on the wire
+ * at a time; nothing is claimed before LIFE_RUNNING, which comes only
+ * after the requeue succeeded (a failed statement is sent again after
  * heartbeatSec, contact_retry); a database not reachable yet is waited
  * for (the connection's back-off, one log line per failed attempt); a
  * schema we do not know or an instance held by a live dispatcher ends
- * the daemon with status 1.
+ * the daemon with status 1.  Calls liveness.c (the statements' parameters
+ * and answers) and stopping.c (the file map in dispatch_impl.h).
  */
 #include "autoconfig.h"
 
@@ -27,127 +26,6 @@
 #include "dispatch/dispatch_impl.h"
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
-
-/* A new life's token (docs/dispatch.md, "Identity"): our clock now to
- * the millisecond, in UTC, with a random number of microseconds below
- * it, as the text of a timestamptz (microseconds, as PostgreSQL keeps
- * it, so that it compares equal to what the row stores).  Two lives of
- * one instance get the same token only when they register in the same
- * millisecond and draw the same of 1000 numbers. */
-void new_token(struct dispatcher *d)
-{
-	struct timeval tv;
-	struct tm tm;
-	unsigned r = 0;
-	char day[32];
-
-	gettimeofday(&tv, NULL);
-	gmtime_r(&tv.tv_sec, &tm);
-	strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm);
-	if (getentropy(&r, sizeof r) < 0)
-		r = rnd_next(&d->rnd);
-	snprintf(d->token, sizeof d->token, "%.20s.%03d%03u+00", day,
-		 (int)(tv.tv_usec / 1000 % 1000), r % 1000);
-}
-
-/* The client id this process shows the execservers: the instanceId (its
- * first 51 characters) and "@" with 12 random hex digits, drawn once per
- * process.  An execserver gives a client's running jobs to its newest
- * connection (docs/protocol.md section 6): were it the instanceId alone,
- * a process of an earlier life that reconnects after a freeze would take
- * the new life's jobs over, acknowledge their DONEs as unknown and leave
- * their rows running for good.  The lives of one process (registered
- * again after a rescue) share the id: they are one client library, and a
- * life cancels its runs before the next one claims. */
-void make_client_id(struct dispatcher *d)
-{
-	unsigned char r[6];
-	char tag[13];
-
-	if (getentropy(r, sizeof r) < 0)
-		for (size_t i = 0; i < sizeof r; i++)
-			r[i] = (unsigned char)(rnd_next(&d->rnd) >> 16);
-	for (size_t i = 0; i < sizeof r; i++)
-		snprintf(tag + 2 * i, 3, "%02x", r[i]);
-	snprintf(d->client_id, sizeof d->client_id, "%.*s@%s", EXC_CLIENT_ID_MAX - (int)sizeof tag,
-		 d->cfg->instance_id, tag);
-}
-
-/* Another live process registered our instanceId (a new life started
- * while this one was frozen): its execserver connections are closed
- * first (the library cancels what still runs of ours), then the daemon
- * exits with status 1, writing nothing: the rows held under the instance
- * are that life's now (docs/dispatch.md, "Identity"). */
-void taken_over(struct dispatcher *d)
-{
-	log_error("instance %s was taken over by another live dispatcher (a new process with "
-		  "the same instanceId): closing our execserver connections and exiting; the "
-		  "rows we held were requeued by it",
-		  d->cfg->instance_id);
-	exc_client_free(d->client);
-	d->client = NULL;
-	for (struct held *h = d->list; h; h = h->next)
-		h->xj = NULL; /* freed with the client, no callback */
-	d->exit_status = 1;
-	event_base_loopbreak(d->base);
-}
-
-/* The parameters of DQ_REGISTER into params (stale: its buffer). */
-void register_params(struct dispatcher *d, char *stale, size_t len, const char **params)
-{
-	snprintf(stale, len, "%d", d->cfg->stale_after_sec);
-	params[0] = d->cfg->instance_id;
-	params[1] = d->host;
-	params[2] = d->pid;
-	params[3] = stale;
-	params[4] = d->token;
-}
-
-/* DQ_REGISTER's answer (sent at sent_ms): 0 registered, -1 the statement
- * failed, -2 the database away, -3 a live dispatcher holds the instance. */
-int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms)
-{
-	if (!res)
-		return away ? -2 : -1;
-	if (PQntuples(res) != 1)
-		return -3;
-	d->beat_ok_ms = sent_ms;
-	return 0;
-}
-
-/* The text of each statement the dispatcher sends (enum q). */
-static const char *const q_text[Q_COUNT] = {
-	[Q_REGISTER] = DQ_REGISTER,
-	[Q_BEAT] = DQ_BEAT,
-	[Q_RESCUE] = DQ_RESCUE,
-	[Q_FIND_OWN] = DQ_FIND_OWN,
-	[Q_FIND_LOST] = DQ_FIND_LOST,
-	[Q_REQUEUE] = DQ_REQUEUE_CLAIMS,
-	[Q_CLAIM] = DQ_CLAIM,
-	[Q_START] = DQ_START,
-	[Q_FINISH] = DQ_FINISH,
-	[Q_HELD] = DQ_HELD,
-	[Q_LEAVE] = DQ_LEAVE,
-	[Q_JANITOR] = DQ_JANITOR,
-	[Q_POSITION] = DQ_POSITION,
-	[Q_FINISH_CLAIM] = DQ_FINISH_CLAIM,
-	[Q_CLAIM_EXEC] = DQ_CLAIM_EXEC,
-	[Q_LANDED] = DQ_LANDED,
-	[Q_VERSION] = DQ_SCHEMA_VERSION,
-	[Q_SETTLED] = DQ_CLAIMS_SETTLED,
-};
-
-int expand_all(struct dispatcher *d)
-{
-	const char *s = d->cfg->schema;
-
-	int rc = 0;
-
-	for (int q = 0; q < Q_COUNT; q++)
-		if (!(d->sql[q] = dq_expand(q_text[q], s)))
-			rc = -1;
-	return rc;
-}
 
 /* The first contact failed for good: the daemon must not start. */
 static void contact_fatal(struct dispatcher *d)

@@ -463,24 +463,24 @@ static inline int may_claim_now(const struct dispatcher *d)
 	return beat_fresh(d) && d->stage != LIFE_OWNING && !d->sweep_lost && !d->sweep_out;
 }
 
-/* chore_results.c: the chores and their results */
+/* liveness.c: identity, registering, our rows requeued, the beat, the
+ * rescue, the sweep */
+void new_token(struct dispatcher *d);
+void make_client_id(struct dispatcher *d);
+void taken_over(struct dispatcher *d);
+void register_params(struct dispatcher *d, char *stale, size_t len, const char **params);
+int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms);
 int claim_arrays(PGresult *res, char **ids, char **claims);
 void requeue_params(struct dispatcher *d, const char *ids, const char *claims, char *maxa,
 		    size_t len, const char **params);
 void sweep_lost_claims(struct dispatcher *d);
+void beat_cb(evutil_socket_t fd, short what, void *arg);
 void on_chores_up(void *arg);
 void on_beat_lane_up(void *arg);
-void beat_cb(evutil_socket_t fd, short what, void *arg);
 
 /* contact.c: the start's first contact */
-void new_token(struct dispatcher *d);
-void make_client_id(struct dispatcher *d);
-void register_params(struct dispatcher *d, char *stale, size_t len, const char **params);
-int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms);
-int expand_all(struct dispatcher *d);
 void contact_next(struct dispatcher *d);
 void contact_forget(struct dispatcher *d);
 void contact_cb(evutil_socket_t fd, short what, void *arg);
-void taken_over(struct dispatcher *d);
 
 #endif

@@ -37,9 +37,10 @@
  *    is claimed or swept unless registered, with the requeue of the rows
  *    the instance left done (not LIFE_OWNING) and no sweep of lost claims
  *    waiting.
- * This file has the loop, the runs, admission and the hot path; the
- * start's first contact is in contact.c, the statements off the hot path
- * and their results in chore_results.c (shared: dispatch_impl.h).
+ * This file is the top of the files (the map in dispatch_impl.h): the
+ * setup, the turn (poll_cb: the sweep, the local claims, the hot path's
+ * next statement), and the wiring of every timer, signal and connection
+ * callback to the file that handles it; the files below never call up.
  */
 #include "autoconfig.h"
 #include "dispatch/dispatcher.h"
@@ -219,6 +220,42 @@ static void chld_cb(evutil_socket_t sig, short what, void *arg)
 }
 
 /* ---- setup ---- */
+
+/* The text of each statement the dispatcher sends (enum q). */
+static const char *const q_text[Q_COUNT] = {
+	[Q_REGISTER] = DQ_REGISTER,
+	[Q_BEAT] = DQ_BEAT,
+	[Q_RESCUE] = DQ_RESCUE,
+	[Q_FIND_OWN] = DQ_FIND_OWN,
+	[Q_FIND_LOST] = DQ_FIND_LOST,
+	[Q_REQUEUE] = DQ_REQUEUE_CLAIMS,
+	[Q_CLAIM] = DQ_CLAIM,
+	[Q_START] = DQ_START,
+	[Q_FINISH] = DQ_FINISH,
+	[Q_HELD] = DQ_HELD,
+	[Q_LEAVE] = DQ_LEAVE,
+	[Q_JANITOR] = DQ_JANITOR,
+	[Q_POSITION] = DQ_POSITION,
+	[Q_FINISH_CLAIM] = DQ_FINISH_CLAIM,
+	[Q_CLAIM_EXEC] = DQ_CLAIM_EXEC,
+	[Q_LANDED] = DQ_LANDED,
+	[Q_VERSION] = DQ_SCHEMA_VERSION,
+	[Q_SETTLED] = DQ_CLAIMS_SETTLED,
+};
+
+/* d->sql: each statement in the configured schema.  -1 when memory is
+ * short. */
+static int expand_all(struct dispatcher *d)
+{
+	const char *s = d->cfg->schema;
+
+	int rc = 0;
+
+	for (int q = 0; q < Q_COUNT; q++)
+		if (!(d->sql[q] = dq_expand(q_text[q], s)))
+			rc = -1;
+	return rc;
+}
 
 static void client_log(void *arg, enum exc_log_level level, const char *line)
 {

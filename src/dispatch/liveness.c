@@ -1,27 +1,123 @@
 /*
- * chore_results.c - the dispatcher's chores (chores.h) and the handlers of
- * their results: the heartbeat and registering again (on the beat's lane,
- * statements of the dispatcher table alone), the requeue of what our
- * instance held when registered again, the rescue after each
- * written beat (on a lane of its own: it may wait for a lock on job), the
- * start of runs, the cancel poll, the local services' claims, the sweep of
- * lost claims, the landed check, outcomes written apart (a refused batch,
- * the stop) and how a refused outcome is cut down, the janitor, and the
- * leave at a clean stop.  Invariants: at most one chore of each kind is
- * queued or on the wire (the *_out flags of struct dispatcher); a handler
- * never writes a held row except under its claim, and a result that is
- * not ours drops the run (drop_claim), never the rescuer's outcome.
+ * liveness.c - that this dispatcher is alive and known to be: a life's
+ * identity (its token, the process's client id at the execservers, the
+ * exit of a life another process took over); registering our
+ * dispatcher row, finding the rows our instance holds and requeueing
+ * them under exactly the claims found (DQ_REGISTER, DQ_FIND_OWN,
+ * DQ_REQUEUE_CLAIMS: used at the start by contact.c and after a rescue
+ * here); the heartbeat and registering again on the beat's lane
+ * (statements of the dispatcher table alone); the rescue after each
+ * written beat, on a lane of its own (it may wait for a lock on job);
+ * and the sweep of claims lost with their connection (the probe while
+ * claims are in limbo, the look, the requeue).  Invariants: at most one
+ * chore of each kind is queued or on the wire (beat_out, own_out,
+ * sweep_out, rescue_out); nothing is claimed in LIFE_OWNING or while a
+ * sweep waits (may_claim_now); a requeue names the claims its look
+ * found, never a claim made after it.  Calls hot.c (limbo_free) and
+ * held.c (the file map in dispatch_impl.h).
  */
 #include "autoconfig.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "dispatch/dispatch_impl.h"
-#include "dispatch/migrate.h"
-#include "dispatch/queries.h"
+
+/* ---- a life's identity ---- */
+
+/* A new life's token (docs/dispatch.md, "Identity"): our clock now to
+ * the millisecond, in UTC, with a random number of microseconds below
+ * it, as the text of a timestamptz (microseconds, as PostgreSQL keeps
+ * it, so that it compares equal to what the row stores).  Two lives of
+ * one instance get the same token only when they register in the same
+ * millisecond and draw the same of 1000 numbers. */
+void new_token(struct dispatcher *d)
+{
+	struct timeval tv;
+	struct tm tm;
+	unsigned r = 0;
+	char day[32];
+
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm);
+	if (getentropy(&r, sizeof r) < 0)
+		r = rnd_next(&d->rnd);
+	snprintf(d->token, sizeof d->token, "%.20s.%03d%03u+00", day,
+		 (int)(tv.tv_usec / 1000 % 1000), r % 1000);
+}
+
+/* The client id this process shows the execservers: the instanceId (its
+ * first 51 characters) and "@" with 12 random hex digits, drawn once per
+ * process.  An execserver gives a client's running jobs to its newest
+ * connection (docs/protocol.md section 6): were it the instanceId alone,
+ * a process of an earlier life that reconnects after a freeze would take
+ * the new life's jobs over, acknowledge their DONEs as unknown and leave
+ * their rows running for good.  The lives of one process (registered
+ * again after a rescue) share the id: they are one client library, and a
+ * life cancels its runs before the next one claims. */
+void make_client_id(struct dispatcher *d)
+{
+	unsigned char r[6];
+	char tag[13];
+
+	if (getentropy(r, sizeof r) < 0)
+		for (size_t i = 0; i < sizeof r; i++)
+			r[i] = (unsigned char)(rnd_next(&d->rnd) >> 16);
+	for (size_t i = 0; i < sizeof r; i++)
+		snprintf(tag + 2 * i, 3, "%02x", r[i]);
+	snprintf(d->client_id, sizeof d->client_id, "%.*s@%s", EXC_CLIENT_ID_MAX - (int)sizeof tag,
+		 d->cfg->instance_id, tag);
+}
+
+/* Another live process registered our instanceId (a new life started
+ * while this one was frozen): its execserver connections are closed
+ * first (the library cancels what still runs of ours), then the daemon
+ * exits with status 1, writing nothing: the rows held under the instance
+ * are that life's now (docs/dispatch.md, "Identity"). */
+void taken_over(struct dispatcher *d)
+{
+	log_error("instance %s was taken over by another live dispatcher (a new process with "
+		  "the same instanceId): closing our execserver connections and exiting; the "
+		  "rows we held were requeued by it",
+		  d->cfg->instance_id);
+	exc_client_free(d->client);
+	d->client = NULL;
+	for (struct held *h = d->list; h; h = h->next)
+		h->xj = NULL; /* freed with the client, no callback */
+	d->exit_status = 1;
+	event_base_loopbreak(d->base);
+}
+
+/* The parameters of DQ_REGISTER into params (stale: its buffer). */
+void register_params(struct dispatcher *d, char *stale, size_t len, const char **params)
+{
+	snprintf(stale, len, "%d", d->cfg->stale_after_sec);
+	params[0] = d->cfg->instance_id;
+	params[1] = d->host;
+	params[2] = d->pid;
+	params[3] = stale;
+	params[4] = d->token;
+}
+
+/* DQ_REGISTER's answer (sent at sent_ms): 0 registered, -1 the statement
+ * failed, -2 the database away, -3 a live dispatcher holds the instance. */
+int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms)
+{
+	if (!res)
+		return away ? -2 : -1;
+	if (PQntuples(res) != 1)
+		return -3;
+	d->beat_ok_ms = sent_ms;
+	return 0;
+}
+
+/* ---- registering, finding our rows, requeueing them ---- */
 
 /* The (id, claims) pairs a DQ_FIND_OWN or DQ_FIND_LOST answered as the
  * arrays of DQ_REQUEUE_CLAIMS (malloc'd).  0, or -1 when out of memory. */
@@ -83,6 +179,8 @@ static int requeue_found(struct dispatcher *d, PGresult *res, const void *note, 
 	free(claims);
 	return rc;
 }
+
+/* ---- the sweep of claims lost with their connection ---- */
 
 /* The note of DQ_CLAIMS_SETTLED: the life, the claims in limbo then. */
 struct probe_note {
@@ -223,6 +321,10 @@ void sweep_lost_claims(struct dispatcher *d)
 		d->sweep_out = 1;
 }
 
+/* ---- the heartbeat, the rescue, registering again ---- */
+
+/* The rescue's answer: what it requeued, failed and put off, counted and
+ * said. */
 static void rescue_done(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
@@ -272,6 +374,8 @@ static void send_rescue(struct dispatcher *d)
 		d->rescue_out = 1;
 }
 
+/* The heartbeat's answer: written (the rescue follows), or our row is
+ * gone (a rescue removed it): every run dropped, registering again. */
 static void beat_done(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;

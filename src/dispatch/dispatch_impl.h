@@ -5,22 +5,36 @@
  * statements (struct turn, struct fin).  The invariants are dispatcher.c's
  * (its opening comment).
  *
- *   dispatcher.c    the loop and its setup, the runs, admission's figures,
- *                   the hot path (turns: finishes and claims), the stop
- *   chore_results.c the chores and their answers: heartbeat, registering
- *                   again, rescue, starts, cancel poll, local claims, the
- *                   sweep, the landed check, outcomes written apart, janitor,
- *                   leave
- *   contact.c       the first contact; a life's identity (token, client id)
- *   phases.c        the state machines: held rows, the life, the stop (pure)
- *   admission.c     the claim share's arithmetic (pure)
- *   chores.c        a lane: the queue of chores on one connection
- *   db.c            one database connection: back-off, send, deadline
- *   queries.c       the statements' text in the configured schema
- *   listen.c, local_run.c, metrics.c, migrate.c, dispatch_config.c: see
- *                   their headers
- * dispatcher.c, chore_results.c and contact.c still call each other
- * (docs/dispatch.md, "Where in the code"); the others call nothing above.
+ * The files of the loop, top to bottom: each calls only the files below
+ * it (tests/dispatch_calls.sh checks it; a lower file that must tell an
+ * upper one something sets a flag or an event the upper one acts on):
+ *   dispatcher.c  the setup, the turn (poll_cb), the wiring of every timer,
+ *                 signal and connection callback
+ *   contact.c     the start's first contact: schema version, register,
+ *                 our earlier life's rows found and requeued, begin
+ *   liveness.c    a life's identity; register, find-own and requeue
+ *                 (parameters and answers, used at the start and after a
+ *                 rescue); the heartbeat, registering again, the rescue;
+ *                 the sweep of lost claims
+ *   hot.c         admission's figures, the turns (finish and claim on the
+ *                 hot connections) and their results, limbo, local claims
+ *   runs.c        a claimed row's run: submitted or spawned, its end, the
+ *                 outcome from its receipt, its POSITIONs
+ *   watch.c       start writes, the cancel poll, positions written
+ *   outcomes.c    the finish statement's arrays and result, the landed
+ *                 check, the flush, the cut-down, the give-up
+ *   stopping.c    the signals, the stop and its bound, the leave; the
+ *                 janitor
+ *   held.c        the held rows' list: due, freed, found, runs stopped
+ *
+ * Below all of them, calling none of them: phases.c (the state machines:
+ * held rows, the life, the stop, the lanes; pure), admission.c (the claim
+ * share's arithmetic, pure), chores.c (a lane: the queue of chores on one
+ * connection), db.c (one database connection: back-off, send, deadline),
+ * queries.c (the statements' text in the configured schema); listen.c,
+ * local_run.c, metrics.c, migrate.c, dispatch_config.c: see their headers.
+ * The small helpers and the state moves (life_to, held_to...) are inline
+ * below; the prototypes are grouped by file, top to bottom.
  *
  * Words used throughout:
  *   held      a row this dispatcher holds under its claim (struct held)

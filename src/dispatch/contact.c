@@ -61,7 +61,7 @@ void contact_forget(struct dispatcher *d)
 
 static void contact_step(struct dispatcher *d, PGresult *res, int away);
 
-static void contact_done(void *arg, PGresult *res, int away)
+static void on_contact_result(void *arg, PGresult *res, int away)
 {
 	contact_step(arg, res, away);
 	PQclear(res);
@@ -197,7 +197,7 @@ void contact_next(struct dispatcher *d)
 		register_params(d, stale, sizeof stale, params);
 	else if (d->stage == LIFE_REQUEUEING)
 		requeue_params(d, d->contact_ids, d->contact_claims, maxa, sizeof maxa, params);
-	db_send(&d->db, sql, n, params, contact_done, d);
+	db_send(&d->db, sql, n, params, on_contact_result, d);
 }
 
 /* Every CONTACT_CHECK_MS until the first contact is made: a new attempt

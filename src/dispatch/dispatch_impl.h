@@ -147,7 +147,7 @@ struct fin {
 /* One statement of the hot path on one of the hot connections (db_send):
  * its outcomes, and the claims it may make.  What it may claim is
  * reserved against admission from its send until its result is handled
- * (turn_done), so that the rows at the execservers plus the claims on the
+ * (on_turn_result), so that the rows at the execservers plus the claims on the
  * wire never exceed the claim share (docs/dispatch.md, "The event loop"). */
 struct turn {
 	struct dispatcher *d;
@@ -187,11 +187,11 @@ enum q {
 	Q_COUNT
 };
 
-/* The reservation of a claim lost with its connection (turn_done): its
+/* The reservation of a claim lost with its connection (on_turn_result): its
  * backend may still commit it, so its places stay counted by admission
  * (held_of) until a probe of our dispatcher row finds no statement of ours
  * holding it (the backend committed or ended: limbo_probed) and the sweep
- * after the probe has requeued what such a claim left (swept). */
+ * after the probe has requeued what such a claim left (on_sweep_result). */
 struct limbo {
 	unsigned total; /* all it may have claimed */
 	int other;      /* it may have claimed a row of the "other" class */

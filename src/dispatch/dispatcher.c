@@ -84,7 +84,7 @@ static int64_t no_exec_say_ms(const struct dispatcher *d)
 /* A turn of the hot path: at pollMs, at an outcome, at a notification,
  * when the database is back.  It goes on a hot connection with nothing on
  * the wire; while both have a turn on the wire it only notes that it was
- * called (turn_done then runs it again). */
+ * called (on_turn_result then runs it again). */
 static void poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatcher *d = arg;

@@ -6,7 +6,7 @@
  * allows), their results, the claims lost with their connection kept in
  * limbo; and the local services' claims, a chore each.  Invariants: a
  * turn's claims are reserved from its send until its result is handled
- * (turn_done), and a claim lost with its connection stays reserved in
+ * (on_turn_result), and a claim lost with its connection stays reserved in
  * limbo until the sweep frees it (liveness.c); a claim sent in an earlier
  * life is not run.  Calls runs.c, outcomes.c, stopping.c and held.c (the
  * file map in dispatch_impl.h).
@@ -238,7 +238,7 @@ void limbo_free(struct dispatcher *d, size_t n)
 	d->nlimbo -= n;
 }
 
-static void turn_done(void *arg, PGresult *res, int away);
+static void on_turn_result(void *arg, PGresult *res, int away);
 
 /* Sends the hot path's next statement on t, if there is one
  * (docs/dispatch.md, "The event loop"): the outcomes due, with the claim
@@ -246,7 +246,7 @@ static void turn_done(void *arg, PGresult *res, int away);
  * of the "other" class, which is claimed by a later turn; or, with no
  * outcome due, the claim within a alone (DQ_CLAIM_EXEC).  a is NULL when
  * nothing may be claimed; a claim takes a's arrays as t's reservation.
- * 1 when sent (turn_done follows), 0 when there was nothing to send or
+ * 1 when sent (on_turn_result follows), 0 when there was nothing to send or
  * the database is away. */
 int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 {
@@ -262,7 +262,7 @@ int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 		params[9] = claims ? a->limits : NULL;
 		params[10] = d->token;
 		rc = db_send(t->db, claims ? d->sql[Q_FINISH_CLAIM] : d->sql[Q_FINISH],
-			     claims ? 11 : 8, params, turn_done, t);
+			     claims ? 11 : 8, params, on_turn_result, t);
 		fin_free_arrays(&t->fin);
 	} else if (claims) {
 		params[0] = d->cfg->instance_id;
@@ -272,7 +272,7 @@ int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 		params[4] = d->local_names;
 		params[5] = d->token;
 		other = strcmp(a->other, "0") != 0;
-		rc = db_send(t->db, d->sql[Q_CLAIM_EXEC], 6, params, turn_done, t);
+		rc = db_send(t->db, d->sql[Q_CLAIM_EXEC], 6, params, on_turn_result, t);
 		if (rc == 0 && other)
 			d->other_due_ms = now_ms() + d->cfg->poll_ms;
 	} else {
@@ -301,7 +301,7 @@ int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 }
 
 /* The result of send_turn's statement on t, from the loop. */
-static void turn_done(void *arg, PGresult *res, int away)
+static void on_turn_result(void *arg, PGresult *res, int away)
 {
 	struct turn *t = arg;
 	struct dispatcher *d = t->d;
@@ -386,7 +386,7 @@ static void turn_done(void *arg, PGresult *res, int away)
 					: jittered(d, d->cfg->poll_ms));
 }
 
-static void local_claimed(void *arg, PGresult *res, int away, const void *note);
+static void on_local_claim_result(void *arg, PGresult *res, int away, const void *note);
 
 /* What a local claim asked for, and in which registration. */
 struct local_note {
@@ -406,8 +406,8 @@ static void claim_local_rows(struct dispatcher *d, unsigned n, int minprio)
 
 	snprintf(limit, sizeof limit, "%u", n);
 	snprintf(prio, sizeof prio, "%d", minprio);
-	if (chores_add(d->chores, d->sql[Q_CLAIM], 6, params, &note, sizeof note, local_claimed,
-		       d) == 0) {
+	if (chores_add(d->chores, d->sql[Q_CLAIM], 6, params, &note, sizeof note,
+		       on_local_claim_result, d) == 0) {
 		d->local_out = 1;
 		d->st.claims++;
 	}
@@ -415,7 +415,7 @@ static void claim_local_rows(struct dispatcher *d, unsigned n, int minprio)
 
 /* Local services: localSlots in all, a quarter of them only for priority
  * >= 2 (so that interactive work always finds a local slot): the rows of
- * any priority up to the rest first, then (local_claimed) those of
+ * any priority up to the rest first, then (on_local_claim_result) those of
  * priority >= 2 up to all of them.  One local claim at a time. */
 void claim_local(struct dispatcher *d)
 {
@@ -431,7 +431,7 @@ void claim_local(struct dispatcher *d)
 
 /* The answer of a local claim: its rows run, and (the first claim of
  * any priority answered) the claim for priority >= 2 follows. */
-static void local_claimed(void *arg, PGresult *res, int away, const void *note)
+static void on_local_claim_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 	const struct local_note *n = note;

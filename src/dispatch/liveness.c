@@ -190,7 +190,7 @@ struct probe_note {
 
 /* The sweep's end: the answer of its requeue, or of its look when that
  * found nothing or failed. */
-static void swept(void *arg, PGresult *res, int away, const void *note)
+static void on_sweep_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 
@@ -219,8 +219,8 @@ static void swept(void *arg, PGresult *res, int away, const void *note)
 /* The sweep's look answered: what it found is requeued (the sweep stays
  * out, so no claim goes, until that answers too), under this life only:
  * a life lost meanwhile has its rows requeued by the rescue or by the
- * requeue of the next registration (owned). */
-static void lost_found(void *arg, PGresult *res, int away, const void *note)
+ * requeue of the next registration (on_requeue_own_result). */
+static void on_find_lost_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 	int rc;
@@ -229,9 +229,9 @@ static void lost_found(void *arg, PGresult *res, int away, const void *note)
 		d->sweep_out = 0;
 		return;
 	}
-	rc = res ? requeue_found(d, res, note, sizeof d->life, swept) : 0;
+	rc = res ? requeue_found(d, res, note, sizeof d->life, on_sweep_result) : 0;
 	if (rc == 0)
-		swept(arg, res, away, note);
+		on_sweep_result(arg, res, away, note);
 	else if (rc < 0)
 		d->sweep_out = 0; /* tried again at the next turn (sweep_lost) */
 }
@@ -244,8 +244,8 @@ static void lost_found(void *arg, PGresult *res, int away, const void *note)
  * result the lost connection took (the commit went through, the answer
  * did not).  Nobody else would ever free them while this dispatcher's
  * heartbeat lives: looked for (DQ_FIND_LOST) and requeued under exactly
- * those claims (DQ_REQUEUE_CLAIMS, lost_found) like a rescue; chores, and
- * no claim is sent until the last answer (swept). */
+ * those claims (DQ_REQUEUE_CLAIMS, on_find_lost_result) like a rescue; chores, and
+ * no claim is sent until the last answer (on_sweep_result). */
 static void find_lost_claims(struct dispatcher *d)
 {
 	size_t n = 0;
@@ -270,7 +270,7 @@ static void find_lost_claims(struct dispatcher *d)
 	db_int_array(claims, c, (int)n);
 	const char *params[4] = { d->cfg->instance_id, ids, claims, d->token };
 	if (chores_add(d->chores, d->sql[Q_FIND_LOST], 4, params, &d->life, sizeof d->life,
-		       lost_found, d) == 0)
+		       on_find_lost_result, d) == 0)
 		d->sweep_out = 1;
 	free(ids);
 	free(claims);
@@ -282,7 +282,7 @@ static void find_lost_claims(struct dispatcher *d)
  * looks; the claims in limbo when it was sent are freed by the sweep's
  * answer if no statement held our row (limbo_probed), else they are
  * probed again at the next heartbeat (beat_cb). */
-static void on_settled_answer(void *arg, PGresult *res, int away, const void *note)
+static void on_settled_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 	const struct probe_note *n = note;
@@ -316,7 +316,7 @@ void sweep_lost_claims(struct dispatcher *d)
 		find_lost_claims(d);
 		return;
 	}
-	if (chores_add(d->chores, d->sql[Q_SETTLED], 2, params, &n, sizeof n, on_settled_answer,
+	if (chores_add(d->chores, d->sql[Q_SETTLED], 2, params, &n, sizeof n, on_settled_result,
 		       d) == 0)
 		d->sweep_out = 1;
 }
@@ -325,7 +325,7 @@ void sweep_lost_claims(struct dispatcher *d)
 
 /* The rescue's answer: what it requeued, failed and put off, counted and
  * said. */
-static void rescue_done(void *arg, PGresult *res, int away, const void *note)
+static void on_rescue_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 	long long requeued, failed, put_off;
@@ -370,13 +370,14 @@ static void send_rescue(struct dispatcher *d)
 		return;
 	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
 	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
-	if (chores_add(d->rescue_lane, d->sql[Q_RESCUE], 3, params, NULL, 0, rescue_done, d) == 0)
+	if (chores_add(d->rescue_lane, d->sql[Q_RESCUE], 3, params, NULL, 0, on_rescue_result, d) ==
+	    0)
 		d->rescue_out = 1;
 }
 
 /* The heartbeat's answer: written (the rescue follows), or our row is
  * gone (a rescue removed it): every run dropped, registering again. */
-static void beat_done(void *arg, PGresult *res, int away, const void *note)
+static void on_beat_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 
@@ -435,14 +436,14 @@ static void send_beat(struct dispatcher *d)
 				  claiming_nothing(d, why, sizeof why) };
 	int64_t sent = now_ms();
 
-	if (chores_add(d->beat_lane, d->sql[Q_BEAT], 3, params, &sent, sizeof sent, beat_done, d) ==
-	    0)
+	if (chores_add(d->beat_lane, d->sql[Q_BEAT], 3, params, &sent, sizeof sent, on_beat_result,
+		       d) == 0)
 		d->beat_out = 1;
 }
 
 /* The requeue of the rows of our earlier registration: its answer, or
  * its look's when that found nothing or failed. */
-static void owned(void *arg, PGresult *res, int away, const void *note)
+static void on_requeue_own_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 
@@ -466,15 +467,15 @@ static void owned(void *arg, PGresult *res, int away, const void *note)
 
 /* The look of send_own answered: what it found is requeued (LIFE_OWNING and
  * own_out stay until that answers too). */
-static void own_found(void *arg, PGresult *res, int away, const void *note)
+static void on_find_own_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 	int rc = res && *(const unsigned *)note == d->life
-			 ? requeue_found(d, res, note, sizeof d->life, owned)
+			 ? requeue_found(d, res, note, sizeof d->life, on_requeue_own_result)
 			 : 0;
 
 	if (rc == 0)
-		owned(arg, res, away, note);
+		on_requeue_own_result(arg, res, away, note);
 	else if (rc < 0)
 		d->own_out = 0; /* again at the next heartbeat (beat_cb) */
 }
@@ -492,11 +493,11 @@ static void send_own(struct dispatcher *d)
 	const char *params[2] = { d->cfg->instance_id, d->token };
 
 	if (chores_add(d->chores, d->sql[Q_FIND_OWN], 2, params, &d->life, sizeof d->life,
-		       own_found, d) == 0)
+		       on_find_own_result, d) == 0)
 		d->own_out = 1;
 }
 
-static void reregistered(void *arg, PGresult *res, int away, const void *note)
+static void on_reregister_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 	int rc = took_register(d, res, away, *(const int64_t *)note);
@@ -580,7 +581,7 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	register_params(d, stale, sizeof stale, params);
 	if (chores_add(d->beat_lane, d->sql[Q_REGISTER], 5, params, &sent, sizeof sent,
-		       reregistered, d) == 0)
+		       on_reregister_result, d) == 0)
 		d->beat_out = 1;
 }
 
@@ -610,4 +611,3 @@ void on_beat_lane_up(void *arg)
 	if (!first_contact(d) && !beat_fresh(d) && !d->beat_out)
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 }
-

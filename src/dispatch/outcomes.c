@@ -161,7 +161,8 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 		if (ours) {
 			count_outcome(d, h->state, h->uncount);
 		} else if (h->unsure && ask_landed(d, h) == 0) {
-			held_to(h, HELD_ASKING); /* kept until the answer comes (landed_cb) */
+			held_to(h,
+				HELD_ASKING); /* kept until the answer comes (on_landed_result) */
 			continue;
 		} else {
 			d->st.dropped++;
@@ -177,7 +178,6 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 	f->k = 0;
 }
 
-
 /* What ask_landed asked about (state: one of set_outcome's literals). */
 struct landed_note {
 	int64_t id;
@@ -189,7 +189,7 @@ struct landed_note {
  * comes; no answer (the database away, the statement failed) is not "not
  * landed": the outcome is due again, written again at the next turn, and
  * asked about again. */
-static void landed_cb(void *arg, PGresult *res, int away, const void *note)
+static void on_landed_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 	const struct landed_note *n = note;
@@ -229,7 +229,7 @@ static void landed_cb(void *arg, PGresult *res, int away, const void *note)
 /* h's outcome was found not ours when written again after a statement
  * writing it lost its reply: a chore asks whether that statement's write
  * landed (the row carries h's outcome under h's claim), so that it counts
- * as written, not dropped (landed_cb).  0 when asked. */
+ * as written, not dropped (on_landed_result).  0 when asked. */
 int ask_landed(struct dispatcher *d, const struct held *h)
 {
 	char id[24], claim[16];
@@ -238,7 +238,8 @@ int ask_landed(struct dispatcher *d, const struct held *h)
 
 	snprintf(id, sizeof id, "%lld", (long long)h->id);
 	snprintf(claim, sizeof claim, "%d", h->claim);
-	return chores_add(d->chores, d->sql[Q_LANDED], 6, params, &n, sizeof n, landed_cb, d);
+	return chores_add(d->chores, d->sql[Q_LANDED], 6, params, &n, sizeof n, on_landed_result,
+			  d);
 }
 
 /* Replaces the bytes of s outside printable ASCII by '?'; 1 if any was. */
@@ -337,7 +338,7 @@ static void cut_outcome(struct dispatcher *d, struct held *h)
 	}
 }
 
-static void flushed(void *arg, PGresult *res, int away, const void *note);
+static void on_flush_result(void *arg, PGresult *res, int away, const void *note);
 
 /* Stopping: the outcomes that could not be written because the database
  * is away or does not answer in time, STOP_GIVE_UP_MS after the signal
@@ -375,7 +376,8 @@ void flush_outcomes(struct dispatcher *d)
 		give_up_unwritten(d);
 	if (fin_build(d, f, d->flush_per) > 0) {
 		fin_params(d, f, params);
-		if (chores_add(d->chores, d->sql[Q_FINISH], 8, params, NULL, 0, flushed, d) == 0)
+		if (chores_add(d->chores, d->sql[Q_FINISH], 8, params, NULL, 0, on_flush_result,
+			       d) == 0)
 			d->flush_out = 1;
 		fin_free_arrays(f);
 		if (d->flush_out)
@@ -394,7 +396,7 @@ void flush_outcomes(struct dispatcher *d)
 	maybe_done_stopping(d);
 }
 
-static void flushed(void *arg, PGresult *res, int away, const void *note)
+static void on_flush_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 	struct fin *f = &d->flush_fin;

@@ -60,9 +60,9 @@ enum held_phase {
 	X(HELD_CARRIED, HELD_GONE)      /* fin_apply: the same for a claiming statement */         \
 	X(HELD_WRITING, HELD_ASKING)    /* fin_apply: not ours, but an earlier reply was lost */   \
 	X(HELD_CARRIED, HELD_ASKING)    /* fin_apply: the same for a claiming statement */         \
-	X(HELD_ASKING, HELD_DUE)        /* landed_cb: no answer: written again, asked again */     \
-	X(HELD_ASKING, HELD_GONE)       /* landed_cb: landed (counted) or not ours (dropped) */    \
-	X(HELD_DUE, HELD_GONE)          /* give_up: stopping, not written in time */
+	X(HELD_ASKING, HELD_DUE)  /* on_landed_result: no answer: written again, asked again */    \
+	X(HELD_ASKING, HELD_GONE) /* on_landed_result: landed (counted) or not ours (dropped) */   \
+	X(HELD_DUE, HELD_GONE)    /* give_up: stopping, not written in time */
 
 /* The dispatcher's life: the first contact (the schema's version, our
  * dispatcher row, the requeue of the rows an earlier run of the instance
@@ -83,18 +83,18 @@ enum life_stage {
 };
 
 /* The legal transitions of the dispatcher's life, X(from, to). */
-#define LIFE_TABLE(X)                                                                             \
-	X(LIFE_CHECKING, LIFE_REGISTERING)    /* contact_step: the schema's version fits */       \
-	X(LIFE_REGISTERING, LIFE_FINDING_OWN) /* contact_step: our row written */                 \
-	X(LIFE_FINDING_OWN, LIFE_REQUEUEING)  /* contact_step: rows of an earlier run found */    \
-	X(LIFE_FINDING_OWN, LIFE_FINDING_OWN) /* contact_retry: the look failed: again later */   \
-	X(LIFE_REQUEUEING, LIFE_FINDING_OWN)  /* contact_retry: the requeue failed: look again */ \
-	X(LIFE_FINDING_OWN, LIFE_RUNNING)     /* begin: nothing to requeue */                     \
-	X(LIFE_REQUEUEING, LIFE_RUNNING)      /* begin: requeued */                               \
-	X(LIFE_RUNNING, LIFE_RESCUED)         /* beat_done: a rescue removed our row */           \
-	X(LIFE_OWNING, LIFE_RESCUED)          /* beat_done: the same, its requeue not done */     \
-	X(LIFE_RESCUED, LIFE_OWNING)          /* reregistered: our row of a new life */           \
-	X(LIFE_OWNING, LIFE_RUNNING)          /* owned: what the instance left requeued */
+#define LIFE_TABLE(X)                                                                              \
+	X(LIFE_CHECKING, LIFE_REGISTERING)    /* contact_step: the schema's version fits */        \
+	X(LIFE_REGISTERING, LIFE_FINDING_OWN) /* contact_step: our row written */                  \
+	X(LIFE_FINDING_OWN, LIFE_REQUEUEING)  /* contact_step: rows of an earlier run found */     \
+	X(LIFE_FINDING_OWN, LIFE_FINDING_OWN) /* contact_retry: the look failed: again later */    \
+	X(LIFE_REQUEUEING, LIFE_FINDING_OWN)  /* contact_retry: the requeue failed: look again */  \
+	X(LIFE_FINDING_OWN, LIFE_RUNNING)     /* begin: nothing to requeue */                      \
+	X(LIFE_REQUEUEING, LIFE_RUNNING)      /* begin: requeued */                                \
+	X(LIFE_RUNNING, LIFE_RESCUED)         /* on_beat_result: a rescue removed our row */       \
+	X(LIFE_OWNING, LIFE_RESCUED)          /* on_beat_result: the same, its requeue not done */ \
+	X(LIFE_RESCUED, LIFE_OWNING)          /* on_reregister_result: our row of a new life */    \
+	X(LIFE_OWNING, LIFE_RUNNING) /* on_requeue_own_result: what the instance left requeued */
 
 /* The dispatcher's stop: a signal begins it (signal_cb; a second one ends
  * the loop at once), and once nothing is held, on the wire or waiting, our

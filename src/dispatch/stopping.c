@@ -95,7 +95,7 @@ void signal_cb(evutil_socket_t sig, short what, void *arg)
 	maybe_done_stopping(d);
 }
 
-static void janitor_done(void *arg, PGresult *res, int away, const void *note)
+static void on_janitor_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 
@@ -124,11 +124,11 @@ void janitor_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	snprintf(days, sizeof days, "%d", d->cfg->retain_done_days);
-	if (chores_add(d->chores, d->sql[Q_JANITOR], 1, params, NULL, 0, janitor_done, d) < 0)
+	if (chores_add(d->chores, d->sql[Q_JANITOR], 1, params, NULL, 0, on_janitor_result, d) < 0)
 		arm(d->janitor_ev, JANITOR_AGAIN_MS);
 }
 
-static void left(void *arg, PGresult *res, int away, const void *note)
+static void on_leave_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 
@@ -141,9 +141,9 @@ static void left(void *arg, PGresult *res, int away, const void *note)
 	event_base_loopbreak(d->base);
 }
 
-static void left_hot(void *arg, PGresult *res, int away)
+static void on_leave_hot_result(void *arg, PGresult *res, int away)
 {
-	left(arg, res, away, NULL);
+	on_leave_result(arg, res, away, NULL);
 	PQclear(res);
 }
 
@@ -163,9 +163,9 @@ static int send_leave(struct dispatcher *d)
 	if (!db_up(chores_db(d->beat_lane)))
 		for (int t = 0; t < HOT_CONNS; t++)
 			if (db_up(d->turns[t].db) && !db_busy(d->turns[t].db))
-				return db_send(d->turns[t].db, d->sql[Q_LEAVE], 3, params, left_hot,
-					       d);
-	return chores_add(d->beat_lane, d->sql[Q_LEAVE], 3, params, NULL, 0, left, d);
+				return db_send(d->turns[t].db, d->sql[Q_LEAVE], 3, params,
+					       on_leave_hot_result, d);
+	return chores_add(d->beat_lane, d->sql[Q_LEAVE], 3, params, NULL, 0, on_leave_result, d);
 }
 
 /* Stopping and nothing held, on the wire or waiting to be claimed: our

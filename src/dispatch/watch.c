@@ -79,7 +79,7 @@ fail:
 	return NULL;
 }
 
-static void started(void *arg, PGresult *res, int away, const void *note)
+static void on_start_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 	const struct asked *a = note;
@@ -143,13 +143,13 @@ void start_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!d->start_out && ask_chore(d, 1, d->sql[Q_START], 3, started))
+	if (!d->start_out && ask_chore(d, 1, d->sql[Q_START], 3, on_start_result))
 		d->start_out = 1;
 	else if (d->claimed_unstarted)
 		arm(d->start_ev, START_CHECK_MS);
 }
 
-static void polled(void *arg, PGresult *res, int away, const void *note)
+static void on_cancel_poll_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 	const struct asked *a = note;
@@ -192,7 +192,7 @@ struct position_note {
 	unsigned gen; /* h->position_gen when sent */
 };
 
-static void position_written(void *arg, PGresult *res, int away, const void *note)
+static void on_position_write_result(void *arg, PGresult *res, int away, const void *note)
 {
 	struct dispatcher *d = arg;
 	const struct position_note *n = note;
@@ -228,8 +228,8 @@ void write_position(struct dispatcher *d, struct held *h)
 		return;
 	snprintf(id, sizeof id, "%lld", (long long)h->id);
 	snprintf(claim, sizeof claim, "%d", h->claim);
-	if (chores_add(d->chores, d->sql[Q_POSITION], 4, params, &n, sizeof n, position_written,
-		       d) == 0)
+	if (chores_add(d->chores, d->sql[Q_POSITION], 4, params, &n, sizeof n,
+		       on_position_write_result, d) == 0)
 		h->position_out = 1;
 }
 
@@ -246,6 +246,6 @@ void cancel_cb(evutil_socket_t fd, short what, void *arg)
 	for (struct held *h = d->list; h; h = h->next)
 		if (h->position && !h->started && h->phase != HELD_LOST)
 			write_position(d, h);
-	if (!d->cancel_out && ask_chore(d, 0, d->sql[Q_HELD], 2, polled))
+	if (!d->cancel_out && ask_chore(d, 0, d->sql[Q_HELD], 2, on_cancel_poll_result))
 		d->cancel_out = 1;
 }

@@ -259,10 +259,14 @@ struct dispatcher {
 	struct db db2;
 	struct turn turns[HOT_CONNS];
 	int poll_again;
-	int sweep_lost; /* a sweep of lost claims is wanted (sweep_want) */
+	/* the sweep of lost claims: wanted, out (changed by sweep_to alone,
+	 * through sweep_want, sweep_sent, sweep_answered, sweep_done and
+	 * sweep_moot; phases.h) */
+	enum sweep_stage sweep;
+	struct phase_counts sweep_moves; /* its transitions */
 	/* a claim was lost with its connection: its backend may commit it at
 	 * any later time, so the sweep runs every staleAfterSec from then on
-	 * (swept_ms: the last one answered) */
+	 * (swept_ms: the last one answered); a fact that stays, not a stage */
 	int lost_claims;
 	int64_t swept_ms;
 	/* the reservations of the claims lost with their connections, oldest
@@ -271,9 +275,11 @@ struct dispatcher {
 	struct limbo *limbo;
 	size_t nlimbo, limbo_probed;
 	/* the statements off the hot path (chores.h); each flag: a chore of
-	 * that kind is queued or on the wire, so that no kind piles up */
+	 * that kind is queued or on the wire, so that no kind piles up (one
+	 * bit each, independent of the others: a flag is the whole state; the
+	 * sweep, which has more, is enum sweep_stage) */
 	struct chores *chores;
-	int beat_out, start_out, cancel_out, local_out, sweep_out, flush_out;
+	int beat_out, start_out, cancel_out, local_out, flush_out;
 	/* the heartbeat's own lane: the beat and registering again,
 	 * statements of the dispatcher table alone, and at the end the leave
 	 * (which also requeues what the stop left held), on a connection no other
@@ -386,6 +392,98 @@ static inline void held_to(struct held *h, enum held_phase to)
 	h->phase = (enum held_phase)at;
 }
 
+/* The sweep moves to to: checked against SWEEP_TABLE and counted
+ * (phases.h). */
+static inline void sweep_to(struct dispatcher *d, enum sweep_stage to)
+{
+	int at = (int)d->sweep;
+
+	if (phase_move(&sweep_stages, &d->sweep_moves, &at, (int)to, (long long)d->life) < 0)
+		d->st.illegal_transitions++;
+	d->sweep = (enum sweep_stage)at;
+}
+
+/* A sweep is wanted (until it has answered), or out. */
+static inline int sweep_wanted(const struct dispatcher *d)
+{
+	return d->sweep == SWEEP_WANTED || d->sweep == SWEEP_OUT;
+}
+
+static inline int sweep_is_out(const struct dispatcher *d)
+{
+	return d->sweep == SWEEP_OUT || d->sweep == SWEEP_MOOT;
+}
+
+/* A sweep of lost claims is wanted: it goes at the next turn with no
+ * result outstanding (poll_cb), and no claim goes until it has answered. */
+static inline void sweep_want(struct dispatcher *d)
+{
+	if (d->sweep == SWEEP_IDLE)
+		sweep_to(d, SWEEP_WANTED);
+	else if (d->sweep == SWEEP_MOOT)
+		sweep_to(d, SWEEP_OUT);
+}
+
+/* A statement of the sweep (its probe or its look) is queued. */
+static inline void sweep_sent(struct dispatcher *d)
+{
+	sweep_to(d, d->sweep == SWEEP_IDLE ? SWEEP_MOOT : SWEEP_OUT);
+}
+
+/* A statement of the sweep answered and no other of it is queued: a
+ * sweep still wanted goes again at the next turn. */
+static inline void sweep_answered(struct dispatcher *d)
+{
+	if (d->sweep == SWEEP_OUT)
+		sweep_to(d, SWEEP_WANTED);
+	else if (d->sweep == SWEEP_MOOT)
+		sweep_to(d, SWEEP_IDLE);
+}
+
+/* The sweep's requeue (or a look that found none) answered: done. */
+static inline void sweep_done(struct dispatcher *d)
+{
+	if (d->sweep != SWEEP_IDLE)
+		sweep_to(d, SWEEP_IDLE);
+}
+
+/* Every row held under our instance was requeued: no sweep is wanted
+ * (one out may still answer). */
+static inline void sweep_moot(struct dispatcher *d)
+{
+	if (d->sweep == SWEEP_WANTED)
+		sweep_to(d, SWEEP_IDLE);
+	else if (d->sweep == SWEEP_OUT)
+		sweep_to(d, SWEEP_MOOT);
+}
+
+/* Our heartbeat (or registration) answered: its transaction, which held
+ * our dispatcher row, has ended, so the probe of claims in limbo that
+ * waited for it (poll_cb: a probe beside it would always find the row
+ * held) goes now. */
+static inline void beat_answered(struct dispatcher *d)
+{
+	d->beat_out = 0;
+	if (sweep_wanted(d) && d->nlimbo)
+		event_active(d->poll_ev, EV_TIMEOUT, 0);
+}
+
+/* A claim's result was lost with its connection: swept now, and every
+ * staleAfterSec from now on (its backend may commit it at any time). */
+static inline void claims_lost(struct dispatcher *d)
+{
+	d->lost_claims = 1;
+	sweep_want(d);
+}
+
+/* The claims may go: the heartbeat is fresh, the requeue of an earlier
+ * life's rows is done, and no sweep of lost claims waits (it waits for
+ * every claim on the wire; claims going on would put it off for good). */
+static inline int may_claim_now(const struct dispatcher *d)
+{
+	return beat_fresh(d) && d->stage != LIFE_OWNING && d->sweep == SWEEP_IDLE;
+}
+
 /* A statement of the hot path is on the wire (a turn, or the leave). */
 static inline int turn_busy(const struct dispatcher *d)
 {
@@ -395,20 +493,28 @@ static inline int turn_busy(const struct dispatcher *d)
 	return 0;
 }
 
-/* held.c: the held rows */
-void outcome_pending(struct dispatcher *d, struct held *h);
-void held_discard(struct dispatcher *d, struct held *h);
-void held_free(struct dispatcher *d, struct held *h);
-void drop_claim(struct dispatcher *d, struct held *h, const char *why);
-void release_waiting(struct dispatcher *d);
-struct held *held_find(struct dispatcher *d, int64_t id, int claim);
-void lose_everything(struct dispatcher *d, const char *why);
+/* The calls between the files, top to bottom (dispatcher.c calls them
+ * all and is called by none). */
 
-/* stopping.c: the stop, the leave, the janitor */
-void maybe_done_stopping(struct dispatcher *d);
-void stop_cb(evutil_socket_t fd, short what, void *arg);
-void signal_cb(evutil_socket_t sig, short what, void *arg);
-void janitor_cb(evutil_socket_t fd, short what, void *arg);
+/* contact.c: the start's first contact */
+void contact_next(struct dispatcher *d);
+void contact_forget(struct dispatcher *d);
+void contact_cb(evutil_socket_t fd, short what, void *arg);
+
+/* liveness.c: identity, registering, our rows requeued, the beat, the
+ * rescue, the sweep */
+void new_token(struct dispatcher *d);
+void make_client_id(struct dispatcher *d);
+void taken_over(struct dispatcher *d);
+void register_params(struct dispatcher *d, char *stale, size_t len, const char **params);
+int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms);
+int claim_arrays(PGresult *res, char **ids, char **claims);
+void requeue_params(struct dispatcher *d, const char *ids, const char *claims, char *maxa,
+		    size_t len, const char **params);
+void sweep_lost_claims(struct dispatcher *d);
+void beat_cb(evutil_socket_t fd, short what, void *arg);
+void on_chores_up(void *arg);
+void on_beat_lane_up(void *arg);
 
 /* hot.c: admission's figures, the turns, limbo, the local claims */
 int admission(struct dispatcher *d, struct admission *a);
@@ -441,60 +547,19 @@ int ask_landed(struct dispatcher *d, const struct held *h);
 void flush_outcomes(struct dispatcher *d);
 void flush_cb(evutil_socket_t fd, short what, void *arg);
 
-/* dispatcher.c: the runs and the hot path */
+/* stopping.c: the stop, the leave, the janitor */
+void maybe_done_stopping(struct dispatcher *d);
+void stop_cb(evutil_socket_t fd, short what, void *arg);
+void signal_cb(evutil_socket_t sig, short what, void *arg);
+void janitor_cb(evutil_socket_t fd, short what, void *arg);
 
-/* A sweep of lost claims is wanted: it goes at the next turn with no
- * result outstanding (poll_cb), and no claim goes until it has answered. */
-static inline void sweep_want(struct dispatcher *d)
-{
-	d->sweep_lost = 1;
-}
-
-/* Our heartbeat (or registration) answered: its transaction, which held
- * our dispatcher row, has ended, so the probe of claims in limbo that
- * waited for it (poll_cb: a probe beside it would always find the row
- * held) goes now. */
-static inline void beat_answered(struct dispatcher *d)
-{
-	d->beat_out = 0;
-	if (d->sweep_lost && d->nlimbo)
-		event_active(d->poll_ev, EV_TIMEOUT, 0);
-}
-
-/* A claim's result was lost with its connection: swept now, and every
- * staleAfterSec from now on (its backend may commit it at any time). */
-static inline void claims_lost(struct dispatcher *d)
-{
-	d->lost_claims = 1;
-	sweep_want(d);
-}
-
-/* The claims may go: the heartbeat is fresh, the requeue of an earlier
- * life's rows is done, and no sweep of lost claims waits (it waits for
- * every claim on the wire; claims going on would put it off for good). */
-static inline int may_claim_now(const struct dispatcher *d)
-{
-	return beat_fresh(d) && d->stage != LIFE_OWNING && !d->sweep_lost && !d->sweep_out;
-}
-
-/* liveness.c: identity, registering, our rows requeued, the beat, the
- * rescue, the sweep */
-void new_token(struct dispatcher *d);
-void make_client_id(struct dispatcher *d);
-void taken_over(struct dispatcher *d);
-void register_params(struct dispatcher *d, char *stale, size_t len, const char **params);
-int took_register(struct dispatcher *d, PGresult *res, int away, int64_t sent_ms);
-int claim_arrays(PGresult *res, char **ids, char **claims);
-void requeue_params(struct dispatcher *d, const char *ids, const char *claims, char *maxa,
-		    size_t len, const char **params);
-void sweep_lost_claims(struct dispatcher *d);
-void beat_cb(evutil_socket_t fd, short what, void *arg);
-void on_chores_up(void *arg);
-void on_beat_lane_up(void *arg);
-
-/* contact.c: the start's first contact */
-void contact_next(struct dispatcher *d);
-void contact_forget(struct dispatcher *d);
-void contact_cb(evutil_socket_t fd, short what, void *arg);
+/* held.c: the held rows */
+void outcome_pending(struct dispatcher *d, struct held *h);
+void held_discard(struct dispatcher *d, struct held *h);
+void held_free(struct dispatcher *d, struct held *h);
+void drop_claim(struct dispatcher *d, struct held *h, const char *why);
+void release_waiting(struct dispatcher *d);
+struct held *held_find(struct dispatcher *d, int64_t id, int claim);
+void lose_everything(struct dispatcher *d, const char *why);
 
 #endif

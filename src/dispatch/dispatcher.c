@@ -110,8 +110,8 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	 * names our row: another life of the instance is left alone); while
 	 * claims are in limbo, not beside our own heartbeat, whose update
 	 * holds our row and would make the probe miss it (beat_answered) */
-	if (d->sweep_lost && is_registered(d) && d->stage != LIFE_OWNING && !turn_busy(d) &&
-	    !d->local_out && !d->sweep_out && !(d->nlimbo && d->beat_out))
+	if (d->sweep == SWEEP_WANTED && is_registered(d) && d->stage != LIFE_OWNING &&
+	    !turn_busy(d) && !d->local_out && !(d->nlimbo && d->beat_out))
 		sweep_lost_claims(d);
 	if (admission(d, &a) < 0) {
 		admission_free(&a);

@@ -381,7 +381,7 @@ static void on_turn_result(void *arg, PGresult *res, int away)
 	if (again)
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	else
-		arm(d->poll_ev, (!res && (claims || d->pending)) || d->sweep_lost
+		arm(d->poll_ev, (!res && (claims || d->pending)) || sweep_wanted(d)
 					? FLUSH_RETRY_MS
 					: jittered(d, d->cfg->poll_ms));
 }

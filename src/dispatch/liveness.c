@@ -11,9 +11,9 @@
  * and the sweep of claims lost with their connection (the probe while
  * claims are in limbo, the look, the requeue).  Invariants: at most one
  * chore of each kind is queued or on the wire (beat_out, own_out,
- * sweep_out, rescue_out); nothing is claimed in LIFE_OWNING or while a
- * sweep waits (may_claim_now); a requeue names the claims its look
- * found, never a claim made after it.  Calls hot.c (limbo_free) and
+ * rescue_out; the sweep: enum sweep_stage); nothing is claimed in
+ * LIFE_OWNING or unless the sweep is SWEEP_IDLE (may_claim_now); a
+ * requeue names the claims its look found, never a claim made after it.  Calls hot.c (limbo_free) and
  * held.c (the file map in dispatch_impl.h).
  */
 #include "autoconfig.h"
@@ -195,9 +195,10 @@ static void on_sweep_result(void *arg, PGresult *res, int away, const void *note
 	struct dispatcher *d = arg;
 
 	(void)note;
-	d->sweep_out = 0;
+	if (!res)
+		sweep_answered(d); /* wanted still: again at the next turn */
 	if (res) {
-		d->sweep_lost = 0;
+		sweep_done(d);
 		d->swept_ms = now_ms();
 		if (d->limbo_probed)
 			log_debug("%zu claims lost with their connections settled: their places "
@@ -226,14 +227,14 @@ static void on_find_lost_result(void *arg, PGresult *res, int away, const void *
 	int rc;
 
 	if (*(const unsigned *)note != d->life) {
-		d->sweep_out = 0;
+		sweep_answered(d);
 		return;
 	}
 	rc = res ? requeue_found(d, res, note, sizeof d->life, on_sweep_result) : 0;
 	if (rc == 0)
 		on_sweep_result(arg, res, away, note);
 	else if (rc < 0)
-		d->sweep_out = 0; /* tried again at the next turn (sweep_lost) */
+		sweep_answered(d); /* tried again at the next turn (SWEEP_WANTED) */
 }
 
 /* The sweep's look, with no statement on the wire and every result
@@ -271,7 +272,7 @@ static void find_lost_claims(struct dispatcher *d)
 	const char *params[4] = { d->cfg->instance_id, ids, claims, d->token };
 	if (chores_add(d->chores, d->sql[Q_FIND_LOST], 4, params, &d->life, sizeof d->life,
 		       on_find_lost_result, d) == 0)
-		d->sweep_out = 1;
+		sweep_sent(d);
 	free(ids);
 	free(claims);
 	free(v);
@@ -287,9 +288,9 @@ static void on_settled_result(void *arg, PGresult *res, int away, const void *no
 	struct dispatcher *d = arg;
 	const struct probe_note *n = note;
 
-	d->sweep_out = 0;
+	sweep_answered(d);
 	if (n->life != d->life)
-		return; /* tried again at the next turn (sweep_lost) */
+		return; /* tried again at the next turn (SWEEP_WANTED) */
 	if (!res) {
 		if (!away)
 			log_error("claims lost with the connection: %s",
@@ -318,7 +319,7 @@ void sweep_lost_claims(struct dispatcher *d)
 	}
 	if (chores_add(d->chores, d->sql[Q_SETTLED], 2, params, &n, sizeof n, on_settled_result,
 		       d) == 0)
-		d->sweep_out = 1;
+		sweep_sent(d);
 }
 
 /* ---- the heartbeat, the rescue, registering again ---- */
@@ -461,7 +462,7 @@ static void on_requeue_own_result(void *arg, PGresult *res, int away, const void
 			 "removed",
 			 PQntuples(res), d->cfg->instance_id);
 	life_to(d, LIFE_RUNNING);
-	d->sweep_lost = 0; /* every row held under our instance was requeued */
+	sweep_moot(d); /* every row held under our instance was requeued */
 	event_active(d->poll_ev, EV_TIMEOUT, 0);
 }
 

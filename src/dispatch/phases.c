@@ -36,6 +36,15 @@ static const uint8_t stop_legal[STOP_STAGES * STOP_STAGES] = { STOP_TABLE(STOP_C
 
 const struct phase_table stop_stages = { "dispatcher stop", STOP_STAGES, stop_names, stop_legal };
 
+static const char *const sweep_names[SWEEP_STAGES] = { NAME(SWEEP_IDLE) NAME(SWEEP_WANTED)
+							       NAME(SWEEP_OUT) NAME(SWEEP_MOOT) };
+
+#define SWEEP_CELL(from, to) CELL(from, to, SWEEP_STAGES)
+static const uint8_t sweep_legal[SWEEP_STAGES * SWEEP_STAGES] = { SWEEP_TABLE(SWEEP_CELL) };
+
+const struct phase_table sweep_stages = { "dispatcher sweep", SWEEP_STAGES, sweep_names,
+					  sweep_legal };
+
 _Static_assert(LIFE_STAGES <= PHASES_MAX, "struct phase_counts holds the life's table");
 _Static_assert(HELD_PHASES <= PHASES_MAX, "struct phase_counts holds the held row's table");
 

@@ -1,12 +1,13 @@
 /*
  * phases.h - the phases a held row goes through, the stages of the
- * dispatcher's life and those of its stop, each as one enum and one table
+ * dispatcher's life, of its stop and of the sweep of lost claims, each as
+ * one enum and one table
  * of the legal transitions, and the mover that checks each transition
  * against its table and counts it.  Pure (no database, no client, no
  * clock): tests/unit/test_phases.c holds the tables to the code's courses.
  *
  * Invariant: a held row changes phase only through held_to, the
- * dispatcher's stages only through life_to and stop_to
+ * dispatcher's stages only through life_to, stop_to and sweep_to
  * (dispatch_impl.h), all through phase_move; a transition not in its
  * table is logged as an error and counted as illegal
  * (execdispatch_illegal_transitions_total; the tree builds its daemons
@@ -68,7 +69,7 @@ enum held_phase {
  * dispatcher row, the requeue of the rows an earlier run of the instance
  * left: contact.c), then claiming; a rescue that removed our row sends it
  * through registering again and the requeue of what it held (the beat's
- * lane: chore_results.c).  Stopping is a machine of its own (enum
+ * lane: liveness.c).  Stopping is a machine of its own (enum
  * stop_stage): a stop may begin in any stage.  The first contact's stages come first
  * (first_contact() compares with LIFE_RUNNING). */
 enum life_stage {
@@ -111,6 +112,32 @@ enum stop_stage {
 	X(STOP_NONE, STOP_STOPPING)    /* signal_cb: the first SIGTERM or SIGINT */ \
 	X(STOP_STOPPING, STOP_LEAVING) /* maybe_done_stopping: nothing left, the leave sent */
 
+/* The sweep of claims lost with their connection (liveness.c): wanted
+ * after a claim's reply was lost (and then every staleAfterSec, and
+ * whenever a connection is back), out while its probe, its look or its
+ * requeue is queued or on the wire.  A sweep out may become moot: the
+ * requeue of every row the instance holds (on_requeue_own_result) did its
+ * work, so its failure does not want it again.  No claim goes unless the
+ * sweep is SWEEP_IDLE (may_claim_now). */
+enum sweep_stage {
+	SWEEP_IDLE,   /* nothing to sweep */
+	SWEEP_WANTED, /* wanted: it goes at the next turn with nothing on the wire */
+	SWEEP_OUT,    /* its probe, look or requeue is queued or on the wire */
+	SWEEP_MOOT,   /* out, but no longer wanted should it fail */
+	SWEEP_STAGES
+};
+
+#define SWEEP_TABLE(X)                                                                           \
+	X(SWEEP_IDLE, SWEEP_WANTED) /* sweep_want: a claim lost, a connection back, the timer */ \
+	X(SWEEP_WANTED, SWEEP_OUT)  /* sweep_sent: the probe or the look queued */               \
+	X(SWEEP_OUT, SWEEP_WANTED)  /* sweep_answered: the probe answered, or one failed */      \
+	X(SWEEP_OUT, SWEEP_IDLE)    /* sweep_done: the requeue (or a look of none) answered */   \
+	X(SWEEP_WANTED, SWEEP_IDLE) /* sweep_moot: every row of the instance requeued */         \
+	X(SWEEP_OUT, SWEEP_MOOT)    /* sweep_moot: the same while one is out */                  \
+	X(SWEEP_MOOT, SWEEP_OUT)    /* sweep_want: wanted again while it is out */               \
+	X(SWEEP_MOOT, SWEEP_IDLE)   /* sweep_answered, sweep_done: its answer */                 \
+	X(SWEEP_IDLE, SWEEP_MOOT)   /* sweep_sent: the look after a probe answered when moot */
+
 /* One table of a state machine: its name (in log lines), the names of its
  * states, and the legal transitions as a bit per (from, to). */
 struct phase_table {
@@ -128,7 +155,7 @@ struct phase_counts {
 	uint64_t illegal;
 };
 
-extern const struct phase_table held_phases, life_stages, stop_stages;
+extern const struct phase_table held_phases, life_stages, stop_stages, sweep_stages;
 
 const char *phase_name(const struct phase_table *t, int phase);
 int phase_legal(const struct phase_table *t, int from, int to);

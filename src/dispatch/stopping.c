@@ -175,7 +175,7 @@ static int send_leave(struct dispatcher *d)
 void maybe_done_stopping(struct dispatcher *d)
 {
 	if (!stopping(d) || d->list || turn_busy(d) || d->flush_out || d->local_out ||
-	    d->sweep_out || d->stop == STOP_LEAVING)
+	    sweep_is_out(d) || d->stop == STOP_LEAVING)
 		return;
 	if (d->gave_up)
 		log_warn("stopping: outcomes or runs were given up; our dispatcher row stays, so "

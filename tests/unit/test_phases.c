@@ -1,12 +1,13 @@
 /*
  * test_phases.c - unit tests of the dispatcher's state machines
  * (src/dispatch/phases.c), without a database: every course a held row
- * takes in dispatcher.c and chore_results.c is legal in HELD_TABLE, and
- * every course of the dispatcher's life and stop in LIFE_TABLE and
- * STOP_TABLE; the transitions that would break an invariant are not (a
- * lost row's result written, a row back at the execserver, a freed row
- * moved, a claim before the rows an earlier life left are requeued, a
- * leave without a stop); each transition is counted, an illegal one too,
+ * takes in src/dispatch is legal in HELD_TABLE, and every course of the
+ * dispatcher's life, its stop and the sweep of lost claims in LIFE_TABLE,
+ * STOP_TABLE and SWEEP_TABLE; the transitions that would break an
+ * invariant are not (a lost row's result written, a row back at the
+ * execserver, a freed row moved, a claim before the rows an earlier life
+ * left are requeued, a leave without a stop, a sweep out twice or done
+ * without being sent); each transition is counted, an illegal one too,
  * with the phase set anyway.
  */
 #include "autoconfig.h"
@@ -192,6 +193,45 @@ static void test_stop(void)
 	refused_all(&stop_stages, bad, sizeof bad / sizeof bad[0]);
 }
 
+/* The sweep's courses (liveness.c, through the helpers of
+ * dispatch_impl.h): wanted, sent (the probe), answered, sent again (the
+ * look), done; made moot while out, wanted again; and the moves that
+ * would send two sweeps at once or end one never sent are refused. */
+static void test_sweep(void)
+{
+	static const int course[] = { SWEEP_WANTED, SWEEP_OUT,    SWEEP_WANTED, SWEEP_OUT,
+				      SWEEP_IDLE,   SWEEP_WANTED, SWEEP_OUT,    SWEEP_MOOT,
+				      SWEEP_OUT,    SWEEP_MOOT,   SWEEP_IDLE,   SWEEP_MOOT,
+				      SWEEP_IDLE,   SWEEP_WANTED, SWEEP_IDLE };
+	static const int bad[][2] = {
+		{ SWEEP_IDLE, SWEEP_OUT },     /* out without being wanted or moot */
+		{ SWEEP_OUT, SWEEP_OUT },      /* a second sweep beside the first */
+		{ SWEEP_WANTED, SWEEP_MOOT },  /* moot without being out */
+		{ SWEEP_MOOT, SWEEP_WANTED },  /* wanted with one still out */
+		{ SWEEP_WANTED, SWEEP_WANTED } /* a self move: the helpers make none */
+	};
+	struct phase_counts c;
+	int at = SWEEP_IDLE;
+
+	memset(&c, 0, sizeof c);
+	for (size_t i = 0; i < sizeof course / sizeof course[0]; i++)
+		CU_ASSERT_EQUAL(phase_move(&sweep_stages, &c, &at, course[i], 0), 0);
+	CU_ASSERT_EQUAL(at, SWEEP_IDLE);
+	CU_ASSERT_EQUAL(c.illegal, 0);
+	CU_ASSERT_EQUAL(c.moves[SWEEP_WANTED][SWEEP_OUT], 3);
+#define ONE(from, to) +1
+	const int lines = 0 SWEEP_TABLE(ONE);
+#undef ONE
+	int cells = 0;
+	for (int from = 0; from < SWEEP_STAGES; from++)
+		for (int to = 0; to < SWEEP_STAGES; to++)
+			cells += phase_legal(&sweep_stages, from, to);
+	CU_ASSERT_EQUAL(cells, lines);
+	CU_ASSERT_EQUAL(lines, 9);
+	refused_all(&sweep_stages, bad, sizeof bad / sizeof bad[0]);
+	CU_ASSERT_STRING_EQUAL(phase_name(&sweep_stages, SWEEP_MOOT), "SWEEP_MOOT");
+}
+
 /* Out of range: never legal, never counted outside the table, named. */
 static void test_out_of_range(void)
 {
@@ -217,6 +257,7 @@ int main(void)
 		{ "the dispatcher's life: its courses are legal", test_life_courses },
 		{ "the dispatcher's life: no claim before the requeue", test_life_illegal },
 		{ "the stop: a signal, then the leave", test_stop },
+		{ "the sweep: wanted, out, done; moot while out", test_sweep },
 		{ NULL, NULL },
 	};
 	return run_suite("phases", cases);

@@ -54,20 +54,17 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <json-c/json.h>
 
 #include <execserver/client.h>
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "dispatch/admission.h"
 #include "dispatch/chores.h"
 #include "dispatch/db.h"
 #include "dispatch/dispatch_impl.h"
 #include "dispatch/listen.h"
 #include "dispatch/local_run.h"
 #include "dispatch/metrics.h"
-#include "dispatch/migrate.h"
 #include "dispatch/queries.h"
 
 /* ---- the loop's callbacks: the turn, the database, the execservers ---- */

@@ -18,14 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "common/log.h"
 #include "dispatch/dispatch_impl.h"
 #include "dispatch/migrate.h"
-#include "dispatch/queries.h"
 
 /* The first contact failed for good: the daemon must not start. */
 static void contact_fatal(struct dispatcher *d)

@@ -277,9 +277,10 @@ struct dispatcher {
 	/* the statements off the hot path (chores.h); each flag: a chore of
 	 * that kind is queued or on the wire, so that no kind piles up (one
 	 * bit each, independent of the others: a flag is the whole state; the
-	 * sweep, which has more, is enum sweep_stage) */
+	 * sweep, which has more, is enum sweep_stage, and the beat's lane,
+	 * which carries two kinds, enum beat_stage) */
 	struct chores *chores;
-	int beat_out, start_out, cancel_out, local_out, flush_out;
+	int start_out, cancel_out, local_out, flush_out;
 	/* the heartbeat's own lane: the beat and registering again,
 	 * statements of the dispatcher table alone, and at the end the leave
 	 * (which also requeues what the stop left held), on a connection no other
@@ -287,6 +288,8 @@ struct dispatcher {
 	 * written beat on a lane of its own (it may wait for a lock on job:
 	 * the next beat does not wait with it); rescue_out: on the wire */
 	struct chores *beat_lane;
+	enum beat_stage beat;           /* on it: changed by beat_to alone (phases.h) */
+	struct phase_counts beat_moves; /* its transitions */
 	struct chores *rescue_lane;
 	int rescue_out;
 	int said_put_off; /* "rescue put off" said since the last rescue done */
@@ -392,6 +395,17 @@ static inline void held_to(struct held *h, enum held_phase to)
 	h->phase = (enum held_phase)at;
 }
 
+/* The beat's lane moves to to: checked against BEAT_TABLE and counted
+ * (phases.h). */
+static inline void beat_to(struct dispatcher *d, enum beat_stage to)
+{
+	int at = (int)d->beat;
+
+	if (phase_move(&beat_stages, &d->beat_moves, &at, (int)to, (long long)d->life) < 0)
+		d->st.illegal_transitions++;
+	d->beat = (enum beat_stage)at;
+}
+
 /* The sweep moves to to: checked against SWEEP_TABLE and counted
  * (phases.h). */
 static inline void sweep_to(struct dispatcher *d, enum sweep_stage to)
@@ -463,7 +477,8 @@ static inline void sweep_moot(struct dispatcher *d)
  * held) goes now. */
 static inline void beat_answered(struct dispatcher *d)
 {
-	d->beat_out = 0;
+	if (d->beat != BEAT_IDLE)
+		beat_to(d, BEAT_IDLE);
 	if (sweep_wanted(d) && d->nlimbo)
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 }

@@ -108,7 +108,7 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	 * claims are in limbo, not beside our own heartbeat, whose update
 	 * holds our row and would make the probe miss it (beat_answered) */
 	if (d->sweep == SWEEP_WANTED && is_registered(d) && d->stage != LIFE_OWNING &&
-	    !turn_busy(d) && !d->local_out && !(d->nlimbo && d->beat_out))
+	    !turn_busy(d) && !d->local_out && !(d->nlimbo && d->beat != BEAT_IDLE))
 		sweep_lost_claims(d);
 	if (admission(d, &a) < 0) {
 		admission_free(&a);

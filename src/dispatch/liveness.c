@@ -10,8 +10,8 @@
  * written beat, on a lane of its own (it may wait for a lock on job);
  * and the sweep of claims lost with their connection (the probe while
  * claims are in limbo, the look, the requeue).  Invariants: at most one
- * chore of each kind is queued or on the wire (beat_out, own_out,
- * rescue_out; the sweep: enum sweep_stage); nothing is claimed in
+ * chore of each kind is queued or on the wire (own_out, rescue_out; the
+ * beat's lane: enum beat_stage; the sweep: enum sweep_stage); nothing is claimed in
  * LIFE_OWNING or unless the sweep is SWEEP_IDLE (may_claim_now); a
  * requeue names the claims its look found, never a claim made after it.  Calls hot.c (limbo_free) and
  * held.c (the file map in dispatch_impl.h).
@@ -439,7 +439,7 @@ static void send_beat(struct dispatcher *d)
 
 	if (chores_add(d->beat_lane, d->sql[Q_BEAT], 3, params, &sent, sizeof sent, on_beat_result,
 		       d) == 0)
-		d->beat_out = 1;
+		beat_to(d, BEAT_BEATING);
 }
 
 /* The requeue of the rows of our earlier registration: its answer, or
@@ -574,7 +574,7 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 		sweep_want(d);
 		event_active(d->poll_ev, EV_TIMEOUT, 0);
 	}
-	if (d->beat_out || d->stop == STOP_LEAVING)
+	if (d->beat != BEAT_IDLE || d->stop == STOP_LEAVING)
 		return;
 	if (is_registered(d)) {
 		send_beat(d);
@@ -583,7 +583,7 @@ void beat_cb(evutil_socket_t fd, short what, void *arg)
 	register_params(d, stale, sizeof stale, params);
 	if (chores_add(d->beat_lane, d->sql[Q_REGISTER], 5, params, &sent, sizeof sent,
 		       on_reregister_result, d) == 0)
-		d->beat_out = 1;
+		beat_to(d, BEAT_REGISTERING);
 }
 
 /* The database (the chores' connection) is back, or a statement it
@@ -597,7 +597,7 @@ void on_chores_up(void *arg)
 		return;
 	if (d->lost_claims)
 		sweep_want(d); /* a local claim may have been lost with it */
-	if (!beat_fresh(d) && !d->beat_out)
+	if (!beat_fresh(d) && d->beat == BEAT_IDLE)
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 	if (stopping(d))
 		event_active(d->flush_ev, EV_TIMEOUT, 0);
@@ -609,6 +609,6 @@ void on_beat_lane_up(void *arg)
 {
 	struct dispatcher *d = arg;
 
-	if (!first_contact(d) && !beat_fresh(d) && !d->beat_out)
+	if (!first_contact(d) && !beat_fresh(d) && d->beat == BEAT_IDLE)
 		event_active(d->beat_ev, EV_TIMEOUT, 0);
 }

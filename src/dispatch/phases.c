@@ -45,6 +45,15 @@ static const uint8_t sweep_legal[SWEEP_STAGES * SWEEP_STAGES] = { SWEEP_TABLE(SW
 const struct phase_table sweep_stages = { "dispatcher sweep", SWEEP_STAGES, sweep_names,
 					  sweep_legal };
 
+static const char *const beat_names[BEAT_STAGES] = { NAME(BEAT_IDLE) NAME(BEAT_BEATING)
+							     NAME(BEAT_REGISTERING) };
+
+#define BEAT_CELL(from, to) CELL(from, to, BEAT_STAGES)
+static const uint8_t beat_legal[BEAT_STAGES * BEAT_STAGES] = { BEAT_TABLE(BEAT_CELL) };
+
+const struct phase_table beat_stages = { "dispatcher beat lane", BEAT_STAGES, beat_names,
+					 beat_legal };
+
 _Static_assert(LIFE_STAGES <= PHASES_MAX, "struct phase_counts holds the life's table");
 _Static_assert(HELD_PHASES <= PHASES_MAX, "struct phase_counts holds the held row's table");
 

@@ -1,13 +1,14 @@
 /*
  * phases.h - the phases a held row goes through, the stages of the
- * dispatcher's life, of its stop and of the sweep of lost claims, each as
+ * dispatcher's life, of its stop, of the sweep of lost claims and of the
+ * beat's lane, each as
  * one enum and one table
  * of the legal transitions, and the mover that checks each transition
  * against its table and counts it.  Pure (no database, no client, no
  * clock): tests/unit/test_phases.c holds the tables to the code's courses.
  *
  * Invariant: a held row changes phase only through held_to, the
- * dispatcher's stages only through life_to, stop_to and sweep_to
+ * dispatcher's stages only through life_to, stop_to, sweep_to and beat_to
  * (dispatch_impl.h), all through phase_move; a transition not in its
  * table is logged as an error and counted as illegal
  * (execdispatch_illegal_transitions_total; the tree builds its daemons
@@ -138,6 +139,22 @@ enum sweep_stage {
 	X(SWEEP_MOOT, SWEEP_IDLE)   /* sweep_answered, sweep_done: its answer */                 \
 	X(SWEEP_IDLE, SWEEP_MOOT)   /* sweep_sent: the look after a probe answered when moot */
 
+/* The beat's lane (liveness.c): what of ours is on it, the heartbeat or
+ * registering again (at most one: a tick with one out is let pass); the
+ * leave at the end goes there too, as STOP_LEAVING. */
+enum beat_stage {
+	BEAT_IDLE,        /* nothing of the beat's on the lane */
+	BEAT_BEATING,     /* DQ_BEAT queued or on the wire */
+	BEAT_REGISTERING, /* DQ_REGISTER (our row was gone) queued or on the wire */
+	BEAT_STAGES
+};
+
+#define BEAT_TABLE(X)                                                                 \
+	X(BEAT_IDLE, BEAT_BEATING)     /* send_beat: the heartbeat queued */          \
+	X(BEAT_IDLE, BEAT_REGISTERING) /* beat_cb: our row gone, registering again */ \
+	X(BEAT_BEATING, BEAT_IDLE)     /* beat_answered: on_beat_result */            \
+	X(BEAT_REGISTERING, BEAT_IDLE) /* beat_answered: on_reregister_result */
+
 /* One table of a state machine: its name (in log lines), the names of its
  * states, and the legal transitions as a bit per (from, to). */
 struct phase_table {
@@ -155,7 +172,7 @@ struct phase_counts {
 	uint64_t illegal;
 };
 
-extern const struct phase_table held_phases, life_stages, stop_stages, sweep_stages;
+extern const struct phase_table held_phases, life_stages, stop_stages, sweep_stages, beat_stages;
 
 const char *phase_name(const struct phase_table *t, int phase);
 int phase_legal(const struct phase_table *t, int from, int to);

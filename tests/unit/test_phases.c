@@ -2,12 +2,12 @@
  * test_phases.c - unit tests of the dispatcher's state machines
  * (src/dispatch/phases.c), without a database: every course a held row
  * takes in src/dispatch is legal in HELD_TABLE, and every course of the
- * dispatcher's life, its stop and the sweep of lost claims in LIFE_TABLE,
- * STOP_TABLE and SWEEP_TABLE; the transitions that would break an
+ * dispatcher's life, its stop, the sweep of lost claims and the beat's
+ * lane in LIFE_TABLE, STOP_TABLE, SWEEP_TABLE and BEAT_TABLE; the transitions that would break an
  * invariant are not (a lost row's result written, a row back at the
  * execserver, a freed row moved, a claim before the rows an earlier life
  * left are requeued, a leave without a stop, a sweep out twice or done
- * without being sent); each transition is counted, an illegal one too,
+ * without being sent, two statements of the beat's lane at once); each transition is counted, an illegal one too,
  * with the phase set anyway.
  */
 #include "autoconfig.h"
@@ -232,6 +232,30 @@ static void test_sweep(void)
 	CU_ASSERT_STRING_EQUAL(phase_name(&sweep_stages, SWEEP_MOOT), "SWEEP_MOOT");
 }
 
+/* The beat's lane: one statement of ours at a time, the heartbeat or
+ * registering again, and back to idle at its answer; never one beside
+ * the other. */
+static void test_beat_lane(void)
+{
+	static const int course[] = { BEAT_BEATING, BEAT_IDLE,    BEAT_REGISTERING,
+				      BEAT_IDLE,    BEAT_BEATING, BEAT_IDLE };
+	static const int bad[][2] = {
+		{ BEAT_BEATING, BEAT_REGISTERING }, /* a register beside a beat */
+		{ BEAT_REGISTERING, BEAT_BEATING }, /* a beat before the register answered */
+		{ BEAT_BEATING, BEAT_BEATING },     /* a second beat */
+		{ BEAT_IDLE, BEAT_IDLE }            /* an answer with nothing out */
+	};
+	struct phase_counts c;
+	int at = BEAT_IDLE;
+
+	memset(&c, 0, sizeof c);
+	for (size_t i = 0; i < sizeof course / sizeof course[0]; i++)
+		CU_ASSERT_EQUAL(phase_move(&beat_stages, &c, &at, course[i], 0), 0);
+	CU_ASSERT_EQUAL(c.illegal, 0);
+	CU_ASSERT_EQUAL(c.moves[BEAT_IDLE][BEAT_BEATING], 2);
+	refused_all(&beat_stages, bad, sizeof bad / sizeof bad[0]);
+}
+
 /* Out of range: never legal, never counted outside the table, named. */
 static void test_out_of_range(void)
 {
@@ -258,6 +282,7 @@ int main(void)
 		{ "the dispatcher's life: no claim before the requeue", test_life_illegal },
 		{ "the stop: a signal, then the leave", test_stop },
 		{ "the sweep: wanted, out, done; moot while out", test_sweep },
+		{ "the beat's lane: one statement at a time", test_beat_lane },
 		{ NULL, NULL },
 	};
 	return run_suite("phases", cases);

@@ -339,26 +339,32 @@ static inline int64_t jittered(struct dispatcher *d, int ms)
 	return jitter_ms(&d->rnd, ms);
 }
 
+/* One transition of one of d's state machines (t, counted in c), from at
+ * to to (id names the row or the life in the log): the state it is in
+ * after it, to; an illegal one is also counted in d's statistics
+ * (phases.h). */
+static inline int move_to(struct dispatcher *d, const struct phase_table *t, struct phase_counts *c,
+			  int at, int to, long long id)
+{
+	if (phase_move(t, c, &at, to, id) < 0)
+		d->st.illegal_transitions++;
+	return at;
+}
+
 /* The dispatcher moves to stage to: checked against LIFE_TABLE and
  * counted (phases.h). */
 static inline void life_to(struct dispatcher *d, enum life_stage to)
 {
-	int at = (int)d->stage;
-
-	if (phase_move(&life_stages, &d->life_moves, &at, (int)to, (long long)d->life) < 0)
-		d->st.illegal_transitions++;
-	d->stage = (enum life_stage)at;
+	d->stage = (enum life_stage)move_to(d, &life_stages, &d->life_moves, (int)d->stage, (int)to,
+					    (long long)d->life);
 }
 
 /* The dispatcher's stop moves to to: checked against STOP_TABLE and
  * counted (phases.h). */
 static inline void stop_to(struct dispatcher *d, enum stop_stage to)
 {
-	int at = (int)d->stop;
-
-	if (phase_move(&stop_stages, &d->stop_moves, &at, (int)to, (long long)d->life) < 0)
-		d->st.illegal_transitions++;
-	d->stop = (enum stop_stage)at;
+	d->stop = (enum stop_stage)move_to(d, &stop_stages, &d->stop_moves, (int)d->stop, (int)to,
+					   (long long)d->life);
 }
 
 /* A signal asked the dispatcher to stop (docs/dispatch.md, "Stopping"). */
@@ -388,33 +394,24 @@ static inline int beat_fresh(const struct dispatcher *d)
 /* h moves to phase to: checked against HELD_TABLE and counted (phases.h). */
 static inline void held_to(struct held *h, enum held_phase to)
 {
-	int at = (int)h->phase;
-
-	if (phase_move(&held_phases, &h->d->held_moves, &at, (int)to, (long long)h->id) < 0)
-		h->d->st.illegal_transitions++;
-	h->phase = (enum held_phase)at;
+	h->phase = (enum held_phase)move_to(h->d, &held_phases, &h->d->held_moves, (int)h->phase,
+					    (int)to, (long long)h->id);
 }
 
 /* The beat's lane moves to to: checked against BEAT_TABLE and counted
  * (phases.h). */
 static inline void beat_to(struct dispatcher *d, enum beat_stage to)
 {
-	int at = (int)d->beat;
-
-	if (phase_move(&beat_stages, &d->beat_moves, &at, (int)to, (long long)d->life) < 0)
-		d->st.illegal_transitions++;
-	d->beat = (enum beat_stage)at;
+	d->beat = (enum beat_stage)move_to(d, &beat_stages, &d->beat_moves, (int)d->beat, (int)to,
+					   (long long)d->life);
 }
 
 /* The sweep moves to to: checked against SWEEP_TABLE and counted
  * (phases.h). */
 static inline void sweep_to(struct dispatcher *d, enum sweep_stage to)
 {
-	int at = (int)d->sweep;
-
-	if (phase_move(&sweep_stages, &d->sweep_moves, &at, (int)to, (long long)d->life) < 0)
-		d->st.illegal_transitions++;
-	d->sweep = (enum sweep_stage)at;
+	d->sweep = (enum sweep_stage)move_to(d, &sweep_stages, &d->sweep_moves, (int)d->sweep,
+					     (int)to, (long long)d->life);
 }
 
 /* A sweep is wanted (until it has answered), or out. */

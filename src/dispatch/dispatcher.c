@@ -154,7 +154,7 @@ static void set_outcome(struct held *h, const struct exc_receipt *r)
 	} else if (r->error_code && strcmp(r->error_code, EXC_E_NO_SLOT) == 0) {
 		h->state = "queued";
 		h->uncount = 1;
-	} else if (r->error_code && r->retryable && h->attempts < cfg->max_attempts) {
+	} else if (retry_again(dispatch_retry_policy(cfg, h->service), h->attempts, r)) {
 		h->state = "queued";
 	} else {
 		h->state = "failed";
@@ -611,7 +611,10 @@ int fin_build(struct dispatcher *d, struct fin *f, int n)
 		ids[k] = h->id;
 		claim[k] = h->claim;
 		unc[k] = h->uncount;
-		delay[k] = h->given_back ? 0 : d->cfg->retry_delay_sec;
+		delay[k] = h->given_back || strcmp(h->state, "queued") != 0
+				   ? 0
+				   : retry_delay_sec(dispatch_retry_policy(d->cfg, h->service),
+						     h->attempts, &d->rnd);
 		states[k] = h->state;
 		errors[k] = h->error;
 		receipts[k] = h->receipt;

@@ -143,7 +143,13 @@ int dispatch_schema_ok(const char *s)
 /* The retry keys, at the top level and in a service's entry; each sets
  * its bit in a service's mask (RK_*), the keys left out are taken from
  * the top level once the whole file is read (resolve_services). */
-enum { RK_MAX = 1, RK_DELAY = 2, RK_MAX_DELAY = 4, RK_BACKOFF = 8, RK_CODES = 16 };
+enum {
+	RK_MAX = 1,
+	RK_DELAY = 2,
+	RK_MAX_DELAY = 4,
+	RK_BACKOFF = 8,
+	RK_CODES = 16
+};
 
 /* key is one of the retry keys: parsed into p, its bit into *set; 1 when
  * done, 0 when key is not one of them, -1 on an error (said). */
@@ -173,8 +179,8 @@ static int parse_retry_key(const struct cy_ctx *cy, const char *key, const struc
 		return 1;
 	}
 	if (strcmp(key, "retryBackoff") == 0) {
-		if (val->type != CY_SCALAR || (strcmp(val->value, "exponential") != 0 &&
-					       strcmp(val->value, "fixed") != 0))
+		if (val->type != CY_SCALAR ||
+		    (strcmp(val->value, "exponential") != 0 && strcmp(val->value, "fixed") != 0))
 			return cy_error(cy, val, "retryBackoff: exponential or fixed is required");
 		p->backoff = strcmp(val->value, "fixed") == 0 ? RETRY_FIXED : RETRY_EXPONENTIAL;
 		*set |= RK_BACKOFF;
@@ -246,10 +252,14 @@ static int parse_commands(const struct cy_ctx *cy, const struct cy_node *name,
 static int parse_services(const struct cy_ctx *cy, const struct cy_node *val,
 			  struct dispatch_config *cfg)
 {
-	static const char *const svc_keys[] = { "local",	    "commands",
-						"maxAttempts",	    "retryDelaySec",
-						"retryMaxDelaySec", "retryBackoff",
-						"retryExitCodes",   NULL };
+	static const char *const svc_keys[] = { "local",
+						"commands",
+						"maxAttempts",
+						"retryDelaySec",
+						"retryMaxDelaySec",
+						"retryBackoff",
+						"retryExitCodes",
+						NULL };
 
 	if (cy_expect(cy, val, CY_MAPPING, "services") < 0)
 		return -1;

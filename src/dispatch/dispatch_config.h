@@ -45,12 +45,12 @@ struct dispatch_config {
 	struct strlist execservers; /* ws:// or wss:// addresses */
 	char *auth_token;           /* NULL: none */
 	char *instance_id;
-	int instance_configured;              /* 1: from the file or the environment */
-	char *schema;                         /* default "execdispatch" */
-	int poll_ms;                          /* 1000 */
-	int heartbeat_sec;                    /* 5 */
-	int stale_after_sec;                  /* 30 */
-	int cancel_poll_ms;                   /* 1000; 0: no cancel poll */
+	int instance_configured; /* 1: from the file or the environment */
+	char *schema;            /* default "execdispatch" */
+	int poll_ms;             /* 1000 */
+	int heartbeat_sec;       /* 5 */
+	int stale_after_sec;     /* 30 */
+	int cancel_poll_ms;      /* 1000; 0: no cancel poll */
 	/* the top-level retry keys (maxAttempts, retryDelaySec,
 	 * retryMaxDelaySec, retryBackoff, retryExitCodes): the policy of every
 	 * service without its own; a service's own key in the services: block
@@ -58,7 +58,7 @@ struct dispatch_config {
 	struct retry_policy retry;
 	struct retry_service *retry_services; /* every service of the services: block */
 	size_t nretry;
-	char *retry_limits; /* retry_limits_json of retry_services */
+	char *retry_limits;                   /* retry_limits_json of retry_services */
 	int connect_timeout_sec;              /* 120 */
 	int retain_done_days;                 /* 7; 0: finished rows are kept */
 	int log_level;                        /* enum log_level, default info */
@@ -72,7 +72,7 @@ struct dispatch_config {
 
 /* The retry policy of service (its services: entry, else the top level's). */
 static inline const struct retry_policy *dispatch_retry_policy(const struct dispatch_config *cfg,
-								const char *service)
+							       const char *service)
 {
 	return retry_policy_for(&cfg->retry, cfg->retry_services, cfg->nretry, service);
 }

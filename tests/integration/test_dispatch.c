@@ -552,12 +552,13 @@ static void test_retry_exit_code(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "(attempt 2)\n"));
 	/* the delay counts from the first attempt's end: its start plus 3 s
 	 * at least, and not much more */
-	CU_ASSERT_EQUAL(pgtest_int(F.c,
-				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
-				   "start_after - started_at BETWEEN interval '3 s' AND interval '6 s' "
-				   "AND error = 'exit_status'",
-				   id),
-			1);
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c,
+			   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+			   "start_after - started_at BETWEEN interval '3 s' AND interval '6 s' "
+			   "AND error = 'exit_status'",
+			   id),
+		1);
 	CU_ASSERT_FATAL(df_wait_final(&F, 20000) == 0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c,
 				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "

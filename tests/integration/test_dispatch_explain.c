@@ -113,8 +113,7 @@ static int same_fragment(const char *what, const char *from, const char *to,
 	}
 	for (int i = 1; i < n; i++) {
 		if (piece(uses[i].text, uses[i].nth, from, to, uses[i].param, uses[i].param2, other,
-			  sizeof other) <
-		    0) {
+			  sizeof other) < 0) {
 			fprintf(stderr, "%s: not found in %s\n", what, uses[i].stmt_name);
 			bad = -1;
 		} else if (strcmp(first, other) != 0) {
@@ -304,8 +303,8 @@ static const struct plan_case {
 	{ "rescue", DQ_RESCUE, "'d0', 30, 3, '{\"svc1\": 1}'", "job_holder job_pkey" },
 	{ "find_own", DQ_FIND_OWN, "'d0', @token@", "job_holder" },
 	{ "find_lost", DQ_FIND_LOST, "'d0', '@ids@', '@claims@', @token@", "job_holder" },
-	{ "requeue_claims", DQ_REQUEUE_CLAIMS, "'d0', '@ids@', '@claims@', 3, @token@, '{\"svc1\": 1}'",
-	  "job_pkey|job_holder" },
+	{ "requeue_claims", DQ_REQUEUE_CLAIMS,
+	  "'d0', '@ids@', '@claims@', 3, @token@, '{\"svc1\": 1}'", "job_pkey|job_holder" },
 	{ "leave", DQ_LEAVE, "'d0', @token@, 3, '{\"svc1\": 1}'", "job_holder" },
 	{ "janitor", DQ_JANITOR, "7", "job_finished" },
 	{ "queue_stats", DQ_QUEUE_STATS, NULL, "job_claim|job_claim_service job_holder" },

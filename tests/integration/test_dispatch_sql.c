@@ -750,9 +750,9 @@ static void test_rescue_service_limit(void)
 	PQclear(r);
 	CU_ASSERT_STRING_EQUAL(state_of(a, buf), "queued/1");
 	CU_ASSERT_STRING_EQUAL(state_of(b, buf), "failed/1");
-	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, 64,
-					   "SELECT error FROM execdispatch.job WHERE id = %lld", b),
-			       "dispatcher_lost");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, 64, "SELECT error FROM execdispatch.job WHERE id = %lld", b),
+		"dispatcher_lost");
 }
 
 /* One side of a forced race on a row held by the stale dispatcher: the

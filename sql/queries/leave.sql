@@ -5,7 +5,8 @@
 -- so that a deleted dispatcher row still means every job it held was
 -- requeued.
 --
--- Parameters: $1 instance, $2 token, $3 maxAttempts.
+-- Parameters: $1 instance, $2 token, $3 maxAttempts (top level), $4
+--             per-service maxAttempts (jsonb {"svc": n}; rescue.sql).
 -- Result:     (id) per row requeued or failed.
 -- Guard:      instance and token (gone): nothing is done unless our row of
 --             this life is there; the rows held under the instance.
@@ -21,10 +22,14 @@ WITH gone AS (
     WHERE instance = $1 AND started_at = $2::timestamptz
     RETURNING instance)
 UPDATE @schema@.job j SET
-    state = CASE WHEN j.attempts >= $3::int THEN 'failed' ELSE 'queued' END,
-    runner_instance = CASE WHEN j.attempts >= $3::int THEN j.runner_instance END,
-    finished_at = CASE WHEN j.attempts >= $3::int THEN now() END,
-    error = CASE WHEN j.attempts >= $3::int THEN 'dispatcher_lost' END,
+    state = CASE WHEN j.attempts >= coalesce(($4::jsonb ->> j.service)::int, $3::int)
+        THEN 'failed' ELSE 'queued' END,
+    runner_instance = CASE WHEN j.attempts >= coalesce(($4::jsonb ->> j.service)::int, $3::int)
+        THEN j.runner_instance END,
+    finished_at = CASE WHEN j.attempts >= coalesce(($4::jsonb ->> j.service)::int, $3::int)
+        THEN now() END,
+    error = CASE WHEN j.attempts >= coalesce(($4::jsonb ->> j.service)::int, $3::int)
+        THEN 'dispatcher_lost' END,
     start_after = now()
 FROM gone
 WHERE j.runner_instance = gone.instance AND j.state IN ('claimed', 'running')

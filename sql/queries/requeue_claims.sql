@@ -1,10 +1,11 @@
 -- requeue_claims.sql - DQ_REQUEUE_CLAIMS: requeue the held rows under
 -- exactly the claims named (what find_own.sql or find_lost.sql found),
 -- with the rescue's outcome rule: queued, or failed with dispatcher_lost
--- once attempts >= maxAttempts.
+-- once attempts >= the service's maxAttempts (rescue.sql).
 --
 -- Parameters: $1 instance, $2 ids (bigint[]), $3 claims (int[]),
---             $4 maxAttempts, $5 token.
+--             $4 maxAttempts (top level), $5 token, $6 per-service
+--             maxAttempts (jsonb {"svc": n}).
 -- Result:     (id) per row requeued or failed.
 -- Guard:      "me": our dispatcher row of this life, locked FOR KEY SHARE
 --             (nothing is done unless it is there; meanwhile no rescue
@@ -21,10 +22,14 @@ WITH me AS MATERIALIZED (
     WHERE instance = $1 AND started_at = $5::timestamptz
     FOR KEY SHARE)
 UPDATE @schema@.job j SET
-    state = CASE WHEN j.attempts >= $4::int THEN 'failed' ELSE 'queued' END,
-    runner_instance = CASE WHEN j.attempts >= $4::int THEN j.runner_instance END,
-    finished_at = CASE WHEN j.attempts >= $4::int THEN now() END,
-    error = CASE WHEN j.attempts >= $4::int THEN 'dispatcher_lost' END,
+    state = CASE WHEN j.attempts >= coalesce(($6::jsonb ->> j.service)::int, $4::int)
+        THEN 'failed' ELSE 'queued' END,
+    runner_instance = CASE WHEN j.attempts >= coalesce(($6::jsonb ->> j.service)::int, $4::int)
+        THEN j.runner_instance END,
+    finished_at = CASE WHEN j.attempts >= coalesce(($6::jsonb ->> j.service)::int, $4::int)
+        THEN now() END,
+    error = CASE WHEN j.attempts >= coalesce(($6::jsonb ->> j.service)::int, $4::int)
+        THEN 'dispatcher_lost' END,
     start_after = now()
 FROM unnest($2::bigint[], $3::int[]) AS u(id, claims)
 WHERE j.id = u.id AND j.claims = u.claims AND j.runner_instance = $1

@@ -1,10 +1,17 @@
 -- rescue.sql - DQ_RESCUE: delete the rows of dispatchers silent for
 -- staleAfterSec and requeue their held jobs (failed with error
--- dispatcher_lost once attempts >= maxAttempts; the attempt used stays
--- counted), and requeue the orphans: held rows whose instance has no
--- dispatcher row at all.
+-- dispatcher_lost once attempts >= the service's maxAttempts; the attempt
+-- used stays counted), and requeue the orphans: held rows whose instance
+-- has no dispatcher row at all.
 --
--- Parameters: $1 our instance, $2 staleAfterSec, $3 maxAttempts.
+-- maxAttempts is the rescuing dispatcher's policy of the row's service
+-- (its services: block, else its top-level key), not the dead owner's:
+-- the owner's configuration is not in the database, and a fleet shares
+-- one (docs/dispatch.md, "Retries").  Where they differ, the row gets
+-- the rescuer's number of attempts; it never runs twice at once.
+--
+-- Parameters: $1 our instance, $2 staleAfterSec, $3 maxAttempts (top
+--             level), $4 per-service maxAttempts (jsonb {"svc": n}).
 -- Result:     (requeued, failed, put off): put off counts the silent
 --             dispatchers seen and not removed: those left for a locked
 --             job, and those whose own row "stale" skipped under a lock
@@ -84,20 +91,28 @@ gone AS (
     RETURNING instance),
 moved AS (
     UPDATE @schema@.job j SET
-        state = CASE WHEN j.attempts >= $3::int THEN 'failed' ELSE 'queued' END,
-        runner_instance = CASE WHEN j.attempts >= $3::int THEN j.runner_instance END,
-        finished_at = CASE WHEN j.attempts >= $3::int THEN now() END,
-        error = CASE WHEN j.attempts >= $3::int THEN 'dispatcher_lost' END,
+        state = CASE WHEN j.attempts >= coalesce(($4::jsonb ->> j.service)::int, $3::int)
+        THEN 'failed' ELSE 'queued' END,
+        runner_instance = CASE WHEN j.attempts >= coalesce(($4::jsonb ->> j.service)::int, $3::int)
+        THEN j.runner_instance END,
+        finished_at = CASE WHEN j.attempts >= coalesce(($4::jsonb ->> j.service)::int, $3::int)
+        THEN now() END,
+        error = CASE WHEN j.attempts >= coalesce(($4::jsonb ->> j.service)::int, $3::int)
+        THEN 'dispatcher_lost' END,
         start_after = now()
     FROM ready
     WHERE j.id IN (SELECT id FROM free) AND j.runner_instance = ready.instance
     RETURNING j.state),
 lone AS (
     UPDATE @schema@.job j SET
-        state = CASE WHEN j.attempts >= $3::int THEN 'failed' ELSE 'queued' END,
-        runner_instance = CASE WHEN j.attempts >= $3::int THEN j.runner_instance END,
-        finished_at = CASE WHEN j.attempts >= $3::int THEN now() END,
-        error = CASE WHEN j.attempts >= $3::int THEN 'dispatcher_lost' END,
+        state = CASE WHEN j.attempts >= coalesce(($4::jsonb ->> j.service)::int, $3::int)
+        THEN 'failed' ELSE 'queued' END,
+        runner_instance = CASE WHEN j.attempts >= coalesce(($4::jsonb ->> j.service)::int, $3::int)
+        THEN j.runner_instance END,
+        finished_at = CASE WHEN j.attempts >= coalesce(($4::jsonb ->> j.service)::int, $3::int)
+        THEN now() END,
+        error = CASE WHEN j.attempts >= coalesce(($4::jsonb ->> j.service)::int, $3::int)
+        THEN 'dispatcher_lost' END,
         start_after = now()
     WHERE j.id IN (SELECT id FROM ofree)
     RETURNING j.state),

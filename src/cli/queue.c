@@ -340,8 +340,24 @@ static int do_submit(PGconn *c, struct qopts *o)
 static int position_text(PGconn *c, const struct qopts *o, char *state, size_t slen, char *buf,
 			 size_t len);
 
-/* The row, one column a line; a queued or claimed row ends with its
- * position line, as `execctl position` prints it (why it waits included). */
+/* A queued row that has run before (attempts > 0: a retry, a rescue):
+ * "next attempt  at <start_after> (attempt N)"; no attempt is made before
+ * start_after (docs/dispatch.md, "Retries"). */
+static void show_next_attempt(PGresult *r, int width)
+{
+	int sf = PQfnumber(r, "state"), af = PQfnumber(r, "attempts"),
+	    tf = PQfnumber(r, "start_after");
+
+	if (sf < 0 || af < 0 || tf < 0 || strcmp(PQgetvalue(r, 0, sf), "queued") != 0 ||
+	    atoi(PQgetvalue(r, 0, af)) <= 0)
+		return;
+	printf("%-*s  at %s (attempt %d)\n", width, "next attempt", PQgetvalue(r, 0, tf),
+	       atoi(PQgetvalue(r, 0, af)) + 1);
+}
+
+/* The row, one column a line; a queued row that has run before says when
+ * its next attempt is; a queued or claimed row ends with its position
+ * line, as `execctl position` prints it (why it waits included). */
 static int do_show(PGconn *c, const struct qopts *o)
 {
 	char id[24];
@@ -357,7 +373,7 @@ static int do_show(PGconn *c, const struct qopts *o)
 		PQclear(r);
 		return EXECCTL_NOT_FOUND;
 	}
-	int width = (int)strlen("position"), waits = 0;
+	int width = (int)strlen("next attempt"), waits = 0;
 	for (int f = 0; f < PQnfields(r); f++)
 		if ((int)strlen(PQfname(r, f)) > width)
 			width = (int)strlen(PQfname(r, f));
@@ -370,6 +386,7 @@ static int do_show(PGconn *c, const struct qopts *o)
 		int sf = PQfnumber(r, "state");
 		waits = sf >= 0 && (strcmp(PQgetvalue(r, 0, sf), "queued") == 0 ||
 				    strcmp(PQgetvalue(r, 0, sf), "claimed") == 0);
+		show_next_attempt(r, width);
 	}
 	PQclear(r);
 	if (waits) {

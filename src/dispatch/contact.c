@@ -178,12 +178,15 @@ static void contact_step(struct dispatcher *d, PGresult *res, int away)
 void contact_next(struct dispatcher *d)
 {
 	char maxa[16], stale[16];
-	const char *params[5] = { d->cfg->instance_id, d->token };
+	const char *params[6] = { d->cfg->instance_id, d->token };
 	const char *sql = d->stage == LIFE_CHECKING      ? d->sql[Q_VERSION]
 			  : d->stage == LIFE_REGISTERING ? d->sql[Q_REGISTER]
 			  : d->stage == LIFE_FINDING_OWN ? d->sql[Q_FIND_OWN]
 							 : d->sql[Q_REQUEUE];
-	int n = d->stage == LIFE_CHECKING ? 0 : d->stage == LIFE_FINDING_OWN ? 2 : 5;
+	int n = d->stage == LIFE_CHECKING      ? 0
+		: d->stage == LIFE_FINDING_OWN ? 2
+		: d->stage == LIFE_REGISTERING ? 5
+					       : 6;
 
 	if (!first_contact(d) || db_busy(&d->db) || !db_ready(&d->db) ||
 	    now_ms() < d->contact_retry_ms)

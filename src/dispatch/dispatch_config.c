@@ -36,8 +36,9 @@ static const struct int_key int_keys[] = {
 	INT_KEY("heartbeatSec", 1, 3600, heartbeat_sec),
 	INT_KEY("staleAfterSec", 2, 86400, stale_after_sec),
 	INT_KEY("cancelPollMs", 0, 600000, cancel_poll_ms),
-	INT_KEY("maxAttempts", 1, 1000, max_attempts),
-	INT_KEY("retryDelaySec", 0, 86400, retry_delay_sec),
+	INT_KEY("maxAttempts", 1, 1000, retry.max_attempts),
+	INT_KEY("retryDelaySec", 0, 86400, retry.delay_sec),
+	INT_KEY("retryMaxDelaySec", 0, 604800, retry.max_delay_sec),
 	INT_KEY("connectTimeoutSec", 0, 86400, connect_timeout_sec),
 	INT_KEY("retainDoneDays", 0, 36500, retain_done_days),
 	INT_KEY("localSlots", 1, 4096, local_slots),
@@ -56,6 +57,11 @@ static const char *const allowed_keys[] = { "database",
 					    "cancelPollMs",
 					    "maxAttempts",
 					    "retryDelaySec",
+					    "retryMaxDelaySec",
+					    "retryBackoff",
+					    "retryExitCodes",
+					    "services",
+					    "localSlots",
 					    "connectTimeoutSec",
 					    "retainDoneDays",
 					    "stopTimeoutSec",
@@ -70,8 +76,11 @@ static void set_defaults(struct dispatch_config *cfg)
 	cfg->heartbeat_sec = 5;
 	cfg->stale_after_sec = 30;
 	cfg->cancel_poll_ms = 1000;
-	cfg->max_attempts = 3;
-	cfg->retry_delay_sec = 60;
+	cfg->retry.max_attempts = 3;
+	cfg->retry.delay_sec = 60;
+	cfg->retry.max_delay_sec = 3600;
+	cfg->retry.backoff = RETRY_EXPONENTIAL;
+	retry_exit_code_set(&cfg->retry, RETRY_EXIT_TEMPFAIL);
 	cfg->connect_timeout_sec = 120;
 	cfg->retain_done_days = 7;
 	cfg->stop_timeout_sec = 240;
@@ -131,69 +140,228 @@ int dispatch_schema_ok(const char *s)
 	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
 }
 
-/* services: NAME: {local: true, commands: {CMD: {prog: P, args: [...]}}} */
+/* The retry keys, at the top level and in a service's entry; each sets
+ * its bit in a service's mask (RK_*), the keys left out are taken from
+ * the top level once the whole file is read (resolve_services). */
+enum {
+	RK_MAX = 1,
+	RK_DELAY = 2,
+	RK_MAX_DELAY = 4,
+	RK_BACKOFF = 8,
+	RK_CODES = 16
+};
+
+/* key is one of the retry keys: parsed into p, its bit into *set; 1 when
+ * done, 0 when key is not one of them, -1 on an error (said). */
+static int parse_retry_key(const struct cy_ctx *cy, const char *key, const struct cy_node *val,
+			   struct retry_policy *p, unsigned *set)
+{
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} ints[] = { { "maxAttempts", RK_MAX },
+		     { "retryDelaySec", RK_DELAY },
+		     { "retryMaxDelaySec", RK_MAX_DELAY } };
+
+	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+		if (strcmp(key, ints[i].name) != 0)
+			continue;
+		for (size_t k = 0; k < sizeof int_keys / sizeof int_keys[0]; k++) {
+			long long v;
+			if (strcmp(int_keys[k].name, key) != 0)
+				continue;
+			if (cy_get_int(cy, val, key, int_keys[k].min, int_keys[k].max, &v) < 0)
+				return -1;
+			*(int *)((char *)p + int_keys[k].offset -
+				 offsetof(struct dispatch_config, retry)) = (int)v;
+		}
+		*set |= ints[i].bit;
+		return 1;
+	}
+	if (strcmp(key, "retryBackoff") == 0) {
+		if (val->type != CY_SCALAR ||
+		    (strcmp(val->value, "exponential") != 0 && strcmp(val->value, "fixed") != 0))
+			return cy_error(cy, val, "retryBackoff: exponential or fixed is required");
+		p->backoff = strcmp(val->value, "fixed") == 0 ? RETRY_FIXED : RETRY_EXPONENTIAL;
+		*set |= RK_BACKOFF;
+		return 1;
+	}
+	if (strcmp(key, "retryExitCodes") == 0) {
+		if (cy_expect(cy, val, CY_SEQUENCE, "retryExitCodes") < 0)
+			return -1;
+		memset(p->exit_codes, 0, sizeof p->exit_codes);
+		for (size_t i = 0; i < val->nkids; i++) {
+			long long v;
+			if (cy_get_int(cy, val->kids[i], "retryExitCodes[]", 1, 255, &v) < 0)
+				return -1;
+			retry_exit_code_set(p, (int)v);
+		}
+		*set |= RK_CODES;
+		return 1;
+	}
+	return 0;
+}
+
+/* A service name as submit() takes it: 1 to 64 of A-Z a-z 0-9 _ . - */
+static int service_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n <= 64 &&
+	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
+/* The commands of a local service: {CMD: {prog: P, args: [...]}} */
+static int parse_commands(const struct cy_ctx *cy, const struct cy_node *name,
+			  const struct cy_node *svc, const struct cy_node *cmds,
+			  struct dispatch_local_service *ls)
+{
+	static const char *const cmd_keys[] = { "prog", "args", NULL };
+
+	if (!cmds || cy_expect(cy, cmds, CY_MAPPING, "commands") < 0 || !cy_map_size(cmds))
+		return cy_error(cy, cmds ? cmds : svc,
+				"services.%s.commands: a mapping of at "
+				"least one command is required",
+				name->value);
+	ls->commands = calloc(cy_map_size(cmds), sizeof *ls->commands);
+	if (!ls->commands)
+		return cy_error(cy, cmds, "out of memory");
+	for (size_t c = 0; c < cy_map_size(cmds); c++) {
+		const struct cy_node *cn = cy_map_key(cmds, c), *cv = cy_map_value(cmds, c);
+		struct dispatch_local_command *lc = &ls->commands[ls->ncommands++];
+		const struct cy_node *prog, *args;
+		lc->name = strdup(cn->value);
+		if (cy_expect(cy, cv, CY_MAPPING, "commands.<name>") < 0 ||
+		    cy_check_keys(cy, cv, "commands.<name>", cmd_keys) < 0)
+			return -1;
+		prog = cy_map_find(cv, "prog", NULL);
+		if (!prog || cy_get_string(cy, prog, "prog", &lc->prog) < 0)
+			return prog ? -1 : cy_error(cy, cv, "prog: required");
+		if (lc->prog[0] != '/')
+			return cy_error(cy, prog, "prog: an absolute path is required");
+		args = cy_map_find(cv, "args", NULL);
+		if (args && cy_get_strlist(cy, args, "args", &lc->args) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* services: NAME: {local: true, commands: {...}, maxAttempts: N, retry...}
+ * Every entry is a retry policy (retry_services); one with local: true
+ * also runs on this host (local), and only such an entry has commands. */
 static int parse_services(const struct cy_ctx *cy, const struct cy_node *val,
 			  struct dispatch_config *cfg)
 {
-	static const char *const svc_keys[] = { "local", "commands", NULL };
-	static const char *const cmd_keys[] = { "prog", "args", NULL };
+	static const char *const svc_keys[] = { "local",
+						"commands",
+						"maxAttempts",
+						"retryDelaySec",
+						"retryMaxDelaySec",
+						"retryBackoff",
+						"retryExitCodes",
+						NULL };
 
 	if (cy_expect(cy, val, CY_MAPPING, "services") < 0)
 		return -1;
 	cfg->local = calloc(cy_map_size(val) + 1, sizeof *cfg->local);
-	if (!cfg->local)
+	cfg->retry_services = calloc(cy_map_size(val) + 1, sizeof *cfg->retry_services);
+	if (!cfg->local || !cfg->retry_services)
 		return cy_error(cy, val, "out of memory");
 	for (size_t i = 0; i < cy_map_size(val); i++) {
 		const struct cy_node *name = cy_map_key(val, i), *svc = cy_map_value(val, i);
 		const struct cy_node *local, *cmds;
-		struct dispatch_local_service *ls = &cfg->local[cfg->nlocal++];
+		struct retry_service *rs = &cfg->retry_services[cfg->nretry];
 		int is_local = 0;
+		if (!service_name_ok(name->value))
+			return cy_error(cy, name,
+					"services: a service name is 1 to 64 of A-Z a-z 0-9 _ . - "
+					"(got \"%.100s\")",
+					name->value);
 		if (cy_expect(cy, svc, CY_MAPPING, "services.<name>") < 0 ||
 		    cy_check_keys(cy, svc, "services.<name>", svc_keys) < 0)
 			return -1;
-		ls->name = strdup(name->value);
+		rs->name = strdup(name->value);
+		if (!rs->name)
+			return cy_error(cy, name, "out of memory");
+		cfg->nretry++;
+		for (size_t k = 0; k < cy_map_size(svc); k++)
+			if (parse_retry_key(cy, cy_map_key(svc, k)->value, cy_map_value(svc, k),
+					    &rs->p, &rs->set) < 0)
+				return -1;
 		local = cy_map_find(svc, "local", NULL);
-		if (!local || cy_get_bool(cy, local, "local", &is_local) < 0 || !is_local)
-			return cy_error(
-				cy, local ? local : svc,
-				"services.%s: local: true is required "
-				"(every other service runs on the execservers, which configure it)",
-				name->value);
+		if (local && cy_get_bool(cy, local, "local", &is_local) < 0)
+			return -1;
 		cmds = cy_map_find(svc, "commands", NULL);
-		if (!cmds || cy_expect(cy, cmds, CY_MAPPING, "commands") < 0 || !cy_map_size(cmds))
-			return cy_error(cy, cmds ? cmds : svc,
-					"services.%s.commands: a mapping of at "
-					"least one command is required",
-					name->value);
-		ls->commands = calloc(cy_map_size(cmds), sizeof *ls->commands);
-		if (!ls->commands)
-			return cy_error(cy, cmds, "out of memory");
-		for (size_t c = 0; c < cy_map_size(cmds); c++) {
-			const struct cy_node *cn = cy_map_key(cmds, c), *cv = cy_map_value(cmds, c);
-			struct dispatch_local_command *lc = &ls->commands[ls->ncommands++];
-			const struct cy_node *prog, *args;
-			lc->name = strdup(cn->value);
-			if (cy_expect(cy, cv, CY_MAPPING, "commands.<name>") < 0 ||
-			    cy_check_keys(cy, cv, "commands.<name>", cmd_keys) < 0)
-				return -1;
-			prog = cy_map_find(cv, "prog", NULL);
-			if (!prog || cy_get_string(cy, prog, "prog", &lc->prog) < 0)
-				return prog ? -1 : cy_error(cy, cv, "prog: required");
-			if (lc->prog[0] != '/')
-				return cy_error(cy, prog, "prog: an absolute path is required");
-			args = cy_map_find(cv, "args", NULL);
-			if (args && cy_get_strlist(cy, args, "args", &lc->args) < 0)
-				return -1;
+		if (!is_local) {
+			if (cmds)
+				return cy_error(cy, cmds,
+						"services.%s.commands: only a local service "
+						"(local: true) has commands; every other service "
+						"runs on the execservers, which configure it",
+						name->value);
+			continue;
 		}
+		struct dispatch_local_service *ls = &cfg->local[cfg->nlocal++];
+		ls->name = strdup(name->value);
+		if (parse_commands(cy, name, svc, cmds, ls) < 0)
+			return -1;
 	}
 	return 0;
+}
+
+/* Each service's keys left out taken from the top level; each policy
+ * checked (retryMaxDelaySec at least retryDelaySec); the limits for
+ * SQL made.  0, or -1 with the error said at the service's entry. */
+static int resolve_services(const struct cy_ctx *cy, const struct cy_node *root,
+			    struct dispatch_config *cfg)
+{
+	const struct cy_node *svcs = cy_map_find(root, "services", NULL);
+
+	/* the top level first (i 0), then each service (i - 1) */
+	for (size_t i = 0; i <= cfg->nretry; i++) {
+		struct retry_service *rs = i ? &cfg->retry_services[i - 1] : NULL;
+		struct retry_policy *p = rs ? &rs->p : &cfg->retry;
+		const struct cy_node *k = NULL, *at;
+		if (rs) {
+			if (!(rs->set & RK_MAX))
+				p->max_attempts = cfg->retry.max_attempts;
+			if (!(rs->set & RK_DELAY))
+				p->delay_sec = cfg->retry.delay_sec;
+			if (!(rs->set & RK_MAX_DELAY))
+				p->max_delay_sec = cfg->retry.max_delay_sec;
+			if (!(rs->set & RK_BACKOFF))
+				p->backoff = cfg->retry.backoff;
+			if (!(rs->set & RK_CODES))
+				memcpy(p->exit_codes, cfg->retry.exit_codes, sizeof p->exit_codes);
+		}
+		if (p->max_delay_sec >= p->delay_sec)
+			continue;
+		if (rs) {
+			cy_map_find(svcs, rs->name, &k);
+			at = k ? k : svcs;
+		} else {
+			at = cy_map_find(root, "retryMaxDelaySec", &k);
+			at = at ? at : cy_map_find(root, "retryDelaySec", &k);
+			at = at ? at : root;
+		}
+		return cy_error(cy, at,
+				"%s%s: retryMaxDelaySec (%d) must be at least retryDelaySec (%d)",
+				rs ? "services." : "the top level", rs ? rs->name : "",
+				p->max_delay_sec, p->delay_sec);
+	}
+	cfg->retry_limits = retry_limits_json(cfg->retry_services, cfg->nretry);
+	return cfg->retry_limits ? 0 : cy_error(cy, root, "out of memory");
 }
 
 static int parse_key(const struct cy_ctx *cy, const struct cy_node *key, const struct cy_node *val,
 		     struct dispatch_config *cfg)
 {
 	const char *k = key->value;
+	unsigned set = 0;
+	int rk = parse_retry_key(cy, k, val, &cfg->retry, &set);
 
+	if (rk != 0)
+		return rk < 0 ? -1 : 0;
 	for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++) {
 		if (strcmp(k, int_keys[i].name) != 0)
 			continue;
@@ -328,6 +496,8 @@ int dispatch_config_load_buffer(const char *name, const char *text, size_t len,
 			 cfg->stale_after_sec, cfg->heartbeat_sec);
 		goto out;
 	}
+	if (resolve_services(&cy, root, cfg) < 0)
+		goto out;
 	if (!cfg->instance_id && env_instance && *env_instance) {
 		if (!instance_ok(env_instance)) {
 			cy_error_at(&cy, 0, 0,
@@ -410,5 +580,9 @@ void dispatch_config_free(struct dispatch_config *cfg)
 		free(cfg->local[i].name);
 	}
 	free(cfg->local);
+	for (size_t i = 0; i < cfg->nretry; i++)
+		free(cfg->retry_services[i].name);
+	free(cfg->retry_services);
+	free(cfg->retry_limits);
 	memset(cfg, 0, sizeof *cfg);
 }

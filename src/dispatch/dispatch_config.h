@@ -8,12 +8,15 @@
  * range; schema is a plain lower-case SQL identifier; instance_id is
  * always set (configured, from EXECDISPATCH_INSTANCE_ID, or made of the
  * host name, the pid and a random part at load time, and made again by
- * the daemon once it has detached, so that it names the daemon's pid).
+ * the daemon once it has detached, so that it names the daemon's pid);
+ * every retry policy is whole (retry_policy.h's invariants: a service's
+ * keys left out are the top level's) and retry_limits is set.
  */
 #ifndef ES_DISPATCH_CONFIG_H
 #define ES_DISPATCH_CONFIG_H
 
 #include "config/config.h"
+#include "dispatch/retry_policy.h"
 
 #define DISPATCH_CONFIG_DEFAULT SYSCONFDIR "/execserver/execdispatch.yml"
 #define DISPATCH_INSTANCE_MAX 64 /* longest instanceId */
@@ -42,14 +45,20 @@ struct dispatch_config {
 	struct strlist execservers; /* ws:// or wss:// addresses */
 	char *auth_token;           /* NULL: none */
 	char *instance_id;
-	int instance_configured;              /* 1: from the file or the environment */
-	char *schema;                         /* default "execdispatch" */
-	int poll_ms;                          /* 1000 */
-	int heartbeat_sec;                    /* 5 */
-	int stale_after_sec;                  /* 30 */
-	int cancel_poll_ms;                   /* 1000; 0: no cancel poll */
-	int max_attempts;                     /* 3 */
-	int retry_delay_sec;                  /* 60 */
+	int instance_configured; /* 1: from the file or the environment */
+	char *schema;            /* default "execdispatch" */
+	int poll_ms;             /* 1000 */
+	int heartbeat_sec;       /* 5 */
+	int stale_after_sec;     /* 30 */
+	int cancel_poll_ms;      /* 1000; 0: no cancel poll */
+	/* the top-level retry keys (maxAttempts, retryDelaySec,
+	 * retryMaxDelaySec, retryBackoff, retryExitCodes): the policy of every
+	 * service without its own; a service's own key in the services: block
+	 * wins, each key it leaves out is the top level's */
+	struct retry_policy retry;
+	struct retry_service *retry_services; /* every service of the services: block */
+	size_t nretry;
+	char *retry_limits;                   /* retry_limits_json of retry_services */
 	int connect_timeout_sec;              /* 120 */
 	int retain_done_days;                 /* 7; 0: finished rows are kept */
 	int log_level;                        /* enum log_level, default info */
@@ -60,6 +69,13 @@ struct dispatch_config {
 	int local_slots;      /* localSlots: default the CPU count */
 	int stop_timeout_sec; /* 240: a stop waits this long for running jobs */
 };
+
+/* The retry policy of service (its services: entry, else the top level's). */
+static inline const struct retry_policy *dispatch_retry_policy(const struct dispatch_config *cfg,
+							       const char *service)
+{
+	return retry_policy_for(&cfg->retry, cfg->retry_services, cfg->nretry, service);
+}
 
 /* Loads and checks path; 0, or -1 with err->text "file:line:column: ...".
  * env_instance: the value of EXECDISPATCH_INSTANCE_ID or NULL. */

@@ -145,16 +145,18 @@ int claim_arrays(PGresult *res, char **ids, char **claims)
 	return *ids ? 0 : -1;
 }
 
-/* DQ_REQUEUE_CLAIMS's parameters (maxa: a buffer of len for maxAttempts). */
+/* DQ_REQUEUE_CLAIMS's parameters (maxa: a buffer of len for maxAttempts;
+ * params: 6). */
 void requeue_params(struct dispatcher *d, const char *ids, const char *claims, char *maxa,
 		    size_t len, const char **params)
 {
-	snprintf(maxa, len, "%d", d->cfg->max_attempts);
+	snprintf(maxa, len, "%d", d->cfg->retry.max_attempts);
 	params[0] = d->cfg->instance_id;
 	params[1] = ids;
 	params[2] = claims;
 	params[3] = maxa;
 	params[4] = d->token;
+	params[5] = d->cfg->retry_limits;
 }
 
 /* The claims a look (DQ_FIND_OWN, DQ_FIND_LOST) found, in res, requeued
@@ -165,7 +167,7 @@ static int requeue_found(struct dispatcher *d, PGresult *res, const void *note, 
 			 chore_fn fn)
 {
 	char *ids, *claims, maxa[16];
-	const char *params[5];
+	const char *params[6];
 	int rc;
 
 	if (PQntuples(res) == 0)
@@ -173,7 +175,7 @@ static int requeue_found(struct dispatcher *d, PGresult *res, const void *note, 
 	if (claim_arrays(res, &ids, &claims) < 0)
 		return -1;
 	requeue_params(d, ids, claims, maxa, sizeof maxa, params);
-	rc = chores_add(d->chores, d->sql[Q_REQUEUE], 5, params, note, note_len, fn, d) == 0 ? 1
+	rc = chores_add(d->chores, d->sql[Q_REQUEUE], 6, params, note, note_len, fn, d) == 0 ? 1
 											     : -1;
 	free(ids);
 	free(claims);
@@ -365,13 +367,13 @@ static void on_rescue_result(void *arg, PGresult *res, int away, const void *not
 static void send_rescue(struct dispatcher *d)
 {
 	char stale[16], maxa[16];
-	const char *params[3] = { d->cfg->instance_id, stale, maxa };
+	const char *params[4] = { d->cfg->instance_id, stale, maxa, d->cfg->retry_limits };
 
 	if (d->rescue_out || d->stop == STOP_LEAVING)
 		return;
 	snprintf(stale, sizeof stale, "%d", d->cfg->stale_after_sec);
-	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
-	if (chores_add(d->rescue_lane, d->sql[Q_RESCUE], 3, params, NULL, 0, on_rescue_result, d) ==
+	snprintf(maxa, sizeof maxa, "%d", d->cfg->retry.max_attempts);
+	if (chores_add(d->rescue_lane, d->sql[Q_RESCUE], 4, params, NULL, 0, on_rescue_result, d) ==
 	    0)
 		d->rescue_out = 1;
 }

@@ -82,7 +82,10 @@ int fin_build(struct dispatcher *d, struct fin *f, int n)
 		ids[k] = h->id;
 		claim[k] = h->claim;
 		unc[k] = h->uncount;
-		delay[k] = h->given_back ? 0 : d->cfg->retry_delay_sec;
+		delay[k] = h->given_back || strcmp(h->state, "queued") != 0
+				   ? 0
+				   : retry_delay_sec(dispatch_retry_policy(d->cfg, h->service),
+						     h->attempts, &d->rnd);
 		states[k] = h->state;
 		errors[k] = h->error;
 		receipts[k] = h->receipt;

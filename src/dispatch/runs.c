@@ -73,7 +73,7 @@ static void set_outcome(struct held *h, const struct exc_receipt *r)
 	} else if (r->error_code && strcmp(r->error_code, EXC_E_NO_SLOT) == 0) {
 		h->state = "queued";
 		h->uncount = 1;
-	} else if (r->error_code && r->retryable && h->attempts < cfg->max_attempts) {
+	} else if (retry_again(dispatch_retry_policy(cfg, h->service), h->attempts, r)) {
 		h->state = "queued";
 	} else {
 		h->state = "failed";

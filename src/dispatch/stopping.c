@@ -157,15 +157,15 @@ static void on_leave_hot_result(void *arg, PGresult *res, int away)
 static int send_leave(struct dispatcher *d)
 {
 	char maxa[16];
-	const char *params[3] = { d->cfg->instance_id, d->token, maxa };
+	const char *params[4] = { d->cfg->instance_id, d->token, maxa, d->cfg->retry_limits };
 
-	snprintf(maxa, sizeof maxa, "%d", d->cfg->max_attempts);
+	snprintf(maxa, sizeof maxa, "%d", d->cfg->retry.max_attempts);
 	if (!db_up(chores_db(d->beat_lane)))
 		for (int t = 0; t < HOT_CONNS; t++)
 			if (db_up(d->turns[t].db) && !db_busy(d->turns[t].db))
-				return db_send(d->turns[t].db, d->sql[Q_LEAVE], 3, params,
+				return db_send(d->turns[t].db, d->sql[Q_LEAVE], 4, params,
 					       on_leave_hot_result, d);
-	return chores_add(d->beat_lane, d->sql[Q_LEAVE], 3, params, NULL, 0, on_leave_result, d);
+	return chores_add(d->beat_lane, d->sql[Q_LEAVE], 4, params, NULL, 0, on_leave_result, d);
 }
 
 /* Stopping and nothing held, on the wire or waiting to be claimed: our

@@ -503,6 +503,84 @@ static int execctl(char *out, size_t len, const char *fmt, ...)
 	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+struct rows_wait {
+	const char *where;
+	long long n;
+};
+
+static int rows_are(void *arg)
+{
+	const struct rows_wait *w = arg;
+
+	return pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE %s", w->where) == w->n;
+}
+
+/* Waits until n rows of job match where; 0, or -1 after ms. */
+static int wait_rows(const char *where, long long n, int ms)
+{
+	struct rows_wait w = { where, n };
+
+	return harness_wait_until(rows_are, &w, ms);
+}
+
+/* The retry policy of service "work" from the services: block
+ * (docs/dispatch.md, "Retries"): a program that exits 75 at its first
+ * attempt and 0 at its second runs twice, the second attempt not before
+ * retryDelaySec (3 s: below 5 s there is no jitter) after the first
+ * started, and `execctl show` says when meanwhile; with maxAttempts 1
+ * the same program fails at its first attempt. */
+static void test_retry_exit_code(void)
+{
+	static const char job[] = "{\"command\":\"sh\",\"args\":[\"-c\",\"[ "
+				  "\\\"$EXECDISPATCH_ATTEMPT\\\" = 1 ] && exit 75; exit 0\"]}";
+	char out[4096], after[64], cmd[128];
+	long long id;
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0,
+					"services:\n  work:\n    retryDelaySec: 3\n"
+					"    retryExitCodes: [75, 69]\n    maxAttempts: 3\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	id = df_submit(&F, job, 0);
+	snprintf(cmd, sizeof cmd, "state = 'queued' AND attempts = 1 AND id = %lld", id);
+	CU_ASSERT_FATAL(wait_rows(cmd, 1, 20000) == 0);
+	pgtest_text(F.c, after, sizeof after,
+		    "SELECT start_after FROM execdispatch.job WHERE id = %lld", id);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s %lld", F.cfg[0], id), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nnext attempt "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, after));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "(attempt 2)\n"));
+	/* the delay counts from the first attempt's end: its start plus 3 s
+	 * at least, and not much more */
+	CU_ASSERT_EQUAL(
+		pgtest_int(F.c,
+			   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+			   "start_after - started_at BETWEEN interval '3 s' AND interval '6 s' "
+			   "AND error = 'exit_status'",
+			   id),
+		1);
+	CU_ASSERT_FATAL(df_wait_final(&F, 20000) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'done' AND attempts = 2 AND started_at >= '%s'",
+				   id, after),
+			1);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+
+	/* maxAttempts 1: exit 75 is final */
+	CU_ASSERT_FATAL(df_write_config(&F, 0, "services:\n  work: {maxAttempts: 1}\n") == 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	id = df_submit(&F, job, 0);
+	CU_ASSERT_FATAL(df_wait_final(&F, 20000) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'failed' AND attempts = 1 AND error = 'exit_status'",
+				   id),
+			1);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
+}
+
 static void test_execctl_db(void)
 {
 	char out[2048], id[32];
@@ -1433,6 +1511,8 @@ int main(void)
 		{ "no execserver: nothing claimed, only the heartbeat queries",
 		  test_no_execserver },
 		{ "execctl submit, show, wait, cancel, position", test_execctl_db },
+		{ "retries: retryExitCodes, the delay, execctl show; maxAttempts 1",
+		  test_retry_exit_code },
 		{ "retention deletes more than one batch", test_retention },
 		{ "retention: a locked finished row holds neither the janitor nor the heartbeat",
 		  test_retention_locked_row },

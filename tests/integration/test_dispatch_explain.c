@@ -71,10 +71,10 @@ static void replace_all(char *s, size_t len, const char *from, const char *to)
 }
 
 /* The nth (0: first) piece of text from `from` through the end of the
- * first `to` after it, squeezed, with param made "$P"; 0, or -1 when
- * there is none. */
+ * first `to` after it, squeezed, with param made "$P" and param2 "$Q"
+ * (either NULL: none); 0, or -1 when there is none. */
 static int piece(const char *text, int nth, const char *from, const char *to, const char *param,
-		 char *out, size_t len)
+		 const char *param2, char *out, size_t len)
 {
 	const char *a = text, *b;
 	for (int i = 0; a && i <= nth; i++)
@@ -85,15 +85,18 @@ static int piece(const char *text, int nth, const char *from, const char *to, co
 	squeeze(a, (size_t)(b - a) + strlen(to), out, len);
 	if (param)
 		replace_all(out, len, param, "$P");
+	if (param2)
+		replace_all(out, len, param2, "$Q");
 	return 0;
 }
 
 /* One fragment as it stands in one statement: the statement, which
- * occurrence, and the parameter that differs from one to the other. */
+ * occurrence, and the parameters that differ from one to the other
+ * (param read as $P, param2 as $Q). */
 struct frag_use {
 	const char *stmt_name, *text;
 	int nth;
-	const char *param;
+	const char *param, *param2;
 };
 
 /* Every use reads as the first one: 0, or -1 (printed). */
@@ -103,13 +106,14 @@ static int same_fragment(const char *what, const char *from, const char *to,
 	char first[8192], other[8192];
 	int bad = 0;
 
-	if (piece(uses[0].text, uses[0].nth, from, to, uses[0].param, first, sizeof first) < 0) {
+	if (piece(uses[0].text, uses[0].nth, from, to, uses[0].param, uses[0].param2, first,
+		  sizeof first) < 0) {
 		fprintf(stderr, "%s: not found in %s\n", what, uses[0].stmt_name);
 		return -1;
 	}
 	for (int i = 1; i < n; i++) {
-		if (piece(uses[i].text, uses[i].nth, from, to, uses[i].param, other, sizeof other) <
-		    0) {
+		if (piece(uses[i].text, uses[i].nth, from, to, uses[i].param, uses[i].param2, other,
+			  sizeof other) < 0) {
 			fprintf(stderr, "%s: not found in %s\n", what, uses[i].stmt_name);
 			bad = -1;
 		} else if (strcmp(first, other) != 0) {
@@ -126,38 +130,38 @@ static void test_fragments(void)
 	/* "me": our dispatcher row of this life, locked FOR KEY SHARE, in
 	 * every statement that changes rows of "me" */
 	const struct frag_use me[] = {
-		{ "claim", DQ_CLAIM, 0, "$6" },
-		{ "claim_exec", DQ_CLAIM_EXEC, 0, "$6" },
-		{ "finish_claim", DQ_FINISH_CLAIM, 0, "$11" },
-		{ "requeue_claims", DQ_REQUEUE_CLAIMS, 0, "$5" },
+		{ "claim", DQ_CLAIM, 0, "$6", NULL },
+		{ "claim_exec", DQ_CLAIM_EXEC, 0, "$6", NULL },
+		{ "finish_claim", DQ_FINISH_CLAIM, 0, "$11", NULL },
+		{ "requeue_claims", DQ_REQUEUE_CLAIMS, 0, "$5", NULL },
 	};
 	/* ...and read, unlocked, by the looks that change nothing */
 	const struct frag_use there[] = {
-		{ "find_own", DQ_FIND_OWN, 0, "$2" },
-		{ "find_lost", DQ_FIND_LOST, 0, "$4" },
+		{ "find_own", DQ_FIND_OWN, 0, "$2", NULL },
+		{ "find_lost", DQ_FIND_LOST, 0, "$4", NULL },
 	};
 	/* the rescue's outcome for a held row whose dispatcher is gone */
 	const struct frag_use requeue[] = {
-		{ "rescue (moved)", DQ_RESCUE, 0, "$3" },
-		{ "rescue (lone)", DQ_RESCUE, 1, "$3" },
-		{ "requeue_claims", DQ_REQUEUE_CLAIMS, 0, "$4" },
-		{ "leave", DQ_LEAVE, 0, "$3" },
+		{ "rescue (moved)", DQ_RESCUE, 0, "$3", "$4" },
+		{ "rescue (lone)", DQ_RESCUE, 1, "$3", "$4" },
+		{ "requeue_claims", DQ_REQUEUE_CLAIMS, 0, "$4", "$6" },
+		{ "leave", DQ_LEAVE, 0, "$3", "$4" },
 	};
 	/* the change of the picked rows to claimed */
 	const struct frag_use claim_set[] = {
-		{ "claim", DQ_CLAIM, 0, "(SELECT id FROM picked)" },
-		{ "claim_exec", DQ_CLAIM_EXEC, 0, "(SELECT id FROM picked)" },
-		{ "finish_claim", DQ_FINISH_CLAIM, 0, "(SELECT id FROM picked_s)" },
+		{ "claim", DQ_CLAIM, 0, "(SELECT id FROM picked)", NULL },
+		{ "claim_exec", DQ_CLAIM_EXEC, 0, "(SELECT id FROM picked)", NULL },
+		{ "finish_claim", DQ_FINISH_CLAIM, 0, "(SELECT id FROM picked_s)", NULL },
 	};
 	/* the outcomes */
 	const struct frag_use finish[] = {
-		{ "finish", DQ_FINISH, 0, NULL },
-		{ "finish_claim", DQ_FINISH_CLAIM, 0, NULL },
+		{ "finish", DQ_FINISH, 0, NULL, NULL },
+		{ "finish_claim", DQ_FINISH_CLAIM, 0, NULL, NULL },
 	};
 	/* each service's pick up to its admission */
 	const struct frag_use per_service[] = {
-		{ "claim_exec", DQ_CLAIM_EXEC, 0, NULL },
-		{ "finish_claim", DQ_FINISH_CLAIM, 0, NULL },
+		{ "claim_exec", DQ_CLAIM_EXEC, 0, NULL, NULL },
+		{ "finish_claim", DQ_FINISH_CLAIM, 0, NULL, NULL },
 	};
 	char sq[8192];
 
@@ -189,8 +193,8 @@ static void test_fragments(void)
 	/* the checks above find what they look for (a fragment changed in
 	 * one statement is reported) */
 	const struct frag_use changed[] = {
-		{ "claim", DQ_CLAIM, 0, "$6" },
-		{ "finish_claim", DQ_FINISH_CLAIM, 0, "$1" },
+		{ "claim", DQ_CLAIM, 0, "$6", NULL },
+		{ "finish_claim", DQ_FINISH_CLAIM, 0, "$1", NULL },
 	};
 	fprintf(stderr, "(a difference is expected next)\n");
 	CU_ASSERT_EQUAL(
@@ -296,12 +300,12 @@ static const struct plan_case {
 	{ "landed", DQ_LANDED, "@done@, 1, 'done', NULL, '{}', 'd0'", "job_pkey" },
 	{ "beat", DQ_BEAT, "'d0', @token@, NULL", "" },
 	{ "register", DQ_REGISTER, "'d0', 'h', 1, 30, @token@", "" },
-	{ "rescue", DQ_RESCUE, "'d0', 30, 3", "job_holder job_pkey" },
+	{ "rescue", DQ_RESCUE, "'d0', 30, 3, '{\"svc1\": 1}'", "job_holder job_pkey" },
 	{ "find_own", DQ_FIND_OWN, "'d0', @token@", "job_holder" },
 	{ "find_lost", DQ_FIND_LOST, "'d0', '@ids@', '@claims@', @token@", "job_holder" },
-	{ "requeue_claims", DQ_REQUEUE_CLAIMS, "'d0', '@ids@', '@claims@', 3, @token@",
-	  "job_pkey|job_holder" },
-	{ "leave", DQ_LEAVE, "'d0', @token@, 3", "job_holder" },
+	{ "requeue_claims", DQ_REQUEUE_CLAIMS,
+	  "'d0', '@ids@', '@claims@', 3, @token@, '{\"svc1\": 1}'", "job_pkey|job_holder" },
+	{ "leave", DQ_LEAVE, "'d0', @token@, 3, '{\"svc1\": 1}'", "job_holder" },
 	{ "janitor", DQ_JANITOR, "7", "job_finished" },
 	{ "queue_stats", DQ_QUEUE_STATS, NULL, "job_claim|job_claim_service job_holder" },
 	{ "claims_settled", DQ_CLAIMS_SETTLED, "'d0', @token@", "" },

@@ -92,6 +92,34 @@ static void test_config_errors(void)
 		{ "execservers: [ws://h:1]\ndatabase: \"postgresql://h/db?hots=x\"\n",
 		  "check.yml:2:11: database: not a libpq connection string or URI: invalid URI "
 		  "query parameter: \"hots\"" },
+		/* the retry keys, at the top level and per service */
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nretryBackoff: linear\n",
+		  "check.yml:3:15: retryBackoff: exponential or fixed is required" },
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nretryExitCodes: [75, 256]\n",
+		  "check.yml:3:22: retryExitCodes[]" },
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nretryDelaySec: 100\n"
+		  "retryMaxDelaySec: 10\n",
+		  "check.yml:4:19: the top level: retryMaxDelaySec (10) must be at least "
+		  "retryDelaySec (100)" },
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nservices:\n  thumb:\n"
+		  "    maxAttempts: 0\n",
+		  "check.yml:5:18: maxAttempts" },
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nservices:\n  thumb:\n"
+		  "    maxAttemps: 2\n",
+		  "check.yml:5:5:" },
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nservices:\n  thumb:\n"
+		  "    retryExitCodes: 75\n",
+		  "check.yml:5:21: retryExitCodes" },
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nservices:\n  \"a b\":\n"
+		  "    maxAttempts: 2\n",
+		  "check.yml:4:3: services: a service name is 1 to 64 of A-Z a-z 0-9 _ . -" },
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nretryDelaySec: 120\nservices:\n"
+		  "  thumb:\n    retryMaxDelaySec: 60\n",
+		  "check.yml:5:3: services.thumb: retryMaxDelaySec (60) must be at least "
+		  "retryDelaySec (120)" },
+		{ "database: dbname=x\nexecservers: [ws://h:1]\nservices:\n  thumb:\n"
+		  "    commands: {c: {prog: /bin/true}}\n",
+		  "check.yml:5:15: services.thumb.commands: only a local service" },
 	};
 	char out[1024];
 
@@ -107,6 +135,13 @@ static void test_config_errors(void)
 	CU_ASSERT_EQUAL(
 		check_config("database: dbname=x\nexecservers: [ws://h:1]\n", out, sizeof out), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "test is successful"));
+	CU_ASSERT_EQUAL(check_config("database: dbname=x\nexecservers: [ws://h:1]\n"
+				     "retryBackoff: fixed\nretryExitCodes: []\nservices:\n"
+				     "  thumb: {maxAttempts: 1, retryExitCodes: [75, 69]}\n"
+				     "  video: {retryDelaySec: 5, retryMaxDelaySec: 600, "
+				     "retryBackoff: exponential}\n",
+				     out, sizeof out),
+			0);
 }
 
 /* ---- migrations ---- */
@@ -629,7 +664,7 @@ static long long held_row(const char *state)
 	return silent_holder("stale", 1, state);
 }
 
-static const char *rescue_params[3] = { "live", "30", "3" };
+static const char *rescue_params[4] = { "live", "30", "3", "{}" };
 
 /* A row's claims (an integer column) as text, with its NUL: what
  * claim_one writes and finish_params takes. */
@@ -676,7 +711,7 @@ static void test_race_claim_rescue(void)
 	/* the rescue has requeued the row but not committed: a claim sees
 	 * nothing to take (the row is locked, and claimed in its snapshot) */
 	PQclear(pgtest_query(a.c, "BEGIN"));
-	r = run_stmt(a.c, DQ_RESCUE, 3, rescue_params);
+	r = run_stmt(a.c, DQ_RESCUE, 4, rescue_params);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "1");
 	PQclear(r);
 	CU_ASSERT_EQUAL(rows_of(b.c, DQ_CLAIM, 6, claim), 0);
@@ -692,6 +727,32 @@ static void test_race_claim_rescue(void)
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
 	PQfinish(a.c);
 	PQfinish(b.c);
+}
+
+/* The rescue's maxAttempts per service ($4, the services: block): two
+ * rows at their first attempt under the silent dispatcher; the one of
+ * service "one" (maxAttempts 1) fails with dispatcher_lost, the other
+ * takes the top level's 3 and is queued again. */
+static void test_rescue_service_limit(void)
+{
+	long long a = held_row("running"), b = df_submit(&F, "{\"command\":\"true\"}", 0);
+	const char *params[4] = { "live", "30", "3", "{\"one\": 1}" };
+	char buf[64];
+	PGresult *r;
+
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET service = 'one', state = 'running', "
+			     "runner_instance = 'stale', attempts = 1, claims = 1 WHERE id = %lld",
+			     b));
+	r = run_stmt(F.c, DQ_RESCUE, 4, params);
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 0), "1");
+	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(state_of(a, buf), "queued/1");
+	CU_ASSERT_STRING_EQUAL(state_of(b, buf), "failed/1");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, 64, "SELECT error FROM execdispatch.job WHERE id = %lld", b),
+		"dispatcher_lost");
 }
 
 /* One side of a forced race on a row held by the stale dispatcher: the
@@ -712,7 +773,7 @@ static PGresult *run_side(enum side s, PGconn *c, long long id, int blocked)
 	char cancel[64];
 	const char *text = DQ_RESCUE;
 	const char *const *params = rescue_params;
-	int n = 3;
+	int n = 4;
 
 	if (s == FINISH) {
 		finish_params(&fa, id, "stale", "1");
@@ -815,7 +876,7 @@ static void test_race_finish_rescue(void)
 	/* out of attempts: the rescue fails the row with dispatcher_lost */
 	id = held_row("running");
 	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET attempts = 3 WHERE id = %lld", id));
-	r = run_stmt(F.c, DQ_RESCUE, 3, rescue_params);
+	r = run_stmt(F.c, DQ_RESCUE, 4, rescue_params);
 	CU_ASSERT_STRING_EQUAL(PQgetvalue(r, 0, 1), "1");
 	PQclear(r);
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, 64,
@@ -930,9 +991,9 @@ static int look(PGconn *c, const char *text, int n, const char *const *params, s
  * requeued (or failed). */
 static int requeue(PGconn *c, const char *inst, const struct pairs *p, const char *token)
 {
-	const char *params[5] = { inst, p->ids, p->claims, "3", token };
+	const char *params[6] = { inst, p->ids, p->claims, "3", token, "{}" };
 
-	return rows_of(c, DQ_REQUEUE_CLAIMS, 5, params);
+	return rows_of(c, DQ_REQUEUE_CLAIMS, 6, params);
 }
 
 /* Both steps of the requeue of the rows an earlier life left. */
@@ -1107,8 +1168,8 @@ static void test_late_requeue_misses_new_claim(void)
 	PQclear(pgtest_query(b, "BEGIN"));
 	CU_ASSERT_EQUAL(requeue(b, "me", &now, TOKEN), 1);
 	CU_ASSERT_EQUAL(rows_of(b, DQ_CLAIM, 6, claim), 1);
-	const char *late_p[5] = { "me", late.ids, late.claims, "3", TOKEN };
-	send_blocked(a, DQ_REQUEUE_CLAIMS, 5, late_p);
+	const char *late_p[6] = { "me", late.ids, late.claims, "3", TOKEN, "{}" };
+	send_blocked(a, DQ_REQUEUE_CLAIMS, 6, late_p);
 	PQclear(pgtest_query(b, "COMMIT"));
 	r = collect(a);
 	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
@@ -1242,7 +1303,7 @@ static void test_locked_rows_skipped(void)
 	PQclear(pgtest_query(other, "BEGIN"));
 	PQclear(pgtest_query(other, "SELECT 1 FROM execdispatch.job WHERE id = %lld FOR UPDATE",
 			     id));
-	r = run_stmt(F.c, DQ_RESCUE, 3, rescue_params);
+	r = run_stmt(F.c, DQ_RESCUE, 4, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 1, failed 0, put off 1");
 	CU_ASSERT_STRING_EQUAL(state_of(id2, buf), "queued/1");
 	CU_ASSERT_STRING_EQUAL(state_of(id3, buf), "running/1"); /* stale's, not locked */
@@ -1250,7 +1311,7 @@ static void test_locked_rows_skipped(void)
 					"instance IN ('stale', 'stale2')"),
 			1);
 	PQclear(pgtest_query(other, "COMMIT"));
-	r = run_stmt(F.c, DQ_RESCUE, 3, rescue_params);
+	r = run_stmt(F.c, DQ_RESCUE, 4, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 2, failed 0");
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
 					"instance IN ('stale', 'stale2')"),
@@ -1297,7 +1358,7 @@ static void test_key_share_not_skipped(void)
 	PQclear(pgtest_query(other, "BEGIN"));
 	PQclear(pgtest_query(other, "SELECT 1 FROM execdispatch.job WHERE id = %lld FOR KEY SHARE",
 			     id));
-	r = run_stmt(F.c, DQ_RESCUE, 3, rescue_params);
+	r = run_stmt(F.c, DQ_RESCUE, 4, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 1, failed 0");
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/1");
 	PQclear(pgtest_query(other, "COMMIT"));
@@ -1321,7 +1382,7 @@ static void test_beat_passes_table_lock(void)
 
 	PQclear(pgtest_query(other, "BEGIN"));
 	PQclear(pgtest_query(other, "LOCK TABLE execdispatch.job IN ACCESS EXCLUSIVE MODE"));
-	send_blocked(b, DQ_RESCUE, 3, rescue_params);
+	send_blocked(b, DQ_RESCUE, 4, rescue_params);
 	PQclear(pgtest_query(F.c, "SET statement_timeout = 2000"));
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_BEAT, 3, beat), 1);
 	PQclear(pgtest_query(F.c, "RESET statement_timeout"));
@@ -1359,7 +1420,7 @@ static void test_race_own_claim_rescue(void)
 	 * and counts it put off (its third column) */
 	PQclear(pgtest_query(a, "BEGIN"));
 	CU_ASSERT_EQUAL(rows_of(a, DQ_CLAIM_EXEC, 6, claim), 1);
-	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
+	r = run_stmt(b, DQ_RESCUE, 4, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0, put off 1");
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
 					"instance = 'stale'"),
@@ -1367,7 +1428,7 @@ static void test_race_own_claim_rescue(void)
 	PQclear(pgtest_query(a, "COMMIT"));
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/1");
 	/* the next rescue sees the claim: requeued, and the row removed */
-	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
+	r = run_stmt(b, DQ_RESCUE, 4, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 1, failed 0");
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/1");
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
@@ -1378,7 +1439,7 @@ static void test_race_own_claim_rescue(void)
 	 * finds no row of its own and claims nothing */
 	silent_row("stale", 1);
 	PQclear(pgtest_query(b, "BEGIN"));
-	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
+	r = run_stmt(b, DQ_RESCUE, 4, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
 	send_blocked(a, DQ_CLAIM_EXEC, 6, claim);
 	PQclear(pgtest_query(b, "COMMIT"));
@@ -1391,9 +1452,9 @@ static void test_race_own_claim_rescue(void)
 	 * removing it does not count it put off */
 	silent_row("stale", 1);
 	PQclear(pgtest_query(b, "BEGIN"));
-	r = run_stmt(b, DQ_RESCUE, 3, rescue_params);
+	r = run_stmt(b, DQ_RESCUE, 4, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
-	r = run_stmt(a, DQ_RESCUE, 3, rescue_params);
+	r = run_stmt(a, DQ_RESCUE, 4, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 0, failed 0");
 	PQclear(pgtest_query(b, "COMMIT"));
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher WHERE "
@@ -1423,7 +1484,7 @@ static void test_rescue_orphans(void)
 		"UPDATE execdispatch.job SET state = 'claimed', attempts = 1, claims = "
 		"1, runner_instance = CASE WHEN id = %lld THEN 'nobody' ELSE 'live' END",
 		lone));
-	r = run_stmt(F.c, DQ_RESCUE, 3, rescue_params);
+	r = run_stmt(F.c, DQ_RESCUE, 4, rescue_params);
 	CU_ASSERT_STRING_EQUAL(said(RESCUE, r, buf, sizeof buf), "requeued 1, failed 0");
 	CU_ASSERT_STRING_EQUAL(state_of(lone, buf), "queued/1");
 	CU_ASSERT_STRING_EQUAL(state_of(kept, buf), "claimed/1");
@@ -1445,7 +1506,7 @@ static void test_identity_token(void)
 	const char *reg1[5] = { "dup", "h", "1", "30", TOKEN },
 		   *reg2[5] = { "dup", "h", "1", "30", t2 };
 	const char *beat1[3] = { "dup", TOKEN, NULL }, *beat2[3] = { "dup", t2, NULL };
-	const char *leave1[3] = { "dup", TOKEN, "3" }, *leave2[3] = { "dup", t2, "3" };
+	const char *leave1[4] = { "dup", TOKEN, "3", "{}" }, *leave2[4] = { "dup", t2, "3", "{}" };
 	char ids[32], buf[64];
 	long long id;
 
@@ -1475,14 +1536,14 @@ static void test_identity_token(void)
 	const char *claim2[6] = { "dup", "10", "{}", "false", "-1000", t2 };
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_CLAIM, 6, claim2), 1);
 	/* the old life's leave deletes and requeues nothing */
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_LEAVE, 3, leave1), 0);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_LEAVE, 4, leave1), 0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 1);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "claimed/2");
 	/* the new life's sweep holding the claim: nothing; its leave holding
 	 * nothing (a claim whose result it lost): requeued with the row gone */
 	snprintf(ids, sizeof ids, "{%lld}", id);
 	CU_ASSERT_EQUAL(sweep_lost(F.c, "dup", ids, "{2}", t2), 0);
-	CU_ASSERT_EQUAL(rows_of(F.c, DQ_LEAVE, 3, leave2), 1);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_LEAVE, 4, leave2), 1);
 	CU_ASSERT_STRING_EQUAL(state_of(id, buf), "queued/2");
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.dispatcher"), 0);
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
@@ -1622,6 +1683,7 @@ int main(void)
 		{ "the exec-bound claim: per service, others, never local; with a finish",
 		  test_claim_per_service },
 		{ "race: claim against rescue", test_race_claim_rescue },
+		{ "rescue: a service's own maxAttempts", test_rescue_service_limit },
 		{ "race: finish against rescue (both orders), out of attempts",
 		  test_race_finish_rescue },
 		{ "race: cancel against finish (both orders)", test_race_cancel_finish },

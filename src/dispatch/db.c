@@ -509,7 +509,10 @@ static PGresult *checked(struct db *db, PGresult *res, int *away)
 		*away = 1;
 		went_away(db, res ? PQresultErrorMessage(res) : PQerrorMessage(db->conn));
 	} else {
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
 		one_line(db->last_error, sizeof db->last_error, PQresultErrorMessage(res));
+		snprintf(db->last_sqlstate, sizeof db->last_sqlstate, "%s", state ? state : "");
 	}
 	PQclear(res);
 	return NULL;

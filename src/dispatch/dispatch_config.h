@@ -59,6 +59,8 @@ struct dispatch_config {
 	size_t nlocal;
 	int local_slots;      /* localSlots: default the CPU count */
 	int stop_timeout_sec; /* 240: a stop waits this long for running jobs */
+	/* 10: the schedules are looked at at least this often (schedules.h) */
+	int schedule_check_sec;
 };
 
 /* Loads and checks path; 0, or -1 with err->text "file:line:column: ...".

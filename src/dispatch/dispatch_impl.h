@@ -281,6 +281,7 @@ struct dispatcher {
 	int64_t held_since_ms;    /* our row first found held by a fresh heartbeat (held_wait) */
 	int64_t contact_retry_ms; /* a statement of it failed: sent again then */
 	char *contact_ids, *contact_claims; /* what LIFE_FINDING_OWN found, to requeue */
+	struct schedules *schedules;        /* periodic jobs (schedules.h) */
 };
 
 /* What the next exec-bound claim may take (DQ_CLAIM_EXEC's parameters). */

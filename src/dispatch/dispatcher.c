@@ -68,6 +68,7 @@
 #include "dispatch/metrics.h"
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
+#include "dispatch/schedules.h"
 
 /* h's outcome is set: it waits to be written from now on. */
 static void outcome_pending(struct dispatcher *d, struct held *h)
@@ -1230,7 +1231,8 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	d.contact_ev = evtimer_new(d.base, contact_cb, &d);
 	d.stop_ev = evtimer_new(d.base, stop_cb, &d);
 	if (!d.stop_ev || !d.poll_ev || !d.beat_ev || !d.cancel_ev || !d.start_ev || !d.flush_ev ||
-	    !d.janitor_ev || !d.sig_term || !d.sig_int || !d.sig_hup || !d.contact_ev) {
+	    !d.janitor_ev || !d.sig_term || !d.sig_int || !d.sig_hup || !d.contact_ev ||
+	    !(d.schedules = schedules_start(&d))) {
 		log_error("out of memory");
 		goto out;
 	}
@@ -1283,6 +1285,7 @@ out:
 	chores_free(d.chores);
 	chores_free(d.beat_lane);
 	chores_free(d.rescue_lane);
+	schedules_stop(d.schedules); /* after the chores: none of its callbacks runs later */
 	for (int t = 0; t < HOT_CONNS; t++)
 		turn_release(&d.turns[t]);
 	limbo_free(&d, d.nlimbo);

@@ -287,6 +287,52 @@ static void test_killed_at_the_occurrence(void)
 	df_stop_disp(&F, 2, SIGTERM, 10000);
 }
 
+/* A statement sent after the next occurrence with a read from before it
+ * submits nothing: d0 reads rows a and b due at T1; its statement for a
+ * waits for the test's lock on a, the one for b is queued behind it;
+ * meanwhile the test, as another dispatcher that won b's T1, moves b on
+ * to T2 = now + 2 s; once T2 is past the lock goes: d0's statement for b
+ * (now() after T2, so "still due" holds) finds next_run_at no longer the
+ * one it read and submits nothing; the next pass submits T2, once:
+ * last_run_at is T2, not T1 (without the guard on next_run_at, d0 would
+ * submit b as T1 and skip T2). */
+static void test_stale_after_next(void)
+{
+	clear_all();
+	start_disp(0, RACE_EXTRA);
+	add("a", YEARLY);
+	add("b", YEARLY);
+	CU_ASSERT_FATAL(wait_sql(5000, 2,
+				 "SELECT count(*) FROM execdispatch.schedule WHERE next_run_at > "
+				 "now()") == 0);
+	PGconn *other = pgtest_connect(F.pg.conninfo);
+	CU_ASSERT_FATAL(other != NULL);
+	long long t1 = pgtest_int(F.c, "UPDATE execdispatch.schedule SET next_run_at = "
+				       "date_trunc('second', now()) + interval '2 s' RETURNING "
+				       "extract(epoch FROM next_run_at)::bigint");
+	PQclear(pgtest_query(other, "BEGIN"));
+	PQclear(pgtest_query(other, "SELECT name FROM execdispatch.schedule WHERE name = 'a' FOR "
+				    "UPDATE"));
+	CU_ASSERT_FATAL(wait_sql(6000, 1, LOCK_WAITERS) == 0);
+	long long t2 = pgtest_int(F.c, "UPDATE execdispatch.schedule SET next_run_at = "
+				       "date_trunc('second', clock_timestamp()) + interval '2 s' "
+				       "WHERE name = 'b' RETURNING extract(epoch FROM "
+				       "next_run_at)::bigint");
+	CU_ASSERT(t2 > t1);
+	CU_ASSERT(wait_sql(5000, 1, "SELECT (extract(epoch FROM clock_timestamp()) > %lld)::int",
+			   t2) == 0);
+	PQclear(pgtest_query(other, "COMMIT"));
+	PQfinish(other);
+	CU_ASSERT(wait_sql(5000, 2, "SELECT count(*) FROM execdispatch.job") == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT extract(epoch FROM last_run_at)::bigint FROM "
+					"execdispatch.schedule WHERE name = 'b'"),
+			t2);
+	CU_ASSERT_EQUAL(jobs_of("a"), 1);
+	CU_ASSERT_EQUAL(jobs_of("b"), 1);
+	CU_ASSERT_EQUAL(log_count(0, "submitted by another dispatcher"), 1);
+	df_stop_disp(&F, 0, SIGTERM, 10000);
+}
+
 static int past(void *arg)
 {
 	return harness_now_ms() >= *(long long *)arg;
@@ -408,6 +454,8 @@ int main(void)
 		{ "three dispatchers race for one occurrence: one job", test_three_race },
 		{ "one dispatcher killed at the occurrence: the others submit it once",
 		  test_killed_at_the_occurrence },
+		{ "a statement delayed past the next occurrence submits nothing",
+		  test_stale_after_next },
 		{ "PostgreSQL restart across an occurrence: submitted once after",
 		  test_restart_across },
 		{ "occurrences missed with no dispatcher: only the latest", test_missed },

@@ -16,8 +16,8 @@
 #include "cli/exit_codes.h"
 #include "cli/options.h"
 #include "cli/queue.h"
-#include "cli/schedule.h"
 #include "cli/run.h"
+#include "cli/schedule.h"
 #include "cli/status.h"
 
 static const char *env(const char *name)

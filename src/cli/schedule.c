@@ -17,9 +17,9 @@
 #include "cli/exit_codes.h"
 #include "cli/options.h"
 #include "cli/table.h"
-#include "common/cron.h"
 #include "dispatch/dispatch_config.h"
 #include "dispatch/queries.h"
+#include "dispatch/schedule_check.h"
 
 /* schedule()'s ranges (sql/migrations/008_schedule.sql) */
 #define PRIORITY_MIN -1000
@@ -102,7 +102,8 @@ static int parse(int argc, char **argv, struct sopts *o, char *err, size_t len)
 			if (cli_parse_priority(optarg, &o->priority) < 0 ||
 			    o->priority < PRIORITY_MIN || o->priority > PRIORITY_MAX) {
 				snprintf(err, len,
-					 "schedule: --priority %.64s: expected an integer in %d..%d or "
+					 "schedule: --priority %.64s: expected an integer in "
+					 "%d..%d or "
 					 "background, normal, interactive, synchronous",
 					 optarg, PRIORITY_MIN, PRIORITY_MAX);
 				return CLI_BAD;
@@ -122,7 +123,8 @@ static int parse(int argc, char **argv, struct sopts *o, char *err, size_t len)
 	if (!o->conninfo && getenv("EXECCTL_DB"))
 		o->conninfo = strdup(getenv("EXECCTL_DB"));
 	if (!o->conninfo) {
-		snprintf(err, len, "schedule: --db CONNINFO or -c FILE is required (or EXECCTL_DB)");
+		snprintf(err, len,
+			 "schedule: --db CONNINFO or -c FILE is required (or EXECCTL_DB)");
 		return CLI_BAD;
 	}
 	if (!o->schema)
@@ -143,8 +145,7 @@ static int parse(int argc, char **argv, struct sopts *o, char *err, size_t len)
 static int check(const char *sub, const struct sopts *o, char *err, size_t len)
 {
 	int want = strcmp(sub, "list") == 0 ? 0 : strcmp(sub, "add") == 0 ? 4 : 1;
-	char why[200];
-	struct cron c;
+	char why[300];
 
 	if (o->nargs != want) {
 		snprintf(err, len, "schedule %s: %s", sub,
@@ -155,12 +156,8 @@ static int check(const char *sub, const struct sopts *o, char *err, size_t len)
 	}
 	if (want != 4)
 		return 0;
-	if (cron_parse(o->args[1], &c, why, sizeof why) < 0) {
-		snprintf(err, len, "schedule add: CRON: %s (docs/cron.md)", why);
-		return -1;
-	}
-	if (cron_zone_check(o->tz, why, sizeof why) < 0) {
-		snprintf(err, len, "schedule add: --tz: %s", why);
+	if (schedule_check(o->args[1], o->tz, why, sizeof why) < 0) {
+		snprintf(err, len, "schedule add: %s (docs/cron.md)", why);
 		return -1;
 	}
 	enum json_tokener_error jerr;
@@ -206,7 +203,7 @@ static PGresult *run(PGconn *c, const struct sopts *o, const char *text, int n,
 
 static int do_list(PGconn *c, const struct sopts *o)
 {
-	static const char *const heads[] = { "NAME",	 "CRON",     "TZ",	"SERVICE",
+	static const char *const heads[] = { "NAME",     "CRON",     "TZ",       "SERVICE",
 					     "NEXT RUN", "LAST RUN", "LAST JOB", "ERROR" };
 	char state[6];
 	PGresult *r = run(c, o, DQ_CTL_SCHEDULE_LIST, 0, NULL, state);

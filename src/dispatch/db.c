@@ -512,7 +512,7 @@ static PGresult *checked(struct db *db, PGresult *res, int *away)
 		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
 		one_line(db->last_error, sizeof db->last_error, PQresultErrorMessage(res));
-		snprintf(db->last_sqlstate, sizeof db->last_sqlstate, "%s", state ? state : "");
+		snprintf(db->sqlstate, sizeof db->sqlstate, "%s", state ? state : "");
 	}
 	PQclear(res);
 	return NULL;

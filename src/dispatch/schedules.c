@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "dispatch/dispatch_impl.h"
 #include "dispatch/queries.h"
+#include "dispatch/schedule_check.h"
 
 #define SCHEDULE_ROW_NAME_MAX 65 /* a schedule's name (64) and its '\0' */
 /* schedules_latest: how far before now the walk may start, widest last
@@ -29,10 +30,10 @@ struct schedules {
 	struct dispatcher *d;
 	struct event *ev;
 	char *q_due, *q_first, *q_fire, *q_refuse;
-	int out;      /* a pass is queued or on the wire (its rows' statements too) */
-	int rows_out; /* the rows' statements not answered yet */
-	int again;    /* the pass changed rows: the next one at once */
-	int failed;   /* a statement of the pass failed: the next one after the period */
+	int out;           /* a pass is queued or on the wire (its rows' statements too) */
+	int rows_out;      /* the rows' statements not answered yet */
+	int again;         /* the pass changed rows: the next one at once */
+	int failed;        /* a statement of the pass failed: the next one after the period */
 	long long wake_ms; /* the due look's wake_ms, -1: none */
 };
 
@@ -50,8 +51,8 @@ time_t schedules_latest(const struct cron *c, const char *tz, time_t next, time_
 				break; /* the whole span [next, now] looked at */
 			continue;
 		}
-		for (int k = 0; k < WALK_MAX && cron_next(c, tz, t, &n, err, sizeof err) == 0 && n <= now;
-		     k++)
+		for (int k = 0;
+		     k < WALK_MAX && cron_next(c, tz, t, &n, err, sizeof err) == 0 && n <= now; k++)
 			t = n;
 		return t;
 	}
@@ -98,7 +99,8 @@ static void refuse(struct schedules *s, const char *name, const char *updated_us
 	snprintf(note, SCHEDULE_ROW_NAME_MAX, "%s", name);
 	snprintf(note + SCHEDULE_ROW_NAME_MAX, sizeof note - SCHEDULE_ROW_NAME_MAX, "%s", why);
 	s->rows_out++;
-	if (chores_add(s->d->chores, s->q_refuse, 3, params, note, sizeof note, refuse_done, s) < 0) {
+	if (chores_add(s->d->chores, s->q_refuse, 3, params, note, sizeof note, refuse_done, s) <
+	    0) {
 		s->rows_out--;
 		s->failed = 1;
 	}
@@ -140,8 +142,7 @@ static void fire_done(void *arg, PGresult *res, int away, const void *note_)
 		log_debug("schedule %s: occurrence %s submitted by another dispatcher, or the row "
 			  "changed meanwhile",
 			  note->name, note->due);
-	} else if (!away && (!strncmp(db->last_sqlstate, "22", 2) ||
-			     !strncmp(db->last_sqlstate, "23", 2))) {
+	} else if (!away && (!strncmp(db->sqlstate, "22", 2) || !strncmp(db->sqlstate, "23", 2))) {
 		char why[300];
 
 		snprintf(why, sizeof why, "job refused: %s", db->last_error);
@@ -161,17 +162,12 @@ static void act_on(struct schedules *s, PGresult *res, int row, time_t now)
 {
 	const char *name = PQgetvalue(res, row, 2), *spec = PQgetvalue(res, row, 3),
 		   *tz = PQgetvalue(res, row, 4), *updated_us = PQgetvalue(res, row, 6);
-	char err[200], why[300], when[24];
+	char err[200], why[300] = "cron: refused", when[24];
 	struct cron c;
 	time_t next;
 
-	if (cron_parse(spec, &c, err, sizeof err) < 0) {
-		snprintf(why, sizeof why, "cron: %s", err);
-		refuse(s, name, updated_us, why);
-		return;
-	}
-	if (cron_zone_check(tz, err, sizeof err) < 0) {
-		snprintf(why, sizeof why, "tz: %s", err);
+	if (schedule_check(spec, tz, why, sizeof why) < 0 ||
+	    cron_parse(spec, &c, err, sizeof err) < 0) {
 		refuse(s, name, updated_us, why);
 		return;
 	}
@@ -283,10 +279,10 @@ struct schedules *schedules_start(struct dispatcher *d)
 		return NULL;
 	s->d = d;
 	s->wake_ms = -1;
-	if (!(s->q_due = dq_expand(DQ_SCHEDULE_DUE, schema)) ||
-	    !(s->q_first = dq_expand(DQ_SCHEDULE_FIRST, schema)) ||
-	    !(s->q_fire = dq_expand(DQ_SCHEDULE_FIRE, schema)) ||
-	    !(s->q_refuse = dq_expand(DQ_SCHEDULE_REFUSE, schema)) ||
+	if (!(s->q_due = dq_expand(DQ_SCHED_DUE, schema)) ||
+	    !(s->q_first = dq_expand(DQ_SCHED_FIRST, schema)) ||
+	    !(s->q_fire = dq_expand(DQ_SCHED_FIRE, schema)) ||
+	    !(s->q_refuse = dq_expand(DQ_SCHED_REFUSE, schema)) ||
 	    !(s->ev = evtimer_new(d->base, pass_cb, s))) {
 		schedules_stop(s);
 		return NULL;

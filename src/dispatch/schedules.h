@@ -4,10 +4,10 @@
  * chores lane and submits each due occurrence; the statements' guards
  * make each occurrence submitted exactly once across the fleet.
  *
- * A pass: DQ_SCHEDULE_DUE reads the rows due or without next_run_at and
+ * A pass: DQ_SCHED_DUE reads the rows due or without next_run_at and
  * the database's now(); for each row, in order on the same lane, one of
- * DQ_SCHEDULE_FIRST (a first next_run_at), DQ_SCHEDULE_FIRE (the job and
- * the next next_run_at, one statement) or DQ_SCHEDULE_REFUSE (a spec the
+ * DQ_SCHED_FIRST (a first next_run_at), DQ_SCHED_FIRE (the job and
+ * the next next_run_at, one statement) or DQ_SCHED_REFUSE (a spec the
  * C parser refuses).  The next pass: at once after a pass that changed
  * rows, else at the earliest next_run_at ahead, at most scheduleCheckSec
  * (jittered) later.  Invariant: at most one pass (its due look and its

@@ -171,18 +171,18 @@ static void test_first_and_refused(void)
 	CU_ASSERT(wait_sql(5000, 1,
 			   "SELECT count(*) FROM execdispatch.schedule WHERE name = 'every' AND "
 			   "coalesce(last_run_at, next_run_at) = date_trunc('minute', updated_at) "
-			   "+ interval '1 minute'") ==
-		  0);
+			   "+ interval '1 minute'") == 0);
 	CU_ASSERT(wait_sql(5000, 1,
 			   "SELECT count(*) FROM execdispatch.schedule WHERE name = 'bad' AND "
 			   "error IS NOT NULL") == 0);
 	pgtest_text(F.c, out, sizeof out,
 		    "SELECT error || '|' || (next_run_at IS NULL) FROM execdispatch.schedule WHERE "
 		    "name = 'bad'");
-	CU_ASSERT_PTR_NOT_NULL(strstr(out, "cron: field 1 (minute) at column 1: 61 is out of range"));
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(out, "cron: field 1 (minute) at column 1: 61 is out of range"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "|true"));
-	CU_ASSERT_EQUAL(log_count(0, "schedule bad: refused") + log_count(1, "schedule bad: refused"),
-			1);
+	CU_ASSERT_EQUAL(
+		log_count(0, "schedule bad: refused") + log_count(1, "schedule bad: refused"), 1);
 	/* replaced with a good spec: the error goes, next_run_at comes */
 	PQclear(pgtest_query(F.c, "SELECT execdispatch.schedule('bad', '@daily', 'work', "
 				  "'{\"command\": \"true\"}')"));
@@ -194,7 +194,7 @@ static void test_first_and_refused(void)
 }
 
 /* The query counting the race's backends waiting for the row lock. */
-#define LOCK_WAITERS                                                                 \
+#define LOCK_WAITERS                                                                      \
 	"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query " \
 	"LIKE '%%last_job_id%%'"
 
@@ -276,8 +276,8 @@ static void test_killed_at_the_occurrence(void)
 	/* d1 and d2 both answered: one wrote it, the other found it written */
 	for (long long end = harness_now_ms() + 5000;
 	     harness_now_ms() < end && log_count(1, "schedule race: occurrence ") +
-						   log_count(2, "schedule race: occurrence ") <
-					   2;
+						       log_count(2, "schedule race: occurrence ") <
+					       2;
 	     harness_sleep_ms(20))
 		;
 	CU_ASSERT_EQUAL(log_count(1, "submitted as job") + log_count(2, "submitted as job"), 1);
@@ -358,8 +358,9 @@ static void test_restart_across(void)
 	CU_ASSERT_FATAL(pgtest_restart(&F.pg) == 0);
 	F.c = pgtest_connect(F.pg.conninfo);
 	CU_ASSERT_FATAL(F.c != NULL);
-	CU_ASSERT(wait_sql(20000, 1, "SELECT count(*) FROM execdispatch.job WHERE job->>'tag' = "
-				     "'restart'") == 0);
+	CU_ASSERT(wait_sql(20000, 1,
+			   "SELECT count(*) FROM execdispatch.job WHERE job->>'tag' = "
+			   "'restart'") == 0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schedule WHERE "
 					"next_run_at > now() + interval '1 day' AND last_job_id IS "
 					"NOT NULL"),
@@ -377,8 +378,9 @@ static void test_missed(void)
 	PQclear(pgtest_query(F.c, "UPDATE execdispatch.schedule SET next_run_at = "
 				  "date_trunc('minute', now()) - interval '10 minutes'"));
 	start_disp(0, "scheduleCheckSec: 1\n");
-	CU_ASSERT(wait_sql(10000, 1, "SELECT count(*) FROM execdispatch.job WHERE job->>'tag' = "
-				     "'missed'") == 0);
+	CU_ASSERT(wait_sql(10000, 1,
+			   "SELECT count(*) FROM execdispatch.job WHERE job->>'tag' = "
+			   "'missed'") == 0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schedule WHERE "
 					"last_run_at = date_trunc('minute', last_run_at) AND "
 					"last_run_at >= date_trunc('minute', now()) - interval '1 "

@@ -1,10 +1,10 @@
--- schedule_fire.sql - DQ_SCHEDULE_FIRE: one occurrence of a due schedule:
+-- sched_fire.sql - DQ_SCHED_FIRE: one occurrence of a due schedule:
 -- next_run_at moved on and the job inserted, in one statement, so that
 -- each occurrence is submitted exactly once across the fleet
 -- (docs/dispatch.md, "Periodic jobs").
 --
 -- Parameters: $1 name, $2 updated_us, $3 next_us (both as
---             DQ_SCHEDULE_DUE read them), $4 the occurrence this run
+--             DQ_SCHED_DUE read them), $4 the occurrence this run
 --             stands for (last_run_at: the latest one not after now), $5
 --             the next occurrence after now (both in seconds since the
 --             epoch).
@@ -20,9 +20,9 @@
 --             once.  The INSERT is a plain insert into job: the triggers
 --             of submissions apply (notify, the payload's checks).
 -- Index:      schedule_pkey; job's insert.
--- Sent:       chores lane, after DQ_SCHEDULE_DUE, one per due row.
+-- Sent:       chores lane, after DQ_SCHED_DUE, one per due row.
 -- On failure: a refusal of the job (SQLSTATE class 22 or 23) is written
---             to the row's error (DQ_SCHEDULE_REFUSE); any other failure
+--             to the row's error (DQ_SCHED_REFUSE); any other failure
 --             rolls back both and the row is looked at again at the next
 --             pass (still due: the occurrence is not lost).
 WITH fired AS (

@@ -1,4 +1,4 @@
--- schedule_due.sql - DQ_SCHEDULE_DUE: the schedules a dispatcher acts on
+-- sched_due.sql - DQ_SCHED_DUE: the schedules a dispatcher acts on
 -- now (docs/dispatch.md, "Periodic jobs"), and when the next one is due.
 --
 -- Parameters: none.

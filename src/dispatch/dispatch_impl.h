@@ -17,8 +17,8 @@
  *   chores.c        a lane: the queue of chores on one connection
  *   db.c            one database connection: back-off, send, deadline
  *   queries.c       the statements' text in the configured schema
- *   listen.c, local_run.c, metrics.c, migrate.c, dispatch_config.c: see
- *                   their headers
+ *   listen.c, local_run.c, metrics.c, migrate.c, dispatch_config.c,
+ *   schedules.c, schedule_check.c: see their headers
  * dispatcher.c, chore_results.c and contact.c still call each other
  * (docs/dispatch.md, "Where in the code"); the others call nothing above.
  *

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/cron.h"
 #include "common/log.h"
@@ -111,7 +112,10 @@ static void first_done(void *arg, PGresult *res, int away, const void *note)
 	struct schedules *s = arg;
 
 	if (res) {
-		s->again = 1; /* its first occurrence may be due already */
+		/* its first occurrence may be due already; nothing written (the
+		 * row changed meanwhile): the next pass after the period */
+		if (strcmp(PQcmdTuples(res), "0") != 0)
+			s->again = 1;
 	} else {
 		s->failed = 1;
 		if (!away)
@@ -125,7 +129,8 @@ static void first_done(void *arg, PGresult *res, int away, const void *note)
 struct fire_note {
 	char name[SCHEDULE_ROW_NAME_MAX];
 	char updated_us[24];
-	char due[32];
+	char due[32];    /* the occurrence, seconds since the epoch (a parameter) */
+	char due_at[32]; /* the same in UTC, for the log */
 };
 
 static void fire_done(void *arg, PGresult *res, int away, const void *note_)
@@ -136,12 +141,12 @@ static void fire_done(void *arg, PGresult *res, int away, const void *note_)
 
 	if (res && PQntuples(res) == 1) {
 		s->again = 1;
-		log_info("schedule %s: occurrence %s submitted as job %s", note->name, note->due,
+		log_info("schedule %s: occurrence %s submitted as job %s", note->name, note->due_at,
 			 PQgetvalue(res, 0, 0));
 	} else if (res) {
 		log_debug("schedule %s: occurrence %s submitted by another dispatcher, or the row "
 			  "changed meanwhile",
-			  note->name, note->due);
+			  note->name, note->due_at);
 	} else if (!away && (!strncmp(db->sqlstate, "22", 2) || !strncmp(db->sqlstate, "23", 2))) {
 		char why[300];
 
@@ -152,7 +157,7 @@ static void fire_done(void *arg, PGresult *res, int away, const void *note_)
 		if (!away)
 			log_error("schedule %s: occurrence %s not submitted (again at the next "
 				  "pass): %s",
-				  note->name, note->due, db->last_error);
+				  note->name, note->due_at, db->last_error);
 	}
 	row_answered(s);
 }
@@ -205,6 +210,10 @@ static void act_on(struct schedules *s, PGresult *res, int row, time_t now)
 	snprintf(note.name, sizeof note.name, "%s", name);
 	snprintf(note.updated_us, sizeof note.updated_us, "%s", updated_us);
 	snprintf(note.due, sizeof note.due, "%lld", (long long)due);
+	struct tm tm;
+	if (!gmtime_r(&due, &tm) ||
+	    !strftime(note.due_at, sizeof note.due_at, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(note.due_at, sizeof note.due_at, "%s", note.due);
 	snprintf(when, sizeof when, "%lld", (long long)next);
 	const char *params[5] = { name, updated_us, PQgetvalue(res, row, 5), note.due, when };
 	s->rows_out++;

@@ -10,6 +10,9 @@
  *    "submitted as job" line, two "submitted by another dispatcher";
  *  - the same with one dispatcher SIGKILLed (and its backend ended) at
  *    that moment: the others submit it, once;
+ *  - a statement queued behind a lock until after the next occurrence,
+ *    with a read from before it, submits nothing (the guard on
+ *    next_run_at): the next occurrence is submitted once, as itself;
  *  - PostgreSQL down across an occurrence: submitted once, after;
  *  - ten occurrences missed while no dispatcher ran: one job, for the
  *    latest;

@@ -497,6 +497,7 @@ static PGresult *checked(struct db *db, PGresult *res, int *away)
 
 	*away = 0;
 	db->statements++;
+	db->sqlstate[0] = '\0';
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
 		/* the back-off ends with an answer, not with a connection: a
 		 * database that takes connections and never answers a statement

@@ -148,9 +148,15 @@ static void fire_done(void *arg, PGresult *res, int away, const void *note_)
 			  "changed meanwhile",
 			  note->name, note->due_at);
 	} else if (!away && (!strncmp(db->sqlstate, "22", 2) || !strncmp(db->sqlstate, "23", 2))) {
+		/* the server's message alone: "ERROR:  " and the CONTEXT lines
+		 * of the triggers it came through left out */
+		const char *msg = db->last_error, *ctx = strstr(msg, " CONTEXT: ");
 		char why[300];
 
-		snprintf(why, sizeof why, "job refused: %s", db->last_error);
+		if (!strncmp(msg, "ERROR:  ", 8))
+			msg += 8;
+		snprintf(why, sizeof why, "job refused: %.*s",
+			 ctx && ctx > msg ? (int)(ctx - msg) : (int)strlen(msg), msg);
 		refuse(s, note->name, note->updated_us, why);
 	} else {
 		s->failed = 1;

@@ -4,7 +4,8 @@
  *  - schedule() creates and replaces (next_run_at reset), refuses a bad
  *    spec, zone or job; unschedule() answers true then false;
  *  - a dispatcher computes a new row's first next_run_at; a spec the C
- *    parser refuses gets its error, said once in the fleet's logs;
+ *    parser refuses gets its error, said once in the fleet's logs; so
+ *    does a job the table job refuses (nothing submitted);
  *  - three dispatchers read one occurrence while the test holds the
  *    row's lock, so that all three send their statement: one job, one
  *    "submitted as job" line, two "submitted by another dispatcher";
@@ -194,6 +195,43 @@ static void test_first_and_refused(void)
 			   "error IS NULL AND next_run_at > now()") == 0);
 	df_stop_disp(&F, 0, SIGTERM, 10000);
 	df_stop_disp(&F, 1, SIGTERM, 10000);
+}
+
+/* A job the table job refuses (a trigger here, as an application's
+ * constraint would): the occurrence's statement fails whole (next_run_at
+ * not moved, no job) and the reason goes to the row's error, which takes
+ * it out of the passes. */
+static void test_job_refused(void)
+{
+	char out[512];
+
+	clear_all();
+	PQclear(pgtest_query(
+		F.c, "CREATE FUNCTION no_nojob() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+		     "IF NEW.job->>'tag' = 'nojob' THEN RAISE EXCEPTION 'no nojob here' USING "
+		     "ERRCODE = 'check_violation'; END IF; RETURN NEW; END $$; "
+		     "CREATE TRIGGER no_nojob BEFORE INSERT ON execdispatch.job FOR EACH ROW "
+		     "EXECUTE FUNCTION no_nojob()"));
+	start_disp(0, "scheduleCheckSec: 1\n");
+	add("nojob", YEARLY);
+	CU_ASSERT_FATAL(wait_sql(5000, 1,
+				 "SELECT count(*) FROM execdispatch.schedule WHERE next_run_at > "
+				 "now()") == 0);
+	PQclear(pgtest_query(F.c, "UPDATE execdispatch.schedule SET next_run_at = now()"));
+	CU_ASSERT(wait_sql(5000, 1,
+			   "SELECT count(*) FROM execdispatch.schedule WHERE error IS NOT NULL") ==
+		  0);
+	pgtest_text(F.c, out, sizeof out,
+		    "SELECT error || '|' || (next_run_at <= now()) || '|' || (last_run_at IS NULL) "
+		    "FROM execdispatch.schedule");
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "job refused: no nojob here|true|true"));
+	if (!strstr(out, "refused: no nojob here|true|true"))
+		printf("\n  row: %s\n", out);
+	CU_ASSERT_EQUAL(jobs_of("nojob"), 0);
+	CU_ASSERT_EQUAL(log_count(0, "schedule nojob: refused: job refused"), 1);
+	PQclear(pgtest_query(F.c, "DROP TRIGGER no_nojob ON execdispatch.job; DROP FUNCTION "
+				  "no_nojob()"));
+	df_stop_disp(&F, 0, SIGTERM, 10000);
 }
 
 /* The query counting the race's backends waiting for the row lock. */
@@ -456,6 +494,7 @@ int main(void)
 		{ "schedule() and unschedule(): create, replace, refuse", test_sql_api },
 		{ "first next_run_at; a refused spec gets its error, said once",
 		  test_first_and_refused },
+		{ "a job the table refuses: the row's error, nothing submitted", test_job_refused },
 		{ "three dispatchers race for one occurrence: one job", test_three_race },
 		{ "one dispatcher killed at the occurrence: the others submit it once",
 		  test_killed_at_the_occurrence },

@@ -17,6 +17,7 @@
 #include "cli/options.h"
 #include "cli/queue.h"
 #include "cli/run.h"
+#include "cli/schedule.h"
 #include "cli/status.h"
 
 static const char *env(const char *name)
@@ -85,9 +86,11 @@ int main(int argc, char **argv)
 	}
 	if (cli_is_queue_command(cmd))
 		return cli_queue_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "schedule") == 0)
+		return cli_schedule_main(argc - 1, argv + 1);
 	fprintf(stderr,
 		"execctl: unknown command '%s' (run, status, submit, show, wait, "
-		"cancel or position)\n",
+		"cancel, position or schedule)\n",
 		cmd);
 	cli_usage(stderr);
 	return EXECCTL_USAGE;

@@ -22,6 +22,7 @@ void cli_usage(FILE *out)
 	      "       execctl status -a URL [-a URL ...] [--json]\n"
 	      "       execctl submit|show|wait|cancel|position --db CONNINFO ... (execdispatch's "
 	      "queue)\n"
+	      "       execctl schedule list|add|remove --db CONNINFO ... (periodic jobs)\n"
 	      "       execctl --help | --version\n"
 	      "\n"
 	      "Runs one job on an execserver (its stdin and stdout streamed through it), or\n"

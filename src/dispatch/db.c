@@ -497,6 +497,7 @@ static PGresult *checked(struct db *db, PGresult *res, int *away)
 
 	*away = 0;
 	db->statements++;
+	db->sqlstate[0] = '\0';
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
 		/* the back-off ends with an answer, not with a connection: a
 		 * database that takes connections and never answers a statement
@@ -509,7 +510,10 @@ static PGresult *checked(struct db *db, PGresult *res, int *away)
 		*away = 1;
 		went_away(db, res ? PQresultErrorMessage(res) : PQerrorMessage(db->conn));
 	} else {
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
 		one_line(db->last_error, sizeof db->last_error, PQresultErrorMessage(res));
+		snprintf(db->sqlstate, sizeof db->sqlstate, "%s", state ? state : "");
 	}
 	PQclear(res);
 	return NULL;

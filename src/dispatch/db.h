@@ -90,6 +90,7 @@ struct db {
 	int warned;           /* "cannot connect" said since the last success */
 	uint64_t statements;  /* sent since the start */
 	char last_error[256]; /* the last failure, one line */
+	char sqlstate[6];     /* the last statement's SQLSTATE if refused, else "" */
 	/* monotonic time since which every failure was PgBouncer's refusal
 	 * while its server_login_retry runs (0: none since the last answer) */
 	int64_t login_retry_ms;

@@ -43,6 +43,7 @@ static const struct int_key int_keys[] = {
 	INT_KEY("retainDoneDays", 0, 36500, retain_done_days),
 	INT_KEY("localSlots", 1, 4096, local_slots),
 	INT_KEY("stopTimeoutSec", 1, 86400, stop_timeout_sec),
+	INT_KEY("scheduleCheckSec", 1, 3600, schedule_check_sec),
 };
 
 static const char *const allowed_keys[] = { "database",
@@ -65,6 +66,7 @@ static const char *const allowed_keys[] = { "database",
 					    "connectTimeoutSec",
 					    "retainDoneDays",
 					    "stopTimeoutSec",
+					    "scheduleCheckSec",
 					    "metrics",
 					    "notify",
 					    NULL };
@@ -84,6 +86,7 @@ static void set_defaults(struct dispatch_config *cfg)
 	cfg->connect_timeout_sec = 120;
 	cfg->retain_done_days = 7;
 	cfg->stop_timeout_sec = 240;
+	cfg->schedule_check_sec = 10;
 	cfg->log_level = LOG_LVL_INFO;
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	cfg->local_slots = cpus > 0 ? (int)cpus : 1;

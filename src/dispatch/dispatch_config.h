@@ -68,6 +68,8 @@ struct dispatch_config {
 	size_t nlocal;
 	int local_slots;      /* localSlots: default the CPU count */
 	int stop_timeout_sec; /* 240: a stop waits this long for running jobs */
+	/* 10: the schedules are looked at at least this often (schedules.h) */
+	int schedule_check_sec;
 };
 
 /* The retry policy of service (its services: entry, else the top level's). */

@@ -32,7 +32,9 @@
  * share's arithmetic, pure), chores.c (a lane: the queue of chores on one
  * connection), db.c (one database connection: back-off, send, deadline),
  * queries.c (the statements' text in the configured schema); listen.c,
- * local_run.c, metrics.c, migrate.c, dispatch_config.c: see their headers.
+ * local_run.c, metrics.c, migrate.c, dispatch_config.c, retry_policy.c,
+ * schedules.c (periodic jobs, on the chores lane), schedule_check.c: see
+ * their headers.
  * The small helpers and the state moves (life_to, held_to...) are inline
  * below; the prototypes are grouped by file, top to bottom.
  *
@@ -304,6 +306,7 @@ struct dispatcher {
 	int64_t held_since_ms;    /* our row first found held by a fresh heartbeat (held_wait) */
 	int64_t contact_retry_ms; /* a statement of it failed: sent again then */
 	char *contact_ids, *contact_claims; /* what LIFE_FINDING_OWN found, to requeue */
+	struct schedules *schedules;        /* periodic jobs (schedules.h) */
 };
 
 /* What the next exec-bound claim may take (DQ_CLAIM_EXEC's parameters). */

@@ -66,6 +66,7 @@
 #include "dispatch/local_run.h"
 #include "dispatch/metrics.h"
 #include "dispatch/queries.h"
+#include "dispatch/schedules.h"
 
 /* ---- the loop's callbacks: the turn, the database, the execservers ---- */
 
@@ -338,7 +339,8 @@ int dispatcher_run(const struct dispatch_config *cfg)
 	d.contact_ev = evtimer_new(d.base, contact_cb, &d);
 	d.stop_ev = evtimer_new(d.base, stop_cb, &d);
 	if (!d.stop_ev || !d.poll_ev || !d.beat_ev || !d.cancel_ev || !d.start_ev || !d.flush_ev ||
-	    !d.janitor_ev || !d.sig_term || !d.sig_int || !d.sig_hup || !d.contact_ev) {
+	    !d.janitor_ev || !d.sig_term || !d.sig_int || !d.sig_hup || !d.contact_ev ||
+	    !(d.schedules = schedules_start(&d))) {
 		log_error("out of memory");
 		goto out;
 	}
@@ -391,6 +393,7 @@ out:
 	chores_free(d.chores);
 	chores_free(d.beat_lane);
 	chores_free(d.rescue_lane);
+	schedules_stop(d.schedules); /* after the chores: none of its callbacks runs later */
 	for (int t = 0; t < HOT_CONNS; t++)
 		turn_release(&d.turns[t]);
 	limbo_free(&d, d.nlimbo);

@@ -55,6 +55,10 @@ extern const char DQ_LEAVE[];          /* delete our row, requeue the rest */
 extern const char DQ_JANITOR[];        /* delete old finished rows */
 extern const char DQ_QUEUE_STATS[];    /* the queue's figures for /metrics */
 extern const char DQ_CLAIMS_SETTLED[]; /* has every claim holding our row ended? */
+extern const char DQ_SCHED_DUE[];      /* schedules to act on, the next wake */
+extern const char DQ_SCHED_FIRST[];    /* a new schedule's first next_run_at */
+extern const char DQ_SCHED_FIRE[];     /* one occurrence: moved on, job inserted */
+extern const char DQ_SCHED_REFUSE[];   /* a schedule the dispatcher refuses */
 
 /* execctl's (src/cli/queue.c), sql/queries/ctl_*.sql: the SQL API. */
 extern const char DQ_CTL_SUBMIT[];
@@ -63,5 +67,8 @@ extern const char DQ_CTL_SHOW_JSON[];
 extern const char DQ_CTL_POSITION[];
 extern const char DQ_CTL_CANCEL[];
 extern const char DQ_CTL_FINAL[];
+extern const char DQ_CTL_SCHEDULE_ADD[];
+extern const char DQ_CTL_SCHEDULE_REMOVE[];
+extern const char DQ_CTL_SCHEDULE_LIST[];
 
 #endif

@@ -1,0 +1,12 @@
+-- ctl_schedule_add.sql - DQ_CTL_SCHEDULE_ADD: `execctl schedule add`:
+-- create or replace a schedule through the SQL API's schedule().
+--
+-- Parameters: $1 name, $2 cron, $3 service, $4 job (jsonb), $5 priority,
+--             $6 tz.
+-- Result:     ('created' or 'replaced').
+-- Guard:      schedule()'s own checks (execctl has checked the spec and
+--             the zone with the dispatcher's own parser first).
+-- Index:      schedule_pkey.
+-- Sent:       execctl, on its one connection.
+-- On failure: execctl exits 2 (refused input) or 115.
+SELECT @schema@.schedule($1, $2, $3, $4::jsonb, $5::int, $6)

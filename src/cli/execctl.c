@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 		return cli_queue_main(argc - 1, argv + 1);
 	fprintf(stderr,
 		"execctl: unknown command '%s' (run, status, submit, show, wait, "
-		"cancel or position)\n",
+		"cancel, position, retry, pause or resume)\n",
 		cmd);
 	cli_usage(stderr);
 	return EXECCTL_USAGE;

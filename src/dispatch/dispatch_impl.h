@@ -16,6 +16,7 @@
  *   admission.c     the claim share's arithmetic (pure)
  *   chores.c        a lane: the queue of chores on one connection
  *   db.c            one database connection: back-off, send, deadline
+ *   attempt_end.c   a lost claim's run ended: its attempt's end written
  *   queries.c       the statements' text in the configured schema
  *   listen.c, local_run.c, metrics.c, migrate.c, dispatch_config.c: see
  *                   their headers
@@ -152,24 +153,25 @@ struct turn {
 /* The statements the dispatcher sends, each named by its Q_ (d->sql[Q_x],
  * filled by expand_all from the DQ_ text of queries.h it names). */
 enum q {
-	Q_REGISTER,     /* DQ_REGISTER */
-	Q_BEAT,         /* DQ_BEAT */
-	Q_RESCUE,       /* DQ_RESCUE */
-	Q_FIND_OWN,     /* DQ_FIND_OWN */
-	Q_FIND_LOST,    /* DQ_FIND_LOST */
-	Q_REQUEUE,      /* DQ_REQUEUE_CLAIMS */
-	Q_CLAIM,        /* DQ_CLAIM */
-	Q_START,        /* DQ_START */
-	Q_FINISH,       /* DQ_FINISH */
-	Q_HELD,         /* DQ_HELD */
-	Q_LEAVE,        /* DQ_LEAVE */
-	Q_JANITOR,      /* DQ_JANITOR */
-	Q_POSITION,     /* DQ_POSITION */
-	Q_FINISH_CLAIM, /* DQ_FINISH_CLAIM */
-	Q_CLAIM_EXEC,   /* DQ_CLAIM_EXEC */
-	Q_LANDED,       /* DQ_LANDED */
-	Q_VERSION,      /* DQ_SCHEMA_VERSION */
-	Q_SETTLED,      /* DQ_CLAIMS_SETTLED */
+	Q_REGISTER,      /* DQ_REGISTER */
+	Q_BEAT,          /* DQ_BEAT */
+	Q_RESCUE,        /* DQ_RESCUE */
+	Q_FIND_OWN,      /* DQ_FIND_OWN */
+	Q_FIND_LOST,     /* DQ_FIND_LOST */
+	Q_REQUEUE,       /* DQ_REQUEUE_CLAIMS */
+	Q_CLAIM,         /* DQ_CLAIM */
+	Q_START,         /* DQ_START */
+	Q_FINISH,        /* DQ_FINISH */
+	Q_HELD,          /* DQ_HELD */
+	Q_LEAVE,         /* DQ_LEAVE */
+	Q_JANITOR,       /* DQ_JANITOR */
+	Q_POSITION,      /* DQ_POSITION */
+	Q_FINISH_CLAIM,  /* DQ_FINISH_CLAIM */
+	Q_CLAIM_EXEC,    /* DQ_CLAIM_EXEC */
+	Q_LANDED,        /* DQ_LANDED */
+	Q_VERSION,       /* DQ_SCHEMA_VERSION */
+	Q_SETTLED,       /* DQ_CLAIMS_SETTLED */
+	Q_ATTEMPT_ENDED, /* DQ_ATTEMPT_ENDED */
 	Q_COUNT
 };
 
@@ -375,6 +377,8 @@ static inline void held_to(struct held *h, enum held_phase to)
 /* dispatcher.c: the runs and the hot path */
 void held_free(struct dispatcher *d, struct held *h);
 void drop_claim(struct dispatcher *d, struct held *h, const char *why);
+/* attempt_end.c: the run of the lost claim (id, claim) ended. */
+void attempt_ended(struct dispatcher *d, int64_t id, int claim);
 void start_row(struct dispatcher *d, PGresult *res, int row, int col);
 int fin_build(struct dispatcher *d, struct fin *f, int n);
 void fin_params(const struct dispatcher *d, const struct fin *f, const char **params);

@@ -197,6 +197,7 @@ static void run_ended(struct held *h, const struct exc_receipt *r)
 		d->st.dropped++;
 		log_info("job %lld attempt %d: ended (%s) after its claim was lost; result dropped",
 			 (long long)h->id, h->attempts, r->error_code ? r->error_code : "ok");
+		attempt_ended(d, h->id, h->claim);
 		held_free(d, h);
 		maybe_done_stopping(d);
 		return;
@@ -696,6 +697,7 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 			log_info("job %lld attempt %d: claim lost before its outcome (%s) was "
 				 "written (cancelled or rescued); dropped",
 				 (long long)h->id, h->attempts, h->state);
+			attempt_ended(d, h->id, h->claim);
 		}
 		d->pending--;
 		held_free(d, h);

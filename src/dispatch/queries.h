@@ -55,6 +55,7 @@ extern const char DQ_LEAVE[];          /* delete our row, requeue the rest */
 extern const char DQ_JANITOR[];        /* delete old finished rows */
 extern const char DQ_QUEUE_STATS[];    /* the queue's figures for /metrics */
 extern const char DQ_CLAIMS_SETTLED[]; /* has every claim holding our row ended? */
+extern const char DQ_ATTEMPT_ENDED[];  /* a cancelled claim's run ended */
 
 /* execctl's (src/cli/queue.c), sql/queries/ctl_*.sql: the SQL API. */
 extern const char DQ_CTL_SUBMIT[];
@@ -63,5 +64,9 @@ extern const char DQ_CTL_SHOW_JSON[];
 extern const char DQ_CTL_POSITION[];
 extern const char DQ_CTL_CANCEL[];
 extern const char DQ_CTL_FINAL[];
+extern const char DQ_CTL_PAUSE[];
+extern const char DQ_CTL_RESUME[];
+extern const char DQ_CTL_RETRY[];
+extern const char DQ_CTL_ATTEMPTS[];
 
 #endif

@@ -345,22 +345,45 @@ BEGIN
 END $$;
 
 -- cancel_many(ids): cancel() of each, as rows (id, answer) in id order.
--- The rows are locked first, all of them, in id order: the dispatchers'
--- finish batches lock their rows in the order of their id arrays, which
--- they send sorted (docs/dispatch.md, "Bulk"), so the two never wait for
--- each other in a cycle.
+-- It never waits for a row while it holds another, so no finish batch of
+-- the dispatchers (whatever order its plan locks its rows in) and no
+-- other cancel_many can deadlock with it: in a subtransaction it locks
+-- the rows in id order without waiting (NOWAIT); when one is locked by
+-- another transaction, the subtransaction is rolled back (every row lock
+-- it took is given back), it waits for that one row alone (taking and
+-- giving back its lock in a subtransaction of its own), and tries again.
 CREATE OR REPLACE FUNCTION @schema@.cancel_many(p_ids bigint[])
 RETURNS TABLE (id bigint, answer text) LANGUAGE plpgsql AS $$
+DECLARE
+    ids bigint[];
+    i bigint;
+    blocker bigint;
 BEGIN
     IF p_ids IS NULL OR cardinality(p_ids) > 10000 THEN
         RAISE EXCEPTION 'cancel_many: ids must be an array of at most 10000 (got %)',
             coalesce(cardinality(p_ids)::text, 'NULL')
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    PERFORM 1 FROM @schema@.job j WHERE j.id = ANY(p_ids) ORDER BY j.id FOR UPDATE;
-    RETURN QUERY SELECT u.i, @schema@.cancel(u.i)
-                 FROM (SELECT DISTINCT x AS i FROM unnest(p_ids) AS x WHERE x IS NOT NULL) u
-                 ORDER BY u.i;
+    SELECT coalesce(array_agg(DISTINCT x ORDER BY x), '{}') INTO ids
+    FROM unnest(p_ids) AS x WHERE x IS NOT NULL;
+    LOOP
+        BEGIN
+            FOREACH i IN ARRAY ids LOOP
+                blocker := i;
+                PERFORM 1 FROM @schema@.job j WHERE j.id = i FOR UPDATE NOWAIT;
+            END LOOP;
+            RETURN QUERY SELECT u.i, @schema@.cancel(u.i) FROM unnest(ids) AS u(i) ORDER BY u.i;
+            RETURN;
+        EXCEPTION WHEN lock_not_available THEN
+            NULL;
+        END;
+        BEGIN
+            PERFORM 1 FROM @schema@.job j WHERE j.id = blocker FOR UPDATE;
+            RAISE EXCEPTION 'free' USING ERRCODE = 'ED001';
+        EXCEPTION WHEN SQLSTATE 'ED001' THEN
+            NULL;
+        END;
+    END LOOP;
 END $$;
 
 -- position(id): 007's, and "waiting": "paused" first for a queued row of

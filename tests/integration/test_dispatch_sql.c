@@ -1953,6 +1953,41 @@ static void test_bulk(void)
 		    "execdispatch.cancel_many(ARRAY[987654, %lld, %lld, %lld, %lld])",
 		    first + 2, first, first + 1, first);
 	CU_ASSERT_STRING_EQUAL(got, buf);
+
+	/* the race with a finish batch that locks the higher id first: the
+	 * batch holds row y; cancel_many(x, y) waits for y holding nothing, so
+	 * the batch then takes x at once (holding x while waiting for y, it
+	 * would have deadlocked), writes both, and cancel_many answers from
+	 * what it committed */
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	long long x = df_submit(&F, "{\"command\":\"true\"}", 0),
+		  y = df_submit(&F, "{\"command\":\"true\"}", 0);
+	PGconn *fin = pgtest_connect(F.conninfo), *bulk = pgtest_connect(F.conninfo);
+	PQclear(pgtest_query(fin,
+			     "BEGIN; SET LOCAL lock_timeout = '2s'; SELECT 1 FROM "
+			     "execdispatch.job WHERE id = %lld FOR UPDATE",
+			     y));
+	snprintf(buf, sizeof buf,
+		 "SELECT string_agg(id || ':' || answer, ' ') FROM "
+		 "execdispatch.cancel_many(ARRAY[%lld, %lld])",
+		 y, x);
+	send_blocked(bulk, buf, 0, NULL);
+	pgtest_text(fin, got, sizeof got,
+		    "SELECT count(*) FROM (SELECT 1 FROM execdispatch.job WHERE id = %lld FOR "
+		    "UPDATE) l",
+		    x);
+	CU_ASSERT_STRING_EQUAL(got, "1");
+	PQclear(pgtest_query(fin,
+			     "UPDATE execdispatch.job SET state = 'done', finished_at = now() "
+			     "WHERE id IN (%lld, %lld); COMMIT",
+			     x, y));
+	PGresult *r = collect(bulk);
+	snprintf(buf, sizeof buf, "%lld:not_found_or_finished %lld:not_found_or_finished", x, y);
+	CU_ASSERT_STRING_EQUAL(PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0) : "",
+			       buf);
+	PQclear(r);
+	PQfinish(fin);
+	PQfinish(bulk);
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 }
 
@@ -2021,7 +2056,9 @@ int main(void)
 		  test_retry_attempts },
 		{ "unique jobs: one per key, unique_for, the checks, two submits at once",
 		  test_unique_jobs },
-		{ "bulk: submit_many in order, cancel_many's answers", test_bulk },
+		{ "bulk: submit_many in order, cancel_many's answers; a finish batch cannot "
+		  "deadlock with it",
+		  test_bulk },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -576,6 +576,9 @@ static void test_execctl_db(void)
 		{ "wait --db x --timeout ten 1", "wait: --wait-timeout ten: expected seconds" },
 		{ "wait --db x --wait-timeout 99999999999 1", "wait: --wait-timeout 99999999999" },
 		{ "submit --db x -s work --job '[1]'", "submit: --job: a JSON object is required" },
+		{ "pause --db x", "pause: one SERVICE is required" },
+		{ "resume --db x a b", "resume: one SERVICE is required" },
+		{ "retry --db x abc", "retry: one job id (a positive integer) is required" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		CU_ASSERT_EQUAL(execctl(out, sizeof out, "%s", bad[i].args), 2);
@@ -584,6 +587,11 @@ static void test_execctl_db(void)
 			fprintf(stderr, "\n  execctl %s: %s\n", bad[i].args, out);
 	}
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position --db 'host=127.0.0.1 port=1' 1"), 111);
+	/* pause() refuses the name: one line, exit 2 */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "pause -c %s 'bad name'", F.cfg[0]), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "pause: service must be 1 to 64"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "retry -c %s 999999", F.cfg[0]), 122);
+	CU_ASSERT_STRING_EQUAL(out, "not_found_or_not_finished\n");
 	clear_queue();
 }
 

@@ -1606,6 +1606,59 @@ static void test_claim_per_service(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 }
 
+/* Migration 008 over a version 7 schema whose submit() an administrator
+ * granted to a role alone (PUBLIC revoked): the new submit() has the same
+ * grants and the old signature is gone; applied again over its own result
+ * (its version row removed) nothing changes. */
+static void test_migrate_008_grants(void)
+{
+	char out[2048], cfg[300];
+	FILE *f;
+	static const char newsig[] = "gr.submit(text,jsonb,integer,timestamptz,text,interval)";
+
+	snprintf(cfg, sizeof cfg, "%s/gr.yml", F.dir);
+	f = fopen(cfg, "w");
+	fprintf(f, "database: \"%s\"\nexecservers: [ws://127.0.0.1:9]\nschema: gr\n", F.conninfo);
+	fclose(f);
+	const char *mig[] = { "--migrate", "-c", cfg, NULL };
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	/* back to version 7: 006's submit (a stand-in of its signature) */
+	PQclear(pgtest_query(
+		F.c,
+		"DELETE FROM gr.schema_version WHERE version >= 8; DROP FUNCTION %s; "
+		"CREATE FUNCTION gr.submit(p_service text, p_job jsonb, p_priority integer "
+		"DEFAULT 0, p_start_after timestamptz DEFAULT now()) RETURNS bigint "
+		"LANGUAGE sql AS 'SELECT 0::bigint'; "
+		"DO $$ BEGIN CREATE ROLE sql30_app; EXCEPTION WHEN duplicate_object THEN "
+		"NULL; END $$; "
+		"REVOKE ALL ON FUNCTION gr.submit(text, jsonb, integer, timestamptz) FROM "
+		"PUBLIC; GRANT EXECUTE ON FUNCTION gr.submit(text, jsonb, integer, "
+		"timestamptz) TO sql30_app",
+		newsig));
+	for (int round = 0; round < 2; round++) {
+		CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+		CU_ASSERT_PTR_NOT_NULL(strstr(out, migrated_from(8)));
+		CU_ASSERT_EQUAL(pgtest_int(F.c,
+					   "SELECT count(*) FROM pg_proc WHERE proname = 'submit' "
+					   "AND pronamespace = 'gr'::regnamespace"),
+				1);
+		CU_ASSERT_EQUAL(pgtest_int(F.c,
+					   "SELECT has_function_privilege('sql30_app', '%s', "
+					   "'EXECUTE')::int",
+					   newsig),
+				1);
+		CU_ASSERT_EQUAL(pgtest_int(F.c,
+					   "SELECT count(*) FROM pg_proc, aclexplode(proacl) a "
+					   "WHERE oid = '%s'::regprocedure AND a.grantee = 0",
+					   newsig),
+				0);
+		/* again over its own result */
+		PQclear(pgtest_query(F.c, "DELETE FROM gr.schema_version WHERE version >= 8"));
+	}
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	PQclear(pgtest_query(F.c, "DROP SCHEMA gr CASCADE; DROP ROLE sql30_app"));
+}
+
 /* ---- migration 008: pause, retry, attempts, unique jobs, bulk ---- */
 
 /* DQ_CLAIM_EXEC for instance "me" of services (an array literal) with
@@ -2050,6 +2103,7 @@ int main(void)
 		  test_takeover_waits_for_claim },
 		{ "locks: the beat passes a LOCK TABLE job; the rescue after it spares who beat",
 		  test_beat_passes_table_lock },
+		{ "migration 008 keeps submit()'s grants, idempotent", test_migrate_008_grants },
 		{ "pause and resume: every claim leaves a paused service, position says so",
 		  test_pause_resume },
 		{ "retry: its answers, stopping until the cancelled run ended; attempts",

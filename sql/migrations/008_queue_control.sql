@@ -25,6 +25,13 @@
 --    (the old signature is dropped, its grants copied to the new one);
 --    position says "paused".
 --
+-- 001's invariant "done, failed and cancelled are final" gets one
+-- exception: retry() brings a failed or cancelled row back to queued,
+-- only once the run of its last claim ended (for a cancel of a held row:
+-- its dispatcher wrote that end, or its dispatcher's life is over), so
+-- that two runs of one job never overlap.  A cancelled row keeps
+-- runner_instance, as every finished row does.
+--
 -- Applied again over its own result it changes nothing (IF NOT EXISTS,
 -- CREATE OR REPLACE, triggers dropped and created again).
 

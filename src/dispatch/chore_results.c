@@ -65,6 +65,7 @@ static void landed_cb(void *arg, PGresult *res, int away, const void *note)
 		log_info("job %lld attempt %d: claim lost before its outcome (%s) was written "
 			 "(cancelled or rescued); dropped",
 			 (long long)n->id, n->attempts, n->state);
+		attempt_ended(d, n->id, n->claim);
 	}
 	d->pending--;
 	held_free(d, h);

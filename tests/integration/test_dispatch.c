@@ -1428,8 +1428,8 @@ static int claims_reached(void *arg)
 	return df_metric(c->port, "execdispatch_claim_statements_total") >= c->want;
 }
 
-/* Migration 008 with a running dispatcher: a service paused before its
- * start is not claimed through several polls (pollMs 100) while /metrics
+/* Migration 008 with a running dispatcher: a service it runs, paused, is
+ * not claimed through five claim statements (pollMs 100) while /metrics
  * and position say paused; resumed, its job runs.  retry of a failed job
  * runs it again, and execctl show lists both attempts with their
  * receipts.  A cancelled run that ignores SIGTERM (the execserver kills
@@ -1441,11 +1441,14 @@ static void test_pause_retry(void)
 	long long id;
 
 	clear_queue();
+	int mport = df_start_with_metrics(&F, 0, NULL);
+	CU_ASSERT_FATAL(mport > 0);
+	/* a job of the service first: the dispatcher knows it (its own claim) */
+	df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT_EQUAL(df_wait_final(&F, 5000), 0);
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "pause -c %s work", F.cfg[0]), 0);
 	CU_ASSERT_STRING_EQUAL(out, "paused\n");
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
-	int mport = df_start_with_metrics(&F, 0, NULL);
-	CU_ASSERT_FATAL(mport > 0);
 	struct claims_at_least c = { mport,
 				     df_metric(mport, "execdispatch_claim_statements_total") + 5 };
 	CU_ASSERT_EQUAL(harness_wait_until(claims_reached, &c, 5000), 0);
@@ -1453,8 +1456,10 @@ static void test_pause_retry(void)
 					   "SELECT state FROM execdispatch.job WHERE id = %lld",
 					   id),
 			       "queued");
+	/* the queue's figures come every 10 s */
 	CU_ASSERT_EQUAL(
-		df_wait_metric(mport, "execdispatch_service_paused{service=\"work\"}", 1, 5000), 0);
+		df_wait_metric(mport, "execdispatch_service_paused{service=\"work\"}", 1, 15000),
+		0);
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position -c %s %lld", F.cfg[0], id), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "(paused)"));
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "resume -c %s work", F.cfg[0]), 0);

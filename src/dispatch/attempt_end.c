@@ -35,8 +35,8 @@ void attempt_ended(struct dispatcher *d, int64_t id, int claim)
 
 	snprintf(ids, sizeof ids, "%lld", (long long)id);
 	snprintf(claims, sizeof claims, "%d", claim);
-	if (chores_add(d->chores, d->sql[Q_ATTEMPT_ENDED], 3, params, &id, sizeof id,
-		       attempt_ended_done, d) < 0)
+	if (chores_add(d->chores, d->sql[Q_ENDED], 3, params, &id, sizeof id, attempt_ended_done,
+		       d) < 0)
 		log_warn("job %lld: the end of its cancelled run not written (no memory)",
 			 (long long)id);
 }

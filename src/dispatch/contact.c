@@ -135,7 +135,7 @@ static const char *const q_text[Q_COUNT] = {
 	[Q_LANDED] = DQ_LANDED,
 	[Q_VERSION] = DQ_SCHEMA_VERSION,
 	[Q_SETTLED] = DQ_CLAIMS_SETTLED,
-	[Q_ATTEMPT_ENDED] = DQ_ATTEMPT_ENDED,
+	[Q_ENDED] = DQ_ATTEMPT_ENDED,
 };
 
 int expand_all(struct dispatcher *d)

@@ -153,25 +153,25 @@ struct turn {
 /* The statements the dispatcher sends, each named by its Q_ (d->sql[Q_x],
  * filled by expand_all from the DQ_ text of queries.h it names). */
 enum q {
-	Q_REGISTER,      /* DQ_REGISTER */
-	Q_BEAT,          /* DQ_BEAT */
-	Q_RESCUE,        /* DQ_RESCUE */
-	Q_FIND_OWN,      /* DQ_FIND_OWN */
-	Q_FIND_LOST,     /* DQ_FIND_LOST */
-	Q_REQUEUE,       /* DQ_REQUEUE_CLAIMS */
-	Q_CLAIM,         /* DQ_CLAIM */
-	Q_START,         /* DQ_START */
-	Q_FINISH,        /* DQ_FINISH */
-	Q_HELD,          /* DQ_HELD */
-	Q_LEAVE,         /* DQ_LEAVE */
-	Q_JANITOR,       /* DQ_JANITOR */
-	Q_POSITION,      /* DQ_POSITION */
-	Q_FINISH_CLAIM,  /* DQ_FINISH_CLAIM */
-	Q_CLAIM_EXEC,    /* DQ_CLAIM_EXEC */
-	Q_LANDED,        /* DQ_LANDED */
-	Q_VERSION,       /* DQ_SCHEMA_VERSION */
-	Q_SETTLED,       /* DQ_CLAIMS_SETTLED */
-	Q_ATTEMPT_ENDED, /* DQ_ATTEMPT_ENDED */
+	Q_REGISTER,     /* DQ_REGISTER */
+	Q_BEAT,         /* DQ_BEAT */
+	Q_RESCUE,       /* DQ_RESCUE */
+	Q_FIND_OWN,     /* DQ_FIND_OWN */
+	Q_FIND_LOST,    /* DQ_FIND_LOST */
+	Q_REQUEUE,      /* DQ_REQUEUE_CLAIMS */
+	Q_CLAIM,        /* DQ_CLAIM */
+	Q_START,        /* DQ_START */
+	Q_FINISH,       /* DQ_FINISH */
+	Q_HELD,         /* DQ_HELD */
+	Q_LEAVE,        /* DQ_LEAVE */
+	Q_JANITOR,      /* DQ_JANITOR */
+	Q_POSITION,     /* DQ_POSITION */
+	Q_FINISH_CLAIM, /* DQ_FINISH_CLAIM */
+	Q_CLAIM_EXEC,   /* DQ_CLAIM_EXEC */
+	Q_LANDED,       /* DQ_LANDED */
+	Q_VERSION,      /* DQ_SCHEMA_VERSION */
+	Q_SETTLED,      /* DQ_CLAIMS_SETTLED */
+	Q_ENDED,        /* DQ_ATTEMPT_ENDED */
 	Q_COUNT
 };
 

@@ -1321,8 +1321,11 @@ static void test_claim_committed_late(void)
 	 * stopped in a statement would take the cancel; then resumed, again */
 	for (int tries = 0; tries < 50 && npids == 0; tries++) {
 		size_t at = 1;
-		res = pgtest_query(F.c, "SELECT pid FROM pg_stat_activity WHERE application_name = "
-					"'execdispatch' AND query LIKE 'WITH me AS%%picked_s%%'");
+		/* the exec-bound claim (claim_exec.sql: WITH RECURSIVE, for its
+		 * walk of the queued services) */
+		res = pgtest_query(
+			F.c, "SELECT pid FROM pg_stat_activity WHERE application_name = "
+			     "'execdispatch' AND query LIKE 'WITH RECURSIVE me AS%%picked_s%%'");
 		for (int i = 0; res && i < PQntuples(res) && npids < 4; i++) {
 			pids[npids] = atoll(PQgetvalue(res, i, 0));
 			kill((pid_t)pids[npids], SIGSTOP);

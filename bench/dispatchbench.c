@@ -63,7 +63,8 @@ static double dispatch_rate(int n)
 {
 	long long t0;
 
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job"));
+	PQclear(pgtest_query(
+		F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, execdispatch.job_key"));
 	df_write_config(&F, 0, "logLevel: warn\n");
 	if (df_start_disp(&F, 0) < 0)
 		bail();
@@ -164,7 +165,8 @@ static void latency(struct samples *s, int jobs, int gap_ms)
 {
 	static const char job[] = "{\"command\":\"date\",\"args\":[\"+%s.%N\"]}";
 
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job"));
+	PQclear(pgtest_query(
+		F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, execdispatch.job_key"));
 	for (int i = 0; i < jobs; i++) {
 		df_submit(&F, job, 0);
 		/* offsets spread over a whole poll period: the poll's phase
@@ -225,7 +227,8 @@ static double idle_rate(int secs)
 	snprintf(conninfo, sizeof conninfo, "host=127.0.0.1 port=%d user=idle dbname=postgres",
 		 F.pg.port);
 	F.conninfo = conninfo;
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job"));
+	PQclear(pgtest_query(
+		F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, execdispatch.job_key"));
 	df_write_config(&F, 1,
 			"logLevel: warn\npollMs: 1000\nheartbeatSec: 5\nstaleAfterSec: 30\n"
 			"cancelPollMs: 1000\n");
@@ -300,7 +303,8 @@ static double claim_finish_rate(int rows, int sessions)
 	pid_t pids[8];
 	long long t0;
 
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job"));
+	PQclear(pgtest_query(
+		F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, execdispatch.job_key"));
 	PQclear(pgtest_query(F.c,
 			     "SELECT execdispatch.submit('work', '{\"command\":\"true\"}') "
 			     "FROM generate_series(1, %d)",

@@ -20,6 +20,10 @@
 --             table at every claim.
 -- Index:      job_claim (the pick, in its order: no sort), job_pkey.
 -- Sent:       the local services' claim (chores lane).
+-- Paused:     the rows of a paused service (paused_service, migration
+--             009) are left, filtered on the walk of job_claim: this claim
+--             spans the local services, which are few; a claim clears the
+--             error and receipt of the attempt before (claim_exec.sql).
 -- On failure: logged; the database away: the claims whose reply was lost
 --             are looked for (find_lost.sql) before the next claim.
 WITH me AS MATERIALIZED (
@@ -30,13 +34,14 @@ picked AS MATERIALIZED (
     SELECT id FROM @schema@.job
     WHERE state = 'queued' AND start_after <= now() AND EXISTS (SELECT 1 FROM me)
       AND (service = ANY($3::text[])) = $4::bool AND priority >= $5::int
+      AND NOT coalesce((SELECT true FROM @schema@.paused_service ps WHERE ps.service = job.service), false)
     ORDER BY priority DESC, id
     LIMIT $2::int
     FOR UPDATE SKIP LOCKED)
 UPDATE @schema@.job j SET
     state = 'claimed', runner_instance = $1,
     attempts = j.attempts + 1, claims = j.claims + 1,
-    started_at = NULL, exec_position = NULL
+    started_at = NULL, exec_position = NULL, error = NULL, receipt = NULL
 WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING j.id, j.attempts, j.priority, j.service, j.job::text, j.claims,
     floor(extract(epoch FROM now() - j.start_after) * 1000)::bigint AS waited

@@ -2,7 +2,9 @@
 -- claim of the listed services (not the other services) in one round
 -- trip: the hot path after outcomes.  The rows being finished are held
 -- (not queued) in the statement's snapshot, so the claim never picks one
--- of them.
+-- of them.  Paused services are dropped from $9 before the per-service
+-- scans, and a claim clears the error and receipt of the attempt before
+-- (claim_exec.sql).
 --
 -- Parameters: $1..$8 as finish.sql, $9 services (text[]), $10 their
 --             limits (int[]), $11 token.
@@ -40,7 +42,10 @@ me AS MATERIALIZED (
     WHERE instance = $1 AND started_at = $11::timestamptz
     FOR KEY SHARE),
 picked_s AS MATERIALIZED (
-    SELECT p.id FROM unnest($9::text[], $10::int[]) AS s(service, lim)
+    SELECT p.id FROM (
+        SELECT * FROM unnest($9::text[], $10::int[]) AS u(service, lim)
+        WHERE NOT EXISTS (SELECT 1 FROM @schema@.paused_service ps
+                          WHERE ps.service = u.service)) AS s
     CROSS JOIN LATERAL (
         SELECT id FROM @schema@.job
         WHERE state = 'queued' AND start_after <= now() AND service = s.service
@@ -52,7 +57,7 @@ claimed AS (
     UPDATE @schema@.job j SET
         state = 'claimed', runner_instance = $1,
         attempts = j.attempts + 1, claims = j.claims + 1,
-        started_at = NULL, exec_position = NULL
+        started_at = NULL, exec_position = NULL, error = NULL, receipt = NULL
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked_s))
     RETURNING j.id, j.attempts, j.priority, j.service, j.job::text, j.claims,
         floor(extract(epoch FROM now() - j.start_after) * 1000)::bigint AS waited)

@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 		return cli_schedule_main(argc - 1, argv + 1);
 	fprintf(stderr,
 		"execctl: unknown command '%s' (run, status, submit, show, wait, "
-		"cancel, position or schedule)\n",
+		"cancel, position, retry, pause, resume or schedule)\n",
 		cmd);
 	cli_usage(stderr);
 	return EXECCTL_USAGE;

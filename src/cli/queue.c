@@ -2,8 +2,8 @@
  * queue.c - see queue.h.
  *
  * Every command is one or a few statements of execdispatch's SQL API
- * (docs/dispatch.md) on one connection: submit(), cancel(), position() and
- * the job row.  `wait` polls the row every 250 ms (no LISTEN: it works
+ * (docs/dispatch.md) on one connection: submit(), cancel(), position(),
+ * retry(), pause(), resume(), the job row and its attempts.  `wait` polls the row every 250 ms (no LISTEN: it works
  * through a transaction-mode pooler like the dispatchers) and keeps the
  * position line on a terminal while the job is queued.  The statements are
  * sql/queries/ctl_*.sql (DQ_CTL_* of dispatch/queries.h), beside the
@@ -63,10 +63,14 @@ static void usage(FILE *out, const char *cmd)
 		"       execctl wait     (--db CONNINFO | -c FILE) [--wait-timeout S] [-q] ID\n"
 		"       execctl cancel   (--db CONNINFO | -c FILE) ID\n"
 		"       execctl position (--db CONNINFO | -c FILE) ID\n"
+		"       execctl retry    (--db CONNINFO | -c FILE) ID\n"
+		"       execctl pause    (--db CONNINFO | -c FILE) SERVICE\n"
+		"       execctl resume   (--db CONNINFO | -c FILE) SERVICE\n"
 		"\n"
 		"The database side of execdispatch (docs/dispatch.md): enqueue a job, show its\n"
 		"row, wait for its outcome (with its queue position on a terminal), cancel it,\n"
-		"or show its position (execctl %s --help: this text).\n"
+		"show its position, retry it once failed or cancelled, or pause and resume a\n"
+		"service's claims (execctl %s --help: this text).\n"
 		"\n"
 		"      --db CONNINFO     a libpq connection string or URI (default: $EXECCTL_DB)\n"
 		"  -c, --config FILE     take database and schema from execdispatch.yml FILE\n"
@@ -246,6 +250,15 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 		}
 		return CLI_PARSED;
 	}
+	if (strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0) {
+		if (optind != argc - 1) {
+			snprintf(err, len, "%s: one SERVICE is required", cmd);
+			return CLI_BAD;
+		}
+		free(o->service);
+		o->service = strdup(argv[optind]);
+		return CLI_PARSED;
+	}
 	if (optind != argc - 1 || (o->id = strtoll(argv[optind], NULL, 10)) <= 0) {
 		snprintf(err, len, "%s: one job id (a positive integer) is required", cmd);
 		return CLI_BAD;
@@ -339,6 +352,7 @@ static int do_submit(PGconn *c, struct qopts *o)
 
 static int position_text(PGconn *c, const struct qopts *o, char *state, size_t slen, char *buf,
 			 size_t len);
+static void show_attempts(PGconn *c, const struct qopts *o);
 
 /* A queued row that has run before (attempts > 0: a retry, a rescue):
  * "next attempt  at <start_after> (attempt N)"; no attempt is made before
@@ -394,6 +408,8 @@ static int do_show(PGconn *c, const struct qopts *o)
 		if (position_text(c, o, state, sizeof state, line, sizeof line) == EXECCTL_OK)
 			printf("%-*s  %s\n", width, "position", line);
 	}
+	if (!o->json)
+		show_attempts(c, o);
 	return EXECCTL_OK;
 }
 
@@ -476,6 +492,65 @@ static int do_cancel(PGconn *c, const struct qopts *o)
 								       : EXECCTL_OK;
 	PQclear(r);
 	return rc;
+}
+
+/* pause SERVICE, resume SERVICE (migration 009): the answer; resume of a
+ * service that was not paused exits 122, a name pause() refuses 2. */
+static int do_pause_resume(PGconn *c, const struct qopts *o, int pause)
+{
+	const char *params[1] = { o->service };
+	PGresult *r = run(c, o, pause ? DQ_CTL_PAUSE : DQ_CTL_RESUME, 1, params);
+	int rc;
+
+	if (!r)
+		return strncmp(failed_state, "22", 2) == 0 ? EXECCTL_USAGE : EXECCTL_FAILED;
+	printf("%s\n", PQgetvalue(r, 0, 0));
+	rc = strcmp(PQgetvalue(r, 0, 0), "not_paused") == 0 ? EXECCTL_NOT_FOUND : EXECCTL_OK;
+	PQclear(r);
+	return rc;
+}
+
+/* retry ID: requeued (0), not_found_or_not_finished (122), stopping or
+ * unique_key_taken (115: try again later, or not at all). */
+static int do_retry(PGconn *c, const struct qopts *o)
+{
+	char id[24];
+	const char *params[1] = { id };
+	PGresult *r;
+	int rc;
+
+	snprintf(id, sizeof id, "%lld", o->id);
+	r = run(c, o, DQ_CTL_RETRY, 1, params);
+	if (!r)
+		return EXECCTL_FAILED;
+	printf("%s\n", PQgetvalue(r, 0, 0));
+	rc = strcmp(PQgetvalue(r, 0, 0), "requeued") == 0                    ? EXECCTL_OK
+	     : strcmp(PQgetvalue(r, 0, 0), "not_found_or_not_finished") == 0 ? EXECCTL_NOT_FOUND
+									     : EXECCTL_FAILED;
+	PQclear(r);
+	return rc;
+}
+
+/* show: the attempts that ended (job_attempt), one line each:
+ * "attempt N  STATE  RUNNER  started S  finished F  ERROR  RECEIPT". */
+static void show_attempts(PGconn *c, const struct qopts *o)
+{
+	char id[24];
+	const char *params[1] = { id };
+	PGresult *r;
+
+	snprintf(id, sizeof id, "%lld", o->id);
+	r = run(c, o, DQ_CTL_ATTEMPTS, 1, params);
+	if (!r)
+		return;
+	for (int i = 0; i < PQntuples(r); i++)
+		printf("attempt %s  %s  %s  started %s  finished %s%s%s%s%s\n", PQgetvalue(r, i, 0),
+		       PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+		       *PQgetvalue(r, i, 3) ? PQgetvalue(r, i, 3) : "-",
+		       *PQgetvalue(r, i, 4) ? PQgetvalue(r, i, 4) : "-",
+		       *PQgetvalue(r, i, 5) ? "  " : "", PQgetvalue(r, i, 5),
+		       *PQgetvalue(r, i, 6) ? "  " : "", PQgetvalue(r, i, 6));
+	PQclear(r);
 }
 
 static volatile sig_atomic_t interrupted;
@@ -600,6 +675,10 @@ int cli_queue_main(int argc, char **argv)
 		rc = do_wait(c, &o);
 	else if (strcmp(argv[0], "cancel") == 0)
 		rc = do_cancel(c, &o);
+	else if (strcmp(argv[0], "retry") == 0)
+		rc = do_retry(c, &o);
+	else if (strcmp(argv[0], "pause") == 0 || strcmp(argv[0], "resume") == 0)
+		rc = do_pause_resume(c, &o, strcmp(argv[0], "pause") == 0);
 	else
 		rc = do_position(c, &o);
 	PQfinish(c);
@@ -609,7 +688,8 @@ int cli_queue_main(int argc, char **argv)
 
 int cli_is_queue_command(const char *cmd)
 {
-	static const char *const cmds[] = { "submit", "show", "wait", "cancel", "position", NULL };
+	static const char *const cmds[] = { "submit", "show",  "wait",   "cancel", "position",
+					    "retry",  "pause", "resume", NULL };
 
 	for (size_t i = 0; cmds[i]; i++)
 		if (strcmp(cmd, cmds[i]) == 0)

@@ -1,6 +1,6 @@
 /*
  * queue.h - execctl's database side, for people at a shell: `execctl
- * submit | show | wait | cancel | position` on execdispatch's queue in
+ * submit | show | wait | cancel | position | retry | pause | resume` on execdispatch's queue in
  * PostgreSQL (docs/dispatch.md), given --db CONNINFO or the -c FILE of
  * execdispatch.  Exit status: execctl(1) (0, 2 usage, 111 database
  * unreachable, 115 failed, 120 cancelled, 121 wait timed out, 122 no such

@@ -34,7 +34,8 @@
  * queries.c (the statements' text in the configured schema); listen.c,
  * local_run.c, metrics.c, migrate.c, dispatch_config.c, retry_policy.c,
  * schedules.c (periodic jobs, on the chores lane), schedule_check.c: see
- * their headers.
+ * their headers; attempt_end.c (a lost claim's run ended: its attempt's
+ * end written, on the chores lane).
  * The small helpers and the state moves (life_to, held_to...) are inline
  * below; the prototypes are grouped by file, top to bottom.
  *
@@ -186,6 +187,7 @@ enum q {
 	Q_LANDED,       /* DQ_LANDED */
 	Q_VERSION,      /* DQ_SCHEMA_VERSION */
 	Q_SETTLED,      /* DQ_CLAIMS_SETTLED */
+	Q_ENDED,        /* DQ_ATTEMPT_ENDED */
 	Q_COUNT
 };
 
@@ -567,6 +569,9 @@ void maybe_done_stopping(struct dispatcher *d);
 void stop_cb(evutil_socket_t fd, short what, void *arg);
 void signal_cb(evutil_socket_t sig, short what, void *arg);
 void janitor_cb(evutil_socket_t fd, short what, void *arg);
+
+/* attempt_end.c: the run of the lost claim (id, claim) ended. */
+void attempt_ended(struct dispatcher *d, int64_t id, int claim);
 
 /* held.c: the held rows */
 void outcome_pending(struct dispatcher *d, struct held *h);

@@ -239,6 +239,7 @@ static const char *const q_text[Q_COUNT] = {
 	[Q_LANDED] = DQ_LANDED,
 	[Q_VERSION] = DQ_SCHEMA_VERSION,
 	[Q_SETTLED] = DQ_CLAIMS_SETTLED,
+	[Q_ENDED] = DQ_ATTEMPT_ENDED,
 };
 
 /* d->sql: each statement in the configured schema.  -1 when memory is

@@ -37,6 +37,8 @@ struct queue_row {
 	char service[65];
 	uint64_t count[NSTATES]; /* rows by queue_states */
 	int64_t oldest_ms;       /* the queued one due longest: waited so long */
+	int rows;                /* it has rows not finished */
+	int paused;              /* in paused_service (migration 009) */
 };
 
 struct metrics {
@@ -166,15 +168,16 @@ static void histograms(struct evbuffer *out, const struct dispatch_stats *st)
 }
 
 /* The queue's figures (none before the first answer, or after a failed
- * one; a service with rows not finished has all three states) and the
- * execservers connected per configured address. */
+ * one; a service with rows not finished has all three states), the paused
+ * services (the same answer's "paused" rows) and the execservers connected
+ * per configured address. */
 static void outside(struct evbuffer *out, const struct metrics *m)
 {
 	prom_family(out, "execdispatch_queue_jobs", "gauge",
 		    "Rows not finished, by service and state (queued, claimed, running); "
 		    "the whole table's, asked every 10 s.");
 	for (size_t i = 0; i < m->nqueue; i++)
-		for (int k = 0; k < NSTATES; k++) {
+		for (int k = 0; k < NSTATES && m->queue[i].rows; k++) {
 			evbuffer_add_printf(out, "execdispatch_queue_jobs{service=");
 			prom_label_value(out, m->queue[i].service);
 			evbuffer_add_printf(out, ",state=\"%s\"} %" PRIu64 "\n", queue_states[k],
@@ -184,10 +187,21 @@ static void outside(struct evbuffer *out, const struct metrics *m)
 		    "How long the queued row of the service that is due longest has waited "
 		    "(0: none due).");
 	for (size_t i = 0; i < m->nqueue; i++) {
+		if (!m->queue[i].rows)
+			continue;
 		evbuffer_add_printf(out, "execdispatch_queue_oldest_age_seconds{service=");
 		prom_label_value(out, m->queue[i].service);
 		evbuffer_add_printf(out, "} %" PRId64 ".%03d\n", m->queue[i].oldest_ms / 1000,
 				    (int)(m->queue[i].oldest_ms % 1000));
+	}
+	prom_family(out, "execdispatch_service_paused", "gauge",
+		    "1 per service paused (pause()): no dispatcher claims its rows.");
+	for (size_t i = 0; i < m->nqueue; i++) {
+		if (!m->queue[i].paused)
+			continue;
+		evbuffer_add_printf(out, "execdispatch_service_paused{service=");
+		prom_label_value(out, m->queue[i].service);
+		evbuffer_add_printf(out, "} 1\n");
 	}
 	prom_family(out, "execdispatch_execservers_connected", "gauge",
 		    "Execservers (distinct instances) connected through each configured address.");
@@ -253,6 +267,10 @@ static void queue_answer(void *arg, PGresult *res, int away, const void *note)
 				q = &m->queue[m->nqueue++];
 				snprintf(q->service, sizeof q->service, "%s", svc);
 			}
+			if (strcmp(state, "paused") == 0)
+				q->paused = 1;
+			else
+				q->rows = 1;
 			for (int k = 0; k < NSTATES; k++)
 				if (strcmp(state, queue_states[k]) == 0)
 					q->count[k] = strtoull(PQgetvalue(res, r, 2), NULL, 10);

@@ -172,6 +172,7 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged)
 			log_info("job %lld attempt %d: claim lost before its outcome (%s) was "
 				 "written (cancelled or rescued); dropped",
 				 (long long)h->id, h->attempts, h->state);
+			attempt_ended(d, h->id, h->claim);
 		}
 		d->pending--;
 		held_free(d, h);
@@ -221,6 +222,7 @@ static void on_landed_result(void *arg, PGresult *res, int away, const void *not
 		log_info("job %lld attempt %d: claim lost before its outcome (%s) was written "
 			 "(cancelled or rescued); dropped",
 			 (long long)n->id, n->attempts, n->state);
+		attempt_ended(d, n->id, n->claim);
 	}
 	d->pending--;
 	held_free(d, h);

@@ -59,6 +59,7 @@ extern const char DQ_SCHED_DUE[];      /* schedules to act on, the next wake */
 extern const char DQ_SCHED_FIRST[];    /* a new schedule's first next_run_at */
 extern const char DQ_SCHED_FIRE[];     /* one occurrence: moved on, job inserted */
 extern const char DQ_SCHED_REFUSE[];   /* a schedule the dispatcher refuses */
+extern const char DQ_ATTEMPT_ENDED[];  /* a cancelled claim's run ended */
 
 /* execctl's (src/cli/queue.c), sql/queries/ctl_*.sql: the SQL API. */
 extern const char DQ_CTL_SUBMIT[];
@@ -70,5 +71,9 @@ extern const char DQ_CTL_FINAL[];
 extern const char DQ_CTL_SCHEDULE_ADD[];
 extern const char DQ_CTL_SCHEDULE_REMOVE[];
 extern const char DQ_CTL_SCHEDULE_LIST[];
+extern const char DQ_CTL_PAUSE[];
+extern const char DQ_CTL_RESUME[];
+extern const char DQ_CTL_RETRY[];
+extern const char DQ_CTL_ATTEMPTS[];
 
 #endif

@@ -116,6 +116,7 @@ static void run_ended(struct held *h, const struct exc_receipt *r)
 		d->st.dropped++;
 		log_info("job %lld attempt %d: ended (%s) after its claim was lost; result dropped",
 			 (long long)h->id, h->attempts, r->error_code ? r->error_code : "ok");
+		attempt_ended(d, h->id, h->claim);
 		held_free(d, h);
 		maybe_done_stopping(d);
 		return;

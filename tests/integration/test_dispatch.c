@@ -655,6 +655,9 @@ static void test_execctl_db(void)
 		{ "wait --db x --timeout ten 1", "wait: --wait-timeout ten: expected seconds" },
 		{ "wait --db x --wait-timeout 99999999999 1", "wait: --wait-timeout 99999999999" },
 		{ "submit --db x -s work --job '[1]'", "submit: --job: a JSON object is required" },
+		{ "pause --db x", "pause: one SERVICE is required" },
+		{ "resume --db x a b", "resume: one SERVICE is required" },
+		{ "retry --db x abc", "retry: one job id (a positive integer) is required" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		CU_ASSERT_EQUAL(execctl(out, sizeof out, "%s", bad[i].args), 2);
@@ -663,6 +666,11 @@ static void test_execctl_db(void)
 			fprintf(stderr, "\n  execctl %s: %s\n", bad[i].args, out);
 	}
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position --db 'host=127.0.0.1 port=1' 1"), 111);
+	/* pause() refuses the name: one line, exit 2 */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "pause -c %s 'bad name'", F.cfg[0]), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "pause: service must be 1 to 64"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "retry -c %s 999999", F.cfg[0]), 122);
+	CU_ASSERT_STRING_EQUAL(out, "not_found_or_not_finished\n");
 	clear_queue();
 }
 
@@ -1487,6 +1495,108 @@ static void test_start_silent_first_host(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
 }
 
+/* claim statements sent at least want (harness_wait_until) */
+struct claims_at_least {
+	int port;
+	long long want;
+};
+
+static int claims_reached(void *arg)
+{
+	struct claims_at_least *c = arg;
+	return df_metric(c->port, "execdispatch_claim_statements_total") >= c->want;
+}
+
+/* Migration 009 with a running dispatcher: a service it runs, paused, is
+ * not claimed through five claim statements (pollMs 100) while /metrics
+ * and position say paused; resumed, its job runs.  retry of a failed job
+ * runs it again, and execctl show lists both attempts with their
+ * receipts.  A cancelled run that ignores SIGTERM (the execserver kills
+ * it 3 s later) answers retry "stopping" until its dispatcher wrote that
+ * it ended; then the retry runs. */
+static void test_pause_retry(void)
+{
+	char out[4096], buf[1024], marker[300];
+	long long id;
+
+	clear_queue();
+	int mport = df_start_with_metrics(&F, 0, NULL);
+	CU_ASSERT_FATAL(mport > 0);
+	/* a job of the service first: the dispatcher knows it (its own claim) */
+	df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT_EQUAL(df_wait_final(&F, 5000), 0);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "pause -c %s work", F.cfg[0]), 0);
+	CU_ASSERT_STRING_EQUAL(out, "paused\n");
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	struct claims_at_least c = { mport,
+				     df_metric(mport, "execdispatch_claim_statements_total") + 5 };
+	CU_ASSERT_EQUAL(harness_wait_until(claims_reached, &c, 5000), 0);
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state FROM execdispatch.job WHERE id = %lld",
+					   id),
+			       "queued");
+	/* the queue's figures come every 10 s */
+	CU_ASSERT_EQUAL(
+		df_wait_metric(mport, "execdispatch_service_paused{service=\"work\"}", 1, 15000),
+		0);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position -c %s %lld", F.cfg[0], id), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "(paused)"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "resume -c %s work", F.cfg[0]), 0);
+	CU_ASSERT_STRING_EQUAL(out, "resumed\n");
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "resume -c %s work", F.cfg[0]), 122);
+	CU_ASSERT_EQUAL(df_wait_final(&F, 5000), 0);
+
+	/* failed, retried, done: two attempts, each with its receipt */
+	snprintf(marker, sizeof marker, "%s/retried", F.dir);
+	snprintf(buf, sizeof buf,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"test -e %s && echo second >&2 && exit 0; "
+		 "touch %s; echo first >&2; exit 3\"]}",
+		 marker, marker);
+	id = df_submit(&F, buf, 0);
+	CU_ASSERT_EQUAL(df_wait_final(&F, 5000), 0);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "retry -c %s %lld", F.cfg[0], id), 0);
+	CU_ASSERT_STRING_EQUAL(out, "requeued\n");
+	CU_ASSERT_EQUAL(df_wait_final(&F, 5000), 0);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s %lld", F.cfg[0], id), 0);
+	char *a1 = strstr(out, "\nattempt 1  failed  d0  started "),
+	     *a2 = a1 ? strstr(a1 + 1, "\nattempt 1  done  d0  started ") : NULL;
+	CU_ASSERT(a1 && a2 && strstr(a1, "exit_status") && strstr(a1, "first") &&
+		  strstr(a2, "second"));
+	if (!(a1 && a2))
+		fprintf(stderr, "execctl show:\n%s", out);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "retry -c %s %lld", F.cfg[0], id), 122);
+	CU_ASSERT_STRING_EQUAL(out, "not_found_or_not_finished\n");
+
+	/* cancelled while its run ignores SIGTERM: stopping until it ended */
+	snprintf(marker, sizeof marker, "%s/stubborn", F.dir);
+	snprintf(buf, sizeof buf,
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"test -e %s && exit 0; touch %s; "
+		 "trap '' TERM; while :; do sleep 0.1; done\"]}",
+		 marker, marker);
+	id = df_submit(&F, buf, 0);
+	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)1) == 0);
+	long long t0 = harness_now_ms();
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
+		"requested");
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "retry -c %s %lld", F.cfg[0], id), 115);
+	CU_ASSERT_STRING_EQUAL(out, "stopping\n");
+	while (harness_now_ms() - t0 < 10000 &&
+	       strcmp(pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		      "stopping") == 0)
+		harness_sleep_ms(50);
+	long long took = harness_now_ms() - t0;
+	fprintf(stderr, "retry: stopping for %lld ms after the cancel (SIGKILL after 3 s)\n", took);
+	CU_ASSERT_STRING_EQUAL(buf, "requeued");
+	CU_ASSERT(took >= 2500);
+	CU_ASSERT_EQUAL(df_wait_final(&F, 5000), 0);
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT state FROM execdispatch.job WHERE id = %lld",
+					   id),
+			       "done");
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -1536,6 +1646,8 @@ int main(void)
 		  test_start_silent_first_host },
 		{ "no slot: the attempt given back, the new claim's outcome written",
 		  test_no_slot_new_claim },
+		{ "pause, resume and retry with a running dispatcher; stopping until the run ended",
+		  test_pause_retry },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -9,7 +9,9 @@
  * statements get custom plans; a server set to generic plans gets the
  * other); every index its row of the table below names must be in the
  * plan, and a sequential scan of job fails it.  EXPLAIN without ANALYZE
- * runs nothing: the table stays as filled.
+ * runs nothing: the table stays as filled.  A paused service's backlog
+ * (migration 009) is shown unread by the claims (EXPLAIN ANALYZE in a
+ * transaction rolled back: the buffers they touch).
  *
  * Also the fragments the statements share, each written out in every
  * statement (pasteable), are checked to read alike.
@@ -286,7 +288,7 @@ static const struct plan_case {
 	{ "claim", DQ_CLAIM, "'d0', 10, '{svc0}', false, -1000, @token@", "job_claim job_pkey" },
 	{ "claim (local)", DQ_CLAIM, "'d0', 10, '{svc0}', true, 2, @token@", "job_claim job_pkey" },
 	{ "claim_exec", DQ_CLAIM_EXEC, "'d0', '{svc1,svc2,svc3}', '{10,10,10}', 10, '{}', @token@",
-	  "job_claim_service job_claim job_pkey" },
+	  "job_claim_service job_pkey" },
 	{ "finish", DQ_FINISH,
 	  "'d0', '{@id@}', '{1}', '{done}', '{0}', '{0}', '{NULL}', '{\"{}\"}'",
 	  "job_pkey|job_holder" },
@@ -452,6 +454,76 @@ static void test_queue_stats_time(void)
 	free(text);
 }
 
+/* A paused service with a backlog of 200,000 queued rows at the highest
+ * priority (first in job_claim's order): the exec-bound claims, with the
+ * service in their list and with the other services' share, read none of
+ * them.  Each runs under EXPLAIN ANALYZE in a transaction rolled back:
+ * the buffers it touched stay a few hundred (reading the backlog's index
+ * entries and rows would take thousands), and it claims none of them. */
+#define BACKLOG 200000
+static void test_paused_backlog(void)
+{
+	static const struct {
+		const char *name, *text, *args;
+	} cases[] = {
+		{ "claim_exec", DQ_CLAIM_EXEC,
+		  "('d0', '{held0,svc1}', '{10,10}', 10, '{}', @token@)" },
+		{ "claim_exec, others only", DQ_CLAIM_EXEC,
+		  "('d0', '{}', '{}', 10, '{}', @token@)" },
+		{ "finish_claim", DQ_FINISH_CLAIM,
+		  "('d0', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{held0,svc1}', '{10,10}', "
+		  "@token@)" },
+	};
+	char sql[8192], args[1024];
+
+	PQclear(pgtest_query(
+		F.c,
+		"INSERT INTO execdispatch.job (service, job, priority) SELECT "
+		"'held0', '{\"command\": \"true\"}', 1000 FROM generate_series(1, %d); "
+		"SELECT execdispatch.pause('held0'); ANALYZE execdispatch.job",
+		BACKLOG));
+	printf("\n  a paused backlog of %d rows:\n", BACKLOG);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *text = dq_expand(cases[i].text, "execdispatch");
+		args_of(cases[i].args, args, sizeof args);
+		PQclear(pgtest_query(F.c, "BEGIN; PREPARE b%zu AS %s", i, text));
+		free(text);
+		snprintf(sql, sizeof sql, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE b%zu%s",
+			 i, args);
+		PGresult *r = pgtest_query(F.c, "%s", sql);
+		struct json_object *plan = r ? json_tokener_parse(PQgetvalue(r, 0, 0)) : NULL, *top,
+				   *v;
+		PQclear(r);
+		long long hit = -1;
+		if (plan &&
+		    json_object_object_get_ex(json_object_array_get_idx(plan, 0), "Plan", &top) &&
+		    json_object_object_get_ex(top, "Shared Hit Blocks", &v)) {
+			hit = json_object_get_int64(v);
+			if (json_object_object_get_ex(top, "Shared Read Blocks", &v))
+				hit += json_object_get_int64(v);
+		}
+		json_object_put(plan);
+		CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE "
+						"service = 'held0' AND state <> 'queued'"),
+				0);
+		PQclear(pgtest_query(F.c, "ROLLBACK"));
+		printf("  %-24s %lld buffers\n", cases[i].name, hit);
+		CU_ASSERT(hit >= 0 && hit < 1000);
+	}
+	/* resumed, the same claim takes them first */
+	PQclear(pgtest_query(F.c, "SELECT execdispatch.resume('held0')"));
+	char *text = dq_expand(DQ_CLAIM_EXEC, "execdispatch");
+	args_of("('d0', '{held0}', '{10}', 0, '{}', @token@)", args, sizeof args);
+	PQclear(pgtest_query(F.c, "BEGIN; PREPARE b9 AS %s", text));
+	free(text);
+	PQclear(pgtest_query(F.c, "EXECUTE b9%s", args));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE service = "
+					"'held0' AND state = 'claimed'"),
+			10);
+	PQclear(pgtest_query(F.c,
+			     "ROLLBACK; DELETE FROM execdispatch.job WHERE service = 'held0'"));
+}
+
 static void test_setup(void)
 {
 	CU_ASSERT_FATAL(df_start(&F) == 0);
@@ -470,6 +542,7 @@ int main(void)
 		{ "a million rows, analyzed", test_fill },
 		{ "each hot statement uses its index, no Seq Scan on job", test_plans },
 		{ "the queue's figures at a million rows, timed", test_queue_stats_time },
+		{ "a paused backlog: the claims read none of it", test_paused_backlog },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

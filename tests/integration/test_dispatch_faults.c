@@ -55,7 +55,8 @@ static void test_setup(void)
 /* extra: configuration lines of every dispatcher (NULL: the defaults) */
 static void fresh_with(int dispatchers, const char *extra)
 {
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, "
+				  "execdispatch.job_key, execdispatch.dispatcher, ledger, "
 				  "violations"));
 	for (int i = 0; i < dispatchers; i++) {
 		CU_ASSERT_FATAL(df_write_config(&F, i, extra) == 0);
@@ -438,7 +439,8 @@ static int disp_through_bouncer_as(int bouncer_only)
 	const char *saved = F.conninfo;
 	int rc;
 
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, "
+				  "execdispatch.job_key, execdispatch.dispatcher, ledger, "
 				  "violations"));
 	if (pgtest_start_bouncer(&F.pg) != 0)
 		return -1;
@@ -558,7 +560,8 @@ static void test_claim_reply_lost_second_conn(void)
 	const char *saved = F.conninfo;
 	long long s1, s2, z1, z2, t0, claimed;
 
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, "
+				  "execdispatch.job_key, execdispatch.dispatcher, ledger, "
 				  "violations"));
 	F.pg.bouncer_port = harness_free_port();
 	snprintf(conninfo, sizeof conninfo,
@@ -642,7 +645,8 @@ static void test_claim_reply_lost_second_conn(void)
 				   z1, z2),
 			2);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, "
+				  "execdispatch.job_key, execdispatch.dispatcher"));
 }
 
 /* A stop while an outcome is refused in every form does not wait for
@@ -925,7 +929,8 @@ static void test_lost_claim_keeps_places(void)
 	CU_ASSERT(run_count(0, "rows claimed by a statement whose result the lost connection "
 			       "took") >= 1);
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, "
+				  "execdispatch.job_key, execdispatch.dispatcher"));
 }
 
 /* The places of a lost claim (lose_claim_of_four, its backend sleeping
@@ -961,7 +966,8 @@ static void test_lost_claim_freed_beside_slow_beat(void)
 	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_beat ON execdispatch.dispatcher"));
 	PQclear(pgtest_query(F.c, "DROP TRIGGER slow_claim ON execdispatch.job"));
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGKILL, 5000), SIGKILL);
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, "
+				  "execdispatch.job_key, execdispatch.dispatcher"));
 }
 
 /* An instanceId reused by a new process (an orchestrator restarting it
@@ -977,7 +983,8 @@ static void test_reused_instance(void)
 {
 	long long parked;
 
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, "
+				  "execdispatch.job_key, execdispatch.dispatcher, ledger, "
 				  "violations"));
 	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
@@ -1051,7 +1058,8 @@ static void test_reused_instance_life(void)
 	harness_cleanup(&F.es[0]);
 	snprintf(body, sizeof body, "%spingIntervalSec: 1\npingTimeoutSec: 2\n", df_exec_body(4));
 	CU_ASSERT_FATAL(harness_start(&F.es[0], 1, body, NULL) == 0);
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, "
+				  "execdispatch.job_key, execdispatch.dispatcher, ledger, "
 				  "violations"));
 	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
@@ -1116,7 +1124,8 @@ static void test_login_retry_said(void)
  * status 1 five seconds after its start. */
 static void test_start_database_down(void)
 {
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, "
+				  "execdispatch.job_key, execdispatch.dispatcher, ledger, "
 				  "violations"));
 	CU_ASSERT(df_submit(&F, "{\"command\":\"true\"}", 0) > 0);
 	CU_ASSERT_FATAL(pgtest_stop(&F.pg) == 0);
@@ -1204,7 +1213,8 @@ static void test_stop_bound_late_local_claim(void)
 	PGconn *lk = pgtest_connect(F.conninfo);
 	long long late;
 
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, "
+				  "execdispatch.job_key, execdispatch.dispatcher"));
 	CU_ASSERT_FATAL(df_write_config(&F, 0,
 					"stopTimeoutSec: 1\nlocalSlots: 2\nservices:\n  here:\n"
 					"    local: true\n    commands:\n"
@@ -1235,7 +1245,8 @@ static void test_stop_bound_metrics(void)
 	long long quick;
 	int port;
 
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher"));
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, "
+				  "execdispatch.job_key, execdispatch.dispatcher"));
 	port = df_start_with_metrics(&F, 0, "stopTimeoutSec: 1\n");
 	CU_ASSERT_FATAL(port > 0);
 	df_submit(&F, "{\"command\":\"sleep\",\"args\":[\"30\"]}", 0);
@@ -1311,8 +1322,11 @@ static void test_claim_committed_late(void)
 	 * stopped in a statement would take the cancel; then resumed, again */
 	for (int tries = 0; tries < 50 && npids == 0; tries++) {
 		size_t at = 1;
-		res = pgtest_query(F.c, "SELECT pid FROM pg_stat_activity WHERE application_name = "
-					"'execdispatch' AND query LIKE 'WITH me AS%%picked_s%%'");
+		/* the exec-bound claim (claim_exec.sql: WITH RECURSIVE, for its
+		 * walk of the queued services) */
+		res = pgtest_query(
+			F.c, "SELECT pid FROM pg_stat_activity WHERE application_name = "
+			     "'execdispatch' AND query LIKE 'WITH RECURSIVE me AS%%picked_s%%'");
 		for (int i = 0; res && i < PQntuples(res) && npids < 4; i++) {
 			pids[npids] = atoll(PQgetvalue(res, i, 0));
 			kill((pid_t)pids[npids], SIGSTOP);
@@ -1414,7 +1428,8 @@ static void test_start_requeue_refused(void)
 	char job[3072];
 	long long left;
 
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.dispatcher, ledger, "
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, "
+				  "execdispatch.job_key, execdispatch.dispatcher, ledger, "
 				  "violations"));
 	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
 	/* an earlier life of d0, silent, holding a row */

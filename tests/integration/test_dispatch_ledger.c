@@ -53,7 +53,8 @@ static void run_ledger(const char *conninfo)
 	char job[1024], buf[64];
 	long long t0 = harness_now_ms();
 
-	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, ledger, violations"));
+	PQclear(pgtest_query(F.c, "TRUNCATE execdispatch.job, execdispatch.job_attempt, "
+				  "execdispatch.job_key, ledger, violations"));
 	F.conninfo = conninfo;
 	for (int i = 0; i < DISPATCHERS; i++) {
 		CU_ASSERT_FATAL(df_write_config(&F, i, NULL) == 0);

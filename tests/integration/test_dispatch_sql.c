@@ -6,7 +6,8 @@
  * claim's index, and the races of the daemon's own statements, each
  * forced by holding one session's transaction open while the other's
  * statement runs into its lock (and the beat beside an application's
- * LOCK TABLE job, which the rescue waits for).
+ * LOCK TABLE job, which the rescue waits for); migration 009's functions
+ * (pause, retry and the attempts, unique jobs and their race, bulk).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -40,6 +41,18 @@ static void alive_in(const char *schema, const char *instance)
 static void alive(const char *instance)
 {
 	alive_in("execdispatch", instance);
+}
+
+/* --migrate's last line after applying the migrations from version from
+ * (that one included) up to DISPATCH_SCHEMA_VERSION. */
+static const char *migrated_from(int from)
+{
+	static char buf[96];
+	int n = DISPATCH_SCHEMA_VERSION - from + 1;
+
+	snprintf(buf, sizeof buf, "migrated to version %d (%d migration%s applied)",
+		 DISPATCH_SCHEMA_VERSION, n, n == 1 ? "" : "s");
+	return buf;
 }
 
 /* ---- configuration ---- */
@@ -146,18 +159,6 @@ static void test_config_errors(void)
 }
 
 /* ---- migrations ---- */
-
-/* What --migrate says after applying the migrations from first to
- * DISPATCH_SCHEMA_VERSION. */
-static const char *migrated_from(int first)
-{
-	static char buf[96];
-	int n = DISPATCH_SCHEMA_VERSION - first + 1;
-
-	snprintf(buf, sizeof buf, "migrated to version %d (%d migration%s applied)",
-		 DISPATCH_SCHEMA_VERSION, n, n == 1 ? "" : "s");
-	return buf;
-}
 
 /* Migration 007 over version 6 while a session holds a lock on the
  * dispatcher table (a pg_dump, an open transaction that read it): its
@@ -1670,6 +1671,444 @@ static void test_claim_per_service(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 }
 
+/* Migration 009 over a version 8 schema whose submit() an administrator
+ * granted to a role alone (PUBLIC revoked): the new submit() has the same
+ * grants and the old signature is gone; applied again over its own result
+ * (its version row removed) nothing changes. */
+static void test_migrate_009_grants(void)
+{
+	char out[2048], cfg[300];
+	FILE *f;
+	static const char newsig[] = "gr.submit(text,jsonb,integer,timestamptz,text,interval)";
+
+	snprintf(cfg, sizeof cfg, "%s/gr.yml", F.dir);
+	f = fopen(cfg, "w");
+	fprintf(f, "database: \"%s\"\nexecservers: [ws://127.0.0.1:9]\nschema: gr\n", F.conninfo);
+	fclose(f);
+	const char *mig[] = { "--migrate", "-c", cfg, NULL };
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	/* back to version 8: 006's submit (a stand-in of its signature) */
+	PQclear(pgtest_query(
+		F.c,
+		"DELETE FROM gr.schema_version WHERE version >= 9; DROP FUNCTION %s; "
+		"CREATE FUNCTION gr.submit(p_service text, p_job jsonb, p_priority integer "
+		"DEFAULT 0, p_start_after timestamptz DEFAULT now()) RETURNS bigint "
+		"LANGUAGE sql AS 'SELECT 0::bigint'; "
+		"DO $$ BEGIN CREATE ROLE sql30_app; EXCEPTION WHEN duplicate_object THEN "
+		"NULL; END $$; "
+		"REVOKE ALL ON FUNCTION gr.submit(text, jsonb, integer, timestamptz) FROM "
+		"PUBLIC; GRANT EXECUTE ON FUNCTION gr.submit(text, jsonb, integer, "
+		"timestamptz) TO sql30_app",
+		newsig));
+	for (int round = 0; round < 2; round++) {
+		CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+		CU_ASSERT_PTR_NOT_NULL(strstr(out, migrated_from(9)));
+		CU_ASSERT_EQUAL(pgtest_int(F.c,
+					   "SELECT count(*) FROM pg_proc WHERE proname = 'submit' "
+					   "AND pronamespace = 'gr'::regnamespace"),
+				1);
+		CU_ASSERT_EQUAL(pgtest_int(F.c,
+					   "SELECT has_function_privilege('sql30_app', '%s', "
+					   "'EXECUTE')::int",
+					   newsig),
+				1);
+		CU_ASSERT_EQUAL(pgtest_int(F.c,
+					   "SELECT count(*) FROM pg_proc, aclexplode(proacl) a "
+					   "WHERE oid = '%s'::regprocedure AND a.grantee = 0",
+					   newsig),
+				0);
+		/* again over its own result */
+		PQclear(pgtest_query(F.c, "DELETE FROM gr.schema_version WHERE version >= 9"));
+	}
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, mig), 0);
+	PQclear(pgtest_query(F.c, "DROP SCHEMA gr CASCADE; DROP ROLE sql30_app"));
+}
+
+/* ---- migration 009: pause, retry, attempts, unique jobs, bulk ---- */
+
+/* DQ_CLAIM_EXEC for instance "me" of services (an array literal) with
+ * limits, up to `others` rows of the other services: ids claimed, as
+ * "{a,b}" sorted. */
+static const char *claim_exec_ids(char *buf, size_t len, const char *services, const char *limits,
+				  const char *others)
+{
+	const char *p[6] = { "me", services, limits, others, "{}", TOKEN };
+	PGresult *r;
+
+	alive("me");
+	r = run_stmt(F.c, DQ_CLAIM_EXEC, 6, p);
+	long long ids[16];
+	int n = PQntuples(r) < 16 ? PQntuples(r) : 16;
+	for (int i = 0; i < n; i++)
+		ids[i] = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+	PQclear(r);
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && ids[j] < ids[j - 1]; j--) {
+			long long t = ids[j];
+			ids[j] = ids[j - 1];
+			ids[j - 1] = t;
+		}
+	size_t o = (size_t)snprintf(buf, len, "{");
+	for (int i = 0; i < n && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? "," : "", ids[i]);
+	if (o < len)
+		snprintf(buf + o, len - o, "}");
+	return buf;
+}
+
+static long long submit_to(const char *service)
+{
+	return pgtest_int(F.c, "SELECT execdispatch.submit('%s', '{\"command\": \"true\"}')",
+			  service);
+}
+
+/* A paused service is left by every claim (the per-service one, the
+ * others', the local class's), position() says paused, queue_stats has
+ * its row; resumed, the next claim takes its rows.  Running rows go on:
+ * a finish of one of them still lands. */
+static void test_pause_resume(void)
+{
+	char buf[256], want[64];
+	long long a, b, held;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job; "
+				  "DELETE FROM execdispatch.paused_service"));
+	expect_error("SELECT execdispatch.pause('no such')", "service must be 1 to 64");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.resume('work')"),
+		"not_paused");
+	held = submit_to("work");
+	CU_ASSERT_EQUAL(claim_exec_ids(buf, sizeof buf, "{work}", "{1}", "0")[0], '{');
+	a = submit_to("work");
+	b = submit_to("other");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.pause('work')"), "paused");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.pause('work')"),
+		"already_paused");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.pause('other')"), "paused");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT execdispatch.position(%lld)->>'waiting'", a),
+			       "paused");
+	/* neither listed nor other, nor the local class's claim */
+	CU_ASSERT_STRING_EQUAL(claim_exec_ids(buf, sizeof buf, "{work}", "{10}", "10"), "{}");
+	CU_ASSERT_STRING_EQUAL(claim_exec_ids(buf, sizeof buf, "{}", "{}", "10"), "{}");
+	const char *local[6] = { "me", "10", "{work,other}", "true", "-1000", TOKEN };
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_CLAIM, 6, local), 0);
+	const char *others[6] = { "me", "10", "{}", "false", "-1000", TOKEN };
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_CLAIM, 6, others), 0);
+	/* the figures for /metrics: one paused row per service */
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM (%s) s WHERE s.\"?column?\" = "
+				   "'paused'",
+				   q(DQ_QUEUE_STATS)),
+			2);
+	/* the running row of the paused service finishes */
+	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET state = 'running' WHERE id = %lld",
+			     held));
+	struct finish_args f;
+	char claim[CLAIM_TEXT];
+	snprintf(claim, sizeof claim, "%lld",
+		 pgtest_int(F.c, "SELECT claims FROM execdispatch.job WHERE id = %lld", held));
+	finish_params(&f, held, "me", claim);
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, f.p), 1);
+	/* resumed: the per-service claim and the others' take them */
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.resume('work')"), "resumed");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.resume('other')"),
+		"resumed");
+	snprintf(want, sizeof want, "{%lld}", a);
+	CU_ASSERT_STRING_EQUAL(claim_exec_ids(buf, sizeof buf, "{work}", "{10}", "0"), want);
+	snprintf(want, sizeof want, "{%lld}", b);
+	CU_ASSERT_STRING_EQUAL(claim_exec_ids(buf, sizeof buf, "{work}", "{10}", "10"), want);
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
+/* retry(): the answers; a cancel of a held row answers stopping until
+ * its dispatcher writes the run's end (DQ_ATTEMPT_ENDED) or its life
+ * ends; the attempts keep each receipt, and a claim clears the one
+ * before from the row. */
+static void test_retry_attempts(void)
+{
+	char buf[512], claim[CLAIM_TEXT];
+	long long id;
+	struct finish_args f;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job; "
+				  "DELETE FROM execdispatch.dispatcher"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		"not_found_or_not_finished");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(987654)"),
+		"not_found_or_not_finished");
+	/* attempt 1: a retryable failure with a receipt, requeued */
+	CU_ASSERT_EQUAL(claim_one(id, claim, sizeof claim), 1);
+	finish_params(&f, id, "me", claim);
+	f.p[3] = "{queued}";
+	f.p[6] = "{exec_lost}";
+	f.p[7] = "{\"{\\\"exit_code\\\": 3, \\\"stderr\\\": \\\"first\\\"}\"}";
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, f.p), 1);
+	/* attempt 2's claim clears attempt 1's error and receipt */
+	CU_ASSERT_EQUAL(claim_one(id, claim, sizeof claim), 2);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld "
+				   "AND error IS NULL AND receipt IS NULL",
+				   id),
+			1);
+	finish_params(&f, id, "me", claim);
+	f.p[3] = "{failed}";
+	f.p[6] = "{exit_status}";
+	f.p[7] = "{\"{\\\"exit_code\\\": 4, \\\"stderr\\\": \\\"second\\\"}\"}";
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, f.p), 1);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		"requeued");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state || '/' || attempts || '/' || "
+			    "coalesce(runner_instance, '-') || '/' || "
+			    "coalesce(error, '-') FROM execdispatch.job WHERE id = %lld",
+			    id),
+		"queued/0/-/-");
+	/* attempt 3 (the retry's first): running, cancelled: stopping */
+	CU_ASSERT_EQUAL(claim_one(id, claim, sizeof claim), 3);
+	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET state = 'running' WHERE id = %lld",
+			     id));
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
+		"requested");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT coalesce(runner_instance, '-') FROM "
+					   "execdispatch.job WHERE id = %lld",
+					   id),
+			       "me");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		"stopping");
+	/* another dispatcher's word, or another claim's, does not end it */
+	const char *other[3] = { "you", buf, claim };
+	snprintf(buf, sizeof buf, "%lld", id);
+	PQclear(run_stmt(F.c, DQ_ATTEMPT_ENDED, 3, other));
+	const char *wrong[3] = { "me", buf, "2" };
+	PQclear(run_stmt(F.c, DQ_ATTEMPT_ENDED, 3, wrong));
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		"stopping");
+	char ids[24];
+	snprintf(ids, sizeof ids, "%lld", id);
+	const char *ended[3] = { "me", ids, claim };
+	PGresult *r = run_stmt(F.c, DQ_ATTEMPT_ENDED, 3, ended);
+	CU_ASSERT_STRING_EQUAL(PQcmdTuples(r), "1");
+	PQclear(r);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		"requeued");
+	/* the attempts: both receipts, the cancel, in order */
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT string_agg(attempt || '/' || state || '/' || "
+			    "coalesce(error, '-') || '/' || coalesce(receipt->>'stderr', "
+			    "'-') || '/' || (finished IS NOT NULL), ' ' ORDER BY claim) "
+			    "FROM execdispatch.job_attempt WHERE job = %lld",
+			    id),
+		"1/queued/exec_lost/first/true 2/failed/exit_status/second/true "
+		"1/cancelled/cancelled/-/true");
+	/* a cancel whose dispatcher's life ended: not stopping */
+	CU_ASSERT_EQUAL(claim_one(id, claim, sizeof claim), 4);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
+		"requested");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		"stopping");
+	PQclear(pgtest_query(F.c, "UPDATE execdispatch.dispatcher SET started_at = now() "
+				  "WHERE instance = 'me'"));
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		"requeued");
+	/* the janitor's delete takes the attempts with the job */
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job WHERE id = %lld", id));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job_attempt"), 0);
+	/* retry_failed: the failed rows of a service since a time, bounded */
+	PQclear(pgtest_query(F.c, "INSERT INTO execdispatch.job (service, job, state, "
+				  "finished_at) SELECT 'work', '{\"command\": \"true\"}', "
+				  "'failed', now() - make_interval(hours => g) FROM "
+				  "generate_series(0, 4) g"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT execdispatch.retry_failed('work', now() - "
+					"interval '150 minutes', 2)"),
+			2);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT execdispatch.retry_failed('work', now() - "
+					"interval '150 minutes')"),
+			1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = "
+					"'queued'"),
+			3);
+	expect_error("SELECT execdispatch.retry_failed('work', now(), 0)",
+		     "max must be between 1 and 100000");
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
+/* Unique jobs: one job per key while unfinished, a done one within
+ * unique_for; the checks; two sessions submitting one key at once get
+ * one job; retry() of a job whose key another holds is refused. */
+static void test_unique_jobs(void)
+{
+	char buf[256];
+	long long a, b, c;
+	static const char sub[] = "SELECT execdispatch.submit('work', '{\"command\": \"true\"}', "
+				  "unique_key => 'k1'%s)";
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	a = pgtest_int(F.c, sub, "");
+	b = pgtest_int(F.c, sub, "");
+	CU_ASSERT(a > 0 && a == b);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job"), 1);
+	/* another service, another key: new jobs */
+	CU_ASSERT(pgtest_int(F.c, "SELECT execdispatch.submit('w2', '{\"command\": \"true\"}', "
+				  "unique_key => 'k1')") != a);
+	CU_ASSERT(pgtest_int(F.c, "SELECT execdispatch.submit('work', '{\"command\": \"true\"}', "
+				  "unique_key => 'k2')") != a);
+	/* done: with unique_for its id (and receipt), without a new job */
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET state = 'done', finished_at = now(), "
+			     "receipt = '{\"exit_code\": 0}' WHERE id = %lld",
+			     a));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, sub, ", unique_for => interval '1 hour'"), a);
+	c = pgtest_int(F.c, sub, "");
+	CU_ASSERT(c > a);
+	/* the checks */
+	expect_error("SELECT execdispatch.submit('work', '{\"command\": \"true\"}', "
+		     "unique_key => repeat('x', 201))",
+		     "unique_key must be 1 to 200 characters (got 201)");
+	expect_error("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT execdispatch.submit('work', "
+		     "'{\"command\": \"true\"}', unique_key => 'k3')",
+		     "a unique_key needs READ COMMITTED (this transaction is REPEATABLE READ)");
+	PQclear(pgtest_query(F.c, "ROLLBACK"));
+	/* payload_key: the same payload written differently, the same key */
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT (execdispatch.payload_key('{\"b\": 1, \"a\": [2]}') = "
+			    "execdispatch.payload_key('{\"a\":[2],\"b\":1}'))::text || '/' || "
+			    "length(execdispatch.payload_key('{\"a\": 1}'))"),
+		"true/64");
+	/* retry of a failed job whose key is now another's */
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET state = 'failed', finished_at = "
+			     "now() WHERE id = %lld",
+			     c));
+	long long d = pgtest_int(F.c, sub, "");
+	CU_ASSERT(d > c);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", c),
+		"unique_key_taken");
+	/* the race: a holds the key's lock in its open transaction, b's
+	 * submit waits for it and answers a's job once a commits */
+	PGconn *s1 = pgtest_connect(F.conninfo), *s2 = pgtest_connect(F.conninfo);
+	PQclear(pgtest_query(s1, "BEGIN"));
+	long long first = pgtest_int(s1, "SELECT execdispatch.submit('work', '{\"command\": "
+					 "\"true\"}', unique_key => 'race')");
+	send_blocked(s2,
+		     "SELECT execdispatch.submit('work', '{\"command\": \"true\"}', "
+		     "unique_key => 'race')",
+		     0, NULL);
+	PQclear(pgtest_query(s1, "COMMIT"));
+	PGresult *r = collect(s2);
+	CU_ASSERT_EQUAL(PQresultStatus(r), PGRES_TUPLES_OK);
+	CU_ASSERT_EQUAL(strtoll(PQgetvalue(r, 0, 0), NULL, 10), first);
+	PQclear(r);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job_key WHERE "
+					"unique_key = 'race'"),
+			1);
+	PQfinish(s1);
+	PQfinish(s2);
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job_key"), 0);
+}
+
+/* submit_many: ids in the order of the array, a bad element refuses the
+ * whole call; cancel_many: one answer per id, in id order. */
+static void test_bulk(void)
+{
+	char buf[256];
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	char ids[128];
+	/* (the rows are read by a statement of their own: the one calling
+	 * submit_many does not see what it inserted) */
+	pgtest_text(F.c, ids, sizeof ids,
+		    "SELECT execdispatch.submit_many('work', ARRAY['{\"command\": \"c\"}', "
+		    "'{\"command\": \"a\"}', '{\"command\": \"b\"}']::jsonb[], 2)::text");
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT string_agg(j.job->>'command', ',' ORDER BY o) "
+			    "FROM unnest('%s'::bigint[]) WITH ORDINALITY AS u(id, o) "
+			    "JOIN execdispatch.job j ON j.id = u.id",
+			    ids),
+		"c,a,b");
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE priority = 2"),
+			3);
+	expect_error("SELECT execdispatch.submit_many('work', ARRAY['{\"command\": \"c\"}', "
+		     "'{\"args\": []}']::jsonb[])",
+		     "jobs[2] must be a JSON object");
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job"), 3);
+	long long first = pgtest_int(F.c, "SELECT min(id) FROM execdispatch.job");
+	PQclear(pgtest_query(
+		F.c,
+		"UPDATE execdispatch.job SET state = 'running', runner_instance = 'x', "
+		"attempts = 1 WHERE id = %lld",
+		first + 1));
+	snprintf(buf, sizeof buf,
+		 "%lld:cancelled %lld:requested %lld:cancelled 987654:"
+		 "not_found_or_finished",
+		 first, first + 1, first + 2);
+	char got[256];
+	pgtest_text(F.c, got, sizeof got,
+		    "SELECT string_agg(id || ':' || answer, ' ') FROM "
+		    "execdispatch.cancel_many(ARRAY[987654, %lld, %lld, %lld, %lld])",
+		    first + 2, first, first + 1, first);
+	CU_ASSERT_STRING_EQUAL(got, buf);
+
+	/* the race with a finish batch that locks the higher id first: the
+	 * batch holds row y; cancel_many(x, y) waits for y holding nothing, so
+	 * the batch then takes x at once (holding x while waiting for y, it
+	 * would have deadlocked), writes both, and cancel_many answers from
+	 * what it committed */
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	long long x = df_submit(&F, "{\"command\":\"true\"}", 0),
+		  y = df_submit(&F, "{\"command\":\"true\"}", 0);
+	PGconn *fin = pgtest_connect(F.conninfo), *bulk = pgtest_connect(F.conninfo);
+	PQclear(pgtest_query(fin,
+			     "BEGIN; SET LOCAL lock_timeout = '2s'; SELECT 1 FROM "
+			     "execdispatch.job WHERE id = %lld FOR UPDATE",
+			     y));
+	snprintf(buf, sizeof buf,
+		 "SELECT string_agg(id || ':' || answer, ' ') FROM "
+		 "execdispatch.cancel_many(ARRAY[%lld, %lld])",
+		 y, x);
+	send_blocked(bulk, buf, 0, NULL);
+	pgtest_text(fin, got, sizeof got,
+		    "SELECT count(*) FROM (SELECT 1 FROM execdispatch.job WHERE id = %lld FOR "
+		    "UPDATE) l",
+		    x);
+	CU_ASSERT_STRING_EQUAL(got, "1");
+	PQclear(pgtest_query(fin,
+			     "UPDATE execdispatch.job SET state = 'done', finished_at = now() "
+			     "WHERE id IN (%lld, %lld); COMMIT",
+			     x, y));
+	PGresult *r = collect(bulk);
+	snprintf(buf, sizeof buf, "%lld:not_found_or_finished %lld:not_found_or_finished", x, y);
+	CU_ASSERT_STRING_EQUAL(PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0) : "",
+			       buf);
+	PQclear(r);
+	PQfinish(fin);
+	PQfinish(bulk);
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
 static void test_setup(void)
 {
 	CU_ASSERT_FATAL(df_start(&F) == 0);
@@ -1730,6 +2169,16 @@ int main(void)
 		  test_takeover_waits_for_claim },
 		{ "locks: the beat passes a LOCK TABLE job; the rescue after it spares who beat",
 		  test_beat_passes_table_lock },
+		{ "migration 009 keeps submit()'s grants, idempotent", test_migrate_009_grants },
+		{ "pause and resume: every claim leaves a paused service, position says so",
+		  test_pause_resume },
+		{ "retry: its answers, stopping until the cancelled run ended; attempts",
+		  test_retry_attempts },
+		{ "unique jobs: one per key, unique_for, the checks, two submits at once",
+		  test_unique_jobs },
+		{ "bulk: submit_many in order, cancel_many's answers; a finish batch cannot "
+		  "deadlock with it",
+		  test_bulk },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -628,7 +628,11 @@ struct book_status {
 	uint32_t receipts; /* receipt store slots in use (of max_receipts) */
 	uint32_t handler_starts[BOOK_MAX_HANDLERS]; /* book_handler_started calls */
 	uint64_t handovers; /* grants made by book_job_finished: a freed slot's next taker */
+	uint64_t progress_good, progress_bad; /* book_progress_lines */
 };
+/* Counts the progress lines an ended job wrote (docs/progress.md): good
+ * ones, and bad ones (ignored).  Statistics only. */
+void book_progress_lines(struct book *b, uint64_t good, uint64_t bad);
 /* wants = PARKED + OFFERED + RUNNING + FINISHED; grants = offers made so far. */
 void book_status(const struct book *b, struct book_status *st);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "cli/progress.h"
+#include "common/utf8.h"
 
 void progress_eta(char *buf, size_t len, int64_t eta_ms)
 {
@@ -33,4 +34,16 @@ void progress_line(char *buf, size_t len, int64_t busy, int64_t capacity, int64_
 	snprintf(buf, len, "%" PRId64 "%s slot%s busy, %" PRId64 " ahead, %s", busy, of,
 		 (capacity > 0 ? capacity : busy) == 1 ? "" : "s", ahead,
 		 eta[0] ? eta : "time unknown");
+}
+
+void progress_running(char *buf, size_t len, double fraction, const char *text)
+{
+	int pct = (int)(fraction * 100 + 1e-9);
+	if (pct < 0)
+		pct = 0;
+	if (pct > 100)
+		pct = 100;
+	size_t keep = text ? utf8_cut(text, 100) : 0;
+	snprintf(buf, len, "running: %d%%%s%.*s", pct, keep ? " " : "", (int)keep,
+		 keep ? text : "");
 }

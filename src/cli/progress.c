@@ -3,9 +3,9 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/progress.h"
-#include "common/utf8.h"
 
 void progress_eta(char *buf, size_t len, int64_t eta_ms)
 {
@@ -43,7 +43,14 @@ void progress_running(char *buf, size_t len, double fraction, const char *text)
 		pct = 0;
 	if (pct > 100)
 		pct = 100;
-	size_t keep = text ? utf8_cut(text, 100) : 0;
+	size_t keep = text ? strlen(text) : 0;
+	if (keep > 100) {
+		/* back to the start of the character byte 100 is in (the
+		 * text is UTF-8: the execserver checked it) */
+		keep = 100;
+		while (keep > 0 && ((unsigned char)text[keep] & 0xc0) == 0x80)
+			keep--;
+	}
 	snprintf(buf, len, "running: %d%%%s%.*s", pct, keep ? " " : "", (int)keep,
 		 keep ? text : "");
 }

@@ -55,7 +55,7 @@ struct run {
 	int interrupted;
 	int tty; /* stderr is a terminal and not -q */
 	int line_shown;
-	int started; /* the job left waiting: no more position lines */
+	int started;      /* the job left waiting: no more position lines */
 	int progress_tty; /* tty, and stdout is not the same terminal: the
 			   * running job's progress is drawn */
 	unsigned ticks;

@@ -74,7 +74,7 @@ struct job {
 	struct job_spec spec;
 	struct job_io *io;
 	struct job_progress *progress; /* its progress descriptor, from the spawn */
-	pid_t pid; /* 0 until spawned */
+	pid_t pid;                     /* 0 until spawned */
 	uint64_t start_ms;
 	int status, reaped;
 	enum job_cancel_reason cancelled;

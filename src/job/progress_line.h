@@ -24,7 +24,7 @@
 #define PROGRESS_TEXT_MAX 200  /* bytes of its text kept */
 
 struct progress_value {
-	double fraction; /* 0 to 1 */
+	double fraction;                  /* 0 to 1 */
 	char text[PROGRESS_TEXT_MAX + 1]; /* "" when none */
 };
 

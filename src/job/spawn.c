@@ -334,8 +334,8 @@ NOT_INSTRUMENTED static int child(void *arg)
 				goto fail;
 		} else {
 			long fl = SYS(SYS_fcntl, SPAWN_EXTRA_FD, F_GETFD, 0, 0);
-			if ((rc = fl) < 0 || (rc = SYS(SYS_fcntl, SPAWN_EXTRA_FD, F_SETFD,
-						       fl & ~FD_CLOEXEC, 0)) < 0)
+			if ((rc = fl) < 0 ||
+			    (rc = SYS(SYS_fcntl, SPAWN_EXTRA_FD, F_SETFD, fl & ~FD_CLOEXEC, 0)) < 0)
 				goto fail;
 		}
 	}

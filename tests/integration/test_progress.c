@@ -45,9 +45,9 @@ static struct tclient *connect_v(int protocol, const char *id)
 
 /* 0.25 first; a burst (0.3, 0.35, 40%); 50% with text, junk, a 2 MB
  * line; then 0.7 and 1.0 at the very end; "out" on stdout. */
-#define SCRIPT                                                                              \
+#define SCRIPT                                                                               \
 	"[ \\\"$EXECSERVER_PROGRESS_FD\\\" = 3 ] || exit 9; "                                \
-	"echo '0.25 first' >&3; echo 0.3 >&3; echo 0.35 >&3; echo 40% >&3; sleep 0.5; "     \
+	"echo '0.25 first' >&3; echo 0.3 >&3; echo 0.35 >&3; echo 40% >&3; sleep 0.5; "      \
 	"echo '50% half' >&3; echo junk >&3; head -c 2000000 /dev/zero | tr '\\\\0' 7 >&3; " \
 	"echo >&3; sleep 0.5; echo 0.7 >&3; echo '1.0 done' >&3; echo out"
 
@@ -88,8 +88,9 @@ static void test_protocol_3_gets_progress(void)
 				first_ms = ms_now();
 			f[n] = json_object_get_double(v);
 			snprintf(text[n], sizeof text[n], "%s",
-				 json_object_object_get_ex(m, "text", &v) ? json_object_get_string(v)
-									  : "");
+				 json_object_object_get_ex(m, "text", &v)
+					 ? json_object_get_string(v)
+					 : "");
 			n++;
 		}
 		json_object_put(m);

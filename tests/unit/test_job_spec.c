@@ -566,7 +566,8 @@ static void test_env_merge(void)
 	}
 	/* global env overrides the fixed PATH, keeps its place */
 	if (expect_ok("{'command':'echo','env':null}", &s) == 0) {
-		expect_vec(s.envp, "PATH=/opt/bin", "LC_ALL=C.UTF-8", "GLOBAL=g", "SHARED=global", PFD);
+		expect_vec(s.envp, "PATH=/opt/bin", "LC_ALL=C.UTF-8", "GLOBAL=g", "SHARED=global",
+			   PFD);
 		CU_ASSERT_EQUAL(s.envc, 5);
 		job_spec_free(&s);
 	}

@@ -25,8 +25,8 @@ static void test_fractions_and_percentages(void)
 		const char *line;
 		double want;
 	} ok[] = {
-		{ "0", 0 },       { "0.42", 0.42 }, { "1", 1 },       { "1.0", 1 },
-		{ "1.000", 1 },   { "42%", 0.42 },  { "0%", 0 },      { "100%", 1 },
+		{ "0", 0 },         { "0.42", 0.42 },   { "1", 1 },       { "1.0", 1 },
+		{ "1.000", 1 },     { "42%", 0.42 },    { "0%", 0 },      { "100%", 1 },
 		{ "12.5%", 0.125 }, { "0.25\r", 0.25 }, { "007%", 0.07 },
 	};
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
@@ -52,10 +52,11 @@ static void test_text(void)
 static void test_junk(void)
 {
 	static const char *bad[] = {
-		"",         "junk",   " 0.5",      "0.5x",     "1.5",       "101%",
-		"-0.1",     "+0.5",   ".5",        "1.",       "0,5",       "1e-1",
-		"50%%",     "nan",    "inf",       "0.5\ttab", "0.5 bell\a", "0.5 del\x7f",
-		"0.5 \xff", "0.5 \xc3", "0.5\r\r", "1234567890123%", "0.5  ", "50 %",
+		"",         "junk",           " 0.5",        "0.5x",     "1.5",
+		"101%",     "-0.1",           "+0.5",        ".5",       "1.",
+		"0,5",      "1e-1",           "50%%",        "nan",      "inf",
+		"0.5\ttab", "0.5 bell\a",     "0.5 del\x7f", "0.5 \xff", "0.5 \xc3",
+		"0.5\r\r",  "1234567890123%", "0.5  ",       "50 %",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct progress_value v;
@@ -166,8 +167,7 @@ int main(void)
 		{ "a text after one space", test_text },
 		{ "junk is refused", test_junk },
 		{ "the text cut as UTF-8", test_text_cut_as_utf8 },
-		{ "the reader: long lines dropped whole, in any chunking",
-		  test_reader_long_lines },
+		{ "the reader: long lines dropped whole, in any chunking", test_reader_long_lines },
 		{ NULL, NULL },
 	};
 	return run_suite("progress_line", cases);

@@ -419,8 +419,13 @@ static const char *run_extra(const char *script, int extra)
 	int p[2];
 	CU_ASSERT_FATAL(pipe2(p, O_CLOEXEC) == 0);
 	struct spawn_request req = {
-		.path = "/bin/sh", .argv = argv, .envp = envp, .stdin_fd = -1,
-		.stdout_fd = p[1], .stderr_fd = -1, .extra_fd = extra,
+		.path = "/bin/sh",
+		.argv = argv,
+		.envp = envp,
+		.stdin_fd = -1,
+		.stdout_fd = p[1],
+		.stderr_fd = -1,
+		.extra_fd = extra,
 	};
 	int err = 0, status;
 	pid_t pid = spawn_process(&req, &err);
@@ -512,8 +517,7 @@ int main(int argc, char **argv)
 		{ "4 x 64 children at once with failures: own reports, no fd left",
 		  test_many_with_failures },
 		{ "path or cwd of PATH_MAX: ENAMETOOLONG", test_too_long },
-		{ "the extra descriptor reaches the program as fd 3, nothing else",
-		  test_extra_fd },
+		{ "the extra descriptor reaches the program as fd 3, nothing else", test_extra_fd },
 		{ "an extra descriptor that is fd 3 already stays open", test_extra_fd_numbered_3 },
 		{ "returns while the child is held in execve", test_returns_before_the_exec },
 		{ "the group exists before the child's own setpgid",

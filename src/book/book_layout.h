@@ -135,7 +135,12 @@ struct bk_want {
 			};
 			uint64_t offer_no; /* (P) OFFERED: book-wide grant number */
 		};
-		uint64_t started_ms; /* (P) RUNNING: the book's clock at book_accept */
+		struct {
+			uint64_t started_ms; /* (P) RUNNING: the book's clock at book_accept */
+			uint16_t progress;   /* (P) RUNNING: 1 + its program's latest
+					      * progress in 1/10000, 0 none yet
+					      * (book_job_set_progress); a hint */
+		};
 		struct {
 			int32_t exit_code;    /* (P) FINISHED: the compact outcome */
 			uint32_t duration_ms; /* (P) FINISHED */

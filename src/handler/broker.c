@@ -643,6 +643,7 @@ void broker_job_progress(struct book_ref want, const char *job_id, double fracti
 	struct book_ref conn;
 	uint32_t h;
 	struct book *b = handler_book_lock();
+	book_job_set_progress(b, want, fraction); /* /status?detail=1, the console */
 	enum book_rc rc = book_job_owner(b, want, &conn, &h);
 	handler_book_unlock();
 	if (rc != BOOK_OK || h != (uint32_t)handler.slot)

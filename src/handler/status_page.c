@@ -178,6 +178,9 @@ static struct json_object *want_json(const struct es_config *cfg, const struct b
 				? json_object_new_string(svc->commands[w->command].name)
 				: NULL);
 		json_object_object_add(j, "pgid", json_object_new_int(w->pgid));
+		if (w->progress >= 0)
+			json_object_object_add(j, "progress",
+					       json_object_new_double(w->progress / 10000.0));
 	}
 	return j;
 }

@@ -56,6 +56,29 @@ static const char *job_json(void)
 	return "{\"command\":\"sh\",\"args\":[\"-c\",\"" SCRIPT "\"]}";
 }
 
+/* The `progress` of the running job job_id in /status?detail=1, or -1
+ * when it has none (or is not listed). */
+static double detail_progress(const char *job_id)
+{
+	static char body[1 << 16];
+	int status = 0;
+	double p = -1;
+	if (wsc_http_get("127.0.0.1", D.port, "/status?detail=1", 2000, &status, body,
+			 sizeof body) < 0 ||
+	    status != 200)
+		return -2;
+	struct json_object *st = json_tokener_parse(body), *jobs, *v;
+	if (st && json_object_object_get_ex(st, "jobs", &jobs))
+		for (size_t i = 0; i < json_object_array_length(jobs); i++) {
+			struct json_object *j = json_object_array_get_idx(jobs, i);
+			if (strcmp(tc_str(j, "job_id"), job_id) == 0 &&
+			    json_object_object_get_ex(j, "progress", &v))
+				p = json_object_get_double(v);
+		}
+	json_object_put(st);
+	return p;
+}
+
 static double ms_now(void)
 {
 	struct timespec ts;
@@ -91,6 +114,10 @@ static void test_protocol_3_gets_progress(void)
 				 json_object_object_get_ex(m, "text", &v)
 					 ? json_object_get_string(v)
 					 : "");
+			/* the console's data has it too (the next value is
+			 * 0.5 s of the script away) */
+			if (f[n] == 0.5)
+				CU_ASSERT_EQUAL(detail_progress("j1"), 0.5);
 			n++;
 		}
 		json_object_put(m);

@@ -31,8 +31,8 @@
  * a fork), the clone adds CLONE_VFORK: the spawner waits for the exec as
  * vfork did; as valgrind's vfork is a fork, the child's memory is not the
  * spawner's there, so the report goes through a pipe of the slot's
- * (non-blocking, close-on-exec; the read end kept with the slot until
- * spawn_reaped) instead.  Raw system calls are written
+ * (non-blocking, close-on-exec, above the extra descriptor's number; the
+ * read end kept with the slot until spawn_reaped) instead.  Raw system calls are written
  * for x86-64 and AArch64.  Elsewhere (or built with -DES_SPAWN_VFORK=1, as
  * tests/unit/test_spawn_vfork is) the spawn is always such a vfork: the
  * child's system calls go through libc's syscall() (and its signal steps
@@ -456,9 +456,10 @@ static int report_pipe(struct child_args *a, int *err)
 		*err = errno;
 		return -1;
 	}
-	if (report[1] < 3) {
-		/* a daemon started without stdio: keep clear of the child's 0-2 */
-		int fd = fcntl(report[1], F_DUPFD_CLOEXEC, 3);
+	if (report[1] <= SPAWN_EXTRA_FD) {
+		/* a daemon started without stdio: keep clear of the child's 0-2
+		 * and of its extra descriptor */
+		int fd = fcntl(report[1], F_DUPFD_CLOEXEC, SPAWN_EXTRA_FD + 1);
 		close(report[1]);
 		if (fd < 0) {
 			*err = errno;

@@ -43,13 +43,14 @@ static struct tclient *connect_v(int protocol, const char *id)
 	return c;
 }
 
-/* 0.25 first; a burst (0.3, 0.35, 40%); 50% with text, junk, a 2 MB
- * line; then 0.7 and 1.0 at the very end; "out" on stdout. */
+/* 0.25 first; a burst (0.3, 0.35, 40%) in one write, so that no read
+ * splits it; 50% with text, junk, a 2 MB line; then 0.7 and 1.0 at the
+ * very end; "out" on stdout. */
 #define SCRIPT                                                                               \
 	"[ \\\"$EXECSERVER_PROGRESS_FD\\\" = 3 ] || exit 9; "                                \
-	"echo '0.25 first' >&3; echo 0.3 >&3; echo 0.35 >&3; echo 40% >&3; sleep 0.5; "      \
+	"echo '0.25 first' >&3; printf '0.3\\\\n0.35\\\\n40%%\\\\n' >&3; sleep 0.5; "        \
 	"echo '50% half' >&3; echo junk >&3; head -c 2000000 /dev/zero | tr '\\\\0' 7 >&3; " \
-	"echo >&3; sleep 0.5; echo 0.7 >&3; echo '1.0 done' >&3; echo out"
+	"echo >&3; sleep 1; echo 0.7 >&3; echo '1.0 done' >&3; echo out"
 
 static const char *job_json(void)
 {
@@ -115,7 +116,7 @@ static void test_protocol_3_gets_progress(void)
 					 ? json_object_get_string(v)
 					 : "");
 			/* the console's data has it too (the next value is
-			 * 0.5 s of the script away) */
+			 * 1 s of the script away) */
 			if (f[n] == 0.5)
 				CU_ASSERT_EQUAL(detail_progress("j1"), 0.5);
 			n++;

@@ -135,6 +135,7 @@ static const char *const q_text[Q_COUNT] = {
 	[Q_LANDED] = DQ_LANDED,
 	[Q_VERSION] = DQ_SCHEMA_VERSION,
 	[Q_SETTLED] = DQ_CLAIMS_SETTLED,
+	[Q_PROGRESS] = DQ_PROGRESS_WRITE,
 };
 
 int expand_all(struct dispatcher *d)

@@ -36,6 +36,7 @@ static const struct int_key int_keys[] = {
 	INT_KEY("heartbeatSec", 1, 3600, heartbeat_sec),
 	INT_KEY("staleAfterSec", 2, 86400, stale_after_sec),
 	INT_KEY("cancelPollMs", 0, 600000, cancel_poll_ms),
+	INT_KEY("progressWriteSec", 1, 3600, progress_write_sec),
 	INT_KEY("maxAttempts", 1, 1000, max_attempts),
 	INT_KEY("retryDelaySec", 0, 86400, retry_delay_sec),
 	INT_KEY("connectTimeoutSec", 0, 86400, connect_timeout_sec),
@@ -54,6 +55,7 @@ static const char *const allowed_keys[] = { "database",
 					    "heartbeatSec",
 					    "staleAfterSec",
 					    "cancelPollMs",
+					    "progressWriteSec",
 					    "maxAttempts",
 					    "retryDelaySec",
 					    "connectTimeoutSec",
@@ -70,6 +72,7 @@ static void set_defaults(struct dispatch_config *cfg)
 	cfg->heartbeat_sec = 5;
 	cfg->stale_after_sec = 30;
 	cfg->cancel_poll_ms = 1000;
+	cfg->progress_write_sec = 5;
 	cfg->max_attempts = 3;
 	cfg->retry_delay_sec = 60;
 	cfg->connect_timeout_sec = 120;

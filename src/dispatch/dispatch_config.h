@@ -42,19 +42,20 @@ struct dispatch_config {
 	struct strlist execservers; /* ws:// or wss:// addresses */
 	char *auth_token;           /* NULL: none */
 	char *instance_id;
-	int instance_configured;              /* 1: from the file or the environment */
-	char *schema;                         /* default "execdispatch" */
-	int poll_ms;                          /* 1000 */
-	int heartbeat_sec;                    /* 5 */
-	int stale_after_sec;                  /* 30 */
-	int cancel_poll_ms;                   /* 1000; 0: no cancel poll */
-	int max_attempts;                     /* 3 */
-	int retry_delay_sec;                  /* 60 */
-	int connect_timeout_sec;              /* 120 */
-	int retain_done_days;                 /* 7; 0: finished rows are kept */
-	int log_level;                        /* enum log_level, default info */
-	char *metrics;                        /* host:port of /metrics, or NULL */
-	int notify;                           /* LISTEN for submissions (direct connections only) */
+	int instance_configured; /* 1: from the file or the environment */
+	char *schema;            /* default "execdispatch" */
+	int poll_ms;             /* 1000 */
+	int heartbeat_sec;       /* 5 */
+	int stale_after_sec;     /* 30 */
+	int cancel_poll_ms;      /* 1000; 0: no cancel poll */
+	int progress_write_sec;  /* 5: running jobs' progress written at most this often */
+	int max_attempts;        /* 3 */
+	int retry_delay_sec;     /* 60 */
+	int connect_timeout_sec; /* 120 */
+	int retain_done_days;    /* 7; 0: finished rows are kept */
+	int log_level;           /* enum log_level, default info */
+	char *metrics;           /* host:port of /metrics, or NULL */
+	int notify;              /* LISTEN for submissions (direct connections only) */
 	struct dispatch_local_service *local; /* services marked local */
 	size_t nlocal;
 	int local_slots;      /* localSlots: default the CPU count */

@@ -119,6 +119,11 @@ struct held {
 	char *position;
 	int position_out;
 	unsigned position_gen;
+	/* its run's latest progress (progress_write.c): not written yet
+	 * while progress_dirty */
+	double progress;
+	char progress_text[201];
+	int progress_dirty;
 };
 
 /* The outcomes of one finish statement: the rows and their arrays. */
@@ -170,6 +175,7 @@ enum q {
 	Q_LANDED,       /* DQ_LANDED */
 	Q_VERSION,      /* DQ_SCHEMA_VERSION */
 	Q_SETTLED,      /* DQ_CLAIMS_SETTLED */
+	Q_PROGRESS,     /* DQ_PROGRESS_WRITE */
 	Q_COUNT
 };
 
@@ -276,6 +282,7 @@ struct dispatcher {
 	struct fin flush_fin; /* flush_outcomes' statement */
 	/* start: the first contact on the main connection (contact_cb) */
 	struct event *contact_ev;
+	struct event *progress_ev; /* progress_write.c: the next write, armed by a new value */
 	int64_t contact_t0_ms;
 	int contact_failed;       /* failed attempts said (contact_cb) */
 	int64_t held_since_ms;    /* our row first found held by a fresh heartbeat (held_wait) */
@@ -384,6 +391,11 @@ void fin_apply(struct dispatcher *d, struct fin *f, PGresult *res, int tagged);
 void count_outcome(struct dispatcher *d, const char *state, int uncount);
 int turn_busy(const struct dispatcher *d);
 void write_position(struct dispatcher *d, struct held *h);
+/* progress_write.c: exc_job_on_progress's callback (arg: the held row);
+ * the row's progress is written with every other dirty one at most every
+ * progressWriteSec.  progress_write_stop frees the timer. */
+void progress_note(exc_job *job, double fraction, const char *text, void *arg);
+void progress_write_stop(struct dispatcher *d);
 void outcomes_waiting(struct dispatcher *d, const char *why);
 void outcomes_flowing(struct dispatcher *d);
 void limbo_free(struct dispatcher *d, size_t n); /* the n oldest claims in limbo */

@@ -530,6 +530,8 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	spec.on_position = on_position;
 	spec.arg = h;
 	h->xj = payload && h->service ? exc_submit(d->client, &spec) : NULL;
+	if (h->xj)
+		exc_job_on_progress(h->xj, progress_note, h);
 	if (!h->xj) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "bad_job: %s",
@@ -1276,6 +1278,7 @@ out:
 	for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
 		if (evs[i])
 			event_free(evs[i]);
+	progress_write_stop(&d);
 	while (d.list)
 		held_discard(&d, d.list);
 	db_close(&d.db); /* their events first */

@@ -12,6 +12,8 @@
  *                   sweep, the landed check, outcomes written apart, janitor,
  *                   leave
  *   contact.c       the first contact; a life's identity (token, client id)
+ *   progress_write.c the running jobs' progress into their rows, one
+ *                   statement per progressWriteSec
  *   phases.c        the state machines: held rows, the life, the stop (pure)
  *   admission.c     the claim share's arithmetic (pure)
  *   chores.c        a lane: the queue of chores on one connection

@@ -75,12 +75,13 @@ extern "C" {
 #endif
 
 #define EXC_API_VERSION \
-	5 /* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
+	6 /* 2: wss://, tls_ca_file/dir, tls_verify_failed, EXC_E_TLS_VERIFY;
 				 * 3: exc_claim_share_service, claim shares floor(slots / clients) + 1;
 				 * 4: protocol 2 (each DONE acknowledged), ping_timeout_ms;
 				 * 5: pipe_idle_timeout_ms (pipe endpoints: no idle limit by default),
 				 * EXC_AUTH_TOKEN_MAX (auth_token checked), EXC_E_BAD_JOB,
-				 * exc_client_id_problem, exc_auth_token_problem */
+				 * exc_client_id_problem, exc_auth_token_problem;
+				 * 6: protocol 3, exc_job_on_progress */
 
 struct event_base;
 
@@ -518,6 +519,21 @@ typedef void (*exc_start_cb)(exc_job *job, void *arg);
 /* Sets j's start callback (NULL: none).  Call it right after exc_submit:
  * no callback runs inside an exc_* call, so no start is missed. */
 void exc_job_on_start(exc_job *j, exc_start_cb cb);
+
+/*
+ * How far the running job is, as its program reported it (docs/progress.md:
+ * lines on its EXECSERVER_PROGRESS_FD; protocol 3's PROGRESS): fraction 0
+ * to 1, text the line's text ("" when it had none; UTF-8, at most 200
+ * bytes, no control characters).  At most 4 calls a second per job (the
+ * execserver keeps only the latest value), in the order the program wrote
+ * them, all before on_done; none for a job that never started, none from
+ * an execserver older than protocol 3, and none after the job was resumed
+ * on another connection (the DONE still comes).  Called from the loop.
+ */
+typedef void (*exc_progress_cb)(exc_job *job, double fraction, const char *text, void *arg);
+/* Sets j's progress callback and its arg (cb NULL: none).  Call it right
+ * after exc_submit: no callback runs inside an exc_* call. */
+void exc_job_on_progress(exc_job *j, exc_progress_cb cb, void *arg);
 
 /*
  * Sends QUERY to every instance holding the job (each parked copy, or the

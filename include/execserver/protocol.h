@@ -11,9 +11,12 @@
  * (?protocol=N, absent: 1); HELLO.protocol answers the one in effect, the
  * smaller of that and PROTO_VERSION.  From PROTO_VERSION_ACK on, the client
  * acknowledges each DONE with ACK and the execserver keeps the receipt
- * until then (docs/protocol.md section 6, "Receipts"). */
-#define PROTO_VERSION 2
+ * until then (docs/protocol.md section 6, "Receipts").  From
+ * PROTO_VERSION_PROGRESS on, the execserver also sends PROGRESS of running
+ * jobs (docs/protocol.md section 2, PROGRESS). */
+#define PROTO_VERSION 3
 #define PROTO_VERSION_ACK 2
+#define PROTO_VERSION_PROGRESS 3
 #define PROTO_PARAM_PROTOCOL "protocol"
 #define PROTO_BROKER_PATH "/broker"
 
@@ -29,7 +32,8 @@
 #define PROTO_POSITION "POSITION"
 #define PROTO_CANCEL "CANCEL"
 #define PROTO_ERROR "ERROR"
-#define PROTO_ACK "ACK" /* protocol 2: a DONE was received */
+#define PROTO_ACK "ACK"           /* protocol 2: a DONE was received */
+#define PROTO_PROGRESS "PROGRESS" /* protocol 3: how far a running job is */
 
 /* ERROR codes (the "code" field of ERROR). */
 #define PROTO_E_BAD_JSON "bad_json"         /* not JSON, or not an object */

@@ -427,6 +427,12 @@ int book_is_draining(const struct book *b)
 	return b->draining != 0;
 }
 
+void book_progress_lines(struct book *b, uint64_t good, uint64_t bad)
+{
+	b->progress_good += good;
+	b->progress_bad += bad;
+}
+
 void book_status(const struct book *b, struct book_status *st)
 {
 	memset(st, 0, sizeof *st);
@@ -440,6 +446,8 @@ void book_status(const struct book *b, struct book_status *st)
 	st->grants = b->grants;
 	st->repairs = b->repairs;
 	st->handovers = b->handovers;
+	st->progress_good = b->progress_good;
+	st->progress_bad = b->progress_bad;
 	for (uint32_t h = 0; h < BOOK_MAX_HANDLERS; h++) {
 		st->handler_pids[h] = b->handlers[h].pid;
 		st->handler_conns[h] = b->handlers[h].nconns;

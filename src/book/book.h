@@ -628,7 +628,11 @@ struct book_status {
 	uint32_t receipts; /* receipt store slots in use (of max_receipts) */
 	uint32_t handler_starts[BOOK_MAX_HANDLERS]; /* book_handler_started calls */
 	uint64_t handovers; /* grants made by book_job_finished: a freed slot's next taker */
+	uint64_t progress_good, progress_bad; /* book_progress_lines */
 };
+/* Counts the progress lines an ended job wrote (docs/progress.md): good
+ * ones, and bad ones (ignored).  Statistics only. */
+void book_progress_lines(struct book *b, uint64_t good, uint64_t bad);
 /* wants = PARKED + OFFERED + RUNNING + FINISHED; grants = offers made so far. */
 void book_status(const struct book *b, struct book_status *st);
 
@@ -751,6 +755,7 @@ struct book_want_info {
 	uint64_t since_ms; /* PARKED: its WANT; RUNNING: its start (book clock); else 0 */
 	int command;       /* RUNNING: index in the service's commands, -1 unknown */
 	int32_t pgid;      /* RUNNING: process group, 0 unknown */
+	int32_t progress;  /* RUNNING: its latest progress in 1/10000, -1 none */
 };
 /* The RUNNING and OFFERED wants (all of them), then the PARKED wants of
  * each waitgroup: the head of its line, the first max_parked in grant
@@ -766,6 +771,9 @@ void book_handler_clients(const struct book *b, uint32_t *out);
 /* The running job's command (index in its service's commands), for
  * book_list_wants; a stale ref or a want not RUNNING is left alone. */
 void book_job_set_command(struct book *b, struct book_ref want, unsigned command);
+/* The running job's latest progress (docs/progress.md), 0 to 1, for
+ * book_list_wants; a stale ref or a want not RUNNING is left alone. */
+void book_job_set_progress(struct book *b, struct book_ref want, double fraction);
 /* An operator's cancel (the console): a RUNNING want gets its CANCEL mail
  * as by its own client's book_cancel (its DONE then says cancelled).
  * BOOK_E_STALE when the want is gone, BOOK_E_BAD_STATE unless RUNNING. */

@@ -66,7 +66,7 @@
 _Static_assert(BOOK_MAX_HANDLERS < BK_NIL8, "handler indices fit a byte besides BK_NIL8");
 _Static_assert(BOOK_MAX_SERVICES <= UINT16_MAX, "service indices fit 16 bits");
 #define BK_MAGIC 0x4b4f4f4258455345ULL /* "ESEXBOOK" little endian */
-#define BK_VERSION 7u
+#define BK_VERSION 8u
 #define BK_MAX_CONNECTIONS (1u << 20)
 #define BK_MAX_WANTS (1u << 22)
 #define BK_MAX_TOKENS (1u << 16)
@@ -135,7 +135,12 @@ struct bk_want {
 			};
 			uint64_t offer_no; /* (P) OFFERED: book-wide grant number */
 		};
-		uint64_t started_ms; /* (P) RUNNING: the book's clock at book_accept */
+		struct {
+			uint64_t started_ms; /* (P) RUNNING: the book's clock at book_accept */
+			uint16_t progress;   /* (P) RUNNING: 1 + its program's latest
+					      * progress in 1/10000, 0 none yet
+					      * (book_job_set_progress); a hint */
+		};
 		struct {
 			int32_t exit_code;    /* (P) FINISHED: the compact outcome */
 			uint32_t duration_ms; /* (P) FINISHED */
@@ -307,6 +312,9 @@ struct book {
 	uint64_t repairs;                        /* (P) */
 	uint64_t profile_samples, class_changes; /* (P) book_profile_changes */
 	uint64_t handovers; /* (P) statistics: grants made by book_job_finished */
+	/* (P) statistics: progress lines of ended jobs, good and bad
+	 * (book_progress_lines) */
+	uint64_t progress_good, progress_bad;
 	/* (P) statistics: the last BOOK_FAILURES failed jobs (book_failures);
 	 * fail_next counts all, the entry written last is (fail_next - 1) %
 	 * BOOK_FAILURES.  A holder dying mid-write leaves one torn entry. */

@@ -78,7 +78,9 @@ static void fill(const struct book *b, uint32_t wi, struct book_want_info *i)
 	i->service = w->service;
 	i->priority = w->priority;
 	i->command = -1;
+	i->progress = -1;
 	if (w->state == WANT_RUNNING) {
+		i->progress = w->progress ? w->progress - 1 : -1;
 		i->handler = w->runner;
 		i->since_ms = w->started_ms;
 		i->command = w->command ? w->command - 1 : -1;

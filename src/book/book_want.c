@@ -472,6 +472,7 @@ enum book_rc book_accept(struct book *b, struct book_ref conn, const char *job_i
 	w->flags &= (uint8_t) ~(BKW_OFFER_MAIL | BKW_CANCEL_MAIL);
 	bk_set_state(&w->state, WANT_RUNNING);
 	w->started_ms = b->clock; /* after the state: the deadline is not read any more */
+	w->progress = 0;
 	bk_fault("accept.mid");
 	bk_mail_unlink(b, wi);
 	bk_offered_unlink(b, wi);
@@ -525,6 +526,16 @@ void book_job_set_command(struct book *b, struct book_ref want, unsigned command
 	uint32_t wi = bk_want_get(b, want);
 	if (wi != BK_NIL && bk_want(b, wi)->state == WANT_RUNNING && command < UINT8_MAX)
 		bk_want(b, wi)->command = (uint8_t)(command + 1);
+}
+
+void book_job_set_progress(struct book *b, struct book_ref want, double fraction)
+{
+	uint32_t wi = bk_want_get(b, want);
+	if (wi == BK_NIL || bk_want(b, wi)->state != WANT_RUNNING || !(fraction >= 0))
+		return;
+	if (fraction > 1)
+		fraction = 1;
+	bk_want(b, wi)->progress = (uint16_t)(1 + (unsigned)(fraction * 10000 + 0.5));
 }
 
 uint32_t bk_job_end(struct book *b, uint32_t wi, const struct book_outcome *o, const char *receipt,

@@ -370,8 +370,9 @@ static void show_next_attempt(PGresult *r, int width)
 }
 
 /* The row, one column a line; a queued row that has run before says when
- * its next attempt is; a queued or claimed row ends with its position
- * line, as `execctl position` prints it (why it waits included). */
+ * its next attempt is; a queued, claimed or running row ends with its
+ * position line, as `execctl position` prints it (why it waits included;
+ * a running one's progress, migration 010). */
 static int do_show(PGconn *c, const struct qopts *o)
 {
 	char id[24];
@@ -399,7 +400,8 @@ static int do_show(PGconn *c, const struct qopts *o)
 			       PQgetisnull(r, 0, f) ? "" : PQgetvalue(r, 0, f));
 		int sf = PQfnumber(r, "state");
 		waits = sf >= 0 && (strcmp(PQgetvalue(r, 0, sf), "queued") == 0 ||
-				    strcmp(PQgetvalue(r, 0, sf), "claimed") == 0);
+				    strcmp(PQgetvalue(r, 0, sf), "claimed") == 0 ||
+				    strcmp(PQgetvalue(r, 0, sf), "running") == 0);
 		show_next_attempt(r, width);
 	}
 	PQclear(r);
@@ -455,7 +457,16 @@ static int position_text(PGconn *c, const struct qopts *o, char *state, size_t s
 			 (long long)ahead);
 	else if (strcmp(state, "claimed") == 0)
 		snprintf(buf, len, "claimed, waiting for a slot");
-	else
+	else if (strcmp(state, "running") == 0 && json_object_object_get_ex(p, "progress", &v) &&
+		 v) {
+		/* migration 010: {"fraction", "text"} as the program reported it */
+		struct json_object *f, *t;
+		progress_running(
+			buf, len,
+			json_object_object_get_ex(v, "fraction", &f) ? json_object_get_double(f)
+								     : 0,
+			json_object_object_get_ex(v, "text", &t) ? json_object_get_string(t) : "");
+	} else
 		snprintf(buf, len, "%s", state);
 	/* a queued row: why it waits, unless it is simply its turn (migration
 	 * 007: "no dispatcher claims: d0: no execserver connected (...)") */

@@ -9,7 +9,11 @@
  * before any message and when the job starts (the library's on_start comes
  * before any byte of its output), never drawn again after that: on a
  * terminal that shows both stdout and stderr, the job's output never lands
- * behind a position line.
+ * behind a position line.  While the job runs, the line shows its
+ * program's progress (exc_job_on_progress), but only when stdout is not
+ * that terminal (redirected to a file or a pipe): the job's output is
+ * written by the library as it comes, and could otherwise land behind
+ * the line.
  */
 #include "autoconfig.h"
 
@@ -18,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -50,7 +55,9 @@ struct run {
 	int interrupted;
 	int tty; /* stderr is a terminal and not -q */
 	int line_shown;
-	int started; /* the job left waiting: no more position lines */
+	int started;      /* the job left waiting: no more position lines */
+	int progress_tty; /* tty, and stdout is not the same terminal: the
+			   * running job's progress is drawn */
 	unsigned ticks;
 	/* the best (fewest ahead) POSITION of the current round */
 	int have_position;
@@ -189,6 +196,17 @@ static void on_start(exc_job *job, void *arg)
 	erase_line(r);
 }
 
+static void on_progress(exc_job *job, double fraction, const char *text, void *arg)
+{
+	struct run *r = arg;
+	char line[160];
+
+	if (!r->progress_tty || !r->job)
+		return;
+	progress_running(line, sizeof line, fraction, text);
+	draw_line(r, line);
+}
+
 static void on_done(exc_job *job, const struct exc_receipt *rc, void *arg)
 {
 	struct run *r = arg;
@@ -306,8 +324,10 @@ static exc_job *submit(struct run *r, char *job_json, struct exc_file *in, struc
 	exc_job *j = exc_submit(r->client, &s);
 	if (!j)
 		fprintf(stderr, "execctl: %s\n", exc_client_last_error(r->client));
-	else
+	else {
 		exc_job_on_start(j, on_start);
+		exc_job_on_progress(j, on_progress, r);
+	}
 	return j;
 }
 
@@ -319,6 +339,9 @@ int cli_run_job(const struct cli_run *o)
 	char *job_json = cli_run_job_json(o);
 
 	r.tty = !o->quiet && isatty(STDERR_FILENO);
+	struct stat so, se;
+	r.progress_tty = r.tty && !(isatty(STDOUT_FILENO) && fstat(STDOUT_FILENO, &so) == 0 &&
+				    fstat(STDERR_FILENO, &se) == 0 && so.st_rdev == se.st_rdev);
 	r.addr = calloc(o->c.naddresses, sizeof *r.addr);
 	in = file_args(o->inputs, o->ninputs);
 	out = file_args(o->outputs, o->noutputs);

@@ -229,6 +229,8 @@ int64_t wire_int_in(struct json_object *o, const char *key, int64_t def, int64_t
 void job_on_offer(exc_client *c, struct exc_conn *k, struct json_object *o);
 void job_on_done(exc_client *c, struct exc_conn *k, struct json_object *o);
 void job_on_position(exc_client *c, struct exc_conn *k, struct json_object *o);
+/* PROGRESS (protocol 3): to the job's on_progress when k runs it. */
+void job_on_progress(exc_client *c, struct exc_conn *k, struct json_object *o);
 void job_on_error(exc_client *c, struct exc_conn *k, struct json_object *o);
 /* A connection got (or changed) its HELLO: park waiting jobs, adopt
  * running jobs of its instance. */

@@ -364,6 +364,22 @@ void job_on_position(exc_client *c, struct exc_conn *k, struct json_object *o)
 	j->on_position(j, &p, j->arg);
 }
 
+void job_on_progress(exc_client *c, struct exc_conn *k, struct json_object *o)
+{
+	struct exc_job *j = job_find(c, wire_str(o, "job_id"));
+	struct json_object *v;
+
+	if (j == NULL || j->on_progress == NULL || j->state != J_RUNNING || j->owner != k ||
+	    !json_object_object_get_ex(o, "fraction", &v) ||
+	    !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
+		return;
+	double f = json_object_get_double(v);
+	if (!(f >= 0) || f > 1)
+		return;
+	const char *text = wire_str(o, "text");
+	j->on_progress(j, f, text ? text : "", j->progress_arg);
+}
+
 /* The connect timeout again for the time left since exc_submit (a job
  * that goes back to waiting ends no_slot at the latest then). */
 static void job_rearm_connect_timeout(struct exc_job *j)
@@ -539,6 +555,12 @@ void exc_job_on_start(exc_job *j, exc_start_cb cb)
 	if (j->start_ev == NULL)
 		j->start_ev = event_new(j->c->base, -1, 0, start_ev_cb, j);
 	j->on_start = j->start_ev ? cb : NULL;
+}
+
+void exc_job_on_progress(exc_job *j, exc_progress_cb cb, void *arg)
+{
+	j->on_progress = cb;
+	j->progress_arg = arg;
 }
 
 exc_job *exc_submit(exc_client *c, const struct exc_job_spec *s)

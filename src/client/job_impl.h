@@ -70,6 +70,8 @@ struct exc_job {
 	struct event *done_ev;       /* deferred local receipt */
 	struct event *start_ev;      /* deferred on_start (exc_job_on_start) */
 	exc_start_cb on_start;
+	exc_progress_cb on_progress; /* exc_job_on_progress */
+	void *progress_arg;
 	int start_told; /* the start was announced */
 	char local_code[32];
 	char local_msg[256];

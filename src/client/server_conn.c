@@ -271,6 +271,8 @@ static void on_text(void *arg, const char *msg, size_t len)
 		job_on_done(c, k, o);
 	else if (strcmp(type, PROTO_POSITION) == 0)
 		job_on_position(c, k, o);
+	else if (strcmp(type, PROTO_PROGRESS) == 0)
+		job_on_progress(c, k, o);
 	else if (strcmp(type, PROTO_ERROR) == 0)
 		job_on_error(c, k, o);
 	else

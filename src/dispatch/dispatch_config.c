@@ -36,6 +36,7 @@ static const struct int_key int_keys[] = {
 	INT_KEY("heartbeatSec", 1, 3600, heartbeat_sec),
 	INT_KEY("staleAfterSec", 2, 86400, stale_after_sec),
 	INT_KEY("cancelPollMs", 0, 600000, cancel_poll_ms),
+	INT_KEY("progressWriteSec", 1, 3600, progress_write_sec),
 	INT_KEY("maxAttempts", 1, 1000, retry.max_attempts),
 	INT_KEY("retryDelaySec", 0, 86400, retry.delay_sec),
 	INT_KEY("retryMaxDelaySec", 0, 604800, retry.max_delay_sec),
@@ -56,6 +57,7 @@ static const char *const allowed_keys[] = { "database",
 					    "heartbeatSec",
 					    "staleAfterSec",
 					    "cancelPollMs",
+					    "progressWriteSec",
 					    "maxAttempts",
 					    "retryDelaySec",
 					    "retryMaxDelaySec",
@@ -78,6 +80,7 @@ static void set_defaults(struct dispatch_config *cfg)
 	cfg->heartbeat_sec = 5;
 	cfg->stale_after_sec = 30;
 	cfg->cancel_poll_ms = 1000;
+	cfg->progress_write_sec = 5;
 	cfg->retry.max_attempts = 3;
 	cfg->retry.delay_sec = 60;
 	cfg->retry.max_delay_sec = 3600;

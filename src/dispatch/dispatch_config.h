@@ -51,6 +51,7 @@ struct dispatch_config {
 	int heartbeat_sec;       /* 5 */
 	int stale_after_sec;     /* 30 */
 	int cancel_poll_ms;      /* 1000; 0: no cancel poll */
+	int progress_write_sec;  /* 5: running jobs' progress written at most this often */
 	/* the top-level retry keys (maxAttempts, retryDelaySec,
 	 * retryMaxDelaySec, retryBackoff, retryExitCodes): the policy of every
 	 * service without its own; a service's own key in the services: block

@@ -35,7 +35,8 @@
  * local_run.c, metrics.c, migrate.c, dispatch_config.c, retry_policy.c,
  * schedules.c (periodic jobs, on the chores lane), schedule_check.c: see
  * their headers; attempt_end.c (a lost claim's run ended: its attempt's
- * end written, on the chores lane).
+ * end written, on the chores lane); progress_write.c (the running jobs'
+ * progress into their rows, one statement per progressWriteSec).
  * The small helpers and the state moves (life_to, held_to...) are inline
  * below; the prototypes are grouped by file, top to bottom.
  *
@@ -136,6 +137,11 @@ struct held {
 	char *position;
 	int position_out;
 	unsigned position_gen;
+	/* its run's latest progress (progress_write.c): not written yet
+	 * while progress_dirty */
+	double progress;
+	char progress_text[201];
+	int progress_dirty;
 };
 
 /* The outcomes of one finish statement: the rows and their arrays. */
@@ -188,6 +194,7 @@ enum q {
 	Q_VERSION,      /* DQ_SCHEMA_VERSION */
 	Q_SETTLED,      /* DQ_CLAIMS_SETTLED */
 	Q_ENDED,        /* DQ_ATTEMPT_ENDED */
+	Q_PROGRESS,     /* DQ_PROGRESS_WRITE */
 	Q_COUNT
 };
 
@@ -303,6 +310,7 @@ struct dispatcher {
 	struct fin flush_fin; /* flush_outcomes' statement */
 	/* start: the first contact on the main connection (contact_cb) */
 	struct event *contact_ev;
+	struct event *progress_ev; /* progress_write.c: the next write, armed by a new value */
 	int64_t contact_t0_ms;
 	int contact_failed;       /* failed attempts said (contact_cb) */
 	int64_t held_since_ms;    /* our row first found held by a fresh heartbeat (held_wait) */
@@ -569,6 +577,12 @@ void maybe_done_stopping(struct dispatcher *d);
 void stop_cb(evutil_socket_t fd, short what, void *arg);
 void signal_cb(evutil_socket_t sig, short what, void *arg);
 void janitor_cb(evutil_socket_t fd, short what, void *arg);
+
+/* progress_write.c: exc_job_on_progress's callback (arg: the held row);
+ * the row's progress is written with every other dirty one at most every
+ * progressWriteSec.  progress_write_stop frees the timer. */
+void progress_note(exc_job *job, double fraction, const char *text, void *arg);
+void progress_write_stop(struct dispatcher *d);
 
 /* attempt_end.c: the run of the lost claim (id, claim) ended. */
 void attempt_ended(struct dispatcher *d, int64_t id, int claim);

@@ -240,6 +240,7 @@ static const char *const q_text[Q_COUNT] = {
 	[Q_VERSION] = DQ_SCHEMA_VERSION,
 	[Q_SETTLED] = DQ_CLAIMS_SETTLED,
 	[Q_ENDED] = DQ_ATTEMPT_ENDED,
+	[Q_PROGRESS] = DQ_PROGRESS_WRITE,
 };
 
 /* d->sql: each statement in the configured schema.  -1 when memory is
@@ -387,6 +388,7 @@ out:
 	for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
 		if (evs[i])
 			event_free(evs[i]);
+	progress_write_stop(&d);
 	while (d.list)
 		held_discard(&d, d.list);
 	db_close(&d.db); /* their events first */

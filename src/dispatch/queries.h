@@ -51,6 +51,7 @@ extern const char DQ_FINISH_CLAIM[];   /* DQ_FINISH and a claim, one trip */
 extern const char DQ_LANDED[];         /* was an outcome written? */
 extern const char DQ_HELD[];           /* the cancel poll */
 extern const char DQ_POSITION[];       /* an execserver POSITION, stored */
+extern const char DQ_PROGRESS_WRITE[]; /* running jobs' progress, all in one */
 extern const char DQ_LEAVE[];          /* delete our row, requeue the rest */
 extern const char DQ_JANITOR[];        /* delete old finished rows */
 extern const char DQ_QUEUE_STATS[];    /* the queue's figures for /metrics */

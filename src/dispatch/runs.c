@@ -275,6 +275,8 @@ void start_row(struct dispatcher *d, PGresult *res, int row, int col)
 	spec.on_position = on_position;
 	spec.arg = h;
 	h->xj = payload && h->service ? exc_submit(d->client, &spec) : NULL;
+	if (h->xj)
+		exc_job_on_progress(h->xj, progress_note, h);
 	if (!h->xj) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "bad_job: %s",

@@ -637,6 +637,23 @@ void broker_deliver_done(struct book_ref ref, struct book_ref want, const char *
 	}
 }
 
+void broker_job_progress(struct book_ref want, const char *job_id, double fraction,
+			 const char *text)
+{
+	struct book_ref conn;
+	uint32_t h;
+	struct book *b = handler_book_lock();
+	book_job_set_progress(b, want, fraction); /* /status?detail=1, the console */
+	enum book_rc rc = book_job_owner(b, want, &conn, &h);
+	handler_book_unlock();
+	if (rc != BOOK_OK || h != (uint32_t)handler.slot)
+		return;
+	struct broker_conn *c = lookup(conn);
+	if (!c || !ws_session_is_open(c->ws) || c->protocol < PROTO_VERSION_PROGRESS)
+		return;
+	send_text(c, msg_encode_progress(job_id, fraction, text));
+}
+
 void broker_drain_check(void)
 {
 	if (!handler.draining || job_running_count() > 0)

@@ -2,8 +2,8 @@
  * broker.h - the broker protocol on one websocket (docs/protocol.md):
  * HELLO on connect and when it changes, client messages turned into book
  * operations, OFFER / ERROR / DONE / POSITION out.  Each connection speaks
- * the protocol version it negotiated in the upgrade URL (1 or 2: 2 adds
- * ACK and keeps receipts until acknowledged).
+ * the protocol version it negotiated in the upgrade URL (1, 2 or 3: 2 adds
+ * ACK and keeps receipts until acknowledged, 3 adds PROGRESS).
  *
  * A broker connection exists from the 101 response until its websocket
  * session ends; it is registered in the book for exactly that time
@@ -44,6 +44,12 @@ void broker_hello_cb(evutil_socket_t fd, short what, void *arg);
  * book keeps it until the client's ACK.  When conn is closing, the book
  * hands the job to the client's next connection instead. */
 void broker_deliver_done(struct book_ref conn, struct book_ref want, const char *job_id);
+
+/* A progress value of a running job this handler runs (job_host.progress):
+ * sent as PROGRESS to its owner connection when that one is on this
+ * handler and speaks protocol 3 (docs/progress.md says why only there). */
+void broker_job_progress(struct book_ref want, const char *job_id, double fraction,
+			 const char *text);
 
 /* While draining: once no job runs here, closes every connection (1001). */
 void broker_drain_check(void);

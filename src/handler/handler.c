@@ -275,6 +275,7 @@ void handler_main(struct instance *inst, int slot)
 				 .book_lock = handler_book_lock,
 				 .book_unlock = handler_book_unlock,
 				 .draining = is_draining,
+				 .progress = broker_job_progress,
 				 .job_ended = broker_drain_check };
 	if (job_init(&host) != 0 || listener_start(inst->listen_fd[slot]) != 0)
 		_exit(2);

@@ -51,6 +51,9 @@ void msg_in_free(struct msg_in *in);
 
 /* Encoders return a heap string (free()) or NULL on allocation failure. */
 char *msg_encode_offer(const char *job_id, uint64_t token);
+/* PROGRESS {job_id, fraction (at most 4 decimals), text (absent when
+ * empty)}. */
+char *msg_encode_progress(const char *job_id, double fraction, const char *text);
 /* ERROR about job_id (NULL: none).  refused: the message it answers
  * (NULL for offer_expired, which answers none): its type when it was read
  * (`refused`) and the token of a JOB or DECLINE (`token`) go with it, so

@@ -178,6 +178,9 @@ static struct json_object *want_json(const struct es_config *cfg, const struct b
 				? json_object_new_string(svc->commands[w->command].name)
 				: NULL);
 		json_object_object_add(j, "pgid", json_object_new_int(w->pgid));
+		if (w->progress >= 0)
+			json_object_object_add(j, "progress",
+					       json_object_new_double(w->progress / 10000.0));
 	}
 	return j;
 }
@@ -233,6 +236,10 @@ void status_json(struct evbuffer *out, int check, int detail)
 	json_object_object_add(o, "wants", jint(s->st.wants));
 	json_object_object_add(o, "grants", jint(s->st.grants));
 	json_object_object_add(o, "handovers", jint(s->st.handovers));
+	struct json_object *pl = json_object_new_object();
+	json_object_object_add(pl, "good", jint(s->st.progress_good));
+	json_object_object_add(pl, "bad", jint(s->st.progress_bad));
+	json_object_object_add(o, "progress_lines", pl);
 	json_object_object_add(o, "book_repairs", jint(s->st.repairs));
 	if (check) {
 		json_object_object_add(o, "book_consistent",
@@ -409,6 +416,12 @@ void status_metrics(struct evbuffer *out)
 	prom_family(out, "execserver_book_repairs_total", "counter",
 		    "Want-book repairs after a process died holding its lock.");
 	evbuffer_add_printf(out, "execserver_book_repairs_total %" PRIu64 "\n", s->st.repairs);
+	prom_family(out, "execserver_progress_lines_total", "counter",
+		    "Progress lines of ended jobs; bad ones were ignored.");
+	evbuffer_add_printf(out, "execserver_progress_lines_total{outcome=\"good\"} %" PRIu64 "\n",
+			    s->st.progress_good);
+	evbuffer_add_printf(out, "execserver_progress_lines_total{outcome=\"bad\"} %" PRIu64 "\n",
+			    s->st.progress_bad);
 	prom_family(out, "execserver_draining", "gauge", "1 while the instance drains.");
 	evbuffer_add_printf(out, "execserver_draining %d\n", s->st.draining ? 1 : 0);
 	for (size_t f = 0; f < sizeof wg_fields / sizeof wg_fields[0]; f++) {

@@ -45,6 +45,7 @@
 #include "job/job.h"
 #include "job/job_dir.h"
 #include "job/job_io.h"
+#include "job/job_progress.h"
 #include "job/job_spec.h"
 #include "job/receipt.h"
 #include "job/spawn.h"
@@ -72,7 +73,8 @@ struct job {
 	uint32_t service;
 	struct job_spec spec;
 	struct job_io *io;
-	pid_t pid; /* 0 until spawned */
+	struct job_progress *progress; /* its progress descriptor, from the spawn */
+	pid_t pid;                     /* 0 until spawned */
 	uint64_t start_ms;
 	int status, reaped;
 	enum job_cancel_reason cancelled;
@@ -312,6 +314,7 @@ static void job_free(struct job *j)
 		close(j->err_fd);
 	if (j->io)
 		job_io_free(j->io);
+	job_progress_free(j->progress);
 	job_spec_free(&j->spec);
 	free(j);
 }
@@ -392,7 +395,15 @@ static void complete(struct job *j)
 
 	log_job(j, &o, message);
 
+	/* the last progress goes out before the DONE is mailed: same
+	 * connection, in order */
+	job_progress_finish(j->progress);
+	uint64_t good, bad;
+	job_progress_counts(j->progress, &good, &bad);
+
 	struct book *b = host.book_lock();
+	if (good || bad)
+		book_progress_lines(b, good, bad);
 	enum book_rc rc = j->is_body ? book_token_finished(b, j->want, &o)
 				     : book_job_finished(b, j->want, &o, text, text ? len : 0);
 	host.book_unlock();
@@ -759,6 +770,16 @@ static void exec_failed(struct job *j, int err)
 	not_started(j, err);
 }
 
+/* A progress value of j's program (job_progress.h): to its owner. */
+static void progress_send(void *arg, double fraction, const char *text)
+{
+	struct job *j = arg;
+	if (!j->is_body && host.progress)
+		host.progress(j->want, j->job_id, fraction, text);
+}
+
+_Static_assert(SPAWN_EXTRA_FD == 3, "JOB_PROGRESS_ENV_ENTRY names fd 3");
+
 /* exec_failed, closing the descriptors made for the child so far (-1:
  * none). */
 static void spawn_failed(struct job *j, int err, int in, int out, int errfds[2])
@@ -790,6 +811,12 @@ static void spawn_job(struct job *j)
 		return;
 	}
 	fcntl(errfds[0], F_SETFL, O_NONBLOCK);
+	int prog_fd = -1;
+	j->progress = job_progress_new(host.base, &prog_fd, progress_send, j);
+	if (!j->progress) {
+		spawn_failed(j, errno ? errno : EIO, in, out, errfds);
+		return;
+	}
 	struct spawn_rlimit limits[5];
 	struct spawn_request req = { .path = prog[0] == '/' ? prog : path,
 				     .argv = j->spec.argv,
@@ -798,6 +825,7 @@ static void spawn_job(struct job *j)
 				     .stdin_fd = in,
 				     .stdout_fd = out,
 				     .stderr_fd = errfds[1],
+				     .extra_fd = prog_fd,
 				     .limits = limits,
 				     .nlimits = job_limits(&cfg->job_limits, host.default_nofile,
 							   limits),
@@ -809,6 +837,7 @@ static void spawn_job(struct job *j)
 		close(in);
 	close(out);
 	close(errfds[1]);
+	close(prog_fd);
 	if (pid < 0) {
 		errfds[1] = -1;
 		spawn_failed(j, err, -1, -1, errfds);

@@ -42,6 +42,11 @@ struct job_host {
 	/* whether the host stops (an empty job directory is then not kept for
 	 * the next job) */
 	int (*draining)(void);
+	/* a progress value of a running broker job (docs/progress.md), at
+	 * most one per JOB_PROGRESS_INTERVAL_MS, never after its end; NULL:
+	 * none are passed on */
+	void (*progress)(struct book_ref want, const char *job_id, double fraction,
+			 const char *text);
 	/* a job ended and is gone (its receipt is in the book, or its body-mode
 	 * done ran): the host may have drained */
 	void (*job_ended)(void);

@@ -31,6 +31,7 @@
 
 #include "config/config.h"
 #include "execserver/protocol.h"
+#include "job/job_progress.h"
 #include "job/job_spec.h"
 
 /* ---- errors ----------------------------------------------------------- */
@@ -322,6 +323,7 @@ static const struct refused_env {
 	{ "GS_", PREFIX, "Ghostscript options (-dNOSAFER lifts its sandbox)" },
 	{ "MAGICK_", PREFIX, "ImageMagick configuration (security policy, coder modules)" },
 	{ "FFREPORT", EXACT, "makes ffmpeg write a file where it says" },
+	{ "EXECSERVER_PROGRESS_FD", EXACT, "the execserver sets it: the progress descriptor" },
 };
 
 static const struct refused_env *env_refused(const char *name, size_t n)
@@ -455,6 +457,9 @@ static int parse_env(struct ctx *c, const struct config_command *cmd, struct jso
 	for (size_t i = 0; i < n; i++)
 		if (env_set(&v, json_object_get_string(json_object_array_get_idx(env, i))) != 0)
 			goto nomem;
+	/* last: the configuration cannot move the progress descriptor */
+	if (env_set(&v, JOB_PROGRESS_ENV_ENTRY) != 0)
+		goto nomem;
 	s->envp = v.v;
 	s->envc = v.n;
 	return 0;

@@ -31,8 +31,8 @@
  * a fork), the clone adds CLONE_VFORK: the spawner waits for the exec as
  * vfork did; as valgrind's vfork is a fork, the child's memory is not the
  * spawner's there, so the report goes through a pipe of the slot's
- * (non-blocking, close-on-exec; the read end kept with the slot until
- * spawn_reaped) instead.  Raw system calls are written
+ * (non-blocking, close-on-exec, above the extra descriptor's number; the
+ * read end kept with the slot until spawn_reaped) instead.  Raw system calls are written
  * for x86-64 and AArch64.  Elsewhere (or built with -DES_SPAWN_VFORK=1, as
  * tests/unit/test_spawn_vfork is) the spawn is always such a vfork: the
  * child's system calls go through libc's syscall() (and its signal steps
@@ -272,6 +272,7 @@ struct child_args {
 	char *const *envp;
 	uint64_t reset; /* dispositions to reset (bit sig - 1) */
 	int fds[3];
+	int extra_fd; /* > 2: dup'ed to SPAWN_EXTRA_FD; else none */
 	int nice;
 	int report;    /* the failed step's errno, written by the child */
 	int report_fd; /* where the child's memory is not ours: the pipe's
@@ -325,9 +326,24 @@ NOT_INSTRUMENTED static int child(void *arg)
 				goto fail;
 		}
 	}
-	/* Nothing but stdio reaches the program, whatever the handler (or
-	 * whoever started the daemon) had open without close-on-exec. */
-	if ((rc = SYS(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC, 0)) < 0)
+	/* The extra descriptor (the progress pipe) goes to SPAWN_EXTRA_FD,
+	 * after stdio was placed: a stdio source numbered 3 was read by then. */
+	if (a->extra_fd > 2) {
+		if (a->extra_fd != SPAWN_EXTRA_FD) {
+			if ((rc = SYS(SYS_dup3, a->extra_fd, SPAWN_EXTRA_FD, 0, 0)) < 0)
+				goto fail;
+		} else {
+			long fl = SYS(SYS_fcntl, SPAWN_EXTRA_FD, F_GETFD, 0, 0);
+			if ((rc = fl) < 0 ||
+			    (rc = SYS(SYS_fcntl, SPAWN_EXTRA_FD, F_SETFD, fl & ~FD_CLOEXEC, 0)) < 0)
+				goto fail;
+		}
+	}
+	/* Nothing but stdio (and the extra descriptor) reaches the program,
+	 * whatever the handler (or whoever started the daemon) had open
+	 * without close-on-exec. */
+	if ((rc = SYS(SYS_close_range, a->extra_fd > 2 ? SPAWN_EXTRA_FD + 1 : 3, ~0u,
+		      CLOSE_RANGE_CLOEXEC, 0)) < 0)
 		goto fail;
 	if (a->cwd[0] && (rc = SYS(SYS_chdir, a->cwd, 0, 0, 0)) < 0)
 		goto fail;
@@ -423,6 +439,7 @@ static struct child_args *child_args(struct slot *s, const struct spawn_request 
 	a->fds[0] = req->stdin_fd;
 	a->fds[1] = req->stdout_fd;
 	a->fds[2] = req->stderr_fd;
+	a->extra_fd = req->extra_fd > 2 ? req->extra_fd : 0;
 	a->nice = req->nice;
 	a->report = 0;
 	a->report_fd = -1;
@@ -439,9 +456,10 @@ static int report_pipe(struct child_args *a, int *err)
 		*err = errno;
 		return -1;
 	}
-	if (report[1] < 3) {
-		/* a daemon started without stdio: keep clear of the child's 0-2 */
-		int fd = fcntl(report[1], F_DUPFD_CLOEXEC, 3);
+	if (report[1] <= SPAWN_EXTRA_FD) {
+		/* a daemon started without stdio: keep clear of the child's 0-2
+		 * and of its extra descriptor */
+		int fd = fcntl(report[1], F_DUPFD_CLOEXEC, SPAWN_EXTRA_FD + 1);
 		close(report[1]);
 		if (fd < 0) {
 			*err = errno;

@@ -1,7 +1,7 @@
 /*
  * spawn.h - finding a program in PATH, and starting one job process: its
  * own process group, death with its handler (PR_SET_PDEATHSIG), a working
- * directory, given stdio, an exact argv and environment, never a shell.
+ * directory, given stdio (and one extra descriptor), an exact argv and environment, never a shell.
  */
 #ifndef ES_SPAWN_H
 #define ES_SPAWN_H
@@ -9,12 +9,20 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* The number the program finds its extra descriptor under: the first one
+ * after stdio. */
+#define SPAWN_EXTRA_FD 3
+
 struct spawn_request {
 	const char *path; /* absolute path of the program */
 	char *const *argv;
 	char *const *envp;
 	const char *cwd;                    /* NULL: inherit */
 	int stdin_fd, stdout_fd, stderr_fd; /* -1: /dev/null */
+	/* 0: none; else a descriptor above 2 that the program gets as
+	 * SPAWN_EXTRA_FD (its progress pipe, job.c), the only one besides
+	 * stdio */
+	int extra_fd;
 	/* setrlimit(resource, value) for each (soft = hard); value is in the
 	 * resource's own unit (bytes, seconds, count) */
 	const struct spawn_rlimit {

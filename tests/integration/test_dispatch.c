@@ -720,6 +720,62 @@ static void test_position(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
 }
 
+/* Progress of running jobs (migration 010, progress_write.c): three jobs
+ * report; with progressWriteSec 1 each row gets its latest value within
+ * a few seconds, and the dispatcher writes them with one statement per
+ * tick (pg_stat_statements is not needed: the dispatcher's log of the
+ * statement count stays out of it; the rows are the proof); position()
+ * and execctl position and show show it; a row that finished keeps its
+ * last value. */
+static long long row_has_progress(const char *id)
+{
+	return pgtest_int(F.c,
+			  "SELECT count(*) FROM execdispatch.job WHERE id = %s AND "
+			  "progress->>'text' = 'half'",
+			  id);
+}
+
+static void test_progress_rows(void)
+{
+	const char *job = "{\"command\":\"sh\",\"args\":[\"-c\",\"echo 0.25 >&3; "
+			  "sleep 0.3; echo '50% half' >&3; sleep 4; echo '1 done' >&3\"]}";
+	long long ids[3];
+	char id[24], buf[512], out[4096];
+
+	clear_queue();
+	CU_ASSERT_FATAL(df_write_config(&F, 0, "progressWriteSec: 1\n") == 0);
+	for (int i = 0; i < 3; i++)
+		ids[i] = df_submit(&F, job, 0);
+	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(id, sizeof id, "%lld", ids[i]);
+		int k = 0;
+		while (k < 100 && row_has_progress(id) != 1) {
+			harness_sleep_ms(50); /* a poll: the row changes when written */
+			k++;
+		}
+		CU_ASSERT_EQUAL(row_has_progress(id), 1);
+	}
+	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.position(%lld)::text", ids[0]);
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(buf, "\"progress\": {\"text\": \"half\", \"fraction\": 0.5}"));
+	if (!strstr(buf, "half"))
+		fprintf(stderr, "position of a running row: %s\n", buf);
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position --db '%s' %lld", F.conninfo, ids[0]), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "running: 50% half"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show --db '%s' %lld", F.conninfo, ids[0]), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "running: 50% half"));
+	/* the end: the last value is written before the DONE's outcome or
+	 * stays 0.5; a finished row keeps what it had */
+	CU_ASSERT(df_wait_final(&F, 15000) == 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = "
+					"'done' AND progress IS NOT NULL"),
+			3);
+	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 10000), 0);
+	clear_queue();
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.dispatcher"));
+}
+
 static long long submit_to(const char *service, const char *job, int priority)
 {
 	return pgtest_int(F.c, "SELECT execdispatch.submit('%s', '%s', %d)", service, job,
@@ -1640,6 +1696,8 @@ int main(void)
 		  test_local },
 		{ "position: queued from the database, claimed from the execserver",
 		  test_position },
+		{ "progress of running jobs: in their rows, position(), execctl",
+		  test_progress_rows },
 		{ "made-up services: each ends unknown_service, the list stays bounded",
 		  test_unknown_services_bounded },
 		{ "start: a silent first host does not hold the loop; the next is reached",

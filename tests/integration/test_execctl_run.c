@@ -50,6 +50,8 @@ static const char body[] =
 	"      cp: {prog: cp}\n"
 	"      fail3: {prog: sh, args: [\"-c\", \"echo partial; echo oops >&2; exit 3\"]}\n"
 	"      slow5: {prog: sh, args: [\"-c\", \"sleep 1.5; echo slow; exit 5\"]}\n"
+	"      prog3: {prog: sh, args: [\"-c\", \"echo 25% start >&3; sleep 0.6; "
+	"echo 0.5 half >&3; sleep 0.6; echo out\"]}\n"
 	"      ff: {prog: sh, args: [\"-c\", \"tr '\\\\000' '\\\\377' </dev/zero | tee "
 	"/dev/stderr\"]}\n"
 	"  sleep:\n"
@@ -1004,6 +1006,36 @@ static void test_position_on_terminal(void)
 	stop();
 }
 
+/* The running job's progress on the status line: drawn on a terminal
+ * when stdout goes elsewhere, erased at the end, the output bytes
+ * unchanged; not drawn when stdout is the same terminal (the output
+ * could land behind it). */
+static void test_progress_on_terminal(void)
+{
+	struct proc p;
+	struct run_opts tty = { .stderr_pty = 1 };
+	start(NULL);
+	run(&p, &tty, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "prog3"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_EQUAL(p.outlen, 4);
+	CU_ASSERT_STRING_EQUAL(p.out ? p.out : "", "out\n");
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "\r\033[Kexecctl: running: 25% start"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "\r\033[Kexecctl: running: 50% half"));
+	size_t len = strlen(p.err);
+	CU_ASSERT(len >= 4 && strcmp(p.err + len - 4, "\r\033[K") == 0);
+	if (!strstr(p.err, "running: 50% half"))
+		fprintf(stderr, "\nthe terminal got: %s\n", p.err);
+	release(&p);
+
+	struct run_opts one = { .stderr_pty = 1, .stdout_pty = 1 };
+	run(&p, &one, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "prog3"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(p.err, "out"));
+	CU_ASSERT_PTR_NULL(strstr(p.err, "running:"));
+	release(&p);
+	stop();
+}
+
 /* This machine's host name when it resolves to 127.0.0.1 (a DNS name of
  * the loopback address, as a rebound one would be), else NULL. */
 static const char *loopback_name(void)
@@ -1211,6 +1243,8 @@ int main(void)
 {
 	static const struct test_case cases[] = {
 		{ "stdin -> cat -> stdout, bytes compared", test_stream },
+		{ "the running job's progress on a terminal's status line",
+		  test_progress_on_terminal },
 		{ "exit code and failing output passed on", test_exit_code },
 		{ "--input and --output files", test_files },
 		{ "--output FILE untouched when the job fails", test_output_kept_on_failure },

@@ -33,6 +33,7 @@
 
 #include <CUnit/Basic.h>
 
+#include "execserver/protocol.h"
 #include "harness.h"
 #include "proto.h"
 #include "suite.h"
@@ -304,7 +305,7 @@ static void test_negotiation_and_protocol_1(void)
 	CU_ASSERT(w == NULL && status == 400);
 	struct tclient *n = tc_connect_query(D.port, "protocol=17", "newer");
 	CU_ASSERT_FATAL(n != NULL);
-	CU_ASSERT_EQUAL(tc_int(n->hello, "protocol"), 2);
+	CU_ASSERT_EQUAL(tc_int(n->hello, "protocol"), PROTO_VERSION);
 	tc_close(n);
 
 	/* protocol 1: no ACK, DONE counted as delivered when sent */

@@ -324,7 +324,18 @@ static void test_priority(void)
 
 static void test_progress(void)
 {
-	char b[128];
+	char b[160];
+	progress_running(b, sizeof b, 0.42, "");
+	CU_ASSERT_STRING_EQUAL(b, "running: 42%");
+	progress_running(b, sizeof b, 0.999, "frame 12");
+	CU_ASSERT_STRING_EQUAL(b, "running: 99% frame 12");
+	progress_running(b, sizeof b, 0.29, NULL); /* 28.999..% in binary: still 29 */
+	CU_ASSERT_STRING_EQUAL(b, "running: 29%");
+	char t[256];
+	memset(t, 'a', 99);
+	strcpy(t + 99, "\xc3\xa4 and more"); /* the 100-byte cut falls inside the 'ä' */
+	progress_running(b, sizeof b, 1, t);
+	CU_ASSERT_EQUAL(strlen(b), strlen("running: 100% ") + 99);
 	progress_line(b, sizeof b, 3, 4, 7, 2 * 60 * 1000);
 	CU_ASSERT_STRING_EQUAL(b, "3 of 4 slots busy, 7 ahead, about 2 min");
 	progress_line(b, sizeof b, 1, 1, 0, -1);

@@ -179,6 +179,9 @@ static void expect_fail_at(int line, struct json_object *obj, const char *want_c
 			msg, want_code, part);
 }
 
+/* The entry every job's environment ends with (docs/progress.md). */
+#define PFD "EXECSERVER_PROGRESS_FD=3"
+
 /* Compares a NULL-terminated vector with the expected strings. */
 #define expect_vec(v, ...) expect_vec_at(__LINE__, v, (const char *[]){ __VA_ARGS__, NULL })
 static void expect_vec_at(int line, char **v, const char **want)
@@ -551,40 +554,41 @@ static void test_env_merge(void)
 
 	/* the fixed PATH alone */
 	if (expect_ok_at(__LINE__, &cfg_plain, svc_plain, jparse("{'command':'echo'}"), &s) == 0) {
-		expect_vec(s.envp, "PATH=/usr/local/bin:/usr/bin:/bin");
-		CU_ASSERT_EQUAL(s.envc, 1);
+		expect_vec(s.envp, "PATH=/usr/local/bin:/usr/bin:/bin", PFD);
+		CU_ASSERT_EQUAL(s.envc, 2);
 		job_spec_free(&s);
 	}
 	/* the job's env after the fixed PATH */
 	if (expect_ok_at(__LINE__, &cfg_plain, svc_plain,
 			 jparse("{'command':'echo','env':['A=1','B=']}"), &s) == 0) {
-		expect_vec(s.envp, "PATH=/usr/local/bin:/usr/bin:/bin", "A=1", "B=");
+		expect_vec(s.envp, "PATH=/usr/local/bin:/usr/bin:/bin", "A=1", "B=", PFD);
 		job_spec_free(&s);
 	}
 	/* global env overrides the fixed PATH, keeps its place */
 	if (expect_ok("{'command':'echo','env':null}", &s) == 0) {
-		expect_vec(s.envp, "PATH=/opt/bin", "LC_ALL=C.UTF-8", "GLOBAL=g", "SHARED=global");
-		CU_ASSERT_EQUAL(s.envc, 4);
+		expect_vec(s.envp, "PATH=/opt/bin", "LC_ALL=C.UTF-8", "GLOBAL=g", "SHARED=global",
+			   PFD);
+		CU_ASSERT_EQUAL(s.envc, 5);
 		job_spec_free(&s);
 	}
 	/* command env overrides global; job env overrides both */
 	if (expect_ok("{'command':'conv'}", &s) == 0) {
 		expect_vec(s.envp, "PATH=/opt/bin", "LC_ALL=C.UTF-8", "GLOBAL=g", "SHARED=command",
-			   "CMD=c");
+			   "CMD=c", PFD);
 		job_spec_free(&s);
 	}
 	if (expect_ok("{'command':'conv','env':['SHARED=job','J=1','LC_ALL=de_DE.UTF-8',"
 		      "'CMD=','X=a=b=c','NL=line1\\nline2','U=\\u00fc']}",
 		      &s) == 0) {
 		expect_vec(s.envp, "PATH=/opt/bin", "LC_ALL=de_DE.UTF-8", "GLOBAL=g", "SHARED=job",
-			   "CMD=", "J=1", "X=a=b=c", "NL=line1\nline2", "U=\xc3\xbc");
-		CU_ASSERT_EQUAL(s.envc, 9);
+			   "CMD=", "J=1", "X=a=b=c", "NL=line1\nline2", "U=\xc3\xbc", PFD);
+		CU_ASSERT_EQUAL(s.envc, 10);
 		job_spec_free(&s);
 	}
 	/* names are case-sensitive for the merge */
 	if (expect_ok("{'command':'echo','env':['global=x']}", &s) == 0) {
 		expect_vec(s.envp, "PATH=/opt/bin", "LC_ALL=C.UTF-8", "GLOBAL=g", "SHARED=global",
-			   "global=x");
+			   "global=x", PFD);
 		job_spec_free(&s);
 	}
 }
@@ -635,7 +639,7 @@ static void test_env_limits(void)
 		json_object_array_add(env, json_object_new_string(entry));
 	}
 	if (expect_ok_obj(job_with("echo", "env", env), &s) == 0) {
-		CU_ASSERT_EQUAL(s.envc, 4 + 64);
+		CU_ASSERT_EQUAL(s.envc, 4 + 64 + 1);
 		CU_ASSERT_STRING_EQUAL(s.envp[4 + 63], "V63=63");
 		job_spec_free(&s);
 	}
@@ -751,6 +755,7 @@ static void test_env_refused(void)
 		"MAGICK_CODER_MODULE_PATH",
 		"MAGICK_HOME",
 		"FFREPORT",
+		"EXECSERVER_PROGRESS_FD",
 	};
 	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
 		char text[256], want[128], lower[64];
@@ -780,7 +785,7 @@ static void test_env_refused(void)
 		      "'PROXY_HOST=h','SSL_VERIFY=1','JAVA_HOME=/j','IFS2=1','TMP=/t','TEMP=/t',"
 		      "'MALLOC=1','PYTHO=1','PER=1','RUB=1']}",
 		      &s) == 0) {
-		CU_ASSERT_EQUAL(s.envc, 4 + 25); /* LC_ALL replaced */
+		CU_ASSERT_EQUAL(s.envc, 4 + 25 + 1); /* LC_ALL replaced; the progress fd */
 		job_spec_free(&s);
 	}
 	/* the operator may set any of them in the configuration: PATH is set there */
@@ -1302,8 +1307,8 @@ static void test_full(void)
 		   "-resize", "50%", JOBDIR "/out.png");
 	CU_ASSERT_EQUAL(s.argc, 8);
 	expect_vec(s.envp, "PATH=/opt/bin", "LC_ALL=C.UTF-8", "GLOBAL=g", "SHARED=job", "CMD=c",
-		   "OMP_THREAD_LIMIT=1");
-	CU_ASSERT_EQUAL(s.envc, 6);
+		   "OMP_THREAD_LIMIT=1", PFD);
+	CU_ASSERT_EQUAL(s.envc, 7);
 	CU_ASSERT_STRING_EQUAL(s.stdin_url, "http://app.test:8080/jobs/1/stdin");
 	CU_ASSERT_STRING_EQUAL(s.stdin_host, "app.test");
 	CU_ASSERT_EQUAL(s.stdin_port, 8080);

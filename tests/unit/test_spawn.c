@@ -408,6 +408,100 @@ static void test_child_errno_not_the_spawners(void)
 	in_subprocess(held_failing_chdir);
 }
 
+/* ---- the extra descriptor ------------------------------------------- */
+
+/* Spawns sh -c script with extra as the extra descriptor and stdout into a
+ * pipe; returns what the program wrote there (static) after it ended. */
+static const char *run_extra(const char *script, int extra)
+{
+	static char out[512];
+	char *argv[] = { "sh", "-c", (char *)script, NULL };
+	int p[2];
+	CU_ASSERT_FATAL(pipe2(p, O_CLOEXEC) == 0);
+	struct spawn_request req = {
+		.path = "/bin/sh",
+		.argv = argv,
+		.envp = envp,
+		.stdin_fd = -1,
+		.stdout_fd = p[1],
+		.stderr_fd = -1,
+		.extra_fd = extra,
+	};
+	int err = 0, status;
+	pid_t pid = spawn_process(&req, &err);
+	close(p[1]);
+	CU_ASSERT_FATAL(pid > 0);
+	size_t len = 0;
+	ssize_t n;
+	while ((n = read(p[0], out + len, sizeof out - 1 - len)) > 0)
+		len += (size_t)n;
+	out[len] = '\0';
+	close(p[0]);
+	CU_ASSERT_EQUAL(reap(pid, &status), 0);
+	return out;
+}
+
+/* The extra descriptor (the progress pipe, job.c) reaches the program as
+ * fd 3 and is a copy of the spawner's: what the program writes there
+ * arrives; a descriptor the spawner left without close-on-exec does not
+ * reach it; with extra_fd 0 fd 3 is closed in the program. */
+static void test_extra_fd(void)
+{
+	int pp[2], leak = open("/dev/null", O_RDONLY); /* no O_CLOEXEC */
+	CU_ASSERT_FATAL(leak >= 0);
+	CU_ASSERT_FATAL(pipe2(pp, O_CLOEXEC) == 0);
+	int hi = fcntl(pp[1], F_DUPFD_CLOEXEC, 40);
+	CU_ASSERT_FATAL(hi >= 40);
+	char script[256];
+	snprintf(script, sizeof script,
+		 "echo 0.5 >&3 && ls /proc/self/fd | sort -n | tr '\\n' ' '; "
+		 "[ -e /proc/self/fd/%d ] && echo leaked",
+		 leak);
+	const char *out = run_extra(script, hi);
+	/* sh's own fds: 0-3, and the one ls lists its directory with */
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "0 1 2 3 "));
+	CU_ASSERT_PTR_NULL(strstr(out, "leaked"));
+	char got[16] = "";
+	close(hi);
+	close(pp[1]);
+	ssize_t n = read(pp[0], got, sizeof got - 1);
+	CU_ASSERT_EQUAL(n, 4);
+	CU_ASSERT_EQUAL(memcmp(got, "0.5\n", 4), 0);
+	close(pp[0]);
+
+	/* without an extra descriptor, 3 is closed in the program */
+	out = run_extra("[ -e /proc/self/fd/3 ] && readlink /proc/self/fd/3 || echo none", 0);
+	CU_ASSERT_STRING_EQUAL(out, "none\n");
+	close(leak);
+}
+
+/* An extra descriptor that is fd 3 already (close-on-exec, as the
+ * spawner's all are) stays open across the exec. */
+static void test_extra_fd_numbered_3(void)
+{
+	int saved = fcntl(3, F_DUPFD_CLOEXEC, 50); /* whatever 3 is here */
+	int pp[2];
+	CU_ASSERT_FATAL(pipe2(pp, O_CLOEXEC) == 0);
+	for (int i = 0; i < 2; i++) { /* both ends clear of 3 */
+		int hi = fcntl(pp[i], F_DUPFD_CLOEXEC, 60);
+		close(pp[i]);
+		pp[i] = hi;
+	}
+	CU_ASSERT_FATAL(dup3(pp[1], 3, O_CLOEXEC) == 3);
+	close(pp[1]);
+	run_extra("echo 42% >&3", 3);
+	close(3);
+	char got[16] = "";
+	ssize_t n = read(pp[0], got, sizeof got - 1);
+	CU_ASSERT_EQUAL(n, 4);
+	CU_ASSERT_EQUAL(memcmp(got, "42%\n", 4), 0);
+	close(pp[0]);
+	if (saved >= 0) {
+		dup3(saved, 3, O_CLOEXEC);
+		close(saved);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	/* the last HELD cases hold the child in its exec: not where the spawn
@@ -423,6 +517,8 @@ int main(int argc, char **argv)
 		{ "4 x 64 children at once with failures: own reports, no fd left",
 		  test_many_with_failures },
 		{ "path or cwd of PATH_MAX: ENAMETOOLONG", test_too_long },
+		{ "the extra descriptor reaches the program as fd 3, nothing else", test_extra_fd },
+		{ "an extra descriptor that is fd 3 already stays open", test_extra_fd_numbered_3 },
 		{ "returns while the child is held in execve", test_returns_before_the_exec },
 		{ "the group exists before the child's own setpgid",
 		  test_group_before_the_child_runs },

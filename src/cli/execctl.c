@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/exit_codes.h"
+#include "cli/listing.h"
 #include "cli/options.h"
 #include "cli/queue.h"
 #include "cli/run.h"
@@ -85,9 +86,11 @@ int main(int argc, char **argv)
 	}
 	if (cli_is_queue_command(cmd))
 		return cli_queue_main(argc - 1, argv + 1);
+	if (cli_is_listing_command(cmd))
+		return cli_listing_main(argc - 1, argv + 1);
 	fprintf(stderr,
 		"execctl: unknown command '%s' (run, status, submit, show, wait, "
-		"cancel or position)\n",
+		"cancel, position, jobs or stats)\n",
 		cmd);
 	cli_usage(stderr);
 	return EXECCTL_USAGE;

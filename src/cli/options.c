@@ -20,7 +20,8 @@ void cli_usage(FILE *out)
 {
 	fputs("usage: execctl run -a URL [-a URL ...] -s SERVICE [options] -- COMMAND [ARGS...]\n"
 	      "       execctl status -a URL [-a URL ...] [--json]\n"
-	      "       execctl submit|show|wait|cancel|position --db CONNINFO ... (execdispatch's "
+	      "       execctl submit|show|wait|cancel|position|jobs|stats --db CONNINFO ... "
+	      "(execdispatch's "
 	      "queue)\n"
 	      "       execctl --help | --version\n"
 	      "\n"

@@ -59,6 +59,9 @@ struct dispatch_config {
 	size_t nlocal;
 	int local_slots;      /* localSlots: default the CPU count */
 	int stop_timeout_sec; /* 240: a stop waits this long for running jobs */
+	/* consoleEnabled: the console on the metrics address; default on
+	 * where authToken is set or metrics listens on loopback only */
+	int console_enabled;
 };
 
 /* Loads and checks path; 0, or -1 with err->text "file:line:column: ...".

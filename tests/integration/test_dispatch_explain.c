@@ -314,8 +314,9 @@ static const struct plan_case {
 	{ "list_jobs", DQ_LIST_JOBS, "NULL, NULL, NULL, 50", "job_created" },
 	{ "list_jobs (after)", DQ_LIST_JOBS, "NULL, now() - interval '1 day', @done@, 50",
 	  "job_pkey job_created" },
+	/* a generic plan cannot tell a service from none: job_created then */
 	{ "list_jobs (svc)", DQ_LIST_JOBS, "'svc3', NULL, @done@, 50",
-	  "job_pkey job_service_created" },
+	  "job_pkey job_service_created|job_created" },
 	{ "list_queued", DQ_LIST_QUEUED, "NULL, NULL, NULL, 50", "job_claim" },
 	{ "list_queued (after)", DQ_LIST_QUEUED, "NULL, NULL, @queued@, 50", "job_pkey job_claim" },
 	{ "list_queued (svc)", DQ_LIST_QUEUED, "'svc3', NULL, @queued@, 50",
@@ -470,8 +471,8 @@ static void test_queue_stats_time(void)
 }
 
 /* The counts by state at a million rows: the live states exact, the
- * finished ones estimated from the statistics (within 5 % here: the
- * sample of ANALYZE), and said so. */
+ * finished ones estimated from the statistics (within 10 % here: the
+ * sample of ANALYZE; the rarest state, 2 %, varies most), and said so. */
 static void test_state_counts(void)
 {
 	static const struct {
@@ -498,7 +499,7 @@ static void test_state_counts(void)
 		CU_ASSERT_FATAL(json_object_object_get_ex(o, "rows", &v));
 		long long n = json_object_get_int64(v);
 		if (want[i].estimated) {
-			CU_ASSERT(n > want[i].rows * 95 / 100 && n < want[i].rows * 105 / 100);
+			CU_ASSERT(n > want[i].rows * 90 / 100 && n < want[i].rows * 110 / 100);
 		} else {
 			CU_ASSERT_EQUAL(n, want[i].rows);
 		}

@@ -68,9 +68,11 @@ def main():
         subprocess.run([bin_, "--migrate", "-c", cfg], check=True, stdout=subprocess.DEVNULL)
 
         def sql(text):
-            return subprocess.run([pgbin + "/psql", "-X", "-q", "-A", "-t", "-v",
-                                   "ON_ERROR_STOP=1", conninfo, "-c", text], check=True,
-                                  capture_output=True, text=True).stdout.strip()
+            r = subprocess.run([pgbin + "/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                                conninfo, "-c", text], capture_output=True, text=True)
+            if r.returncode != 0:
+                raise SystemExit("psql: " + r.stderr)
+            return r.stdout.strip()
         t0 = time.monotonic()
         q0, h0 = rows - rows // 50, rows - rows // 50 - 2000
         sql(f"""SET session_replication_role = replica;
@@ -92,12 +94,20 @@ FROM generate_series(1, {rows}) g,
             CASE WHEN g % 2 = 0 THEN 'running' ELSE 'claimed' END
             WHEN g % 100 < 93 THEN 'done' WHEN g % 100 < 98 THEN 'failed'
             ELSE 'cancelled' END AS s) x;
-RESET session_replication_role;
-VACUUM ANALYZE execdispatch.job;""")
+RESET session_replication_role;""")
+        sql("VACUUM ANALYZE execdispatch.job")  # not in the INSERT's transaction
         fill = time.monotonic() - t0
         mid = sql(f"SELECT id FROM execdispatch.job WHERE id = {rows // 2}")
         qmid = sql(f"SELECT id FROM execdispatch.job WHERE state = 'queued' ORDER BY priority DESC, id "
                    f"LIMIT 1 OFFSET {rows // 100}")
+        if os.environ.get("CONSOLEBENCH_EXPLAIN"):  # where an overview's time goes
+            src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sql", "queries")
+            for q in ("state_counts", "stats", "console_dispatchers", "console_features"):
+                text = "".join(l for l in open(os.path.join(src, q + ".sql"))
+                               if not l.lstrip().startswith("--"))
+                text = text.replace("@schema@", '"execdispatch"')
+                plan = sql("EXPLAIN (ANALYZE, SUMMARY) " + text)
+                print(q, [l for l in plan.splitlines() if "Time:" in l], flush=True)
         log = open(d + "/execdispatch.log", "w")
         daemon = subprocess.Popen([bin_, "-f", "-c", cfg], stdout=log, stderr=subprocess.STDOUT)
         base = f"http://127.0.0.1:{port}"

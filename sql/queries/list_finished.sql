@@ -8,10 +8,10 @@
 --             NULL, $3 since (finished_at >= it) or NULL, $4 after (an
 --             id) or NULL, $5 page size.
 -- Result:     one JSON array of jobs as DQ_LIST_JOBS's, as text.
--- Guard:      reads only.  The state and the service are filters on the
---             index's rows: a rare one reads the index until the page is
---             full (bounded by $3 when given).
--- Index:      job_finished.
+-- Guard:      reads only.  Without a service, the state is a filter on
+--             job_finished's rows: a rare state reads that index until
+--             the page is full (bounded by $3 when given).
+-- Index:      job_finished, or job_service_finished with $2 (migration 008).
 -- Sent:       execctl, on its one connection; the console's lane.
 -- On failure: execctl exits 115; the console answers 503.
 SELECT coalesce(json_agg(r ORDER BY r.finished_at DESC, r.id DESC), '[]')::text

@@ -287,7 +287,11 @@ def main():
         wait_for("the narrow layout", lambda: drv.execute_script(
             "return document.documentElement.scrollWidth <= window.innerWidth + 1"))
         drv.set_window_size(1280, 1000)
-        if shot:
+        if shot:  # the first page again, and the counts after the cancel
+            drv.find_element(By.ID, "first").click()
+            wait_for("page 1 again", lambda: drv.find_element(By.ID, "pageinfo").text
+                     == f"page 1, {PAGE} jobs")
+            wait_for("the cancel counted", lambda: "cancelled|1|" in cell_text(drv, "#states"))
             drv.set_window_size(1280, 1500)
             drv.save_screenshot(shot)
             print("screenshot: " + shot)

@@ -503,6 +503,57 @@ static int execctl(char *out, size_t len, const char *fmt, ...)
 	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* execctl jobs: 120 queued jobs (due in an hour: nobody claims them) in
+ * pages of 50 by keyset (50, 50, 20: each job once, "next: --after ID"
+ * only after a full page); a bad state refused; execctl stats counts
+ * them; a cancelled one is listed under its state. */
+static void test_execctl_listing(void)
+{
+	static char out[32768];
+	char after[40] = "", seen[121][24];
+	int pages[3], nseen = 0;
+
+	clear_queue();
+	PQclear(pgtest_query(
+		F.c, "SELECT execdispatch.submit('lst', '{\"command\": \"true\"}', "
+		     "g %% 2 * 2, now() + interval '1 hour') FROM generate_series(1, 120) g"));
+	for (int p = 0; p < 3; p++) {
+		CU_ASSERT_EQUAL(execctl(out, sizeof out,
+					"jobs --db '%s' --state queued -s lst -n 50 %s", F.conninfo,
+					after),
+				0);
+		pages[p] = 0;
+		for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+			if (line[0] >= '0' && line[0] <= '9' && nseen < 121) {
+				snprintf(seen[nseen], sizeof seen[nseen], "%.*s",
+					 (int)strcspn(line, " "), line);
+				for (int i = 0; i < nseen; i++)
+					CU_ASSERT(strcmp(seen[i], seen[nseen]) != 0);
+				nseen++;
+				pages[p]++;
+			}
+			after[0] = '\0';
+			if (strncmp(line, "next: ", 6) == 0)
+				snprintf(after, sizeof after, "%s", line + 6);
+		}
+	}
+	CU_ASSERT(pages[0] == 50 && pages[1] == 50 && pages[2] == 20);
+	CU_ASSERT_EQUAL(nseen, 120);
+	CU_ASSERT_EQUAL(after[0], '\0'); /* no next after the short page */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "jobs --db '%s' --state bogus", F.conninfo), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "--state bogus: expected queued"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "stats --db '%s' --json", F.conninfo), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"service\":\"lst\",\"queued\":120,"));
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(out, "{\"state\":\"queued\",\"rows\":120,\"estimated\":false}"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "cancel --db '%s' %s", F.conninfo, seen[7]), 0);
+	CU_ASSERT_EQUAL(
+		execctl(out, sizeof out, "jobs --db '%s' --state cancelled -s lst", F.conninfo), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, seen[7]));
+	CU_ASSERT_PTR_NULL(strstr(out, "next:"));
+	clear_queue();
+}
+
 static void test_execctl_db(void)
 {
 	char out[2048], id[32];
@@ -1433,6 +1484,7 @@ int main(void)
 		{ "no execserver: nothing claimed, only the heartbeat queries",
 		  test_no_execserver },
 		{ "execctl submit, show, wait, cancel, position", test_execctl_db },
+		{ "execctl jobs (keyset pages) and stats", test_execctl_listing },
 		{ "retention deletes more than one batch", test_retention },
 		{ "retention: a locked finished row holds neither the janitor nor the heartbeat",
 		  test_retention_locked_row },

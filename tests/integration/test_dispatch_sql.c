@@ -16,6 +16,7 @@
 
 #include <CUnit/CUnit.h>
 
+#include "dispatch/dispatch_config.h"
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
 #include "dispatch_fixture.h"
@@ -55,6 +56,47 @@ static int check_config(const char *text, char *out, size_t len)
 	fclose(f);
 	const char *args[] = { "-t", "-c", path, NULL };
 	return df_run_tool(out, len, args);
+}
+
+/* consoleEnabled: on by default behind authToken or with metrics on a
+ * loopback address only, off otherwise; the key overrides either way. */
+static void test_console_default(void)
+{
+	static const struct {
+		const char *extra;
+		int on;
+	} cases[] = {
+		{ "metrics: 127.0.0.1:9188\n", 1 },
+		{ "metrics: localhost:9188\n", 1 },
+		{ "metrics: \"[::1]:9188\"\n", 1 },
+		{ "metrics: 0.0.0.0:9188\n", 0 },
+		{ "metrics: 10.0.0.5:9188\n", 0 },
+		{ "metrics: 0.0.0.0:9188\nauthToken: t\n", 1 },
+		{ "metrics: 0.0.0.0:9188\nconsoleEnabled: true\n", 1 },
+		{ "metrics: 127.0.0.1:9188\nconsoleEnabled: false\n", 0 },
+		{ "metrics: 0.0.0.0:9188\nauthToken: t\nconsoleEnabled: false\n", 0 },
+	};
+	char text[256];
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct dispatch_config cfg;
+		struct config_error err;
+		int n = snprintf(text, sizeof text,
+				 "database: dbname=x\nexecservers: [ws://h:1]\n%s", cases[i].extra);
+		CU_ASSERT_FATAL(dispatch_config_load_buffer("c.yml", text, (size_t)n, NULL, &cfg,
+							    &err) == 0);
+		if (cfg.console_enabled != cases[i].on)
+			fprintf(stderr, "consoleEnabled of %s: %d\n", cases[i].extra,
+				cfg.console_enabled);
+		CU_ASSERT_EQUAL(cfg.console_enabled, cases[i].on);
+		dispatch_config_free(&cfg);
+	}
+	char out[1024];
+	CU_ASSERT_EQUAL(check_config("database: dbname=x\nexecservers: [ws://h:1]\n"
+				     "consoleEnabled: maybe\n",
+				     out, sizeof out),
+			1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "check.yml:3:17: consoleEnabled"));
 }
 
 static void test_config_errors(void)
@@ -1620,6 +1662,7 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "setup: PostgreSQL, migrated", test_setup },
 		{ "configuration errors name file:line:column", test_config_errors },
+		{ "consoleEnabled: its default and the key", test_console_default },
 		{ "migrations are idempotent; table settings and indexes",
 		  test_migrate_idempotent },
 		{ "migration 007 waits 2 s at most for the dispatcher table's lock",

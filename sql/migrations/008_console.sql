@@ -36,8 +36,6 @@
 -- changes nothing (IF NOT EXISTS, CREATE OR REPLACE).
 
 SET LOCAL lock_timeout = '2s';
-CREATE INDEX IF NOT EXISTS job_created ON @schema@.job (created_at, id);
-CREATE INDEX IF NOT EXISTS job_service_created ON @schema@.job (service, created_at, id);
 CREATE INDEX IF NOT EXISTS job_service_finished ON @schema@.job (service, state, finished_at, id)
     WHERE state IN ('done', 'failed', 'cancelled');
 SET LOCAL lock_timeout = DEFAULT;

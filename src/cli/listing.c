@@ -50,7 +50,7 @@ static void usage(FILE *out)
 	      "  -c, --config FILE   take database and schema from execdispatch.yml FILE\n"
 	      "      --schema NAME   the queue's schema (default execdispatch)\n"
 	      "      --state S       queued, claimed, running, done, failed or cancelled\n"
-	      "  -s, --service S     one service\n"
+	      "  -s, --service S     one service (with --state)\n"
 	      "      --since T       created (finished, for a finished state) at or after T,\n"
 	      "                      a PostgreSQL timestamp ('2026-12-07 10:00', 'today')\n"
 	      "      --after ID      the page after job ID (the last of the page before)\n"
@@ -165,6 +165,13 @@ static int parse(int argc, char **argv, struct lopts *o, char *err, size_t len)
 	}
 	if (optind != argc) {
 		snprintf(err, len, "%s: unexpected argument %s", cmd, argv[optind]);
+		return CLI_BAD;
+	}
+	/* the list of every state walks job_pkey: a service there is a filter
+	 * read row by row, a rare one the whole table (docs/dispatch.md) */
+	if (o->service && !o->state) {
+		snprintf(err, len, "%s: --service needs --state (one service's jobs are listed "
+			 "per state)", cmd);
 		return CLI_BAD;
 	}
 	if (!o->conninfo && env)

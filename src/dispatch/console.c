@@ -470,6 +470,8 @@ static void api_jobs(struct dconsole *c, struct evhttp_request *req, struct evke
 		FAIL(req, 400, "state: queued, claimed, running, done, failed or cancelled");
 	if (service && !service_ok(service))
 		FAIL(req, 400, "service: 1 to 64 of A-Z a-z 0-9 _ . -");
+	if (service && !state) /* list_jobs.sql walks job_pkey */
+		FAIL(req, 400, "service: with a state (one service's jobs are listed per state)");
 	if (after && !id_ok(after))
 		FAIL(req, 400, "after: a job id");
 	if (lim < 1 || lim > LIMIT_MAX)

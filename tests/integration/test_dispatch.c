@@ -506,7 +506,8 @@ static int execctl(char *out, size_t len, const char *fmt, ...)
 /* execctl jobs: 120 queued jobs (due in an hour: nobody claims them) in
  * pages of 50 by keyset (50, 50, 20: each job once, "next: --after ID"
  * only after a full page); a bad state refused; execctl stats counts
- * them; a cancelled one is listed under its state. */
+ * them; a cancelled one is listed under its state; the list of every
+ * state in id order, cut by --since; a service without a state refused. */
 static void test_execctl_listing(void)
 {
 	static char out[32768];
@@ -551,6 +552,35 @@ static void test_execctl_listing(void)
 		execctl(out, sizeof out, "jobs --db '%s' --state cancelled -s lst", F.conninfo), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, seen[7]));
 	CU_ASSERT_PTR_NULL(strstr(out, "next:"));
+	/* every state: id order, newest first; --since cut at the first id
+	 * created at or after it (one minute per id here, the lowest id made
+	 * newest: left out below the cut, as docs/dispatch.md says) */
+	PQclear(pgtest_query(
+		F.c, "UPDATE execdispatch.job SET created_at = '2026-01-01 00:00:00+00'::timestamptz "
+		     "- make_interval(mins => ((SELECT max(id) FROM execdispatch.job) - id)::int)"));
+	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET created_at = '2026-01-01 00:00:00+00' "
+				  "WHERE id = (SELECT min(id) FROM execdispatch.job)"));
+	long long top = pgtest_int(F.c, "SELECT max(id) FROM execdispatch.job");
+	CU_ASSERT_EQUAL(execctl(out, sizeof out,
+				"jobs --db '%s' --json -n 50 --since '2025-12-31 23:29:30+00'",
+				F.conninfo),
+			0);
+	int rows = 0;
+	long long last = top + 1, id;
+	for (const char *p = strstr(out, "\"id\":"); p; p = strstr(p + 1, "\"id\":")) {
+		id = atoll(p + 5);
+		CU_ASSERT(id == last - 1); /* each id, descending */
+		last = id;
+		rows++;
+	}
+	CU_ASSERT_EQUAL(rows, 31); /* max - 30 .. max */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out,
+				"jobs --db '%s' --json --since '2026-01-01 00:00:01+00'", F.conninfo),
+			0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "[]"));
+	/* one service's jobs are listed per state */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "jobs --db '%s' -s lst", F.conninfo), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "--service needs --state"));
 	clear_queue();
 }
 

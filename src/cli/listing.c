@@ -170,8 +170,10 @@ static int parse(int argc, char **argv, struct lopts *o, char *err, size_t len)
 	/* the list of every state walks job_pkey: a service there is a filter
 	 * read row by row, a rare one the whole table (docs/dispatch.md) */
 	if (o->service && !o->state) {
-		snprintf(err, len, "%s: --service needs --state (one service's jobs are listed "
-			 "per state)", cmd);
+		snprintf(err, len,
+			 "%s: --service needs --state (one service's jobs are listed "
+			 "per state)",
+			 cmd);
 		return CLI_BAD;
 	}
 	if (!o->conninfo && env)

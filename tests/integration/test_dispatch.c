@@ -556,10 +556,12 @@ static void test_execctl_listing(void)
 	 * created at or after it (one minute per id here, the lowest id made
 	 * newest: left out below the cut, as docs/dispatch.md says) */
 	PQclear(pgtest_query(
-		F.c, "UPDATE execdispatch.job SET created_at = '2026-01-01 00:00:00+00'::timestamptz "
-		     "- make_interval(mins => ((SELECT max(id) FROM execdispatch.job) - id)::int)"));
-	PQclear(pgtest_query(F.c, "UPDATE execdispatch.job SET created_at = '2026-01-01 00:00:00+00' "
-				  "WHERE id = (SELECT min(id) FROM execdispatch.job)"));
+		F.c,
+		"UPDATE execdispatch.job SET created_at = '2026-01-01 00:00:00+00'::timestamptz "
+		"- make_interval(mins => ((SELECT max(id) FROM execdispatch.job) - id)::int)"));
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET created_at = '2026-01-01 00:00:00+00' "
+			     "WHERE id = (SELECT min(id) FROM execdispatch.job)"));
 	long long top = pgtest_int(F.c, "SELECT max(id) FROM execdispatch.job");
 	CU_ASSERT_EQUAL(execctl(out, sizeof out,
 				"jobs --db '%s' --json -n 50 --since '2025-12-31 23:29:30+00'",
@@ -575,7 +577,8 @@ static void test_execctl_listing(void)
 	}
 	CU_ASSERT_EQUAL(rows, 31); /* max - 30 .. max */
 	CU_ASSERT_EQUAL(execctl(out, sizeof out,
-				"jobs --db '%s' --json --since '2026-01-01 00:00:01+00'", F.conninfo),
+				"jobs --db '%s' --json --since '2026-01-01 00:00:01+00'",
+				F.conninfo),
 			0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "[]"));
 	/* one service's jobs are listed per state */

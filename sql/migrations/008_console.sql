@@ -1,19 +1,21 @@
 -- 008_console.sql - listing and statistics for `execctl jobs | stats` and
 -- the console (docs/dispatch.md, "Listing and statistics").
 --
--- Two indexes for the job lists in creation order (newest first, keyset
--- (created_at, id)): job_created for all services, job_service_created
--- for one; and job_service_finished for the finished lists of one service
+-- One index, job_service_finished, for the finished lists of one service
 -- and state (last finished first): without it a state a service rarely
 -- ends in reads every finished row of the table for a page (1.3 s at a
--- million rows).  Their cost: a change of state is never a heap-only
--- (HOT) update (state is in the partial indexes' predicates), so every
--- index takes an entry at each of a job's versions: job_created and
--- job_service_created four per job (submit, claim, start, finish),
--- job_service_finished one (the finished version only).  Measured on
--- 50,000 rows changed in one statement each: claim, start and finish
--- together 2.4 s before, 3.9 s after, about 30 us per job
--- (docs/dispatch.md, "Listing and statistics").
+-- million rows).  It is partial, over the finished rows, because of the
+-- hot path: a change of state is never a heap-only (HOT) update (state is
+-- in the partial indexes' predicates), so a full index takes an entry at
+-- each of a job's versions (submit, claim, start, finish), a partial one
+-- only at the versions its predicate matches: this one once, at the
+-- finish.  The other lists use the indexes that were there: every state
+-- in id order on job_pkey, queued on job_claim and job_claim_service,
+-- held on job_holder, finished without a service on job_finished.  An
+-- index on created_at (all services, or per service) is left out: on
+-- 50,000 jobs claimed, started and finished, those two took the three
+-- statements from 1.7 s to 2.9 s (medians of 7 rounds,
+-- bench/hotpath_indexes.py; docs/dispatch.md, "Listing and statistics").
 
 -- Two views for applications, read by the statements of
 -- sql/queries/stats.sql and state_counts.sql:

@@ -100,6 +100,7 @@ RESET session_replication_role;""")
         fill = time.monotonic() - t0
         mid = sql(f"SELECT id FROM execdispatch.job WHERE id = {rows // 2}")
         since = urllib.parse.quote(sql("SELECT (now() - interval '1 day')::text"))
+        tomorrow = urllib.parse.quote(sql("SELECT (now() + interval '1 day')::text"))
         qmid = sql(f"SELECT id FROM execdispatch.job WHERE state = 'queued' ORDER BY priority DESC, id "
                    f"LIMIT 1 OFFSET {rows // 100}")
         if os.environ.get("CONSOLEBENCH_EXPLAIN"):  # where an overview's time goes
@@ -118,6 +119,7 @@ RESET session_replication_role;""")
             ("jobs, every state, first page", "/console/api/jobs?limit=50"),
             ("jobs, every state, after the middle row", f"/console/api/jobs?after={mid}&limit=50"),
             ("jobs, every state, since a day ago", f"/console/api/jobs?since={since}&limit=50"),
+            ("jobs, every state, since tomorrow (none)", f"/console/api/jobs?since={tomorrow}&limit=50"),
             ("queued, first page", "/console/api/jobs?state=queued&limit=50"),
             ("queued, a page in the middle", f"/console/api/jobs?state=queued&after={qmid}&limit=50"),
             ("running", "/console/api/jobs?state=running&limit=50"),

@@ -12,7 +12,8 @@ emptied, ROWS queued jobs inserted (triggers off), VACUUM ANALYZE,
 CHECKPOINT; then timed by psql's \\timing, triggers on, one statement each:
 claim (queued -> claimed by d0), start (-> running), finish (-> done).
 Prints per variant the median of the three phases' sum over the rounds,
-its min and max, and the heap-only (HOT) updates counted by
+its min and max, the WAL they wrote (the work done, steadier than the
+time on a shared machine), and the heap-only (HOT) updates counted by
 pg_stat_user_tables (of 3 x ROWS x ROUNDS).
 
 usage: hotpath_indexes.py [-n ROWS] [-r ROUNDS] SQL_DIR [NAME=FILE ...]
@@ -85,6 +86,7 @@ def main():
                        f"WHERE schemaname = 'v_{name}' AND tablename = 'job'").strip()
             print(f"{name}: {idx}", flush=True)
         sums = {n: [] for n, _ in variants}
+        wal = {n: [] for n, _ in variants}
         for r in range(rounds):
             for name, _ in variants:
                 s = f'"v_{name}"'
@@ -96,27 +98,32 @@ SELECT 'svc' || (g % 20), g % 5, jsonb_build_object('command', 'convert', 'args'
 RESET session_replication_role;
 VACUUM ANALYZE {s}.job;
 CHECKPOINT;""")
-                out = psql(f"""\\timing on
+                out = psql(f"""SELECT pg_current_wal_lsn() AS lsn0 \\gset
+\\timing on
 UPDATE {s}.job SET state = 'claimed', runner_instance = 'd0', attempts = attempts + 1,
     claims = claims + 1 WHERE state = 'queued';
 UPDATE {s}.job SET state = 'running', started_at = now() WHERE state = 'claimed';
 UPDATE {s}.job SET state = 'done', finished_at = now(),
     receipt = '{{"exit_code": 0}}' WHERE state = 'running';
+\\timing off
+SELECT 'wal ' || pg_wal_lsn_diff(pg_current_wal_lsn(), :'lsn0');
 """)
                 ms = [float(x) for x in re.findall(r"Time: ([0-9.]+) ms", out)]
                 if len(ms) != 3:
                     raise SystemExit("no timing: " + out)
                 sums[name].append(sum(ms))
+                wal[name].append(int(re.search(r"wal ([0-9]+)", out).group(1)))
                 print(f"round {r + 1} {name}: claim {ms[0]:.0f} start {ms[1]:.0f} "
-                      f"finish {ms[2]:.0f} ms", flush=True)
+                      f"finish {ms[2]:.0f} ms, WAL {wal[name][-1] / 1e6:.1f} MB", flush=True)
         print(f"\n| variant | claim+start+finish of {rows} rows, median of {rounds} | min | max "
-              f"| HOT updates |\n|---|---|---|---|---|")
+              f"| WAL, median | HOT updates |\n|---|---|---|---|---|---|")
         for name, _ in variants:
             hot = psql(f"SELECT n_tup_hot_upd || ' of ' || n_tup_upd FROM pg_stat_user_tables "
                        f"WHERE schemaname = 'v_{name}' AND relname = 'job'").strip()
             v = sums[name]
             print(f"| {name} | {statistics.median(v) / 1000:.2f} s | {min(v) / 1000:.2f} s "
-                  f"| {max(v) / 1000:.2f} s | {hot} |")
+                  f"| {max(v) / 1000:.2f} s | {statistics.median(wal[name]) / 1e6:.1f} MB "
+                  f"| {hot} |")
     finally:
         subprocess.run(as_user + [pgbin + "/pg_ctl", "-D", data, "-m", "immediate", "stop"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -36,7 +36,7 @@ CREATE TABLE @schema@.job (
     -- room on each page for a row's next versions.  A claim, start or
     -- finish is never a heap-only (HOT) update: state is in the partial
     -- indexes' predicates, which count as indexed columns (0 HOT of
-    -- 150,000 such updates measured, bench/hotpath_indexes.py); so each
+    -- 1,050,000 such updates measured, bench/hotpath_indexes.py); so each
     -- version takes an entry in job_pkey and in every partial index whose
     -- predicate it matches.  The free space keeps the new version on the
     -- old one's page.

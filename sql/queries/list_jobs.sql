@@ -5,7 +5,7 @@
 -- from the job_id_seq sequence at the insert: creation order.  No OFFSET:
 -- each page reads only its own entries of job_pkey.
 -- since: the ids are cut at the first job created at or after $2, found
--- by a binary search over job_pkey (about 40 probes at a million rows),
+-- by a binary search over job_pkey (about 20 probes at a million rows),
 -- and created_at >= $2 is checked on each row.  Both id bounds are
 -- written without OR so that a generic plan has them as index conditions.  The cut assumes
 -- created_at grows with id; it does up to the time a submitting

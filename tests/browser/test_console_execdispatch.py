@@ -9,12 +9,14 @@ thumb are submitted.  Without the token the API answers 401 and the page
 shows only the sign-in form; a wrong token is refused.  With it the page
 shows 251 queued jobs and the dispatcher; the list of encode's queued jobs
 is paged through (5 pages of 50, keyset: every job once, in claim order,
-then an empty page); a job is opened by id, its payload shown, and
+then an empty page); encode's jobs of any state are refused (400, said
+in the page); a job is opened by id, its payload shown, and
 cancelled from the page (its state then cancelled, in the page and in the
 database).  A cancel without the token or from another site is refused.
 Pause and resume are pressed where pause(text) exists (else a line says
 it is skipped).  No horizontal overflow at 390 px; any JavaScript error
-fails the test (the 401 answers of the sign-in aside).
+fails the test (the 401 answers of the sign-in and the 400 of the refused
+list aside).
 
 Run by console_execdispatch.sh (make check) in the build directory;
 EXECDISPATCH_BIN names the daemon.  With --screenshot PATH it saves the
@@ -178,6 +180,9 @@ def js_errors(drv, seen):
         if e["source"] == "network" and "/console/api/" in e["message"] and \
                 "(Unauthorized)" in e["message"]:
             continue
+        if e["source"] == "network" and "/console/api/jobs?service=encode&limit=" in \
+                e["message"] and "(Bad Request)" in e["message"]:
+            continue  # the refused list of encode's jobs of any state
         bad.append(e)
     return bad
 
@@ -249,6 +254,18 @@ def main():
         if len(set(seen)) != JOBS or seen != sorted(seen):
             fail(f"the pages did not hold every job once in claim order: {seen[:5]}...")
         step(f"{JOBS} jobs seen once each over {JOBS // PAGE} pages, in claim order")
+
+        # one service's jobs are listed per state: any state with a service
+        # is refused (the list of every state walks job_pkey)
+        got, body = http(f"{bench.base}/console/api/jobs?service=encode&limit=50", TOKEN)
+        if got != 400 or b"with a state" not in body:
+            fail(f"a service without a state: {got} {body[:80]!r}, not 400")
+        Select(drv.find_element(By.ID, "f-state")).select_by_visible_text("any")
+        drv.find_element(By.CSS_SELECTOR, "#filter button[type=submit]").click()
+        wait_for("the refusal in the page", lambda: "with a state" in
+                 drv.find_element(By.ID, "pageinfo").text)
+        Select(drv.find_element(By.ID, "f-state")).select_by_visible_text("queued")
+        step("a service without a state refused (400, said in the page)")
 
         # a job by id: shown, cancelled from the page
         jid = str(seen[7][1])

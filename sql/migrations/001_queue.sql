@@ -35,8 +35,8 @@ CREATE TABLE @schema@.job (
 ) WITH (
     -- room on each page for a row's next versions.  A claim, start or
     -- finish is never a heap-only (HOT) update: state is in the partial
-    -- indexes' predicates, which count as indexed columns (0 HOT of
-    -- 1,050,000 such updates measured, bench/hotpath_indexes.py); so each
+    -- indexes' predicates, which count as indexed columns (none of
+    -- 1,350,000 such updates was, bench/hotpath_indexes.py); so each
     -- version takes an entry in job_pkey and in every partial index whose
     -- predicate it matches.  The free space keeps the new version on the
     -- old one's page.

@@ -11,11 +11,12 @@
 -- only at the versions its predicate matches: this one once, at the
 -- finish.  The other lists use the indexes that were there: every state
 -- in id order on job_pkey, queued on job_claim and job_claim_service,
--- held on job_holder, finished without a service on job_finished.  An
--- index on created_at (all services, or per service) is left out: on
--- 50,000 jobs claimed, started and finished, those two took the three
--- statements from 1.7 s to 2.9 s (medians of 7 rounds,
--- bench/hotpath_indexes.py; docs/dispatch.md, "Listing and statistics").
+-- held on job_holder, finished without a service on job_finished.  Full
+-- indexes on created_at (all services, and per service) are left out: on
+-- 50,000 jobs claimed, started and finished, those two took the WAL
+-- written from 67 to 102 MB and the time from 2.9 s to 5.7 s (medians of
+-- 9 rounds); with this index alone 74 MB and 3.3 s
+-- (bench/hotpath_indexes.py; docs/dispatch.md, "Listing and statistics").
 
 -- Two views for applications, read by the statements of
 -- sql/queries/stats.sql and state_counts.sql:

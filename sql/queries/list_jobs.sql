@@ -6,11 +6,11 @@
 -- each page reads only its own entries of job_pkey.
 -- since: the ids are cut at the first job created at or after $2, found
 -- by a binary search over job_pkey (about 20 probes at a million rows),
--- and created_at >= $2 is checked on each row.  Both id bounds are
--- written without OR so that a generic plan has them as index conditions.  The cut assumes
+-- and created_at >= $2 is checked on each row.  The cut assumes
 -- created_at grows with id; it does up to the time a submitting
 -- transaction stays open (created_at is its start), so a job of such a
--- transaction at the cut may be left out.
+-- transaction at the cut may be left out.  Both id bounds are written
+-- without OR so that a generic plan has them as index conditions.
 -- Parameters: $1 service: NULL (execctl and the console refuse a service
 --             without a state; with one this walks job_pkey until the
 --             page is full), $2 since (created_at >= it) or NULL, $3

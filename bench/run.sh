@@ -40,6 +40,9 @@ env $perf_env "$build/bench/esbench" $quick -o "$out" -p "$build/bench/peers" 2>
 # execdispatch's row: a private PostgreSQL, an execserver, the dispatcher
 EXECDISPATCH_BIN="${EXECDISPATCH_BIN:-$build/execdispatch}" \
 	"$build/bench/dispatchbench" $quick -o "$out" 2>&1 | tee "$out/dispatchbench.log"
+# the execdispatch console's pages at a million rows (issue 31)
+EXECDISPATCH_BIN="${EXECDISPATCH_BIN:-$build/execdispatch}" EXECDISPATCH_SQL_DIR="$src/sql/migrations" \
+	python3 "$src/bench/consolebench.py" $quick -o "$out" 2>&1 | tee "$out/consolebench.log"
 
 t1=$(date +%s)
 busy1=$(cpu_busy)
@@ -195,6 +198,10 @@ $(cat "$out/row9.md")
 ## execdispatch: a job queue in PostgreSQL (issue 15)
 
 $(cat "$out/row-dispatch.md")
+
+## execdispatch's console: pages at a million rows (issue 31)
+
+$(cat "$out/row-console.md")
 
 EOT
 # the notes' index (bench/notes/README.md), its links made relative to docs/

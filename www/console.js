@@ -1,10 +1,11 @@
 /*
- * console.js - what every console page shares (execserver's, and the
- * execdispatch console to come): the sign-in with a bearer token kept in
+ * console.js - what every console page shares (execserver's and
+ * execdispatch's): the sign-in with a bearer token kept in
  * sessionStorage, requests that carry it in the Authorization header
  * (never in a URL), polling without overlap, DOM building through
  * textContent only (data is never parsed as HTML), tables, durations and
- * small SVG plots.  A page script calls Console.start(options).
+ * small SVG plots.  A page script calls Console.start(options); get()
+ * and post() are its other requests.
  */
 "use strict";
 
@@ -172,5 +173,22 @@ const Console = (() => {
 		return text;
 	}
 
-	return { el, table, duration, clockTime, sparkline, render, start, post, restart };
+	/* A read besides the polled one: the answer's JSON, or throws (a 401
+	 * shows the sign-in form). */
+	async function get(path) {
+		let r;
+		try {
+			r = await api(path);
+		} catch (e) {
+			if (e instanceof Unauthorized) {
+				sessionStorage.removeItem(KEY);
+				showSignin("The token was refused.");
+			}
+			throw e;
+		}
+		if (!r.ok) throw new Error((await r.text()).trim() || `HTTP ${r.status}`);
+		return r.json();
+	}
+
+	return { el, table, duration, clockTime, sparkline, render, start, post, get, restart };
 })();

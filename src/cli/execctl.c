@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli/exit_codes.h"
+#include "cli/listing.h"
 #include "cli/options.h"
 #include "cli/queue.h"
 #include "cli/run.h"
@@ -88,9 +89,11 @@ int main(int argc, char **argv)
 		return cli_queue_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "schedule") == 0)
 		return cli_schedule_main(argc - 1, argv + 1);
+	if (cli_is_listing_command(cmd))
+		return cli_listing_main(argc - 1, argv + 1);
 	fprintf(stderr,
 		"execctl: unknown command '%s' (run, status, submit, show, wait, "
-		"cancel, position, retry, pause, resume or schedule)\n",
+		"cancel, position, retry, pause, resume, schedule, jobs or stats)\n",
 		cmd);
 	cli_usage(stderr);
 	return EXECCTL_USAGE;

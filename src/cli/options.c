@@ -20,8 +20,8 @@ void cli_usage(FILE *out)
 {
 	fputs("usage: execctl run -a URL [-a URL ...] -s SERVICE [options] -- COMMAND [ARGS...]\n"
 	      "       execctl status -a URL [-a URL ...] [--json]\n"
-	      "       execctl submit|show|wait|cancel|position|retry|pause|resume --db CONNINFO "
-	      "... (execdispatch's "
+	      "       execctl submit|show|wait|cancel|position|retry|pause|resume|jobs|stats "
+	      "--db CONNINFO ... (execdispatch's "
 	      "queue)\n"
 	      "       execctl schedule list|add|remove --db CONNINFO ... (periodic jobs)\n"
 	      "       execctl --help | --version\n"

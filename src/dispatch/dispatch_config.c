@@ -71,12 +71,14 @@ static const char *const allowed_keys[] = { "database",
 					    "scheduleCheckSec",
 					    "metrics",
 					    "notify",
+					    "consoleEnabled",
 					    NULL };
 
 static void set_defaults(struct dispatch_config *cfg)
 {
 	memset(cfg, 0, sizeof *cfg);
 	cfg->poll_ms = 1000;
+	cfg->console_enabled = -1;
 	cfg->heartbeat_sec = 5;
 	cfg->stale_after_sec = 30;
 	cfg->cancel_poll_ms = 1000;
@@ -96,6 +98,20 @@ static void set_defaults(struct dispatch_config *cfg)
 }
 
 /* An instance id: 1-64 of A-Z a-z 0-9 _ . : - (it is logged and stored). */
+/* 1 when metrics ("host:port") listens on a loopback address only. */
+static int metrics_on_loopback(const char *metrics)
+{
+	const char *colon = metrics ? strrchr(metrics, ':') : NULL;
+	size_t n = colon ? (size_t)(colon - metrics) : 0;
+
+	if (!colon)
+		return 0;
+	return (n == 9 && strncmp(metrics, "localhost", 9) == 0) ||
+	       (n >= 4 && strncmp(metrics, "127.", 4) == 0) ||
+	       (n == 5 && strncmp(metrics, "[::1]", 5) == 0) ||
+	       (n == 3 && strncmp(metrics, "::1", 3) == 0);
+}
+
 static int instance_ok(const char *s)
 {
 	size_t n = strlen(s);
@@ -399,6 +415,8 @@ static int parse_key(const struct cy_ctx *cy, const struct cy_node *key, const s
 		return parse_services(cy, val, cfg);
 	if (strcmp(k, "notify") == 0)
 		return cy_get_bool(cy, val, k, &cfg->notify);
+	if (strcmp(k, "consoleEnabled") == 0)
+		return cy_get_bool(cy, val, k, &cfg->console_enabled);
 	if (strcmp(k, "metrics") == 0) {
 		const char *colon;
 		if (cy_get_string(cy, val, k, &cfg->metrics) < 0)
@@ -519,6 +537,8 @@ int dispatch_config_load_buffer(const char *name, const char *text, size_t len,
 		cfg->instance_id = made_instance_id();
 	if (!cfg->schema)
 		cfg->schema = strdup("execdispatch");
+	if (cfg->console_enabled < 0)
+		cfg->console_enabled = cfg->auth_token || metrics_on_loopback(cfg->metrics);
 	cfg->file = strdup(name);
 	if (!cfg->instance_id || !cfg->schema || !cfg->file) {
 		cy_error_at(&cy, 0, 0, "out of memory");

@@ -71,6 +71,9 @@ struct dispatch_config {
 	int stop_timeout_sec; /* 240: a stop waits this long for running jobs */
 	/* 10: the schedules are looked at at least this often (schedules.h) */
 	int schedule_check_sec;
+	/* consoleEnabled: the console on the metrics address; default on
+	 * where authToken is set or metrics listens on loopback only */
+	int console_enabled;
 };
 
 /* The retry policy of service (its services: entry, else the top level's). */

@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/prom_text.h"
 #include "dispatch/chores.h"
+#include "dispatch/console.h"
 #include "dispatch/dispatch_config.h"
 #include "dispatch/queries.h"
 
@@ -55,7 +56,8 @@ struct metrics {
 	uint64_t asked_ms;       /* when the one on the lane was asked (monotonic) */
 	struct queue_row *queue; /* its last answer; NULL: none, or it failed */
 	size_t nqueue;
-	int said_failed; /* the statement failed, logged once until it answers */
+	int said_failed;          /* the statement failed, logged once until it answers */
+	struct dconsole *console; /* on the same address (console.h), or NULL */
 };
 
 enum kind {
@@ -341,6 +343,11 @@ struct metrics *metrics_start(struct event_base *base, const struct dispatch_con
 		return NULL;
 	}
 	evhttp_set_cb(m->http, "/metrics", serve, m);
+	m->console = dconsole_start(base, m->http, cfg, client, err, errlen);
+	if (!m->console && cfg->console_enabled) {
+		metrics_stop(m);
+		return NULL;
+	}
 	event_active(m->queue_ev, EV_TIMEOUT, 0);
 	return m;
 }
@@ -351,6 +358,7 @@ void metrics_stop(struct metrics *m)
 		return;
 	if (m->http)
 		evhttp_free(m->http);
+	dconsole_stop(m->console);
 	if (m->queue_ev)
 		event_free(m->queue_ev);
 	queue_forget(m);

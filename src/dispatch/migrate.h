@@ -16,7 +16,7 @@
 #include "dispatch/db.h"
 
 /* The newest schema version this program was built for. */
-#define DISPATCH_SCHEMA_VERSION 10
+#define DISPATCH_SCHEMA_VERSION 11
 
 /* The directory of the SQL files: $EXECDISPATCH_SQL_DIR, else the
  * installed one (DATADIR/execserver/migrations). */

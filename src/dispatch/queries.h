@@ -77,4 +77,18 @@ extern const char DQ_CTL_RESUME[];
 extern const char DQ_CTL_RETRY[];
 extern const char DQ_CTL_ATTEMPTS[];
 
+/* Listing and statistics, shared by execctl (jobs, stats) and the console
+ * (console.c), sql/queries/list_*.sql, stats.sql, state_counts.sql; each
+ * answers one JSON text. */
+extern const char DQ_LIST_JOBS[];     /* every state, newest first */
+extern const char DQ_LIST_QUEUED[];   /* queued, in claim order */
+extern const char DQ_LIST_HELD[];     /* claimed or running, newest first */
+extern const char DQ_LIST_FINISHED[]; /* done, failed or cancelled, last first */
+extern const char DQ_STATS[];         /* per service (the view service_stats) */
+extern const char DQ_STATE_COUNTS[];  /* per state (the view state_counts) */
+/* the console's alone (console.c) */
+extern const char DQ_CONSOLE_DISPATCHERS[];
+extern const char DQ_CONSOLE_JOB[];
+extern const char DQ_CONSOLE_FEATURES[];
+
 #endif

@@ -582,6 +582,90 @@ static void test_retry_exit_code(void)
 	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
 }
 
+/* execctl jobs: 120 queued jobs (due in an hour: nobody claims them) in
+ * pages of 50 by keyset (50, 50, 20: each job once, "next: --after ID"
+ * only after a full page); a bad state refused; execctl stats counts
+ * them; a cancelled one is listed under its state; the list of every
+ * state in id order, cut by --since; a service without a state refused. */
+static void test_execctl_listing(void)
+{
+	static char out[32768];
+	char after[40] = "", seen[121][24];
+	int pages[3], nseen = 0;
+
+	clear_queue();
+	PQclear(pgtest_query(
+		F.c, "SELECT execdispatch.submit('lst', '{\"command\": \"true\"}', "
+		     "g %% 2 * 2, now() + interval '1 hour') FROM generate_series(1, 120) g"));
+	for (int p = 0; p < 3; p++) {
+		CU_ASSERT_EQUAL(execctl(out, sizeof out,
+					"jobs --db '%s' --state queued -s lst -n 50 %s", F.conninfo,
+					after),
+				0);
+		pages[p] = 0;
+		for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+			if (line[0] >= '0' && line[0] <= '9' && nseen < 121) {
+				snprintf(seen[nseen], sizeof seen[nseen], "%.*s",
+					 (int)strcspn(line, " "), line);
+				for (int i = 0; i < nseen; i++)
+					CU_ASSERT(strcmp(seen[i], seen[nseen]) != 0);
+				nseen++;
+				pages[p]++;
+			}
+			after[0] = '\0';
+			if (strncmp(line, "next: ", 6) == 0)
+				snprintf(after, sizeof after, "%s", line + 6);
+		}
+	}
+	CU_ASSERT(pages[0] == 50 && pages[1] == 50 && pages[2] == 20);
+	CU_ASSERT_EQUAL(nseen, 120);
+	CU_ASSERT_EQUAL(after[0], '\0'); /* no next after the short page */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "jobs --db '%s' --state bogus", F.conninfo), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "--state bogus: expected queued"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "stats --db '%s' --json", F.conninfo), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"service\":\"lst\",\"queued\":120,"));
+	CU_ASSERT_PTR_NOT_NULL(
+		strstr(out, "{\"state\":\"queued\",\"rows\":120,\"estimated\":false}"));
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "cancel --db '%s' %s", F.conninfo, seen[7]), 0);
+	CU_ASSERT_EQUAL(
+		execctl(out, sizeof out, "jobs --db '%s' --state cancelled -s lst", F.conninfo), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, seen[7]));
+	CU_ASSERT_PTR_NULL(strstr(out, "next:"));
+	/* every state: id order, newest first; --since cut at the first id
+	 * created at or after it (one minute per id here, the lowest id made
+	 * newest: left out below the cut, as docs/dispatch.md says) */
+	PQclear(pgtest_query(
+		F.c,
+		"UPDATE execdispatch.job SET created_at = '2026-01-01 00:00:00+00'::timestamptz "
+		"- make_interval(mins => ((SELECT max(id) FROM execdispatch.job) - id)::int)"));
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET created_at = '2026-01-01 00:00:00+00' "
+			     "WHERE id = (SELECT min(id) FROM execdispatch.job)"));
+	long long top = pgtest_int(F.c, "SELECT max(id) FROM execdispatch.job");
+	CU_ASSERT_EQUAL(execctl(out, sizeof out,
+				"jobs --db '%s' --json -n 50 --since '2025-12-31 23:29:30+00'",
+				F.conninfo),
+			0);
+	int rows = 0;
+	long long last = top + 1, id;
+	for (const char *p = strstr(out, "\"id\":"); p; p = strstr(p + 1, "\"id\":")) {
+		id = atoll(p + 5);
+		CU_ASSERT(id == last - 1); /* each id, descending */
+		last = id;
+		rows++;
+	}
+	CU_ASSERT_EQUAL(rows, 31); /* max - 30 .. max */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out,
+				"jobs --db '%s' --json --since '2026-01-01 00:00:01+00'",
+				F.conninfo),
+			0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "[]"));
+	/* one service's jobs are listed per state */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out, "jobs --db '%s' -s lst", F.conninfo), 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "--service needs --state"));
+	clear_queue();
+}
+
 static void test_execctl_db(void)
 {
 	char out[2048], id[32];
@@ -1680,6 +1764,7 @@ int main(void)
 		{ "execctl submit, show, wait, cancel, position", test_execctl_db },
 		{ "retries: retryExitCodes, the delay, execctl show; maxAttempts 1",
 		  test_retry_exit_code },
+		{ "execctl jobs (keyset pages) and stats", test_execctl_listing },
 		{ "retention deletes more than one batch", test_retention },
 		{ "retention: a locked finished row holds neither the janitor nor the heartbeat",
 		  test_retention_locked_row },

@@ -17,6 +17,7 @@
 
 #include <CUnit/CUnit.h>
 
+#include "dispatch/dispatch_config.h"
 #include "dispatch/migrate.h"
 #include "dispatch/queries.h"
 #include "dispatch_fixture.h"
@@ -68,6 +69,47 @@ static int check_config(const char *text, char *out, size_t len)
 	fclose(f);
 	const char *args[] = { "-t", "-c", path, NULL };
 	return df_run_tool(out, len, args);
+}
+
+/* consoleEnabled: on by default behind authToken or with metrics on a
+ * loopback address only, off otherwise; the key overrides either way. */
+static void test_console_default(void)
+{
+	static const struct {
+		const char *extra;
+		int on;
+	} cases[] = {
+		{ "metrics: 127.0.0.1:9188\n", 1 },
+		{ "metrics: localhost:9188\n", 1 },
+		{ "metrics: \"[::1]:9188\"\n", 1 },
+		{ "metrics: 0.0.0.0:9188\n", 0 },
+		{ "metrics: 10.0.0.5:9188\n", 0 },
+		{ "metrics: 0.0.0.0:9188\nauthToken: t\n", 1 },
+		{ "metrics: 0.0.0.0:9188\nconsoleEnabled: true\n", 1 },
+		{ "metrics: 127.0.0.1:9188\nconsoleEnabled: false\n", 0 },
+		{ "metrics: 0.0.0.0:9188\nauthToken: t\nconsoleEnabled: false\n", 0 },
+	};
+	char text[256];
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct dispatch_config cfg;
+		struct config_error err;
+		int n = snprintf(text, sizeof text,
+				 "database: dbname=x\nexecservers: [ws://h:1]\n%s", cases[i].extra);
+		CU_ASSERT_FATAL(dispatch_config_load_buffer("c.yml", text, (size_t)n, NULL, &cfg,
+							    &err) == 0);
+		if (cfg.console_enabled != cases[i].on)
+			fprintf(stderr, "consoleEnabled of %s: %d\n", cases[i].extra,
+				cfg.console_enabled);
+		CU_ASSERT_EQUAL(cfg.console_enabled, cases[i].on);
+		dispatch_config_free(&cfg);
+	}
+	char out[1024];
+	CU_ASSERT_EQUAL(check_config("database: dbname=x\nexecservers: [ws://h:1]\n"
+				     "consoleEnabled: maybe\n",
+				     out, sizeof out),
+			1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "check.yml:3:17: consoleEnabled"));
 }
 
 static void test_config_errors(void)
@@ -160,6 +202,15 @@ static void test_config_errors(void)
 
 /* ---- migrations ---- */
 
+/* "migrated to version V (N migrations applied)" for the current V. */
+static const char *migrated(int n)
+{
+	static char buf[96];
+	snprintf(buf, sizeof buf, "migrated to version %d (%d migration%s applied)",
+		 DISPATCH_SCHEMA_VERSION, n, n == 1 ? "" : "s");
+	return buf;
+}
+
 /* Migration 007 over version 6 while a session holds a lock on the
  * dispatcher table (a pg_dump, an open transaction that read it): its
  * ALTER waits 2 s at most and the migration fails, naming the lock
@@ -214,7 +265,13 @@ static void test_migrate_idempotent(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(buf, "autovacuum_vacuum_scale_factor=0.02"));
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM pg_indexes WHERE schemaname = "
 					"'execdispatch' AND tablename = 'job'"),
-			5);
+			6); /* 001's four, 004's, 008's one */
+	/* a change of state is never heap-only: every full index takes an
+	 * entry at each claim, start and finish; job_pkey is the only one */
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM pg_indexes WHERE schemaname = "
+					"'execdispatch' AND tablename = 'job' AND indexdef "
+					"NOT LIKE '%% WHERE %%'"),
+			1);
 	/* 004: the per-service claim's index, its filter and order exactly */
 	pgtest_text(F.c, buf, sizeof buf,
 		    "SELECT indexdef FROM pg_indexes WHERE schemaname = 'execdispatch' "
@@ -2124,6 +2181,7 @@ int main(void)
 	static const struct test_case cases[] = {
 		{ "setup: PostgreSQL, migrated", test_setup },
 		{ "configuration errors name file:line:column", test_config_errors },
+		{ "consoleEnabled: its default and the key", test_console_default },
 		{ "migrations are idempotent; table settings and indexes",
 		  test_migrate_idempotent },
 		{ "migration 007 waits 2 s at most for the dispatcher table's lock",

@@ -1,0 +1,11 @@
+-- state_counts.sql - DQ_STATE_COUNTS: `execctl stats` and the console:
+-- rows per state, the finished states estimated on a large table (the
+-- view state_counts, migration 011, says when).
+--
+-- Parameters: none.
+-- Result:     one JSON array of {state, rows, estimated}, as text.
+-- Guard:      reads only.
+-- Index:      job_claim, job_holder; job_finished on a small table.
+-- Sent:       execctl, on its one connection; the console's lane.
+-- On failure: execctl exits 115; the console answers 503.
+SELECT json_agg(c)::text FROM @schema@.state_counts c

@@ -1,0 +1,11 @@
+-- stats.sql - DQ_STATS: `execctl stats` and the console: per service the
+-- rows of the view service_stats (migration 011: what each figure is and
+-- over which window), ordered by service.
+--
+-- Parameters: none.
+-- Result:     one JSON array of the view's rows, as text.
+-- Guard:      reads only.
+-- Index:      job_claim, job_holder, job_finished (the last hour's rows).
+-- Sent:       execctl, on its one connection; the console's lane.
+-- On failure: execctl exits 115; the console answers 503.
+SELECT coalesce(json_agg(s ORDER BY s.service), '[]')::text FROM @schema@.service_stats s

@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""test_console_execdispatch.py - execdispatch's console in a real browser.
+
+Starts a private PostgreSQL (initdb in a temporary directory, as the user
+postgres when run as root), migrates it, and runs execdispatch with a
+token and its metrics address; no execserver answers, so the jobs stay
+queued.  250 jobs of the service encode (priorities 2, 0, -2) and one of
+thumb are submitted.  Without the token the API answers 401 and the page
+shows only the sign-in form; a wrong token is refused.  With it the page
+shows 251 queued jobs and the dispatcher; the list of encode's queued jobs
+is paged through (5 pages of 50, keyset: every job once, in claim order,
+then an empty page); encode's jobs of any state are refused (400, said
+in the page); a job is opened by id, its payload shown, and
+cancelled from the page (its state then cancelled, in the page and in the
+database).  A cancel without the token or from another site is refused.
+Pause and resume are pressed where pause(text) exists (else a line says
+it is skipped).  No horizontal overflow at 390 px; any JavaScript error
+fails the test (the 401 answers of the sign-in and the 400 of the refused
+list aside).
+
+Run by console_execdispatch.sh (make check) in the build directory;
+EXECDISPATCH_BIN names the daemon.  With --screenshot PATH it saves the
+page (and PATH-dark.png).  Every wait is a poll with a deadline.
+"""
+import glob
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import Select
+
+TOKEN = "dispatch-console-token-31"
+DEADLINE = 30.0
+JOBS = 250
+PAGE = 50
+T0 = time.monotonic()
+
+
+def step(msg):
+    print(f"{time.monotonic() - T0:6.1f}s {msg}", flush=True)
+
+
+def fail(msg):
+    step("FAIL: " + msg)
+    sys.exit(1)
+
+
+def wait_for(what, cond, timeout=DEADLINE):
+    step("waiting for " + what)
+    end = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < end:
+        try:
+            v = cond()
+            if v:
+                return v
+        except (StaleElementReferenceException, WebDriverException) as e:
+            last = e
+        time.sleep(0.1)
+    fail("timed out waiting for " + what + (f" (last error: {last})" if last else ""))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(url, token=None, method="GET", headers=None):
+    req = urllib.request.Request(url, method=method, headers=headers or {})
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+class Bench:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="dconsole-test-")
+        self.as_user = []
+        if os.getuid() == 0:
+            pw = pwd.getpwnam("postgres")
+            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+        pgbin = sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1]
+        self.psql_bin = os.path.join(pgbin, "psql")
+        self.pgport = free_port()
+        data = os.path.join(self.dir, "data")
+        subprocess.run(self.as_user + [os.path.join(pgbin, "initdb"), "-A", "trust", "-U",
+                                       "postgres", "-E", "UTF8", "--no-sync", "-D", data],
+                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(self.as_user + [os.path.join(pgbin, "pg_ctl"), "-w", "-t", "30", "-D", data,
+                                       "-l", os.path.join(self.dir, "postgres.log"), "-o",
+                                       f"-p {self.pgport} -k {self.dir} "
+                                       "-c listen_addresses=127.0.0.1 -c fsync=off", "start"],
+                       check=True, stdout=subprocess.DEVNULL)
+        self.pgctl = (os.path.join(pgbin, "pg_ctl"), data)
+        self.conninfo = f"host=127.0.0.1 port={self.pgport} user=postgres dbname=postgres"
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        cfg = os.path.join(self.dir, "execdispatch.yml")
+        with open(cfg, "w") as f:
+            f.write(f"""database: "{self.conninfo}"
+execservers: [ws://127.0.0.1:1]
+authToken: {TOKEN}
+metrics: 127.0.0.1:{self.port}
+""")
+        os.chmod(cfg, 0o600)
+        bin_ = os.environ.get("EXECDISPATCH_BIN") or os.path.join(os.getcwd(), "execdispatch")
+        os.environ.setdefault("EXECDISPATCH_SQL_DIR", os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "..", "sql", "migrations"))
+        subprocess.run([bin_, "--migrate", "-c", cfg], check=True, stdout=subprocess.DEVNULL)
+        self.log = open(os.path.join(self.dir, "execdispatch.log"), "w")
+        self.daemon = subprocess.Popen([bin_, "-f", "-c", cfg], stdout=self.log,
+                                       stderr=subprocess.STDOUT)
+        wait_for("execdispatch to answer", self._answers)
+
+    def _answers(self):
+        if self.daemon.poll() is not None:
+            fail("execdispatch exited: " + open(self.log.name).read()[-2000:])
+        try:
+            return http(self.base + "/console/api/overview")[0] == 401
+        except OSError:
+            return False
+
+    def sql(self, text):
+        r = subprocess.run([self.psql_bin, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                            self.conninfo, "-c", text], check=True, capture_output=True, text=True)
+        return r.stdout.strip()
+
+    def api(self, path):
+        code, body = http(self.base + path, TOKEN)
+        return json.loads(body) if code == 200 else None
+
+    def close(self):
+        self.daemon.send_signal(signal.SIGTERM)
+        try:
+            self.daemon.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.daemon.kill()
+            self.daemon.wait()
+        self.log.close()
+        subprocess.run(self.as_user + [self.pgctl[0], "-D", self.pgctl[1], "-m", "immediate",
+                                       "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def browser():
+    o = webdriver.ChromeOptions()
+    o.binary_location = shutil.which("chromium")
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+              "--window-size=1280,1000", "--no-first-run", "--disable-extensions"):
+        o.add_argument(a)
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=o)
+
+
+def js_errors(drv, seen):
+    bad = []
+    for e in drv.get_log("browser"):
+        seen.append(e)
+        if e["level"] != "SEVERE":
+            continue
+        if e["source"] == "network" and "/console/api/" in e["message"] and \
+                "(Unauthorized)" in e["message"]:
+            continue
+        if e["source"] == "network" and "/console/api/jobs?service=encode&limit=" in \
+                e["message"] and "(Bad Request)" in e["message"]:
+            continue  # the refused list of encode's jobs of any state
+        bad.append(e)
+    return bad
+
+
+def cell_text(drv, css):
+    return drv.execute_script("""
+        return Array.from(document.querySelectorAll(arguments[0] + ' tbody tr'),
+            (tr) => Array.from(tr.cells, (c) => c.textContent).join('|'));""", css)
+
+
+def press_twice(drv, key, label):
+    """An action button: pressed, then its confirmation."""
+    def press(want):
+        def go():
+            b = drv.find_elements(By.CSS_SELECTOR, f'[data-key="{key}"]')
+            if not b or not b[0].text.startswith(want):
+                return False
+            b[0].click()
+            return True
+        return go
+    wait_for(f"the {label} button", press(label))
+    wait_for(f"the Confirm {label.lower()} button", press("Confirm " + label.lower()))
+
+
+def main():
+    shot = sys.argv[2] if len(sys.argv) == 3 and sys.argv[1] == "--screenshot" else None
+    bench = Bench()
+    drv = None
+    log = []
+    try:
+        bench.sql(f"SELECT execdispatch.submit('encode', jsonb_build_object('command', 'ffmpeg', "
+                  f"'args', jsonb_build_array('-i', 'clip' || g || '.mov')), (g % 3 - 1) * 2) "
+                  f"FROM generate_series(1, {JOBS}) g")
+        bench.sql("SELECT execdispatch.submit('thumb', '{\"command\": \"convert\"}')")
+        for path in ("/console/api/overview", "/console/api/jobs", "/console/api/job?id=1"):
+            if http(bench.base + path)[0] != 401:
+                fail(path + " without the token was not refused")
+        with urllib.request.urlopen(bench.base + "/console", timeout=5) as r:
+            if "script-src 'self'" not in r.headers.get("Content-Security-Policy", ""):
+                fail("/console: no CSP")
+
+        drv = browser()
+        drv.get(bench.base + "/console")
+        wait_for("the sign-in form", lambda: drv.find_element(By.ID, "signin").is_displayed())
+        if drv.find_element(By.ID, "console").is_displayed():
+            fail("data shown without the token")
+        drv.find_element(By.ID, "token").send_keys("wrong-token\n")
+        wait_for("the refusal", lambda: "refused" in drv.find_element(By.ID, "signin-error").text)
+        drv.find_element(By.ID, "token").send_keys(TOKEN + "\n")
+        wait_for("251 queued", lambda: f"queued|{JOBS + 1}|" in cell_text(drv, "#states"))
+        wait_for("the dispatcher", lambda: cell_text(drv, "#dispatchers"))
+        wait_for("the service encode", lambda: any(r.startswith("encode|250|")
+                                                   for r in cell_text(drv, "#services")))
+
+        # encode's queued jobs, page by page
+        Select(drv.find_element(By.ID, "f-state")).select_by_visible_text("queued")
+        drv.find_element(By.ID, "f-service").send_keys("encode")
+        drv.find_element(By.CSS_SELECTOR, "#filter button[type=submit]").click()
+        seen = []
+        for page in range(1, JOBS // PAGE + 1):
+            wait_for(f"page {page}", lambda p=page: drv.find_element(By.ID, "pageinfo").text
+                     == f"page {p}, {PAGE} jobs")
+            rows = cell_text(drv, "#jobs")
+            if len(rows) != PAGE:
+                fail(f"page {page}: {len(rows)} rows")
+            seen += [(-int(r.split("|")[3]), int(r.split("|")[0])) for r in rows]
+            drv.find_element(By.ID, "next").click()
+        wait_for("the empty page", lambda: "no jobs" in drv.find_element(By.ID, "jobs").text)
+        if len(set(seen)) != JOBS or seen != sorted(seen):
+            fail(f"the pages did not hold every job once in claim order: {seen[:5]}...")
+        step(f"{JOBS} jobs seen once each over {JOBS // PAGE} pages, in claim order")
+
+        # one service's jobs are listed per state: any state with a service
+        # is refused (the list of every state walks job_pkey)
+        got, body = http(f"{bench.base}/console/api/jobs?service=encode&limit=50", TOKEN)
+        if got != 400 or b"with a state" not in body:
+            fail(f"a service without a state: {got} {body[:80]!r}, not 400")
+        Select(drv.find_element(By.ID, "f-state")).select_by_visible_text("any")
+        drv.find_element(By.CSS_SELECTOR, "#filter button[type=submit]").click()
+        wait_for("the refusal in the page", lambda: "with a state" in
+                 drv.find_element(By.ID, "pageinfo").text)
+        Select(drv.find_element(By.ID, "f-state")).select_by_visible_text("queued")
+        step("a service without a state refused (400, said in the page)")
+
+        # a job by id: shown, cancelled from the page
+        jid = str(seen[7][1])
+        drv.find_element(By.ID, "f-id").send_keys(jid)
+        drv.find_element(By.ID, "f-open").click()
+        wait_for("the job's page", lambda: drv.find_element(By.ID, "job-state").text
+                 == f"Job {jid}: queued")
+        if "clip" not in drv.find_element(By.ID, "job").text:
+            fail("the payload is not shown")
+        url = f"{bench.base}/console/api/cancel?id={jid}"
+        for token, headers, want in ((None, {}, 401),
+                                     (TOKEN, {"Origin": "http://evil.example"}, 403),
+                                     (TOKEN, {"Sec-Fetch-Site": "cross-site"}, 403)):
+            got = http(url, token, "POST", headers)[0]
+            if got != want:
+                fail(f"POST {url} {headers}: {got}, not {want}")
+        if bench.sql(f"SELECT state FROM execdispatch.job WHERE id = {jid}") != "queued":
+            fail("a refused cancel changed the job")
+        press_twice(drv, "cancel-" + jid, "Cancel")
+        wait_for("the job cancelled in the page", lambda: drv.find_element(
+            By.ID, "job-state").text == f"Job {jid}: cancelled")
+        if bench.sql(f"SELECT state FROM execdispatch.job WHERE id = {jid}") != "cancelled":
+            fail("the job is not cancelled in the database")
+
+        # pause and resume where the SQL functions exist
+        features = bench.api("/console/api/overview")["features"]
+        if features.get("pause") and features.get("resume"):
+            press_twice(drv, "pause-thumb", "Pause")
+            wait_for("the pause's answer", lambda: drv.find_element(
+                By.CSS_SELECTOR, '[data-key="pause-thumb"]').text.startswith("Pause: "))
+            press_twice(drv, "resume-thumb", "Resume")
+        else:
+            step("pause(text) does not exist in this schema: pause and resume skipped")
+
+        drv.set_window_size(390, 844)
+        wait_for("the narrow layout", lambda: drv.execute_script(
+            "return document.documentElement.scrollWidth <= window.innerWidth + 1"))
+        drv.set_window_size(1280, 1000)
+        if shot:  # the first page again, and the counts after the cancel
+            drv.find_element(By.ID, "first").click()
+            wait_for("page 1 again", lambda: drv.find_element(By.ID, "pageinfo").text
+                     == f"page 1, {PAGE} jobs")
+            wait_for("the cancel counted", lambda: "cancelled|1|" in cell_text(drv, "#states"))
+            drv.set_window_size(1280, 1500)
+            drv.save_screenshot(shot)
+            print("screenshot: " + shot)
+            drv.execute_cdp_cmd("Emulation.setEmulatedMedia", {
+                "features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+            drv.save_screenshot(shot.replace(".png", "-dark.png"))
+        bad = js_errors(drv, log)
+        if bad:
+            fail("errors in the browser's console: " + json.dumps(bad))
+        print(f"ok: sign-in, counts, {JOBS // PAGE} pages, a job opened and cancelled in the "
+              f"browser ({len(log)} console entries, none an error)")
+    finally:
+        if drv:
+            drv.quit()
+        bench.close()
+
+
+if __name__ == "__main__":
+    main()

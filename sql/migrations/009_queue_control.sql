@@ -289,7 +289,9 @@ END $$;
 -- cancelled) jobs of the service that finished at or after since, the
 -- oldest first, at most max (default 1000); how many were requeued.
 -- Reads the finished rows through job_finished from since on: call it
--- again while it answers max.
+-- again while it answers max.  A row whose payload is over the cap
+-- (006, "Payload size") is left failed: retry() of it would be refused
+-- (23514), and one such row would refuse every call that reaches it.
 CREATE OR REPLACE FUNCTION @schema@.retry_failed(p_service text, p_since timestamptz,
                                                  p_max integer DEFAULT 1000)
 RETURNS integer LANGUAGE plpgsql AS $$
@@ -303,6 +305,7 @@ BEGIN
     END IF;
     FOR r IN SELECT id FROM @schema@.job
              WHERE state = 'failed' AND service = p_service AND finished_at >= p_since
+               AND octet_length(job::text) <= 1044480
              ORDER BY finished_at, id LIMIT p_max LOOP
         IF @schema@.retry(r.id) = 'requeued' THEN
             n := n + 1;
@@ -351,20 +354,24 @@ BEGIN
     RETURN ids;
 END $$;
 
--- cancel_many(ids): cancel() of each, as rows (id, answer) in id order.
--- It never waits for a row while it holds another, so no finish batch of
--- the dispatchers (whatever order its plan locks its rows in) and no
--- other cancel_many can deadlock with it: in a subtransaction it locks
--- the rows in id order without waiting (NOWAIT); when one is locked by
--- another transaction, the subtransaction is rolled back (every row lock
--- it took is given back), it waits for that one row alone (taking and
--- giving back its lock in a subtransaction of its own), and tries again.
+-- cancel_many(ids): cancel() of each id that is not locked by another
+-- transaction, as rows (id, answer) in id order.  It never waits for a
+-- row lock, so no finish batch of the dispatchers (whatever order its
+-- plan locks its rows in) and no other cancel_many can deadlock with it,
+-- and its work is one pass over the ids: one statement locks the free
+-- rows (FOR UPDATE SKIP LOCKED), cancel() answers for each of them; an
+-- id skipped is answered
+--   busy                   its row is unfinished and locked by another
+--                          transaction (a dispatcher writing its start,
+--                          progress or outcome): call again for those
+--   not_found_or_finished  no such row, or it is finished
+-- A running row is written often by its dispatcher; busy asks the caller
+-- to try again (a second later, say) rather than hold the call.
 CREATE OR REPLACE FUNCTION @schema@.cancel_many(p_ids bigint[])
 RETURNS TABLE (id bigint, answer text) LANGUAGE plpgsql AS $$
 DECLARE
     ids bigint[];
-    i bigint;
-    blocker bigint;
+    free bigint[];
 BEGIN
     IF p_ids IS NULL OR cardinality(p_ids) > 10000 THEN
         RAISE EXCEPTION 'cancel_many: ids must be an array of at most 10000 (got %)',
@@ -373,24 +380,16 @@ BEGIN
     END IF;
     SELECT coalesce(array_agg(DISTINCT x ORDER BY x), '{}') INTO ids
     FROM unnest(p_ids) AS x WHERE x IS NOT NULL;
-    LOOP
-        BEGIN
-            FOREACH i IN ARRAY ids LOOP
-                blocker := i;
-                PERFORM 1 FROM @schema@.job j WHERE j.id = i FOR UPDATE NOWAIT;
-            END LOOP;
-            RETURN QUERY SELECT u.i, @schema@.cancel(u.i) FROM unnest(ids) AS u(i) ORDER BY u.i;
-            RETURN;
-        EXCEPTION WHEN lock_not_available THEN
-            NULL;
-        END;
-        BEGIN
-            PERFORM 1 FROM @schema@.job j WHERE j.id = blocker FOR UPDATE;
-            RAISE EXCEPTION 'free' USING ERRCODE = 'ED001';
-        EXCEPTION WHEN SQLSTATE 'ED001' THEN
-            NULL;
-        END;
-    END LOOP;
+    SELECT coalesce(array_agg(l.id), '{}') INTO free FROM (
+        SELECT j.id FROM @schema@.job j WHERE j.id = ANY(ids)
+        ORDER BY j.id FOR UPDATE SKIP LOCKED) l;
+    RETURN QUERY
+        SELECT u.i,
+               CASE WHEN u.i = ANY(free) THEN @schema@.cancel(u.i)
+                    WHEN EXISTS (SELECT 1 FROM @schema@.job j WHERE j.id = u.i
+                                 AND j.state IN ('queued', 'claimed', 'running')) THEN 'busy'
+                    ELSE 'not_found_or_finished' END
+        FROM unnest(ids) AS u(i) ORDER BY u.i;
 END $$;
 
 -- position(id): 007's, and "waiting": "paused" first for a queued row of

@@ -1,7 +1,9 @@
 /*
  * migrate.c - see migrate.h.  The files are read and checked (names,
  * versions 1..N without gaps, N equal to DISPATCH_SCHEMA_VERSION) before
- * the transaction starts, so a broken installation changes nothing.
+ * the first transaction starts, so a broken installation changes nothing.
+ * Each migration then runs in a transaction of its own, which reads the
+ * version again under the advisory lock.
  */
 #include "autoconfig.h"
 #include "dispatch/migrate.h"
@@ -84,15 +86,33 @@ static int run(struct db *db, const char *sql, const char *what, char *msg, size
 	return 0;
 }
 
+/* The version recorded in schema, in the open transaction; -1 with msg. */
+static int read_current(struct db *db, const char *schema, char *msg, size_t len)
+{
+	char sql[300];
+	int away, v;
+	PGresult *res;
+
+	snprintf(sql, sizeof sql, "SELECT coalesce(max(version), 0) FROM \"%s\".schema_version",
+		 schema);
+	res = db_exec(db, sql, 0, NULL, &away);
+	if (!res) {
+		snprintf(msg, len, "reading the schema version: %s", db->last_error);
+		return -1;
+	}
+	v = atoi(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return v;
+}
+
 int migrate_apply(struct db *db, const char *schema, const char *dir, char *msg, size_t len)
 {
 	char *files[DISPATCH_SCHEMA_VERSION + 1] = { NULL };
 	char names[DISPATCH_SCHEMA_VERSION + 1][256];
-	char sql[1024], what[300];
-	int current = -1, applied = 0, rc = -1, away;
-	PGresult *res;
+	char sql[1024], lock[300], what[300];
+	int current = -1, applied = 0, rc = -1, v;
 
-	for (int v = 1; v <= DISPATCH_SCHEMA_VERSION; v++) {
+	for (v = 1; v <= DISPATCH_SCHEMA_VERSION; v++) {
 		char *raw = read_version(dir, v, names[v], sizeof names[v], msg, len);
 		if (!raw)
 			goto out;
@@ -107,51 +127,66 @@ int migrate_apply(struct db *db, const char *schema, const char *dir, char *msg,
 		snprintf(msg, len, "cannot connect to the database: %s", db->last_error);
 		goto out;
 	}
+	snprintf(lock, sizeof lock,
+		 "BEGIN; SELECT pg_advisory_xact_lock(hashtext('execdispatch migrate %s'))",
+		 schema);
 	snprintf(sql, sizeof sql,
-		 "BEGIN; SELECT pg_advisory_xact_lock(hashtext('execdispatch migrate %s')); "
-		 "CREATE SCHEMA IF NOT EXISTS \"%s\"; "
+		 "%s; CREATE SCHEMA IF NOT EXISTS \"%s\"; "
 		 "CREATE TABLE IF NOT EXISTS \"%s\".schema_version (version integer PRIMARY KEY, "
-		 "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
-		 schema, schema, schema);
+		 "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now()); COMMIT",
+		 lock, schema, schema);
 	if (run(db, sql, "preparing the schema", msg, len) < 0)
 		goto rollback;
-	snprintf(sql, sizeof sql, "SELECT coalesce(max(version), 0) FROM \"%s\".schema_version",
-		 schema);
-	res = db_exec(db, sql, 0, NULL, &away);
-	if (!res) {
-		snprintf(msg, len, "reading the schema version: %s", db->last_error);
-		goto rollback;
-	}
-	current = atoi(PQgetvalue(res, 0, 0));
-	PQclear(res);
-	if (current > DISPATCH_SCHEMA_VERSION) {
-		snprintf(msg, len,
-			 "schema \"%s\" is at version %d, newer than this execdispatch "
-			 "(which knows up to %d): install a newer execdispatch",
-			 schema, current, DISPATCH_SCHEMA_VERSION);
-		goto rollback;
-	}
-	for (int v = current + 1; v <= DISPATCH_SCHEMA_VERSION; v++) {
+	/* one transaction per migration, the version read again under the
+	 * lock in each: a failure keeps the ones committed before it */
+	for (;;) {
+		if (run(db, lock, "locking the schema", msg, len) < 0)
+			goto rollback;
+		if ((v = read_current(db, schema, msg, len)) < 0)
+			goto rollback;
+		if (current < 0 && v > DISPATCH_SCHEMA_VERSION) {
+			snprintf(msg, len,
+				 "schema \"%s\" is at version %d, newer than this execdispatch "
+				 "(which knows up to %d): install a newer execdispatch",
+				 schema, v, DISPATCH_SCHEMA_VERSION);
+			goto rollback;
+		}
+		current = v;
+		if (v >= DISPATCH_SCHEMA_VERSION)
+			break;
+		v++;
 		snprintf(what, sizeof what, "migration %s", names[v]);
 		if (run(db, files[v], what, msg, len) < 0)
-			goto rollback;
+			goto failed;
 		snprintf(sql, sizeof sql,
 			 "INSERT INTO \"%s\".schema_version (version, name) "
 			 "VALUES (%d, '%.200s')",
 			 schema, v, names[v]);
-		if (run(db, sql, what, msg, len) < 0)
-			goto rollback;
+		if (run(db, sql, what, msg, len) < 0 || run(db, "COMMIT", what, msg, len) < 0)
+			goto failed;
 		applied++;
 	}
 	if (run(db, "COMMIT", "commit", msg, len) < 0)
 		goto out;
 	rc = applied;
 	goto out;
+failed:
+	if (db->conn)
+		PQclear(PQexec(db->conn, "ROLLBACK"));
+	{
+		size_t n = strlen(msg);
+		snprintf(msg + n, len - n,
+			 "; schema \"%s\" stays at version %d (%d migration%s applied before "
+			 "it, each committed on its own): run --migrate again once the cause "
+			 "is gone",
+			 schema, current, applied, applied == 1 ? "" : "s");
+	}
+	goto out;
 rollback:
 	if (db->conn)
 		PQclear(PQexec(db->conn, "ROLLBACK"));
 out:
-	for (int v = 1; v <= DISPATCH_SCHEMA_VERSION; v++)
+	for (v = 1; v <= DISPATCH_SCHEMA_VERSION; v++)
 		free(files[v]);
 	return rc;
 }

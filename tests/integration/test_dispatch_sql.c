@@ -1781,6 +1781,34 @@ static void test_migrate_009_grants(void)
 	PQclear(pgtest_query(F.c, "DROP SCHEMA gr CASCADE; DROP ROLE sql30_app"));
 }
 
+/* Each migration is committed on its own: over version 7 while a
+ * session reads job, 008 (no lock on job) commits, and 009's trigger,
+ * which waits for a lock that session's ACCESS SHARE blocks, fails on its
+ * lock timeout: the schema stays at version 8, said in the message (one
+ * transaction for all would have rolled 008 back).  Once the session is
+ * gone, --migrate applies 009 and 010. */
+static void test_migrate_each_committed(void)
+{
+	char out[2048], want[96];
+	const char *args[] = { "--migrate", "-c", F.cfg[0], NULL };
+	PGconn *reader = pgtest_connect(F.conninfo);
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.schema_version WHERE version >= 8"));
+	PQclear(pgtest_query(reader, "SET idle_in_transaction_session_timeout = '10s'; BEGIN; "
+				     "SELECT count(*) FROM execdispatch.job"));
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, args), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "009_"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "lock timeout"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "stays at version 8"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT max(version) FROM execdispatch.schema_version"), 8);
+	PQfinish(reader);
+	CU_ASSERT_EQUAL(df_run_tool(out, sizeof out, args), 0);
+	snprintf(want, sizeof want, "%s", migrated_from(9));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT max(version) FROM execdispatch.schema_version"),
+			DISPATCH_SCHEMA_VERSION);
+}
+
 /* ---- migration 009: pause, retry, attempts, unique jobs, bulk ---- */
 
 /* DQ_CLAIM_EXEC for instance "me" of services (an array literal) with
@@ -2004,8 +2032,72 @@ static void test_retry_attempts(void)
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = "
 					"'queued'"),
 			3);
+	/* a failed row over the payload cap (006) is left failed, the others
+	 * requeued: retry() of it would be refused (23514) and abort the call */
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	PQclear(pgtest_query(F.c,
+			     "INSERT INTO execdispatch.job (service, job, state, "
+			     "finished_at) SELECT 'work', jsonb_build_object('command', "
+			     "'true', 'pad', repeat('x', 1044480 * (1 - g))), 'failed', "
+			     "now() - make_interval(mins => 2 - g) FROM generate_series(0, 1) g"));
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT execdispatch.retry_failed('work', now() - "
+					"interval '1 hour')"),
+			1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job WHERE state = "
+					"'failed' AND octet_length(job::text) > 1044480"),
+			1);
 	expect_error("SELECT execdispatch.retry_failed('work', now(), 0)",
 		     "max must be between 1 and 100000");
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
+/* retry() of a job cancelled under a claim its dispatcher does not hold
+ * does not answer stopping for the whole life: the sweep of lost claims
+ * marks the attempt of a lost claim cancelled before it finished, and
+ * the start-up look of this life marks an earlier life's held row
+ * cancelled after the registration.  A cancelled row still held (its run
+ * stopping) is left for attempt_ended.sql. */
+static void test_retry_lost_cancel(void)
+{
+	char buf[64], c[CLAIM_TEXT], ids[24], claims[24];
+	const char *token2 = "2026-01-02 03:04:06.5+00";
+	long long id;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	/* a claim whose reply was lost, then cancelled */
+	CU_ASSERT_EQUAL_FATAL(claim_one(id, c, sizeof c), 1);
+	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		"stopping");
+	CU_ASSERT_EQUAL(sweep_lost(F.c, "me", "{}", "{}", TOKEN), 0);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		"requeued");
+	/* held by the life before; registered again, then cancelled */
+	CU_ASSERT_EQUAL_FATAL(claim_one(id, c, sizeof c), 2);
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.dispatcher SET started_at = '%s' WHERE "
+			     "instance = 'me'",
+			     token2));
+	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		"stopping");
+	CU_ASSERT_EQUAL(rescue_own(F.c, "me", token2), 0);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		"requeued");
+	/* still held (its run stopping): the sweep leaves it unfinished */
+	CU_ASSERT_EQUAL_FATAL(claim_one(id, c, sizeof c), 3);
+	pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id);
+	snprintf(ids, sizeof ids, "{%lld}", id);
+	snprintf(claims, sizeof claims, "{%s}", c);
+	CU_ASSERT_EQUAL(sweep_lost(F.c, "me", ids, claims, TOKEN), 0);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		"stopping");
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 }
 
@@ -2087,7 +2179,8 @@ static void test_unique_jobs(void)
 }
 
 /* submit_many: ids in the order of the array, a bad element refuses the
- * whole call; cancel_many: one answer per id, in id order. */
+ * whole call; cancel_many: one answer per id, in id order, busy for a row
+ * locked by another transaction. */
 static void test_bulk(void)
 {
 	char buf[256];
@@ -2129,38 +2222,42 @@ static void test_bulk(void)
 		    first + 2, first, first + 1, first);
 	CU_ASSERT_STRING_EQUAL(got, buf);
 
-	/* the race with a finish batch that locks the higher id first: the
-	 * batch holds row y; cancel_many(x, y) waits for y holding nothing, so
-	 * the batch then takes x at once (holding x while waiting for y, it
-	 * would have deadlocked), writes both, and cancel_many answers from
-	 * what it committed */
+	/* a row locked by another transaction (a finish batch, a progress
+	 * write) is answered busy at once and the free ones are cancelled:
+	 * cancel_many waits for no row lock, so it cannot deadlock with a
+	 * batch that locks in another order, nor spin while rows are written
+	 * (the bulk session's lock_timeout turns a wait into an error) */
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 	long long x = df_submit(&F, "{\"command\":\"true\"}", 0),
-		  y = df_submit(&F, "{\"command\":\"true\"}", 0);
+		  y = df_submit(&F, "{\"command\":\"true\"}", 0),
+		  z = df_submit(&F, "{\"command\":\"true\"}", 0);
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET state = 'done', finished_at = "
+			     "now() WHERE id = %lld",
+			     z));
 	PGconn *fin = pgtest_connect(F.conninfo), *bulk = pgtest_connect(F.conninfo);
 	PQclear(pgtest_query(fin,
-			     "BEGIN; SET LOCAL lock_timeout = '2s'; SELECT 1 FROM "
-			     "execdispatch.job WHERE id = %lld FOR UPDATE",
-			     y));
-	snprintf(buf, sizeof buf,
-		 "SELECT string_agg(id || ':' || answer, ' ') FROM "
-		 "execdispatch.cancel_many(ARRAY[%lld, %lld])",
-		 y, x);
-	send_blocked(bulk, buf, 0, NULL);
-	pgtest_text(fin, got, sizeof got,
-		    "SELECT count(*) FROM (SELECT 1 FROM execdispatch.job WHERE id = %lld FOR "
-		    "UPDATE) l",
-		    x);
-	CU_ASSERT_STRING_EQUAL(got, "1");
-	PQclear(pgtest_query(fin,
-			     "UPDATE execdispatch.job SET state = 'done', finished_at = now() "
-			     "WHERE id IN (%lld, %lld); COMMIT",
-			     x, y));
-	PGresult *r = collect(bulk);
-	snprintf(buf, sizeof buf, "%lld:not_found_or_finished %lld:not_found_or_finished", x, y);
-	CU_ASSERT_STRING_EQUAL(PQresultStatus(r) == PGRES_TUPLES_OK ? PQgetvalue(r, 0, 0) : "",
-			       buf);
-	PQclear(r);
+			     "BEGIN; SELECT 1 FROM execdispatch.job WHERE id IN (%lld, %lld) "
+			     "FOR UPDATE",
+			     y, z));
+	PQclear(pgtest_query(bulk, "SET lock_timeout = '1s'"));
+	long long t0 = harness_now_ms();
+	pgtest_text(bulk, got, sizeof got,
+		    "SELECT string_agg(id || ':' || answer, ' ') FROM "
+		    "execdispatch.cancel_many(ARRAY[%lld, %lld, %lld])",
+		    z, y, x);
+	snprintf(buf, sizeof buf, "%lld:cancelled %lld:busy %lld:not_found_or_finished", x, y, z);
+	CU_ASSERT_STRING_EQUAL(got, buf);
+	CU_ASSERT(harness_now_ms() - t0 < 1000);
+	/* the batch then writes its row; called again, the busy one is cancelled
+	 * and the finished one stays finished */
+	PQclear(pgtest_query(fin, "COMMIT"));
+	pgtest_text(bulk, got, sizeof got,
+		    "SELECT string_agg(id || ':' || answer, ' ') FROM "
+		    "execdispatch.cancel_many(ARRAY[%lld, %lld])",
+		    y, z);
+	snprintf(buf, sizeof buf, "%lld:cancelled %lld:not_found_or_finished", y, z);
+	CU_ASSERT_STRING_EQUAL(got, buf);
 	PQfinish(fin);
 	PQfinish(bulk);
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
@@ -2228,10 +2325,14 @@ int main(void)
 		{ "locks: the beat passes a LOCK TABLE job; the rescue after it spares who beat",
 		  test_beat_passes_table_lock },
 		{ "migration 009 keeps submit()'s grants, idempotent", test_migrate_009_grants },
+		{ "a failed migration keeps the ones committed before it",
+		  test_migrate_each_committed },
 		{ "pause and resume: every claim leaves a paused service, position says so",
 		  test_pause_resume },
 		{ "retry: its answers, stopping until the cancelled run ended; attempts",
 		  test_retry_attempts },
+		{ "retry: the sweep and the start-up look end the attempts nobody runs",
+		  test_retry_lost_cancel },
 		{ "unique jobs: one per key, unique_for, the checks, two submits at once",
 		  test_unique_jobs },
 		{ "bulk: submit_many in order, cancel_many's answers; a finish batch cannot "

@@ -22,8 +22,8 @@
 --    janitor's DELETE removes them).  A job's latest attempt that ended
 --    it done or failed stays in the row alone: a finish to done or
 --    failed calls no trigger function and writes no attempt row;
---  * view job_attempts: every attempt of a job, job_attempt's rows and
---    the row's own latest one;
+--  * function attempts(id): every attempt of a job, job_attempt's rows
+--    and the row's own latest one;
 --  * job_key: the unique_key of a job submitted with one; removed with
 --    its job likewise;
 --  * functions pause, resume, retry, retry_failed, submit_many,
@@ -104,24 +104,33 @@ CREATE TRIGGER job_attempt_record AFTER UPDATE OF state ON @schema@.job
     EXECUTE FUNCTION @schema@.job_attempt_record();
 SET LOCAL lock_timeout = DEFAULT;
 
--- job_attempts: every attempt of a job that ended, in job_attempt's
--- columns: the rows of job_attempt, and the row's own latest attempt
--- while the row is done or failed after a claim (claims > 0) and that
--- claim is not in job_attempt already.  life is NULL and ended and
--- finished are finished_at for the row's attempt.  Read it with WHERE
--- job = $1: the condition reaches both branches (job_attempt_pkey,
--- job_pkey).
-CREATE OR REPLACE VIEW @schema@.job_attempts AS
-    SELECT a.job, a.claim, a.attempt, a.runner, a.life, a.state, a.started, a.ended,
-           a.finished, a.error, a.receipt
-    FROM @schema@.job_attempt a
-    UNION ALL
-    SELECT j.id, j.claims, j.attempts, j.runner_instance, NULL::timestamptz, j.state,
-           j.started_at, j.finished_at, j.finished_at, j.error, j.receipt
-    FROM @schema@.job j
-    WHERE j.state IN ('done', 'failed') AND j.claims > 0
-      AND NOT EXISTS (SELECT 1 FROM @schema@.job_attempt x
-                      WHERE x.job = j.id AND x.claim = j.claims);
+-- attempts(id): every attempt of the job that ended, oldest first, in
+-- job_attempt's columns: the rows of job_attempt, and the row's own
+-- latest attempt while the row is done or failed after a claim (claims
+-- > 0) and that claim is not in job_attempt already (life NULL, ended
+-- and finished its finished_at).  A function rather than a view, so
+-- that it holds no dependency on job's columns (a later migration may
+-- alter them) and is always asked about one job (job_attempt_pkey,
+-- job_pkey).  No such id: no rows.
+CREATE OR REPLACE FUNCTION @schema@.attempts(p_id bigint)
+RETURNS TABLE (job bigint, claim integer, attempt integer, runner text, life timestamptz,
+               state text, started timestamptz, ended timestamptz, finished timestamptz,
+               error text, receipt jsonb)
+LANGUAGE sql STABLE AS $$
+    SELECT * FROM (
+        SELECT a.job, a.claim, a.attempt, a.runner, a.life, a.state, a.started, a.ended,
+               a.finished, a.error, a.receipt
+        FROM @schema@.job_attempt a
+        WHERE a.job = p_id
+        UNION ALL
+        SELECT j.id, j.claims, j.attempts, j.runner_instance, NULL::timestamptz, j.state,
+               j.started_at, j.finished_at, j.finished_at, j.error, j.receipt
+        FROM @schema@.job j
+        WHERE j.id = p_id AND j.state IN ('done', 'failed') AND j.claims > 0
+          AND NOT EXISTS (SELECT 1 FROM @schema@.job_attempt x
+                          WHERE x.job = j.id AND x.claim = j.claims)) t
+    ORDER BY t.claim
+$$;
 
 -- pause(service): 'paused', or 'already_paused'.
 CREATE OR REPLACE FUNCTION @schema@.pause(p_service text) RETURNS text LANGUAGE plpgsql AS $$

@@ -1,5 +1,5 @@
 -- ctl_attempts.sql - DQ_CTL_ATTEMPTS: `execctl show`: the job's attempts
--- that ended (the view job_attempts, migration 009: job_attempt's rows
+-- that ended (attempts(id), migration 009: job_attempt's rows
 -- and the row's own final one), oldest first.
 --
 -- Parameters: $1 id.
@@ -11,6 +11,5 @@
 -- On failure: execctl exits 115.
 SELECT attempt, state, coalesce(runner, ''), coalesce(started::text, ''),
     coalesce(finished::text, ''), coalesce(error, ''), coalesce(receipt::text, '')
-FROM @schema@.job_attempts
-WHERE job = $1::bigint
+FROM @schema@.attempts($1::bigint)
 ORDER BY claim

@@ -1826,7 +1826,7 @@ static void test_pause_resume(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 }
 
-/* The attempts of a job as the view job_attempts gives them, oldest
+/* The attempts of a job as attempts(id) gives them, oldest
  * first: "attempt/state/error/stderr/finished?" each. */
 static const char *attempts_of(long long id, char *buf, size_t len)
 {
@@ -1834,12 +1834,12 @@ static const char *attempts_of(long long id, char *buf, size_t len)
 			   "SELECT coalesce(string_agg(attempt || '/' || state || '/' || "
 			   "coalesce(error, '-') || '/' || coalesce(receipt->>'stderr', "
 			   "'-') || '/' || (finished IS NOT NULL), ' ' ORDER BY claim), '') "
-			   "FROM execdispatch.job_attempts WHERE job = %lld",
+			   "FROM execdispatch.attempts(%lld)",
 			   id);
 }
 
 /* A job that runs once and ends done writes no job_attempt row (the
- * trigger's WHEN leaves it to the row), yet the view shows its attempt;
+ * trigger's WHEN leaves it to the row), yet attempts(id) shows it;
  * one that failed twice (retryable) then succeeded shows three, each
  * with its receipt; a final failure stays in the row alone; a claim
  * given back (attempts down) is no attempt. */
@@ -1863,7 +1863,7 @@ static void test_attempts_view(void)
 	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
 					   "SELECT runner || '/' || (started IS NULL) || '/' || "
 					   "(ended = finished) || '/' || (life IS NULL) FROM "
-					   "execdispatch.job_attempts WHERE job = %lld",
+					   "execdispatch.attempts(%lld)",
 					   id),
 			       "me/true/true/true");
 	/* a retry of done is refused and moves nothing */
@@ -2251,7 +2251,7 @@ int main(void)
 		  test_pause_resume },
 		{ "retry: its answers, stopping until the cancelled run ended; attempts",
 		  test_retry_attempts },
-		{ "attempts: done and failed stay in the row, the view shows them all",
+		{ "attempts: done and failed stay in the row, attempts(id) shows them all",
 		  test_attempts_view },
 		{ "unique jobs: one per key, unique_for, the checks, two submits at once",
 		  test_unique_jobs },

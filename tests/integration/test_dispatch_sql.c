@@ -1874,8 +1874,10 @@ static void test_attempts_view(void)
 
 	/* failed twice (retryable), a claim given back, then done */
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
-	static const char *const err[2] = { "{\"{\\\"exit_code\\\": 3, \\\"stderr\\\": \\\"one\\\"}\"}",
-					    "{\"{\\\"exit_code\\\": 4, \\\"stderr\\\": \\\"two\\\"}\"}" };
+	static const char *const err[2] = {
+		"{\"{\\\"exit_code\\\": 3, \\\"stderr\\\": \\\"one\\\"}\"}",
+		"{\"{\\\"exit_code\\\": 4, \\\"stderr\\\": \\\"two\\\"}\"}"
+	};
 	for (int i = 0; i < 2; i++) {
 		CU_ASSERT_EQUAL(claim_one(id, claim, sizeof claim), i + 1);
 		finish_params(&f, id, "me", claim);
@@ -1990,10 +1992,9 @@ static void test_retry_attempts(void)
 		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
 		"requeued");
 	/* the attempts: both receipts, the cancel, in order */
-	CU_ASSERT_STRING_EQUAL(
-		attempts_of(id, buf, sizeof buf),
-		"1/queued/exec_lost/first/true 2/failed/exit_status/second/true "
-		"1/cancelled/cancelled/-/true");
+	CU_ASSERT_STRING_EQUAL(attempts_of(id, buf, sizeof buf),
+			       "1/queued/exec_lost/first/true 2/failed/exit_status/second/true "
+			       "1/cancelled/cancelled/-/true");
 	/* a cancel whose dispatcher's life ended: not stopping */
 	CU_ASSERT_EQUAL(claim_one(id, claim, sizeof claim), 4);
 	CU_ASSERT_STRING_EQUAL(

@@ -15,9 +15,15 @@
 --
 --  * paused_service: one row per paused service; the claims drop those
 --    services from their list before the per-service index scan;
---  * job_attempt: one row per attempt that ended (or was cancelled),
---    written by the trigger job_attempt_record; removed with its job (ON
---    DELETE CASCADE: the janitor's DELETE removes them);
+--  * job_attempt: one row per attempt that did not end its job (the row
+--    went back to queued, or was cancelled while held), written by the
+--    trigger job_attempt_record, and the final attempt of a failed job
+--    that retry() requeues; removed with its job (ON DELETE CASCADE: the
+--    janitor's DELETE removes them).  A job's latest attempt that ended
+--    it done or failed stays in the row alone: a finish to done or
+--    failed calls no trigger function and writes no attempt row;
+--  * function attempts(id): every attempt of a job, job_attempt's rows
+--    and the row's own latest one;
 --  * job_key: the unique_key of a job submitted with one; removed with
 --    its job likewise;
 --  * functions pause, resume, retry, retry_failed, submit_many,
@@ -69,15 +75,15 @@ CREATE TABLE IF NOT EXISTS @schema@.job_key (
 );
 CREATE INDEX IF NOT EXISTS job_key_lookup ON @schema@.job_key (service, unique_key, job);
 
--- job_attempt_record(): a held row left its claim (an outcome, a requeue
--- by a rescue, a cancel).  An attempt given back (no slot, a stop's give
--- back: attempts went down) ran nothing and is not recorded.  A cancel of
--- a held row is recorded with finished NULL: its run may still go on.
+-- job_attempt_record(): a held row left its claim without ending the
+-- job for good: back to queued (a retryable failure, a rescue's or a
+-- requeue's, a leave) or cancelled.  The trigger's WHEN leaves out the
+-- rest, so the executor makes no call for them: done and failed (the row
+-- holds that attempt) and an attempt given back (no slot, a stop's give
+-- back: attempts went down; it ran nothing).  A cancel of a held row is
+-- recorded with finished NULL: its run may still go on.
 CREATE OR REPLACE FUNCTION @schema@.job_attempt_record() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.attempts < OLD.attempts THEN
-        RETURN NULL;
-    END IF;
     INSERT INTO @schema@.job_attempt (job, claim, attempt, runner, life, state, started,
                                       finished, error, receipt)
     VALUES (NEW.id, OLD.claims, OLD.attempts, OLD.runner_instance,
@@ -93,9 +99,38 @@ SET LOCAL lock_timeout = '2s';
 DROP TRIGGER IF EXISTS job_attempt_record ON @schema@.job;
 CREATE TRIGGER job_attempt_record AFTER UPDATE OF state ON @schema@.job
     FOR EACH ROW
-    WHEN (OLD.state IN ('claimed', 'running') AND NEW.state NOT IN ('claimed', 'running'))
+    WHEN (OLD.state IN ('claimed', 'running') AND NEW.state IN ('queued', 'cancelled')
+          AND NEW.attempts >= OLD.attempts)
     EXECUTE FUNCTION @schema@.job_attempt_record();
 SET LOCAL lock_timeout = DEFAULT;
+
+-- attempts(id): every attempt of the job that ended, oldest first, in
+-- job_attempt's columns: the rows of job_attempt, and the row's own
+-- latest attempt while the row is done or failed after a claim (claims
+-- > 0) and that claim is not in job_attempt already (life NULL, ended
+-- and finished its finished_at).  A function rather than a view, so
+-- that it holds no dependency on job's columns (a later migration may
+-- alter them) and is always asked about one job (job_attempt_pkey,
+-- job_pkey).  No such id: no rows.
+CREATE OR REPLACE FUNCTION @schema@.attempts(p_id bigint)
+RETURNS TABLE (job bigint, claim integer, attempt integer, runner text, life timestamptz,
+               state text, started timestamptz, ended timestamptz, finished timestamptz,
+               error text, receipt jsonb)
+LANGUAGE sql STABLE AS $$
+    SELECT * FROM (
+        SELECT a.job, a.claim, a.attempt, a.runner, a.life, a.state, a.started, a.ended,
+               a.finished, a.error, a.receipt
+        FROM @schema@.job_attempt a
+        WHERE a.job = p_id
+        UNION ALL
+        SELECT j.id, j.claims, j.attempts, j.runner_instance, NULL::timestamptz, j.state,
+               j.started_at, j.finished_at, j.finished_at, j.error, j.receipt
+        FROM @schema@.job j
+        WHERE j.id = p_id AND j.state IN ('done', 'failed') AND j.claims > 0
+          AND NOT EXISTS (SELECT 1 FROM @schema@.job_attempt x
+                          WHERE x.job = j.id AND x.claim = j.claims)) t
+    ORDER BY t.claim
+$$;
 
 -- pause(service): 'paused', or 'already_paused'.
 CREATE OR REPLACE FUNCTION @schema@.pause(p_service text) RETURNS text LANGUAGE plpgsql AS $$
@@ -246,7 +281,9 @@ END $$;
 
 -- retry(id): a failed or cancelled job back in the queue, as a new job
 -- would be (attempts from 0, start_after now, error and receipt
--- cleared; its attempts stay in job_attempt).  Answers:
+-- cleared).  The final attempt of a failed row, which only the row held,
+-- is written to job_attempt first; a cancelled row's is there already
+-- (the trigger).  Answers:
 --   requeued                   done
 --   not_found_or_not_finished  no such id, or queued, claimed, running, done
 --   stopping                   cancelled while held, and the run of that
@@ -277,6 +314,13 @@ BEGIN
         IF @schema@.unique_holder(k.service, k.unique_key, NULL, p_id) IS NOT NULL THEN
             RETURN 'unique_key_taken';
         END IF;
+    END IF;
+    IF j.state = 'failed' AND j.claims > 0 THEN
+        INSERT INTO @schema@.job_attempt (job, claim, attempt, runner, state, started, ended,
+                                          finished, error, receipt)
+        VALUES (j.id, j.claims, j.attempts, j.runner_instance, j.state, j.started_at,
+                coalesce(j.finished_at, now()), j.finished_at, j.error, j.receipt)
+        ON CONFLICT (job, claim) DO NOTHING;
     END IF;
     UPDATE @schema@.job SET state = 'queued', runner_instance = NULL, attempts = 0,
         start_after = now(), started_at = NULL, finished_at = NULL, error = NULL,

@@ -542,7 +542,7 @@ static int do_retry(PGconn *c, const struct qopts *o)
 	return rc;
 }
 
-/* show: the attempts that ended (job_attempt), one line each:
+/* show: the attempts that ended (attempts(id)), one line each:
  * "attempt N  STATE  RUNNER  started S  finished F  ERROR  RECEIPT". */
 static void show_attempts(PGconn *c, const struct qopts *o)
 {

@@ -316,8 +316,8 @@ static int ask(struct op *op, const char *sql, int n, const char *const *params)
 	return 0;
 }
 
-/* The features row as JSON, and the attempts' statement when the table is
- * there (its job column is one of two known names). */
+/* The features row as JSON, and the attempts' statement when the table
+ * of attempts is there. */
 static char *features(struct op *op, PGresult *res)
 {
 	const char *col = PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0);
@@ -328,12 +328,15 @@ static char *features(struct op *op, PGresult *res)
 			 col ? "true" : "false", *PQgetvalue(res, 0, 1) == 't' ? "true" : "false",
 			 *PQgetvalue(res, 0, 2) == 't' ? "true" : "false",
 			 *PQgetvalue(res, 0, 3) == 't' ? "true" : "false");
-	if (op->job && col && (strcmp(col, "job_id") == 0 || strcmp(col, "job") == 0)) {
+	if (op->job && col) {
+		/* attempts(id) (migration 009): every attempt, the row's own
+		 * last one included, in claim order (a retry starts attempt
+		 * again at 1) */
 		char text[512];
 		snprintf(text, sizeof text,
-			 "SELECT coalesce(json_agg(to_jsonb(a) ORDER BY to_jsonb(a)->'attempt'), "
-			 "'[]')::text FROM \"%s\".job_attempt a WHERE a.%s = $1::bigint",
-			 op->c->cfg->schema, col);
+			 "SELECT coalesce(json_agg(to_jsonb(a) ORDER BY a.claim), '[]')::text "
+			 "FROM \"%s\".attempts($1::bigint) a",
+			 op->c->cfg->schema);
 		op->sql = strdup(text);
 	}
 	return out;

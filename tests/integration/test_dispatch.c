@@ -1694,9 +1694,18 @@ static void test_pause_retry(void)
 		 marker, marker);
 	id = df_submit(&F, buf, 0);
 	CU_ASSERT_EQUAL(df_wait_final(&F, 5000), 0);
+	/* the final failure is the row's alone; the retry moves it to
+	 * job_attempt, the done that follows stays in the row */
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job_attempt"), 0);
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "retry -c %s %lld", F.cfg[0], id), 0);
 	CU_ASSERT_STRING_EQUAL(out, "requeued\n");
 	CU_ASSERT_EQUAL(df_wait_final(&F, 5000), 0);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job_attempt WHERE job = %lld "
+				   "AND state = 'failed'",
+				   id),
+			1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job_attempt"), 1);
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s %lld", F.cfg[0], id), 0);
 	char *a1 = strstr(out, "\nattempt 1  failed  d0  started "),
 	     *a2 = a1 ? strstr(a1 + 1, "\nattempt 1  done  d0  started ") : NULL;

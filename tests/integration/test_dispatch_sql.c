@@ -1911,6 +1911,83 @@ static void test_pause_resume(void)
 	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
 }
 
+/* The attempts of a job as attempts(id) gives them, oldest
+ * first: "attempt/state/error/stderr/finished?" each. */
+static const char *attempts_of(long long id, char *buf, size_t len)
+{
+	return pgtest_text(F.c, buf, len,
+			   "SELECT coalesce(string_agg(attempt || '/' || state || '/' || "
+			   "coalesce(error, '-') || '/' || coalesce(receipt->>'stderr', "
+			   "'-') || '/' || (finished IS NOT NULL), ' ' ORDER BY claim), '') "
+			   "FROM execdispatch.attempts(%lld)",
+			   id);
+}
+
+/* A job that runs once and ends done writes no job_attempt row (the
+ * trigger's WHEN leaves it to the row), yet attempts(id) shows it;
+ * one that failed twice (retryable) then succeeded shows three, each
+ * with its receipt; a final failure stays in the row alone; a claim
+ * given back (attempts down) is no attempt. */
+static void test_attempts_view(void)
+{
+	char buf[512], claim[CLAIM_TEXT];
+	long long id;
+	struct finish_args f;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job; "
+				  "DELETE FROM execdispatch.dispatcher"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	CU_ASSERT_STRING_EQUAL(attempts_of(id, buf, sizeof buf), "");
+	CU_ASSERT_EQUAL(claim_one(id, claim, sizeof claim), 1);
+	CU_ASSERT_STRING_EQUAL(attempts_of(id, buf, sizeof buf), "");
+	finish_params(&f, id, "me", claim);
+	f.p[7] = "{\"{\\\"exit_code\\\": 0, \\\"stderr\\\": \\\"once\\\"}\"}";
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, f.p), 1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job_attempt"), 0);
+	CU_ASSERT_STRING_EQUAL(attempts_of(id, buf, sizeof buf), "1/done/-/once/true");
+	CU_ASSERT_STRING_EQUAL(pgtest_text(F.c, buf, sizeof buf,
+					   "SELECT runner || '/' || (started IS NULL) || '/' || "
+					   "(ended = finished) || '/' || (life IS NULL) FROM "
+					   "execdispatch.attempts(%lld)",
+					   id),
+			       "me/true/true/true");
+	/* a retry of done is refused and moves nothing */
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
+		"not_found_or_not_finished");
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job_attempt"), 0);
+
+	/* failed twice (retryable), a claim given back, then done */
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	static const char *const err[2] = {
+		"{\"{\\\"exit_code\\\": 3, \\\"stderr\\\": \\\"one\\\"}\"}",
+		"{\"{\\\"exit_code\\\": 4, \\\"stderr\\\": \\\"two\\\"}\"}"
+	};
+	for (int i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(claim_one(id, claim, sizeof claim), i + 1);
+		finish_params(&f, id, "me", claim);
+		f.p[3] = "{queued}";
+		f.p[6] = "{exit_status}";
+		f.p[7] = err[i];
+		CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, f.p), 1);
+	}
+	CU_ASSERT_EQUAL(claim_one(id, claim, sizeof claim), 3);
+	finish_params(&f, id, "me", claim);
+	f.p[3] = "{queued}";
+	f.p[4] = "{1}";
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, f.p), 1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job_attempt"), 2);
+	CU_ASSERT_EQUAL(claim_one(id, claim, sizeof claim), 4);
+	finish_params(&f, id, "me", claim);
+	f.p[7] = "{\"{\\\"exit_code\\\": 0, \\\"stderr\\\": \\\"three\\\"}\"}";
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, f.p), 1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job_attempt"), 2);
+	CU_ASSERT_STRING_EQUAL(attempts_of(id, buf, sizeof buf),
+			       "1/queued/exit_status/one/true 2/queued/exit_status/two/true "
+			       "3/done/-/three/true");
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
 /* retry(): the answers; a cancel of a held row answers stopping until
  * its dispatcher writes the run's end (DQ_ATTEMPT_ENDED) or its life
  * ends; the attempts keep each receipt, and a claim clears the one
@@ -1949,9 +2026,16 @@ static void test_retry_attempts(void)
 	f.p[6] = "{exit_status}";
 	f.p[7] = "{\"{\\\"exit_code\\\": 4, \\\"stderr\\\": \\\"second\\\"}\"}";
 	CU_ASSERT_EQUAL(rows_of(F.c, DQ_FINISH, 8, f.p), 1);
+	/* the final failure is the row's alone until the retry moves it */
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job_attempt"), 1);
+	CU_ASSERT_STRING_EQUAL(attempts_of(id, buf, sizeof buf),
+			       "1/queued/exec_lost/first/true 2/failed/exit_status/second/true");
 	CU_ASSERT_STRING_EQUAL(
 		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
 		"requeued");
+	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job_attempt"), 2);
+	CU_ASSERT_STRING_EQUAL(attempts_of(id, buf, sizeof buf),
+			       "1/queued/exec_lost/first/true 2/failed/exit_status/second/true");
 	CU_ASSERT_STRING_EQUAL(
 		pgtest_text(F.c, buf, sizeof buf,
 			    "SELECT state || '/' || attempts || '/' || "
@@ -1993,15 +2077,9 @@ static void test_retry_attempts(void)
 		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),
 		"requeued");
 	/* the attempts: both receipts, the cancel, in order */
-	CU_ASSERT_STRING_EQUAL(
-		pgtest_text(F.c, buf, sizeof buf,
-			    "SELECT string_agg(attempt || '/' || state || '/' || "
-			    "coalesce(error, '-') || '/' || coalesce(receipt->>'stderr', "
-			    "'-') || '/' || (finished IS NOT NULL), ' ' ORDER BY claim) "
-			    "FROM execdispatch.job_attempt WHERE job = %lld",
-			    id),
-		"1/queued/exec_lost/first/true 2/failed/exit_status/second/true "
-		"1/cancelled/cancelled/-/true");
+	CU_ASSERT_STRING_EQUAL(attempts_of(id, buf, sizeof buf),
+			       "1/queued/exec_lost/first/true 2/failed/exit_status/second/true "
+			       "1/cancelled/cancelled/-/true");
 	/* a cancel whose dispatcher's life ended: not stopping */
 	CU_ASSERT_EQUAL(claim_one(id, claim, sizeof claim), 4);
 	CU_ASSERT_STRING_EQUAL(
@@ -2333,6 +2411,8 @@ int main(void)
 		  test_retry_attempts },
 		{ "retry: the sweep and the start-up look end the attempts nobody runs",
 		  test_retry_lost_cancel },
+		{ "attempts: done and failed stay in the row, attempts(id) shows them all",
+		  test_attempts_view },
 		{ "unique jobs: one per key, unique_for, the checks, two submits at once",
 		  test_unique_jobs },
 		{ "bulk: submit_many in order, cancel_many's answers; a finish batch cannot "

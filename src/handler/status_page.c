@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "book/book_class.h"
+#include "common/json_text.h"
 #include "common/clock.h"
 #include "common/prom_text.h"
 #include "config/config.h"
@@ -180,7 +181,7 @@ static struct json_object *want_json(const struct es_config *cfg, const struct b
 		json_object_object_add(j, "pgid", json_object_new_int(w->pgid));
 		if (w->progress >= 0)
 			json_object_object_add(j, "progress",
-					       json_object_new_double(w->progress / 10000.0));
+					       json_fraction(w->progress / 10000.0));
 	}
 	return j;
 }

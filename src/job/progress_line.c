@@ -67,15 +67,8 @@ int progress_parse_line(const char *line, size_t len, struct progress_value *out
 		text++;
 		tlen--;
 	}
-	for (size_t i = 0; i < tlen; i++) {
-		unsigned char c = (unsigned char)text[i];
-		if (c < 0x20 || c == 0x7f)
-			return -1;
-		/* C1 controls U+0080-U+009F: C2 80 to C2 9F in UTF-8 */
-		if (c == 0xc2 && i + 1 < tlen && (unsigned char)text[i + 1] >= 0x80 &&
-		    (unsigned char)text[i + 1] <= 0x9f)
-			return -1;
-	}
+	if (utf8_has_control(text, tlen))
+		return -1;
 	if (!utf8_valid((const unsigned char *)text, tlen))
 		return -1;
 	char tmp[PROGRESS_LINE_MAX + 1];
@@ -136,8 +129,12 @@ unsigned progress_reader_feed(struct progress_reader *r, const char *bytes, size
 	const char *first = memchr(bytes, '\n', n);
 	if (first != last) {
 		/* the lines before the chunk's last one (the line being read
-		 * among them) are replaced by it: counted, not parsed */
-		r->skipped++;
+		 * among them) are replaced by it: counted, not parsed (the
+		 * line being read as bad when it already outgrew the buffer) */
+		if (r->overlong)
+			r->bad++;
+		else
+			r->skipped++;
 		for (const char *p = first + 1; p < last; p++) {
 			p = memchr(p, '\n', (size_t)(last - p));
 			if (!p)

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
+#include "common/json_text.h"
 #include "job/progress_line.h"
 #include "suite.h"
 
@@ -211,6 +214,25 @@ static void test_reader_last_line_of_chunk(void)
 	free(r);
 }
 
+/* A fraction in JSON (the /status page, the dispatcher's job row): as the
+ * PROGRESS message prints it, 4 decimals at most, no binary noise. */
+static void test_json_fraction(void)
+{
+	static const struct {
+		double f;
+		const char *want;
+	} cases[] = {
+		{ 0.42, "0.42" }, { 0.5, "0.5" }, { 0, "0" },    { 1, "1" },
+		{ 0.1234, "0.1234" }, { 2, "1" },  { -1, "0" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct json_object *o = json_fraction(cases[i].f);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_STRING_EQUAL(json_object_to_json_string(o), cases[i].want);
+		json_object_put(o);
+	}
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -220,6 +242,7 @@ int main(void)
 		{ "the text cut as UTF-8", test_text_cut_as_utf8 },
 		{ "the reader: long lines dropped whole, in any chunking", test_reader_long_lines },
 		{ "the reader: a chunk's last line only", test_reader_last_line_of_chunk },
+		{ "a fraction in JSON: 0.42, not 0.41999999999999998", test_json_fraction },
 		{ NULL, NULL },
 	};
 	return run_suite("progress_line", cases);

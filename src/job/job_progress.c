@@ -187,7 +187,8 @@ struct job_progress *job_progress_new(struct event_base *base, int *child_fd,
 	p->timer_ev = evtimer_new(base, timer_cb, p);
 	p->pause_ev = evtimer_new(base, pause_cb, p);
 	p->window_ms = clock_mono_ms();
-	if (fds[1] < 0 || !p->read_ev || !p->timer_ev || !p->pause_ev || event_add(p->read_ev, NULL) != 0) {
+	if (fds[1] < 0 || !p->read_ev || !p->timer_ev || !p->pause_ev ||
+	    event_add(p->read_ev, NULL) != 0) {
 		int err = errno ? errno : ENOMEM;
 		if (fds[1] >= 0)
 			close(fds[1]);

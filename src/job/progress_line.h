@@ -36,9 +36,9 @@ int progress_parse_line(const char *line, size_t len, struct progress_value *out
 struct progress_reader {
 	char buf[PROGRESS_LINE_MAX + 1]; /* the line being read (+ its CR) */
 	size_t len;
-	int overlong;  /* the line being read outgrew buf: skipped to its LF */
-	uint64_t good; /* lines parsed */
-	uint64_t bad;  /* lines refused (malformed, out of range, too long) */
+	int overlong;     /* the line being read outgrew buf: skipped to its LF */
+	uint64_t good;    /* lines parsed */
+	uint64_t bad;     /* lines refused (malformed, out of range, too long) */
 	uint64_t skipped; /* lines replaced by a later line of the same chunk */
 };
 

@@ -89,13 +89,13 @@ struct proc {
 struct run_opts {
 	const void *in; /* stdin bytes; NULL: /dev/null */
 	size_t inlen;
-	const char *env[4];     /* "K=V" added to the environment */
-	int stderr_pty;         /* stderr is a terminal (read from its master) */
-	int stdout_pty;         /* with stderr_pty: stdout on the same terminal */
+	const char *env[4];      /* "K=V" added to the environment */
+	int stderr_pty;          /* stderr is a terminal (read from its master) */
+	int stdout_pty;          /* with stderr_pty: stdout on the same terminal */
 	const char *stdout_file; /* stdout into this file (p->out read from it) */
-	int interrupt_after_ms; /* > 0: SIGINT then */
-	int stdout_after_ms;    /* stdout is not read before then (a slow reader) */
-	void (*during)(void);   /* called once, during_ms after the start */
+	int interrupt_after_ms;  /* > 0: SIGINT then */
+	int stdout_after_ms;     /* stdout is not read before then (a slow reader) */
+	void (*during)(void);    /* called once, during_ms after the start */
 	int during_ms;
 };
 

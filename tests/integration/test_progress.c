@@ -49,10 +49,10 @@ static struct tclient *connect_v(int protocol, const char *id)
  * splits it; junk, a 200 kB line (3 read windows of 64 kB), 50% with text
  * (the last line of its read whatever the chunking); then 0.7 and 1.0 at
  * the very end; "out" on stdout. */
-#define SCRIPT                                                                             \
-	"[ \\\"$EXECSERVER_PROGRESS_FD\\\" = 3 ] || exit 9; "                              \
-	"echo '0.25 first' >&3; printf '0.3\\\\n0.35\\\\n40%%\\\\n' >&3; sleep 0.5; "      \
-	"echo junk >&3; head -c 200000 /dev/zero | tr '\\\\0' 7 >&3; echo >&3; "             \
+#define SCRIPT                                                                        \
+	"[ \\\"$EXECSERVER_PROGRESS_FD\\\" = 3 ] || exit 9; "                         \
+	"echo '0.25 first' >&3; printf '0.3\\\\n0.35\\\\n40%%\\\\n' >&3; sleep 0.5; " \
+	"echo junk >&3; head -c 200000 /dev/zero | tr '\\\\0' 7 >&3; echo >&3; "      \
 	"echo '50% half' >&3; sleep 1; echo 0.7 >&3; echo '1.0 done' >&3; echo out"
 
 static const char *job_json(void)

@@ -48,7 +48,10 @@ static void test_text(void)
 	CU_ASSERT_STRING_EQUAL(v.text, "frame 12 of 24");
 	CU_ASSERT_EQUAL(parse("50% Bild 3 – groß\r", &v), 0);
 	CU_ASSERT_STRING_EQUAL(v.text, "Bild 3 – groß");
-	CU_ASSERT_EQUAL(parse("0.5 a\xc2\xa0" "b", &v), 0); /* U+00A0 is no control */
+	CU_ASSERT_EQUAL(parse("0.5 a\xc2\xa0"
+			      "b",
+			      &v),
+			0);                  /* U+00A0 is no control */
 	CU_ASSERT_EQUAL(parse("1 ", &v), 0); /* a space and no text: no text */
 	CU_ASSERT_STRING_EQUAL(v.text, "");
 }
@@ -56,12 +59,32 @@ static void test_text(void)
 static void test_junk(void)
 {
 	static const char *bad[] = {
-		"",         "junk",           " 0.5",        "0.5x",     "1.5",
-		"101%",     "-0.1",           "+0.5",        ".5",       "1.",
-		"0,5",      "1e-1",           "50%%",        "nan",      "inf",
-		"0.5\ttab", "0.5 bell\a",     "0.5 del\x7f", "0.5 \xff", "0.5 \xc3",
-		"0.5\r\r",  "1234567890123%", "0.5  ",       "50 %",
-		"0.5 \xc2\x85", "0.5 a\xc2\x9b[2Jb", /* C1 controls (NEL, CSI) */
+		"",
+		"junk",
+		" 0.5",
+		"0.5x",
+		"1.5",
+		"101%",
+		"-0.1",
+		"+0.5",
+		".5",
+		"1.",
+		"0,5",
+		"1e-1",
+		"50%%",
+		"nan",
+		"inf",
+		"0.5\ttab",
+		"0.5 bell\a",
+		"0.5 del\x7f",
+		"0.5 \xff",
+		"0.5 \xc3",
+		"0.5\r\r",
+		"1234567890123%",
+		"0.5  ",
+		"50 %",
+		"0.5 \xc2\x85",
+		"0.5 a\xc2\x9b[2Jb", /* C1 controls (NEL, CSI) */
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		struct progress_value v;
@@ -222,8 +245,8 @@ static void test_json_fraction(void)
 		double f;
 		const char *want;
 	} cases[] = {
-		{ 0.42, "0.42" }, { 0.5, "0.5" }, { 0, "0" },    { 1, "1" },
-		{ 0.1234, "0.1234" }, { 2, "1" },  { -1, "0" },
+		{ 0.42, "0.42" },     { 0.5, "0.5" }, { 0, "0" },  { 1, "1" },
+		{ 0.1234, "0.1234" }, { 2, "1" },     { -1, "0" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct json_object *o = json_fraction(cases[i].f);

@@ -8,12 +8,18 @@
 #include "autoconfig.h"
 
 #include <CUnit/Basic.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <event2/event.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <json-c/json.h>
 
 #include "common/json_text.h"
+#include "job/job_progress.h"
 #include "job/progress_line.h"
 #include "suite.h"
 
@@ -256,6 +262,53 @@ static void test_json_fraction(void)
 	}
 }
 
+static void count_send(void *arg, double fraction, const char *text)
+{
+	(void)fraction;
+	(void)text;
+	(*(int *)arg)++;
+}
+
+/* A job that floods its descriptor: one read window takes at most
+ * JOB_PROGRESS_READ_BUDGET bytes, the rest stays in the pipe (its writer
+ * would block) until the window ends; job_progress_finish drains it. */
+static void test_read_budget(void)
+{
+	struct event_base *base = event_base_new();
+	int child = -1, sent = 0;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(base);
+	struct job_progress *p = job_progress_new(base, &child, count_send, &sent);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	fcntl(child, F_SETPIPE_SZ, 1 << 20);
+	fcntl(child, F_SETFL, O_NONBLOCK);
+	static char chunk[4096];
+	for (size_t i = 0; i < sizeof chunk; i += 4)
+		memcpy(chunk + i, "0.5\n", 4);
+	size_t written = 0;
+	while (written < 4 * JOB_PROGRESS_READ_BUDGET) {
+		ssize_t n = write(child, chunk, sizeof chunk);
+		if (n <= 0)
+			break;
+		written += (size_t)n;
+	}
+	CU_ASSERT_FATAL(written >= 2 * JOB_PROGRESS_READ_BUDGET);
+	/* a few turns of the loop, well inside one 250 ms window */
+	for (int i = 0; i < 20; i++)
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	int left = 0;
+	CU_ASSERT(ioctl(child, FIONREAD, &left) == 0);
+	CU_ASSERT_EQUAL((size_t)left, written - JOB_PROGRESS_READ_BUDGET);
+	CU_ASSERT_EQUAL(sent, 1); /* one value so far, the rest coalesced */
+	job_progress_finish(p);
+	uint64_t good = 0, bad = 0;
+	job_progress_counts(p, &good, &bad);
+	CU_ASSERT_EQUAL(good, written / 4); /* every line counted, drained */
+	CU_ASSERT_EQUAL(bad, 0);
+	close(child);
+	job_progress_free(p);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -266,6 +319,7 @@ int main(void)
 		{ "the reader: long lines dropped whole, in any chunking", test_reader_long_lines },
 		{ "the reader: a chunk's last line only", test_reader_last_line_of_chunk },
 		{ "a fraction in JSON: 0.42, not 0.41999999999999998", test_json_fraction },
+		{ "a flooded descriptor: 64 KiB per window, drained at the end", test_read_budget },
 		{ NULL, NULL },
 	};
 	return run_suite("progress_line", cases);

@@ -524,7 +524,8 @@ void exc_job_on_start(exc_job *j, exc_start_cb cb);
  * How far the running job is, as its program reported it (docs/progress.md:
  * lines on its EXECSERVER_PROGRESS_FD; protocol 3's PROGRESS): fraction 0
  * to 1, text the line's text ("" when it had none; UTF-8, at most 200
- * bytes, no control characters).  At most 4 calls a second per job (the
+ * bytes, no control characters C0, DEL or C1: checked by the library,
+ * "" for a text from the server that breaks it).  At most 4 calls a second per job (the
  * execserver keeps only the latest value), in the order the program wrote
  * them, all before on_done; none for a job that never started, none from
  * an execserver older than protocol 3, and none after the job was resumed

@@ -4,6 +4,8 @@
 -- Result:     (id, 1) per row changed or already running under the same
 --             claim, (id, 0) per row still claimed that another
 --             transaction has locked.
+-- Progress:   cleared: a requeued row (retry, rescue, give-back) still
+--             holds its last attempt's, which is not the new run's.
 -- Guard:      each row under its claim (id, claims, runner_instance,
 --             state claimed or running).  A row another transaction has
 --             locked is skipped, not waited for, and answered as still
@@ -28,7 +30,7 @@ free AS MATERIALIZED (
     WHERE j.runner_instance = $1 AND j.state = 'claimed'
     FOR NO KEY UPDATE OF j SKIP LOCKED),
 run AS (
-    UPDATE @schema@.job j SET state = 'running', started_at = now()
+    UPDATE @schema@.job j SET state = 'running', started_at = now(), progress = NULL
     WHERE j.id IN (SELECT id FROM free)
     RETURNING j.id)
 SELECT id, 1 FROM run

@@ -10,10 +10,10 @@
  * before any byte of its output), never drawn again after that: on a
  * terminal that shows both stdout and stderr, the job's output never lands
  * behind a position line.  While the job runs, the line shows its
- * program's progress (exc_job_on_progress), but only when stdout is not
- * that terminal (redirected to a file or a pipe): the job's output is
- * written by the library as it comes, and could otherwise land behind
- * the line.
+ * program's progress (exc_job_on_progress), but only when stdout is a
+ * file or a device other than that terminal: the job's output is written
+ * by the library as it comes, and could otherwise land behind the line (a
+ * pipe or socket counts as that terminal: `| tee log` shows it there).
  */
 #include "autoconfig.h"
 
@@ -339,9 +339,14 @@ int cli_run_job(const struct cli_run *o)
 	char *job_json = cli_run_job_json(o);
 
 	r.tty = !o->quiet && isatty(STDERR_FILENO);
+	/* progress only with stdout in a file, or on a device that is not
+	 * this terminal: a pipe or socket (`| tee log`, `| less`) may well
+	 * end up on this terminal, where redraws would overwrite the output */
 	struct stat so, se;
-	r.progress_tty = r.tty && !(isatty(STDOUT_FILENO) && fstat(STDOUT_FILENO, &so) == 0 &&
-				    fstat(STDERR_FILENO, &se) == 0 && so.st_rdev == se.st_rdev);
+	int same_tty = isatty(STDOUT_FILENO) && fstat(STDOUT_FILENO, &so) == 0 &&
+		       fstat(STDERR_FILENO, &se) == 0 && so.st_rdev == se.st_rdev;
+	r.progress_tty = r.tty && !same_tty && fstat(STDOUT_FILENO, &so) == 0 &&
+			 (S_ISREG(so.st_mode) || S_ISCHR(so.st_mode));
 	r.addr = calloc(o->c.naddresses, sizeof *r.addr);
 	in = file_args(o->inputs, o->ninputs);
 	out = file_args(o->outputs, o->noutputs);

@@ -26,6 +26,7 @@
 #include "autoconfig.h"
 #include "client/fallback.h"
 #include "client/job_impl.h"
+#include "common/utf8.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -369,15 +370,27 @@ void job_on_progress(exc_client *c, struct exc_conn *k, struct json_object *o)
 	struct exc_job *j = job_find(c, wire_str(o, "job_id"));
 	struct json_object *v;
 
+	/* none after a resume: whether the new connection gets them depends
+	 * on which handler holds it (docs/protocol.md, PROGRESS) */
 	if (j == NULL || j->on_progress == NULL || j->state != J_RUNNING || j->owner != k ||
-	    !json_object_object_get_ex(o, "fraction", &v) ||
+	    j->resumed || !json_object_object_get_ex(o, "fraction", &v) ||
 	    !(json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int)))
 		return;
 	double f = json_object_get_double(v);
 	if (!(f >= 0) || f > 1)
 		return;
+	/* the promise of client.h, whatever the server sent: UTF-8 without
+	 * control characters (a terminal draws it), at most 200 bytes; a text
+	 * that breaks it is dropped, the fraction kept */
 	const char *text = wire_str(o, "text");
-	j->on_progress(j, f, text ? text : "", j->progress_arg);
+	char cut[201];
+	size_t tlen = text ? strlen(text) : 0;
+	if (!text || !utf8_valid((const unsigned char *)text, tlen) || utf8_has_control(text, tlen))
+		tlen = 0;
+	tlen = tlen ? utf8_cut(text, tlen < sizeof cut - 1 ? tlen : sizeof cut - 1) : 0;
+	memcpy(cut, text ? text : "", tlen);
+	cut[tlen] = '\0';
+	j->on_progress(j, f, cut, j->progress_arg);
 }
 
 /* The connect timeout again for the time left since exc_submit (a job

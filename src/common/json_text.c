@@ -1,6 +1,7 @@
 /* json_text.c - see json_text.h. */
 #include "autoconfig.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,4 +38,21 @@ char *json_text_head(const char *type, const char *job_id, size_t extra, size_t 
 	*len = kt + tn + ki + in;
 	out[*len] = '\0';
 	return out;
+}
+
+struct json_object *json_fraction(double fraction)
+{
+	char num[16];
+
+	if (!(fraction >= 0))
+		fraction = 0;
+	if (fraction > 1)
+		fraction = 1;
+	snprintf(num, sizeof num, "%.4f", fraction);
+	char *end = num + strlen(num);
+	while (end[-1] == '0')
+		*--end = '\0';
+	if (end[-1] == '.')
+		*--end = '\0';
+	return json_object_new_double_s(fraction, num);
 }

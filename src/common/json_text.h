@@ -24,4 +24,12 @@
  * out of memory. */
 char *json_text_head(const char *type, const char *job_id, size_t extra, size_t *len);
 
+struct json_object;
+
+/* A progress fraction (0 to 1, clamped; NaN is 0) as a JSON number of at
+ * most 4 decimals without trailing zeros, as the PROGRESS message carries
+ * it (docs/protocol.md): 0.42 prints "0.42", never 0.41999999999999998.
+ * NULL when out of memory. */
+struct json_object *json_fraction(double fraction);
+
 #endif

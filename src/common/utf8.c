@@ -91,3 +91,16 @@ size_t utf8_cut(const char *s, size_t max)
 		n--;
 	return n;
 }
+
+int utf8_has_control(const char *buf, size_t len)
+{
+	const unsigned char *b = (const unsigned char *)buf;
+
+	for (size_t i = 0; i < len; i++) {
+		if (b[i] < 0x20 || b[i] == 0x7f)
+			return 1;
+		if (b[i] == 0xc2 && i + 1 < len && b[i + 1] >= 0x80 && b[i + 1] <= 0x9f)
+			return 1;
+	}
+	return 0;
+}

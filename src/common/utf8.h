@@ -18,5 +18,9 @@ char *utf8_sanitize(const unsigned char *buf, size_t len);
  * bytes that does not end inside a multi-byte sequence: where to cut a
  * valid string so that it stays valid. */
 size_t utf8_cut(const char *s, size_t max);
+/* 1 if buf[0..len) (valid UTF-8) holds a control character: C0
+ * (U+0000-U+001F), DEL (U+007F) or C1 (U+0080-U+009F, bytes C2 80 to
+ * C2 9F; CSI U+009B starts terminal escapes as ESC [ does). */
+int utf8_has_control(const char *buf, size_t len);
 
 #endif

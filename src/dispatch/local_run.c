@@ -26,6 +26,7 @@
 #define STDERR_LINE_MAX 512
 #define MAX_ARGS 256
 #define MAX_ENV 64
+#define LOCAL_PROGRESS_ENV "EXECSERVER_PROGRESS_FD"
 
 struct local_run {
 	struct event_base *base;
@@ -241,8 +242,19 @@ static int build(const struct dispatch_local_service *svc, struct json_object *j
 					 "bad_job: job.env[%zu]: NAME=value is required", i);
 				return -1;
 			}
+			if (strncmp(json_object_get_string(a), LOCAL_PROGRESS_ENV "=",
+				    sizeof LOCAL_PROGRESS_ENV) == 0) {
+				snprintf(err, errlen,
+					 "bad_job: job.env[%zu]: " LOCAL_PROGRESS_ENV
+					 " is set by the dispatcher",
+					 i);
+				return -1;
+			}
 			envp[e++] = (char *)json_object_get_string(a);
 		}
+	/* as on an execserver: fd 3 takes progress lines (here /dev/null:
+	 * a local run's progress goes nowhere), named last */
+	envp[e++] = (char *)LOCAL_PROGRESS_ENV "=3";
 	envp[e] = NULL;
 	*timeout_sec = json_object_object_get_ex(job, "timeout_sec", &v) ? json_object_get_int(v)
 									 : 0;
@@ -254,7 +266,7 @@ struct local_run *local_start(struct event_base *base, const struct dispatch_loc
 			      size_t errlen)
 {
 	struct json_object *job = json_tokener_parse(payload);
-	char *argv[MAX_ARGS + 1], *envp[MAX_ENV + 1];
+	char *argv[MAX_ARGS + 1], *envp[MAX_ENV + 2];
 	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, timeout_sec = 0;
 	struct local_run *r = NULL;
 
@@ -279,7 +291,9 @@ struct local_run *local_start(struct event_base *base, const struct dispatch_loc
 		goto fail;
 	}
 	if (r->pid == 0) {
-		int devnull = open("/dev/null", O_RDONLY);
+		/* stdin and fd 3 (progress, EXECSERVER_PROGRESS_FD) are
+		 * /dev/null; the descriptor itself does not reach the program */
+		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 		setpgid(0, 0);
 		sigset_t none;
 		sigemptyset(&none);
@@ -288,6 +302,11 @@ struct local_run *local_start(struct event_base *base, const struct dispatch_loc
 		dup2(devnull, 0);
 		dup2(out[1], 1);
 		dup2(errp[1], 2);
+		if (devnull != 3)
+			dup2(devnull, 3);
+		/* dup2 onto itself keeps CLOEXEC: clear it where that was so */
+		fcntl(0, F_SETFD, 0);
+		fcntl(3, F_SETFD, 0);
 		execve(argv[0], argv, envp);
 		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);

@@ -19,7 +19,9 @@
 
 #include <json-c/json.h>
 
+#include "common/json_text.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "dispatch/dispatch_impl.h"
 #include "dispatch/queries.h"
 
@@ -46,7 +48,7 @@ static void write_cb(evutil_socket_t fd, short what, void *arg)
 		struct json_object *r = json_object_new_object(), *p = json_object_new_object();
 		json_object_object_add(r, "id", json_object_new_int64(h->id));
 		json_object_object_add(r, "claims", json_object_new_int(h->claim));
-		json_object_object_add(p, "fraction", json_object_new_double(h->progress));
+		json_object_object_add(p, "fraction", json_fraction(h->progress));
 		if (h->progress_text[0])
 			json_object_object_add(p, "text", json_object_new_string(h->progress_text));
 		json_object_object_add(r, "progress", p);
@@ -77,7 +79,11 @@ void progress_note(exc_job *job, double fraction, const char *text, void *arg)
 	(void)job;
 
 	h->progress = fraction;
-	snprintf(h->progress_text, sizeof h->progress_text, "%s", text ? text : "");
+	/* cut on a character boundary: a cut UTF-8 sequence would make
+	 * PostgreSQL refuse the whole batched statement */
+	size_t keep = text ? utf8_cut(text, sizeof h->progress_text - 1) : 0;
+	memcpy(h->progress_text, text ? text : "", keep);
+	h->progress_text[keep] = '\0';
 	h->progress_dirty = 1;
 	if (!d->progress_ev && !(d->progress_ev = evtimer_new(d->base, write_cb, d)))
 		return;

@@ -214,21 +214,8 @@ char *msg_encode_offer(const char *job_id, uint64_t token)
 
 char *msg_encode_progress(const char *job_id, double fraction, const char *text)
 {
-	/* rounded to 4 decimals, printed without trailing zeros: 0.42, not
-	 * 0.41999999999999998 */
-	char num[16];
-	if (!(fraction >= 0))
-		fraction = 0;
-	if (fraction > 1)
-		fraction = 1;
-	snprintf(num, sizeof num, "%.4f", fraction);
-	char *end = num + strlen(num);
-	while (end[-1] == '0')
-		*--end = '\0';
-	if (end[-1] == '.')
-		*--end = '\0';
 	struct json_object *o = new_message(PROTO_PROGRESS, job_id);
-	json_object_object_add(o, "fraction", json_object_new_double_s(fraction, num));
+	json_object_object_add(o, "fraction", json_fraction(fraction));
 	if (text && text[0])
 		json_object_object_add(o, "text", json_object_new_string(text));
 	return msg_to_text(o);

@@ -12,6 +12,7 @@
 
 #include "book/book_class.h"
 #include "common/clock.h"
+#include "common/json_text.h"
 #include "common/prom_text.h"
 #include "config/config.h"
 #include "handler/handler.h"
@@ -179,8 +180,7 @@ static struct json_object *want_json(const struct es_config *cfg, const struct b
 				: NULL);
 		json_object_object_add(j, "pgid", json_object_new_int(w->pgid));
 		if (w->progress >= 0)
-			json_object_object_add(j, "progress",
-					       json_object_new_double(w->progress / 10000.0));
+			json_object_object_add(j, "progress", json_fraction(w->progress / 10000.0));
 	}
 	return j;
 }

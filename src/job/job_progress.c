@@ -3,8 +3,16 @@
  *
  * The latest good value is `held` until it goes out: at once when the
  * last one went out JOB_PROGRESS_INTERVAL_MS ago or longer, else when the
- * timer fires at that moment.  A value equal to the last one sent (same
- * fraction and text) is not sent again.
+ * timer fires at that moment.  Fractions are floored to 1/10000 (what
+ * the wire carries, 4 decimals) when read; a value equal to the last one
+ * sent (same quantized fraction and text) is not sent again.
+ *
+ * Read budget: at most JOB_PROGRESS_READ_BUDGET bytes per
+ * JOB_PROGRESS_INTERVAL_MS window.  Once a job has used it, its read
+ * event is removed until the window ends (the pause timer); its pipe
+ * fills and the writer blocks, so a job that floods fd 3 costs the
+ * handler a bounded share of CPU however long it runs.  At the end
+ * (job_progress_finish) the pipe is drained regardless, to EAGAIN.
  */
 #include "autoconfig.h"
 
@@ -22,13 +30,15 @@
 
 struct job_progress {
 	struct progress_reader reader;
-	struct event *read_ev, *timer_ev;
+	struct event *read_ev, *timer_ev, *pause_ev;
 	int fd; /* the read end, -1 once at EOF or finished */
 	int finished;
 	job_progress_send_fn send;
 	void *arg;
 	uint64_t last_sent_ms; /* 0: nothing sent yet */
 	int held;              /* latest is newer than what was sent */
+	uint64_t window_ms;    /* start of the current read window */
+	size_t window_bytes;   /* read in it */
 	int sent_any;
 	struct progress_value latest, sent;
 };
@@ -51,6 +61,10 @@ static void on_value(void *arg, const struct progress_value *v)
 {
 	struct job_progress *p = arg;
 	p->latest = *v;
+	/* floor to the wire's 4 decimals: 0.99996 is not yet 1 (done) */
+	p->latest.fraction = (double)(uint64_t)(v->fraction * 10000 + 1e-6) / 10000;
+	if (p->latest.fraction > 1)
+		p->latest.fraction = 1;
 	p->held = 1;
 }
 
@@ -88,10 +102,12 @@ static void stop_reading(struct job_progress *p)
 	}
 }
 
-/* Reads up to max bytes; 1 when the stream ended (EOF or an error). */
-static int read_some(struct job_progress *p, size_t max)
+/* Reads up to max bytes, or until EAGAIN; the bytes read are
+ * added to *got.  1 when the stream ended (a real EOF or an error): only
+ * then does a last line without LF count. */
+static int read_some(struct job_progress *p, size_t max, size_t *got)
 {
-	char buf[4096];
+	char buf[16384];
 
 	while (max) {
 		ssize_t n = read(p->fd, buf, sizeof buf < max ? sizeof buf : max);
@@ -105,8 +121,20 @@ static int read_some(struct job_progress *p, size_t max)
 		}
 		progress_reader_feed(&p->reader, buf, (size_t)n, on_value, p);
 		max -= (size_t)n;
+		*got += (size_t)n;
 	}
 	return 0;
+}
+
+static void pause_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct job_progress *p = arg;
+	(void)fd;
+	(void)what;
+	p->window_ms = clock_mono_ms();
+	p->window_bytes = 0;
+	if (p->read_ev && !p->finished)
+		event_add(p->read_ev, NULL);
 }
 
 static void read_cb(evutil_socket_t fd, short what, void *arg)
@@ -114,9 +142,20 @@ static void read_cb(evutil_socket_t fd, short what, void *arg)
 	struct job_progress *p = arg;
 	(void)fd;
 	(void)what;
-	/* a bounded amount per turn: a chatty job does not hold the loop */
-	if (read_some(p, 64 * 1024))
+	uint64_t now = clock_mono_ms();
+	if (now - p->window_ms >= JOB_PROGRESS_INTERVAL_MS) {
+		p->window_ms = now;
+		p->window_bytes = 0;
+	}
+	if (read_some(p, JOB_PROGRESS_READ_BUDGET - p->window_bytes, &p->window_bytes)) {
 		stop_reading(p);
+	} else if (p->window_bytes >= JOB_PROGRESS_READ_BUDGET) {
+		/* budget used: no reading until the window ends */
+		uint64_t wait = JOB_PROGRESS_INTERVAL_MS - (now - p->window_ms);
+		struct timeval tv = { 0, (suseconds_t)(wait * 1000) };
+		event_del(p->read_ev);
+		evtimer_add(p->pause_ev, &tv);
+	}
 	schedule(p);
 }
 
@@ -146,7 +185,10 @@ struct job_progress *job_progress_new(struct event_base *base, int *child_fd,
 	p->arg = arg;
 	p->read_ev = event_new(base, p->fd, EV_READ | EV_PERSIST, read_cb, p);
 	p->timer_ev = evtimer_new(base, timer_cb, p);
-	if (fds[1] < 0 || !p->read_ev || !p->timer_ev || event_add(p->read_ev, NULL) != 0) {
+	p->pause_ev = evtimer_new(base, pause_cb, p);
+	p->window_ms = clock_mono_ms();
+	if (fds[1] < 0 || !p->read_ev || !p->timer_ev || !p->pause_ev ||
+	    event_add(p->read_ev, NULL) != 0) {
 		int err = errno ? errno : ENOMEM;
 		if (fds[1] >= 0)
 			close(fds[1]);
@@ -163,20 +205,26 @@ void job_progress_finish(struct job_progress *p)
 	if (!p || p->finished)
 		return;
 	if (p->fd >= 0) {
-		/* what the program wrote before it ended is in the pipe now; a
-		 * descendant that still holds the write end is not waited for */
-		read_some(p, 64 * 1024);
-		progress_reader_end(&p->reader, on_value, p);
+		/* what the program wrote before it ended is in the pipe now:
+		 * read to EAGAIN, at most what the pipe can hold (a descendant
+		 * that still holds the write end and keeps writing is not
+		 * waited for, and its unfinished line is not a value). */
+		size_t got = 0;
+		int cap = fcntl(p->fd, F_GETPIPE_SZ);
+		read_some(p, cap > 0 ? (size_t)cap : 1024 * 1024, &got);
 		stop_reading(p);
 	}
 	evtimer_del(p->timer_ev);
+	evtimer_del(p->pause_ev);
 	send_held(p);
 	p->finished = 1;
 }
 
 void job_progress_counts(const struct job_progress *p, uint64_t *good, uint64_t *bad)
 {
-	*good = p ? p->reader.good : 0;
+	/* a skipped line was replaced by a later one before it was parsed:
+	 * counted as read (good), never as refused */
+	*good = p ? p->reader.good + p->reader.skipped : 0;
 	*bad = p ? p->reader.bad : 0;
 }
 
@@ -187,5 +235,7 @@ void job_progress_free(struct job_progress *p)
 	stop_reading(p);
 	if (p->timer_ev)
 		event_free(p->timer_ev);
+	if (p->pause_ev)
+		event_free(p->pause_ev);
 	free(p);
 }

@@ -17,6 +17,8 @@
 #include <stdint.h>
 
 #define JOB_PROGRESS_INTERVAL_MS 250 /* at most 4 values a second per job */
+/* bytes read per job per interval; beyond it the writer blocks */
+#define JOB_PROGRESS_READ_BUDGET (64 * 1024)
 #define JOB_PROGRESS_ENV "EXECSERVER_PROGRESS_FD"
 /* the entry every job's environment ends with (SPAWN_EXTRA_FD) */
 #define JOB_PROGRESS_ENV_ENTRY JOB_PROGRESS_ENV "=3"
@@ -32,8 +34,10 @@ typedef void (*job_progress_send_fn)(void *arg, double fraction, const char *tex
  * pipe or memory is not there. */
 struct job_progress *job_progress_new(struct event_base *base, int *child_fd,
 				      job_progress_send_fn send, void *arg);
-/* The job ended: reads what the pipe still holds (a last line without LF
- * counts), sends the latest value not sent yet, and stops: no send after
+/* The job ended: reads what the pipe still holds, to EAGAIN (a last line
+ * without LF counts only after a real EOF: a descendant still holding
+ * the write end may be mid-line), sends the latest value not sent yet at
+ * once (the one exception to the interval), and stops: no send after
  * this.  Idempotent. */
 void job_progress_finish(struct job_progress *p);
 /* Lines read so far: good ones, and bad ones (ignored). */

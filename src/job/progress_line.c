@@ -67,11 +67,8 @@ int progress_parse_line(const char *line, size_t len, struct progress_value *out
 		text++;
 		tlen--;
 	}
-	for (size_t i = 0; i < tlen; i++) {
-		unsigned char c = (unsigned char)text[i];
-		if (c < 0x20 || c == 0x7f)
-			return -1;
-	}
+	if (utf8_has_control(text, tlen))
+		return -1;
 	if (!utf8_valid((const unsigned char *)text, tlen))
 		return -1;
 	char tmp[PROGRESS_LINE_MAX + 1];
@@ -104,29 +101,53 @@ static unsigned line_done(struct progress_reader *r,
 	return n;
 }
 
+/* Appends bytes of the line being read (or drops them once it outgrew buf). */
+static void line_add(struct progress_reader *r, const char *bytes, size_t take)
+{
+	if (r->overlong)
+		return;
+	if (r->len + take > sizeof r->buf) {
+		r->overlong = 1;
+		r->len = 0;
+		return;
+	}
+	memcpy(r->buf + r->len, bytes, take);
+	r->len += take;
+}
+
 unsigned progress_reader_feed(struct progress_reader *r, const char *bytes, size_t n,
 			      void (*good)(void *arg, const struct progress_value *v), void *arg)
 {
-	unsigned lines = 0;
+	const char *end = bytes + n;
+	const char *last = n ? memrchr(bytes, '\n', n) : NULL;
 
-	while (n) {
-		const char *lf = memchr(bytes, '\n', n);
-		size_t take = lf ? (size_t)(lf - bytes) : n;
-		if (!r->overlong) {
-			if (r->len + take > sizeof r->buf) {
-				r->overlong = 1;
-				r->len = 0;
-			} else {
-				memcpy(r->buf + r->len, bytes, take);
-				r->len += take;
-			}
-		}
-		if (!lf)
-			break;
-		lines += line_done(r, good, arg);
-		bytes = lf + 1;
-		n -= take + 1;
+	if (!last) {
+		line_add(r, bytes, n);
+		return 0;
 	}
+	const char *start = bytes; /* where the chunk's last complete line starts */
+	const char *first = memchr(bytes, '\n', n);
+	if (first != last) {
+		/* the lines before the chunk's last one (the line being read
+		 * among them) are replaced by it: counted, not parsed (the
+		 * line being read as bad when it already outgrew the buffer) */
+		if (r->overlong)
+			r->bad++;
+		else
+			r->skipped++;
+		for (const char *p = first + 1; p < last; p++) {
+			p = memchr(p, '\n', (size_t)(last - p));
+			if (!p)
+				break;
+			r->skipped++;
+		}
+		r->len = 0;
+		r->overlong = 0;
+		start = (const char *)memrchr(bytes, '\n', (size_t)(last - bytes)) + 1;
+	}
+	line_add(r, start, (size_t)(last - start));
+	unsigned lines = line_done(r, good, arg);
+	line_add(r, last + 1, (size_t)(end - last - 1));
 	return lines;
 }
 

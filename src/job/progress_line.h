@@ -8,7 +8,7 @@
  * a text, ended by LF (a CR before it is dropped).  The number is digits
  * with an optional fraction (`0.42`, `1`, `.5` is not one); a fraction must
  * be 0 to 1, a percentage 0 to 100.  The text must be UTF-8 without
- * control characters (C0, DEL); it is cut to PROGRESS_TEXT_MAX bytes on a
+ * control characters (C0, DEL, C1); it is cut to PROGRESS_TEXT_MAX bytes on a
  * character boundary.  Anything else is a bad line: counted, never fatal.
  * A line longer than PROGRESS_LINE_MAX bytes is bad as a whole (its bytes
  * are skipped up to its LF), so a job that writes megabytes costs the
@@ -36,13 +36,17 @@ int progress_parse_line(const char *line, size_t len, struct progress_value *out
 struct progress_reader {
 	char buf[PROGRESS_LINE_MAX + 1]; /* the line being read (+ its CR) */
 	size_t len;
-	int overlong;  /* the line being read outgrew buf: skipped to its LF */
-	uint64_t good; /* lines parsed */
-	uint64_t bad;  /* lines refused (malformed, out of range, too long) */
+	int overlong;     /* the line being read outgrew buf: skipped to its LF */
+	uint64_t good;    /* lines parsed */
+	uint64_t bad;     /* lines refused (malformed, out of range, too long) */
+	uint64_t skipped; /* lines replaced by a later line of the same chunk */
 };
 
-/* Feeds n bytes; calls good(arg, value) for each good complete line, in
- * order.  Returns the number of good lines in these bytes. */
+/* Feeds n bytes.  Only the last complete line of the chunk is parsed
+ * (only the latest value matters): good(arg, value) is called for it when
+ * it is good; the complete lines before it are counted as skipped without
+ * being parsed, so the cost per chunk is a byte scan plus one parse.
+ * Returns the number of good lines parsed (0 or 1). */
 unsigned progress_reader_feed(struct progress_reader *r, const char *bytes, size_t n,
 			      void (*good)(void *arg, const struct progress_value *v), void *arg);
 /* The stream ended: a last line without LF counts as a line. */

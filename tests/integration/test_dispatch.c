@@ -914,9 +914,18 @@ static void test_local(void)
 					"    commands:\n"
 					"      echo: {prog: /bin/echo, args: [\"-n\"]}\n"
 					"      false: {prog: /bin/false}\n"
-					"      sleep: {prog: /bin/sleep}\n") == 0);
+					"      sleep: {prog: /bin/sleep}\n"
+					"      sh: {prog: /bin/sh}\n") == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
 	echo = submit_to("hostwork", "{\"command\":\"echo\",\"args\":[\"hi\"]}", 0);
+	/* progress lines as on an execserver: fd 3 takes them (here they go
+	 * nowhere), EXECSERVER_PROGRESS_FD names it; a job may not set it */
+	long long prog = submit_to("hostwork",
+				   "{\"command\":\"sh\",\"args\":[\"-c\",\"echo 0.5 >&3 && "
+				   "printf %s \\\"$EXECSERVER_PROGRESS_FD\\\"\"]}",
+				   0);
+	long long progenv = submit_to(
+		"hostwork", "{\"command\":\"sh\",\"env\":[\"EXECSERVER_PROGRESS_FD=4\"]}", 0);
 	fail = submit_to("hostwork", "{\"command\":\"false\"}", 0);
 	unknown = submit_to("hostwork", "{\"command\":\"rm\"}", 0);
 	stream = submit_to("hostwork", "{\"command\":\"echo\",\"stdin\":\"http://x/\"}", 0);
@@ -959,6 +968,17 @@ static void test_local(void)
 						  manyargs),
 				      "failed/bad_job: job.args"));
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT max(attempts) FROM execdispatch.job"), 1);
+	CU_ASSERT_STRING_EQUAL(
+		pgtest_text(F.c, buf, sizeof buf,
+			    "SELECT state || '/' || coalesce(receipt->>'stdout', '') "
+			    "FROM execdispatch.job WHERE id = %lld",
+			    prog),
+		"done/3");
+	CU_ASSERT_PTR_NOT_NULL(strstr(pgtest_text(F.c, buf, sizeof buf,
+						  "SELECT state || '/' || error "
+						  "FROM execdispatch.job WHERE id = %lld",
+						  progenv),
+				      "failed/bad_job: job.env[0]: EXECSERVER_PROGRESS_FD"));
 	/* run on this host, with the same receipt fields as an execserver's */
 	CU_ASSERT_STRING_EQUAL(
 		pgtest_text(

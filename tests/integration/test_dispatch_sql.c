@@ -1398,6 +1398,35 @@ static void test_locked_rows_skipped(void)
 	PQfinish(other);
 }
 
+/* A new attempt starts without the last attempt's progress: a row
+ * requeued (retry, rescue, give-back) keeps the progress its last run
+ * wrote; its start clears it, so position() and the row never show an old
+ * attempt's value as the new one's. */
+static void test_start_clears_progress(void)
+{
+	char c1[CLAIM_TEXT], ids[24], claims[24];
+	long long id;
+
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+	id = df_submit(&F, "{\"command\":\"true\"}", 0);
+	/* the previous attempt's value, as a requeue leaves it */
+	PQclear(pgtest_query(F.c,
+			     "UPDATE execdispatch.job SET progress = "
+			     "'{\"fraction\": 0.9, \"text\": \"old\"}' WHERE id = %lld",
+			     id));
+	CU_ASSERT_EQUAL_FATAL(claim_one(id, c1, sizeof c1), 1);
+	snprintf(ids, sizeof ids, "{%lld}", id);
+	snprintf(claims, sizeof claims, "{%s}", c1);
+	const char *start[3] = { "me", ids, claims };
+	CU_ASSERT_EQUAL(rows_of(F.c, DQ_START, 3, start), 1);
+	CU_ASSERT_EQUAL(pgtest_int(F.c,
+				   "SELECT count(*) FROM execdispatch.job WHERE id = %lld AND "
+				   "state = 'running' AND progress IS NULL",
+				   id),
+			1);
+	PQclear(pgtest_query(F.c, "DELETE FROM execdispatch.job"));
+}
+
 /* A key-share lock (what an application's open transaction holds on a
  * job row after inserting a row that references it by foreign key) does
  * not stop an update that leaves the key alone: the start, the POSITION
@@ -2418,6 +2447,7 @@ int main(void)
 		{ "bulk: submit_many in order, cancel_many's answers; a finish batch cannot "
 		  "deadlock with it",
 		  test_bulk },
+		{ "a start clears the last attempt's progress", test_start_clears_progress },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

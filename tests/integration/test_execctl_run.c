@@ -89,12 +89,13 @@ struct proc {
 struct run_opts {
 	const void *in; /* stdin bytes; NULL: /dev/null */
 	size_t inlen;
-	const char *env[4];     /* "K=V" added to the environment */
-	int stderr_pty;         /* stderr is a terminal (read from its master) */
-	int stdout_pty;         /* with stderr_pty: stdout on the same terminal */
-	int interrupt_after_ms; /* > 0: SIGINT then */
-	int stdout_after_ms;    /* stdout is not read before then (a slow reader) */
-	void (*during)(void);   /* called once, during_ms after the start */
+	const char *env[4];      /* "K=V" added to the environment */
+	int stderr_pty;          /* stderr is a terminal (read from its master) */
+	int stdout_pty;          /* with stderr_pty: stdout on the same terminal */
+	const char *stdout_file; /* stdout into this file (p->out read from it) */
+	int interrupt_after_ms;  /* > 0: SIGINT then */
+	int stdout_after_ms;     /* stdout is not read before then (a slow reader) */
+	void (*during)(void);    /* called once, during_ms after the start */
 	int during_ms;
 };
 
@@ -145,7 +146,10 @@ static void run(struct proc *p, const struct run_opts *o, const char *const *arg
 		if (o && o->stderr_pty)
 			setsid(); /* the pty may become its terminal; no signal from ours */
 		dup2(in[0], 0);
-		dup2(o && o->stdout_pty ? err[1] : out[1], 1);
+		int file = o && o->stdout_file
+				   ? open(o->stdout_file, O_WRONLY | O_CREAT | O_TRUNC, 0600)
+				   : -1;
+		dup2(file >= 0 ? file : o && o->stdout_pty ? err[1] : out[1], 1);
 		dup2(err[1], 2);
 		for (int fd = 3; fd < 64; fd++)
 			close(fd);
@@ -220,6 +224,16 @@ static void run(struct proc *p, const struct run_opts *o, const char *const *arg
 		close(in[1]);
 	close(out[0]);
 	close(err[0]);
+	if (o && o->stdout_file) {
+		FILE *f = fopen(o->stdout_file, "rb");
+		char buf[4096];
+		size_t n;
+		while (f && (n = fread(buf, 1, sizeof buf, f)) > 0)
+			append(&p->out, &p->outlen, buf, n);
+		if (f)
+			fclose(f);
+		unlink(o->stdout_file);
+	}
 	if (!p->out)
 		append(&p->out, &p->outlen, "", 0);
 	p->err[errlen] = '\0';
@@ -1007,13 +1021,15 @@ static void test_position_on_terminal(void)
 }
 
 /* The running job's progress on the status line: drawn on a terminal
- * when stdout goes elsewhere, erased at the end, the output bytes
- * unchanged; not drawn when stdout is the same terminal (the output
- * could land behind it). */
+ * when stdout goes to a file, erased at the end, the output bytes
+ * unchanged; not drawn when stdout is the same terminal or a pipe (the
+ * output could land behind it: `| tee log`). */
 static void test_progress_on_terminal(void)
 {
 	struct proc p;
-	struct run_opts tty = { .stderr_pty = 1 };
+	char file[64];
+	snprintf(file, sizeof file, "/tmp/test_execctl_run.%d.out", (int)getpid());
+	struct run_opts tty = { .stderr_pty = 1, .stdout_file = file };
 	start(NULL);
 	run(&p, &tty, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "prog3"));
 	expect(&p, 0, NULL);
@@ -1025,6 +1041,13 @@ static void test_progress_on_terminal(void)
 	CU_ASSERT(len >= 4 && strcmp(p.err + len - 4, "\r\033[K") == 0);
 	if (!strstr(p.err, "running: 50% half"))
 		fprintf(stderr, "\nthe terminal got: %s\n", p.err);
+	release(&p);
+
+	struct run_opts piped = { .stderr_pty = 1 };
+	run(&p, &piped, ARGS("run", "-a", addr, "-s", "cat", "-n", "--", "prog3"));
+	expect(&p, 0, NULL);
+	CU_ASSERT_STRING_EQUAL(p.out ? p.out : "", "out\n");
+	CU_ASSERT_PTR_NULL(strstr(p.err, "running:"));
 	release(&p);
 
 	struct run_opts one = { .stderr_pty = 1, .stdout_pty = 1 };

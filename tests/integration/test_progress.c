@@ -6,7 +6,9 @@
  * per 250 ms (a burst's earlier values never appear, the last value
  * before the end always does), never after DONE; a protocol-2 client of
  * the same job gets none; the job's output is unchanged; bad lines (junk,
- * a 2 MB line) are counted in /status and change nothing else.
+ * a 200 kB line) are counted in /status and change nothing else; the DONE
+ * does not wait for a descendant still holding fd 3, whose unfinished
+ * line is no value.
  */
 #include "autoconfig.h"
 
@@ -44,13 +46,14 @@ static struct tclient *connect_v(int protocol, const char *id)
 }
 
 /* 0.25 first; a burst (0.3, 0.35, 40%) in one write, so that no read
- * splits it; 50% with text, junk, a 2 MB line; then 0.7 and 1.0 at the
- * very end; "out" on stdout. */
-#define SCRIPT                                                                               \
-	"[ \\\"$EXECSERVER_PROGRESS_FD\\\" = 3 ] || exit 9; "                                \
-	"echo '0.25 first' >&3; printf '0.3\\\\n0.35\\\\n40%%\\\\n' >&3; sleep 0.5; "        \
-	"echo '50% half' >&3; echo junk >&3; head -c 2000000 /dev/zero | tr '\\\\0' 7 >&3; " \
-	"echo >&3; sleep 1; echo 0.7 >&3; echo '1.0 done' >&3; echo out"
+ * splits it; junk, a 200 kB line (3 read windows of 64 kB), 50% with text
+ * (the last line of its read whatever the chunking); then 0.7 and 1.0 at
+ * the very end; "out" on stdout. */
+#define SCRIPT                                                                        \
+	"[ \\\"$EXECSERVER_PROGRESS_FD\\\" = 3 ] || exit 9; "                         \
+	"echo '0.25 first' >&3; printf '0.3\\\\n0.35\\\\n40%%\\\\n' >&3; sleep 0.5; " \
+	"echo junk >&3; head -c 200000 /dev/zero | tr '\\\\0' 7 >&3; echo >&3; "      \
+	"echo '50% half' >&3; sleep 1; echo 0.7 >&3; echo '1.0 done' >&3; echo out"
 
 static const char *job_json(void)
 {
@@ -148,7 +151,7 @@ static void test_protocol_3_gets_progress(void)
 	/* nothing after DONE */
 	CU_ASSERT(tc_quiet(c, 400));
 	tc_close(c);
-	/* junk and the 2 MB line were counted, nothing else happened */
+	/* junk and the 200 kB line were counted, nothing else happened */
 	CU_ASSERT_EQUAL(harness_status_int(&D, "progress_lines", "bad", NULL) - bad0, 2);
 	stop();
 }
@@ -163,7 +166,7 @@ static void test_rate_limit(void)
 	double t0 = ms_now();
 	CU_ASSERT_FATAL(tc_start_job(c, "r1", "tools", job) == 0);
 	int n = 0;
-	double last = -1;
+	double last = -1, at[256];
 	char last_text[64] = "";
 	struct json_object *m;
 	while ((m = tc_expect(c, NULL, 20000)) != NULL) {
@@ -175,14 +178,66 @@ static void test_rate_limit(void)
 		if (json_object_object_get_ex(m, "fraction", &v))
 			last = json_object_get_double(v);
 		snprintf(last_text, sizeof last_text, "%s", tc_str(m, "text"));
+		if (n < 256)
+			at[n] = ms_now();
 		n++;
 		json_object_put(m);
 	}
 	double span_ms = ms_now() - t0;
 	CU_ASSERT(n >= 1);
 	CU_ASSERT(n <= 2 + (int)(span_ms / 250));
+	/* the gap between two messages, not only their number: 250 ms apart
+	 * as sent (150 ms as received: delivery jitter), except the last
+	 * one, which goes out at the job's end at once */
+	for (int i = 1; i < n - 1 && i < 256; i++)
+		if (at[i] - at[i - 1] < 150) {
+			fprintf(stderr, "PROGRESS %d came %.0f ms after the one before\n", i,
+				at[i] - at[i - 1]);
+			CU_FAIL("two PROGRESS closer than the interval");
+		}
 	CU_ASSERT_EQUAL(last, 1.0);
 	CU_ASSERT_STRING_EQUAL(last_text, "line 3000");
+	tc_close(c);
+	stop();
+}
+
+/* A descendant keeps fd 3 open (and writes half a line) after the
+ * program ended: the DONE does not wait for it, and the half line is no
+ * value: the last PROGRESS is the program's own.  The descendant leaves
+ * the process group (setsid), else it is killed with it at the end and
+ * the EOF makes its half line a line. */
+static void test_descendant_holding_fd3(void)
+{
+	start();
+	struct tclient *c = connect_v(3, "desc");
+	const char *job = "{\"command\":\"sh\",\"args\":[\"-c\",\"echo '0.5 main' >&3; "
+			  "setsid sh -c 'printf 0.9; exec sleep 5' </dev/null >&3 2>/dev/null & "
+			  "sleep 0.2; echo out\"]}";
+	double t0 = ms_now();
+	CU_ASSERT_FATAL(tc_start_job(c, "d1", "tools", job) == 0);
+	char last_text[64] = "";
+	double last = -1;
+	struct json_object *m, *done = NULL;
+	while ((m = tc_expect(c, NULL, 10000)) != NULL) {
+		if (strcmp(tc_str(m, "type"), "DONE") == 0) {
+			done = m;
+			break;
+		}
+		struct json_object *v;
+		if (json_object_object_get_ex(m, "fraction", &v))
+			last = json_object_get_double(v);
+		snprintf(last_text, sizeof last_text, "%s", tc_str(m, "text"));
+		json_object_put(m);
+	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(done);
+	/* well before the descendant's 5 s */
+	CU_ASSERT(ms_now() - t0 < 3000);
+	CU_ASSERT_STRING_EQUAL(tc_str(tc_receipt(done), "stdout"), "out\n");
+	json_object_put(done);
+	if (last != 0.5)
+		fprintf(stderr, "last PROGRESS: %g \"%s\"\n", last, last_text);
+	CU_ASSERT_EQUAL(last, 0.5);
+	CU_ASSERT_STRING_EQUAL(last_text, "main");
 	tc_close(c);
 	stop();
 }
@@ -213,6 +268,8 @@ int main(void)
 		  test_protocol_3_gets_progress },
 		{ "a tight loop of progress lines: at most 4 a second", test_rate_limit },
 		{ "protocols 1 and 2 see no PROGRESS", test_older_protocols_see_nothing },
+		{ "the DONE does not wait for a descendant holding fd 3; its half line is no value",
+		  test_descendant_holding_fd3 },
 		{ NULL, NULL },
 	};
 	return run_suite("progress", cases);

@@ -256,6 +256,9 @@ struct dispatcher {
 	int64_t no_exec_said_ms;
 	unsigned rnd;
 	struct dispatch_stats st;
+	/* transitions of its own machines not in their table (move_to);
+	 * st.illegal_transitions adds its connections' (db.h) */
+	uint64_t illegal;
 	struct metrics *metrics;
 	struct listener *listener; /* notify: true */
 	char *local_names;         /* the local services as a text[] literal */
@@ -360,7 +363,7 @@ static inline int move_to(struct dispatcher *d, const struct phase_table *t, str
 			  int at, int to, long long id)
 {
 	if (phase_move(t, c, &at, to, id) < 0)
-		d->st.illegal_transitions++;
+		d->illegal++;
 	return at;
 }
 

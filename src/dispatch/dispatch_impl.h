@@ -237,7 +237,9 @@ struct dispatcher {
 	 * stage: where the life is (changed by life_to alone, phases.h): in
 	 * LIFE_OWNING (registered again, the requeue of the rows the instance
 	 * left, DQ_FIND_OWN then DQ_REQUEUE_CLAIMS, not done yet) no claim
-	 * and no sweep goes; own_out: its look or its requeue is queued or out */
+	 * and no sweep goes; own_out: its look or its requeue is queued or out
+	 * (a fact beside the stage, not a stage: a rescue may end LIFE_OWNING
+	 * while one is out, whose answer, of an earlier life, still clears it) */
 	char token[48];
 	unsigned life;
 	enum life_stage stage;

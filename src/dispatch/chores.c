@@ -75,7 +75,7 @@ static void pump_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (!ch || c->wire)
 		return;
-	if (!db_ready(&c->db) && c->db.conn) {
+	if (!db_ready(&c->db) && db_state_of(&c->db) == DB_CONNECTING) {
 		/* an attempt under way: the chores wait for it (on_up, or this
 		 * check once it has failed) */
 		struct timeval tv = { 0, CONNECTING_CHECK_MS * 1000 };
@@ -90,7 +90,7 @@ static void pump_cb(evutil_socket_t fd, short what, void *arg)
 	/* away (an attempt is under way now), or refused at the send */
 	pop(c);
 	if (ch->fn)
-		ch->fn(ch->arg, NULL, c->db.conn == NULL || c->db.connecting, ch->note);
+		ch->fn(ch->arg, NULL, !db_up(&c->db), ch->note);
 	chore_free(ch);
 	if (c->head)
 		event_active(c->pump_ev, EV_TIMEOUT, 0);

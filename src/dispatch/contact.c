@@ -212,7 +212,7 @@ void contact_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	arm(d->contact_ev, CONTACT_CHECK_MS);
-	if (d->db.conn || db_busy(&d->db)) {
+	if (db_state_of(&d->db) != DB_AWAY || db_busy(&d->db)) {
 		/* connecting, or a statement of it on the wire; or one failed,
 		 * to be sent again once contact_retry_ms has come */
 		if (d->contact_retry_ms)

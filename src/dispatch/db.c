@@ -28,6 +28,16 @@
 #define CANCEL_WAIT_SEC 10      /* a cancel request's child waits this long at most */
 #define CHILD_FDS 1024          /* without close_range: the descriptors the child closes */
 
+/* The connection moves to state to: checked against DB_TABLE and counted
+ * (phases.h); an illegal move is logged and counted, and made anyway. */
+static void db_to(struct db *db, enum db_state to)
+{
+	int at = (int)db->state;
+
+	phase_move_named(&db_states, &db->moves, &at, (int)to, db->name);
+	db->state = (enum db_state)at;
+}
+
 static void one_line(char *dst, size_t len, const char *msg)
 {
 	snprintf(dst, len, "%s", msg ? msg : "");
@@ -70,6 +80,8 @@ void db_close(struct db *db)
 	if (db->conn)
 		PQfinish(db->conn);
 	db->conn = NULL;
+	if (db->state != DB_AWAY)
+		db_to(db, DB_AWAY);
 	free(db->conninfo);
 	db->conninfo = NULL;
 }
@@ -79,13 +91,15 @@ static void look_again_later(struct db *db);
 
 static void went_away(struct db *db, const char *why)
 {
+	int busy = db->state == DB_BUSY;
+
 	one_line(db->last_error, sizeof db->last_error, why);
 	/* PgBouncer refusing while its server_login_retry runs: from when */
 	if (!strstr(db->last_error, "(server_login_retry)"))
 		db->login_retry_ms = 0;
 	else if (!db->login_retry_ms)
 		db->login_retry_ms = (int64_t)clock_mono_ms();
-	if (db->on_wire && db->conn) {
+	if (busy && db->conn) {
 		/* lost by an error, not abandoned at its deadline (abandon took
 		 * the connection): the backend may go on with the statement
 		 * (a pooler does not cancel it when its client goes, a backend
@@ -103,12 +117,11 @@ static void went_away(struct db *db, const char *why)
 	if (db->conn)
 		PQfinish(db->conn);
 	db->conn = NULL;
-	db->connecting = 0;
+	db_to(db, DB_AWAY);
 	if (db->io_ev)
 		event_del(db->io_ev);
-	if (db->on_wire) {
+	if (busy) {
 		/* the statement on the wire fails with the connection */
-		db->on_wire = 0;
 		PQclear(db->kept);
 		db->kept = NULL;
 		db->kept_away = 1;
@@ -132,7 +145,7 @@ static void quiet_notice(void *arg, const char *message)
 
 static void connected(struct db *db)
 {
-	db->connecting = 0;
+	db_to(db, DB_IDLE);
 	PQsetNoticeProcessor(db->conn, quiet_notice, db);
 	PQsetnonblocking(db->conn, 1);
 	/* taken now: libpq gives none once the connection broke */
@@ -382,8 +395,8 @@ static void late_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (!db->late)
 		return;
-	if (!db->conn || db->connecting || up_for < db->timeout_ms) {
-		if (db->conn && !db->connecting) {
+	if (!db_up(db) || up_for < db->timeout_ms) {
+		if (db_up(db)) {
 			tv.tv_sec = (time_t)((db->timeout_ms - up_for) / 1000);
 			tv.tv_usec = (suseconds_t)((db->timeout_ms - up_for) % 1000 * 1000);
 		}
@@ -468,10 +481,11 @@ int db_ready(struct db *db)
 			       "fallback_application_name", NULL };
 	const char *vals[] = { "5", "30", db->conninfo, "execdispatch", NULL };
 
-	if (db->conn)
-		return !db->connecting;
+	if (db->state != DB_AWAY)
+		return db->state != DB_CONNECTING;
 	if ((int64_t)clock_mono_ms() < db->retry_at_ms)
 		return 0;
+	db_to(db, DB_CONNECTING);
 	if (!db->base) {
 		db->conn = PQconnectdbParams(keys, vals, 1);
 		if (!db->conn || PQstatus(db->conn) != CONNECTION_OK) {
@@ -481,7 +495,6 @@ int db_ready(struct db *db)
 		connected(db);
 		return 1;
 	}
-	db->connecting = 1;
 	connect_next(db, db_connect_begin(&db->dc, db->name, db->conninfo));
 	return 0;
 }
@@ -543,7 +556,7 @@ static short progress(struct db *db)
 		}
 		r = db->kept;
 		db->kept = NULL;
-		db->on_wire = 0;
+		db_to(db, DB_IDLE);
 		if (db->io_ev)
 			event_del(db->io_ev);
 		db->kept = checked(db, r, &db->kept_away);
@@ -559,15 +572,15 @@ static void io_cb(evutil_socket_t fd, short what, void *arg)
 	short next;
 
 	(void)fd;
-	if (db->connecting) {
+	if (db->state == DB_CONNECTING) {
 		connect_next(db, db_connect_step(&db->dc, what & EV_TIMEOUT));
-	} else if (db->on_wire && (what & EV_TIMEOUT) && db->wire_deadline_ms &&
+	} else if (db->state == DB_BUSY && (what & EV_TIMEOUT) && db->wire_deadline_ms &&
 		   (int64_t)clock_mono_ms() >= db->wire_deadline_ms) {
 		char why[96];
 		snprintf(why, sizeof why, "no answer to a statement within %d ms", db->timeout_ms);
 		abandon(db);
 		went_away(db, why);
-	} else if (db->on_wire && (next = progress(db)) != 0) {
+	} else if (db->state == DB_BUSY && (next = progress(db)) != 0) {
 		watch(db, next, db->wire_deadline_ms);
 	}
 }
@@ -580,7 +593,7 @@ static void deliver_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (db->on_wire || !fn)
+	if (db->state == DB_BUSY || !fn)
 		return;
 	db->fn = NULL;
 	db->kept = NULL;
@@ -593,7 +606,7 @@ static void wait_wire(struct db *db)
 {
 	short next;
 
-	while (db->on_wire && (next = progress(db)) != 0) {
+	while (db->state == DB_BUSY && (next = progress(db)) != 0) {
 		struct pollfd p = { PQsocket(db->conn),
 				    (short)(POLLIN | (next & EV_WRITE ? POLLOUT : 0)), 0 };
 		if (poll(&p, 1, -1) < 0 && errno != EINTR) {
@@ -625,7 +638,12 @@ int db_attach(struct db *db, struct event_base *base, int timeout_ms, void (*on_
 
 int db_up(const struct db *db)
 {
-	return db->conn && !db->connecting;
+	return db->state == DB_IDLE || db->state == DB_BUSY;
+}
+
+enum db_state db_state_of(const struct db *db)
+{
+	return db->state;
 }
 
 int db_busy(const struct db *db)
@@ -647,7 +665,7 @@ int db_send(struct db *db, const char *sql, int nparams, const char *const *para
 	}
 	db->fn = fn;
 	db->fn_arg = arg;
-	db->on_wire = 1;
+	db_to(db, DB_BUSY);
 	db->kept_away = 0;
 	db->wire_deadline_ms = db->timeout_ms ? (int64_t)clock_mono_ms() + db->timeout_ms : 0;
 	watch(db, (short)(EV_READ | EV_WRITE), db->wire_deadline_ms);
@@ -660,7 +678,7 @@ PGresult *db_exec(struct db *db, const char *sql, int nparams, const char *const
 	if (!db_ready(db))
 		return NULL;
 	wait_wire(db);
-	if (!db->conn)
+	if (db->state == DB_AWAY)
 		return NULL;
 	return checked(db, PQexecParams(db->conn, sql, nparams, NULL, params, NULL, NULL, 0), away);
 }
@@ -671,7 +689,7 @@ PGresult *db_exec_script(struct db *db, const char *sql, int *away)
 	if (!db_ready(db))
 		return NULL;
 	wait_wire(db);
-	if (!db->conn)
+	if (db->state == DB_AWAY)
 		return NULL;
 	return checked(db, PQexec(db->conn, sql), away);
 }

@@ -22,6 +22,21 @@
  * logged before the next is tried); before that (the tools) it blocks.  Nothing here keeps session state, so a
  * transaction-mode pooler may sit in between (one statement at a time, no
  * pipeline mode: see docs/dispatch.md).
+ *
+ * The connection's state is one enum db_state (phases.h: DB_AWAY,
+ * DB_CONNECTING, DB_IDLE, DB_BUSY), changed by db_to in db.c alone,
+ * checked against DB_TABLE and counted in moves (an illegal one is
+ * logged and counted in moves.illegal, which execdispatch adds to
+ * execdispatch_illegal_transitions_total).  conn is set in every state
+ * but DB_AWAY (outside a call of db.c: abandon takes it from a busy
+ * connection just before went_away).  What is not the connection's state stays a fact beside
+ * it: fn (a db_send statement outstanding from its send until its
+ * callback has run: it outlives DB_BUSY when its result, or the loss of
+ * the connection, waits in kept for delivery), late (a statement given
+ * up unsettled: the owner is told again once the connection has been up
+ * for timeout_ms, whatever the state meanwhile), the abandoned
+ * connections (each its own, watched apart), and the log's memory:
+ * was_up, warned.
  */
 #ifndef ES_DISPATCH_DB_H
 #define ES_DISPATCH_DB_H
@@ -30,6 +45,8 @@
 
 #include <event2/event.h>
 #include <libpq-fe.h>
+
+#include "dispatch/phases.h"
 
 /* A connection being made without blocking (db_connect_begin/_step):
  * the hosts of a multi-host connection string one at a time, each within
@@ -83,14 +100,16 @@ struct db {
 	 * log line says it, "database (NAME): ..." */
 	char name[DB_NAME_MAX];
 	char *conninfo;
-	PGconn *conn;         /* NULL while away */
-	int64_t retry_at_ms;  /* monotonic: no attempt before this */
-	int backoff_ms;       /* next wait after a failed attempt */
-	int was_up;           /* for the "back" log line */
-	int warned;           /* "cannot connect" said since the last success */
-	uint64_t statements;  /* sent since the start */
-	char last_error[256]; /* the last failure, one line */
-	char sqlstate[6];     /* the last statement's SQLSTATE if refused, else "" */
+	enum db_state state;       /* changed by db_to alone (phases.h) */
+	struct phase_counts moves; /* its transitions, the illegal ones too */
+	PGconn *conn;              /* NULL in DB_AWAY */
+	int64_t retry_at_ms;       /* monotonic: no attempt before this */
+	int backoff_ms;            /* next wait after a failed attempt */
+	int was_up;                /* for the "back" log line */
+	int warned;                /* "cannot connect" said since the last success */
+	uint64_t statements;       /* sent since the start */
+	char last_error[256];      /* the last failure, one line */
+	char sqlstate[6];          /* the last statement's SQLSTATE if refused, else "" */
 	/* monotonic time since which every failure was PgBouncer's refusal
 	 * while its server_login_retry runs (0: none since the last answer) */
 	int64_t login_retry_ms;
@@ -98,7 +117,6 @@ struct db {
 	struct event_base *base;
 	struct event *io_ev;      /* PQsocket: connecting, or a db_send on the wire */
 	struct event *deliver_ev; /* a result kept by db_exec's wait, to deliver */
-	int connecting;           /* a db_connect under way, on conn */
 	struct db_connect dc;
 	void (*on_up)(void *arg); /* connected (again), from the loop */
 	void *up_arg;
@@ -106,7 +124,6 @@ struct db {
 	 * send until it has run */
 	db_result_fn fn;
 	void *fn_arg;
-	int on_wire;    /* sent, its result not all read */
 	int timeout_ms; /* db_send: no answer within it, the connection is dropped */
 	int64_t wire_deadline_ms;
 	/* the connections of statements abandoned at their deadline (then
@@ -161,6 +178,8 @@ int db_ready(struct db *db);
 int64_t db_login_retry_for(const struct db *db);
 /* 1 when connected, as db_ready, but never starting an attempt. */
 int db_up(const struct db *db);
+/* The connection's state (phases.h). */
+enum db_state db_state_of(const struct db *db);
 /* A db_send statement is outstanding (no other may be sent). */
 int db_busy(const struct db *db);
 /* Sends one statement without waiting; fn(arg, ...) is called from the

@@ -237,7 +237,9 @@ struct dispatcher {
 	 * stage: where the life is (changed by life_to alone, phases.h): in
 	 * LIFE_OWNING (registered again, the requeue of the rows the instance
 	 * left, DQ_FIND_OWN then DQ_REQUEUE_CLAIMS, not done yet) no claim
-	 * and no sweep goes; own_out: its look or its requeue is queued or out */
+	 * and no sweep goes; own_out: its look or its requeue is queued or out
+	 * (a fact beside the stage, not a stage: a rescue may end LIFE_OWNING
+	 * while one is out, whose answer, of an earlier life, still clears it) */
 	char token[48];
 	unsigned life;
 	enum life_stage stage;
@@ -256,6 +258,9 @@ struct dispatcher {
 	int64_t no_exec_said_ms;
 	unsigned rnd;
 	struct dispatch_stats st;
+	/* transitions of its own machines not in their table (move_to);
+	 * st.illegal_transitions adds its connections' (db.h) */
+	uint64_t illegal;
 	struct metrics *metrics;
 	struct listener *listener; /* notify: true */
 	char *local_names;         /* the local services as a text[] literal */
@@ -360,7 +365,7 @@ static inline int move_to(struct dispatcher *d, const struct phase_table *t, str
 			  int at, int to, long long id)
 {
 	if (phase_move(t, c, &at, to, id) < 0)
-		d->st.illegal_transitions++;
+		d->illegal++;
 	return at;
 }
 

@@ -123,6 +123,10 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
 	d->st.statements = d->db.statements + d->db2.statements + chores_db(d->chores)->statements +
 			   chores_db(d->beat_lane)->statements +
 			   chores_db(d->rescue_lane)->statements;
+	d->st.illegal_transitions = d->illegal + d->db.moves.illegal + d->db2.moves.illegal +
+				    chores_db(d->chores)->moves.illegal +
+				    chores_db(d->beat_lane)->moves.illegal +
+				    chores_db(d->rescue_lane)->moves.illegal;
 	d->st.db_up = db_up(&d->db);
 	if (!beat_fresh(d)) {
 		if (!d->said_stale++)

@@ -110,7 +110,8 @@ static const struct metric_def defs[] = {
 	M("execdispatch_statements_total", "counter", "Statements sent to the database.",
 	  statements, U64),
 	M("execdispatch_illegal_transitions_total", "counter",
-	  "Phase changes of held rows or of the dispatcher's life not in their table (a bug).",
+	  "Transitions of held rows, of the dispatcher's stages or of its database connections "
+	  "not in their table (a bug).",
 	  illegal_transitions, U64),
 	M("execdispatch_admission", "gauge",
 	  "Claim share now (jobs this dispatcher may hold at the execservers).", share, UINT),

@@ -39,7 +39,7 @@ struct dispatch_stats {
 	struct hist run;              /* runs whose receipt has a duration_ms */
 	struct hist cancel_latency;   /* cancels of held rows: commit -> noticed by the poll */
 	uint64_t statements;          /* statements sent (db.c counts) */
-	uint64_t illegal_transitions; /* held_to, life_to: transitions not in their table */
+	uint64_t illegal_transitions; /* of the phases.h tables, connections too */
 	unsigned share;               /* claim share now */
 	unsigned at_exec;             /* rows at the execservers now */
 	unsigned services;            /* exec-bound services admission knows now */

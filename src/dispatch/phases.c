@@ -5,6 +5,8 @@
 #include "autoconfig.h"
 #include "dispatch/phases.h"
 
+#include <stdio.h>
+
 #include "common/log.h"
 
 #define NAME(p) [p] = #p,
@@ -54,6 +56,14 @@ static const uint8_t beat_legal[BEAT_STAGES * BEAT_STAGES] = { BEAT_TABLE(BEAT_C
 const struct phase_table beat_stages = { "dispatcher beat lane", BEAT_STAGES, beat_names,
 					 beat_legal };
 
+static const char *const db_names[DB_STATES] = { NAME(DB_AWAY) NAME(DB_CONNECTING) NAME(DB_IDLE)
+							 NAME(DB_BUSY) };
+
+#define DB_CELL(from, to) CELL(from, to, DB_STATES)
+static const uint8_t db_legal[DB_STATES * DB_STATES] = { DB_TABLE(DB_CELL) };
+
+const struct phase_table db_states = { "database connection", DB_STATES, db_names, db_legal };
+
 _Static_assert(LIFE_STAGES <= PHASES_MAX, "struct phase_counts holds the life's table");
 _Static_assert(HELD_PHASES <= PHASES_MAX, "struct phase_counts holds the held row's table");
 
@@ -67,7 +77,10 @@ int phase_legal(const struct phase_table *t, int from, int to)
 	return from >= 0 && from < t->n && to >= 0 && to < t->n && t->legal[from * t->n + to];
 }
 
-int phase_move(const struct phase_table *t, struct phase_counts *c, int *at, int to, long long id)
+/* *at becomes to, counted; an illegal one is logged naming the machine by
+ * label ("job 12", "database connection (hot1)"). */
+static int move(const struct phase_table *t, struct phase_counts *c, int *at, int to,
+		const char *label)
 {
 	int from = *at, ok = phase_legal(t, from, to);
 
@@ -77,7 +90,28 @@ int phase_move(const struct phase_table *t, struct phase_counts *c, int *at, int
 	if (ok)
 		return 0;
 	c->illegal++;
-	log_error("%s %lld: illegal transition %s -> %s (a bug: reported, and the code goes on)",
-		  t->what, id, phase_name(t, from), phase_name(t, to));
+	log_error("%s: illegal transition %s -> %s (a bug: reported, and the code goes on)", label,
+		  phase_name(t, from), phase_name(t, to));
 	return -1;
+}
+
+int phase_move(const struct phase_table *t, struct phase_counts *c, int *at, int to, long long id)
+{
+	char label[96];
+
+	if (phase_legal(t, *at, to))
+		return move(t, c, at, to, "");
+	snprintf(label, sizeof label, "%s %lld", t->what, id);
+	return move(t, c, at, to, label);
+}
+
+int phase_move_named(const struct phase_table *t, struct phase_counts *c, int *at, int to,
+		     const char *name)
+{
+	char label[96];
+
+	if (phase_legal(t, *at, to))
+		return move(t, c, at, to, "");
+	snprintf(label, sizeof label, "%s (%s)", t->what, name);
+	return move(t, c, at, to, label);
 }

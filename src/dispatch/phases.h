@@ -1,15 +1,16 @@
 /*
  * phases.h - the phases a held row goes through, the stages of the
- * dispatcher's life, of its stop, of the sweep of lost claims and of the
- * beat's lane, each as
- * one enum and one table
- * of the legal transitions, and the mover that checks each transition
- * against its table and counts it.  Pure (no database, no client, no
- * clock): tests/unit/test_phases.c holds the tables to the code's courses.
+ * dispatcher's life, of its stop, of the sweep of lost claims, of the
+ * beat's lane and of one database connection (struct db, db.h), each as
+ * one enum and one table of the legal transitions, and the mover that
+ * checks each transition against its table and counts it.  Pure (no
+ * database, no client, no clock; linked by execdispatch and execctl with
+ * db.c): tests/unit/test_phases.c holds the tables to the code's courses.
  *
  * Invariant: a held row changes phase only through held_to, the
  * dispatcher's stages only through life_to, stop_to, sweep_to and beat_to
- * (dispatch_impl.h), all through phase_move; a transition not in its
+ * (dispatch_impl.h), a connection only through db_to (db.c), all through
+ * phase_move or phase_move_named; a transition not in its
  * table is logged as an error and counted as illegal
  * (execdispatch_illegal_transitions_total; the tree builds its daemons
  * with assert on, so an assert would end a dispatcher that holds rows),
@@ -155,6 +156,29 @@ enum beat_stage {
 	X(BEAT_BEATING, BEAT_IDLE)     /* beat_answered: on_beat_result */            \
 	X(BEAT_REGISTERING, BEAT_IDLE) /* beat_answered: on_reregister_result */
 
+/* One database connection (struct db, db.c): away (no connection; the
+ * next attempt once the back-off has passed), connecting (an attempt
+ * under way: non-blocking on the loop, or db_ready's blocking one),
+ * idle (up, nothing on the wire), busy (up, a db_send statement sent and
+ * its result not all read).  The callback of a statement read or failed
+ * but not delivered yet is not a state of the connection (db_busy). */
+enum db_state {
+	DB_AWAY,       /* conn NULL */
+	DB_CONNECTING, /* conn: the attempt (db_connect, or PQconnectdbParams) */
+	DB_IDLE,       /* conn up, no statement on the wire */
+	DB_BUSY,       /* conn up, a db_send statement on the wire */
+	DB_STATES
+};
+
+#define DB_TABLE(X)                                                                             \
+	X(DB_AWAY, DB_CONNECTING) /* db_ready: the back-off has passed, an attempt begins */    \
+	X(DB_CONNECTING, DB_IDLE) /* connected: the attempt succeeded */                        \
+	X(DB_CONNECTING, DB_AWAY) /* went_away: every host failed, or timed out; db_close */    \
+	X(DB_IDLE, DB_BUSY)       /* db_send: a statement sent */                               \
+	X(DB_BUSY, DB_IDLE)       /* progress: its result read */                               \
+	X(DB_BUSY, DB_AWAY)       /* went_away: lost, or abandoned at its deadline; db_close */ \
+	X(DB_IDLE, DB_AWAY)       /* went_away: lost by db_exec, a send, or a result; db_close */
+
 /* One table of a state machine: its name (in log lines), the names of its
  * states, and the legal transitions as a bit per (from, to). */
 struct phase_table {
@@ -172,7 +196,8 @@ struct phase_counts {
 	uint64_t illegal;
 };
 
-extern const struct phase_table held_phases, life_stages, stop_stages, sweep_stages, beat_stages;
+extern const struct phase_table held_phases, life_stages, stop_stages, sweep_stages, beat_stages,
+	db_states;
 
 const char *phase_name(const struct phase_table *t, int phase);
 int phase_legal(const struct phase_table *t, int from, int to);
@@ -181,5 +206,9 @@ int phase_legal(const struct phase_table *t, int from, int to);
  * is also counted in c->illegal and logged as an error naming id (the
  * row's job id).  0 when legal, -1 when not. */
 int phase_move(const struct phase_table *t, struct phase_counts *c, int *at, int to, long long id);
+/* The same for a machine named by a string (a connection's lane: "hot1",
+ * "beat"...) rather than a number. */
+int phase_move_named(const struct phase_table *t, struct phase_counts *c, int *at, int to,
+		     const char *name);
 
 #endif

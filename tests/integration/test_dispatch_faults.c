@@ -1471,6 +1471,24 @@ static void test_start_requeue_refused(void)
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 10000), 0);
 }
 
+/* Through every fault above (connections killed, a database restarted,
+ * silent or refusing, stops), each state machine of the dispatchers took
+ * only the transitions of its table (phases.h): their held rows, their
+ * stages and each database connection (db.c) logged none illegal. */
+static void test_no_illegal_transition(void)
+{
+	for (int i = 0; i < DF_MAX_DISP; i++) {
+		size_t len;
+		unsigned char *txt = F.log[i][0] ? harness_read_file(F.log[i], &len) : NULL;
+
+		CU_ASSERT(!txt || !strstr((char *)txt, "illegal transition"));
+		if (txt && strstr((char *)txt, "illegal transition"))
+			fprintf(stderr, "%s: %.200s\n", F.log[i],
+				strstr((char *)txt, "illegal transition"));
+		free(txt);
+	}
+}
+
 static void test_teardown(void)
 {
 	df_cleanup(&F, CU_get_number_of_failures() > 0);
@@ -1519,6 +1537,7 @@ int main(void)
 		/* last: it restarts the execserver with short pings */
 		{ "a reused instanceId: the old life takes none of the new one's jobs over",
 		  test_reused_instance_life },
+		{ "no illegal transition in the dispatchers' logs", test_no_illegal_transition },
 		{ "teardown", test_teardown },
 		{ NULL, NULL }
 	};

@@ -3,11 +3,13 @@
  * (src/dispatch/phases.c), without a database: every course a held row
  * takes in src/dispatch is legal in HELD_TABLE, and every course of the
  * dispatcher's life, its stop, the sweep of lost claims and the beat's
- * lane in LIFE_TABLE, STOP_TABLE, SWEEP_TABLE and BEAT_TABLE; the transitions that would break an
+ * lane in LIFE_TABLE, STOP_TABLE, SWEEP_TABLE and BEAT_TABLE, and of a
+ * database connection (db.c) in DB_TABLE; the transitions that would break an
  * invariant are not (a lost row's result written, a row back at the
  * execserver, a freed row moved, a claim before the rows an earlier life
  * left are requeued, a leave without a stop, a sweep out twice or done
- * without being sent, two statements of the beat's lane at once); each transition is counted, an illegal one too,
+ * without being sent, two statements of the beat's lane at once, a
+ * statement on a connection not up or beside another); each transition is counted, an illegal one too,
  * with the phase set anyway.
  */
 #include "autoconfig.h"
@@ -260,6 +262,72 @@ static void test_beat_lane(void)
 	refused_all(&beat_stages, bad, sizeof bad / sizeof bad[0]);
 }
 
+/* A database connection (db.c): every course its code takes, each step
+ * legal and counted once; each line of DB_TABLE is one of them. */
+static void test_db_courses(void)
+{
+	/* connected at once, two statements, lost with one on the wire (or
+	 * abandoned at its deadline), a failed attempt, connected again, lost
+	 * between statements (db_exec, a send refused), connecting when
+	 * closed */
+	static const int course[] = { DB_CONNECTING, DB_IDLE, DB_BUSY, DB_IDLE,       DB_BUSY,
+				      DB_IDLE,       DB_BUSY, DB_AWAY, DB_CONNECTING, DB_AWAY,
+				      DB_CONNECTING, DB_IDLE, DB_AWAY, DB_CONNECTING, DB_AWAY };
+	struct phase_counts c;
+	int at = DB_AWAY;
+
+	memset(&c, 0, sizeof c);
+	for (size_t i = 0; i < sizeof course / sizeof course[0]; i++)
+		CU_ASSERT_EQUAL(phase_move_named(&db_states, &c, &at, course[i], "hot1"), 0);
+	CU_ASSERT_EQUAL(at, DB_AWAY);
+	CU_ASSERT_EQUAL(c.illegal, 0);
+	CU_ASSERT_EQUAL(c.moves[DB_AWAY][DB_CONNECTING], 4);
+	CU_ASSERT_EQUAL(c.moves[DB_CONNECTING][DB_IDLE], 2);
+	CU_ASSERT_EQUAL(c.moves[DB_CONNECTING][DB_AWAY], 2);
+	CU_ASSERT_EQUAL(c.moves[DB_IDLE][DB_BUSY], 3);
+	CU_ASSERT_EQUAL(c.moves[DB_BUSY][DB_IDLE], 2);
+	CU_ASSERT_EQUAL(c.moves[DB_BUSY][DB_AWAY], 1);
+	CU_ASSERT_EQUAL(c.moves[DB_IDLE][DB_AWAY], 1);
+	/* every line of the table is walked above: a line deleted from
+	 * DB_TABLE fails the walk, one added (a state with no course)
+	 * fails this count */
+	for (int from = 0; from < DB_STATES; from++)
+		for (int to = 0; to < DB_STATES; to++)
+			CU_ASSERT_EQUAL(phase_legal(&db_states, from, to), c.moves[from][to] > 0);
+#define ONE(from, to) +1
+	const int lines = 0 DB_TABLE(ONE);
+#undef ONE
+	CU_ASSERT_EQUAL(legal_cells(&db_states), lines);
+	CU_ASSERT_EQUAL(lines, 7);
+}
+
+/* A connection: a statement on one not up or beside another, a result
+ * with none out, connected without an attempt: refused, counted, and the
+ * state set anyway. */
+static void test_db_illegal(void)
+{
+	static const int bad[][2] = {
+		{ DB_AWAY, DB_BUSY },       /* a statement sent while away */
+		{ DB_CONNECTING, DB_BUSY }, /* ...while connecting */
+		{ DB_BUSY, DB_BUSY },       /* a second statement beside the first */
+		{ DB_AWAY, DB_IDLE },       /* up without an attempt */
+		{ DB_IDLE, DB_IDLE },       /* a result with nothing on the wire */
+		{ DB_AWAY, DB_AWAY },       /* lost twice */
+		{ DB_IDLE, DB_CONNECTING }, /* an attempt beside a connection up */
+		{ DB_BUSY, DB_CONNECTING }  /* ...or with a statement on the wire */
+	};
+	struct phase_counts c;
+	int at = DB_AWAY;
+
+	refused_all(&db_states, bad, sizeof bad / sizeof bad[0]);
+	memset(&c, 0, sizeof c);
+	CU_ASSERT_EQUAL(phase_move_named(&db_states, &c, &at, DB_BUSY, "beat"), -1);
+	CU_ASSERT_EQUAL(at, DB_BUSY);
+	CU_ASSERT_EQUAL(c.illegal, 1);
+	CU_ASSERT_EQUAL(c.moves[DB_AWAY][DB_BUSY], 1);
+	CU_ASSERT_STRING_EQUAL(phase_name(&db_states, DB_CONNECTING), "DB_CONNECTING");
+}
+
 /* Out of range: never legal, never counted outside the table, named. */
 static void test_out_of_range(void)
 {
@@ -287,6 +355,8 @@ int main(void)
 		{ "the stop: a signal, then the leave", test_stop },
 		{ "the sweep: wanted, out, done; moot while out", test_sweep },
 		{ "the beat's lane: one statement at a time", test_beat_lane },
+		{ "a database connection: its courses are legal", test_db_courses },
+		{ "a database connection: no statement unless idle", test_db_illegal },
 		{ NULL, NULL },
 	};
 	return run_suite("phases", cases);

@@ -13,8 +13,10 @@ then an empty page); encode's jobs of any state are refused (400, said
 in the page); a job is opened by id, its payload shown, and
 cancelled from the page (its state then cancelled, in the page and in the
 database).  A cancel without the token or from another site is refused.
-Pause and resume are pressed where pause(text) exists (else a line says
-it is skipped).  No horizontal overflow at 390 px; any JavaScript error
+A service is paused and resumed from the page (the answer in the page, the
+row in paused_service); a failed job (its claim and failure written as a
+dispatcher writes them) is retried from the page, fails again, and its
+page shows both attempts with their receipts.  No horizontal overflow at 390 px; any JavaScript error
 fails the test (the 401 answers of the sign-in and the 400 of the refused
 list aside).
 
@@ -290,15 +292,63 @@ def main():
         if bench.sql(f"SELECT state FROM execdispatch.job WHERE id = {jid}") != "cancelled":
             fail("the job is not cancelled in the database")
 
-        # pause and resume where the SQL functions exist
+        # pause and resume from the page: the answer in the page, the
+        # service in paused_service, then out of it
         features = bench.api("/console/api/overview")["features"]
-        if features.get("pause") and features.get("resume"):
-            press_twice(drv, "pause-thumb", "Pause")
-            wait_for("the pause's answer", lambda: drv.find_element(
-                By.CSS_SELECTOR, '[data-key="pause-thumb"]').text.startswith("Pause: "))
-            press_twice(drv, "resume-thumb", "Resume")
-        else:
-            step("pause(text) does not exist in this schema: pause and resume skipped")
+        if not (features.get("pause") and features.get("resume") and features.get("retry")
+                and features.get("attempts")):
+            fail(f"the console does not offer every action: {features}")
+        paused = "SELECT count(*) FROM execdispatch.paused_service WHERE service = 'thumb'"
+        press_twice(drv, "pause-thumb", "Pause")
+        wait_for("the pause's answer", lambda: drv.find_element(
+            By.CSS_SELECTOR, '[data-key="pause-thumb"]').text == "Pause: paused")
+        if bench.sql(paused) != "1":
+            fail("thumb is not paused in the database")
+        press_twice(drv, "resume-thumb", "Resume")
+        wait_for("the resume's answer", lambda: drv.find_element(
+            By.CSS_SELECTOR, '[data-key="resume-thumb"]').text == "Resume: resumed")
+        if bench.sql(paused) != "0":
+            fail("thumb is still paused in the database")
+        step("thumb paused and resumed from the page")
+
+        # a failed job retried from the page, failed again: two attempts
+        # with their receipts on its page (no execserver runs here, so the
+        # claim and the failure are written as a dispatcher writes them)
+        fid = bench.sql("SELECT execdispatch.submit('probe', '{\"command\": \"sh\"}')")
+        runner = bench.sql("SELECT instance FROM execdispatch.dispatcher LIMIT 1")
+        def run_and_fail(code):
+            bench.sql(f"BEGIN; UPDATE execdispatch.job SET state = 'running', "
+                      f"claims = claims + 1, attempts = attempts + 1, runner_instance = "
+                      f"'{runner}', started_at = now() WHERE id = {fid}; "
+                      f"UPDATE execdispatch.job SET state = 'failed', finished_at = now(), "
+                      f"error = 'exit {code}', receipt = jsonb_build_object('exit_code', {code}) "
+                      f"WHERE id = {fid}; COMMIT")
+        run_and_fail(3)
+        drv.find_element(By.ID, "f-id").clear()
+        drv.find_element(By.ID, "f-id").send_keys(fid)
+        drv.find_element(By.ID, "f-open").click()
+        wait_for("the failed job's page", lambda: drv.find_element(By.ID, "job-state").text
+                 == f"Job {fid}: failed")
+        press_twice(drv, "retry-" + fid, "Retry")
+        wait_for("the job queued again in the page", lambda: drv.find_element(
+            By.ID, "job-state").text == f"Job {fid}: queued")
+        if bench.sql(f"SELECT state || ' ' || attempts FROM execdispatch.job WHERE id = {fid}") \
+                != "queued 0":
+            fail("the retried job is not queued (attempts 0) in the database")
+        run_and_fail(4)
+        drv.find_element(By.ID, "f-open").click()
+        wait_for("the job failed again in the page", lambda: drv.find_element(
+            By.ID, "job-state").text == f"Job {fid}: failed")
+        shown = drv.execute_script(
+            "const h = [...document.querySelectorAll('#job h3')].find(e => e.textContent "
+            "=== 'Attempts'); return h ? h.nextElementSibling.textContent : null")
+        if shown is None:
+            fail("the job's page shows no attempts")
+        tried = json.loads(shown)
+        if [(a.get("state"), (a.get("receipt") or {}).get("exit_code")) for a in tried] \
+                != [("failed", 3), ("failed", 4)]:
+            fail(f"the attempts shown are not the two failures with receipts: {tried}")
+        step("a failed job retried from the page; its two attempts shown with receipts")
 
         drv.set_window_size(390, 844)
         wait_for("the narrow layout", lambda: drv.execute_script(
@@ -318,8 +368,8 @@ def main():
         bad = js_errors(drv, log)
         if bad:
             fail("errors in the browser's console: " + json.dumps(bad))
-        print(f"ok: sign-in, counts, {JOBS // PAGE} pages, a job opened and cancelled in the "
-              f"browser ({len(log)} console entries, none an error)")
+        print(f"ok: sign-in, counts, {JOBS // PAGE} pages, a job cancelled, a service paused and resumed, a job "
+              f"retried in the browser ({len(log)} console entries, none an error)")
     finally:
         if drv:
             drv.quit()

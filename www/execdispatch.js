@@ -157,7 +157,7 @@
 				["progress", j.progress !== undefined ? JSON.stringify(j.progress) : undefined],
 			]), el("h3", { text: "Payload" }), el("pre", { text: JSON.stringify(j.job, null, 2) })];
 			if (j.receipt) parts.push(el("h3", { text: "Receipt" }), el("pre", { text: JSON.stringify(j.receipt, null, 2) }));
-			if (d.attempts) parts.push(el("h3", { text: "Attempts" }), el("pre", { text: JSON.stringify(d.attempts, null, 2) }));
+			if (d.row.attempts) parts.push(el("h3", { text: "Attempts" }), el("pre", { text: JSON.stringify(d.row.attempts, null, 2) }));
 			$("job").replaceChildren(...parts);
 		} catch (e) {
 			$("actions").replaceChildren();

@@ -334,7 +334,7 @@ static const struct plan_case {
 	{ "list_finished (svc)", DQ_LIST_FINISHED, "'cancelled', 'svc3', NULL, @done@, 50",
 	  "job_pkey job_service_finished|job_finished" },
 	{ "stats", DQ_STATS, NULL, "job_claim|job_claim_service job_holder job_finished" },
-	{ "console_job", DQ_CONSOLE_JOB, "@done@", "job_pkey" },
+	{ "console_job", DQ_CONSOLE_JOB, "@done@", "job_pkey job_attempt_pkey" },
 	{ "console_dispatchers", DQ_CONSOLE_DISPATCHERS, NULL, "job_holder" },
 };
 

@@ -6,7 +6,8 @@
  * demand (/console/api/jobs with keyset pages: "Next page" sends the id
  * of the last job shown as after; /console/api/job?id=).  Actions POST
  * to /console/api/cancel | retry | pause | resume; a button appears only
- * where its SQL function exists.  Text goes into the DOM as text only.
+ * where its SQL function exists, asks "Confirm ..." before it posts, and
+ * writes the answer in the status line #answer.  Text goes into the DOM as text only.
  */
 "use strict";
 
@@ -25,24 +26,33 @@
 			onclick: (ev) => { ev.preventDefault(); openJob(String(id)); } }, String(id));
 	}
 
+	// An armed button stays armed (5 s) across the overview's re-render
+	// every 2 s: the arming is kept by the button's key, not the element.
+	// The last action's answer goes to the status line #answer, which no
+	// re-render replaces.
+	const armedUntil = new Map();
+
 	function actionButton(label, path, key, after) {
-		let armed = false, timer = null;
+		const armed = () => (armedUntil.get(key) || 0) > Date.now();
 		const b = el("button", { type: "button", class: "danger", "data-key": key });
-		b.textContent = label;
+		b.textContent = armed() ? "Confirm " + label.toLowerCase() : label;
 		b.addEventListener("click", async () => {
-			if (!armed) {
-				armed = true;
+			if (!armed()) {
+				armedUntil.set(key, Date.now() + 5000);
 				b.textContent = "Confirm " + label.toLowerCase();
-				timer = setTimeout(() => { armed = false; b.textContent = label; }, 5000);
+				setTimeout(() => { if (!armed()) b.textContent = label; }, 5000);
 				return;
 			}
-			clearTimeout(timer);
+			armedUntil.delete(key);
 			b.disabled = true;
+			const what = label + " " + key.slice(key.indexOf("-") + 1);
 			try {
 				const answer = await Console.post(path);
 				b.textContent = label + ": " + answer;
+				$("answer").textContent = what + ": " + answer;
 			} catch (e) {
 				b.textContent = label + " failed: " + e.message;
+				$("answer").textContent = what + " failed: " + e.message;
 			}
 			if (after) after();
 		});
@@ -147,7 +157,7 @@
 				["progress", j.progress !== undefined ? JSON.stringify(j.progress) : undefined],
 			]), el("h3", { text: "Payload" }), el("pre", { text: JSON.stringify(j.job, null, 2) })];
 			if (j.receipt) parts.push(el("h3", { text: "Receipt" }), el("pre", { text: JSON.stringify(j.receipt, null, 2) }));
-			if (d.attempts) parts.push(el("h3", { text: "Attempts" }), el("pre", { text: JSON.stringify(d.attempts, null, 2) }));
+			if (d.row.attempts) parts.push(el("h3", { text: "Attempts" }), el("pre", { text: JSON.stringify(d.row.attempts, null, 2) }));
 			$("job").replaceChildren(...parts);
 		} catch (e) {
 			$("actions").replaceChildren();

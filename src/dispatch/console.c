@@ -84,7 +84,6 @@ struct op {
 	int status;                 /* the answer's status when failed */
 	char why[256];
 	int overview, job;
-	char *sql; /* a statement made for this op (the attempts) */
 };
 
 /* ---- answers ---- */
@@ -238,7 +237,6 @@ static void op_free(struct op *op)
 {
 	for (int i = 0; i < PARTS; i++)
 		free(op->parts[i]);
-	free(op->sql);
 	op->c->pending--;
 	free(op);
 }
@@ -297,8 +295,7 @@ static void op_answer(struct op *op)
 	if (op->overview)
 		overview_body(op, b);
 	else if (op->job)
-		evbuffer_add_printf(b, "{\"row\":%s,\"features\":%s,\"attempts\":%s}", op->parts[1],
-				    op->parts[0], op->parts[2] ? op->parts[2] : "null");
+		evbuffer_add_printf(b, "{\"row\":%s,\"features\":%s}", op->parts[1], op->parts[0]);
 	else
 		evbuffer_add_printf(b, "%s", op->parts[0]);
 	json(op->req, b);
@@ -316,8 +313,8 @@ static int ask(struct op *op, const char *sql, int n, const char *const *params)
 	return 0;
 }
 
-/* The features row as JSON, and the attempts' statement when the table
- * of attempts is there. */
+/* The features row as JSON.  A job's attempts come with its row
+ * (console_job.sql). */
 static char *features(struct op *op, PGresult *res)
 {
 	const char *col = PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0);
@@ -328,17 +325,6 @@ static char *features(struct op *op, PGresult *res)
 			 col ? "true" : "false", *PQgetvalue(res, 0, 1) == 't' ? "true" : "false",
 			 *PQgetvalue(res, 0, 2) == 't' ? "true" : "false",
 			 *PQgetvalue(res, 0, 3) == 't' ? "true" : "false");
-	if (op->job && col) {
-		/* attempts(id) (migration 009): every attempt, the row's own
-		 * last one included, in claim order (a retry starts attempt
-		 * again at 1) */
-		char text[512];
-		snprintf(text, sizeof text,
-			 "SELECT coalesce(json_agg(to_jsonb(a) ORDER BY a.claim), '[]')::text "
-			 "FROM \"%s\".attempts($1::bigint) a",
-			 op->c->cfg->schema);
-		op->sql = strdup(text);
-	}
 	return out;
 }
 
@@ -368,10 +354,9 @@ static void answered(void *arg, PGresult *res, int away, const void *note)
 			op->parts[idx] = strdup(PQgetisnull(res, 0, 0) ? "null"
 								       : PQgetvalue(res, 0, 0));
 		}
-		if (op->job && idx == 0 && !op->failed) { /* the row, then the attempts */
+		if (op->job && idx == 0 && !op->failed) { /* then the row */
 			const char *id = op->why;         /* kept there by api_job */
-			if (ask(op, op->c->sql[Q_JOB], 1, &id) != 0 ||
-			    (op->sql && ask(op, op->sql, 1, &id) != 0)) {
+			if (ask(op, op->c->sql[Q_JOB], 1, &id) != 0) {
 				op->failed = 1;
 				op->status = 500;
 				snprintf(op->why, sizeof op->why, "out of memory");

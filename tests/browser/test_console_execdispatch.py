@@ -1,26 +1,33 @@
 #!/usr/bin/env python3
 """test_console_execdispatch.py - execdispatch's console in a real browser.
 
-Starts a private PostgreSQL (initdb in a temporary directory, as the user
-postgres when run as root), migrates it, and runs execdispatch with a
-token and its metrics address; no execserver answers, so the jobs stay
-queued.  250 jobs of the service encode (priorities 2, 0, -2) and one of
-thumb are submitted.  Without the token the API answers 401 and the page
-shows only the sign-in form; a wrong token is refused.  With it the page
-shows 251 queued jobs and the dispatcher; the list of encode's queued jobs
-is paged through (5 pages of 50, keyset: every job once, in claim order,
-then an empty page); encode's jobs of any state are refused (400, said
-in the page); a job is opened by id, its payload shown, and
-cancelled from the page (its state then cancelled, in the page and in the
-database).  A cancel without the token or from another site is refused.
-Pause and resume are pressed where pause(text) exists (else a line says
-it is skipped).  No horizontal overflow at 390 px; any JavaScript error
-fails the test (the 401 answers of the sign-in and the 400 of the refused
-list aside).
+Starts a private PostgreSQL (initdb in a temporary directory, as the
+user postgres when run as root), migrates it, and runs execdispatch with
+a token and its metrics address; no execserver answers, so the jobs stay
+queued. 250 jobs of the service encode (priorities 2, 0, -2) and one of
+thumb are submitted. Without the token the API answers 401 and the page
+shows only the sign-in form; a wrong token is refused. With it the page
+shows 251 queued jobs and the dispatcher; the list of encode's queued
+jobs is paged through (5 pages of 50, keyset: every job once, in claim
+order, then an empty page); encode's jobs of any state are refused (400,
+said in the page); a job is opened by id, its payload shown, and
+cancelled from the page (its state then cancelled, in the page and in
+the database). A cancel without the token or from another site is
+refused.
+
+A service is paused and resumed from the page (the answer in
+the page's status line, which the overview's re-render every 2 s leaves
+alone; the row in paused_service); a failed job (its claim and failure
+written as a dispatcher writes them) is retried from the page, fails
+again, and its page shows both attempts with their receipts. No
+horizontal overflow at 390 px; any JavaScript error fails the test (the
+401 answers of the sign-in and the 400 of the refused list aside).
 
 Run by console_execdispatch.sh (make check) in the build directory;
 EXECDISPATCH_BIN names the daemon.  With --screenshot PATH it saves the
-page (and PATH-dark.png).  Every wait is a poll with a deadline.
+page (and PATH-dark.png) after adding jobs done and one running (written
+as a dispatcher writes them) and pausing the service probe.  Every wait is a poll with a
+deadline.
 """
 import glob
 import json
@@ -290,26 +297,92 @@ def main():
         if bench.sql(f"SELECT state FROM execdispatch.job WHERE id = {jid}") != "cancelled":
             fail("the job is not cancelled in the database")
 
-        # pause and resume where the SQL functions exist
+        # pause and resume from the page: the answer in the page, the
+        # service in paused_service, then out of it
         features = bench.api("/console/api/overview")["features"]
-        if features.get("pause") and features.get("resume"):
-            press_twice(drv, "pause-thumb", "Pause")
-            wait_for("the pause's answer", lambda: drv.find_element(
-                By.CSS_SELECTOR, '[data-key="pause-thumb"]').text.startswith("Pause: "))
-            press_twice(drv, "resume-thumb", "Resume")
-        else:
-            step("pause(text) does not exist in this schema: pause and resume skipped")
+        if not (features.get("pause") and features.get("resume") and features.get("retry")
+                and features.get("attempts")):
+            fail(f"the console does not offer every action: {features}")
+        paused = "SELECT count(*) FROM execdispatch.paused_service WHERE service = 'thumb'"
+        press_twice(drv, "pause-thumb", "Pause")
+        wait_for("the pause's answer", lambda: drv.find_element(By.ID, "answer").text
+                 == "Pause thumb: paused")
+        if bench.sql(paused) != "1":
+            fail("thumb is not paused in the database")
+        press_twice(drv, "resume-thumb", "Resume")
+        wait_for("the resume's answer", lambda: drv.find_element(By.ID, "answer").text
+                 == "Resume thumb: resumed")
+        if bench.sql(paused) != "0":
+            fail("thumb is still paused in the database")
+        step("thumb paused and resumed from the page")
+
+        # a failed job retried from the page, failed again: two attempts
+        # with their receipts on its page (no execserver runs here, so the
+        # claim and the failure are written as a dispatcher writes them)
+        fid = bench.sql("SELECT execdispatch.submit('probe', '{\"command\": \"sh\"}')")
+        runner = bench.sql("SELECT instance FROM execdispatch.dispatcher LIMIT 1")
+        def run_and_fail(code):
+            bench.sql(f"BEGIN; UPDATE execdispatch.job SET state = 'running', "
+                      f"claims = claims + 1, attempts = attempts + 1, runner_instance = "
+                      f"'{runner}', started_at = now() WHERE id = {fid}; "
+                      f"UPDATE execdispatch.job SET state = 'failed', finished_at = now(), "
+                      f"error = 'exit {code}', receipt = jsonb_build_object('exit_code', {code}) "
+                      f"WHERE id = {fid}; COMMIT")
+        run_and_fail(3)
+        drv.find_element(By.ID, "f-id").clear()
+        drv.find_element(By.ID, "f-id").send_keys(fid)
+        drv.find_element(By.ID, "f-open").click()
+        wait_for("the failed job's page", lambda: drv.find_element(By.ID, "job-state").text
+                 == f"Job {fid}: failed")
+        press_twice(drv, "retry-" + fid, "Retry")
+        wait_for("the job queued again in the page", lambda: drv.find_element(
+            By.ID, "job-state").text == f"Job {fid}: queued" and drv.find_element(
+            By.ID, "answer").text == f"Retry {fid}: requeued")
+        if bench.sql(f"SELECT state || ' ' || attempts FROM execdispatch.job WHERE id = {fid}") \
+                != "queued 0":
+            fail("the retried job is not queued (attempts 0) in the database")
+        run_and_fail(4)
+        drv.find_element(By.ID, "f-open").click()
+        wait_for("the job failed again in the page", lambda: drv.find_element(
+            By.ID, "job-state").text == f"Job {fid}: failed")
+        shown = drv.execute_script(
+            "const h = [...document.querySelectorAll('#job h3')].find(e => e.textContent "
+            "=== 'Attempts'); return h ? h.nextElementSibling.textContent : null")
+        if shown is None:
+            fail("the job's page shows no attempts")
+        tried = json.loads(shown)
+        if [(a.get("state"), (a.get("receipt") or {}).get("exit_code")) for a in tried] \
+                != [("failed", 3), ("failed", 4)]:
+            fail(f"the attempts shown are not the two failures with receipts: {tried}")
+        step("a failed job retried from the page; its two attempts shown with receipts")
 
         drv.set_window_size(390, 844)
         wait_for("the narrow layout", lambda: drv.execute_script(
             "return document.documentElement.scrollWidth <= window.innerWidth + 1"))
         drv.set_window_size(1280, 1000)
-        if shot:  # the first page again, and the counts after the cancel
+        if shot:  # jobs in every state, a paused service, the first page again
+            bench.sql("SELECT execdispatch.submit('thumb', jsonb_build_object('command', "
+                      "'convert', 'args', jsonb_build_array('img' || g || '.png'))) "
+                      "FROM generate_series(1, 7) g")
+            bench.sql(f"BEGIN; UPDATE execdispatch.job SET state = 'running', claims = 1, "
+                      f"attempts = 1, runner_instance = '{runner}', created_at = now() - "
+                      f"interval '30 s', start_after = now() - interval '30 s', "
+                      f"started_at = now() - (id % 5 + 1) * interval '1 s' "
+                      f"WHERE service = 'thumb'; "
+                      f"UPDATE execdispatch.job SET state = 'done', finished_at = now(), "
+                      f"receipt = jsonb_build_object('exit_code', 0) WHERE service = 'thumb' "
+                      f"AND id <> (SELECT max(id) FROM execdispatch.job WHERE service = "
+                      f"'thumb'); COMMIT")
+            bench.sql("SELECT execdispatch.pause('probe')")
+            drv.find_element(By.ID, "first").click()
             drv.find_element(By.ID, "first").click()
             wait_for("page 1 again", lambda: drv.find_element(By.ID, "pageinfo").text
                      == f"page 1, {PAGE} jobs")
-            wait_for("the cancel counted", lambda: "cancelled|1|" in cell_text(drv, "#states"))
+            wait_for("the counts of every state", lambda: all(
+                w in cell_text(drv, "#states") for w in ("cancelled|1|", "done|7|", "failed|1|",
+                                                         "running|1|")))
             drv.set_window_size(1280, 1500)
+            drv.execute_script("window.scrollTo(0, 0)")
             drv.save_screenshot(shot)
             print("screenshot: " + shot)
             drv.execute_cdp_cmd("Emulation.setEmulatedMedia", {
@@ -318,8 +391,8 @@ def main():
         bad = js_errors(drv, log)
         if bad:
             fail("errors in the browser's console: " + json.dumps(bad))
-        print(f"ok: sign-in, counts, {JOBS // PAGE} pages, a job opened and cancelled in the "
-              f"browser ({len(log)} console entries, none an error)")
+        print(f"ok: sign-in, counts, {JOBS // PAGE} pages, a job cancelled, a service paused and resumed, a job "
+              f"retried in the browser ({len(log)} console entries, none an error)")
     finally:
         if drv:
             drv.quit()

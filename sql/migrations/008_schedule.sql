@@ -3,13 +3,17 @@
 --
 -- A row of the table schedule names a job to submit at every occurrence
 -- of a crontab(5) spec in a time zone.  next_run_at is the next
--- occurrence, NULL until a dispatcher has computed it (a new or replaced
--- row).  A dispatcher that finds a row due (next_run_at <= now()) moves
--- next_run_at on and inserts the job in ONE statement guarded by the
--- next_run_at it read (sql/queries/schedule_fire.sql): each occurrence
--- is submitted once across the fleet.  error holds why the dispatchers
+-- occurrence, NULL until a dispatcher has computed it (a new row, or one
+-- replaced with another cron or tz): the first occurrence after both
+-- updated_at and last_run_at.  A dispatcher that finds a row due
+-- (next_run_at <= now()) moves next_run_at on and inserts the job in ONE
+-- statement guarded by the next_run_at it read (sql/queries/sched_fire.sql):
+-- each occurrence is submitted once across the fleet, and one at or
+-- before last_run_at never again.  error holds why the dispatchers
 -- refuse a row (a spec the C parser refuses, a zone the system lacks, a
 -- job the table job refuses); such a row is skipped until replaced.
+-- failures and retry_at: the back-off of a row whose fire failed
+-- otherwise (sql/queries/sched_failed.sql); reset by a fire or a replace.
 --
 -- SQL cannot run the C parser: schedule() checks the spec's shape only
 -- (five fields of the cron characters, or a known @macro) and that the
@@ -32,6 +36,8 @@ CREATE TABLE IF NOT EXISTS @schema@.schedule (
     last_run_at timestamptz,
     last_job_id bigint,
     error       text,
+    failures    integer NOT NULL DEFAULT 0,
+    retry_at    timestamptz,
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_at  timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT schedule_name CHECK (name ~ '^[A-Za-z0-9_.:-]{1,64}$'),
@@ -44,10 +50,15 @@ CREATE TABLE IF NOT EXISTS @schema@.schedule (
 CREATE INDEX IF NOT EXISTS schedule_next ON @schema@.schedule (next_run_at);
 
 -- schedule(name, cron, service, job, priority, tz): creates the schedule
--- or replaces it whole; a replaced row's next_run_at is reset to NULL
--- (the next dispatcher pass computes it from the new spec) and its error
--- cleared; last_run_at and last_job_id stay.  Answers 'created' or
--- 'replaced'.  Refusals (22023) name the argument.
+-- or replaces it whole.  A replace with the same cron and tz (as text)
+-- keeps next_run_at, so that an occurrence due and not yet submitted
+-- (all dispatchers down across it) is not lost; with another cron or tz
+-- next_run_at is reset to NULL (the next dispatcher pass computes the
+-- first occurrence after updated_at and last_run_at).  error, failures
+-- and retry_at are cleared; last_run_at and last_job_id stay.
+-- updated_at is clock_timestamp(), taken once the row is locked: a
+-- fire that committed while the call waited is before it.  Answers
+-- 'created' or 'replaced'.  Refusals (22023) name the argument.
 CREATE OR REPLACE FUNCTION @schema@.schedule(p_name text, p_cron text, p_service text, p_job jsonb,
                                              p_priority integer DEFAULT 0, p_tz text DEFAULT 'UTC')
 RETURNS text LANGUAGE plpgsql AS $$
@@ -86,11 +97,13 @@ BEGIN
         RAISE EXCEPTION 'schedule: priority must be between -1000 and 1000 (got %)', quote_nullable(p_priority)
             USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    INSERT INTO @schema@.schedule AS s (name, cron, tz, service, job, priority)
-    VALUES (p_name, spec, p_tz, p_service, p_job, p_priority)
+    INSERT INTO @schema@.schedule AS s (name, cron, tz, service, job, priority, created_at, updated_at)
+    VALUES (p_name, spec, p_tz, p_service, p_job, p_priority, clock_timestamp(), clock_timestamp())
     ON CONFLICT (name) DO UPDATE
     SET cron = EXCLUDED.cron, tz = EXCLUDED.tz, service = EXCLUDED.service, job = EXCLUDED.job,
-        priority = EXCLUDED.priority, next_run_at = NULL, error = NULL, updated_at = now()
+        priority = EXCLUDED.priority,
+        next_run_at = CASE WHEN s.cron = EXCLUDED.cron AND s.tz = EXCLUDED.tz THEN s.next_run_at END,
+        error = NULL, failures = 0, retry_at = NULL, updated_at = clock_timestamp()
     RETURNING (s.xmax = 0) INTO inserted;
     RETURN CASE WHEN inserted THEN 'created' ELSE 'replaced' END;
 END $$;

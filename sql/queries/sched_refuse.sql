@@ -9,13 +9,20 @@
 -- Result:     (name) when this statement wrote it: only that dispatcher
 --             logs it, so the fleet says it once.
 -- Guard:      updated_at as read (a replace meanwhile is not marked) and
---             error still NULL.
+--             error still NULL.  Locked with SKIP LOCKED first: a row
+--             another session holds is left for the next pass.
 -- Index:      schedule_pkey.
 -- Sent:       chores lane, after DQ_SCHED_DUE or DQ_SCHED_FIRE.
 -- On failure: logged; the row is looked at again at the next pass.
-UPDATE @schema@.schedule
+WITH held AS (
+    SELECT name
+    FROM @schema@.schedule
+    WHERE name = $1
+      AND error IS NULL
+      AND (extract(epoch FROM updated_at) * 1000000)::bigint = $2::bigint
+    FOR UPDATE SKIP LOCKED)
+UPDATE @schema@.schedule s
 SET error = $3
-WHERE name = $1
-  AND error IS NULL
-  AND (extract(epoch FROM updated_at) * 1000000)::bigint = $2::bigint
-RETURNING name
+FROM held h
+WHERE s.name = h.name
+RETURNING s.name

@@ -60,6 +60,7 @@ extern const char DQ_SCHED_DUE[];      /* schedules to act on, the next wake */
 extern const char DQ_SCHED_FIRST[];    /* a new schedule's first next_run_at */
 extern const char DQ_SCHED_FIRE[];     /* one occurrence: moved on, job inserted */
 extern const char DQ_SCHED_REFUSE[];   /* a schedule the dispatcher refuses */
+extern const char DQ_SCHED_FAILED[];   /* a failed fire: the row's back-off */
 extern const char DQ_ATTEMPT_ENDED[];  /* a cancelled claim's run ended */
 
 /* execctl's (src/cli/queue.c), sql/queries/ctl_*.sql: the SQL API. */

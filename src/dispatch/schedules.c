@@ -4,7 +4,11 @@
  * from it, so dispatchers whose clocks disagree still agree on what is
  * due.  Each row's statement carries the row's next_run_at and
  * updated_at as read (microseconds): a row another dispatcher moved on,
- * or a schedule() replaced, meanwhile is left alone.
+ * or a schedule() replaced, meanwhile is left alone.  Every statement
+ * locks its row with SKIP LOCKED: the chores lane never waits for a
+ * schedule's lock (a row held elsewhere is looked at again next pass).
+ * A fire that fails other than by a refusal of its job moves the row's
+ * back-off on (DQ_SCHED_FAILED); the due look leaves it out until then.
  */
 #include "autoconfig.h"
 #include "dispatch/schedules.h"
@@ -30,7 +34,7 @@ static const time_t windows[] = { 3600, 86400, 32 * 86400, 367 * 86400, 8 * 367 
 struct schedules {
 	struct dispatcher *d;
 	struct event *ev;
-	char *q_due, *q_first, *q_fire, *q_refuse;
+	char *q_due, *q_first, *q_fire, *q_refuse, *q_failed;
 	int out;           /* a pass is queued or on the wire (its rows' statements too) */
 	int rows_out;      /* the rows' statements not answered yet */
 	int again;         /* the pass changed rows: the next one at once */
@@ -125,13 +129,66 @@ static void first_done(void *arg, PGresult *res, int away, const void *note)
 	row_answered(s);
 }
 
-/* The FIRE's note: the name, then what refuse needs if the job is refused. */
+/* The FIRE's note: the name, then what refuse and failed need. */
 struct fire_note {
 	char name[SCHEDULE_ROW_NAME_MAX];
 	char updated_us[24];
+	char next_us[24];
 	char due[32];    /* the occurrence, seconds since the epoch (a parameter) */
 	char due_at[32]; /* the same in UTC, for the log */
 };
+
+/* The FAILED's note: the name, the occurrence and the fire's error. */
+struct failed_note {
+	char name[SCHEDULE_ROW_NAME_MAX];
+	char due_at[32];
+	char why[400];
+};
+
+static void failed_done(void *arg, PGresult *res, int away, const void *note_)
+{
+	struct schedules *s = arg;
+	const struct failed_note *note = note_;
+
+	if (res && PQntuples(res) == 1)
+		log_error("schedule %s: occurrence %s not submitted (failure %s in a row; tried "
+			  "again in %s s): %s",
+			  note->name, note->due_at, PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1),
+			  note->why);
+	else if (res)
+		log_error("schedule %s: occurrence %s not submitted (the row changed or is held "
+			  "meanwhile; again at the next pass): %s",
+			  note->name, note->due_at, note->why);
+	else {
+		s->failed = 1;
+		log_error("schedule %s: occurrence %s not submitted (again at the next pass): %s; "
+			  "its back-off not written: %s",
+			  note->name, note->due_at, note->why,
+			  away ? "connection lost" : chores_db(s->d->chores)->last_error);
+	}
+	row_answered(s);
+}
+
+/* A fire failed other than by a refusal: the row backed off. */
+static void backoff(struct schedules *s, const struct fire_note *fn, const char *why)
+{
+	struct failed_note note;
+	char base[16];
+	const char *params[4] = { fn->name, fn->updated_us, fn->next_us, base };
+
+	memset(&note, 0, sizeof note);
+	snprintf(note.name, sizeof note.name, "%s", fn->name);
+	snprintf(note.due_at, sizeof note.due_at, "%s", fn->due_at);
+	snprintf(note.why, sizeof note.why, "%s", why);
+	snprintf(base, sizeof base, "%d", s->d->cfg->schedule_check_sec);
+	s->rows_out++;
+	if (chores_add(s->d->chores, s->q_failed, 4, params, &note, sizeof note, failed_done, s) <
+	    0) {
+		s->rows_out--;
+		log_error("schedule %s: occurrence %s not submitted (again at the next pass): %s",
+			  fn->name, fn->due_at, why);
+	}
+}
 
 static void fire_done(void *arg, PGresult *res, int away, const void *note_)
 {
@@ -139,13 +196,18 @@ static void fire_done(void *arg, PGresult *res, int away, const void *note_)
 	const struct fire_note *note = note_;
 	struct db *db = chores_db(s->d->chores);
 
-	if (res && PQntuples(res) == 1) {
+	if (res && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
 		s->again = 1;
 		log_info("schedule %s: occurrence %s submitted as job %s", note->name, note->due_at,
 			 PQgetvalue(res, 0, 0));
+	} else if (res && PQntuples(res) == 1 && !strcmp(PQgetvalue(res, 0, 1), "t")) {
+		s->again = 1;
+		log_warn("schedule %s: occurrence %s is at or before its last_run_at (submitted "
+			 "already): next_run_at moved on, nothing submitted",
+			 note->name, note->due_at);
 	} else if (res) {
-		log_debug("schedule %s: occurrence %s submitted by another dispatcher, or the row "
-			  "changed meanwhile",
+		log_debug("schedule %s: occurrence %s submitted by another dispatcher, held by "
+			  "another session, or the row changed meanwhile",
 			  note->name, note->due_at);
 	} else if (!away && (!strncmp(db->sqlstate, "22", 2) || !strncmp(db->sqlstate, "23", 2))) {
 		/* the server's message alone: "ERROR:  " and the CONTEXT lines
@@ -161,9 +223,7 @@ static void fire_done(void *arg, PGresult *res, int away, const void *note_)
 	} else {
 		s->failed = 1;
 		if (!away)
-			log_error("schedule %s: occurrence %s not submitted (again at the next "
-				  "pass): %s",
-				  note->name, note->due_at, db->last_error);
+			backoff(s, note, db->last_error);
 	}
 	row_answered(s);
 }
@@ -183,11 +243,17 @@ static void act_on(struct schedules *s, PGresult *res, int row, time_t now)
 		return;
 	}
 	if (PQgetisnull(res, row, 5)) {
-		/* new or replaced: the first occurrence after its schedule() */
-		time_t updated = (time_t)strtoll(PQgetvalue(res, row, 7), NULL, 10);
+		/* new or replaced: the first occurrence after its schedule()
+		 * and after the last one submitted (never one again) */
+		time_t from = (time_t)strtoll(PQgetvalue(res, row, 7), NULL, 10);
 		const char *params[3] = { name, updated_us, when };
 
-		if (cron_next(&c, tz, updated, &next, err, sizeof err) < 0) {
+		if (!PQgetisnull(res, row, 8)) {
+			time_t last = (time_t)strtoll(PQgetvalue(res, row, 8), NULL, 10);
+			if (last > from)
+				from = last;
+		}
+		if (cron_next(&c, tz, from, &next, err, sizeof err) < 0) {
 			snprintf(why, sizeof why, "cron: %s", err);
 			refuse(s, name, updated_us, why);
 			return;
@@ -215,6 +281,7 @@ static void act_on(struct schedules *s, PGresult *res, int row, time_t now)
 	memset(&note, 0, sizeof note);
 	snprintf(note.name, sizeof note.name, "%s", name);
 	snprintf(note.updated_us, sizeof note.updated_us, "%s", updated_us);
+	snprintf(note.next_us, sizeof note.next_us, "%s", PQgetvalue(res, row, 5));
 	snprintf(note.due, sizeof note.due, "%lld", (long long)due);
 	struct tm tm;
 	if (!gmtime_r(&due, &tm) ||
@@ -298,6 +365,7 @@ struct schedules *schedules_start(struct dispatcher *d)
 	    !(s->q_first = dq_expand(DQ_SCHED_FIRST, schema)) ||
 	    !(s->q_fire = dq_expand(DQ_SCHED_FIRE, schema)) ||
 	    !(s->q_refuse = dq_expand(DQ_SCHED_REFUSE, schema)) ||
+	    !(s->q_failed = dq_expand(DQ_SCHED_FAILED, schema)) ||
 	    !(s->ev = evtimer_new(d->base, pass_cb, s))) {
 		schedules_stop(s);
 		return NULL;
@@ -316,5 +384,6 @@ void schedules_stop(struct schedules *s)
 	free(s->q_first);
 	free(s->q_fire);
 	free(s->q_refuse);
+	free(s->q_failed);
 	free(s);
 }

@@ -8,9 +8,11 @@
  * the database's now(); for each row, in order on the same lane, one of
  * DQ_SCHED_FIRST (a first next_run_at), DQ_SCHED_FIRE (the job and
  * the next next_run_at, one statement) or DQ_SCHED_REFUSE (a spec the
- * C parser refuses).  The next pass: at once after a pass that changed
- * rows, else at the earliest next_run_at ahead, at most scheduleCheckSec
- * (jittered) later.  Invariant: at most one pass (its due look and its
+ * C parser refuses); after a fire that failed, DQ_SCHED_FAILED (the
+ * row's back-off).  Each locks its row with SKIP LOCKED: the lane never
+ * waits for a schedule's lock.  The next pass: at once after a pass that
+ * changed rows, else when the earliest row ahead becomes due (its
+ * next_run_at or retry_at), at most scheduleCheckSec (jittered) later.  Invariant: at most one pass (its due look and its
  * rows' statements) queued or on the wire.  No pass while the first
  * contact runs or once a stop began.
  */

@@ -248,6 +248,14 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 			snprintf(err, len, "submit: either --job JSON or -- COMMAND [ARGS...]");
 			return CLI_BAD;
 		}
+		/* a payload given as the command (no command name is JSON):
+		 * it would be queued as a command of that name and fail */
+		if (o->ncommand && o->command[0][0] == '{') {
+			snprintf(err, len,
+				 "submit: COMMAND %.40s... looks like a JSON job: give it with --job",
+				 o->command[0]);
+			return CLI_BAD;
+		}
 		return CLI_PARSED;
 	}
 	if (strcmp(cmd, "pause") == 0 || strcmp(cmd, "resume") == 0) {

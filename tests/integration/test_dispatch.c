@@ -685,6 +685,12 @@ static void test_execctl_db(void)
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work --job 'not json'", F.cfg[0]),
 			2);
 	CU_ASSERT(strncmp(out, "execctl: submit: --job: ", 24) == 0 && !strstr(out, "CONTEXT"));
+	/* a payload given as the command, without --job: refused, not queued
+	 * as a command named '{"command"...' */
+	CU_ASSERT_EQUAL(execctl(out, sizeof out,
+				"submit -c %s -s work '{\"command\":\"true\"}'", F.cfg[0]),
+			2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "looks like a JSON job: give it with --job"));
 	/* show, with --db instead of the file */
 	CU_ASSERT_EQUAL(
 		execctl(out, sizeof out, "submit --db '%s' -s work -- sleep 0.1", F.conninfo), 0);

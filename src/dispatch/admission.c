@@ -36,6 +36,23 @@ int admit_other(unsigned share, unsigned unshared, int other_reserved, int due)
 	return share > 0 && unshared == 0 && !other_reserved && due;
 }
 
+void admit_cover_carried(unsigned *total, size_t k, const char *const *names, int64_t *lims,
+			 size_t ncarried, const char *const *carried)
+{
+	if (*total < ncarried)
+		*total = (unsigned)ncarried;
+	for (size_t i = 0; i < k; i++) {
+		int64_t n = 0;
+		if (lims[i] < 0)
+			continue;
+		for (size_t c = 0; c < ncarried; c++)
+			if (carried[c] && strcmp(carried[c], names[i]) == 0)
+				n++;
+		if (lims[i] < n)
+			lims[i] = n;
+	}
+}
+
 unsigned admit_reserved(unsigned total, size_t k, const char *const *names, const int64_t *lims,
 			const char *service)
 {

@@ -37,4 +37,14 @@ int admit_other(unsigned share, unsigned unshared, int other_reserved, int due);
 unsigned admit_reserved(unsigned total, size_t k, const char *const *names, const int64_t *lims,
 			const char *service);
 
+/* A finish-and-claim's reservation made to cover the rows it carries: the
+ * carried rows (their services: carried[0..ncarried)) hold no place of
+ * their own once sent, yet stay held in the table until the statement
+ * commits, so the reservation (*total, and per service lims[i] of
+ * names[i] where lims[i] >= 0) is raised to at least their number.  A
+ * claim of fewer rows than it carries then frees the difference when its
+ * answer comes, not when it is sent. */
+void admit_cover_carried(unsigned *total, size_t k, const char *const *names, int64_t *lims,
+			 size_t ncarried, const char *const *carried);
+
 #endif

@@ -240,6 +240,22 @@ void limbo_free(struct dispatcher *d, size_t n)
 
 static void on_turn_result(void *arg, PGresult *res, int away);
 
+/* The carried rows of t's finish-and-claim keep their places until its
+ * answer: its reservation covers them (admit_cover_carried).  Without
+ * this, a turn carrying more finished rows than it may claim freed the
+ * rest as it was sent, and a claim on the other hot connection could take
+ * those places and commit first: one row over the share in the table
+ * (test_dispatch, "admission counts the carried rows"). */
+static void cover_carried(struct turn *t)
+{
+	const char *carried[FINISH_BATCH];
+	size_t n = 0;
+
+	for (int i = 0; i < t->fin.k && n < FINISH_BATCH; i++)
+		carried[n++] = t->fin.rows[i]->service;
+	admit_cover_carried(&t->total, t->k, t->names, t->lims, n, carried);
+}
+
 /* Sends the hot path's next statement on t, if there is one
  * (docs/dispatch.md, "The event loop"): the outcomes due, with the claim
  * within a in the same statement (DQ_FINISH_CLAIM) unless a carries a row
@@ -295,6 +311,7 @@ int send_turn(struct dispatcher *d, struct turn *t, struct admission *a)
 		t->k = a->k;
 		a->names = NULL;
 		a->lims = NULL;
+		cover_carried(t);
 		d->st.claims++;
 	}
 	return 1;

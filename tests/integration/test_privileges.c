@@ -173,12 +173,13 @@ static void test_drop_to_nobody(void)
 	out = job_stdout(c, "G", "{\"command\":\"id\",\"args\":[\"-G\"]}");
 	CU_ASSERT(out && strcmp(out, expect) == 0); /* nobody's group only */
 
-	/* the environment: PATH and the configuration's, nothing of the
+	/* the environment: PATH and the configuration's, the job's, then the
+	 * progress descriptor's number (docs/progress.md), nothing of the
 	 * daemon's (EXECSERVER_LEAK_TEST, HOME, the test's own PATH...) */
 	out = job_stdout(c, "e", "{\"command\":\"env\",\"env\":[\"JOBVAR=1\"]}");
 	CU_ASSERT(out && strcmp(out, "PATH=/usr/local/bin:/usr/bin:/bin\nFOO=bar\nLANG=C\n"
-				     "JOBVAR=1\n") == 0);
-	if (out && !strstr(out, "JOBVAR"))
+				     "JOBVAR=1\nEXECSERVER_PROGRESS_FD=3\n") == 0);
+	if (out && !strstr(out, "EXECSERVER_PROGRESS_FD=3\n"))
 		fprintf(stderr, "env: %s\n", out);
 
 	/* the job directory (and tempDir) belong to nobody: the job can

@@ -103,6 +103,42 @@ static void test_reserved(void)
 	CU_ASSERT_EQUAL(admit_reserved(0, 0, NULL, NULL, "a"), 0);
 }
 
+/* The case found under load: share 5, 3 runs at the execservers, a probe
+ * of the other class reserving 1, two finished rows due.  Admission gives
+ * one place; the finish-and-claim carries both rows: its reservation must
+ * cover the two (held in the table until it commits), not one, so that a
+ * claim on the other connection finds no place (3 + 1 + 2 = 6 > 5 held
+ * otherwise once both commit in the wrong order).  Per service likewise;
+ * a service of the other class (lims -1) is left alone, and a reservation
+ * already larger is kept. */
+static void test_cover_carried(void)
+{
+	const char *names[2] = { "a", "b" }, *carried[3] = { "a", "a", "b" };
+	int64_t lims[2] = { 1, -1 };
+	unsigned total = 1;
+
+	admit_cover_carried(&total, 2, names, lims, 2, carried);
+	CU_ASSERT_EQUAL(total, 2);
+	CU_ASSERT_EQUAL(lims[0], 2);
+	CU_ASSERT_EQUAL(lims[1], -1);
+	CU_ASSERT_EQUAL(admit_reserved(total, 2, names, lims, "a"), 2);
+	/* held: 3 at the execservers + the probe's 1 + this turn's 2: no place */
+	CU_ASSERT_EQUAL(admit_places(5, 3 + 1 + total, 10, 0, NULL, NULL, NULL, &(unsigned){ 0 }),
+			0);
+	total = 7;
+	lims[0] = 5;
+	admit_cover_carried(&total, 2, names, lims, 3, carried);
+	CU_ASSERT_EQUAL(total, 7);
+	CU_ASSERT_EQUAL(lims[0], 5);
+	/* a carried row without a known service counts in the total only */
+	const char *unknown[1] = { NULL };
+	total = 0;
+	lims[0] = 0;
+	admit_cover_carried(&total, 2, names, lims, 1, unknown);
+	CU_ASSERT_EQUAL(total, 1);
+	CU_ASSERT_EQUAL(lims[0], 0);
+}
+
 int main(void)
 {
 	static const struct test_case cases[] = {
@@ -113,6 +149,7 @@ int main(void)
 		{ "share 0: the other class; the cap of one claim", test_other_class_and_cap },
 		{ "a row of the other class: when it may go", test_other_row },
 		{ "a reservation's places, in all and per service", test_reserved },
+		{ "a finish-and-claim reserves the rows it carries", test_cover_carried },
 		{ NULL, NULL },
 	};
 	return run_suite("admission", cases);

@@ -245,7 +245,8 @@ static void on_turn_result(void *arg, PGresult *res, int away);
  * this, a turn carrying more finished rows than it may claim freed the
  * rest as it was sent, and a claim on the other hot connection could take
  * those places and commit first: one row over the share in the table
- * (test_dispatch, "admission counts the carried rows"). */
+ * (seen under load in test_dispatch, "admission counts the claims on the
+ * wire"; the arithmetic: test_admission). */
 static void cover_carried(struct turn *t)
 {
 	const char *carried[FINISH_BATCH];

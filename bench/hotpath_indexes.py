@@ -5,8 +5,8 @@ row (bench/notes/console.md).
 
 A private PostgreSQL (initdb in a temporary directory, fsync off, on
 loopback; as the user postgres when run as root).  One schema per variant:
-migrations 001 to 007 of SQL_DIR, then the variant's extra file (none for
-the base), @schema@ replaced.  Each round, the variants in turn (the same
+migrations 001 to 007 of SQL_DIR, then the variant's extra files (none for
+the base; several joined by "+"), @schema@ replaced.  Each round, the variants in turn (the same
 conditions for each, interleaved against the machine's drift): the table
 emptied, ROWS queued jobs inserted (triggers off), VACUUM ANALYZE,
 CHECKPOINT; then timed by psql's \\timing, triggers on, one statement each:
@@ -16,7 +16,7 @@ its min and max, the WAL they wrote (the work done, steadier than the
 time on a shared machine), and the heap-only (HOT) updates counted by
 pg_stat_user_tables (of 3 x ROWS x ROUNDS).
 
-usage: hotpath_indexes.py [-n ROWS] [-r ROUNDS] SQL_DIR [NAME=FILE ...]
+usage: hotpath_indexes.py [-n ROWS] [-r ROUNDS] SQL_DIR [NAME=FILE[+FILE...] ...]
   e.g. hotpath_indexes.py sql/migrations console=sql/migrations/011_console.sql
 """
 import glob
@@ -79,7 +79,7 @@ def main():
         for name, extra in variants:
             s = f'"v_{name}"'
             psql(f"CREATE SCHEMA {s}")
-            for f in base + ([extra] if extra else []):
+            for f in base + (extra.split("+") if extra else []):
                 psql(open(f).read().replace("@schema@", s), one=True)
             psql(f"INSERT INTO {s}.dispatcher (instance, host, pid) VALUES ('d0', 'h', 1)")
             idx = psql(f"SELECT string_agg(indexname, ' ' ORDER BY indexname) FROM pg_indexes "

@@ -21,6 +21,7 @@
 #include "cli/exit_codes.h"
 #include "cli/listing.h"
 #include "cli/options.h"
+#include "cli/queue_target.h"
 #include "cli/table.h"
 #include "dispatch/dispatch_config.h"
 #include "dispatch/queries.h"
@@ -99,7 +100,7 @@ static int parse(int argc, char **argv, struct lopts *o, char *err, size_t len)
 					       { "json", no_argument, NULL, 'j' },
 					       { "help", no_argument, NULL, 'h' },
 					       { NULL, 0, NULL, 0 } };
-	const char *cmd = argv[0], *env = getenv("EXECCTL_DB");
+	const char *cmd = argv[0];
 	int c, jobs = strcmp(cmd, "jobs") == 0;
 	char *end;
 
@@ -114,19 +115,11 @@ static int parse(int argc, char **argv, struct lopts *o, char *err, size_t len)
 		}
 		switch (c) {
 		case 'D': set(&o->conninfo, optarg); break;
-		case 'c': {
-			struct dispatch_config cfg;
-			struct config_error cerr;
-			if (dispatch_config_load(optarg, NULL, &cfg, &cerr) < 0) {
-				snprintf(err, len, "%s: %.400s", cmd, cerr.text);
+		case 'c':
+			if (queue_target_config(cmd, optarg, &o->conninfo, &o->schema, err, len) <
+			    0)
 				return CLI_BAD;
-			}
-			set(&o->conninfo, cfg.database);
-			if (!o->schema)
-				set(&o->schema, cfg.schema);
-			dispatch_config_free(&cfg);
 			break;
-		}
 		case 'S': set(&o->schema, optarg); break;
 		case 't':
 			if (!is_state(optarg)) {
@@ -176,18 +169,8 @@ static int parse(int argc, char **argv, struct lopts *o, char *err, size_t len)
 			 cmd);
 		return CLI_BAD;
 	}
-	if (!o->conninfo && env)
-		set(&o->conninfo, env);
-	if (!o->conninfo) {
-		snprintf(err, len, "%s: --db CONNINFO, -c FILE or $EXECCTL_DB is required", cmd);
+	if (queue_target_finish(cmd, &o->conninfo, &o->schema, err, len) < 0)
 		return CLI_BAD;
-	}
-	if (!o->schema)
-		set(&o->schema, "execdispatch");
-	if (!dispatch_schema_ok(o->schema)) {
-		snprintf(err, len, "%s: --schema: a lower-case SQL identifier is required", cmd);
-		return CLI_BAD;
-	}
 	return CLI_PARSED;
 }
 

@@ -27,6 +27,7 @@
 #include "cli/outcome.h"
 #include "cli/progress.h"
 #include "cli/queue.h"
+#include "cli/queue_target.h"
 #include "dispatch/dispatch_config.h"
 #include "dispatch/queries.h"
 
@@ -134,20 +135,11 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 			free(o->conninfo);
 			o->conninfo = strdup(optarg);
 			break;
-		case 'c': {
-			struct dispatch_config cfg;
-			struct config_error cerr;
-			if (dispatch_config_load(optarg, NULL, &cfg, &cerr) < 0) {
-				snprintf(err, len, "%s: %.400s", cmd, cerr.text);
+		case 'c':
+			if (queue_target_config(cmd, optarg, &o->conninfo, &o->schema, err, len) <
+			    0)
 				return CLI_BAD;
-			}
-			free(o->conninfo);
-			o->conninfo = strdup(cfg.database);
-			if (!o->schema)
-				o->schema = strdup(cfg.schema);
-			dispatch_config_free(&cfg);
 			break;
-		}
 		case 'S':
 			free(o->schema);
 			o->schema = strdup(optarg);
@@ -222,21 +214,8 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 			return CLI_BAD;
 		}
 	}
-	if (!o->conninfo && getenv("EXECCTL_DB"))
-		o->conninfo = strdup(getenv("EXECCTL_DB"));
-	if (!o->conninfo) {
-		snprintf(err, len, "%s: --db CONNINFO or -c FILE is required (or EXECCTL_DB)", cmd);
+	if (queue_target_finish(cmd, &o->conninfo, &o->schema, err, len) < 0)
 		return CLI_BAD;
-	}
-	if (!o->schema)
-		o->schema = strdup("execdispatch");
-	if (!dispatch_schema_ok(o->schema)) {
-		snprintf(err, len,
-			 "%s: --schema: a lower-case SQL identifier is required (a-z, 0-9, _, not "
-			 "starting with a digit, at most %d)",
-			 cmd, DISPATCH_SCHEMA_MAX);
-		return CLI_BAD;
-	}
 	if (strcmp(cmd, "submit") == 0) {
 		if (!o->service) {
 			snprintf(err, len, "submit: -s SERVICE is required");
@@ -252,7 +231,8 @@ static int parse(int argc, char **argv, struct qopts *o, char *err, size_t len)
 		 * it would be queued as a command of that name and fail */
 		if (o->ncommand && o->command[0][0] == '{') {
 			snprintf(err, len,
-				 "submit: COMMAND %.40s... looks like a JSON job: give it with --job",
+				 "submit: COMMAND %.40s... looks like a JSON job: give it with "
+				 "--job",
 				 o->command[0]);
 			return CLI_BAD;
 		}

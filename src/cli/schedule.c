@@ -16,6 +16,7 @@
 
 #include "cli/exit_codes.h"
 #include "cli/options.h"
+#include "cli/queue_target.h"
 #include "cli/table.h"
 #include "dispatch/dispatch_config.h"
 #include "dispatch/queries.h"
@@ -80,20 +81,11 @@ static int parse(int argc, char **argv, struct sopts *o, char *err, size_t len)
 			free(o->conninfo);
 			o->conninfo = strdup(optarg);
 			break;
-		case 'c': {
-			struct dispatch_config cfg;
-			struct config_error cerr;
-			if (dispatch_config_load(optarg, NULL, &cfg, &cerr) < 0) {
-				snprintf(err, len, "schedule: %.400s", cerr.text);
+		case 'c':
+			if (queue_target_config("schedule", optarg, &o->conninfo, &o->schema, err,
+						len) < 0)
 				return CLI_BAD;
-			}
-			free(o->conninfo);
-			o->conninfo = strdup(cfg.database);
-			if (!o->schema)
-				o->schema = strdup(cfg.schema);
-			dispatch_config_free(&cfg);
 			break;
-		}
 		case 'S':
 			free(o->schema);
 			o->schema = strdup(optarg);
@@ -120,21 +112,10 @@ static int parse(int argc, char **argv, struct sopts *o, char *err, size_t len)
 			return CLI_BAD;
 		}
 	}
-	if (!o->conninfo && getenv("EXECCTL_DB"))
-		o->conninfo = strdup(getenv("EXECCTL_DB"));
-	if (!o->conninfo) {
-		snprintf(err, len,
-			 "schedule: --db CONNINFO or -c FILE is required (or EXECCTL_DB)");
+	if (queue_target_finish("schedule", &o->conninfo, &o->schema, err, len) < 0)
 		return CLI_BAD;
-	}
-	if (!o->schema)
-		o->schema = strdup("execdispatch");
 	if (!o->tz)
 		o->tz = strdup("UTC");
-	if (!dispatch_schema_ok(o->schema)) {
-		snprintf(err, len, "schedule: --schema: a lower-case SQL identifier is required");
-		return CLI_BAD;
-	}
 	o->args = argv + optind;
 	o->nargs = argc - optind;
 	return CLI_PARSED;

@@ -35,68 +35,18 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.error
 import urllib.request
 
-from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
-from selenium.webdriver.chrome.service import Service
+from browser_lib import browser, fail, free_port, http, js_errors, step, wait_for
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 TOKEN = "dispatch-console-token-31"
-DEADLINE = 30.0
 JOBS = 250
 PAGE = 50
-T0 = time.monotonic()
-
-
-def step(msg):
-    print(f"{time.monotonic() - T0:6.1f}s {msg}", flush=True)
-
-
-def fail(msg):
-    step("FAIL: " + msg)
-    sys.exit(1)
-
-
-def wait_for(what, cond, timeout=DEADLINE):
-    step("waiting for " + what)
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        try:
-            v = cond()
-            if v:
-                return v
-        except (StaleElementReferenceException, WebDriverException) as e:
-            last = e
-        time.sleep(0.1)
-    fail("timed out waiting for " + what + (f" (last error: {last})" if last else ""))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http(url, token=None, method="GET", headers=None):
-    req = urllib.request.Request(url, method=method, headers=headers or {})
-    if token:
-        req.add_header("Authorization", "Bearer " + token)
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
 class Bench:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="dconsole-test-")
@@ -166,32 +116,6 @@ metrics: 127.0.0.1:{self.port}
         subprocess.run(self.as_user + [self.pgctl[0], "-D", self.pgctl[1], "-m", "immediate",
                                        "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def browser():
-    o = webdriver.ChromeOptions()
-    o.binary_location = shutil.which("chromium")
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-              "--window-size=1280,1000", "--no-first-run", "--disable-extensions"):
-        o.add_argument(a)
-    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=o)
-
-
-def js_errors(drv, seen):
-    bad = []
-    for e in drv.get_log("browser"):
-        seen.append(e)
-        if e["level"] != "SEVERE":
-            continue
-        if e["source"] == "network" and "/console/api/" in e["message"] and \
-                "(Unauthorized)" in e["message"]:
-            continue
-        if e["source"] == "network" and "/console/api/jobs?service=encode&limit=" in \
-                e["message"] and "(Bad Request)" in e["message"]:
-            continue  # the refused list of encode's jobs of any state
-        bad.append(e)
-    return bad
 
 
 def cell_text(drv, css):
@@ -388,7 +312,8 @@ def main():
             drv.execute_cdp_cmd("Emulation.setEmulatedMedia", {
                 "features": [{"name": "prefers-color-scheme", "value": "dark"}]})
             drv.save_screenshot(shot.replace(".png", "-dark.png"))
-        bad = js_errors(drv, log)
+        bad = js_errors(drv, log, [("/console/api/", "(Unauthorized)"),
+                                    ("/console/api/jobs?service=encode&limit=", "(Bad Request)")])
         if bad:
             fail("errors in the browser's console: " + json.dumps(bad))
         print(f"ok: sign-in, counts, {JOBS // PAGE} pages, a job cancelled, a service paused and resumed, a job "

@@ -28,63 +28,15 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.request
 
-from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
-from selenium.webdriver.chrome.service import Service
+from browser_lib import DEADLINE, browser, fail, free_port, http, js_errors, step, wait_for
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 TOKEN = "console-test-token-31"
 # a client id that is markup: the page must show it as text
 HOLDER2 = "holder-2<i>x</i>"
-DEADLINE = 20.0  # seconds for any one condition on a loaded machine
-
-
-T0 = time.monotonic()
-
-
-def step(msg):
-    print(f"{time.monotonic() - T0:6.1f}s {msg}", flush=True)
-
-
-def fail(msg):
-    step("FAIL: " + msg)
-    sys.exit(1)
-
-
-def wait_for(what, cond, timeout=DEADLINE):
-    step("waiting for " + what)
-    end = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < end:
-        try:
-            v = cond()
-            if v:
-                return v
-        except (StaleElementReferenceException, WebDriverException) as e:
-            last = e  # the page redrew under us: look again
-        time.sleep(0.1)
-    fail("timed out waiting for " + what + (f" (last error: {last})" if last else ""))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_status(url, token=None, method="GET", headers=None):
-    req = urllib.request.Request(url, method=method, headers=headers or {})
-    if token:
-        req.add_header("Authorization", "Bearer " + token)
-    try:
-        with urllib.request.urlopen(req, timeout=5) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
 
 
 class Bench:
@@ -118,7 +70,7 @@ services:
         self.daemon = subprocess.Popen([bin_, "-f", "-c", cfg], stdout=self.log,
                                        stderr=subprocess.STDOUT)
         wait_for("the execserver to answer",
-                 lambda: self._answers() and http_status(self.base + "/status")[0] == 401)
+                 lambda: self._answers() and http(self.base + "/status")[0] == 401)
 
     def _answers(self):
         if self.daemon.poll() is not None:
@@ -140,7 +92,7 @@ services:
         return p
 
     def status(self):
-        code, body = http_status(self.base + "/status?detail=1", TOKEN)
+        code, body = http(self.base + "/status?detail=1", TOKEN)
         return json.loads(body) if code == 200 else None
 
     def close(self):
@@ -156,32 +108,6 @@ services:
             self.daemon.wait()
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def browser():
-    o = webdriver.ChromeOptions()
-    o.binary_location = shutil.which("chromium")
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-              "--window-size=1280,1000", "--no-first-run", "--disable-extensions"):
-        o.add_argument(a)
-    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver")),
-                            options=o)
-
-
-def js_errors(drv, seen):
-    """The browser console's errors so far; the only ones allowed are the
-    401 answers to /status that the sign-in (and the test's own fetch
-    without the token) are made of."""
-    bad = []
-    for e in drv.get_log("browser"):
-        seen.append(e)
-        if e["level"] != "SEVERE":
-            continue
-        if e["source"] == "network" and "/status" in e["message"] and "(Unauthorized)" in e["message"]:
-            continue
-        bad.append(e)
-    return bad
 
 
 def text_of(drv, css):
@@ -229,7 +155,7 @@ def main():
     log = []
     try:
         # no token: /status refused, the page shows the sign-in form alone
-        if http_status(bench.base + "/status?detail=1")[0] != 401:
+        if http(bench.base + "/status?detail=1")[0] != 401:
             fail("/status?detail=1 without the token was not refused")
         for path, ctype in (("/console", "text/html"), ("/console/console.js", "text/javascript"),
                             ("/console/common.css", "text/css")):
@@ -280,7 +206,7 @@ def main():
                                      (TOKEN, {"Sec-Fetch-Site": "cross-site"}, 403),
                                      (TOKEN, {"Origin": bench.base, "Sec-Fetch-Site": "same-site"},
                                       403)):
-            got = http_status(url, token, "POST", headers)[0]
+            got = http(url, token, "POST", headers)[0]
             if got != want:
                 fail(f"POST {url} {headers} with token {token}: {got}, not {want}")
         waiter = bench.run("waiter", 120)
@@ -347,7 +273,7 @@ def main():
             drv.save_screenshot(dark)
             print("screenshot: " + dark)
 
-        bad = js_errors(drv, log)
+        bad = js_errors(drv, log, [("/status", "(Unauthorized)")])
         if bad:
             fail("errors in the browser's console: " + json.dumps(bad))
         print(f"ok: sign-in, waiting line, running, cancel and failure seen in the browser "

@@ -504,6 +504,12 @@ static int execctl(char *out, size_t len, const char *fmt, ...)
 	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* harness_wait_until's condition: the file arg exists. */
+static int file_exists(void *arg)
+{
+	return access((const char *)arg, F_OK) == 0;
+}
+
 struct rows_wait {
 	const char *where;
 	long long n;
@@ -687,9 +693,9 @@ static void test_execctl_db(void)
 	CU_ASSERT(strncmp(out, "execctl: submit: --job: ", 24) == 0 && !strstr(out, "CONTEXT"));
 	/* a payload given as the command, without --job: refused, not queued
 	 * as a command named '{"command"...' */
-	CU_ASSERT_EQUAL(execctl(out, sizeof out,
-				"submit -c %s -s work '{\"command\":\"true\"}'", F.cfg[0]),
-			2);
+	CU_ASSERT_EQUAL(
+		execctl(out, sizeof out, "submit -c %s -s work '{\"command\":\"true\"}'", F.cfg[0]),
+		2);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "looks like a JSON job: give it with --job"));
 	/* show, with --db instead of the file */
 	CU_ASSERT_EQUAL(
@@ -1742,14 +1748,16 @@ static void test_pause_retry(void)
 	CU_ASSERT_EQUAL(execctl(out, sizeof out, "retry -c %s %lld", F.cfg[0], id), 122);
 	CU_ASSERT_STRING_EQUAL(out, "not_found_or_not_finished\n");
 
-	/* cancelled while its run ignores SIGTERM: stopping until it ended */
+	/* cancelled while its run ignores SIGTERM: stopping until it ended
+	 * (the marker is made once the trap is set: a cancel before it would
+	 * end the run at once, and retry would rightly requeue) */
 	snprintf(marker, sizeof marker, "%s/stubborn", F.dir);
 	snprintf(buf, sizeof buf,
-		 "{\"command\":\"sh\",\"args\":[\"-c\",\"test -e %s && exit 0; touch %s; "
-		 "trap '' TERM; while :; do sleep 0.1; done\"]}",
+		 "{\"command\":\"sh\",\"args\":[\"-c\",\"test -e %s && exit 0; trap '' TERM; "
+		 "touch %s; while :; do sleep 0.1; done\"]}",
 		 marker, marker);
 	id = df_submit(&F, buf, 0);
-	CU_ASSERT_FATAL(harness_wait_status(&F.es[0], 5000, running_n, (void *)1) == 0);
+	CU_ASSERT_FATAL(harness_wait_until(file_exists, marker, 5000) == 0);
 	long long t0 = harness_now_ms();
 	CU_ASSERT_STRING_EQUAL(
 		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,4 +399,26 @@ const char *df_ledger_job(struct dfix *f, char *buf, size_t len, int ms, int spl
 		 "\"PGUSER=postgres\",\"PGDATABASE=postgres\"]}",
 		 script, f->pg.port);
 	return buf;
+}
+
+int df_execctl(char *out, size_t len, const char *fmt, ...)
+{
+	char args[1024], cmd[1400];
+	const char *bin = getenv("EXECDISPATCH_BIN");
+	va_list ap;
+	FILE *p;
+	size_t n;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	/* execctl sits next to execdispatch in the build directory */
+	snprintf(cmd, sizeof cmd, "%.*sexecctl %s 2>&1",
+		 bin ? (int)(strrchr(bin, '/') + 1 - bin) : 2, bin ? bin : "./", args);
+	p = popen(cmd, "r");
+	n = p ? fread(out, 1, len - 1, p) : 0;
+	out[n] = '\0';
+	st = p ? pclose(p) : -1;
+	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

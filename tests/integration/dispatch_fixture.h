@@ -69,6 +69,10 @@ int df_wait_metric(int port, const char *series, long long want, int timeout_ms)
 int df_wait_statements(struct dfix *f, int n, int timeout_ms);
 /* Waits until dispatcher i's log holds text; 0, or -1 after timeout_ms. */
 int df_wait_log(struct dfix *f, int i, const char *text, int timeout_ms);
+/* Runs the build's execctl (beside $EXECDISPATCH_BIN) with args, a shell
+ * fragment made by fmt; its stdout and stderr into out (len bytes); the
+ * exit status, or -1. */
+int df_execctl(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Sends sig to dispatcher i and waits for its exit (SIGKILL after
  * timeout_ms); the wait status. */
 int df_stop_disp(struct dfix *f, int i, int sig, int timeout_ms);

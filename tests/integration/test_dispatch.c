@@ -408,9 +408,6 @@ static int logged_statements(void)
 	return n;
 }
 
-static int execctl(char *out, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
 static void test_no_execserver(void)
 {
 	char buf[64], conninfo[600];
@@ -453,12 +450,12 @@ static void test_no_execserver(void)
 	/* position() and execctl position say why the job waits (the beat
 	 * writes it into the dispatcher row; migration 007) */
 	char out[1024];
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position --db '%s' %lld", F.conninfo, id), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "position --db '%s' %lld", F.conninfo, id), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(
 		out, "(no dispatcher claims: d2: no execserver connected (ws://127.0.0.1:9: "));
 	if (!strstr(out, "no dispatcher claims: d2"))
 		fprintf(stderr, "execctl position: %s\n", out);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show --db '%s' %lld", F.conninfo, id), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "show --db '%s' %lld", F.conninfo, id), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nposition "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "(no dispatcher claims: d2: no execserver connected"));
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 2, SIGTERM, 5000), 0);
@@ -478,30 +475,6 @@ static void test_no_execserver(void)
 		fprintf(stderr, "said %d times in %lld ms\n", said, lived);
 	CU_ASSERT(said >= 2 && said <= lived / 1000 + 1);
 	clear_queue();
-}
-
-/* Runs execctl with args (a shell fragment); its stdout+stderr into out;
- * the exit status. */
-static int execctl(char *out, size_t len, const char *fmt, ...)
-{
-	char args[1024], cmd[1400];
-	const char *bin = getenv("EXECDISPATCH_BIN");
-	va_list ap;
-	FILE *p;
-	size_t n;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof args, fmt, ap);
-	va_end(ap);
-	/* execctl sits next to execdispatch in the build directory */
-	snprintf(cmd, sizeof cmd, "%.*sexecctl %s 2>&1",
-		 bin ? (int)(strrchr(bin, '/') + 1 - bin) : 2, bin ? bin : "./", args);
-	p = popen(cmd, "r");
-	n = p ? fread(out, 1, len - 1, p) : 0;
-	out[n] = '\0';
-	st = p ? pclose(p) : -1;
-	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 /* harness_wait_until's condition: the file arg exists. */
@@ -553,7 +526,7 @@ static void test_retry_exit_code(void)
 	CU_ASSERT_FATAL(wait_rows(cmd, 1, 20000) == 0);
 	pgtest_text(F.c, after, sizeof after,
 		    "SELECT start_after FROM execdispatch.job WHERE id = %lld", id);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s %lld", F.cfg[0], id), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "show -c %s %lld", F.cfg[0], id), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nnext attempt "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, after));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "(attempt 2)\n"));
@@ -604,9 +577,9 @@ static void test_execctl_listing(void)
 		F.c, "SELECT execdispatch.submit('lst', '{\"command\": \"true\"}', "
 		     "g %% 2 * 2, now() + interval '1 hour') FROM generate_series(1, 120) g"));
 	for (int p = 0; p < 3; p++) {
-		CU_ASSERT_EQUAL(execctl(out, sizeof out,
-					"jobs --db '%s' --state queued -s lst -n 50 %s", F.conninfo,
-					after),
+		CU_ASSERT_EQUAL(df_execctl(out, sizeof out,
+					   "jobs --db '%s' --state queued -s lst -n 50 %s",
+					   F.conninfo, after),
 				0);
 		pages[p] = 0;
 		for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
@@ -626,15 +599,16 @@ static void test_execctl_listing(void)
 	CU_ASSERT(pages[0] == 50 && pages[1] == 50 && pages[2] == 20);
 	CU_ASSERT_EQUAL(nseen, 120);
 	CU_ASSERT_EQUAL(after[0], '\0'); /* no next after the short page */
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "jobs --db '%s' --state bogus", F.conninfo), 2);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "jobs --db '%s' --state bogus", F.conninfo), 2);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "--state bogus: expected queued"));
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "stats --db '%s' --json", F.conninfo), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "stats --db '%s' --json", F.conninfo), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"service\":\"lst\",\"queued\":120,"));
 	CU_ASSERT_PTR_NOT_NULL(
 		strstr(out, "{\"state\":\"queued\",\"rows\":120,\"estimated\":false}"));
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "cancel --db '%s' %s", F.conninfo, seen[7]), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "cancel --db '%s' %s", F.conninfo, seen[7]), 0);
 	CU_ASSERT_EQUAL(
-		execctl(out, sizeof out, "jobs --db '%s' --state cancelled -s lst", F.conninfo), 0);
+		df_execctl(out, sizeof out, "jobs --db '%s' --state cancelled -s lst", F.conninfo),
+		0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, seen[7]));
 	CU_ASSERT_PTR_NULL(strstr(out, "next:"));
 	/* every state: id order, newest first; --since cut at the first id
@@ -648,9 +622,9 @@ static void test_execctl_listing(void)
 			     "UPDATE execdispatch.job SET created_at = '2026-01-01 00:00:00+00' "
 			     "WHERE id = (SELECT min(id) FROM execdispatch.job)"));
 	long long top = pgtest_int(F.c, "SELECT max(id) FROM execdispatch.job");
-	CU_ASSERT_EQUAL(execctl(out, sizeof out,
-				"jobs --db '%s' --json -n 50 --since '2025-12-31 23:29:30+00'",
-				F.conninfo),
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out,
+				   "jobs --db '%s' --json -n 50 --since '2025-12-31 23:29:30+00'",
+				   F.conninfo),
 			0);
 	int rows = 0;
 	long long last = top + 1, id;
@@ -661,13 +635,13 @@ static void test_execctl_listing(void)
 		rows++;
 	}
 	CU_ASSERT_EQUAL(rows, 31); /* max - 30 .. max */
-	CU_ASSERT_EQUAL(execctl(out, sizeof out,
-				"jobs --db '%s' --json --since '2026-01-01 00:00:01+00'",
-				F.conninfo),
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out,
+				   "jobs --db '%s' --json --since '2026-01-01 00:00:01+00'",
+				   F.conninfo),
 			0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "[]"));
 	/* one service's jobs are listed per state */
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "jobs --db '%s' -s lst", F.conninfo), 2);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "jobs --db '%s' -s lst", F.conninfo), 2);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "--service needs --state"));
 	clear_queue();
 }
@@ -681,60 +655,63 @@ static void test_execctl_db(void)
 	CU_ASSERT_FATAL(df_write_config(&F, 0, NULL) == 0);
 	CU_ASSERT_FATAL(df_start_disp(&F, 0) == 0);
 	/* submit -w: the id, then the outcome; exit status of the program */
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work -w -- true", F.cfg[0]), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "submit -c %s -s work -w -- true", F.cfg[0]),
+			0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, ": done"));
 	/* ... and the receipt as run shows it, said once */
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work -w -- false", F.cfg[0]), 1);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "submit -c %s -s work -w -- false", F.cfg[0]),
+			1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, ": failed (exit_status)\n"
 					   "execctl: the job exited with status 1\n"));
 	/* a payload that is not JSON: one line, exit 2, nothing queued */
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s work --job 'not json'", F.cfg[0]),
-			2);
+	CU_ASSERT_EQUAL(
+		df_execctl(out, sizeof out, "submit -c %s -s work --job 'not json'", F.cfg[0]), 2);
 	CU_ASSERT(strncmp(out, "execctl: submit: --job: ", 24) == 0 && !strstr(out, "CONTEXT"));
 	/* a payload given as the command, without --job: refused, not queued
 	 * as a command named '{"command"...' */
-	CU_ASSERT_EQUAL(
-		execctl(out, sizeof out, "submit -c %s -s work '{\"command\":\"true\"}'", F.cfg[0]),
-		2);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "submit -c %s -s work '{\"command\":\"true\"}'",
+				   F.cfg[0]),
+			2);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "looks like a JSON job: give it with --job"));
 	/* show, with --db instead of the file */
 	CU_ASSERT_EQUAL(
-		execctl(out, sizeof out, "submit --db '%s' -s work -- sleep 0.1", F.conninfo), 0);
+		df_execctl(out, sizeof out, "submit --db '%s' -s work -- sleep 0.1", F.conninfo),
+		0);
 	snprintf(id, sizeof id, "%lld", atoll(out));
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s %s", F.cfg[0], id), 0);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s %s", F.cfg[0], id), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "wait -c %s %s", F.cfg[0], id), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "show -c %s %s", F.cfg[0], id), 0);
 	/* one column for the values, as wide as the longest name */
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nrunner_instance     d0\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nposition_wanted_at  "));
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s --json %s", F.cfg[0], id), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "show -c %s --json %s", F.cfg[0], id), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "\"state\":\"done\""));
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "cancel -c %s %s", F.cfg[0], id), 122);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "cancel -c %s %s", F.cfg[0], id), 122);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "not_found_or_finished"));
 	CU_ASSERT_EQUAL(df_stop_disp(&F, 0, SIGTERM, 5000), 0);
 
 	/* no dispatcher: queued; position, wait --timeout, cancel */
 	qid = df_submit(&F, "{\"command\":\"true\"}", 0);
 	df_submit(&F, "{\"command\":\"true\"}", 0);
-	CU_ASSERT_EQUAL(
-		execctl(out, sizeof out, "submit -c %s -s work -p interactive -- true", F.cfg[0]),
-		0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "submit -c %s -s work -p interactive -- true",
+				   F.cfg[0]),
+			0);
 	snprintf(id, sizeof id, "%lld", qid + 1);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position -c %s %s", F.cfg[0], id), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "position -c %s %s", F.cfg[0], id), 0);
 	/* the interactive one and qid; why it waits (migration 007) */
 	CU_ASSERT_STRING_EQUAL(out, "0 running, 2 ahead in the queue (no dispatcher is running)\n");
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s --wait-timeout 1 %s", F.cfg[0], id),
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "wait -c %s --wait-timeout 1 %s", F.cfg[0], id),
 			121);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "cancel -c %s %s", F.cfg[0], id), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "cancel -c %s %s", F.cfg[0], id), 0);
 	CU_ASSERT_STRING_EQUAL(out, "cancelled\n");
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "wait -c %s %s", F.cfg[0], id), 120);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "wait -c %s %s", F.cfg[0], id), 120);
 	CU_ASSERT(strstr(out, ": cancelled\n") && !strstr(out, "cancelled cancelled"));
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s 999999", F.cfg[0]), 122);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "show -c %s 999999", F.cfg[0]), 122);
 	/* refused by submit(): one line, no CONTEXT lines, exit 2 */
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -s 'bad name' -- true", F.cfg[0]),
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "submit -c %s -s 'bad name' -- true", F.cfg[0]),
 			2);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "service must be 1 to 64"));
 	CU_ASSERT(strchr(out, '\n') == out + strlen(out) - 1);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "submit -c %s -- true", F.cfg[0]), 2);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "submit -c %s -- true", F.cfg[0]), 2);
 	/* numbers: garbage, overflow and out of range refused, naming the option */
 	static const struct {
 		const char *args, *word;
@@ -756,16 +733,17 @@ static void test_execctl_db(void)
 		{ "retry --db x abc", "retry: one job id (a positive integer) is required" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		CU_ASSERT_EQUAL(execctl(out, sizeof out, "%s", bad[i].args), 2);
+		CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "%s", bad[i].args), 2);
 		CU_ASSERT_PTR_NOT_NULL(strstr(out, bad[i].word));
 		if (!strstr(out, bad[i].word))
 			fprintf(stderr, "\n  execctl %s: %s\n", bad[i].args, out);
 	}
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position --db 'host=127.0.0.1 port=1' 1"), 111);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "position --db 'host=127.0.0.1 port=1' 1"),
+			111);
 	/* pause() refuses the name: one line, exit 2 */
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "pause -c %s 'bad name'", F.cfg[0]), 2);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "pause -c %s 'bad name'", F.cfg[0]), 2);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "pause: service must be 1 to 64"));
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "retry -c %s 999999", F.cfg[0]), 122);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "retry -c %s 999999", F.cfg[0]), 122);
 	CU_ASSERT_STRING_EQUAL(out, "not_found_or_not_finished\n");
 	clear_queue();
 }
@@ -857,9 +835,10 @@ static void test_progress_rows(void)
 		strstr(buf, "\"progress\": {\"text\": \"half\", \"fraction\": 0.5}"));
 	if (!strstr(buf, "half"))
 		fprintf(stderr, "position of a running row: %s\n", buf);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position --db '%s' %lld", F.conninfo, ids[0]), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "position --db '%s' %lld", F.conninfo, ids[0]),
+			0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "running: 50% half"));
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show --db '%s' %lld", F.conninfo, ids[0]), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "show --db '%s' %lld", F.conninfo, ids[0]), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "running: 50% half"));
 	/* the end: the last value is written before the DONE's outcome or
 	 * stays 0.5; a finished row keeps what it had */
@@ -1697,7 +1676,7 @@ static void test_pause_retry(void)
 	/* a job of the service first: the dispatcher knows it (its own claim) */
 	df_submit(&F, "{\"command\":\"true\"}", 0);
 	CU_ASSERT_EQUAL(df_wait_final(&F, 5000), 0);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "pause -c %s work", F.cfg[0]), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "pause -c %s work", F.cfg[0]), 0);
 	CU_ASSERT_STRING_EQUAL(out, "paused\n");
 	id = df_submit(&F, "{\"command\":\"true\"}", 0);
 	struct claims_at_least c = { mport,
@@ -1711,11 +1690,11 @@ static void test_pause_retry(void)
 	CU_ASSERT_EQUAL(
 		df_wait_metric(mport, "execdispatch_service_paused{service=\"work\"}", 1, 15000),
 		0);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "position -c %s %lld", F.cfg[0], id), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "position -c %s %lld", F.cfg[0], id), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "(paused)"));
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "resume -c %s work", F.cfg[0]), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "resume -c %s work", F.cfg[0]), 0);
 	CU_ASSERT_STRING_EQUAL(out, "resumed\n");
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "resume -c %s work", F.cfg[0]), 122);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "resume -c %s work", F.cfg[0]), 122);
 	CU_ASSERT_EQUAL(df_wait_final(&F, 5000), 0);
 
 	/* failed, retried, done: two attempts, each with its receipt */
@@ -1729,7 +1708,7 @@ static void test_pause_retry(void)
 	/* the final failure is the row's alone; the retry moves it to
 	 * job_attempt, the done that follows stays in the row */
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job_attempt"), 0);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "retry -c %s %lld", F.cfg[0], id), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "retry -c %s %lld", F.cfg[0], id), 0);
 	CU_ASSERT_STRING_EQUAL(out, "requeued\n");
 	CU_ASSERT_EQUAL(df_wait_final(&F, 5000), 0);
 	CU_ASSERT_EQUAL(pgtest_int(F.c,
@@ -1738,14 +1717,14 @@ static void test_pause_retry(void)
 				   id),
 			1);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.job_attempt"), 1);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "show -c %s %lld", F.cfg[0], id), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "show -c %s %lld", F.cfg[0], id), 0);
 	char *a1 = strstr(out, "\nattempt 1  failed  d0  started "),
 	     *a2 = a1 ? strstr(a1 + 1, "\nattempt 1  done  d0  started ") : NULL;
 	CU_ASSERT(a1 && a2 && strstr(a1, "exit_status") && strstr(a1, "first") &&
 		  strstr(a2, "second"));
 	if (!(a1 && a2))
 		fprintf(stderr, "execctl show:\n%s", out);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "retry -c %s %lld", F.cfg[0], id), 122);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "retry -c %s %lld", F.cfg[0], id), 122);
 	CU_ASSERT_STRING_EQUAL(out, "not_found_or_not_finished\n");
 
 	/* cancelled while its run ignores SIGTERM: stopping until it ended
@@ -1762,7 +1741,7 @@ static void test_pause_retry(void)
 	CU_ASSERT_STRING_EQUAL(
 		pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.cancel(%lld)", id),
 		"requested");
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "retry -c %s %lld", F.cfg[0], id), 115);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "retry -c %s %lld", F.cfg[0], id), 115);
 	CU_ASSERT_STRING_EQUAL(out, "stopping\n");
 	while (harness_now_ms() - t0 < 10000 &&
 	       strcmp(pgtest_text(F.c, buf, sizeof buf, "SELECT execdispatch.retry(%lld)", id),

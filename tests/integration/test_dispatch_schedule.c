@@ -677,60 +677,40 @@ static void test_missed(void)
 	df_stop_disp(&F, 0, SIGTERM, 10000);
 }
 
-/* Runs execctl with args; stdout+stderr into out; the exit status. */
-static int execctl(char *out, size_t len, const char *fmt, ...)
-{
-	char args[1024], cmd[1400];
-	const char *bin = getenv("EXECDISPATCH_BIN");
-	va_list ap;
-	FILE *p;
-	size_t n;
-	int st;
-
-	va_start(ap, fmt);
-	vsnprintf(args, sizeof args, fmt, ap);
-	va_end(ap);
-	snprintf(cmd, sizeof cmd, "%.*sexecctl %s 2>&1",
-		 bin ? (int)(strrchr(bin, '/') + 1 - bin) : 2, bin ? bin : "./", args);
-	p = popen(cmd, "r");
-	n = p ? fread(out, 1, len - 1, p) : 0;
-	out[n] = '\0';
-	st = p ? pclose(p) : -1;
-	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void test_execctl(void)
 {
 	char out[4096];
 
 	clear_all();
 	/* the C parser refuses before anything is sent */
-	CU_ASSERT_EQUAL(execctl(out, sizeof out,
-				"schedule add --db '%s' nightly '0 24 * * *' work "
-				"'{\"command\": \"true\"}'",
-				F.conninfo),
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out,
+				   "schedule add --db '%s' nightly '0 24 * * *' work "
+				   "'{\"command\": \"true\"}'",
+				   F.conninfo),
 			2);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "field 2 (hour) at column 3: 24 is out of range"));
-	CU_ASSERT_EQUAL(execctl(out, sizeof out,
-				"schedule add --db '%s' --tz Nowhere/Land nightly '0 3 * * *' work "
-				"'{\"command\": \"true\"}'",
-				F.conninfo),
-			2);
+	CU_ASSERT_EQUAL(
+		df_execctl(out, sizeof out,
+			   "schedule add --db '%s' --tz Nowhere/Land nightly '0 3 * * *' work "
+			   "'{\"command\": \"true\"}'",
+			   F.conninfo),
+		2);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schedule"), 0);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out,
-				"schedule add --db '%s' -P 3 --tz Europe/Berlin nightly '0 3 * * "
-				"mon-fri' work '{\"command\": \"true\"}'",
-				F.conninfo),
-			0);
+	CU_ASSERT_EQUAL(
+		df_execctl(out, sizeof out,
+			   "schedule add --db '%s' -P 3 --tz Europe/Berlin nightly '0 3 * * "
+			   "mon-fri' work '{\"command\": \"true\"}'",
+			   F.conninfo),
+		0);
 	CU_ASSERT_STRING_EQUAL(out, "created\n");
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "schedule list --db '%s'", F.conninfo), 0);
+	CU_ASSERT_EQUAL(df_execctl(out, sizeof out, "schedule list --db '%s'", F.conninfo), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "NAME"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(out, "nightly  0 3 * * mon-fri  Europe/Berlin  work"));
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT priority FROM execdispatch.schedule"), 3);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "schedule remove --db '%s' nightly", F.conninfo),
-			0);
-	CU_ASSERT_EQUAL(execctl(out, sizeof out, "schedule remove --db '%s' nightly", F.conninfo),
-			122);
+	CU_ASSERT_EQUAL(
+		df_execctl(out, sizeof out, "schedule remove --db '%s' nightly", F.conninfo), 0);
+	CU_ASSERT_EQUAL(
+		df_execctl(out, sizeof out, "schedule remove --db '%s' nightly", F.conninfo), 122);
 	CU_ASSERT_EQUAL(pgtest_int(F.c, "SELECT count(*) FROM execdispatch.schedule"), 0);
 }
 

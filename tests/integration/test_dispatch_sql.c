@@ -202,15 +202,6 @@ static void test_config_errors(void)
 
 /* ---- migrations ---- */
 
-/* "migrated to version V (N migrations applied)" for the current V. */
-static const char *migrated(int n)
-{
-	static char buf[96];
-	snprintf(buf, sizeof buf, "migrated to version %d (%d migration%s applied)",
-		 DISPATCH_SCHEMA_VERSION, n, n == 1 ? "" : "s");
-	return buf;
-}
-
 /* Migration 007 over version 6 while a session holds a lock on the
  * dispatcher table (a pg_dump, an open transaction that read it): its
  * ALTER waits 2 s at most and the migration fails, naming the lock
